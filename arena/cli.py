@@ -1,0 +1,27 @@
+"""`cellarena`: the one command. Subcommands live beside what they drive and are gathered here."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+import click
+
+from cellarena.server.cli import bench, maps, sim
+
+
+def _version() -> str:
+    try:
+        return version("cellarena")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), "--version", "-V", prog_name="cellarena")
+def main() -> None:
+    """cellarena: bots play cellular-automaton games over TCP; an arena runs tournaments."""
+
+
+main.add_command(sim)
+main.add_command(bench)
+main.add_command(maps)

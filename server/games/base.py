@@ -1,0 +1,84 @@
+"""The interface every game engine implements, so one match loop can drive all of them.
+
+An engine instance is one match's state. It is pure and deterministic: no clocks, sockets, threads or
+global randomness; the same config, seed and actions always give the same states. The match loop asks
+`pending()` who must act and what each seat may see, gathers actions under its own deadline, then hands
+them to `apply()`, which resolves them and advances the world to the next decision point. Missing,
+malformed or illegal actions are the game's documented no-op, never an exception: a bot must not be
+able to crash the server through its moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
+
+
+class ConfigError(ValueError):
+    """A game config (or map) the engine cannot run; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """How a match ended.
+
+    ``ranks`` maps each seat to its place (1 is best; tied seats share a place). ``winner`` is the
+    single seat ranked first, or None for a draw. ``reason`` is a short human explanation.
+    """
+
+    ranks: dict[int, int]
+    winner: int | None
+    reason: str
+    ticks: int
+    scores: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def draw(self) -> bool:
+        return self.winner is None
+
+
+@dataclass
+class Events:
+    """What happened in one `apply()`: per-seat counts of no-op'd actions and the seats that lost."""
+
+    malformed: dict[int, int] = field(default_factory=dict)
+    illegal: dict[int, int] = field(default_factory=dict)
+    losers: list[int] = field(default_factory=list)
+
+    def count(self, which: dict[int, int], seat: int) -> None:
+        which[seat] = which.get(seat, 0) + 1
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """One match of one game. See docs/architecture.md for how the match loop drives it."""
+
+    name: ClassVar[str]
+    players: int
+    tick: int
+
+    @classmethod
+    def new(cls, config: Mapping[str, Any], seed: int = 0) -> Self:
+        """Validate ``config`` (raising ConfigError with a clear message) and set up the match."""
+        ...
+
+    def pending(self) -> dict[int, dict[str, Any]]:
+        """Who must act now: seat -> request (msgpack-ready). Empty once the match is over."""
+        ...
+
+    def apply(self, actions: Mapping[int, Any]) -> Events:
+        """Resolve one decision point's actions (seat -> action) and advance to the next one."""
+        ...
+
+    def result(self) -> Result | None:
+        """None while the match runs, then how it ended."""
+        ...
+
+    def frame(self) -> dict[str, Any]:
+        """The full public state, for spectators and replays (msgpack-ready)."""
+        ...
+
+    def state_hash(self) -> str:
+        """A hex digest of the complete state; equal states give equal hashes across runs and machines."""
+        ...

@@ -1,0 +1,413 @@
+"""The Rezzo engine: agents, moves, viewports and results around the bit-plane CA in `ca`.
+
+A decision point at tick t shows the world W_t. `apply()` runs tick t's agent phase on W_t, then
+tick t+1's CA transition and loss processing. `new()` takes the map as W_0 and runs tick 1's
+transition, so the first thing any bot sees is a world that has already stepped once, as in the
+rulebook's tick order (transition, losses, agents).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+from cellarena.sdk.games.rezzo import (
+    FORWARD,
+    MAX_DAMAGE,
+    MAX_PLAYERS,
+    RIGHTWARD,
+    VIEW_AGENT_COL,
+    VIEW_AGENT_ROW,
+    VIEW_SIZE,
+    Cell,
+    Facing,
+    Move,
+)
+from cellarena.server.games.base import ConfigError, Events, Result
+from cellarena.server.games.rezzo.ca import BitWorld
+from cellarena.server.games.rezzo.maps import load_map
+
+HITTABLE = frozenset({Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL})
+VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
+
+
+@dataclass(frozen=True)
+class RezzoConfig:
+    """Options of a Rezzo match; `docs/games/rezzo.md` explains each."""
+
+    map: str = "duel"
+    max_ticks: int = 3000
+    own_base_counts: bool = True
+    torus: bool = False
+
+    @classmethod
+    def from_mapping(cls, config: Mapping[str, Any]) -> RezzoConfig:
+        known = {f.name: f.type for f in fields(cls)}
+        unknown = sorted(set(config) - set(known))
+        if unknown:
+            raise ConfigError(f"unknown rezzo option(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        checks = {"map": str, "max_ticks": int, "own_base_counts": bool, "torus": bool}
+        for key, value in config.items():
+            want = checks[key]
+            if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+                raise ConfigError(f"rezzo option {key} must be a {want.__name__}, got {value!r}")
+        cfg = cls(**config)
+        if cfg.max_ticks < 1:
+            raise ConfigError(f"rezzo option max_ticks must be at least 1, got {cfg.max_ticks}")
+        return cfg
+
+
+@dataclass
+class Agent:
+    player: int
+    index: int
+    x: int
+    y: int
+    facing: Facing
+    alive: bool = True
+
+
+class RezzoEngine:
+    """One Rezzo match. See the module docstring for the tick order."""
+
+    name: ClassVar[str] = "rezzo"
+
+    def __init__(
+        self,
+        world: BitWorld,
+        agents: list[Agent],
+        *,
+        tick: int,
+        max_ticks: int,
+        map_name: str = "",
+        damage: np.ndarray | None = None,
+    ) -> None:
+        self.world = world
+        self.players = world.players
+        self.height, self.width = world.height, world.width
+        self.torus = world.torus
+        self.tick = tick
+        self.max_ticks = max_ticks
+        self.map_name = map_name
+        self._damage = (
+            np.zeros((self.height, self.width), np.uint8)
+            if damage is None
+            else np.array(damage, dtype=np.uint8)
+        )
+        self._agents = agents
+        self.agents_per_player = max((a.index + 1 for a in agents), default=0)
+        self._alive_players = set(range(self.players))
+        self._lost_at: dict[int, int] = {}
+        self._result: Result | None = None
+        self._view_offsets = self._make_view_offsets()
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def new(cls, config: Mapping[str, Any] | RezzoConfig, seed: int = 0) -> RezzoEngine:
+        """Load the map, then run tick 1's transition. Rezzo has no randomness: ``seed`` is unused."""
+        cfg = config if isinstance(config, RezzoConfig) else RezzoConfig.from_mapping(config)
+        m = load_map(cfg.map)
+        agents = [(a.player, a.x, a.y, int(a.facing)) for a in m.agents]
+        engine = cls.from_board(
+            m.cells,
+            players=m.players,
+            agents=agents,
+            tick=0,
+            max_ticks=cfg.max_ticks,
+            own_base_counts=cfg.own_base_counts,
+            torus=cfg.torus,
+            map_name=m.name,
+        )
+        engine._advance()
+        return engine
+
+    @classmethod
+    def from_board(
+        cls,
+        cells: np.ndarray,
+        *,
+        players: int,
+        agents: Sequence[tuple[int, int, int, int]] | None = None,
+        damage: np.ndarray | None = None,
+        tick: int = 0,
+        max_ticks: int = 3000,
+        own_base_counts: bool = True,
+        torus: bool = False,
+        map_name: str = "",
+    ) -> RezzoEngine:
+        """A match whose world at the decision point of ``tick`` is ``cells`` (no transition is run).
+
+        ``agents`` lists (player, x, y, facing); an agent's index is its order among its player's
+        entries. Without it, agents are read off the AGENT cells in reading order, all facing north.
+        """
+        cells = np.asarray(cells, dtype=np.uint8)
+        if not 1 <= players <= MAX_PLAYERS:
+            raise ConfigError(f"players must be 1..{MAX_PLAYERS}, got {players}")
+        world = BitWorld.from_codes(cells, players, torus=torus, own_base_counts=own_base_counts)
+        if agents is None:
+            ys, xs = np.nonzero((cells >= Cell.AGENT) & (cells < Cell.FLAG))
+            agents = [
+                (int(cells[y, x]) - Cell.AGENT, int(x), int(y), int(Facing.N))
+                for y, x in zip(ys, xs, strict=True)
+            ]
+        counts = [0] * players
+        made = []
+        for player, x, y, facing in agents:
+            if cells[y, x] != Cell.AGENT + player:
+                raise ConfigError(f"agent of player {player} at ({x}, {y}) stands on code {cells[y, x]}")
+            made.append(Agent(player, counts[player], x, y, Facing(facing)))
+            counts[player] += 1
+        n_agent_cells = int(np.count_nonzero((cells >= Cell.AGENT) & (cells < Cell.FLAG)))
+        if n_agent_cells != len(made):
+            raise ConfigError(f"{n_agent_cells} agent cells but {len(made)} agents listed")
+        made.sort(key=lambda a: (a.player, a.index))
+        return cls(world, made, tick=tick, max_ticks=max_ticks, map_name=map_name, damage=damage)
+
+    # ----------------------------------------------------------------- reading the state
+    def cells(self) -> np.ndarray:
+        """The world as (H, W) public codes with absolute owners."""
+        return self.world.codes()
+
+    def damage(self) -> np.ndarray:
+        return self._damage.copy()
+
+    def agents(self) -> list[Agent]:
+        return [Agent(a.player, a.index, a.x, a.y, a.facing, a.alive) for a in self._agents]
+
+    def alive_players(self) -> set[int]:
+        return set(self._alive_players)
+
+    def result(self) -> Result | None:
+        return self._result
+
+    # ----------------------------------------------------------------- viewports
+    def _make_view_offsets(self) -> np.ndarray:
+        """(4, 2, 13, 13): per facing, the dx and dy of every viewport cell from its agent."""
+        r = np.arange(VIEW_SIZE)[:, None]
+        c = np.arange(VIEW_SIZE)[None, :]
+        out = np.zeros((4, 2, VIEW_SIZE, VIEW_SIZE), np.int64)
+        for f in Facing:
+            (fx, fy), (rx, ry) = FORWARD[f], RIGHTWARD[f]
+            out[f, 0] = (VIEW_AGENT_ROW - r) * fx + (c - VIEW_AGENT_COL) * rx
+            out[f, 1] = (VIEW_AGENT_ROW - r) * fy + (c - VIEW_AGENT_COL) * ry
+        return out
+
+    def _views(self, agents: Sequence[Agent]) -> tuple[np.ndarray, np.ndarray]:
+        """Codes (absolute owners) and damage of the viewports of ``agents``: two (n, 13, 13) arrays."""
+        n = len(agents)
+        pos = np.array([(a.x, a.y) for a in agents], np.int64).reshape(n, 2)
+        off = self._view_offsets[np.array([int(a.facing) for a in agents], np.int64)]
+        xs = pos[:, 0, None, None] + off[:, 0]
+        ys = pos[:, 1, None, None] + off[:, 1]
+        if self.torus:
+            xs %= self.width
+            ys %= self.height
+            inside = np.ones(xs.shape, bool)
+        else:
+            inside = (xs >= 0) & (xs < self.width) & (ys >= 0) & (ys < self.height)
+            xs = np.where(inside, xs, 0)
+            ys = np.where(inside, ys, 0)
+        words = 1 + (ys + 1) * self.world.stride + (xs >> 6)
+        codes = self.world.gather(words, xs & 63)
+        codes[~inside] = Cell.OOB
+        dmg = np.where(inside, self._damage[ys, xs], 0).astype(np.uint8)
+        return codes, dmg
+
+    def _relative(self, codes: np.ndarray, viewer: int) -> np.ndarray:
+        """Owners renumbered from the viewer: 0 is the viewer, then the others in seat order."""
+        owned = codes >= Cell.AGENT
+        rel = ((codes & 7).astype(np.int64) - viewer) % self.players
+        return np.where(owned, (codes & 0xF8) + rel, codes).astype(np.uint8)
+
+    def viewport(self, player: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """One agent's (13, 13) viewport: codes with relative owners, and damage."""
+        agent = self._agent(player, k)
+        codes, dmg = self._views([agent])
+        return self._relative(codes[0], player), dmg[0]
+
+    def pending(self) -> dict[int, dict[str, Any]]:
+        """Seat -> {"tick", "agents": [k...], "cells": bytes, "damage": bytes}, 169 bytes per agent."""
+        if self._result is not None:
+            return {}
+        live = [a for a in self._agents if a.alive]
+        if not live:
+            return {}
+        codes, dmg = self._views(live)
+        out: dict[int, dict[str, Any]] = {}
+        for seat in sorted(self._alive_players):
+            idx = [i for i, a in enumerate(live) if a.player == seat]
+            out[seat] = {
+                "tick": self.tick,
+                "agents": [live[i].index for i in idx],
+                "cells": self._relative(codes[idx], seat).tobytes(),
+                "damage": dmg[idx].tobytes(),
+            }
+        return out
+
+    # ----------------------------------------------------------------- moves
+    def _agent(self, player: int, k: int) -> Agent:
+        for a in self._agents:
+            if a.player == player and a.index == k:
+                return a
+        raise KeyError(f"no agent {k} of player {player}")
+
+    def order(self, tick: int | None = None) -> list[Agent]:
+        """Live agents in the order their moves resolve at ``tick`` (default: now)."""
+        t = self.tick if tick is None else tick
+        by_key = {(a.player, a.index): a for a in self._agents if a.alive}
+        out = []
+        for k in range(self.agents_per_player):
+            for i in range(self.players):
+                a = by_key.get(((t + i) % self.players, k))
+                if a is not None:
+                    out.append(a)
+        return out
+
+    def _front(self, a: Agent) -> tuple[int, int] | None:
+        dx, dy = FORWARD[a.facing]
+        x, y = a.x + dx, a.y + dy
+        if self.torus:
+            return x % self.width, y % self.height
+        if 0 <= x < self.width and 0 <= y < self.height:
+            return x, y
+        return None
+
+    def _parse_moves(self, seat: int, raw: Any, events: Events) -> dict[int, Move]:
+        """A seat's moves as {agent index: Move}; anything unreadable counts as malformed."""
+        if raw is None:
+            return {}
+        if isinstance(raw, Mapping):
+            items = list(raw.items())
+        elif isinstance(raw, (list, tuple)):
+            items = list(enumerate(raw))
+        else:
+            events.count(events.malformed, seat)
+            return {}
+        moves: dict[int, Move] = {}
+        for k, m in items:
+            ok_k = isinstance(k, int) and not isinstance(k, bool) and 0 <= k < self.agents_per_player
+            ok_m = isinstance(m, int) and not isinstance(m, bool) and m in Move._value2member_map_
+            if ok_k and ok_m:
+                moves[k] = Move(m)
+            else:
+                events.count(events.malformed, seat)
+        return moves
+
+    def _move(self, a: Agent, move: Move) -> bool:
+        """Carry out one agent's move on the live world; False if it was illegal (a no-op)."""
+        if move == Move.NOOP:
+            return True
+        if move == Move.LEFT:
+            a.facing = Facing((a.facing + 3) % 4)
+            return True
+        if move == Move.RIGHT:
+            a.facing = Facing((a.facing + 1) % 4)
+            return True
+        front = self._front(a)
+        if front is None:
+            return False
+        fx, fy = front
+        target = self.world.code_at(fx, fy)
+        if move in (Move.ADVANCE, Move.BUILD):
+            if target != Cell.BLANK:
+                return False
+            self.world.set_code(fx, fy, Cell.AGENT + a.player)
+            self.world.set_code(a.x, a.y, Cell.CONDUCTOR if move == Move.BUILD else Cell.BLANK)
+            self._damage[a.y, a.x] = 0
+            a.x, a.y = fx, fy
+            return True
+        # HIT
+        if not (target in HITTABLE or Cell.FLAG <= target < Cell.GEYSER):
+            return False
+        if self._damage[fy, fx] >= MAX_DAMAGE:
+            self.world.set_code(fx, fy, Cell.BLANK)
+            self._damage[fy, fx] = 0
+        else:
+            self._damage[fy, fx] += 1
+        return True
+
+    def apply(self, actions: Mapping[int, Any]) -> Events:
+        """Tick t's agent phase on W_t, then tick t+1's transition and losses (see module docstring)."""
+        events = Events()
+        if self._result is not None:
+            return events
+        moves: dict[int, dict[int, Move]] = {}
+        for seat, raw in actions.items():
+            if seat in self._alive_players:
+                moves[seat] = self._parse_moves(seat, raw, events)
+            else:
+                events.count(events.malformed, seat)
+        for a in self.order():
+            move = moves.get(a.player, {}).get(a.index, Move.NOOP)
+            if not self._move(a, move):
+                events.count(events.illegal, a.player)
+        if self.tick >= self.max_ticks:
+            self._finish(f"tick cap {self.max_ticks} reached")
+            return events
+        events.losers = self._advance()
+        return events
+
+    def _advance(self) -> list[int]:
+        """The next tick's transition and loss processing."""
+        losers = self.world.step()
+        self.tick += 1
+        if losers:
+            for a in self._agents:
+                if a.player in losers and a.alive:
+                    a.alive = False
+                    self._damage[a.y, a.x] = 0
+            # Geysers and bases carry no damage; flags keep theirs as they become conductors.
+            for i in losers:
+                self._alive_players.discard(i)
+                self._lost_at[i] = self.tick
+            if len(self._alive_players) <= 1:
+                self._finish(
+                    "last player standing"
+                    if self._alive_players
+                    else "all remaining players lost in the same tick"
+                )
+        if self._result is None and self.tick > self.max_ticks:
+            self._finish(f"tick cap {self.max_ticks} reached")
+        return losers
+
+    def _finish(self, reason: str) -> None:
+        # Survivors share first place; the eliminated rank by how late they lost.
+        key = {
+            i: (self.tick + 1 if i in self._alive_players else self._lost_at[i]) for i in range(self.players)
+        }
+        ranks = {i: 1 + sum(1 for j in key if key[j] > key[i]) for i in key}
+        firsts = [i for i, r in ranks.items() if r == 1]
+        winner = firsts[0] if len(firsts) == 1 else None
+        self._result = Result(ranks=ranks, winner=winner, reason=reason, ticks=self.tick)
+
+    # ----------------------------------------------------------------- frames and hashes
+    def frame(self) -> dict[str, Any]:
+        """The full public state: absolute owners, every agent with its facing."""
+        return {
+            "tick": self.tick,
+            "width": self.width,
+            "height": self.height,
+            "cells": self.cells().tobytes(),
+            "damage": self._damage.tobytes(),
+            "agents": [[a.player, a.index, a.x, a.y, int(a.facing), a.alive] for a in self._agents],
+            "alive": sorted(self._alive_players),
+        }
+
+    def state_hash(self) -> str:
+        """BLAKE2b over every plane, the damage, the agents and the tick."""
+        h = hashlib.blake2b(digest_size=16)
+        h.update(np.array([self.tick, self.width, self.height, self.players], "<i8").tobytes())
+        h.update(self.world.dyn.tobytes())
+        h.update(self.world.static.tobytes())
+        h.update(self._damage.tobytes())
+        h.update(
+            np.array(
+                [[a.player, a.index, a.x, a.y, int(a.facing), a.alive] for a in self._agents], "<i8"
+            ).tobytes()
+        )
+        h.update(bytes(sorted(self._alive_players)))
+        return h.hexdigest()

@@ -1,0 +1,70 @@
+"""Text pictures of a Rezzo world, for `cellarena sim` and, later, spectators in a terminal.
+
+One character per cell, coloured by owner where the terminal allows. The characters follow the map
+format where it has one (`.` `#` `@` `~`, bases `A`-`H`, geysers `a`-`h`); states a map cannot hold
+get their own: `*` photon, `f` flag, and an arrow for an agent's facing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from rich.text import Text
+
+from cellarena.sdk.games.rezzo import Cell, Facing
+
+OWNER_STYLES = (
+    "bold red",
+    "bold blue",
+    "bold green",
+    "bold magenta",
+    "bold yellow",
+    "bold cyan",
+    "bold white",
+    "bold bright_black",
+)
+PLAIN = {
+    Cell.BLANK: ".",
+    Cell.CONDUCTOR: "#",
+    Cell.ELECTRON: "@",
+    Cell.TAIL: "~",
+    Cell.PHOTON: "*",
+    Cell.OOB: " ",
+}
+PLAIN_STYLES = {
+    Cell.BLANK: "bright_black",
+    Cell.CONDUCTOR: "yellow",
+    Cell.ELECTRON: "bold bright_white",
+    Cell.TAIL: "cyan",
+    Cell.PHOTON: "bold bright_yellow",
+}
+ARROWS = {Facing.N: "^", Facing.E: ">", Facing.S: "v", Facing.W: "<"}
+
+
+def cell_char(code: int, facing: Facing | None = None) -> str:
+    """The character for one cell code (absolute owner)."""
+    if code < Cell.AGENT:
+        return PLAIN.get(Cell(code), "?")
+    kind, owner = code & 0xF8, code & 7
+    if kind == Cell.AGENT:
+        return ARROWS[facing] if facing is not None else str(owner)
+    if kind == Cell.FLAG:
+        return "f"
+    if kind == Cell.GEYSER:
+        return "abcdefgh"[owner]
+    return "ABCDEFGH"[owner]
+
+
+def render(cells: np.ndarray, agents: Iterable[tuple[int, int, Facing]] = ()) -> Text:
+    """The world as rich Text; ``agents`` gives (x, y, facing) so agents show as arrows."""
+    facing = {(x, y): f for x, y, f in agents}
+    out = Text()
+    for y, row in enumerate(cells):
+        for x, raw in enumerate(row):
+            code = int(raw)
+            ch = cell_char(code, facing.get((x, y)))
+            style = OWNER_STYLES[code & 7] if code >= Cell.AGENT else PLAIN_STYLES.get(Cell(code), "")
+            out.append(ch, style=style)
+        out.append("\n")
+    return out

@@ -1,0 +1,107 @@
+"""The `cellarena` command: help, version, each subcommand, and clear errors for bad arguments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from cellarena.arena.cli import main
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+def test_help_lists_commands() -> None:
+    code, out = invoke("--help")
+    assert code == 0
+    for command in ("sim", "bench", "maps"):
+        assert command in out
+
+
+def test_version() -> None:
+    code, out = invoke("--version")
+    assert code == 0
+    assert out.startswith("cellarena, version ")
+
+
+def test_sim_rezzo_json_is_repeatable() -> None:
+    args = ("sim", "rezzo", "--map", "duel", "--ticks", "60", "--agents", "random", "--seed", "3", "--json")
+    code, out = invoke(*args)
+    assert code == 0, out
+    report = json.loads(out)
+    assert report["ticks"] == 60 or report["result"] is not None
+    assert set(report) >= {"map", "ticks", "result", "first_flag", "illegal", "state_hash"}
+    assert json.loads(invoke(*args)[1])["state_hash"] == report["state_hash"]
+    other = json.loads(invoke(*args[:-2], "--seed", "4", "--json")[1])
+    assert other["state_hash"] != report["state_hash"]
+
+
+def test_sim_rezzo_text_shows_board_and_result() -> None:
+    code, out = invoke("sim", "rezzo", "--map", "duel", "--ticks", "5", "--agents", "idle")
+    assert code == 0, out
+    assert "state hash" in out
+    assert "player 0: first flag" in out
+    assert "#" in out  # the board was drawn
+
+
+def test_sim_unknown_map_names_the_option_and_the_builtins() -> None:
+    code, out = invoke("sim", "rezzo", "--map", "no-such-map")
+    assert code == 2
+    assert "--map" in out
+    assert "duel" in out  # the error lists what exists
+
+
+def test_sim_bad_ticks_is_a_usage_error() -> None:
+    code, out = invoke("sim", "rezzo", "--ticks", "0")
+    assert code == 2
+    assert "--ticks" in out
+
+
+def test_bench_bad_sizes() -> None:
+    code, out = invoke("bench", "rezzo", "--sizes", "big")
+    assert code == 2
+    assert "--sizes" in out and "comma-separated" in out
+    code, out = invoke("bench", "rezzo", "--sizes", "1")
+    assert code == 2
+
+
+def test_bench_rezzo_json_shape() -> None:
+    code, out = invoke("bench", "rezzo", "--sizes", "16,70", "--seconds", "0.05", "--json")
+    assert code == 0, out
+    sizes = json.loads(out)["sizes"]
+    assert set(sizes) == {"16", "70"}
+    for figures in sizes.values():
+        assert figures["cells_per_s"] > 0 and figures["baseline_cells_per_s"] > 0
+        assert abs(figures["ratio"] - figures["cells_per_s"] / figures["baseline_cells_per_s"]) < 1e-9
+
+
+def test_maps_list_and_show() -> None:
+    code, out = invoke("maps", "list")
+    assert code == 0
+    assert "duel" in out
+    code, out = invoke("maps", "show", "duel")
+    assert code == 0
+    assert "A" in out and "a" in out  # a base and a geyser of player 0
+
+
+def test_maps_check_reports_file_line_col(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("rezzo-map 1\nname: x\nplayers: 2\nagents: 1\nfacing: N S\n---\n..?\n")
+    code, out = invoke("maps", "check", str(bad))
+    assert code == 1
+    assert f"{bad}:7:3" in out
+
+
+def test_maps_check_accepts_builtin_files() -> None:
+    from cellarena.server.games.rezzo import maps as maps_module
+
+    folder = Path(maps_module.__file__).parent / "maps"
+    files = sorted(str(p) for p in folder.glob("*.txt"))
+    assert files
+    code, out = invoke("maps", "check", *files)
+    assert code == 0, out
+    assert out.count(": ok") == len(files)

@@ -1,0 +1,82 @@
+"""The engine registry and interface, Rezzo's config validation, and the step's memory behaviour."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cellarena.server.games import ConfigError, Engine, get_engine
+from cellarena.server.games.rezzo.bench import allocations, engine_footprint, random_rezzo_codes
+from cellarena.server.games.rezzo.ca import BitWorld
+from cellarena.server.games.rezzo.engine import RezzoEngine
+
+
+def test_registry_finds_rezzo() -> None:
+    assert get_engine("rezzo") is RezzoEngine
+
+
+def test_registry_unknown_game_lists_known_ones() -> None:
+    with pytest.raises(ConfigError, match=r"unknown game 'chess'; known games: .*rezzo"):
+        get_engine("chess")
+
+
+def test_rezzo_engine_implements_the_interface() -> None:
+    engine = RezzoEngine.new({"map": "duel"})
+    assert isinstance(engine, Engine)
+    assert engine.tick == 1  # new() ran tick 1's transition
+    requests = engine.pending()
+    assert sorted(requests) == list(range(engine.players))
+    for request in requests.values():
+        assert len(request["cells"]) == len(request["damage"]) == 169 * len(request["agents"])
+    events = engine.apply({})
+    assert events.losers == [] and engine.tick == 2
+    assert engine.result() is None
+    frame = engine.frame()
+    assert len(frame["cells"]) == engine.width * engine.height
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"map": "duel", "speed": 3}, "unknown rezzo option"),
+        ({"max_ticks": "many"}, "max_ticks must be a int"),
+        ({"max_ticks": True}, "max_ticks must be a int"),
+        ({"max_ticks": 0}, "max_ticks must be at least 1"),
+        ({"torus": "yes"}, "torus must be a bool"),
+        ({"map": "nowhere"}, "nowhere"),
+    ],
+)
+def test_rezzo_config_errors_say_what_is_wrong(config: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        RezzoEngine.new(config)
+
+
+def test_tick_cap_ends_in_a_draw_among_survivors() -> None:
+    engine = RezzoEngine.new({"map": "duel", "max_ticks": 5})
+    while engine.result() is None:
+        engine.apply({})
+    result = engine.result()
+    assert result is not None
+    assert result.winner is None and result.ticks == 5
+    assert set(result.ranks.values()) == {1}
+    assert engine.pending() == {}
+
+
+@pytest.mark.parametrize("size", [16, 64, 100])
+def test_step_allocates_nothing_world_sized_and_keeps_nothing(size: int) -> None:
+    world = BitWorld.from_codes(random_rezzo_codes(size, 3, np.random.default_rng(size)), 3)
+    peak, kept = allocations(world, 20)
+    # A world-sized temporary would be at least one plane; small Python objects are far below it.
+    one_plane = world.length * 8
+    assert peak < min(one_plane, 4096), peak
+    assert kept == 0
+
+
+def test_footprint_is_a_small_constant_per_cell() -> None:
+    per_cell = []
+    for size in (256, 512):
+        world = BitWorld.from_codes(np.zeros((size, size), np.uint8), 2)
+        per_cell.append(engine_footprint(world) / (size * size))
+    # About a bit per plane per cell: (double-buffered dynamic + static + scratch planes) / 8.
+    assert max(per_cell) < 12
+    assert abs(per_cell[0] - per_cell[1]) < 1.0

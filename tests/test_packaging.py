@@ -1,0 +1,85 @@
+"""The distribution installs and works without the source tree: editable installs hide packaging
+mistakes (a module or a map file left out of the wheel), so this builds a plain install in a fresh venv."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _project_files() -> list[str]:
+    """Tracked files plus new ones git does not ignore: what a clean clone of this change holds."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [f for f in out.splitlines() if (ROOT / f).is_file()]
+
+
+@pytest.mark.slow
+def test_plain_install_into_fresh_venv(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    for rel in _project_files():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, src / rel)
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    bindir = env_dir / ("Scripts" if os.name == "nt" else "bin")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    subprocess.run(
+        [str(bindir / "python"), "-m", "pip", "install", "-q", str(src)],
+        check=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def run(*args: str) -> str:
+        return subprocess.run(
+            [str(bindir / "cellarena"), *args],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=elsewhere,
+            timeout=120,
+        ).stdout
+
+    assert run("--version").strip().startswith("cellarena, version ")
+    report = json.loads(run("sim", "rezzo", "--map", "duel", "--ticks", "20", "--json"))
+    assert report["ticks"] == 20
+    assert report["map"]
+    # Nothing bare such as `server` or `sdk` was installed at the top level.
+    probe = "import importlib.util as u; print([m for m in ('server', 'sdk', 'arena') if u.find_spec(m)])"
+    bare = subprocess.run(
+        [str(bindir / "python"), "-c", probe],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=elsewhere,
+    ).stdout.strip()
+    assert bare == "[]"
+    # The installed package is the one that ran, not the source tree.
+    where = subprocess.run(
+        [str(bindir / "python"), "-c", "import cellarena.server.games.rezzo.engine as e; print(e.__file__)"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=elsewhere,
+    ).stdout
+    assert where.strip().startswith(str(env_dir))
