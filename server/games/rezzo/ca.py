@@ -231,12 +231,9 @@ class BitWorld:
         v.tany = dil[1, vr]
         v.dil_fg = [dil[2 + i, vr] for i in range(p)]
         v.e_old, v.t_old, v.c_old, v.ph_old = old[E, vr], old[T, vr], old[C, vr], old[PH, vr]
+        v.fl_old = [old[DYN_FIXED + i, vr] for i in range(p)]
         v.ne, v.nt, v.nc, v.nph = new[E, vr], new[T, vr], new[C, vr], new[PH, vr]
-        # Flag rules run on whole rows of the contiguous flag block at once. Outside the world the old
-        # flags and `single` are zero, so whatever e1 and the dilations hold there cannot leak in.
-        v.fl_block, v.nfl_block = old[DYN_FIXED:], new[DYN_FIXED:]
-        v.e1_full, v.single_full, v.dil_fg_full, v.tmp_full = t[2], t[3], dil[2:], t[0]
-        v.tmpf_full = tmpb[:p]
+        v.nfl = [new[DYN_FIXED + i, vr] for i in range(p)]
         v.loss_fl = old[DYN_FIXED:].reshape(-1)
         v.loss_near = self._near_base.reshape(-1)
         v.loss_tmp = tmpb[:p].reshape(-1)
@@ -368,12 +365,12 @@ class BitWorld:
         bor(v.nc, v.t_old, out=v.nc)
         bxor(v.ph_old, v.single, out=v.tmp)
         bor(v.nc, v.tmp, out=v.nc)
-        band(v.fl_block, v.e1_full, out=v.tmpf_full)  # flags next to an electron...
-        bxor(v.fl_block, v.tmpf_full, out=v.nfl_block)
-        np.bitwise_or.reduce(v.tmpf_full, axis=0, out=v.tmp_full)
-        bor(v.nc, v.tmp, out=v.nc)  # ...become conductors
-        band(v.dil_fg_full, v.single_full, out=v.tmpf_full)  # photons become their single owner's flag
-        bor(v.nfl_block, v.tmpf_full, out=v.nfl_block)
+        for i in range(p):
+            band(v.fl_old[i], v.e1, out=v.tmp)
+            bxor(v.fl_old[i], v.tmp, out=v.nfl[i])
+            bor(v.nc, v.tmp, out=v.nc)
+            band(v.dil_fg[i], v.single, out=v.tmp)
+            bor(v.nfl[i], v.tmp, out=v.nfl[i])
 
         self._cur = 1 - self._cur
         for i in losers:
