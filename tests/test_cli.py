@@ -36,7 +36,7 @@ def test_sim_rezzo_json_is_repeatable() -> None:
     assert report["ticks"] == 60 or report["result"] is not None
     assert set(report) >= {"map", "ticks", "result", "first_flag", "illegal", "state_hash"}
     assert json.loads(invoke(*args)[1])["state_hash"] == report["state_hash"]
-    other = json.loads(invoke(*args[:-2], "--seed", "4", "--json")[1])
+    other = json.loads(invoke(*args[:-3], "--seed", "4", "--json")[1])
     assert other["state_hash"] != report["state_hash"]
 
 
