@@ -80,3 +80,24 @@ def test_footprint_is_a_small_constant_per_cell() -> None:
     # About a bit per plane per cell: (double-buffered dynamic + static + scratch planes) / 8.
     assert max(per_cell) < 12
     assert abs(per_cell[0] - per_cell[1]) < 1.0
+
+
+def test_config_carries_the_map_text_so_a_match_can_be_rebuilt_without_the_file(tmp_path) -> None:
+    path = tmp_path / "mine.txt"
+    from cellarena.server.games.rezzo.maps import read_map
+
+    path.write_text(read_map("duel")[0])
+    first = RezzoEngine.new({"map": str(path), "max_ticks": 50})
+    assert first.config is not None
+    saved = first.config.to_mapping()
+    path.unlink()  # the file is gone; the saved config alone rebuilds the same match
+    again = RezzoEngine.new(saved)
+    for engine in (first, again):
+        for _ in range(30):
+            engine.apply({0: [1], 1: [4]})
+    assert first.state_hash() == again.state_hash()
+
+
+def test_map_text_errors_name_the_map() -> None:
+    with pytest.raises(ConfigError, match=r"^<map mine>:2:1: "):
+        RezzoEngine.new({"map": "mine", "map_text": "rezzo-map 1\nnot a header\n"})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,7 +29,7 @@ from cellarena.sdk.games.rezzo import (
 )
 from cellarena.server.games.base import ConfigError, Events, Result
 from cellarena.server.games.rezzo.ca import BitWorld
-from cellarena.server.games.rezzo.maps import load_map
+from cellarena.server.games.rezzo.maps import parse_map, read_map
 
 HITTABLE = frozenset({Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL})
 VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
@@ -43,6 +43,9 @@ class RezzoConfig:
     max_ticks: int = 3000
     own_base_counts: bool = True
     torus: bool = False
+    #: The map's text. When given, it is used instead of loading ``map``, which then only names it;
+    #: replays carry it so that they still verify after a map file changes.
+    map_text: str | None = None
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any]) -> RezzoConfig:
@@ -50,8 +53,10 @@ class RezzoConfig:
         unknown = sorted(set(config) - set(known))
         if unknown:
             raise ConfigError(f"unknown rezzo option(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        checks = {"map": str, "max_ticks": int, "own_base_counts": bool, "torus": bool}
+        checks = {"map": str, "max_ticks": int, "own_base_counts": bool, "torus": bool, "map_text": str}
         for key, value in config.items():
+            if key == "map_text" and value is None:
+                continue
             want = checks[key]
             if not isinstance(value, want) or (want is int and isinstance(value, bool)):
                 raise ConfigError(f"rezzo option {key} must be a {want.__name__}, got {value!r}")
@@ -59,6 +64,10 @@ class RezzoConfig:
         if cfg.max_ticks < 1:
             raise ConfigError(f"rezzo option max_ticks must be at least 1, got {cfg.max_ticks}")
         return cfg
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The options as a plain dict (msgpack- and JSON-ready), the inverse of `from_mapping`."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass
@@ -104,13 +113,20 @@ class RezzoEngine:
         self._lost_at: dict[int, int] = {}
         self._result: Result | None = None
         self._view_offsets = self._make_view_offsets()
+        #: The effective options, map text included, that `new()` was given (None from `from_board`).
+        self.config: RezzoConfig | None = None
 
     # ----------------------------------------------------------------- construction
     @classmethod
     def new(cls, config: Mapping[str, Any] | RezzoConfig, seed: int = 0) -> RezzoEngine:
         """Load the map, then run tick 1's transition. Rezzo has no randomness: ``seed`` is unused."""
         cfg = config if isinstance(config, RezzoConfig) else RezzoConfig.from_mapping(config)
-        m = load_map(cfg.map)
+        if cfg.map_text is None:
+            text, source = read_map(cfg.map)
+            cfg = replace(cfg, map_text=text)
+        else:
+            source = f"<map {cfg.map}>"
+        m = parse_map(cfg.map_text, source)
         agents = [(a.player, a.x, a.y, int(a.facing)) for a in m.agents]
         engine = cls.from_board(
             m.cells,
@@ -122,6 +138,7 @@ class RezzoEngine:
             torus=cfg.torus,
             map_name=m.name,
         )
+        engine.config = cfg
         engine._advance()
         return engine
 

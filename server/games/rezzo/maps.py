@@ -569,10 +569,15 @@ def builtin_maps() -> list[str]:
 
 def load_map(name_or_path: str) -> RezzoMap:
     """A built-in map by name (such as "duel"), else the map file at that path."""
+    return parse_map(*read_map(name_or_path))
+
+
+def read_map(name_or_path: str) -> tuple[str, str]:
+    """The text of a built-in map or map file, and the source name its errors should carry."""
     builtins = builtin_maps()
     if name_or_path in builtins:
         text = (_maps_dir() / f"{name_or_path}.txt").read_text(encoding="utf-8")
-        return parse_map(text, f"<builtin>/{name_or_path}.txt")
+        return text, f"<builtin>/{name_or_path}.txt"
     path = Path(name_or_path)
     listing = ", ".join(builtins)
     if not path.exists():
@@ -607,4 +612,4 @@ def load_map(name_or_path: str) -> RezzoMap:
         raise MapError(
             name_or_path, line, col, "the file is not UTF-8 text; a map uses only ASCII characters"
         ) from exc
-    return parse_map(text, name_or_path)
+    return text, name_or_path
