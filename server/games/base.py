@@ -79,6 +79,10 @@ class Engine(Protocol):
         """The full public state, for spectators and replays (msgpack-ready)."""
         ...
 
+    def public_config(self) -> dict[str, Any]:
+        """The settings every seat is told in its welcome (msgpack-ready)."""
+        ...
+
     def state_hash(self) -> str:
         """A hex digest of the complete state; equal states give equal hashes across runs and machines."""
         ...

@@ -414,6 +414,19 @@ class RezzoEngine:
             "alive": sorted(self._alive_players),
         }
 
+    def public_config(self) -> dict[str, Any]:
+        """What every seat learns at the start: the world's size and the rule options."""
+        return {
+            "map": self.map_name,
+            "width": self.width,
+            "height": self.height,
+            "agents_per_player": self.agents_per_player,
+            "view_size": VIEW_SIZE,
+            "max_ticks": self.max_ticks,
+            "torus": self.torus,
+            "own_base_counts": self.world.own_base_counts,
+        }
+
     def state_hash(self) -> str:
         """BLAKE2b over every plane, the damage, the agents and the tick."""
         h = hashlib.blake2b(digest_size=16)

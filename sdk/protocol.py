@@ -1,0 +1,116 @@
+"""The cellarena wire protocol: framing, limits and message shapes. `docs/protocol.md` is its spec.
+
+A frame is a 4-byte big-endian unsigned length N, then N bytes holding one msgpack map with a
+string ``type``. This module is sans-IO: it turns messages into bytes and bytes into messages and
+knows nothing of sockets, so the blocking SDK client and the trio server share exactly one
+implementation of the rules, including the error for every kind of bad input.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import msgpack
+
+PROTOCOL_VERSION = 1
+HEADER = struct.Struct(">I")
+#: Largest frame a client may send (hello, moves). Anything bigger is refused before it is read.
+MAX_CLIENT_FRAME = 64 * 1024
+#: Largest frame the server sends (spectator frames of the biggest worlds).
+MAX_SERVER_FRAME = 64 * 1024 * 1024
+
+# Error codes carried by an `error` message; docs/protocol.md explains each.
+BAD_FRAME = "bad_frame"
+TOO_LARGE = "too_large"
+BAD_VERSION = "bad_version"
+BAD_HELLO = "bad_hello"
+BAD_MESSAGE = "bad_message"
+UNKNOWN_TYPE = "unknown_type"
+TIMEOUT = "timeout"
+SLOW_READER = "slow_reader"
+FLOOD = "flood"
+SHUTDOWN = "shutdown"
+
+
+class ProtocolError(Exception):
+    """Bad input from the peer. ``code`` is one of the error codes above; the text says what and why."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+_packer = msgpack.Packer(use_bin_type=True)
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One frame: the length prefix and the msgpack body."""
+    body = _packer.pack(message)
+    return HEADER.pack(len(body)) + body
+
+
+def decode_body(body: bytes) -> dict[str, Any]:
+    """A frame body as a message map; anything else is a ProtocolError naming what was wrong."""
+    try:
+        message = msgpack.unpackb(body, raw=False, strict_map_key=False)
+    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+        raise ProtocolError(BAD_FRAME, f"frame body is not one valid msgpack value ({exc})") from None
+    if not isinstance(message, dict):
+        raise ProtocolError(BAD_FRAME, f"a frame must hold a msgpack map, got {type(message).__name__}")
+    kind = message.get("type")
+    if not isinstance(kind, str):
+        raise ProtocolError(BAD_MESSAGE, "every message needs a string field 'type'")
+    return message
+
+
+class FrameReader:
+    """Reassembles frames from a byte stream that arrives in arbitrary pieces.
+
+    ``feed()`` returns every complete message so far. A frame announced as larger than ``limit`` is
+    refused from its 4-byte header alone, so a peer cannot make us buffer a huge body.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        self._buf += data
+        out = []
+        while len(self._buf) >= HEADER.size:
+            (size,) = HEADER.unpack_from(self._buf)
+            if size > self.limit:
+                raise ProtocolError(TOO_LARGE, f"frame of {size} bytes is over the limit of {self.limit} bytes")
+            end = HEADER.size + size
+            if len(self._buf) < end:
+                break
+            body = bytes(self._buf[HEADER.size : end])
+            del self._buf[:end]
+            out.append(decode_body(body))
+        return out
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of a complete frame."""
+        return len(self._buf)
+
+
+# ------------------------------------------------------------------ message constructors
+def hello(name: str, game: str, *, token: str | None = None, role: str = "bot") -> dict[str, Any]:
+    """The client's first message."""
+    msg: dict[str, Any] = {"type": "hello", "protocol": PROTOCOL_VERSION, "name": name, "game": game, "role": role}
+    if token is not None:
+        msg["token"] = token
+    return msg
+
+
+def moves(tick: int, codes: list[int]) -> dict[str, Any]:
+    """A reply to the tick request ``tick``: one move code per agent, in the request's order."""
+    return {"type": "moves", "tick": tick, "moves": codes}
+
+
+def error(code: str, message: str) -> dict[str, Any]:
+    """Sent before the server closes a connection because of ``code``."""
+    return {"type": "error", "code": code, "message": message}

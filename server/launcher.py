@@ -1,0 +1,186 @@
+"""`cellarena match`: a server on a free loopback port, one process per bot, one match.
+
+Each bot gets a seat token and the connection details in its environment (CELLARENA_HOST, _PORT,
+_TOKEN, _NAME), so any program that speaks the protocol can play. Each process starts in a session of
+its own, so that when the match ends, or on Ctrl-C, the whole process group (a shell script's
+children, `npm`'s node) is terminated. No process is left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from cellarena.server.games.base import Engine
+from cellarena.server.lobby import Lobby, LobbyConfig
+from cellarena.server.match import MatchOutcome, Recorder, TickSettings
+
+#: Seconds a bot has, from the start of its process, to connect and send hello.
+DEFAULT_CONNECT_TIMEOUT = 15.0
+
+
+@dataclass(frozen=True)
+class BotSpec:
+    name: str
+    command: str
+
+    @classmethod
+    def parse(cls, text: str) -> BotSpec:
+        """``NAME=COMMAND``; raises ValueError saying what is wrong."""
+        name, sep, command = text.partition("=")
+        name, command = name.strip(), command.strip()
+        if not sep or not name or not command:
+            raise ValueError(
+                f'{text!r} is not NAME=COMMAND, e.g. random="python example_bots/random_walker.py"'
+            )
+        if len(name) > 64 or not name.isprintable():
+            raise ValueError(f"bot name {name!r} must be printable and at most 64 characters")
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise ValueError(f"cannot split the command of {name!r}: {exc}") from None
+        if not argv:
+            raise ValueError(f"bot {name!r} has an empty command")
+        return cls(name, command)
+
+    def argv(self) -> list[str]:
+        """The command's words. A bare `python`/`python3` means this interpreter, which has cellarena."""
+        argv = shlex.split(self.command)
+        if argv[0] in ("python", "python3"):
+            argv[0] = sys.executable
+        return argv
+
+
+@dataclass
+class LaunchedMatch:
+    outcome: MatchOutcome
+    logs: dict[str, Path]
+    exit_codes: dict[str, int | None]
+
+
+async def play_match(
+    game: str,
+    engine_config: dict[str, Any],
+    bots: list[BotSpec],
+    settings: TickSettings,
+    *,
+    seed: int,
+    log_dir: Path,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    recorder: Callable[[int, Engine, list[str]], Recorder | None] | None = None,
+    on_tick: Callable[[Engine], None] | None = None,
+) -> LaunchedMatch:
+    """Run one match between ``bots`` (one per seat, in order) and stop every process afterwards."""
+    tokens = {secrets.token_hex(12): seat for seat in range(len(bots))}
+    by_seat = {seat: token for token, seat in tokens.items()}
+    outcomes: list[MatchOutcome] = []
+    lobby = Lobby(
+        LobbyConfig(
+            game,
+            engine_config,
+            settings,
+            host="127.0.0.1",
+            port=0,
+            matches=1,
+            seed=seed,
+            tokens=tokens,
+            seat_timeout=connect_timeout,
+            recorder=recorder,
+            on_result=outcomes.append,
+            on_tick=on_tick,
+        )
+    )
+    if lobby.players != len(bots):
+        raise ValueError(
+            f"the map has {lobby.players} seats but {len(bots)} bots were given; "
+            f"give exactly {lobby.players} --bot options"
+        )
+    log_dir.mkdir(parents=True, exist_ok=True)
+    logs = {b.name: log_dir / f"{_safe(b.name)}.log" for b in bots}
+    procs: dict[str, trio.Process] = {}
+    exit_codes: dict[str, int | None] = {}
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def serve(task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+                await lobby.serve(task_status=task_status)
+                nursery.cancel_scope.cancel()  # the match is over: stop watching the processes
+
+            port = await nursery.start(serve)
+            for seat, bot in enumerate(bots):
+                env = {
+                    **os.environ,
+                    "CELLARENA_HOST": "127.0.0.1",
+                    "CELLARENA_PORT": str(port),
+                    "CELLARENA_TOKEN": by_seat[seat],
+                    "CELLARENA_NAME": bot.name,
+                    "PYTHONUNBUFFERED": "1",
+                }
+                with open(logs[bot.name], "wb") as log_file:  # the child keeps its own descriptor
+                    try:
+                        proc = await trio.lowlevel.open_process(
+                            bot.argv(),
+                            stdin=subprocess.DEVNULL,
+                            stdout=log_file,
+                            stderr=subprocess.STDOUT,
+                            env=env,
+                            start_new_session=True,
+                        )
+                    except OSError as exc:
+                        log_file.write(f"cellarena: cannot start {bot.command!r}: {exc}\n".encode())
+                        lobby.seat_gone(seat)
+                        exit_codes[bot.name] = None
+                        continue
+                procs[bot.name] = proc
+                nursery.start_soon(_watch_process, proc, seat, lobby)
+    except BaseException:
+        with trio.CancelScope(shield=True):  # interrupted: stop everything at once
+            for name, proc in procs.items():
+                exit_codes[name] = await _stop(proc, patience=0.0)
+        raise
+    with trio.CancelScope(shield=True):
+        # The match is over and every bot was sent `end`: give them a moment to exit by themselves.
+        for name, proc in procs.items():
+            exit_codes[name] = await _stop(proc, patience=2.0)
+    return LaunchedMatch(outcomes[0], logs, exit_codes)
+
+
+async def _watch_process(proc: trio.Process, seat: int, lobby: Lobby) -> None:
+    await proc.wait()
+    lobby.seat_gone(seat)  # if it never connected, do not keep the others waiting
+
+
+async def _stop(proc: trio.Process, *, patience: float, grace: float = 2.0) -> int | None:
+    """Wait ``patience`` seconds for the process to exit, then terminate its whole group, politely first."""
+    with trio.move_on_after(patience):
+        await proc.wait()
+    if proc.returncode is None:
+        _signal_group(proc, signal.SIGTERM)
+        with trio.move_on_after(grace):
+            await proc.wait()
+    if proc.returncode is None:
+        _signal_group(proc, signal.SIGKILL)
+        await proc.wait()
+    else:
+        _signal_group(proc, signal.SIGKILL)  # children the bot left behind in its group
+    return proc.returncode
+
+
+def _signal_group(proc: trio.Process, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "bot"

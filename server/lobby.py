@@ -1,0 +1,292 @@
+"""The TCP listener: handshakes, seating bots into matches, spectators, and running the matches.
+
+Every connection gets its own task in the lobby's nursery, and every match runs in it too, so one
+misbehaving client can only ever close its own connection: errors are caught per connection and
+logged, and the accept loop, the other seats and the other matches go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from cellarena.sdk import protocol
+from cellarena.server.connection import Connection
+from cellarena.server.games import get_engine
+from cellarena.server.games.base import Engine
+from cellarena.server.match import Match, MatchOutcome, Recorder, TickSettings
+
+log = logging.getLogger("cellarena.server")
+
+MAX_NAME = 64
+#: Errors from accept() that concern one connection only, not the listener.
+_TRANSIENT_ACCEPT = {
+    errno.ECONNABORTED,
+    errno.EPROTO,
+    errno.EMFILE,
+    errno.ENFILE,
+    errno.ENOBUFS,
+    errno.ENOMEM,
+}
+
+
+@dataclass
+class LobbyConfig:
+    """What a server runs. ``tokens`` (token -> seat) reserves seats, as `cellarena match` does."""
+
+    game: str
+    engine_config: dict[str, Any]
+    settings: TickSettings = field(default_factory=TickSettings)
+    host: str = "127.0.0.1"
+    port: int = 7777
+    matches: int | None = None
+    seed: int = 0
+    hello_timeout: float = 10.0
+    tokens: dict[str, int] | None = None
+    #: With tokens: how long to wait for every reserved seat before starting without the missing ones.
+    seat_timeout: float | None = None
+    #: With tokens: each reserved seat's name, used in results whatever name its bot says in hello.
+    seat_names: list[str] | None = None
+    recorder: Callable[[int, Engine, list[str]], Recorder | None] | None = None
+    on_result: Callable[[MatchOutcome], None] | None = None
+    on_tick: Callable[[Engine], None] | None = None
+
+
+class Lobby:
+    """Accepts bots and spectators and runs matches until ``matches`` have finished (or forever)."""
+
+    def __init__(self, config: LobbyConfig) -> None:
+        self.config = config
+        self.engine_class = get_engine(config.game)
+        # Build one engine up front so a bad config fails before anyone connects.
+        self.players = self.engine_class.new(config.engine_config, config.seed).players
+        self.port: int | None = None
+        self.outcomes: list[MatchOutcome] = []
+        self._waiting: list[Connection] = []
+        self._reserved: dict[int, Connection] = {}
+        self._spectators: list[Connection] = []
+        self._running: list[Match] = []
+        self._started = 0
+        self._gone: set[int] = set()
+        self._all_done = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    # ----------------------------------------------------------------- serving
+    async def serve(
+        self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+    ) -> list[MatchOutcome]:
+        """Listen, report the bound port through ``task_status``, and return every match's outcome."""
+        listener = socket.socket(socket.AF_INET6 if ":" in self.config.host else socket.AF_INET)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listener.bind((self.config.host, self.config.port))
+        except OSError as exc:
+            listener.close()
+            raise OSError(
+                exc.errno, f"cannot listen on {self.config.host}:{self.config.port}: {exc.strerror}"
+            ) from None
+        listener.listen(512)
+        listener.setblocking(False)
+        self.port = listener.getsockname()[1]
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._accept_loop, listener)
+                if self.config.tokens is not None and self.config.seat_timeout is not None:
+                    nursery.start_soon(self._seat_deadline, self.config.seat_timeout)
+                task_status.started(self.port)
+                await self._all_done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            with contextlib.suppress(RuntimeError):
+                trio.lowlevel.notify_closing(listener)
+            listener.close()
+            for conn in [*self._waiting, *self._reserved.values(), *self._spectators]:
+                conn.fail(protocol.SHUTDOWN, "the server is stopping")
+        return self.outcomes
+
+    async def _accept_loop(self, listener: socket.socket) -> None:
+        while True:
+            await trio.lowlevel.wait_readable(listener)
+            while True:
+                try:
+                    sock, _ = listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError as exc:
+                    if exc.errno in _TRANSIENT_ACCEPT:
+                        log.warning("accept failed: %s", exc)
+                        await trio.sleep(0.01)  # out of descriptors: let connections close first
+                        break
+                    raise
+                self._nursery.start_soon(self._handle, sock)
+
+    async def _handle(self, sock: socket.socket) -> None:
+        """One connection's whole life: handshake, then reading and writing until it closes."""
+        conn = Connection(sock)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(conn.run)
+                hello = await self._await_hello(conn)
+                if hello is not None:
+                    self._admit(conn, hello)
+        except Exception:  # a bug must cost one connection, not the server
+            log.exception("internal error on connection %s", conn.peer)
+            conn.fail("internal", "the server hit an internal error on this connection")
+
+    async def _await_hello(self, conn: Connection) -> dict[str, Any] | None:
+        got: list[dict[str, Any]] = []
+        arrived = trio.Event()
+
+        def first(_c: Connection, message: dict[str, Any], _t: float) -> None:
+            got.append(message)
+            conn.handler = _too_early
+            arrived.set()
+
+        conn.handler = first
+        conn.on_close = lambda _c: arrived.set()
+        with trio.move_on_after(self.config.hello_timeout):
+            await arrived.wait()
+        conn.on_close = None
+        if conn.closed:
+            return None
+        if not got:
+            conn.fail(protocol.TIMEOUT, f"no hello within {self.config.hello_timeout:g} s of connecting")
+            return None
+        problem = self._check_hello(got[0])
+        if problem is not None:
+            conn.fail(*problem)
+            return None
+        return got[0]
+
+    def _check_hello(self, hello: dict[str, Any]) -> tuple[str, str] | None:
+        if hello["type"] != "hello":
+            return protocol.BAD_HELLO, f"the first message must be 'hello', got {hello['type']!r}"
+        version = hello.get("protocol")
+        if version != protocol.PROTOCOL_VERSION:
+            return (
+                protocol.BAD_VERSION,
+                f"protocol {version!r} is not spoken here; this server speaks {protocol.PROTOCOL_VERSION}",
+            )
+        name = hello.get("name")
+        if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME or not name.isprintable():
+            return protocol.BAD_HELLO, f"'name' must be printable text of 1 to {MAX_NAME} characters"
+        if hello.get("game") != self.config.game:
+            return protocol.BAD_HELLO, f"this server plays {self.config.game!r}, not {hello.get('game')!r}"
+        role = hello.get("role", "bot")
+        if role not in ("bot", "spectator"):
+            return protocol.BAD_HELLO, f"'role' must be 'bot' or 'spectator', got {role!r}"
+        if role == "bot" and self.config.tokens is not None:
+            token = hello.get("token")
+            if token not in self.config.tokens:
+                return protocol.BAD_HELLO, "this server reserves its seats: send the 'token' you were given"
+            if self.config.tokens[token] in self._reserved:
+                return protocol.BAD_HELLO, "that token's seat is already taken"
+        return None
+
+    # ----------------------------------------------------------------- seating
+    def _admit(self, conn: Connection, hello: dict[str, Any]) -> None:
+        conn.name = hello["name"]
+        if hello.get("role", "bot") == "spectator":
+            if self._running:
+                self._running[-1].add_spectator(conn)
+            else:
+                self._spectators.append(conn)
+                conn.handler = _too_early
+                conn.on_close = lambda c: self._spectators.remove(c) if c in self._spectators else None
+            return
+        if self._limit_reached():
+            conn.fail(protocol.SHUTDOWN, "this server has started all the matches it will play")
+            return
+        log.info("%s (%s) is waiting for a match", conn.name, conn.peer)
+        if self.config.tokens is not None:
+            self._reserved[self.config.tokens[hello["token"]]] = conn
+            conn.on_close = self._unreserve
+            if len(self._reserved) + len(self._gone - set(self._reserved)) >= self.players:
+                self._start([self._reserved.get(i) for i in range(self.players)])
+            return
+        self._waiting.append(conn)
+        conn.on_close = lambda c: self._waiting.remove(c) if c in self._waiting else None
+        if len(self._waiting) >= self.players:
+            seated, self._waiting = self._waiting[: self.players], self._waiting[self.players :]
+            self._start(seated)
+
+    def _unreserve(self, conn: Connection) -> None:
+        for seat, c in list(self._reserved.items()):
+            if c is conn:
+                del self._reserved[seat]
+
+    async def _seat_deadline(self, timeout: float) -> None:
+        """With reserved seats: start after ``timeout`` even if some bots never connected."""
+        await trio.sleep(timeout)
+        if self._started == 0:
+            missing = [i for i in range(self.players) if i not in self._reserved]
+            log.warning("seats %s did not connect within %g s; they forfeit", missing, timeout)
+            self._start([self._reserved.get(i) for i in range(self.players)])
+
+    def _limit_reached(self) -> bool:
+        return self.config.matches is not None and self._started >= self.config.matches
+
+    def _start(self, conns: list[Connection | None]) -> None:
+        self._started += 1
+        number = self._started
+        for conn in conns:
+            if conn is not None:
+                conn.on_close = None
+        if self.config.tokens is not None:
+            self._reserved = {}
+        engine = self.engine_class.new(self.config.engine_config, self.config.seed + number - 1)
+        if self.config.seat_names is not None:
+            names = list(self.config.seat_names)
+        else:
+            names = [c.name if c is not None else f"seat{i}" for i, c in enumerate(conns)]
+        recorder = self.config.recorder(number, engine, names) if self.config.recorder else None
+        match = Match(
+            number,
+            engine,
+            list(zip(names, conns, strict=True)),
+            self.config.settings,
+            recorder=recorder,
+            on_tick=self.config.on_tick,
+        )
+        for spectator in self._spectators:
+            spectator.on_close = None
+            match.add_spectator(spectator)
+        self._spectators = []
+        self._running.append(match)
+        log.info("match %d starts: %s", number, ", ".join(names))
+        self._nursery.start_soon(self._run_match, match)
+
+    async def _run_match(self, match: Match) -> None:
+        try:
+            outcome = await match.run()
+        except Exception:
+            # A bug in one match must not stop the others; it is logged loudly and has no result.
+            log.exception("match %d failed with an internal error", match.number)
+            outcome = None
+        finally:
+            self._running.remove(match)
+        if outcome is not None:
+            self.outcomes.append(outcome)
+            if self.config.on_result is not None:
+                self.config.on_result(outcome)
+        if self._limit_reached() and not self._running:
+            self._all_done.set()
+
+    def seat_gone(self, seat: int) -> None:
+        """A reserved seat's bot will never connect (its process ended): do not wait for it."""
+        self._gone.add(seat)
+        if self._started == 0 and len(self._reserved) + len(self._gone - set(self._reserved)) >= self.players:
+            self._start([self._reserved.get(i) for i in range(self.players)])
+
+
+def _too_early(conn: Connection, message: dict[str, Any], _arrival: float) -> None:
+    """Before a match starts, a bot has nothing to say."""
+    conn.fail(protocol.BAD_MESSAGE, f"{message['type']!r} before the match started; wait for 'welcome'")

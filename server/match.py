@@ -1,0 +1,374 @@
+"""One match: the trio loop that drives an engine at a fixed tick rate (or as fast as the bots allow).
+
+Per tick: ask the engine who acts, encode each seat's request once and hand it to the kernel without
+an await per seat, wait until every seat has answered or its own deadline has passed, classify each
+answer, apply, record, and sleep to the next slot of an absolute schedule (so ticks never drift).
+
+Fairness: each seat's deadline is the moment its frame left plus the budget, in wall-clock time, and
+an answer counts by its kernel arrival stamp (see `connection`). At the deadline every seat's socket
+is drained synchronously, so an answer the kernel already holds is never late merely because the
+server had not read it yet.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import trio
+
+from cellarena.sdk import protocol
+from cellarena.server.connection import Connection
+from cellarena.server.games.base import Engine, Result
+
+log = logging.getLogger("cellarena.server")
+
+
+@dataclass(frozen=True)
+class TickSettings:
+    """How a match is paced. The budget defaults to one tick period."""
+
+    tick_rate: float = 15.0
+    budget_ms: float | None = None
+    fast: bool = False
+    max_messages_per_tick: int = 8
+
+    @property
+    def period(self) -> float:
+        return 1.0 / self.tick_rate
+
+    @property
+    def budget(self) -> float:
+        return (self.budget_ms / 1000.0) if self.budget_ms is not None else self.period
+
+
+class Recorder(Protocol):
+    """Where a match's moves go, tick by tick (a replay file)."""
+
+    def record(self, tick: int, moves: dict[int, list[int]], engine: Engine) -> None: ...
+
+    def finish(self, result: Result, extra: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class Seat:
+    """One player's connection and its accounting for the match."""
+
+    index: int
+    name: str
+    conn: Connection | None
+    late: int = 0
+    invalid: int = 0
+    illegal: int = 0
+    forfeit_tick: int | None = None
+    # the tick being answered
+    tick: int = -1
+    agents: list[int] = field(default_factory=list)
+    sent_wall: float = 0.0
+    answer: Any = None
+    arrival: float = 0.0
+    messages: int = 0
+
+    @property
+    def connected(self) -> bool:
+        return self.conn is not None and not self.conn.closed
+
+
+@dataclass
+class MatchOutcome:
+    number: int
+    result: Result
+    names: list[str]
+    late: list[int]
+    invalid: list[int]
+    illegal: list[int]
+    forfeits: list[int]
+    ticks: int
+
+    def to_json(self) -> dict[str, Any]:
+        names = self.names
+        return {
+            "winner": None if self.result.winner is None else names[self.result.winner],
+            "ranks": {names[s]: r for s, r in sorted(self.result.ranks.items())},
+            "ticks": self.ticks,
+            "reason": self.result.reason,
+            "late": dict(zip(names, self.late, strict=True)),
+            "invalid": dict(zip(names, self.invalid, strict=True)),
+            "illegal": dict(zip(names, self.illegal, strict=True)),
+            "forfeits": [names[s] for s in self.forfeits],
+        }
+
+
+class Match:
+    """Runs one engine with its seats and spectators. Create, then `await run()` once."""
+
+    def __init__(
+        self,
+        number: int,
+        engine: Engine,
+        seats: list[tuple[str, Connection | None]],
+        settings: TickSettings,
+        *,
+        recorder: Recorder | None = None,
+        on_tick: Callable[[Engine], None] | None = None,
+    ) -> None:
+        self.number = number
+        self.engine = engine
+        self.settings = settings
+        self.seats = [Seat(i, name, conn) for i, (name, conn) in enumerate(seats)]
+        self.spectators: list[Connection] = []
+        self.recorder = recorder
+        self.on_tick = on_tick
+        self._answered = trio.Event()
+        self._outstanding = 0
+        for seat in self.seats:
+            if seat.conn is not None:
+                seat.conn.handler = self._handler_for(seat)
+                seat.conn.on_close = self._closer_for(seat)
+
+    # ----------------------------------------------------------------- messages from seats
+    def _handler_for(self, seat: Seat) -> Callable[[Connection, dict[str, Any], float], None]:
+        def handle(conn: Connection, message: dict[str, Any], arrival: float) -> None:
+            seat.messages += 1
+            if seat.messages > self.settings.max_messages_per_tick:
+                conn.fail(
+                    protocol.FLOOD, f"more than {self.settings.max_messages_per_tick} messages in one tick"
+                )
+                return
+            kind = message["type"]
+            if kind != "moves":
+                if kind == "hello":
+                    conn.fail(protocol.BAD_MESSAGE, "hello was already received; send moves")
+                else:
+                    conn.fail(protocol.UNKNOWN_TYPE, f"unknown message type {kind!r}; a bot sends 'moves'")
+                return
+            if message.get("tick") != seat.tick or seat.answer is not None:
+                return  # an old tick's answer, or a second answer: only the first counts
+            seat.answer = message.get("moves")
+            seat.arrival = arrival
+            self._outstanding -= 1
+            if self._outstanding == 0:
+                self._answered.set()
+
+        return handle
+
+    def _closer_for(self, seat: Seat) -> Callable[[Connection], None]:
+        def closed(_conn: Connection) -> None:
+            # Stop waiting for a seat that can no longer answer.
+            if seat.answer is None and seat.tick == self.engine.tick and seat.sent_wall:
+                self._outstanding -= 1
+                if self._outstanding <= 0:
+                    self._answered.set()
+
+        return closed
+
+    def add_spectator(self, conn: Connection) -> None:
+        conn.handler = _spectator_handler
+        conn.send_message(self._welcome(None))
+        self.spectators.append(conn)
+
+    # ----------------------------------------------------------------- the loop
+    def _welcome(self, seat: int | None) -> dict[str, Any]:
+        msg: dict[str, Any] = {
+            "type": "welcome",
+            "protocol": protocol.PROTOCOL_VERSION,
+            "role": "bot" if seat is not None else "spectator",
+            "game": self.engine.name,
+            "match": self.number,
+            "players": self.engine.players,
+            "names": [s.name for s in self.seats],
+            "tick_rate": 0.0 if self.settings.fast else self.settings.tick_rate,
+            "budget_ms": round(self.settings.budget * 1000),
+            "config": self.engine.public_config(),
+        }
+        if seat is not None:
+            msg["seat"] = seat
+        return msg
+
+    async def run(self) -> MatchOutcome:
+        for seat in self.seats:
+            if seat.connected:
+                seat.conn.send_message(self._welcome(seat.index))
+        budget = self.settings.budget
+        budget_ms = round(budget * 1000)
+        start = trio.current_time()
+        n = 0
+        while self.engine.result() is None and not self._decided_by_forfeits():
+            requests = self.engine.pending()
+            tick = self.engine.tick
+            self._outstanding = 0
+            self._answered = trio.Event()
+            last_deadline = trio.current_time()
+            for seat in self.seats:
+                seat.tick, seat.answer, seat.messages, seat.agents, seat.sent_wall = tick, None, 0, [], 0.0
+                request = requests.get(seat.index)
+                if request is None:
+                    continue
+                seat.agents = list(request["agents"])
+                if not seat.connected:
+                    continue
+                frame = protocol.encode({"type": "tick", "tick": tick, "budget_ms": budget_ms, **request})
+                if seat.conn.send(frame):
+                    seat.sent_wall = time.time()
+                    self._outstanding += 1
+                    last_deadline = trio.current_time() + budget
+            if self._outstanding:
+                with trio.move_on_at(last_deadline):
+                    await self._answered.wait()
+            actions = self._collect(requests, budget)
+            events = self.engine.apply(actions)
+            for s, count in events.illegal.items():
+                self.seats[s].illegal += count
+            for s, count in events.malformed.items():
+                self.seats[s].invalid += count
+            if self.recorder is not None:
+                self.recorder.record(tick, {s: self._as_list(s, a) for s, a in actions.items()}, self.engine)
+            self._broadcast_frame()
+            if self.on_tick is not None:
+                self.on_tick(self.engine)
+            n += 1
+            if not self.settings.fast:
+                await trio.sleep_until(start + n * self.settings.period)
+            else:
+                await trio.lowlevel.checkpoint()  # let readers and other matches run
+        return await self._finish()
+
+    def _collect(self, requests: dict[int, dict[str, Any]], budget: float) -> dict[int, dict[int, int]]:
+        """Every seat's moves for this tick; late, missing and invalid answers become no-ops."""
+        actions: dict[int, dict[int, int]] = {}
+        for seat in self.seats:
+            if seat.index not in requests:
+                continue
+            if seat.connected and seat.answer is None:
+                seat.conn.drain()  # judge what the kernel already holds by its arrival time
+            if not seat.connected and seat.forfeit_tick is None:
+                seat.forfeit_tick = seat.tick
+                log.info(
+                    "match %d: %s disconnected at tick %d and forfeits", self.number, seat.name, seat.tick
+                )
+            if seat.answer is None or seat.arrival > seat.sent_wall + budget:
+                seat.late += 1
+                continue
+            moves = seat.answer
+            if not isinstance(moves, list) or len(moves) != len(seat.agents):
+                seat.invalid += 1
+                continue
+            actions[seat.index] = dict(zip(seat.agents, moves, strict=True))
+        return actions
+
+    @staticmethod
+    def _as_list(_seat: int, action: dict[int, int]) -> list[int]:
+        return [action[k] for k in sorted(action)]
+
+    def _broadcast_frame(self) -> None:
+        if not self.spectators:
+            return
+        frame = protocol.encode({"type": "frame", **self.engine.frame()})
+        self.spectators = [c for c in self.spectators if c.send(frame)]
+
+    def _decided_by_forfeits(self) -> bool:
+        """A match with seats to spare ends once fewer than two seats are still connected."""
+        if len(self.seats) < 2:
+            return False
+        return sum(1 for s in self.seats if s.forfeit_tick is None) < 2
+
+    async def _finish(self) -> MatchOutcome:
+        result = self._final_result()
+        extra = {
+            "late": [s.late for s in self.seats],
+            "invalid": [s.invalid for s in self.seats],
+            "illegal": [s.illegal for s in self.seats],
+            "names": [s.name for s in self.seats],
+            "forfeits": [s.index for s in self.seats if s.forfeit_tick is not None],
+        }
+        if self.recorder is not None:
+            self.recorder.finish(result, extra)
+        ranks = [result.ranks[s.index] for s in self.seats]
+        for seat in self.seats:
+            if not seat.connected:
+                continue
+            outcome = (
+                "win"
+                if result.winner == seat.index
+                else "draw"
+                if result.winner is None and ranks[seat.index] == 1
+                else "loss"
+            )
+            seat.conn.send_message(
+                {
+                    "type": "end",
+                    "ticks": result.ticks,
+                    "result": outcome,
+                    "rank": ranks[seat.index],
+                    "ranks": ranks,
+                    "winner": result.winner,
+                    "reason": result.reason,
+                    "late": seat.late,
+                    "invalid": seat.invalid,
+                    "illegal": seat.illegal,
+                }
+            )
+        for conn in self.spectators:
+            conn.send_message(
+                {
+                    "type": "end",
+                    "ticks": result.ticks,
+                    "result": "draw",
+                    "rank": 0,
+                    "ranks": ranks,
+                    "winner": result.winner,
+                    "reason": result.reason,
+                    "late": 0,
+                    "invalid": 0,
+                    "illegal": 0,
+                }
+            )
+        conns = [s.conn for s in self.seats if s.connected] + [c for c in self.spectators if not c.closed]
+        async with trio.open_nursery() as nursery:
+            for conn in conns:
+                nursery.start_soon(conn.flush, 2.0)
+        for conn in conns:
+            conn.close("match over")
+        return MatchOutcome(
+            self.number,
+            result,
+            [s.name for s in self.seats],
+            extra["late"],
+            extra["invalid"],
+            extra["illegal"],
+            extra["forfeits"],
+            result.ticks,
+        )
+
+    def _final_result(self) -> Result:
+        """The engine's result, with seats that forfeited ranked below every seat that stayed."""
+        game = self.engine.result()
+        forfeits = {s.index: s.forfeit_tick for s in self.seats if s.forfeit_tick is not None}
+        if not forfeits and game is not None:
+            return game
+        ticks = game.ticks if game is not None else self.engine.tick
+        stayed = [s.index for s in self.seats if s.index not in forfeits]
+
+        def key(i: int) -> tuple[int, int]:
+            if i in forfeits:
+                return (1, -forfeits[i])  # a later forfeit ranks above an earlier one
+            return (0, game.ranks[i] if game is not None else 1)
+
+        keys = {s.index: key(s.index) for s in self.seats}
+        ranks = {i: 1 + sum(1 for j in keys if keys[j] < keys[i]) for i in keys}
+        firsts = [i for i, r in ranks.items() if r == 1]
+        winner = firsts[0] if len(firsts) == 1 else None
+        if game is not None:
+            reason = game.reason + (f"; forfeited: {', '.join(self.seats[i].name for i in forfeits)}")
+        elif len(stayed) == 1:
+            reason = "every other seat disconnected"
+        else:
+            reason = "every seat disconnected"
+        return Result(ranks=ranks, winner=winner, reason=reason, ticks=ticks)
+
+
+def _spectator_handler(conn: Connection, message: dict[str, Any], _arrival: float) -> None:
+    conn.fail(protocol.UNKNOWN_TYPE, f"spectators send nothing after hello, got {message['type']!r}")
