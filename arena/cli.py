@@ -6,7 +6,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
-from cellarena.server.cli import bench, maps, sim
+from cellarena.server.cli import bench, maps, match, serve, sim
 
 
 def _version() -> str:
@@ -25,3 +25,5 @@ def main() -> None:
 main.add_command(sim)
 main.add_command(bench)
 main.add_command(maps)
+main.add_command(serve)
+main.add_command(match)

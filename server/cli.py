@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 
@@ -227,3 +228,338 @@ def maps_show(name: str) -> None:
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="NAME") from None
     Console(highlight=False).print(render(m.cells, [(a.x, a.y, a.facing) for a in m.agents]))
+
+
+# ---------------------------------------------------------------------------- serve and match
+def _tick_settings(tick_rate: float, budget_ms: float | None, fast: bool) -> Any:
+    from cellarena.server.match import TickSettings
+
+    return TickSettings(tick_rate=tick_rate, budget_ms=budget_ms, fast=fast)
+
+
+def _configure_logging(verbose: bool) -> None:
+    import logging
+
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(message)s",
+    )
+
+
+def _rezzo_config(map_: str, max_ticks: int) -> dict[str, Any]:
+    return {"map": map_, "max_ticks": max_ticks}
+
+
+_tick_options = [
+    click.option(
+        "--tick-rate",
+        default=15.0,
+        show_default=True,
+        type=click.FloatRange(0.1, 1000),
+        help="Ticks per second in fixed-rate mode.",
+    ),
+    click.option(
+        "--budget-ms",
+        default=None,
+        type=click.FloatRange(1, 60_000),
+        help="Time per move in milliseconds, counted from when the frame was sent. [default: one tick]",
+    ),
+    click.option("--fast", is_flag=True, help="Start the next tick as soon as every seat answered."),
+]
+
+
+def _with_tick_options(f: Any) -> Any:
+    for option in reversed(_tick_options):
+        f = option(f)
+    return f
+
+
+@click.group()
+def serve() -> None:
+    """Host matches that bots connect to over TCP."""
+
+
+@serve.command("rezzo")
+@click.option(
+    "--map", "map_", default="duel", show_default=True, help="Built-in map name or path to a map file."
+)
+@click.option(
+    "--players",
+    type=click.IntRange(2, 8),
+    default=None,
+    help="Seats per match; must match the map. [default: the map's]",
+)
+@_with_tick_options
+@click.option("--max-ticks", default=3000, show_default=True, type=click.IntRange(1), help="The tick cap.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", default=7777, show_default=True, type=click.IntRange(0, 65535), help="TCP port (0: any)."
+)
+@click.option(
+    "--matches", type=click.IntRange(1), default=None, help="Stop after this many matches. [default: never]"
+)
+@click.option(
+    "--replay-dir", type=click.Path(file_okay=False), default=None, help="Write a replay of every match here."
+)
+@click.option(
+    "--seed", default=0, show_default=True, type=int, help="Seed of the first match; then +1 per match."
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log connections and matches.")
+def serve_rezzo(
+    map_: str,
+    players: int | None,
+    tick_rate: float,
+    budget_ms: float | None,
+    fast: bool,
+    max_ticks: int,
+    host: str,
+    port: int,
+    matches: int | None,
+    replay_dir: str | None,
+    seed: int,
+    verbose: bool,
+) -> None:
+    """Wait for bots, seat them in arrival order, run matches and print each result."""
+    import trio
+
+    from cellarena.server.lobby import Lobby, LobbyConfig
+    from cellarena.server.match import MatchOutcome
+
+    _configure_logging(verbose)
+
+    def report(outcome: MatchOutcome) -> None:
+        click.echo(json.dumps({"match": outcome.number, **outcome.to_json()}))
+
+    config = LobbyConfig(
+        "rezzo",
+        _rezzo_config(map_, max_ticks),
+        _tick_settings(tick_rate, budget_ms, fast),
+        host=host,
+        port=port,
+        matches=matches,
+        seed=seed,
+        on_result=report,
+        recorder=_replay_recorder(replay_dir),
+    )
+    try:
+        lobby = Lobby(config)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--map") from None
+    if players is not None and players != lobby.players:
+        raise click.BadParameter(f"the map has {lobby.players} seats, not {players}", param_hint="--players")
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            bound = await nursery.start(lobby.serve)
+            click.echo(
+                f"serving rezzo on {host}:{bound} ({lobby.players} seats per match); Ctrl-C stops", err=True
+            )
+
+    try:
+        trio.run(main)
+    except OSError as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:
+        click.echo("stopped", err=True)
+
+
+def _replay_recorder(replay_dir: str | None, first_seed: int) -> Any:
+    """A factory of replay writers for the lobby, or None."""
+    if replay_dir is None:
+        return None
+    from pathlib import Path
+
+    from cellarena.server.replay import ReplayWriter
+
+    folder = Path(replay_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def make(number: int, engine: Any, names: list[str]) -> Any:
+        return ReplayWriter(
+            folder / f"match-{number:05d}.replay", engine, seed=engine_seed(engine), names=names
+        )
+
+    return make
+
+
+def engine_seed(_engine: Any) -> int:
+    return 0
+
+
+@click.group()
+def match() -> None:
+    """Play one match between bot programs on this machine."""
+
+
+@match.command("rezzo")
+@click.option(
+    "--bot",
+    "bots",
+    multiple=True,
+    required=True,
+    metavar="NAME=COMMAND",
+    help="A bot: its name and the command that starts it. Repeat once per seat.",
+)
+@click.option(
+    "--map", "map_", default="duel", show_default=True, help="Built-in map name or path to a map file."
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="The match's seed.")
+@_with_tick_options
+@click.option("--max-ticks", default=3000, show_default=True, type=click.IntRange(1), help="The tick cap.")
+@click.option(
+    "--replay",
+    "replay_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Where to write the replay. [default: in the log folder]",
+)
+@click.option(
+    "--log-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where each bot's output goes. [default: a new temporary folder]",
+)
+@click.option(
+    "--connect-timeout",
+    default=15.0,
+    show_default=True,
+    type=click.FloatRange(0.5, 600),
+    help="Seconds a bot has to connect before it forfeits.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--watch", is_flag=True, help="Draw the world live in the terminal.")
+@click.option("-v", "--verbose", is_flag=True, help="Log connections.")
+def match_rezzo(
+    bots: tuple[str, ...],
+    map_: str,
+    seed: int,
+    tick_rate: float,
+    budget_ms: float | None,
+    fast: bool,
+    max_ticks: int,
+    replay_path: str | None,
+    log_dir: str | None,
+    connect_timeout: float,
+    as_json: bool,
+    watch: bool,
+    verbose: bool,
+) -> None:
+    """Start a server on a free loopback port, launch each bot, play, and print the result."""
+    import tempfile
+    from pathlib import Path
+
+    import trio
+
+    from cellarena.server.launcher import BotSpec, play_match
+
+    _configure_logging(verbose)
+    try:
+        specs = [BotSpec.parse(b) for b in bots]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--bot") from None
+    dupes = sorted({s.name for s in specs if [t.name for t in specs].count(s.name) > 1})
+    if dupes:
+        raise click.BadParameter(f"bot names must differ; repeated: {', '.join(dupes)}", param_hint="--bot")
+    folder = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="cellarena-match-"))
+    replay_file = Path(replay_path) if replay_path else folder / "match.replay"
+    watcher = _Watcher() if watch else None
+    recorder = _single_replay(replay_file, seed)
+    config = _rezzo_config(map_, max_ticks)
+    try:
+        launched = trio.run(
+            lambda: play_match(
+                "rezzo",
+                config,
+                specs,
+                _tick_settings(tick_rate, budget_ms, fast),
+                seed=seed,
+                log_dir=folder,
+                connect_timeout=connect_timeout,
+                recorder=recorder,
+                on_tick=watcher.update if watcher else None,
+            )
+        )
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--map") from None
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        click.echo("interrupted; every bot process was stopped", err=True)
+        sys.exit(130)
+    finally:
+        if watcher:
+            watcher.close()
+    outcome = launched.outcome
+    summary = {
+        **outcome.to_json(),
+        "replay": str(replay_file),
+        "logs": {name: str(path) for name, path in launched.logs.items()},
+    }
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    _print_match(summary)
+
+
+def _print_match(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    verdict = f"[bold]{summary['winner']}[/] wins" if summary["winner"] else "draw"
+    console.print(f"{verdict} after {summary['ticks']} ticks ({summary['reason']})")
+    table = Table()
+    for col in ("bot", "rank", "late", "invalid", "illegal", "log"):
+        table.add_column(col, justify="left" if col in ("bot", "log") else "right")
+    for name, rank in sorted(summary["ranks"].items(), key=lambda kv: kv[1]):
+        forfeit = " (forfeit)" if name in summary["forfeits"] else ""
+        table.add_row(
+            name + forfeit,
+            str(rank),
+            str(summary["late"][name]),
+            str(summary["invalid"][name]),
+            str(summary["illegal"][name]),
+            summary["logs"][name],
+        )
+    console.print(table)
+    console.print(f"replay: {summary['replay']}  (check it: cellarena replay verify {summary['replay']})")
+
+
+def _single_replay(path: Any, seed: int) -> Any:
+    from cellarena.server.replay import ReplayWriter
+
+    def make(_number: int, engine: Any, names: list[str]) -> Any:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return ReplayWriter(path, engine, seed=seed, names=names)
+
+    return make
+
+
+class _Watcher:
+    """Redraws the world in the terminal at most 30 times a second."""
+
+    def __init__(self) -> None:
+        import time
+
+        from rich.console import Console
+        from rich.live import Live
+
+        self._clock = time.monotonic
+        self._last = 0.0
+        self._live = Live(console=Console(stderr=True), auto_refresh=False, transient=False)
+        self._live.start()
+
+    def update(self, engine: Any) -> None:
+        from cellarena.server.games.rezzo.render import render
+
+        now = self._clock()
+        if now - self._last < 1 / 30 and engine.result() is None:
+            return
+        self._last = now
+        picture = render(engine.cells(), [(a.x, a.y, a.facing) for a in engine.agents() if a.alive])
+        picture.append(f"tick {engine.tick}\n")
+        self._live.update(picture, refresh=True)
+
+    def close(self) -> None:
+        self._live.stop()

@@ -96,6 +96,7 @@ async def play_match(
             seed=seed,
             tokens=tokens,
             seat_timeout=connect_timeout,
+            seat_names=[b.name for b in bots],
             recorder=recorder,
             on_result=outcomes.append,
             on_tick=on_tick,
