@@ -82,7 +82,9 @@ class FrameReader:
         while len(self._buf) >= HEADER.size:
             (size,) = HEADER.unpack_from(self._buf)
             if size > self.limit:
-                raise ProtocolError(TOO_LARGE, f"frame of {size} bytes is over the limit of {self.limit} bytes")
+                raise ProtocolError(
+                    TOO_LARGE, f"frame of {size} bytes is over the limit of {self.limit} bytes"
+                )
             end = HEADER.size + size
             if len(self._buf) < end:
                 break
@@ -100,7 +102,13 @@ class FrameReader:
 # ------------------------------------------------------------------ message constructors
 def hello(name: str, game: str, *, token: str | None = None, role: str = "bot") -> dict[str, Any]:
     """The client's first message."""
-    msg: dict[str, Any] = {"type": "hello", "protocol": PROTOCOL_VERSION, "name": name, "game": game, "role": role}
+    msg: dict[str, Any] = {
+        "type": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "name": name,
+        "game": game,
+        "role": role,
+    }
     if token is not None:
         msg["token"] = token
     return msg
