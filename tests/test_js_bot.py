@@ -1,0 +1,421 @@
+"""The JavaScript example bot (`example_bots/js_random`) against a fake server speaking the protocol.
+
+The bot was written from `docs/protocol.md` and `docs/games/rezzo.md` alone, so these tests check
+that the documentation is enough to write a client in another language. The fake server is a plain
+blocking socket in a thread; it frames messages with `cellarena.sdk.protocol` and sends real Rezzo
+viewports from `RezzoEngine`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cellarena.sdk.protocol import MAX_CLIENT_FRAME, FrameReader, encode
+from cellarena.server.games.rezzo.engine import RezzoEngine
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("node") is None or shutil.which("npm") is None,
+    reason="node and npm are needed to run the JavaScript example bot",
+)
+
+BOT_DIR = Path(__file__).resolve().parent.parent / "example_bots" / "js_random"
+MOVE_CODES = range(6)
+IO_TIMEOUT = 15.0
+TICKS = 20
+ERROR_TEXT = "field 'moves' must be an array (test)"
+
+
+# ------------------------------------------------------------------ npm install, once per module
+@pytest.fixture(scope="module")
+def bot_dir() -> Path:
+    """The bot's folder with its dependencies installed (`npm ci` only when they are missing or stale)."""
+    wanted = json.loads((BOT_DIR / "package.json").read_text())["dependencies"]
+    installed = BOT_DIR / "node_modules"
+
+    def up_to_date() -> bool:
+        for name, version in wanted.items():
+            meta = installed / name / "package.json"
+            if not meta.is_file() or json.loads(meta.read_text()).get("version") != version:
+                return False
+        return True
+
+    if not up_to_date():
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"],
+            cwd=BOT_DIR,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        assert up_to_date(), "npm ci did not install the pinned dependencies"
+    return BOT_DIR
+
+
+# ------------------------------------------------------------------ the fake server
+@dataclass
+class Session:
+    """What the fake server saw from one bot."""
+
+    hello: dict[str, Any] | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)  # ticks sent
+    answers: list[dict[str, Any]] = field(default_factory=list)  # messages after hello
+    after_end: list[dict[str, Any]] = field(default_factory=list)  # messages after `end`
+    error: BaseException | None = None
+
+
+class Conn:
+    """One accepted bot connection, with framing and a choice of how frames are written."""
+
+    def __init__(self, sock: socket.socket, session: Session, write: str) -> None:
+        self.sock = sock
+        self.session = session
+        self.write = write
+        self.reader = FrameReader(MAX_CLIENT_FRAME)
+        self.inbox: list[dict[str, Any]] = []
+        self.eof = False
+        sock.settimeout(IO_TIMEOUT)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def send(self, *messages: dict[str, Any]) -> None:
+        """Send frames. `whole`: one write per frame (all in one write when several are given);
+        `bytewise`: one byte per write, pausing inside the header and the body so the bot surely
+        gets frames in pieces."""
+        data = b"".join(encode(m) for m in messages)
+        if self.write != "bytewise":
+            self.sock.sendall(data)
+            return
+        for m in messages:
+            raw = encode(m)
+            pauses = {2, 4, 4 + (len(raw) - 4) // 2}
+            for i in range(len(raw)):
+                if i in pauses:
+                    time.sleep(0.002)
+                self.sock.sendall(raw[i : i + 1])
+
+    def recv(self) -> dict[str, Any] | None:
+        """The next message from the bot, or None at end of stream."""
+        while not self.inbox:
+            if self.eof:
+                return None
+            data = self.sock.recv(65536)
+            if not data:
+                self.eof = True
+                assert self.reader.buffered == 0, "the bot closed in the middle of a frame"
+                continue
+            self.inbox.extend(self.reader.feed(data))
+        return self.inbox.pop(0)
+
+
+def welcome(engine: RezzoEngine, names: list[str], seat: int = 0) -> dict[str, Any]:
+    return {
+        "type": "welcome",
+        "protocol": 1,
+        "role": "bot",
+        "seat": seat,
+        "game": "rezzo",
+        "match": 1,
+        "players": engine.players,
+        "names": names,
+        "tick_rate": 0.0,
+        "budget_ms": 1000,
+        "config": {
+            "map": engine.map_name or "duel",
+            "width": engine.width,
+            "height": engine.height,
+            "agents_per_player": engine.agents_per_player,
+            "view_size": 13,
+            "max_ticks": engine.max_ticks,
+            "torus": engine.torus,
+            "own_base_counts": True,
+        },
+    }
+
+
+def tick_message(engine: RezzoEngine, seat: int) -> dict[str, Any]:
+    req = engine.pending()[seat]
+    return {"type": "tick", "budget_ms": 1000, **req}
+
+
+def end_message(ticks: int, players: int) -> dict[str, Any]:
+    return {
+        "type": "end",
+        "ticks": ticks,
+        "result": "draw",
+        "rank": 1,
+        "ranks": [1] * players,
+        "winner": None,
+        "reason": "tick cap reached",
+        "late": 0,
+        "invalid": 0,
+        "illegal": 0,
+    }
+
+
+def play_match(conn: Conn, *, game_map: str = "duel", batch: int = 1, ticks: int = TICKS) -> None:
+    """welcome, `ticks` ticks, end. With batch 1 the bot's moves are applied to the world; with a
+    larger batch, `batch` ticks go out in one write (the first with the welcome, the last with the
+    end) and the world advances with noops, since their answers are not in yet."""
+    session = conn.session
+    engine = RezzoEngine.new({"map": game_map})
+    seat = 0
+    names = [session.hello["name"]] + [f"idle{p}" for p in range(1, engine.players)]
+    pending: list[dict[str, Any]] = [welcome(engine, names, seat)]
+    sent = 0
+    while sent < ticks:
+        group = []
+        for _ in range(min(batch, ticks - sent)):
+            req = tick_message(engine, seat)
+            group.append(req)
+            session.requests.append(req)
+            sent += 1
+            if batch > 1:
+                engine.apply({})
+        tail = [end_message(ticks, engine.players)] if batch > 1 and sent == ticks else []
+        conn.send(*pending, *group, *tail)
+        pending = []
+        for req in group:
+            answer = conn.recv()
+            assert answer is not None, f"the bot closed instead of answering tick {req['tick']}"
+            session.answers.append(answer)
+            if batch == 1:
+                moves = answer.get("moves")
+                engine.apply({seat: moves if isinstance(moves, list) else []})
+    if batch == 1:
+        conn.send(end_message(ticks, engine.players))
+    conn.sock.shutdown(socket.SHUT_WR)  # the server closes after `end`
+    while (extra := conn.recv()) is not None:
+        session.after_end.append(extra)
+
+
+class FakeServer:
+    """Listens on 127.0.0.1, port 0; accepts one bot and runs `script` on it in a thread."""
+
+    def __init__(self, script: Callable[[Conn], None], write: str = "whole") -> None:
+        self.session = Session()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(IO_TIMEOUT)
+        self.port = self.listener.getsockname()[1]
+        self.script = script
+        self.write = write
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            sock, _ = self.listener.accept()
+            with sock:
+                conn = Conn(sock, self.session, self.write)
+                self.session.hello = conn.recv()
+                assert self.session.hello is not None, "the bot closed without sending hello"
+                self.script(conn)
+        except BaseException as exc:
+            self.session.error = exc
+        finally:
+            self.listener.close()
+
+    def join(self) -> Session:
+        self.thread.join(IO_TIMEOUT * 2)
+        assert not self.thread.is_alive(), "the fake server is stuck"
+        if self.session.error is not None:
+            raise self.session.error
+        return self.session
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    session: Session
+
+
+def run_bot(
+    bot_dir: Path,
+    script: Callable[[Conn], None],
+    *,
+    write: str = "whole",
+    args: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> Run:
+    server = FakeServer(script, write)
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("CELLARENA_")}
+    full_env.update({"CELLARENA_HOST": "127.0.0.1", "CELLARENA_PORT": str(server.port)})
+    full_env.update(env or {})
+    proc = subprocess.Popen(
+        ["node", "bot.js", *(args or [])],
+        cwd=bot_dir,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=IO_TIMEOUT * 2)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"the bot did not exit; stderr:\n{err}")
+    session = server.join()
+    return Run(proc.returncode, out, err, session)
+
+
+# ------------------------------------------------------------------ checks
+def check_hello(hello: dict[str, Any] | None, name: str, token: str | None) -> None:
+    assert hello is not None
+    assert hello["type"] == "hello"
+    assert hello["protocol"] == 1 and type(hello["protocol"]) is int
+    assert hello["name"] == name
+    assert hello["game"] == "rezzo"
+    assert hello.get("role", "bot") == "bot"
+    if token is None:
+        assert "token" not in hello
+    else:
+        assert hello["token"] == token
+
+
+def check_answers(session: Session) -> list[list[int]]:
+    """Every tick answered once, in order, with its tick number and one valid code per agent."""
+    assert len(session.answers) == len(session.requests)
+    all_moves = []
+    for req, answer in zip(session.requests, session.answers, strict=True):
+        assert answer["type"] == "moves", answer
+        assert answer["tick"] == req["tick"] and type(answer["tick"]) is int
+        moves = answer["moves"]
+        assert isinstance(moves, list) and len(moves) == len(req["agents"]), (req["agents"], moves)
+        assert all(type(m) is int and m in MOVE_CODES for m in moves), moves
+        all_moves.append(moves)
+    assert session.after_end == [], "the bot sent something after `end`"
+    return all_moves
+
+
+# ------------------------------------------------------------------ tests
+@pytest.mark.parametrize("game_map", ["duel", "duel2", "quad"])
+def test_plays_a_match_and_exits_zero(bot_dir: Path, game_map: str) -> None:
+    run = run_bot(bot_dir, lambda c: play_match(c, game_map=game_map))
+    assert run.returncode == 0, run.stderr
+    check_hello(run.session.hello, "js_random", None)
+    moves = check_answers(run.session)
+    assert [r["tick"] for r in run.session.requests] == list(range(1, TICKS + 1))
+    flat = [m for ms in moves for m in ms]
+    assert 1 in flat or 4 in flat, f"the bot never walked: {flat}"
+
+
+def test_name_and_token_from_environment(bot_dir: Path) -> None:
+    run = run_bot(
+        bot_dir,
+        lambda c: play_match(c, ticks=3),
+        env={"CELLARENA_NAME": "envbot", "CELLARENA_TOKEN": "s3at-token"},
+    )
+    assert run.returncode == 0, run.stderr
+    check_hello(run.session.hello, "envbot", "s3at-token")
+    check_answers(run.session)
+
+
+def test_flags_override_environment(bot_dir: Path) -> None:
+    def script(conn: Conn) -> None:
+        play_match(conn, ticks=3)
+
+    # The port comes from --port; the environment points at a port where nothing listens.
+    with socket.create_server(("127.0.0.1", 0)) as dead:
+        dead_port = dead.getsockname()[1]
+    server = FakeServer(script)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CELLARENA_")}
+    env.update({"CELLARENA_PORT": str(dead_port), "CELLARENA_NAME": "ignored", "CELLARENA_TOKEN": "ignored"})
+    flags = ["--host", "127.0.0.1", "--port", str(server.port), "--name", "flagbot", "--token=tok"]
+    proc = subprocess.run(
+        ["node", "bot.js", *flags],
+        cwd=bot_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=IO_TIMEOUT * 2,
+        check=False,
+    )
+    session = server.join()
+    assert proc.returncode == 0, proc.stderr
+    check_hello(session.hello, "flagbot", "tok")
+    check_answers(session)
+
+
+def test_frames_split_into_single_bytes(bot_dir: Path) -> None:
+    run = run_bot(bot_dir, lambda c: play_match(c, game_map="duel2", ticks=8), write="bytewise")
+    assert run.returncode == 0, run.stderr
+    check_answers(run.session)
+    assert len(run.session.answers) == 8
+
+
+def test_several_frames_in_one_write(bot_dir: Path) -> None:
+    run = run_bot(bot_dir, lambda c: play_match(c, batch=4))
+    assert run.returncode == 0, run.stderr
+    check_answers(run.session)
+    assert len(run.session.answers) == TICKS
+
+
+def test_same_seed_same_moves(bot_dir: Path) -> None:
+    def moves_for(seed: str) -> list[list[int]]:
+        run = run_bot(bot_dir, play_match, args=["--seed", seed])
+        assert run.returncode == 0, run.stderr
+        return check_answers(run.session)
+
+    assert moves_for("7") == moves_for("7")
+
+
+@pytest.mark.parametrize("when", ["before_welcome", "mid_match"])
+def test_server_error_is_reported_and_exit_is_nonzero(bot_dir: Path, when: str) -> None:
+    def script(conn: Conn) -> None:
+        if when == "mid_match":
+            engine = RezzoEngine.new({"map": "duel"})
+            conn.send(welcome(engine, ["js_random", "idle"]))
+            req = tick_message(engine, 0)
+            conn.session.requests.append(req)
+            conn.send(req)
+            conn.session.answers.append(conn.recv())
+        conn.send({"type": "error", "code": "bad_message", "message": ERROR_TEXT})
+        conn.sock.shutdown(socket.SHUT_WR)
+        while conn.recv() is not None:
+            pass
+
+    run = run_bot(bot_dir, script)
+    assert run.returncode != 0
+    assert "bad_message" in run.stderr
+    assert ERROR_TEXT in run.stderr
+    if when == "mid_match":
+        check_answers(run.session)
+
+
+def test_connection_closed_before_end_exits_nonzero(bot_dir: Path) -> None:
+    def script(conn: Conn) -> None:
+        engine = RezzoEngine.new({"map": "duel"})
+        conn.send(welcome(engine, ["js_random", "idle"]), tick_message(engine, 0))
+        conn.recv()
+
+    run = run_bot(bot_dir, script)
+    assert run.returncode != 0
+    assert run.stderr.strip()
+
+
+def test_connection_refused_exits_nonzero(bot_dir: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    proc = subprocess.run(
+        ["node", "bot.js", "--port", str(port)],
+        cwd=bot_dir,
+        capture_output=True,
+        text=True,
+        timeout=IO_TIMEOUT,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "ECONNREFUSED" in proc.stderr or "refused" in proc.stderr.lower()
