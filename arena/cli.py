@@ -7,6 +7,7 @@ from importlib.metadata import PackageNotFoundError, version
 import click
 
 from cellarena.server.cli import bench, maps, match, serve, sim
+from cellarena.server.replay_cli import replay
 
 
 def _version() -> str:
@@ -27,3 +28,4 @@ main.add_command(bench)
 main.add_command(maps)
 main.add_command(serve)
 main.add_command(match)
+main.add_command(replay)

@@ -20,6 +20,7 @@ import socket
 import struct
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -37,13 +38,21 @@ _ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") 
 RECV_CHUNK = 256 * 1024
 #: Unsent bytes we keep for a client beyond what the kernel buffers; past this it is a slow reader.
 DEFAULT_MAX_BACKLOG = 4 * 1024 * 1024
+#: How long a connection closed for cause stays open to deliver its error frame.
+ERROR_LINGER = 5.0
 
 #: Called with (connection, message, arrival time as time.time()) for every message received.
 Handler = Callable[["Connection", dict[str, Any], float], None]
 
 
 class Connection:
-    """A connected peer. `run()` is its reader and writer; everything else is synchronous."""
+    """A connected peer. `run()` is its reader and writer; everything else is synchronous.
+
+    ``closed`` means closed for every purpose: no more sends, no more messages handled. When the
+    server closes a connection for cause and the kernel cannot take the error frame at once (a slow
+    reader's buffer is full), the socket itself stays open for up to ERROR_LINGER seconds while the
+    writer delivers that frame, after any frame already half sent so the stream stays well formed.
+    """
 
     def __init__(
         self,
@@ -76,7 +85,13 @@ class Connection:
         self.handler: Handler = _ignore
         #: Called once when the connection closes, for whatever reason.
         self.on_close: Callable[[Connection], None] | None = None
-        self._backlog = bytearray()
+        # Frames the kernel has not taken yet. The first may be partly sent; whole frames are kept
+        # apart so an error frame can always follow on a frame boundary.
+        self._backlog: deque[memoryview] = deque()
+        self._backlog_bytes = 0
+        self._head_started = False
+        self._lingering = False
+        self._socket_open = True
         self._backlog_event = trio.Event()
         self._cancel = trio.CancelScope()
         self.bytes_sent = 0
@@ -89,10 +104,12 @@ class Connection:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._write_loop)
                     await self._read_loop()
-                    nursery.cancel_scope.cancel()
+                    if not self._lingering:  # else the writer is still delivering the error frame
+                        nursery.cancel_scope.cancel()
             except trio.ClosedResourceError:
                 pass  # closed by us while a loop waited on the socket
             finally:
+                self._lingering = False
                 self._close_socket("connection task ended")
 
     async def _read_loop(self) -> None:
@@ -138,17 +155,35 @@ class Connection:
             while self._backlog and not self.closed:
                 await trio.lowlevel.wait_writable(self.sock)
                 self._flush()
+        if self._lingering:
+            with trio.move_on_after(ERROR_LINGER):
+                while self._backlog and self._socket_open:
+                    await trio.lowlevel.wait_writable(self.sock)
+                    self._flush()
+            self._lingering = False
+            self._close_socket(self.close_reason)
 
     def _flush(self) -> None:
-        try:
-            n = self.sock.send(self._backlog)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:
-            self.lost(f"send failed: {exc}")
-            return
-        self.bytes_sent += n
-        del self._backlog[:n]
+        """Hand the kernel as much of the backlog as it takes now."""
+        while self._backlog:
+            head = self._backlog[0]
+            try:
+                n = self.sock.send(head)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                self._lingering = False
+                self.lost(f"send failed: {exc}")
+                self._close_socket(f"send failed: {exc}")
+                return
+            self.bytes_sent += n
+            self._backlog_bytes -= n
+            if n < len(head):
+                self._backlog[0] = head[n:]
+                self._head_started = self._head_started or n > 0
+                return
+            self._backlog.popleft()
+            self._head_started = False
 
     # ----------------------------------------------------------------- sending
     def send(self, frame: bytes) -> bool:
@@ -166,14 +201,17 @@ class Connection:
             self.bytes_sent += n
             if n == len(frame):
                 return True
-            self._backlog += memoryview(frame)[n:]
+            self._backlog.append(memoryview(frame)[n:])
+            self._backlog_bytes += len(frame) - n
+            self._head_started = n > 0
             self._backlog_event.set()
         else:
-            self._backlog += frame
-        if len(self._backlog) > self.max_backlog:
+            self._backlog.append(memoryview(frame))
+            self._backlog_bytes += len(frame)
+        if self._backlog_bytes > self.max_backlog:
             self.fail(
                 protocol.SLOW_READER,
-                f"{len(self._backlog)} bytes of frames are waiting for you to read them; read every frame",
+                f"{self._backlog_bytes} bytes of frames are waiting for you to read them; read every frame",
             )
             return False
         return True
@@ -183,7 +221,7 @@ class Connection:
 
     @property
     def backlog(self) -> int:
-        return len(self._backlog)
+        return self._backlog_bytes
 
     async def flush(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for queued frames to leave, before a graceful close."""
@@ -194,15 +232,22 @@ class Connection:
 
     # ----------------------------------------------------------------- closing
     def fail(self, code: str, message: str) -> None:
-        """Tell the peer what it did wrong (if its socket takes it) and close."""
+        """Tell the peer what it did wrong and close (see the class docstring for the lingering)."""
         if self.closed:
             return
         log.warning("closing %s (%s): %s: %s", self.name, self.peer, code, message)
-        frame = protocol.encode(protocol.error(code, message))
-        with contextlib.suppress(OSError):
-            # Best effort and non-blocking: a peer that does not read may never see it.
-            self.sock.send(frame)
-        self._close_socket(f"{code}: {message}")
+        keep = [self._backlog[0]] if self._backlog and self._head_started else []
+        self._backlog.clear()
+        self._backlog.extend(keep)
+        self._backlog.append(memoryview(protocol.encode(protocol.error(code, message))))
+        self._backlog_bytes = sum(len(b) for b in self._backlog)
+        self._flush()
+        reason = f"{code}: {message}"
+        if self._backlog and self._socket_open:
+            self._lingering = True
+            self._mark_closed(reason)
+        else:
+            self._close_socket(reason)
 
     def lost(self, reason: str) -> None:
         if not self.closed:
@@ -212,21 +257,29 @@ class Connection:
     def close(self, reason: str = "closed by the server") -> None:
         self._close_socket(reason)
 
-    def _close_socket(self, reason: str) -> None:
+    def _mark_closed(self, reason: str) -> None:
         if self.closed:
             return
         self.closed = True
         self.close_reason = reason
+        self.handler = _ignore
+        self._backlog_event.set()  # wake the writer: it lingers or ends
+        if self.on_close is not None:
+            self.on_close(self)
+
+    def _close_socket(self, reason: str) -> None:
+        self._mark_closed(reason)
+        if self._lingering or not self._socket_open:
+            return  # the writer closes a lingering socket once its error frame is out
+        self._socket_open = False
         self._backlog.clear()
-        self._backlog_event.set()
+        self._backlog_bytes = 0
         self._cancel.cancel()
         # Wake any task waiting on this socket before the descriptor goes away (trio requires it).
         with contextlib.suppress(RuntimeError):  # outside trio there are no waiters
             trio.lowlevel.notify_closing(self.sock)
         with contextlib.suppress(OSError):
             self.sock.close()
-        if self.on_close is not None:
-            self.on_close(self)
 
 
 def _ignore(_conn: Connection, _message: dict[str, Any], _arrival: float) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import trio
 
 from cellarena.sdk import protocol
-from cellarena.server.connection import Connection
+from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import Engine
 from cellarena.server.match import Match, MatchOutcome, Recorder, TickSettings
@@ -54,6 +54,10 @@ class LobbyConfig:
     seat_timeout: float | None = None
     #: With tokens: each reserved seat's name, used in results whatever name its bot says in hello.
     seat_names: list[str] | None = None
+    #: Bytes of unsent frames kept per client before it is dropped as a slow reader.
+    max_backlog: int = DEFAULT_MAX_BACKLOG
+    #: The kernel's send buffer per client (SO_SNDBUF), or None for the system default.
+    send_buffer: int | None = None
     recorder: Callable[[int, Engine, list[str]], Recorder | None] | None = None
     on_result: Callable[[MatchOutcome], None] | None = None
     on_tick: Callable[[Engine], None] | None = None
@@ -130,7 +134,10 @@ class Lobby:
 
     async def _handle(self, sock: socket.socket) -> None:
         """One connection's whole life: handshake, then reading and writing until it closes."""
-        conn = Connection(sock)
+        if self.config.send_buffer is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer)
+        conn = Connection(sock, max_backlog=self.config.max_backlog)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(conn.run)

@@ -48,7 +48,7 @@ class TickSettings:
 class Recorder(Protocol):
     """Where a match's moves go, tick by tick (a replay file)."""
 
-    def record(self, tick: int, moves: dict[int, list[int]], engine: Engine) -> None: ...
+    def record(self, tick: int, moves: dict[int, dict[int, int]], engine: Engine) -> None: ...
 
     def finish(self, result: Result, extra: dict[str, Any]) -> None: ...
 
@@ -199,6 +199,7 @@ class Match:
         while self.engine.result() is None and not self._decided_by_forfeits():
             requests = self.engine.pending()
             tick = self.engine.tick
+            self._broadcast_frame()  # spectators see the world the seats are about to see
             self._outstanding = 0
             self._answered = trio.Event()
             last_deadline = trio.current_time()
@@ -225,8 +226,7 @@ class Match:
             for s, count in events.malformed.items():
                 self.seats[s].invalid += count
             if self.recorder is not None:
-                self.recorder.record(tick, {s: self._as_list(s, a) for s, a in actions.items()}, self.engine)
-            self._broadcast_frame()
+                self.recorder.record(tick, actions, self.engine)  # exactly what apply() got
             if self.on_tick is not None:
                 self.on_tick(self.engine)
             n += 1
@@ -259,14 +259,10 @@ class Match:
             actions[seat.index] = dict(zip(seat.agents, moves, strict=True))
         return actions
 
-    @staticmethod
-    def _as_list(_seat: int, action: dict[int, int]) -> list[int]:
-        return [action[k] for k in sorted(action)]
-
-    def _broadcast_frame(self) -> None:
+    def _broadcast_frame(self, *, final: bool = False) -> None:
         if not self.spectators:
             return
-        frame = protocol.encode({"type": "frame", **self.engine.frame()})
+        frame = protocol.encode({"type": "frame", **self.engine.frame(), "final": final})
         self.spectators = [c for c in self.spectators if c.send(frame)]
 
     def _decided_by_forfeits(self) -> bool:
@@ -311,6 +307,7 @@ class Match:
                     "illegal": seat.illegal,
                 }
             )
+        self._broadcast_frame(final=True)  # the world as the last moves and transition left it
         for conn in self.spectators:
             conn.send_message(
                 {

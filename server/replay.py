@@ -1,0 +1,681 @@
+"""Replays: a match's header, every tick's moves and state hash, and its result, in one file.
+
+`docs/replays.md` is the format's spec. In short, a replay is a sequence of **records**, each framed
+like a wire-protocol frame (a 4-byte big-endian length, then one msgpack map): one ``header``, one
+``tick`` per decision point, and a ``result`` once the match has ended. A reader may get the file
+gzip-compressed; it is recognised by its magic bytes.
+
+Everything here goes through the engine interface and the registry (`cellarena.server.games`), so
+one writer and one verifier serve every game. Re-simulation is the check: the engine is rebuilt from
+the header's config and seed, fed each tick's recorded moves, and must reproduce each recorded hash.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import operator
+import os
+import struct
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO, Any, Self
+
+import msgpack
+
+from cellarena.server.games import GAMES, ConfigError, Engine, Result, get_engine
+
+FORMAT = "cellarena-replay"
+VERSION = 1
+LENGTH = struct.Struct(">I")
+#: Largest record a reader accepts. The header carries the map text (up to 32 MiB for a 4096x4096
+#: map), so this matches the server's largest frame rather than a tick record's few hundred bytes.
+MAX_RECORD = 64 * 1024 * 1024
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class ReplayError(Exception):
+    """A replay that cannot be read or replayed. ``str()`` starts with the file's path."""
+
+
+# ---------------------------------------------------------------------------------------- reading
+@dataclass
+class TickRecord:
+    """One decision point: the moves ``apply()`` got at ``tick`` and the state hash right after."""
+
+    tick: int
+    moves: dict[int, Any]
+    hash: str
+    late: dict[int, int] = field(default_factory=dict)
+    invalid: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class Replay:
+    """A replay as read from ``path``. ``result`` is the raw result record, None if the file lacks one."""
+
+    path: str
+    header: dict[str, Any]
+    ticks: list[TickRecord]
+    result: dict[str, Any] | None
+    #: Why the file ends early (cut inside a record), or None. Set only when ``result`` is None.
+    truncated: str | None = None
+
+    @property
+    def game(self) -> str:
+        return self.header["game"]
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.header["config"]
+
+    @property
+    def seed(self) -> int:
+        return self.header["seed"]
+
+    @property
+    def players(self) -> int:
+        return self.header["players"]
+
+    @property
+    def names(self) -> list[str]:
+        return self.header["names"]
+
+    @property
+    def start_tick(self) -> int:
+        return self.header["start_tick"]
+
+    @property
+    def complete(self) -> bool:
+        """Whether the file holds the match's result record, i.e. the writer saw the match end."""
+        return self.result is not None
+
+    def incomplete_reason(self) -> str:
+        """Why the replay has no result, for messages; empty when it is complete."""
+        if self.complete:
+            return ""
+        if self.truncated:
+            return self.truncated
+        return "the file ends without a result record (the match did not finish, or its writer stopped)"
+
+
+def _type_name(value: Any) -> str:
+    return "nil" if value is None else type(value).__name__
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class _Checker:
+    """Field checks for one record, raising ReplayError that names the file and the record."""
+
+    def __init__(self, path: str, where: str, record: dict[Any, Any]) -> None:
+        self.path, self.where, self.record = path, where, record
+
+    def fail(self, what: str) -> ReplayError:
+        return ReplayError(f"{self.path}: {self.where}: {what}")
+
+    def get(self, key: str, kind: str, *, optional: bool = False) -> Any:
+        if key not in self.record:
+            if optional:
+                return None
+            raise self.fail(f"missing field {key!r}")
+        value = self.record[key]
+        ok = {
+            "int": _is_int(value),
+            "str": isinstance(value, str),
+            "map": isinstance(value, dict),
+            "list": isinstance(value, list),
+            "int or nil": value is None or _is_int(value),
+        }[kind]
+        if not ok:
+            raise self.fail(f"field {key!r} must be {kind}, got {_type_name(value)} {value!r:.80}")
+        return value
+
+    def int_map(self, key: str, *, values: str = "int", optional: bool = False) -> dict[int, Any]:
+        """A map from seat numbers to ``values`` (int, number or any)."""
+        raw = self.get(key, "map", optional=optional)
+        if raw is None:
+            return {}
+        for k, v in raw.items():
+            if not _is_int(k):
+                raise self.fail(f"field {key!r} must map seat numbers (int), got key {k!r:.40}")
+            bad = (values == "int" and not _is_int(v)) or (
+                values == "number" and (isinstance(v, bool) or not isinstance(v, int | float))
+            )
+            if bad:
+                raise self.fail(
+                    f"field {key!r}: seat {k} must map to {values}, got {_type_name(v)} {v!r:.40}"
+                )
+        return raw
+
+
+class _Source:
+    """Exact-size reads from the file or its gzip stream, noting whether a gzip stream was cut off."""
+
+    def __init__(self, f: IO[bytes], path: str) -> None:
+        self.f, self.path = f, path
+        self.gzip_cut = False
+
+    def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes; fewer only at the end of the data."""
+        chunks, got = [], 0
+        while got < n:
+            try:
+                chunk = self.f.read(n - got)
+            except EOFError:  # a gzip stream that ends before its end marker: treat as the end
+                self.gzip_cut = True
+                break
+            except (OSError, zlib.error) as exc:
+                raise ReplayError(f"{self.path}: corrupt gzip data ({exc})") from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def cut_note(self) -> str:
+        return " (the gzip stream is cut off)" if self.gzip_cut else ""
+
+
+def _raw_records(src: _Source) -> Iterator[tuple[int, int, dict[Any, Any] | str]]:
+    """(record number from 1, byte offset, record map), or a final (.., .., reason) if the data is cut.
+
+    Record 1 must be a plausible header, so that a file of any other kind is called "not a replay"
+    instead of "corrupt". Offsets count bytes of the (decompressed) record stream.
+    """
+    path = src.path
+    not_replay = f"{path}: not a cellarena replay"
+    number, offset = 0, 0
+    while True:
+        number += 1
+        prefix = src.read(LENGTH.size)
+        if not prefix:
+            if number > 1:
+                return
+            if src.gzip_cut:
+                raise ReplayError(f"{not_replay}, or one whose gzip stream is cut off before any record")
+            raise ReplayError(f"{path}: empty file; not a cellarena replay")
+        if len(prefix) < LENGTH.size:
+            if number == 1:
+                raise ReplayError(f"{not_replay} (only {len(prefix)} bytes long){src.cut_note()}")
+            cut = f"truncated in record {number} at byte {offset}: its length prefix is cut off"
+            yield number, offset, cut + src.cut_note()
+            return
+        (size,) = LENGTH.unpack(prefix)
+        if size > MAX_RECORD:
+            if number == 1:
+                raise ReplayError(f"{not_replay} (it does not start with a replay header)")
+            raise ReplayError(
+                f"{path}: record {number} at byte {offset} claims {size} bytes, over the limit of "
+                f"{MAX_RECORD}; the file is corrupt"
+            )
+        body = src.read(size)
+        if len(body) < size:
+            if number == 1:
+                raise ReplayError(
+                    f"{not_replay}, or one cut off inside its header (the first record needs {size} bytes, "
+                    f"only {len(body)} follow){src.cut_note()}"
+                )
+            cut = f"truncated in record {number} at byte {offset}: it needs {size} bytes, {len(body)} follow"
+            yield number, offset, cut + src.cut_note()
+            return
+        try:
+            record = msgpack.unpackb(body, raw=False, strict_map_key=False)
+        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            if number == 1:
+                raise ReplayError(f"{not_replay} (the first record is not msgpack: {exc})") from None
+            raise ReplayError(
+                f"{path}: record {number} at byte {offset} is not valid msgpack ({exc}); the file is corrupt"
+            ) from None
+        if not isinstance(record, dict):
+            if number == 1:
+                raise ReplayError(f"{not_replay} (the first record is a {_type_name(record)}, not a map)")
+            raise ReplayError(
+                f"{path}: record {number} at byte {offset} is a {_type_name(record)}, not a map; "
+                "the file is corrupt"
+            )
+        yield number, offset, record
+        offset += LENGTH.size + size
+
+
+def _check_header(path: str, record: dict[Any, Any]) -> dict[str, Any]:
+    if record.get("type") != "header" or record.get("format") != FORMAT:
+        raise ReplayError(
+            f"{path}: not a cellarena replay (the first record is not a header of format {FORMAT!r})"
+        )
+    c = _Checker(path, "header", record)
+    version = c.get("version", "int")
+    if version != VERSION:
+        by = record.get("cellarena")
+        raise ReplayError(
+            f"{path}: replay format version {version} is not supported; this cellarena reads version "
+            f"{VERSION}" + (f" (the file was written by cellarena {by})" if isinstance(by, str) else "")
+        )
+    game = c.get("game", "str")
+    if game not in GAMES:
+        raise ReplayError(f"{path}: unknown game {game!r}; known games: {', '.join(sorted(GAMES))}")
+    config = c.get("config", "map")
+    if any(not isinstance(k, str) for k in config):
+        raise c.fail("field 'config' must have string keys")
+    c.get("seed", "int")
+    players = c.get("players", "int")
+    if players < 1:
+        raise c.fail(f"field 'players' must be at least 1, got {players}")
+    names = c.get("names", "list")
+    if len(names) != players or not all(isinstance(n, str) for n in names):
+        raise c.fail(f"field 'names' must list {players} strings (one per seat), got {names!r:.120}")
+    c.get("start_tick", "int")
+    c.get("start_hash", "str")
+    c.get("cellarena", "str")
+    c.get("protocol", "int")
+    c.get("created", "str")
+    c.get("extra", "map", optional=True)
+    return record
+
+
+def _check_tick(c: _Checker) -> TickRecord:
+    return TickRecord(
+        tick=c.get("tick", "int"),
+        moves=c.int_map("moves", values="any"),
+        hash=c.get("hash", "str"),
+        late=c.int_map("late", optional=True),
+        invalid=c.int_map("invalid", optional=True),
+    )
+
+
+def _check_outcome(c: _Checker) -> None:
+    """The fields of a Result, in a result record or its ``engine_result``."""
+    c.get("ticks", "int")
+    c.int_map("ranks")
+    c.get("winner", "int or nil")
+    c.get("reason", "str")
+    c.int_map("scores", values="number", optional=True)
+
+
+def _check_result(c: _Checker) -> dict[str, Any]:
+    _check_outcome(c)
+    if "engine_result" not in c.record:
+        raise c.fail("missing field 'engine_result'")
+    inner = c.record["engine_result"]
+    if inner is not None:
+        if not isinstance(inner, dict):
+            raise c.fail(f"field 'engine_result' must be map or nil, got {_type_name(inner)}")
+        _check_outcome(_Checker(c.path, f"{c.where}, engine_result", inner))
+    c.int_map("late", optional=True)
+    c.int_map("invalid", optional=True)
+    c.get("extra", "map", optional=True)
+    return c.record
+
+
+def _open_data(raw: io.BufferedReader) -> IO[bytes]:
+    """The file itself, or a decompressing reader if it starts with the gzip magic."""
+    # peek, not read and seek: a pipe or FIFO cannot seek.
+    if raw.peek(len(GZIP_MAGIC))[: len(GZIP_MAGIC)] == GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    return raw
+
+
+def read_replay(path: str | os.PathLike[str]) -> Replay:
+    """Read and check a replay file; every problem is a ReplayError naming the file and what is wrong.
+
+    A file cut inside a record (a writer that crashed) is not an error: it reads as an incomplete
+    replay whose ``truncated`` says where it was cut.
+    """
+    name = os.fspath(path)
+    try:
+        raw = open(name, "rb")  # noqa: SIM115 -- closed by the with-block below
+    except OSError as exc:
+        raise ReplayError(f"{name}: cannot open: {exc.strerror or exc}") from None
+    with raw:
+        data = _open_data(raw)
+        header: dict[str, Any] | None = None
+        ticks: list[TickRecord] = []
+        result: dict[str, Any] | None = None
+        truncated: str | None = None
+        for number, offset, record in _raw_records(_Source(data, name)):
+            if isinstance(record, str):
+                truncated = record
+                break
+            if header is None:
+                header = _check_header(name, record)
+                continue
+            where = f"record {number} at byte {offset}"
+            if result is not None:
+                raise ReplayError(f"{name}: {where} follows the result record; the file is corrupt")
+            c = _Checker(name, where, record)
+            kind = record.get("type")
+            if kind == "tick":
+                tick = _check_tick(c)
+                last = ticks[-1].tick if ticks else None
+                if last is not None and tick.tick <= last:
+                    raise c.fail(f"tick {tick.tick} does not come after tick {last}")
+                ticks.append(tick)
+            elif kind == "result":
+                result = _check_result(c)
+            else:
+                raise c.fail(f"unknown record type {kind!r:.40}; expected 'tick' or 'result'")
+    assert header is not None  # _raw_records raises rather than end before the header
+    return Replay(name, header, ticks, result, truncated)
+
+
+# ---------------------------------------------------------------------------------------- writing
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cellarena")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _effective_config(engine: Engine) -> dict[str, Any]:
+    """The options the engine really runs with, map text included, so the replay is self-contained."""
+    config = getattr(engine, "config", None)
+    if hasattr(config, "to_mapping"):
+        return dict(config.to_mapping())
+    if isinstance(config, Mapping):
+        return dict(config)
+    raise TypeError(
+        f"{type(engine).__name__} has no effective config (engine.config from new()); "
+        "a replay needs it to rebuild the match"
+    )
+
+
+def _seat_counts(counts: Mapping[int, int] | Sequence[int] | None) -> dict[int, int]:
+    """Per-seat counts (a seat map, or a list by seat) as a sorted seat map without the zeros."""
+    pairs = counts.items() if isinstance(counts, Mapping) else enumerate(counts or ())
+    return {operator.index(k): operator.index(v) for k, v in sorted(pairs) if v}
+
+
+def _outcome(result: Result) -> dict[str, Any]:
+    """A Result's fields as stored (and compared): seat maps sorted by seat."""
+    return {
+        "ticks": result.ticks,
+        "ranks": dict(sorted(result.ranks.items())),
+        "winner": result.winner,
+        "reason": result.reason,
+        "scores": dict(sorted(result.scores.items())),
+    }
+
+
+class ReplayWriter:
+    """Writes one match's replay as it is played.
+
+    Make it right after ``Engine.new()`` (it records the starting hash), call `record()` after every
+    ``apply()``, and `finish()` with the result. Every record is flushed to the OS as it is written,
+    so a crashed server loses at most the tick it was writing, and the file reads as incomplete.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        engine: Engine,
+        *,
+        seed: int,
+        names: Sequence[str],
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        game = type(engine).name
+        if game not in GAMES:
+            raise ValueError(
+                f"{type(engine).__name__} is not a registered game ({game!r}); readers could not replay it"
+            )
+        if len(names) != engine.players:
+            raise ValueError(f"names lists {len(names)} bots for {engine.players} seats")
+        from cellarena.sdk.protocol import PROTOCOL_VERSION
+
+        header: dict[str, Any] = {
+            "type": "header",
+            "format": FORMAT,
+            "version": VERSION,
+            "game": game,
+            "config": _effective_config(engine),
+            "seed": operator.index(seed),
+            "players": engine.players,
+            "names": [str(n) for n in names],
+            "start_tick": engine.tick,
+            "start_hash": engine.state_hash(),
+            "cellarena": _package_version(),
+            "protocol": PROTOCOL_VERSION,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        if extra:
+            header["extra"] = dict(extra)
+        self.path = os.fspath(path)
+        self._engine = engine  # finish() stores its own result() beside the match's
+        self._packer = msgpack.Packer(use_bin_type=True)
+        body = self._pack(header, "the header")  # before opening, so a bad header leaves no file
+        self._file: IO[bytes] | None = open(self.path, "wb")  # noqa: SIM115 -- kept open across ticks
+        self._finished = False
+        self._write(body)
+
+    def _pack(self, record: dict[str, Any], what: str) -> bytes:
+        try:
+            return self._packer.pack(record)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise TypeError(f"{what} cannot be stored in a replay (msgpack: {exc})") from None
+
+    def _write(self, body: bytes) -> None:
+        if self._file is None:
+            raise ValueError(f"replay {self.path} is already closed")
+        # One write of prefix and body, then a flush: a crash cuts at most this record.
+        self._file.write(LENGTH.pack(len(body)) + body)
+        self._file.flush()
+
+    def record(
+        self,
+        tick: int,
+        moves: Mapping[int, Any],
+        engine: Engine,
+        *,
+        late: Mapping[int, int] | None = None,
+        invalid: Mapping[int, int] | None = None,
+    ) -> None:
+        """Append decision point ``tick``: ``moves`` exactly as ``apply()`` got them, after that call.
+
+        ``late`` and ``invalid`` are the match server's per-seat counts for this tick (zeros are
+        dropped); they are kept for the record and are not re-simulated.
+        """
+        if self._finished:
+            raise ValueError(f"replay {self.path} already has its result")
+        self._engine = engine
+        # Sorted seats make equal moves give equal bytes whatever order the answers arrived in.
+        record: dict[str, Any] = {
+            "type": "tick",
+            "tick": operator.index(tick),
+            "moves": {operator.index(s): m for s, m in sorted(moves.items())},
+            "hash": engine.state_hash(),
+        }
+        if late_counts := _seat_counts(late):
+            record["late"] = late_counts
+        if invalid_counts := _seat_counts(invalid):
+            record["invalid"] = invalid_counts
+        self._write(self._pack(record, f"the moves of tick {tick}"))
+
+    def finish(
+        self,
+        result: Result,
+        extra: Mapping[str, Any] | None = None,
+        *,
+        late: Mapping[int, int] | Sequence[int] | None = None,
+        invalid: Mapping[int, int] | Sequence[int] | None = None,
+    ) -> None:
+        """Write the result record and close the file.
+
+        ``result`` is the match's final result as the seats were told it; the match server may have
+        changed the engine's (forfeits), or ended a match the engine had not. So the engine's own
+        ``result()`` is stored beside it, and that is what verification checks. ``late`` and
+        ``invalid`` are per-seat totals (a seat map or a list by seat); if not given they are taken
+        from ``extra``, whose other entries are kept under ``extra``.
+        """
+        if self._finished:
+            raise ValueError(f"replay {self.path} already has its result")
+        if not isinstance(result, Result):
+            raise TypeError(
+                f"finish() needs the match's Result, got {result!r}; close() ends a match without one"
+            )
+        rest = dict(extra or {})
+        late = rest.pop("late", None) if late is None else late
+        invalid = rest.pop("invalid", None) if invalid is None else invalid
+        game = self._engine.result()
+        record: dict[str, Any] = {
+            "type": "result",
+            **_outcome(result),
+            "engine_result": None if game is None else _outcome(game),
+            "late": _seat_counts(late),
+            "invalid": _seat_counts(invalid),
+        }
+        if rest:
+            record["extra"] = rest
+        self._write(self._pack(record, "the result"))
+        self._finished = True
+        assert self._file is not None
+        os.fsync(self._file.fileno())  # once per match: the finished file should survive a power cut
+        self.close()
+
+    def close(self) -> None:
+        """Close without a result (an aborted match); the file stays readable as incomplete."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------------------- re-simulating
+@dataclass(frozen=True)
+class Mismatch:
+    """The first place where re-simulation disagrees with the file. ``tick`` is None for the config."""
+
+    tick: int | None
+    what: str
+    expected: Any
+    got: Any
+
+    def __str__(self) -> str:
+        where = "header" if self.tick is None else f"tick {self.tick}"
+        return f"{where}: {self.what}: the replay says {self.expected!r}, re-simulation gives {self.got!r}"
+
+
+@dataclass
+class VerifyReport:
+    """What `verify` found. ``ok``: everything in the file re-simulates; ``complete``: it has a result."""
+
+    path: str
+    ticks_verified: int
+    complete: bool
+    mismatch: Mismatch | None = None
+    incomplete_reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatch is None
+
+    def summary(self) -> str:
+        if self.mismatch is not None:
+            return f"mismatch at {self.mismatch} ({self.ticks_verified} ticks verified before it)"
+        if not self.complete:
+            return f"incomplete: {self.ticks_verified} ticks verified; {self.incomplete_reason}"
+        return f"ok: {self.ticks_verified} ticks verified"
+
+
+def _rebuild(replay: Replay) -> Engine:
+    try:
+        return get_engine(replay.game).new(replay.config, replay.seed)
+    except ConfigError as exc:
+        raise ReplayError(
+            f"{replay.path}: the {replay.game} engine rejects the replay's config: {exc}"
+        ) from None
+
+
+_OUTCOME_FIELDS = ("ticks", "ranks", "winner", "reason", "scores")
+
+
+def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | None]:
+    """Re-simulate, checking hashes, until the engine reaches tick ``until`` (None: the whole file).
+
+    Returns the engine, how many tick records were applied and the first mismatch (where it stopped).
+    """
+    engine = _rebuild(replay)
+    if engine.tick != replay.start_tick:
+        return engine, 0, Mismatch(replay.start_tick, "starting tick", replay.start_tick, engine.tick)
+    if (got := engine.state_hash()) != replay.header["start_hash"]:
+        return engine, 0, Mismatch(replay.start_tick, "starting state hash", replay.header["start_hash"], got)
+    done = 0
+    for rec in replay.ticks:
+        if until is not None and engine.tick >= until:
+            break
+        ended = engine.result()
+        if ended is not None:
+            return (
+                engine,
+                done,
+                Mismatch(rec.tick, "match state", "still running", f"ended at tick {ended.ticks}"),
+            )
+        if engine.tick != rec.tick:
+            return engine, done, Mismatch(rec.tick, "decision point", rec.tick, engine.tick)
+        try:
+            engine.apply(rec.moves)
+        except Exception as exc:  # a replay file is untrusted input: report, never crash
+            return (
+                engine,
+                done,
+                Mismatch(rec.tick, "apply", "the moves to apply", f"{type(exc).__name__}: {exc}"),
+            )
+        got = engine.state_hash()
+        if got != rec.hash:
+            return engine, done, Mismatch(rec.tick, "state hash", rec.hash, got)
+        done += 1
+    return engine, done, None
+
+
+def verify(replay: Replay) -> VerifyReport:
+    """Rebuild the match from the header, apply every tick's moves and check every hash and the result.
+
+    A config the engine rejects raises ReplayError; any disagreement is the report's ``mismatch``.
+    """
+    engine, done, mismatch = _run(replay, None)
+    report = VerifyReport(replay.path, done, replay.complete, mismatch, replay.incomplete_reason())
+    if mismatch is None and replay.result is not None:
+        got = engine.result()
+        want = replay.result["engine_result"]
+        if want is not None:
+            want = {k: want.get(k, {} if k == "scores" else None) for k in _OUTCOME_FIELDS}
+        got_fields = None if got is None else _outcome(got)
+        if want != got_fields:
+            last = replay.ticks[-1].tick if replay.ticks else replay.start_tick
+            report.mismatch = Mismatch(last, "engine result", want, got_fields)
+    return report
+
+
+def board_at(replay: Replay, tick: int | None = None) -> Engine:
+    """The match as it stood at decision point ``tick`` (default: after the last recorded tick).
+
+    Re-simulates from the start and checks each hash on the way, so a board is never shown from a
+    replay that does not reproduce. At the tick cap, where the last ``apply()`` does not advance the
+    tick, ``tick`` gives the state before that last agent phase and the default gives the one after.
+    """
+    if tick is not None and tick < replay.start_tick:
+        raise ReplayError(
+            f"{replay.path}: tick {tick} is before the start; the replay starts at tick {replay.start_tick}"
+        )
+    engine, _done, mismatch = _run(replay, tick)
+    if mismatch is not None:
+        raise ReplayError(
+            f"{replay.path}: does not re-simulate (at {mismatch}); `cellarena replay verify` says more"
+        )
+    if tick is not None and engine.tick != tick:
+        if engine.tick < tick:
+            raise ReplayError(f"{replay.path}: tick {tick} is past the end; the last tick is {engine.tick}")
+        raise ReplayError(
+            f"{replay.path}: no decision point at tick {tick} (the match went to {engine.tick})"
+        )
+    return engine

@@ -1,0 +1,141 @@
+"""`cellarena replay verify` and `cellarena replay show`. `cellarena.arena.cli` adds the group.
+
+The replay module (and numpy, rich, the engines) is imported inside the commands, so that importing
+this group costs only click.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from cellarena.server.games import Engine
+    from cellarena.server.replay import Replay
+
+
+@click.group()
+def replay() -> None:
+    """Check and look at replay files (docs/replays.md describes the format)."""
+
+
+@replay.command("verify")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--allow-incomplete",
+    is_flag=True,
+    help="Exit 0 for a replay without a result (a match cut short) if every tick it has verifies.",
+)
+def replay_verify(paths: tuple[str, ...], allow_incomplete: bool) -> None:
+    """Re-simulate each replay and check every tick's state hash and the result.
+
+    Prints "ok: N ticks verified", or where the first mismatch is. Exit status 0 if every file
+    verifies, 1 if any has a mismatch, cannot be read, or is incomplete (unless --allow-incomplete).
+    """
+    from cellarena.server.replay import ReplayError, read_replay, verify
+
+    failed = False
+    for path in paths:
+        prefix = f"{path}: " if len(paths) > 1 else ""
+        try:
+            report = verify(read_replay(path))
+        except ReplayError as exc:
+            click.echo(f"error: {exc}", err=True)
+            failed = True
+            continue
+        click.echo(prefix + report.summary())
+        if not report.ok or not (report.complete or allow_incomplete):
+            failed = True
+    if failed:
+        sys.exit(1)
+
+
+@replay.command("show")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option(
+    "--tick",
+    "-t",
+    type=int,
+    default=None,
+    help="The decision point to show. Default: the end of the replay.",
+)
+def replay_show(path: str, tick: int | None) -> None:
+    """Print the board at tick T of a replay, with who is still in and where the agents are.
+
+    The board is re-simulated from the start, checking every hash on the way. Exit status 1 if the
+    file cannot be read, does not re-simulate, or has no tick T.
+    """
+    from rich.console import Console
+
+    from cellarena.server.replay import ReplayError, board_at, read_replay
+
+    try:
+        rep = read_replay(path)
+        engine = board_at(rep, tick)
+    except ReplayError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    console = Console(highlight=False)
+    _show_header(console, rep, engine, at_end=tick is None)
+    VIEWERS.get(rep.game, _show_generic)(console, rep, engine)
+
+
+def _seat(rep: Replay, seat: int) -> str:
+    name = rep.names[seat] if 0 <= seat < len(rep.names) else "?"
+    return f"{seat} ({name})"
+
+
+def _show_header(console: Console, rep: Replay, engine: Engine, *, at_end: bool) -> None:
+    config = ", ".join(f"{k}={v}" for k, v in rep.config.items() if k != "map_text")
+    console.print(f"{rep.path}: {rep.game}, {config}, seed {rep.seed}", soft_wrap=True)
+    console.print(f"tick {engine.tick}")
+    frame = engine.frame()
+    alive = frame["alive"] if "alive" in frame else sorted(engine.pending())
+    console.print("alive players: " + (", ".join(_seat(rep, s) for s in alive) or "none"))
+    result = engine.result()
+    if result is not None:
+        console.print(f"game ended at tick {result.ticks}: {_outcome(rep, result.winner, result.reason)}")
+    told = rep.result
+    if (
+        at_end
+        and told is not None
+        and (result is None or (told["winner"], told["reason"]) != (result.winner, result.reason))
+    ):
+        # The match server decided differently from the game (forfeits): say what the seats were told.
+        console.print(
+            f"match result at tick {told['ticks']}: {_outcome(rep, told['winner'], told['reason'])}"
+        )
+
+
+def _outcome(rep: Replay, winner: int | None, reason: str) -> str:
+    return ("draw" if winner is None else f"player {_seat(rep, winner)} wins") + f" ({reason})"
+
+
+def _show_generic(console: Console, rep: Replay, engine: Engine) -> None:
+    """For a game without a viewer: the frame's small fields."""
+    for key, value in engine.frame().items():
+        if not isinstance(value, bytes | bytearray):
+            console.print(f"{key}: {value}", soft_wrap=True)
+
+
+def _show_rezzo(console: Console, rep: Replay, engine: Any) -> None:
+    from cellarena.server.games.rezzo.render import render
+
+    for a in engine.agents():
+        state = "" if a.alive else " (gone)"
+        console.print(
+            f"  player {_seat(rep, a.player)} agent {a.index}: ({a.x}, {a.y}) facing {a.facing.name}{state}"
+        )
+    # soft_wrap: a board wider than the terminal must not be re-wrapped into a different picture.
+    console.print(
+        render(engine.cells(), [(a.x, a.y, a.facing) for a in engine.agents() if a.alive]), soft_wrap=True
+    )
+
+
+#: Game name -> how `show` draws its state. Games without one get the frame's small fields.
+VIEWERS: dict[str, Callable[[Console, Replay, Any], None]] = {"rezzo": _show_rezzo}

@@ -1,0 +1,63 @@
+"""A bot written against the raw protocol, for server tests: its behaviour is chosen by argv[1].
+
+random   answer every tick at once with seeded random moves
+delay:MS answer every tick MS milliseconds after receiving it
+silent   send hello, then never answer
+crash    send hello, answer two ticks, then exit with status 3
+forever  answer every tick, and ignore `end` (never exit by itself)
+Writes its pid to $BOT_PID_FILE when set, so tests can check nothing is left running.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import sys
+import time
+
+from cellarena.sdk import protocol
+
+
+def main() -> int:
+    mode = sys.argv[1] if len(sys.argv) > 1 else "random"
+    if os.environ.get("BOT_PID_FILE"):
+        with open(os.environ["BOT_PID_FILE"], "a") as f:
+            f.write(f"{os.getpid()}\n")
+    sock = socket.create_connection((os.environ["CELLARENA_HOST"], int(os.environ["CELLARENA_PORT"])))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    name = os.environ.get("CELLARENA_NAME", "raw")
+    sock.sendall(protocol.encode(protocol.hello(name, "rezzo", token=os.environ.get("CELLARENA_TOKEN"))))
+    reader = protocol.FrameReader(protocol.MAX_SERVER_FRAME)
+    rng = random.Random(name)
+    answered = 0
+    while True:
+        data = sock.recv(1 << 16)
+        if not data:
+            if mode == "forever":
+                time.sleep(3600)
+            return 0
+        received = time.monotonic()
+        for msg in reader.feed(data):
+            if msg["type"] == "tick":
+                if mode == "silent":
+                    continue
+                if mode == "crash" and answered == 2:
+                    return 3
+                if mode.startswith("delay:"):
+                    time.sleep(max(0.0, received + float(mode[6:]) / 1000 - time.monotonic()))
+                moves = [rng.randrange(6) for _ in msg["agents"]]
+                sock.sendall(protocol.encode(protocol.moves(msg["tick"], moves)))
+                answered += 1
+            elif msg["type"] == "end":
+                print("end", msg, flush=True)
+                if mode == "forever":
+                    time.sleep(3600)
+                return 0
+            elif msg["type"] == "error":
+                print("error", msg, file=sys.stderr, flush=True)
+                return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,438 @@
+"""The trio server under good and bad clients.
+
+Every bad-input test runs a match between two well-behaved clients at the same time and checks that
+it loses no tick: the offender only ever costs itself.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import msgpack
+import pytest
+import trio
+
+from cellarena.sdk import protocol
+from cellarena.sdk.protocol import FrameReader, encode
+from cellarena.server.lobby import Lobby, LobbyConfig
+from cellarena.server.match import TickSettings
+
+TICKS = 30
+
+
+class Client:
+    """A test client over a trio stream."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.reader = FrameReader(protocol.MAX_SERVER_FRAME)
+        self.inbox: list[dict[str, Any]] = []
+
+    @classmethod
+    async def connect(cls, port: int) -> Client:
+        return cls(await trio.open_tcp_stream("127.0.0.1", port))
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.stream.send_all(encode(message))
+
+    async def hello(self, name: str, **fields: Any) -> None:
+        await self.send({**protocol.hello(name, "rezzo"), **fields})
+
+    async def recv(self, timeout: float = 10.0) -> dict[str, Any] | None:
+        """The next message, or None once the server closed the connection."""
+        with trio.fail_after(timeout):
+            while not self.inbox:
+                try:
+                    data = await self.stream.receive_some(1 << 16)
+                except trio.BrokenResourceError:
+                    return None
+                if not data:
+                    return None
+                self.inbox.extend(self.reader.feed(data))
+        return self.inbox.pop(0)
+
+    async def play(self, *, answer: bool = True) -> dict[str, Any]:
+        """Answer every tick at once with no-ops until `end`; returns it."""
+        while True:
+            msg = await self.recv()
+            assert msg is not None, "the server closed a good client's connection"
+            if msg["type"] == "tick" and answer:
+                await self.send(protocol.moves(msg["tick"], [0] * len(msg["agents"])))
+            elif msg["type"] == "end":
+                return msg
+
+    async def expect_error(self, code: str) -> dict[str, Any]:
+        """Read until the error message, then check the server closed the connection."""
+        while True:
+            msg = await self.recv()
+            assert msg is not None, f"closed without an error frame (expected {code})"
+            if msg["type"] == "error":
+                assert msg["code"] == code, msg
+                assert await self.recv() is None  # and then it hung up
+                return msg
+
+
+async def start(
+    nursery: trio.Nursery,
+    *,
+    matches: int | None = 1,
+    tick_rate: float = 30.0,
+    map_: str = "duel",
+    ticks: int = TICKS,
+    budget_ms: float | None = None,
+    **kw: Any,
+) -> Lobby:
+    config = LobbyConfig(
+        "rezzo",
+        {"map": map_, "max_ticks": ticks},
+        TickSettings(tick_rate=tick_rate, budget_ms=budget_ms),
+        host="127.0.0.1",
+        port=0,
+        matches=matches,
+        **kw,
+    )
+    lobby = Lobby(config)
+    await nursery.start(lobby.serve)
+    return lobby
+
+
+async def good_match(lobby: Lobby, results: list[dict[str, Any]], started: trio.Event | None = None) -> None:
+    """Two good clients play a whole match; their `end` messages go to ``results``."""
+    a, b = await Client.connect(lobby.port), await Client.connect(lobby.port)
+    await a.hello("good-a")
+    await b.hello("good-b")
+
+    async def play(client: Client) -> None:
+        results.append(await client.play())
+
+    async with trio.open_nursery() as n:
+        n.start_soon(play, a)
+        n.start_soon(play, b)
+        if started is not None:
+            while not lobby._running:
+                await trio.sleep(0.005)
+            started.set()
+
+
+def assert_no_tick_lost(results: list[dict[str, Any]], ticks: int = TICKS) -> None:
+    assert len(results) == 2
+    for end in results:
+        assert end["ticks"] == ticks
+        assert end["late"] == 0 and end["invalid"] == 0
+
+
+async def with_good_match(offender: Any, **kw: Any) -> Any:
+    """Run ``offender(port)`` while a good match plays; returns what the offender returned."""
+    results: list[dict[str, Any]] = []
+    out: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        lobby = await start(nursery, **kw)
+        started = trio.Event()
+        async with trio.open_nursery() as both:
+            both.start_soon(good_match, lobby, results, started)
+            await started.wait()
+            out.append(await offender(lobby.port))
+        nursery.cancel_scope.cancel()  # a lobby without a match limit would serve forever
+    assert_no_tick_lost(results, lobby.config.engine_config["max_ticks"])
+    return out[0]
+
+
+# ------------------------------------------------------------------------------------ the happy path
+async def test_two_clients_play_a_whole_match() -> None:
+    results: list[dict[str, Any]] = []
+    async with trio.open_nursery() as nursery:
+        lobby = await start(nursery)
+        await good_match(lobby, results)
+    assert_no_tick_lost(results)
+    assert {r["result"] for r in results} == {"draw"}
+    assert len(lobby.outcomes) == 1 and lobby.outcomes[0].names == ["good-a", "good-b"]
+
+
+async def test_welcome_and_tick_messages_follow_the_protocol() -> None:
+    async with trio.open_nursery() as nursery:
+        lobby = await start(nursery, tick_rate=15.0)
+        a, b = await Client.connect(lobby.port), await Client.connect(lobby.port)
+        await a.hello("first")
+        await b.hello("second")
+        welcome = await a.recv()
+        assert (
+            welcome["type"] == "welcome" and welcome["seat"] == 0 and welcome["names"] == ["first", "second"]
+        )
+        assert welcome["budget_ms"] == 67 and welcome["tick_rate"] == 15.0
+        assert welcome["config"]["width"] == 32 and welcome["config"]["view_size"] == 13
+        tick = await a.recv()
+        assert tick["type"] == "tick" and tick["tick"] == 1 and tick["agents"] == [0]
+        assert len(tick["cells"]) == len(tick["damage"]) == 169
+        nursery.cancel_scope.cancel()
+
+
+async def test_fixed_rate_paces_ticks_on_an_absolute_schedule() -> None:
+    # A lower bound is exact (ticks never start early); the upper bound is generous.
+    rate = 60.0
+    results: list[dict[str, Any]] = []
+    async with trio.open_nursery() as nursery:
+        lobby = await start(nursery, tick_rate=rate)
+        t0 = trio.current_time()
+        await good_match(lobby, results)
+        elapsed = trio.current_time() - t0
+    assert (TICKS - 1) / rate <= elapsed < TICKS / rate + 2.0
+
+
+async def test_spectator_joining_mid_match_gets_frames_and_the_end() -> None:
+    async def spectate(port: int) -> list[dict[str, Any]]:
+        spectator = await Client.connect(port)
+        await spectator.hello("watcher", role="spectator")
+        seen = []
+        while (msg := await spectator.recv()) is not None:
+            seen.append(msg)
+            if msg["type"] == "end":
+                break
+        return seen
+
+    seen = await with_good_match(spectate)
+    assert seen[0]["type"] == "welcome" and seen[0]["role"] == "spectator" and "seat" not in seen[0]
+    frames = [m for m in seen if m["type"] == "frame" and not m["final"]]
+    assert frames and [f["tick"] for f in frames] == sorted({f["tick"] for f in frames})
+    assert frames[-1]["tick"] == TICKS
+    assert seen[-2]["type"] == "frame" and seen[-2]["final"]
+    assert len(frames[0]["cells"]) == frames[0]["width"] * frames[0]["height"]
+    assert seen[-1]["type"] == "end"
+
+
+# ------------------------------------------------------------------------------------ bad input
+async def test_malformed_msgpack_gets_bad_frame() -> None:
+    async def offend(port: int) -> None:
+        c = await Client.connect(port)
+        await c.stream.send_all(protocol.HEADER.pack(3) + b"\xc1\xc1\xc1")  # 0xc1 is never valid
+        await c.expect_error(protocol.BAD_FRAME)
+
+    await with_good_match(offend)
+
+
+async def test_frame_over_the_limit_is_refused_from_its_header() -> None:
+    async def offend(port: int) -> None:
+        c = await Client.connect(port)
+        await c.stream.send_all(protocol.HEADER.pack(protocol.MAX_CLIENT_FRAME + 1))  # no body needed
+        msg = await c.expect_error(protocol.TOO_LARGE)
+        assert str(protocol.MAX_CLIENT_FRAME) in msg["message"]
+
+    await with_good_match(offend)
+
+
+@pytest.mark.parametrize("value", [[1, 2, 3], "hello", 42, None])
+async def test_a_message_that_is_not_a_map_gets_bad_frame(value: Any) -> None:
+    async def offend(port: int) -> None:
+        c = await Client.connect(port)
+        body = msgpack.packb(value)
+        await c.stream.send_all(protocol.HEADER.pack(len(body)) + body)
+        await c.expect_error(protocol.BAD_FRAME)
+
+    await with_good_match(offend)
+
+
+async def test_unknown_first_message_is_a_bad_hello() -> None:
+    async def offend(port: int) -> None:
+        c = await Client.connect(port)
+        await c.send({"type": "dance"})
+        await c.expect_error(protocol.BAD_HELLO)
+
+    await with_good_match(offend)
+
+
+@pytest.mark.parametrize(
+    ("fields", "code", "words"),
+    [
+        ({"protocol": 7}, protocol.BAD_VERSION, "speaks 1"),
+        ({"game": "chess"}, protocol.BAD_HELLO, "plays 'rezzo'"),
+        ({"name": ""}, protocol.BAD_HELLO, "name"),
+        ({"name": 12}, protocol.BAD_HELLO, "name"),
+        ({"role": "referee"}, protocol.BAD_HELLO, "role"),
+    ],
+)
+async def test_bad_hello_fields_are_named(fields: dict[str, Any], code: str, words: str) -> None:
+    async def offend(port: int) -> None:
+        c = await Client.connect(port)
+        await c.send({**protocol.hello("x", "rezzo"), **fields})
+        msg = await c.expect_error(code)
+        assert words in msg["message"]
+
+    await with_good_match(offend)
+
+
+async def test_no_hello_within_the_timeout() -> None:
+    async def offend(port: int) -> None:
+        c = await Client.connect(port)
+        msg = await c.expect_error(protocol.TIMEOUT)
+        assert "hello" in msg["message"]
+
+    await with_good_match(offend, hello_timeout=0.3)
+
+
+async def test_messages_before_the_match_starts_are_refused() -> None:
+    async def offend(port: int) -> None:
+        c = await Client.connect(port)
+        await c.hello("eager")
+        await c.send(protocol.moves(1, [1]))
+        await c.expect_error(protocol.BAD_MESSAGE)
+
+    await with_good_match(offend, matches=None)
+
+
+async def test_two_hundred_connects_and_disconnects() -> None:
+    async def offend(port: int) -> int:
+        for i in range(200):
+            s = socket.create_connection(("127.0.0.1", port))
+            if i % 3 == 1:
+                s.sendall(protocol.HEADER.pack(20))  # half a frame, then gone
+            elif i % 3 == 2:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # RST
+            s.close()
+            if i % 20 == 0:
+                await trio.sleep(0)
+        return 200
+
+    async with trio.open_nursery() as nursery:
+        lobby = await start(nursery, matches=2)
+        results: list[dict[str, Any]] = []
+        async with trio.open_nursery() as inner:
+            inner.start_soon(good_match, lobby, results)
+            await offend(lobby.port)
+        assert_no_tick_lost(results)
+        # The server still seats and plays after the storm, and forgot every dead connection.
+        results.clear()
+        await good_match(lobby, results)
+        assert_no_tick_lost(results)
+        assert lobby._waiting == [] and lobby._spectators == []
+
+
+# ------------------------------------------------------------------------------------ bad seats
+async def seat_offender(
+    behave: Any, *, offender: Client | None = None, **kw: Any
+) -> tuple[Any, list[dict[str, Any]], Lobby]:
+    """Match 1: two good clients. Match 2: the offender and a good client. Returns what behave
+    returned, the good opponent's `end` in match 2, and the lobby."""
+    results: list[dict[str, Any]] = []
+    opponent: list[dict[str, Any]] = []
+    out: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        lobby = await start(nursery, matches=2, **kw)
+        started = trio.Event()
+        nursery.start_soon(good_match, lobby, results, started)
+        await started.wait()
+        bad = await Client.connect(lobby.port) if offender is None else await offender(lobby.port)
+        await bad.hello("offender")
+        rival = await Client.connect(lobby.port)
+        await rival.hello("rival")
+
+        async def rival_plays() -> None:
+            opponent.append(await rival.play())
+
+        nursery.start_soon(rival_plays)
+        out.append(await behave(bad, lobby))
+    assert_no_tick_lost(results, lobby.config.engine_config["max_ticks"])
+    return out[0], opponent, lobby
+
+
+async def test_flooding_client_is_dropped_and_forfeits() -> None:
+    async def flood(c: Client, _lobby: Lobby) -> None:
+        assert (await c.recv())["type"] == "welcome"
+        tick = await c.recv()
+        # One write: the server hangs up after the ninth message, so later writes would fail.
+        await c.stream.send_all(encode(protocol.moves(tick["tick"], [0])) * 20)
+        await c.expect_error(protocol.FLOOD)
+
+    _, rival, _ = await seat_offender(flood)
+    assert rival[0]["result"] == "win" and "disconnected" in rival[0]["reason"]
+
+
+async def test_unknown_message_type_mid_match() -> None:
+    async def odd(c: Client, _lobby: Lobby) -> None:
+        assert (await c.recv())["type"] == "welcome"
+        await c.send({"type": "chat", "text": "hi"})
+        await c.expect_error(protocol.UNKNOWN_TYPE)
+
+    _, rival, _ = await seat_offender(odd)
+    assert rival[0]["result"] == "win"
+
+
+async def test_silent_seat_plays_noops_and_every_tick_counts_late() -> None:
+    async def silent(c: Client, _lobby: Lobby) -> dict[str, Any]:
+        return await c.play(answer=False)
+
+    end, rival, _ = await seat_offender(silent)
+    assert end["late"] == TICKS and end["ticks"] == TICKS
+    assert rival[0]["late"] == 0
+
+
+async def test_malformed_moves_are_invalid_noops() -> None:
+    async def sloppy(c: Client, _lobby: Lobby) -> dict[str, Any]:
+        while True:
+            msg = await c.recv()
+            if msg["type"] == "tick":
+                bad = [{"moves": "advance"}, {"moves": [1, 2]}, {"moves": [99]}][msg["tick"] % 3]
+                await c.send({"type": "moves", "tick": msg["tick"], **bad})
+            elif msg["type"] == "end":
+                return msg
+
+    end, _, _ = await seat_offender(sloppy)
+    assert end["invalid"] == TICKS and end["late"] == 0
+
+
+async def test_answers_for_the_wrong_tick_are_late() -> None:
+    async def confused(c: Client, _lobby: Lobby) -> dict[str, Any]:
+        while True:
+            msg = await c.recv()
+            if msg["type"] == "tick":
+                await c.send(protocol.moves(msg["tick"] + 1000, [1]))
+            elif msg["type"] == "end":
+                return msg
+
+    end, _, _ = await seat_offender(confused)
+    assert end["late"] == TICKS
+
+
+async def tiny_receive_buffer(port: int) -> Client:
+    """A client whose kernel receive buffer is as small as Linux allows, so it fills fast."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    sock.connect(("127.0.0.1", port))
+    return Client(trio.SocketStream(trio.socket.from_stdlib_socket(sock)))
+
+
+async def test_bot_that_never_reads_is_dropped_as_a_slow_reader() -> None:
+    async def deaf_until_dropped(_c: Client, lobby: Lobby) -> None:
+        # Never read; wait until the server has given up on us and finished the match.
+        with trio.fail_after(30):
+            while not any(o.number == 2 for o in lobby.outcomes):
+                await trio.sleep(0.05)
+
+    _, rival, lobby = await seat_offender(
+        deaf_until_dropped,
+        offender=tiny_receive_buffer,
+        ticks=400,
+        tick_rate=100.0,
+        budget_ms=30,
+        max_backlog=8 * 1024,
+        send_buffer=4096,
+    )
+    outcome = next(o for o in lobby.outcomes if o.number == 2)
+    assert outcome.forfeits == [0], outcome.to_json()
+    assert outcome.ticks < 400  # dropped long before the end
+    assert rival[0]["result"] == "win"
+
+
+async def test_spectator_that_never_reads_is_dropped_and_the_match_goes_on() -> None:
+    async def deaf_spectator(port: int) -> str:
+        c = await tiny_receive_buffer(port)
+        await c.hello("deaf", role="spectator")
+        await trio.sleep(1.0)  # frames of the whole world pile up meanwhile
+        while (msg := await c.recv()) is not None:  # now read what made it through
+            if msg["type"] == "error":
+                return msg["code"]
+        return "closed"
+
+    code = await with_good_match(
+        deaf_spectator, map_="field", ticks=60, max_backlog=16 * 1024, send_buffer=4096
+    )
+    assert code == protocol.SLOW_READER
