@@ -510,8 +510,8 @@ def _print_match(summary: dict[str, Any]) -> None:
     verdict = f"[bold]{summary['winner']}[/] wins" if summary["winner"] else "draw"
     console.print(f"{verdict} after {summary['ticks']} ticks ({summary['reason']})")
     table = Table()
-    for col in ("bot", "rank", "late", "invalid", "illegal", "log"):
-        table.add_column(col, justify="left" if col in ("bot", "log") else "right")
+    for col in ("bot", "rank", "late", "invalid", "illegal"):
+        table.add_column(col, justify="left" if col == "bot" else "right")
     for name, rank in sorted(summary["ranks"].items(), key=lambda kv: kv[1]):
         forfeit = " (forfeit)" if name in summary["forfeits"] else ""
         table.add_row(
@@ -520,10 +520,13 @@ def _print_match(summary: dict[str, Any]) -> None:
             str(summary["late"][name]),
             str(summary["invalid"][name]),
             str(summary["illegal"][name]),
-            summary["logs"][name],
         )
     console.print(table)
-    console.print(f"replay: {summary['replay']}  (check it: cellarena replay verify {summary['replay']})")
+    # Paths go on lines of their own, unwrapped, so they can be copied.
+    for name, path in summary["logs"].items():
+        click.echo(f"log of {name}: {path}")
+    click.echo(f"replay: {summary['replay']}")
+    click.echo(f"check it with: cellarena replay verify {summary['replay']}")
 
 
 def _single_replay(path: Any, seed: int) -> Any:

@@ -95,6 +95,8 @@ class Connection:
         self._backlog_event = trio.Event()
         self._cancel = trio.CancelScope()
         self.bytes_sent = 0
+        #: time.time() when the last frame was handed to the kernel (or queued, if it could not be).
+        self.last_send = 0.0
 
     # ----------------------------------------------------------------- tasks
     async def run(self) -> None:
@@ -193,8 +195,12 @@ class Connection:
         if not self._backlog:
             try:
                 n = self.sock.send(frame)
+                # Stamped right after the syscall, with no allocation in between, so that no garbage
+                # collection can run there and make a bot's budget start late.
+                self.last_send = time.time()
             except (BlockingIOError, InterruptedError):
                 n = 0
+                self.last_send = time.time()
             except OSError as exc:
                 self.lost(f"send failed: {exc}")
                 return False
@@ -206,6 +212,7 @@ class Connection:
             self._head_started = n > 0
             self._backlog_event.set()
         else:
+            self.last_send = time.time()
             self._backlog.append(memoryview(frame))
             self._backlog_bytes += len(frame)
         if self._backlog_bytes > self.max_backlog:

@@ -13,7 +13,6 @@ server had not read it yet.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -213,7 +212,7 @@ class Match:
                     continue
                 frame = protocol.encode({"type": "tick", "tick": tick, "budget_ms": budget_ms, **request})
                 if seat.conn.send(frame):
-                    seat.sent_wall = time.time()
+                    seat.sent_wall = seat.conn.last_send
                     self._outstanding += 1
                     last_deadline = trio.current_time() + budget
             if self._outstanding:

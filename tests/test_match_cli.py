@@ -1,0 +1,270 @@
+"""`cellarena match` end to end: real bot processes over TCP, results, replays, and clean-up."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from cellarena.server.launcher import BotSpec, play_match
+from cellarena.server.match import TickSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+RAW = f"python {ROOT / 'tests' / 'bots' / 'raw_bot.py'}"
+CLI = [sys.executable, "-c", "from cellarena.arena.cli import main; main()"]
+
+
+def cellarena(*args: str, timeout: float = 120, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False, **kw
+    )
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes (its parent has not reaped it yet).
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def test_match_json_result_and_a_replay_that_verifies(tmp_path: Path) -> None:
+    replay = tmp_path / "m.replay"
+    proc = cellarena(
+        "match",
+        "rezzo",
+        "--bot",
+        f"alpha={RAW} random",
+        "--bot",
+        f"beta={RAW} random",
+        "--fast",
+        "--max-ticks",
+        "120",
+        "--replay",
+        str(replay),
+        "--log-dir",
+        str(tmp_path / "logs"),
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["ticks"] == 120
+    assert set(result["ranks"]) == {"alpha", "beta"}
+    assert result["late"] == {"alpha": 0, "beta": 0}
+    assert result["replay"] == str(replay)
+    assert Path(result["logs"]["alpha"]).read_text().startswith("end ")  # each bot saw the end
+    verify = cellarena("replay", "verify", str(replay))
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert "120 ticks verified" in verify.stdout
+
+
+def test_match_text_output_names_the_logs(tmp_path: Path) -> None:
+    proc = cellarena(
+        "match",
+        "rezzo",
+        "--bot",
+        f"a={RAW}",
+        "--bot",
+        f"b={RAW}",
+        "--fast",
+        "--max-ticks",
+        "20",
+        "--log-dir",
+        str(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "draw after 20 ticks" in proc.stdout
+    assert f"log of a: {tmp_path / 'a.log'}" in proc.stdout.splitlines()
+    assert f"check it with: cellarena replay verify {tmp_path / 'match.replay'}" in proc.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--bot", "solo=python x.py"], "2 seats but 1 bots"),
+        (["--bot", "nonsense"], "NAME=COMMAND"),
+        (["--bot", "a=python x.py", "--bot", "a=python y.py"], "repeated: a"),
+        (["--bot", "a=x", "--bot", "b=y", "--map", "nowhere"], "nowhere"),
+        (["--bot", "a=x", "--bot", "b=y", "--max-ticks", "0"], "--max-ticks"),
+    ],
+)
+def test_match_usage_errors_name_the_option(args: list[str], words: str) -> None:
+    proc = cellarena("match", "rezzo", *args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert words in proc.stderr
+
+
+def test_crashing_and_missing_bots_are_named_and_lose(tmp_path: Path) -> None:
+    proc = cellarena(
+        "match",
+        "rezzo",
+        "--bot",
+        f"steady={RAW}",
+        "--bot",
+        f"crashy={RAW} crash",
+        "--fast",
+        "--log-dir",
+        str(tmp_path),
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["winner"] == "steady" and result["forfeits"] == ["crashy"]
+    assert result["ranks"] == {"steady": 1, "crashy": 2}
+
+    started = time.monotonic()
+    proc = cellarena(
+        "match",
+        "rezzo",
+        "--bot",
+        f"steady={RAW}",
+        "--bot",
+        "ghost=/no/such/program",
+        "--fast",
+        "--log-dir",
+        str(tmp_path / "2"),
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["winner"] == "steady" and result["forfeits"] == ["ghost"]
+    assert "cannot start" in (tmp_path / "2" / "ghost.log").read_text()
+    assert time.monotonic() - started < 10  # nobody waited for the connect timeout
+
+
+def test_a_bot_that_never_connects_forfeits_after_the_connect_timeout(tmp_path: Path) -> None:
+    proc = cellarena(
+        "match",
+        "rezzo",
+        "--bot",
+        f"steady={RAW}",
+        "--bot",
+        "sleepy=sleep 30",
+        "--fast",
+        "--connect-timeout",
+        "1",
+        "--log-dir",
+        str(tmp_path),
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["forfeits"] == ["sleepy"]
+
+
+def test_no_process_is_left_behind_after_a_match(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    env = {**os.environ, "BOT_PID_FILE": str(pids)}
+    proc = cellarena(
+        "match",
+        "rezzo",
+        "--bot",
+        f"a={RAW} forever",
+        "--bot",
+        f"b={RAW} forever",
+        "--fast",
+        "--max-ticks",
+        "10",
+        "--log-dir",
+        str(tmp_path),
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    listed = [int(p) for p in pids.read_text().split()]
+    assert len(listed) == 2
+    assert not any(alive(p) for p in listed)
+
+
+def test_ctrl_c_stops_every_bot_process(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    env = {**os.environ, "BOT_PID_FILE": str(pids)}
+    proc = subprocess.Popen(
+        [
+            *CLI,
+            "match",
+            "rezzo",
+            "--bot",
+            f"a={RAW} forever",
+            "--bot",
+            f"b={RAW} forever",
+            "--log-dir",
+            str(tmp_path),
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not pids.exists() or len(pids.read_text().split()) < 2):
+            time.sleep(0.05)
+        time.sleep(0.5)  # the match is under way
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "every bot process was stopped" in err
+    listed = [int(p) for p in pids.read_text().split()]
+    assert listed and not any(alive(p) for p in listed)
+
+
+@pytest.mark.parametrize(("delay_ms", "late"), [(45, False), (55, True)])
+def test_budget_is_counted_from_the_send_with_5ms_tolerance(
+    tmp_path: Path, delay_ms: int, late: bool
+) -> None:
+    # A bot answering 5 ms before its 50 ms budget is never late; 5 ms after, always.
+    ticks = 20
+    launched = trio.run(
+        lambda: play_match(
+            "rezzo",
+            {"map": "duel", "max_ticks": ticks},
+            [BotSpec("timed", f"{RAW} delay:{delay_ms}"), BotSpec("quick", RAW)],
+            TickSettings(tick_rate=10.0, budget_ms=50),
+            seed=0,
+            log_dir=tmp_path,
+        )
+    )
+    outcome = launched.outcome
+    assert outcome.ticks == ticks
+    assert outcome.late == [ticks if late else 0, 0]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_javascript_bot_plays_through_cellarena_match(tmp_path: Path) -> None:
+    folder = ROOT / "example_bots" / "js_random"
+    if not (folder / "node_modules").exists():
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"], cwd=folder, check=True, capture_output=True, timeout=300
+        )
+    proc = cellarena(
+        "match",
+        "rezzo",
+        "--bot",
+        f"js=node {folder / 'bot.js'}",
+        "--bot",
+        f"raw={RAW}",
+        "--fast",
+        "--max-ticks",
+        "60",
+        "--log-dir",
+        str(tmp_path),
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["ticks"] == 60 and result["forfeits"] == []
+    assert result["late"]["js"] == 0 and result["invalid"]["js"] == 0
