@@ -566,3 +566,62 @@ class _Watcher:
 
     def close(self) -> None:
         self._live.stop()
+
+
+def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
+    try:
+        levels = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a comma-separated list of agent counts, e.g. 64,512"
+        ) from None
+    if not levels or any(n < 8 for n in levels):
+        raise click.BadParameter(f"agent counts must be at least 8 (one match), got {value!r}")
+    return sorted(levels)
+
+
+@bench.command("server")
+@click.option(
+    "--levels",
+    default="64,256,512,768,1024,1280,1536,2048",
+    show_default=True,
+    callback=_levels,
+    help="Agent counts to try, in rising order; the run stops at the first that misses the goal.",
+)
+@click.option(
+    "--seconds", default=4.0, show_default=True, type=click.FloatRange(0.5, 120), help="Play time per level."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def bench_server(levels: list[int], seconds: float, as_json: bool) -> None:
+    """Agents one server process serves at 15 Hz (99% of ticks in their slot and every answer in time)."""
+    import logging
+
+    from cellarena.server.bench import run
+
+    logging.getLogger("cellarena.server").setLevel(logging.ERROR)  # the load's own disconnects are expected
+    result = run(levels, seconds=seconds)
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="One server process at 15 Hz; load bots in another process answer at once")
+    for col in ("agents", "matches", "on time", "behind", "server CPU/agent-tick", "CPU share"):
+        table.add_column(col, justify="right")
+    for level in result["levels"]:
+        table.add_row(
+            str(level["agents"]),
+            str(level["matches"]),
+            f"{level['on_time']:.1%}",
+            f"{level['behind_schedule']:.1%}",
+            f"{level['cpu_us_per_agent_tick']:.0f} µs",
+            f"{level['server_cpu_share']:.0%}",
+        )
+    console = Console()
+    console.print(table)
+    ok = result["max_agents_at_15hz"] >= 1000
+    console.print(
+        f"served at 15 Hz: {result['max_agents_at_15hz']} agents; goal 1000: "
+        f"{'[green]met[/]' if ok else '[red]missed[/]'}"
+    )

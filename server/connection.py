@@ -94,6 +94,8 @@ class Connection:
         self._socket_open = True
         self._backlog_event = trio.Event()
         self._cancel = trio.CancelScope()
+        self._paused = False
+        self._resumed = trio.Event()
         self.bytes_sent = 0
         #: time.time() when the last frame was handed to the kernel (or queued, if it could not be).
         self.last_send = 0.0
@@ -116,8 +118,22 @@ class Connection:
 
     async def _read_loop(self) -> None:
         while not self.closed:
+            if self._paused:
+                await self._resumed.wait()
+                continue
             await trio.lowlevel.wait_readable(self.sock)
-            self.drain()
+            if not self._paused:
+                self.drain()
+
+    def pause_reading(self) -> None:
+        """Stop the reader task; the owner calls `drain()` itself (the fixed-rate match loop does,
+        once per seat per tick, instead of waking a task for every message)."""
+        self._paused = True
+        self._resumed = trio.Event()
+
+    def resume_reading(self) -> None:
+        self._paused = False
+        self._resumed.set()
 
     def drain(self) -> None:
         """Read and handle everything the kernel holds for us now, without waiting.
@@ -271,6 +287,7 @@ class Connection:
         self.close_reason = reason
         self.handler = _ignore
         self._backlog_event.set()  # wake the writer: it lingers or ends
+        self._resumed.set()  # and a paused reader, so that it ends
         if self.on_close is not None:
             self.on_close(self)
 

@@ -33,7 +33,10 @@ class TickSettings:
     tick_rate: float = 15.0
     budget_ms: float | None = None
     fast: bool = False
-    max_messages_per_tick: int = 8
+    #: Flood limits, as a token bucket: a seat may send this many messages per tick on average...
+    messages_per_tick: float = 4.0
+    #: ...and bursts of up to this many (a bot that fell behind answers several ticks at once).
+    message_burst: float = 32.0
 
     @property
     def period(self) -> float:
@@ -69,7 +72,7 @@ class Seat:
     sent_wall: float = 0.0
     answer: Any = None
     arrival: float = 0.0
-    messages: int = 0
+    tokens: float = 0.0
 
     @property
     def connected(self) -> bool:
@@ -86,6 +89,12 @@ class MatchOutcome:
     illegal: list[int]
     forfeits: list[int]
     ticks: int
+    #: Ticks in which at least one connected seat's answer was late or missing.
+    late_ticks: int = 0
+    #: Fixed-rate ticks that started more than a quarter period after their slot (server overload).
+    behind_ticks: int = 0
+    #: Ticks that were late or behind (each counted once): 1 - bad_ticks / ticks is the on-time rate.
+    bad_ticks: int = 0
 
     def to_json(self) -> dict[str, Any]:
         names = self.names
@@ -123,6 +132,9 @@ class Match:
         self.on_tick = on_tick
         self._answered = trio.Event()
         self._outstanding = 0
+        self.late_ticks = 0
+        self.behind_ticks = 0
+        self.bad_ticks = 0
         for seat in self.seats:
             if seat.conn is not None:
                 seat.conn.handler = self._handler_for(seat)
@@ -131,10 +143,12 @@ class Match:
     # ----------------------------------------------------------------- messages from seats
     def _handler_for(self, seat: Seat) -> Callable[[Connection, dict[str, Any], float], None]:
         def handle(conn: Connection, message: dict[str, Any], arrival: float) -> None:
-            seat.messages += 1
-            if seat.messages > self.settings.max_messages_per_tick:
+            seat.tokens -= 1
+            if seat.tokens < 0:
                 conn.fail(
-                    protocol.FLOOD, f"more than {self.settings.max_messages_per_tick} messages in one tick"
+                    protocol.FLOOD,
+                    f"more than {self.settings.messages_per_tick:g} messages per tick on average "
+                    f"(bursts up to {self.settings.message_burst:g}); send one answer per tick",
                 )
                 return
             kind = message["type"]
@@ -188,14 +202,25 @@ class Match:
         return msg
 
     async def run(self) -> MatchOutcome:
+        fixed_rate = not self.settings.fast
         for seat in self.seats:
             if seat.connected:
                 seat.conn.send_message(self._welcome(seat.index))
+                seat.tokens = self.settings.message_burst
+                if fixed_rate:
+                    # The loop drains every seat once at its deadline: no task wakes per message.
+                    seat.conn.pause_reading()
         budget = self.settings.budget
         budget_ms = round(budget * 1000)
         start = trio.current_time()
         n = 0
         while self.engine.result() is None and not self._decided_by_forfeits():
+            behind = (
+                fixed_rate
+                and trio.current_time() - (start + n * self.settings.period) > self.settings.period / 4
+            )
+            self.behind_ticks += behind
+            late_before = self.late_ticks
             requests = self.engine.pending()
             tick = self.engine.tick
             self._broadcast_frame()  # spectators see the world the seats are about to see
@@ -203,7 +228,8 @@ class Match:
             self._answered = trio.Event()
             last_deadline = trio.current_time()
             for seat in self.seats:
-                seat.tick, seat.answer, seat.messages, seat.agents, seat.sent_wall = tick, None, 0, [], 0.0
+                seat.tick, seat.answer, seat.agents, seat.sent_wall = tick, None, [], 0.0
+                seat.tokens = min(self.settings.message_burst, seat.tokens + self.settings.messages_per_tick)
                 request = requests.get(seat.index)
                 if request is None:
                     continue
@@ -215,10 +241,13 @@ class Match:
                     seat.sent_wall = seat.conn.last_send
                     self._outstanding += 1
                     last_deadline = trio.current_time() + budget
-            if self._outstanding:
+            if fixed_rate:
+                await trio.sleep_until(last_deadline)  # the next tick waits for its slot anyway
+            elif self._outstanding:
                 with trio.move_on_at(last_deadline):
                     await self._answered.wait()
             actions = self._collect(requests, budget)
+            self.bad_ticks += behind or self.late_ticks > late_before
             events = self.engine.apply(actions)
             for s, count in events.illegal.items():
                 self.seats[s].illegal += count
@@ -238,11 +267,13 @@ class Match:
     def _collect(self, requests: dict[int, dict[str, Any]], budget: float) -> dict[int, dict[int, int]]:
         """Every seat's moves for this tick; late, missing and invalid answers become no-ops."""
         actions: dict[int, dict[int, int]] = {}
+        any_late = False
         for seat in self.seats:
             if seat.index not in requests:
                 continue
             if seat.connected and seat.answer is None:
-                seat.conn.drain()  # judge what the kernel already holds by its arrival time
+                # Read what the kernel holds now; each answer is judged by its arrival stamp.
+                seat.conn.drain()
             if not seat.connected and seat.forfeit_tick is None:
                 seat.forfeit_tick = seat.tick
                 log.info(
@@ -250,12 +281,14 @@ class Match:
                 )
             if seat.answer is None or seat.arrival > seat.sent_wall + budget:
                 seat.late += 1
+                any_late = any_late or seat.forfeit_tick is None
                 continue
             moves = seat.answer
             if not isinstance(moves, list) or len(moves) != len(seat.agents):
                 seat.invalid += 1
                 continue
             actions[seat.index] = dict(zip(seat.agents, moves, strict=True))
+        self.late_ticks += any_late
         return actions
 
     def _broadcast_frame(self, *, final: bool = False) -> None:
@@ -337,6 +370,9 @@ class Match:
             extra["illegal"],
             extra["forfeits"],
             result.ticks,
+            late_ticks=self.late_ticks,
+            behind_ticks=self.behind_ticks,
+            bad_ticks=self.bad_ticks,
         )
 
     def _final_result(self) -> Result:

@@ -101,3 +101,18 @@ def test_config_carries_the_map_text_so_a_match_can_be_rebuilt_without_the_file(
 def test_map_text_errors_name_the_map() -> None:
     with pytest.raises(ConfigError, match=r"^<map mine>:2:1: "):
         RezzoEngine.new({"map": "mine", "map_text": "rezzo-map 1\nnot a header\n"})
+
+
+def test_bench_server_reports_levels_in_json() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from cellarena.arena.cli import main
+
+    result = CliRunner().invoke(main, ["bench", "server", "--levels", "16", "--seconds", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert set(report) >= {"max_agents_at_15hz", "cpu_us_per_agent_tick", "levels"}
+    (level,) = report["levels"]
+    assert level["agents"] == 16 and level["matches"] == 2 and level["ticks"] == 2 * 15

@@ -338,12 +338,29 @@ async def test_flooding_client_is_dropped_and_forfeits() -> None:
     async def flood(c: Client, _lobby: Lobby) -> None:
         assert (await c.recv())["type"] == "welcome"
         tick = await c.recv()
-        # One write: the server hangs up after the ninth message, so later writes would fail.
-        await c.stream.send_all(encode(protocol.moves(tick["tick"], [0])) * 20)
+        # One write, past the burst allowance: the server hangs up mid-way, so later writes would fail.
+        await c.stream.send_all(encode(protocol.moves(tick["tick"], [0])) * 100)
         await c.expect_error(protocol.FLOOD)
 
     _, rival, _ = await seat_offender(flood)
     assert rival[0]["result"] == "win" and "disconnected" in rival[0]["reason"]
+
+
+async def test_a_bot_that_fell_behind_may_answer_a_burst_of_old_ticks() -> None:
+    async def laggard(c: Client, _lobby: Lobby) -> dict[str, Any]:
+        ticks = []
+        while True:
+            msg = await c.recv()
+            if msg["type"] == "tick":
+                ticks.append(msg["tick"])
+                if len(ticks) % 10 == 0:  # answer ten ticks at once, as a bot back from a long pause would
+                    await c.stream.send_all(b"".join(encode(protocol.moves(t, [0])) for t in ticks[-10:]))
+            elif msg["type"] == "end":
+                return msg
+
+    end, rival, lobby = await seat_offender(laggard)
+    assert end["ticks"] == TICKS and end["late"] >= TICKS * 9 // 10  # late, but not disconnected
+    assert not [o for o in lobby.outcomes if o.forfeits]
 
 
 async def test_unknown_message_type_mid_match() -> None:

@@ -121,12 +121,16 @@ class BitWorld:
 
     def codes(self) -> np.ndarray:
         """The world as an (H, W) uint8 array of public codes with absolute owners."""
-        dyn_codes, stat_codes = self._dyn_codes, self._stat_codes
-        out = np.zeros((self.height, self.width), np.uint8)
-        for stack, plane_codes in ((self.dyn, dyn_codes), (self.static, stat_codes)):
-            for plane, code in zip(stack, plane_codes, strict=True):
-                out += self._unpack(plane) * code  # states are exclusive, so adding selects
-        return out
+        h, s, nw = self.height, self.stride, self.nw
+        out = np.zeros((h, nw * 64), np.uint8)
+        for stack, plane_codes in ((self.dyn, self._dyn_codes), (self.static, self._stat_codes)):
+            rows = np.ascontiguousarray(
+                stack[:, 1 + s : 1 + (h + 1) * s].reshape(len(stack), h, s)[:, :, :nw]
+            )
+            bits = np.unpackbits(rows.view(np.uint8), axis=2, bitorder="little")
+            bits *= plane_codes[:, None, None]
+            np.maximum(out, bits.max(axis=0), out=out)  # states are exclusive: the max selects
+        return out[:, : self.width]
 
     @property
     def dyn(self) -> np.ndarray:
@@ -167,12 +171,12 @@ class BitWorld:
 
     def gather(self, words: np.ndarray, bits: np.ndarray) -> np.ndarray:
         """Public codes (absolute owners) at many cells at once, given their words and bit numbers."""
-        dyn_codes, stat_codes = self._dyn_codes, self._stat_codes
         out = np.zeros(words.shape, np.uint8)
         shifts = bits.astype(WORD)
-        for stack, plane_codes in ((self.dyn, dyn_codes), (self.static, stat_codes)):
-            got = (stack[:, words] >> shifts) & np.uint64(1)
-            out += np.tensordot(plane_codes, got.astype(np.uint8), axes=1).astype(np.uint8)
+        for stack, plane_codes in ((self.dyn, self._dyn_codes), (self.static, self._stat_codes)):
+            got = ((stack[:, words] >> shifts) & np.uint64(1)).astype(np.uint8)
+            got *= plane_codes.reshape((-1,) + (1,) * words.ndim)
+            np.maximum(out, got.max(axis=0), out=out)
         return out
 
     # ----------------------------------------------------------------- views bound once

@@ -31,6 +31,8 @@ from cellarena.server.games.base import ConfigError, Events, Result
 from cellarena.server.games.rezzo.ca import BitWorld
 from cellarena.server.games.rezzo.maps import parse_map, read_map
 
+#: Below this many world cells per viewing agent, decoding the whole world beats per-cell gathers.
+CELLS_PER_AGENT_TO_DECODE = 4096
 HITTABLE = frozenset({Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL})
 VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
 
@@ -228,16 +230,22 @@ class RezzoEngine:
             inside = (xs >= 0) & (xs < self.width) & (ys >= 0) & (ys < self.height)
             xs = np.where(inside, xs, 0)
             ys = np.where(inside, ys, 0)
-        words = 1 + (ys + 1) * self.world.stride + (xs >> 6)
-        codes = self.world.gather(words, xs & 63)
+        if self.width * self.height <= n * CELLS_PER_AGENT_TO_DECODE:
+            codes = self.world.codes()[ys, xs]  # small world, many agents: decode it all at once
+        else:
+            words = 1 + (ys + 1) * self.world.stride + (xs >> 6)
+            codes = self.world.gather(words, xs & 63)
         codes[~inside] = Cell.OOB
         dmg = np.where(inside, self._damage[ys, xs], 0).astype(np.uint8)
         return codes, dmg
 
-    def _relative(self, codes: np.ndarray, viewer: int) -> np.ndarray:
-        """Owners renumbered from the viewer: 0 is the viewer, then the others in seat order."""
+    def _relative(self, codes: np.ndarray, viewer: int | np.ndarray) -> np.ndarray:
+        """Owners renumbered from the viewer: 0 is the viewer, then the others in seat order.
+
+        ``viewer`` may be an array broadcasting against ``codes`` (one viewer per viewport).
+        """
         owned = codes >= Cell.AGENT
-        rel = ((codes & 7).astype(np.int64) - viewer) % self.players
+        rel = ((codes & 7).astype(np.int16) - viewer) % self.players
         return np.where(owned, (codes & 0xF8) + rel, codes).astype(np.uint8)
 
     def viewport(self, player: int, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -254,14 +262,18 @@ class RezzoEngine:
         if not live:
             return {}
         codes, dmg = self._views(live)
+        viewers = np.array([a.player for a in live], np.int16)[:, None, None]
+        codes = self._relative(codes, viewers)
         out: dict[int, dict[str, Any]] = {}
         for seat in sorted(self._alive_players):
             idx = [i for i, a in enumerate(live) if a.player == seat]
+            # Live agents are sorted by player, so a seat's are contiguous (or there are none).
+            lo, hi = (idx[0], idx[-1] + 1) if idx else (0, 0)
             out[seat] = {
                 "tick": self.tick,
-                "agents": [live[i].index for i in idx],
-                "cells": self._relative(codes[idx], seat).tobytes(),
-                "damage": dmg[idx].tobytes(),
+                "agents": [a.index for a in live[lo:hi]],
+                "cells": codes[lo:hi].tobytes(),
+                "damage": dmg[lo:hi].tobytes(),
             }
         return out
 
