@@ -1,0 +1,54 @@
+"""The README's two set-up commands stay true: CI runs the second, and the first one's match plays."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    block = text.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_readme_opens_with_exactly_two_commands() -> None:
+    assert (ROOT / "README.md").read_text().startswith("# cellarena\n\n```sh\n")
+    assert len(readme_commands()) == 2
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == readme_commands()[1]
+
+
+def test_the_first_command_plays_a_match_of_example_bots(tmp_path: Path) -> None:
+    first = readme_commands()[0]
+    args = shlex.split(first.split(".venv/bin/cellarena", 1)[1])
+    assert args[:2] == ["match", "rezzo"]
+    ticks = args.index("--max-ticks")
+    args[ticks + 1] = "100"  # the same match, shorter
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from cellarena.arena.cli import main; main()",
+            *args,
+            "--json",
+            "--log-dir",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["ticks"] == 100 and result["forfeits"] == []
