@@ -1,0 +1,43 @@
+"""The cellarena SDK for bot authors: everything a Python bot needs, without trio or numpy.
+
+    from cellarena.sdk import Bot, Cell, Move, run
+
+`docs/sdk.md` is the five-minute tutorial; `docs/protocol.md` the wire protocol underneath.
+"""
+
+from cellarena.sdk.bot import Bot, MatchInfo, MatchResult, MovesError, moves_for, play, run
+from cellarena.sdk.client import (
+    Client,
+    ClientError,
+    ConnectError,
+    ConnectionClosedError,
+    ServerError,
+    connect,
+)
+from cellarena.sdk.games.rezzo import HITTABLE, WIRE, Cell, Facing, Move, Tracker, View, Viewport
+from cellarena.sdk.protocol import ProtocolError
+
+__all__ = [
+    "HITTABLE",
+    "WIRE",
+    "Bot",
+    "Cell",
+    "Client",
+    "ClientError",
+    "ConnectError",
+    "ConnectionClosedError",
+    "Facing",
+    "MatchInfo",
+    "MatchResult",
+    "Move",
+    "MovesError",
+    "ProtocolError",
+    "ServerError",
+    "Tracker",
+    "View",
+    "Viewport",
+    "connect",
+    "moves_for",
+    "play",
+    "run",
+]

@@ -27,16 +27,28 @@ PLAYERS = 8
 ON_TIME_GOAL = 0.99
 
 
+#: A ten-cell clock whose pulses leave along the wire at the right of its bottom row.
+CLOCK = ("..@##", ".~...#", ".#...#", "..###.#####")
+
+
 def bench_map(players: int = PLAYERS) -> str:
-    """A point-symmetric map with ``players`` seats (half on top facing south), one agent each."""
+    """A point-symmetric map with ``players`` seats (half on top facing south), one agent each.
+
+    Each player has a clock feeding a wire past their own geyser, so the automaton does the work
+    of a real match (flags form and are knocked back to wire) without anyone losing.
+    """
     half = players // 2
     width, height = 12 * half, 24
     top = [["." for _ in range(width)] for _ in range(height // 2)]
     for p in range(half):
-        x = 12 * p + 5
-        top[1][x] = "ABCDEFGH"[p]
-        top[5][x] = "abcdefgh"[p]
-        top[8][x] = str(p)
+        x0 = 12 * p
+        top[1][x0 + 9] = "ABCDEFGH"[p]
+        top[5][x0 + 9] = "abcdefgh"[p]
+        top[9][x0 + 2] = str(p)
+        for dy, row in enumerate(CLOCK):
+            for dx, ch in enumerate(row[:11]):
+                if ch != ".":
+                    top[3 + dy][x0 + dx] = ch
     rows = ["".join(r) for r in top]
     swap = {}
     for p in range(half):

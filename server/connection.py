@@ -165,6 +165,8 @@ class Connection:
                 if self.closed:
                     return
                 self.handler(self, message, arrival)
+            if len(data) < RECV_CHUNK:
+                return  # the kernel held no more than this: skip the call that would say EAGAIN
 
     async def _write_loop(self) -> None:
         while not self.closed:

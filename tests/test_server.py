@@ -358,7 +358,7 @@ async def test_a_bot_that_fell_behind_may_answer_a_burst_of_old_ticks() -> None:
             elif msg["type"] == "end":
                 return msg
 
-    end, rival, lobby = await seat_offender(laggard)
+    end, _, lobby = await seat_offender(laggard)
     assert end["ticks"] == TICKS and end["late"] >= TICKS * 9 // 10  # late, but not disconnected
     assert not [o for o in lobby.outcomes if o.forfeits]
 

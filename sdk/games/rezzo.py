@@ -10,7 +10,12 @@ In a viewport the owner is *relative*: 0 is the viewer, 1..P-1 the others in rot
 
 from __future__ import annotations
 
+import heapq
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any
 
 MAX_PLAYERS = 8
 VIEW_SIZE = 13
@@ -95,3 +100,535 @@ def describe(code: int) -> str:
         return f"unknown({code})"
     o = owner(code)
     return name if o is None else f"{name}{o}"
+
+
+# ---------------------------------------------------------------------------------------- viewports
+VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
+#: How far an agent sees: forward 0..VIEW_AHEAD, right -VIEW_SIDE..VIEW_SIDE.
+VIEW_AHEAD = VIEW_AGENT_ROW
+VIEW_SIDE = VIEW_AGENT_COL
+#: Wire in any phase: what BUILD lays and what a signal runs along.
+WIRE = (Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL)
+#: Kinds a HIT is legal on (flags of any owner too).
+HITTABLE = (Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL, Cell.FLAG)
+
+# Picture tokens, as in the project's test boards: one token per cell, owned kinds take an owner digit.
+_UNOWNED_TOKENS = {
+    ".": Cell.BLANK,
+    "#": Cell.CONDUCTOR,
+    "@": Cell.ELECTRON,
+    "~": Cell.TAIL,
+    "*": Cell.PHOTON,
+    "X": Cell.OOB,
+}
+_OWNED_TOKENS = {"A": Cell.AGENT, "F": Cell.FLAG, "G": Cell.GEYSER, "B": Cell.BASE}
+_TOKEN_OF_UNOWNED = {int(code): tok for tok, code in _UNOWNED_TOKENS.items()}
+_TOKEN_OF_KIND = {int(code): tok for tok, code in _OWNED_TOKENS.items()}
+
+
+def _token(code: int, damage: int) -> str:
+    if code in _TOKEN_OF_UNOWNED:
+        text = _TOKEN_OF_UNOWNED[code]
+    elif code >= Cell.AGENT and (code & KIND_MASK) in _TOKEN_OF_KIND:
+        text = f"{_TOKEN_OF_KIND[code & KIND_MASK]}{code & OWNER_MASK}"
+    else:
+        text = f"?{code}"
+    return f"{text}:{damage}" if damage else text
+
+
+def _parse_token(token: str, where: str) -> tuple[int, int]:
+    """(code, damage) of one picture token such as ``#``, ``F1`` or ``#:2``."""
+    body, colon, dmg = token.partition(":")
+    damage = 0
+    if colon:
+        if not (dmg.isdigit() and 0 <= int(dmg) <= MAX_DAMAGE):
+            raise ValueError(f"{where}: damage in {token!r} must be 0..{MAX_DAMAGE}")
+        damage = int(dmg)
+    if body.lower() == "x":
+        return int(Cell.OOB), damage
+    if body in _UNOWNED_TOKENS:
+        return int(_UNOWNED_TOKENS[body]), damage
+    kind_ = _OWNED_TOKENS.get(body[:1])
+    if kind_ is not None and len(body) == 2 and body[1] in "01234567":
+        return int(kind_) + int(body[1]), damage
+    raise ValueError(
+        f"{where}: unknown cell {token!r}; use . # @ ~ * X, or A/F/G/B plus an owner digit "
+        "(agent, flag, geyser, base: A0 is yours, F1 a flag of the next player), optionally :damage"
+    )
+
+
+class Viewport:
+    """What one agent sees: 13x13 cell codes and damage values, with the agent at the bottom centre.
+
+    Two ways to address a cell:
+
+    - ``cell(row, col)``: the wire layout. Row 0 is farthest ahead, the agent is at row 12, column 6.
+    - ``at(forward, right)``: relative to the agent. ``at(0, 0)`` is the agent itself, ``at(1, 0)``
+      the cell in front of it (= ``ahead()``), ``at(2, -1)`` two ahead and one to the left.
+      ``forward`` runs 0..12 and ``right`` -6..6; anything else is outside the window and raises
+      IndexError (check with ``in_view``).
+
+    Owners are relative: 0 is you, 1.. the other players. Cells outside a bounded world read as
+    ``Cell.OOB``. A Viewport is immutable and compares equal to another with the same bytes.
+    """
+
+    __slots__ = ("_cells", "_damage")
+
+    def __init__(self, cells: bytes | bytearray | memoryview, damage: bytes | None = None) -> None:
+        self._cells = bytes(cells)
+        self._damage = bytes(VIEW_CELLS) if damage is None else bytes(damage)
+        for name, plane in (("cells", self._cells), ("damage", self._damage)):
+            if len(plane) != VIEW_CELLS:
+                raise ValueError(f"a viewport's {name} plane needs {VIEW_CELLS} bytes, got {len(plane)}")
+
+    # ------------------------------------------------------------------ raw planes and wire layout
+    @property
+    def cells(self) -> bytes:
+        """The 169 cell codes, row-major, row 0 (farthest ahead) first."""
+        return self._cells
+
+    @property
+    def damage(self) -> bytes:
+        """The 169 damage values (0..3), laid out like ``cells``."""
+        return self._damage
+
+    @staticmethod
+    def _index(row: int, col: int) -> int:
+        if not (0 <= row < VIEW_SIZE and 0 <= col < VIEW_SIZE):
+            raise IndexError(f"viewport row {row}, column {col} is outside 0..{VIEW_SIZE - 1}")
+        return row * VIEW_SIZE + col
+
+    def cell(self, row: int, col: int) -> int:
+        """The code at viewport row ``row``, column ``col`` (row 0 is farthest ahead)."""
+        return self._cells[self._index(row, col)]
+
+    def cell_damage(self, row: int, col: int) -> int:
+        """The damage at viewport row ``row``, column ``col``."""
+        return self._damage[self._index(row, col)]
+
+    # ------------------------------------------------------------------ relative coordinates
+    @staticmethod
+    def in_view(forward: int, right: int) -> bool:
+        """Whether (forward, right) lies inside the window."""
+        return 0 <= forward <= VIEW_AHEAD and -VIEW_SIDE <= right <= VIEW_SIDE
+
+    @staticmethod
+    def to_row_col(forward: int, right: int) -> tuple[int, int]:
+        """The viewport (row, column) of a relative position."""
+        if not Viewport.in_view(forward, right):
+            raise IndexError(
+                f"(forward={forward}, right={right}) is outside the window: "
+                f"forward must be 0..{VIEW_AHEAD} and right {-VIEW_SIDE}..{VIEW_SIDE}"
+            )
+        return VIEW_AGENT_ROW - forward, VIEW_AGENT_COL + right
+
+    @staticmethod
+    def to_relative(row: int, col: int) -> tuple[int, int]:
+        """The (forward, right) of a viewport row and column."""
+        Viewport._index(row, col)
+        return VIEW_AGENT_ROW - row, col - VIEW_AGENT_COL
+
+    def at(self, forward: int, right: int = 0) -> int:
+        """The code ``forward`` cells ahead and ``right`` cells to the right (negative: left)."""
+        return self.cell(*self.to_row_col(forward, right))
+
+    def damage_at(self, forward: int, right: int = 0) -> int:
+        """The damage ``forward`` cells ahead and ``right`` cells to the right."""
+        return self.cell_damage(*self.to_row_col(forward, right))
+
+    def ahead(self, n: int = 1) -> int:
+        """The code ``n`` cells straight ahead; ``ahead()`` is the cell a move acts on."""
+        return self.at(n, 0)
+
+    def can_advance(self) -> bool:
+        """Whether ADVANCE or BUILD would be legal now (the cell ahead is blank)."""
+        return self.ahead() == Cell.BLANK
+
+    def can_hit(self) -> bool:
+        """Whether HIT would be legal now (wire or a flag ahead)."""
+        return kind(self.ahead()) in HITTABLE
+
+    # ------------------------------------------------------------------ codes
+    @staticmethod
+    def kind(code: int) -> int:
+        """The code without its owner, as a ``Cell`` member when it is one (``Cell.FLAG`` for 17)."""
+        k = kind(code)  # the module-level function
+        try:
+            return Cell(k)
+        except ValueError:
+            return k
+
+    @staticmethod
+    def owner(code: int) -> int | None:
+        """The relative owner (0 is you) of an owned code, else None."""
+        return owner(code)
+
+    @staticmethod
+    def is_mine(code: int) -> bool:
+        """An agent, flag, geyser or base of yours."""
+        return code >= Cell.AGENT and code & OWNER_MASK == 0
+
+    @staticmethod
+    def is_theirs(code: int) -> bool:
+        """An agent, flag, geyser or base of another player."""
+        return code >= Cell.AGENT and code & OWNER_MASK != 0
+
+    @staticmethod
+    def is_wire(code: int) -> bool:
+        """Conductor, electron or tail."""
+        return code in WIRE
+
+    def find(self, kinds: int | Iterable[int], mine: bool | None = None) -> list[tuple[int, int]]:
+        """Relative (forward, right) positions of cells of ``kinds``, nearest first.
+
+        ``kinds`` is one kind (``Cell.FLAG``) or several (``WIRE``). For owned kinds, ``mine=True``
+        keeps only yours and ``mine=False`` only the others'; ``None`` keeps both. The agent's own
+        cell (0, 0) is never listed. Ties in distance are broken by forward, then right, so the
+        order is deterministic.
+        """
+        wanted = {int(kinds)} if isinstance(kinds, int) else {int(k) for k in kinds}
+        if mine is not None and any(k < Cell.AGENT for k in wanted):
+            raise ValueError("mine=True/False only makes sense for owned kinds (AGENT, FLAG, GEYSER, BASE)")
+        out = []
+        for i, code in enumerate(self._cells):
+            if kind(code) not in wanted:
+                continue
+            if mine is not None and (code & OWNER_MASK == 0) != mine:
+                continue
+            pos = self.to_relative(*divmod(i, VIEW_SIZE))
+            if pos != (0, 0):
+                out.append(pos)
+        out.sort(key=lambda p: (abs(p[0]) + abs(p[1]), p[0], p[1]))
+        return out
+
+    # ------------------------------------------------------------------ pictures
+    def __str__(self) -> str:
+        """A picture in the ``from_ascii`` format: paste it into a test to replay a situation."""
+        tokens = [_token(c, d) for c, d in zip(self._cells, self._damage, strict=True)]
+        width = max(len(t) for t in tokens)
+        rows = (tokens[r * VIEW_SIZE : (r + 1) * VIEW_SIZE] for r in range(VIEW_SIZE))
+        return "\n".join(" ".join(t.ljust(width) for t in row).rstrip() for row in rows)
+
+    def __repr__(self) -> str:
+        return f"Viewport(ahead={describe(self.ahead())!r}, damage ahead={self.damage_at(1)})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Viewport):
+            return NotImplemented
+        return self._cells == other._cells and self._damage == other._damage
+
+    def __hash__(self) -> int:
+        return hash((self._cells, self._damage))
+
+    @classmethod
+    def from_ascii(cls, picture: str) -> Viewport:
+        """A viewport from a 13x13 picture, for testing bots without a server.
+
+        One line per row, row 0 (farthest ahead) first, and you at the bottom centre. A row is 13
+        whitespace-separated tokens::
+
+            .  blank      #  conductor   @  electron   ~  tail   *  photon   X  outside the world
+            A0 agent      F1 flag        G1 geyser     B1 base   (the digit is the relative owner: 0 is you)
+
+        Any token may end in ``:d`` for damage d (``#:2``). A row without spaces is read one
+        character per cell, which suits rows of only ``. # @ ~ * X``. Blank lines are ignored.
+        ``str(viewport)`` prints this format.
+        """
+        rows = [line.strip() for line in picture.strip("\n").splitlines() if line.strip()]
+        if len(rows) != VIEW_SIZE:
+            raise ValueError(f"a viewport picture needs {VIEW_SIZE} rows, got {len(rows)}")
+        cells, damage = bytearray(), bytearray()
+        for r, line in enumerate(rows):
+            tokens = line.split() if any(ch.isspace() for ch in line) else list(line)
+            if len(tokens) != VIEW_SIZE:
+                raise ValueError(f"row {r} of the picture has {len(tokens)} cells, not {VIEW_SIZE}: {line!r}")
+            for c, token in enumerate(tokens):
+                code, dmg = _parse_token(token, f"row {r}, column {c}")
+                cells.append(code)
+                damage.append(dmg)
+        return cls(bytes(cells), bytes(damage))
+
+    @classmethod
+    def from_cells(
+        cls,
+        cells: Mapping[tuple[int, int], int] | None = None,
+        damage: Mapping[tuple[int, int], int] | None = None,
+        background: int = Cell.BLANK,
+    ) -> Viewport:
+        """A viewport of ``background`` with some cells set, by relative (forward, right) position.
+
+        You (``Cell.AGENT``, owner 0) stand at (0, 0) unless ``cells`` says otherwise::
+
+            Viewport.from_cells({(1, 0): Cell.FLAG + 1})   # an enemy flag right ahead
+        """
+        plane = bytearray([int(background)] * VIEW_CELLS)
+        plane[VIEW_AGENT_ROW * VIEW_SIZE + VIEW_AGENT_COL] = Cell.AGENT
+        dmg = bytearray(VIEW_CELLS)
+        for (f, r), code in (cells or {}).items():
+            row, col = cls.to_row_col(f, r)
+            plane[row * VIEW_SIZE + col] = int(code)
+        for (f, r), value in (damage or {}).items():
+            if not 0 <= value <= MAX_DAMAGE:
+                raise ValueError(f"damage at ({f}, {r}) must be 0..{MAX_DAMAGE}, got {value}")
+            row, col = cls.to_row_col(f, r)
+            dmg[row * VIEW_SIZE + col] = int(value)
+        return cls(bytes(plane), bytes(dmg))
+
+    def to_numpy(self) -> tuple[Any, Any]:
+        """(cells, damage) as two 13x13 uint8 numpy arrays. Needs numpy; nothing else in the SDK does."""
+        import numpy as np
+
+        shape = (VIEW_SIZE, VIEW_SIZE)
+        return (
+            np.frombuffer(self._cells, np.uint8).reshape(shape),
+            np.frombuffer(self._damage, np.uint8).reshape(shape),
+        )
+
+
+@dataclass
+class View:
+    """One tick's request, as ``Bot.on_tick`` gets it.
+
+    ``viewports[i]`` is what agent ``agents[i]`` sees. Answer with one move per entry of ``agents``,
+    in the same order (or a single move when you have one agent). ``budget_ms`` is your time to
+    answer, counted from when the server sent the tick; ``time_left_ms()`` estimates what is left.
+    """
+
+    tick: int
+    agents: list[int]
+    viewports: list[Viewport]
+    budget_ms: int = 0
+    received_at: float = field(default_factory=time.monotonic, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if len(self.agents) != len(self.viewports):
+            raise ValueError(f"{len(self.agents)} agents but {len(self.viewports)} viewports")
+
+    @property
+    def viewport(self) -> Viewport:
+        """The first (with one agent per seat, the only) agent's viewport."""
+        if not self.viewports:
+            raise IndexError("this tick has no live agents")
+        return self.viewports[0]
+
+    def __len__(self) -> int:
+        return len(self.agents)
+
+    def __iter__(self) -> Iterator[tuple[int, Viewport]]:
+        """(agent index, viewport) pairs, in answer order."""
+        return iter(zip(self.agents, self.viewports, strict=True))
+
+    def time_left_ms(self) -> float:
+        """Milliseconds of the budget left, measured from when this request was read."""
+        return self.budget_ms - (time.monotonic() - self.received_at) * 1000.0
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any]) -> View:
+        """The View of a ``tick`` message; ValueError says what is malformed."""
+        tick, agents, budget = message.get("tick"), message.get("agents"), message.get("budget_ms", 0)
+        cells, damage = message.get("cells"), message.get("damage")
+        if not isinstance(tick, int) or isinstance(tick, bool):
+            raise ValueError(f"tick: field 'tick' must be an int, got {tick!r}")
+        if not isinstance(agents, list) or not all(type(a) is int for a in agents):
+            raise ValueError(f"tick: field 'agents' must be a list of ints, got {agents!r}")
+        if not isinstance(budget, (int, float)):
+            raise ValueError(f"tick: field 'budget_ms' must be a number, got {budget!r}")
+        size = VIEW_CELLS * len(agents)
+        planes = []
+        for name, plane in (("cells", cells), ("damage", damage)):
+            if not isinstance(plane, (bytes, bytearray)):
+                raise ValueError(f"tick: field {name!r} must be bytes, got {type(plane).__name__}")
+            if len(plane) != size:
+                raise ValueError(
+                    f"tick: field {name!r} must hold {size} bytes for {len(agents)} agents, got {len(plane)}"
+                )
+            planes.append(bytes(plane))
+        spans = [slice(i * VIEW_CELLS, (i + 1) * VIEW_CELLS) for i in range(len(agents))]
+        viewports = [Viewport(planes[0][s], planes[1][s]) for s in spans]
+        return cls(tick, list(agents), viewports, int(budget))
+
+    @classmethod
+    def from_ascii(
+        cls, *pictures: str | Viewport, tick: int = 1, agents: list[int] | None = None, budget_ms: int = 66
+    ) -> View:
+        """A View for tests: one picture (see ``Viewport.from_ascii``) or Viewport per agent."""
+        viewports = [p if isinstance(p, Viewport) else Viewport.from_ascii(p) for p in pictures]
+        indices = list(range(len(viewports))) if agents is None else list(agents)
+        return cls(tick, indices, viewports, budget_ms)
+
+
+# ---------------------------------------------------------------------------------------- tracking
+def _stable(code: int) -> int | None:
+    """A cell's class that agents rarely change, for matching views; None for agents (they move)."""
+    if code == Cell.BLANK:
+        return 0
+    if code < Cell.OOB or Cell.FLAG <= code < Cell.GEYSER:
+        return 1  # wire, signals, photons and flags turn into one another on their own
+    if Cell.AGENT <= code < Cell.FLAG:
+        return None
+    return code  # OOB, geysers and bases never change
+
+
+class Tracker:
+    """Dead reckoning and a memory of the world for one agent, in a frame of its own.
+
+    Agents are never told where they are. A Tracker keeps a private position and heading: the agent
+    starts at (0, 0) with heading ``Facing.N`` in this frame (whatever its real facing), x grows to
+    the right and y downwards, as in the world. Call ``observe(viewport)`` at the start of every tick
+    and ``commit(move)`` with the move you send. An advance that did not happen (another agent took
+    the cell first) is noticed by matching the next view against memory.
+
+        tracker.observe(view.viewport)
+        move = tracker.step_to({goal}) or Move.RIGHT
+        return tracker.commit(move)
+    """
+
+    def __init__(self) -> None:
+        self.x = 0
+        self.y = 0
+        self.heading = Facing.N
+        #: (x, y) -> the code last seen there, with relative owners.
+        self.memory: dict[tuple[int, int], int] = {}
+        self._pending: int = Move.NOOP
+
+    @property
+    def pos(self) -> tuple[int, int]:
+        return self.x, self.y
+
+    def world(self, forward: int, right: int = 0) -> tuple[int, int]:
+        """The tracker-frame (x, y) of a position relative to the agent."""
+        (fx, fy), (rx, ry) = FORWARD[self.heading], RIGHTWARD[self.heading]
+        return self.x + forward * fx + right * rx, self.y + forward * fy + right * ry
+
+    def relative(self, x: int, y: int) -> tuple[int, int]:
+        """The (forward, right) of a tracker-frame cell, the inverse of ``world``."""
+        (fx, fy), (rx, ry) = FORWARD[self.heading], RIGHTWARD[self.heading]
+        dx, dy = x - self.x, y - self.y
+        return dx * fx + dy * fy, dx * rx + dy * ry
+
+    def known(self, x: int, y: int) -> int | None:
+        """The code last seen at (x, y), or None if never seen."""
+        return self.memory.get((x, y))
+
+    def _misfits(self, viewport: Viewport, x: int, y: int, heading: Facing) -> int:
+        """How many remembered cells disagree with ``viewport`` seen from this pose."""
+        (fx, fy), (rx, ry) = FORWARD[heading], RIGHTWARD[heading]
+        wrong = 0
+        for i, code in enumerate(viewport.cells):
+            now = _stable(code)
+            if now is None:
+                continue
+            f, r = VIEW_AGENT_ROW - i // VIEW_SIZE, i % VIEW_SIZE - VIEW_AGENT_COL
+            old = self.memory.get((x + f * fx + r * rx, y + f * fy + r * ry))
+            if old is not None and (then := _stable(old)) is not None and then != now:
+                wrong += 1
+        return wrong
+
+    def observe(self, viewport: Viewport) -> None:
+        """Settle last tick's move, then remember everything in ``viewport``."""
+        move, self._pending = self._pending, Move.NOOP
+        if move == Move.LEFT:
+            self.heading = Facing((self.heading + 3) % 4)
+        elif move == Move.RIGHT:
+            self.heading = Facing((self.heading + 1) % 4)
+        elif move in (Move.ADVANCE, Move.BUILD):
+            fx, fy = FORWARD[self.heading]
+            moved = (self.x + fx, self.y + fy)
+            # Keep the advance unless the view fits staying put strictly better. Overlap with memory
+            # is larger when staying put, so count disagreements only.
+            wrong_if_moved = self._misfits(viewport, *moved, self.heading)
+            if wrong_if_moved <= self._misfits(viewport, self.x, self.y, self.heading):
+                self.memory[self.pos] = Cell.CONDUCTOR if move == Move.BUILD else Cell.BLANK
+                self.x, self.y = moved
+        for i, code in enumerate(viewport.cells):
+            f, r = VIEW_AGENT_ROW - i // VIEW_SIZE, i % VIEW_SIZE - VIEW_AGENT_COL
+            self.memory[self.world(f, r)] = code
+
+    def commit(self, move: int) -> int:
+        """Record the move about to be sent (applied at the next ``observe``) and return it."""
+        self._pending = int(move)
+        return move
+
+    def turn_toward(self, x: int, y: int) -> int | None:
+        """The turn that brings the neighbouring cell (x, y) ahead, or None when it already is."""
+        f, r = self.relative(x, y)
+        if (f, r) == (1, 0):
+            return None
+        if abs(f) + abs(r) != 1:
+            raise ValueError(f"({x}, {y}) is not next to the agent at {self.pos}")
+        return Move.RIGHT if r == 1 else Move.LEFT
+
+    def path_to(
+        self, goals: Iterable[tuple[int, int]], *, unknown: bool = True, limit: int = 6000
+    ) -> list[tuple[int, int]] | None:
+        """The shortest 4-neighbour walk to any of ``goals`` over blank cells, excluding the start.
+
+        Cells never seen count as walkable when ``unknown`` is true. A goal itself need not be
+        blank. ``[]`` means the agent stands on a goal; None means no walk was found after
+        looking at ``limit`` cells (A* search, so that a bot stays within its time budget).
+        """
+        targets = set(goals)
+        start = self.pos
+        if start in targets:
+            return []
+        if not targets:
+            return None
+        # Manhattan distance to the goals' bounding box: a lower bound, so A* stays exact.
+        x0, x1 = min(x for x, _ in targets), max(x for x, _ in targets)
+        y0, y1 = min(y for _, y in targets), max(y for _, y in targets)
+
+        def bound(x: int, y: int) -> int:
+            return max(x0 - x, 0, x - x1) + max(y0 - y, 0, y - y1)
+
+        cost = {start: 0}
+        came = {start: start}
+        heap = [(bound(*start), 0, 0, start)]
+        done: set[tuple[int, int]] = set()
+        pushed = 0
+        while heap and len(done) < limit:
+            _, _, _, cell = heapq.heappop(heap)
+            if cell in done:
+                continue
+            if cell in targets:
+                path = [cell]
+                while came[path[-1]] != start:
+                    path.append(came[path[-1]])
+                return path[::-1]
+            done.add(cell)
+            cx, cy = cell
+            for dx, dy in ((0, -1), (1, 0), (0, 1), (-1, 0)):
+                nxt = (cx + dx, cy + dy)
+                if nxt in done:
+                    continue
+                code = self.memory.get(nxt)
+                if nxt not in targets and not (code == Cell.BLANK or (code is None and unknown)):
+                    continue
+                g = cost[cell] + 1
+                if g < cost.get(nxt, g + 1):
+                    cost[nxt] = g
+                    came[nxt] = cell
+                    pushed += 1
+                    # Ties go to the deeper cell, then to the order of discovery: deterministic.
+                    heapq.heappush(heap, (g + bound(*nxt), -g, pushed, nxt))
+        return None
+
+    def step_to(
+        self,
+        goals: Iterable[tuple[int, int]],
+        *,
+        build: bool = False,
+        unknown: bool = True,
+        limit: int = 6000,
+    ) -> int | None:
+        """The move that starts the shortest walk to a goal cell (see ``path_to``), turning first if
+        needed; BUILD instead of ADVANCE when ``build``. None when there is no walk or the agent is
+        already on a goal."""
+        path = self.path_to(goals, unknown=unknown, limit=limit)
+        if not path:
+            return None
+        turn = self.turn_toward(*path[0])
+        if turn is not None:
+            return turn
+        if self.memory.get(path[0], Cell.BLANK) != Cell.BLANK:
+            return None  # the goal itself cannot be entered: you are next to it, facing it
+        return Move.BUILD if build else Move.ADVANCE

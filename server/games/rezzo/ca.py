@@ -59,6 +59,8 @@ class BitWorld:
         # Scratch planes, allocated once: the step allocates nothing of the world's size.
         self._scratch = np.zeros((12, self.length), WORD)
         self._near_base = np.zeros((players, self.length), WORD)
+        #: Codes of geysers, bases and agents (0 elsewhere), kept in step with the static planes.
+        self._static_codes = np.zeros((height, width), np.uint8)
         self._dyn_codes, self._stat_codes = self._plane_codes()
         # The neighbourhood block: electron, tail, then each player's flags-or-geysers.
         self._nb = np.zeros((2 + players, self.length), WORD)
@@ -102,6 +104,7 @@ class BitWorld:
         for stack, plane_codes in ((self.dyn, dyn_codes), (self.static, stat_codes)):
             for i, code in enumerate(plane_codes):
                 stack[i] = self._pack(codes == code)
+        self._static_codes = np.where(np.isin(codes, stat_codes), codes, 0).astype(np.uint8)
         self._near_base_dirty = True
 
     def _pack(self, mask: np.ndarray) -> np.ndarray:
@@ -120,17 +123,18 @@ class BitWorld:
         return np.unpackbits(rows.view(np.uint8), axis=1, bitorder="little")[:, : self.width]
 
     def codes(self) -> np.ndarray:
-        """The world as an (H, W) uint8 array of public codes with absolute owners."""
-        h, s, nw = self.height, self.stride, self.nw
-        out = np.zeros((h, nw * 64), np.uint8)
-        for stack, plane_codes in ((self.dyn, self._dyn_codes), (self.static, self._stat_codes)):
-            rows = np.ascontiguousarray(
-                stack[:, 1 + s : 1 + (h + 1) * s].reshape(len(stack), h, s)[:, :, :nw]
-            )
-            bits = np.unpackbits(rows.view(np.uint8), axis=2, bitorder="little")
-            bits *= plane_codes[:, None, None]
-            np.maximum(out, bits.max(axis=0), out=out)  # states are exclusive: the max selects
-        return out[:, : self.width]
+        """The world as an (H, W) uint8 array of public codes with absolute owners.
+
+        Only the dynamic planes are unpacked; geysers, bases and agents come from a byte grid kept
+        up to date as they change, which is far cheaper with many players.
+        """
+        h, s, nw, n = self.height, self.stride, self.nw, len(self.dyn)
+        rows = np.ascontiguousarray(self.dyn[:, 1 + s : 1 + (h + 1) * s].reshape(n, h, s)[:, :, :nw])
+        bits = np.unpackbits(rows.view(np.uint8), axis=2, count=self.width, bitorder="little")
+        bits *= self._dyn_codes[:, None, None]
+        out = bits.max(axis=0)  # states are exclusive: the max selects
+        np.maximum(out, self._static_codes, out=out)
+        return out
 
     @property
     def dyn(self) -> np.ndarray:
@@ -160,6 +164,7 @@ class BitWorld:
             self._near_base_dirty = True
         self.dyn[:, word] &= ~bit
         self.static[:, word] &= ~bit
+        self._static_codes[y, x] = code if code >= Cell.AGENT and not Cell.FLAG <= code < Cell.GEYSER else 0
         dyn_codes, stat_codes = self._dyn_codes, self._stat_codes
         for stack, plane_codes in ((self.dyn, dyn_codes), (self.static, stat_codes)):
             idx = np.flatnonzero(plane_codes == code)
@@ -389,6 +394,8 @@ class BitWorld:
         fl[:] = 0
         for kind in (G_KIND, B_KIND, A_KIND):
             self.static[kind * p + i] = 0
+        owned = self._static_codes >= Cell.AGENT
+        self._static_codes[owned & ((self._static_codes & 7) == i)] = 0
         self._near_base_dirty = True
 
     def _update_near_base(self) -> None:

@@ -1,0 +1,383 @@
+"""The `Bot` base class and `run()`, which connects a bot to a server and plays one match.
+
+    from cellarena.sdk import Bot, Move, run
+
+    class Forward(Bot):
+        def on_tick(self, view):
+            return Move.ADVANCE if view.viewport.can_advance() else Move.RIGHT
+
+    if __name__ == "__main__":
+        raise SystemExit(run(Forward))
+
+`docs/sdk.md` is the tutorial. The loop is forgiving on purpose: an exception in ``on_tick`` or a
+malformed answer costs that tick (noops) and a message on stderr, never the connection, so one bug
+does not forfeit a whole match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import operator
+import os
+import sys
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from cellarena.sdk import protocol
+from cellarena.sdk.client import Client, ClientError, connect
+from cellarena.sdk.games.rezzo import Move, View
+from cellarena.sdk.protocol import ProtocolError
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7777
+MAX_NAME = 64
+_MOVE_CODES = frozenset(int(m) for m in Move)
+
+
+# ---------------------------------------------------------------------------------------- messages
+def _get(message: Mapping[str, Any], key: str, types: type | tuple[type, ...], default: Any = ...) -> Any:
+    """A field of a server message, checked; a missing or mistyped field is a ProtocolError."""
+    value = message.get(key, default)
+    if value is ...:
+        raise ProtocolError(protocol.BAD_MESSAGE, f"{message['type']}: the field {key!r} is missing")
+    # bool is an int in Python, but never a valid number on the wire.
+    ok = isinstance(value, types) and (types is bool or not isinstance(value, bool))
+    if value is not default and not ok:
+        raise ProtocolError(
+            protocol.BAD_MESSAGE, f"{message['type']}: the field {key!r} has the wrong type ({value!r})"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class MatchInfo:
+    """The ``welcome`` message: your seat and the match's settings.
+
+    ``config`` is the game's settings as sent. For Rezzo its entries are also fields here (``map``,
+    ``width``, ``height``, ``agents_per_player``, ``view_size``, ``max_ticks``, ``torus``,
+    ``own_base_counts``); for other games they keep their defaults.
+    """
+
+    seat: int | None
+    players: int
+    names: tuple[str, ...]
+    game: str
+    match: int = 0
+    tick_rate: float = 0.0
+    budget_ms: int = 0
+    config: dict[str, Any] = field(default_factory=dict)
+    role: str = "bot"
+    # Rezzo's settings, copied out of ``config``.
+    map: str = ""
+    width: int = 0
+    height: int = 0
+    agents_per_player: int = 1
+    view_size: int = 13
+    max_ticks: int = 0
+    torus: bool = False
+    own_base_counts: bool = True
+
+    @property
+    def name(self) -> str | None:
+        """Your bot's name as the server seated it (None for spectators)."""
+        return None if self.seat is None else self.names[self.seat]
+
+    @property
+    def fast(self) -> bool:
+        """Fast mode: the next tick comes as soon as every bot has answered."""
+        return self.tick_rate == 0
+
+    @classmethod
+    def from_welcome(cls, message: Mapping[str, Any]) -> MatchInfo:
+        role = _get(message, "role", str, "bot")
+        seat = _get(message, "seat", int, None) if role == "spectator" else _get(message, "seat", int)
+        names = _get(message, "names", list, [])
+        config = _get(message, "config", dict, {})
+        rezzo: dict[str, Any] = {}
+        if message.get("game") == "rezzo":
+            kinds = {"map": str, "width": int, "height": int, "agents_per_player": int, "view_size": int}
+            kinds |= {"max_ticks": int, "torus": bool, "own_base_counts": bool}
+            rezzo = {k: v for k, v in config.items() if k in kinds and type(v) is kinds[k]}
+        return cls(
+            seat=seat,
+            players=_get(message, "players", int),
+            names=tuple(str(n) for n in names),
+            game=_get(message, "game", str),
+            match=_get(message, "match", int, 0),
+            tick_rate=float(_get(message, "tick_rate", (int, float), 0.0)),
+            budget_ms=_get(message, "budget_ms", int, 0),
+            config=dict(config),
+            role=role,
+            **rezzo,
+        )
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """The ``end`` message: how the match ended for you."""
+
+    ticks: int
+    result: str  # "win", "loss" or "draw"
+    rank: int
+    ranks: tuple[int, ...] = ()
+    winner: int | None = None
+    reason: str = ""
+    late: int = 0
+    invalid: int = 0
+    illegal: int = 0
+
+    @property
+    def won(self) -> bool:
+        return self.result == "win"
+
+    @classmethod
+    def from_end(cls, message: Mapping[str, Any]) -> MatchResult:
+        return cls(
+            ticks=_get(message, "ticks", int),
+            result=_get(message, "result", str),
+            rank=_get(message, "rank", int),
+            ranks=tuple(_get(message, "ranks", list, [])),
+            winner=_get(message, "winner", int, None),
+            reason=_get(message, "reason", str, ""),
+            late=_get(message, "late", int, 0),
+            invalid=_get(message, "invalid", int, 0),
+            illegal=_get(message, "illegal", int, 0),
+        )
+
+    def summary(self) -> str:
+        """One line for a log."""
+        return (
+            f"{self.result} (rank {self.rank}) after {self.ticks} ticks, {self.reason}; "
+            f"late {self.late}, invalid {self.invalid}, illegal {self.illegal}"
+        )
+
+
+# ---------------------------------------------------------------------------------------- the bot
+class Bot:
+    """Subclass this and override ``on_tick`` (and, if you like, ``on_start`` and ``on_end``).
+
+    ``game`` is the game named in ``hello``. ``info`` holds the `MatchInfo` once the match starts
+    (it is None before, and in offline tests that call ``on_tick`` directly).
+    """
+
+    game: ClassVar[str] = "rezzo"
+    info: MatchInfo | None = None
+
+    def on_start(self, info: MatchInfo) -> None:
+        """The match begins: your seat, the players, the game's settings."""
+
+    def on_tick(self, view: View) -> list[int] | int | Move:
+        """Your moves for one tick: one per agent in ``view.agents`` order, or one move if you have one
+        agent. The default does nothing."""
+        return [Move.NOOP] * len(view.agents)
+
+    def on_end(self, result: MatchResult) -> None:
+        """The match is over. The connection closes after this returns."""
+
+    def make_view(self, message: dict[str, Any]) -> Any:
+        """Turn a ``tick`` message into what ``on_tick`` gets: a Rezzo `View`. Another game's bot can
+        override this; it gets the message itself by default."""
+        if self.game != "rezzo":
+            return message
+        try:
+            return View.from_message(message)
+        except ValueError as exc:
+            raise ProtocolError(protocol.BAD_MESSAGE, str(exc)) from None
+
+
+class MovesError(ValueError):
+    """What ``on_tick`` returned cannot be sent; the message says why."""
+
+
+def moves_for(answer: object, agents: int) -> list[int]:
+    """The move codes to send for ``answer`` (what ``on_tick`` returned) when the seat has ``agents``.
+
+    A single move (an int or `Move`) is accepted for one agent; otherwise a list or tuple of exactly
+    ``agents`` moves. Raises `MovesError` saying what is wrong.
+    """
+    value = answer.tolist() if hasattr(answer, "tolist") else answer  # numpy arrays and scalars
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if agents != 1:
+            raise MovesError(
+                f"on_tick returned a single move, but this seat has {agents} agents: "
+                f"return a list of {agents} moves, one per entry of view.agents"
+            )
+        items = [value]
+    else:
+        raise MovesError(
+            f"on_tick returned {type(answer).__name__} {answer!r:.60}; return a Move (or int), "
+            "or a list with one move per agent"
+        )
+    if len(items) != agents:
+        raise MovesError(
+            f"on_tick returned {len(items)} moves for {agents} agent{'s' * (agents != 1)}; "
+            "return one per entry of view.agents"
+        )
+    codes = []
+    for i, item in enumerate(items):
+        try:
+            code = operator.index(item) if not isinstance(item, bool) else None
+        except TypeError:
+            code = None
+        if code not in _MOVE_CODES:
+            raise MovesError(f"on_tick returned {item!r:.40} for agent #{i}, which is not a Move (0..5)")
+        codes.append(code)
+    return codes
+
+
+# ---------------------------------------------------------------------------------------- the loop
+class _Log:
+    """Lines on stderr, prefixed with the bot's name, so a match's merged logs stay readable."""
+
+    def __init__(self, name: str, quiet: bool) -> None:
+        self.name = name
+        self.quiet = quiet
+
+    def __call__(self, text: str, *, always: bool = True) -> None:
+        if always or not self.quiet:
+            print(f"{self.name}: {text}", file=sys.stderr, flush=True)
+
+
+def play(bot: Bot, client: Client, *, name: str = "bot", quiet: bool = False) -> MatchResult:
+    """Play one match on an open connection (``hello`` already sent) and return its result.
+
+    Raises `ServerError`, `ConnectionClosedError` or `ProtocolError` if the match cannot go on.
+    """
+    log = _Log(name, quiet)
+    info: MatchInfo | None = None
+    slow = skipped = 0
+    while True:
+        message = client.recv()
+        kind = message["type"]
+        if kind == "welcome":
+            info = MatchInfo.from_welcome(message)
+            bot.info = info
+            log(
+                f"seat {info.seat} of {info.players} in match {info.match} ({info.game}"
+                + (f", map {info.map}" if info.map else "")
+                + ")",
+                always=False,
+            )
+            _guarded(log, "on_start", bot.on_start, info)
+        elif kind == "tick":
+            if info is None:
+                raise ProtocolError(protocol.BAD_MESSAGE, "a tick arrived before the welcome")
+            # Answers to old ticks only count as late: when we have fallen behind, answer the newest.
+            while client.poll() and (newer := client.peek()) is not None and newer["type"] == "tick":
+                message = client.recv()
+                skipped += 1
+                if skipped == 1:
+                    log("fell behind the server; skipping to the newest tick (on_tick is too slow?)")
+            if client.peek() is not None:
+                continue  # the match ended (or failed) meanwhile: that message comes next
+            took_ms = _answer(bot, client, message, log)
+            budget = message.get("budget_ms")
+            if isinstance(budget, int) and took_ms > budget:
+                slow += 1
+                if slow == 1:
+                    log(
+                        f"tick {message['tick']}: on_tick took {took_ms:.0f} ms, over the {budget} ms "
+                        "budget; late answers are noops (only the first is reported)"
+                    )
+        elif kind == "end":
+            result = MatchResult.from_end(message)
+            log(result.summary() + (f"; {slow} slow ticks" if slow else ""), always=False)
+            _guarded(log, "on_end", bot.on_end, result)
+            return result
+        else:
+            raise ProtocolError(protocol.UNKNOWN_TYPE, f"the server sent a message of unknown type {kind!r}")
+
+
+def _answer(bot: Bot, client: Client, message: dict[str, Any], log: _Log) -> float:
+    """Ask the bot for one tick's moves and send them; the milliseconds on_tick took."""
+    tick = message.get("tick")
+    view = bot.make_view(message)
+    agents = len(message.get("agents") or ())
+    started = time.monotonic()
+    codes = [int(Move.NOOP)] * agents
+    try:
+        answer = bot.on_tick(view)
+    except Exception:
+        log(f"tick {tick}: on_tick raised; playing noops this tick\n{traceback.format_exc().rstrip()}")
+    else:
+        try:
+            codes = moves_for(answer, agents)
+        except MovesError as exc:
+            log(f"tick {tick}: {exc}; playing noops this tick")
+    took_ms = (time.monotonic() - started) * 1000.0
+    client.send(protocol.moves(tick, codes))  # type: ignore[arg-type]
+    return took_ms
+
+
+def _guarded(log: _Log, what: str, fn: Any, arg: Any) -> None:
+    """Call a bot hook; an exception is reported and the match goes on."""
+    try:
+        fn(arg)
+    except Exception:
+        log(f"{what} raised; carrying on\n{traceback.format_exc().rstrip()}")
+
+
+# ---------------------------------------------------------------------------------------- run()
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def parse_args(argv: Sequence[str] | None, default_name: str) -> argparse.Namespace:
+    """The command line: flags win over CELLARENA_* variables, which win over the defaults."""
+    parser = argparse.ArgumentParser(
+        description="A cellarena bot: connects to a server and plays one match.",
+        epilog="Each option defaults to its CELLARENA_* environment variable when that is set; "
+        "`cellarena match` sets them for every bot it starts.",
+    )
+    env_port = _env("CELLARENA_PORT")
+    port_default = DEFAULT_PORT
+    if env_port is not None:
+        if not env_port.isdigit() or not 0 < int(env_port) < 65536:
+            parser.error(f"CELLARENA_PORT must be a port number (1-65535), got {env_port!r}")
+        port_default = int(env_port)
+    parser.add_argument(
+        "--host", default=_env("CELLARENA_HOST") or DEFAULT_HOST, help="server address (CELLARENA_HOST)"
+    )
+    parser.add_argument("--port", type=int, default=port_default, help="server port (CELLARENA_PORT)")
+    parser.add_argument("--token", default=_env("CELLARENA_TOKEN"), help="seat token (CELLARENA_TOKEN)")
+    parser.add_argument(
+        "--name", default=_env("CELLARENA_NAME") or default_name, help="bot name (CELLARENA_NAME)"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="only report problems on stderr")
+    args = parser.parse_args(argv)
+    if not 0 < args.port < 65536:
+        parser.error(f"--port must be 1-65535, got {args.port}")
+    if not 1 <= len(args.name) <= MAX_NAME:
+        parser.error(f"--name must be 1 to {MAX_NAME} characters, got {len(args.name)}")
+    return args
+
+
+def run(bot: type[Bot] | Bot, argv: Sequence[str] | None = None) -> int:
+    """Connect, play one match, and return an exit status for ``raise SystemExit(run(MyBot))``.
+
+    0 when the match was played to its end; 1, with one line on stderr, when the bot could not
+    connect, the server sent an ``error``, or the connection broke; 130 on Ctrl-C.
+    """
+    bot_class = type(bot) if isinstance(bot, Bot) else bot
+    args = parse_args(argv, bot_class.__name__.lower()[:MAX_NAME])
+    instance = bot if isinstance(bot, Bot) else bot_class()
+    log = _Log(args.name, args.quiet)
+    try:
+        with connect(args.host, args.port, name=args.name, game=bot_class.game, token=args.token) as client:
+            play(instance, client, name=args.name, quiet=args.quiet)
+    except ClientError as exc:
+        log(f"error: {exc}")
+        return 1
+    except ProtocolError as exc:
+        log(f"error: the server sent something this SDK cannot read ({exc})")
+        return 1
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+    return 0

@@ -1,0 +1,228 @@
+"""A blocking TCP client for the cellarena protocol: connect, send ``hello``, read and send messages.
+
+Standard library sockets only (no trio, no threads): a bot is one process playing one match, and a
+blocking read is the simplest correct way to wait for the next request. The framing rules live in
+`cellarena.sdk.protocol`, shared with the server, so both sides agree byte for byte.
+
+    with connect("127.0.0.1", 7777, name="me", game="rezzo") as client:
+        for message in client.messages():
+            ...
+
+`Bot` and `run()` in `cellarena.sdk.bot` drive this loop for you; use the client directly only to
+write your own loop.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+from collections import deque
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any
+
+from cellarena.sdk import protocol
+from cellarena.sdk.protocol import MAX_CLIENT_FRAME, MAX_SERVER_FRAME, FrameReader, ProtocolError
+
+#: Seconds to wait for the TCP connection to open.
+CONNECT_TIMEOUT = 10.0
+_RECV_SIZE = 1 << 16
+
+
+class ClientError(Exception):
+    """Base of the client's errors. ``str(exc)`` is one line that says what happened."""
+
+
+class ConnectError(ClientError):
+    """The TCP connection could not be opened (refused, timed out, unknown host)."""
+
+
+class ServerError(ClientError):
+    """The server sent an ``error`` message; it closes the connection next."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"the server sent error {code!r}: {message}")
+        self.code = code
+        self.message = message
+
+
+class ConnectionClosedError(ClientError):
+    """The connection ended without an ``end`` or ``error`` message."""
+
+
+class Client:
+    """One open connection to a cellarena server. Make one with `connect()`.
+
+    ``recv()`` blocks until the next message. An ``error`` message is raised as `ServerError`, a
+    connection that ends early as `ConnectionClosedError`, and a malformed server frame as
+    `ProtocolError`. The client closes its socket on any of them.
+    """
+
+    def __init__(self, sock: socket.socket, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        self._sock = sock
+        self._reader = FrameReader(MAX_SERVER_FRAME)
+        self._inbox: deque[dict[str, Any]] = deque()
+        self._eof = False
+        self.closed = False
+        #: Set once an ``end`` message has been read: the server closes the connection after it.
+        self.ended = False
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    # ------------------------------------------------------------------ sending
+    def send(self, message: dict[str, Any]) -> None:
+        """Frame and send one message. Raises ValueError if it is over the client frame limit."""
+        frame = protocol.encode(message)
+        size = len(frame) - protocol.HEADER.size
+        if size > MAX_CLIENT_FRAME:
+            raise ValueError(f"a client frame may hold {MAX_CLIENT_FRAME} bytes at most, this one {size}")
+        try:
+            self._sock.sendall(frame)
+        except OSError as exc:
+            # The server may have explained itself just before it closed: report that, not the pipe,
+            # and let an `end` that is already here be read as usual.
+            self._read_available()
+            self._raise_if_error_buffered()
+            if self._inbox:
+                return
+            self.close()
+            raise ConnectionClosedError(f"lost {self.address} while sending ({exc})") from None
+
+    def hello(self, name: str, game: str, *, token: str | None = None, role: str = "bot") -> None:
+        """Send the ``hello`` that must open every connection."""
+        self.send(protocol.hello(name, game, token=token, role=role))
+
+    # ------------------------------------------------------------------ receiving
+    def recv(self) -> dict[str, Any]:
+        """The next message, waiting as long as it takes (a bot may wait any time for its match)."""
+        while not self._inbox:
+            if self._eof:
+                self.close()
+                when = "after the match ended" if self.ended else "before the match ended"
+                raise ConnectionClosedError(f"the server at {self.address} closed the connection {when}")
+            self._receive(block=True)
+        return self._take()
+
+    def poll(self) -> int:
+        """Read whatever has already arrived, without waiting; the number of messages now buffered."""
+        self._read_available()
+        return len(self._inbox)
+
+    def peek(self) -> dict[str, Any] | None:
+        """The next buffered message without taking it, or None (call ``poll()`` first)."""
+        return self._inbox[0] if self._inbox else None
+
+    def messages(self) -> Iterator[dict[str, Any]]:
+        """Every message up to and including ``end``; then the iteration stops."""
+        while not self.ended:
+            yield self.recv()
+
+    def _take(self) -> dict[str, Any]:
+        message = self._inbox.popleft()
+        kind = message["type"]
+        if kind == "error":
+            self.close()
+            raise ServerError(str(message.get("code", "?")), str(message.get("message", "")))
+        if kind == "end":
+            self.ended = True
+        return message
+
+    def _raise_if_error_buffered(self) -> None:
+        for message in self._inbox:
+            if message["type"] == "error":
+                self.close()
+                raise ServerError(str(message.get("code", "?")), str(message.get("message", "")))
+
+    def _receive(self, *, block: bool) -> bool:
+        """One read from the socket into the inbox; False if nothing was there (non-blocking)."""
+        try:
+            if not block and not select.select([self._sock], [], [], 0)[0]:
+                return False
+            data = self._sock.recv(_RECV_SIZE)
+        except OSError as exc:
+            # A reset after the server's last frame still leaves that frame (often an error) to read.
+            self._eof = True
+            if self._inbox:
+                return True
+            self.close()
+            raise ConnectionClosedError(f"the connection to {self.address} was lost ({exc})") from None
+        if not data:
+            self._eof = True
+            return True
+        try:
+            self._inbox.extend(self._reader.feed(data))
+        except ProtocolError:
+            self.close()
+            raise
+        return True
+
+    def _read_available(self) -> None:
+        if self.closed:
+            return
+        try:
+            while not self._eof and self._receive(block=False):
+                pass
+        except ConnectionClosedError:
+            pass
+
+    # ------------------------------------------------------------------ closing
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._sock.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, _type: type[BaseException] | None, _exc: BaseException | None, _tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def open_connection(host: str, port: int, *, timeout: float = CONNECT_TIMEOUT, game: str = "") -> Client:
+    """Open a TCP connection; `ConnectError` explains a failure in one line, with what to try."""
+    address = f"{host}:{port}"
+    serve = f"cellarena serve {game}" if game else "cellarena serve GAME"
+    hint = (
+        f"is a cellarena server listening there? Start one with `{serve}`, or point the bot elsewhere "
+        "with --host/--port (or CELLARENA_HOST/CELLARENA_PORT)"
+    )
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except ConnectionRefusedError:
+        raise ConnectError(f"could not connect to {address}: connection refused; {hint}") from None
+    except TimeoutError:
+        raise ConnectError(f"could not connect to {address}: no answer in {timeout:g} s; {hint}") from None
+    except socket.gaierror as exc:
+        raise ConnectError(f"could not connect to {address}: unknown host ({exc.strerror})") from None
+    except OSError as exc:
+        raise ConnectError(f"could not connect to {address}: {exc.strerror or exc}; {hint}") from None
+    # Reads wait for as long as the match takes; small moves frames must not sit in Nagle's buffer.
+    sock.settimeout(None)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return Client(sock, host, port)
+
+
+def connect(
+    host: str,
+    port: int,
+    *,
+    name: str,
+    game: str,
+    token: str | None = None,
+    role: str = "bot",
+    timeout: float = CONNECT_TIMEOUT,
+) -> Client:
+    """Open a connection and send ``hello`` at once (the server wants it within 10 s)."""
+    client = open_connection(host, port, timeout=timeout, game=game)
+    try:
+        client.hello(name, game, token=token, role=role)
+    except BaseException:
+        client.close()
+        raise
+    return client
