@@ -231,6 +231,25 @@ def maps_show(name: str) -> None:
 
 
 # ---------------------------------------------------------------------------- serve and match
+def _run_trio(fn: Any) -> Any:
+    """trio.run, re-raising the one exception inside nested exception groups.
+
+    Nurseries wrap everything in groups, so without this a Ctrl-C or a bad port would never reach
+    the commands' `except KeyboardInterrupt` / `except OSError`, and users would see a traceback.
+    """
+    import trio
+
+    try:
+        return trio.run(fn)
+    except BaseExceptionGroup as group:
+        leaf: BaseException = group
+        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+            leaf = leaf.exceptions[0]
+        if leaf is group or isinstance(leaf, BaseExceptionGroup):
+            raise
+        raise leaf from None
+
+
 def _tick_settings(tick_rate: float, budget_ms: float | None, fast: bool) -> Any:
     from cellarena.server.match import TickSettings
 
@@ -340,7 +359,7 @@ def serve_rezzo(
         matches=matches,
         seed=seed,
         on_result=report,
-        recorder=_replay_recorder(replay_dir),
+        recorder=_replay_recorder(replay_dir, seed),
     )
     try:
         lobby = Lobby(config)
@@ -357,7 +376,7 @@ def serve_rezzo(
             )
 
     try:
-        trio.run(main)
+        _run_trio(main)
     except OSError as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:
@@ -449,8 +468,6 @@ def match_rezzo(
     import tempfile
     from pathlib import Path
 
-    import trio
-
     from cellarena.server.launcher import BotSpec, play_match
 
     _configure_logging(verbose)
@@ -467,7 +484,7 @@ def match_rezzo(
     recorder = _single_replay(replay_file, seed)
     config = _rezzo_config(map_, max_ticks)
     try:
-        launched = trio.run(
+        launched = _run_trio(
             lambda: play_match(
                 "rezzo",
                 config,

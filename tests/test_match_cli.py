@@ -268,3 +268,67 @@ def test_javascript_bot_plays_through_cellarena_match(tmp_path: Path) -> None:
     result = json.loads(proc.stdout)
     assert result["ticks"] == 60 and result["forfeits"] == []
     assert result["late"]["js"] == 0 and result["invalid"]["js"] == 0
+
+
+def test_serve_plays_matches_for_bots_that_connect_and_writes_replays(tmp_path: Path) -> None:
+    server = subprocess.Popen(
+        [
+            *CLI,
+            "serve",
+            "rezzo",
+            "--port",
+            "0",
+            "--matches",
+            "1",
+            "--fast",
+            "--max-ticks",
+            "30",
+            "--replay-dir",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        banner = server.stderr.readline()
+        assert banner.startswith("serving rezzo on 127.0.0.1:"), banner
+        port = banner.split(":")[1].split()[0]
+        env = {**os.environ, "CELLARENA_HOST": "127.0.0.1", "CELLARENA_PORT": port}
+        bots = [
+            subprocess.Popen(
+                shlex_split(RAW), env={**env, "CELLARENA_NAME": name}, cwd=ROOT, stdout=subprocess.DEVNULL
+            )
+            for name in ("one", "two")
+        ]
+        out, err = server.communicate(timeout=60)
+        for bot in bots:
+            assert bot.wait(timeout=30) == 0
+    finally:
+        server.kill()
+    assert server.returncode == 0, err
+    result = json.loads(out.splitlines()[0])
+    assert result["match"] == 1 and result["ticks"] == 30 and set(result["ranks"]) == {"one", "two"}
+    (replay,) = tmp_path.glob("*.replay")
+    assert cellarena("replay", "verify", str(replay)).returncode == 0
+
+
+def test_serve_on_a_busy_port_says_so(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = cellarena("serve", "rezzo", "--port", str(port), timeout=30)
+    assert proc.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def shlex_split(command: str) -> list[str]:
+    import shlex
+
+    argv = shlex.split(command)
+    return [sys.executable, *argv[1:]] if argv[0] == "python" else argv
