@@ -1,4 +1,4 @@
-"""The server side's commands: `sim`, `bench` and `maps`. `cellarena.arena.cli` gathers them."""
+"""The server side's commands: sim, bench, maps, serve and match. `cellarena.arena.cli` gathers them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,11 @@ import click
 
 from cellarena.server.games.base import ConfigError
 
+#: Every command that plays Rezzo takes its map the same way.
+_map_option = click.option(
+    "--map", "map_", default="duel", show_default=True, help="Built-in map name or path to a map file."
+)
+
 
 @click.group()
 def sim() -> None:
@@ -17,9 +22,7 @@ def sim() -> None:
 
 
 @sim.command("rezzo")
-@click.option(
-    "--map", "map_", default="duel", show_default=True, help="Built-in map name or path to a map file."
-)
+@_map_option
 @click.option(
     "--ticks",
     default=300,
@@ -300,9 +303,7 @@ def serve() -> None:
 
 
 @serve.command("rezzo")
-@click.option(
-    "--map", "map_", default="duel", show_default=True, help="Built-in map name or path to a map file."
-)
+@_map_option
 @click.option(
     "--players",
     type=click.IntRange(2, 8),
@@ -420,9 +421,7 @@ def match() -> None:
     metavar="NAME=COMMAND",
     help="A bot: its name and the command that starts it. Repeat once per seat.",
 )
-@click.option(
-    "--map", "map_", default="duel", show_default=True, help="Built-in map name or path to a map file."
-)
+@_map_option
 @click.option("--seed", default=0, show_default=True, type=int, help="The match's seed.")
 @_with_tick_options
 @click.option("--max-ticks", default=3000, show_default=True, type=click.IntRange(1), help="The tick cap.")
