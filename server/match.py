@@ -258,7 +258,7 @@ class Match:
             if self.on_tick is not None:
                 self.on_tick(self.engine)
             n += 1
-            if not self.settings.fast:
+            if fixed_rate:
                 await trio.sleep_until(start + n * self.settings.period)
             else:
                 await trio.lowlevel.checkpoint()  # let readers and other matches run
