@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from rezzo_boards import engine_from, parse_board, render
+from rezzo_reference import reference_viewport
 
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell, Facing, Move
 
@@ -286,3 +287,33 @@ def test_pending_follows_the_world_after_a_move() -> None:
     assert before[11 * 13 + 6] == Cell.BLANK and before[10 * 13 + 6] == Cell.CONDUCTOR
     assert after[11 * 13 + 6] == Cell.CONDUCTOR
     assert engine.pending()[0]["tick"] == 1
+
+
+@pytest.mark.parametrize("torus", [False, True])
+def test_large_worlds_gather_viewports_cell_by_cell_and_agree_with_the_reference(torus: bool) -> None:
+    # Past CELLS_PER_AGENT_TO_DECODE cells per agent the engine reads the planes at each viewport
+    # cell instead of decoding the world; both ways must agree with the reference.
+    from cellarena.server.games.rezzo.bench import random_rezzo_codes
+    from cellarena.server.games.rezzo.engine import CELLS_PER_AGENT_TO_DECODE, RezzoEngine
+
+    rng = np.random.default_rng(7)
+    cells = random_rezzo_codes(130, 3, rng)
+    cells[(cells >= 8) & (cells < 16)] = 0  # agents come from the list below
+    damage = np.where(
+        (cells >= 1) & (cells <= 4) | ((cells >= 16) & (cells < 24)), rng.integers(0, 4, cells.shape), 0
+    )
+    spots = [(0, 0, 0), (129, 64, 1), (5, 129, 2), (70, 3, 3)]
+    for player, (x, y, _) in enumerate(spots[:3]):
+        cells[y, x] = 8 + player
+    agents = [(p, x, y, f) for p, (x, y, f) in enumerate(spots[:3])]
+    engine = RezzoEngine.from_board(
+        cells, players=3, agents=agents, damage=damage.astype(np.uint8), torus=torus
+    )
+    assert cells.size > len(agents) * CELLS_PER_AGENT_TO_DECODE
+    for player, x, y, facing in agents:
+        got_cells, got_damage = engine.viewport(player, 0)
+        want_cells, want_damage = reference_viewport(
+            engine.cells(), engine.damage(), x, y, facing, player, 3, torus=torus
+        )
+        assert np.array_equal(got_cells, want_cells)
+        assert np.array_equal(got_damage, want_damage)

@@ -25,6 +25,7 @@ buffered and ping-ponged; geysers, bases and agents never change in a transition
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
@@ -117,11 +118,6 @@ class BitWorld:
         plane[1 + s : 1 + (h + 1) * s].reshape(h, s)[:, : self.nw] = words
         return plane
 
-    def _unpack(self, plane: np.ndarray) -> np.ndarray:
-        h, s = self.height, self.stride
-        rows = np.ascontiguousarray(plane[1 + s : 1 + (h + 1) * s].reshape(h, s)[:, : self.nw])
-        return np.unpackbits(rows.view(np.uint8), axis=1, bitorder="little")[:, : self.width]
-
     def codes(self) -> np.ndarray:
         """The world as an (H, W) uint8 array of public codes with absolute owners.
 
@@ -143,7 +139,11 @@ class BitWorld:
 
     def locate(self, x: int, y: int) -> tuple[int, np.uint64]:
         """Word index and bit mask of cell (x, y)."""
-        return 1 + (y + 1) * self.stride + (x >> 6), np.uint64(1 << (x & 63))
+        return self._word(x, y), np.uint64(1 << (x & 63))
+
+    def _word(self, x: Any, y: Any) -> Any:
+        """Word index of cell (x, y); works on scalars and on integer arrays alike."""
+        return 1 + (y + 1) * self.stride + (x >> 6)
 
     def code_at(self, x: int, y: int) -> int:
         """The public code of one cell (absolute owner)."""
@@ -174,10 +174,11 @@ class BitWorld:
         if code != Cell.BLANK:
             raise ValueError(f"code {code} is not a state of a {self.players}-player world")
 
-    def gather(self, words: np.ndarray, bits: np.ndarray) -> np.ndarray:
-        """Public codes (absolute owners) at many cells at once, given their words and bit numbers."""
+    def gather(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        """Public codes (absolute owners) at many cells (xs, ys) at once, without decoding the world."""
+        words = self._word(xs, ys)
         out = np.zeros(words.shape, np.uint8)
-        shifts = bits.astype(WORD)
+        shifts = (xs & 63).astype(WORD)
         for stack, plane_codes in ((self.dyn, self._dyn_codes), (self.static, self._stat_codes)):
             got = ((stack[:, words] >> shifts) & np.uint64(1)).astype(np.uint8)
             got *= plane_codes.reshape((-1,) + (1,) * words.ndim)

@@ -233,8 +233,7 @@ class RezzoEngine:
         if self.width * self.height <= n * CELLS_PER_AGENT_TO_DECODE:
             codes = self.world.codes()[ys, xs]  # small world, many agents: decode it all at once
         else:
-            words = 1 + (ys + 1) * self.world.stride + (xs >> 6)
-            codes = self.world.gather(words, xs & 63)
+            codes = self.world.gather(xs, ys)
         codes[~inside] = Cell.OOB
         dmg = np.where(inside, self._damage[ys, xs], 0).astype(np.uint8)
         return codes, dmg
