@@ -5,7 +5,7 @@
 `docs/sdk.md` is the five-minute tutorial; `docs/protocol.md` the wire protocol underneath.
 """
 
-from cellarena.sdk.bot import Bot, MatchInfo, MatchResult, MovesError, moves_for, play, run
+from cellarena.sdk.bot import Bot, MatchInfo, MatchResult, play, run
 from cellarena.sdk.client import (
     Client,
     ClientError,
@@ -14,7 +14,8 @@ from cellarena.sdk.client import (
     ServerError,
     connect,
 )
-from cellarena.sdk.games.rezzo import HITTABLE, WIRE, Cell, Facing, Move, Tracker, View, Viewport
+from cellarena.sdk.games import MovesError
+from cellarena.sdk.games.rezzo import HITTABLE, WIRE, Cell, Facing, Move, Tracker, View, Viewport, moves_for
 from cellarena.sdk.protocol import ProtocolError
 
 __all__ = [

@@ -17,7 +17,6 @@ does not forfeit a whole match.
 from __future__ import annotations
 
 import argparse
-import operator
 import os
 import sys
 import time
@@ -28,13 +27,13 @@ from typing import Any, ClassVar
 
 from cellarena.sdk import protocol
 from cellarena.sdk.client import Client, ClientError, connect
+from cellarena.sdk.games import MovesError, adapter
 from cellarena.sdk.games.rezzo import Move, View
 from cellarena.sdk.protocol import ProtocolError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7777
 MAX_NAME = 64
-_MOVE_CODES = frozenset(int(m) for m in Move)
 
 
 # ---------------------------------------------------------------------------------------- messages
@@ -178,56 +177,16 @@ class Bot:
         """The match is over. The connection closes after this returns."""
 
     def make_view(self, message: dict[str, Any]) -> Any:
-        """Turn a ``tick`` message into what ``on_tick`` gets: a Rezzo `View`. Another game's bot can
-        override this; it gets the message itself by default."""
-        if self.game != "rezzo":
-            return message
+        """Turn a ``tick`` message into what ``on_tick`` gets (for Rezzo, a `View`), with the game's
+        SDK module. Override it to get something else."""
         try:
-            return View.from_message(message)
+            return adapter(self.game).make_view(message)
         except ValueError as exc:
             raise ProtocolError(protocol.BAD_MESSAGE, str(exc)) from None
 
-
-class MovesError(ValueError):
-    """What ``on_tick`` returned cannot be sent; the message says why."""
-
-
-def moves_for(answer: object, agents: int) -> list[int]:
-    """The move codes to send for ``answer`` (what ``on_tick`` returned) when the seat has ``agents``.
-
-    A single move (an int or `Move`) is accepted for one agent; otherwise a list or tuple of exactly
-    ``agents`` moves. Raises `MovesError` saying what is wrong.
-    """
-    value = answer.tolist() if hasattr(answer, "tolist") else answer  # numpy arrays and scalars
-    if isinstance(value, (list, tuple)):
-        items = list(value)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        if agents != 1:
-            raise MovesError(
-                f"on_tick returned a single move, but this seat has {agents} agents: "
-                f"return a list of {agents} moves, one per entry of view.agents"
-            )
-        items = [value]
-    else:
-        raise MovesError(
-            f"on_tick returned {type(answer).__name__} {answer!r:.60}; return a Move (or int), "
-            "or a list with one move per agent"
-        )
-    if len(items) != agents:
-        raise MovesError(
-            f"on_tick returned {len(items)} moves for {agents} agent{'s' * (agents != 1)}; "
-            "return one per entry of view.agents"
-        )
-    codes = []
-    for i, item in enumerate(items):
-        try:
-            code = operator.index(item) if not isinstance(item, bool) else None
-        except TypeError:
-            code = None
-        if code not in _MOVE_CODES:
-            raise MovesError(f"on_tick returned {item!r:.40} for agent #{i}, which is not a Move (0..5)")
-        codes.append(code)
-    return codes
+    def encode_answer(self, answer: Any, message: dict[str, Any]) -> Any:
+        """The ``moves`` field for what ``on_tick`` returned; raises `MovesError` saying what is wrong."""
+        return adapter(self.game).encode_answer(answer, message)
 
 
 # ---------------------------------------------------------------------------------------- the loop
@@ -297,20 +256,19 @@ def _answer(bot: Bot, client: Client, message: dict[str, Any], log: _Log) -> flo
     """Ask the bot for one tick's moves and send them; the milliseconds on_tick took."""
     tick = message.get("tick")
     view = bot.make_view(message)
-    agents = len(message.get("agents") or ())
     started = time.monotonic()
-    codes = [int(Move.NOOP)] * agents
+    payload = adapter(bot.game).noop_answer(message)
     try:
         answer = bot.on_tick(view)
     except Exception:
         log(f"tick {tick}: on_tick raised; playing noops this tick\n{traceback.format_exc().rstrip()}")
     else:
         try:
-            codes = moves_for(answer, agents)
+            payload = bot.encode_answer(answer, message)
         except MovesError as exc:
             log(f"tick {tick}: {exc}; playing noops this tick")
     took_ms = (time.monotonic() - started) * 1000.0
-    client.send(protocol.moves(tick, codes))  # type: ignore[arg-type]
+    client.send({"type": "moves", "tick": tick, "moves": payload})
     return took_ms
 
 

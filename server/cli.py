@@ -8,12 +8,9 @@ from typing import Any
 
 import click
 
+from cellarena.server.game_cli import GameGroup
 from cellarena.server.games.base import ConfigError
-
-#: Every command that plays Rezzo takes its map the same way.
-_map_option = click.option(
-    "--map", "map_", default="duel", show_default=True, help="Built-in map name or path to a map file."
-)
+from cellarena.server.games.rezzo.options import map_option as _map_option
 
 
 @click.group()
@@ -101,81 +98,25 @@ def sim_rezzo(
         console.print(render(eng.cells(), [(a.x, a.y, a.facing) for a in eng.agents() if a.alive]))
 
 
-@click.group()
-def bench() -> None:
-    """Benchmarks: speed and memory goals, as ratios measured side by side in one run."""
+def _bench_command(game: str) -> click.Command:
+    from cellarena.server.game_cli import game_cli, load_command
+
+    target = game_cli(game).bench
+    if target is None:
+
+        @click.command(game)
+        def no_bench() -> None:
+            raise click.UsageError(f"{game} has no benchmark yet")
+
+        return no_bench
+    return load_command(target)
 
 
-def _sizes(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
-    try:
-        sizes = [int(s) for s in value.split(",") if s.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a comma-separated list of sizes, e.g. 64,256") from None
-    if not sizes or any(not 3 <= s <= 8192 for s in sizes):
-        raise click.BadParameter(f"sizes must be 3..8192, got {value!r}")
-    return sizes
-
-
-#: The Rezzo step's goals (issue "Foundation"), checked against the 256x256 figures.
-GOAL_CELLS_PER_S = 0.5e9
-GOAL_RATIO = 8.0
-
-
-@bench.command("rezzo")
-@click.option(
-    "--sizes",
-    default="64,256,1024",
-    show_default=True,
-    callback=_sizes,
-    help="Comma-separated world sizes (square).",
+bench = GameGroup(
+    "bench",
+    factory=_bench_command,
+    help="Benchmarks: speed and memory goals, as ratios measured side by side in one run.",
 )
-@click.option(
-    "--seconds",
-    default=1.0,
-    show_default=True,
-    type=click.FloatRange(0.05, 60),
-    help="Timing budget per size and contender.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def bench_rezzo(sizes: list[int], seconds: float, as_json: bool) -> None:
-    """The Rezzo CA step against the plain numpy Wireworld step, in cell-updates per second."""
-    from cellarena.server.games.rezzo.bench import run
-
-    result = run(sizes, budget_s=seconds)
-    if as_json:
-        click.echo(json.dumps(result))
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="Rezzo step vs pad-and-slice Wireworld (dense random worlds, 2 players)")
-    for col in ("size", "rezzo /s", "baseline /s", "ratio", "B/cell", "peak/step", "kept/step"):
-        table.add_column(col, justify="right")
-    for size, r in result["sizes"].items():
-        table.add_row(
-            f"{size}x{size}",
-            f"{r['cells_per_s'] / 1e6:,.0f} M",
-            f"{r['baseline_cells_per_s'] / 1e6:,.0f} M",
-            f"{r['ratio']:.1f}x",
-            f"{r['bytes_per_cell']:.1f}",
-            f"{r['step_peak_alloc_bytes']} B",
-            f"{r['retained_bytes_per_step']} B",
-        )
-    console = Console()
-    console.print(table)
-    if "256" in result["sizes"]:
-        r = result["sizes"]["256"]
-        for text, ok in (
-            (
-                f"256x256 at least {GOAL_CELLS_PER_S / 1e9:.1f} G cell-updates/s",
-                r["cells_per_s"] >= GOAL_CELLS_PER_S,
-            ),
-            (f"256x256 at least {GOAL_RATIO:.0f}x the baseline", r["ratio"] >= GOAL_RATIO),
-        ):
-            console.print(f"goal: {text}: {'[green]met[/]' if ok else '[red]missed[/]'}")
-    console.print(
-        "Figures are the best of repeated batches; on a shared machine the ratio is the steady one."
-    )
 
 
 @click.group()
@@ -269,122 +210,163 @@ def _configure_logging(verbose: bool) -> None:
     )
 
 
-def _rezzo_config(map_: str, max_ticks: int) -> dict[str, Any]:
-    return {"map": map_, "max_ticks": max_ticks}
+def _tick_options(engine_class: Any) -> list[Any]:
+    """--tick-rate, --budget-ms and --fast, defaulting to the game's own pacing."""
+    rate = engine_class.default_tick_rate
+    budget = engine_class.default_budget_ms
+    return [
+        click.option(
+            "--tick-rate",
+            default=rate,
+            show_default=True,
+            type=click.FloatRange(0.1, 1000),
+            help="Ticks per second in fixed-rate mode.",
+        ),
+        click.option(
+            "--budget-ms",
+            default=budget,
+            show_default=budget is not None,
+            type=click.FloatRange(1, 60_000),
+            help="Time per move in milliseconds, counted from when the frame was sent."
+            + (" [default: one tick]" if budget is None else ""),
+        ),
+        click.option("--fast", is_flag=True, help="Start the next tick as soon as every seat answered."),
+    ]
 
 
-_tick_options = [
-    click.option(
-        "--tick-rate",
-        default=15.0,
-        show_default=True,
-        type=click.FloatRange(0.1, 1000),
-        help="Ticks per second in fixed-rate mode.",
-    ),
-    click.option(
-        "--budget-ms",
-        default=None,
-        type=click.FloatRange(1, 60_000),
-        help="Time per move in milliseconds, counted from when the frame was sent. [default: one tick]",
-    ),
-    click.option("--fast", is_flag=True, help="Start the next tick as soon as every seat answered."),
-]
+def _decorate(command: Any, options: list[Any]) -> Any:
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
-def _with_tick_options(f: Any) -> Any:
-    for option in reversed(_tick_options):
-        f = option(f)
-    return f
+def engine_config(game: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The engine config from the game's option values (the rest of ``values`` is ignored)."""
+    from cellarena.server.game_cli import game_cli
+
+    cli = game_cli(game)
+    mine, _ = cli.split(values)
+    return cli.config(**mine)
 
 
-@click.group()
-def serve() -> None:
-    """Host matches that bots connect to over TCP."""
+def config_error(game: str, exc: Exception) -> click.BadParameter:
+    """A ConfigError as a usage error, pointed at ``--map`` when the game has maps."""
+    from cellarena.server.game_cli import game_cli
+
+    hint = "--map" if game_cli(game).map_key else None
+    return click.BadParameter(str(exc), param_hint=hint)
 
 
-@serve.command("rezzo")
-@_map_option
-@click.option(
-    "--players",
-    type=click.IntRange(2, 8),
-    default=None,
-    help="Seats per match; must match the map. [default: the map's]",
-)
-@_with_tick_options
-@click.option("--max-ticks", default=3000, show_default=True, type=click.IntRange(1), help="The tick cap.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port", default=7777, show_default=True, type=click.IntRange(0, 65535), help="TCP port (0: any)."
-)
-@click.option(
-    "--matches", type=click.IntRange(1), default=None, help="Stop after this many matches. [default: never]"
-)
-@click.option(
-    "--replay-dir", type=click.Path(file_okay=False), default=None, help="Write a replay of every match here."
-)
-@click.option(
-    "--seed", default=0, show_default=True, type=int, help="Seed of the first match; then +1 per match."
-)
-@click.option("-v", "--verbose", is_flag=True, help="Log connections and matches.")
-def serve_rezzo(
-    map_: str,
-    players: int | None,
-    tick_rate: float,
-    budget_ms: float | None,
-    fast: bool,
-    max_ticks: int,
-    host: str,
-    port: int,
-    matches: int | None,
-    replay_dir: str | None,
-    seed: int,
-    verbose: bool,
-) -> None:
-    """Wait for bots, seat them in arrival order, run matches and print each result."""
-    import trio
+def _serve_command(game: str) -> click.Command:
+    from cellarena.server.game_cli import game_cli
+    from cellarena.server.games import get_engine
 
-    from cellarena.server.lobby import Lobby, LobbyConfig
-    from cellarena.server.match import MatchOutcome
+    cli = game_cli(game)
 
-    _configure_logging(verbose)
+    def serve_game(
+        players: int | None,
+        tick_rate: float,
+        budget_ms: float | None,
+        fast: bool,
+        host: str,
+        port: int,
+        matches: int | None,
+        replay_dir: str | None,
+        seed: int,
+        verbose: bool,
+        **game_values: Any,
+    ) -> None:
+        import trio
 
-    def report(outcome: MatchOutcome) -> None:
-        click.echo(json.dumps({"match": outcome.number, **outcome.to_json()}))
+        from cellarena.server.lobby import Lobby, LobbyConfig
+        from cellarena.server.match import MatchOutcome
 
-    config = LobbyConfig(
-        "rezzo",
-        _rezzo_config(map_, max_ticks),
-        _tick_settings(tick_rate, budget_ms, fast),
-        host=host,
-        port=port,
-        matches=matches,
-        seed=seed,
-        on_result=report,
-        recorder=_replay_recorder(replay_dir, seed),
-    )
-    try:
-        lobby = Lobby(config)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint="--map") from None
-    if players is not None and players != lobby.players:
-        raise click.BadParameter(f"the map has {lobby.players} seats, not {players}", param_hint="--players")
+        _configure_logging(verbose)
 
-    async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            bound = await nursery.start(lobby.serve)
-            click.echo(
-                f"serving rezzo on {host}:{bound} ({lobby.players} seats per match); Ctrl-C stops", err=True
+        def report(outcome: MatchOutcome) -> None:
+            click.echo(json.dumps({"match": outcome.number, **outcome.to_json()}))
+
+        config = LobbyConfig(
+            game,
+            engine_config(game, game_values),
+            _tick_settings(tick_rate, budget_ms, fast),
+            host=host,
+            port=port,
+            matches=matches,
+            seed=seed,
+            on_result=report,
+            recorder=_replay_recorder(replay_dir),
+        )
+        try:
+            lobby = Lobby(config)
+        except ConfigError as exc:
+            raise config_error(game, exc) from None
+        if players is not None and players != lobby.players:
+            raise click.BadParameter(
+                f"this {game} config has {lobby.players} seats, not {players}", param_hint="--players"
             )
 
-    try:
-        _run_trio(main)
-    except OSError as exc:
-        raise click.ClickException(str(exc)) from None
-    except KeyboardInterrupt:
-        click.echo("stopped", err=True)
+        async def main() -> None:
+            async with trio.open_nursery() as nursery:
+                bound = await nursery.start(lobby.serve)
+                click.echo(
+                    f"serving {game} on {host}:{bound} ({lobby.players} seats per match); Ctrl-C stops",
+                    err=True,
+                )
+
+        try:
+            _run_trio(main)
+        except OSError as exc:
+            raise click.ClickException(str(exc)) from None
+        except KeyboardInterrupt:
+            click.echo("stopped", err=True)
+
+    options = [
+        *cli.options,
+        click.option(
+            "--players",
+            type=click.IntRange(1, 64),
+            default=None,
+            help="Seats per match; must agree with the config. [default: the config's]",
+        ),
+        *_tick_options(get_engine(game)),
+        click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
+        click.option(
+            "--port",
+            default=7777,
+            show_default=True,
+            type=click.IntRange(0, 65535),
+            help="TCP port (0: any).",
+        ),
+        click.option(
+            "--matches",
+            type=click.IntRange(1),
+            default=None,
+            help="Stop after this many matches. [default: never]",
+        ),
+        click.option(
+            "--replay-dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Write a replay of every match here.",
+        ),
+        click.option(
+            "--seed",
+            default=0,
+            show_default=True,
+            type=int,
+            help="Seed of the first match; then +1 per match.",
+        ),
+        click.option("-v", "--verbose", is_flag=True, help="Log connections and matches."),
+    ]
+    doc = f"Serve {game} ({cli.summary}): wait for bots, seat them in arrival order, run matches."
+    return click.command(game, help=doc)(_decorate(serve_game, options))
 
 
-def _replay_recorder(replay_dir: str | None, first_seed: int) -> Any:
+serve = GameGroup("serve", factory=_serve_command, help="Host matches that bots connect to over TCP.")
+
+
+def _replay_recorder(replay_dir: str | None) -> Any:
     """A factory of replay writers for the lobby, or None."""
     if replay_dir is None:
         return None
@@ -395,127 +377,134 @@ def _replay_recorder(replay_dir: str | None, first_seed: int) -> Any:
     folder = Path(replay_dir)
     folder.mkdir(parents=True, exist_ok=True)
 
-    def make(number: int, engine: Any, names: list[str]) -> Any:
-        return ReplayWriter(
-            folder / f"match-{number:05d}.replay", engine, seed=engine_seed(engine), names=names
-        )
+    def make(number: int, engine: Any, names: list[str], seed: int) -> Any:
+        return ReplayWriter(folder / f"match-{number:05d}.replay", engine, seed=seed, names=names)
 
     return make
 
 
-def engine_seed(_engine: Any) -> int:
-    return 0
+def _match_command(game: str) -> click.Command:
+    from cellarena.server.game_cli import game_cli
+    from cellarena.server.games import get_engine
 
+    cli = game_cli(game)
 
-@click.group()
-def match() -> None:
-    """Play one match between bot programs on this machine."""
+    def match_game(
+        bots: tuple[str, ...],
+        seed: int,
+        tick_rate: float,
+        budget_ms: float | None,
+        fast: bool,
+        replay_path: str | None,
+        log_dir: str | None,
+        connect_timeout: float,
+        as_json: bool,
+        watch: bool,
+        verbose: bool,
+        **game_values: Any,
+    ) -> None:
+        import tempfile
+        from pathlib import Path
 
+        from cellarena.server.launcher import BotSpec, play_match
 
-@match.command("rezzo")
-@click.option(
-    "--bot",
-    "bots",
-    multiple=True,
-    required=True,
-    metavar="NAME=COMMAND",
-    help="A bot: its name and the command that starts it. Repeat once per seat.",
-)
-@_map_option
-@click.option("--seed", default=0, show_default=True, type=int, help="The match's seed.")
-@_with_tick_options
-@click.option("--max-ticks", default=3000, show_default=True, type=click.IntRange(1), help="The tick cap.")
-@click.option(
-    "--replay",
-    "replay_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Where to write the replay. [default: in the log folder]",
-)
-@click.option(
-    "--log-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Where each bot's output goes. [default: a new temporary folder]",
-)
-@click.option(
-    "--connect-timeout",
-    default=15.0,
-    show_default=True,
-    type=click.FloatRange(0.5, 600),
-    help="Seconds a bot has to connect before it forfeits.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--watch", is_flag=True, help="Draw the world live in the terminal.")
-@click.option("-v", "--verbose", is_flag=True, help="Log connections.")
-def match_rezzo(
-    bots: tuple[str, ...],
-    map_: str,
-    seed: int,
-    tick_rate: float,
-    budget_ms: float | None,
-    fast: bool,
-    max_ticks: int,
-    replay_path: str | None,
-    log_dir: str | None,
-    connect_timeout: float,
-    as_json: bool,
-    watch: bool,
-    verbose: bool,
-) -> None:
-    """Start a server on a free loopback port, launch each bot, play, and print the result."""
-    import tempfile
-    from pathlib import Path
-
-    from cellarena.server.launcher import BotSpec, play_match
-
-    _configure_logging(verbose)
-    try:
-        specs = [BotSpec.parse(b) for b in bots]
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--bot") from None
-    dupes = sorted({s.name for s in specs if [t.name for t in specs].count(s.name) > 1})
-    if dupes:
-        raise click.BadParameter(f"bot names must differ; repeated: {', '.join(dupes)}", param_hint="--bot")
-    folder = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="cellarena-match-"))
-    replay_file = Path(replay_path) if replay_path else folder / "match.replay"
-    watcher = _Watcher() if watch else None
-    recorder = _single_replay(replay_file, seed)
-    config = _rezzo_config(map_, max_ticks)
-    try:
-        launched = _run_trio(
-            lambda: play_match(
-                "rezzo",
-                config,
-                specs,
-                _tick_settings(tick_rate, budget_ms, fast),
-                seed=seed,
-                log_dir=folder,
-                connect_timeout=connect_timeout,
-                recorder=recorder,
-                on_tick=watcher.update if watcher else None,
+        _configure_logging(verbose)
+        try:
+            specs = [BotSpec.parse(b) for b in bots]
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--bot") from None
+        dupes = sorted({s.name for s in specs if [t.name for t in specs].count(s.name) > 1})
+        if dupes:
+            raise click.BadParameter(
+                f"bot names must differ; repeated: {', '.join(dupes)}", param_hint="--bot"
             )
-        )
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint="--map") from None
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    except KeyboardInterrupt:
-        click.echo("interrupted; every bot process was stopped", err=True)
-        sys.exit(130)
-    finally:
-        if watcher:
-            watcher.close()
-    outcome = launched.outcome
-    summary = {
-        **outcome.to_json(),
-        "replay": str(replay_file),
-        "logs": {name: str(path) for name, path in launched.logs.items()},
-    }
-    if as_json:
-        click.echo(json.dumps(summary))
-        return
-    _print_match(summary)
+        if watch and cli.render is None:
+            raise click.BadParameter(f"{game} cannot be drawn in the terminal yet", param_hint="--watch")
+        config = engine_config(game, game_values)
+        folder = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="cellarena-match-"))
+        replay_file = Path(replay_path) if replay_path else folder / "match.replay"
+        watcher = _Watcher(cli.render) if watch else None
+        try:
+            launched = _run_trio(
+                lambda: play_match(
+                    game,
+                    config,
+                    specs,
+                    _tick_settings(tick_rate, budget_ms, fast),
+                    seed=seed,
+                    log_dir=folder,
+                    connect_timeout=connect_timeout,
+                    recorder=_single_replay(replay_file),
+                    on_tick=watcher.update if watcher else None,
+                )
+            )
+        except ConfigError as exc:
+            raise config_error(game, exc) from None
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        except KeyboardInterrupt:
+            click.echo("interrupted; every bot process was stopped", err=True)
+            sys.exit(130)
+        finally:
+            if watcher:
+                watcher.close()
+        outcome = launched.outcome
+        summary = {
+            **outcome.to_json(),
+            "replay": str(replay_file),
+            "logs": {name: str(path) for name, path in launched.logs.items()},
+        }
+        if as_json:
+            click.echo(json.dumps(summary))
+            return
+        _print_match(summary)
+
+    options = [
+        click.option(
+            "--bot",
+            "bots",
+            multiple=True,
+            required=True,
+            metavar="NAME=COMMAND",
+            help="A bot: its name and the command that starts it. Repeat once per seat.",
+        ),
+        *cli.options,
+        click.option("--seed", default=0, show_default=True, type=int, help="The match's seed."),
+        *_tick_options(get_engine(game)),
+        click.option(
+            "--replay",
+            "replay_path",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Where to write the replay. [default: in the log folder]",
+        ),
+        click.option(
+            "--log-dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Where each bot's output goes. [default: a new temporary folder]",
+        ),
+        click.option(
+            "--connect-timeout",
+            default=15.0,
+            show_default=True,
+            type=click.FloatRange(0.5, 600),
+            help="Seconds a bot has to connect before it forfeits.",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
+        click.option("--watch", is_flag=True, help="Draw the game live in the terminal."),
+        click.option("-v", "--verbose", is_flag=True, help="Log connections."),
+    ]
+    doc = (
+        f"Play one {game} match ({cli.summary}): start a server on a free loopback port, launch each "
+        "bot, play, and print the result."
+    )
+    return click.command(game, help=doc)(_decorate(match_game, options))
+
+
+match = GameGroup(
+    "match", factory=_match_command, help="Play one match between bot programs on this machine."
+)
 
 
 def _print_match(summary: dict[str, Any]) -> None:
@@ -545,10 +534,10 @@ def _print_match(summary: dict[str, Any]) -> None:
     click.echo(f"check it with: cellarena replay verify {summary['replay']}")
 
 
-def _single_replay(path: Any, seed: int) -> Any:
+def _single_replay(path: Any) -> Any:
     from cellarena.server.replay import ReplayWriter
 
-    def make(_number: int, engine: Any, names: list[str]) -> Any:
+    def make(_number: int, engine: Any, names: list[str], seed: int) -> Any:
         path.parent.mkdir(parents=True, exist_ok=True)
         return ReplayWriter(path, engine, seed=seed, names=names)
 
@@ -556,27 +545,26 @@ def _single_replay(path: Any, seed: int) -> Any:
 
 
 class _Watcher:
-    """Redraws the world in the terminal at most 30 times a second."""
+    """Redraws the game in the terminal at most 30 times a second."""
 
-    def __init__(self) -> None:
+    def __init__(self, render: Any) -> None:
         import time
 
         from rich.console import Console
         from rich.live import Live
 
+        self._render = render
         self._clock = time.monotonic
         self._last = 0.0
         self._live = Live(console=Console(stderr=True), auto_refresh=False, transient=False)
         self._live.start()
 
     def update(self, engine: Any) -> None:
-        from cellarena.server.games.rezzo.render import render
-
         now = self._clock()
         if now - self._last < 1 / 30 and engine.result() is None:
             return
         self._last = now
-        picture = render(engine.cells(), [(a.x, a.y, a.facing) for a in engine.agents() if a.alive])
+        picture = self._render(engine)
         picture.append(f"tick {engine.tick}\n")
         self._live.update(picture, refresh=True)
 

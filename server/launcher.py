@@ -78,7 +78,7 @@ async def play_match(
     seed: int,
     log_dir: Path,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-    recorder: Callable[[int, Engine, list[str]], Recorder | None] | None = None,
+    recorder: Callable[[int, Engine, list[str], int], Recorder | None] | None = None,
     on_tick: Callable[[Engine], None] | None = None,
 ) -> LaunchedMatch:
     """Run one match between ``bots`` (one per seat, in order) and stop every process afterwards."""

@@ -58,7 +58,8 @@ class LobbyConfig:
     max_backlog: int = DEFAULT_MAX_BACKLOG
     #: The kernel's send buffer per client (SO_SNDBUF), or None for the system default.
     send_buffer: int | None = None
-    recorder: Callable[[int, Engine, list[str]], Recorder | None] | None = None
+    #: Makes the replay writer of a match: (match number, engine, seat names, seed) -> writer.
+    recorder: Callable[[int, Engine, list[str], int], Recorder | None] | None = None
     on_result: Callable[[MatchOutcome], None] | None = None
     on_tick: Callable[[Engine], None] | None = None
 
@@ -249,12 +250,13 @@ class Lobby:
                 conn.on_close = None
         if self.config.tokens is not None:
             self._reserved = {}
-        engine = self.engine_class.new(self.config.engine_config, self.config.seed + number - 1)
+        seed = self.config.seed + number - 1
+        engine = self.engine_class.new(self.config.engine_config, seed)
         if self.config.seat_names is not None:
             names = list(self.config.seat_names)
         else:
             names = [c.name if c is not None else f"seat{i}" for i, c in enumerate(conns)]
-        recorder = self.config.recorder(number, engine, names) if self.config.recorder else None
+        recorder = self.config.recorder(number, engine, names, seed) if self.config.recorder else None
         match = Match(
             number,
             engine,

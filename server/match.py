@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import trio
@@ -50,7 +50,7 @@ class TickSettings:
 class Recorder(Protocol):
     """Where a match's moves go, tick by tick (a replay file)."""
 
-    def record(self, tick: int, moves: dict[int, dict[int, int]], engine: Engine) -> None: ...
+    def record(self, tick: int, moves: dict[int, Any], engine: Engine) -> None: ...
 
     def finish(self, result: Result, extra: dict[str, Any]) -> None: ...
 
@@ -66,9 +66,9 @@ class Seat:
     invalid: int = 0
     illegal: int = 0
     forfeit_tick: int | None = None
-    # the tick being answered
+    # the tick being answered, and what the seat was asked
     tick: int = -1
-    agents: list[int] = field(default_factory=list)
+    request: dict[str, Any] | None = None
     sent_wall: float = 0.0
     answer: Any = None
     arrival: float = 0.0
@@ -228,12 +228,11 @@ class Match:
             self._answered = trio.Event()
             last_deadline = trio.current_time()
             for seat in self.seats:
-                seat.tick, seat.answer, seat.agents, seat.sent_wall = tick, None, [], 0.0
+                seat.tick, seat.answer, seat.sent_wall = tick, None, 0.0
                 seat.tokens = min(self.settings.message_burst, seat.tokens + self.settings.messages_per_tick)
-                request = requests.get(seat.index)
+                request = seat.request = requests.get(seat.index)
                 if request is None:
                     continue
-                seat.agents = list(request["agents"])
                 if not seat.connected:
                     continue
                 frame = protocol.encode({"type": "tick", "tick": tick, "budget_ms": budget_ms, **request})
@@ -264,9 +263,9 @@ class Match:
                 await trio.lowlevel.checkpoint()  # let readers and other matches run
         return await self._finish()
 
-    def _collect(self, requests: dict[int, dict[str, Any]], budget: float) -> dict[int, dict[int, int]]:
-        """Every seat's moves for this tick; late, missing and invalid answers become no-ops."""
-        actions: dict[int, dict[int, int]] = {}
+    def _collect(self, requests: dict[int, dict[str, Any]], budget: float) -> dict[int, Any]:
+        """Every seat's action for this tick; late, missing and invalid answers become no-ops."""
+        actions: dict[int, Any] = {}
         any_late = False
         for seat in self.seats:
             if seat.index not in requests:
@@ -283,11 +282,11 @@ class Match:
                 seat.late += 1
                 any_late = any_late or seat.forfeit_tick is None
                 continue
-            moves = seat.answer
-            if not isinstance(moves, list) or len(moves) != len(seat.agents):
+            action = self.engine.decode(seat.index, requests[seat.index], seat.answer)
+            if action is None:
                 seat.invalid += 1
                 continue
-            actions[seat.index] = dict(zip(seat.agents, moves, strict=True))
+            actions[seat.index] = action
         self.late_ticks += any_late
         return actions
 

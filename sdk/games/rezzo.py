@@ -11,11 +11,14 @@ In a viewport the owner is *relative*: 0 is the viewer, 1..P-1 the others in rot
 from __future__ import annotations
 
 import heapq
+import operator
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
+
+from cellarena.sdk.games import MovesError
 
 MAX_PLAYERS = 8
 VIEW_SIZE = 13
@@ -632,3 +635,60 @@ class Tracker:
         if self.memory.get(path[0], Cell.BLANK) != Cell.BLANK:
             return None  # the goal itself cannot be entered: you are next to it, facing it
         return Move.BUILD if build else Move.ADVANCE
+
+
+# ---------------------------------------------------------------------------------------- the bot loop
+_MOVE_CODES = frozenset(int(m) for m in Move)
+
+
+def moves_for(answer: object, agents: int) -> list[int]:
+    """The move codes to send for ``answer`` (what ``on_tick`` returned) when the seat has ``agents``.
+
+    A single move (an int or `Move`) is accepted for one agent; otherwise a list or tuple of exactly
+    ``agents`` moves. Raises `MovesError` saying what is wrong.
+    """
+    value = answer.tolist() if hasattr(answer, "tolist") else answer  # numpy arrays and scalars
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if agents != 1:
+            raise MovesError(
+                f"on_tick returned a single move, but this seat has {agents} agents: "
+                f"return a list of {agents} moves, one per entry of view.agents"
+            )
+        items = [value]
+    else:
+        raise MovesError(
+            f"on_tick returned {type(answer).__name__} {answer!r:.60}; return a Move (or int), "
+            "or a list with one move per agent"
+        )
+    if len(items) != agents:
+        raise MovesError(
+            f"on_tick returned {len(items)} moves for {agents} agent{'s' * (agents != 1)}; "
+            "return one per entry of view.agents"
+        )
+    codes = []
+    for i, item in enumerate(items):
+        try:
+            code = operator.index(item) if not isinstance(item, bool) else None
+        except TypeError:
+            code = None
+        if code not in _MOVE_CODES:
+            raise MovesError(f"on_tick returned {item!r:.40} for agent #{i}, which is not a Move (0..5)")
+        codes.append(code)
+    return codes
+
+
+def make_view(message: dict[str, Any]) -> View:
+    """The `View` of a ``tick`` message (see `cellarena.sdk.games.GameAdapter`)."""
+    return View.from_message(message)
+
+
+def encode_answer(answer: object, message: dict[str, Any]) -> list[int]:
+    """One move code per agent of the request, from what ``on_tick`` returned."""
+    return moves_for(answer, len(message.get("agents") or ()))
+
+
+def noop_answer(message: dict[str, Any]) -> list[int]:
+    """A no-op for every agent of the request."""
+    return [int(Move.NOOP)] * len(message.get("agents") or ())

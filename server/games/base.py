@@ -55,6 +55,10 @@ class Engine(Protocol):
     """One match of one game. See docs/architecture.md for how the match loop drives it."""
 
     name: ClassVar[str]
+    #: Pacing when the command line does not say: ticks per second in fixed-rate mode, and the
+    #: per-move budget in ms (None: one tick period). A turn-based game whose bots search gives more.
+    default_tick_rate: ClassVar[float]
+    default_budget_ms: ClassVar[float | None]
     players: int
     tick: int
 
@@ -65,6 +69,16 @@ class Engine(Protocol):
 
     def pending(self) -> dict[int, dict[str, Any]]:
         """Who must act now: seat -> request (msgpack-ready). Empty once the match is over."""
+        ...
+
+    def decode(self, seat: int, request: Mapping[str, Any], answer: Any) -> Any | None:
+        """Turn the ``moves`` field a seat sent in reply to ``request`` into its action for `apply`.
+
+        None means the answer is malformed as a whole (wrong type or shape): the match loop counts
+        it as invalid and the seat plays the no-op. Finer checks (an unknown code for one agent, an
+        illegal placement) belong in `apply`, which reports them through `Events`. The returned
+        action goes into replays, so it must be msgpack-ready.
+        """
         ...
 
     def apply(self, actions: Mapping[int, Any]) -> Events:

@@ -6,14 +6,17 @@ even on a noisy machine where the absolute figures drift.
 
 from __future__ import annotations
 
+import json
 import time
 import tracemalloc
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import click
 import numpy as np
 
 from cellarena.sdk.games.rezzo import Cell
+from cellarena.server.game_cli import sizes_option
 from cellarena.server.games.rezzo.ca import BitWorld
 
 # Wireworld codes for the baseline
@@ -141,3 +144,64 @@ def run(
             "retained_bytes_per_step": growth,
         }
     return out
+
+
+# ---------------------------------------------------------------------------- the command
+#: The Rezzo step's goals (issue "Foundation"), checked against the 256x256 figures.
+GOAL_CELLS_PER_S = 0.5e9
+GOAL_RATIO = 8.0
+
+
+@click.command("rezzo")
+@click.option(
+    "--sizes",
+    default="64,256,1024",
+    show_default=True,
+    callback=sizes_option,
+    help="Comma-separated world sizes (square).",
+)
+@click.option(
+    "--seconds",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(0.05, 60),
+    help="Timing budget per size and contender.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def command(sizes: list[int], seconds: float, as_json: bool) -> None:
+    """The Rezzo CA step against the plain numpy Wireworld step, in cell-updates per second."""
+    result = run(sizes, budget_s=seconds)
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Rezzo step vs pad-and-slice Wireworld (dense random worlds, 2 players)")
+    for col in ("size", "rezzo /s", "baseline /s", "ratio", "B/cell", "peak/step", "kept/step"):
+        table.add_column(col, justify="right")
+    for size, r in result["sizes"].items():
+        table.add_row(
+            f"{size}x{size}",
+            f"{r['cells_per_s'] / 1e6:,.0f} M",
+            f"{r['baseline_cells_per_s'] / 1e6:,.0f} M",
+            f"{r['ratio']:.1f}x",
+            f"{r['bytes_per_cell']:.1f}",
+            f"{r['step_peak_alloc_bytes']} B",
+            f"{r['retained_bytes_per_step']} B",
+        )
+    console = Console()
+    console.print(table)
+    if "256" in result["sizes"]:
+        r = result["sizes"]["256"]
+        for text, ok in (
+            (
+                f"256x256 at least {GOAL_CELLS_PER_S / 1e9:.1f} G cell-updates/s",
+                r["cells_per_s"] >= GOAL_CELLS_PER_S,
+            ),
+            (f"256x256 at least {GOAL_RATIO:.0f}x the baseline", r["ratio"] >= GOAL_RATIO),
+        ):
+            console.print(f"goal: {text}: {'[green]met[/]' if ok else '[red]missed[/]'}")
+    console.print(
+        "Figures are the best of repeated batches; on a shared machine the ratio is the steady one."
+    )

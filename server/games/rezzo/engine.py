@@ -86,6 +86,8 @@ class RezzoEngine:
     """One Rezzo match. See the module docstring for the tick order."""
 
     name: ClassVar[str] = "rezzo"
+    default_tick_rate: ClassVar[float] = 15.0
+    default_budget_ms: ClassVar[float | None] = None
 
     def __init__(
         self,
@@ -357,6 +359,17 @@ class RezzoEngine:
         else:
             self._damage[fy, fx] += 1
         return True
+
+    def decode(self, seat: int, request: Mapping[str, Any], answer: Any) -> dict[int, Any] | None:
+        """One move per agent the request listed, in its order, as {agent index: move}.
+
+        A list of the wrong length is malformed as a whole: the agents it would pair up are unknown.
+        A bad code for one agent is left for `apply` to count, so the others still move.
+        """
+        agents = request["agents"]
+        if not isinstance(answer, list) or len(answer) != len(agents):
+            return None
+        return dict(zip(agents, answer, strict=True))
 
     def apply(self, actions: Mapping[int, Any]) -> Events:
         """Tick t's agent phase on W_t, then tick t+1's transition and losses (see module docstring)."""
