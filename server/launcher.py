@@ -42,7 +42,7 @@ class BotSpec:
         name, command = name.strip(), command.strip()
         if not sep or not name or not command:
             raise ValueError(
-                f'{text!r} is not NAME=COMMAND, e.g. random="python example_bots/random_walker.py"'
+                f'{text!r} is not NAME=COMMAND, e.g. random="python example_bots/rezzo/random_walker.py"'
             )
         if len(name) > 64 or not name.isprintable():
             raise ValueError(f"bot name {name!r} must be printable and at most 64 characters")

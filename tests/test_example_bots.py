@@ -1,6 +1,6 @@
 """The example bots: valid, legal and deterministic moves on any view, and real play.
 
-Each bot is loaded from its file, as `python example_bots/<name>.py` would run it. Offline checks feed
+Each bot is loaded from its file, as `python example_bots/rezzo/<name>.py` would run it. Offline checks feed
 `on_tick` random and hand-made views; the play checks drive the bots through the real Rezzo engine,
 and one match goes through `cellarena match`, server and sockets included.
 """
@@ -31,7 +31,7 @@ CODES = [0, 1, 2, 3, 4, 7] + [k + o for k in (8, 16, 24, 32) for o in range(4)]
 
 
 def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"example_bot_{name}", ROOT / "example_bots" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"example_bot_{name}", ROOT / "example_bots" / "rezzo" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -249,7 +249,7 @@ def test_raider_defends_against_its_own_flag_by_a_base() -> None:
 # ======================================================================================== programs
 @pytest.mark.parametrize("name", BOTS)
 def test_bots_import_only_the_sdk_and_the_standard_library(name: str) -> None:
-    tree = ast.parse((ROOT / "example_bots" / f"{name}.py").read_text())
+    tree = ast.parse((ROOT / "example_bots" / "rezzo" / f"{name}.py").read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             assert (
@@ -264,7 +264,7 @@ def test_bots_import_only_the_sdk_and_the_standard_library(name: str) -> None:
 @pytest.mark.parametrize("name", BOTS)
 def test_bots_are_standalone_programs(name: str) -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "example_bots" / f"{name}.py"), "--help"],
+        [sys.executable, str(ROOT / "example_bots" / "rezzo" / f"{name}.py"), "--help"],
         capture_output=True,
         text=True,
         cwd="/",
@@ -277,7 +277,7 @@ def test_bots_are_standalone_programs(name: str) -> None:
 
 def test_bots_play_through_cellarena_match(tmp_path: Path) -> None:
     """The whole path: `cellarena match` starts a server and the bot processes, which connect and play."""
-    bots = [f"{name}=python {ROOT / 'example_bots' / (name + '.py')}" for name in ("builder", "raider")]
+    bots = [f"{name}=python {ROOT / 'example_bots' / 'rezzo' / (name + '.py')}" for name in ("builder", "raider")]
     proc = subprocess.run(
         [
             sys.executable,

@@ -1,4 +1,4 @@
-"""The JavaScript example bot (`example_bots/js_random`) against a fake server speaking the protocol.
+"""The JavaScript example bot (`example_bots/rezzo/js_random`) against a fake server speaking the protocol.
 
 The bot was written from `docs/protocol.md` and `docs/games/rezzo.md` alone, so these tests check
 that the documentation is enough to write a client in another language. The fake server is a plain
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(
     reason="node and npm are needed to run the JavaScript example bot",
 )
 
-BOT_DIR = Path(__file__).resolve().parent.parent / "example_bots" / "js_random"
+BOT_DIR = Path(__file__).resolve().parent.parent / "example_bots" / "rezzo" / "js_random"
 MOVE_CODES = range(6)
 IO_TIMEOUT = 15.0
 TICKS = 20

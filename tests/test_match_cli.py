@@ -245,7 +245,7 @@ def test_budget_is_counted_from_the_send_with_5ms_tolerance(
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_javascript_bot_plays_through_cellarena_match(tmp_path: Path) -> None:
-    folder = ROOT / "example_bots" / "js_random"
+    folder = ROOT / "example_bots" / "rezzo" / "js_random"
     if not (folder / "node_modules").exists():
         subprocess.run(
             ["npm", "ci", "--no-audit", "--no-fund"], cwd=folder, check=True, capture_output=True, timeout=300

@@ -5,7 +5,7 @@ The simplest bot that really plays. Each agent picks among the moves that are le
 dice are seeded from the tick and the agent index, so the same view always gets the same move, as
 tournaments need.
 
-    python example_bots/random_walker.py --port 7777
+    python example_bots/rezzo/random_walker.py --port 7777
 """
 
 from __future__ import annotations

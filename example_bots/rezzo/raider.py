@@ -9,7 +9,7 @@ hits blank a cell). Its targets, most urgent first:
 A flag or wire right in front of it that is a target is hit at once. It remembers what it has seen
 with the SDK's `Tracker`, so the same views always give the same moves.
 
-    python example_bots/raider.py --port 7777
+    python example_bots/rezzo/raider.py --port 7777
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ It remembers what it has seen with the SDK's `Tracker`, and seeds its dice from 
 views always give the same moves. It is a starting point: its tangles make enemy flags, but on the
 built-in maps they seldom reach a base yet. Denser signals by the geyser are the thing to work on.
 
-    python example_bots/builder.py --port 7777
+    python example_bots/rezzo/builder.py --port 7777
 """
 
 from __future__ import annotations
