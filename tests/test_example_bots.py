@@ -31,7 +31,9 @@ CODES = [0, 1, 2, 3, 4, 7] + [k + o for k in (8, 16, 24, 32) for o in range(4)]
 
 
 def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"example_bot_{name}", ROOT / "example_bots" / "rezzo" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(
+        f"example_bot_{name}", ROOT / "example_bots" / "rezzo" / f"{name}.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -277,7 +279,9 @@ def test_bots_are_standalone_programs(name: str) -> None:
 
 def test_bots_play_through_cellarena_match(tmp_path: Path) -> None:
     """The whole path: `cellarena match` starts a server and the bot processes, which connect and play."""
-    bots = [f"{name}=python {ROOT / 'example_bots' / 'rezzo' / (name + '.py')}" for name in ("builder", "raider")]
+    bots = [
+        f"{name}=python {ROOT / 'example_bots' / 'rezzo' / (name + '.py')}" for name in ("builder", "raider")
+    ]
     proc = subprocess.run(
         [
             sys.executable,

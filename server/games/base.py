@@ -61,6 +61,9 @@ class Engine(Protocol):
     default_budget_ms: ClassVar[float | None]
     players: int
     tick: int
+    #: The effective config after defaults (a Mapping, or an object with ``to_mapping()``), msgpack-ready:
+    #: replays store it so that ``new(config, seed)`` rebuilds the very same match.
+    config: Any
 
     @classmethod
     def new(cls, config: Mapping[str, Any], seed: int = 0) -> Self:
