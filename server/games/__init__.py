@@ -14,6 +14,7 @@ __all__ = ["GAMES", "ConfigError", "Engine", "Events", "Result", "get_engine"]
 #: Game name -> "module:class" of its engine.
 GAMES: dict[str, str] = {
     "rezzo": "cellarena.server.games.rezzo.engine:RezzoEngine",
+    "drop2df": "cellarena.server.games.drop2df.engine:Drop2dfEngine",
 }
 
 
