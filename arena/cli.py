@@ -6,6 +6,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
+from cellarena.arena.tournament_cli import tournament
 from cellarena.server.cli import bench, maps, match, serve, sim
 from cellarena.server.replay_cli import replay
 
@@ -29,3 +30,4 @@ main.add_command(maps)
 main.add_command(serve)
 main.add_command(match)
 main.add_command(replay)
+main.add_command(tournament)

@@ -30,6 +30,7 @@ UNKNOWN_TYPE = "unknown_type"
 TIMEOUT = "timeout"
 SLOW_READER = "slow_reader"
 FLOOD = "flood"
+UNRESPONSIVE = "unresponsive"
 SHUTDOWN = "shutdown"
 
 

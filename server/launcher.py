@@ -32,8 +32,11 @@ DEFAULT_CONNECT_TIMEOUT = 15.0
 
 @dataclass(frozen=True)
 class BotSpec:
+    """A bot program: its name, its command line, and the folder it runs in (None: the current one)."""
+
     name: str
     command: str
+    cwd: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> BotSpec:
@@ -136,6 +139,7 @@ async def play_match(
                             stdout=log_file,
                             stderr=subprocess.STDOUT,
                             env=env,
+                            cwd=bot.cwd,
                             start_new_session=True,
                         )
                     except OSError as exc:

@@ -37,6 +37,9 @@ class TickSettings:
     messages_per_tick: float = 4.0
     #: ...and bursts of up to this many (a bot that fell behind answers several ticks at once).
     message_burst: float = 32.0
+    #: A seat that misses this many ticks in a row (late or silent) is dropped as hung and forfeits.
+    #: None: never (a slow bot just plays no-ops). Tournaments set it so a hung bot cannot slow them.
+    max_missed_in_a_row: int | None = None
 
     @property
     def period(self) -> float:
@@ -66,6 +69,7 @@ class Seat:
     invalid: int = 0
     illegal: int = 0
     forfeit_tick: int | None = None
+    missed_in_a_row: int = 0
     # the tick being answered, and what the seat was asked
     tick: int = -1
     request: dict[str, Any] | None = None
@@ -281,7 +285,15 @@ class Match:
             if seat.answer is None or seat.arrival > seat.sent_wall + budget:
                 seat.late += 1
                 any_late = any_late or seat.forfeit_tick is None
+                seat.missed_in_a_row += 1
+                limit = self.settings.max_missed_in_a_row
+                if limit is not None and seat.missed_in_a_row >= limit and seat.connected:
+                    seat.conn.fail(
+                        protocol.UNRESPONSIVE,
+                        f"no answer within the budget for {limit} ticks in a row; this seat forfeits",
+                    )
                 continue
+            seat.missed_in_a_row = 0
             action = self.engine.decode(seat.index, requests[seat.index], seat.answer)
             if action is None:
                 seat.invalid += 1

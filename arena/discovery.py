@@ -1,0 +1,153 @@
+"""Finding bots in a folder: one bot per entry, a Python file or a folder with a ``bot.toml``.
+
+    example_bots/
+      rezzo/                 a folder named after the game holds that game's bots
+        builder.py           a Python bot: run as `python builder.py`, named "builder"
+        js_random/           any language: bot.toml says how to start it
+          bot.toml           command = "node bot.js"   (run inside this folder)
+
+A folder named after the game (and without a ``bot.toml`` of its own) is where that game's bots are,
+so ``--bots-dir example_bots`` works for every game. Entries whose names start with ``.`` or ``_`` are
+skipped, as are files that are not Python. Anything else that cannot be a bot is an error naming it:
+a tournament that silently left a bot out would be worse than one that does not start.
+"""
+
+from __future__ import annotations
+
+import ast
+import shlex
+import subprocess
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from cellarena.server.launcher import BotSpec
+
+MANIFEST = "bot.toml"
+#: Keys a bot.toml may have. ``setup`` runs once before a tournament unless ``creates`` exists.
+MANIFEST_KEYS = {"command", "name", "setup", "creates"}
+
+
+class DiscoveryError(ValueError):
+    """A bots folder entry that cannot be a bot; the message names it and says what to do."""
+
+
+@dataclass(frozen=True)
+class FoundBot:
+    spec: BotSpec
+    #: Where it came from, for messages.
+    source: Path
+    setup: str | None = None
+    creates: str | None = None
+
+
+def bots_folder(root: Path, game: str) -> Path:
+    """The folder to search: ``root/<game>`` when it exists and is not itself a bot, else ``root``."""
+    if not root.is_dir():
+        raise DiscoveryError(f"--bots-dir {root}: not a folder")
+    sub = root / game
+    if sub.is_dir() and not (sub / MANIFEST).exists():
+        return sub
+    return root
+
+
+def discover(root: Path, game: str) -> list[FoundBot]:
+    """Every bot under ``root`` for ``game``, sorted by name; raises DiscoveryError naming a bad entry."""
+    folder = bots_folder(root, game)
+    found: list[FoundBot] = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith((".", "_")) or entry.name == "node_modules":
+            continue
+        if entry.is_dir():
+            found.append(_from_manifest(entry))
+        elif entry.suffix == ".py":
+            found.append(_from_python(entry))
+    if not found:
+        raise DiscoveryError(
+            f"--bots-dir {folder}: no bots found (expected .py files or folders with a {MANIFEST})"
+        )
+    names: dict[str, Path] = {}
+    for bot in found:
+        if bot.spec.name in names:
+            raise DiscoveryError(
+                f"{bot.source}: bot name {bot.spec.name!r} is already used by {names[bot.spec.name]}; "
+                f"set a different name in its {MANIFEST}"
+            )
+        names[bot.spec.name] = bot.source
+    return sorted(found, key=lambda b: b.spec.name)
+
+
+def _from_python(path: Path) -> FoundBot:
+    try:
+        ast.parse(path.read_bytes(), filename=str(path))
+    except SyntaxError as exc:
+        raise DiscoveryError(
+            f"{path}:{exc.lineno}:{exc.offset}: not valid Python ({exc.msg}); fix it"
+        ) from None
+    except OSError as exc:
+        raise DiscoveryError(f"{path}: cannot be read ({exc.strerror})") from None
+    command = f"python {shlex.quote(str(path.resolve()))}"
+    return FoundBot(BotSpec(path.stem, command), path)
+
+
+def _from_manifest(folder: Path) -> FoundBot:
+    manifest = folder / MANIFEST
+    if not manifest.exists():
+        raise DiscoveryError(
+            f'{folder}: a bot folder needs a {MANIFEST} naming its command, e.g. command = "node bot.js" '
+            "(or move the folder out of the bots folder, or name it starting with '_')"
+        )
+    try:
+        data = tomllib.loads(manifest.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise DiscoveryError(f"{manifest}: not valid TOML ({exc})") from None
+    unknown = set(data) - MANIFEST_KEYS
+    if unknown:
+        raise DiscoveryError(
+            f"{manifest}: unknown key(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(MANIFEST_KEYS))}"
+        )
+    for key in MANIFEST_KEYS & set(data):
+        if not isinstance(data[key], str) or not data[key].strip():
+            raise DiscoveryError(f"{manifest}: {key} must be a non-empty string, got {data[key]!r}")
+    if "command" not in data:
+        raise DiscoveryError(f'{manifest}: missing command, e.g. command = "node bot.js"')
+    name = data.get("name", folder.name)
+    try:
+        spec = BotSpec.parse(f"{name}={data['command']}")
+    except ValueError as exc:
+        raise DiscoveryError(f"{manifest}: {exc}") from None
+    return FoundBot(
+        BotSpec(spec.name, spec.command, str(folder.resolve())),
+        folder,
+        setup=data.get("setup"),
+        creates=data.get("creates"),
+    )
+
+
+def prepare(bots: list[FoundBot], *, timeout: float = 600.0) -> None:
+    """Run each bot's ``setup`` (once: skipped when ``creates`` exists); DiscoveryError if one fails."""
+    for bot in bots:
+        if bot.setup is None or bot.spec.cwd is None:
+            continue
+        if bot.creates is not None and (Path(bot.spec.cwd) / bot.creates).exists():
+            continue
+        try:
+            proc = subprocess.run(
+                shlex.split(bot.setup),
+                cwd=bot.spec.cwd,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise DiscoveryError(
+                f"{bot.source / MANIFEST}: setup {bot.setup!r} could not run: {exc}"
+            ) from None
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+            raise DiscoveryError(
+                f"{bot.source / MANIFEST}: setup {bot.setup!r} failed with exit status {proc.returncode}: "
+                + " / ".join(tail)
+            )

@@ -1,0 +1,122 @@
+"""One match as a self-contained job for an executor's worker process.
+
+`MatchJob` carries everything the match needs (plain data, so it pickles to any worker, local or on
+another machine) and `run_job` plays it with the same launcher as `cellarena match`, returning a
+`MatchRecord`. Nothing here touches the results database: the coordinator commits what comes back.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from cellarena.arena.store import MatchRecord, SeatRecord
+from cellarena.server.launcher import BotSpec, play_match
+from cellarena.server.match import TickSettings
+from cellarena.server.replay import ReplayWriter
+
+
+@dataclass(frozen=True)
+class MatchJob:
+    index: int
+    key: str
+    game: str
+    engine_config: dict[str, Any]
+    bots: tuple[BotSpec, ...]
+    settings: TickSettings
+    seed: int
+    #: Folder for this match's replay and bot logs (shared storage when workers are remote).
+    folder: str
+    connect_timeout: float
+    #: Seconds after which the match is abandoned (a safety net; a match normally ends long before).
+    wall_limit: float
+
+
+class MatchAbandonedError(RuntimeError):
+    """The match did not end within its wall-clock limit; it is not recorded and will be retried."""
+
+
+def worker_init() -> None:
+    """An idle worker ignores Ctrl-C (the coordinator decides what stops); `run_job` listens to it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def run_job(job: MatchJob) -> MatchRecord:
+    """Play ``job``'s match to its end and report it. Runs in a worker process.
+
+    During the match Ctrl-C is live again, so an interrupt stops the bots (the launcher kills each
+    bot's process group) and this job ends with KeyboardInterrupt, unrecorded.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return _run(job)  # a thread pool's worker: signals belong to the main thread
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return _run(job)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _run(job: MatchJob) -> MatchRecord:
+    started = time.perf_counter()
+    # Each attempt writes files of its own, so a retried match never collides with an abandoned one.
+    attempt = f"{os.getpid()}-{secrets.token_hex(3)}"
+    folder = Path(job.folder) / f"m{job.index:05d}-{attempt}"
+    folder.mkdir(parents=True, exist_ok=True)
+    replay = folder / "match.replay"
+
+    def recorder(_number: int, engine: Any, names: list[str], seed: int) -> ReplayWriter:
+        return ReplayWriter(replay, engine, seed=seed, names=names, extra={"tournament_key": job.key})
+
+    async def main() -> Any:
+        with trio.move_on_after(job.wall_limit):
+            return await play_match(
+                job.game,
+                job.engine_config,
+                list(job.bots),
+                job.settings,
+                seed=job.seed,
+                log_dir=folder,
+                connect_timeout=job.connect_timeout,
+                recorder=recorder,
+            )
+        return None
+
+    launched = trio.run(main)
+    if launched is None:
+        raise MatchAbandonedError(f"match {job.key} did not end within {job.wall_limit:.0f} s")
+    outcome = launched.outcome
+    seats = []
+    for seat, bot in enumerate(job.bots):
+        forfeit = seat in outcome.forfeits
+        code = launched.exit_codes.get(bot.name)
+        seats.append(
+            SeatRecord(
+                bot=bot.name,
+                rank=outcome.result.ranks[seat],
+                late=outcome.late[seat],
+                invalid=outcome.invalid[seat],
+                illegal=outcome.illegal[seat],
+                forfeit=forfeit,
+                # Exit statuses below zero are our own stop signal to a bot slow to exit; not a crash.
+                crashed=forfeit or code is None or code > 0,
+                exit_code=code,
+                log=str(launched.logs[bot.name]),
+            )
+        )
+    winner = outcome.result.winner
+    return MatchRecord(
+        winner=None if winner is None else job.bots[winner].name,
+        reason=outcome.result.reason,
+        ticks=outcome.ticks,
+        seconds=time.perf_counter() - started,
+        replay=str(replay),
+        seats=tuple(seats),
+    )

@@ -1,0 +1,190 @@
+"""The tournament coordinator: schedule, skip what is already recorded, run the rest on an executor.
+
+Matches run on any `concurrent.futures.Executor`: a local process pool by default, or one backed by
+a cluster (``docs/scaling.md``). The coordinator only submits `MatchJob`s and commits the
+`MatchRecord`s that come back, one SQLite transaction each, in whatever order they finish. A match
+that fails or is interrupted is simply not recorded; the next run with the same command plays it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cellarena.arena.job import MatchJob, run_job
+from cellarena.arena.schedule import Scheduled, schedule
+from cellarena.arena.store import MatchRecord, Standing, Store
+from cellarena.server.launcher import BotSpec
+from cellarena.server.match import TickSettings
+
+log = logging.getLogger("cellarena.arena")
+
+#: A seat that misses this many ticks in a row is taken for hung and forfeits (see docs/protocol.md).
+MISSED_IN_A_ROW = 25
+
+
+@dataclass(frozen=True)
+class TournamentSpec:
+    """Everything that defines a tournament: the same spec resumes, a different one is refused."""
+
+    game: str
+    bots: tuple[BotSpec, ...]
+    #: (map or None, engine config, seats) per map the tournament plays.
+    maps: tuple[tuple[str | None, dict[str, Any], int], ...]
+    rounds: int
+    seed: int
+    settings: TickSettings
+    connect_timeout: float = 15.0
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "game": self.game,
+            "bots": [[b.name, b.command, b.cwd] for b in self.bots],
+            "maps": [[m, c, n] for m, c, n in self.maps],
+            "rounds": self.rounds,
+            "seed": self.seed,
+            "pacing": [s.fast, s.tick_rate, s.budget_ms, s.max_missed_in_a_row],
+        }
+
+    def matches(self) -> list[Scheduled]:
+        return schedule(
+            [b.name for b in self.bots], [(m, n) for m, _, n in self.maps], self.rounds, self.seed
+        )
+
+    def wall_limit(self, config: dict[str, Any]) -> float:
+        """A generous per-match time limit: every tick at its full budget, plus start and stop."""
+        ticks = int(config.get("max_ticks", 0) or config.get("turns", 0) or 2000)
+        per_tick = self.settings.budget + (0.0 if self.settings.fast else self.settings.period)
+        return 60.0 + 2.0 * ticks * per_tick + 2.0 * self.connect_timeout
+
+
+@dataclass
+class Progress:
+    """Callbacks for a display: ``start(total, done)`` once, ``advance(record)`` per match."""
+
+    start: Callable[[int, int], None] = lambda total, done: None
+    advance: Callable[[Scheduled, MatchRecord | None], None] = lambda match, record: None
+
+
+@dataclass
+class RunReport:
+    total: int
+    already: int
+    played: int
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    standings: list[Standing] = field(default_factory=list)
+    seconds: float = 0.0
+    #: Sum of the matches' own durations as their workers measured them.
+    match_seconds: float = 0.0
+
+
+def default_jobs() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def local_pool(jobs: int) -> cf.ProcessPoolExecutor:
+    import multiprocessing
+
+    from cellarena.arena.job import worker_init
+
+    # forkserver: workers start clean (no trio state or open sockets of the coordinator to inherit).
+    return cf.ProcessPoolExecutor(
+        max_workers=jobs, mp_context=multiprocessing.get_context("forkserver"), initializer=worker_init
+    )
+
+
+def run_tournament(
+    spec: TournamentSpec,
+    out: Path,
+    *,
+    executor: cf.Executor,
+    jobs: int,
+    progress: Progress | None = None,
+) -> RunReport:
+    """Play every match of ``spec`` not yet recorded under ``out``; return the standings."""
+    progress = progress or Progress()
+    started = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    configs = {m: c for m, c, _ in spec.maps}
+    with Store(out / "results.sqlite", spec.to_json()) as store:
+        matches = spec.matches()
+        done = store.finished_keys()
+        todo = [m for m in matches if m.key not in done]
+        report = RunReport(total=len(matches), already=len(matches) - len(todo), played=0)
+        progress.start(len(matches), report.already)
+        by_name = {b.name: b for b in spec.bots}
+
+        def job(m: Scheduled) -> MatchJob:
+            return MatchJob(
+                index=m.index,
+                key=m.key,
+                game=spec.game,
+                engine_config=configs[m.map],
+                bots=tuple(by_name[b] for b in m.bots),
+                settings=spec.settings,
+                seed=m.seed,
+                folder=str((out / "matches").resolve()),
+                connect_timeout=spec.connect_timeout,
+                wall_limit=spec.wall_limit(configs[m.map]),
+            )
+
+        pending: dict[cf.Future[MatchRecord], Scheduled] = {}
+        queue = iter(todo)
+        try:
+            # Keep the workers just busy: submitting everything at once would make Ctrl-C wait for
+            # (or cancel) thousands of queued futures.
+            for m in _take(queue, 2 * jobs):
+                pending[executor.submit(run_job, job(m))] = m
+            while pending:
+                finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                for future in finished:
+                    m = pending.pop(future)
+                    try:
+                        record = future.result()
+                    except Exception as exc:  # a lost worker or an abandoned match: retried next run
+                        log.error("match %s failed and is not recorded: %s", m.key, exc)
+                        report.failed.append((m.key, f"{type(exc).__name__}: {exc}"))
+                        progress.advance(m, None)
+                    else:
+                        store.commit(m, record)
+                        report.played += 1
+                        report.match_seconds += record.seconds
+                        progress.advance(m, record)
+                    for nxt in _take(queue, 1):
+                        pending[executor.submit(run_job, job(nxt))] = nxt
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            _interrupt_workers(executor)
+            raise
+        report.standings = store.standings([b.name for b in spec.bots])
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _take(it: Iterator[Scheduled], n: int) -> list[Scheduled]:
+    out = []
+    for _ in range(n):
+        try:
+            out.append(next(it))
+        except StopIteration:
+            break
+    return out
+
+
+def _interrupt_workers(executor: cf.Executor) -> None:
+    """Ctrl-C in a terminal reaches the workers too; a signal to this process alone does not. Pass it on,
+    so each worker's launcher stops its bots (every process group) before the pool shuts down."""
+    processes = getattr(executor, "_processes", None) or {}
+    for pid in list(processes):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGINT)

@@ -1,0 +1,296 @@
+"""A tournament's results in SQLite: one transaction per finished match, so nothing is half-recorded.
+
+Tables (``docs/tournaments.md`` has the details):
+
+- ``tournament``: one row, the spec the tournament was started with and its fingerprint. Opening the
+  same folder with a different spec is refused, so a resume can never mix two tournaments.
+- ``matches``: one row per finished match, keyed by its schedule key; result, replay and timings.
+- ``seats``: one row per seat of a finished match: bot, rank, late/invalid/illegal counts, crash, log.
+- ``ratings``: the rating history, each finished match's new ratings in schedule order (see
+  `cellarena.arena.ratings`), rebuilt from the first affected match in the same transaction.
+
+SQLite in WAL mode, with ``synchronous=FULL``: a ``kill -9`` (or a power cut) at any moment leaves
+either the whole match or none of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cellarena.arena import ratings
+from cellarena.arena.schedule import Scheduled
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tournament (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    fingerprint TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    created TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS matches (
+    idx INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    round INTEGER NOT NULL,
+    map TEXT,
+    seed INTEGER NOT NULL,
+    winner TEXT,
+    reason TEXT NOT NULL,
+    ticks INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    replay TEXT,
+    finished TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS seats (
+    match INTEGER NOT NULL REFERENCES matches(idx),
+    seat INTEGER NOT NULL,
+    bot TEXT NOT NULL,
+    rank INTEGER NOT NULL,
+    late INTEGER NOT NULL,
+    invalid INTEGER NOT NULL,
+    illegal INTEGER NOT NULL,
+    forfeit INTEGER NOT NULL,
+    crashed INTEGER NOT NULL,
+    exit_code INTEGER,
+    log TEXT,
+    PRIMARY KEY (match, seat)
+);
+CREATE TABLE IF NOT EXISTS ratings (
+    match INTEGER NOT NULL REFERENCES matches(idx),
+    bot TEXT NOT NULL,
+    mu REAL NOT NULL,
+    sigma REAL NOT NULL,
+    PRIMARY KEY (match, bot)
+);
+"""
+
+
+class StoreError(Exception):
+    """The results folder cannot be used for this tournament; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class SeatRecord:
+    bot: str
+    rank: int
+    late: int
+    invalid: int
+    illegal: int
+    forfeit: bool
+    crashed: bool
+    exit_code: int | None
+    log: str | None
+
+
+@dataclass(frozen=True)
+class MatchRecord:
+    """What a worker reports for one finished match."""
+
+    winner: str | None
+    reason: str
+    ticks: int
+    seconds: float
+    replay: str | None
+    seats: tuple[SeatRecord, ...]
+
+
+@dataclass(frozen=True)
+class Standing:
+    bot: str
+    rating: float
+    mu: float
+    sigma: float
+    matches: int
+    wins: int
+    draws: int
+    losses: int
+    late_rate: float
+    crashes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bot": self.bot,
+            "rating": round(self.rating, 4),
+            "mu": round(self.mu, 4),
+            "sigma": round(self.sigma, 4),
+            "matches": self.matches,
+            "wins": self.wins,
+            "draws": self.draws,
+            "losses": self.losses,
+            "late_rate": round(self.late_rate, 6),
+            "crashes": self.crashes,
+        }
+
+
+def fingerprint(spec: dict[str, Any]) -> str:
+    return hashlib.blake2b(json.dumps(spec, sort_keys=True).encode(), digest_size=16).hexdigest()
+
+
+class Store:
+    """The results database of one tournament. Use as a context manager, or call `close()`."""
+
+    def __init__(self, path: Path, spec: dict[str, Any]) -> None:
+        self.path = path
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None)  # transactions are explicit
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path}: not a usable results database ({exc}); use another --out") from None
+        mine = fingerprint(spec)
+        row = self._db.execute("SELECT fingerprint, spec FROM tournament").fetchone()
+        if row is None:
+            self._db.execute(
+                "INSERT INTO tournament VALUES (1, ?, ?, ?)",
+                (mine, json.dumps(spec, sort_keys=True), datetime.now(UTC).isoformat(timespec="seconds")),
+            )
+        elif row[0] != mine:
+            theirs = json.loads(row[1])
+            differ = sorted(k for k in set(spec) | set(theirs) if spec.get(k) != theirs.get(k))
+            raise StoreError(
+                f"{path} holds a different tournament (it differs in: {', '.join(differ)}); "
+                "to resume it, repeat its command exactly; to start a new one, use another --out"
+            )
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    # ------------------------------------------------------------------ writing
+    def commit(self, match: Scheduled, record: MatchRecord) -> None:
+        """Record one finished match, its seats and the rating history it changes, all or nothing."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute(
+                "INSERT INTO matches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    match.index,
+                    match.key,
+                    match.round,
+                    match.map,
+                    match.seed,
+                    record.winner,
+                    record.reason,
+                    record.ticks,
+                    record.seconds,
+                    record.replay,
+                    datetime.now(UTC).isoformat(timespec="seconds"),
+                ),
+            )
+            db.executemany(
+                "INSERT INTO seats VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        match.index,
+                        seat,
+                        s.bot,
+                        s.rank,
+                        s.late,
+                        s.invalid,
+                        s.illegal,
+                        int(s.forfeit),
+                        int(s.crashed),
+                        s.exit_code,
+                        s.log,
+                    )
+                    for seat, s in enumerate(record.seats)
+                ],
+            )
+            self._rerate_from(match.index)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _rerate_from(self, index: int) -> None:
+        """Rebuild the rating history of every finished match from ``index`` on, in schedule order."""
+        db = self._db
+        db.execute("DELETE FROM ratings WHERE match >= ?", (index,))
+        start = {
+            bot: ratings.Rating(mu, sigma)
+            for bot, mu, sigma in db.execute(
+                "SELECT r.bot, r.mu, r.sigma FROM ratings r JOIN ("
+                "  SELECT bot, MAX(match) AS last FROM ratings WHERE match < ? GROUP BY bot"
+                ") l ON r.bot = l.bot AND r.match = l.last",
+                (index,),
+            )
+        }
+        rows = db.execute(
+            "SELECT match, bot, rank FROM seats WHERE match >= ? ORDER BY match, seat", (index,)
+        ).fetchall()
+        results: list[tuple[int, list[str], list[int]]] = []
+        for m, bot, rank in rows:
+            if not results or results[-1][0] != m:
+                results.append((m, [], []))
+            results[-1][1].append(bot)
+            results[-1][2].append(rank)
+        history = ratings.replay(start, results)
+        db.executemany(
+            "INSERT INTO ratings VALUES (?, ?, ?, ?)",
+            [(m, bot, r.mu, r.sigma) for m, new in history for bot, r in new.items()],
+        )
+
+    # ------------------------------------------------------------------ reading
+    def finished_keys(self) -> set[str]:
+        return {k for (k,) in self._db.execute("SELECT key FROM matches")}
+
+    def matches_played(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM matches").fetchone()[0]
+
+    def replays(self) -> set[str]:
+        return {r for (r,) in self._db.execute("SELECT replay FROM matches WHERE replay IS NOT NULL")}
+
+    def standings(self, bots: Sequence[str]) -> list[Standing]:
+        """Every bot in ``bots``, best first: by rating, then fewer late moves, fewer crashes, name."""
+        db = self._db
+        latest = {
+            bot: ratings.Rating(mu, sigma)
+            for bot, mu, sigma in db.execute(
+                "SELECT r.bot, r.mu, r.sigma FROM ratings r JOIN ("
+                "  SELECT bot, MAX(match) AS last FROM ratings GROUP BY bot"
+                ") l ON r.bot = l.bot AND r.match = l.last"
+            )
+        }
+        tallies = {
+            bot: (n, wins, draws, late, ticks, crashes)
+            for bot, n, wins, draws, late, ticks, crashes in db.execute(
+                "WITH firsts AS (SELECT match, COUNT(*) AS n FROM seats WHERE rank = 1 GROUP BY match)"
+                " SELECT s.bot, COUNT(*), SUM(s.rank = 1 AND f.n = 1), SUM(s.rank = 1 AND f.n > 1),"
+                " SUM(s.late), SUM(m.ticks), SUM(s.crashed)"
+                " FROM seats s JOIN matches m ON m.idx = s.match LEFT JOIN firsts f ON f.match = s.match"
+                " GROUP BY s.bot"
+            )
+        }
+        out = []
+        for bot in bots:
+            r = latest.get(bot, ratings.initial())
+            n, wins, draws, late, ticks, crashes = tallies.get(bot, (0, 0, 0, 0, 0, 0))
+            out.append(
+                Standing(
+                    bot=bot,
+                    rating=r.conservative,
+                    mu=r.mu,
+                    sigma=r.sigma,
+                    matches=n,
+                    wins=wins,
+                    draws=draws,
+                    losses=n - wins - draws,
+                    late_rate=late / ticks if ticks else 0.0,
+                    crashes=crashes,
+                )
+            )
+        out.sort(key=lambda s: (-s.rating, s.late_rate, s.crashes, s.bot))
+        return out

@@ -1,0 +1,330 @@
+"""`cellarena tournament GAME`: a local round-robin between bot programs, resumable, with ratings."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cellarena.server.cli import config_error, engine_config
+from cellarena.server.game_cli import GameCli, GameGroup, game_cli
+from cellarena.server.games import ConfigError
+
+
+def _maps(cli: GameCli, value: str | None) -> list[str | None]:
+    if value is None:
+        return list(cli.default_maps) or [None]
+    names = [m.strip() for m in value.split(",") if m.strip()]
+    if not names:
+        raise click.BadParameter("give at least one map, e.g. --maps duel,field", param_hint="--maps")
+    if len(set(names)) != len(names):
+        raise click.BadParameter(f"a map is listed twice in {value!r}", param_hint="--maps")
+    return names
+
+
+def _bots(bot_options: tuple[str, ...], bots_dir: str | None, game: str) -> list[Any]:
+    from cellarena.arena.discovery import DiscoveryError, discover, prepare
+    from cellarena.server.launcher import BotSpec
+
+    if bool(bot_options) == bool(bots_dir):
+        raise click.UsageError("give either --bot NAME=COMMAND (at least twice) or --bots-dir DIR")
+    if bots_dir:
+        try:
+            found = discover(Path(bots_dir), game)
+            prepare(found)
+        except DiscoveryError as exc:
+            raise click.BadParameter(str(exc), param_hint="--bots-dir") from None
+        return [f.spec for f in found]
+    try:
+        specs = [BotSpec.parse(b) for b in bot_options]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--bot") from None
+    names = [s.name for s in specs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise click.BadParameter(f"bot names must differ; repeated: {', '.join(dupes)}", param_hint="--bot")
+    return specs
+
+
+def _tournament_command(game: str) -> click.Command:
+    from cellarena.server.games import get_engine
+
+    cli = game_cli(game)
+    engine_class = get_engine(game)
+
+    def tournament(
+        bots: tuple[str, ...],
+        bots_dir: str | None,
+        maps: str | None,
+        rounds: int,
+        jobs: int | None,
+        out: str | None,
+        seed: int,
+        fast: bool,
+        tick_rate: float,
+        budget_ms: float | None,
+        connect_timeout: float,
+        as_json: bool,
+        **game_values: Any,
+    ) -> None:
+        from cellarena.arena.runner import (
+            MISSED_IN_A_ROW,
+            TournamentSpec,
+            default_jobs,
+            local_pool,
+            run_tournament,
+        )
+        from cellarena.arena.store import StoreError
+        from cellarena.server.match import TickSettings
+
+        specs = _bots(bots, bots_dir, game)
+        if len(specs) < 2:
+            raise click.UsageError(f"a tournament needs at least 2 bots, got {len(specs)}")
+        map_names = _maps(cli, maps)
+        if maps is not None and cli.map_key is None:
+            raise click.BadParameter(f"{game} has no maps; leave --maps out", param_hint="--maps")
+        map_configs = []
+        for name in map_names:
+            config = engine_config(game, game_values)
+            if name is not None and cli.map_key is not None:
+                config[cli.map_key] = name
+            try:
+                seats = engine_class.new(config, seed).players
+            except ConfigError as exc:
+                raise config_error(game, exc) from None
+            if seats > len(specs):
+                raise click.UsageError(
+                    f"map {name} has {seats} seats but only {len(specs)} bots were given; add bots or "
+                    "choose another map"
+                )
+            map_configs.append((name, config, seats))
+        settings = TickSettings(
+            tick_rate=tick_rate,
+            budget_ms=budget_ms,
+            fast=fast,
+            max_missed_in_a_row=MISSED_IN_A_ROW,
+        )
+        spec = TournamentSpec(
+            game=game,
+            bots=tuple(specs),
+            maps=tuple(map_configs),
+            rounds=rounds,
+            seed=seed,
+            settings=settings,
+            connect_timeout=connect_timeout,
+        )
+        folder = Path(out) if out else Path("runs") / f"tournament-{game}"
+        workers = jobs or default_jobs()
+        display = None if as_json else _Display()
+        try:
+            with local_pool(workers) as pool:
+                report = run_tournament(
+                    spec,
+                    folder,
+                    executor=pool,
+                    jobs=workers,
+                    progress=display.progress() if display else None,
+                )
+        except StoreError as exc:
+            raise click.BadParameter(str(exc), param_hint="--out") from None
+        except KeyboardInterrupt:
+            if display:
+                display.stop()
+            click.echo(
+                f"interrupted; every bot process was stopped. Finished matches are kept in {folder}; "
+                "run the same command again to play the rest.",
+                err=True,
+            )
+            sys.exit(130)
+        finally:
+            if display:
+                display.stop()
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {
+                        "standings": [s.to_json() for s in report.standings],
+                        "matches": report.already + report.played,
+                        "total": report.total,
+                        "failed": [k for k, _ in report.failed],
+                        "results": str(folder / "results.sqlite"),
+                    }
+                )
+            )
+        else:
+            _print_standings(report, folder)
+        if report.failed:
+            sys.exit(1)
+
+    options = [
+        click.option(
+            "--bot",
+            "bots",
+            multiple=True,
+            metavar="NAME=COMMAND",
+            help="A bot: its name and the command that starts it. Repeat for each bot.",
+        ),
+        click.option(
+            "--bots-dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Folder of bots: .py files and folders with a bot.toml (a subfolder named after the game "
+            "is used when present).",
+        ),
+        click.option(
+            "--maps",
+            default=None,
+            metavar="M,...",
+            help="Comma-separated maps to play. [default: "
+            + (",".join(cli.default_maps) if cli.default_maps else "the game's board")
+            + "]",
+        ),
+        *cli.options,
+        click.option(
+            "--rounds",
+            default=1,
+            show_default=True,
+            type=click.IntRange(1, 10_000),
+            help="Repeats of it all.",
+        ),
+        click.option(
+            "--jobs",
+            "-j",
+            type=click.IntRange(1, 512),
+            default=None,
+            help="Matches at once, each in its own process. [default: the number of cores]",
+        ),
+        click.option(
+            "--out",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Results folder (SQLite, replays, logs); rerun to resume. "
+            f"[default: runs/tournament-{game}]",
+        ),
+        click.option("--seed", default=0, show_default=True, type=int, help="Seeds every match."),
+        click.option(
+            "--fast/--realtime",
+            default=True,
+            show_default=True,
+            help="Next tick as soon as every seat answered, or at the fixed tick rate.",
+        ),
+        click.option(
+            "--tick-rate",
+            default=engine_class.default_tick_rate,
+            show_default=True,
+            type=click.FloatRange(0.1, 1000),
+            help="Ticks per second with --realtime.",
+        ),
+        click.option(
+            "--budget-ms",
+            default=engine_class.default_budget_ms,
+            type=click.FloatRange(1, 60_000),
+            help="Time per move in ms, counted from when the frame was sent. [default: "
+            + (
+                "one tick"
+                if engine_class.default_budget_ms is None
+                else f"{engine_class.default_budget_ms:g}"
+            )
+            + "]",
+        ),
+        click.option(
+            "--connect-timeout",
+            default=15.0,
+            show_default=True,
+            type=click.FloatRange(0.5, 600),
+            help="Seconds a bot has to connect before it forfeits.",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end."),
+    ]
+    command = tournament
+    for option in reversed(options):
+        command = option(command)
+    doc = (
+        f"A round-robin {game} tournament: every group of bots plays every map in every seat order, "
+        "--rounds times, --jobs at once; then standings with openskill ratings. Results are committed to "
+        "SQLite after every match: run the same command again to resume."
+    )
+    return click.command(game, help=doc)(command)
+
+
+tournament = GameGroup(
+    "tournament", factory=_tournament_command, help="Run local round-robin tournaments with ratings."
+)
+
+
+class _Display:
+    """A rich progress bar on stderr while matches run."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._progress = Progress(
+            TextColumn("[bold]matches"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[note]}"),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._task: Any = None
+        self._failed = 0
+        self._stopped = False
+
+    def progress(self) -> Any:
+        from cellarena.arena.runner import Progress
+
+        return Progress(start=self._start, advance=self._advance)
+
+    def _start(self, total: int, done: int) -> None:
+        note = f"({done} already played)" if done else ""
+        self._task = self._progress.add_task("matches", total=total, completed=done, note=note)
+        self._progress.start()
+
+    def _advance(self, _match: Any, record: Any) -> None:
+        if record is None:
+            self._failed += 1
+            self._progress.update(self._task, note=f"[red]{self._failed} failed")
+        self._progress.advance(self._task)
+
+    def stop(self) -> None:
+        if not self._stopped:
+            self._stopped = True
+            self._progress.stop()
+
+
+def _print_standings(report: Any, folder: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    table = Table(title=f"Standings after {report.already + report.played} of {report.total} matches")
+    for col in ("rank", "bot", "rating", "mu", "sigma", "W", "D", "L", "late", "crashes"):
+        table.add_column(col, justify="left" if col == "bot" else "right")
+    for i, s in enumerate(report.standings, 1):
+        table.add_row(
+            str(i),
+            s.bot,
+            f"{s.rating:.2f}",
+            f"{s.mu:.2f}",
+            f"{s.sigma:.2f}",
+            str(s.wins),
+            str(s.draws),
+            str(s.losses),
+            f"{s.late_rate:.1%}",
+            str(s.crashes),
+        )
+    console.print(table)
+    console.print("rating = mu - 3 sigma (openskill, Plackett-Luce); late = late or missing moves per tick")
+    if report.failed:
+        console.print(
+            f"[red]{len(report.failed)} matches failed and were not recorded[/]; rerun to retry them:"
+        )
+        for key, why in report.failed[:10]:
+            console.print(f"  {key}: {why}")
+    click.echo(f"results: {folder / 'results.sqlite'} (replays and logs in {folder / 'matches'})")
