@@ -12,7 +12,7 @@ import importlib
 from typing import Any, Protocol
 
 #: Games the SDK knows, by name. The server's registry has the same names.
-GAMES = ("rezzo", "drop2df")
+GAMES = ("rezzo", "cata", "drop2df", "colorblocks")
 
 
 class MovesError(ValueError):

@@ -14,7 +14,9 @@ __all__ = ["GAMES", "ConfigError", "Engine", "Events", "Result", "get_engine"]
 #: Game name -> "module:class" of its engine.
 GAMES: dict[str, str] = {
     "rezzo": "cellarena.server.games.rezzo.engine:RezzoEngine",
+    "cata": "cellarena.server.games.cata.engine:CataEngine",
     "drop2df": "cellarena.server.games.drop2df.engine:Drop2dfEngine",
+    "colorblocks": "cellarena.server.games.colorblocks.engine:ColorblocksEngine",
 }
 
 

@@ -1,0 +1,1 @@
+"""Colorblocks: the Othello-like block and unit game (see docs/games/colorblocks.md)."""
