@@ -12,7 +12,7 @@ import importlib
 from typing import Any, Protocol
 
 #: Games the SDK knows, by name. The server's registry has the same names.
-GAMES = ("rezzo", "cata", "drop2df", "colorblocks")
+GAMES = ("rezzo", "cata", "drop2df", "colorblocks", "cloth")
 
 
 class MovesError(ValueError):

@@ -17,6 +17,7 @@ GAMES: dict[str, str] = {
     "cata": "cellarena.server.games.cata.engine:CataEngine",
     "drop2df": "cellarena.server.games.drop2df.engine:Drop2dfEngine",
     "colorblocks": "cellarena.server.games.colorblocks.engine:ColorblocksEngine",
+    "cloth": "cellarena.server.games.cloth.engine:ClothEngine",
 }
 
 
