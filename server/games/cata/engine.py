@@ -184,6 +184,8 @@ class CataEngine:
         self.move += 1
         if self.move == MOVES_PER_TURN:
             self._reaction()
+            if self._result is not None:
+                return events  # the last turn stays the current one in frames and results
             self.turn += 1
             self.move = 0
             self.blocked = [False, False]
