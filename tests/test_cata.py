@@ -496,3 +496,15 @@ def test_a_real_match_between_the_example_bots() -> None:
     report = json.loads(out.stdout)
     assert report["winner"] in ("look", "rand") and report["illegal"] == {"look": 0, "rand": 0}
     assert report["invalid"] == {"look": 0, "rand": 0}
+
+
+def test_the_benchmark_command_measures_both_steps() -> None:
+    from click.testing import CliRunner
+
+    from cellarena.server.games.cata.bench import command
+
+    out = CliRunner().invoke(command, ["--sizes", "8", "--seconds", "0.05", "--json"])
+    assert out.exit_code == 0, out.output
+    r = json.loads(out.output)["sizes"]["8"]
+    assert r["generations_per_s"] > 0 and r["reference_generations_per_s"] > 0
+    assert r["ratio"] == pytest.approx(r["generations_per_s"] / r["reference_generations_per_s"])
