@@ -217,3 +217,14 @@ def test_match_between_the_example_bots_over_tcp() -> None:
     report = json.loads(out.stdout)
     assert report["winner"] == "greedy" and "captured the objective" in report["reason"]
     assert report["illegal"] == {"greedy": 0, "random": 0} and report["late"] == {"greedy": 0, "random": 0}
+
+
+def test_bench_command_reports_ratios_as_json() -> None:
+    from click.testing import CliRunner
+
+    from cellarena.server.games.colorblocks.bench import command
+
+    out = CliRunner().invoke(command, ["--sizes", "9", "--seconds", "0.05", "--json"])
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.output)
+    assert report["gain_map"]["9"]["ratio"] > 0 and report["engine"]["turns_per_s"] > 0
