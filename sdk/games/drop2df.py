@@ -75,7 +75,7 @@ def step(row: bytes | Sequence[int]) -> bytes:
 def step_many(rows: Any, out: Any = None, scratch: Any = None) -> Any:
     """One generation of every row of ``rows`` (a (k, n) uint8 numpy array) at once, into ``out``.
 
-    ``out`` (same shape and dtype, not ``rows`` itself) and ``scratch`` (a (k, n - 2) intp array)
+    ``out`` (same shape and dtype, not ``rows`` itself) and ``scratch`` (a (k, n - 2) uint8 array)
     may be passed in so that a caller stepping many times allocates nothing per step.
     """
     import numpy as np
@@ -83,13 +83,13 @@ def step_many(rows: Any, out: Any = None, scratch: Any = None) -> Any:
     if out is None:
         out = np.empty_like(rows)
     if scratch is None:
-        scratch = np.empty((rows.shape[0], rows.shape[1] - 2), np.intp)
-    table = _np_table()
-    # window index = left * 36 + centre * 6 + right, built in place in the scratch buffer
-    np.multiply(rows[:, :-2], 36, out=scratch, casting="unsafe")
-    scratch += rows[:, 1:-1] * np.intp(6)
+        scratch = np.empty((rows.shape[0], rows.shape[1] - 2), np.uint8)
+    # The window index (left * 6 + centre) * 6 + right is at most 215: it fits the uint8 scratch.
+    np.multiply(rows[:, :-2], 6, out=scratch)
+    scratch += rows[:, 1:-1]
+    scratch *= 6
     scratch += rows[:, 2:]
-    np.take(table, scratch, out=out[:, 1:-1])
+    np.take(_np_table(), scratch, out=out[:, 1:-1])
     out[:, 0] = rows[:, 0]
     out[:, -1] = rows[:, -1]
     return out
@@ -141,6 +141,8 @@ _TOKEN = {
 def edit_error(row: bytes | Sequence[int], cell: int) -> str | None:
     """Why the edit of ``cell`` is not allowed on ``row``, or None if it is."""
     n = len(row)
+    if cell in (0, n - 1):
+        return f"cell {cell} is a hole, which cannot be edited"
     if not 1 <= cell <= n - 2:
         return f"cell {cell} is out of range: edits go to cells 1..{n - 2}"
     code = row[cell]
@@ -166,6 +168,8 @@ def token_error(row: bytes | Sequence[int], face: int, cell: int, tokens: Sequen
     if face not in tokens:
         return f"no [{CHARS[face]}] token left"
     n = len(row)
+    if cell in (0, n - 1):
+        return f"cell {cell} is a hole, which a token cannot change"
     if not 1 <= cell <= n - 2:
         return f"cell {cell} is out of range: tokens go to cells 1..{n - 2}"
     if row[cell] not in _TOKEN[face]:

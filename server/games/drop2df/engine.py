@@ -116,7 +116,7 @@ class Drop2dfEngine:
         self._rows = np.tile(np.frombuffer(row, np.uint8), (cfg.players, 1))
         # Ping-pong buffers for the step, so a turn allocates nothing board-sized.
         self._next = np.empty_like(self._rows)
-        self._scratch = np.empty((cfg.players, n - 2), np.intp)
+        self._scratch = np.empty((cfg.players, n - 2), np.uint8)
         self._scores = [0] * cfg.players
         self._tokens = [tokens] * cfg.players
         self._refused: list[tuple[str, ...]] = [()] * cfg.players
