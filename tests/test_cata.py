@@ -508,3 +508,15 @@ def test_the_benchmark_command_measures_both_steps() -> None:
     r = json.loads(out.output)["sizes"]["8"]
     assert r["generations_per_s"] > 0 and r["reference_generations_per_s"] > 0
     assert r["ratio"] == pytest.approx(r["generations_per_s"] / r["reference_generations_per_s"])
+
+
+def test_the_worked_turn_of_the_docs() -> None:
+    engine = CataEngine.new({})
+    for move in (strike(1), strike(30), strike(8), strike(23)):
+        _, events = play(engine, move)
+        assert not events.illegal
+    assert engine.health == [62 * Q, 62 * Q]
+    report = engine.last_reaction
+    assert report["tally"] == [2048, 2048] and report["reset"] == "none"
+    assert (report["ended"], report["generations"]) == ("static", 63)
+    assert int(engine.board.sum()) == 1980
