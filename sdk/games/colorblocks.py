@@ -33,7 +33,7 @@ WIDTH = HEIGHT = 9
 PLAYERS = 2
 MAX_TURNS = 100
 GUARDS = 2
-#: A turn's list is cut off here; every action beyond it is refused as malformed.
+#: A longer list of actions is invalid as a whole: the turn passes.
 MAX_ACTIONS = 64
 KINDS = ("fighter", "paver", "cleaner", "shooter", "shield")
 FIRST_SPAWN = "fighter"
