@@ -44,9 +44,41 @@ class MatchAbandonedError(RuntimeError):
     """The match did not end within its wall-clock limit; it is not recorded and will be retried."""
 
 
-def worker_init() -> None:
-    """An idle worker ignores Ctrl-C (the coordinator decides what stops); `run_job` listens to it."""
+class _Worker:
+    """This process's state as a pool worker."""
+
+    #: Whether it is playing a match right now (read by the parent watchdog).
+    busy = threading.Event()
+    #: Set by the coordinator when it is interrupted: jobs already queued here are refused.
+    stop: Any = None
+
+
+class JobRefusedError(RuntimeError):
+    """The tournament was interrupted before this match started; it is not recorded."""
+
+
+def worker_init(coordinator: int, stop: Any = None) -> None:
+    """Set up a pool worker: idle, it ignores Ctrl-C (the coordinator decides what stops; `run_job`
+    listens to it); and it does not outlive the coordinator.
+
+    A coordinator killed with SIGKILL cannot tell its workers, and a pool worker waits for its next
+    job forever. So a watchdog thread checks the parent: once it is gone, an idle worker exits, and a
+    busy one interrupts its match (the launcher stops the bots) and exits.
+    """
+    _Worker.stop = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(coordinator,), daemon=True, name="watch-parent").start()
+
+
+def _watch_parent(coordinator: int) -> None:
+    while os.getppid() == coordinator:
+        time.sleep(0.5)
+    if _Worker.busy.is_set():
+        os.kill(os.getpid(), signal.SIGINT)
+        deadline = time.monotonic() + 15.0  # the launcher's stop takes at most a few seconds
+        while _Worker.busy.is_set() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    os._exit(1)
 
 
 def run_job(job: MatchJob) -> MatchRecord:
@@ -55,12 +87,16 @@ def run_job(job: MatchJob) -> MatchRecord:
     During the match Ctrl-C is live again, so an interrupt stops the bots (the launcher kills each
     bot's process group) and this job ends with KeyboardInterrupt, unrecorded.
     """
+    if _Worker.stop is not None and _Worker.stop.is_set():
+        raise JobRefusedError(f"match {job.key} not started: the tournament was interrupted")
     if threading.current_thread() is not threading.main_thread():
         return _run(job)  # a thread pool's worker: signals belong to the main thread
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    _Worker.busy.set()
     try:
         return _run(job)
     finally:
+        _Worker.busy.clear()
         signal.signal(signal.SIGINT, previous)
 
 

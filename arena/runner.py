@@ -91,15 +91,33 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def local_pool(jobs: int) -> cf.ProcessPoolExecutor:
-    import multiprocessing
+class LocalPool(cf.ProcessPoolExecutor):
+    """A process pool whose matches can be interrupted: `interrupt()` stops the running matches (each
+    worker's launcher stops its bots) and makes the workers refuse the jobs already handed to them."""
 
-    from cellarena.arena.job import worker_init
+    def __init__(self, jobs: int) -> None:
+        import multiprocessing
 
-    # forkserver: workers start clean (no trio state or open sockets of the coordinator to inherit).
-    return cf.ProcessPoolExecutor(
-        max_workers=jobs, mp_context=multiprocessing.get_context("forkserver"), initializer=worker_init
-    )
+        from cellarena.arena.job import worker_init
+
+        # spawn: workers start clean (no trio state or open sockets of the coordinator to inherit),
+        # and are the coordinator's own children, so they can tell when it is gone (`worker_init`).
+        context = multiprocessing.get_context("spawn")
+        self._stop = context.Event()
+        super().__init__(
+            max_workers=jobs, mp_context=context, initializer=worker_init, initargs=(os.getpid(), self._stop)
+        )
+
+    def interrupt(self) -> None:
+        self._stop.set()
+        # Ctrl-C in a terminal reaches the workers too; a signal to this process alone does not.
+        for pid in list(getattr(self, "_processes", None) or {}):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGINT)
+
+
+def local_pool(jobs: int) -> LocalPool:
+    return LocalPool(jobs)
 
 
 def run_tournament(
@@ -164,7 +182,9 @@ def run_tournament(
         except BaseException:
             for future in pending:
                 future.cancel()
-            _interrupt_workers(executor)
+            interrupt = getattr(executor, "interrupt", None)
+            if interrupt is not None:
+                interrupt()
             raise
         report.standings = store.standings([b.name for b in spec.bots])
     report.seconds = time.perf_counter() - started
@@ -179,12 +199,3 @@ def _take(it: Iterator[Scheduled], n: int) -> list[Scheduled]:
         except StopIteration:
             break
     return out
-
-
-def _interrupt_workers(executor: cf.Executor) -> None:
-    """Ctrl-C in a terminal reaches the workers too; a signal to this process alone does not. Pass it on,
-    so each worker's launcher stops its bots (every process group) before the pool shuts down."""
-    processes = getattr(executor, "_processes", None) or {}
-    for pid in list(processes):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGINT)

@@ -148,6 +148,7 @@ def _tournament_command(game: str) -> click.Command:
                     {
                         "standings": [s.to_json() for s in report.standings],
                         "matches": report.already + report.played,
+                        "played": report.played,
                         "total": report.total,
                         "failed": [k for k, _ in report.failed],
                         "results": str(folder / "results.sqlite"),

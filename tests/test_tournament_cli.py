@@ -1,0 +1,187 @@
+"""`cellarena tournament` end to end: real processes, bad bots, SIGKILL and resume, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from test_match_cli import CLI, RAW, ROOT, alive, cellarena
+
+GHOST = f'{sys.executable} -c "import time; time.sleep(60)"'  # starts, never connects
+
+
+def tournament(*args: str, timeout: float = 240, env: dict[str, str] | None = None) -> dict:
+    proc = cellarena("tournament", "rezzo", *args, "--json", timeout=timeout, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def pids_alive(path: Path) -> list[int]:
+    if not path.exists():
+        return []
+    return [p for p in map(int, path.read_text().split()) if alive(p)]
+
+
+def wait_until_dead(path: Path, seconds: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (left := pids_alive(path)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def test_crashing_hanging_and_absent_bots_rank_last_and_stall_nothing(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    env = {**os.environ, "BOT_PID_FILE": str(pids)}
+    started = time.monotonic()
+    result = tournament(
+        "--bot", f"good={RAW} random",
+        "--bot", f"crasher={RAW} crash",
+        "--bot", f"hangs={RAW} silent",
+        "--bot", f"ghost={GHOST}",
+        "--max-ticks", "40",
+        "--budget-ms", "40",
+        "--connect-timeout", "2",
+        "--out", str(tmp_path / "out"),
+        "--jobs", "2",
+        env=env,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert result["matches"] == 12 and result["failed"] == []
+    standings = {s["bot"]: s for s in result["standings"]}
+    assert result["standings"][0]["bot"] == "good"
+    assert standings["good"]["wins"] == 6 and standings["good"]["crashes"] == 0
+    for bad in ("crasher", "hangs", "ghost"):
+        # Each forfeits both matches against the good bot; against another bad bot it may outlast it.
+        assert 2 <= standings[bad]["crashes"] <= 6, standings[bad]
+        assert standings[bad]["losses"] >= 2
+        assert standings[bad]["rating"] < standings["good"]["rating"]
+    assert standings["hangs"]["late_rate"] > 0.5
+    # Nothing waited on a bad bot beyond its own limits: 25 missed ticks or the connect timeout.
+    assert elapsed < 120
+    assert wait_until_dead(pids) == []
+
+
+def read_matches(db: Path) -> int:
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)
+        try:
+            return con.execute("SELECT COUNT(*) FROM matches").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+def test_a_tournament_killed_with_sigkill_resumes_and_ends_with_the_same_standings(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    env = {**os.environ, "BOT_PID_FILE": str(pids)}
+    args = [
+        "--bot", f"r1={RAW} random",
+        "--bot", f"r2={RAW} random",
+        "--bot", f"r3={RAW} delay:2",
+        "--bot", f"crasher={RAW} crash",
+        "--max-ticks", "80",
+        "--budget-ms", "2000",
+        "--seed", "4",
+        "--jobs", "1",
+    ]  # fmt: skip
+    straight = tournament(*args, "--out", str(tmp_path / "straight"), env=env)
+    assert straight["matches"] == straight["played"] == 12
+
+    out = tmp_path / "resumed"
+    proc = subprocess.Popen(
+        [*CLI, "tournament", "rezzo", *args, "--out", str(out), "--json"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while read_matches(out / "results.sqlite") < 4 and time.monotonic() < deadline:
+        assert proc.poll() is None, "the tournament ended before it could be killed"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    killed_at = read_matches(out / "results.sqlite")
+    assert 4 <= killed_at < 12
+    resumed = tournament(*args, "--out", str(out), env=env)
+    assert resumed["matches"] == 12
+    assert resumed["played"] == 12 - killed_at  # only the missing ones
+    assert resumed["standings"] == straight["standings"]
+    con = sqlite3.connect(out / "results.sqlite")
+    assert con.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM matches").fetchone() == (12, 12)
+    assert con.execute("SELECT COUNT(*) FROM seats").fetchone() == (24,)
+    assert wait_until_dead(pids) == []  # the killed run's orphaned match finished and its bots exited
+
+
+def test_ctrl_c_stops_every_bot_and_keeps_only_whole_matches(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    env = {**os.environ, "BOT_PID_FILE": str(pids)}
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [
+            *CLI, "tournament", "rezzo",
+            "--bot", f"a={RAW} delay:20",
+            "--bot", f"b={RAW} delay:20",
+            "--bot", f"c={RAW} delay:20",
+            "--max-ticks", "3000",
+            "--out", str(out),
+            "--jobs", "2",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(pids_alive(pids)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(pids_alive(pids)) >= 4, "two matches should be running"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "every bot process was stopped" in err and "run the same command again" in err
+    assert wait_until_dead(pids, 5.0) == []
+    con = sqlite3.connect(out / "results.sqlite")
+    assert con.execute("SELECT COUNT(*) FROM matches").fetchone() == (0,)
+    assert con.execute("SELECT COUNT(*) FROM seats").fetchone() == (0,)
+
+
+def test_bots_dir_with_a_broken_entry_names_it(tmp_path: Path) -> None:
+    (tmp_path / "fine.py").write_text("print('a bot')\n")
+    (tmp_path / "other.py").write_text("print('a bot')\n")
+    (tmp_path / "mybot").mkdir()
+    proc = cellarena("tournament", "rezzo", "--bots-dir", str(tmp_path), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2
+    assert f"{tmp_path / 'mybot'}: a bot folder needs a bot.toml" in proc.stderr
+    assert "--bots-dir" in proc.stderr
+
+
+def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
+    both = cellarena("tournament", "rezzo", "--bot", f"a={RAW}", "--bots-dir", str(tmp_path))
+    assert both.returncode == 2 and "either --bot" in both.stderr
+    one = cellarena("tournament", "rezzo", "--bot", f"a={RAW}")
+    assert one.returncode == 2 and "at least 2 bots" in one.stderr
+    quad = cellarena("tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--maps", "quad")
+    assert quad.returncode == 2 and "map quad has 4 seats but only 2 bots" in quad.stderr
+    nomap = cellarena("tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--maps", "nowhere")
+    assert nomap.returncode == 2 and "nowhere" in nomap.stderr and "--map" in nomap.stderr
+    unknown = cellarena("tournament", "chess")
+    assert unknown.returncode == 2 and "No such command 'chess'" in unknown.stderr
+    # Another tournament's results folder is refused, not mixed.
+    out = tmp_path / "out"
+    first = cellarena(
+        "tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--max-ticks", "5", "--out", str(out)
+    )
+    assert first.returncode == 0, first.stderr
+    second = cellarena(
+        "tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--max-ticks", "6", "--out", str(out)
+    )
+    assert second.returncode == 2 and "holds a different tournament" in second.stderr
