@@ -23,9 +23,9 @@ from cellarena.sdk.games.cata import PASS, Act, Automaton, View, quadrants, reac
 class Lookahead(Bot):
     game = "cata"
     #: Generations simulated per decision, over all candidates (about 40 us each on 64x64).
-    generation_budget = 6000
+    generation_budget = 4000
     #: Stop evaluating after this fraction of the move's budget.
-    time_fraction = 0.4
+    time_fraction = 0.3
 
     def __init__(self, generation_budget: int | None = None) -> None:
         if generation_budget is not None:
