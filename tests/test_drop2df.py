@@ -373,3 +373,15 @@ def test_a_real_match_between_the_example_bots() -> None:
     summary = json.loads(done.stdout)
     assert summary["ticks"] == 12 and summary["winner"] == "plan"
     assert summary["late"] == {"plan": 0, "pass": 0} and summary["illegal"] == {"plan": 0, "pass": 0}
+
+
+def test_the_bench_command_prints_json() -> None:
+    from click.testing import CliRunner
+
+    from cellarena.server.game_cli import game_cli, load_command
+
+    command = load_command(game_cli("drop2df").bench)  # type: ignore[arg-type]
+    done = CliRunner().invoke(command, ["--rows", "50", "--seconds", "0.05", "--json"])
+    assert done.exit_code == 0, done.output
+    figures = json.loads(done.output)
+    assert figures["cells_per_row"] == 11 and figures["step_many_rows_per_s"] > 0 and figures["ratio"] > 0

@@ -45,5 +45,6 @@ CLI = GameCli(
     ],
     config=_config,
     render=_render,
+    bench="cellarena.server.games.drop2df.bench:command",
     summary="the one-dimensional lemmings puzzle, as a duplicate match",
 )
