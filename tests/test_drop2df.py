@@ -343,7 +343,8 @@ def bot_game(seed: int, classes: list[type]) -> Drop2dfEngine:
     while engine.result() is None:
         actions = {}
         for seat, request in engine.pending().items():
-            message = {"type": "tick", "tick": engine.tick, "budget_ms": 2000, **request}
+            # A roomy budget: the planner's search then never stops early on a loaded machine.
+            message = {"type": "tick", "tick": engine.tick, "budget_ms": 60000, **request}
             answer = moves_for(bots[seat].on_tick(make_view(message)))
             actions[seat] = engine.decode(seat, request, answer)
         events = engine.apply(actions)

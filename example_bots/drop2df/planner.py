@@ -3,10 +3,13 @@
 The game is deterministic and nobody else touches your board, so a plan made once stays right. Each
 turn of the search expands every kept row by a pass and every legal edit, scores and steps them all
 at once with the SDK's vectorised step, merges equal rows (keeping the best score), and keeps the
-best `WIDTH`. If the best plan does not beat plain passing, the bot passes: it never does worse.
+best `WIDTH`. If the best plan does not beat plain passing, the bot passes: it never does worse
+(when the whole game fits in its time; a very long game is planned in pieces).
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -37,8 +40,12 @@ def row_keys(rows: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
 
 
-def plan(row: bytes, turns: int, width: int = WIDTH) -> tuple[int, list[int]]:
-    """(score, one op per turn) of the best plan the beam finds for ``turns`` turns from ``row``."""
+def plan(row: bytes, turns: int, width: int = WIDTH, seconds: float = 1e9) -> tuple[int, list[int]]:
+    """(score, one op per turn) of the best plan the beam finds for ``turns`` turns from ``row``.
+
+    If ``seconds`` run out first, the plan covers only the turns searched so far (at least one).
+    """
+    deadline = time.monotonic() + seconds
     n = len(row)
     rows = np.frombuffer(row, np.uint8)[None, :].copy()
     scores = np.zeros(1, np.int64)
@@ -69,6 +76,8 @@ def plan(row: bytes, turns: int, width: int = WIDTH) -> tuple[int, list[int]]:
             keep = keep[np.lexsort((edit[keep], -alive, -gained[keep]))[:width]]
         rows, scores = stepped[keep], gained[keep]
         history.append((parent[keep], op[keep]))
+        if time.monotonic() > deadline:
+            break  # a long game on a slow machine: plan the rest later
     best = int(np.argmax(scores))
     ops = []
     for parent, op in reversed(history):
@@ -86,11 +95,13 @@ class Planner(Bot):
         self.expect: bytes | None = None
 
     def on_tick(self, view: View) -> int | None:
-        if view.row != self.expect or len(self.ops) != view.turns_left:
-            # A short budget (or a slow machine) gets a narrower, quicker search.
+        if view.row != self.expect or not self.ops:
+            # A short budget (or a slow machine) gets a narrower, quicker search; a third of the
+            # budget is the most it may take, so a plan that does not fit is made in pieces.
             width = WIDTH if view.budget_ms >= 1000 else WIDTH // 5
-            score, ops = plan(view.row, view.turns_left, width)
-            self.ops = ops if score > passing_score(view.row, view.turns_left) else [PASS] * view.turns_left
+            seconds = view.budget_ms / 3000 if view.budget_ms else 1.0
+            score, ops = plan(view.row, view.turns_left, width, seconds)
+            self.ops = ops if score > passing_score(view.row, len(ops)) else [PASS] * len(ops)
         op = self.ops.pop(0)
         row = (
             view.row
