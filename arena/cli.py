@@ -6,6 +6,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
+from cellarena.arena.bench import command as bench_tournament
 from cellarena.arena.tournament_cli import tournament
 from cellarena.server.cli import bench, maps, match, serve, sim
 from cellarena.server.replay_cli import replay
@@ -25,6 +26,7 @@ def main() -> None:
 
 
 main.add_command(sim)
+bench.add_command(bench_tournament)
 main.add_command(bench)
 main.add_command(maps)
 main.add_command(serve)

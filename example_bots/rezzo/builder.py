@@ -68,12 +68,12 @@ class Agent:
 
     # ------------------------------------------------------------------ what it remembers
     def remember(self, viewport: Viewport) -> None:
-        for i, code in enumerate(viewport.cells):
-            pos = self.tracker.world(*Viewport.to_relative(*divmod(i, 13)))
+        for pos, code in zip(self.tracker.view_positions(), viewport.cells, strict=True):
+            k = Viewport.kind(code)
             for kind, seen in self.landmarks.items():
-                if Viewport.kind(code) == kind:
+                if k == kind:
                     seen[pos] = code
-                else:
+                elif seen:
                     seen.pop(pos, None)  # gone: its owner lost
 
     def cells(self, kind: int, mine: bool | None = None) -> list[Pos]:

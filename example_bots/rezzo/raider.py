@@ -25,6 +25,8 @@ GIVE_UP = 40
 SEARCH = 2500
 
 Pos = tuple[int, int]
+#: What a raider keeps track of: flags to cut, bases and geysers that say where flags matter.
+LANDMARKS = frozenset((Cell.FLAG, Cell.BASE, Cell.GEYSER))
 
 
 def cheb(a: Pos, b: Pos) -> int:
@@ -49,12 +51,12 @@ class Agent:
         self.seen: dict[Pos, int] = {}
 
     def remember(self, viewport: Viewport) -> None:
-        for i, code in enumerate(viewport.cells):
-            pos = self.tracker.world(*Viewport.to_relative(*divmod(i, 13)))
-            if Viewport.kind(code) in (Cell.FLAG, Cell.BASE, Cell.GEYSER):
-                self.seen[pos] = code
-            else:
-                self.seen.pop(pos, None)
+        seen = self.seen
+        for pos, code in zip(self.tracker.view_positions(), viewport.cells, strict=True):
+            if Viewport.kind(code) in LANDMARKS:
+                seen[pos] = code
+            elif seen:
+                seen.pop(pos, None)
 
     def targets(self) -> tuple[list[Pos], list[Pos]]:
         """(urgent, raid) targets from memory, each nearest first."""

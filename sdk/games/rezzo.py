@@ -255,11 +255,10 @@ class Viewport:
     @staticmethod
     def kind(code: int) -> int:
         """The code without its owner, as a ``Cell`` member when it is one (``Cell.FLAG`` for 17)."""
-        k = kind(code)  # the module-level function
         try:
-            return Cell(k)
-        except ValueError:
-            return k
+            return _KIND_OF[code]  # bots call this for every cell of every view: a table, not an Enum call
+        except (IndexError, TypeError):
+            return kind(code)
 
     @staticmethod
     def owner(code: int) -> int | None:
@@ -460,6 +459,14 @@ class View:
         return cls(tick, indices, viewports, budget_ms)
 
 
+def _kind_member(code: int) -> int:
+    k = kind(code)
+    return Cell(k) if k in Cell._value2member_map_ else k
+
+
+_KIND_OF = tuple(_kind_member(code) for code in range(256))
+
+
 # ---------------------------------------------------------------------------------------- tracking
 def _stable(code: int) -> int | None:
     """A cell's class that agents rarely change, for matching views; None for agents (they move)."""
@@ -470,6 +477,20 @@ def _stable(code: int) -> int | None:
     if Cell.AGENT <= code < Cell.FLAG:
         return None
     return code  # OOB, geysers and bases never change
+
+
+_STABLE_OF = tuple(_stable(code) for code in range(256))
+_VIEW_RELATIVE = [
+    (VIEW_AGENT_ROW - i // VIEW_SIZE, i % VIEW_SIZE - VIEW_AGENT_COL) for i in range(VIEW_CELLS)
+]
+#: Per heading, each viewport cell's (dx, dy) from the agent, in ``Viewport.cells`` order.
+_VIEW_OFFSETS = {
+    h: tuple(
+        (f * FORWARD[h][0] + r * RIGHTWARD[h][0], f * FORWARD[h][1] + r * RIGHTWARD[h][1])
+        for f, r in _VIEW_RELATIVE
+    )
+    for h in Facing
+}
 
 
 class Tracker:
@@ -513,17 +534,21 @@ class Tracker:
         """The code last seen at (x, y), or None if never seen."""
         return self.memory.get((x, y))
 
+    def view_positions(self) -> list[tuple[int, int]]:
+        """The tracker-frame (x, y) of every viewport cell, in ``Viewport.cells`` order."""
+        x, y = self.x, self.y
+        return [(x + dx, y + dy) for dx, dy in _VIEW_OFFSETS[self.heading]]
+
     def _misfits(self, viewport: Viewport, x: int, y: int, heading: Facing) -> int:
         """How many remembered cells disagree with ``viewport`` seen from this pose."""
-        (fx, fy), (rx, ry) = FORWARD[heading], RIGHTWARD[heading]
         wrong = 0
-        for i, code in enumerate(viewport.cells):
-            now = _stable(code)
+        get = self.memory.get
+        for (dx, dy), code in zip(_VIEW_OFFSETS[heading], viewport.cells, strict=True):
+            now = _STABLE_OF[code]
             if now is None:
                 continue
-            f, r = VIEW_AGENT_ROW - i // VIEW_SIZE, i % VIEW_SIZE - VIEW_AGENT_COL
-            old = self.memory.get((x + f * fx + r * rx, y + f * fy + r * ry))
-            if old is not None and (then := _stable(old)) is not None and then != now:
+            old = get((x + dx, y + dy))
+            if old is not None and (then := _STABLE_OF[old]) is not None and then != now:
                 wrong += 1
         return wrong
 
@@ -543,9 +568,7 @@ class Tracker:
             if wrong_if_moved <= self._misfits(viewport, self.x, self.y, self.heading):
                 self.memory[self.pos] = Cell.CONDUCTOR if move == Move.BUILD else Cell.BLANK
                 self.x, self.y = moved
-        for i, code in enumerate(viewport.cells):
-            f, r = VIEW_AGENT_ROW - i // VIEW_SIZE, i % VIEW_SIZE - VIEW_AGENT_COL
-            self.memory[self.world(f, r)] = code
+        self.memory.update(zip(self.view_positions(), viewport.cells, strict=True))
 
     def commit(self, move: int) -> int:
         """Record the move about to be sent (applied at the next ``observe``) and return it."""
@@ -588,6 +611,8 @@ class Tracker:
         heap = [(bound(*start), 0, 0, start)]
         done: set[tuple[int, int]] = set()
         pushed = 0
+        memory = self.memory
+        blank = int(Cell.BLANK)  # plain ints: this loop is the hot spot of a searching bot
         while heap and len(done) < limit:
             _, _, _, cell = heapq.heappop(heap)
             if cell in done:
@@ -599,20 +624,21 @@ class Tracker:
                 return path[::-1]
             done.add(cell)
             cx, cy = cell
-            for dx, dy in ((0, -1), (1, 0), (0, 1), (-1, 0)):
-                nxt = (cx + dx, cy + dy)
+            g = cost[cell] + 1
+            for nxt in ((cx, cy - 1), (cx + 1, cy), (cx, cy + 1), (cx - 1, cy)):
                 if nxt in done:
                     continue
-                code = self.memory.get(nxt)
-                if nxt not in targets and not (code == Cell.BLANK or (code is None and unknown)):
+                code = memory.get(nxt)
+                if not (code == blank or (code is None and unknown) or nxt in targets):
                     continue
-                g = cost[cell] + 1
                 if g < cost.get(nxt, g + 1):
                     cost[nxt] = g
                     came[nxt] = cell
                     pushed += 1
+                    nx, ny = nxt
+                    h = max(x0 - nx, 0, nx - x1) + max(y0 - ny, 0, ny - y1)
                     # Ties go to the deeper cell, then to the order of discovery: deterministic.
-                    heapq.heappush(heap, (g + bound(*nxt), -g, pushed, nxt))
+                    heapq.heappush(heap, (g + h, -g, pushed, nxt))
         return None
 
     def step_to(

@@ -1,0 +1,96 @@
+"""`cellarena bench tournament`: a fixed tournament of the example bots, timed, with the arena's share.
+
+The arena's own overhead is everything that is not a match being played: starting the worker pool,
+scheduling, committing results, waiting for a free worker. Each worker times its match from the
+moment it gets the job to the moment it hands back the record (bot processes started and stopped
+included, as any tournament must pay that); with J workers busy in parallel, the matches account for
+``sum(match seconds) / J`` of the wall time, and the rest is overhead.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cellarena.arena.discovery import discover, prepare
+from cellarena.arena.runner import MISSED_IN_A_ROW, TournamentSpec, local_pool, run_tournament
+from cellarena.server.match import TickSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+GOAL_SECONDS = 60.0
+GOAL_OVERHEAD = 0.10
+
+
+def run(
+    bots_dir: Path, maps: list[str], rounds: int, max_ticks: int, jobs: int, out: Path | None = None
+) -> dict[str, Any]:
+    found = discover(bots_dir, "rezzo")
+    prepare(found)
+    spec = TournamentSpec(
+        game="rezzo",
+        bots=tuple(f.spec for f in found),
+        maps=tuple((m, {"map": m, "max_ticks": max_ticks}, 2) for m in maps),
+        rounds=rounds,
+        seed=0,
+        settings=TickSettings(fast=True, max_missed_in_a_row=MISSED_IN_A_ROW),
+    )
+    with tempfile.TemporaryDirectory(prefix="cellarena-bench-") as tmp:
+        folder = out or Path(tmp)
+        started = time.perf_counter()
+        with local_pool(jobs) as pool:
+            report = run_tournament(spec, folder, executor=pool, jobs=jobs)
+        seconds = time.perf_counter() - started
+    busy = report.match_seconds / jobs
+    return {
+        "matches": report.played,
+        "bots": [f.spec.name for f in found],
+        "maps": maps,
+        "jobs": jobs,
+        "seconds": round(seconds, 3),
+        "match_seconds": round(report.match_seconds, 3),
+        "overhead_fraction": round(max(0.0, 1.0 - busy / seconds), 4),
+        "failed": len(report.failed),
+    }
+
+
+@click.command("tournament")
+@click.option(
+    "--bots-dir",
+    type=click.Path(file_okay=False, exists=True),
+    default=str(ROOT / "example_bots"),
+    show_default=True,
+    help="Bots to play (a folder with a rezzo/ subfolder, or the bots themselves).",
+)
+@click.option("--maps", default="duel,field", show_default=True, help="Comma-separated Rezzo maps.")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1, 100))
+@click.option("--max-ticks", default=500, show_default=True, type=click.IntRange(1, 100_000))
+@click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 512))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def command(bots_dir: str, maps: str, rounds: int, max_ticks: int, jobs: int, as_json: bool) -> None:
+    """A tournament of the example bots (72 matches with the defaults), timed end to end."""
+    result = run(Path(bots_dir), [m.strip() for m in maps.split(",") if m.strip()], rounds, max_ticks, jobs)
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    console.print(
+        f"{result['matches']} matches ({len(result['bots'])} bots x {len(result['maps'])} maps x both seat "
+        f"orders x {rounds} rounds, at most {max_ticks} ticks, fast) on {jobs} workers: "
+        f"{result['seconds']:.1f} s"
+    )
+    console.print(
+        f"matches themselves: {result['match_seconds']:.1f} s of worker time; arena overhead "
+        f"{result['overhead_fraction']:.1%} of the wall time"
+    )
+    for text, ok in (
+        (f"under {GOAL_SECONDS:.0f} s", result["seconds"] < GOAL_SECONDS),
+        (f"overhead under {GOAL_OVERHEAD:.0%}", result["overhead_fraction"] < GOAL_OVERHEAD),
+    ):
+        console.print(f"goal: {text}: {'[green]met[/]' if ok else '[red]missed[/]'}")
