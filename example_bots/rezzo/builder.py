@@ -20,6 +20,7 @@ built-in maps they seldom reach a base yet. Denser signals by the geyser are the
 
 from __future__ import annotations
 
+import functools
 import random
 
 from cellarena.sdk import WIRE, Bot, Cell, MatchInfo, Move, Tracker, View, Viewport, run
@@ -124,7 +125,8 @@ class Agent:
         return Move.RIGHT if t.known(*t.world(1)) != Cell.BLANK else Move.ADVANCE
 
     @staticmethod
-    def zone(geyser: Pos, base: Pos | None) -> set[Pos]:
+    @functools.lru_cache(maxsize=64)  # the same few geysers and bases, tick after tick
+    def zone(geyser: Pos, base: Pos | None) -> frozenset[Pos]:
         """Where to scribble: around the geyser, and all the way to the base when we know one."""
         gx, gy = geyser
         zone = {(gx + dx, gy + dy) for dx in range(-RING, RING + 1) for dy in range(-RING, RING + 1)}
@@ -135,15 +137,19 @@ class Agent:
                 for y in range(min(gy, by) - SLACK, max(gy, by) + SLACK + 1):
                     if cheb((x, y), geyser) + cheb((x, y), base) <= reach:
                         zone.add((x, y))
-        return zone
+        return frozenset(zone)
+
+    @staticmethod
+    @functools.lru_cache(maxsize=64)
+    def safe_zone(geyser: Pos, base: Pos | None, ours: tuple[Pos, ...]) -> frozenset[Pos]:
+        """The zone without the cells near our own geysers: wire there would grow our own flags."""
+        return frozenset(p for p in Agent.zone(geyser, base) if all(cheb(p, g) > 2 for g in ours))
 
     def build(self, geyser: Pos, rng: random.Random) -> int:
         t = self.tracker
         base = self.deadly_base(geyser)
         lean = base if base is not None else geyser
-        # Never near our own geysers: wire there would grow our own flags.
-        ours = self.cells(Cell.GEYSER, mine=True)
-        zone = {p for p in self.zone(geyser, base) if all(cheb(p, g) > 2 for g in ours)}
+        zone = self.safe_zone(geyser, base, tuple(self.cells(Cell.GEYSER, mine=True)))
         near_wire = [p for p in zone if self.is_wire(p)]
         inside = t.pos in zone or any(n in zone for n in neighbours8(t.pos))
         if inside and any(self.is_wire(p) for p in neighbours8(t.pos)):

@@ -514,6 +514,8 @@ class Tracker:
         #: (x, y) -> the code last seen there, with relative owners.
         self.memory: dict[tuple[int, int], int] = {}
         self._pending: int = Move.NOOP
+        #: The last path `step_to` found: (goals, unknown, path), reused while it stays walkable.
+        self._path: tuple[frozenset[tuple[int, int]], bool, list[tuple[int, int]]] | None = None
 
     @property
     def pos(self) -> tuple[int, int]:
@@ -641,6 +643,25 @@ class Tracker:
                     heapq.heappush(heap, (g + h, -g, pushed, nxt))
         return None
 
+    def _reuse_path(self, targets: frozenset[tuple[int, int]], unknown: bool) -> list[tuple[int, int]] | None:
+        """Last tick's path to the same goals, from where the agent is now, if every cell on it is
+        still walkable: a bot that heads somewhere over many ticks searches once, not every tick."""
+        if self._path is None or self._path[0] != targets or self._path[1] != unknown:
+            return None
+        path = self._path[2]
+        if self.pos in path:
+            path = path[path.index(self.pos) + 1 :]
+        if not path or abs(path[0][0] - self.x) + abs(path[0][1] - self.y) != 1:
+            return None
+        blank = int(Cell.BLANK)
+        for cell in path[:-1]:
+            code = self.memory.get(cell)
+            if not (code == blank or (code is None and unknown)):
+                return None
+        if path[-1] not in targets:
+            return None
+        return path
+
     def step_to(
         self,
         goals: Iterable[tuple[int, int]],
@@ -652,7 +673,11 @@ class Tracker:
         """The move that starts the shortest walk to a goal cell (see ``path_to``), turning first if
         needed; BUILD instead of ADVANCE when ``build``. None when there is no walk or the agent is
         already on a goal."""
-        path = self.path_to(goals, unknown=unknown, limit=limit)
+        targets = frozenset(goals)
+        path = self._reuse_path(targets, unknown)
+        if path is None:
+            path = self.path_to(targets, unknown=unknown, limit=limit)
+            self._path = (targets, unknown, path) if path else None
         if not path:
             return None
         turn = self.turn_toward(*path[0])
