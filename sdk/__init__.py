@@ -1,4 +1,8 @@
-"""The cellarena SDK for bot authors: everything a Python bot needs, without trio or numpy.
+"""The cellarena SDK for bot authors: everything a Python bot needs, without trio.
+
+Importing this package (and writing a Rezzo bot) needs neither trio nor numpy. The modules of games
+whose bots simulate the automaton (`cellarena.sdk.games.cata`, `cloth`, `drop2df`, `colorblocks`) use
+numpy, which cellarena installs; they load only when a bot imports them.
 
     from cellarena.sdk import Bot, Cell, Move, run
 

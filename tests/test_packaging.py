@@ -83,3 +83,20 @@ def test_plain_install_into_fresh_venv(tmp_path: Path) -> None:
         cwd=elsewhere,
     ).stdout
     assert where.strip().startswith(str(env_dir))
+    # Every registered game, engine and SDK module alike, shipped: a new game folder missing from
+    # pyproject.toml's package list would only show up here.
+    every_game = (
+        "from cellarena.server.games import GAMES, get_engine; from cellarena.sdk.games import adapter;"
+        "from cellarena.server.game_cli import game_cli;"
+        "[(get_engine(g).new({}), game_cli(g), adapter(g)) for g in GAMES]; print(sorted(GAMES))"
+    )
+    games = subprocess.run(
+        [str(bindir / "python"), "-c", every_game],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=elsewhere,
+    )
+    assert games.returncode == 0, games.stderr
+    assert games.stdout.strip() == "['cata', 'cloth', 'colorblocks', 'drop2df', 'rezzo']"

@@ -27,12 +27,12 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert ci[-1] == readme_commands()[1]
 
 
-def test_the_first_command_plays_a_match_of_example_bots(tmp_path: Path) -> None:
+def test_the_first_command_runs_a_tournament_of_the_example_bots(tmp_path: Path) -> None:
     first = readme_commands()[0]
     args = shlex.split(first.split(".venv/bin/cellarena", 1)[1])
-    assert args[:2] == ["match", "rezzo"]
+    assert args[:2] == ["tournament", "rezzo"]
     ticks = args.index("--max-ticks")
-    args[ticks + 1] = "100"  # the same match, shorter
+    args[ticks + 1] = "60"  # the same tournament, shorter
     proc = subprocess.run(
         [
             sys.executable,
@@ -40,15 +40,18 @@ def test_the_first_command_plays_a_match_of_example_bots(tmp_path: Path) -> None
             "from cellarena.arena.cli import main; main()",
             *args,
             "--json",
-            "--log-dir",
+            "--out",
             str(tmp_path),
         ],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["ticks"] == 100 and result["forfeits"] == []
+    assert result["matches"] == result["total"] == 12 and result["failed"] == []
+    standings = result["standings"]
+    assert sorted(s["bot"] for s in standings) == ["builder", "js_random", "raider", "random_walker"]
+    assert all(s["crashes"] == 0 and s["matches"] == 6 for s in standings)
