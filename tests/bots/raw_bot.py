@@ -24,12 +24,15 @@ def main() -> int:
     if os.environ.get("BOT_PID_FILE"):
         with open(os.environ["BOT_PID_FILE"], "a") as f:
             f.write(f"{os.getpid()}\n")
-    sock = socket.create_connection((os.environ["CELLARENA_HOST"], int(os.environ["CELLARENA_PORT"])))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     name = os.environ.get("CELLARENA_NAME", "raw")
-    sock.sendall(protocol.encode(protocol.hello(name, "rezzo", token=os.environ.get("CELLARENA_TOKEN"))))
+    # Everything is set up (and the answer path run once) before hello: the first tick's budget
+    # starts when the server sends it, and timing tests expect this bot to be ready by then.
     reader = protocol.FrameReader(protocol.MAX_SERVER_FRAME)
     rng = random.Random(name)
+    reader.feed(protocol.encode(protocol.moves(0, [0])))
+    sock = socket.create_connection((os.environ["CELLARENA_HOST"], int(os.environ["CELLARENA_PORT"])))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.sendall(protocol.encode(protocol.hello(name, "rezzo", token=os.environ.get("CELLARENA_TOKEN"))))
     answered = 0
     while True:
         data = sock.recv(1 << 16)
