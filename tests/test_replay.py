@@ -371,7 +371,7 @@ def test_missing_file_and_directory_are_replay_errors(tmp_path: Path) -> None:
     ("record", "change", "message"),
     [
         (0, {"version": 2}, "replay format version 2 is not supported; this cellarena reads version 1"),
-        (0, {"game": "chess"}, "unknown game 'chess'; known games: rezzo"),
+        (0, {"game": "chess"}, "unknown game 'chess'; known games: cata, cloth, colorblocks, drop2df, rezzo"),
         (0, {"seed": "x"}, "header: field 'seed' must be int, got str 'x'"),
         (0, {"names": ["only one"]}, "header: field 'names' must list 2 strings"),
         (0, {"format": "something-else"}, "not a cellarena replay"),
