@@ -95,9 +95,12 @@ def _show_header(console: Console, rep: Replay, engine: Engine, *, at_end: bool)
     console.print(f"{rep.path}: {rep.game}, {config}, seed {rep.seed}", soft_wrap=True)
     console.print(f"tick {engine.tick}")
     frame = engine.frame()
-    alive = frame["alive"] if "alive" in frame else sorted(engine.pending())
-    console.print("alive players: " + (", ".join(_seat(rep, s) for s in alive) or "none"))
     result = engine.result()
+    if "alive" in frame:
+        alive = frame["alive"]
+        console.print("alive players: " + (", ".join(_seat(rep, s) for s in alive) or "none"))
+    elif result is None:
+        console.print("to act: " + (", ".join(_seat(rep, s) for s in sorted(engine.pending())) or "nobody"))
     if result is not None:
         console.print(f"game ended at tick {result.ticks}: {_outcome(rep, result.winner, result.reason)}")
     told = rep.result
@@ -117,7 +120,13 @@ def _outcome(rep: Replay, winner: int | None, reason: str) -> str:
 
 
 def _show_generic(console: Console, rep: Replay, engine: Engine) -> None:
-    """For a game without a viewer: the frame's small fields."""
+    """For a game without a viewer of its own: its `--watch` picture, else the frame's small fields."""
+    from cellarena.server.game_cli import game_cli
+
+    render = game_cli(rep.game).render
+    if render is not None:
+        console.print(render(engine), soft_wrap=True)
+        return
     for key, value in engine.frame().items():
         if not isinstance(value, bytes | bytearray):
             console.print(f"{key}: {value}", soft_wrap=True)
