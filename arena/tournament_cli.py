@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from cellarena.server.cli import config_error, engine_config
+from cellarena.server.cli import config_error, decorate, engine_config, tick_options
 from cellarena.server.game_cli import GameCli, GameGroup, game_cli
 from cellarena.server.games import ConfigError
 
@@ -39,14 +39,9 @@ def _bots(bot_options: tuple[str, ...], bots_dir: str | None, game: str) -> list
             raise click.BadParameter(str(exc), param_hint="--bots-dir") from None
         return [f.spec for f in found]
     try:
-        specs = [BotSpec.parse(b) for b in bot_options]
+        return BotSpec.parse_all(bot_options)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--bot") from None
-    names = [s.name for s in specs]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise click.BadParameter(f"bot names must differ; repeated: {', '.join(dupes)}", param_hint="--bot")
-    return specs
 
 
 def _tournament_command(game: str) -> click.Command:
@@ -189,7 +184,7 @@ def _tournament_command(game: str) -> click.Command:
             default=1,
             show_default=True,
             type=click.IntRange(1, 10_000),
-            help="Repeats of it all.",
+            help="Times every group of bots plays every map in every seat order.",
         ),
         click.option(
             "--jobs",
@@ -206,31 +201,7 @@ def _tournament_command(game: str) -> click.Command:
             f"[default: runs/tournament-{game}]",
         ),
         click.option("--seed", default=0, show_default=True, type=int, help="Seeds every match."),
-        click.option(
-            "--fast/--realtime",
-            default=True,
-            show_default=True,
-            help="Next tick as soon as every seat answered, or at the fixed tick rate.",
-        ),
-        click.option(
-            "--tick-rate",
-            default=engine_class.default_tick_rate,
-            show_default=True,
-            type=click.FloatRange(0.1, 1000),
-            help="Ticks per second with --realtime.",
-        ),
-        click.option(
-            "--budget-ms",
-            default=engine_class.default_budget_ms,
-            type=click.FloatRange(1, 60_000),
-            help="Time per move in ms, counted from when the frame was sent. [default: "
-            + (
-                "one tick"
-                if engine_class.default_budget_ms is None
-                else f"{engine_class.default_budget_ms:g}"
-            )
-            + "]",
-        ),
+        *tick_options(engine_class, fast_by_default=True),
         click.option(
             "--connect-timeout",
             default=15.0,
@@ -240,9 +211,7 @@ def _tournament_command(game: str) -> click.Command:
         ),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end."),
     ]
-    command = tournament
-    for option in reversed(options):
-        command = option(command)
+    command = decorate(tournament, options)
     doc = (
         f"A round-robin {game} tournament: every group of bots plays every map in every seat order, "
         "--rounds times, --jobs at once; then standings with openskill ratings. Results are committed to "

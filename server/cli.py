@@ -210,10 +210,25 @@ def _configure_logging(verbose: bool) -> None:
     )
 
 
-def _tick_options(engine_class: Any) -> list[Any]:
-    """--tick-rate, --budget-ms and --fast, defaulting to the game's own pacing."""
+def tick_options(engine_class: Any, *, fast_by_default: bool = False) -> list[Any]:
+    """--tick-rate, --budget-ms and the fast switch, defaulting to the game's own pacing.
+
+    A single match plays at the game's rate unless ``--fast``; a tournament, ``fast_by_default``,
+    plays fast unless ``--realtime``.
+    """
     rate = engine_class.default_tick_rate
     budget = engine_class.default_budget_ms
+    if fast_by_default:
+        fast = click.option(
+            "--fast/--realtime",
+            default=True,
+            show_default=True,
+            help="Next tick as soon as every seat answered, or at the fixed tick rate.",
+        )
+    else:
+        fast = click.option(
+            "--fast", is_flag=True, help="Start the next tick as soon as every seat answered."
+        )
     return [
         click.option(
             "--tick-rate",
@@ -230,11 +245,12 @@ def _tick_options(engine_class: Any) -> list[Any]:
             help="Time per move in milliseconds, counted from when the frame was sent."
             + (" [default: one tick]" if budget is None else ""),
         ),
-        click.option("--fast", is_flag=True, help="Start the next tick as soon as every seat answered."),
+        fast,
     ]
 
 
-def _decorate(command: Any, options: list[Any]) -> Any:
+def decorate(command: Any, options: list[Any]) -> Any:
+    """``command`` with every click option of ``options``, in order."""
     for option in reversed(options):
         command = option(command)
     return command
@@ -329,7 +345,7 @@ def _serve_command(game: str) -> click.Command:
             default=None,
             help="Seats per match; must agree with the config. [default: the config's]",
         ),
-        *_tick_options(get_engine(game)),
+        *tick_options(get_engine(game)),
         click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
         click.option(
             "--port",
@@ -360,7 +376,7 @@ def _serve_command(game: str) -> click.Command:
         click.option("-v", "--verbose", is_flag=True, help="Log connections and matches."),
     ]
     doc = f"Serve {game} ({cli.summary}): wait for bots, seat them in arrival order, run matches."
-    return click.command(game, help=doc)(_decorate(serve_game, options))
+    return click.command(game, help=doc)(decorate(serve_game, options))
 
 
 serve = GameGroup("serve", factory=_serve_command, help="Host matches that bots connect to over TCP.")
@@ -410,14 +426,9 @@ def _match_command(game: str) -> click.Command:
 
         _configure_logging(verbose)
         try:
-            specs = [BotSpec.parse(b) for b in bots]
+            specs = BotSpec.parse_all(bots)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--bot") from None
-        dupes = sorted({s.name for s in specs if [t.name for t in specs].count(s.name) > 1})
-        if dupes:
-            raise click.BadParameter(
-                f"bot names must differ; repeated: {', '.join(dupes)}", param_hint="--bot"
-            )
         if watch and cli.render is None:
             raise click.BadParameter(f"{game} cannot be drawn in the terminal yet", param_hint="--watch")
         config = engine_config(game, game_values)
@@ -470,7 +481,7 @@ def _match_command(game: str) -> click.Command:
         ),
         *cli.options,
         click.option("--seed", default=0, show_default=True, type=int, help="The match's seed."),
-        *_tick_options(get_engine(game)),
+        *tick_options(get_engine(game)),
         click.option(
             "--replay",
             "replay_path",
@@ -499,7 +510,7 @@ def _match_command(game: str) -> click.Command:
         f"Play one {game} match ({cli.summary}): start a server on a free loopback port, launch each "
         "bot, play, and print the result."
     )
-    return click.command(game, help=doc)(_decorate(match_game, options))
+    return click.command(game, help=doc)(decorate(match_game, options))
 
 
 match = GameGroup(

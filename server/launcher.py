@@ -15,7 +15,7 @@ import shlex
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,16 @@ class BotSpec:
         if not argv:
             raise ValueError(f"bot {name!r} has an empty command")
         return cls(name, command)
+
+    @classmethod
+    def parse_all(cls, texts: Sequence[str]) -> list[BotSpec]:
+        """Each ``NAME=COMMAND`` parsed; ValueError also when two bots share a name."""
+        specs = [cls.parse(t) for t in texts]
+        names = [s.name for s in specs]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"bot names must differ; repeated: {', '.join(repeated)}")
+        return specs
 
     def argv(self) -> list[str]:
         """The command's words. A bare `python`/`python3` means this interpreter, which has cellarena."""
