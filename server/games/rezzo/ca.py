@@ -72,6 +72,10 @@ class BitWorld:
         self._valid = self._valid_mask()
         self._plans = [self._make_plan(b) for b in range(2)]
         self._near_base_dirty = True
+        #: Bumped by every change of the state, so that decoded copies can be cached per state.
+        self.version = 0
+        self._codes_version = -1
+        self._codes_cache = np.zeros((height, width), np.uint8)
 
     # ----------------------------------------------------------------- construction and reading
     @classmethod
@@ -107,6 +111,7 @@ class BitWorld:
                 stack[i] = self._pack(codes == code)
         self._static_codes = np.where(np.isin(codes, stat_codes), codes, 0).astype(np.uint8)
         self._near_base_dirty = True
+        self.version += 1
 
     def _pack(self, mask: np.ndarray) -> np.ndarray:
         """An (H, W) bool mask as one plane."""
@@ -119,17 +124,25 @@ class BitWorld:
         return plane
 
     def codes(self) -> np.ndarray:
-        """The world as an (H, W) uint8 array of public codes with absolute owners.
+        """The world as an (H, W) uint8 array of public codes with absolute owners (a new array)."""
+        return self.codes_view().copy()
+
+    def codes_view(self) -> np.ndarray:
+        """Like `codes`, but decoded once per state and shared: the caller must not write to it.
 
         Only the dynamic planes are unpacked; geysers, bases and agents come from a byte grid kept
         up to date as they change, which is far cheaper with many players.
         """
+        if self._codes_version == self.version:
+            return self._codes_cache
         h, s, nw, n = self.height, self.stride, self.nw, len(self.dyn)
         rows = np.ascontiguousarray(self.dyn[:, 1 + s : 1 + (h + 1) * s].reshape(n, h, s)[:, :, :nw])
         bits = np.unpackbits(rows.view(np.uint8), axis=2, count=self.width, bitorder="little")
         bits *= self._dyn_codes[:, None, None]
-        out = bits.max(axis=0)  # states are exclusive: the max selects
+        out = self._codes_cache
+        np.max(bits, axis=0, out=out)  # states are exclusive: the max selects
         np.maximum(out, self._static_codes, out=out)
+        self._codes_version = self.version
         return out
 
     @property
@@ -158,6 +171,7 @@ class BitWorld:
     def set_code(self, x: int, y: int, code: int) -> None:
         """Put one cell into state ``code`` (absolute owner), whatever it held before."""
         word, bit = self.locate(x, y)
+        self.version += 1
         p = self.players
         bases = self.static[B_KIND * p : (B_KIND + 1) * p, word]
         if (bases & bit).any() or Cell.BASE <= code < Cell.BASE + p:
@@ -383,6 +397,7 @@ class BitWorld:
             bor(v.nfl[i], v.tmp, out=v.nfl[i])
 
         self._cur = 1 - self._cur
+        self.version += 1
         for i in losers:
             self._convert_loser(i)
         return losers

@@ -35,6 +35,12 @@ from cellarena.server.games.rezzo.maps import parse_map, read_map
 CELLS_PER_AGENT_TO_DECODE = 4096
 HITTABLE = frozenset({Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL})
 VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
+#: How far a viewport reaches from its agent: the margin of the padded copies the views are read from.
+VIEW_REACH = VIEW_SIZE - 1  # the agent sits at the bottom edge: the view reaches 12 cells ahead
+MOVE_CODES = frozenset(int(m) for m in Move)
+_NOOP, _ADVANCE, _LEFT, _RIGHT, _BUILD = (
+    int(m) for m in (Move.NOOP, Move.ADVANCE, Move.LEFT, Move.RIGHT, Move.BUILD)
+)
 
 
 @dataclass(frozen=True)
@@ -106,17 +112,35 @@ class RezzoEngine:
         self.tick = tick
         self.max_ticks = max_ticks
         self.map_name = map_name
-        self._damage = (
-            np.zeros((self.height, self.width), np.uint8)
-            if damage is None
-            else np.array(damage, dtype=np.uint8)
-        )
+        # Damage lives inside a zero border as wide as a viewport reaches, so that the viewports of a
+        # small world are one gather from the padded array; ``_damage`` is the world part of it.
+        m = VIEW_REACH
+        self._damage_padded = np.zeros((self.height + 2 * m, self.width + 2 * m), np.uint8)
+        self._damage = self._damage_padded[m : m + self.height, m : m + self.width]
+        if damage is not None:
+            self._damage[:] = np.asarray(damage, dtype=np.uint8)
+        self._codes_padded = np.full(self._damage_padded.shape, Cell.OOB, np.uint8)
         self._agents = agents
         self.agents_per_player = max((a.index + 1 for a in agents), default=0)
         self._alive_players = set(range(self.players))
         self._lost_at: dict[int, int] = {}
         self._result: Result | None = None
         self._view_offsets = self._make_view_offsets()
+        # Per-tick work that only changes when an agent moves, turns or dies is cached:
+        self._live: list[Agent] | None = None  # live agents, sorted by (player, index)
+        self._seat_slices: dict[int, tuple[int, int, list[int]]] = {}
+        self._view_index: np.ndarray | None = None  # flat indices into the padded arrays
+        self._order_cache: dict[int, list[Agent]] = {}
+        pw = self.width + 2 * VIEW_REACH
+        self._flat_offsets = (self._view_offsets[:, 1] * pw + self._view_offsets[:, 0]).astype(np.intp)
+        if self.torus:
+            self._wrap_rows = (np.arange(-VIEW_REACH, self.height + VIEW_REACH) % self.height)[:, None]
+            self._wrap_cols = (np.arange(-VIEW_REACH, self.width + VIEW_REACH) % self.width)[None, :]
+        # (players, 256): a code with absolute owner -> the code as viewer v sees it (owners relative).
+        c = np.arange(256)
+        owned = c >= Cell.AGENT
+        rel = [np.where(owned, (c & 0xF8) + ((c & 7) - v) % self.players, c) for v in range(self.players)]
+        self._relative_lut = np.array(rel, np.uint8).reshape(-1)
         #: The effective options, map text included, that `new()` was given (None from `from_board`).
         self.config: RezzoConfig | None = None
 
@@ -220,6 +244,9 @@ class RezzoEngine:
     def _views(self, agents: Sequence[Agent]) -> tuple[np.ndarray, np.ndarray]:
         """Codes (absolute owners) and damage of the viewports of ``agents``: two (n, 13, 13) arrays."""
         n = len(agents)
+        if self.width * self.height <= n * CELLS_PER_AGENT_TO_DECODE:
+            # Small world, many agents: decode it all once and read every viewport from padded copies.
+            return self._views_padded(agents, self._padded_index(agents))
         pos = np.array([(a.x, a.y) for a in agents], np.int64).reshape(n, 2)
         off = self._view_offsets[np.array([int(a.facing) for a in agents], np.int64)]
         xs = pos[:, 0, None, None] + off[:, 0]
@@ -232,13 +259,29 @@ class RezzoEngine:
             inside = (xs >= 0) & (xs < self.width) & (ys >= 0) & (ys < self.height)
             xs = np.where(inside, xs, 0)
             ys = np.where(inside, ys, 0)
-        if self.width * self.height <= n * CELLS_PER_AGENT_TO_DECODE:
-            codes = self.world.codes()[ys, xs]  # small world, many agents: decode it all at once
-        else:
-            codes = self.world.gather(xs, ys)
+        codes = self.world.gather(xs, ys)
         codes[~inside] = Cell.OOB
         dmg = np.where(inside, self._damage[ys, xs], 0).astype(np.uint8)
         return codes, dmg
+
+    def _padded_index(self, agents: Sequence[Agent]) -> np.ndarray:
+        """(n, 13, 13) flat indices of the viewports of ``agents`` into the padded arrays."""
+        pw = self.width + 2 * VIEW_REACH
+        base = np.array([(a.y + VIEW_REACH) * pw + a.x + VIEW_REACH for a in agents], np.intp)
+        facing = np.array([int(a.facing) for a in agents], np.intp)
+        return base[:, None, None] + self._flat_offsets[facing]
+
+    def _views_padded(self, agents: Sequence[Agent], index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        m, h, w = VIEW_REACH, self.height, self.width
+        codes = self.world.codes_view()
+        if self.torus:
+            # Wrapped copies: the border holds the opposite edges.
+            padded_codes = codes[self._wrap_rows, self._wrap_cols]
+            padded_damage = self._damage[self._wrap_rows, self._wrap_cols]
+        else:
+            padded_codes, padded_damage = self._codes_padded, self._damage_padded  # OOB / zero borders
+            padded_codes[m : m + h, m : m + w] = codes
+        return padded_codes.reshape(-1).take(index), padded_damage.reshape(-1).take(index)
 
     def _relative(self, codes: np.ndarray, viewer: int | np.ndarray) -> np.ndarray:
         """Owners renumbered from the viewer: 0 is the viewer, then the others in seat order.
@@ -255,24 +298,43 @@ class RezzoEngine:
         codes, dmg = self._views([agent])
         return self._relative(codes[0], player), dmg[0]
 
+    def _live_agents(self) -> list[Agent]:
+        """Live agents sorted by (player, index), and each seat's slice of them (cached until a death)."""
+        if self._live is None:
+            live = [a for a in self._agents if a.alive]
+            self._seat_slices = {}
+            for seat in self._alive_players:
+                # Agents are sorted by player, so a seat's are contiguous (or there are none).
+                idx = [i for i, a in enumerate(live) if a.player == seat]
+                lo, hi = (idx[0], idx[-1] + 1) if idx else (0, 0)
+                self._seat_slices[seat] = (lo, hi, [a.index for a in live[lo:hi]])
+            self._live = live
+            self._view_index = None
+        return self._live
+
     def pending(self) -> dict[int, dict[str, Any]]:
         """Seat -> {"tick", "agents": [k...], "cells": bytes, "damage": bytes}, 169 bytes per agent."""
         if self._result is not None:
             return {}
-        live = [a for a in self._agents if a.alive]
+        live = self._live_agents()
         if not live:
             return {}
-        codes, dmg = self._views(live)
-        viewers = np.array([a.player for a in live], np.int16)[:, None, None]
-        codes = self._relative(codes, viewers)
+        if self.width * self.height <= len(live) * CELLS_PER_AGENT_TO_DECODE:
+            if self._view_index is None:
+                self._view_index = self._padded_index(live)
+            codes, dmg = self._views_padded(live, self._view_index)
+        else:
+            codes, dmg = self._views(live)
+        # Owners relative to each viewer, through one table lookup.
+        viewer_rows = np.array([a.player * 256 for a in live], np.intp)[:, None, None]
+        codes = self._relative_lut.take(codes + viewer_rows)
         out: dict[int, dict[str, Any]] = {}
+        tick, slices = self.tick, self._seat_slices
         for seat in sorted(self._alive_players):
-            idx = [i for i, a in enumerate(live) if a.player == seat]
-            # Live agents are sorted by player, so a seat's are contiguous (or there are none).
-            lo, hi = (idx[0], idx[-1] + 1) if idx else (0, 0)
+            lo, hi, indices = slices[seat]
             out[seat] = {
-                "tick": self.tick,
-                "agents": [a.index for a in live[lo:hi]],
+                "tick": tick,
+                "agents": list(indices),
                 "cells": codes[lo:hi].tobytes(),
                 "damage": dmg[lo:hi].tobytes(),
             }
@@ -287,7 +349,14 @@ class RezzoEngine:
 
     def order(self, tick: int | None = None) -> list[Agent]:
         """Live agents in the order their moves resolve at ``tick`` (default: now)."""
-        t = self.tick if tick is None else tick
+        return list(self._order(self.tick if tick is None else tick))
+
+    def _order(self, t: int) -> list[Agent]:
+        """`order`, cached per rotation until an agent dies; the caller must not change the list."""
+        first = t % self.players if self.players else 0
+        cached = self._order_cache.get(first)
+        if cached is not None:
+            return cached
         by_key = {(a.player, a.index): a for a in self._agents if a.alive}
         out = []
         for k in range(self.agents_per_player):
@@ -295,6 +364,7 @@ class RezzoEngine:
                 a = by_key.get(((t + i) % self.players, k))
                 if a is not None:
                     out.append(a)
+        self._order_cache[first] = out
         return out
 
     def _front(self, a: Agent) -> tuple[int, int] | None:
@@ -306,35 +376,42 @@ class RezzoEngine:
             return x, y
         return None
 
-    def _parse_moves(self, seat: int, raw: Any, events: Events) -> dict[int, Move]:
-        """A seat's moves as {agent index: Move}; anything unreadable counts as malformed."""
+    def _parse_moves(self, seat: int, raw: Any, events: Events) -> dict[int, int]:
+        """A seat's moves other than no-ops as {agent index: move code}; anything unreadable counts as
+        malformed."""
         if raw is None:
             return {}
         if isinstance(raw, Mapping):
-            items = list(raw.items())
+            items: Any = raw.items()
         elif isinstance(raw, (list, tuple)):
-            items = list(enumerate(raw))
+            items = enumerate(raw)
         else:
             events.count(events.malformed, seat)
             return {}
-        moves: dict[int, Move] = {}
+        moves: dict[int, int] = {}
+        n = self.agents_per_player
         for k, m in items:
-            ok_k = isinstance(k, int) and not isinstance(k, bool) and 0 <= k < self.agents_per_player
-            ok_m = isinstance(m, int) and not isinstance(m, bool) and m in Move._value2member_map_
+            # type() first: wire values are plain ints; int subclasses other than bool pass as well.
+            ok_k = (type(k) is int or (isinstance(k, int) and not isinstance(k, bool))) and 0 <= k < n
+            ok_m = (type(m) is int or (isinstance(m, int) and not isinstance(m, bool))) and m in MOVE_CODES
             if ok_k and ok_m:
-                moves[k] = Move(m)
+                if m != _NOOP:
+                    moves[k] = int(m)
+                else:
+                    moves.pop(k, None)
             else:
                 events.count(events.malformed, seat)
         return moves
 
-    def _move(self, a: Agent, move: Move) -> bool:
+    def _move(self, a: Agent, move: int) -> bool:
         """Carry out one agent's move on the live world; False if it was illegal (a no-op)."""
-        if move == Move.NOOP:
+        if move == _NOOP:
             return True
-        if move == Move.LEFT:
+        self._view_index = None  # the agent turns or acts: its viewport (or another's) may change
+        if move == _LEFT:
             a.facing = Facing((a.facing + 3) % 4)
             return True
-        if move == Move.RIGHT:
+        if move == _RIGHT:
             a.facing = Facing((a.facing + 1) % 4)
             return True
         front = self._front(a)
@@ -342,11 +419,11 @@ class RezzoEngine:
             return False
         fx, fy = front
         target = self.world.code_at(fx, fy)
-        if move in (Move.ADVANCE, Move.BUILD):
+        if move in (_ADVANCE, _BUILD):
             if target != Cell.BLANK:
                 return False
             self.world.set_code(fx, fy, Cell.AGENT + a.player)
-            self.world.set_code(a.x, a.y, Cell.CONDUCTOR if move == Move.BUILD else Cell.BLANK)
+            self.world.set_code(a.x, a.y, Cell.CONDUCTOR if move == _BUILD else Cell.BLANK)
             self._damage[a.y, a.x] = 0
             a.x, a.y = fx, fy
             return True
@@ -376,16 +453,22 @@ class RezzoEngine:
         events = Events()
         if self._result is not None:
             return events
-        moves: dict[int, dict[int, Move]] = {}
+        moves: dict[int, dict[int, int]] = {}
         for seat, raw in actions.items():
             if seat in self._alive_players:
-                moves[seat] = self._parse_moves(seat, raw, events)
+                parsed = self._parse_moves(seat, raw, events)
+                if parsed:
+                    moves[seat] = parsed
             else:
                 events.count(events.malformed, seat)
-        for a in self.order():
-            move = moves.get(a.player, {}).get(a.index, Move.NOOP)
-            if not self._move(a, move):
-                events.count(events.illegal, a.player)
+        if moves:  # no-ops are always legal and change nothing: skip the walk when all are no-ops
+            for a in self._order(self.tick):
+                seat_moves = moves.get(a.player)
+                if seat_moves is None:
+                    continue
+                move = seat_moves.get(a.index, _NOOP)
+                if not self._move(a, move):
+                    events.count(events.illegal, a.player)
         if self.tick >= self.max_ticks:
             self._finish(f"tick cap {self.max_ticks} reached")
             return events
@@ -401,6 +484,7 @@ class RezzoEngine:
                 if a.player in losers and a.alive:
                     a.alive = False
                     self._damage[a.y, a.x] = 0
+            self._live, self._view_index, self._order_cache = None, None, {}
             # Geysers and bases carry no damage; flags keep theirs as they become conductors.
             for i in losers:
                 self._alive_players.discard(i)
@@ -432,7 +516,7 @@ class RezzoEngine:
             "tick": self.tick,
             "width": self.width,
             "height": self.height,
-            "cells": self.cells().tobytes(),
+            "cells": self.world.codes_view().tobytes(),
             "damage": self._damage.tobytes(),
             "agents": [[a.player, a.index, a.x, a.y, int(a.facing), a.alive] for a in self._agents],
             "alive": sorted(self._alive_players),
