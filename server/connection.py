@@ -19,6 +19,7 @@ import logging
 import socket
 import struct
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -40,6 +41,20 @@ RECV_CHUNK = 256 * 1024
 DEFAULT_MAX_BACKLOG = 4 * 1024 * 1024
 #: How long a connection closed for cause stays open to deliver its error frame.
 ERROR_LINGER = 5.0
+
+#: One receive buffer per thread, reused by every connection: `recvmsg` with a fresh RECV_CHUNK-sized
+#: bytes object each call costs several times the syscall itself (a large allocation, then a shrink).
+_buffers = threading.local()
+
+
+def _receive_buffer() -> tuple[bytearray, memoryview]:
+    try:
+        return _buffers.pair
+    except AttributeError:
+        buf = bytearray(RECV_CHUNK)
+        _buffers.pair = (buf, memoryview(buf))
+        return _buffers.pair
+
 
 #: Called with (connection, message, arrival time as time.time()) for every message received.
 Handler = Callable[["Connection", dict[str, Any], float], None]
@@ -141,23 +156,24 @@ class Connection:
         The match loop calls this at a deadline so that a move already received by the kernel, but
         not yet read because the server was busy, is judged by its arrival time.
         """
+        buf, view = _receive_buffer()
         while not self.closed:
             try:
                 if self.kernel_timestamps:
-                    data, ancdata, _, _ = self.sock.recvmsg(RECV_CHUNK, _ANCILLARY)
+                    n, ancdata, _, _ = self.sock.recvmsg_into((buf,), _ANCILLARY)
                 else:
-                    data, ancdata = self.sock.recv(RECV_CHUNK), []
+                    n, ancdata = self.sock.recv_into(buf), []
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
                 self.lost(f"receive failed: {exc}")
                 return
-            if not data:
+            if not n:
                 self.lost("peer closed the connection")
                 return
             arrival = _arrival_time(ancdata)
             try:
-                messages = self.frames.feed(data)
+                messages = self.frames.feed(view[:n])  # copies: the buffer is free again after this
             except ProtocolError as exc:
                 self.fail(exc.code, exc.message)
                 return
@@ -165,7 +181,7 @@ class Connection:
                 if self.closed:
                     return
                 self.handler(self, message, arrival)
-            if len(data) < RECV_CHUNK:
+            if n < RECV_CHUNK:
                 return  # the kernel held no more than this: skip the call that would say EAGAIN
 
     async def _write_loop(self) -> None:

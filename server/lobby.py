@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import logging
 import socket
 from collections.abc import Callable
@@ -82,6 +83,7 @@ class Lobby:
         self._gone: set[int] = set()
         self._all_done = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self._epoch = 0.0  # trio time the phases of fixed-rate matches count from
 
     # ----------------------------------------------------------------- serving
     async def serve(
@@ -103,6 +105,7 @@ class Lobby:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                self._epoch = trio.current_time()
                 nursery.start_soon(self._accept_loop, listener)
                 if self.config.tokens is not None and self.config.seat_timeout is not None:
                     nursery.start_soon(self._seat_deadline, self.config.seat_timeout)
@@ -265,6 +268,8 @@ class Lobby:
             recorder=recorder,
             on_tick=self.config.on_tick,
         )
+        if not self.config.settings.fast:
+            match.phase_origin = self._epoch + self._free_phase()
         for spectator in self._spectators:
             spectator.on_close = None
             match.add_spectator(spectator)
@@ -272,6 +277,23 @@ class Lobby:
         self._running.append(match)
         log.info("match %d starts: %s", number, ", ".join(names))
         self._nursery.start_soon(self._run_match, match)
+
+    def _free_phase(self) -> float:
+        """A phase (0 <= phase < period) in the middle of the largest gap between running matches'.
+
+        Matches whose ticks start at the same moment queue behind each other on the one thread; spread
+        over the period, each wakes alone and starts its tick on time.
+        """
+        period = self.config.settings.period
+        phases = sorted(
+            (m.phase_origin - self._epoch) % period for m in self._running if m.phase_origin is not None
+        )
+        if not phases:
+            return 0.0
+        gaps = [(b - a, a) for a, b in itertools.pairwise(phases)]
+        gaps.append((phases[0] + period - phases[-1], phases[-1]))
+        width, after = max(gaps)
+        return (after + width / 2) % period
 
     async def _run_match(self, match: Match) -> None:
         try:

@@ -13,6 +13,7 @@ server had not read it yet.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -139,6 +140,9 @@ class Match:
         self.late_ticks = 0
         self.behind_ticks = 0
         self.bad_ticks = 0
+        #: Fixed-rate only: when set (a trio time), ticks start at ``phase_origin + k / tick_rate``.
+        #: The lobby spreads its matches' phases over the period, so they do not all wake at once.
+        self.phase_origin: float | None = None
         for seat in self.seats:
             if seat.conn is not None:
                 seat.conn.handler = self._handler_for(seat)
@@ -217,6 +221,12 @@ class Match:
         budget = self.settings.budget
         budget_ms = round(budget * 1000)
         start = trio.current_time()
+        if fixed_rate and self.phase_origin is not None:
+            # Wait (less than a period) for this match's phase of the schedule.
+            start = self.phase_origin + math.ceil((start - self.phase_origin) / self.settings.period) * (
+                self.settings.period
+            )
+            await trio.sleep_until(start)
         n = 0
         while self.engine.result() is None and not self._decided_by_forfeits():
             behind = (

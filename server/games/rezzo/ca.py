@@ -140,7 +140,7 @@ class BitWorld:
         bits = np.unpackbits(rows.view(np.uint8), axis=2, count=self.width, bitorder="little")
         bits *= self._dyn_codes[:, None, None]
         out = self._codes_cache
-        np.max(bits, axis=0, out=out)  # states are exclusive: the max selects
+        np.maximum.reduce(bits, axis=0, out=out)  # states are exclusive: the max selects
         np.maximum(out, self._static_codes, out=out)
         self._codes_version = self.version
         return out
