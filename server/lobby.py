@@ -22,7 +22,7 @@ from cellarena.sdk import protocol
 from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import Engine
-from cellarena.server.match import Match, MatchOutcome, Recorder, TickSettings
+from cellarena.server.match import Match, MatchOutcome, Recorder, TickDriver, TickSettings
 
 log = logging.getLogger("cellarena.server")
 
@@ -84,6 +84,7 @@ class Lobby:
         self._all_done = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._epoch = 0.0  # trio time the phases of fixed-rate matches count from
+        self._driver = TickDriver()  # runs every fixed-rate match's ticks from one task
 
     # ----------------------------------------------------------------- serving
     async def serve(
@@ -106,6 +107,8 @@ class Lobby:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self._epoch = trio.current_time()
+                if not self.config.settings.fast:
+                    nursery.start_soon(self._driver.serve)
                 nursery.start_soon(self._accept_loop, listener)
                 if self.config.tokens is not None and self.config.seat_timeout is not None:
                     nursery.start_soon(self._seat_deadline, self.config.seat_timeout)
@@ -270,6 +273,7 @@ class Lobby:
         )
         if not self.config.settings.fast:
             match.phase_origin = self._epoch + self._free_phase()
+            match.driver = self._driver
         for spectator in self._spectators:
             spectator.on_close = None
             match.add_spectator(spectator)

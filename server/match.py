@@ -12,6 +12,8 @@ server had not read it yet.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import math
 from collections.abc import Callable
@@ -143,6 +145,13 @@ class Match:
         #: Fixed-rate only: when set (a trio time), ticks start at ``phase_origin + k / tick_rate``.
         #: The lobby spreads its matches' phases over the period, so they do not all wake at once.
         self.phase_origin: float | None = None
+        #: Fixed-rate only: when set, this shared driver runs the ticks instead of this match's task.
+        self.driver: TickDriver | None = None
+        self._start = 0.0
+        self._n = 0
+        self._behind = False
+        self._late_before = 0
+        self._requests: dict[int, dict[str, Any]] = {}
         for seat in self.seats:
             if seat.conn is not None:
                 seat.conn.handler = self._handler_for(seat)
@@ -218,64 +227,84 @@ class Match:
                 if fixed_rate:
                     # The loop drains every seat once at its deadline: no task wakes per message.
                     seat.conn.pause_reading()
-        budget = self.settings.budget
-        budget_ms = round(budget * 1000)
         start = trio.current_time()
         if fixed_rate and self.phase_origin is not None:
-            # Wait (less than a period) for this match's phase of the schedule.
+            # Start in this match's phase of the schedule (less than a period from now).
             start = self.phase_origin + math.ceil((start - self.phase_origin) / self.settings.period) * (
                 self.settings.period
             )
-            await trio.sleep_until(start)
-        n = 0
-        while self.engine.result() is None and not self._decided_by_forfeits():
-            behind = (
-                fixed_rate
-                and trio.current_time() - (start + n * self.settings.period) > self.settings.period / 4
-            )
-            self.behind_ticks += behind
-            late_before = self.late_ticks
-            requests = self.engine.pending()
-            tick = self.engine.tick
-            self._broadcast_frame()  # spectators see the world the seats are about to see
-            self._outstanding = 0
-            self._answered = trio.Event()
-            last_deadline = trio.current_time()
-            for seat in self.seats:
-                seat.tick, seat.answer, seat.sent_wall = tick, None, 0.0
-                seat.tokens = min(self.settings.message_burst, seat.tokens + self.settings.messages_per_tick)
-                request = seat.request = requests.get(seat.index)
-                if request is None:
-                    continue
-                if not seat.connected:
-                    continue
-                frame = protocol.encode({"type": "tick", "tick": tick, "budget_ms": budget_ms, **request})
-                if seat.conn.send(frame):
-                    seat.sent_wall = seat.conn.last_send
-                    self._outstanding += 1
-                    last_deadline = trio.current_time() + budget
+        self._start, self._n = start, 0
+        if fixed_rate and self.driver is not None:
+            await self.driver.run(self, start)
+        else:
             if fixed_rate:
-                await trio.sleep_until(last_deadline)  # the next tick waits for its slot anyway
-            elif self._outstanding:
-                with trio.move_on_at(last_deadline):
-                    await self._answered.wait()
-            actions = self._collect(requests, budget)
-            self.bad_ticks += behind or self.late_ticks > late_before
-            events = self.engine.apply(actions)
-            for s, count in events.illegal.items():
-                self.seats[s].illegal += count
-            for s, count in events.malformed.items():
-                self.seats[s].invalid += count
-            if self.recorder is not None:
-                self.recorder.record(tick, actions, self.engine)  # exactly what apply() got
-            if self.on_tick is not None:
-                self.on_tick(self.engine)
-            n += 1
-            if fixed_rate:
-                await trio.sleep_until(start + n * self.settings.period)
-            else:
-                await trio.lowlevel.checkpoint()  # let readers and other matches run
+                await trio.sleep_until(start)
+            while (deadline := self._begin_tick()) is not None:
+                if fixed_rate:
+                    await trio.sleep_until(deadline)  # the next tick waits for its slot anyway
+                elif self._outstanding:
+                    with trio.move_on_at(deadline):
+                        await self._answered.wait()
+                next_start = self._end_tick()
+                if fixed_rate:
+                    await trio.sleep_until(next_start)
+                else:
+                    await trio.lowlevel.checkpoint()  # let readers and other matches run
         return await self._finish()
+
+    def _begin_tick(self) -> float | None:
+        """Send every seat its request for the tick; the time to collect the answers at (the last
+        seat's deadline), or None when the match is over."""
+        if self.engine.result() is not None or self._decided_by_forfeits():
+            return None
+        settings = self.settings
+        fixed_rate = not settings.fast
+        now = trio.current_time()
+        behind = fixed_rate and now - (self._start + self._n * settings.period) > settings.period / 4
+        self.behind_ticks += behind
+        self._behind = behind
+        self._late_before = self.late_ticks
+        requests = self._requests = self.engine.pending()
+        tick = self.engine.tick
+        self._broadcast_frame()  # spectators see the world the seats are about to see
+        self._outstanding = 0
+        if not fixed_rate:
+            self._answered = trio.Event()
+        budget = settings.budget
+        budget_ms = round(budget * 1000)
+        burst, refill = settings.message_burst, settings.messages_per_tick
+        last_deadline = now
+        for seat in self.seats:
+            seat.tick, seat.answer, seat.sent_wall = tick, None, 0.0
+            seat.tokens = min(burst, seat.tokens + refill)
+            request = seat.request = requests.get(seat.index)
+            if request is None:
+                continue
+            if not seat.connected:
+                continue
+            frame = protocol.encode({"type": "tick", "tick": tick, "budget_ms": budget_ms, **request})
+            if seat.conn.send(frame):
+                seat.sent_wall = seat.conn.last_send
+                self._outstanding += 1
+                last_deadline = trio.current_time() + budget
+        return last_deadline
+
+    def _end_tick(self) -> float:
+        """Collect the answers, apply them and record; when the next tick starts."""
+        tick = self.engine.tick
+        actions = self._collect(self._requests, self.settings.budget)
+        self.bad_ticks += self._behind or self.late_ticks > self._late_before
+        events = self.engine.apply(actions)
+        for s, count in events.illegal.items():
+            self.seats[s].illegal += count
+        for s, count in events.malformed.items():
+            self.seats[s].invalid += count
+        if self.recorder is not None:
+            self.recorder.record(tick, actions, self.engine)  # exactly what apply() got
+        if self.on_tick is not None:
+            self.on_tick(self.engine)
+        self._n += 1
+        return self._start + self._n * self.settings.period
 
     def _collect(self, requests: dict[int, dict[str, Any]], budget: float) -> dict[int, Any]:
         """Every seat's action for this tick; late, missing and invalid answers become no-ops."""
@@ -421,6 +450,86 @@ class Match:
         else:
             reason = "every seat disconnected"
         return Result(ranks=ranks, winner=winner, reason=reason, ticks=ticks)
+
+
+class TickDriver:
+    """Runs the ticks of many fixed-rate matches from one task.
+
+    A match's tick has two steps that each take no time to wait: send every seat its request, and,
+    at the last seat's deadline, collect the answers and apply them. With a task per match, every
+    step costs a trio sleep and a task switch, which cost more than a small match's tick itself. Here
+    one task sleeps until the earliest step due and runs every step due then, in time order; the
+    match's own task only waits for its match to end. A step that raises ends its match alone: the
+    error is raised in that match's task.
+    """
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, _Driven]] = []
+        self._seq = itertools.count()
+        self._wake = trio.Event()
+
+    async def serve(self) -> None:
+        """The driving task; run it in the nursery that runs the matches, and cancel it at the end."""
+        heap = self._heap
+        while True:
+            if heap:
+                with trio.move_on_at(heap[0][0]):
+                    await self._wake.wait()
+            else:
+                await self._wake.wait()
+            if self._wake.is_set():
+                self._wake = trio.Event()
+            now = trio.current_time()
+            while heap and heap[0][0] <= now:
+                _, _, driven = heapq.heappop(heap)
+                self._step(driven)
+                now = trio.current_time()
+
+    def _push(self, when: float, driven: _Driven) -> None:
+        earliest = self._heap[0][0] if self._heap else math.inf
+        heapq.heappush(self._heap, (when, next(self._seq), driven))
+        if when < earliest:
+            self._wake.set()
+
+    def _step(self, driven: _Driven) -> None:
+        if driven.done.is_set():
+            return  # its task was cancelled
+        match = driven.match
+        try:
+            if driven.collecting:
+                driven.collecting = False
+                self._push(match._end_tick(), driven)
+            else:
+                deadline = match._begin_tick()
+                if deadline is None:
+                    driven.done.set()
+                    return
+                driven.collecting = True
+                self._push(deadline, driven)
+        except Exception as exc:
+            driven.error = exc
+            driven.done.set()
+
+    async def run(self, match: Match, start: float) -> None:
+        """Run ``match``'s ticks from ``start`` until it is over (called by `Match.run`)."""
+        driven = _Driven(match)
+        self._push(start, driven)
+        try:
+            await driven.done.wait()
+        finally:
+            driven.done.set()  # if cancelled, the driver drops it
+        if driven.error is not None:
+            raise driven.error
+
+
+class _Driven:
+    __slots__ = ("collecting", "done", "error", "match")
+
+    def __init__(self, match: Match) -> None:
+        self.match = match
+        self.collecting = False
+        self.done = trio.Event()
+        self.error: Exception | None = None
 
 
 def _spectator_handler(conn: Connection, message: dict[str, Any], _arrival: float) -> None:
