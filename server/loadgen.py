@@ -1,12 +1,13 @@
 """Load for `cellarena bench server`: many bot connections in one process, each answering at once.
 
-Plain `selectors` (epoll) in one thread, so that the load costs as little CPU as possible and the
-benchmark measures the server, which runs in another process.
+Plain epoll in one thread, so that the load costs as little CPU as possible and the benchmark
+measures the server, which runs in another process. Every bot answers a tick with no-ops, and the
+answer frame for a (tick, agent count) is encoded once and sent by every bot that needs it.
 """
 
 from __future__ import annotations
 
-import selectors
+import select
 import socket
 import sys
 
@@ -15,19 +16,19 @@ from cellarena.sdk import protocol
 
 def run(host: str, port: int, connections: int, game: str = "rezzo") -> int:
     """Connect ``connections`` bots, answer every tick with no-ops, return when every match ended."""
-    sel = selectors.DefaultSelector()
-    readers: dict[socket.socket, protocol.FrameReader] = {}
+    epoll = select.epoll()
+    bots: dict[int, tuple[socket.socket, protocol.FrameReader]] = {}
     for i in range(connections):
         sock = socket.create_connection((host, port))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.sendall(protocol.encode(protocol.hello(f"load{i}", game)))
         sock.setblocking(False)
-        readers[sock] = protocol.FrameReader(protocol.MAX_SERVER_FRAME)
-        sel.register(sock, selectors.EVENT_READ)
-    open_count = connections
-    while open_count:
-        for key, _ in sel.select(timeout=60):
-            sock = key.fileobj
+        bots[sock.fileno()] = (sock, protocol.FrameReader(protocol.MAX_SERVER_FRAME))
+        epoll.register(sock.fileno(), select.EPOLLIN)
+    answers: dict[tuple[int, int], bytes] = {}
+    while bots:
+        for fd, _ in epoll.poll(60):
+            sock, reader = bots[fd]
             try:
                 data = sock.recv(1 << 16)
             except (BlockingIOError, InterruptedError):
@@ -35,15 +36,22 @@ def run(host: str, port: int, connections: int, game: str = "rezzo") -> int:
             except OSError:
                 data = b""
             done = not data
-            for msg in readers[sock].feed(data) if data else ():
+            for msg in reader.feed(data) if data else ():
                 if msg["type"] == "tick":
-                    sock.send(protocol.encode(protocol.moves(msg["tick"], [0] * len(msg["agents"]))))
+                    key = (msg["tick"], len(msg["agents"]))
+                    frame = answers.get(key)
+                    if frame is None:
+                        if len(answers) > 64:
+                            answers.clear()
+                        frame = answers[key] = protocol.encode(protocol.moves(key[0], [0] * key[1]))
+                    sock.send(frame)
                 elif msg["type"] in ("end", "error"):
                     done = True
             if done:
-                sel.unregister(sock)
+                epoll.unregister(fd)
+                del bots[fd]
                 sock.close()
-                open_count -= 1
+    epoll.close()
     return 0
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import itertools
 import logging
 import socket
 from collections.abc import Callable
@@ -27,6 +26,10 @@ from cellarena.server.match import Match, MatchOutcome, Recorder, TickDriver, Ti
 log = logging.getLogger("cellarena.server")
 
 MAX_NAME = 64
+#: Fixed-rate matches start their ticks in one of this many evenly spaced phases of the period.
+PHASES = 16
+_BITS = (PHASES - 1).bit_length()
+_SLOT_ORDER = sorted(range(PHASES), key=lambda i: int(f"{i:0{_BITS}b}"[::-1], 2))
 #: Errors from accept() that concern one connection only, not the listener.
 _TRANSIENT_ACCEPT = {
     errno.ECONNABORTED,
@@ -283,21 +286,20 @@ class Lobby:
         self._nursery.start_soon(self._run_match, match)
 
     def _free_phase(self) -> float:
-        """A phase (0 <= phase < period) in the middle of the largest gap between running matches'.
+        """A phase (0 <= phase < period) for a new fixed-rate match: the least used of PHASES slots.
 
-        Matches whose ticks start at the same moment queue behind each other on the one thread; spread
-        over the period, each wakes alone and starts its tick on time.
+        Matches whose ticks start at the same moment queue behind each other on the one thread, so
+        they are spread over the period. A few slots rather than any phase: the matches of one slot
+        share one wake-up of the tick driver. Ties go to the slot farthest from the used ones (the
+        slots in bit-reversed order: 0, 1/2, 1/4, 3/4, ...).
         """
         period = self.config.settings.period
-        phases = sorted(
-            (m.phase_origin - self._epoch) % period for m in self._running if m.phase_origin is not None
-        )
-        if not phases:
-            return 0.0
-        gaps = [(b - a, a) for a, b in itertools.pairwise(phases)]
-        gaps.append((phases[0] + period - phases[-1], phases[-1]))
-        width, after = max(gaps)
-        return (after + width / 2) % period
+        counts = [0] * PHASES
+        for m in self._running:
+            if m.phase_origin is not None:
+                counts[round((m.phase_origin - self._epoch) % period / period * PHASES) % PHASES] += 1
+        slot = min(_SLOT_ORDER, key=lambda i: counts[i])
+        return slot * period / PHASES
 
     async def _run_match(self, match: Match) -> None:
         try:
