@@ -28,13 +28,15 @@ from typing import Any
 import trio
 
 from cellarena.sdk import protocol
-from cellarena.sdk.protocol import FrameReader, ProtocolError
+from cellarena.sdk.protocol import HEADER as _HEADER
+from cellarena.sdk.protocol import FrameReader, ProtocolError, decode_body
 
 log = logging.getLogger("cellarena.server")
 
 # Linux's value; the socket module does not export it on every Python build.
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
 _TIMESPEC = struct.Struct("qq")
+_HEADER_SIZE = _HEADER.size
 _ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
 RECV_CHUNK = 256 * 1024
 #: Unsent bytes we keep for a client beyond what the kernel buffers; past this it is a slow reader.
@@ -173,7 +175,16 @@ class Connection:
                 return
             arrival = _arrival_time(ancdata)
             try:
-                messages = self.frames.feed(view[:n])  # copies: the buffer is free again after this
+                frames = self.frames
+                if (
+                    n > _HEADER_SIZE
+                    and not frames.buffered
+                    and _HEADER.unpack_from(buf)[0] == n - _HEADER_SIZE <= frames.limit
+                ):
+                    # The common case, exactly one whole frame: decode it without the reassembly buffer.
+                    messages = [decode_body(bytes(view[_HEADER_SIZE:n]))]
+                else:
+                    messages = frames.feed(view[:n])  # copies: the buffer is free again after this
             except ProtocolError as exc:
                 self.fail(exc.code, exc.message)
                 return

@@ -273,21 +273,19 @@ class Match:
         budget = settings.budget
         budget_ms = round(budget * 1000)
         burst, refill = settings.message_burst, settings.messages_per_tick
-        last_deadline = now
+        encode = protocol.encode
         for seat in self.seats:
             seat.tick, seat.answer, seat.sent_wall = tick, None, 0.0
             seat.tokens = min(burst, seat.tokens + refill)
             request = seat.request = requests.get(seat.index)
-            if request is None:
+            conn = seat.conn
+            if request is None or conn is None or conn.closed:
                 continue
-            if not seat.connected:
-                continue
-            frame = protocol.encode({"type": "tick", "tick": tick, "budget_ms": budget_ms, **request})
-            if seat.conn.send(frame):
-                seat.sent_wall = seat.conn.last_send
+            if conn.send(encode({"type": "tick", "tick": tick, "budget_ms": budget_ms, **request})):
+                seat.sent_wall = conn.last_send
                 self._outstanding += 1
-                last_deadline = trio.current_time() + budget
-        return last_deadline
+        # Read after the last send, so no seat's deadline comes before its budget has run out.
+        return trio.current_time() + budget if self._outstanding else now
 
     def _end_tick(self) -> float:
         """Collect the answers, apply them and record; when the next tick starts."""
