@@ -254,6 +254,12 @@ class BitWorld:
         v.fgany, v.multi, v.single = t[8][vr], t[9][vr], t[3][vr]
         v.tany = dil[1, vr]
         v.dil_fg = [dil[2 + i, vr] for i in range(p)]
+        # The per-player rules run on all players' planes at once, as (p, rows) blocks: the left and
+        # tmpb blocks are free again by then.
+        v.dil_fg_block, v.dil_fg_rest = dil[2 : 2 + p, vr], dil[3 : 2 + p, vr]
+        v.acc_block, v.acc_head, v.acc_last = left[:p, vr], left[: p - 1, vr], left[p - 1, vr]
+        v.tmp_block, v.tmp_rest = tmpb[:p, vr], tmpb[1:p, vr]
+        v.fl_old_block, v.nfl_block = old[DYN_FIXED:, vr], new[DYN_FIXED:, vr]
         v.e_old, v.t_old, v.c_old, v.ph_old = old[E, vr], old[T, vr], old[C, vr], old[PH, vr]
         v.fl_old = [old[DYN_FIXED + i, vr] for i in range(p)]
         v.ne, v.nt, v.nc, v.nph = new[E, vr], new[T, vr], new[C, vr], new[PH, vr]
@@ -358,21 +364,14 @@ class BitWorld:
         p = self.players
         if p == 1:
             np.copyto(v.fgany, v.dil_fg[0])
-        else:
-            bor(v.dil_fg[0], v.dil_fg[1], out=v.fgany)
-        for i in range(2, p):
-            bor(v.fgany, v.dil_fg[i], out=v.fgany)
-        if p == 1:
             v.multi[:] = 0
         else:
-            band(v.dil_fg[0], v.dil_fg[1], out=v.multi)
-            if p > 2:
-                seen = v.single  # free until the photon rule below
-                bor(v.dil_fg[0], v.dil_fg[1], out=seen)
-                for i in range(2, p):
-                    band(seen, v.dil_fg[i], out=v.tmp)
-                    bor(v.multi, v.tmp, out=v.multi)
-                    bor(seen, v.dil_fg[i], out=seen)
+            # Running ORs over the players: the last is "any owner"; more than one owner wherever a
+            # player's plane meets the OR of the players before it.
+            np.bitwise_or.accumulate(v.dil_fg_block, axis=0, out=v.acc_block)
+            np.copyto(v.fgany, v.acc_last)
+            band(v.dil_fg_rest, v.acc_head, out=v.tmp_rest)
+            np.bitwise_or.reduce(v.tmp_rest, axis=0, out=v.multi)
 
         # conductor -> electron with 1 or 2 electron neighbours
         band(v.c_old, v.e12, out=v.ne)
@@ -389,12 +388,13 @@ class BitWorld:
         bor(v.nc, v.t_old, out=v.nc)
         bxor(v.ph_old, v.single, out=v.tmp)
         bor(v.nc, v.tmp, out=v.nc)
-        for i in range(p):
-            band(v.fl_old[i], v.e1, out=v.tmp)
-            bxor(v.fl_old[i], v.tmp, out=v.nfl[i])
-            bor(v.nc, v.tmp, out=v.nc)
-            band(v.dil_fg[i], v.single, out=v.tmp)
-            bor(v.nfl[i], v.tmp, out=v.nfl[i])
+        # flags: next to an electron -> conductor; photons with a single owner become that owner's flag
+        band(v.fl_old_block, v.e1, out=v.tmp_block)
+        bxor(v.fl_old_block, v.tmp_block, out=v.nfl_block)
+        np.bitwise_or.reduce(v.tmp_block, axis=0, out=v.tmp)
+        bor(v.nc, v.tmp, out=v.nc)
+        band(v.dil_fg_block, v.single, out=v.tmp_block)
+        bor(v.nfl_block, v.tmp_block, out=v.nfl_block)
 
         self._cur = 1 - self._cur
         self.version += 1
