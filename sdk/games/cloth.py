@@ -60,189 +60,296 @@ def opponent(code: int) -> int:
 
 # ---------------------------------------------------------------------------------------- the step
 class ClothWorld:
-    """A board as bit planes (64 cells of a row per uint64 word) and the vectorised step.
+    """A board as bit planes and the vectorised step: one generation is about 40 numpy calls.
 
-    Planes are one-hot: A, B, C, D, plus L = A|B|C (the cells that count as neighbours), kept with
-    the state so that the three planes whose neighbours are counted sit side by side and every
-    counting operation handles all three at once. Each plane is one flat run of rows; a row is its
-    words plus one zero word, and a zero row lies above and below the board. So a neighbour across
-    a word boundary is the previous or next word of the run (the zero word stops carries between
-    rows), the rows above and below are the run shifted by one row, and every operand is
-    contiguous. Two state buffers ping-pong and all scratch is allocated once; a large board is
-    stepped in bands of rows so that the scratch stays in the CPU's cache.
+    Planes are one-hot: L = A|B|C (the cells that count as neighbours), A, B, C, D, in that order in
+    one flat array, so that the three planes whose neighbours are counted form one contiguous run and
+    every counting operation handles all three in a single 1-D call (a 2-D or broadcast call costs
+    several times the dispatch of a 1-D one, and at 256x256 dispatch is most of the cost).
+
+    A row of a plane is ``n = ceil(W / k)`` words of ``k`` bits, **interleaved**: cell x is bit
+    ``x // n`` of word ``x % n``. The east neighbour of a word is then simply the next word, and the
+    west one the previous word; only the row's last word needs its east neighbour from the first
+    word shifted by one bit, and the first word its west one from the last word. Each row keeps those
+    two as guard words (``[west guard, n words, east guard]``), refreshed by two strided shifts per
+    step, so every neighbour of every word is a plain offset view of the flat array: no shifts with
+    carries. A zero row lies above and below each plane, so the rows above and below are the run
+    offset by one row, and a plane's neighbour never leaks into the next plane.
+
+    Counting is bit-sliced: per column, up+down (2 bits) and up+self+down (2 bits); then per word,
+    west column + own column + east column, mod 4 for A and B, plus "at least 4" for L. The decision
+    table is applied to A and B as one pair of planes (and to C and D as another), and the outcome
+    "2 <= N <= 3" is ANDed into the four new planes A, B, C, D in one call. Guard words of the new
+    state may hold garbage: the guards of the counted planes are rewritten before they are read, and
+    nothing else reads them. Two state buffers ping-pong; all scratch is allocated once, and each
+    buffer parity has its list of prebound calls, so a step allocates nothing and makes no views.
+
+    A large board is cut into bands of rows, each with its own buffers and a ghost row above and
+    below that holds a copy of the neighbouring band's edge row (zeros at the board's edge), so that
+    one band's working set stays in the CPU's cache; bands of equal height share their scratch.
     """
 
-    #: Scratch bytes per band; the working set of one band then fits a typical 2 MB L2 cache.
-    BAND_BYTES = 1 << 20
+    #: The word type. Numpy's bitwise loops cost about the same per byte whatever the type, and bytes
+    #: waste the least on the two guard words per row (6% at 256 wide, against 50% for 64-bit words).
+    WORD = np.uint8
+    #: Bytes of state and scratch per band of rows, so that one band's working set stays in L2.
+    BAND_BYTES = 3 << 19
 
-    def __init__(self, height: int, width: int) -> None:
+    def __init__(self, height: int, width: int, band: int | None = None) -> None:
         if height < 1 or width < 1:
             raise ValueError(f"a board needs at least one row and column, got {width}x{height}")
         self.height, self.width = height, width
-        self.words = (width + 63) // 64
-        self.stride = s = self.words + 1
-        self._cur = np.zeros((5, (height + 2) * s), np.uint64)  # A, B, L, C, D
-        self._nxt = np.zeros_like(self._cur)
-        # About 45 scratch planes of `band` rows each.
-        self.band = band = max(8, min(height, self.BAND_BYTES // (45 * 8 * s)))
-        three = (3, (band + 2) * s)
-        self._w, self._e, self._tmp = (np.zeros(three, np.uint64) for _ in range(3))
-        self._lo2, self._hi2, self._lo3, self._hi3 = (np.zeros(three, np.uint64) for _ in range(4))
-        inner = (3, band * s)
-        self._bit0, self._bit1, self._v1, self._v2, self._v3 = (np.zeros(inner, np.uint64) for _ in range(5))
-        self._t1, self._t2, self._t3, self._g, self._lt, self._m = (
-            np.zeros(band * s, np.uint64) for _ in range(6)
+        dt = np.dtype(self.WORD).newbyteorder("<")
+        self._dtype = dt
+        self._k = k = dt.itemsize * 8
+        self.words = n = (width + k - 1) // k
+        self.stride = s = n + 2
+        # About 45 planes' worth of state and scratch per row of a band.
+        band = band or max(64, self.BAND_BYTES // (45 * s * dt.itemsize))
+        count = -(-height // min(band, height))
+        self.band = -(-height // count)  # equal bands, the last one possibly shorter
+        self._spans = [(y0, min(height, y0 + self.band)) for y0 in range(0, height, self.band)]
+        self._allocated = 0
+        self._pool: dict[tuple[str, int], np.ndarray] = {}
+        # Per band: two state buffers (ping-pong) of 5 planes, each (rows + 2) x stride words.
+        self._bufs = [
+            (self._zeros(5 * (y1 - y0 + 2) * s), self._zeros(5 * (y1 - y0 + 2) * s)) for y0, y1 in self._spans
+        ]
+        # Each call as (function, arguments): unpacking a stored tuple is the cheapest way to call.
+        self._plans = [[(call[0], call[1:]) for call in self._make_step(p)] for p in (0, 1)]
+        self._parity = 0
+
+    def _zeros(self, size: int) -> np.ndarray:
+        """A zeroed array whose start is staggered against the others' modulo 4 KiB.
+
+        Buffers of the same size would otherwise all start at the same offset within a page, and a
+        call that reads one while writing another at the same index stalls on 4K aliasing.
+        """
+        self._allocated += 1
+        item = self._dtype.itemsize
+        pad = (self._allocated * 7 % 32) * 128 // item
+        raw = np.zeros(size + pad + 4096 // item, self._dtype)
+        start = (-raw.ctypes.data % 4096) // item + pad
+        return raw[start : start + size]
+
+    def _scratch(self, name: str, size: int) -> np.ndarray:
+        """Scratch shared by the bands of equal height (they are stepped one after the other)."""
+        key = (name, size)
+        if key not in self._pool:
+            self._pool[key] = self._zeros(size)
+        return self._pool[key]
+
+    def _make_step(self, parity: int) -> list[tuple[Any, ...]]:
+        """All calls of one step from buffer ``parity`` to the other: halo rows, then band by band."""
+        plan: list[tuple[Any, ...]] = []
+        s = self.stride
+        planes = [
+            (bufs[parity].reshape(5, y1 - y0 + 2, s), y1 - y0)
+            for bufs, (y0, y1) in zip(self._bufs, self._spans, strict=True)
+        ]
+        # Each band's ghost rows hold its neighbours' edge rows of L, A, B (the board's edge: zeros).
+        for i in range(len(planes) - 1):
+            (upper, h), (lower, _) = planes[i], planes[i + 1]
+            plan.append(_copy(upper[:3, h], lower[:3, 0]))
+            plan.append(_copy(lower[:3, 1], upper[:3, h + 1]))
+        for bufs, (y0, y1) in zip(self._bufs, self._spans, strict=True):
+            plan += self._make_plan(bufs[parity], bufs[parity ^ 1], y1 - y0)
+        return plan
+
+    def _make_plan(self, cur: np.ndarray, nxt: np.ndarray, h: int) -> list[tuple[Any, ...]]:
+        """The calls stepping one band of ``h`` rows from ``cur`` to ``nxt``: ufuncs and their arguments."""
+        n, s = self.words, self.stride
+        pw = (h + 2) * s  # words of a plane
+        rw = h * s  # a plane's rows 1..h
+        mw = 3 * pw - 2 * s  # the counted run, less a row at each end
+        dt = self._dtype
+        one = dt.type(1)
+        xor, and_, or_ = np.bitwise_xor, np.bitwise_and, np.bitwise_or
+
+        def real(buf: np.ndarray, plane: int, planes: int = 1) -> np.ndarray:
+            """Rows 1..h of ``plane`` (and the ``planes - 1`` next ones, ghost rows between)."""
+            return buf[plane * pw + s : (plane + planes - 1) * pw + s + rw]
+
+        def scratch(name: str, size: int) -> np.ndarray:
+            return self._scratch(name, size)
+
+        plan: list[tuple[Any, ...]] = []
+        # Guard words of L, A, B: west guard = last word << 1, east guard = first word >> 1.
+        rows = cur[: 3 * pw].reshape(3 * (h + 2), s)
+        plan.append((np.add, rows[:, n], rows[:, n], rows[:, 0]))  # x + x: thrice as fast as x << 1
+        plan.append((np.right_shift, rows[:, 1], one, rows[:, n + 1]))
+        # Column sums of L, A, B: v2 = up + down, v3 = up + self + down, each as [low bits; high bits].
+        v2, v3 = scratch("v2", 2 * mw + 2), scratch("v3", 2 * mw + 2)
+        up, mid, down = cur[:mw], cur[s : s + mw], cur[2 * s : 2 * s + mw]
+        v2lo, v2hi, v3lo, v3hi = (
+            v2[1 : mw + 1],
+            v2[mw + 1 : 2 * mw + 1],
+            v3[1 : mw + 1],
+            v3[mw + 1 : 2 * mw + 1],
         )
-        # Births may only happen on the board: not past the right edge, not in the zero words.
-        row = np.full(s, ~np.uint64(0), np.uint64)
-        row[-1] = 0
-        if width % 64:
-            row[-2] = np.uint64((1 << (width % 64)) - 1)
-        self._mask = np.tile(row, band)
+        plan += [
+            (xor, up, down, v2lo),
+            (and_, up, down, v2hi),
+            (xor, v2lo, mid, v3lo),
+            (and_, v2lo, mid, v3hi),
+            (or_, v3hi, v2hi, v3hi),
+        ]
+        # N = west v3 + own v2 + east v3, both bits at once; sums[:mw] is bit 0, sums[mw:] bit 1 (mod 4).
+        west, own, east = v3[: 2 * mw], v2[1 : 2 * mw + 1], v3[2 : 2 * mw + 2]
+        sums, both, carry = scratch("sums", 2 * mw), scratch("both", 2 * mw), scratch("carry", mw)
+        plan += [
+            (xor, west, own, sums),
+            (and_, west[: mw + rw], own[: mw + rw], both[: mw + rw]),  # low bits: carries; L's high bits
+            (and_, sums[:mw], east[:mw], carry),
+            (xor, sums, east, sums),
+            (or_, carry, both[:mw], carry),
+            (xor, sums[mw:], carry, sums[mw:]),
+        ]
+        bit0, bit1 = sums[:mw], sums[mw:]
+        # m: 2 <= N <= 3, i.e. bit 1 set and no two of L's four 2s (west, own, east, carry) set.
+        twos, m = scratch("twos", rw), scratch("m", rw)
+        plan += [
+            (and_, east[mw : mw + rw], carry[:rw], twos),
+            (or_, twos, both[mw : mw + rw], twos),
+            (or_, bit1[:rw], twos, m),
+            (xor, m, twos, m),
+        ]
+        if self.width % self._k:  # no births past the right edge
+            plan.append((and_, m, self._edge_mask(h), m))
+        # g = N_A > N_B, lt = N_A < N_B: a player dominates with 2 or 3 neighbours, or with 1 against
+        # none (the counts matter only under m, where N_A + N_B <= 3).
+        # nz = [N_B != 0, N_A != 0, N_B != 0] and gg = [g, lt, g], so that [nz[0], nz[1]] pairs with
+        # [A, B] and [gg[1], gg[2]] is [lt, g].
+        ab0, ab1 = bit0[pw : 2 * pw + rw], bit1[pw : 2 * pw + rw]
+        nz, gg = scratch("nz", 2 * pw + rw), scratch("gg", 2 * pw + rw)
+        plan += [
+            (or_, ab0, ab1, nz[pw:]),
+            _copy(nz[2 * pw :], nz[:rw]),
+            (or_, ab0, nz[: pw + rw], gg[: pw + rw]),
+            (xor, gg[: pw + rw], nz[: pw + rw], gg[: pw + rw]),
+            (or_, gg[: pw + rw], ab1, gg[: pw + rw]),
+            _copy(gg[:rw], gg[2 * pw :]),
+        ]
+        g_lt, lt_g = gg[: pw + rw], gg[pw:]
+        # take: cells a dominant player takes, births (empty with N = 3) and conversions (c).
+        occ, take = scratch("occ", rw), scratch("take", pw + rw)
+        plan += [
+            (or_, real(cur, _PL), real(cur, _PD), occ),
+            (or_, bit0[:rw], occ, take[:rw]),
+            (xor, take[:rw], occ, take[:rw]),
+            (or_, take[:rw], real(cur, _PC), take[:rw]),
+            _copy(take[:rw], take[pw:]),
+        ]
+        # The decision table, before "and m": A survives unless lt, is taken where g; B the mirror;
+        # killed players become d; c stays unless taken; L is what lives.
+        killed, gain, taken = scratch("killed", pw + rw), scratch("gain", pw + rw), scratch("taken", pw + rw)
+        ab, nab = real(cur, _PA, 2), real(nxt, _PA, 2)
+        plan += [
+            (and_, ab, lt_g, killed),
+            (xor, ab, killed, nab),
+            (and_, g_lt, take, gain),
+            (or_, nab, gain, nab),
+            (or_, g_lt[:rw], g_lt[pw:], taken[:rw]),  # [c taken, d made] xor [c, d] = [new c, new d]
+            (and_, taken[:rw], real(cur, _PC), taken[:rw]),
+            (or_, killed[:rw], killed[pw:], taken[pw:]),
+            (xor, real(cur, _PC, 2), taken, real(nxt, _PC, 2)),
+        ]
+        # Only cells with 2 <= N <= 3 live on; then L is what lives.
+        alive = nxt.reshape(5, pw)[_PA:, s : s + rw]
+        plan += [
+            (and_, alive, m, alive),
+            (or_, real(nxt, _PA), real(nxt, _PB), real(nxt, _PL)),
+            (or_, real(nxt, _PL), real(nxt, _PC), real(nxt, _PL)),
+        ]
+        return plan
+
+    def _edge_mask(self, h: int) -> np.ndarray:
+        """Over a band's rows 1..h: the bits of cells on the board (guard words 0)."""
+        row = np.zeros(self.words * self._k, bool)
+        row[: self.width] = True
+        words = self._pack(row[None, :])[0]
+        out = np.zeros((h, self.stride), self._dtype)
+        out[:, 1:-1] = words
+        return out.reshape(-1)
+
+    def _pack(self, bits: np.ndarray) -> np.ndarray:
+        """(H, n*k) bools, cell x at column x, as (H, n) interleaved words."""
+        h, n, k = bits.shape[0], self.words, self._k
+        cols = bits.reshape(h, k, n).transpose(0, 2, 1)  # [y, word, bit]
+        packed = np.packbits(np.ascontiguousarray(cols), axis=2, bitorder="little")
+        return packed.view(self._dtype).reshape(h, n)
+
+    def _words(self, plane: int) -> list[np.ndarray]:
+        """A plane's board words, band by band, as (rows, n) views of the current state."""
+        s = self.stride
+        return [
+            bufs[self._parity].reshape(5, y1 - y0 + 2, s)[plane, 1:-1, 1:-1]
+            for bufs, (y0, y1) in zip(self._bufs, self._spans, strict=True)
+        ]
 
     @classmethod
-    def from_codes(cls, codes: np.ndarray) -> ClothWorld:
+    def from_codes(cls, codes: np.ndarray, band: int | None = None) -> ClothWorld:
         """A world holding ``codes`` (an (H, W) array of cell codes 0..4)."""
         codes = np.asarray(codes)
-        world = cls(*codes.shape)
+        world = cls(*codes.shape, band=band)
         world.load(codes)
         return world
-
-    def _rows(self, plane: np.ndarray) -> np.ndarray:
-        """A plane as (H, words): the board's rows without the zero word and rows (a view)."""
-        return plane.reshape(self.height + 2, self.stride)[1:-1, :-1]
 
     def load(self, codes: np.ndarray) -> None:
         """Replace the state with ``codes`` (same shape as the world)."""
         codes = np.asarray(codes)
         if codes.shape != (self.height, self.width):
             raise ValueError(f"codes of shape {codes.shape} for a {self.width}x{self.height} world")
-        padded = np.zeros((self.height, self.words * 64), np.uint8)
-        for k, code in enumerate((A, B, -1, C, D)):
-            plane = codes == code if code >= 0 else (codes == A) | (codes == B) | (codes == C)
-            padded[:, : self.width] = plane
-            self._rows(self._cur[k])[...] = np.packbits(padded, axis=1, bitorder="little").view("<u8")
-        self._nxt[...] = 0
+        for bufs in self._bufs:
+            for buf in bufs:
+                buf[...] = 0
+        padded = np.zeros((self.height, self.words * self._k), bool)
+        for plane, code in enumerate((-1, A, B, C, D)):
+            padded[:, : self.width] = (codes == code) if code >= 0 else (codes != EMPTY) & (codes != D)
+            words = self._pack(padded)
+            for view, (y0, y1) in zip(self._words(plane), self._spans, strict=True):
+                view[...] = words[y0:y1]
 
     def codes(self) -> np.ndarray:
         """The board as an (H, W) uint8 array of cell codes."""
-        out = np.zeros((self.height, self.width), np.uint8)
-        for k, code in ((0, A), (1, B), (3, C), (4, D)):
-            raw = np.ascontiguousarray(self._rows(self._cur[k])).astype("<u8", copy=False).view(np.uint8)
-            bits = np.unpackbits(raw, axis=1, bitorder="little")[:, : self.width]
-            out[bits.astype(bool)] = code
+        h, n, k = self.height, self.words, self._k
+        out = np.zeros((h, self.width), np.uint8)
+        for plane, code in ((1, A), (2, B), (3, C), (4, D)):
+            words = np.concatenate(self._words(plane))
+            raw = words.view(np.uint8).reshape(h, n, k // 8)
+            bits = np.unpackbits(raw, axis=2, bitorder="little").transpose(0, 2, 1).reshape(h, n * k)
+            out[bits[:, : self.width].astype(bool)] = code
         return out
 
     def step(self) -> None:
         """One generation (see the decision table in `docs/games/cloth.md`)."""
-        for y0 in range(0, self.height, self.band):
-            self._step_rows(y0, min(self.height, y0 + self.band))
-        self._cur, self._nxt = self._nxt, self._cur
-
-    def _step_rows(self, y0: int, y1: int) -> None:
-        """Board rows y0..y1-1 of the next state."""
-        s = self.stride
-        n = (y1 - y0) * s  # words of the band
-        cur, nxt = self._cur, self._nxt
-        p = cur[0:3, y0 * s : (y1 + 2) * s]  # A, B, L with one row of halo each side
-        w, e, tmp = self._w[:, : n + 2 * s], self._e[:, : n + 2 * s], self._tmp[:, : n + 2 * s]
-        # West and east neighbours: shift within words, carry across word boundaries.
-        np.left_shift(p, _ONE, out=w)
-        np.right_shift(p[:, :-1], _63, out=tmp[:, 1:])
-        np.bitwise_or(w[:, 1:], tmp[:, 1:], out=w[:, 1:])
-        np.right_shift(p, _ONE, out=e)
-        np.left_shift(p[:, 1:], _63, out=tmp[:, :-1])
-        np.bitwise_or(e[:, :-1], tmp[:, :-1], out=e[:, :-1])
-        # Per row: W+E (2 bits) and W+self+E (2 bits).
-        lo2, hi2 = self._lo2[:, : n + 2 * s], self._hi2[:, : n + 2 * s]
-        lo3, hi3 = self._lo3[:, : n + 2 * s], self._hi3[:, : n + 2 * s]
-        np.bitwise_xor(w, e, out=lo2)
-        np.bitwise_and(w, e, out=hi2)
-        np.bitwise_xor(w, p, out=tmp)
-        np.bitwise_xor(tmp, e, out=lo3)
-        np.bitwise_and(tmp, e, out=tmp)
-        np.bitwise_and(w, p, out=w)
-        np.bitwise_or(w, tmp, out=hi3)
-        # Column sums: row above (3) + own row (2) + row below (3) = the 8 neighbours, mod 4,
-        # exact whenever the total is at most 3, which is the only case where A vs B matters.
-        a0, b0, c0 = lo3[:, :n], lo2[:, s : s + n], lo3[:, 2 * s :]
-        a1, b1, c1 = hi3[:, :n], hi2[:, s : s + n], hi3[:, 2 * s :]
-        bit0, bit1 = self._bit0[:, :n], self._bit1[:, :n]
-        v1, v2, v3 = self._v1[:, :n], self._v2[:, :n], self._v3[:, :n]
-        np.bitwise_xor(a0, b0, out=v1)
-        np.bitwise_xor(v1, c0, out=bit0)
-        np.bitwise_and(v1, c0, out=v1)
-        np.bitwise_and(a0, b0, out=v2)
-        np.bitwise_or(v2, v1, out=v2)  # carry into the 2s
-        np.bitwise_xor(a1, b1, out=v1)
-        np.bitwise_xor(c1, v2, out=v3)
-        np.bitwise_xor(v1, v3, out=bit1)
-        t1, t2, t3 = self._t1[:n], self._t2[:n], self._t3[:n]
-        g, lt, m = self._g[:n], self._lt[:n], self._m[:n]
-        # m: 2 <= N <= 3, i.e. N mod 4 in {2, 3} and at most one of the four 2s is set.
-        np.bitwise_and(a1[2], b1[2], out=t1)
-        np.bitwise_and(c1[2], v2[2], out=t2)
-        np.bitwise_or(t1, t2, out=t1)
-        np.bitwise_and(v1[2], v3[2], out=t2)
-        np.bitwise_or(t1, t2, out=t1)
-        np.invert(t1, out=m)
-        np.bitwise_and(m, bit1[2], out=m)
-        # g: N_A > N_B, lt: N_A < N_B (2-bit comparisons of the mod-4 counts).
-        na0, na1, nb0, nb1 = bit0[0], bit1[0], bit0[1], bit1[1]
-        np.bitwise_xor(na1, nb1, out=t1)
-        np.invert(t1, out=t3)  # high bits equal
-        np.invert(nb0, out=t2)
-        np.bitwise_and(t2, na0, out=t2)
-        np.bitwise_and(t2, t3, out=t2)
-        np.bitwise_and(na1, t1, out=g)
-        np.bitwise_or(g, t2, out=g)
-        np.invert(na0, out=t2)
-        np.bitwise_and(t2, nb0, out=t2)
-        np.bitwise_and(t2, t3, out=t2)
-        np.bitwise_and(nb1, t1, out=lt)
-        np.bitwise_or(lt, t2, out=lt)
-        # The decision table.
-        ca, cb, cl, cc, cd = (cur[k, (y0 + 1) * s : (y1 + 1) * s] for k in range(5))
-        na, nbb, nl, nc, nd = (nxt[k, (y0 + 1) * s : (y1 + 1) * s] for k in range(5))
-        np.bitwise_or(cl, cd, out=t1)
-        np.invert(t1, out=t1)
-        np.bitwise_and(t1, bit0[2], out=t1)  # empty with N odd (N = 3 under m)
-        np.bitwise_or(t1, cc, out=t1)  # cells a majority may take (births and conversions)
-        np.invert(lt, out=t2)
-        np.bitwise_and(t2, ca, out=t2)
-        np.bitwise_and(g, t1, out=t3)
-        np.bitwise_or(t2, t3, out=t2)
-        np.bitwise_and(t2, m, out=na)
-        np.invert(g, out=t2)
-        np.bitwise_and(t2, cb, out=t2)
-        np.bitwise_and(lt, t1, out=t3)
-        np.bitwise_or(t2, t3, out=t2)
-        np.bitwise_and(t2, m, out=nbb)
-        np.bitwise_or(g, lt, out=t2)
-        np.invert(t2, out=t2)
-        np.bitwise_and(t2, cc, out=t2)
-        np.bitwise_and(t2, m, out=nc)
-        np.bitwise_and(ca, lt, out=t2)
-        np.bitwise_and(cb, g, out=t3)
-        np.bitwise_or(t2, t3, out=t2)
-        np.bitwise_or(t2, cd, out=t2)
-        np.bitwise_and(t2, m, out=nd)
-        np.bitwise_and(na, self._mask[:n], out=na)
-        np.bitwise_and(nbb, self._mask[:n], out=nbb)
-        np.bitwise_or(na, nbb, out=nl)
-        np.bitwise_or(nl, nc, out=nl)
+        for f, args in self._plans[self._parity]:
+            f(*args)
+        self._parity ^= 1
 
     def run(self, generations: int) -> None:
+        plan = self._plans[self._parity]
+        other = self._plans[self._parity ^ 1]
         for _ in range(generations):
-            self.step()
+            for f, args in plan:
+                f(*args)
+            plan, other = other, plan
+        self._parity ^= generations & 1
 
     def counts(self) -> tuple[int, int, int, int]:
         """Cells of A, B, C and D."""
-        return tuple(int(np.bitwise_count(self._cur[k]).sum()) for k in (0, 1, 3, 4))  # type: ignore[return-value]
+        return tuple(  # type: ignore[return-value]
+            sum(int(np.bitwise_count(view).sum()) for view in self._words(p)) for p in (1, 2, 3, 4)
+        )
 
 
-_ONE = np.uint64(1)
-_63 = np.uint64(63)
+#: The planes' order in a state buffer (the first three are the counted ones).
+_PL, _PA, _PB, _PC, _PD = range(5)
+
+
+def _copy(src: np.ndarray, dst: np.ndarray) -> tuple[Any, ...]:
+    """A plan entry copying ``src`` into ``dst`` (``dst[...] = src`` without a Python frame)."""
+    return (dst.__setitem__, Ellipsis, src)
 
 
 def step(board: np.ndarray, generations: int = 1) -> np.ndarray:
