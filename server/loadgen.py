@@ -18,16 +18,10 @@ def run(host: str, port: int, connections: int, game: str = "rezzo") -> int:
     """Connect ``connections`` bots, answer every tick with no-ops, return when every match ended."""
     epoll = select.epoll()
     bots: dict[int, tuple[socket.socket, protocol.FrameReader]] = {}
-    for i in range(connections):
-        sock = socket.create_connection((host, port))
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.sendall(protocol.encode(protocol.hello(f"load{i}", game)))
-        sock.setblocking(False)
-        bots[sock.fileno()] = (sock, protocol.FrameReader(protocol.MAX_SERVER_FRAME))
-        epoll.register(sock.fileno(), select.EPOLLIN)
     answers: dict[tuple[int, int], bytes] = {}
-    while bots:
-        for fd, _ in epoll.poll(60):
+
+    def serve(timeout: float) -> None:
+        for fd, _ in epoll.poll(timeout):
             sock, reader = bots[fd]
             try:
                 data = sock.recv(1 << 16)
@@ -51,6 +45,17 @@ def run(host: str, port: int, connections: int, game: str = "rezzo") -> int:
                 epoll.unregister(fd)
                 del bots[fd]
                 sock.close()
+
+    for i in range(connections):
+        sock = socket.create_connection((host, port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(protocol.encode(protocol.hello(f"load{i}", game)))
+        sock.setblocking(False)
+        bots[sock.fileno()] = (sock, protocol.FrameReader(protocol.MAX_SERVER_FRAME))
+        epoll.register(sock.fileno(), select.EPOLLIN)
+        serve(0)  # the matches already seated are playing: answer them while the rest connect
+    while bots:
+        serve(60)
     epoll.close()
     return 0
 

@@ -26,6 +26,8 @@ from cellarena.server.match import Match, MatchOutcome, Recorder, TickDriver, Ti
 log = logging.getLogger("cellarena.server")
 
 MAX_NAME = 64
+#: Connections accepted in one go before the running matches get their turn.
+ACCEPT_BATCH = 16
 #: Fixed-rate matches start their ticks in one of this many evenly spaced phases of the period.
 PHASES = 16
 _BITS = (PHASES - 1).bit_length()
@@ -103,7 +105,7 @@ class Lobby:
             raise OSError(
                 exc.errno, f"cannot listen on {self.config.host}:{self.config.port}: {exc.strerror}"
             ) from None
-        listener.listen(512)
+        listener.listen(4096)  # the kernel caps it at somaxconn; a full backlog drops SYNs for 1 s
         listener.setblocking(False)
         self.port = listener.getsockname()[1]
         try:
@@ -129,7 +131,7 @@ class Lobby:
     async def _accept_loop(self, listener: socket.socket) -> None:
         while True:
             await trio.lowlevel.wait_readable(listener)
-            while True:
+            for _ in range(ACCEPT_BATCH):
                 try:
                     sock, _ = listener.accept()
                 except (BlockingIOError, InterruptedError):
@@ -141,6 +143,10 @@ class Lobby:
                         break
                     raise
                 self._nursery.start_soon(self._handle, sock)
+            else:
+                # A flood of connections is taken a batch at a time, so that the handshakes of
+                # hundreds of new clients do not hold up the ticks of the matches already running.
+                await trio.lowlevel.checkpoint()
 
     async def _handle(self, sock: socket.socket) -> None:
         """One connection's whole life: handshake, then reading and writing until it closes."""
