@@ -317,3 +317,36 @@ def test_large_worlds_gather_viewports_cell_by_cell_and_agree_with_the_reference
         )
         assert np.array_equal(got_cells, want_cells)
         assert np.array_equal(got_damage, want_damage)
+
+
+# ------------------------------------------------------------------------------ cached requests
+
+
+@pytest.mark.parametrize("torus", [False, True])
+def test_pending_follows_every_move_turn_and_death(torus: bool) -> None:
+    # pending() reuses its viewport indices until an agent moves, turns or dies; after random play
+    # each request must still equal every agent's viewport computed afresh.
+    import random
+
+    from cellarena.server.bench import bench_map
+    from cellarena.server.games.rezzo.engine import RezzoEngine
+
+    engine = RezzoEngine.new({"map": "bench", "map_text": bench_map(), "max_ticks": 200, "torus": torus})
+    rng = random.Random(7)
+    for _ in range(120):
+        requests = engine.pending()
+        if not requests:
+            break
+        for seat, request in requests.items():
+            cells = np.frombuffer(request["cells"], np.uint8).reshape(-1, VIEW_SIZE, VIEW_SIZE)
+            damage = np.frombuffer(request["damage"], np.uint8).reshape(-1, VIEW_SIZE, VIEW_SIZE)
+            for i, k in enumerate(request["agents"]):
+                want_cells, want_damage = engine.viewport(seat, k)
+                assert np.array_equal(cells[i], want_cells), (engine.tick, seat, k)
+                assert np.array_equal(damage[i], want_damage), (engine.tick, seat, k)
+        engine.apply(
+            {
+                seat: {k: rng.choice([int(m) for m in Move]) for k in request["agents"]}
+                for seat, request in requests.items()
+            }
+        )

@@ -462,3 +462,59 @@ async def test_spectator_that_never_reads_is_dropped_and_the_match_goes_on() -> 
         deaf_spectator, map_="field", ticks=60, max_backlog=16 * 1024, send_buffer=4096
     )
     assert code == protocol.SLOW_READER
+
+
+# ------------------------------------------------------------------------------ many matches, one driver
+
+
+async def test_a_match_that_fails_mid_tick_ends_alone_and_the_others_play_on() -> None:
+    # Fixed-rate matches share one tick driver: a bug in one match's tick must end that match only.
+    engines: list[Any] = []
+
+    def on_tick(engine: Any) -> None:
+        if engines and engine is engines[0] and engine.tick == 5:
+            raise RuntimeError("a bug in this match")
+
+    results: list[dict[str, Any]] = []
+
+    async def doomed(port: int) -> None:
+        clients = [await Client.connect(port) for _ in range(2)]
+        for i, c in enumerate(clients):
+            await c.hello(f"doomed-{i}")
+
+        async def answer(c: Client) -> None:
+            while (msg := await c.recv(timeout=30)) is not None and msg["type"] != "end":
+                if msg["type"] == "tick":
+                    await c.send(protocol.moves(msg["tick"], [0] * len(msg["agents"])))
+
+        async with trio.open_nursery() as n:
+            for c in clients:
+                n.start_soon(answer, c)
+
+    async with trio.open_nursery() as nursery:
+        lobby = await start(nursery, matches=2, on_tick=on_tick)
+        async with trio.open_nursery() as both:
+            both.start_soon(doomed, lobby.port)
+            while not lobby._running:
+                await trio.sleep(0.005)
+            engines.append(lobby._running[0].engine)  # the doomed match's
+            both.start_soon(good_match, lobby, results)
+    assert_no_tick_lost(results)
+    assert len(lobby.outcomes) == 1  # the failed match has no result
+
+
+def test_new_fixed_rate_matches_take_the_least_used_phase_slots() -> None:
+    from types import SimpleNamespace
+
+    from cellarena.server.lobby import PHASES
+
+    lobby = Lobby(LobbyConfig("rezzo", {"map": "duel", "max_ticks": 5}, TickSettings(tick_rate=10.0)))
+    period = 0.1
+    slots = []
+    for _ in range(2 * PHASES):
+        origin = lobby._epoch + lobby._free_phase()
+        lobby._running.append(SimpleNamespace(phase_origin=origin))  # type: ignore[arg-type]
+        slots.append(round(origin / period * PHASES))
+    assert slots[:4] == [0, PHASES // 2, PHASES // 4, 3 * PHASES // 4]  # each in the widest gap
+    assert sorted(slots[:PHASES]) == list(range(PHASES))
+    assert sorted(slots[PHASES:]) == list(range(PHASES))

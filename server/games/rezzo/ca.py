@@ -70,6 +70,7 @@ class BitWorld:
         self._tmpb = np.zeros_like(self._nb)
         self._dil = np.zeros_like(self._nb)
         self._valid = self._valid_mask()
+        self._rep = np.zeros((players, self.length), WORD)  # one plane repeated for every player
         self._plans = [self._make_plan(b) for b in range(2)]
         self._near_base_dirty = True
         #: Bumped by every change of the state, so that decoded copies can be cached per state.
@@ -210,6 +211,15 @@ class BitWorld:
             rows[:, nw - 1] = np.uint64((1 << tail) - 1)
         return mask
 
+    @staticmethod
+    def _fold_levels(rows: int) -> list[tuple[int, int]]:
+        """(rows, half) per level of folding ``rows`` rows into one: rows[-half:] into rows[:half]."""
+        levels = []
+        while rows > 1:
+            levels.append((rows, rows // 2))
+            rows -= rows // 2
+        return levels
+
     def _make_plan(self, parity: int) -> SimpleNamespace:
         """Every slice view the step uses when buffer ``parity`` is the old state, made once.
 
@@ -254,12 +264,32 @@ class BitWorld:
         v.fgany, v.multi, v.single = t[8][vr], t[9][vr], t[3][vr]
         v.tany = dil[1, vr]
         v.dil_fg = [dil[2 + i, vr] for i in range(p)]
-        # The per-player rules run on all players' planes at once, as (p, rows) blocks: the left and
-        # tmpb blocks are free again by then.
-        v.dil_fg_block, v.dil_fg_rest = dil[2 : 2 + p, vr], dil[3 : 2 + p, vr]
-        v.acc_block, v.acc_head, v.acc_last = left[:p, vr], left[: p - 1, vr], left[p - 1, vr]
-        v.tmp_block, v.tmp_rest = tmpb[:p, vr], tmpb[1:p, vr]
-        v.fl_old_block, v.nfl_block = old[DYN_FIXED:, vr], new[DYN_FIXED:, vr]
+        # The per-player rules run on all players' planes at once, each (p, L) block flat as one
+        # contiguous run (a 2-D or broadcasting ufunc call allocates an iterator; a flat one does not).
+        # Bits outside the world compute to zero there because the old flags and the single-owner
+        # photons are zero there. Reductions over the players fold halves of the rows (log2 p calls).
+        # The left, right and tmpb blocks are free again by then.
+        flat_rows = [
+            (slice(0, half * ln), slice((rows - half) * ln, rows * ln)) for rows, half in self._fold_levels(p)
+        ]
+        rep = self._rep.reshape(-1)
+        v.rep_first, v.rep_copies = rep[:ln], []
+        done = 1
+        while done < p:
+            more = min(done, p - done)
+            v.rep_copies.append((rep[done * ln : (done + more) * ln], rep[: more * ln]))
+            done += more
+        v.rep = rep
+        v.e1_plane, v.single_plane = sc[2], sc[3]
+        v.fl_old_flat, v.nfl_flat = old[DYN_FIXED:].reshape(-1), new[DYN_FIXED:].reshape(-1)
+        v.dil_fg_flat = dil[2 : 2 + p].reshape(-1)
+        any_flat, multi_flat, tmp_flat = left[:p].reshape(-1), right[:p].reshape(-1), tmpb[:p].reshape(-1)
+        v.any_flat, v.multi_flat, v.tmp_flat = any_flat, multi_flat, tmp_flat
+        v.any_levels = [
+            (any_flat[d], any_flat[r], multi_flat[d], multi_flat[r], tmp_flat[d]) for d, r in flat_rows
+        ]
+        v.tmp_levels = [(tmp_flat[d], tmp_flat[r]) for d, r in flat_rows]
+        v.any_first, v.multi_first, v.tmp_first = left[0, vr], right[0, vr], tmpb[0, vr]
         v.e_old, v.t_old, v.c_old, v.ph_old = old[E, vr], old[T, vr], old[C, vr], old[PH, vr]
         v.fl_old = [old[DYN_FIXED + i, vr] for i in range(p)]
         v.ne, v.nt, v.nc, v.nph = new[E, vr], new[T, vr], new[C, vr], new[PH, vr]
@@ -366,12 +396,17 @@ class BitWorld:
             np.copyto(v.fgany, v.dil_fg[0])
             v.multi[:] = 0
         else:
-            # Running ORs over the players: the last is "any owner"; more than one owner wherever a
-            # player's plane meets the OR of the players before it.
-            np.bitwise_or.accumulate(v.dil_fg_block, axis=0, out=v.acc_block)
-            np.copyto(v.fgany, v.acc_last)
-            band(v.dil_fg_rest, v.acc_head, out=v.tmp_rest)
-            np.bitwise_or.reduce(v.tmp_rest, axis=0, out=v.multi)
+            # "Any owner" and "more than one owner" over the players, folding halves of the rows: a
+            # cell has several owners if either half has, or both halves have one.
+            np.copyto(v.any_flat, v.dil_fg_flat)
+            v.multi_flat.fill(0)
+            for any_d, any_r, multi_d, multi_r, both in v.any_levels:
+                band(any_d, any_r, out=both)
+                bor(multi_d, multi_r, out=multi_d)
+                bor(multi_d, both, out=multi_d)
+                bor(any_d, any_r, out=any_d)
+            np.copyto(v.fgany, v.any_first)
+            np.copyto(v.multi, v.multi_first)
 
         # conductor -> electron with 1 or 2 electron neighbours
         band(v.c_old, v.e12, out=v.ne)
@@ -389,18 +424,28 @@ class BitWorld:
         bxor(v.ph_old, v.single, out=v.tmp)
         bor(v.nc, v.tmp, out=v.nc)
         # flags: next to an electron -> conductor; photons with a single owner become that owner's flag
-        band(v.fl_old_block, v.e1, out=v.tmp_block)
-        bxor(v.fl_old_block, v.tmp_block, out=v.nfl_block)
-        np.bitwise_or.reduce(v.tmp_block, axis=0, out=v.tmp)
-        bor(v.nc, v.tmp, out=v.nc)
-        band(v.dil_fg_block, v.single, out=v.tmp_block)
-        bor(v.nfl_block, v.tmp_block, out=v.nfl_block)
+        self._repeat(v, v.e1_plane)
+        band(v.fl_old_flat, v.rep, out=v.tmp_flat)
+        bxor(v.fl_old_flat, v.tmp_flat, out=v.nfl_flat)
+        for kept, folded in v.tmp_levels:
+            bor(kept, folded, out=kept)
+        bor(v.nc, v.tmp_first, out=v.nc)
+        self._repeat(v, v.single_plane)
+        band(v.dil_fg_flat, v.rep, out=v.tmp_flat)
+        bor(v.nfl_flat, v.tmp_flat, out=v.nfl_flat)
 
         self._cur = 1 - self._cur
         self.version += 1
         for i in losers:
             self._convert_loser(i)
         return losers
+
+    @staticmethod
+    def _repeat(v: SimpleNamespace, plane: np.ndarray) -> None:
+        """Fill the repeat block with ``plane`` once per player (doubling copies)."""
+        np.copyto(v.rep_first, plane)
+        for dst, src in v.rep_copies:
+            np.copyto(dst, src)
 
     def _convert_loser(self, i: int) -> None:
         """Loss conversion on the new state: flags become conductors, the rest of the player blank."""
