@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -19,6 +18,7 @@ import click
 import numpy as np
 
 from cellarena.sdk.games.cata import Automaton
+from cellarena.server.benchmarking import STEADY_RATIO, calls_per_second, json_option, report, seconds_option
 from cellarena.server.game_cli import sizes_option
 
 REFERENCE = Path(__file__).resolve().parents[3] / "tests" / "cata_reference.py"
@@ -40,28 +40,6 @@ def load_reference() -> ModuleType:
     return module
 
 
-def _rate(step: Callable[[], object], budget_s: float) -> float:
-    """Generations per second: the best of several timed batches (the least disturbed one)."""
-    step()  # warm caches and lazy set-up
-    n = 1
-    while True:  # grow the batch until it takes a measurable time
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        dt = time.perf_counter() - t0
-        if dt > 0.02:
-            break
-        n *= 2
-    best = dt / n
-    deadline = time.perf_counter() + budget_s
-    while time.perf_counter() < deadline:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        best = min(best, (time.perf_counter() - t0) / n)
-    return 1.0 / best
-
-
 def run(sizes: Iterable[int] = (64, 512), budget_s: float = 1.0, seed: int = 0) -> dict[str, Any]:
     """Measure every size; the dict is what `cellarena bench cata --json` prints."""
     reference = load_reference()
@@ -73,13 +51,13 @@ def run(sizes: Iterable[int] = (64, 512), budget_s: float = 1.0, seed: int = 0) 
         board = rng.integers(0, 2, (size, size), dtype=np.uint8)
         ca = Automaton(size)
         ca.load(board)
-        fast = _rate(lambda ca=ca: ca.step(rule), budget_s)
+        fast = calls_per_second(lambda ca=ca: ca.step(rule), budget_s)
         state = {"board": board.tolist()}
 
         def slow(state: dict[str, Any] = state) -> None:
             state["board"] = reference.reference_step(state["board"], rule)
 
-        ref = _rate(slow, budget_s)
+        ref = calls_per_second(slow, budget_s)
         out["sizes"][str(size)] = {
             "generations_per_s": fast,
             "reference_generations_per_s": ref,
@@ -93,39 +71,35 @@ def run(sizes: Iterable[int] = (64, 512), budget_s: float = 1.0, seed: int = 0) 
 @click.option(
     "--sizes", default="64,512", show_default=True, callback=sizes_option, help="Comma-separated board sizes."
 )
-@click.option(
-    "--seconds",
-    default=1.0,
-    show_default=True,
-    type=click.FloatRange(0.05, 60),
-    help="Timing budget per size and contender.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@seconds_option()
+@json_option
 def command(sizes: list[int], seconds: float, as_json: bool) -> None:
     """The C.A.T.A. step against the plain-Python reference step, in generations per second."""
     result = run(sizes, budget_s=seconds)
     if as_json:
         click.echo(json.dumps(result))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="C.A.T.A. step vs the reference step (random boards, parity rule)")
-    for col in ("size", "fast gen/s", "reference gen/s", "ratio", "fast cell-updates/s"):
-        table.add_column(col, justify="right")
-    for size, r in result["sizes"].items():
-        table.add_row(
-            f"{size}x{size}",
-            f"{r['generations_per_s']:,.0f}",
-            f"{r['reference_generations_per_s']:,.2f}",
-            f"{r['ratio']:,.0f}x",
-            f"{r['cell_updates_per_s'] / 1e6:,.0f} M",
-        )
-    console = Console()
-    console.print(table)
+    goals = []
     if "512" in result["sizes"]:
-        verdict = "[green]met[/]" if result["sizes"]["512"]["ratio"] >= GOAL_RATIO else "[red]missed[/]"
-        console.print(f"goal: 512x512 at least {GOAL_RATIO:.0f}x the reference: {verdict}")
-    console.print(
-        "Figures are the best of repeated batches; on a shared machine the ratio is the steady one."
+        goals = [
+            (
+                f"512x512 at least {GOAL_RATIO:.0f}x the reference",
+                result["sizes"]["512"]["ratio"] >= GOAL_RATIO,
+            )
+        ]
+    report(
+        "C.A.T.A. step vs the reference step (random boards, parity rule)",
+        ("size", "fast gen/s", "reference gen/s", "ratio", "fast cell-updates/s"),
+        [
+            (
+                f"{size}x{size}",
+                f"{r['generations_per_s']:,.0f}",
+                f"{r['reference_generations_per_s']:,.2f}",
+                f"{r['ratio']:,.0f}x",
+                f"{r['cell_updates_per_s'] / 1e6:,.0f} M",
+            )
+            for size, r in result["sizes"].items()
+        ],
+        goals,
+        [STEADY_RATIO],
     )

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 import random
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import click
 import numpy as np
 
 from cellarena.sdk.games.colorblocks import Board, color_change, make_view, placement_gains, random_turn
+from cellarena.server.benchmarking import calls_per_second, json_option, report, seconds_option
 from cellarena.server.game_cli import sizes_option
 from cellarena.server.games.colorblocks.engine import ColorblocksEngine
 
@@ -43,28 +43,6 @@ def scan_gains(board: Board, seat: int) -> np.ndarray:
     return out
 
 
-def _rate(fn: Callable[[], object], budget_s: float) -> float:
-    """Calls per second: the best of several timed batches (the least disturbed one)."""
-    fn()
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        took = time.perf_counter() - t0
-        if took > budget_s / 10 or n > 1 << 20:
-            break
-        n *= 2
-    best = took
-    end = time.perf_counter() + budget_s
-    while time.perf_counter() < end:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, time.perf_counter() - t0)
-    return n / best
-
-
 def recorded_turns(games: int, seed: int = 0) -> list[list[Any]]:
     """The action lists of ``games`` whole matches of random legal play, in order."""
     turns: list[list[Any]] = []
@@ -86,8 +64,8 @@ def run(sizes: Iterable[int] = (9, 32, 128), budget_s: float = 1.0, seed: int = 
     for size in sizes:
         board = random_board(size, rng)
         assert (placement_gains(board.blocks, board.guards, 0) == scan_gains(board, 0)).all()
-        fast = _rate(lambda board=board: placement_gains(board.blocks, board.guards, 0), budget_s)
-        slow = _rate(lambda board=board: scan_gains(board, 0), budget_s)
+        fast = calls_per_second(lambda board=board: placement_gains(board.blocks, board.guards, 0), budget_s)
+        slow = calls_per_second(lambda board=board: scan_gains(board, 0), budget_s)
         out["gain_map"][str(size)] = {
             "maps_per_s": fast,
             "scan_maps_per_s": slow,
@@ -103,18 +81,9 @@ def run(sizes: Iterable[int] = (9, 32, 128), budget_s: float = 1.0, seed: int = 
                 engine = ColorblocksEngine.new({})
             engine.apply({engine.to_move: actions})
 
-    t0 = time.perf_counter()
-    replay()
-    once = time.perf_counter() - t0
-    best = once
-    end = time.perf_counter() + budget_s
-    while time.perf_counter() < end:
-        t0 = time.perf_counter()
-        replay()
-        best = min(best, time.perf_counter() - t0)
-    out["engine"] = {"turns": len(turns), "turns_per_s": len(turns) / best}
+    out["engine"] = {"turns": len(turns), "turns_per_s": calls_per_second(replay, budget_s) * len(turns)}
     view = make_view({"tick": 0, **ColorblocksEngine.new({}).pending()[0]})
-    out["legal_actions_per_s"] = _rate(view.legal_actions, budget_s)
+    out["legal_actions_per_s"] = calls_per_second(view.legal_actions, budget_s)
     return out
 
 
@@ -126,38 +95,30 @@ def run(sizes: Iterable[int] = (9, 32, 128), budget_s: float = 1.0, seed: int = 
     callback=sizes_option,
     help="Comma-separated board sizes (square) for the gain map.",
 )
-@click.option(
-    "--seconds",
-    default=1.0,
-    show_default=True,
-    type=click.FloatRange(0.05, 60),
-    help="Timing budget per contender.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@seconds_option("Timing budget per contender.")
+@json_option
 def command(sizes: list[int], seconds: float, as_json: bool) -> None:
     """The vectorised gain map against the per-cell scan, and the engine's turns per second."""
     result = run(sizes, budget_s=seconds)
     if as_json:
         click.echo(json.dumps(result))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="Colorblocks gain map: numpy vs the per-cell scan (random boards)")
-    for col in ("size", "numpy maps/s", "scan maps/s", "ratio", "numpy cells/s"):
-        table.add_column(col, justify="right")
-    for size, r in result["gain_map"].items():
-        table.add_row(
-            f"{size}x{size}",
-            f"{r['maps_per_s']:,.0f}",
-            f"{r['scan_maps_per_s']:,.1f}",
-            f"{r['ratio']:.1f}x",
-            f"{r['cells_per_s'] / 1e6:,.1f} M",
-        )
-    console = Console()
-    console.print(table)
     e = result["engine"]
-    console.print(
-        f"engine: {e['turns_per_s']:,.0f} turns/s replaying {e['turns']} turns of random legal play"
+    report(
+        "Colorblocks gain map: numpy vs the per-cell scan (random boards)",
+        ("size", "numpy maps/s", "scan maps/s", "ratio", "numpy cells/s"),
+        [
+            (
+                f"{size}x{size}",
+                f"{r['maps_per_s']:,.0f}",
+                f"{r['scan_maps_per_s']:,.1f}",
+                f"{r['ratio']:.1f}x",
+                f"{r['cells_per_s'] / 1e6:,.1f} M",
+            )
+            for size, r in result["gain_map"].items()
+        ],
+        notes=[
+            f"engine: {e['turns_per_s']:,.0f} turns/s replaying {e['turns']} turns of random legal play",
+            f"legal_actions on the opening board: {result['legal_actions_per_s']:,.0f} /s",
+        ],
     )
-    console.print(f"legal_actions on the opening board: {result['legal_actions_per_s']:,.0f} /s")

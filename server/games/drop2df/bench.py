@@ -7,26 +7,13 @@ call) over `step` (one row per call), and how many whole matches the engine play
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 import click
 import numpy as np
 
 from cellarena.sdk.games.drop2df import HOLE, step, step_many
-
-
-def _best_rate(work: Callable[[], int], budget_s: float) -> float:
-    """Items per second of ``work`` (which returns how many it did), best of repeated batches."""
-    best = 0.0
-    end = time.perf_counter() + budget_s
-    while True:
-        t0 = time.perf_counter()
-        done = work()
-        best = max(best, done / (time.perf_counter() - t0))
-        if time.perf_counter() >= end:
-            return best
+from cellarena.server.benchmarking import calls_per_second, json_option, seconds_option
 
 
 def run(rows: int, length: int, budget_s: float) -> dict[str, Any]:
@@ -39,31 +26,25 @@ def run(rows: int, length: int, budget_s: float) -> dict[str, Any]:
     out, scratch = np.empty_like(batch), np.empty((rows, length + 1), np.uint8)
     plain = [r.tobytes() for r in batch[: min(rows, 2000)]]
 
-    def vectorised() -> int:
-        step_many(batch, out, scratch)
-        return rows
-
-    def python() -> int:
+    def python() -> None:
         for r in plain:
             step(r)
-        return len(plain)
 
-    def matches() -> int:
+    def matches() -> None:  # twenty seeds, so one board's luck does not set the figure
         for seed in range(20):
             engine = Drop2dfEngine.new({"length": length}, seed=seed)
             while engine.result() is None:
                 engine.apply({})
-        return 20
 
-    fast = _best_rate(vectorised, budget_s)
-    slow = _best_rate(python, budget_s)
+    fast = calls_per_second(lambda: step_many(batch, out, scratch), budget_s) * rows
+    slow = calls_per_second(python, budget_s) * len(plain)
     return {
         "rows": rows,
         "cells_per_row": length + 3,
         "step_many_rows_per_s": fast,
         "step_rows_per_s": slow,
         "ratio": fast / slow,
-        "matches_per_s": _best_rate(matches, budget_s),
+        "matches_per_s": calls_per_second(matches, budget_s) * 20,
     }
 
 
@@ -72,10 +53,8 @@ def run(rows: int, length: int, budget_s: float) -> dict[str, Any]:
     "--rows", default=10000, show_default=True, type=click.IntRange(1, 10**7), help="Rows per batch."
 )
 @click.option("--length", default=8, show_default=True, type=click.IntRange(1, 64), help="Dice spaces.")
-@click.option(
-    "--seconds", default=1.0, show_default=True, type=click.FloatRange(0.05, 60), help="Budget per contender."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@seconds_option("Timing budget per contender.")
+@json_option
 def command(rows: int, length: int, seconds: float, as_json: bool) -> None:
     """step_many (numpy, a batch of rows) against step (plain Python, a row at a time), in rows/s."""
     result = run(rows, length, seconds)

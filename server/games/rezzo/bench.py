@@ -7,15 +7,15 @@ even on a noisy machine where the absolute figures drift.
 from __future__ import annotations
 
 import json
-import time
 import tracemalloc
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import click
 import numpy as np
 
 from cellarena.sdk.games.rezzo import Cell
+from cellarena.server.benchmarking import STEADY_RATIO, calls_per_second, json_option, report, seconds_option
 from cellarena.server.game_cli import sizes_option
 from cellarena.server.games.rezzo.ca import BitWorld
 
@@ -49,28 +49,6 @@ def random_rezzo_codes(size: int, players: int, rng: np.random.Generator) -> np.
     for p in range(players):
         states += [Cell.AGENT + p, Cell.FLAG + p, Cell.GEYSER + p, Cell.BASE + p]
     return rng.choice(np.array(states, np.uint8), size=(size, size))
-
-
-def _rate(step: Callable[[], object], cells: int, budget_s: float) -> float:
-    """Cell-updates per second: the best of several timed batches (the least disturbed one)."""
-    step()  # warm caches and lazy set-up
-    n = 1
-    while True:  # grow the batch until it takes a measurable time
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        dt = time.perf_counter() - t0
-        if dt > 0.02:
-            break
-        n *= 2
-    best = dt / n
-    deadline = time.perf_counter() + budget_s
-    while time.perf_counter() < deadline:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        best = min(best, (time.perf_counter() - t0) / n)
-    return cells / best
 
 
 def engine_footprint(world: BitWorld) -> int:
@@ -126,14 +104,14 @@ def run(
     for size in sizes:
         cells = size * size
         world = BitWorld.from_codes(random_rezzo_codes(size, players, rng), players)
-        rate = _rate(world.step, cells, budget_s)
+        rate = calls_per_second(world.step, budget_s) * cells
         grid = rng.integers(0, 4, size=(size, size), dtype=np.uint8)
         state = {"grid": grid}
 
         def baseline(state: dict[str, np.ndarray] = state) -> None:
             state["grid"] = wireworld_step(state["grid"])
 
-        base = _rate(baseline, cells, budget_s)
+        base = calls_per_second(baseline, budget_s) * cells
         peak, growth = allocations(world, 50)
         out["sizes"][str(size)] = {
             "cells_per_s": rate,
@@ -160,48 +138,39 @@ GOAL_RATIO = 8.0
     callback=sizes_option,
     help="Comma-separated world sizes (square).",
 )
-@click.option(
-    "--seconds",
-    default=1.0,
-    show_default=True,
-    type=click.FloatRange(0.05, 60),
-    help="Timing budget per size and contender.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@seconds_option()
+@json_option
 def command(sizes: list[int], seconds: float, as_json: bool) -> None:
     """The Rezzo CA step against the plain numpy Wireworld step, in cell-updates per second."""
     result = run(sizes, budget_s=seconds)
     if as_json:
         click.echo(json.dumps(result))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="Rezzo step vs pad-and-slice Wireworld (dense random worlds, 2 players)")
-    for col in ("size", "rezzo /s", "baseline /s", "ratio", "B/cell", "peak/step", "kept/step"):
-        table.add_column(col, justify="right")
-    for size, r in result["sizes"].items():
-        table.add_row(
-            f"{size}x{size}",
-            f"{r['cells_per_s'] / 1e6:,.0f} M",
-            f"{r['baseline_cells_per_s'] / 1e6:,.0f} M",
-            f"{r['ratio']:.1f}x",
-            f"{r['bytes_per_cell']:.1f}",
-            f"{r['step_peak_alloc_bytes']} B",
-            f"{r['retained_bytes_per_step']} B",
-        )
-    console = Console()
-    console.print(table)
+    goals = []
     if "256" in result["sizes"]:
         r = result["sizes"]["256"]
-        for text, ok in (
+        goals = [
             (
                 f"256x256 at least {GOAL_CELLS_PER_S / 1e9:.1f} G cell-updates/s",
                 r["cells_per_s"] >= GOAL_CELLS_PER_S,
             ),
             (f"256x256 at least {GOAL_RATIO:.0f}x the baseline", r["ratio"] >= GOAL_RATIO),
-        ):
-            console.print(f"goal: {text}: {'[green]met[/]' if ok else '[red]missed[/]'}")
-    console.print(
-        "Figures are the best of repeated batches; on a shared machine the ratio is the steady one."
+        ]
+    report(
+        "Rezzo step vs pad-and-slice Wireworld (dense random worlds, 2 players)",
+        ("size", "rezzo /s", "baseline /s", "ratio", "B/cell", "peak/step", "kept/step"),
+        [
+            (
+                f"{size}x{size}",
+                f"{r['cells_per_s'] / 1e6:,.0f} M",
+                f"{r['baseline_cells_per_s'] / 1e6:,.0f} M",
+                f"{r['ratio']:.1f}x",
+                f"{r['bytes_per_cell']:.1f}",
+                f"{r['step_peak_alloc_bytes']} B",
+                f"{r['retained_bytes_per_step']} B",
+            )
+            for size, r in result["sizes"].items()
+        ],
+        goals,
+        [STEADY_RATIO],
     )

@@ -1,0 +1,79 @@
+"""What every `cellarena bench GAME` command shares: the timer, the common options and the report.
+
+Benchmarks print ratios of two contenders timed side by side in one run, because on a shared,
+noisy machine absolute figures drift while a ratio of best-of-batches timings holds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+import click
+
+#: A batch grows until it takes this long, so the timer's own cost is negligible against it.
+MIN_BATCH_S = 0.02
+
+
+def calls_per_second(fn: Callable[[], object], budget_s: float) -> float:
+    """How often ``fn`` runs per second: the best of timed batches over ``budget_s`` seconds.
+
+    The best batch is the least disturbed one: other processes only ever make a batch slower.
+    The first call is untimed (it warms caches and lazy set-up).
+    """
+    fn()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        took = time.perf_counter() - t0
+        if took > MIN_BATCH_S or n >= 1 << 20:
+            break
+        n *= 2
+    best = took
+    deadline = time.perf_counter() + budget_s
+    while time.perf_counter() < deadline:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, time.perf_counter() - t0)
+    return n / best
+
+
+def seconds_option(help: str = "Timing budget per size and contender.") -> Callable:
+    """``--seconds``: how long each contender is timed."""
+    return click.option(
+        "--seconds", default=1.0, show_default=True, type=click.FloatRange(0.05, 60), help=help
+    )
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+
+
+def report(
+    title: str,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    goals: Iterable[tuple[str, bool]] = (),
+    notes: Iterable[str] = (),
+) -> None:
+    """Print a benchmark's table, then each goal as met or missed, then any notes."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    console = Console()
+    console.print(table)
+    for text, ok in goals:
+        console.print(f"goal: {text}: {'[green]met[/]' if ok else '[red]missed[/]'}")
+    for note in notes:
+        console.print(note)
+
+
+#: The closing line of the benchmarks that compare two contenders.
+STEADY_RATIO = "Figures are the best of repeated batches; on a shared machine the ratio is the steady one."
