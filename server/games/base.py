@@ -19,6 +19,18 @@ class ConfigError(ValueError):
     """A game config (or map) the engine cannot run; the message says what to change."""
 
 
+class MapError(ConfigError):
+    """A map that cannot be used. ``str()`` is ``file:line:col: what is wrong and what to do``."""
+
+    def __init__(self, source: str, line: int, col: int, message: str) -> None:
+        super().__init__(f"{source}:{line}:{col}: {message}")
+        self.source, self.line, self.col, self.detail = source, line, col, message
+
+    def __reduce__(self) -> tuple[type[MapError], tuple[str, int, int, str]]:
+        # Rebuilt from its parts when it crosses a process boundary (tournament workers).
+        return (MapError, (self.source, self.line, self.col, self.detail))
+
+
 @dataclass(frozen=True)
 class Result:
     """How a match ended.

@@ -17,23 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from cellarena.sdk.games.colorblocks import CLASSIC, LEGEND, Block
-from cellarena.server.games.base import ConfigError
+from cellarena.server.games.base import MapError
 
 MIN_SIZE = 3
 MAX_SIZE = 64
 MAX_FILE_BYTES = 64 * 1024
 BUILTIN = {"classic": CLASSIC}
-
-
-class MapError(ConfigError):
-    """A map that cannot be used. ``str()`` is ``file:line:col: what is wrong and what to do``."""
-
-    def __init__(self, source: str, line: int, col: int, message: str) -> None:
-        super().__init__(f"{source}:{line}:{col}: {message}")
-        self.source, self.line, self.col, self.detail = source, line, col, message
-
-    def __reduce__(self) -> tuple[type[MapError], tuple[str, int, int, str]]:
-        return (MapError, (self.source, self.line, self.col, self.detail))
 
 
 def read_map(name_or_path: str) -> tuple[str, str]:

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from cellarena.sdk.games.rezzo import MAX_PLAYERS, Cell, Facing
-from cellarena.server.games.base import ConfigError
+from cellarena.server.games.base import MapError
 
 VERSION = 1
 MIN_SIZE = 3
@@ -60,17 +60,6 @@ for _ch, _code in LEGEND.items():
     _LUT[ord(_ch)] = _code
 _LEGEND_HELP = "'.' blank, '#' wire, '@' electron, '~' tail, A-H base, a-h geyser, 0-7 agent"
 _KIND_NAMES = {Cell.AGENT: "agent", Cell.GEYSER: "geyser", Cell.BASE: "base"}
-
-
-class MapError(ConfigError):
-    """A map that cannot be used. ``str()`` is ``file:line:col: what is wrong and what to do``."""
-
-    def __init__(self, source: str, line: int, col: int, message: str) -> None:
-        super().__init__(f"{source}:{line}:{col}: {message}")
-        self.source, self.line, self.col, self.detail = source, line, col, message
-
-    def __reduce__(self) -> tuple[type[MapError], tuple[str, int, int, str]]:
-        return (MapError, (self.source, self.line, self.col, self.detail))
 
 
 @dataclass(frozen=True)
