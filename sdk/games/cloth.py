@@ -60,7 +60,7 @@ def opponent(code: int) -> int:
 
 # ---------------------------------------------------------------------------------------- the step
 class ClothWorld:
-    """A board as bit planes and the vectorised step: one generation is about 40 numpy calls.
+    """A board as bit planes and the vectorised step: one generation is about 45 numpy calls.
 
     Planes are one-hot: L = A|B|C (the cells that count as neighbours), A, B, C, D, in that order in
     one flat array, so that the three planes whose neighbours are counted form one contiguous run and
@@ -76,10 +76,12 @@ class ClothWorld:
     carries. A zero row lies above and below each plane, so the rows above and below are the run
     offset by one row, and a plane's neighbour never leaks into the next plane.
 
-    Counting is bit-sliced: per column, up+down (2 bits) and up+self+down (2 bits); then per word,
-    west column + own column + east column, mod 4 for A and B, plus "at least 4" for L. The decision
-    table is applied to A and B as one pair of planes (and to C and D as another), and the outcome
-    "2 <= N <= 3" is ANDed into the four new planes A, B, C, D in one call. Guard words of the new
+    Counting is bit-sliced: per column, up+down and up+self+down; then per word, west column + own
+    column + east column. The parity of the count is shared by all three planes; L adds the carries,
+    for "2 <= N <= 3", while A and B need only an or of their eight neighbours: under "2 <= N <= 3"
+    their counts are at most 3, and zero, odd and nonzero-even (2) tell which player dominates. The
+    decision table is applied to A and B as one pair of planes (and to C and D as another), and the
+    outcome "2 <= N <= 3" is ANDed into the four new planes A, B, C, D in one call. Guard words of the new
     state may hold garbage: the guards of the counted planes are rewritten before they are read, and
     nothing else reads them. Two state buffers ping-pong; all scratch is allocated once, and each
     buffer parity has its list of prebound calls, so a step allocates nothing and makes no views.
@@ -178,81 +180,87 @@ class ClothWorld:
         rows = cur[: 3 * pw].reshape(3 * (h + 2), s)
         plan.append((np.add, rows[:, n], rows[:, n], rows[:, 0]))  # x + x: thrice as fast as x << 1
         plan.append((np.right_shift, rows[:, 1], one, rows[:, n + 1]))
-        # Column sums of L, A, B: v2 = up + down, v3 = up + self + down, each as [low bits; high bits].
-        v2, v3 = scratch("v2", 2 * mw + 2), scratch("v3", 2 * mw + 2)
+        # Column sums. Run index i (0 <= i < mw) is state word s + i; scratch keeps it at i + 1, so
+        # that its west and east neighbours are views too (the two never-written ends only ever
+        # reach guard columns, whose results are not used). Scratch is reused once dead, and
+        # written in place where it can, so that a band's working set stays small.
+        ab = pw + rw  # A's and B's rows, as one run from A's row 1 to B's row h
         up, mid, down = cur[:mw], cur[s : s + mw], cur[2 * s : 2 * s + mw]
-        v2lo, v2hi, v3lo, v3hi = (
-            v2[1 : mw + 1],
-            v2[mw + 1 : 2 * mw + 1],
-            v3[1 : mw + 1],
-            v3[mw + 1 : 2 * mw + 1],
-        )
+        x2, x3 = scratch("x2", mw + 2), scratch("x3", mw + 2)  # parity of up+down, up+self+down
+        c2, c3 = scratch("c2", rw + 2), scratch("c3", rw + 2)  # L only: their carries
+        o2, o3 = scratch("o2", ab + 2), scratch("o3", ab + 2)  # A and B only: up|down, up|self|down
         plan += [
-            (xor, up, down, v2lo),
-            (and_, up, down, v2hi),
-            (xor, v2lo, mid, v3lo),
-            (and_, v2lo, mid, v3hi),
-            (or_, v3hi, v2hi, v3hi),
+            (xor, up, down, x2[1 : mw + 1]),
+            (xor, x2[1 : mw + 1], mid, x3[1 : mw + 1]),
+            (and_, up[:rw], down[:rw], c2[1 : rw + 1]),
+            (and_, x2[1 : rw + 1], mid[:rw], c3[1 : rw + 1]),
+            (or_, c3[1 : rw + 1], c2[1 : rw + 1], c3[1 : rw + 1]),
+            (or_, up[pw:], down[pw:], o2[1 : ab + 1]),
+            (or_, o2[1 : ab + 1], mid[pw:], o3[1 : ab + 1]),
         ]
-        # N = west v3 + own v2 + east v3, both bits at once; sums[:mw] is bit 0, sums[mw:] bit 1 (mod 4).
-        west, own, east = v3[: 2 * mw], v2[1 : 2 * mw + 1], v3[2 : 2 * mw + 2]
-        sums, both, carry = scratch("sums", 2 * mw), scratch("both", 2 * mw), scratch("carry", mw)
+        # N = west v3 + own v2 + east v3. For L: N = odd + 2 * (c3 west + c2 own + c3 east + carry),
+        # with odd = x3 west ^ x2 own ^ x3 east and carry their majority, so 2 <= N <= 3 iff exactly
+        # one of those four 2s is set: m = x & ~twos, where x is their xor and twos says that a pair
+        # (west, own) or (east, carry) is both set.
+        odd = scratch("odd", mw)  # first x3 west ^ x2 own, then the parity of N, for all three
+        carry, both, x, m = (scratch(name, rw) for name in ("carry", "both", "x", "m"))
+        x3w, x2o, x3e = x3[:mw], x2[1 : mw + 1], x3[2 : mw + 2]
+        c3w, c2o, c3e = c3[:rw], c2[1 : rw + 1], c3[2 : rw + 2]
         plan += [
-            (xor, west, own, sums),
-            (and_, west[: mw + rw], own[: mw + rw], both[: mw + rw]),  # low bits: carries; L's high bits
-            (and_, sums[:mw], east[:mw], carry),
-            (xor, sums, east, sums),
-            (or_, carry, both[:mw], carry),
-            (xor, sums[mw:], carry, sums[mw:]),
-        ]
-        bit0, bit1 = sums[:mw], sums[mw:]
-        # m: 2 <= N <= 3, i.e. bit 1 set and no two of L's four 2s (west, own, east, carry) set.
-        twos, m = scratch("twos", rw), scratch("m", rw)
-        plan += [
-            (and_, east[mw : mw + rw], carry[:rw], twos),
-            (or_, twos, both[mw : mw + rw], twos),
-            (or_, bit1[:rw], twos, m),
-            (xor, m, twos, m),
+            (xor, x3w, x2o, odd),
+            (and_, odd[:rw], x3e[:rw], carry),
+            (xor, odd, x3e, odd),
+            (and_, x3w[:rw], x2o[:rw], both),
+            (or_, carry, both, carry),
+            (xor, c3w, c2o, x),
+            (and_, c3w, c2o, both),
+            (xor, x, c3e, x),
+            (xor, x, carry, x),
+            (and_, carry, c3e, carry),
+            (or_, carry, both, carry),
+            (or_, x, carry, m),
+            (xor, m, carry, m),
         ]
         if self.width % self._k:  # no births past the right edge
             plan.append((and_, m, self._edge_mask(h), m))
-        # g = N_A > N_B, lt = N_A < N_B: a player dominates with 2 or 3 neighbours, or with 1 against
-        # none (the counts matter only under m, where N_A + N_B <= 3).
-        # nz = [N_B != 0, N_A != 0, N_B != 0] and gg = [g, lt, g], so that [nz[0], nz[1]] pairs with
-        # [A, B] and [gg[1], gg[2]] is [lt, g].
-        ab0, ab1 = bit0[pw : 2 * pw + rw], bit1[pw : 2 * pw + rw]
-        nz, gg = scratch("nz", 2 * pw + rw), scratch("gg", 2 * pw + rw)
+        # A and B: only whether N_A and N_B are 0 (z, an or of the eight), 2 (z and even) or odd is
+        # needed. Under m, N_A + N_B <= 3, so N_A > N_B iff N_A != 0 and not (N_A odd and N_B != 0):
+        # g = zA & ~(oddA & zB) = zA ^ (oddA & zA & zB), and lt the mirror. A's and B's rows lie pw
+        # apart in these runs, as in the state.
+        z, zz, odd_ab = o2[1 : ab + 1], both, odd[pw:]
         plan += [
-            (or_, ab0, ab1, nz[pw:]),
-            _copy(nz[2 * pw :], nz[:rw]),
-            (or_, ab0, nz[: pw + rw], gg[: pw + rw]),
-            (xor, gg[: pw + rw], nz[: pw + rw], gg[: pw + rw]),
-            (or_, gg[: pw + rw], ab1, gg[: pw + rw]),
-            _copy(gg[:rw], gg[2 * pw :]),
+            (or_, z, o3[:ab], z),
+            (or_, z, o3[2 : ab + 2], z),
+            (and_, z[:rw], z[pw:], zz),
+            (and_, odd_ab[:rw], zz, odd_ab[:rw]),
+            (and_, odd_ab[pw:], zz, odd_ab[pw:]),
+            (xor, z, odd_ab, z),
         ]
-        g_lt, lt_g = gg[: pw + rw], gg[pw:]
-        # take: cells a dominant player takes, births (empty with N = 3) and conversions (c).
-        occ, take = scratch("occ", rw), scratch("take", pw + rw)
+        g, lt = z[:rw], z[pw:]
+        # take: cells a dominant player takes, births (empty with N = 3: odd under m) and conversions (c).
+        occ, take = carry, x
         plan += [
             (or_, real(cur, _PL), real(cur, _PD), occ),
-            (or_, bit0[:rw], occ, take[:rw]),
-            (xor, take[:rw], occ, take[:rw]),
-            (or_, take[:rw], real(cur, _PC), take[:rw]),
-            _copy(take[:rw], take[pw:]),
+            (or_, odd[:rw], occ, take),
+            (xor, take, occ, take),
+            (or_, take, real(cur, _PC), take),
         ]
         # The decision table, before "and m": A survives unless lt, is taken where g; B the mirror;
-        # killed players become d; c stays unless taken; L is what lives.
-        killed, gain, taken = scratch("killed", pw + rw), scratch("gain", pw + rw), scratch("taken", pw + rw)
-        ab, nab = real(cur, _PA, 2), real(nxt, _PA, 2)
+        # killed players become d; c stays unless taken; L is what lives. The rows between A's and
+        # B's of killed (later gain) and taken are never written, so the state's stay zero.
+        killed, taken = scratch("killed", ab), scratch("taken", ab)
+        gain, nab = killed, real(nxt, _PA, 2)
         plan += [
-            (and_, ab, lt_g, killed),
-            (xor, ab, killed, nab),
-            (and_, g_lt, take, gain),
-            (or_, nab, gain, nab),
-            (or_, g_lt[:rw], g_lt[pw:], taken[:rw]),  # [c taken, d made] xor [c, d] = [new c, new d]
+            (and_, real(cur, _PA), lt, killed[:rw]),
+            (and_, real(cur, _PB), g, killed[pw:]),
+            (or_, killed[:rw], killed[pw:], taken[pw:]),  # [c taken, d made] xor [c, d] = [new c, new d]
+            (or_, g, lt, taken[:rw]),
             (and_, taken[:rw], real(cur, _PC), taken[:rw]),
-            (or_, killed[:rw], killed[pw:], taken[pw:]),
             (xor, real(cur, _PC, 2), taken, real(nxt, _PC, 2)),
+            (xor, real(cur, _PA, 2), killed, nab),
+            (and_, g, take, gain[:rw]),
+            (and_, lt, take, gain[pw:]),
+            (or_, nab, gain, nab),
         ]
         # Only cells with 2 <= N <= 3 live on; then L is what lives.
         alive = nxt.reshape(5, pw)[_PA:, s : s + rw]
