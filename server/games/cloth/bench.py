@@ -7,14 +7,14 @@ even on a noisy machine where the absolute figures drift.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import click
 import numpy as np
 
 from cellarena.sdk.games.cloth import ClothWorld
+from cellarena.server.benchmarking import STEADY_RATIO, calls_per_second, json_option, report, seconds_option
 from cellarena.server.game_cli import sizes_option
 
 
@@ -34,28 +34,6 @@ def life_step(grid: np.ndarray) -> np.ndarray:
     return ((n == 3) | ((grid == 1) & (n == 2))).astype(np.uint8)
 
 
-def _rate(step: Callable[[], object], cells: int, budget_s: float) -> float:
-    """Cell-updates per second: the best of several timed batches (the least disturbed one)."""
-    step()
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        dt = time.perf_counter() - t0
-        if dt > 0.02:
-            break
-        n *= 2
-    best = dt / n
-    deadline = time.perf_counter() + budget_s
-    while time.perf_counter() < deadline:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        best = min(best, (time.perf_counter() - t0) / n)
-    return cells / best
-
-
 def run(sizes: Iterable[int] = (64, 256, 1024), budget_s: float = 1.0, seed: int = 0) -> dict[str, Any]:
     """Measure every size; the dict is what `cellarena bench cloth --json` prints."""
     rng = np.random.default_rng(seed)
@@ -64,13 +42,13 @@ def run(sizes: Iterable[int] = (64, 256, 1024), budget_s: float = 1.0, seed: int
         cells = size * size
         # Dense mixed boards: every state, so no branch of the table is idle.
         world = ClothWorld.from_codes(rng.choice(5, size=(size, size)).astype(np.uint8))
-        rate = _rate(world.step, cells, budget_s)
+        rate = calls_per_second(world.step, budget_s) * cells
         state = {"grid": (rng.random((size, size)) < 0.4).astype(np.uint8)}
 
         def baseline(state: dict[str, np.ndarray] = state) -> None:
             state["grid"] = life_step(state["grid"])
 
-        base = _rate(baseline, cells, budget_s)
+        base = calls_per_second(baseline, budget_s) * cells
         out["sizes"][str(size)] = {"cells_per_s": rate, "baseline_cells_per_s": base, "ratio": rate / base}
     return out
 
@@ -87,38 +65,33 @@ GOAL_RATIO = 2.0
     callback=sizes_option,
     help="Comma-separated board sizes (square).",
 )
-@click.option(
-    "--seconds",
-    default=1.0,
-    show_default=True,
-    type=click.FloatRange(0.05, 60),
-    help="Timing budget per size and contender.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@seconds_option()
+@json_option
 def command(sizes: list[int], seconds: float, as_json: bool) -> None:
     """The Cloth of Gold step against plain numpy Life, in cell-updates per second."""
     result = run(sizes, budget_s=seconds)
     if as_json:
         click.echo(json.dumps(result))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="Cloth of Gold step (5 states) vs pad-and-slice numpy Life (2 states)")
-    for col in ("size", "cloth /s", "life /s", "ratio"):
-        table.add_column(col, justify="right")
-    for size, r in result["sizes"].items():
-        table.add_row(
-            f"{size}x{size}",
-            f"{r['cells_per_s'] / 1e6:,.0f} M",
-            f"{r['baseline_cells_per_s'] / 1e6:,.0f} M",
-            f"{r['ratio']:.2f}x",
-        )
-    console = Console()
-    console.print(table)
-    for size in ("256", "1024"):
-        if size in result["sizes"]:
-            ok = result["sizes"][size]["ratio"] >= GOAL_RATIO
-            text = f"{size}x{size} at least {GOAL_RATIO:.0f}x the baseline"
-            console.print(f"goal: {text}: {'[green]met[/]' if ok else '[red]missed[/]'}")
-    console.print("Figures are the best of repeated batches; on a shared machine the ratio is steadier.")
+    report(
+        "Cloth of Gold step (5 states) vs pad-and-slice numpy Life (2 states)",
+        ("size", "cloth /s", "life /s", "ratio"),
+        [
+            (
+                f"{size}x{size}",
+                f"{r['cells_per_s'] / 1e6:,.0f} M",
+                f"{r['baseline_cells_per_s'] / 1e6:,.0f} M",
+                f"{r['ratio']:.2f}x",
+            )
+            for size, r in result["sizes"].items()
+        ],
+        [
+            (
+                f"{size}x{size} at least {GOAL_RATIO:.0f}x the baseline",
+                result["sizes"][size]["ratio"] >= GOAL_RATIO,
+            )
+            for size in ("256", "1024")
+            if size in result["sizes"]
+        ],
+        [STEADY_RATIO],
+    )
