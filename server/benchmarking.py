@@ -41,6 +41,21 @@ def calls_per_second(fn: Callable[[], object], budget_s: float) -> float:
     return n / best
 
 
+def _parse_sizes(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
+    try:
+        sizes = [int(s) for s in value.split(",") if s.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a comma-separated list of sizes, e.g. 64,256") from None
+    if not sizes or any(not 3 <= s <= 8192 for s in sizes):
+        raise click.BadParameter(f"sizes must be 3..8192, got {value!r}")
+    return sizes
+
+
+def sizes_option(default: str, help: str = "Comma-separated board sizes (square).") -> Callable:
+    """``--sizes 64,256``: the square board sizes to time, as a list of ints."""
+    return click.option("--sizes", default=default, show_default=True, callback=_parse_sizes, help=help)
+
+
 def seconds_option(help: str = "Timing budget per size and contender.") -> Callable:
     """``--seconds``: how long each contender is timed."""
     return click.option(

@@ -97,14 +97,3 @@ def games() -> list[str]:
 def load_command(target: str) -> click.Command:
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
-
-
-def sizes_option(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
-    """A click callback for ``--sizes 64,256``: square board sizes for a benchmark."""
-    try:
-        sizes = [int(s) for s in value.split(",") if s.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a comma-separated list of sizes, e.g. 64,256") from None
-    if not sizes or any(not 3 <= s <= 8192 for s in sizes):
-        raise click.BadParameter(f"sizes must be 3..8192, got {value!r}")
-    return sizes

@@ -18,8 +18,14 @@ import click
 import numpy as np
 
 from cellarena.sdk.games.cata import Automaton
-from cellarena.server.benchmarking import STEADY_RATIO, calls_per_second, json_option, report, seconds_option
-from cellarena.server.game_cli import sizes_option
+from cellarena.server.benchmarking import (
+    STEADY_RATIO,
+    calls_per_second,
+    json_option,
+    report,
+    seconds_option,
+    sizes_option,
+)
 
 REFERENCE = Path(__file__).resolve().parents[3] / "tests" / "cata_reference.py"
 #: The issue's goal: the fast step at least this many times the reference at 512x512.
@@ -68,9 +74,7 @@ def run(sizes: Iterable[int] = (64, 512), budget_s: float = 1.0, seed: int = 0) 
 
 
 @click.command("cata")
-@click.option(
-    "--sizes", default="64,512", show_default=True, callback=sizes_option, help="Comma-separated board sizes."
-)
+@sizes_option("64,512")
 @seconds_option()
 @json_option
 def command(sizes: list[int], seconds: float, as_json: bool) -> None:

@@ -14,8 +14,14 @@ import click
 import numpy as np
 
 from cellarena.sdk.games.cloth import ClothWorld
-from cellarena.server.benchmarking import STEADY_RATIO, calls_per_second, json_option, report, seconds_option
-from cellarena.server.game_cli import sizes_option
+from cellarena.server.benchmarking import (
+    STEADY_RATIO,
+    calls_per_second,
+    json_option,
+    report,
+    seconds_option,
+    sizes_option,
+)
 
 
 def life_step(grid: np.ndarray) -> np.ndarray:
@@ -58,13 +64,7 @@ GOAL_RATIO = 2.0
 
 
 @click.command("cloth")
-@click.option(
-    "--sizes",
-    default="64,256,1024",
-    show_default=True,
-    callback=sizes_option,
-    help="Comma-separated board sizes (square).",
-)
+@sizes_option("64,256,1024")
 @seconds_option()
 @json_option
 def command(sizes: list[int], seconds: float, as_json: bool) -> None:

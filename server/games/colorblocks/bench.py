@@ -19,8 +19,7 @@ import click
 import numpy as np
 
 from cellarena.sdk.games.colorblocks import Board, color_change, make_view, placement_gains, random_turn
-from cellarena.server.benchmarking import calls_per_second, json_option, report, seconds_option
-from cellarena.server.game_cli import sizes_option
+from cellarena.server.benchmarking import calls_per_second, json_option, report, seconds_option, sizes_option
 from cellarena.server.games.colorblocks.engine import ColorblocksEngine
 
 CODES = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 4], np.uint8)
@@ -88,13 +87,7 @@ def run(sizes: Iterable[int] = (9, 32, 128), budget_s: float = 1.0, seed: int = 
 
 
 @click.command("colorblocks")
-@click.option(
-    "--sizes",
-    default="9,32,128",
-    show_default=True,
-    callback=sizes_option,
-    help="Comma-separated board sizes (square) for the gain map.",
-)
+@sizes_option("9,32,128", "Comma-separated board sizes (square) for the gain map.")
 @seconds_option("Timing budget per contender.")
 @json_option
 def command(sizes: list[int], seconds: float, as_json: bool) -> None:

@@ -15,8 +15,14 @@ import click
 import numpy as np
 
 from cellarena.sdk.games.rezzo import Cell
-from cellarena.server.benchmarking import STEADY_RATIO, calls_per_second, json_option, report, seconds_option
-from cellarena.server.game_cli import sizes_option
+from cellarena.server.benchmarking import (
+    STEADY_RATIO,
+    calls_per_second,
+    json_option,
+    report,
+    seconds_option,
+    sizes_option,
+)
 from cellarena.server.games.rezzo.ca import BitWorld
 
 # Wireworld codes for the baseline
@@ -131,13 +137,7 @@ GOAL_RATIO = 8.0
 
 
 @click.command("rezzo")
-@click.option(
-    "--sizes",
-    default="64,256,1024",
-    show_default=True,
-    callback=sizes_option,
-    help="Comma-separated world sizes (square).",
-)
+@sizes_option("64,256,1024", "Comma-separated world sizes (square).")
 @seconds_option()
 @json_option
 def command(sizes: list[int], seconds: float, as_json: bool) -> None:
