@@ -53,6 +53,10 @@ class _Worker:
     stop: Any = None
 
 
+class WrongGameError(RuntimeError):
+    """A bot asked to play another game: the tournament's bots are wrong, so it stops (nothing recorded)."""
+
+
 class JobRefusedError(RuntimeError):
     """The tournament was interrupted before this match started; it is not recorded."""
 
@@ -128,6 +132,14 @@ def _run(job: MatchJob) -> MatchRecord:
     launched = trio.run(main)
     if launched is None:
         raise MatchAbandonedError(f"match {job.key} did not end within {job.wall_limit:.0f} s")
+    for name, refusal in launched.refused.items():
+        if refusal.game != job.game:
+            bot = next(b for b in job.bots if b.name == name)
+            raise WrongGameError(
+                f"bot {name!r} ({bot.command}) asked to play {refusal.game!r}, but this tournament plays "
+                f"{job.game!r}: keep only {job.game} bots in the bots folder (or rename this one's file or "
+                "folder to start with '_')"
+            )
     outcome = launched.outcome
     seats = []
     for seat, bot in enumerate(job.bots):

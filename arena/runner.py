@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cellarena.arena.job import MatchJob, run_job
+from cellarena.arena.job import MatchJob, WrongGameError, run_job
 from cellarena.arena.schedule import Scheduled, schedule
 from cellarena.arena.store import MatchRecord, Standing, Store
 from cellarena.server.launcher import BotSpec
@@ -168,6 +168,8 @@ def run_tournament(
                     m = pending.pop(future)
                     try:
                         record = future.result()
+                    except WrongGameError:
+                        raise  # every match of that bot would be refused: stop (below) and say why
                     except Exception as exc:  # a lost worker or an abandoned match: retried next run
                         log.error("match %s failed and is not recorded: %s", m.key, exc)
                         report.failed.append((m.key, f"{type(exc).__name__}: {exc}"))

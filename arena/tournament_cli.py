@@ -65,6 +65,7 @@ def _tournament_command(game: str) -> click.Command:
         as_json: bool,
         **game_values: Any,
     ) -> None:
+        from cellarena.arena.job import WrongGameError
         from cellarena.arena.runner import (
             MISSED_IN_A_ROW,
             TournamentSpec,
@@ -125,6 +126,10 @@ def _tournament_command(game: str) -> click.Command:
                 )
         except StoreError as exc:
             raise click.BadParameter(str(exc), param_hint="--out") from None
+        except WrongGameError as exc:
+            if display:
+                display.stop()
+            raise click.ClickException(f"{exc}. Finished matches are kept in {folder}.") from None
         except KeyboardInterrupt:
             if display:
                 display.stop()

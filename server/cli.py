@@ -464,6 +464,7 @@ def _match_command(game: str) -> click.Command:
             **outcome.to_json(),
             "replay": str(replay_file),
             "logs": {name: str(path) for name, path in launched.logs.items()},
+            "refused": {name: f"{r.code}: {r.message}" for name, r in launched.refused.items()},
         }
         if as_json:
             click.echo(json.dumps(summary))
@@ -538,6 +539,8 @@ def _print_match(summary: dict[str, Any]) -> None:
             str(summary["illegal"][name]),
         )
     console.print(table)
+    for name, why in summary["refused"].items():
+        console.print(f"[red]{name} was refused by the server[/] ({why}); it forfeits")
     # Paths go on lines of their own, unwrapped, so they can be copied.
     for name, path in summary["logs"].items():
         click.echo(f"log of {name}: {path}")

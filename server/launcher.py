@@ -16,14 +16,14 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from cellarena.server.games.base import Engine
-from cellarena.server.lobby import Lobby, LobbyConfig
+from cellarena.server.lobby import Lobby, LobbyConfig, Refusal
 from cellarena.server.match import MatchOutcome, Recorder, TickSettings
 
 #: Seconds a bot has, from the start of its process, to connect and send hello.
@@ -80,6 +80,8 @@ class LaunchedMatch:
     outcome: MatchOutcome
     logs: dict[str, Path]
     exit_codes: dict[str, int | None]
+    #: Bots whose hello the server refused (they forfeit), by name: what they were told.
+    refused: dict[str, Refusal] = field(default_factory=dict)
 
 
 async def play_match(
@@ -168,7 +170,8 @@ async def play_match(
         # The match is over and every bot was sent `end`: give them a moment to exit by themselves.
         for name, proc in procs.items():
             exit_codes[name] = await _stop(proc, patience=2.0)
-    return LaunchedMatch(outcomes[0], logs, exit_codes)
+    refused = {bots[seat].name: refusal for seat, refusal in sorted(lobby.refusals.items())}
+    return LaunchedMatch(outcomes[0], logs, exit_codes, refused)
 
 
 async def _watch_process(proc: trio.Process, seat: int, lobby: Lobby) -> None:

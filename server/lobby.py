@@ -70,6 +70,15 @@ class LobbyConfig:
     on_tick: Callable[[Engine], None] | None = None
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A hello refused from the bot of a reserved seat: the error it was sent, and the game it asked for."""
+
+    code: str
+    message: str
+    game: Any
+
+
 class Lobby:
     """Accepts bots and spectators and runs matches until ``matches`` have finished (or forever)."""
 
@@ -80,6 +89,8 @@ class Lobby:
         self.players = self.engine_class.new(config.engine_config, config.seed).players
         self.port: int | None = None
         self.outcomes: list[MatchOutcome] = []
+        #: With tokens: reserved seats whose bot's hello was refused, so the launcher can say why.
+        self.refusals: dict[int, Refusal] = {}
         self._waiting: list[Connection] = []
         self._reserved: dict[int, Connection] = {}
         self._spectators: list[Connection] = []
@@ -185,9 +196,20 @@ class Lobby:
             return None
         problem = self._check_hello(got[0])
         if problem is not None:
+            self._note_refusal(conn, got[0], *problem)
             conn.fail(*problem)
             return None
         return got[0]
+
+    def _note_refusal(self, conn: Connection, hello: dict[str, Any], code: str, message: str) -> None:
+        """Blame a refused hello on its reserved seat when it carried one's token."""
+        tokens, token = self.config.tokens, hello.get("token")
+        if tokens is None or not isinstance(token, str) or token not in tokens:
+            return
+        seat = tokens[token]
+        if self.config.seat_names is not None:
+            conn.name = self.config.seat_names[seat]  # the log line then names the bot
+        self.refusals[seat] = Refusal(code, message, hello.get("game"))
 
     def _check_hello(self, hello: dict[str, Any]) -> tuple[str, str] | None:
         if hello["type"] != "hello":
@@ -208,7 +230,7 @@ class Lobby:
             return protocol.BAD_HELLO, f"'role' must be 'bot' or 'spectator', got {role!r}"
         if role == "bot" and self.config.tokens is not None:
             token = hello.get("token")
-            if token not in self.config.tokens:
+            if not isinstance(token, str) or token not in self.config.tokens:
                 return protocol.BAD_HELLO, "this server reserves its seats: send the 'token' you were given"
             if self.config.tokens[token] in self._reserved:
                 return protocol.BAD_HELLO, "that token's seat is already taken"

@@ -163,6 +163,20 @@ def test_a_bot_that_never_connects_forfeits_after_the_connect_timeout(tmp_path: 
     assert json.loads(proc.stdout)["forfeits"] == ["sleepy"]
 
 
+def test_a_bot_refused_at_hello_is_named_with_the_reason(tmp_path: Path) -> None:
+    args = ["match", "rezzo", "--bot", f"steady={RAW}", "--bot", f"stray={RAW} game:cata", "--fast"]
+    proc = cellarena(*args, "--log-dir", str(tmp_path / "1"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["winner"] == "steady" and result["forfeits"] == ["stray"]
+    assert result["refused"] == {"stray": "bad_hello: this server plays 'rezzo', not 'cata'"}
+    text = cellarena(*args, "--log-dir", str(tmp_path / "2"))
+    assert "stray was refused by the server (bad_hello: this server plays 'rezzo', not 'cata')" in " ".join(
+        text.stdout.split()
+    )
+    assert "closing stray" in text.stderr  # the server's log names the bot, not only its address
+
+
 def test_no_process_is_left_behind_after_a_match(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     env = {**os.environ, "BOT_PID_FILE": str(pids)}

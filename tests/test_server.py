@@ -518,3 +518,28 @@ def test_new_fixed_rate_matches_take_the_least_used_phase_slots() -> None:
     assert slots[:4] == [0, PHASES // 2, PHASES // 4, 3 * PHASES // 4]  # each in the widest gap
     assert sorted(slots[:PHASES]) == list(range(PHASES))
     assert sorted(slots[PHASES:]) == list(range(PHASES))
+
+
+# ------------------------------------------------------------------------------------ reserved seats
+@pytest.mark.parametrize("token", [["a", "list"], {"a": 1}, 7, None])
+async def test_a_token_of_the_wrong_type_is_a_bad_hello(token: Any) -> None:
+    async with trio.open_nursery() as nursery:
+        lobby = await start(nursery, tokens={"t0": 0, "t1": 1}, seat_names=["a", "b"])
+        c = await Client.connect(lobby.port)
+        await c.send({**protocol.hello("x", "rezzo"), "token": token})
+        msg = await c.expect_error(protocol.BAD_HELLO)
+        assert "token" in msg["message"]
+        assert lobby.refusals == {}  # no seat to blame
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_seated_bot_refused_at_hello_is_named() -> None:
+    async with trio.open_nursery() as nursery:
+        lobby = await start(nursery, tokens={"t0": 0, "t1": 1}, seat_names=["a", "b"])
+        c = await Client.connect(lobby.port)
+        await c.send({**protocol.hello("x", "cata"), "token": "t1"})
+        await c.expect_error(protocol.BAD_HELLO)
+        refusal = lobby.refusals[1]
+        assert refusal.code == protocol.BAD_HELLO and refusal.game == "cata"
+        assert "plays 'rezzo', not 'cata'" in refusal.message
+        nursery.cancel_scope.cancel()

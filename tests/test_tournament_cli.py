@@ -185,3 +185,15 @@ def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
         "tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--max-ticks", "6", "--out", str(out)
     )
     assert second.returncode == 2 and "holds a different tournament" in second.stderr
+
+
+def test_a_bot_for_another_game_stops_the_tournament_and_is_named(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = cellarena(
+        "tournament", "rezzo", "--bot", f"good={RAW} random", "--bot", f"stray={RAW} game:cata",
+        "--max-ticks", "20", "--out", str(out), "--jobs", "1",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "bot 'stray'" in proc.stderr and "asked to play 'cata'" in proc.stderr
+    assert "this tournament plays 'rezzo'" in proc.stderr and "keep only rezzo bots" in proc.stderr
+    assert read_matches(out / "results.sqlite") == 0  # a refused bot's match is not a result

@@ -5,6 +5,7 @@ delay:MS answer every tick MS milliseconds after receiving it
 silent   send hello, then never answer
 crash    send hello, answer two ticks, then exit with status 3
 forever  answer every tick, and ignore `end` (never exit by itself)
+game:G   as random, but say in hello that it plays game G
 Writes its pid to $BOT_PID_FILE when set, so tests can check nothing is left running.
 """
 
@@ -32,7 +33,8 @@ def main() -> int:
     reader.feed(protocol.encode(protocol.moves(0, [0])))
     sock = socket.create_connection((os.environ["CELLARENA_HOST"], int(os.environ["CELLARENA_PORT"])))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.sendall(protocol.encode(protocol.hello(name, "rezzo", token=os.environ.get("CELLARENA_TOKEN"))))
+    game = mode[5:] if mode.startswith("game:") else "rezzo"
+    sock.sendall(protocol.encode(protocol.hello(name, game, token=os.environ.get("CELLARENA_TOKEN"))))
     answered = 0
     while True:
         data = sock.recv(1 << 16)
