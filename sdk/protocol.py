@@ -32,6 +32,7 @@ SLOW_READER = "slow_reader"
 FLOOD = "flood"
 UNRESPONSIVE = "unresponsive"
 SHUTDOWN = "shutdown"
+INTERNAL = "internal"
 
 
 class ProtocolError(Exception):
@@ -58,6 +59,8 @@ def decode_body(body: bytes) -> dict[str, Any]:
         message = msgpack.unpackb(body, raw=False, strict_map_key=False)
     except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
         raise ProtocolError(BAD_FRAME, f"frame body is not one valid msgpack value ({exc})") from None
+    except TypeError as exc:  # valid msgpack, but a map key is an array or a map
+        raise ProtocolError(BAD_FRAME, f"map keys must be strings or integers ({exc})") from None
     if not isinstance(message, dict):
         raise ProtocolError(BAD_FRAME, f"a frame must hold a msgpack map, got {type(message).__name__}")
     kind = message.get("type")

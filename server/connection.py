@@ -188,6 +188,10 @@ class Connection:
             except ProtocolError as exc:
                 self.fail(exc.code, exc.message)
                 return
+            except Exception:  # a decoder bug must cost this peer its connection, not the match reading it
+                log.exception("cannot decode what %s (%s) sent", self.name, self.peer)
+                self.fail(protocol.INTERNAL, "the server could not decode your frame (an internal error)")
+                return
             for message in messages:
                 if self.closed:
                     return

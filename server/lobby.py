@@ -173,7 +173,7 @@ class Lobby:
                     self._admit(conn, hello)
         except Exception:  # a bug must cost one connection, not the server
             log.exception("internal error on connection %s", conn.peer)
-            conn.fail("internal", "the server hit an internal error on this connection")
+            conn.fail(protocol.INTERNAL, "the server hit an internal error on this connection")
 
     async def _await_hello(self, conn: Connection) -> dict[str, Any] | None:
         got: list[dict[str, Any]] = []

@@ -217,6 +217,62 @@ async def test_malformed_msgpack_gets_bad_frame() -> None:
     await with_good_match(offend)
 
 
+#: Maps whose keys are an array or a map: valid msgpack that Python cannot hold as a dict.
+UNHASHABLE_KEYS = [b"\x81\x91\x01\x01", b"\x81\x80\x01"]
+
+
+@pytest.mark.parametrize("body", UNHASHABLE_KEYS)
+async def test_a_map_with_an_unhashable_key_gets_bad_frame(body: bytes) -> None:
+    async def offend(port: int) -> None:
+        c = await Client.connect(port)
+        await c.stream.send_all(protocol.HEADER.pack(len(body)) + body)
+        await c.expect_error(protocol.BAD_FRAME)
+
+    await with_good_match(offend)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+async def test_a_bad_frame_mid_match_costs_only_its_sender(fast: bool) -> None:
+    """At a fixed rate the match loop itself reads the answers: a bad frame must not end the match."""
+
+    async def offend(c: Client, _lobby: Lobby) -> None:
+        assert (await c.recv())["type"] == "welcome"
+        await c.recv()  # the first tick
+        body = UNHASHABLE_KEYS[0]
+        await c.stream.send_all(protocol.HEADER.pack(len(body)) + body)
+        await c.expect_error(protocol.BAD_FRAME)
+
+    _, rival, lobby = await seat_offender(offend, fast=fast, tick_rate=30.0)
+    assert rival[0]["result"] == "win" and "disconnected" in rival[0]["reason"]
+    assert len(lobby.outcomes) == 2
+
+
+class _BrokenReader:
+    """Stands in for one connection's frame reader: a decoder with a bug."""
+
+    buffered = True  # so the one-whole-frame shortcut is not taken either
+    limit = protocol.MAX_CLIENT_FRAME
+
+    def feed(self, _data: Any) -> list[dict[str, Any]]:
+        raise RuntimeError("a decoder bug")
+
+
+async def test_a_decoder_bug_costs_only_the_connection_it_reads() -> None:
+    """Defence in depth: whatever escapes the decoder ends that one connection with `internal`."""
+
+    async def offend(c: Client, lobby: Lobby) -> None:
+        assert (await c.recv())["type"] == "welcome"
+        tick = await c.recv()
+        seat = next(s for m in lobby._running for s in m.seats if s.name == "offender")
+        seat.conn.frames = _BrokenReader()
+        await c.send(protocol.moves(tick["tick"], [0]))
+        await c.expect_error(protocol.INTERNAL)
+
+    _, rival, lobby = await seat_offender(offend, fast=False, tick_rate=30.0)
+    assert rival[0]["result"] == "win" and "disconnected" in rival[0]["reason"]
+    assert len(lobby.outcomes) == 2
+
+
 async def test_frame_over_the_limit_is_refused_from_its_header() -> None:
     async def offend(port: int) -> None:
         c = await Client.connect(port)
