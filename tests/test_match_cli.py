@@ -238,10 +238,18 @@ def test_ctrl_c_stops_every_bot_process(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("delay_ms", "late"), [(45, False), (55, True)])
 def test_budget_is_counted_from_the_send_with_5ms_tolerance(
-    tmp_path: Path, delay_ms: int, late: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, delay_ms: int, late: bool
 ) -> None:
-    # A bot answering 5 ms before its 50 ms budget is never late; 5 ms after, always.
+    """A bot answering 5 ms before its 50 ms budget is never late; 5 ms after, always.
+
+    The bot sleeps, and a sleep on a busy machine may overshoot, which makes that answer truly late.
+    So the bot logs how long each answer really took on its side (from the kernel's stamp of the
+    tick's arrival to sending), and the server's count is checked against that with no slack for
+    noise: every answer sent within 46 ms is on time, and every one that took over 52 ms is late.
+    """
     ticks = 20
+    timing = tmp_path / "timing"
+    monkeypatch.setenv("BOT_TIMING_FILE", str(timing))
     launched = trio.run(
         lambda: play_match(
             "rezzo",
@@ -254,13 +262,17 @@ def test_budget_is_counted_from_the_send_with_5ms_tolerance(
     )
     outcome = launched.outcome
     assert outcome.ticks == ticks
+    taken = [float(line.split()[1]) for line in timing.read_text().splitlines()]
+    assert len(taken) >= ticks  # both bots log; the quick one answers in well under a millisecond
+    timed = sorted(taken)[-ticks:]  # the timed bot's answers are the slow ones
+    surely_late = sum(t > 52 for t in timed)
+    maybe_late = sum(t > 46 for t in timed)
+    assert surely_late <= outcome.late[0] <= maybe_late, (outcome.late, timed)
+    assert outcome.late[1] == 0
     if late:
-        assert outcome.late == [ticks, 0]
+        assert outcome.late[0] == ticks
     else:
-        # The server's side is exact (kernel stamps), but the bot's 45 ms sleep can overshoot when this
-        # VM does not schedule it at once, which makes that answer truly late. A server that measured
-        # from anywhere but the send would make most answers late; noise makes only the odd one late.
-        assert outcome.late[0] <= ticks // 4 and outcome.late[1] == 0, outcome.late
+        assert maybe_late < ticks // 2, timed  # the machine was calm enough for the test to mean something
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")

@@ -6,7 +6,9 @@ silent   send hello, then never answer
 crash    send hello, answer two ticks, then exit with status 3
 forever  answer every tick, and ignore `end` (never exit by itself)
 game:G   as random, but say in hello that it plays game G
-Writes its pid to $BOT_PID_FILE when set, so tests can check nothing is left running.
+Writes its pid to $BOT_PID_FILE when set, so tests can check nothing is left running, and with
+$BOT_TIMING_FILE set, one line per answer: the tick, and the ms from the tick's arrival (the
+kernel's receive stamp, so time the bot spent descheduled counts too) to sending the answer.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from __future__ import annotations
 import os
 import random
 import socket
+import struct
 import sys
 import time
 
 from cellarena.sdk import protocol
+
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value where Python lacks the name
 
 
 def main() -> int:
@@ -36,8 +41,19 @@ def main() -> int:
     game = mode[5:] if mode.startswith("game:") else "rezzo"
     sock.sendall(protocol.encode(protocol.hello(name, game, token=os.environ.get("CELLARENA_TOKEN"))))
     answered = 0
+    timing = open(os.environ["BOT_TIMING_FILE"], "a") if os.environ.get("BOT_TIMING_FILE") else None  # noqa: SIM115
+    if timing is not None:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     while True:
-        data = sock.recv(1 << 16)
+        arrival = time.time()
+        if timing is not None:
+            data, ancdata, _, _ = sock.recvmsg(1 << 16, socket.CMSG_SPACE(16))
+            for level, kind, stamp in ancdata:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                    sec, nsec = struct.unpack_from("qq", stamp)
+                    arrival = sec + nsec * 1e-9
+        else:
+            data = sock.recv(1 << 16)
         if not data:
             if mode == "forever":
                 time.sleep(3600)
@@ -53,6 +69,8 @@ def main() -> int:
                     time.sleep(max(0.0, received + float(mode[6:]) / 1000 - time.monotonic()))
                 moves = [rng.randrange(6) for _ in msg["agents"]]
                 sock.sendall(protocol.encode(protocol.moves(msg["tick"], moves)))
+                if timing is not None:
+                    print(msg["tick"], (time.time() - arrival) * 1000, file=timing, flush=True)
                 answered += 1
             elif msg["type"] == "end":
                 print("end", msg, flush=True)
