@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from cellarena.server.cli import config_error, decorate, engine_config, tick_options
+from cellarena.server.cli_params import FiniteFloatRange, writable_folder
 from cellarena.server.game_cli import GameCli, GameGroup, game_cli
 from cellarena.server.games import ConfigError
 
@@ -112,7 +113,7 @@ def _tournament_command(game: str) -> click.Command:
             settings=settings,
             connect_timeout=connect_timeout,
         )
-        folder = Path(out) if out else Path("runs") / f"tournament-{game}"
+        folder = writable_folder(Path(out) if out else Path("runs") / f"tournament-{game}", "--out")
         workers = jobs or default_jobs()
         display = None if as_json else _Display()
         try:
@@ -211,7 +212,7 @@ def _tournament_command(game: str) -> click.Command:
             "--connect-timeout",
             default=15.0,
             show_default=True,
-            type=click.FloatRange(0.5, 600),
+            type=FiniteFloatRange(0.5, 600),
             help="Seconds a bot has to connect before it forfeits.",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end."),

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import click
 
+from cellarena.server.cli_params import FiniteFloatRange
+
 #: A batch grows until it takes this long, so the timer's own cost is negligible against it.
 MIN_BATCH_S = 0.02
 
@@ -59,7 +61,7 @@ def sizes_option(default: str, help: str = "Comma-separated board sizes (square)
 def seconds_option(help: str = "Timing budget per size and contender.") -> Callable:
     """``--seconds``: how long each contender is timed."""
     return click.option(
-        "--seconds", default=1.0, show_default=True, type=click.FloatRange(0.05, 60), help=help
+        "--seconds", default=1.0, show_default=True, type=FiniteFloatRange(0.05, 60), help=help
     )
 
 

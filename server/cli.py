@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from cellarena.server.cli_params import FiniteFloatRange, writable_folder
 from cellarena.server.game_cli import GameGroup
 from cellarena.server.games.base import ConfigError
 from cellarena.server.games.rezzo.options import map_option as _map_option
@@ -234,14 +235,14 @@ def tick_options(engine_class: Any, *, fast_by_default: bool = False) -> list[An
             "--tick-rate",
             default=rate,
             show_default=True,
-            type=click.FloatRange(0.1, 1000),
+            type=FiniteFloatRange(0.1, 1000),
             help="Ticks per second in fixed-rate mode.",
         ),
         click.option(
             "--budget-ms",
             default=budget,
             show_default=budget is not None,
-            type=click.FloatRange(1, 60_000),
+            type=FiniteFloatRange(1, 60_000),
             help="Time per move in milliseconds, counted from when the frame was sent."
             + (" [default: one tick]" if budget is None else ""),
         ),
@@ -390,8 +391,7 @@ def _replay_recorder(replay_dir: str | None) -> Any:
 
     from cellarena.server.replay import ReplayWriter
 
-    folder = Path(replay_dir)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = writable_folder(Path(replay_dir), "--replay-dir")
 
     def make(number: int, engine: Any, names: list[str], seed: int) -> Any:
         return ReplayWriter(folder / f"match-{number:05d}.replay", engine, seed=seed, names=names)
@@ -422,7 +422,7 @@ def _match_command(game: str) -> click.Command:
         import tempfile
         from pathlib import Path
 
-        from cellarena.server.launcher import BotSpec, play_match
+        from cellarena.server.launcher import BotSpec, MatchFailedError, play_match
 
         _configure_logging(verbose)
         try:
@@ -432,8 +432,12 @@ def _match_command(game: str) -> click.Command:
         if watch and cli.render is None:
             raise click.BadParameter(f"{game} cannot be drawn in the terminal yet", param_hint="--watch")
         config = engine_config(game, game_values)
-        folder = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="cellarena-match-"))
+        if log_dir:
+            folder = writable_folder(Path(log_dir), "--log-dir")
+        else:
+            folder = Path(tempfile.mkdtemp(prefix="cellarena-match-"))
         replay_file = Path(replay_path) if replay_path else folder / "match.replay"
+        writable_folder(replay_file.parent, "--replay")
         watcher = _Watcher(cli.render) if watch else None
         try:
             launched = _run_trio(
@@ -453,6 +457,8 @@ def _match_command(game: str) -> click.Command:
             raise config_error(game, exc) from None
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
+        except MatchFailedError as exc:
+            raise click.ClickException(f"{exc}; the bots' logs are in {folder}") from None
         except KeyboardInterrupt:
             click.echo("interrupted; every bot process was stopped", err=True)
             sys.exit(130)
@@ -500,7 +506,7 @@ def _match_command(game: str) -> click.Command:
             "--connect-timeout",
             default=15.0,
             show_default=True,
-            type=click.FloatRange(0.5, 600),
+            type=FiniteFloatRange(0.5, 600),
             help="Seconds a bot has to connect before it forfeits.",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
@@ -607,7 +613,7 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[in
     help="Agent counts to try, in rising order; the run stops at the first that misses the goal.",
 )
 @click.option(
-    "--seconds", default=4.0, show_default=True, type=click.FloatRange(0.5, 120), help="Play time per level."
+    "--seconds", default=4.0, show_default=True, type=FiniteFloatRange(0.5, 120), help="Play time per level."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def bench_server(levels: list[int], seconds: float, as_json: bool) -> None:

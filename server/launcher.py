@@ -75,6 +75,10 @@ class BotSpec:
         return argv
 
 
+class MatchFailedError(RuntimeError):
+    """The server could not play the match to a result (a bug of its own, logged where it happened)."""
+
+
 @dataclass
 class LaunchedMatch:
     outcome: MatchOutcome
@@ -170,6 +174,8 @@ async def play_match(
         # The match is over and every bot was sent `end`: give them a moment to exit by themselves.
         for name, proc in procs.items():
             exit_codes[name] = await _stop(proc, patience=2.0)
+    if not outcomes:
+        raise MatchFailedError("the match ended without a result (a server error, logged above)")
     refused = {bots[seat].name: refusal for seat, refusal in sorted(lobby.refusals.items())}
     return LaunchedMatch(outcomes[0], logs, exit_codes, refused)
 

@@ -288,20 +288,28 @@ class Lobby:
         if self.config.tokens is not None:
             self._reserved = {}
         seed = self.config.seed + number - 1
-        engine = self.engine_class.new(self.config.engine_config, seed)
         if self.config.seat_names is not None:
             names = list(self.config.seat_names)
         else:
             names = [c.name if c is not None else f"seat{i}" for i, c in enumerate(conns)]
-        recorder = self.config.recorder(number, engine, names, seed) if self.config.recorder else None
-        match = Match(
-            number,
-            engine,
-            list(zip(names, conns, strict=True)),
-            self.config.settings,
-            recorder=recorder,
-            on_tick=self.config.on_tick,
-        )
+        try:
+            engine = self.engine_class.new(self.config.engine_config, seed)
+            match = Match(
+                number,
+                engine,
+                list(zip(names, conns, strict=True)),
+                self.config.settings,
+                recorder=self._recorder(number, engine, names, seed),
+                on_tick=self.config.on_tick,
+            )
+        except Exception:  # a bug must cost this match, not the server or the bots waiting for others
+            log.exception("match %d could not start", number)
+            for conn in conns:
+                if conn is not None:
+                    conn.fail(protocol.INTERNAL, "the server could not start this match (an internal error)")
+            if self._limit_reached() and not self._running:
+                self._all_done.set()
+            return
         if not self.config.settings.fast:
             match.phase_origin = self._epoch + self._free_phase()
             match.driver = self._driver
@@ -312,6 +320,16 @@ class Lobby:
         self._running.append(match)
         log.info("match %d starts: %s", number, ", ".join(names))
         self._nursery.start_soon(self._run_match, match)
+
+    def _recorder(self, number: int, engine: Engine, names: list[str], seed: int) -> Recorder | None:
+        """The match's replay writer; without one if it cannot be made (the match is what counts)."""
+        if self.config.recorder is None:
+            return None
+        try:
+            return self.config.recorder(number, engine, names, seed)
+        except OSError as exc:
+            log.error("match %d: cannot write its replay (%s); it is played unrecorded", number, exc)
+            return None
 
     def _free_phase(self) -> float:
         """A phase (0 <= phase < period) for a new fixed-rate match: the least used of PHASES slots.

@@ -298,7 +298,11 @@ class Match:
         for s, count in events.malformed.items():
             self.seats[s].invalid += count
         if self.recorder is not None:
-            self.recorder.record(tick, actions, self.engine)  # exactly what apply() got
+            try:
+                self.recorder.record(tick, actions, self.engine)  # exactly what apply() got
+            except OSError as exc:  # a full disk must not cost the match its result
+                log.error("match %d: its replay stops at tick %d (%s); play goes on", self.number, tick, exc)
+                self.recorder = None
         if self.on_tick is not None:
             self.on_tick(self.engine)
         self._n += 1
@@ -361,7 +365,10 @@ class Match:
             "forfeits": [s.index for s in self.seats if s.forfeit_tick is not None],
         }
         if self.recorder is not None:
-            self.recorder.finish(result, extra)
+            try:
+                self.recorder.finish(result, extra)
+            except OSError as exc:
+                log.error("match %d: its replay lacks the result (%s)", self.number, exc)
         ranks = [result.ranks[s.index] for s in self.seats]
         for seat in self.seats:
             if not seat.connected:

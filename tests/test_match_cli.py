@@ -98,6 +98,10 @@ def test_match_text_output_names_the_logs(tmp_path: Path) -> None:
         (["--bot", "a=python x.py", "--bot", "a=python y.py"], "repeated: a"),
         (["--bot", "a=x", "--bot", "b=y", "--map", "nowhere"], "nowhere"),
         (["--bot", "a=x", "--bot", "b=y", "--max-ticks", "0"], "--max-ticks"),
+        (["--bot", "a=x", "--bot", "b=y", "--budget-ms", "nan"], "'--budget-ms': 'nan' is not a number"),
+        (["--bot", "a=x", "--bot", "b=y", "--tick-rate", "nan"], "'--tick-rate': 'nan' is not a number"),
+        (["--bot", "a=x", "--bot", "b=y", "--log-dir", "/proc/none"], "--log-dir: /proc/none: cannot create"),
+        (["--bot", "a=x", "--bot", "b=y", "--replay", "/proc/none/r"], "--replay: /proc/none: cannot create"),
     ],
 )
 def test_match_usage_errors_name_the_option(args: list[str], words: str) -> None:

@@ -599,3 +599,66 @@ async def test_a_seated_bot_refused_at_hello_is_named() -> None:
         assert refusal.code == protocol.BAD_HELLO and refusal.game == "cata"
         assert "plays 'rezzo', not 'cata'" in refusal.message
         nursery.cancel_scope.cancel()
+
+
+# ------------------------------------------------------------------------------------ replays that fail
+class _FailingRecorder:
+    """A replay writer whose disk fills up at ``tick``."""
+
+    def __init__(self, tick: int) -> None:
+        self.tick, self.ticks, self.finished = tick, 0, False
+
+    def record(self, tick: int, moves: dict[int, Any], engine: Any) -> None:
+        if tick >= self.tick:
+            raise OSError(28, "No space left on device")
+        self.ticks += 1
+
+    def finish(self, result: Any, extra: dict[str, Any]) -> None:
+        self.finished = True
+
+
+async def _two_good_matches(results: list[dict[str, Any]], **kw: Any) -> Lobby:
+    async with trio.open_nursery() as nursery:
+        lobby = await start(nursery, matches=2, **kw)
+        await good_match(lobby, results)
+        await good_match(lobby, results)
+    return lobby
+
+
+@pytest.mark.parametrize("fast", [True, False])
+async def test_a_replay_that_cannot_be_written_costs_the_match_nothing(fast: bool) -> None:
+    made: list[_FailingRecorder] = []
+
+    def recorder(number: int, *_args: Any) -> _FailingRecorder:
+        if number == 1:
+            raise OSError(13, "Permission denied")  # cannot even be created
+        made.append(_FailingRecorder(tick=3))
+        return made[-1]
+
+    results: list[dict[str, Any]] = []
+    with trio.fail_after(60):
+        lobby = await _two_good_matches(results, fast=fast, recorder=recorder)
+    assert len(results) == 4 and all(r["ticks"] == TICKS for r in results)
+    assert [o.ticks for o in lobby.outcomes] == [TICKS, TICKS]
+    assert made[0].ticks == 2 and not made[0].finished  # it stopped at its fault, the match did not
+
+
+async def test_a_match_that_cannot_start_ends_its_seats_and_the_server_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    results: list[dict[str, Any]] = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            lobby = await start(nursery, matches=2)
+            real_new = lobby.engine_class.new
+            monkeypatch.setattr(lobby.engine_class, "new", classmethod(lambda *_a: 1 / 0))
+            a, b = await Client.connect(lobby.port), await Client.connect(lobby.port)
+            await a.hello("a")
+            await b.hello("b")
+            for client in (a, b):
+                msg = await client.expect_error(protocol.INTERNAL)
+                assert "could not start" in msg["message"]
+            monkeypatch.setattr(lobby.engine_class, "new", real_new)
+            await good_match(lobby, results)  # the second match plays, and the lobby ends after it
+    assert_no_tick_lost(results)
+    assert len(lobby.outcomes) == 1

@@ -173,6 +173,8 @@ def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
     assert quad.returncode == 2 and "map quad has 4 seats but only 2 bots" in quad.stderr
     nomap = cellarena("tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--maps", "nowhere")
     assert nomap.returncode == 2 and "nowhere" in nomap.stderr and "--map" in nomap.stderr
+    out_bad = cellarena("tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--out", "/proc/no")
+    assert out_bad.returncode == 2 and "--out: /proc/no: cannot create this folder" in out_bad.stderr
     unknown = cellarena("tournament", "chess")
     assert unknown.returncode == 2 and "No such command 'chess'" in unknown.stderr
     # Another tournament's results folder is refused, not mixed.

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from cellarena.server.cli_params import FiniteFloatRange
 from cellarena.server.game_cli import GameCli
 
 
@@ -64,7 +65,7 @@ CLI = GameCli(
             "--neutral-density",
             default=0.08,
             show_default=True,
-            type=click.FloatRange(0.0, 0.5),
+            type=FiniteFloatRange(0.0, 0.5),
             help="Share of cells seeded with the neutral population (point-symmetric).",
         ),
         click.option(
