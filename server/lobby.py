@@ -7,6 +7,7 @@ logged, and the accept loop, the other seats and the other matches go on.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import logging
@@ -24,6 +25,8 @@ from cellarena.server.games.base import Engine
 from cellarena.server.match import Match, MatchOutcome, Recorder, TickDriver, TickSettings
 
 log = logging.getLogger("cellarena.server")
+#: Outcomes an endless server keeps in memory (`on_result` sees every one as it comes).
+KEEP_OUTCOMES = 1000
 
 MAX_NAME = 64
 #: Connections accepted in one go before the running matches get their turn.
@@ -88,7 +91,10 @@ class Lobby:
         # Build one engine up front so a bad config fails before anyone connects.
         self.players = self.engine_class.new(config.engine_config, config.seed).players
         self.port: int | None = None
-        self.outcomes: list[MatchOutcome] = []
+        #: Every match's outcome; a server without a match limit keeps only the latest (it runs for months).
+        self.outcomes: collections.deque[MatchOutcome] = collections.deque(
+            maxlen=None if config.matches is not None else KEEP_OUTCOMES
+        )
         #: With tokens: reserved seats whose bot's hello was refused, so the launcher can say why.
         self.refusals: dict[int, Refusal] = {}
         self._waiting: list[Connection] = []
@@ -137,7 +143,7 @@ class Lobby:
             listener.close()
             for conn in [*self._waiting, *self._reserved.values(), *self._spectators]:
                 conn.fail(protocol.SHUTDOWN, "the server is stopping")
-        return self.outcomes
+        return list(self.outcomes)
 
     async def _accept_loop(self, listener: socket.socket) -> None:
         while True:

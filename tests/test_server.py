@@ -662,3 +662,17 @@ async def test_a_match_that_cannot_start_ends_its_seats_and_the_server_goes_on(
             await good_match(lobby, results)  # the second match plays, and the lobby ends after it
     assert_no_tick_lost(results)
     assert len(lobby.outcomes) == 1
+
+
+async def test_an_endless_server_keeps_only_its_latest_outcomes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cellarena.server.lobby.KEEP_OUTCOMES", 2)
+    results: list[dict[str, Any]] = []
+    seen: list[int] = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            lobby = await start(nursery, matches=None, fast=True, on_result=lambda o: seen.append(o.number))
+            for _ in range(3):
+                await good_match(lobby, results)
+            nursery.cancel_scope.cancel()
+    assert seen == [1, 2, 3]  # on_result saw every one
+    assert [o.number for o in lobby.outcomes] == [2, 3]
