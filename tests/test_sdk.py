@@ -135,6 +135,34 @@ def test_a_partial_frame_waits_for_the_rest() -> None:
     assert reader.feed(frame[-1:]) == [protocol.moves(1, [0])]
 
 
+#: Any msgpack value, including maps keyed by arrays and maps (which Python cannot hold as a dict).
+_MSGPACK_BODIES = st.recursive(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.floats(), st.text(max_size=8),
+        st.binary(max_size=8),
+    ).map(msgpack.packb),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4).map(lambda xs: bytes([0x90 | len(xs)]) + b"".join(xs)),
+        st.lists(st.tuples(inner, inner), max_size=4).map(
+            lambda kvs: bytes([0x80 | len(kvs)]) + b"".join(k + v for k, v in kvs)
+        ),
+    ),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@given(st.one_of(_MSGPACK_BODIES, st.binary(max_size=40)))
+@settings(max_examples=400, deadline=None)
+def test_any_body_decodes_to_a_message_or_a_protocol_error(body: bytes) -> None:
+    """Whatever a peer sends, decoding gives a message or a ProtocolError, never anything else."""
+    try:
+        message = decode_body(body)
+    except ProtocolError as exc:
+        assert exc.code in (protocol.BAD_FRAME, protocol.BAD_MESSAGE)
+    else:
+        assert isinstance(message, dict) and isinstance(message["type"], str)
+
+
 @pytest.mark.parametrize(
     ("body", "code"),
     [
@@ -148,6 +176,8 @@ def test_a_partial_frame_waits_for_the_rest() -> None:
         (msgpack.packb({"kind": "hello"}), protocol.BAD_MESSAGE),  # no type
         (msgpack.packb({"type": 1}), protocol.BAD_MESSAGE),  # type not a string
         (msgpack.packb({"type": b"hello"}), protocol.BAD_MESSAGE),  # bytes are not a string
+        (b"\x81\x91\x01\x01", protocol.BAD_FRAME),  # a map with an array for a key
+        (b"\x81\x80\x01", protocol.BAD_FRAME),  # a map with a map for a key
     ],
 )
 def test_every_bad_body_has_its_error_code(body: bytes, code: str) -> None:
