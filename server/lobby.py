@@ -213,6 +213,8 @@ class Lobby:
         if tokens is None or not isinstance(token, str) or token not in tokens:
             return
         seat = tokens[token]
+        if seat in self._reserved or self._started:
+            return  # a second connection for a seat that is taken: the seat itself is fine
         if self.config.seat_names is not None:
             conn.name = self.config.seat_names[seat]  # the log line then names the bot
         self.refusals[seat] = Refusal(code, message, hello.get("game"))

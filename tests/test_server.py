@@ -598,6 +598,14 @@ async def test_a_seated_bot_refused_at_hello_is_named() -> None:
         refusal = lobby.refusals[1]
         assert refusal.code == protocol.BAD_HELLO and refusal.game == "cata"
         assert "plays 'rezzo', not 'cata'" in refusal.message
+        # A second connection for a seat already taken is refused, but the seat is not to blame.
+        first, second = await Client.connect(lobby.port), await Client.connect(lobby.port)
+        await first.send({**protocol.hello("y", "rezzo"), "token": "t0"})
+        while 0 not in lobby._reserved:
+            await trio.sleep(0.01)
+        await second.send({**protocol.hello("y", "rezzo"), "token": "t0"})
+        await second.expect_error(protocol.BAD_HELLO)
+        assert 0 not in lobby.refusals
         nursery.cancel_scope.cancel()
 
 
