@@ -15,6 +15,7 @@ either the whole match or none of it.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import sqlite3
@@ -137,6 +138,23 @@ class Store:
 
     def __init__(self, path: Path, spec: dict[str, Any]) -> None:
         self.path = path
+        # One coordinator per database: a second one would play the same matches and record them twice.
+        self._lock = open(path.with_name(path.name + ".lock"), "a")  # noqa: SIM115 -- held until close()
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            raise StoreError(
+                f"{path.parent}: another tournament is running there right now; wait for it to end "
+                "(then this command resumes it), or use another --out"
+            ) from None
+        try:
+            self._open(path, spec)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, path: Path, spec: dict[str, Any]) -> None:
         try:
             self._db = sqlite3.connect(path, isolation_level=None)  # transactions are explicit
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -166,7 +184,10 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        self._db.close()
+        db = getattr(self, "_db", None)  # absent when opening it failed
+        if db is not None:
+            db.close()
+        self._lock.close()  # releases the lock
 
     # ------------------------------------------------------------------ writing
     def commit(self, match: Scheduled, record: MatchRecord) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,6 +149,24 @@ def test_a_results_folder_of_another_tournament_is_refused(tmp_path: Path) -> No
     path2.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreError, match="not a usable results database"):
         Store(path2, SPEC)
+
+
+def test_one_coordinator_at_a_time_per_results_folder(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    code = (
+        "import sys, time; from pathlib import Path; from cellarena.arena.store import Store; "
+        f"s = Store(Path({str(path)!r}), {SPEC!r}); print('open', flush=True); time.sleep(30)"
+    )
+    other = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "open\n"
+        with pytest.raises(StoreError, match="another tournament is running there right now"):
+            Store(path, SPEC)
+    finally:
+        other.kill()  # SIGKILL: the kernel drops its lock with the process
+        other.wait()
+    with Store(path, SPEC) as store:  # free again
+        assert store.finished_keys() == set()
 
 
 # ------------------------------------------------------------------------------------ discovery
