@@ -293,6 +293,8 @@ def _serve_command(game: str) -> click.Command:
         verbose: bool,
         **game_values: Any,
     ) -> None:
+        import signal
+
         import trio
 
         from cellarena.server.lobby import Lobby, LobbyConfig
@@ -324,12 +326,34 @@ def _serve_command(game: str) -> click.Command:
             )
 
         async def main() -> None:
-            async with trio.open_nursery() as nursery:
-                bound = await nursery.start(lobby.serve)
-                click.echo(
-                    f"serving {game} on {host}:{bound} ({lobby.players} seats per match); Ctrl-C stops",
-                    err=True,
-                )
+            # Ctrl-C or SIGTERM (a service manager's stop) ends running matches without a result and
+            # tells every client why; a second one stops at once.
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async with trio.open_nursery() as nursery:
+
+                    async def serve_then_stop(task_status: trio.TaskStatus[int]) -> None:
+                        await lobby.serve(task_status=task_status)
+                        nursery.cancel_scope.cancel()
+
+                    async def stop_on_signal() -> None:
+                        async for _ in signals:
+                            if lobby.stopping:
+                                click.echo("stopping at once", err=True)
+                                nursery.cancel_scope.cancel()
+                                return
+                            click.echo("stopping (again to stop at once)", err=True)
+                            nursery.start_soon(stop_gracefully)
+
+                    async def stop_gracefully() -> None:
+                        cut = await lobby.shutdown()
+                        click.echo(f"stopped; {cut} match(es) under way ended without a result", err=True)
+
+                    bound = await nursery.start(serve_then_stop)
+                    nursery.start_soon(stop_on_signal)
+                    click.echo(
+                        f"serving {game} on {host}:{bound} ({lobby.players} seats per match); Ctrl-C stops",
+                        err=True,
+                    )
 
         try:
             _run_trio(main)
@@ -376,7 +400,11 @@ def _serve_command(game: str) -> click.Command:
         ),
         click.option("-v", "--verbose", is_flag=True, help="Log connections and matches."),
     ]
-    doc = f"Serve {game} ({cli.summary}): wait for bots, seat them in arrival order, run matches."
+    doc = (
+        f"Serve {game} ({cli.summary}): wait for bots, seat them in arrival order, run matches. "
+        "Ctrl-C or SIGTERM stops: matches under way end without a result, every client is told "
+        "(error code shutdown), and the server exits; a second signal stops at once."
+    )
     return click.command(game, help=doc)(decorate(serve_game, options))
 
 

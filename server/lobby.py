@@ -104,6 +104,11 @@ class Lobby:
         self._started = 0
         self._gone: set[int] = set()
         self._all_done = trio.Event()
+        #: Every open connection, so that a shutdown can tell each one.
+        self._connections: set[Connection] = set()
+        self._no_connections = trio.Event()
+        self._match_scopes: dict[Match, trio.CancelScope] = {}
+        self.stopping = False
         self._nursery: trio.Nursery | None = None
         self._epoch = 0.0  # trio time the phases of fixed-rate matches count from
         self._driver = TickDriver()  # runs every fixed-rate match's ticks from one task
@@ -171,6 +176,7 @@ class Lobby:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer)
         conn = Connection(sock, max_backlog=self.config.max_backlog)
+        self._connections.add(conn)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(conn.run)
@@ -180,6 +186,29 @@ class Lobby:
         except Exception:  # a bug must cost one connection, not the server
             log.exception("internal error on connection %s", conn.peer)
             conn.fail(protocol.INTERNAL, "the server hit an internal error on this connection")
+        finally:
+            self._connections.discard(conn)
+            if not self._connections:
+                self._no_connections.set()
+
+    async def shutdown(self, grace: float = 2.0) -> int:
+        """Stop serving: running matches end now, without a result (they are nobody's fault, so no
+        seat forfeits), and every client is told `shutdown`. Waits up to ``grace`` seconds for those
+        frames to leave, then makes `serve` return. Returns how many matches were cut short.
+        """
+        self.stopping = True
+        cut = len(self._running)
+        for match in list(self._running):
+            log.warning("match %d ends without a result: the server is stopping", match.number)
+            self._match_scopes[match].cancel()
+        for conn in list(self._connections):
+            conn.fail(protocol.SHUTDOWN, "the server is stopping; a match under way ends without a result")
+        self._no_connections = trio.Event()
+        if self._connections:
+            with trio.move_on_after(grace):
+                await self._no_connections.wait()
+        self._all_done.set()
+        return cut
 
     async def _await_hello(self, conn: Connection) -> dict[str, Any] | None:
         got: list[dict[str, Any]] = []
@@ -254,6 +283,9 @@ class Lobby:
                 self._spectators.append(conn)
                 conn.handler = _too_early
                 conn.on_close = lambda c: self._spectators.remove(c) if c in self._spectators else None
+            return
+        if self.stopping:
+            conn.fail(protocol.SHUTDOWN, "the server is stopping")
             return
         if self._limit_reached():
             conn.fail(protocol.SHUTDOWN, "this server has started all the matches it will play")
@@ -356,14 +388,17 @@ class Lobby:
         return slot * period / PHASES
 
     async def _run_match(self, match: Match) -> None:
+        outcome = None
         try:
-            outcome = await match.run()
+            with trio.CancelScope() as self._match_scopes[match]:
+                outcome = await match.run()
         except Exception:
             # A bug in one match must not stop the others; it is logged loudly and has no result.
             log.exception("match %d failed with an internal error", match.number)
             outcome = None
         finally:
             self._running.remove(match)
+            del self._match_scopes[match]
         if outcome is not None:
             self.outcomes.append(outcome)
             if self.config.on_result is not None:

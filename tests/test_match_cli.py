@@ -350,6 +350,54 @@ def test_serve_plays_matches_for_bots_that_connect_and_writes_replays(tmp_path: 
     assert cellarena("replay", "verify", str(replay)).returncode == 0
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serve_stops_on_a_signal_and_tells_every_bot(tmp_path: Path, sig: signal.Signals) -> None:
+    """A service manager's SIGTERM (or Ctrl-C): the match under way ends without a result, each bot,
+    playing or waiting, gets a `shutdown` error, and the server exits at once with status 0."""
+    server = subprocess.Popen(
+        [*CLI, "serve", "rezzo", "--port", "0", "--max-ticks", "3000", "--replay-dir", str(tmp_path)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    bots: list[subprocess.Popen[str]] = []
+    try:
+        banner = server.stderr.readline()
+        port = banner.split(":")[1].split()[0]
+        env = {**os.environ, "CELLARENA_HOST": "127.0.0.1", "CELLARENA_PORT": port}
+        bots = [
+            subprocess.Popen(
+                shlex_split(RAW),
+                env={**env, "CELLARENA_NAME": name},
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for name in ("one", "two", "waiting")
+        ]
+        deadline = time.monotonic() + 30
+        while not list(tmp_path.glob("*.replay")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the match is under way, the third bot waits for a partner
+        server.send_signal(sig)
+        out, err = server.communicate(timeout=15)
+        errors = [bot.communicate(timeout=15)[1] for bot in bots]
+    finally:
+        server.kill()
+        for bot in bots:
+            bot.kill()
+    assert server.returncode == 0, err
+    assert out == ""  # no match result was reported
+    assert "stopped; 1 match(es) under way ended without a result" in err
+    for bot, text in zip(bots, errors, strict=True):
+        assert bot.returncode == 2 and "'code': 'shutdown'" in text, text
+    (replay,) = tmp_path.glob("*.replay")
+    verified = cellarena("replay", "verify", str(replay))
+    assert "incomplete" in verified.stdout + verified.stderr
+
+
 def test_serve_on_a_busy_port_says_so(tmp_path: Path) -> None:
     import socket
 

@@ -684,3 +684,32 @@ async def test_an_endless_server_keeps_only_its_latest_outcomes(monkeypatch: pyt
             nursery.cancel_scope.cancel()
     assert seen == [1, 2, 3]  # on_result saw every one
     assert [o.number for o in lobby.outcomes] == [2, 3]
+
+
+# ------------------------------------------------------------------------------------ shutdown
+@pytest.mark.parametrize("fast", [True, False])
+async def test_shutdown_ends_running_matches_without_a_result_and_tells_everyone(fast: bool) -> None:
+    async def until_error(client: Client) -> dict[str, Any]:
+        while (msg := await client.recv()) is not None:
+            if msg["type"] in ("error", "end"):
+                return msg
+        raise AssertionError("closed without a word")
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            lobby = await start(nursery, matches=None, fast=fast, ticks=100_000)
+            a, b, spectator, waiting = [await Client.connect(lobby.port) for _ in range(4)]
+            await a.hello("a")
+            await b.hello("b")
+            while not lobby._running:
+                await trio.sleep(0.01)
+            await spectator.hello("watcher", role="spectator")
+            await waiting.hello("waiting")
+            while len(lobby._waiting) < 1:
+                await trio.sleep(0.01)
+            for client in (a, b):  # a few ticks under way (the answers do not matter here)
+                assert (await client.recv())["type"] == "welcome"
+            assert await lobby.shutdown() == 1
+            ends = [await until_error(c) for c in (a, b, spectator, waiting)]
+    assert [e["type"] for e in ends] == ["error"] * 4 and {e["code"] for e in ends} == {protocol.SHUTDOWN}
+    assert list(lobby.outcomes) == [] and not lobby._running
