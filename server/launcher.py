@@ -28,6 +28,8 @@ from cellarena.server.match import MatchOutcome, Recorder, TickSettings
 
 #: Seconds a bot has, from the start of its process, to connect and send hello.
 DEFAULT_CONNECT_TIMEOUT = 15.0
+#: Bytes of a bot's output kept in its log per match; a bot that prints without end cannot fill the disk.
+LOG_LIMIT = 8 * 2**20
 
 
 @dataclass(frozen=True)
@@ -130,54 +132,78 @@ async def play_match(
     logs = {b.name: log_dir / f"{_safe(b.name)}.log" for b in bots}
     procs: dict[str, trio.Process] = {}
     exit_codes: dict[str, int | None] = {}
-    try:
-        async with trio.open_nursery() as nursery:
+    # Each bot's output goes through a pipe to its log, so that a bot that prints without end cannot
+    # fill the disk. The copiers outlive the match: a bot's last words come after `end`.
+    async with trio.open_nursery() as copiers:
+        try:
+            async with trio.open_nursery() as nursery:
 
-            async def serve(task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-                await lobby.serve(task_status=task_status)
-                nursery.cancel_scope.cancel()  # the match is over: stop watching the processes
+                async def serve(task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+                    await lobby.serve(task_status=task_status)
+                    nursery.cancel_scope.cancel()  # the match is over: stop watching the processes
 
-            port = await nursery.start(serve)
-            for seat, bot in enumerate(bots):
-                env = {
-                    **os.environ,
-                    "CELLARENA_HOST": "127.0.0.1",
-                    "CELLARENA_PORT": str(port),
-                    "CELLARENA_TOKEN": by_seat[seat],
-                    "CELLARENA_NAME": bot.name,
-                    "PYTHONUNBUFFERED": "1",
-                }
-                with open(logs[bot.name], "wb") as log_file:  # the child keeps its own descriptor
+                port = await nursery.start(serve)
+                for seat, bot in enumerate(bots):
+                    env = {
+                        **os.environ,
+                        "CELLARENA_HOST": "127.0.0.1",
+                        "CELLARENA_PORT": str(port),
+                        "CELLARENA_TOKEN": by_seat[seat],
+                        "CELLARENA_NAME": bot.name,
+                        "PYTHONUNBUFFERED": "1",
+                    }
                     try:
                         proc = await trio.lowlevel.open_process(
                             bot.argv(),
                             stdin=subprocess.DEVNULL,
-                            stdout=log_file,
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT,
                             env=env,
                             cwd=bot.cwd,
                             start_new_session=True,
                         )
                     except OSError as exc:
-                        log_file.write(f"cellarena: cannot start {bot.command!r}: {exc}\n".encode())
+                        logs[bot.name].write_text(f"cellarena: cannot start {bot.command!r}: {exc}\n")
                         lobby.seat_gone(seat)
                         exit_codes[bot.name] = None
                         continue
-                procs[bot.name] = proc
-                nursery.start_soon(_watch_process, proc, seat, lobby)
-    except BaseException:
-        with trio.CancelScope(shield=True):  # interrupted: stop everything at once
+                    procs[bot.name] = proc
+                    assert proc.stdout is not None
+                    copiers.start_soon(_copy_log, proc.stdout, logs[bot.name], LOG_LIMIT)
+                    nursery.start_soon(_watch_process, proc, seat, lobby)
+        except BaseException:
+            with trio.CancelScope(shield=True):  # interrupted: stop everything at once
+                for name, proc in procs.items():
+                    exit_codes[name] = await _stop(proc, patience=0.0)
+            raise
+        with trio.CancelScope(shield=True):
+            # The match is over and every bot was sent `end`: give them a moment to exit by themselves.
             for name, proc in procs.items():
-                exit_codes[name] = await _stop(proc, patience=0.0)
-        raise
-    with trio.CancelScope(shield=True):
-        # The match is over and every bot was sent `end`: give them a moment to exit by themselves.
-        for name, proc in procs.items():
-            exit_codes[name] = await _stop(proc, patience=2.0)
+                exit_codes[name] = await _stop(proc, patience=2.0)
+        # The pipes close with the process groups; a stray process that kept one open is not waited for.
+        copiers.cancel_scope.deadline = trio.current_time() + 2.0
     if not outcomes:
         raise MatchFailedError("the match ended without a result (a server error, logged above)")
     refused = {bots[seat].name: refusal for seat, refusal in sorted(lobby.refusals.items())}
     return LaunchedMatch(outcomes[0], logs, exit_codes, refused)
+
+
+async def _copy_log(output: trio.abc.ReceiveStream, path: Path, limit: int) -> None:
+    """Copy a bot's output to its log file, up to ``limit`` bytes. The rest is read and dropped, so
+    that the bot never blocks on a full pipe (it would answer late for the server's sake)."""
+    kept = 0
+    with open(path, "wb") as log_file:
+        async for chunk in output:
+            if kept >= limit:
+                continue
+            part = chunk[: limit - kept]
+            kept += len(part)
+            log_file.write(part)
+            if kept >= limit:
+                log_file.write(
+                    f"\n[cellarena: log cut at {limit // 2**20} MiB; the rest was dropped]\n".encode()
+                )
+            log_file.flush()  # the log can be followed while the match plays
 
 
 async def _watch_process(proc: trio.Process, seat: int, lobby: Lobby) -> None:

@@ -167,6 +167,28 @@ def test_a_bot_that_never_connects_forfeits_after_the_connect_timeout(tmp_path: 
     assert json.loads(proc.stdout)["forfeits"] == ["sleepy"]
 
 
+def test_a_bot_that_prints_without_end_cannot_fill_the_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("cellarena.server.launcher.LOG_LIMIT", 2**20)
+    ticks = 40  # 100 kB a tick: 4 MB printed
+    launched = trio.run(
+        lambda: play_match(
+            "rezzo",
+            {"map": "duel", "max_ticks": ticks},
+            [BotSpec("chatty", f"{RAW} chatty"), BotSpec("quiet", RAW)],
+            TickSettings(fast=True, budget_ms=2000),
+            seed=0,
+            log_dir=tmp_path,
+        )
+    )
+    assert launched.outcome.ticks == ticks and launched.outcome.late == [0, 0]  # never blocked on its pipe
+    text = launched.logs["chatty"].read_text()
+    assert len(text) < 2**20 + 200 and text.endswith("[cellarena: log cut at 1 MiB; the rest was dropped]\n")
+    assert "end {" not in text  # its last words were dropped too, with the rest
+    assert "end {" in launched.logs["quiet"].read_text()  # a quiet bot's log is whole, up to its exit
+
+
 def test_a_bot_refused_at_hello_is_named_with_the_reason(tmp_path: Path) -> None:
     args = ["match", "rezzo", "--bot", f"steady={RAW}", "--bot", f"stray={RAW} game:cata", "--fast"]
     proc = cellarena(*args, "--log-dir", str(tmp_path / "1"), "--json")

@@ -6,6 +6,7 @@ silent   send hello, then never answer
 crash    send hello, answer two ticks, then exit with status 3
 forever  answer every tick, and ignore `end` (never exit by itself)
 game:G   as random, but say in hello that it plays game G
+chatty   as random, but print 100 kB to stdout before every answer
 Writes its pid to $BOT_PID_FILE when set, so tests can check nothing is left running, and with
 $BOT_TIMING_FILE set, one line per answer: the tick, and the ms from the tick's arrival (the
 kernel's receive stamp, so time the bot spent descheduled counts too) to sending the answer.
@@ -67,6 +68,9 @@ def main() -> int:
                     return 3
                 if mode.startswith("delay:"):
                     time.sleep(max(0.0, received + float(mode[6:]) / 1000 - time.monotonic()))
+                if mode == "chatty":
+                    sys.stdout.write("x" * 99_999 + "\n")
+                    sys.stdout.flush()
                 moves = [rng.randrange(6) for _ in msg["agents"]]
                 sock.sendall(protocol.encode(protocol.moves(msg["tick"], moves)))
                 if timing is not None:
