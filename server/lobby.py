@@ -198,11 +198,15 @@ class Lobby:
         """
         self.stopping = True
         cut = len(self._running)
+        playing: set[Connection] = set()
         for match in list(self._running):
             log.warning("match %d ends without a result: the server is stopping", match.number)
             self._match_scopes[match].cancel()
+            playing.update(s.conn for s in match.seats if s.conn is not None)
+            playing.update(match.spectators)
         for conn in list(self._connections):
-            conn.fail(protocol.SHUTDOWN, "the server is stopping; a match under way ends without a result")
+            why = "; your match ends without a result" if conn in playing else ""
+            conn.fail(protocol.SHUTDOWN, "the server is stopping" + why)
         self._no_connections = trio.Event()
         if self._connections:
             with trio.move_on_after(grace):

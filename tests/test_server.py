@@ -712,4 +712,5 @@ async def test_shutdown_ends_running_matches_without_a_result_and_tells_everyone
             assert await lobby.shutdown() == 1
             ends = [await until_error(c) for c in (a, b, spectator, waiting)]
     assert [e["type"] for e in ends] == ["error"] * 4 and {e["code"] for e in ends} == {protocol.SHUTDOWN}
+    assert [e["message"].endswith("without a result") for e in ends] == [True, True, True, False]
     assert list(lobby.outcomes) == [] and not lobby._running
