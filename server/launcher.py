@@ -9,6 +9,7 @@ children, `npm`'s node) is terminated. No process is left behind.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import shlex
@@ -18,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import trio
 
@@ -192,18 +193,29 @@ async def _copy_log(output: trio.abc.ReceiveStream, path: Path, limit: int) -> N
     """Copy a bot's output to its log file, up to ``limit`` bytes. The rest is read and dropped, so
     that the bot never blocks on a full pipe (it would answer late for the server's sake)."""
     kept = 0
-    with open(path, "wb") as log_file:
+    log_file: IO[bytes] | None = open(path, "wb")  # noqa: SIM115 -- closed below, also on a full disk
+    try:
         async for chunk in output:
-            if kept >= limit:
+            if log_file is None or kept >= limit:
                 continue
             part = chunk[: limit - kept]
             kept += len(part)
-            log_file.write(part)
-            if kept >= limit:
-                log_file.write(
-                    f"\n[cellarena: log cut at {limit // 2**20} MiB; the rest was dropped]\n".encode()
-                )
-            log_file.flush()  # the log can be followed while the match plays
+            try:
+                log_file.write(part)
+                if kept >= limit:
+                    log_file.write(
+                        f"\n[cellarena: log cut at {limit // 2**20} MiB; the rest was dropped]\n".encode()
+                    )
+                log_file.flush()  # the log can be followed while the match plays
+            except OSError as exc:  # a full disk: the match goes on, the log stops here
+                logging.getLogger("cellarena.server").error("log %s stops here: %s", path, exc)
+                with contextlib.suppress(OSError):
+                    log_file.close()
+                log_file = None
+    finally:
+        if log_file is not None:
+            with contextlib.suppress(OSError):
+                log_file.close()
 
 
 async def _watch_process(proc: trio.Process, seat: int, lobby: Lobby) -> None:

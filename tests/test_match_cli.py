@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -187,6 +188,22 @@ def test_a_bot_that_prints_without_end_cannot_fill_the_disk(
     assert len(text) < 2**20 + 200 and text.endswith("[cellarena: log cut at 1 MiB; the rest was dropped]\n")
     assert "end {" not in text  # its last words were dropped too, with the rest
     assert "end {" in launched.logs["quiet"].read_text()  # a quiet bot's log is whole, up to its exit
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full to stand for a full disk")
+async def test_a_full_disk_stops_a_log_but_not_its_reading() -> None:
+    from cellarena.server.launcher import _copy_log
+
+    chunks = [b"x" * 1000] * 50
+    read: list[bytes] = []
+
+    async def output() -> AsyncIterator[bytes]:  # stands in for the bot's pipe
+        for chunk in chunks:
+            read.append(chunk)
+            yield chunk
+
+    await _copy_log(output(), Path("/dev/full"), 2**20)  # type: ignore[arg-type]
+    assert read == chunks  # drained to the end: the bot never blocks on its pipe
 
 
 def test_a_bot_refused_at_hello_is_named_with_the_reason(tmp_path: Path) -> None:
