@@ -191,7 +191,19 @@ class Store:
 
     # ------------------------------------------------------------------ writing
     def commit(self, match: Scheduled, record: MatchRecord) -> None:
-        """Record one finished match, its seats and the rating history it changes, all or nothing."""
+        """Record one finished match, its seats and the rating history it changes, all or nothing.
+
+        A database that cannot take it (a full disk, say) is a StoreError that says how to go on.
+        """
+        try:
+            self._commit(match, record)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"{self.path}: cannot record match {match.key} ({exc}); the matches before it are kept: "
+                "fix that, then run the same command again to resume"
+            ) from None
+
+    def _commit(self, match: Scheduled, record: MatchRecord) -> None:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:

@@ -127,12 +127,12 @@ def test_a_failed_commit_leaves_nothing_behind(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
     with Store(path, SPEC) as store:
         store.commit(m0, record("a", m0.bots, (1, 2)))  # type: ignore[arg-type]
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(StoreError, match=f"cannot record match {m0.key} .*UNIQUE.*run the same command"):
             store.commit(m0, record("a", m0.bots, (1, 2)))  # type: ignore[arg-type]  # the same match twice
         bad = record("b", m1.bots, (1, 2))  # type: ignore[arg-type]
         bad = MatchRecord(bad.winner, bad.reason, bad.ticks, bad.seconds, None, (bad.seats[0], bad.seats[0]))
         object.__setattr__(bad.seats[0], "rank", None)  # NOT NULL fails inside the transaction
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(StoreError, match="NOT NULL"):
             store.commit(m1, bad)
         assert store.finished_keys() == {m0.key}
     db = sqlite3.connect(path)
