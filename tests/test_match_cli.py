@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -394,13 +396,14 @@ def test_serve_stops_on_a_signal_and_tells_every_bot(tmp_path: Path, sig: signal
     """A service manager's SIGTERM (or Ctrl-C): the match under way ends without a result, each bot,
     playing or waiting, gets a `shutdown` error, and the server exits at once with status 0."""
     server = subprocess.Popen(
-        [*CLI, "serve", "rezzo", "--port", "0", "--max-ticks", "3000", "--replay-dir", str(tmp_path)],
+        [*CLI, "serve", "rezzo", "--port", "0", "--max-ticks", "3000", "--replay-dir", str(tmp_path), "-v"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     bots: list[subprocess.Popen[str]] = []
+    lines: queue.Queue[str] = queue.Queue()
     try:
         banner = server.stderr.readline()
         port = banner.split(":")[1].split()[0]
@@ -416,12 +419,19 @@ def test_serve_stops_on_a_signal_and_tells_every_bot(tmp_path: Path, sig: signal
             )
             for name in ("one", "two", "waiting")
         ]
-        deadline = time.monotonic() + 30
-        while not list(tmp_path.glob("*.replay")) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)  # the match is under way, the third bot waits for a partner
+        # Read the server's log until all three bots are in: two playing, one waiting for a partner.
+        reader = threading.Thread(target=lambda: [lines.put(line) for line in server.stderr], daemon=True)
+        reader.start()
+        admitted, seen = 0, []
+        while admitted < 3:
+            seen.append(lines.get(timeout=30))
+            admitted += "is waiting for a match" in seen[-1]
+        time.sleep(0.3)  # a few ticks under way
         server.send_signal(sig)
-        out, err = server.communicate(timeout=15)
+        server.wait(timeout=15)
+        out = server.stdout.read()
+        reader.join(timeout=5)
+        err = "".join(seen) + "".join(lines.queue)
         errors = [bot.communicate(timeout=15)[1] for bot in bots]
     finally:
         server.kill()
