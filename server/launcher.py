@@ -130,7 +130,7 @@ async def play_match(
             f"give exactly {lobby.players} --bot options"
         )
     log_dir.mkdir(parents=True, exist_ok=True)
-    logs = {b.name: log_dir / f"{_safe(b.name)}.log" for b in bots}
+    logs = _log_paths(log_dir, [b.name for b in bots])
     procs: dict[str, trio.Process] = {}
     exit_codes: dict[str, int | None] = {}
     # Each bot's output goes through a pipe to its log, so that a bot that prints without end cannot
@@ -242,6 +242,15 @@ async def _stop(proc: trio.Process, *, patience: float, grace: float = 2.0) -> i
 def _signal_group(proc: trio.Process, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
+
+
+def _log_paths(log_dir: Path, names: list[str]) -> dict[str, Path]:
+    """One log file per bot, named after it; names that make the same file name get their seat added."""
+    stems = [_safe(name) for name in names]
+    return {
+        name: log_dir / (f"{stem}.log" if stems.count(stem) == 1 else f"{stem}-seat{seat}.log")
+        for seat, (name, stem) in enumerate(zip(names, stems, strict=True))
+    }
 
 
 def _safe(name: str) -> str:

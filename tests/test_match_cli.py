@@ -208,6 +208,14 @@ async def test_a_full_disk_stops_a_log_but_not_its_reading() -> None:
     assert read == chunks  # drained to the end: the bot never blocks on its pipe
 
 
+def test_bots_whose_names_make_the_same_file_name_get_a_log_each() -> None:
+    from cellarena.server.launcher import _log_paths
+
+    paths = _log_paths(Path("logs"), ["a b", "a_b", "c"])
+    assert paths["a b"] == Path("logs/a_b-seat0.log") and paths["a_b"] == Path("logs/a_b-seat1.log")
+    assert paths["c"] == Path("logs/c.log")
+
+
 def test_a_bot_refused_at_hello_is_named_with_the_reason(tmp_path: Path) -> None:
     args = ["match", "rezzo", "--bot", f"steady={RAW}", "--bot", f"stray={RAW} game:cata", "--fast"]
     proc = cellarena(*args, "--log-dir", str(tmp_path / "1"), "--json")
