@@ -465,7 +465,8 @@ def _match_command(game: str) -> click.Command:
         else:
             folder = Path(tempfile.mkdtemp(prefix="cellarena-match-"))
         replay_file = Path(replay_path) if replay_path else folder / "match.replay"
-        writable_folder(replay_file.parent, "--replay")
+        if replay_path:  # the default lies in the log folder, checked above
+            writable_folder(replay_file.parent, "--replay")
         watcher = _Watcher(cli.render) if watch else None
         try:
             launched = _run_trio(
