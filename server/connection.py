@@ -1,11 +1,12 @@
-"""One client connection: non-blocking socket I/O under trio, with kernel receive timestamps.
+"""One client connection: non-blocking socket I/O driven by the `Poller`, with kernel receive stamps.
 
 Why not trio's streams: a tick sends one frame to every seat, and awaiting `send_all` per client per
 tick costs a task switch each (it topped out near 200 bots at 15 Hz). Here the tick loop writes
 straight into the kernel's socket buffer with a non-blocking `send`, with no await per client. Only
-when the kernel buffer is full does the rest go to a bounded backlog that a writer task drains when
-the socket becomes writable. A client that does not read fills the backlog and is dropped with
-`slow_reader` before our memory grows without bound.
+when the kernel buffer is full does the rest go to a bounded backlog, which the poller's task drains
+when the socket becomes writable. A client that does not read fills the backlog and is dropped with
+`slow_reader` before our memory grows without bound. A connection has no task of its own (see
+`poller` for why): the poller calls it back when its socket is ready.
 
 Why kernel timestamps: a move is late if it *arrived* after its deadline, not if the server, busy
 with other matches, read it late. With SO_TIMESTAMPNS the kernel stamps every received segment, so a
@@ -30,6 +31,7 @@ import trio
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import HEADER as _HEADER
 from cellarena.sdk.protocol import FrameReader, ProtocolError, decode_body
+from cellarena.server.poller import Poller
 
 log = logging.getLogger("cellarena.server")
 
@@ -63,17 +65,19 @@ Handler = Callable[["Connection", dict[str, Any], float], None]
 
 
 class Connection:
-    """A connected peer. `run()` is its reader and writer; everything else is synchronous.
+    """A connected peer. Everything here is synchronous; the `Poller` calls it back when it is ready.
 
     ``closed`` means closed for every purpose: no more sends, no more messages handled. When the
     server closes a connection for cause and the kernel cannot take the error frame at once (a slow
     reader's buffer is full), the socket itself stays open for up to ERROR_LINGER seconds while the
-    writer delivers that frame, after any frame already half sent so the stream stays well formed.
+    poller delivers that frame, after any frame already half sent so the stream stays well formed.
+    Reading starts with `resume_reading`.
     """
 
     def __init__(
         self,
         sock: socket.socket,
+        poller: Poller,
         *,
         recv_limit: int = protocol.MAX_CLIENT_FRAME,
         max_backlog: int = DEFAULT_MAX_BACKLOG,
@@ -89,12 +93,15 @@ class Connection:
             except OSError:
                 pass
         self.sock = sock
+        self._fd = sock.fileno()  # kept: a closed socket's fileno() is -1
         try:
             host, port = sock.getpeername()[:2]
             self.peer = f"{host}:{port}"
         except OSError:
             self.peer = "?"
         self.name = self.peer  # replaced by the bot's name after its hello
+        #: When its hello arrived (time.time(), kernel stamp): the lobby seats bots in this order.
+        self.joined = 0.0
         self.frames = FrameReader(recv_limit)
         self.max_backlog = max_backlog
         self.closed = False
@@ -109,48 +116,48 @@ class Connection:
         self._head_started = False
         self._lingering = False
         self._socket_open = True
-        self._backlog_event = trio.Event()
-        self._cancel = trio.CancelScope()
-        self._paused = False
-        self._resumed = trio.Event()
+        self._reading = False
+        self._flushed: trio.Event | None = None
+        self._poller = poller
         self.bytes_sent = 0
         #: time.time() when the last frame was handed to the kernel (or queued, if it could not be).
         self.last_send = 0.0
+        poller.add(self)
 
-    # ----------------------------------------------------------------- tasks
-    async def run(self) -> None:
-        """Read and write until the connection closes. Never raises for peer misbehaviour."""
-        with self._cancel:
-            try:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._write_loop)
-                    await self._read_loop()
-                    if not self._lingering:  # else the writer is still delivering the error frame
-                        nursery.cancel_scope.cancel()
-            except trio.ClosedResourceError:
-                pass  # closed by us while a loop waited on the socket
-            finally:
-                self._lingering = False
-                self._close_socket("connection task ended")
+    def fileno(self) -> int:
+        return self._fd
 
-    async def _read_loop(self) -> None:
-        while not self.closed:
-            if self._paused:
-                await self._resumed.wait()
-                continue
-            await trio.lowlevel.wait_readable(self.sock)
-            if not self._paused:
-                self.drain()
+    # ----------------------------------------------------------------- called by the poller
+    def on_ready(self, readable: bool, writable: bool) -> None:
+        if writable:
+            self._flush()
+        if readable and self._reading:
+            self.drain()
 
+    def on_deadline(self) -> None:
+        """The linger time of an error frame ran out: give up on delivering it."""
+        self._lingering = False
+        self._close_socket(self.close_reason)
+
+    def abort(self) -> None:
+        self._lingering = False
+        self._close_socket(self.close_reason or "the server stopped")
+
+    def _watch(self) -> None:
+        if self._socket_open:
+            self._poller.watch(self, read=self._reading and not self.closed, write=bool(self._backlog))
+
+    # ----------------------------------------------------------------- reading
     def pause_reading(self) -> None:
-        """Stop the reader task; the owner calls `drain()` itself (the fixed-rate match loop does,
-        once per seat per tick, instead of waking a task for every message)."""
-        self._paused = True
-        self._resumed = trio.Event()
+        """Stop reading when data arrives; the owner calls `drain()` itself (the fixed-rate match loop
+        does, once per seat per tick, instead of handling every message as it comes)."""
+        self._reading = False
+        self._watch()
 
     def resume_reading(self) -> None:
-        self._paused = False
-        self._resumed.set()
+        """Handle every message as it arrives."""
+        self._reading = True
+        self._watch()
 
     def drain(self) -> None:
         """Read and handle everything the kernel holds for us now, without waiting.
@@ -199,21 +206,7 @@ class Connection:
             if n < RECV_CHUNK:
                 return  # the kernel held no more than this: skip the call that would say EAGAIN
 
-    async def _write_loop(self) -> None:
-        while not self.closed:
-            await self._backlog_event.wait()
-            self._backlog_event = trio.Event()
-            while self._backlog and not self.closed:
-                await trio.lowlevel.wait_writable(self.sock)
-                self._flush()
-        if self._lingering:
-            with trio.move_on_after(ERROR_LINGER):
-                while self._backlog and self._socket_open:
-                    await trio.lowlevel.wait_writable(self.sock)
-                    self._flush()
-            self._lingering = False
-            self._close_socket(self.close_reason)
-
+    # ----------------------------------------------------------------- sending
     def _flush(self) -> None:
         """Hand the kernel as much of the backlog as it takes now."""
         while self._backlog:
@@ -225,7 +218,6 @@ class Connection:
             except OSError as exc:
                 self._lingering = False
                 self.lost(f"send failed: {exc}")
-                self._close_socket(f"send failed: {exc}")
                 return
             self.bytes_sent += n
             self._backlog_bytes -= n
@@ -235,8 +227,15 @@ class Connection:
                 return
             self._backlog.popleft()
             self._head_started = False
+        # All out: stop asking for writability, and tell whoever waits in flush().
+        if self._lingering:
+            self._lingering = False
+            self._close_socket(self.close_reason)
+            return
+        self._watch()
+        if self._flushed is not None:
+            self._flushed.set()
 
-    # ----------------------------------------------------------------- sending
     def send(self, frame: bytes) -> bool:
         """Queue one encoded frame without waiting. False if the connection is (now) closed."""
         if self.closed:
@@ -259,7 +258,7 @@ class Connection:
             self._backlog.append(memoryview(frame)[n:])
             self._backlog_bytes += len(frame) - n
             self._head_started = n > 0
-            self._backlog_event.set()
+            self._watch()  # the poller sends the rest when the kernel has room
         else:
             self.last_send = time.time()
             self._backlog.append(memoryview(frame))
@@ -281,10 +280,11 @@ class Connection:
 
     async def flush(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for queued frames to leave, before a graceful close."""
+        if not self._backlog or self.closed:
+            return
+        self._flushed = trio.Event()
         with trio.move_on_after(timeout):
-            while self._backlog and not self.closed:
-                await trio.lowlevel.wait_writable(self.sock)
-                self._flush()
+            await self._flushed.wait()
 
     # ----------------------------------------------------------------- closing
     def fail(self, code: str, message: str) -> None:
@@ -297,11 +297,13 @@ class Connection:
         self._backlog.extend(keep)
         self._backlog.append(memoryview(protocol.encode(protocol.error(code, message))))
         self._backlog_bytes = sum(len(b) for b in self._backlog)
-        self._flush()
         reason = f"{code}: {message}"
+        self._mark_closed(reason)
+        self._flush()
         if self._backlog and self._socket_open:
             self._lingering = True
-            self._mark_closed(reason)
+            self._watch()
+            self._poller.set_deadline(self, trio.current_time() + ERROR_LINGER)
         else:
             self._close_socket(reason)
 
@@ -319,22 +321,19 @@ class Connection:
         self.closed = True
         self.close_reason = reason
         self.handler = _ignore
-        self._backlog_event.set()  # wake the writer: it lingers or ends
-        self._resumed.set()  # and a paused reader, so that it ends
+        if self._flushed is not None:
+            self._flushed.set()
         if self.on_close is not None:
             self.on_close(self)
 
     def _close_socket(self, reason: str) -> None:
         self._mark_closed(reason)
         if self._lingering or not self._socket_open:
-            return  # the writer closes a lingering socket once its error frame is out
+            return  # a lingering socket closes once its error frame is out, or its time is up
         self._socket_open = False
         self._backlog.clear()
         self._backlog_bytes = 0
-        self._cancel.cancel()
-        # Wake any task waiting on this socket before the descriptor goes away (trio requires it).
-        with contextlib.suppress(RuntimeError):  # outside trio there are no waiters
-            trio.lowlevel.notify_closing(self.sock)
+        self._poller.remove(self)
         with contextlib.suppress(OSError):
             self.sock.close()
 

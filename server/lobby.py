@@ -1,12 +1,15 @@
 """The TCP listener: handshakes, seating bots into matches, spectators, and running the matches.
 
-Every connection gets its own task in the lobby's nursery, and every match runs in it too, so one
-misbehaving client can only ever close its own connection: errors are caught per connection and
-logged, and the accept loop, the other seats and the other matches go on.
+Every connection's handshake runs as a task in the lobby's nursery, and every match runs in it too,
+so one misbehaving client can only ever close its own connection: errors are caught per connection
+and logged, and the accept loop, the other seats and the other matches go on. Once its hello is in,
+a connection has no task of its own: the lobby's `Poller` reads and writes it when its socket is
+ready (see `poller` for why).
 """
 
 from __future__ import annotations
 
+import bisect
 import collections
 import contextlib
 import errno
@@ -23,6 +26,7 @@ from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import Engine
 from cellarena.server.match import Match, MatchOutcome, Recorder, TickDriver, TickSettings
+from cellarena.server.poller import Poller
 
 log = logging.getLogger("cellarena.server")
 #: Outcomes an endless server keeps in memory (`on_result` sees every one as it comes).
@@ -104,9 +108,8 @@ class Lobby:
         self._started = 0
         self._gone: set[int] = set()
         self._all_done = trio.Event()
-        #: Every open connection, so that a shutdown can tell each one.
-        self._connections: set[Connection] = set()
-        self._no_connections = trio.Event()
+        #: Every open connection, for its readiness and so that a shutdown can tell each one.
+        self._poller: Poller[Connection] | None = None
         self._match_scopes: dict[Match, trio.CancelScope] = {}
         self.stopping = False
         self._nursery: trio.Nursery | None = None
@@ -131,9 +134,11 @@ class Lobby:
         listener.setblocking(False)
         self.port = listener.getsockname()[1]
         try:
+            self._poller = Poller[Connection]()
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self._epoch = trio.current_time()
+                await nursery.start(self._poller.serve)
                 if not self.config.settings.fast:
                     nursery.start_soon(self._driver.serve)
                 nursery.start_soon(self._accept_loop, listener)
@@ -164,32 +169,25 @@ class Lobby:
                         await trio.sleep(0.01)  # out of descriptors: let connections close first
                         break
                     raise
-                self._nursery.start_soon(self._handle, sock)
+                # Registered now, in accept order, so that hellos already waiting are read in that order.
+                conn = self._connect(sock)
+                if conn is not None:
+                    self._nursery.start_soon(self._handshake, conn)
             else:
                 # A flood of connections is taken a batch at a time, so that the handshakes of
                 # hundreds of new clients do not hold up the ticks of the matches already running.
                 await trio.lowlevel.checkpoint()
 
-    async def _handle(self, sock: socket.socket) -> None:
-        """One connection's whole life: handshake, then reading and writing until it closes."""
+    def _connect(self, sock: socket.socket) -> Connection | None:
         if self.config.send_buffer is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer)
-        conn = Connection(sock, max_backlog=self.config.max_backlog)
-        self._connections.add(conn)
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(conn.run)
-                hello = await self._await_hello(conn)
-                if hello is not None:
-                    self._admit(conn, hello)
-        except Exception:  # a bug must cost one connection, not the server
-            log.exception("internal error on connection %s", conn.peer)
-            conn.fail(protocol.INTERNAL, "the server hit an internal error on this connection")
-        finally:
-            self._connections.discard(conn)
-            if not self._connections:
-                self._no_connections.set()
+            return Connection(sock, self._poller, max_backlog=self.config.max_backlog)
+        except OSError as exc:  # reset before we even looked at it
+            log.info("lost a new connection at once: %s", exc)
+            sock.close()
+            return None
 
     async def shutdown(self, grace: float = 2.0) -> int:
         """Stop serving: running matches end now, without a result (they are nobody's fault, so no
@@ -204,41 +202,51 @@ class Lobby:
             self._match_scopes[match].cancel()
             playing.update(s.conn for s in match.seats if s.conn is not None)
             playing.update(match.spectators)
-        for conn in list(self._connections):
-            why = "; your match ends without a result" if conn in playing else ""
-            conn.fail(protocol.SHUTDOWN, "the server is stopping" + why)
-        self._no_connections = trio.Event()
-        if self._connections:
+        poller = self._poller
+        if poller is not None:
+            for conn in poller.targets:
+                why = "; your match ends without a result" if conn in playing else ""
+                conn.fail(protocol.SHUTDOWN, "the server is stopping" + why)
             with trio.move_on_after(grace):
-                await self._no_connections.wait()
+                await poller.wait_empty()
         self._all_done.set()
         return cut
 
-    async def _await_hello(self, conn: Connection) -> dict[str, Any] | None:
-        got: list[dict[str, Any]] = []
-        arrived = trio.Event()
+    async def _handshake(self, conn: Connection) -> None:
+        """Wait up to the hello timeout for the connection's hello; the poller serves it after that.
 
-        def first(_c: Connection, message: dict[str, Any], _t: float) -> None:
-            got.append(message)
+        The hello is checked and the bot seated right where it is read (in the poller's task), so
+        bots are seated in the order their hellos arrived, not in the order tasks happen to wake.
+        """
+        done = trio.Event()
+
+        def first(_c: Connection, message: dict[str, Any], arrival: float) -> None:
             conn.handler = _too_early
-            arrived.set()
+            conn.on_close = None
+            done.set()
+            try:
+                self._hello(conn, message, arrival)
+            except Exception:  # a bug must cost one connection, not the server
+                log.exception("internal error on connection %s", conn.peer)
+                conn.fail(protocol.INTERNAL, "the server hit an internal error on this connection")
 
         conn.handler = first
-        conn.on_close = lambda _c: arrived.set()
+        conn.on_close = lambda _c: done.set()
+        conn.resume_reading()
         with trio.move_on_after(self.config.hello_timeout):
-            await arrived.wait()
-        conn.on_close = None
-        if conn.closed:
-            return None
-        if not got:
+            await done.wait()
+        if not done.is_set():
+            conn.on_close = None
             conn.fail(protocol.TIMEOUT, f"no hello within {self.config.hello_timeout:g} s of connecting")
-            return None
-        problem = self._check_hello(got[0])
+
+    def _hello(self, conn: Connection, hello: dict[str, Any], arrival: float) -> None:
+        problem = self._check_hello(hello)
         if problem is not None:
-            self._note_refusal(conn, got[0], *problem)
+            self._note_refusal(conn, hello, *problem)
             conn.fail(*problem)
-            return None
-        return got[0]
+            return
+        conn.joined = arrival
+        self._admit(conn, hello)
 
     def _note_refusal(self, conn: Connection, hello: dict[str, Any], code: str, message: str) -> None:
         """Blame a refused hello on its reserved seat when it carried one's token."""
@@ -301,7 +309,8 @@ class Lobby:
             if len(self._reserved) + len(self._gone - set(self._reserved)) >= self.players:
                 self._start([self._reserved.get(i) for i in range(self.players)])
             return
-        self._waiting.append(conn)
+        # In the order the hellos arrived (kernel stamps), whatever order they were read in.
+        bisect.insort(self._waiting, conn, key=lambda c: c.joined)
         conn.on_close = lambda c: self._waiting.remove(c) if c in self._waiting else None
         if len(self._waiting) >= self.players:
             seated, self._waiting = self._waiting[: self.players], self._waiting[self.players :]

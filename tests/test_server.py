@@ -117,7 +117,8 @@ async def good_match(lobby: Lobby, results: list[dict[str, Any]], started: trio.
         n.start_soon(play, a)
         n.start_soon(play, b)
         if started is not None:
-            while not lobby._running:
+            # Started, not running: a fast match may already be over by the time this looks.
+            while not lobby._started:
                 await trio.sleep(0.005)
             started.set()
 
