@@ -132,7 +132,7 @@ async def run_level(
 
 
 def run(
-    levels: Iterable[int] = (64, 256, 512, 768, 1024, 1280, 1536, 2048),
+    levels: Iterable[int] = (64, 256, 512, 768, 1024, 1280, 1536, 1792, 2048),
     seconds: float = 4.0,
     tick_rate: float = 15.0,
 ) -> dict[str, Any]:

@@ -41,8 +41,9 @@ class Pollable(Protocol):
 T = TypeVar("T", bound="Pollable")
 
 
-class PollerUnavailableError(RuntimeError):
-    """This platform has no selector whose own descriptor trio can wait on."""
+class PollerUnavailableError(OSError):
+    """This platform has no selector whose own descriptor trio can wait on (an OSError, so that the
+    commands report it as they report a port already in use)."""
 
 
 class Poller(Generic[T]):
