@@ -282,7 +282,8 @@ class Connection:
         """Wait up to ``timeout`` seconds for queued frames to leave, before a graceful close."""
         if not self._backlog or self.closed:
             return
-        self._flushed = trio.Event()
+        if self._flushed is None or self._flushed.is_set():
+            self._flushed = trio.Event()
         with trio.move_on_after(timeout):
             await self._flushed.wait()
 
