@@ -209,6 +209,17 @@ def test_builder_lays_wire_by_the_enemy_geyser() -> None:
     assert new_wire >= 8
 
 
+@pytest.mark.parametrize("map_name", ["duel", "field"])
+@pytest.mark.parametrize("seat", [0, 1])
+def test_builder_traps_an_idle_enemy_into_a_loss(map_name: str, seat: int) -> None:
+    """Where the trap's layout is, the builder drives the enemy's flags into a base: a win, not a draw."""
+    bots = [Bot(), Bot()]
+    bots[seat] = make("builder")
+    engine, _ = play(bots, 400, map_name)
+    result = engine.result()
+    assert result.winner == seat and result.ticks < 300, result
+
+
 def test_raider_cuts_its_way_to_an_enemy_flag() -> None:
     """Five cells ahead lies an enemy flag behind nothing: the raider walks up and blanks it."""
     board = "\n".join(

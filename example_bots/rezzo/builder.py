@@ -1,19 +1,30 @@
-"""Builder: lays wire by an enemy's geyser so that the enemy's flags grow towards a base.
+"""Builder: lays wire by an enemy's geyser so that the enemy's flags grow into a base.
 
 A player loses when one of its flags touches a base. Flags form where signals pass a geyser, and
-tangled, thick wire next to a geyser lets new flags spread from cell to cell. So each agent:
+wire next to a geyser lets new flags spread from cell to cell. But most wire shapes only make flags
+that stay by the geyser. So the builder first tries a trap: a fixed shape of about 20 wire cells,
+found by an offline search with the engine's rules, that leads the flags into the base.
+
+The trap fits one layout: an enemy geyser with a straight wire running past it that feeds it
+signals, and a base 4 to 5 cells away on the far side of the geyser from that wire. The duel and
+field maps have it. So each agent:
 
 1. explores (it only ever sees 13x13 cells ahead of it) until it has seen an enemy geyser
    (``Cell.GEYSER`` with an owner other than 0);
-2. walks to a blank cell next to the wire nearest to that geyser. If no wire runs near the geyser,
-   it starts from the nearest wire it has seen carry a signal, and builds a wire from there to the
-   geyser, so that the signal reaches it;
-3. scribbles wire around the geyser, leaning towards the nearest base it knows of. Every new cell
-   joins the wire it touches, so the tangle fills with signals and the enemy's flags creep out.
+2. checks the layout around that geyser, in all eight turns and mirrors, and walks up to look
+   closer if part of it is not in sight yet;
+3. if it fits, walks the trap's two fixed paths, leaving wire where the trap needs it, and then
+   stands still. Pulses on the feed wire then push the enemy's flags into the base, usually within
+   60 ticks of the last wire;
+4. if nothing fits (or it gets stuck, or the trap has not worked after a long wait), it plays as
+   before: it walks to the wire by the geyser and scribbles wire around it, leaning towards the
+   nearest base, so that the tangle fills with signals and the enemy's flags creep out.
+
+With several agents, only the first builds traps; the others scribble at the other geysers.
 
 It remembers what it has seen with the SDK's `Tracker`, and seeds its dice from the tick, so the same
-views always give the same moves. It is a starting point: its tangles make enemy flags, but on the
-built-in maps they seldom reach a base yet. Denser signals by the geyser are the thing to work on.
+views always give the same moves. The trap is fragile: an enemy agent that stands in it or cuts it
+spoils it, and on other layouts (the duel2 map's, for one) the builder seldom wins.
 
     python example_bots/rezzo/builder.py --port 7777
 """
@@ -23,7 +34,7 @@ from __future__ import annotations
 import functools
 import random
 
-from cellarena.sdk import WIRE, Bot, Cell, MatchInfo, Move, Tracker, View, Viewport, run
+from cellarena.sdk import HITTABLE, WIRE, Bot, Cell, MatchInfo, Move, Tracker, View, Viewport, run
 
 SEED = 7
 #: The builder scribbles within RING cells of the geyser (Chebyshev), and in the band between the
@@ -39,6 +50,69 @@ WAYPOINTS += [(0, -52), (-36, -52), (36, -52), (0, 0)]
 SEARCH = 2500
 
 Pos = tuple[int, int]
+
+# A trap. Its shape came from an offline random search with the engine's rules, and the order of
+# its walks was checked with the engine too. It fits a common layout: an enemy
+# geyser at (0, 0), a straight wire that feeds it running past at x = +1 and ending at y = -2, and a
+# base 4 to 5 cells away towards (-4, -4). Two walks lay it; each step goes to the next cell and
+# says whether to leave wire (True) in the cell it leaves. Once it is built, the pulses on the feed
+# wire push the enemy's flags through it into the base. The same layout turned or mirrored matches
+# too, so the trap is tried in all eight orientations.
+TRAP_WALKS: tuple[tuple[tuple[Pos, bool], ...], ...] = (
+    (
+        ((-4, -1), False),
+        ((-3, -1), True),
+        ((-3, -2), False),
+        ((-3, -3), True),
+        ((-2, -3), True),
+        ((-2, -2), True),
+        ((-1, -2), True),
+        ((-1, -1), True),
+        ((-2, -1), True),
+        ((-2, 0), True),
+        ((-1, 0), True),
+        ((-1, 1), True),
+        ((-2, 1), False),
+        ((-3, 1), True),
+        ((-3, 0), True),
+        ((-4, 0), True),
+    ),
+    (
+        ((-1, -3), False),
+        ((0, -3), False),
+        ((0, -4), True),
+        ((0, -5), True),
+        ((1, -5), True),
+        ((1, -4), True),
+        ((1, -3), True),
+        ((2, -3), True),
+        ((2, -4), False),
+        ((3, -4), True),
+    ),
+)
+#: What must be there for the trap to fit: the feed wire (flags and photons form on it), its blank
+#: end, and the base.
+FEED = (*WIRE, Cell.PHOTON, Cell.FLAG)
+TRAP_WIRE = ((1, -2), (1, -1), (1, 0), (1, 1))
+TRAP_BLANK = ((1, -3),)
+TRAP_BASE = ((-4, -4), (-5, -5))
+#: Where to look round from when the base is not in sight yet.
+TRAP_LOOK = (-2, -2)
+#: The eight turns and mirrors, as (x, y) -> (a*x + b*y, c*x + d*y).
+ORIENTATIONS = [(a, b, c, d) for a, b, c, d in ((1, 0, 0, 1), (0, -1, 1, 0), (-1, 0, 0, -1), (0, 1, -1, 0))]
+ORIENTATIONS += [(-a, -b, c, d) for a, b, c, d in ORIENTATIONS]
+#: Ticks an agent may be stuck on its trap before it gives up, and ticks it waits by a finished
+#: trap before it goes back to scribbling.
+STUCK = 40
+PATIENCE = 300
+#: Ticks an agent may spend going to look at a geyser before it gives up on a trap there.
+LOOK = 150
+
+
+def place(geyser: Pos, orientation: tuple[int, int, int, int], p: Pos) -> Pos:
+    """Trap cell ``p`` (relative to the geyser) in the world, turned or mirrored by ``orientation``."""
+    a, b, c, d = orientation
+    return geyser[0] + a * p[0] + b * p[1], geyser[1] + c * p[0] + d * p[1]
 
 
 def cheb(a: Pos, b: Pos) -> int:
@@ -66,6 +140,16 @@ class Agent:
         self.geyser: Pos | None = None
         #: Geysers and bases seen, by kind: they never move, so a scan of each view keeps these up to date.
         self.landmarks: dict[int, dict[Pos, int]] = {Cell.GEYSER: {}, Cell.BASE: {}}
+        #: The trap to build, in this agent's frame: walks of (cell, lay wire?) steps.
+        self.trap: list[list[tuple[Pos, bool]]] | None = None
+        self.trap_geyser: Pos | None = None
+        self.walk = 0  # which walk of the trap
+        self.step = 0  # the next step of that walk
+        self.stuck = 0
+        self.done_at: int | None = None
+        self.inspected: set[Pos] = set()  # enemy geysers already checked for the trap
+        self.looked = 0
+        self.look_ticks = 0  # ticks spent looking at the current geyser
 
     # ------------------------------------------------------------------ what it remembers
     def remember(self, viewport: Viewport) -> None:
@@ -105,11 +189,121 @@ class Agent:
         t.observe(viewport)
         self.remember(viewport)
         rng = random.Random(f"{SEED}:{tick}:{self.index}")
+        if self.trapper:
+            move = self.trap_move(tick)
+            if move is not None:
+                return t.commit(move)
+            avoid = {self.trap_geyser} if self.trap is not None and self.done_at is not None else set()
+        else:
+            self.avoid_traps()
+            avoid = self.inspected
         if self.geyser is None or Viewport.kind(t.known(*self.geyser) or 0) != Cell.GEYSER:
-            enemy = self.cells(Cell.GEYSER, mine=False)
+            enemy = [g for g in self.cells(Cell.GEYSER, mine=False) if g not in avoid]
             self.geyser = enemy[0] if enemy else None
         move = self.explore() if self.geyser is None else self.build(self.geyser, rng)
         return t.commit(move)
+
+    # ------------------------------------------------------------------ the trap
+    #: Only one agent of a player builds traps (set by the bot): two would get in each other's way.
+    trapper = True
+
+    def fit_trap(self, geyser: Pos) -> tuple[list[list[tuple[Pos, bool]]] | None, Pos | None]:
+        """The trap's walks laid out by this geyser, if the layout around it fits one orientation.
+
+        Else None, and a place to look from when the layout fits but for a base not seen yet.
+        """
+        known = self.tracker.known
+        ours = self.cells(Cell.GEYSER, mine=True)
+        look = None
+        for orientation in ORIENTATIONS:
+            at = functools.partial(place, geyser, orientation)
+            wire = [known(*at(p)) for p in TRAP_WIRE]
+            blank = [known(*at(p)) for p in TRAP_BLANK]
+            bases = [known(*at(p)) for p in TRAP_BASE]
+            if (
+                any(code is not None and Viewport.kind(code) not in FEED for code in wire)
+                or any(code not in (None, Cell.BLANK) for code in blank)
+                or any(Viewport.kind(code) != Cell.BASE for code in bases if code is not None)
+            ):
+                continue
+            if None in wire + blank + bases:
+                look = look or at(TRAP_LOOK)  # fits as far as it has seen: have a better look
+                continue
+            walks = [[(at(p), lay) for p, lay in walk] for walk in TRAP_WALKS]
+            cells = [p for walk in walks for p, _ in walk]
+            if any(Viewport.kind(known(*p) or 0) not in (Cell.BLANK, Cell.AGENT) for p in cells):
+                continue
+            if any(cheb(p, g) <= 2 for p in cells for g in ours):
+                continue  # it would grow our own flags
+            return walks, None
+        return None, look
+
+    def trap_move(self, tick: int) -> int | None:
+        """The next move towards building a trap, or None to play as a plain builder."""
+        t = self.tracker
+        if self.trap is None:
+            return self.look_for_trap()
+        if self.walk >= len(self.trap):
+            self.done_at = tick if self.done_at is None else self.done_at
+            return Move.NOOP if tick - self.done_at < PATIENCE else None
+        if self.stuck > STUCK:
+            return None
+        walk = self.trap[self.walk]
+        if self.step == 0:
+            if t.pos != walk[0][0]:
+                move = t.step_to({walk[0][0]}, limit=SEARCH)
+                self.stuck = 0 if move is not None else self.stuck + 1
+                return Move.NOOP if move is None else move
+            self.step = 1
+        while self.step < len(walk) and t.pos == walk[self.step][0]:
+            self.step += 1
+        if self.step >= len(walk):
+            self.walk, self.step = self.walk + 1, 0
+            return self.trap_move(tick)
+        cell, lay = walk[self.step]
+        if abs(cell[0] - t.x) + abs(cell[1] - t.y) != 1:
+            self.stuck = STUCK + 1  # pushed off the walk: give up
+            return None
+        turn = t.turn_toward(*cell)
+        if turn is not None:
+            return turn
+        ahead = t.known(*cell)
+        if ahead == Cell.BLANK:
+            self.stuck = 0
+            return Move.BUILD if lay else Move.ADVANCE
+        self.stuck += 1
+        # Someone else's wire or a flag in the way: cut it. An agent in the way moves on by itself.
+        return Move.HIT if Viewport.kind(ahead or 0) in HITTABLE else Move.NOOP
+
+    def look_for_trap(self) -> int | None:
+        """Check each enemy geyser for the trap's layout; None once none is left to check."""
+        t = self.tracker
+        for geyser in self.cells(Cell.GEYSER, mine=False):
+            if geyser in self.inspected:
+                continue
+            trap, look = self.fit_trap(geyser)
+            if trap is not None:
+                self.trap, self.trap_geyser = trap, geyser
+                return self.trap_move(0)
+            self.look_ticks += 1
+            if look is not None and self.looked < 4 and self.look_ticks < LOOK:
+                # It fits as far as it has seen: go to where the rest should be in sight, look round.
+                near = {(look[0] + dx, look[1] + dy) for dx in range(-2, 3) for dy in range(-2, 3)}
+                if t.pos not in near and self.looked == 0:
+                    move = t.step_to(near, limit=SEARCH)
+                    if move is not None:
+                        return move
+                self.looked += 1
+                return Move.RIGHT
+            self.inspected.add(geyser)
+            self.looked = self.look_ticks = 0
+        return None
+
+    def avoid_traps(self) -> None:
+        """For the agents that do not build traps: leave the geysers that fit one to the agent that does."""
+        for geyser in self.cells(Cell.GEYSER, mine=False):
+            if geyser not in self.inspected and self.fit_trap(geyser)[0] is not None:
+                self.inspected.add(geyser)
 
     def explore(self) -> int:
         t = self.tracker
@@ -223,8 +417,10 @@ class Builder(Bot):
     def on_tick(self, view: View) -> list[int]:
         own_base_counts = self.info.own_base_counts if self.info else True
         out = []
+        first = min(view.agents, default=0)
         for index, viewport in view:
             agent = self.agents.setdefault(index, Agent(index, own_base_counts))
+            agent.trapper = index == first
             out.append(agent.decide(viewport, view.tick))
         return out
 
