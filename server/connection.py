@@ -129,10 +129,14 @@ class Connection:
 
     # ----------------------------------------------------------------- called by the poller
     def on_ready(self, readable: bool, writable: bool) -> None:
-        if writable:
-            self._flush()
-        if readable and self._reading:
-            self.drain()
+        try:
+            if writable:
+                self._flush()
+            if readable and self._reading:
+                self.drain()
+        except Exception:  # a bug in a handler must cost this peer its connection, not the server
+            log.exception("internal error on connection %s (%s)", self.name, self.peer)
+            self.fail(protocol.INTERNAL, "the server hit an internal error on this connection")
 
     def on_deadline(self) -> None:
         """The linger time of an error frame ran out: give up on delivering it."""

@@ -16,11 +16,15 @@ selector reports nothing in the steady state of a fixed-rate match.
 
 from __future__ import annotations
 
+import logging
 import math
 import selectors
+from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
 import trio
+
+log = logging.getLogger("cellarena.server")
 
 
 class Pollable(Protocol):
@@ -119,6 +123,15 @@ class Poller(Generic[T]):
             await self._empty.wait()
 
     # ----------------------------------------------------------------- the task
+    def _call(self, target: T, callback: Callable[..., None], *args: bool) -> None:
+        """Run one callback; one that raises costs its own target, never the poller or the others."""
+        try:
+            callback(*args)
+        except Exception:
+            log.exception("internal error serving %r; it is closed", target)
+            self.remove(target)
+            target.abort()
+
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Dispatch readiness and deadlines until cancelled; then abort every target left."""
         select, read, write = self._selector.select, selectors.EVENT_READ, selectors.EVENT_WRITE
@@ -133,13 +146,13 @@ class Poller(Generic[T]):
                 for key, events in select(0):
                     target = key.data
                     if target in self._masks:  # an earlier callback of this round may have removed it
-                        target.on_ready(bool(events & read), bool(events & write))
+                        self._call(target, target.on_ready, bool(events & read), bool(events & write))
                 if self._deadlines:
                     now = trio.current_time()
                     for target, when in list(self._deadlines.items()):
                         if when <= now and self._deadlines.get(target) == when:
                             del self._deadlines[target]
-                            target.on_deadline()
+                            self._call(target, target.on_deadline)
         finally:
             self._stopped = True
             self._scope = None

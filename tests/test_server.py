@@ -16,7 +16,8 @@ import trio
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import FrameReader, encode
 from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import TickSettings
+from cellarena.server.match import Match, TickSettings
+from cellarena.server.poller import Poller
 
 TICKS = 30
 # Tests where a seat never answers in time wait out the budget on every tick. They play fewer ticks so
@@ -314,6 +315,78 @@ async def test_a_decoder_bug_costs_only_the_connection_it_reads() -> None:
     _, rival, lobby = await seat_offender(offend, fast=False, tick_rate=30.0)
     assert rival[0]["result"] == "win" and "disconnected" in rival[0]["reason"]
     assert len(lobby.outcomes) == 2
+
+
+async def test_a_handler_bug_costs_only_the_connection_it_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In fast mode the poller's task calls the match's handler: a bug there ends one connection."""
+    make_handler = Match._handler_for
+
+    def handler_for(match: Match, seat: Any) -> Any:
+        handle = make_handler(match, seat)
+
+        def buggy(conn: Any, message: dict[str, Any], arrival: float) -> None:
+            if seat.name == "offender":
+                raise RuntimeError("a bug in the handler")
+            handle(conn, message, arrival)
+
+        return buggy
+
+    monkeypatch.setattr(Match, "_handler_for", handler_for)
+
+    async def offend(c: Client, _lobby: Lobby) -> None:
+        assert (await c.recv())["type"] == "welcome"
+        tick = await c.recv()
+        await c.send(protocol.moves(tick["tick"], [0]))
+        await c.expect_error(protocol.INTERNAL)
+
+    _, rival, lobby = await seat_offender(offend)
+    assert rival[0]["result"] == "win" and "disconnected" in rival[0]["reason"]
+    assert len(lobby.outcomes) == 2
+
+
+async def test_a_poller_callback_that_raises_costs_only_its_own_target() -> None:
+    class Target:
+        def __init__(self, sock: socket.socket, *, broken: bool) -> None:
+            self.sock, self.broken, self.seen, self.aborted = sock, broken, 0, False
+
+        def fileno(self) -> int:
+            return self.sock.fileno()
+
+        def on_ready(self, readable: bool, writable: bool) -> None:
+            self.sock.recv(100)
+            self.seen += 1
+            if self.broken:
+                raise RuntimeError("a bug")
+
+        def on_deadline(self) -> None:
+            raise RuntimeError("another bug")
+
+        def abort(self) -> None:
+            self.aborted = True
+
+    pairs = [socket.socketpair() for _ in range(3)]
+    poller: Poller[Target] = Poller()
+    broken, healthy, late = (Target(pairs[i][0], broken=i == 0) for i in range(3))
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(poller.serve)
+            for target in (broken, healthy, late):
+                poller.add(target)
+            poller.watch(broken, read=True, write=False)
+            poller.watch(healthy, read=True, write=False)
+            poller.set_deadline(late, trio.current_time() + 0.05)
+            for _ in range(3):
+                pairs[0][1].send(b"x")
+                pairs[1][1].send(b"x")
+                await trio.sleep(0.05)
+            assert broken.seen == 1 and broken.aborted  # dropped at its first bug
+            assert healthy.seen == 3 and not healthy.aborted
+            assert late.aborted and poller.targets == {healthy}
+            nursery.cancel_scope.cancel()
+    assert healthy.aborted  # a poller that stops closes what it still holds
+    for a, b in pairs:
+        a.close()
+        b.close()
 
 
 async def test_frame_over_the_limit_is_refused_from_its_header() -> None:
