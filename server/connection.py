@@ -127,6 +127,9 @@ class Connection:
     def fileno(self) -> int:
         return self._fd
 
+    def __repr__(self) -> str:
+        return f"<Connection {self.name} ({self.peer}){' closed' if self.closed else ''}>"
+
     # ----------------------------------------------------------------- called by the poller
     def on_ready(self, readable: bool, writable: bool) -> None:
         try:
