@@ -14,8 +14,10 @@ field maps have it. So each agent:
 2. checks the layout around that geyser, in all eight turns and mirrors, and walks up to look
    closer if part of it is not in sight yet;
 3. if it fits, walks the trap's two fixed paths, leaving wire where the trap needs it, and then
-   stands still. Pulses on the feed wire then push the enemy's flags into the base, usually within
-   60 ticks of the last wire;
+   stands still. It cuts any wire that lies on the paths. The trap only works in step with the
+   pulses on the feed wire, so before it lays the wire that joins the trap to the feed it waits
+   for a pulse to pass a fixed point. The pulses then push the enemy's flags into the base, usually
+   within 60 ticks of the last wire;
 4. if nothing fits (or it gets stuck, or the trap has not worked after a long wait), it plays as
    before: it walks to the wire by the geyser and scribbles wire around it, leaning towards the
    nearest base, so that the tangle fills with signals and the enemy's flags creep out.
@@ -24,7 +26,8 @@ With several agents, only the first builds traps; the others scribble at the oth
 
 It remembers what it has seen with the SDK's `Tracker`, and seeds its dice from the tick, so the same
 views always give the same moves. The trap is fragile: an enemy agent that stands in it or cuts it
-spoils it, and on other layouts (the duel2 map's, for one) the builder seldom wins.
+spoils it, its timing was tuned on the duel and field maps only, and on other layouts (the duel2
+map's, for one) the builder seldom wins.
 
     python example_bots/rezzo/builder.py --port 7777
 """
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import random
+from typing import NamedTuple
 
 from cellarena.sdk import HITTABLE, WIRE, Bot, Cell, MatchInfo, Move, Tracker, View, Viewport, run
 
@@ -98,6 +102,16 @@ TRAP_BLANK = ((1, -3),)
 TRAP_BASE = ((-4, -4), (-5, -5))
 #: Where to look round from when the base is not in sight yet.
 TRAP_LOOK = (-2, -2)
+#: The trap works only if it meets the feed's pulses in step: joined to the feed a tick or two
+#: off, it fills with signals that never push a flag out. Nothing in it carries a signal until the
+#: step SYNC (walk, step) lays the wire that joins it to the feed. So at that step the agent waits
+#: until a pulse is on the feed at PULSE (in sight from there), and lays that wire PULSE_DELAY ticks
+#: later (the delay that wins on duel and field whenever the agent gets there, found with the
+#: engine). It goes on anyway if no pulse shows within SYNC_WAIT ticks.
+SYNC = (1, 2)
+PULSE = (1, 2)
+PULSE_DELAY = 2
+SYNC_WAIT = 40
 #: The eight turns and mirrors, as (x, y) -> (a*x + b*y, c*x + d*y).
 ORIENTATIONS = [(a, b, c, d) for a, b, c, d in ((1, 0, 0, 1), (0, -1, 1, 0), (-1, 0, 0, -1), (0, 1, -1, 0))]
 ORIENTATIONS += [(-a, -b, c, d) for a, b, c, d in ORIENTATIONS]
@@ -107,6 +121,13 @@ STUCK = 40
 PATIENCE = 300
 #: Ticks an agent may spend going to look at a geyser before it gives up on a trap there.
 LOOK = 150
+
+
+class Trap(NamedTuple):
+    """A trap laid out in an agent's frame: its walks of (cell, lay wire?) steps, and its PULSE cell."""
+
+    walks: list[list[tuple[Pos, bool]]]
+    pulse: Pos
 
 
 def place(geyser: Pos, orientation: tuple[int, int, int, int], p: Pos) -> Pos:
@@ -140,12 +161,14 @@ class Agent:
         self.geyser: Pos | None = None
         #: Geysers and bases seen, by kind: they never move, so a scan of each view keeps these up to date.
         self.landmarks: dict[int, dict[Pos, int]] = {Cell.GEYSER: {}, Cell.BASE: {}}
-        #: The trap to build, in this agent's frame: walks of (cell, lay wire?) steps.
-        self.trap: list[list[tuple[Pos, bool]]] | None = None
+        #: The trap to build, in this agent's frame.
+        self.trap: Trap | None = None
         self.trap_geyser: Pos | None = None
         self.walk = 0  # which walk of the trap
         self.step = 0  # the next step of that walk
         self.stuck = 0
+        self.waited = 0  # ticks spent waiting for a pulse at SYNC
+        self.join_at: int | None = None  # the tick to lay the wire at SYNC
         self.done_at: int | None = None
         self.inspected: set[Pos] = set()  # enemy geysers already checked for the trap
         self.looked = 0
@@ -207,14 +230,15 @@ class Agent:
     #: Only one agent of a player builds traps (set by the bot): two would get in each other's way.
     trapper = True
 
-    def fit_trap(self, geyser: Pos) -> tuple[list[list[tuple[Pos, bool]]] | None, Pos | None]:
-        """The trap's walks laid out by this geyser, if the layout around it fits one orientation.
+    def fit_trap(self, geyser: Pos) -> tuple[Trap | None, Pos | None]:
+        """The trap laid out by this geyser, if the layout around it fits one orientation.
 
         Else None, and a place to look from when the layout fits but for a base not seen yet.
         """
         known = self.tracker.known
         ours = self.cells(Cell.GEYSER, mine=True)
         look = None
+        best: tuple[int, Trap] | None = None
         for orientation in ORIENTATIONS:
             at = functools.partial(place, geyser, orientation)
             wire = [known(*at(p)) for p in TRAP_WIRE]
@@ -231,27 +255,34 @@ class Agent:
                 continue
             walks = [[(at(p), lay) for p, lay in walk] for walk in TRAP_WALKS]
             cells = [p for walk in walks for p, _ in walk]
-            if any(Viewport.kind(known(*p) or 0) not in (Cell.BLANK, Cell.AGENT) for p in cells):
+            kinds = [Viewport.kind(known(*p) or 0) for p in cells]
+            if any(k not in (Cell.BLANK, Cell.AGENT, *HITTABLE) for k in kinds):
                 continue
             if any(cheb(p, g) <= 2 for p in cells for g in ours):
                 continue  # it would grow our own flags
-            return walks, None
-        return None, look
+            # Wire someone left on the trap's cells is cut on the way: fewer such cells is better.
+            clutter = sum(k in HITTABLE for k in kinds)
+            if best is None or clutter < best[0]:
+                best = clutter, Trap(walks, at(PULSE))
+        return (best[1], None) if best is not None else (None, look)
 
     def trap_move(self, tick: int) -> int | None:
         """The next move towards building a trap, or None to play as a plain builder."""
         t = self.tracker
         if self.trap is None:
             return self.look_for_trap()
-        if self.walk >= len(self.trap):
+        if self.walk >= len(self.trap.walks):
             self.done_at = tick if self.done_at is None else self.done_at
             return Move.NOOP if tick - self.done_at < PATIENCE else None
         if self.stuck > STUCK:
             return None
-        walk = self.trap[self.walk]
+        walk = self.trap.walks[self.walk]
         if self.step == 0:
-            if t.pos != walk[0][0]:
-                move = t.step_to({walk[0][0]}, limit=SEARCH)
+            start = walk[0][0]
+            if t.pos != start:
+                move = t.step_to({start}, limit=SEARCH)
+                if move is None and t.world(1) == start and Viewport.kind(t.known(*start) or 0) in HITTABLE:
+                    move = Move.HIT  # wire on the start cell: cut it
                 self.stuck = 0 if move is not None else self.stuck + 1
                 return Move.NOOP if move is None else move
             self.step = 1
@@ -264,6 +295,10 @@ class Agent:
         if abs(cell[0] - t.x) + abs(cell[1] - t.y) != 1:
             self.stuck = STUCK + 1  # pushed off the walk: give up
             return None
+        if (self.walk, self.step) == SYNC:
+            move = self.wait_for_pulse(cell, self.trap.pulse, tick)
+            if move is not None:
+                return move
         turn = t.turn_toward(*cell)
         if turn is not None:
             return turn
@@ -274,6 +309,21 @@ class Agent:
         self.stuck += 1
         # Someone else's wire or a flag in the way: cut it. An agent in the way moves on by itself.
         return Move.HIT if Viewport.kind(ahead or 0) in HITTABLE else Move.NOOP
+
+    def wait_for_pulse(self, cell: Pos, pulse: Pos, tick: int) -> int | None:
+        """At SYNC: a move that waits to lay the wire towards ``cell`` in step with the pulses seen at
+        ``pulse``, or None when it is time."""
+        t = self.tracker
+        if self.join_at is None:
+            if self.waited >= SYNC_WAIT:
+                return None
+            if t.known(*pulse) != Cell.ELECTRON or pulse not in t.view_positions():
+                self.waited += 1
+                return Move.NOOP
+            self.join_at = tick + PULSE_DELAY
+        if tick < self.join_at:
+            return t.turn_toward(*cell) or Move.NOOP
+        return None
 
     def look_for_trap(self) -> int | None:
         """Check each enemy geyser for the trap's layout; None once none is left to check."""
