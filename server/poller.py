@@ -94,11 +94,8 @@ class Poller(Generic[T]):
             self._masks[target] = mask
             self._selector.modify(target, mask, target)
 
-    def set_deadline(self, target: T, when: float | None) -> None:
-        """Call ``target.on_deadline()`` once at trio time ``when`` (None: never)."""
-        if when is None:
-            self._deadlines.pop(target, None)
-            return
+    def set_deadline(self, target: T, when: float) -> None:
+        """Call ``target.on_deadline()`` once at trio time ``when``, unless it is removed first."""
         self._deadlines[target] = when
         if self._scope is not None and when < self._scope.deadline:
             self._scope.deadline = when
