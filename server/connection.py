@@ -77,7 +77,7 @@ class Connection:
     def __init__(
         self,
         sock: socket.socket,
-        poller: Poller,
+        poller: Poller[Connection],
         *,
         recv_limit: int = protocol.MAX_CLIENT_FRAME,
         max_backlog: int = DEFAULT_MAX_BACKLOG,
