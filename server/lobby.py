@@ -221,14 +221,11 @@ class Lobby:
         done = trio.Event()
 
         def first(_c: Connection, message: dict[str, Any], arrival: float) -> None:
+            # Called from the poller: a bug here costs this connection alone (`Connection.on_ready`).
             conn.handler = _too_early
             conn.on_close = None
             done.set()
-            try:
-                self._hello(conn, message, arrival)
-            except Exception:  # a bug must cost one connection, not the server
-                log.exception("internal error on connection %s", conn.peer)
-                conn.fail(protocol.INTERNAL, "the server hit an internal error on this connection")
+            self._hello(conn, message, arrival)
 
         conn.handler = first
         conn.on_close = lambda _c: done.set()
