@@ -143,10 +143,10 @@ class Connection:
 
     def on_deadline(self) -> None:
         """The linger time of an error frame ran out: give up on delivering it."""
-        self._lingering = False
-        self._close_socket(self.close_reason)
+        self.abort()
 
     def abort(self) -> None:
+        """Close the socket now, lingering or not."""
         self._lingering = False
         self._close_socket(self.close_reason or "the server stopped")
 
@@ -236,8 +236,7 @@ class Connection:
             self._head_started = False
         # All out: stop asking for writability, and tell whoever waits in flush().
         if self._lingering:
-            self._lingering = False
-            self._close_socket(self.close_reason)
+            self.abort()  # the error frame is out
             return
         self._watch()
         if self._flushed is not None:
