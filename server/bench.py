@@ -106,7 +106,7 @@ async def run_level(
 
         async def measure() -> None:
             # CPU from the first match's start to the last one's end, against every agent-tick played.
-            while lobby._started < 1:
+            while not lobby.matches_started:
                 await trio.sleep(0.005)
             cpu["start"], cpu["wall"] = time.process_time(), time.perf_counter()
 

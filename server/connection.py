@@ -23,8 +23,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -60,8 +59,20 @@ def _receive_buffer() -> tuple[bytearray, memoryview]:
         return _buffers.pair
 
 
-#: Called with (connection, message, arrival time as time.time()) for every message received.
-Handler = Callable[["Connection", dict[str, Any], float], None]
+class Owner(Protocol):
+    """Whoever a connection belongs to right now: a handshake, a waiting room, a seat, a spectator list.
+
+    A connection has exactly one owner at a time, set with `Connection.attach`; only that owner
+    hears its messages and its end. Moving a connection (from the waiting room to a seat, from a
+    lost seat's old socket to its new one) is one `attach`, so who may act on a socket is never in
+    doubt and no callback of a previous owner can fire late.
+    """
+
+    def on_message(self, conn: Connection, message: dict[str, Any], arrival: float) -> None:
+        """A message arrived (``arrival`` is its kernel receive stamp, as time.time())."""
+
+    def on_closed(self, conn: Connection) -> None:
+        """The connection closed, for whatever reason; called once, on the owner of that moment."""
 
 
 class Connection:
@@ -71,7 +82,7 @@ class Connection:
     server closes a connection for cause and the kernel cannot take the error frame at once (a slow
     reader's buffer is full), the socket itself stays open for up to ERROR_LINGER seconds while the
     poller delivers that frame, after any frame already half sent so the stream stays well formed.
-    Reading starts with `resume_reading`.
+    Reading starts with `resume_reading`. Messages go to the connection's one `Owner` (`attach`).
     """
 
     def __init__(
@@ -106,9 +117,7 @@ class Connection:
         self.max_backlog = max_backlog
         self.closed = False
         self.close_reason = ""
-        self.handler: Handler = _ignore
-        #: Called once when the connection closes, for whatever reason.
-        self.on_close: Callable[[Connection], None] | None = None
+        self.owner: Owner = UNOWNED
         # Frames the kernel has not taken yet. The first may be partly sent; whole frames are kept
         # apart so an error frame can always follow on a frame boundary.
         self._backlog: deque[memoryview] = deque()
@@ -119,7 +128,6 @@ class Connection:
         self._reading = False
         self._flushed: trio.Event | None = None
         self._poller = poller
-        self.bytes_sent = 0
         #: time.time() when the last frame was handed to the kernel (or queued, if it could not be).
         self.last_send = 0.0
         poller.add(self)
@@ -130,6 +138,22 @@ class Connection:
     def __repr__(self) -> str:
         return f"<Connection {self.name} ({self.peer}){' closed' if self.closed else ''}>"
 
+    # ----------------------------------------------------------------- ownership
+    def attach(self, owner: Owner) -> bool:
+        """Hand the connection to ``owner``, which from now on alone hears its messages and its end.
+
+        The previous owner is simply forgotten: it let go by handing the connection on. False (and
+        nothing changes) if the connection is already closed, so a new owner never adopts a dead peer.
+        """
+        if self.closed:
+            return False
+        self.owner = owner
+        return True
+
+    def detach(self) -> None:
+        """Belong to nobody: messages are dropped until the next `attach`; a close tells no one."""
+        self.owner = UNOWNED
+
     # ----------------------------------------------------------------- called by the poller
     def on_ready(self, readable: bool, writable: bool) -> None:
         try:
@@ -137,7 +161,7 @@ class Connection:
                 self._flush()
             if readable and self._reading:
                 self.drain()
-        except Exception:  # a bug in a handler must cost this peer its connection, not the server
+        except Exception:  # a bug in an owner must cost this peer its connection, not the server
             log.exception("internal error on connection %s (%s)", self.name, self.peer)
             self.fail(protocol.INTERNAL, "the server hit an internal error on this connection")
 
@@ -209,7 +233,7 @@ class Connection:
             for message in messages:
                 if self.closed:
                     return
-                self.handler(self, message, arrival)
+                self.owner.on_message(self, message, arrival)
             if n < RECV_CHUNK:
                 return  # the kernel held no more than this: skip the call that would say EAGAIN
 
@@ -226,7 +250,6 @@ class Connection:
                 self._lingering = False
                 self.lost(f"send failed: {exc}")
                 return
-            self.bytes_sent += n
             self._backlog_bytes -= n
             if n < len(head):
                 self._backlog[0] = head[n:]
@@ -258,7 +281,6 @@ class Connection:
             except OSError as exc:
                 self.lost(f"send failed: {exc}")
                 return False
-            self.bytes_sent += n
             if n == len(frame):
                 return True
             self._backlog.append(memoryview(frame)[n:])
@@ -279,10 +301,6 @@ class Connection:
 
     def send_message(self, message: dict[str, Any]) -> bool:
         return self.send(protocol.encode(message))
-
-    @property
-    def backlog(self) -> int:
-        return self._backlog_bytes
 
     async def flush(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for queued frames to leave, before a graceful close."""
@@ -327,11 +345,10 @@ class Connection:
             return
         self.closed = True
         self.close_reason = reason
-        self.handler = _ignore
+        owner, self.owner = self.owner, UNOWNED
         if self._flushed is not None:
             self._flushed.set()
-        if self.on_close is not None:
-            self.on_close(self)
+        owner.on_closed(self)
 
     def _close_socket(self, reason: str) -> None:
         self._mark_closed(reason)
@@ -345,8 +362,20 @@ class Connection:
             self.sock.close()
 
 
-def _ignore(_conn: Connection, _message: dict[str, Any], _arrival: float) -> None:
-    """The handler of a connection nobody listens to yet: messages are dropped."""
+class _Unowned:
+    """The owner of a connection that belongs to nobody: its messages are dropped, its end told no one."""
+
+    def on_message(self, conn: Connection, message: dict[str, Any], arrival: float) -> None:
+        pass
+
+    def on_closed(self, conn: Connection) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return "UNOWNED"
+
+
+UNOWNED: Owner = _Unowned()
 
 
 def _arrival_time(ancdata: list[tuple[int, int, bytes]]) -> float:

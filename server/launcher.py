@@ -24,8 +24,9 @@ from typing import IO, Any
 import trio
 
 from cellarena.server.games.base import Engine
-from cellarena.server.lobby import Lobby, LobbyConfig, Refusal
+from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import MatchOutcome, Recorder, TickSettings
+from cellarena.server.seating import Refusal, ReservedSeating
 
 #: Seconds a bot has, from the start of its process, to connect and send hello.
 DEFAULT_CONNECT_TIMEOUT = 15.0
@@ -107,6 +108,7 @@ async def play_match(
     tokens = {secrets.token_hex(12): seat for seat in range(len(bots))}
     by_seat = {seat: token for token, seat in tokens.items()}
     outcomes: list[MatchOutcome] = []
+    seating = ReservedSeating(tokens, [b.name for b in bots], timeout=connect_timeout)
     lobby = Lobby(
         LobbyConfig(
             game,
@@ -116,13 +118,11 @@ async def play_match(
             port=0,
             matches=1,
             seed=seed,
-            tokens=tokens,
-            seat_timeout=connect_timeout,
-            seat_names=[b.name for b in bots],
             recorder=recorder,
             on_result=outcomes.append,
             on_tick=on_tick,
-        )
+        ),
+        seating,
     )
     if lobby.players != len(bots):
         raise ValueError(
@@ -165,13 +165,13 @@ async def play_match(
                         )
                     except OSError as exc:
                         logs[bot.name].write_text(f"cellarena: cannot start {bot.command!r}: {exc}\n")
-                        lobby.seat_gone(seat)
+                        seating.seat_gone(seat)
                         exit_codes[bot.name] = None
                         continue
                     procs[bot.name] = proc
                     assert proc.stdout is not None
                     copiers.start_soon(_copy_log, proc.stdout, logs[bot.name], LOG_LIMIT)
-                    nursery.start_soon(_watch_process, proc, seat, lobby)
+                    nursery.start_soon(_watch_process, proc, seat, seating)
         except BaseException:
             with trio.CancelScope(shield=True):  # interrupted: stop everything at once
                 for name, proc in procs.items():
@@ -185,7 +185,7 @@ async def play_match(
         copiers.cancel_scope.deadline = trio.current_time() + 2.0
     if not outcomes:
         raise MatchFailedError("the match ended without a result (a server error, logged above)")
-    refused = {bots[seat].name: refusal for seat, refusal in sorted(lobby.refusals.items())}
+    refused = {bots[seat].name: refusal for seat, refusal in sorted(seating.refusals.items())}
     return LaunchedMatch(outcomes[0], logs, exit_codes, refused)
 
 
@@ -218,9 +218,9 @@ async def _copy_log(output: trio.abc.ReceiveStream, path: Path, limit: int) -> N
                 log_file.close()
 
 
-async def _watch_process(proc: trio.Process, seat: int, lobby: Lobby) -> None:
+async def _watch_process(proc: trio.Process, seat: int, seating: ReservedSeating) -> None:
     await proc.wait()
-    lobby.seat_gone(seat)  # if it never connected, do not keep the others waiting
+    seating.seat_gone(seat)  # if it never connected, do not keep the others waiting
 
 
 async def _stop(proc: trio.Process, *, patience: float, grace: float = 2.0) -> int | None:

@@ -1,15 +1,18 @@
-"""The TCP listener: handshakes, seating bots into matches, spectators, and running the matches.
+"""The lobby: the listener, every connection's handshake, spectators, and running the matches.
 
 Every connection's handshake runs as a task in the lobby's nursery, and every match runs in it too,
 so one misbehaving client can only ever close its own connection: errors are caught per connection
 and logged, and the accept loop, the other seats and the other matches go on. Once its hello is in,
 a connection has no task of its own: the lobby's `Poller` reads and writes it when its socket is
 ready (see `poller` for why).
+
+Who a connection belongs to is always one owner (`Connection.attach`): its handshake until its
+hello, then a waiting room of the lobby's `Seating` (`seating`: first come, reserved seats, a
+ladder's queue) or the spectators' room, then a match's seat or spectator list.
 """
 
 from __future__ import annotations
 
-import bisect
 import collections
 import contextlib
 import errno
@@ -25,8 +28,10 @@ from cellarena.sdk import protocol
 from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import Engine
-from cellarena.server.match import Match, MatchOutcome, Recorder, TickDriver, TickSettings
+from cellarena.server.match import Match, MatchOutcome, Recorder, TickSettings
 from cellarena.server.poller import Poller
+from cellarena.server.seating import FirstComeSeating, Seating, WaitingRoom
+from cellarena.server.ticking import FixedRateDriver, play_fast
 
 log = logging.getLogger("cellarena.server")
 #: Outcomes an endless server keeps in memory (`on_result` sees every one as it comes).
@@ -35,10 +40,6 @@ KEEP_OUTCOMES = 1000
 MAX_NAME = 64
 #: Connections accepted in one go before the running matches get their turn.
 ACCEPT_BATCH = 16
-#: Fixed-rate matches start their ticks in one of this many evenly spaced phases of the period.
-PHASES = 16
-_BITS = (PHASES - 1).bit_length()
-_SLOT_ORDER = sorted(range(PHASES), key=lambda i: int(f"{i:0{_BITS}b}"[::-1], 2))
 #: Errors from accept() that concern one connection only, not the listener.
 _TRANSIENT_ACCEPT = {
     errno.ECONNABORTED,
@@ -52,7 +53,7 @@ _TRANSIENT_ACCEPT = {
 
 @dataclass
 class LobbyConfig:
-    """What a server runs. ``tokens`` (token -> seat) reserves seats, as `cellarena match` does."""
+    """What a server runs; how it seats bots is its `Seating`, given beside this."""
 
     game: str
     engine_config: dict[str, Any]
@@ -62,11 +63,6 @@ class LobbyConfig:
     matches: int | None = None
     seed: int = 0
     hello_timeout: float = 10.0
-    tokens: dict[str, int] | None = None
-    #: With tokens: how long to wait for every reserved seat before starting without the missing ones.
-    seat_timeout: float | None = None
-    #: With tokens: each reserved seat's name, used in results whatever name its bot says in hello.
-    seat_names: list[str] | None = None
     #: Bytes of unsent frames kept per client before it is dropped as a slow reader.
     max_backlog: int = DEFAULT_MAX_BACKLOG
     #: The kernel's send buffer per client (SO_SNDBUF), or None for the system default.
@@ -77,44 +73,61 @@ class LobbyConfig:
     on_tick: Callable[[Engine], None] | None = None
 
 
-@dataclass(frozen=True)
-class Refusal:
-    """A hello refused from the bot of a reserved seat: the error it was sent, and the game it asked for."""
+class _Handshake:
+    """The owner of a new connection until its hello: the lobby reads the hello right where it
+    arrives (in the poller's task), so bots are seated in the order their hellos arrived."""
 
-    code: str
-    message: str
-    game: Any
+    def __init__(self, lobby: Lobby) -> None:
+        self.lobby = lobby
+        self.done = trio.Event()
+
+    def on_message(self, conn: Connection, message: dict[str, Any], arrival: float) -> None:
+        # Called from the poller: a bug here costs this connection alone (`Connection.on_ready`).
+        self.done.set()
+        conn.detach()
+        self.lobby.hello(conn, message, arrival)
+
+    def on_closed(self, conn: Connection) -> None:
+        self.done.set()
 
 
 class Lobby:
-    """Accepts bots and spectators and runs matches until ``matches`` have finished (or forever)."""
+    """Accepts bots and spectators and runs matches until ``matches`` have finished (or forever).
 
-    def __init__(self, config: LobbyConfig) -> None:
+    ``seating`` decides where bots wait and which play together (default: first come, first seated).
+    """
+
+    def __init__(self, config: LobbyConfig, seating: Seating | None = None) -> None:
         self.config = config
         self.engine_class = get_engine(config.game)
         # Build one engine up front so a bad config fails before anyone connects.
         self.players = self.engine_class.new(config.engine_config, config.seed).players
+        self.seating = seating if seating is not None else FirstComeSeating()
+        self.seating.bind(self)
         self.port: int | None = None
         #: Every match's outcome; a server without a match limit keeps only the latest (it runs for months).
         self.outcomes: collections.deque[MatchOutcome] = collections.deque(
             maxlen=None if config.matches is not None else KEEP_OUTCOMES
         )
-        #: With tokens: reserved seats whose bot's hello was refused, so the launcher can say why.
-        self.refusals: dict[int, Refusal] = {}
-        self._waiting: list[Connection] = []
-        self._reserved: dict[int, Connection] = {}
-        self._spectators: list[Connection] = []
-        self._running: list[Match] = []
+        self.stopping = False
+        self._spectators = WaitingRoom()  # spectators waiting for the next match
+        self._running: dict[Match, trio.CancelScope] = {}
         self._started = 0
-        self._gone: set[int] = set()
         self._all_done = trio.Event()
         #: Every open connection, for its readiness and so that a shutdown can tell each one.
         self._poller: Poller[Connection] | None = None
-        self._match_scopes: dict[Match, trio.CancelScope] = {}
-        self.stopping = False
         self._nursery: trio.Nursery | None = None
-        self._epoch = 0.0  # trio time the phases of fixed-rate matches count from
-        self._driver = TickDriver()  # runs every fixed-rate match's ticks from one task
+        # Runs every fixed-rate match's ticks from one task.
+        self._driver = None if config.settings.fast else FixedRateDriver(config.settings.tick_rate)
+
+    @property
+    def matches_started(self) -> int:
+        return self._started
+
+    @property
+    def running(self) -> list[Match]:
+        """The matches under way, oldest first."""
+        return list(self._running)
 
     # ----------------------------------------------------------------- serving
     async def serve(
@@ -137,25 +150,25 @@ class Lobby:
             self._poller = Poller[Connection]()
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                self._epoch = trio.current_time()
                 await nursery.start(self._poller.serve)
-                if not self.config.settings.fast:
-                    nursery.start_soon(self._driver.serve)
+                if self._driver is not None:
+                    await nursery.start(self._driver.serve)
                 nursery.start_soon(self._accept_loop, listener)
-                if self.config.tokens is not None and self.config.seat_timeout is not None:
-                    nursery.start_soon(self._seat_deadline, self.config.seat_timeout)
+                nursery.start_soon(self.seating.run)
                 task_status.started(self.port)
                 await self._all_done.wait()
+                # Whoever still waits will not be seated: say so while the poller can still send it.
+                for conn in [*self.seating.waiting(), *self._spectators.conns]:
+                    conn.fail(protocol.SHUTDOWN, "this server has played all the matches it will play")
                 nursery.cancel_scope.cancel()
         finally:
             with contextlib.suppress(RuntimeError):
                 trio.lowlevel.notify_closing(listener)
             listener.close()
-            for conn in [*self._waiting, *self._reserved.values(), *self._spectators]:
-                conn.fail(protocol.SHUTDOWN, "the server is stopping")
         return list(self.outcomes)
 
     async def _accept_loop(self, listener: socket.socket) -> None:
+        assert self._nursery is not None
         while True:
             await trio.lowlevel.wait_readable(listener)
             for _ in range(ACCEPT_BATCH):
@@ -179,6 +192,7 @@ class Lobby:
                 await trio.lowlevel.checkpoint()
 
     def _connect(self, sock: socket.socket) -> Connection | None:
+        assert self._poller is not None
         if self.config.send_buffer is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer)
@@ -197,11 +211,10 @@ class Lobby:
         self.stopping = True
         cut = len(self._running)
         playing: set[Connection] = set()
-        for match in list(self._running):
+        for match, scope in list(self._running.items()):
             log.warning("match %d ends without a result: the server is stopping", match.number)
-            self._match_scopes[match].cancel()
-            playing.update(s.conn for s in match.seats if s.conn is not None)
-            playing.update(match.spectators)
+            scope.cancel()
+            playing.update(match.connections())
         poller = self._poller
         if poller is not None:
             for conn in poller.targets:
@@ -212,50 +225,41 @@ class Lobby:
         self._all_done.set()
         return cut
 
+    # ----------------------------------------------------------------- hello
     async def _handshake(self, conn: Connection) -> None:
-        """Wait up to the hello timeout for the connection's hello; the poller serves it after that.
-
-        The hello is checked and the bot seated right where it is read (in the poller's task), so
-        bots are seated in the order their hellos arrived, not in the order tasks happen to wake.
-        """
-        done = trio.Event()
-
-        def first(_c: Connection, message: dict[str, Any], arrival: float) -> None:
-            # Called from the poller: a bug here costs this connection alone (`Connection.on_ready`).
-            conn.handler = _too_early
-            conn.on_close = None
-            done.set()
-            self._hello(conn, message, arrival)
-
-        conn.handler = first
-        conn.on_close = lambda _c: done.set()
+        """Wait up to the hello timeout for the connection's hello; the poller serves it after that."""
+        handshake = _Handshake(self)
+        conn.attach(handshake)
         conn.resume_reading()
         with trio.move_on_after(self.config.hello_timeout):
-            await done.wait()
-        if not done.is_set():
-            conn.on_close = None
+            await handshake.done.wait()
+        if not handshake.done.is_set():
+            conn.detach()
             conn.fail(protocol.TIMEOUT, f"no hello within {self.config.hello_timeout:g} s of connecting")
 
-    def _hello(self, conn: Connection, hello: dict[str, Any], arrival: float) -> None:
+    def hello(self, conn: Connection, hello: dict[str, Any], arrival: float) -> None:
+        """A connection's first message: refuse it, or seat the bot or spectator that sent it."""
         problem = self._check_hello(hello)
+        if problem is None and hello.get("role", "bot") == "bot":
+            problem = self.seating.check(hello)
         if problem is not None:
-            self._note_refusal(conn, hello, *problem)
+            self.seating.refused(conn, hello, *problem)
             conn.fail(*problem)
             return
         conn.joined = arrival
-        self._admit(conn, hello)
-
-    def _note_refusal(self, conn: Connection, hello: dict[str, Any], code: str, message: str) -> None:
-        """Blame a refused hello on its reserved seat when it carried one's token."""
-        tokens, token = self.config.tokens, hello.get("token")
-        if tokens is None or not isinstance(token, str) or token not in tokens:
+        conn.name = hello["name"]
+        if hello.get("role", "bot") == "spectator":
+            if self._running:
+                next(reversed(self._running)).add_spectator(conn)
+            else:
+                self._spectators.add(conn)
             return
-        seat = tokens[token]
-        if seat in self._reserved or self._started:
-            return  # a second connection for a seat that is taken: the seat itself is fine
-        if self.config.seat_names is not None:
-            conn.name = self.config.seat_names[seat]  # the log line then names the bot
-        self.refusals[seat] = Refusal(code, message, hello.get("game"))
+        if self.stopping:
+            conn.fail(protocol.SHUTDOWN, "the server is stopping")
+        elif self._limit_reached():
+            conn.fail(protocol.SHUTDOWN, "this server has started all the matches it will play")
+        else:
+            self.seating.admit(conn, hello)
 
     def _check_hello(self, hello: dict[str, Any]) -> tuple[str, str] | None:
         if hello["type"] != "hello":
@@ -274,73 +278,20 @@ class Lobby:
         role = hello.get("role", "bot")
         if role not in ("bot", "spectator"):
             return protocol.BAD_HELLO, f"'role' must be 'bot' or 'spectator', got {role!r}"
-        if role == "bot" and self.config.tokens is not None:
-            token = hello.get("token")
-            if not isinstance(token, str) or token not in self.config.tokens:
-                return protocol.BAD_HELLO, "this server reserves its seats: send the 'token' you were given"
-            if self.config.tokens[token] in self._reserved:
-                return protocol.BAD_HELLO, "that token's seat is already taken"
         return None
 
-    # ----------------------------------------------------------------- seating
-    def _admit(self, conn: Connection, hello: dict[str, Any]) -> None:
-        conn.name = hello["name"]
-        if hello.get("role", "bot") == "spectator":
-            if self._running:
-                self._running[-1].add_spectator(conn)
-            else:
-                self._spectators.append(conn)
-                conn.handler = _too_early
-                conn.on_close = lambda c: self._spectators.remove(c) if c in self._spectators else None
-            return
-        if self.stopping:
-            conn.fail(protocol.SHUTDOWN, "the server is stopping")
-            return
-        if self._limit_reached():
-            conn.fail(protocol.SHUTDOWN, "this server has started all the matches it will play")
-            return
-        log.info("%s (%s) is waiting for a match", conn.name, conn.peer)
-        if self.config.tokens is not None:
-            self._reserved[self.config.tokens[hello["token"]]] = conn
-            conn.on_close = self._unreserve
-            if len(self._reserved) + len(self._gone - set(self._reserved)) >= self.players:
-                self._start([self._reserved.get(i) for i in range(self.players)])
-            return
-        # In the order the hellos arrived (kernel stamps), whatever order they were read in.
-        bisect.insort(self._waiting, conn, key=lambda c: c.joined)
-        conn.on_close = lambda c: self._waiting.remove(c) if c in self._waiting else None
-        if len(self._waiting) >= self.players:
-            seated, self._waiting = self._waiting[: self.players], self._waiting[self.players :]
-            self._start(seated)
-
-    def _unreserve(self, conn: Connection) -> None:
-        for seat, c in list(self._reserved.items()):
-            if c is conn:
-                del self._reserved[seat]
-
-    async def _seat_deadline(self, timeout: float) -> None:
-        """With reserved seats: start after ``timeout`` even if some bots never connected."""
-        await trio.sleep(timeout)
-        if self._started == 0:
-            missing = [i for i in range(self.players) if i not in self._reserved]
-            log.warning("seats %s did not connect within %g s; they forfeit", missing, timeout)
-            self._start([self._reserved.get(i) for i in range(self.players)])
-
+    # ----------------------------------------------------------------- matches
     def _limit_reached(self) -> bool:
         return self.config.matches is not None and self._started >= self.config.matches
 
-    def _start(self, conns: list[Connection | None]) -> None:
+    def start_match(self, conns: list[Connection | None], names: list[str] | None = None) -> None:
+        """Start a match with ``conns`` in seat order (None: a seat whose bot never came, which
+        forfeits). ``names`` are the seats' names in results; by default, what each bot said."""
+        assert self._nursery is not None
         self._started += 1
         number = self._started
-        for conn in conns:
-            if conn is not None:
-                conn.on_close = None
-        if self.config.tokens is not None:
-            self._reserved = {}
         seed = self.config.seed + number - 1
-        if self.config.seat_names is not None:
-            names = list(self.config.seat_names)
-        else:
+        if names is None:
             names = [c.name if c is not None else f"seat{i}" for i, c in enumerate(conns)]
         try:
             engine = self.engine_class.new(self.config.engine_config, seed)
@@ -360,14 +311,9 @@ class Lobby:
             if self._limit_reached() and not self._running:
                 self._all_done.set()
             return
-        if not self.config.settings.fast:
-            match.phase_origin = self._epoch + self._free_phase()
-            match.driver = self._driver
-        for spectator in self._spectators:
-            spectator.on_close = None
+        for spectator in self._spectators.take():
             match.add_spectator(spectator)
-        self._spectators = []
-        self._running.append(match)
+        self._running[match] = trio.CancelScope()
         log.info("match %d starts: %s", number, ", ".join(names))
         self._nursery.start_soon(self._run_match, match)
 
@@ -381,48 +327,25 @@ class Lobby:
             log.error("match %d: cannot write its replay (%s); it is played unrecorded", number, exc)
             return None
 
-    def _free_phase(self) -> float:
-        """A phase (0 <= phase < period) for a new fixed-rate match: the least used of PHASES slots.
-
-        Matches whose ticks start at the same moment queue behind each other on the one thread, so
-        they are spread over the period. A few slots rather than any phase: the matches of one slot
-        share one wake-up of the tick driver. Ties go to the slot farthest from the used ones (the
-        slots in bit-reversed order: 0, 1/2, 1/4, 3/4, ...).
-        """
-        period = self.config.settings.period
-        counts = [0] * PHASES
-        for m in self._running:
-            if m.phase_origin is not None:
-                counts[round((m.phase_origin - self._epoch) % period / period * PHASES) % PHASES] += 1
-        slot = min(_SLOT_ORDER, key=lambda i: counts[i])
-        return slot * period / PHASES
-
     async def _run_match(self, match: Match) -> None:
         outcome = None
         try:
-            with trio.CancelScope() as self._match_scopes[match]:
-                outcome = await match.run()
+            with self._running[match]:
+                match.open()
+                if self._driver is not None:
+                    await self._driver.play(match)
+                else:
+                    await play_fast(match)
+                outcome = await match.close()
         except Exception:
             # A bug in one match must not stop the others; it is logged loudly and has no result.
             log.exception("match %d failed with an internal error", match.number)
             outcome = None
         finally:
-            self._running.remove(match)
-            del self._match_scopes[match]
+            del self._running[match]
         if outcome is not None:
             self.outcomes.append(outcome)
             if self.config.on_result is not None:
                 self.config.on_result(outcome)
         if self._limit_reached() and not self._running:
             self._all_done.set()
-
-    def seat_gone(self, seat: int) -> None:
-        """A reserved seat's bot will never connect (its process ended): do not wait for it."""
-        self._gone.add(seat)
-        if self._started == 0 and len(self._reserved) + len(self._gone - set(self._reserved)) >= self.players:
-            self._start([self._reserved.get(i) for i in range(self.players)])
-
-
-def _too_early(conn: Connection, message: dict[str, Any], _arrival: float) -> None:
-    """Before a match starts, a bot has nothing to say."""
-    conn.fail(protocol.BAD_MESSAGE, f"{message['type']!r} before the match started; wait for 'welcome'")

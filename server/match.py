@@ -1,23 +1,24 @@
-"""One match: the trio loop that drives an engine at a fixed tick rate (or as fast as the bots allow).
+"""One match: its seats, its spectators, and the two phases of a tick.
 
-Per tick: ask the engine who acts, encode each seat's request once and hand it to the kernel without
-an await per seat, wait until every seat has answered or its own deadline has passed, classify each
-answer, apply, record, and sleep to the next slot of an absolute schedule (so ticks never drift).
+A tick has two phases, and a match knows only those, not when they run (`ticking` decides that):
+`begin_tick` asks the engine who acts, encodes each seat's request once and hands it to the kernel
+without an await per seat; `end_tick`, once every seat has answered or its own deadline has passed,
+classifies each answer, applies them and records them.
 
 Fairness: each seat's deadline is the moment its frame left plus the budget, in wall-clock time, and
 an answer counts by its kernel arrival stamp (see `connection`). At the deadline every seat's socket
 is drained synchronously, so an answer the kernel already holds is never late merely because the
 server had not read it yet.
+
+Ownership: a seat owns its bot's connection for the match and a match's `Spectators` own theirs
+(`Connection.attach`). A seat whose bot comes back on a new connection takes it with `reattach`.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import trio
@@ -43,6 +44,9 @@ class TickSettings:
     #: A seat that misses this many ticks in a row (late or silent) is dropped as hung and forfeits.
     #: None: never (a slow bot just plays no-ops). Tournaments set it so a hung bot cannot slow them.
     max_missed_in_a_row: int | None = None
+    #: Seconds a seat whose connection dropped keeps its seat, playing no-ops counted as late, for its
+    #: bot to come back (`Match.reattach`). 0: a lost connection forfeits at the next tick.
+    reconnect_grace: float = 0.0
 
     @property
     def period(self) -> float:
@@ -61,29 +65,94 @@ class Recorder(Protocol):
     def finish(self, result: Result, extra: dict[str, Any]) -> None: ...
 
 
-@dataclass
+@dataclass(eq=False)
 class Seat:
-    """One player's connection and its accounting for the match."""
+    """One player of a match: the owner of its bot's connection, and its accounting.
+
+    As the connection's owner it takes the bot's answers (`on_message`) and hears when the
+    connection ends (`on_closed`).
+    """
 
     index: int
     name: str
-    conn: Connection | None
+    match: Match = field(repr=False)
+    conn: Connection | None = None
     late: int = 0
     invalid: int = 0
     illegal: int = 0
     forfeit_tick: int | None = None
     missed_in_a_row: int = 0
+    #: trio time the connection was lost, while the seat waits for its bot to come back.
+    lost_at: float | None = None
     # the tick being answered, and what the seat was asked
     tick: int = -1
     request: dict[str, Any] | None = None
     sent_wall: float = 0.0
     answer: Any = None
     arrival: float = 0.0
-    tokens: float = 0.0
+    #: Messages the seat may still send: the flood limit's token bucket.
+    allowance: float = 0.0
 
     @property
     def connected(self) -> bool:
         return self.conn is not None and not self.conn.closed
+
+    def on_message(self, conn: Connection, message: dict[str, Any], arrival: float) -> None:
+        match = self.match
+        self.allowance -= 1
+        if self.allowance < 0:
+            settings = match.settings
+            conn.fail(
+                protocol.FLOOD,
+                f"more than {settings.messages_per_tick:g} messages per tick on average "
+                f"(bursts up to {settings.message_burst:g}); send one answer per tick",
+            )
+            return
+        kind = message["type"]
+        if kind != "moves":
+            if kind == "hello":
+                conn.fail(protocol.BAD_MESSAGE, "hello was already received; send moves")
+            else:
+                conn.fail(protocol.UNKNOWN_TYPE, f"unknown message type {kind!r}; a bot sends 'moves'")
+            return
+        if message.get("tick") != self.tick or self.answer is not None:
+            return  # an old tick's answer, or a second answer: only the first counts
+        self.answer = message.get("moves")
+        self.arrival = arrival
+        match.answer_came()
+
+    def on_closed(self, conn: Connection) -> None:
+        self.lost_at = trio.current_time()
+        # Stop waiting for a seat that can no longer answer this tick.
+        if self.answer is None and self.tick == self.match.engine.tick and self.sent_wall:
+            self.match.answer_came()
+
+
+class Spectators:
+    """The spectators of a match: the owner of their connections, and the frames they are sent."""
+
+    def __init__(self) -> None:
+        self.conns: list[Connection] = []
+
+    def add(self, conn: Connection, welcome: dict[str, Any]) -> None:
+        if conn.attach(self) and conn.send_message(welcome):
+            self.conns.append(conn)
+
+    def broadcast(self, frame: bytes) -> None:
+        self.conns = [c for c in self.conns if c.send(frame)]
+
+    def __bool__(self) -> bool:
+        return bool(self.conns)
+
+    def __iter__(self) -> Any:
+        return iter(self.conns)
+
+    def on_message(self, conn: Connection, message: dict[str, Any], arrival: float) -> None:
+        conn.fail(protocol.UNKNOWN_TYPE, f"spectators send nothing after hello, got {message['type']!r}")
+
+    def on_closed(self, conn: Connection) -> None:
+        if conn in self.conns:
+            self.conns.remove(conn)
 
 
 @dataclass
@@ -118,7 +187,8 @@ class MatchOutcome:
 
 
 class Match:
-    """Runs one engine with its seats and spectators. Create, then `await run()` once."""
+    """One engine with its seats and spectators: `open()`, then ticks (`begin_tick`, `end_tick`) as a
+    driver of `ticking` paces them, then `await close()` once."""
 
     def __init__(
         self,
@@ -133,74 +203,59 @@ class Match:
         self.number = number
         self.engine = engine
         self.settings = settings
-        self.seats = [Seat(i, name, conn) for i, (name, conn) in enumerate(seats)]
-        self.spectators: list[Connection] = []
+        self.seats = [Seat(i, name, self) for i, (name, _) in enumerate(seats)]
+        self.spectators = Spectators()
         self.recorder = recorder
         self.on_tick = on_tick
-        self._answered = trio.Event()
-        self._outstanding = 0
+        #: Set once every seat asked this tick has answered or can no longer answer.
+        self.answered = trio.Event()
+        #: Seats asked this tick that have not answered yet.
+        self.outstanding = 0
         self.late_ticks = 0
         self.behind_ticks = 0
         self.bad_ticks = 0
-        #: Fixed-rate only: when set (a trio time), ticks start at ``phase_origin + k / tick_rate``.
-        #: The lobby spreads its matches' phases over the period, so they do not all wake at once.
-        self.phase_origin: float | None = None
-        #: Fixed-rate only: when set, this shared driver runs the ticks instead of this match's task.
-        self.driver: TickDriver | None = None
-        self._start = 0.0
-        self._n = 0
         self._behind = False
         self._late_before = 0
         self._requests: dict[int, dict[str, Any]] = {}
-        for seat in self.seats:
-            if seat.conn is not None:
-                seat.conn.handler = self._handler_for(seat)
-                seat.conn.on_close = self._closer_for(seat)
+        for seat, (_, conn) in zip(self.seats, seats, strict=True):
+            if conn is not None and conn.attach(seat):
+                seat.conn = conn
 
-    # ----------------------------------------------------------------- messages from seats
-    def _handler_for(self, seat: Seat) -> Callable[[Connection, dict[str, Any], float], None]:
-        def handle(conn: Connection, message: dict[str, Any], arrival: float) -> None:
-            seat.tokens -= 1
-            if seat.tokens < 0:
-                conn.fail(
-                    protocol.FLOOD,
-                    f"more than {self.settings.messages_per_tick:g} messages per tick on average "
-                    f"(bursts up to {self.settings.message_burst:g}); send one answer per tick",
-                )
-                return
-            kind = message["type"]
-            if kind != "moves":
-                if kind == "hello":
-                    conn.fail(protocol.BAD_MESSAGE, "hello was already received; send moves")
-                else:
-                    conn.fail(protocol.UNKNOWN_TYPE, f"unknown message type {kind!r}; a bot sends 'moves'")
-                return
-            if message.get("tick") != seat.tick or seat.answer is not None:
-                return  # an old tick's answer, or a second answer: only the first counts
-            seat.answer = message.get("moves")
-            seat.arrival = arrival
-            self._outstanding -= 1
-            if self._outstanding == 0:
-                self._answered.set()
+    @property
+    def over(self) -> bool:
+        return self.engine.result() is not None or self._decided_by_forfeits()
 
-        return handle
-
-    def _closer_for(self, seat: Seat) -> Callable[[Connection], None]:
-        def closed(_conn: Connection) -> None:
-            # Stop waiting for a seat that can no longer answer.
-            if seat.answer is None and seat.tick == self.engine.tick and seat.sent_wall:
-                self._outstanding -= 1
-                if self._outstanding <= 0:
-                    self._answered.set()
-
-        return closed
-
+    # ----------------------------------------------------------------- connections
     def add_spectator(self, conn: Connection) -> None:
-        conn.handler = _spectator_handler
-        conn.send_message(self._welcome(None))
-        self.spectators.append(conn)
+        self.spectators.add(conn, self._welcome(None))
 
-    # ----------------------------------------------------------------- the loop
+    def reattach(self, index: int, conn: Connection) -> None:
+        """Seat ``index``'s bot is back on ``conn``: the seat owns it from now on, and a connection it
+        still held is let go and closed. The bot gets its welcome again and plays from the next tick;
+        until then its answers count as late. A seat that already forfeited cannot come back."""
+        seat = self.seats[index]
+        if seat.forfeit_tick is not None:
+            raise ValueError(f"seat {index} ({seat.name}) forfeited at tick {seat.forfeit_tick}")
+        old = seat.conn
+        if not conn.attach(seat):
+            return
+        if old is not None and old is not conn:
+            old.detach()  # its end is no longer the seat's business
+            old.close("replaced by the bot's new connection")
+        seat.conn, seat.lost_at = conn, None
+        self._greet(seat)
+        log.info("match %d: %s is back (%s)", self.number, seat.name, conn.peer)
+
+    def _greet(self, seat: Seat) -> None:
+        assert seat.conn is not None
+        seat.conn.send_message(self._welcome(seat.index))
+        seat.allowance = self.settings.message_burst
+        if self.settings.fast:
+            seat.conn.resume_reading()
+        else:
+            # The match drains every seat once at its deadline: no callback runs per message.
+            seat.conn.pause_reading()
+
     def _welcome(self, seat: int | None) -> dict[str, Any]:
         msg: dict[str, Any] = {
             "type": "welcome",
@@ -218,77 +273,55 @@ class Match:
             msg["seat"] = seat
         return msg
 
-    async def run(self) -> MatchOutcome:
-        fixed_rate = not self.settings.fast
+    # ----------------------------------------------------------------- the phases of a tick
+    def open(self) -> None:
+        """Welcome every seat; the first tick may begin."""
         for seat in self.seats:
             if seat.connected:
-                seat.conn.send_message(self._welcome(seat.index))
-                seat.tokens = self.settings.message_burst
-                if fixed_rate:
-                    # The loop drains every seat once at its deadline: no task wakes per message.
-                    seat.conn.pause_reading()
-        start = trio.current_time()
-        if fixed_rate and self.phase_origin is not None:
-            # Start in this match's phase of the schedule (less than a period from now).
-            start = self.phase_origin + math.ceil((start - self.phase_origin) / self.settings.period) * (
-                self.settings.period
-            )
-        self._start, self._n = start, 0
-        if fixed_rate and self.driver is not None:
-            await self.driver.run(self, start)
-        else:
-            if fixed_rate:
-                await trio.sleep_until(start)
-            while (deadline := self._begin_tick()) is not None:
-                if fixed_rate:
-                    await trio.sleep_until(deadline)  # the next tick waits for its slot anyway
-                elif self._outstanding:
-                    with trio.move_on_at(deadline):
-                        await self._answered.wait()
-                next_start = self._end_tick()
-                if fixed_rate:
-                    await trio.sleep_until(next_start)
-                else:
-                    await trio.lowlevel.checkpoint()  # let readers and other matches run
-        return await self._finish()
+                self._greet(seat)
 
-    def _begin_tick(self) -> float | None:
-        """Send every seat its request for the tick; the time to collect the answers at (the last
-        seat's deadline), or None when the match is over."""
-        if self.engine.result() is not None or self._decided_by_forfeits():
+    def answer_came(self) -> None:
+        """One seat asked this tick answered, or can no longer answer."""
+        self.outstanding -= 1
+        if self.outstanding <= 0:
+            self.answered.set()
+
+    def begin_tick(self, *, behind: bool = False) -> float | None:
+        """Send every seat its request for the tick; the trio time to collect the answers at (the last
+        seat's deadline), or None when the match is over. ``behind``: the tick starts late for the
+        server's own sake (its driver says so), which counts against the on-time rate."""
+        if self.over:
             return None
         settings = self.settings
-        fixed_rate = not settings.fast
         now = trio.current_time()
-        behind = fixed_rate and now - (self._start + self._n * settings.period) > settings.period / 4
         self.behind_ticks += behind
         self._behind = behind
         self._late_before = self.late_ticks
         requests = self._requests = self.engine.pending()
         tick = self.engine.tick
         self._broadcast_frame()  # spectators see the world the seats are about to see
-        self._outstanding = 0
-        if not fixed_rate:
-            self._answered = trio.Event()
+        self.outstanding = 0
+        if settings.fast:
+            self.answered = trio.Event()
         budget = settings.budget
         budget_ms = round(budget * 1000)
         burst, refill = settings.message_burst, settings.messages_per_tick
         encode = protocol.encode
         for seat in self.seats:
             seat.tick, seat.answer, seat.sent_wall = tick, None, 0.0
-            seat.tokens = min(burst, seat.tokens + refill)
+            seat.allowance = min(burst, seat.allowance + refill)
             request = seat.request = requests.get(seat.index)
             conn = seat.conn
             if request is None or conn is None or conn.closed:
                 continue
             if conn.send(encode({"type": "tick", "tick": tick, "budget_ms": budget_ms, **request})):
                 seat.sent_wall = conn.last_send
-                self._outstanding += 1
+                self.outstanding += 1
         # Read after the last send, so no seat's deadline comes before its budget has run out.
-        return trio.current_time() + budget if self._outstanding else now
+        return trio.current_time() + budget if self.outstanding else now
 
-    def _end_tick(self) -> float:
-        """Collect the answers, apply them and record; when the next tick starts."""
+    def end_tick(self) -> None:
+        """Collect the answers, apply them and record them."""
         tick = self.engine.tick
         actions = self._collect(self._requests, self.settings.budget)
         self.bad_ticks += self._behind or self.late_ticks > self._late_before
@@ -305,8 +338,6 @@ class Match:
                 self.recorder = None
         if self.on_tick is not None:
             self.on_tick(self.engine)
-        self._n += 1
-        return self._start + self._n * self.settings.period
 
     def _collect(self, requests: dict[int, dict[str, Any]], budget: float) -> dict[int, Any]:
         """Every seat's action for this tick; late, missing and invalid answers become no-ops."""
@@ -315,10 +346,11 @@ class Match:
         for seat in self.seats:
             if seat.index not in requests:
                 continue
-            if seat.connected and seat.answer is None:
-                # Read what the kernel holds now; each answer is judged by its arrival stamp.
-                seat.conn.drain()
-            if not seat.connected and seat.forfeit_tick is None:
+            conn = seat.conn
+            if conn is not None and not conn.closed and seat.answer is None:
+                conn.drain()  # what the kernel holds now; each answer is judged by its arrival stamp
+            connected = conn is not None and not conn.closed
+            if not connected and seat.forfeit_tick is None and not self._may_come_back(seat):
                 seat.forfeit_tick = seat.tick
                 log.info(
                     "match %d: %s disconnected at tick %d and forfeits", self.number, seat.name, seat.tick
@@ -328,8 +360,9 @@ class Match:
                 any_late = any_late or seat.forfeit_tick is None
                 seat.missed_in_a_row += 1
                 limit = self.settings.max_missed_in_a_row
-                if limit is not None and seat.missed_in_a_row >= limit and seat.connected:
-                    seat.conn.fail(
+                hung = limit is not None and seat.missed_in_a_row >= limit
+                if hung and conn is not None and not conn.closed:
+                    conn.fail(
                         protocol.UNRESPONSIVE,
                         f"no answer within the budget for {limit} ticks in a row; this seat forfeits",
                     )
@@ -343,11 +376,18 @@ class Match:
         self.late_ticks += any_late
         return actions
 
+    def _may_come_back(self, seat: Seat) -> bool:
+        """A seat that lost its connection within the reconnect grace keeps its seat for now."""
+        grace = self.settings.reconnect_grace
+        if grace <= 0 or seat.conn is None:  # never connected: nothing to come back to
+            return False
+        lost = seat.lost_at if seat.lost_at is not None else trio.current_time()
+        return trio.current_time() - lost < grace
+
     def _broadcast_frame(self, *, final: bool = False) -> None:
-        if not self.spectators:
-            return
-        frame = protocol.encode({"type": "frame", **self.engine.frame(), "final": final})
-        self.spectators = [c for c in self.spectators if c.send(frame)]
+        if self.spectators:
+            frame = {"type": "frame", **self.engine.frame(), "final": final}
+            self.spectators.broadcast(protocol.encode(frame))
 
     def _decided_by_forfeits(self) -> bool:
         """A match with seats to spare ends once fewer than two seats are still connected."""
@@ -355,7 +395,9 @@ class Match:
             return False
         return sum(1 for s in self.seats if s.forfeit_tick is None) < 2
 
-    async def _finish(self) -> MatchOutcome:
+    # ----------------------------------------------------------------- the end
+    async def close(self) -> MatchOutcome:
+        """Record the result, tell every seat and spectator, let their last frames leave, hang up."""
         result = self._final_result()
         extra = {
             "late": [s.late for s in self.seats],
@@ -371,7 +413,7 @@ class Match:
                 log.error("match %d: its replay lacks the result (%s)", self.number, exc)
         ranks = [result.ranks[s.index] for s in self.seats]
         for seat in self.seats:
-            if not seat.connected:
+            if seat.conn is None or seat.conn.closed:
                 continue
             outcome = (
                 "win"
@@ -410,7 +452,7 @@ class Match:
                     "illegal": 0,
                 }
             )
-        conns = [s.conn for s in self.seats if s.connected] + [c for c in self.spectators if not c.closed]
+        conns = self.connections()
         async with trio.open_nursery() as nursery:
             for conn in conns:
                 nursery.start_soon(conn.flush, 2.0)
@@ -429,6 +471,11 @@ class Match:
             behind_ticks=self.behind_ticks,
             bad_ticks=self.bad_ticks,
         )
+
+    def connections(self) -> list[Connection]:
+        """Every open connection of the match: its seats' and its spectators'."""
+        seated = [s.conn for s in self.seats if s.conn is not None and not s.conn.closed]
+        return seated + [c for c in self.spectators if not c.closed]
 
     def _final_result(self) -> Result:
         """The engine's result, with seats that forfeited ranked below every seat that stayed."""
@@ -455,87 +502,3 @@ class Match:
         else:
             reason = "every seat disconnected"
         return Result(ranks=ranks, winner=winner, reason=reason, ticks=ticks)
-
-
-class TickDriver:
-    """Runs the ticks of many fixed-rate matches from one task.
-
-    A match's tick has two steps that each take no time to wait: send every seat its request, and,
-    at the last seat's deadline, collect the answers and apply them. With a task per match, every
-    step costs a trio sleep and a task switch, which cost more than a small match's tick itself. Here
-    one task sleeps until the earliest step due and runs every step due then, in time order; the
-    match's own task only waits for its match to end. A step that raises ends its match alone: the
-    error is raised in that match's task.
-    """
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, int, _Driven]] = []
-        self._seq = itertools.count()
-        self._wake = trio.Event()
-
-    async def serve(self) -> None:
-        """The driving task; run it in the nursery that runs the matches, and cancel it at the end."""
-        heap = self._heap
-        while True:
-            if heap:
-                with trio.move_on_at(heap[0][0]):
-                    await self._wake.wait()
-            else:
-                await self._wake.wait()
-            if self._wake.is_set():
-                self._wake = trio.Event()
-            now = trio.current_time()
-            while heap and heap[0][0] <= now:
-                _, _, driven = heapq.heappop(heap)
-                self._step(driven)
-                now = trio.current_time()
-
-    def _push(self, when: float, driven: _Driven) -> None:
-        earliest = self._heap[0][0] if self._heap else math.inf
-        heapq.heappush(self._heap, (when, next(self._seq), driven))
-        if when < earliest:
-            self._wake.set()
-
-    def _step(self, driven: _Driven) -> None:
-        if driven.done.is_set():
-            return  # its task was cancelled
-        match = driven.match
-        try:
-            if driven.collecting:
-                driven.collecting = False
-                self._push(match._end_tick(), driven)
-            else:
-                deadline = match._begin_tick()
-                if deadline is None:
-                    driven.done.set()
-                    return
-                driven.collecting = True
-                self._push(deadline, driven)
-        except Exception as exc:
-            driven.error = exc
-            driven.done.set()
-
-    async def run(self, match: Match, start: float) -> None:
-        """Run ``match``'s ticks from ``start`` until it is over (called by `Match.run`)."""
-        driven = _Driven(match)
-        self._push(start, driven)
-        try:
-            await driven.done.wait()
-        finally:
-            driven.done.set()  # if cancelled, the driver drops it
-        if driven.error is not None:
-            raise driven.error
-
-
-class _Driven:
-    __slots__ = ("collecting", "done", "error", "match")
-
-    def __init__(self, match: Match) -> None:
-        self.match = match
-        self.collecting = False
-        self.done = trio.Event()
-        self.error: Exception | None = None
-
-
-def _spectator_handler(conn: Connection, message: dict[str, Any], _arrival: float) -> None:
-    conn.fail(protocol.UNKNOWN_TYPE, f"spectators send nothing after hello, got {message['type']!r}")

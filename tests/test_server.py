@@ -18,8 +18,10 @@ import trio
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import FrameReader, encode
 from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import Match, TickSettings
+from cellarena.server.match import Seat, TickSettings
 from cellarena.server.poller import Poller
+from cellarena.server.seating import ReservedSeating
+from cellarena.server.ticking import PHASES, FixedRateDriver
 
 TICKS = 30
 # Tests where a seat never answers in time wait out the budget on every tick. They play fewer ticks so
@@ -102,6 +104,7 @@ async def start(
     ticks: int = TICKS,
     budget_ms: float | None = None,
     fast: bool = False,
+    seating: Any = None,
     **kw: Any,
 ) -> Lobby:
     """A lobby on a free port, fixed-rate by default so that a good match outlasts the offence."""
@@ -114,7 +117,7 @@ async def start(
         matches=matches,
         **kw,
     )
-    lobby = Lobby(config)
+    lobby = Lobby(config, seating)
     await nursery.start(lobby.serve)
     return lobby
 
@@ -133,7 +136,7 @@ async def good_match(lobby: Lobby, results: list[dict[str, Any]], started: trio.
         n.start_soon(play, b)
         if started is not None:
             # Started, not running: a fast match may already be over by the time this looks.
-            while not lobby._started:
+            while not lobby.matches_started:
                 await trio.sleep(0.005)
             started.set()
 
@@ -177,7 +180,7 @@ async def test_bots_are_seated_in_the_order_their_hellos_arrived() -> None:
         lobby = await start(nursery, fast=True)
         early, late = await Client.connect(lobby.port), await Client.connect(lobby.port)
         await late.hello("second-to-connect")  # connected last, said hello first
-        while not lobby._waiting:
+        while not lobby.seating.waiting():
             await trio.sleep(0.005)
         await early.hello("first-to-connect")
         for client in (early, late):
@@ -200,17 +203,17 @@ async def test_a_connection_costs_no_task_once_its_hello_is_in() -> None:
             lobby = await start(nursery, matches=None)
             first = await Client.connect(lobby.port)
             await first.hello("watcher-0", role="spectator")
-            while not lobby._spectators:
+            while not lobby._spectators.conns:
                 await trio.sleep(0.005)
             await trio.sleep(0.05)
             before = _task_count()
             clients = [await Client.connect(lobby.port) for _ in range(40)]
             for i, client in enumerate(clients, 1):
                 await client.hello(f"watcher-{i}", role="spectator")
-            while len(lobby._spectators) < 41 or _task_count() > before:
+            while len(lobby._spectators.conns) < 41 or _task_count() > before:
                 await trio.sleep(0.005)  # each handshake task ends once its hello is in
             assert _task_count() == before
-            assert all(not c.closed for c in lobby._spectators)
+            assert all(not c.closed for c in lobby._spectators.conns)
             nursery.cancel_scope.cancel()
 
 
@@ -321,7 +324,7 @@ async def test_a_decoder_bug_costs_only_the_connection_it_reads() -> None:
     async def offend(c: Client, lobby: Lobby) -> None:
         assert (await c.recv())["type"] == "welcome"
         tick = await c.recv()
-        seat = next(s for m in lobby._running for s in m.seats if s.name == "offender")
+        seat = next(s for m in lobby.running for s in m.seats if s.name == "offender")
         seat.conn.frames = _BrokenReader()
         await c.send(protocol.moves(tick["tick"], [0]))
         await c.expect_error(protocol.INTERNAL)
@@ -333,19 +336,14 @@ async def test_a_decoder_bug_costs_only_the_connection_it_reads() -> None:
 
 async def test_a_handler_bug_costs_only_the_connection_it_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     """In fast mode the poller's task calls the match's handler: a bug there ends one connection."""
-    make_handler = Match._handler_for
+    on_message = Seat.on_message
 
-    def handler_for(match: Match, seat: Any) -> Any:
-        handle = make_handler(match, seat)
+    def buggy(seat: Seat, conn: Any, message: dict[str, Any], arrival: float) -> None:
+        if seat.name == "offender":
+            raise RuntimeError("a bug in the handler")
+        on_message(seat, conn, message, arrival)
 
-        def buggy(conn: Any, message: dict[str, Any], arrival: float) -> None:
-            if seat.name == "offender":
-                raise RuntimeError("a bug in the handler")
-            handle(conn, message, arrival)
-
-        return buggy
-
-    monkeypatch.setattr(Match, "_handler_for", handler_for)
+    monkeypatch.setattr(Seat, "on_message", buggy)
 
     async def offend(c: Client, _lobby: Lobby) -> None:
         assert (await c.recv())["type"] == "welcome"
@@ -496,7 +494,7 @@ async def test_two_hundred_connects_and_disconnects() -> None:
         results.clear()
         await good_match(lobby, results)
         assert_no_tick_lost(results)
-        assert lobby._waiting == [] and lobby._spectators == []
+        assert lobby.seating.waiting() == [] and lobby._spectators.conns == []
 
 
 # ------------------------------------------------------------------------------------ bad seats
@@ -681,26 +679,17 @@ async def test_a_match_that_fails_mid_tick_ends_alone_and_the_others_play_on() -
         lobby = await start(nursery, matches=2, on_tick=on_tick)
         async with trio.open_nursery() as both:
             both.start_soon(doomed, lobby.port)
-            while not lobby._running:
+            while not lobby.running:
                 await trio.sleep(0.005)
-            engines.append(lobby._running[0].engine)  # the doomed match's
+            engines.append(lobby.running[0].engine)  # the doomed match's
             both.start_soon(good_match, lobby, results)
     assert_no_tick_lost(results)
     assert len(lobby.outcomes) == 1  # the failed match has no result
 
 
 def test_new_fixed_rate_matches_take_the_least_used_phase_slots() -> None:
-    from types import SimpleNamespace
-
-    from cellarena.server.lobby import PHASES
-
-    lobby = Lobby(LobbyConfig("rezzo", {"map": "duel", "max_ticks": 5}, TickSettings(tick_rate=10.0)))
-    period = 0.1
-    slots = []
-    for _ in range(2 * PHASES):
-        origin = lobby._epoch + lobby._free_phase()
-        lobby._running.append(SimpleNamespace(phase_origin=origin))  # type: ignore[arg-type]
-        slots.append(round(origin / period * PHASES))
+    driver = FixedRateDriver(tick_rate=10.0)
+    slots = [driver.take_slot() for _ in range(2 * PHASES)]
     assert slots[:4] == [0, PHASES // 2, PHASES // 4, 3 * PHASES // 4]  # each in the widest gap
     assert sorted(slots[:PHASES]) == list(range(PHASES))
     assert sorted(slots[PHASES:]) == list(range(PHASES))
@@ -710,32 +699,32 @@ def test_new_fixed_rate_matches_take_the_least_used_phase_slots() -> None:
 @pytest.mark.parametrize("token", [["a", "list"], {"a": 1}, 7, None])
 async def test_a_token_of_the_wrong_type_is_a_bad_hello(token: Any) -> None:
     async with trio.open_nursery() as nursery:
-        lobby = await start(nursery, tokens={"t0": 0, "t1": 1}, seat_names=["a", "b"])
+        lobby = await start(nursery, seating=ReservedSeating({"t0": 0, "t1": 1}, ["a", "b"]))
         c = await Client.connect(lobby.port)
         await c.send({**protocol.hello("x", "rezzo"), "token": token})
         msg = await c.expect_error(protocol.BAD_HELLO)
         assert "token" in msg["message"]
-        assert lobby.refusals == {}  # no seat to blame
+        assert lobby.seating.refusals == {}  # no seat to blame
         nursery.cancel_scope.cancel()
 
 
 async def test_a_seated_bot_refused_at_hello_is_named() -> None:
     async with trio.open_nursery() as nursery:
-        lobby = await start(nursery, tokens={"t0": 0, "t1": 1}, seat_names=["a", "b"])
+        lobby = await start(nursery, seating=ReservedSeating({"t0": 0, "t1": 1}, ["a", "b"]))
         c = await Client.connect(lobby.port)
         await c.send({**protocol.hello("x", "cata"), "token": "t1"})
         await c.expect_error(protocol.BAD_HELLO)
-        refusal = lobby.refusals[1]
+        refusal = lobby.seating.refusals[1]
         assert refusal.code == protocol.BAD_HELLO and refusal.game == "cata"
         assert "plays 'rezzo', not 'cata'" in refusal.message
         # A second connection for a seat already taken is refused, but the seat is not to blame.
         first, second = await Client.connect(lobby.port), await Client.connect(lobby.port)
         await first.send({**protocol.hello("y", "rezzo"), "token": "t0"})
-        while 0 not in lobby._reserved:
+        while 0 not in lobby.seating.seated:
             await trio.sleep(0.01)
         await second.send({**protocol.hello("y", "rezzo"), "token": "t0"})
         await second.expect_error(protocol.BAD_HELLO)
-        assert 0 not in lobby.refusals
+        assert 0 not in lobby.seating.refusals
         nursery.cancel_scope.cancel()
 
 
@@ -831,11 +820,11 @@ async def test_shutdown_ends_running_matches_without_a_result_and_tells_everyone
             a, b, spectator, waiting = [await Client.connect(lobby.port) for _ in range(4)]
             await a.hello("a")
             await b.hello("b")
-            while not lobby._running:
+            while not lobby.running:
                 await trio.sleep(0.01)
             await spectator.hello("watcher", role="spectator")
             await waiting.hello("waiting")
-            while len(lobby._waiting) < 1:
+            while len(lobby.seating.waiting()) < 1:
                 await trio.sleep(0.01)
             for client in (a, b):  # a few ticks under way (the answers do not matter here)
                 assert (await client.recv())["type"] == "welcome"
@@ -843,4 +832,4 @@ async def test_shutdown_ends_running_matches_without_a_result_and_tells_everyone
             ends = [await until_error(c) for c in (a, b, spectator, waiting)]
     assert [e["type"] for e in ends] == ["error"] * 4 and {e["code"] for e in ends} == {protocol.SHUTDOWN}
     assert [e["message"].endswith("without a result") for e in ends] == [True, True, True, False]
-    assert list(lobby.outcomes) == [] and not lobby._running
+    assert list(lobby.outcomes) == [] and not lobby.running

@@ -1,0 +1,206 @@
+"""How a lobby seats bots into matches: one small class per way of seating, over the lobby's core.
+
+The lobby (`lobby`) accepts connections, reads each hello and checks what every server checks
+(protocol version, name, game, role); then it hands each bot to its `Seating`, which decides where
+the bot waits and when a match starts. Two modes exist today:
+
+- `FirstComeSeating` (`cellarena serve`): whoever says hello plays, in the order the hellos
+  arrived, as soon as there are enough bots for a match.
+- `ReservedSeating` (`cellarena match` and tournaments, which launch the bots themselves): each
+  seat has a secret token; a bot sits in the seat its token names, and the match starts when every
+  seat is taken, or when the bots missing have ended or run out of time.
+
+A ladder's matchmaking queue is a third mode over the same core: it admits bots, keeps them in a
+`WaitingRoom`, and calls `Lobby.start_match` with the bots it pairs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from cellarena.sdk import protocol
+from cellarena.server.connection import Connection
+
+if TYPE_CHECKING:
+    from cellarena.server.lobby import Lobby
+
+log = logging.getLogger("cellarena.server")
+
+
+class WaitingRoom:
+    """Connections waiting for a match. Their owner until a match takes them: before it starts a
+    bot has nothing to say, and one that leaves is no longer waited for."""
+
+    def __init__(self, on_leave: Callable[[Connection], None] | None = None) -> None:
+        self.conns: list[Connection] = []
+        self._on_leave = on_leave
+
+    def add(self, conn: Connection, *, order: Callable[[Connection], float] | None = None) -> bool:
+        """Take ``conn`` (in ``order`` if given, else last); False if it had closed meanwhile."""
+        if not conn.attach(self):
+            return False
+        if order is None:
+            self.conns.append(conn)
+        else:
+            bisect.insort(self.conns, conn, key=order)
+        return True
+
+    def take(self, count: int | None = None) -> list[Connection]:
+        """The first ``count`` connections (all if None), out of the room; they stay its to own until
+        a match attaches them, so one that closes in between is still noticed."""
+        taken, self.conns = self.conns[:count], self.conns[len(self.conns) if count is None else count :]
+        return taken
+
+    def __len__(self) -> int:
+        return len(self.conns)
+
+    def on_message(self, conn: Connection, message: dict[str, Any], arrival: float) -> None:
+        conn.fail(protocol.BAD_MESSAGE, f"{message['type']!r} before the match started; wait for 'welcome'")
+
+    def on_closed(self, conn: Connection) -> None:
+        if conn in self.conns:
+            self.conns.remove(conn)
+        if self._on_leave is not None:
+            self._on_leave(conn)
+
+
+class Seating:
+    """A way of seating bots. The lobby calls `bind` once, then `check` and `admit` per bot hello."""
+
+    lobby: Lobby
+
+    def bind(self, lobby: Lobby) -> None:
+        """Join ``lobby``; called once, before it serves."""
+        self.lobby = lobby
+
+    def check(self, hello: dict[str, Any]) -> tuple[str, str] | None:
+        """What this mode refuses in a bot's hello that the lobby accepted: (code, message), or None."""
+        return None
+
+    def refused(self, conn: Connection, hello: dict[str, Any], code: str, message: str) -> None:
+        """A bot's hello was refused with ``code``: note it where the mode cares (the lobby fails it)."""
+
+    def admit(self, conn: Connection, hello: dict[str, Any]) -> None:
+        """Take a bot whose hello was accepted: make it wait, or start a match with it."""
+        raise NotImplementedError
+
+    def waiting(self) -> list[Connection]:
+        """The bots waiting for a match now."""
+        return []
+
+    async def run(self) -> None:
+        """A background task of the mode, in the lobby's nursery (default: none needed)."""
+
+
+class FirstComeSeating(Seating):
+    """Bots play in the order their hellos arrived (kernel stamps, whatever order they were read in),
+    a match as soon as enough of them wait."""
+
+    def __init__(self) -> None:
+        self.room = WaitingRoom()
+
+    def admit(self, conn: Connection, hello: dict[str, Any]) -> None:
+        log.info("%s (%s) is waiting for a match", conn.name, conn.peer)
+        if not self.room.add(conn, order=lambda c: c.joined):
+            return
+        players = self.lobby.players
+        if len(self.room) >= players:
+            self.lobby.start_match(self.room.take(players))
+
+    def waiting(self) -> list[Connection]:
+        return list(self.room.conns)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A hello refused from the bot of a reserved seat: the error it was sent, and the game it asked for."""
+
+    code: str
+    message: str
+    game: Any
+
+
+class ReservedSeating(Seating):
+    """One match whose seats are reserved by secret tokens (token -> seat), for bots we launched.
+
+    ``names`` are the seats' names in results, whatever name each bot says in its hello. With a
+    ``timeout`` the match starts that many seconds after the lobby opens even if some bots never
+    connected (they forfeit); `seat_gone` says a seat's bot will never come (its process ended).
+    """
+
+    def __init__(self, tokens: dict[str, int], names: list[str], *, timeout: float | None = None) -> None:
+        self.tokens = tokens
+        self.names = names
+        self.timeout = timeout
+        #: Reserved seats whose bot's hello was refused, so the launcher can say why.
+        self.refusals: dict[int, Refusal] = {}
+        self.seated: dict[int, Connection] = {}
+        self._gone: set[int] = set()
+        self._room = WaitingRoom(on_leave=self._unseat)
+
+    def check(self, hello: dict[str, Any]) -> tuple[str, str] | None:
+        if hello.get("role", "bot") != "bot":
+            return None
+        token = hello.get("token")
+        if not isinstance(token, str) or token not in self.tokens:
+            return protocol.BAD_HELLO, "this server reserves its seats: send the 'token' you were given"
+        if self.tokens[token] in self.seated:
+            return protocol.BAD_HELLO, "that token's seat is already taken"
+        return None
+
+    def refused(self, conn: Connection, hello: dict[str, Any], code: str, message: str) -> None:
+        """Blame a refused hello on its reserved seat when it carried one's token."""
+        token = hello.get("token")
+        if not isinstance(token, str) or token not in self.tokens:
+            return
+        seat = self.tokens[token]
+        if seat in self.seated or self.lobby.matches_started:
+            return  # a second connection for a seat that is taken: the seat itself is fine
+        conn.name = self.names[seat]  # the log line then names the bot
+        self.refusals[seat] = Refusal(code, message, hello.get("game"))
+
+    def admit(self, conn: Connection, hello: dict[str, Any]) -> None:
+        log.info("%s (%s) is waiting for a match", conn.name, conn.peer)
+        if self._room.add(conn):
+            self.seated[self.tokens[hello["token"]]] = conn
+            self._start_if_ready()
+
+    def waiting(self) -> list[Connection]:
+        return list(self.seated.values())
+
+    def seat_gone(self, seat: int) -> None:
+        """Seat ``seat``'s bot will never connect (its process ended): do not wait for it."""
+        self._gone.add(seat)
+        self._start_if_ready()
+
+    async def run(self) -> None:
+        """With a timeout: start after it even if some bots never connected."""
+        if self.timeout is None:
+            return
+        await trio.sleep(self.timeout)
+        if not self.lobby.matches_started:
+            missing = [i for i in range(self.lobby.players) if i not in self.seated]
+            log.warning("seats %s did not connect within %g s; they forfeit", missing, self.timeout)
+            self._start()
+
+    def _unseat(self, conn: Connection) -> None:
+        for seat, c in list(self.seated.items()):
+            if c is conn:
+                del self.seated[seat]
+
+    def _start_if_ready(self) -> None:
+        accounted = len(self.seated) + len(self._gone - set(self.seated))
+        if not self.lobby.matches_started and accounted >= self.lobby.players:
+            self._start()
+
+    def _start(self) -> None:
+        conns = [self.seated.get(i) for i in range(self.lobby.players)]
+        self._room.take()
+        self.seated = {}
+        self.lobby.start_match(conns, list(self.names))
