@@ -157,9 +157,6 @@ class Lobby:
                 nursery.start_soon(self.seating.run)
                 task_status.started(self.port)
                 await self._all_done.wait()
-                # Whoever still waits will not be seated: say so while the poller can still send it.
-                for conn in [*self.seating.waiting(), *self._spectators.conns]:
-                    conn.fail(protocol.SHUTDOWN, "this server has played all the matches it will play")
                 nursery.cancel_scope.cancel()
         finally:
             with contextlib.suppress(RuntimeError):
