@@ -153,8 +153,8 @@ class RezzoEngine:
             text, source = read_map(cfg.map)
             cfg = replace(cfg, map_text=text)
         else:
-            source = f"<map {cfg.map}>"
-        m = parse_map(cfg.map_text, source)
+            text, source = cfg.map_text, f"<map {cfg.map}>"
+        m = parse_map(text, source)
         agents = [(a.player, a.x, a.y, int(a.facing)) for a in m.agents]
         engine = cls.from_board(
             m.cells,
