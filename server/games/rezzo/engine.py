@@ -223,9 +223,6 @@ class RezzoEngine:
     def agents(self) -> list[Agent]:
         return [Agent(a.player, a.index, a.x, a.y, a.facing, a.alive) for a in self._agents]
 
-    def alive_players(self) -> set[int]:
-        return set(self._alive_players)
-
     def result(self) -> Result | None:
         return self._result
 
