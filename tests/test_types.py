@@ -19,7 +19,8 @@ def mypy_errors() -> list[MypyError]:
 
 def test_no_new_mypy_errors_and_no_stale_baseline_entries(mypy_errors: list[MypyError]) -> None:
     result = compare(mypy_errors, typecheck.read_baseline())
-    assert not (result.new or result.gone), result.report()
+    if result.new or result.gone:
+        pytest.fail(result.report(), pytrace=False)
 
 
 def test_every_cellarena_import_resolves_to_the_checkout(mypy_errors: list[MypyError]) -> None:

@@ -112,10 +112,10 @@ def run_mypy() -> list[MypyError]:
         match = _ERROR.match(line)
         if match is None:
             continue  # notes, which belong to the error above them
-        path = Path(match["path"])
+        parts = Path(match["path"]).parts  # cellarena/server/match.py is the checkout's server/match.py
         errors.append(
             MypyError(
-                path=path.relative_to("cellarena").as_posix(),
+                path=Path(*parts[1:]).as_posix() if parts[0] == "cellarena" else match["path"],
                 line=int(match["line"]),
                 code=match["code"],
                 message=match["message"],
