@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -72,12 +71,3 @@ def schedule(
                     key = match_key(r, map_, order)
                     out.append(Scheduled(len(out), r, map_, order, match_seed(seed, key)))
     return out
-
-
-def seat_counts(matches: Sequence[Scheduled]) -> dict[str, Counter[int]]:
-    """How often each bot sits in each seat: equal per bot when the schedule is balanced."""
-    counts: dict[str, Counter[int]] = {}
-    for m in matches:
-        for seat, bot in enumerate(m.bots):
-            counts.setdefault(bot, Counter())[seat] += 1
-    return counts

@@ -280,12 +280,6 @@ class Store:
     def finished_keys(self) -> set[str]:
         return {k for (k,) in self._db.execute("SELECT key FROM matches")}
 
-    def matches_played(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM matches").fetchone()[0]
-
-    def replays(self) -> set[str]:
-        return {r for (r,) in self._db.execute("SELECT replay FROM matches WHERE replay IS NOT NULL")}
-
     def standings(self, bots: Sequence[str]) -> list[Standing]:
         """Every bot in ``bots``, best first: by rating, then fewer late moves, fewer crashes, name."""
         db = self._db

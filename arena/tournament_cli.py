@@ -18,7 +18,7 @@ from cellarena.server.games import ConfigError
 def _maps(cli: GameCli, value: str | None) -> list[str | None]:
     if value is None:
         return list(cli.default_maps) or [None]
-    names = [m.strip() for m in value.split(",") if m.strip()]
+    names: list[str | None] = [m.strip() for m in value.split(",") if m.strip()]
     if not names:
         raise click.BadParameter("give at least one map, e.g. --maps duel,field", param_hint="--maps")
     if len(set(names)) != len(names):

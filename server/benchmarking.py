@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import click
 
 from cellarena.server.cli_params import FiniteFloatRange
+
+#: A click command's callback, which an option decorator hands back unchanged.
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: A batch grows until it takes this long, so the timer's own cost is negligible against it.
 MIN_BATCH_S = 0.02
@@ -53,12 +57,12 @@ def _parse_sizes(_ctx: click.Context, _param: click.Parameter, value: str) -> li
     return sizes
 
 
-def sizes_option(default: str, help: str = "Comma-separated board sizes (square).") -> Callable:
+def sizes_option(default: str, help: str = "Comma-separated board sizes (square).") -> Callable[[F], F]:
     """``--sizes 64,256``: the square board sizes to time, as a list of ints."""
     return click.option("--sizes", default=default, show_default=True, callback=_parse_sizes, help=help)
 
 
-def seconds_option(help: str = "Timing budget per size and contender.") -> Callable:
+def seconds_option(help: str = "Timing budget per size and contender.") -> Callable[[F], F]:
     """``--seconds``: how long each contender is timed."""
     return click.option(
         "--seconds", default=1.0, show_default=True, type=FiniteFloatRange(0.05, 60), help=help

@@ -156,7 +156,7 @@ class _Checker:
 class _Source:
     """Exact-size reads from the file or its gzip stream, noting whether a gzip stream was cut off."""
 
-    def __init__(self, f: IO[bytes], path: str) -> None:
+    def __init__(self, f: io.BufferedIOBase, path: str) -> None:
         self.f, self.path = f, path
         self.gzip_cut = False
 
@@ -311,7 +311,7 @@ def _check_result(c: _Checker) -> dict[str, Any]:
     return c.record
 
 
-def _open_data(raw: io.BufferedReader) -> IO[bytes]:
+def _open_data(raw: io.BufferedReader) -> io.BufferedIOBase:
     """The file itself, or a decompressing reader if it starts with the gzip magic."""
     # peek, not read and seek: a pipe or FIFO cannot seek.
     if raw.peek(len(GZIP_MAGIC))[: len(GZIP_MAGIC)] == GZIP_MAGIC:
@@ -374,7 +374,7 @@ def _package_version() -> str:
 
 def _effective_config(engine: Engine) -> dict[str, Any]:
     """The options the engine really runs with, map text included, so the replay is self-contained."""
-    config = getattr(engine, "config", None)
+    config: Any = getattr(engine, "config", None)
     if hasattr(config, "to_mapping"):
         return dict(config.to_mapping())
     if isinstance(config, Mapping):

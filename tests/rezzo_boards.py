@@ -121,11 +121,6 @@ def cells_of(picture: str) -> np.ndarray:
     return parse_board(picture).cells
 
 
-def damage_of(picture: str) -> np.ndarray:
-    """Just the damage of a picture."""
-    return parse_board(picture).damage
-
-
 def agent_at(engine: RezzoEngine, player: int, index: int) -> Any:
     """The engine's agent object for (player, index)."""
     for agent in engine.agents():

@@ -6,19 +6,30 @@ import itertools
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from cellarena.arena import ratings
 from cellarena.arena.discovery import DiscoveryError, discover
-from cellarena.arena.schedule import schedule, seat_counts
+from cellarena.arena.schedule import Scheduled, schedule
 from cellarena.arena.store import MatchRecord, SeatRecord, Store, StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 # ------------------------------------------------------------------------------------ schedule
+def seat_counts(matches: Sequence[Scheduled]) -> dict[str, Counter[int]]:
+    """How often each bot sits in each seat: equal per bot when the schedule is balanced."""
+    counts: dict[str, Counter[int]] = {}
+    for m in matches:
+        for seat, bot in enumerate(m.bots):
+            counts.setdefault(bot, Counter())[seat] += 1
+    return counts
+
+
 def test_two_player_schedule_every_pair_both_orders_every_map_every_round() -> None:
     bots = ["a", "b", "c", "d"]
     matches = schedule(bots, [("duel", 2), ("field", 2)], rounds=3, seed=0)

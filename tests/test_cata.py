@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from bot_files import example_bot, load_example_bot
 from cata_reference import reference_react, reference_step
+from cellarena_cli import cellarena, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,12 +38,8 @@ from cellarena.sdk.games.cata import (
 from cellarena.server.games.base import ConfigError
 from cellarena.server.games.cata.engine import CataEngine
 
-ROOT = Path(__file__).resolve().parents[1]
-BOTS = ROOT / "example_bots" / "cata"
-sys.path.insert(0, str(BOTS))
-
-from lookahead import Lookahead  # noqa: E402
-from random_legal import RandomLegal  # noqa: E402
+Lookahead = load_example_bot("cata", "lookahead").Lookahead
+RandomLegal = load_example_bot("cata", "random_legal").RandomLegal
 
 Q = 1024  # cells per health point on the default 64x64 board
 
@@ -478,20 +473,16 @@ def test_the_lookahead_bot_beats_the_random_bot() -> None:
 
 
 def test_a_real_match_between_the_example_bots() -> None:
-    cmd = [
-        sys.executable,
-        "-c",
-        "from cellarena.arena.cli import main; main()",
+    out = cellarena(
         "match",
         "cata",
         "--bot",
-        f"look={sys.executable} {BOTS / 'lookahead.py'}",
+        f"look={example_bot('cata', 'lookahead')}",
         "--bot",
-        f"rand={sys.executable} {BOTS / 'random_legal.py'}",
+        f"rand={example_bot('cata', 'random_legal')}",
         "--fast",
         "--json",
-    ]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["winner"] in ("look", "rand") and report["illegal"] == {"look": 0, "rand": 0}
@@ -499,13 +490,9 @@ def test_a_real_match_between_the_example_bots() -> None:
 
 
 def test_the_benchmark_command_measures_both_steps() -> None:
-    from click.testing import CliRunner
-
-    from cellarena.server.games.cata.bench import command
-
-    out = CliRunner().invoke(command, ["--sizes", "8", "--seconds", "0.05", "--json"])
-    assert out.exit_code == 0, out.output
-    r = json.loads(out.output)["sizes"]["8"]
+    code, out = invoke("bench", "cata", "--sizes", "8", "--seconds", "0.05", "--json")
+    assert code == 0, out
+    r = json.loads(out)["sizes"]["8"]
     assert r["generations_per_s"] > 0 and r["reference_generations_per_s"] > 0
     assert r["ratio"] == pytest.approx(r["generations_per_s"] / r["reference_generations_per_s"])
 

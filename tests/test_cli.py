@@ -5,14 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from cellarena.arena.cli import main
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args))
-    return result.exit_code, result.output
+from cellarena_cli import invoke
 
 
 def test_help_lists_commands() -> None:

@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from bot_files import example_bot, load_example_bot
+from cellarena_cli import cellarena
 
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.games.cloth import A, C, encode_answer, make_view, noop_answer
 from cellarena.server.games.base import ConfigError
 from cellarena.server.games.cloth.engine import ClothConfig, ClothEngine, neutral_board
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "example_bots" / "cloth"))
-
-from planner import Planner  # noqa: E402
-from random_placer import RandomPlacer  # noqa: E402
+Planner = load_example_bot("cloth", "planner").Planner
+RandomPlacer = load_example_bot("cloth", "random_placer").RandomPlacer
 
 
 def still(**options: Any) -> ClothEngine:
@@ -220,29 +217,19 @@ def test_the_planner_beats_the_random_placer() -> None:
 
 
 def test_a_match_between_the_example_bots_over_tcp(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from cellarena.arena.cli import main; main()",
-            "match",
-            "cloth",
-            "--bot",
-            f"plan=python {ROOT / 'example_bots/cloth/planner.py'}",
-            "--bot",
-            f"rand=python {ROOT / 'example_bots/cloth/random_placer.py'}",
-            "--fast",
-            "--json",
-            "--max-rounds",
-            "4",
-            "--log-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        check=False,
+    proc = cellarena(
+        "match",
+        "cloth",
+        "--bot",
+        f"plan={example_bot('cloth', 'planner')}",
+        "--bot",
+        f"rand={example_bot('cloth', 'random_placer')}",
+        "--fast",
+        "--json",
+        "--max-rounds",
+        "4",
+        "--log-dir",
+        str(tmp_path),
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)

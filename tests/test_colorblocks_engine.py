@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import msgpack
 import pytest
+from bot_files import example_bot, load_example_bot
+from cellarena_cli import cellarena, invoke
 
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.games import colorblocks as cb
@@ -18,11 +18,7 @@ from cellarena.server.games import ConfigError
 from cellarena.server.games.colorblocks.engine import ColorblocksEngine
 from cellarena.server.games.colorblocks.maps import MapError, parse_map
 
-ROOT = Path(__file__).resolve().parent.parent
-BOTS = ROOT / "example_bots" / "colorblocks"
-sys.path.insert(0, str(BOTS))
-
-from greedy import greedy_turn  # noqa: E402
+greedy_turn = load_example_bot("colorblocks", "greedy").greedy_turn
 
 
 def wire(engine: ColorblocksEngine) -> tuple[int, dict[str, Any]]:
@@ -194,24 +190,15 @@ def test_greedy_against_itself_ends() -> None:
 
 
 def test_match_between_the_example_bots_over_tcp() -> None:
-    bot = f"{sys.executable} {BOTS}"
-    out = subprocess.run(
-        [
-            str(Path(sys.executable).with_name("cellarena")),
-            "match",
-            "colorblocks",
-            "--bot",
-            f"greedy={bot}/greedy.py",
-            "--bot",
-            f"random={bot}/random_legal.py",
-            "--fast",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=ROOT,
+    out = cellarena(
+        "match",
+        "colorblocks",
+        "--bot",
+        f"greedy={example_bot('colorblocks', 'greedy')}",
+        "--bot",
+        f"random={example_bot('colorblocks', 'random_legal')}",
+        "--fast",
+        "--json",
     )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -220,11 +207,7 @@ def test_match_between_the_example_bots_over_tcp() -> None:
 
 
 def test_bench_command_reports_ratios_as_json() -> None:
-    from click.testing import CliRunner
-
-    from cellarena.server.games.colorblocks.bench import command
-
-    out = CliRunner().invoke(command, ["--sizes", "9", "--seconds", "0.05", "--json"])
-    assert out.exit_code == 0, out.output
-    report = json.loads(out.output)
+    code, out = invoke("bench", "colorblocks", "--sizes", "9", "--seconds", "0.05", "--json")
+    assert code == 0, out
+    report = json.loads(out)
     assert report["gain_map"]["9"]["ratio"] > 0 and report["engine"]["turns_per_s"] > 0

@@ -3,17 +3,14 @@ the example bots, and one real `cellarena match`."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import drop2df_reference as ref
 import numpy as np
 import pytest
+from bot_files import example_bot, load_example_bot
+from cellarena_cli import cellarena, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,9 +39,6 @@ from cellarena.sdk.games.drop2df import (
 )
 from cellarena.server.games import ConfigError, get_engine
 from cellarena.server.games.drop2df.engine import Drop2dfConfig, Drop2dfEngine
-
-ROOT = Path(__file__).resolve().parent.parent
-BOTS = ROOT / "example_bots" / "drop2df"
 
 GOLDEN = """\
 01.[0][@][ ][ ][-][ ][ ][+][ ][ ][0]
@@ -328,14 +322,6 @@ def test_the_sdk_view_and_answers() -> None:
 
 
 # ---------------------------------------------------------------------------------------- bots
-def load_bot(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"drop2df_bot_{name}", BOTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def bot_game(seed: int, classes: list[type]) -> Drop2dfEngine:
     """A full match with each seat's bot driven in-process through the SDK adapter."""
     engine = Drop2dfEngine.new({"players": len(classes)}, seed=seed)
@@ -353,7 +339,7 @@ def bot_game(seed: int, classes: list[type]) -> Drop2dfEngine:
 
 
 def test_the_planner_never_scores_less_than_passing_and_beats_it_on_most_seeds() -> None:
-    planner, passer = load_bot("planner"), load_bot("passer")
+    planner, passer = load_example_bot("drop2df", "planner"), load_example_bot("drop2df", "passer")
     better = 0
     seeds = range(12)
     for seed in seeds:
@@ -365,11 +351,15 @@ def test_the_planner_never_scores_less_than_passing_and_beats_it_on_most_seeds()
 
 
 def test_a_real_match_between_the_example_bots() -> None:
-    cmd = [sys.executable, "-c", "from cellarena.arena.cli import main; main()", "match", "drop2df"]
-    cmd += ["--bot", f"plan={sys.executable} {BOTS / 'planner.py'}"]
-    cmd += ["--bot", f"pass={sys.executable} {BOTS / 'passer.py'}"]
-    cmd += ["--fast", "--json", "--seed", "4", "--turns", "12"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+    done = cellarena(
+        "match",
+        "drop2df",
+        "--bot",
+        f"plan={example_bot('drop2df', 'planner')}",
+        "--bot",
+        f"pass={example_bot('drop2df', 'passer')}",
+        *("--fast", "--json", "--seed", "4", "--turns", "12"),
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["ticks"] == 12 and summary["winner"] == "plan"
@@ -377,12 +367,7 @@ def test_a_real_match_between_the_example_bots() -> None:
 
 
 def test_the_bench_command_prints_json() -> None:
-    from click.testing import CliRunner
-
-    from cellarena.server.game_cli import game_cli, load_command
-
-    command = load_command(game_cli("drop2df").bench)  # type: ignore[arg-type]
-    done = CliRunner().invoke(command, ["--rows", "50", "--seconds", "0.05", "--json"])
-    assert done.exit_code == 0, done.output
-    figures = json.loads(done.output)
+    code, out = invoke("bench", "drop2df", "--rows", "50", "--seconds", "0.05", "--json")
+    assert code == 0, out
+    figures = json.loads(out)
     assert figures["cells_per_row"] == 11 and figures["step_many_rows_per_s"] > 0 and figures["ratio"] > 0

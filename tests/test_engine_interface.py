@@ -106,13 +106,11 @@ def test_map_text_errors_name_the_map() -> None:
 def test_bench_server_reports_levels_in_json() -> None:
     import json
 
-    from click.testing import CliRunner
+    from cellarena_cli import invoke
 
-    from cellarena.arena.cli import main
-
-    result = CliRunner().invoke(main, ["bench", "server", "--levels", "16", "--seconds", "1", "--json"])
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    code, out = invoke("bench", "server", "--levels", "16", "--seconds", "1", "--json")
+    assert code == 0, out
+    report = json.loads(out)
     assert set(report) >= {"max_agents_at_15hz", "cpu_us_per_agent_tick", "levels"}
     (level,) = report["levels"]
     assert level["agents"] == 16 and level["matches"] == 2 and level["ticks"] == 2 * 15

@@ -8,7 +8,6 @@ and one match goes through `cellarena match`, server and sockets included.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import random
 import subprocess
@@ -16,31 +15,22 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from bot_files import EXAMPLE_BOTS, example_bot, load_example_bot
+from cellarena_cli import cellarena
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cellarena.sdk import Bot, Cell, MatchInfo, Move, View, Viewport, moves_for
 
-ROOT = Path(__file__).resolve().parent.parent
+REZZO_BOTS = EXAMPLE_BOTS / "rezzo"
 BOTS = {"random_walker": "RandomWalker", "builder": "Builder", "raider": "Raider"}
 CODES = [0, 1, 2, 3, 4, 7] + [k + o for k in (8, 16, 24, 32) for o in range(4)]
 
 
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        f"example_bot_{name}", ROOT / "example_bots" / "rezzo" / f"{name}.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MODULES = {name: load(name) for name in BOTS}
+MODULES = {name: load_example_bot("rezzo", name) for name in BOTS}
 
 
 def make(name: str) -> Bot:
@@ -262,7 +252,7 @@ def test_raider_defends_against_its_own_flag_by_a_base() -> None:
 # ======================================================================================== programs
 @pytest.mark.parametrize("name", BOTS)
 def test_bots_import_only_the_sdk_and_the_standard_library(name: str) -> None:
-    tree = ast.parse((ROOT / "example_bots" / "rezzo" / f"{name}.py").read_text())
+    tree = ast.parse((REZZO_BOTS / f"{name}.py").read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             assert (
@@ -277,7 +267,7 @@ def test_bots_import_only_the_sdk_and_the_standard_library(name: str) -> None:
 @pytest.mark.parametrize("name", BOTS)
 def test_bots_are_standalone_programs(name: str) -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "example_bots" / "rezzo" / f"{name}.py"), "--help"],
+        [sys.executable, str(REZZO_BOTS / f"{name}.py"), "--help"],
         capture_output=True,
         text=True,
         cwd="/",
@@ -290,28 +280,10 @@ def test_bots_are_standalone_programs(name: str) -> None:
 
 def test_bots_play_through_cellarena_match(tmp_path: Path) -> None:
     """The whole path: `cellarena match` starts a server and the bot processes, which connect and play."""
-    bots = [
-        f"{name}=python {ROOT / 'example_bots' / 'rezzo' / (name + '.py')}" for name in ("builder", "raider")
-    ]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from cellarena.arena.cli import main; main()",
-            "match",
-            "rezzo",
-            "--fast",
-            "--max-ticks",
-            "60",
-            "--json",
-            "--log-dir",
-            str(tmp_path),
-        ]
-        + [arg for bot in bots for arg in ("--bot", bot)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    bots = [f"{name}={example_bot('rezzo', name)}" for name in ("builder", "raider")]
+    proc = cellarena(
+        *("match", "rezzo", "--fast", "--max-ticks", "60", "--json", "--log-dir", str(tmp_path)),
+        *(arg for bot in bots for arg in ("--bot", bot)),
     )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])

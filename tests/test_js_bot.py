@@ -1,9 +1,8 @@
 """The JavaScript example bot (`example_bots/rezzo/js_random`) against a fake server speaking the protocol.
 
 The bot was written from `docs/protocol.md` and `docs/games/rezzo.md` alone, so these tests check
-that the documentation is enough to write a client in another language. The fake server is a plain
-blocking socket in a thread; it frames messages with `cellarena.sdk.protocol` and sends real Rezzo
-viewports from `RezzoEngine`.
+that the documentation is enough to write a client in another language. The fake server
+(`fake_server.py`) sends real Rezzo viewports from `RezzoEngine`.
 """
 
 from __future__ import annotations
@@ -13,16 +12,14 @@ import os
 import shutil
 import socket
 import subprocess
-import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_server import IO_TIMEOUT, Conn, FakeServer, Session
 
-from cellarena.sdk.protocol import MAX_CLIENT_FRAME, FrameReader, encode
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
 pytestmark = pytest.mark.skipif(
@@ -32,7 +29,6 @@ pytestmark = pytest.mark.skipif(
 
 BOT_DIR = Path(__file__).resolve().parent.parent / "example_bots" / "rezzo" / "js_random"
 MOVE_CODES = range(6)
-IO_TIMEOUT = 15.0
 TICKS = 20
 ERROR_TEXT = "field 'moves' must be an array (test)"
 
@@ -63,61 +59,7 @@ def bot_dir() -> Path:
     return BOT_DIR
 
 
-# ------------------------------------------------------------------ the fake server
-@dataclass
-class Session:
-    """What the fake server saw from one bot."""
-
-    hello: dict[str, Any] | None = None
-    requests: list[dict[str, Any]] = field(default_factory=list)  # ticks sent
-    answers: list[dict[str, Any]] = field(default_factory=list)  # messages after hello
-    after_end: list[dict[str, Any]] = field(default_factory=list)  # messages after `end`
-    error: BaseException | None = None
-
-
-class Conn:
-    """One accepted bot connection, with framing and a choice of how frames are written."""
-
-    def __init__(self, sock: socket.socket, session: Session, write: str) -> None:
-        self.sock = sock
-        self.session = session
-        self.write = write
-        self.reader = FrameReader(MAX_CLIENT_FRAME)
-        self.inbox: list[dict[str, Any]] = []
-        self.eof = False
-        sock.settimeout(IO_TIMEOUT)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def send(self, *messages: dict[str, Any]) -> None:
-        """Send frames. `whole`: one write per frame (all in one write when several are given);
-        `bytewise`: one byte per write, pausing inside the header and the body so the bot surely
-        gets frames in pieces."""
-        data = b"".join(encode(m) for m in messages)
-        if self.write != "bytewise":
-            self.sock.sendall(data)
-            return
-        for m in messages:
-            raw = encode(m)
-            pauses = {2, 4, 4 + (len(raw) - 4) // 2}
-            for i in range(len(raw)):
-                if i in pauses:
-                    time.sleep(0.002)
-                self.sock.sendall(raw[i : i + 1])
-
-    def recv(self) -> dict[str, Any] | None:
-        """The next message from the bot, or None at end of stream."""
-        while not self.inbox:
-            if self.eof:
-                return None
-            data = self.sock.recv(65536)
-            if not data:
-                self.eof = True
-                assert self.reader.buffered == 0, "the bot closed in the middle of a frame"
-                continue
-            self.inbox.extend(self.reader.feed(data))
-        return self.inbox.pop(0)
-
-
+# ------------------------------------------------------------------ messages and the match script
 def welcome(engine: RezzoEngine, names: list[str], seat: int = 0) -> dict[str, Any]:
     return {
         "type": "welcome",
@@ -197,40 +139,6 @@ def play_match(conn: Conn, *, game_map: str = "duel", batch: int = 1, ticks: int
     conn.sock.shutdown(socket.SHUT_WR)  # the server closes after `end`
     while (extra := conn.recv()) is not None:
         session.after_end.append(extra)
-
-
-class FakeServer:
-    """Listens on 127.0.0.1, port 0; accepts one bot and runs `script` on it in a thread."""
-
-    def __init__(self, script: Callable[[Conn], None], write: str = "whole") -> None:
-        self.session = Session()
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(IO_TIMEOUT)
-        self.port = self.listener.getsockname()[1]
-        self.script = script
-        self.write = write
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            sock, _ = self.listener.accept()
-            with sock:
-                conn = Conn(sock, self.session, self.write)
-                self.session.hello = conn.recv()
-                assert self.session.hello is not None, "the bot closed without sending hello"
-                self.script(conn)
-        except BaseException as exc:
-            self.session.error = exc
-        finally:
-            self.listener.close()
-
-    def join(self) -> Session:
-        self.thread.join(IO_TIMEOUT * 2)
-        assert not self.thread.is_alive(), "the fake server is stuck"
-        if self.session.error is not None:
-            raise self.session.error
-        return self.session
 
 
 @dataclass
@@ -323,16 +231,14 @@ def test_name_and_token_from_environment(bot_dir: Path) -> None:
     check_answers(run.session)
 
 
-def test_flags_override_environment(bot_dir: Path) -> None:
+def test_flags_override_environment(bot_dir: Path, free_port: int) -> None:
     def script(conn: Conn) -> None:
         play_match(conn, ticks=3)
 
     # The port comes from --port; the environment points at a port where nothing listens.
-    with socket.create_server(("127.0.0.1", 0)) as dead:
-        dead_port = dead.getsockname()[1]
     server = FakeServer(script)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CELLARENA_")}
-    env.update({"CELLARENA_PORT": str(dead_port), "CELLARENA_NAME": "ignored", "CELLARENA_TOKEN": "ignored"})
+    env.update({"CELLARENA_PORT": str(free_port), "CELLARENA_NAME": "ignored", "CELLARENA_TOKEN": "ignored"})
     flags = ["--host", "127.0.0.1", "--port", str(server.port), "--name", "flagbot", "--token=tok"]
     proc = subprocess.run(
         ["node", "bot.js", *flags],
@@ -406,11 +312,9 @@ def test_connection_closed_before_end_exits_nonzero(bot_dir: Path) -> None:
     assert run.stderr.strip()
 
 
-def test_connection_refused_exits_nonzero(bot_dir: Path) -> None:
-    with socket.create_server(("127.0.0.1", 0)) as probe:
-        port = probe.getsockname()[1]
+def test_connection_refused_exits_nonzero(bot_dir: Path, free_port: int) -> None:
     proc = subprocess.run(
-        ["node", "bot.js", "--port", str(port)],
+        ["node", "bot.js", "--port", str(free_port)],
         cwd=bot_dir,
         capture_output=True,
         text=True,

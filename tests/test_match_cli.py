@@ -16,31 +16,12 @@ from pathlib import Path
 
 import pytest
 import trio
+from bot_files import EXAMPLE_BOTS, RAW_BOT, RAW_BOT_FILE
+from bot_processes import BotPids
+from cellarena_cli import ROOT, cellarena, start_cellarena
 
 from cellarena.server.launcher import BotSpec, play_match
 from cellarena.server.match import TickSettings
-
-ROOT = Path(__file__).resolve().parent.parent
-RAW = f"python {ROOT / 'tests' / 'bots' / 'raw_bot.py'}"
-CLI = [sys.executable, "-c", "from cellarena.arena.cli import main; main()"]
-
-
-def cellarena(*args: str, timeout: float = 120, **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False, **kw
-    )
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purposes (its parent has not reaped it yet).
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
 
 
 def test_match_json_result_and_a_replay_that_verifies(tmp_path: Path) -> None:
@@ -49,9 +30,9 @@ def test_match_json_result_and_a_replay_that_verifies(tmp_path: Path) -> None:
         "match",
         "rezzo",
         "--bot",
-        f"alpha={RAW} random",
+        f"alpha={RAW_BOT} random",
         "--bot",
-        f"beta={RAW} random",
+        f"beta={RAW_BOT} random",
         "--fast",
         "--max-ticks",
         "120",
@@ -78,9 +59,9 @@ def test_match_text_output_names_the_logs(tmp_path: Path) -> None:
         "match",
         "rezzo",
         "--bot",
-        f"a={RAW}",
+        f"a={RAW_BOT}",
         "--bot",
-        f"b={RAW}",
+        f"b={RAW_BOT}",
         "--fast",
         "--max-ticks",
         "20",
@@ -118,9 +99,9 @@ def test_crashing_and_missing_bots_are_named_and_lose(tmp_path: Path) -> None:
         "match",
         "rezzo",
         "--bot",
-        f"steady={RAW}",
+        f"steady={RAW_BOT}",
         "--bot",
-        f"crashy={RAW} crash",
+        f"crashy={RAW_BOT} crash",
         "--fast",
         "--log-dir",
         str(tmp_path),
@@ -136,7 +117,7 @@ def test_crashing_and_missing_bots_are_named_and_lose(tmp_path: Path) -> None:
         "match",
         "rezzo",
         "--bot",
-        f"steady={RAW}",
+        f"steady={RAW_BOT}",
         "--bot",
         "ghost=/no/such/program",
         "--fast",
@@ -156,7 +137,7 @@ def test_a_bot_that_never_connects_forfeits_after_the_connect_timeout(tmp_path: 
         "match",
         "rezzo",
         "--bot",
-        f"steady={RAW}",
+        f"steady={RAW_BOT}",
         "--bot",
         "sleepy=sleep 30",
         "--fast",
@@ -179,7 +160,7 @@ def test_a_bot_that_prints_without_end_cannot_fill_the_disk(
         lambda: play_match(
             "rezzo",
             {"map": "duel", "max_ticks": ticks},
-            [BotSpec("chatty", f"{RAW} chatty"), BotSpec("quiet", RAW)],
+            [BotSpec("chatty", f"{RAW_BOT} chatty"), BotSpec("quiet", RAW_BOT)],
             TickSettings(fast=True, budget_ms=2000),
             seed=0,
             log_dir=tmp_path,
@@ -217,7 +198,7 @@ def test_bots_whose_names_make_the_same_file_name_get_a_log_each() -> None:
 
 
 def test_a_bot_refused_at_hello_is_named_with_the_reason(tmp_path: Path) -> None:
-    args = ["match", "rezzo", "--bot", f"steady={RAW}", "--bot", f"stray={RAW} game:cata", "--fast"]
+    args = ["match", "rezzo", "--bot", f"steady={RAW_BOT}", "--bot", f"stray={RAW_BOT} game:cata", "--fast"]
     proc = cellarena(*args, "--log-dir", str(tmp_path / "1"), "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -230,53 +211,41 @@ def test_a_bot_refused_at_hello_is_named_with_the_reason(tmp_path: Path) -> None
     assert "closing stray" in text.stderr  # the server's log names the bot, not only its address
 
 
-def test_no_process_is_left_behind_after_a_match(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
-    env = {**os.environ, "BOT_PID_FILE": str(pids)}
+def test_no_process_is_left_behind_after_a_match(tmp_path: Path, bot_pids: BotPids) -> None:
     proc = cellarena(
         "match",
         "rezzo",
         "--bot",
-        f"a={RAW} forever",
+        f"a={RAW_BOT} forever",
         "--bot",
-        f"b={RAW} forever",
+        f"b={RAW_BOT} forever",
         "--fast",
         "--max-ticks",
         "10",
         "--log-dir",
         str(tmp_path),
-        env=env,
+        env=bot_pids.env,
     )
     assert proc.returncode == 0, proc.stderr
-    listed = [int(p) for p in pids.read_text().split()]
-    assert len(listed) == 2
-    assert not any(alive(p) for p in listed)
+    assert len(bot_pids.listed()) == 2
+    assert bot_pids.running() == []
 
 
-def test_ctrl_c_stops_every_bot_process(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
-    env = {**os.environ, "BOT_PID_FILE": str(pids)}
-    proc = subprocess.Popen(
-        [
-            *CLI,
-            "match",
-            "rezzo",
-            "--bot",
-            f"a={RAW} forever",
-            "--bot",
-            f"b={RAW} forever",
-            "--log-dir",
-            str(tmp_path),
-        ],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+def test_ctrl_c_stops_every_bot_process(tmp_path: Path, bot_pids: BotPids) -> None:
+    proc = start_cellarena(
+        "match",
+        "rezzo",
+        "--bot",
+        f"a={RAW_BOT} forever",
+        "--bot",
+        f"b={RAW_BOT} forever",
+        "--log-dir",
+        str(tmp_path),
+        env=bot_pids.env,
     )
     try:
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (not pids.exists() or len(pids.read_text().split()) < 2):
+        while time.monotonic() < deadline and len(bot_pids.listed()) < 2:
             time.sleep(0.05)
         time.sleep(0.5)  # the match is under way
         proc.send_signal(signal.SIGINT)
@@ -285,8 +254,7 @@ def test_ctrl_c_stops_every_bot_process(tmp_path: Path) -> None:
         proc.kill()
     assert proc.returncode == 130, err
     assert "every bot process was stopped" in err
-    listed = [int(p) for p in pids.read_text().split()]
-    assert listed and not any(alive(p) for p in listed)
+    assert bot_pids.listed() and bot_pids.running() == []
 
 
 @pytest.mark.parametrize(("delay_ms", "late"), [(45, False), (55, True)])
@@ -307,7 +275,7 @@ def test_budget_is_counted_from_the_send_with_5ms_tolerance(
         lambda: play_match(
             "rezzo",
             {"map": "duel", "max_ticks": ticks},
-            [BotSpec("timed", f"{RAW} delay:{delay_ms}"), BotSpec("quick", RAW)],
+            [BotSpec("timed", f"{RAW_BOT} delay:{delay_ms}"), BotSpec("quick", RAW_BOT)],
             TickSettings(tick_rate=10.0, budget_ms=50),
             seed=0,
             log_dir=tmp_path,
@@ -330,7 +298,7 @@ def test_budget_is_counted_from_the_send_with_5ms_tolerance(
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_javascript_bot_plays_through_cellarena_match(tmp_path: Path) -> None:
-    folder = ROOT / "example_bots" / "rezzo" / "js_random"
+    folder = EXAMPLE_BOTS / "rezzo" / "js_random"
     if not (folder / "node_modules").exists():
         subprocess.run(
             ["npm", "ci", "--no-audit", "--no-fund"], cwd=folder, check=True, capture_output=True, timeout=300
@@ -341,7 +309,7 @@ def test_javascript_bot_plays_through_cellarena_match(tmp_path: Path) -> None:
         "--bot",
         f"js=node {folder / 'bot.js'}",
         "--bot",
-        f"raw={RAW}",
+        f"raw={RAW_BOT}",
         "--fast",
         "--max-ticks",
         "60",
@@ -356,26 +324,10 @@ def test_javascript_bot_plays_through_cellarena_match(tmp_path: Path) -> None:
 
 
 def test_serve_plays_matches_for_bots_that_connect_and_writes_replays(tmp_path: Path) -> None:
-    server = subprocess.Popen(
-        [
-            *CLI,
-            "serve",
-            "rezzo",
-            "--port",
-            "0",
-            "--matches",
-            "1",
-            "--fast",
-            "--max-ticks",
-            "30",
-            "--replay-dir",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    server = start_cellarena(
+        "serve", "rezzo", "--port", "0", "--matches", "1", "--fast", "--max-ticks", "30",
+        "--replay-dir", str(tmp_path),
+    )  # fmt: skip
     try:
         banner = server.stderr.readline()
         assert banner.startswith("serving rezzo on 127.0.0.1:"), banner
@@ -383,7 +335,10 @@ def test_serve_plays_matches_for_bots_that_connect_and_writes_replays(tmp_path: 
         env = {**os.environ, "CELLARENA_HOST": "127.0.0.1", "CELLARENA_PORT": port}
         bots = [
             subprocess.Popen(
-                shlex_split(RAW), env={**env, "CELLARENA_NAME": name}, cwd=ROOT, stdout=subprocess.DEVNULL
+                [sys.executable, str(RAW_BOT_FILE)],
+                env={**env, "CELLARENA_NAME": name},
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
             )
             for name in ("one", "two")
         ]
@@ -403,12 +358,8 @@ def test_serve_plays_matches_for_bots_that_connect_and_writes_replays(tmp_path: 
 def test_serve_stops_on_a_signal_and_tells_every_bot(tmp_path: Path, sig: signal.Signals) -> None:
     """A service manager's SIGTERM (or Ctrl-C): the match under way ends without a result, each bot,
     playing or waiting, gets a `shutdown` error, and the server exits at once with status 0."""
-    server = subprocess.Popen(
-        [*CLI, "serve", "rezzo", "--port", "0", "--max-ticks", "3000", "--replay-dir", str(tmp_path), "-v"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    server = start_cellarena(
+        "serve", "rezzo", "--port", "0", "--max-ticks", "3000", "--replay-dir", str(tmp_path), "-v"
     )
     bots: list[subprocess.Popen[str]] = []
     lines: queue.Queue[str] = queue.Queue()
@@ -418,7 +369,7 @@ def test_serve_stops_on_a_signal_and_tells_every_bot(tmp_path: Path, sig: signal
         env = {**os.environ, "CELLARENA_HOST": "127.0.0.1", "CELLARENA_PORT": port}
         bots = [
             subprocess.Popen(
-                shlex_split(RAW),
+                [sys.executable, str(RAW_BOT_FILE)],
                 env={**env, "CELLARENA_NAME": name},
                 cwd=ROOT,
                 stdout=subprocess.DEVNULL,
@@ -466,10 +417,3 @@ def test_serve_on_a_busy_port_says_so(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
     assert "Traceback" not in proc.stderr
-
-
-def shlex_split(command: str) -> list[str]:
-    import shlex
-
-    argv = shlex.split(command)
-    return [sys.executable, *argv[1:]] if argv[0] == "python" else argv

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
-import sys
 from pathlib import Path
+
+from cellarena_cli import cellarena
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,22 +33,7 @@ def test_the_first_command_runs_a_tournament_of_the_example_bots(tmp_path: Path)
     assert args[:2] == ["tournament", "rezzo"]
     ticks = args.index("--max-ticks")
     args[ticks + 1] = "60"  # the same tournament, shorter
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from cellarena.arena.cli import main; main()",
-            *args,
-            "--json",
-            "--out",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = cellarena(*args, "--json", "--out", str(tmp_path), timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["matches"] == result["total"] == 12 and result["failed"] == []

@@ -15,7 +15,7 @@ from typing import Any
 import msgpack
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from cellarena_cli import invoke
 from rich.console import Console
 
 from cellarena.server.games import Result
@@ -29,7 +29,6 @@ from cellarena.server.replay import (
     read_replay,
     verify,
 )
-from cellarena.server.replay_cli import replay as replay_group
 
 TICKS = 300
 
@@ -108,11 +107,6 @@ def drive(moves: list[dict[int, Any]], until: int, seed: int = 7) -> RezzoEngine
         engine.apply(m)
     assert engine.tick == until
     return engine
-
-
-def cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(replay_group, list(args))
-    return result.exit_code, result.output
 
 
 @pytest.fixture(scope="module")
@@ -278,7 +272,7 @@ def test_match_result_may_differ_from_the_engines(tmp_path: Path) -> None:
     assert rep.result["extra"] == {"illegal": [0, 0], "forfeits": [1]}
     report = verify(rep)
     assert report.ok and report.complete and report.ticks_verified == 20
-    code, out = cli("show", str(path))
+    code, out = invoke("replay", "show", str(path))
     assert code == 0, out
     assert "match result at tick 21: player 0 (stayed) wins (every other seat disconnected)" in out
 
@@ -461,7 +455,7 @@ def test_board_at_refuses_a_replay_that_does_not_reproduce(copy: Path) -> None:
 # ------------------------------------------------------------------------------------ command line
 def test_cli_show_prints_the_board_at_tick_t(made: tuple[Path, list[dict[int, Any]]]) -> None:
     path, played = made
-    code, out = cli("show", str(path), "--tick", "150")
+    code, out = invoke("replay", "show", str(path), "--tick", "150")
     assert code == 0, out
     direct = drive(played, 150)
     assert board_text(direct) in out
@@ -474,51 +468,51 @@ def test_cli_show_prints_the_board_at_tick_t(made: tuple[Path, list[dict[int, An
 
 
 def test_cli_show_end_shows_the_result(made: tuple[Path, list[dict[int, Any]]]) -> None:
-    code, out = cli("show", str(made[0]))
+    code, out = invoke("replay", "show", str(made[0]))
     assert code == 0, out
     assert f"game ended at tick {TICKS}: draw (tick cap {TICKS} reached)" in out
     assert "match result" not in out  # the same as the game's
 
 
 def test_cli_show_errors(made: tuple[Path, list[dict[int, Any]]], tmp_path: Path) -> None:
-    code, out = cli("show", str(made[0]), "--tick", "9999")
+    code, out = invoke("replay", "show", str(made[0]), "--tick", "9999")
     assert code == 1 and f"the last tick is {TICKS}" in out
     bad = tmp_path / "bad.replay"
     bad.write_bytes(b"nonsense")
-    code, out = cli("show", str(bad), "--tick", "3")
+    code, out = invoke("replay", "show", str(bad), "--tick", "3")
     assert code == 1 and f"error: {bad}: not a cellarena replay" in out
 
 
 def test_cli_verify_exit_codes(made: tuple[Path, list[dict[int, Any]]], copy: Path, tmp_path: Path) -> None:
-    code, out = cli("verify", str(made[0]))
+    code, out = invoke("replay", "verify", str(made[0]))
     assert (code, out.strip()) == (0, f"ok: {TICKS} ticks verified")
 
     recs = records(copy)
     recs[42]["hash"] = "0" * 32
     write_records(copy, recs)
-    code, out = cli("verify", str(copy))
+    code, out = invoke("replay", "verify", str(copy))
     assert code == 1 and out.startswith("mismatch at tick 42: state hash")
 
     empty = tmp_path / "empty.replay"
     empty.write_bytes(b"")
-    code, out = cli("verify", str(empty))
+    code, out = invoke("replay", "verify", str(empty))
     assert code == 1 and f"error: {empty}: empty file" in out
 
-    code, out = cli("verify", str(made[0]), str(empty))
+    code, out = invoke("replay", "verify", str(made[0]), str(empty))
     assert code == 1 and f"{made[0]}: ok: {TICKS} ticks verified" in out
 
-    code, out = cli("verify")
+    code, out = invoke("replay", "verify")
     assert code == 2  # usage error: no PATH
 
 
 def test_cli_verify_incomplete(tmp_path: Path) -> None:
     path = tmp_path / "cut.replay"
     play(path, ticks=40, finish=False)
-    code, out = cli("verify", str(path))
+    code, out = invoke("replay", "verify", str(path))
     assert code == 1 and out.startswith(
         "incomplete: 40 ticks verified; the file ends without a result record"
     )
-    code, _ = cli("verify", "--allow-incomplete", str(path))
+    code, _ = invoke("replay", "verify", "--allow-incomplete", str(path))
     assert code == 0
 
 

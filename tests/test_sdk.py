@@ -12,12 +12,12 @@ import random
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import msgpack
 import pytest
+from fake_server import Conn, FakeServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -529,62 +529,24 @@ def tick(n: int, agents: int = 1, ahead: int = Cell.BLANK) -> dict[str, Any]:
     }
 
 
-class FakeServer:
-    """One connection on 127.0.0.1: reads hello, then plays ``script`` and records the answers.
+def scripted(script: list[Any]) -> FakeServer:
+    """A fake server that plays ``script``: messages to send, in order. After each tick it waits for
+    one answer. A list of messages is sent in one piece (a burst), then one answer is awaited. The
+    item "close" closes the connection at once."""
 
-    ``script`` holds messages to send. After each tick it waits for one answer (up to 5 s). A list
-    of messages is sent in one piece (a burst), then one answer is awaited. The item "close" closes
-    the connection at once.
-    """
+    def play_script(conn: Conn) -> None:
+        for item in script:
+            if item == "close":
+                return
+            burst = item if isinstance(item, list) else [item]
+            conn.send(*burst)
+            if any(m["type"] == "tick" for m in burst):
+                answer = conn.recv()
+                if answer is None:
+                    return  # the bot hung up; the test checks what it sent before
+                conn.session.answers.append(answer)
 
-    def __init__(self, script: list[Any]) -> None:
-        self.script = script
-        self.hello: dict[str, Any] | None = None
-        self.answers: list[dict[str, Any]] = []
-        self.error: BaseException | None = None
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        try:
-            self._listener.settimeout(10)
-            conn, _ = self._listener.accept()
-            with conn:
-                conn.settimeout(5)
-                reader = FrameReader(MAX_CLIENT_FRAME)
-                inbox: list[dict[str, Any]] = []
-
-                def next_message() -> dict[str, Any] | None:
-                    while not inbox:
-                        data = conn.recv(65536)
-                        if not data:
-                            return None  # the bot hung up; the test checks what it sent before
-                        inbox.extend(reader.feed(data))
-                    return inbox.pop(0)
-
-                self.hello = next_message()
-                for item in self.script:
-                    if item == "close":
-                        return
-                    burst = item if isinstance(item, list) else [item]
-                    conn.sendall(b"".join(encode(m) for m in burst))
-                    if any(m["type"] == "tick" for m in burst):
-                        answer = next_message()
-                        if answer is None:
-                            return
-                        self.answers.append(answer)
-        except BaseException as exc:  # reported by join()
-            self.error = exc
-        finally:
-            self._listener.close()
-
-    def join(self) -> None:
-        self._thread.join(10)
-        assert not self._thread.is_alive()
-        if self.error is not None:
-            raise self.error
+    return FakeServer(play_script)
 
 
 class Recorder(Bot):
@@ -614,12 +576,12 @@ def play_against(server: FakeServer, bot: Bot) -> MatchResult:
 
 
 def test_bot_answers_every_tick_with_its_number() -> None:
-    server = FakeServer([WELCOME, tick(1), tick(2), tick(7), END])
+    server = scripted([WELCOME, tick(1), tick(2), tick(7), END])
     bot = Recorder()
     result = play_against(server, bot)
-    assert server.hello == protocol.hello("me", "rezzo")
-    assert [a["tick"] for a in server.answers] == [1, 2, 7]
-    assert all(a == {"type": "moves", "tick": a["tick"], "moves": [1]} for a in server.answers)
+    assert server.session.hello == protocol.hello("me", "rezzo")
+    assert [a["tick"] for a in server.session.answers] == [1, 2, 7]
+    assert all(a == {"type": "moves", "tick": a["tick"], "moves": [1]} for a in server.session.answers)
     assert bot.ticks == [1, 2, 7]
     assert bot.started is not None and bot.started.seat == 1 and bot.started.name == "me"
     assert bot.started.map == "duel" and bot.started.width == 32 and bot.started.max_ticks == 3000
@@ -636,11 +598,11 @@ def test_a_raising_on_tick_plays_noops_and_stays_connected(capfd: pytest.Capture
                 raise RuntimeError("boom at two")
             return Move.BUILD
 
-    server = FakeServer([WELCOME, tick(1), tick(2), tick(3), END])
+    server = scripted([WELCOME, tick(1), tick(2), tick(3), END])
     bot = Flaky()
     play_against(server, bot)
-    assert [a["moves"] for a in server.answers] == [[4], [0], [4]]
-    assert [a["tick"] for a in server.answers] == [1, 2, 3]
+    assert [a["moves"] for a in server.session.answers] == [[4], [0], [4]]
+    assert [a["tick"] for a in server.session.answers] == [1, 2, 3]
     err = capfd.readouterr().err
     assert "me: tick 2: on_tick raised; playing noops this tick" in err
     assert "Traceback (most recent call last)" in err and "RuntimeError: boom at two" in err
@@ -663,9 +625,9 @@ def test_wrong_answers_play_noops_with_a_warning(
         def on_tick(self, view: View) -> Any:
             return answer if view.tick == 1 else [Move.LEFT]
 
-    server = FakeServer([WELCOME, tick(1), tick(2), END])
+    server = scripted([WELCOME, tick(1), tick(2), END])
     play_against(server, Wrong())
-    assert [a["moves"] for a in server.answers] == [[0], [2]]
+    assert [a["moves"] for a in server.session.answers] == [[0], [2]]
     err = capfd.readouterr().err
     assert f"me: tick 1: {warning}" in err and "playing noops this tick" in err
 
@@ -675,16 +637,16 @@ def test_several_agents_need_a_list(capfd: pytest.CaptureFixture[str]) -> None:
         def on_tick(self, view: View) -> Any:
             return Move.ADVANCE if view.tick == 1 else [Move.LEFT, Move.HIT]
 
-    server = FakeServer([WELCOME, tick(1, agents=2), tick(2, agents=2), END])
+    server = scripted([WELCOME, tick(1, agents=2), tick(2, agents=2), END])
     play_against(server, Two())
-    assert [a["moves"] for a in server.answers] == [[0, 0], [2, 5]]
+    assert [a["moves"] for a in server.session.answers] == [[0, 0], [2, 5]]
     assert "single move, but this seat has 2 agents" in capfd.readouterr().err
 
 
 def test_default_bot_plays_noops() -> None:
-    server = FakeServer([WELCOME, tick(1, agents=3), END])
+    server = scripted([WELCOME, tick(1, agents=3), END])
     play_against(server, Bot())
-    assert server.answers[0]["moves"] == [0, 0, 0]
+    assert server.session.answers[0]["moves"] == [0, 0, 0]
 
 
 def test_hook_exceptions_are_reported_and_play_goes_on(capfd: pytest.CaptureFixture[str]) -> None:
@@ -695,20 +657,22 @@ def test_hook_exceptions_are_reported_and_play_goes_on(capfd: pytest.CaptureFixt
         def on_end(self, result: MatchResult) -> None:
             raise ValueError("no end")
 
-    server = FakeServer([WELCOME, tick(1), END])
+    server = scripted([WELCOME, tick(1), END])
     play_against(server, Grumpy())
-    assert server.answers[0]["moves"] == [1]
+    assert server.session.answers[0]["moves"] == [1]
     err = capfd.readouterr().err
     assert "on_start raised" in err and "ValueError: no start" in err and "on_end raised" in err
 
 
 def test_a_bot_that_fell_behind_answers_only_the_newest_tick(capfd: pytest.CaptureFixture[str]) -> None:
-    server = FakeServer([[WELCOME, tick(1), tick(2), tick(3)], tick(4), END])
+    server = scripted([[WELCOME, tick(1), tick(2), tick(3)], tick(4), END])
     bot = Recorder()
     play_against(server, bot)
     # One burst normally arrives in one piece (then the bot answers 3); if TCP splits it, the bot
     # answers an earlier tick and skips the rest when tick 4 comes. It never answers all four.
-    assert [a["tick"] for a in server.answers] == bot.ticks and len(bot.ticks) == 2 and bot.ticks[1] == 4
+    assert (
+        [a["tick"] for a in server.session.answers] == bot.ticks and len(bot.ticks) == 2 and bot.ticks[1] == 4
+    )
     assert "fell behind" in capfd.readouterr().err
 
 
@@ -728,7 +692,7 @@ def test_tick_before_welcome_and_unknown_types_are_protocol_errors() -> None:
         ([{"type": "party"}], protocol.UNKNOWN_TYPE),
         ([{**WELCOME, "seat": "1"}], protocol.BAD_MESSAGE),
     ):
-        server = FakeServer([*script, "close"])
+        server = scripted([*script, "close"])
         with (
             pytest.raises(ProtocolError) as info,
             connect("127.0.0.1", server.port, name="me", game="rezzo") as client,
@@ -739,12 +703,6 @@ def test_tick_before_welcome_and_unknown_types_are_protocol_errors() -> None:
 
 
 # ======================================================================================== run()
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def no_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     for key in ("CELLARENA_HOST", "CELLARENA_PORT", "CELLARENA_TOKEN", "CELLARENA_NAME"):
@@ -757,19 +715,19 @@ class MyDemoBot(Recorder):
 
 
 def test_run_reads_the_environment(no_env: pytest.MonkeyPatch) -> None:
-    server = FakeServer([WELCOME, tick(1), END])
+    server = scripted([WELCOME, tick(1), END])
     no_env.setenv("CELLARENA_HOST", "127.0.0.1")
     no_env.setenv("CELLARENA_PORT", str(server.port))
     no_env.setenv("CELLARENA_TOKEN", "seat-token")
     no_env.setenv("CELLARENA_NAME", "envname")
     assert run(MyDemoBot, ["--quiet"]) == 0
     server.join()
-    assert server.hello == protocol.hello("envname", "rezzo", token="seat-token")
-    assert [a["tick"] for a in server.answers] == [1]
+    assert server.session.hello == protocol.hello("envname", "rezzo", token="seat-token")
+    assert [a["tick"] for a in server.session.answers] == [1]
 
 
 def test_flags_win_over_the_environment(no_env: pytest.MonkeyPatch) -> None:
-    server = FakeServer([WELCOME, tick(1), END])
+    server = scripted([WELCOME, tick(1), END])
     no_env.setenv("CELLARENA_HOST", "host.invalid")
     no_env.setenv("CELLARENA_PORT", "1")
     no_env.setenv("CELLARENA_TOKEN", "env-token")
@@ -777,38 +735,37 @@ def test_flags_win_over_the_environment(no_env: pytest.MonkeyPatch) -> None:
     argv = ["--host", "127.0.0.1", "--port", str(server.port), "--token", "flag-token", "--name", "flagname"]
     assert run(MyDemoBot, argv) == 0
     server.join()
-    assert server.hello == protocol.hello("flagname", "rezzo", token="flag-token")
+    assert server.session.hello == protocol.hello("flagname", "rezzo", token="flag-token")
 
 
 def test_default_name_is_the_class_name_and_no_token(no_env: pytest.MonkeyPatch) -> None:
-    server = FakeServer([WELCOME, END])
+    server = scripted([WELCOME, END])
     bot = MyDemoBot()
     assert run(bot, ["--port", str(server.port), "-q"]) == 0  # an instance works too
     server.join()
-    assert server.hello == protocol.hello("mydemobot", "rezzo")
+    assert server.session.hello == protocol.hello("mydemobot", "rezzo")
     assert bot.result is not None
 
 
 def test_refused_connection_is_one_clear_line(
-    no_env: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+    no_env: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], free_port: int
 ) -> None:
-    port = free_port()
-    assert run(MyDemoBot, ["--port", str(port)]) == 1
+    assert run(MyDemoBot, ["--port", str(free_port)]) == 1
     err = capfd.readouterr().err
     assert err.count("\n") == 1
-    assert f"could not connect to 127.0.0.1:{port}: connection refused" in err
+    assert f"could not connect to 127.0.0.1:{free_port}: connection refused" in err
     assert "cellarena serve rezzo" in err and "--port" in err
 
 
-def test_connect_errors_name_the_address() -> None:
+def test_connect_errors_name_the_address(free_port: int) -> None:
     with pytest.raises(ConnectError, match=r"could not connect to 127\.0\.0\.1:"):
-        connect("127.0.0.1", free_port(), name="me", game="rezzo")
+        connect("127.0.0.1", free_port, name="me", game="rezzo")
     with pytest.raises(ConnectError, match="unknown host"):
         connect("host.invalid", 7777, name="me", game="rezzo")
 
 
 def test_server_error_is_reported(no_env: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
-    server = FakeServer([protocol.error(protocol.BAD_HELLO, "no such token"), "close"])
+    server = scripted([protocol.error(protocol.BAD_HELLO, "no such token"), "close"])
     assert run(MyDemoBot, ["--port", str(server.port)]) == 1
     server.join()
     err = capfd.readouterr().err
@@ -817,7 +774,7 @@ def test_server_error_is_reported(no_env: pytest.MonkeyPatch, capfd: pytest.Capt
 
 
 def test_server_error_mid_match_is_raised() -> None:
-    server = FakeServer(
+    server = scripted(
         [WELCOME, tick(1), protocol.error(protocol.FLOOD, "more than 8 messages in one tick"), "close"]
     )
     with (
@@ -830,7 +787,7 @@ def test_server_error_mid_match_is_raised() -> None:
 
 
 def test_closed_connection_is_reported(no_env: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
-    server = FakeServer([WELCOME, tick(1), "close"])
+    server = scripted([WELCOME, tick(1), "close"])
     assert run(MyDemoBot, ["--port", str(server.port)]) == 1
     server.join()
     err = capfd.readouterr().err

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -11,7 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from test_match_cli import CLI, RAW, ROOT, alive, cellarena
+from bot_files import RAW_BOT as RAW
+from bot_processes import BotPids
+from cellarena_cli import cellarena, start_cellarena
 
 GHOST = f'{sys.executable} -c "import time; time.sleep(60)"'  # starts, never connects
 
@@ -22,22 +23,9 @@ def tournament(*args: str, timeout: float = 240, env: dict[str, str] | None = No
     return json.loads(proc.stdout)
 
 
-def pids_alive(path: Path) -> list[int]:
-    if not path.exists():
-        return []
-    return [p for p in map(int, path.read_text().split()) if alive(p)]
-
-
-def wait_until_dead(path: Path, seconds: float = 15.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while (left := pids_alive(path)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
-
-
-def test_crashing_hanging_and_absent_bots_rank_last_and_stall_nothing(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
-    env = {**os.environ, "BOT_PID_FILE": str(pids)}
+def test_crashing_hanging_and_absent_bots_rank_last_and_stall_nothing(
+    tmp_path: Path, bot_pids: BotPids
+) -> None:
     started = time.monotonic()
     result = tournament(
         "--bot", f"good={RAW} random",
@@ -49,7 +37,7 @@ def test_crashing_hanging_and_absent_bots_rank_last_and_stall_nothing(tmp_path: 
         "--connect-timeout", "2",
         "--out", str(tmp_path / "out"),
         "--jobs", "2",
-        env=env,
+        env=bot_pids.env,
     )  # fmt: skip
     elapsed = time.monotonic() - started
     assert result["matches"] == 12 and result["failed"] == []
@@ -64,7 +52,7 @@ def test_crashing_hanging_and_absent_bots_rank_last_and_stall_nothing(tmp_path: 
     assert standings["hangs"]["late_rate"] > 0.5
     # Nothing waited on a bad bot beyond its own limits: 25 missed ticks or the connect timeout.
     assert elapsed < 120
-    assert wait_until_dead(pids) == []
+    assert bot_pids.wait_until_dead() == []
 
 
 def read_matches(db: Path) -> int:
@@ -78,9 +66,10 @@ def read_matches(db: Path) -> int:
         return 0
 
 
-def test_a_tournament_killed_with_sigkill_resumes_and_ends_with_the_same_standings(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
-    env = {**os.environ, "BOT_PID_FILE": str(pids)}
+def test_a_tournament_killed_with_sigkill_resumes_and_ends_with_the_same_standings(
+    tmp_path: Path, bot_pids: BotPids
+) -> None:
+    env = bot_pids.env
     args = [
         "--bot", f"r1={RAW} random",
         "--bot", f"r2={RAW} random",
@@ -95,13 +84,10 @@ def test_a_tournament_killed_with_sigkill_resumes_and_ends_with_the_same_standin
     assert straight["matches"] == straight["played"] == 12
 
     out = tmp_path / "resumed"
-    proc = subprocess.Popen(
-        [*CLI, "tournament", "rezzo", *args, "--out", str(out), "--json"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_cellarena(
+        "tournament", "rezzo", *args, "--out", str(out), "--json",
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
     deadline = time.monotonic() + 120
     while read_matches(out / "results.sqlite") < 4 and time.monotonic() < deadline:
         assert proc.poll() is None, "the tournament ended before it could be killed"
@@ -117,38 +103,30 @@ def test_a_tournament_killed_with_sigkill_resumes_and_ends_with_the_same_standin
     con = sqlite3.connect(out / "results.sqlite")
     assert con.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM matches").fetchone() == (12, 12)
     assert con.execute("SELECT COUNT(*) FROM seats").fetchone() == (24,)
-    assert wait_until_dead(pids) == []  # the killed run's orphaned match finished and its bots exited
+    assert bot_pids.wait_until_dead() == []  # the killed run's orphaned match finished and its bots exited
 
 
-def test_ctrl_c_stops_every_bot_and_keeps_only_whole_matches(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
-    env = {**os.environ, "BOT_PID_FILE": str(pids)}
+def test_ctrl_c_stops_every_bot_and_keeps_only_whole_matches(tmp_path: Path, bot_pids: BotPids) -> None:
     out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [
-            *CLI, "tournament", "rezzo",
-            "--bot", f"a={RAW} delay:20",
-            "--bot", f"b={RAW} delay:20",
-            "--bot", f"c={RAW} delay:20",
-            "--max-ticks", "3000",
-            "--out", str(out),
-            "--jobs", "2",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = start_cellarena(
+        "tournament", "rezzo",
+        "--bot", f"a={RAW} delay:20",
+        "--bot", f"b={RAW} delay:20",
+        "--bot", f"c={RAW} delay:20",
+        "--max-ticks", "3000",
+        "--out", str(out),
+        "--jobs", "2",
+        env=bot_pids.env,
     )  # fmt: skip
     deadline = time.monotonic() + 60
-    while len(pids_alive(pids)) < 4 and time.monotonic() < deadline:
+    while len(bot_pids.running()) < 4 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(pids_alive(pids)) >= 4, "two matches should be running"
+    assert len(bot_pids.running()) >= 4, "two matches should be running"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "every bot process was stopped" in err and "run the same command again" in err
-    assert wait_until_dead(pids, 5.0) == []
+    assert bot_pids.wait_until_dead(5.0) == []
     con = sqlite3.connect(out / "results.sqlite")
     assert con.execute("SELECT COUNT(*) FROM matches").fetchone() == (0,)
     assert con.execute("SELECT COUNT(*) FROM seats").fetchone() == (0,)

@@ -39,4 +39,4 @@ def adapter(game: str) -> GameAdapter:
     """The SDK module of ``game``; ValueError names the known games."""
     if game not in GAMES:
         raise ValueError(f"unknown game {game!r}; this SDK knows {', '.join(GAMES)}")
-    return importlib.import_module(f"cellarena.sdk.games.{game}")  # type: ignore[return-value]
+    return importlib.import_module(f"cellarena.sdk.games.{game}")

@@ -301,7 +301,8 @@ class ClothWorld:
     def from_codes(cls, codes: np.ndarray, band: int | None = None) -> ClothWorld:
         """A world holding ``codes`` (an (H, W) array of cell codes 0..4)."""
         codes = np.asarray(codes)
-        world = cls(*codes.shape, band=band)
+        height, width = codes.shape
+        world = cls(height, width, band=band)
         world.load(codes)
         return world
 
@@ -405,7 +406,8 @@ def territory(board: np.ndarray, code: int) -> np.ndarray:
 
 def contested(board: np.ndarray) -> np.ndarray:
     """Cells inside both players' territories."""
-    return territory(board, A) & territory(board, B)
+    both: np.ndarray = territory(board, A) & territory(board, B)
+    return both
 
 
 def territory_plane(board: np.ndarray) -> np.ndarray:
@@ -437,7 +439,7 @@ def legal_cells(board: np.ndarray, me: int, first: bool = False) -> np.ndarray:
     board = np.asarray(board)
     mine = field(board, me) > THRESHOLD
     theirs = field(board, opponent(me)) > THRESHOLD
-    ok = (board == EMPTY) & ~_near(board, opponent(me)) & ~(mine & theirs)
+    ok: np.ndarray = (board == EMPTY) & ~_near(board, opponent(me)) & ~(mine & theirs)
     if not first:
         ok &= mine
     return ok

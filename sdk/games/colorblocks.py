@@ -277,7 +277,9 @@ class Board:
     def placeable(self, seat: int) -> np.ndarray:
         """(height, width) bool: where ``seat`` may place a block (ignoring the one-per-turn limit)."""
         gains = placement_gains(self.blocks, self.guards, seat)
-        ok = ((self.blocks == Block.NEUTRAL) | (self.blocks == color(seat))) & (self.guards < 0) & (gains > 0)
+        ok: np.ndarray = (
+            ((self.blocks == Block.NEUTRAL) | (self.blocks == color(seat))) & (self.guards < 0) & (gains > 0)
+        )
         for u in self.units.values():
             ok[u.y, u.x] = False
         return ok

@@ -191,7 +191,9 @@ class ColorblocksEngine:
         b = self.board
         h = hashlib.blake2b(digest_size=16)
         h.update(
-            np.array([self.tick, b.width, b.height, b.next_id, -1 if b.winner is None else b.winner], "<i8")
+            np.array(
+                [self.tick, b.width, b.height, b.next_id, -1 if b.winner is None else b.winner], "<i8"
+            ).tobytes()
         )
         h.update(b.blocks.astype(np.uint8).tobytes())
         h.update(b.guards.astype(np.int8).tobytes())

@@ -6,7 +6,7 @@ from rich.text import Text
 
 from cellarena.sdk.games.colorblocks import CHARS, Block, Board
 
-STYLES = {
+STYLES: dict[int, str] = {
     Block.RED: "red",
     Block.BLUE: "blue",
     Block.OBJECTIVE_RED: "bold red",

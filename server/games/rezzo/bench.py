@@ -51,7 +51,7 @@ def wireworld_step(grid: np.ndarray) -> np.ndarray:
 
 def random_rezzo_codes(size: int, players: int, rng: np.random.Generator) -> np.ndarray:
     """A dense, uniform mix of every Rezzo state and owner."""
-    states = [Cell.BLANK, Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL, Cell.PHOTON]
+    states: list[int] = [Cell.BLANK, Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL, Cell.PHOTON]
     for p in range(players):
         states += [Cell.AGENT + p, Cell.FLAG + p, Cell.GEYSER + p, Cell.BASE + p]
     return rng.choice(np.array(states, np.uint8), size=(size, size))

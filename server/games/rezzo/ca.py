@@ -291,9 +291,7 @@ class BitWorld:
         v.tmp_levels = [(tmp_flat[d], tmp_flat[r]) for d, r in flat_rows]
         v.any_first, v.multi_first, v.tmp_first = left[0, vr], right[0, vr], tmpb[0, vr]
         v.e_old, v.t_old, v.c_old, v.ph_old = old[E, vr], old[T, vr], old[C, vr], old[PH, vr]
-        v.fl_old = [old[DYN_FIXED + i, vr] for i in range(p)]
         v.ne, v.nt, v.nc, v.nph = new[E, vr], new[T, vr], new[C, vr], new[PH, vr]
-        v.nfl = [new[DYN_FIXED + i, vr] for i in range(p)]
         v.loss_fl = old[DYN_FIXED:].reshape(-1)
         v.loss_near = self._near_base.reshape(-1)
         v.loss_tmp = tmpb[:p].reshape(-1)

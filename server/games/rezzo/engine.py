@@ -153,8 +153,8 @@ class RezzoEngine:
             text, source = read_map(cfg.map)
             cfg = replace(cfg, map_text=text)
         else:
-            source = f"<map {cfg.map}>"
-        m = parse_map(cfg.map_text, source)
+            text, source = cfg.map_text, f"<map {cfg.map}>"
+        m = parse_map(text, source)
         agents = [(a.player, a.x, a.y, int(a.facing)) for a in m.agents]
         engine = cls.from_board(
             m.cells,
@@ -222,9 +222,6 @@ class RezzoEngine:
 
     def agents(self) -> list[Agent]:
         return [Agent(a.player, a.index, a.x, a.y, a.facing, a.alive) for a in self._agents]
-
-    def alive_players(self) -> set[int]:
-        return set(self._alive_players)
 
     def result(self) -> Result | None:
         return self._result

@@ -155,7 +155,7 @@ def _parse_int(v: _HeaderValue, key: str, lo: int, hi: int, source: str) -> int:
 
 
 def _parse_facings(v: _HeaderValue, players: int, source: str) -> list[Facing]:
-    facings = []
+    facings: list[Facing] = []
     for match in re.finditer(r"\S+", v.text):
         token, col = match.group(), v.col + match.start()
         if token not in Facing.__members__:

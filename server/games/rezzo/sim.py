@@ -62,13 +62,13 @@ def simulate(
         requests = engine.pending()
         if not requests:
             break
-        moves = {}
+        moves: dict[int, dict[int, int]] = {}
         if policy == "random":
-            moves = {
+            picks = {
                 seat: [int(m) for m in rng.integers(0, len(Move), size=len(req["agents"]))]
                 for seat, req in requests.items()
             }
-            moves = {seat: dict(zip(requests[seat]["agents"], ms, strict=True)) for seat, ms in moves.items()}
+            moves = {seat: dict(zip(requests[seat]["agents"], ms, strict=True)) for seat, ms in picks.items()}
         events = engine.apply(moves)
         for seat, n in events.illegal.items():
             report.illegal[seat] = report.illegal.get(seat, 0) + n

@@ -1,0 +1,44 @@
+"""Running the `cellarena` command from tests: as a child process, as a user runs it (real bots,
+signals, exit codes), or in this process through click's runner (quicker, for output and usage
+errors)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from click.testing import CliRunner
+
+from cellarena.arena.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+#: `cellarena` run by the interpreter running the tests, so no venv's bin/ need be on PATH.
+CLI = [sys.executable, "-c", "from cellarena.arena.cli import main; main()"]
+
+
+def cellarena(*args: str, timeout: float = 120, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """`cellarena ARGS` to the end, from the checkout; its output is captured, its exit code not checked."""
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=False, **kw
+    )
+
+
+def start_cellarena(*args: str, **kw: Any) -> subprocess.Popen[str]:
+    """`cellarena ARGS` started and left running (to signal or kill it); output piped unless ``kw`` says."""
+    options: dict[str, Any] = {
+        "cwd": ROOT,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+        "text": True,
+    }
+    return subprocess.Popen([*CLI, *args], **{**options, **kw})
+
+
+def invoke(*args: str, command: click.Command = main) -> tuple[int, str]:
+    """``command`` (all of `cellarena` unless given, e.g. a game's bench command) in this process:
+    its exit code and output."""
+    result = CliRunner().invoke(command, list(args))
+    return result.exit_code, result.output
