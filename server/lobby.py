@@ -18,7 +18,7 @@ import contextlib
 import errno
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -281,7 +281,7 @@ class Lobby:
     def _limit_reached(self) -> bool:
         return self.config.matches is not None and self._started >= self.config.matches
 
-    def start_match(self, conns: list[Connection | None], names: list[str] | None = None) -> None:
+    def start_match(self, conns: Sequence[Connection | None], names: list[str] | None = None) -> None:
         """Start a match with ``conns`` in seat order (None: a seat whose bot never came, which
         forfeits). ``names`` are the seats' names in results; by default, what each bot said."""
         assert self._nursery is not None

@@ -399,13 +399,12 @@ class Match:
     async def close(self) -> MatchOutcome:
         """Record the result, tell every seat and spectator, let their last frames leave, hang up."""
         result = self._final_result()
-        extra = {
-            "late": [s.late for s in self.seats],
-            "invalid": [s.invalid for s in self.seats],
-            "illegal": [s.illegal for s in self.seats],
-            "names": [s.name for s in self.seats],
-            "forfeits": [s.index for s in self.seats if s.forfeit_tick is not None],
-        }
+        late = [s.late for s in self.seats]
+        invalid = [s.invalid for s in self.seats]
+        illegal = [s.illegal for s in self.seats]
+        names = [s.name for s in self.seats]
+        forfeits = [s.index for s in self.seats if s.forfeit_tick is not None]
+        extra = {"late": late, "invalid": invalid, "illegal": illegal, "names": names, "forfeits": forfeits}
         if self.recorder is not None:
             try:
                 self.recorder.finish(result, extra)
@@ -461,11 +460,11 @@ class Match:
         return MatchOutcome(
             self.number,
             result,
-            [s.name for s in self.seats],
-            extra["late"],
-            extra["invalid"],
-            extra["illegal"],
-            extra["forfeits"],
+            names,
+            late,
+            invalid,
+            illegal,
+            forfeits,
             result.ticks,
             late_ticks=self.late_ticks,
             behind_ticks=self.behind_ticks,
