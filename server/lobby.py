@@ -238,7 +238,7 @@ class Lobby:
         """A connection's first message: refuse it, or seat the bot or spectator that sent it."""
         problem = self._check_hello(hello)
         if problem is None and hello.get("role", "bot") == "bot":
-            problem = self.seating.check(hello)
+            problem = self.seating.check(conn, hello)
         if problem is not None:
             self.seating.refused(conn, hello, *problem)
             conn.fail(*problem)
@@ -281,17 +281,31 @@ class Lobby:
     def _limit_reached(self) -> bool:
         return self.config.matches is not None and self._started >= self.config.matches
 
-    def start_match(self, conns: Sequence[Connection | None], names: list[str] | None = None) -> None:
+    def start_match(
+        self,
+        conns: Sequence[Connection | None],
+        names: list[str] | None = None,
+        *,
+        engine_config: dict[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> Match | None:
         """Start a match with ``conns`` in seat order (None: a seat whose bot never came, which
-        forfeits). ``names`` are the seats' names in results; by default, what each bot said."""
+        forfeits); the match, or None if it could not start (its seats are told `internal`).
+
+        ``names`` are the seats' names in results (default: what each bot said). ``engine_config``
+        and ``seed`` default to the lobby's config and its seed plus the match's number minus one;
+        a seating that draws maps from a pool gives its own."""
         assert self._nursery is not None
         self._started += 1
         number = self._started
-        seed = self.config.seed + number - 1
+        if seed is None:
+            seed = self.config.seed + number - 1
         if names is None:
             names = [c.name if c is not None else f"seat{i}" for i, c in enumerate(conns)]
         try:
-            engine = self.engine_class.new(self.config.engine_config, seed)
+            engine = self.engine_class.new(
+                self.config.engine_config if engine_config is None else engine_config, seed
+            )
             match = Match(
                 number,
                 engine,
@@ -307,12 +321,13 @@ class Lobby:
                     conn.fail(protocol.INTERNAL, "the server could not start this match (an internal error)")
             if self._limit_reached() and not self._running:
                 self._all_done.set()
-            return
+            return None
         for spectator in self._spectators.take():
             match.add_spectator(spectator)
         self._running[match] = trio.CancelScope()
         log.info("match %d starts: %s", number, ", ".join(names))
         self._nursery.start_soon(self._run_match, match)
+        return match
 
     def _recorder(self, number: int, engine: Engine, names: list[str], seed: int) -> Recorder | None:
         """The match's replay writer; without one if it cannot be made (the match is what counts)."""

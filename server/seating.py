@@ -79,7 +79,7 @@ class Seating:
         """Join ``lobby``; called once, before it serves."""
         self.lobby = lobby
 
-    def check(self, hello: dict[str, Any]) -> tuple[str, str] | None:
+    def check(self, conn: Connection, hello: dict[str, Any]) -> tuple[str, str] | None:
         """What this mode refuses in a bot's hello that the lobby accepted: (code, message), or None."""
         return None
 
@@ -144,9 +144,7 @@ class ReservedSeating(Seating):
         self._gone: set[int] = set()
         self._room = WaitingRoom(on_leave=self._unseat)
 
-    def check(self, hello: dict[str, Any]) -> tuple[str, str] | None:
-        if hello.get("role", "bot") != "bot":
-            return None
+    def check(self, conn: Connection, hello: dict[str, Any]) -> tuple[str, str] | None:
         token = hello.get("token")
         if not isinstance(token, str) or token not in self.tokens:
             return protocol.BAD_HELLO, "this server reserves its seats: send the 'token' you were given"
