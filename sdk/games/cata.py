@@ -406,3 +406,8 @@ def encode_answer(answer: object, message: dict[str, Any]) -> list[int]:
 
 def noop_answer(message: dict[str, Any]) -> list[int]:
     return [int(Act.PASS), 0]
+
+
+def idle_answer(view: View) -> tuple[int, int]:
+    """A pass."""
+    return PASS

@@ -628,3 +628,8 @@ def encode_answer(answer: object, message: dict[str, Any]) -> list[list[int]]:
 def noop_answer(message: dict[str, Any]) -> list[list[int]]:
     """No units: a pass (counted illegal when a legal cell existed)."""
     return []
+
+
+def idle_answer(view: View) -> list[tuple[int, int]]:
+    """No units (see `noop_answer`)."""
+    return []

@@ -694,3 +694,8 @@ def encode_answer(answer: object, message: dict[str, Any]) -> list[list[Any]]:
 def noop_answer(message: dict[str, Any]) -> list[list[Any]]:
     """An empty turn: nothing placed, moved or changed."""
     return []
+
+
+def idle_answer(view: View) -> list[list[Any]]:
+    """An empty turn."""
+    return []

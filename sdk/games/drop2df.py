@@ -350,3 +350,8 @@ def encode_answer(answer: object, message: dict[str, Any]) -> list[int | list[in
 def noop_answer(message: dict[str, Any]) -> list[int | list[int]]:
     """A pass."""
     return []
+
+
+def idle_answer(view: View) -> list[int]:
+    """A pass."""
+    return []

@@ -14,11 +14,13 @@ import heapq
 import operator
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import IntEnum
-from typing import Any
+from typing import Any, get_type_hints
 
 from cellarena.sdk.games import MovesError
+from cellarena.sdk.protocol import Frame, Tick
+from cellarena.sdk.protocol.fields import conforms
 
 MAX_PLAYERS = 8
 VIEW_SIZE = 13
@@ -730,6 +732,51 @@ def moves_for(answer: object, agents: int) -> list[int]:
     return codes
 
 
+# ---------------------------------------------------------------------------------------- messages
+class RezzoTick(Tick):
+    """Rezzo's ``tick``: what each of the seat's live agents sees (`View` reads it)."""
+
+    agents: list[int]
+    cells: bytes
+    damage: bytes
+
+
+class RezzoFrame(Frame):
+    """Rezzo's spectator ``frame``: the whole world, with absolute owners."""
+
+    width: int
+    height: int
+    cells: bytes
+    damage: bytes
+    agents: list[Any]  # [seat, index, x, y, facing, alive] per agent
+    alive: list[int]
+
+
+@dataclass(frozen=True)
+class RezzoSettings:
+    """Rezzo's settings from the ``welcome``'s ``config`` (`MatchInfo.settings`)."""
+
+    map: str = ""
+    width: int = 0
+    height: int = 0
+    agents_per_player: int = 1
+    view_size: int = VIEW_SIZE
+    max_ticks: int = 0
+    torus: bool = False
+    own_base_counts: bool = True
+
+    def summary(self) -> str:
+        return f"map {self.map}" if self.map else ""
+
+
+def parse_config(config: Mapping[str, Any]) -> RezzoSettings:
+    """The settings in a ``welcome``'s ``config``. Forgiving, as a bot should be: an entry that is
+    missing or of the wrong type keeps its default, and unknown entries are ignored."""
+    hints = get_type_hints(RezzoSettings)
+    names = [f.name for f in fields(RezzoSettings)]
+    return RezzoSettings(**{k: config[k] for k in names if k in config and conforms(config[k], hints[k])})
+
+
 def make_view(message: dict[str, Any]) -> View:
     """The `View` of a ``tick`` message (see `cellarena.sdk.games.GameAdapter`)."""
     return View.from_message(message)
@@ -743,3 +790,8 @@ def encode_answer(answer: object, message: dict[str, Any]) -> list[int]:
 def noop_answer(message: dict[str, Any]) -> list[int]:
     """A no-op for every agent of the request."""
     return [int(Move.NOOP)] * len(message.get("agents") or ())
+
+
+def idle_answer(view: View) -> list[Move]:
+    """A NOOP for every agent in view."""
+    return [Move.NOOP] * len(view.agents)
