@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from cellarena.sdk.games import MovesError
+from cellarena.sdk.protocol import is_int
 
 BLACK = 0
 WHITE = 1
@@ -382,14 +383,14 @@ MEDITATE = (int(Act.MEDITATE), 0)
 def move_for(answer: object) -> list[int]:
     """The ``moves`` field for ``answer``: a (kind, index) pair, or a bare `Act` for pass/meditate."""
     value = answer.tolist() if hasattr(answer, "tolist") else answer
-    if isinstance(value, int) and not isinstance(value, bool):
+    if is_int(value):
         if value not in (Act.PASS, Act.MEDITATE):
             raise MovesError(f"on_tick returned {value!r}; strikes and blocks need an index: (kind, index)")
         return [int(value), 0]
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise MovesError(f"on_tick returned {answer!r:.60}; return (kind, index), e.g. strike(5) or PASS")
     kind, index = value
-    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (kind, index))
+    ok = is_int(kind) and is_int(index)
     if not ok or kind not in Act._value2member_map_ or not 0 <= index < RULE_SIZE:
         raise MovesError(f"on_tick returned {answer!r:.60}; kind must be 0..3 and index 0..31")
     return [int(kind), int(index)]

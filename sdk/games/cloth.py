@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from cellarena.sdk.games import MovesError
+from cellarena.sdk.protocol import as_int, is_int
 
 # ---------------------------------------------------------------------------------------- codes
 EMPTY = 0
@@ -460,9 +461,10 @@ def _as_xy(unit: Any) -> tuple[int, int] | None:
     """``unit`` as an (x, y) pair of ints, or None."""
     if not isinstance(unit, (list, tuple)) or len(unit) != 2:
         return None
-    if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in unit):
+    x, y = as_int(unit[0]), as_int(unit[1])
+    if x is None or y is None:
         return None
-    return int(unit[0]), int(unit[1])
+    return x, y
 
 
 def place(
@@ -560,7 +562,7 @@ class View:
 
         def get(key: str, kind: type | tuple[type, ...]) -> Any:
             value = message.get(key)
-            if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            if not (is_int(value) if kind is int else isinstance(value, kind)):
                 raise ValueError(f"tick: field {key!r} must be {kind}, got {value!r:.60}")
             return value
 

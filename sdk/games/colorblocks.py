@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from cellarena.sdk.games import MovesError
+from cellarena.sdk.protocol import is_int
 
 WIDTH = HEIGHT = 9
 PLAYERS = 2
@@ -115,10 +116,6 @@ class Refused(Exception):  # noqa: N818 (a refusal is the normal outcome, not an
         super().__init__(reason)
         self.reason = reason
         self.malformed = malformed
-
-
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # ------------------------------------------------------------------------------ colour change
@@ -582,12 +579,12 @@ class Board:
         return cls(blocks, guards, units, reserves, spawns, next_id=max(units, default=-1) + 1)
 
 
-_XY = (_int, _int)
+_XY = (is_int, is_int)
 _SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
     "place": (_XY,),
-    "move": ((_int, *_XY), (_int, *_XY, lambda v: v in ("dead", "color"))),
-    "act": ((_int, *_XY),),
-    "destruct": ((_int,),),
+    "move": ((is_int, *_XY), (is_int, *_XY, lambda v: v in ("dead", "color"))),
+    "act": ((is_int, *_XY),),
+    "destruct": ((is_int,),),
     "guard": (_XY, (*_XY, *_XY)),
     "spawn": ((lambda v: isinstance(v, str),),),
 }

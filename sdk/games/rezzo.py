@@ -11,7 +11,6 @@ In a viewport the owner is *relative*: 0 is the viewer, 1..P-1 the others in rot
 from __future__ import annotations
 
 import heapq
-import operator
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
@@ -19,7 +18,7 @@ from enum import IntEnum
 from typing import Any, get_type_hints
 
 from cellarena.sdk.games import MovesError
-from cellarena.sdk.protocol import Frame, Tick
+from cellarena.sdk.protocol import Frame, Tick, as_int, is_int
 from cellarena.sdk.protocol.fields import conforms
 
 MAX_PLAYERS = 8
@@ -431,9 +430,9 @@ class View:
         """The View of a ``tick`` message; ValueError says what is malformed."""
         tick, agents, budget = message.get("tick"), message.get("agents"), message.get("budget_ms", 0)
         cells, damage = message.get("cells"), message.get("damage")
-        if not isinstance(tick, int) or isinstance(tick, bool):
+        if not is_int(tick):
             raise ValueError(f"tick: field 'tick' must be an int, got {tick!r}")
-        if not isinstance(agents, list) or not all(type(a) is int for a in agents):
+        if not isinstance(agents, list) or not all(is_int(a) for a in agents):
             raise ValueError(f"tick: field 'agents' must be a list of ints, got {agents!r}")
         if not isinstance(budget, (int, float)):
             raise ValueError(f"tick: field 'budget_ms' must be a number, got {budget!r}")
@@ -703,7 +702,7 @@ def moves_for(answer: object, agents: int) -> list[int]:
     value = answer.tolist() if hasattr(answer, "tolist") else answer  # numpy arrays and scalars
     if isinstance(value, (list, tuple)):
         items = list(value)
-    elif isinstance(value, int) and not isinstance(value, bool):
+    elif is_int(value):
         if agents != 1:
             raise MovesError(
                 f"on_tick returned a single move, but this seat has {agents} agents: "
@@ -722,10 +721,7 @@ def moves_for(answer: object, agents: int) -> list[int]:
         )
     codes = []
     for i, item in enumerate(items):
-        try:
-            code = operator.index(item) if not isinstance(item, bool) else None
-        except TypeError:
-            code = None
+        code = as_int(item)
         if code not in _MOVE_CODES:
             raise MovesError(f"on_tick returned {item!r:.40} for agent #{i}, which is not a Move (0..5)")
         codes.append(code)
