@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from cellarena.sdk.games import MovesError
-from cellarena.sdk.protocol import is_int
+from cellarena.sdk.protocol import Length, Tick, is_int
 
 BLACK = 0
 WHITE = 1
@@ -268,6 +268,26 @@ def refusal(
             return "you may meditate only while your health is below the opponent's"
         return None
     return f"unknown move kind {kind}"
+
+
+# ---------------------------------------------------------------------------------------- the message
+class CataTick(Tick):
+    """C.A.T.A.'s ``tick``, to the one seat whose single move it is (`View` reads it)."""
+
+    seat: int
+    size: int
+    board: bytes  # the board as packed bits, numpy.packbits order
+    rule: Annotated[list[int], Length(RULE_SIZE, RULE_SIZE)]
+    health: Annotated[list[int], Length(2, 2)]
+    cells_per_hp: int
+    turn: int
+    move: int
+    moves_left: int
+    blocked: bool
+    meditated: bool
+    opponent_meditated: bool
+    refused: dict[str, Any] | None
+    last_reaction: dict[str, Any] | None
 
 
 # ---------------------------------------------------------------------------------------- the view

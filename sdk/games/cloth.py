@@ -15,12 +15,12 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from cellarena.sdk.games import MovesError
-from cellarena.sdk.protocol import as_int, is_int
+from cellarena.sdk.protocol import Length, Tick, as_int, is_int
 
 # ---------------------------------------------------------------------------------------- codes
 EMPTY = 0
@@ -510,6 +510,25 @@ def place(
         placed.append((x, y))
         first = False
     return placed, rejected
+
+
+# ---------------------------------------------------------------------------------------- the message
+class ClothTick(Tick):
+    """Cloth of Gold's ``tick``, to the one seat placing now (`View` reads it)."""
+
+    round: int
+    you: int
+    width: int
+    height: int
+    cells: bytes
+    territory: bytes
+    first: bool
+    places_first: bool
+    max_units: int
+    generations: int
+    units: Annotated[list[int], Length(2, 2)]
+    scores: Annotated[list[int], Length(2, 2)]
+    rejected: list[Any]  # [index, x, y, reason] per refusal
 
 
 # ---------------------------------------------------------------------------------------- the view

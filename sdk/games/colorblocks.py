@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from cellarena.sdk.games import MovesError
-from cellarena.sdk.protocol import is_int
+from cellarena.sdk.protocol import Tick, is_int
 
 WIDTH = HEIGHT = 9
 PLAYERS = 2
@@ -596,6 +596,23 @@ _USAGE = {
     "guard": "x, y (from reserve) or x, y, from_x, from_y",
     "spawn": f"one kind of {', '.join(KINDS)}",
 }
+
+
+# ------------------------------------------------------------------------------ the message
+class ColorblocksTick(Tick):
+    """Colorblocks' ``tick``, to the seat to move (`View` reads it)."""
+
+    seat: int
+    turn: int
+    max_turns: int
+    width: int
+    height: int
+    board: bytes
+    guards: list[Any]  # [owner, x, y] per guard
+    units: list[Any]  # [id, owner, kind, x, y] per unit
+    reserves: list[int]
+    next_spawn: list[str]
+    refused: list[Any]  # [index, reason] per action that did nothing
 
 
 # ------------------------------------------------------------------------------ the bot side

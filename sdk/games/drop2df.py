@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cellarena.sdk.games import MovesError
-from cellarena.sdk.protocol import as_int
+from cellarena.sdk.protocol import Tick, as_int
 
 # ---------------------------------------------------------------------------------------- codes
 EMPTY = 0  #: ``[ ]``
@@ -241,6 +241,18 @@ def decode_ops(answer: Any) -> list[int | list[int]] | None:
             return None
         ops.append([face, at])
     return ops
+
+
+# ---------------------------------------------------------------------------------------- the message
+class Drop2dfTick(Tick):
+    """drop2df's ``tick``, to every seat each turn (`View` reads it)."""
+
+    turn: int
+    turns: int
+    row: bytes
+    score: int
+    tokens: list[int]
+    refused: list[str]
 
 
 # ---------------------------------------------------------------------------------------- the view
