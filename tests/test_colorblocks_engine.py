@@ -12,6 +12,7 @@ from typing import Any
 import msgpack
 import pytest
 
+from cellarena.sdk import protocol
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.games import colorblocks as cb
 from cellarena.server.games import ConfigError
@@ -28,7 +29,7 @@ from greedy import greedy_turn  # noqa: E402
 def wire(engine: ColorblocksEngine) -> tuple[int, dict[str, Any]]:
     """The seat to move and its tick message, through msgpack as a bot gets it."""
     ((seat, request),) = engine.pending().items()
-    message = {"type": "tick", "tick": engine.tick, "budget_ms": 1000, **request}
+    message = protocol.tick(engine.tick, 1000, request)
     return seat, msgpack.unpackb(msgpack.packb(message))
 
 
