@@ -323,6 +323,7 @@ def test_view_from_a_tick_message_splits_agents() -> None:
         {"cells": cells[:-1]},
         {"damage": "text"},
         {"budget_ms": None},
+        {"budget_ms": True},
     ):
         message = {**protocol.tick(9, 50, {"agents": [0, 3], "cells": cells, "damage": damage}), **bad}
         with pytest.raises(ValueError, match="tick: field"):

@@ -18,7 +18,7 @@ from enum import IntEnum
 from typing import Any, get_type_hints
 
 from cellarena.sdk.games import MovesError
-from cellarena.sdk.protocol import Frame, Tick, as_int, is_int
+from cellarena.sdk.protocol import Frame, Tick, as_int, is_int, is_number
 from cellarena.sdk.protocol.fields import conforms
 
 MAX_PLAYERS = 8
@@ -434,7 +434,7 @@ class View:
             raise ValueError(f"tick: field 'tick' must be an int, got {tick!r}")
         if not isinstance(agents, list) or not all(is_int(a) for a in agents):
             raise ValueError(f"tick: field 'agents' must be a list of ints, got {agents!r}")
-        if not isinstance(budget, (int, float)):
+        if not is_number(budget):
             raise ValueError(f"tick: field 'budget_ms' must be a number, got {budget!r}")
         size = VIEW_CELLS * len(agents)
         planes = []
