@@ -128,8 +128,11 @@ def test_encode_tick_costs_no_more_than_the_dict_literal() -> None:
     def constructor() -> bytes:
         return encode_tick(5, 67, request)
 
-    best_old = min(timeit.repeat(literal, number=2000, repeat=15))
-    best_new = min(timeit.repeat(constructor, number=2000, repeat=15))
+    # Interleaved, best of many: a busy machine slows both alike, and the minimum is the true cost.
+    best_old = best_new = float("inf")
+    for _ in range(25):
+        best_old = min(best_old, timeit.timeit(literal, number=2000))
+        best_new = min(best_new, timeit.timeit(constructor, number=2000))
     assert best_new < best_old * 1.25, (best_new, best_old)  # generous: the machine is shared
 
 
