@@ -27,37 +27,23 @@ from typing import Any, ClassVar
 
 from cellarena.sdk import protocol
 from cellarena.sdk.client import Client, ClientError, connect
-from cellarena.sdk.games import MovesError, adapter
-from cellarena.sdk.games.rezzo import Move, View
+from cellarena.sdk.games import DEFAULT_GAME, MovesError, adapter, parse_settings
 from cellarena.sdk.protocol import ProtocolError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7777
-MAX_NAME = 64
+MAX_NAME = protocol.MAX_NAME
 
 
 # ---------------------------------------------------------------------------------------- messages
-def _get(message: Mapping[str, Any], key: str, types: type | tuple[type, ...], default: Any = ...) -> Any:
-    """A field of a server message, checked; a missing or mistyped field is a ProtocolError."""
-    value = message.get(key, default)
-    if value is ...:
-        raise ProtocolError(protocol.BAD_MESSAGE, f"{message['type']}: the field {key!r} is missing")
-    # bool is an int in Python, but never a valid number on the wire.
-    ok = isinstance(value, types) and (types is bool or not isinstance(value, bool))
-    if value is not default and not ok:
-        raise ProtocolError(
-            protocol.BAD_MESSAGE, f"{message['type']}: the field {key!r} has the wrong type ({value!r})"
-        )
-    return value
-
-
 @dataclass(frozen=True)
 class MatchInfo:
     """The ``welcome`` message: your seat and the match's settings.
 
-    ``config`` is the game's settings as sent. For Rezzo its entries are also fields here (``map``,
-    ``width``, ``height``, ``agents_per_player``, ``view_size``, ``max_ticks``, ``torus``,
-    ``own_base_counts``); for other games they keep their defaults.
+    ``config`` is the game's settings as sent. ``settings`` holds them typed when the game's SDK
+    module reads them (for Rezzo a `RezzoSettings`: ``map``, ``width``, ``height``,
+    ``agents_per_player``, ``view_size``, ``max_ticks``, ``torus``, ``own_base_counts``), else None.
+    The settings' fields read as fields of the MatchInfo too: ``info.map`` is ``info.settings.map``.
     """
 
     seat: int | None
@@ -69,15 +55,23 @@ class MatchInfo:
     budget_ms: int = 0
     config: dict[str, Any] = field(default_factory=dict)
     role: str = "bot"
-    # Rezzo's settings, copied out of ``config``.
-    map: str = ""
-    width: int = 0
-    height: int = 0
-    agents_per_player: int = 1
-    view_size: int = 13
-    max_ticks: int = 0
-    torus: bool = False
-    own_base_counts: bool = True
+    #: Read from ``config`` by the game's SDK module unless given.
+    settings: Any = None
+
+    def __post_init__(self) -> None:
+        if self.settings is None:
+            object.__setattr__(self, "settings", parse_settings(self.game, self.config))
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called when the usual lookup fails: the game's settings answer for their fields.
+        # Read through __dict__, so that a half-built instance (copy, pickle) cannot recurse here.
+        settings = self.__dict__.get("settings")
+        if not name.startswith("_") and settings is not None and hasattr(settings, name):
+            return getattr(settings, name)
+        game = self.__dict__.get("game", "this game")
+        raise AttributeError(
+            f"'MatchInfo' object has no attribute {name!r}, nor do the {game} settings (see info.config)"
+        )
 
     @property
     def name(self) -> str | None:
@@ -91,26 +85,18 @@ class MatchInfo:
 
     @classmethod
     def from_welcome(cls, message: Mapping[str, Any]) -> MatchInfo:
-        role = _get(message, "role", str, "bot")
-        seat = _get(message, "seat", int, None) if role == "spectator" else _get(message, "seat", int)
-        names = _get(message, "names", list, [])
-        config = _get(message, "config", dict, {})
-        rezzo: dict[str, Any] = {}
-        if message.get("game") == "rezzo":
-            kinds = {"map": str, "width": int, "height": int, "agents_per_player": int, "view_size": int}
-            kinds |= {"max_ticks": int, "torus": bool, "own_base_counts": bool}
-            rezzo = {k: v for k, v in config.items() if k in kinds and type(v) is kinds[k]}
+        """The MatchInfo of a ``welcome``; a malformed one is a `ProtocolError` naming the field."""
+        welcome = protocol.check_welcome(message)
         return cls(
-            seat=seat,
-            players=_get(message, "players", int),
-            names=tuple(str(n) for n in names),
-            game=_get(message, "game", str),
-            match=_get(message, "match", int, 0),
-            tick_rate=float(_get(message, "tick_rate", (int, float), 0.0)),
-            budget_ms=_get(message, "budget_ms", int, 0),
-            config=dict(config),
-            role=role,
-            **rezzo,
+            seat=welcome.get("seat"),
+            players=welcome["players"],
+            names=tuple(welcome["names"]),
+            game=welcome["game"],
+            match=welcome["match"],
+            tick_rate=float(welcome["tick_rate"]),
+            budget_ms=welcome["budget_ms"],
+            config=dict(welcome["config"]),
+            role=welcome["role"],
         )
 
 
@@ -134,16 +120,18 @@ class MatchResult:
 
     @classmethod
     def from_end(cls, message: Mapping[str, Any]) -> MatchResult:
+        """The MatchResult of an ``end``; a malformed one is a `ProtocolError` naming the field."""
+        end = protocol.check_end(message)
         return cls(
-            ticks=_get(message, "ticks", int),
-            result=_get(message, "result", str),
-            rank=_get(message, "rank", int),
-            ranks=tuple(_get(message, "ranks", list, [])),
-            winner=_get(message, "winner", int, None),
-            reason=_get(message, "reason", str, ""),
-            late=_get(message, "late", int, 0),
-            invalid=_get(message, "invalid", int, 0),
-            illegal=_get(message, "illegal", int, 0),
+            ticks=end["ticks"],
+            result=end["result"],
+            rank=end["rank"],
+            ranks=tuple(end["ranks"]),
+            winner=end["winner"],
+            reason=end["reason"],
+            late=end["late"],
+            invalid=end["invalid"],
+            illegal=end["illegal"],
         )
 
     def summary(self) -> str:
@@ -162,16 +150,16 @@ class Bot:
     (it is None before, and in offline tests that call ``on_tick`` directly).
     """
 
-    game: ClassVar[str] = "rezzo"
+    game: ClassVar[str] = DEFAULT_GAME
     info: MatchInfo | None = None
 
     def on_start(self, info: MatchInfo) -> None:
         """The match begins: your seat, the players, the game's settings."""
 
-    def on_tick(self, view: View) -> list[int] | int | Move:
-        """Your moves for one tick: one per agent in ``view.agents`` order, or one move if you have one
-        agent. The default does nothing."""
-        return [Move.NOOP] * len(view.agents)
+    def on_tick(self, view: Any) -> Any:
+        """Your answer to one tick, in the game's shape (Rezzo: one move per agent in ``view.agents``
+        order, or one move if you have one agent). The default does nothing."""
+        return adapter(self.game).idle_answer(view)
 
     def on_end(self, result: MatchResult) -> None:
         """The match is over. The connection closes after this returns."""
@@ -216,9 +204,10 @@ def play(bot: Bot, client: Client, *, name: str = "bot", quiet: bool = False) ->
         if kind == "welcome":
             info = MatchInfo.from_welcome(message)
             bot.info = info
+            detail = info.settings.summary() if info.settings is not None else ""
             log(
                 f"seat {info.seat} of {info.players} in match {info.match} ({info.game}"
-                + (f", map {info.map}" if info.map else "")
+                + (f", {detail}" if detail else "")
                 + ")",
                 always=False,
             )
@@ -234,13 +223,14 @@ def play(bot: Bot, client: Client, *, name: str = "bot", quiet: bool = False) ->
                     log("fell behind the server; skipping to the newest tick (on_tick is too slow?)")
             if client.peek() is not None:
                 continue  # the match ended (or failed) meanwhile: that message comes next
+            request = protocol.check_tick(message)
             took_ms = _answer(bot, client, message, log)
-            budget = message.get("budget_ms")
-            if isinstance(budget, int) and took_ms > budget:
+            budget = request["budget_ms"]
+            if took_ms > budget:
                 slow += 1
                 if slow == 1:
                     log(
-                        f"tick {message['tick']}: on_tick took {took_ms:.0f} ms, over the {budget} ms "
+                        f"tick {request['tick']}: on_tick took {took_ms:.0f} ms, over the {budget} ms "
                         "budget; late answers are noops (only the first is reported)"
                     )
         elif kind == "end":
@@ -254,7 +244,7 @@ def play(bot: Bot, client: Client, *, name: str = "bot", quiet: bool = False) ->
 
 def _answer(bot: Bot, client: Client, message: dict[str, Any], log: _Log) -> float:
     """Ask the bot for one tick's moves and send them; the milliseconds on_tick took."""
-    tick = message.get("tick")
+    tick = message["tick"]
     view = bot.make_view(message)
     started = time.monotonic()
     payload = adapter(bot.game).noop_answer(message)
@@ -268,7 +258,7 @@ def _answer(bot: Bot, client: Client, message: dict[str, Any], log: _Log) -> flo
         except MovesError as exc:
             log(f"tick {tick}: {exc}; playing noops this tick")
     took_ms = (time.monotonic() - started) * 1000.0
-    client.send({"type": "moves", "tick": tick, "moves": payload})
+    client.send(protocol.moves(tick, payload))
     return took_ms
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import select
 import socket
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -74,7 +74,7 @@ class Client:
         return f"{self.host}:{self.port}"
 
     # ------------------------------------------------------------------ sending
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any]) -> None:
         """Frame and send one message. Raises ValueError if it is over the client frame limit."""
         frame = protocol.encode(message)
         size = len(frame) - protocol.HEADER.size
@@ -92,7 +92,7 @@ class Client:
             self.close()
             raise ConnectionClosedError(f"lost {self.address} while sending ({exc})") from None
 
-    def hello(self, name: str, game: str, *, token: str | None = None, role: str = "bot") -> None:
+    def hello(self, name: str, game: str, *, token: str | None = None, role: protocol.Role = "bot") -> None:
         """Send the ``hello`` that must open every connection."""
         self.send(protocol.hello(name, game, token=token, role=role))
 
@@ -215,7 +215,7 @@ def connect(
     name: str,
     game: str,
     token: str | None = None,
-    role: str = "bot",
+    role: protocol.Role = "bot",
     timeout: float = CONNECT_TIMEOUT,
 ) -> Client:
     """Open a connection and send ``hello`` at once (the server wants it within 10 s)."""

@@ -25,6 +25,7 @@ from typing import IO, Any, Self
 
 import msgpack
 
+from cellarena.sdk.protocol import is_int, is_number
 from cellarena.server.games import GAMES, ConfigError, Engine, Result, get_engine
 
 FORMAT = "cellarena-replay"
@@ -105,10 +106,6 @@ def _type_name(value: Any) -> str:
     return "nil" if value is None else type(value).__name__
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 class _Checker:
     """Field checks for one record, raising ReplayError that names the file and the record."""
 
@@ -125,11 +122,11 @@ class _Checker:
             raise self.fail(f"missing field {key!r}")
         value = self.record[key]
         ok = {
-            "int": _is_int(value),
+            "int": is_int(value),
             "str": isinstance(value, str),
             "map": isinstance(value, dict),
             "list": isinstance(value, list),
-            "int or nil": value is None or _is_int(value),
+            "int or nil": value is None or is_int(value),
         }[kind]
         if not ok:
             raise self.fail(f"field {key!r} must be {kind}, got {_type_name(value)} {value!r:.80}")
@@ -141,11 +138,9 @@ class _Checker:
         if raw is None:
             return {}
         for k, v in raw.items():
-            if not _is_int(k):
+            if not is_int(k):
                 raise self.fail(f"field {key!r} must map seat numbers (int), got key {k!r:.40}")
-            bad = (values == "int" and not _is_int(v)) or (
-                values == "number" and (isinstance(v, bool) or not isinstance(v, int | float))
-            )
+            bad = (values == "int" and not is_int(v)) or (values == "number" and not is_number(v))
             if bad:
                 raise self.fail(
                     f"field {key!r}: seat {k} must map to {values}, got {_type_name(v)} {v!r:.40}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -42,7 +42,7 @@ class Conn:
         sock.settimeout(IO_TIMEOUT)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def send(self, *messages: dict[str, Any]) -> None:
+    def send(self, *messages: Mapping[str, Any]) -> None:
         """Send frames. `whole`: all of them in one write; `bytewise`: one byte per write, pausing
         inside the header and the body so the client surely gets frames in pieces."""
         if self.write != "bytewise":

@@ -14,6 +14,7 @@ from cellarena_cli import cellarena, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cellarena.sdk import protocol
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.games.cata import (
     MEDITATE,
@@ -221,7 +222,7 @@ def test_turn_order_and_the_observation() -> None:
     expected[16] = expected[17] = 0
     assert engine.rule.tolist() == expected
     seat, req = request(engine)
-    view = make_view({"type": "tick", "tick": engine.tick, "budget_ms": 100, **req})
+    view = make_view(protocol.tick(engine.tick, 100, req))
     assert isinstance(view, View) and view.seat == 1 and view.turn == 2 and view.rule == tuple(expected)
     assert view.health == (62 * Q, 62 * Q) and view.cells_per_hp == Q
     assert req["last_reaction"]["tally"] == [2048, 2048]
@@ -361,7 +362,7 @@ def test_every_illegal_move_is_a_counted_reported_noop(
             break
         play(engine, PASS)
     assert req["refused"]["move"] == list(move) and reason in req["refused"]["reason"]
-    view = make_view({"type": "tick", "tick": engine.tick, "budget_ms": 0, **req})
+    view = make_view(protocol.tick(engine.tick, 0, req))
     assert view.refused == req["refused"]
 
 
@@ -377,7 +378,7 @@ def test_the_sdk_agrees_with_the_engine_on_legality() -> None:
                 if rng.random() < 0.1:
                     play(engine, move)  # some history this turn: blocks, refusals
         seat, req = request(engine)
-        view = make_view({"type": "tick", "tick": engine.tick, "budget_ms": 0, **req})
+        view = make_view(protocol.tick(engine.tick, 0, req))
         legal = set(view.legal_moves())
         for kind in Act:
             for index in range(32):
@@ -453,7 +454,7 @@ def bot_game(bots: list[Any]) -> CataEngine:
     engine = CataEngine.new({})
     while engine.result() is None:
         seat, req = request(engine)
-        answer = bots[seat].on_tick(make_view({"type": "tick", "tick": engine.tick, "budget_ms": 0, **req}))
+        answer = bots[seat].on_tick(make_view(protocol.tick(engine.tick, 0, req)))
         events = engine.apply({seat: engine.decode(seat, req, encode_answer(answer, req))})
         assert not events.illegal and not events.malformed
     return engine

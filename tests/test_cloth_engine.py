@@ -12,6 +12,7 @@ import pytest
 from bot_files import example_bot, load_example_bot
 from cellarena_cli import cellarena
 
+from cellarena.sdk import protocol
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.games.cloth import A, C, encode_answer, make_view, noop_answer
 from cellarena.server.games.base import ConfigError
@@ -59,7 +60,7 @@ def test_refusals_go_back_to_the_bot_with_reasons() -> None:
         [3, 99, 0, "off_board"],
         [4, -1, -1, "malformed"],
     ]
-    view = make_view({"type": "tick", "tick": e.tick, "budget_ms": 100, **e.pending()[0]})
+    view = make_view(protocol.tick(e.tick, 100, e.pending()[0]))
     assert [r.reason for r in view.rejected] == ["occupied", "outside_territory", "off_board", "malformed"]
 
 
@@ -194,7 +195,7 @@ def play(seed: int, bots: dict[int, Any], budget_ms: int = 400) -> tuple[ClothEn
     slowest = 0.0
     while e.result() is None:
         ((seat, req),) = e.pending().items()
-        message = {"type": "tick", "tick": e.tick, "budget_ms": budget_ms, **req}
+        message = protocol.tick(e.tick, budget_ms, req)
         t0 = time.monotonic()
         answer = encode_answer(bots[seat].on_tick(make_view(message)), message)
         slowest = max(slowest, time.monotonic() - t0)

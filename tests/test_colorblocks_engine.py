@@ -12,6 +12,7 @@ import pytest
 from bot_files import example_bot, load_example_bot
 from cellarena_cli import cellarena, invoke
 
+from cellarena.sdk import protocol
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.games import colorblocks as cb
 from cellarena.server.games import ConfigError
@@ -24,7 +25,7 @@ greedy_turn = load_example_bot("colorblocks", "greedy").greedy_turn
 def wire(engine: ColorblocksEngine) -> tuple[int, dict[str, Any]]:
     """The seat to move and its tick message, through msgpack as a bot gets it."""
     ((seat, request),) = engine.pending().items()
-    message = {"type": "tick", "tick": engine.tick, "budget_ms": 1000, **request}
+    message = protocol.tick(engine.tick, 1000, request)
     return seat, msgpack.unpackb(msgpack.packb(message))
 
 

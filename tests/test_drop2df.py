@@ -14,6 +14,7 @@ from cellarena_cli import cellarena, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cellarena.sdk import protocol
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.games.drop2df import (
     BLOCK,
@@ -307,7 +308,7 @@ def test_config_errors_say_what_to_change() -> None:
 # ---------------------------------------------------------------------------------------- the SDK
 def test_the_sdk_view_and_answers() -> None:
     engine = Drop2dfEngine.new({"tokens": True}, seed=4)
-    message = {"type": "tick", "tick": engine.tick, "budget_ms": 2000, **engine.pending()[0]}
+    message = protocol.tick(engine.tick, 2000, engine.pending()[0])
     view = make_view(message)
     assert isinstance(view, View) and view.row == engine.row(0) and view.turn == 1 and view.turns == 30
     assert view.turns_left == 30 and len(view.tokens) == 4 and view.budget_ms == 2000
@@ -330,7 +331,7 @@ def bot_game(seed: int, classes: list[type]) -> Drop2dfEngine:
         actions = {}
         for seat, request in engine.pending().items():
             # A roomy budget: the planner's search then never stops early on a loaded machine.
-            message = {"type": "tick", "tick": engine.tick, "budget_ms": 60000, **request}
+            message = protocol.tick(engine.tick, 60000, request)
             answer = moves_for(bots[seat].on_tick(make_view(message)))
             actions[seat] = engine.decode(seat, request, answer)
         events = engine.apply(actions)

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from fake_server import IO_TIMEOUT, Conn, FakeServer, Session
 
+from cellarena.sdk import protocol
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
 pytestmark = pytest.mark.skipif(
@@ -60,19 +61,16 @@ def bot_dir() -> Path:
 
 
 # ------------------------------------------------------------------ messages and the match script
-def welcome(engine: RezzoEngine, names: list[str], seat: int = 0) -> dict[str, Any]:
-    return {
-        "type": "welcome",
-        "protocol": 1,
-        "role": "bot",
-        "seat": seat,
-        "game": "rezzo",
-        "match": 1,
-        "players": engine.players,
-        "names": names,
-        "tick_rate": 0.0,
-        "budget_ms": 1000,
-        "config": {
+def welcome(engine: RezzoEngine, names: list[str], seat: int = 0) -> protocol.Welcome:
+    return protocol.welcome(
+        seat=seat,
+        game="rezzo",
+        match=1,
+        players=engine.players,
+        names=names,
+        tick_rate=0.0,
+        budget_ms=1000,
+        config={
             "map": engine.map_name or "duel",
             "width": engine.width,
             "height": engine.height,
@@ -82,27 +80,17 @@ def welcome(engine: RezzoEngine, names: list[str], seat: int = 0) -> dict[str, A
             "torus": engine.torus,
             "own_base_counts": True,
         },
-    }
+    )
 
 
-def tick_message(engine: RezzoEngine, seat: int) -> dict[str, Any]:
-    req = engine.pending()[seat]
-    return {"type": "tick", "budget_ms": 1000, **req}
+def tick_message(engine: RezzoEngine, seat: int) -> protocol.Tick:
+    return protocol.tick(engine.tick, 1000, engine.pending()[seat])
 
 
-def end_message(ticks: int, players: int) -> dict[str, Any]:
-    return {
-        "type": "end",
-        "ticks": ticks,
-        "result": "draw",
-        "rank": 1,
-        "ranks": [1] * players,
-        "winner": None,
-        "reason": "tick cap reached",
-        "late": 0,
-        "invalid": 0,
-        "illegal": 0,
-    }
+def end_message(ticks: int, players: int) -> protocol.End:
+    return protocol.end(
+        ticks=ticks, result="draw", rank=1, ranks=[1] * players, winner=None, reason="tick cap reached"
+    )
 
 
 def play_match(conn: Conn, *, game_map: str = "duel", batch: int = 1, ticks: int = TICKS) -> None:
@@ -182,10 +170,8 @@ def run_bot(
 # ------------------------------------------------------------------ checks
 def check_hello(hello: dict[str, Any] | None, name: str, token: str | None) -> None:
     assert hello is not None
-    assert hello["type"] == "hello"
-    assert hello["protocol"] == 1 and type(hello["protocol"]) is int
+    protocol.check_hello(hello, game="rezzo")  # exactly as the server checks it
     assert hello["name"] == name
-    assert hello["game"] == "rezzo"
     assert hello.get("role", "bot") == "bot"
     if token is None:
         assert "token" not in hello
@@ -199,10 +185,10 @@ def check_answers(session: Session) -> list[list[int]]:
     all_moves = []
     for req, answer in zip(session.requests, session.answers, strict=True):
         assert answer["type"] == "moves", answer
-        assert answer["tick"] == req["tick"] and type(answer["tick"]) is int
+        assert protocol.check_moves(answer)["tick"] == req["tick"]
         moves = answer["moves"]
         assert isinstance(moves, list) and len(moves) == len(req["agents"]), (req["agents"], moves)
-        assert all(type(m) is int and m in MOVE_CODES for m in moves), moves
+        assert all(protocol.is_int(m) and m in MOVE_CODES for m in moves), moves
         all_moves.append(moves)
     assert session.after_end == [], "the bot sent something after `end`"
     return all_moves
@@ -288,7 +274,7 @@ def test_server_error_is_reported_and_exit_is_nonzero(bot_dir: Path, when: str) 
             conn.session.requests.append(req)
             conn.send(req)
             conn.session.answers.append(conn.recv())
-        conn.send({"type": "error", "code": "bad_message", "message": ERROR_TEXT})
+        conn.send(protocol.error(protocol.BAD_MESSAGE, ERROR_TEXT))
         conn.sock.shutdown(socket.SHUT_WR)
         while conn.recv() is not None:
             pass

@@ -7,7 +7,10 @@ the bot sent.
 
 from __future__ import annotations
 
+import ast
+import copy
 import os
+import pickle
 import random
 import socket
 import subprocess
@@ -41,7 +44,8 @@ from cellarena.sdk import (
     run,
 )
 from cellarena.sdk.client import ConnectionClosedError
-from cellarena.sdk.games.rezzo import FORWARD, RIGHTWARD, VIEW_CELLS, Facing
+from cellarena.sdk.games import GAMES, adapter
+from cellarena.sdk.games.rezzo import FORWARD, RIGHTWARD, VIEW_CELLS, Facing, RezzoSettings
 from cellarena.sdk.protocol import MAX_CLIENT_FRAME, FrameReader, ProtocolError, decode_body, encode
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,15 +55,8 @@ MESSAGES = [
     protocol.hello("wirelayer", "rezzo"),
     protocol.hello("x", "rezzo", token="t0k", role="spectator"),
     protocol.moves(41, [1, 0, 5]),
-    {
-        "type": "tick",
-        "tick": 3,
-        "budget_ms": 66,
-        "agents": [0],
-        "cells": bytes(range(169)),
-        "damage": bytes(169),
-    },
-    {"type": "end", "ticks": 812, "result": "win", "rank": 1, "ranks": [2, 1], "winner": None, "reason": "é"},
+    protocol.tick(3, 66, {"agents": [0], "cells": bytes(range(169)), "damage": bytes(169)}),
+    protocol.end(ticks=812, result="win", rank=1, ranks=[2, 1], winner=None, reason="é"),
 ]
 
 
@@ -314,9 +311,7 @@ def test_ascii_round_trip_and_errors() -> None:
 def test_view_from_a_tick_message_splits_agents() -> None:
     cells = bytes([Cell.BLANK] * VIEW_CELLS) + bytes([Cell.CONDUCTOR] * VIEW_CELLS)
     damage = bytes(VIEW_CELLS) + bytes([2] * VIEW_CELLS)
-    view = View.from_message(
-        {"type": "tick", "tick": 9, "budget_ms": 50, "agents": [0, 3], "cells": cells, "damage": damage}
-    )
+    view = View.from_message(protocol.tick(9, 50, {"agents": [0, 3], "cells": cells, "damage": damage}))
     assert view.tick == 9 and view.agents == [0, 3] and view.budget_ms == 50 and len(view) == 2
     assert [i for i, _ in view] == [0, 3]
     assert view.viewports[1].ahead() == Cell.CONDUCTOR and view.viewports[1].damage_at(1) == 2
@@ -328,16 +323,9 @@ def test_view_from_a_tick_message_splits_agents() -> None:
         {"cells": cells[:-1]},
         {"damage": "text"},
         {"budget_ms": None},
+        {"budget_ms": True},
     ):
-        message = {
-            "type": "tick",
-            "tick": 9,
-            "budget_ms": 50,
-            "agents": [0, 3],
-            "cells": cells,
-            "damage": damage,
-            **bad,
-        }
+        message = {**protocol.tick(9, 50, {"agents": [0, 3], "cells": cells, "damage": damage}), **bad}
         with pytest.raises(ValueError, match="tick: field"):
             View.from_message(message)
 
@@ -481,18 +469,15 @@ def test_moves_for_takes_numpy_moves() -> None:
 
 
 # ======================================================================================== fake server
-WELCOME = {
-    "type": "welcome",
-    "protocol": 1,
-    "role": "bot",
-    "seat": 1,
-    "game": "rezzo",
-    "match": 3,
-    "players": 2,
-    "names": ["random", "me"],
-    "tick_rate": 15.0,
-    "budget_ms": 1000,
-    "config": {
+WELCOME = protocol.welcome(
+    seat=1,
+    game="rezzo",
+    match=3,
+    players=2,
+    names=["random", "me"],
+    tick_rate=15.0,
+    budget_ms=1000,
+    config={
         "map": "duel",
         "width": 32,
         "height": 32,
@@ -502,31 +487,16 @@ WELCOME = {
         "torus": False,
         "own_base_counts": True,
     },
-}
-END = {
-    "type": "end",
-    "ticks": 3,
-    "result": "win",
-    "rank": 1,
-    "ranks": [2, 1],
-    "winner": 1,
-    "reason": "last player standing",
-    "late": 0,
-    "invalid": 0,
-    "illegal": 2,
-}
+)
+END = protocol.end(
+    ticks=3, result="win", rank=1, ranks=[2, 1], winner=1, reason="last player standing", illegal=2
+)
 
 
-def tick(n: int, agents: int = 1, ahead: int = Cell.BLANK) -> dict[str, Any]:
+def tick(n: int, agents: int = 1, ahead: int = Cell.BLANK) -> protocol.Tick:
     v = Viewport.from_cells({(1, 0): ahead})
-    return {
-        "type": "tick",
-        "tick": n,
-        "budget_ms": 1000,
-        "agents": list(range(agents)),
-        "cells": v.cells * agents,
-        "damage": v.damage * agents,
-    }
+    observation = {"agents": list(range(agents)), "cells": v.cells * agents, "damage": v.damage * agents}
+    return protocol.tick(n, 1000, observation)
 
 
 def scripted(script: list[Any]) -> FakeServer:
@@ -581,7 +551,7 @@ def test_bot_answers_every_tick_with_its_number() -> None:
     result = play_against(server, bot)
     assert server.session.hello == protocol.hello("me", "rezzo")
     assert [a["tick"] for a in server.session.answers] == [1, 2, 7]
-    assert all(a == {"type": "moves", "tick": a["tick"], "moves": [1]} for a in server.session.answers)
+    assert all(a == protocol.moves(a["tick"], [1]) for a in server.session.answers)
     assert bot.ticks == [1, 2, 7]
     assert bot.started is not None and bot.started.seat == 1 and bot.started.name == "me"
     assert bot.started.map == "duel" and bot.started.width == 32 and bot.started.max_ticks == 3000
@@ -684,6 +654,77 @@ def test_no_answer_once_the_match_has_ended() -> None:
         bot = Recorder()
         result = play(bot, Client(ours, "test", 0), quiet=True)
     assert bot.ticks == [] and result.won
+
+
+def test_match_info_reads_the_games_settings_and_names_no_game() -> None:
+    info = MatchInfo.from_welcome(WELCOME)
+    assert isinstance(info.settings, RezzoSettings) and info.settings.map == "duel"
+    # The settings' fields read as fields of the MatchInfo, as they always have.
+    assert (info.map, info.width, info.agents_per_player, info.own_base_counts) == ("duel", 32, 1, True)
+    with pytest.raises(AttributeError, match=r"'nope'.*rezzo settings"):
+        _ = info.nope
+    assert not hasattr(info, "nope")
+    assert copy.copy(info) == info and pickle.loads(pickle.dumps(info)) == info
+    # Entries of the wrong type keep their defaults, as before; a MatchInfo built by hand has them all.
+    odd = MatchInfo.from_welcome({**WELCOME, "config": {"map": 7, "width": True, "torus": True}})
+    assert (odd.map, odd.width, odd.torus, odd.view_size) == ("", 0, True, 13)
+    bare = MatchInfo(seat=0, players=2, names=("a", "b"), game="rezzo")
+    assert bare.own_base_counts is True and bare.max_ticks == 0
+    # A game whose SDK module reads no settings: config only.
+    cata = MatchInfo.from_welcome({**WELCOME, "game": "cata", "config": {"size": 64}})
+    assert cata.settings is None and cata.config == {"size": 64}
+    with pytest.raises(AttributeError, match="'map'"):
+        _ = cata.map
+    # The bot loop's code names no game (its docstrings may show Rezzo as the example).
+    tree = ast.parse((ROOT / "sdk" / "bot.py").read_text(encoding="utf-8"))
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not strings & set(GAMES) and not {f"cellarena.sdk.games.{g}" for g in GAMES} & modules
+
+
+@pytest.mark.parametrize(
+    ("message", "field"),
+    [
+        ({**WELCOME, "players": True}, "players"),
+        ({**WELCOME, "names": ["a", 2]}, "names"),
+        ({**WELCOME, "tick_rate": "fast"}, "tick_rate"),
+        ({k: v for k, v in WELCOME.items() if k != "seat"}, "seat"),
+        ({**END, "winner": False}, "winner"),
+        ({**END, "result": "victory"}, "result"),
+        ({k: v for k, v in END.items() if k != "late"}, "late"),
+    ],
+)
+def test_welcome_and_end_go_through_the_protocols_checks(message: dict[str, Any], field: str) -> None:
+    read = MatchInfo.from_welcome if message["type"] == "welcome" else MatchResult.from_end
+    with pytest.raises(ProtocolError) as info:
+        read(message)
+    assert info.value.code == protocol.BAD_MESSAGE
+    assert info.value.message.startswith(f"{message['type']}: the field '{field}' ")
+
+
+def test_the_start_line_names_the_games_settings(capfd: pytest.CaptureFixture[str]) -> None:
+    server = scripted([WELCOME, END])
+    with connect("127.0.0.1", server.port, name="me", game="rezzo") as client:
+        play(Recorder(), client, name="me")
+    server.join()
+    assert "me: seat 1 of 2 in match 3 (rezzo, map duel)" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_the_default_on_tick_does_nothing_in_every_game(game: str) -> None:
+    from cellarena.server.games import get_engine
+
+    engine = get_engine(game).new({}, 0)
+    request = next(iter(engine.pending().values()))
+    message = dict(protocol.tick(engine.tick, 100, request))
+    game_module = adapter(game)
+
+    class Idle(Bot):
+        pass
+
+    Idle.game = game
+    answer = Idle().on_tick(game_module.make_view(message))
+    assert game_module.encode_answer(answer, message) == game_module.noop_answer(message)
 
 
 def test_tick_before_welcome_and_unknown_types_are_protocol_errors() -> None:
@@ -810,7 +851,7 @@ def test_client_refuses_to_send_an_oversized_frame() -> None:
     with ours, theirs:
         client = Client(ours, "test", 0)
         with pytest.raises(ValueError, match="at most"):
-            client.send({"type": "moves", "tick": 1, "moves": [0] * MAX_CLIENT_FRAME})
+            client.send(protocol.moves(1, [0] * MAX_CLIENT_FRAME))
 
 
 def test_connection_closed_error_is_a_client_error() -> None:

@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from cellarena.sdk.games import MovesError
+from cellarena.sdk.protocol import Length, Tick, is_int
 
 BLACK = 0
 WHITE = 1
@@ -269,6 +270,26 @@ def refusal(
     return f"unknown move kind {kind}"
 
 
+# ---------------------------------------------------------------------------------------- the message
+class CataTick(Tick):
+    """C.A.T.A.'s ``tick``, to the one seat whose single move it is (`View` reads it)."""
+
+    seat: int
+    size: int
+    board: bytes  # the board as packed bits, numpy.packbits order
+    rule: Annotated[list[int], Length(RULE_SIZE, RULE_SIZE)]
+    health: Annotated[list[int], Length(2, 2)]
+    cells_per_hp: int
+    turn: int
+    move: int
+    moves_left: int
+    blocked: bool
+    meditated: bool
+    opponent_meditated: bool
+    refused: dict[str, Any] | None
+    last_reaction: dict[str, Any] | None
+
+
 # ---------------------------------------------------------------------------------------- the view
 @dataclass(frozen=True)
 class View:
@@ -382,14 +403,14 @@ MEDITATE = (int(Act.MEDITATE), 0)
 def move_for(answer: object) -> list[int]:
     """The ``moves`` field for ``answer``: a (kind, index) pair, or a bare `Act` for pass/meditate."""
     value = answer.tolist() if hasattr(answer, "tolist") else answer
-    if isinstance(value, int) and not isinstance(value, bool):
+    if is_int(value):
         if value not in (Act.PASS, Act.MEDITATE):
             raise MovesError(f"on_tick returned {value!r}; strikes and blocks need an index: (kind, index)")
         return [int(value), 0]
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise MovesError(f"on_tick returned {answer!r:.60}; return (kind, index), e.g. strike(5) or PASS")
     kind, index = value
-    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (kind, index))
+    ok = is_int(kind) and is_int(index)
     if not ok or kind not in Act._value2member_map_ or not 0 <= index < RULE_SIZE:
         raise MovesError(f"on_tick returned {answer!r:.60}; kind must be 0..3 and index 0..31")
     return [int(kind), int(index)]
@@ -406,3 +427,8 @@ def encode_answer(answer: object, message: dict[str, Any]) -> list[int]:
 
 def noop_answer(message: dict[str, Any]) -> list[int]:
     return [int(Act.PASS), 0]
+
+
+def idle_answer(view: View) -> tuple[int, int]:
+    """A pass."""
+    return PASS

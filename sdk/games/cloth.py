@@ -15,11 +15,12 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from cellarena.sdk.games import MovesError
+from cellarena.sdk.protocol import Length, Tick, as_int, is_int
 
 # ---------------------------------------------------------------------------------------- codes
 EMPTY = 0
@@ -462,9 +463,10 @@ def _as_xy(unit: Any) -> tuple[int, int] | None:
     """``unit`` as an (x, y) pair of ints, or None."""
     if not isinstance(unit, (list, tuple)) or len(unit) != 2:
         return None
-    if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in unit):
+    x, y = as_int(unit[0]), as_int(unit[1])
+    if x is None or y is None:
         return None
-    return int(unit[0]), int(unit[1])
+    return x, y
 
 
 def place(
@@ -510,6 +512,25 @@ def place(
         placed.append((x, y))
         first = False
     return placed, rejected
+
+
+# ---------------------------------------------------------------------------------------- the message
+class ClothTick(Tick):
+    """Cloth of Gold's ``tick``, to the one seat placing now (`View` reads it)."""
+
+    round: int
+    you: int
+    width: int
+    height: int
+    cells: bytes
+    territory: bytes
+    first: bool
+    places_first: bool
+    max_units: int
+    generations: int
+    units: Annotated[list[int], Length(2, 2)]
+    scores: Annotated[list[int], Length(2, 2)]
+    rejected: list[Any]  # [index, x, y, reason] per refusal
 
 
 # ---------------------------------------------------------------------------------------- the view
@@ -562,7 +583,7 @@ class View:
 
         def get(key: str, kind: type | tuple[type, ...]) -> Any:
             value = message.get(key)
-            if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            if not (is_int(value) if kind is int else isinstance(value, kind)):
                 raise ValueError(f"tick: field {key!r} must be {kind}, got {value!r:.60}")
             return value
 
@@ -629,4 +650,9 @@ def encode_answer(answer: object, message: dict[str, Any]) -> list[list[int]]:
 
 def noop_answer(message: dict[str, Any]) -> list[list[int]]:
     """No units: a pass (counted illegal when a legal cell existed)."""
+    return []
+
+
+def idle_answer(view: View) -> list[tuple[int, int]]:
+    """No units (see `noop_answer`)."""
     return []

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from cellarena.sdk.games import MovesError
+from cellarena.sdk.protocol import Tick, is_int
 
 WIDTH = HEIGHT = 9
 PLAYERS = 2
@@ -115,10 +116,6 @@ class Refused(Exception):  # noqa: N818 (a refusal is the normal outcome, not an
         super().__init__(reason)
         self.reason = reason
         self.malformed = malformed
-
-
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # ------------------------------------------------------------------------------ colour change
@@ -584,12 +581,12 @@ class Board:
         return cls(blocks, guards, units, reserves, spawns, next_id=max(units, default=-1) + 1)
 
 
-_XY = (_int, _int)
+_XY = (is_int, is_int)
 _SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
     "place": (_XY,),
-    "move": ((_int, *_XY), (_int, *_XY, lambda v: v in ("dead", "color"))),
-    "act": ((_int, *_XY),),
-    "destruct": ((_int,),),
+    "move": ((is_int, *_XY), (is_int, *_XY, lambda v: v in ("dead", "color"))),
+    "act": ((is_int, *_XY),),
+    "destruct": ((is_int,),),
     "guard": (_XY, (*_XY, *_XY)),
     "spawn": ((lambda v: isinstance(v, str),),),
 }
@@ -601,6 +598,23 @@ _USAGE = {
     "guard": "x, y (from reserve) or x, y, from_x, from_y",
     "spawn": f"one kind of {', '.join(KINDS)}",
 }
+
+
+# ------------------------------------------------------------------------------ the message
+class ColorblocksTick(Tick):
+    """Colorblocks' ``tick``, to the seat to move (`View` reads it)."""
+
+    seat: int
+    turn: int
+    max_turns: int
+    width: int
+    height: int
+    board: bytes
+    guards: list[Any]  # [owner, x, y] per guard
+    units: list[Any]  # [id, owner, kind, x, y] per unit
+    reserves: list[int]
+    next_spawn: list[str]
+    refused: list[Any]  # [index, reason] per action that did nothing
 
 
 # ------------------------------------------------------------------------------ the bot side
@@ -695,4 +709,9 @@ def encode_answer(answer: object, message: dict[str, Any]) -> list[list[Any]]:
 
 def noop_answer(message: dict[str, Any]) -> list[list[Any]]:
     """An empty turn: nothing placed, moved or changed."""
+    return []
+
+
+def idle_answer(view: View) -> list[list[Any]]:
+    """An empty turn."""
     return []

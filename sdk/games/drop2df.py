@@ -10,12 +10,12 @@ A row is a ``bytes`` of cell codes. Cell 0 and the last cell are the holes; cell
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cellarena.sdk.games import MovesError
+from cellarena.sdk.protocol import Tick, as_int
 
 # ---------------------------------------------------------------------------------------- codes
 EMPTY = 0  #: ``[ ]``
@@ -218,15 +218,6 @@ def play_ops(row: bytes, ops: Iterable[int | Sequence[int]], tokens: Sequence[in
     return Outcome(row, tuple(sorted(left)), tuple(refused))
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)
-    except TypeError:
-        return None
-
-
 def decode_ops(answer: Any) -> list[int | list[int]] | None:
     """The ops of a ``moves`` field, normalised, or None if it is malformed as a whole.
 
@@ -239,17 +230,29 @@ def decode_ops(answer: Any) -> list[int | list[int]] | None:
         return None
     ops: list[int | list[int]] = []
     for op in answer:
-        cell = _int(op)
+        cell = as_int(op)
         if cell is not None:
             ops.append(cell)
             continue
         if not isinstance(op, (list, tuple)) or len(op) != 2:
             return None
-        face, at = _int(op[0]), _int(op[1])
+        face, at = as_int(op[0]), as_int(op[1])
         if face is None or at is None:
             return None
         ops.append([face, at])
     return ops
+
+
+# ---------------------------------------------------------------------------------------- the message
+class Drop2dfTick(Tick):
+    """drop2df's ``tick``, to every seat each turn (`View` reads it)."""
+
+    turn: int
+    turns: int
+    row: bytes
+    score: int
+    tokens: list[int]
+    refused: list[str]
 
 
 # ---------------------------------------------------------------------------------------- the view
@@ -290,12 +293,12 @@ class View:
         fields: dict[str, int] = {}
         for key in ("tick", "turn", "turns", "score"):
             value = message.get(key)
-            if _int(value) is None:
+            if as_int(value) is None:
                 raise ValueError(f"drop2df tick: {key!r} must be an int, got {value!r:.40}")
             fields[key] = int(value)
         tokens = message.get("tokens", [])
         refused = message.get("refused", [])
-        if not isinstance(tokens, list) or any(_int(t) not in FACES for t in tokens):
+        if not isinstance(tokens, list) or any(as_int(t) not in FACES for t in tokens):
             raise ValueError(f"drop2df tick: 'tokens' must be a list of faces 0..2, got {tokens!r:.60}")
         if not isinstance(refused, list) or not all(isinstance(r, str) for r in refused):
             raise ValueError(f"drop2df tick: 'refused' must be a list of str, got {refused!r:.60}")
@@ -304,7 +307,7 @@ class View:
             row=bytes(row),
             tokens=tuple(int(t) for t in tokens),
             refused=tuple(refused),
-            budget_ms=budget if _int(budget) is not None else 0,
+            budget_ms=budget if as_int(budget) is not None else 0,
             **fields,
         )
 
@@ -348,5 +351,10 @@ def encode_answer(answer: object, message: dict[str, Any]) -> list[int | list[in
 
 
 def noop_answer(message: dict[str, Any]) -> list[int | list[int]]:
+    """A pass."""
+    return []
+
+
+def idle_answer(view: View) -> list[int]:
     """A pass."""
     return []

@@ -11,14 +11,15 @@ In a viewport the owner is *relative*: 0 is the viewer, 1..P-1 the others in rot
 from __future__ import annotations
 
 import heapq
-import operator
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import IntEnum
-from typing import Any
+from typing import Any, get_type_hints
 
 from cellarena.sdk.games import MovesError
+from cellarena.sdk.protocol import Frame, Tick, as_int, is_int, is_number
+from cellarena.sdk.protocol.fields import conforms
 
 MAX_PLAYERS = 8
 VIEW_SIZE = 13
@@ -429,11 +430,11 @@ class View:
         """The View of a ``tick`` message; ValueError says what is malformed."""
         tick, agents, budget = message.get("tick"), message.get("agents"), message.get("budget_ms", 0)
         cells, damage = message.get("cells"), message.get("damage")
-        if not isinstance(tick, int) or isinstance(tick, bool):
+        if not is_int(tick):
             raise ValueError(f"tick: field 'tick' must be an int, got {tick!r}")
-        if not isinstance(agents, list) or not all(type(a) is int for a in agents):
+        if not isinstance(agents, list) or not all(is_int(a) for a in agents):
             raise ValueError(f"tick: field 'agents' must be a list of ints, got {agents!r}")
-        if not isinstance(budget, (int, float)):
+        if not is_number(budget):
             raise ValueError(f"tick: field 'budget_ms' must be a number, got {budget!r}")
         size = VIEW_CELLS * len(agents)
         planes = []
@@ -701,7 +702,7 @@ def moves_for(answer: object, agents: int) -> list[int]:
     value = answer.tolist() if hasattr(answer, "tolist") else answer  # numpy arrays and scalars
     if isinstance(value, (list, tuple)):
         items = list(value)
-    elif isinstance(value, int) and not isinstance(value, bool):
+    elif is_int(value):
         if agents != 1:
             raise MovesError(
                 f"on_tick returned a single move, but this seat has {agents} agents: "
@@ -720,14 +721,56 @@ def moves_for(answer: object, agents: int) -> list[int]:
         )
     codes = []
     for i, item in enumerate(items):
-        try:
-            code = operator.index(item) if not isinstance(item, bool) else None
-        except TypeError:
-            code = None
+        code = as_int(item)
         if code not in _MOVE_CODES:
             raise MovesError(f"on_tick returned {item!r:.40} for agent #{i}, which is not a Move (0..5)")
         codes.append(code)
     return codes
+
+
+# ---------------------------------------------------------------------------------------- messages
+class RezzoTick(Tick):
+    """Rezzo's ``tick``: what each of the seat's live agents sees (`View` reads it)."""
+
+    agents: list[int]
+    cells: bytes
+    damage: bytes
+
+
+class RezzoFrame(Frame):
+    """Rezzo's spectator ``frame``: the whole world, with absolute owners."""
+
+    width: int
+    height: int
+    cells: bytes
+    damage: bytes
+    agents: list[Any]  # [seat, index, x, y, facing, alive] per agent
+    alive: list[int]
+
+
+@dataclass(frozen=True)
+class RezzoSettings:
+    """Rezzo's settings from the ``welcome``'s ``config`` (`MatchInfo.settings`)."""
+
+    map: str = ""
+    width: int = 0
+    height: int = 0
+    agents_per_player: int = 1
+    view_size: int = VIEW_SIZE
+    max_ticks: int = 0
+    torus: bool = False
+    own_base_counts: bool = True
+
+    def summary(self) -> str:
+        return f"map {self.map}" if self.map else ""
+
+
+def parse_config(config: Mapping[str, Any]) -> RezzoSettings:
+    """The settings in a ``welcome``'s ``config``. Forgiving, as a bot should be: an entry that is
+    missing or of the wrong type keeps its default, and unknown entries are ignored."""
+    hints = get_type_hints(RezzoSettings)
+    names = [f.name for f in fields(RezzoSettings)]
+    return RezzoSettings(**{k: config[k] for k in names if k in config and conforms(config[k], hints[k])})
 
 
 def make_view(message: dict[str, Any]) -> View:
@@ -743,3 +786,8 @@ def encode_answer(answer: object, message: dict[str, Any]) -> list[int]:
 def noop_answer(message: dict[str, Any]) -> list[int]:
     """A no-op for every agent of the request."""
     return [int(Move.NOOP)] * len(message.get("agents") or ())
+
+
+def idle_answer(view: View) -> list[Move]:
+    """A NOOP for every agent in view."""
+    return [Move.NOOP] * len(view.agents)

@@ -32,6 +32,7 @@ from cellarena.sdk.games.cata import (
     refusal,
     white_count,
 )
+from cellarena.sdk.protocol import is_int
 from cellarena.server.games.base import ConfigError, Events, Result
 
 MAX_SIZE = 1024
@@ -55,7 +56,7 @@ class CataConfig:
             raise ConfigError(f"unknown cata option(s) {', '.join(unknown)}; known: {', '.join(known)}")
         for key, value in config.items():
             want = bool if key == "torus" else int
-            if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            if not (is_int(value) if want is int else isinstance(value, want)):
                 raise ConfigError(f"cata option {key} must be a {want.__name__}, got {value!r}")
         cfg = cls(**config)
         if not (2 <= cfg.size <= MAX_SIZE and cfg.size % 2 == 0):
@@ -154,7 +155,7 @@ class CataEngine:
         if not isinstance(answer, (list, tuple)) or len(answer) != 2:
             return None
         kind, index = answer
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (kind, index)):
+        if not (is_int(kind) and is_int(index)):
             return None
         if kind not in Act._value2member_map_ or not 0 <= index < RULE_SIZE:
             return None

@@ -33,6 +33,7 @@ from cellarena.sdk.games.cloth import (
     territory,
     territory_plane,
 )
+from cellarena.sdk.protocol import is_int, is_number
 from cellarena.server.games.base import ConfigError, Events, Result
 
 
@@ -71,10 +72,10 @@ class ClothConfig:
                 if not isinstance(value, bool):
                     raise ConfigError(f"cloth option {key} must be true or false, got {value!r}")
             elif key == "neutral_density":
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                if not is_number(value):
                     raise ConfigError(f"cloth option {key} must be a number such as 0.08, got {value!r}")
                 value = float(value)  # noqa: PLW2901 (ints are densities too)
-            elif isinstance(value, bool) or not isinstance(value, int):
+            elif not is_int(value):
                 raise ConfigError(f"cloth option {key} must be a whole number, got {value!r}")
             if key in cls.LIMITS:
                 lo, hi = cls.LIMITS[key]
@@ -214,11 +215,7 @@ class ClothEngine:
             return None
         out: list[list[int] | None] = []
         for unit in answer:
-            ok = (
-                isinstance(unit, list)
-                and len(unit) == 2
-                and all(isinstance(v, int) and not isinstance(v, bool) for v in unit)
-            )
+            ok = isinstance(unit, list) and len(unit) == 2 and all(is_int(v) for v in unit)
             out.append([int(unit[0]), int(unit[1])] if ok else None)
         return out
 

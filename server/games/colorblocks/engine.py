@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from cellarena.sdk.games.colorblocks import GUARDS, MAX_ACTIONS, MAX_TURNS, PLAYERS, Board, Refused, color
+from cellarena.sdk.protocol import is_int
 from cellarena.server.games.base import ConfigError, Events, Result
 from cellarena.server.games.colorblocks.maps import parse_map, read_map
 
@@ -42,7 +43,7 @@ class ColorblocksConfig:
             if key == "map_text" and value is None:
                 continue
             want = checks[key]
-            if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            if not (is_int(value) if want is int else isinstance(value, want)):
                 raise ConfigError(f"colorblocks option {key} must be a {want.__name__}, got {value!r}")
         cfg = cls(**config)
         if not 1 <= cfg.max_turns <= 10000:

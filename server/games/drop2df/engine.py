@@ -31,6 +31,7 @@ from cellarena.sdk.games.drop2df import (
     play_ops,
     step_many,
 )
+from cellarena.sdk.protocol import is_int
 from cellarena.server.games.base import ConfigError, Events, Result
 
 MAX_PLAYERS = 8
@@ -59,7 +60,7 @@ class Drop2dfConfig:
             raise ConfigError(f"unknown drop2df option(s) {', '.join(unknown)}; known: {', '.join(known)}")
         for key, value in config.items():
             want = bool if key == "tokens" else int
-            if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            if not (is_int(value) if want is int else isinstance(value, want)):
                 raise ConfigError(f"drop2df option {key} must be a {want.__name__}, got {value!r}")
         cfg = cls(**config)
         limits = {"players": (1, MAX_PLAYERS), "length": (1, MAX_LENGTH), "turns": (1, MAX_TURNS)}

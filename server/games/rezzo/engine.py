@@ -27,6 +27,7 @@ from cellarena.sdk.games.rezzo import (
     Facing,
     Move,
 )
+from cellarena.sdk.protocol import is_int
 from cellarena.server.games.base import ConfigError, Events, Result
 from cellarena.server.games.rezzo.ca import BitWorld
 from cellarena.server.games.rezzo.maps import parse_map, read_map
@@ -66,7 +67,7 @@ class RezzoConfig:
             if key == "map_text" and value is None:
                 continue
             want = checks[key]
-            if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            if not (is_int(value) if want is int else isinstance(value, want)):
                 raise ConfigError(f"rezzo option {key} must be a {want.__name__}, got {value!r}")
         cfg = cls(**config)
         if cfg.max_ticks < 1:
@@ -388,9 +389,9 @@ class RezzoEngine:
         moves: dict[int, int] = {}
         n = self.agents_per_player
         for k, m in items:
-            # type() first: wire values are plain ints; int subclasses other than bool pass as well.
-            ok_k = (type(k) is int or (isinstance(k, int) and not isinstance(k, bool))) and 0 <= k < n
-            ok_m = (type(m) is int or (isinstance(m, int) and not isinstance(m, bool))) and m in MOVE_CODES
+            # type() first, inline: wire values are plain ints, and this runs per agent per tick.
+            ok_k = (type(k) is int or is_int(k)) and 0 <= k < n
+            ok_m = (type(m) is int or is_int(m)) and m in MOVE_CODES
             if ok_k and ok_m:
                 if m != _NOOP:
                     moves[k] = int(m)

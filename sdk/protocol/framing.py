@@ -1,4 +1,4 @@
-"""The cellarena wire protocol: framing, limits and message shapes. `docs/protocol.md` is its spec.
+"""Frames: the 4-byte length prefix and the msgpack body, both ways. `docs/protocol.md` is the spec.
 
 A frame is a 4-byte big-endian unsigned length N, then N bytes holding one msgpack map with a
 string ``type``. This module is sans-IO: it turns messages into bytes and bytes into messages and
@@ -9,47 +9,21 @@ implementation of the rules, including the error for every kind of bad input.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 import msgpack
 
-PROTOCOL_VERSION = 1
+from cellarena.sdk.protocol.codes import BAD_FRAME, BAD_MESSAGE, TOO_LARGE, ProtocolError
+
 HEADER = struct.Struct(">I")
-#: Largest frame a client may send (hello, moves). Anything bigger is refused before it is read.
-MAX_CLIENT_FRAME = 64 * 1024
-#: Largest frame the server sends (spectator frames of the biggest worlds).
-MAX_SERVER_FRAME = 64 * 1024 * 1024
-
-# Error codes carried by an `error` message; docs/protocol.md explains each.
-BAD_FRAME = "bad_frame"
-TOO_LARGE = "too_large"
-BAD_VERSION = "bad_version"
-BAD_HELLO = "bad_hello"
-BAD_MESSAGE = "bad_message"
-UNKNOWN_TYPE = "unknown_type"
-TIMEOUT = "timeout"
-SLOW_READER = "slow_reader"
-FLOOD = "flood"
-UNRESPONSIVE = "unresponsive"
-SHUTDOWN = "shutdown"
-INTERNAL = "internal"
-
-
-class ProtocolError(Exception):
-    """Bad input from the peer. ``code`` is one of the error codes above; the text says what and why."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-
 
 _packer = msgpack.Packer(use_bin_type=True)
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def encode(message: Mapping[str, Any]) -> bytes:
     """One frame: the length prefix and the msgpack body."""
-    body = _packer.pack(message)
+    body: bytes = _packer.pack(message)
     return HEADER.pack(len(body)) + body
 
 
@@ -101,28 +75,3 @@ class FrameReader:
     def buffered(self) -> int:
         """Bytes received but not yet part of a complete frame."""
         return len(self._buf)
-
-
-# ------------------------------------------------------------------ message constructors
-def hello(name: str, game: str, *, token: str | None = None, role: str = "bot") -> dict[str, Any]:
-    """The client's first message."""
-    msg: dict[str, Any] = {
-        "type": "hello",
-        "protocol": PROTOCOL_VERSION,
-        "name": name,
-        "game": game,
-        "role": role,
-    }
-    if token is not None:
-        msg["token"] = token
-    return msg
-
-
-def moves(tick: int, codes: list[int]) -> dict[str, Any]:
-    """A reply to the tick request ``tick``: one move code per agent, in the request's order."""
-    return {"type": "moves", "tick": tick, "moves": codes}
-
-
-def error(code: str, message: str) -> dict[str, Any]:
-    """Sent before the server closes a connection because of ``code``."""
-    return {"type": "error", "code": code, "message": message}

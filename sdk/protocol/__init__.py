@@ -1,0 +1,130 @@
+"""The cellarena wire protocol: frames, limits, error codes and every message. docs/protocol.md is its spec.
+
+Sans-IO: this package turns messages into bytes and bytes into messages, builds and checks the
+messages, and knows nothing of sockets, so the blocking SDK client and the trio server share exactly
+one implementation of the rules, including the error for every kind of bad input.
+
+- `codes`: the version, the frame limits, the error codes and `ProtocolError`.
+- `framing`: the 4-byte length prefix and the msgpack body (`encode`, `decode_body`, `FrameReader`).
+- `messages`: one TypedDict per message (`Hello`, `Welcome`, `Tick`, `Moves`, `End`, `Error`,
+  `Frame`), its constructor (`hello()`, ..., and `encode_tick()` for the server's hot path) and its
+  check (`check_hello()`, ..., `validate()`).
+- `fields`: the one validator behind those checks, and `is_int`, the one spelling of "an int that is
+  not a bool".
+
+Everything is importable from here: ``from cellarena.sdk import protocol; protocol.hello(...)``.
+"""
+
+from cellarena.sdk.protocol.codes import (
+    BAD_FRAME,
+    BAD_HELLO,
+    BAD_MESSAGE,
+    BAD_VERSION,
+    ERROR_CODES,
+    FLOOD,
+    INTERNAL,
+    MAX_CLIENT_FRAME,
+    MAX_NAME,
+    MAX_SERVER_FRAME,
+    PROTOCOL_VERSION,
+    SHUTDOWN,
+    SLOW_READER,
+    TIMEOUT,
+    TOO_LARGE,
+    UNKNOWN_TYPE,
+    UNRESPONSIVE,
+    ProtocolError,
+)
+from cellarena.sdk.protocol.fields import Length, Lenient, Printable, as_int, is_int, is_number
+from cellarena.sdk.protocol.framing import HEADER, FrameReader, decode_body, encode
+from cellarena.sdk.protocol.messages import (
+    CLIENT_TYPES,
+    SERVER_TYPES,
+    SPECS,
+    End,
+    Error,
+    Frame,
+    Hello,
+    Message,
+    Moves,
+    Outcome,
+    Role,
+    Tick,
+    Welcome,
+    check_end,
+    check_error,
+    check_frame,
+    check_hello,
+    check_moves,
+    check_tick,
+    check_welcome,
+    encode_tick,
+    end,
+    error,
+    frame,
+    hello,
+    moves,
+    tick,
+    validate,
+    welcome,
+)
+
+__all__ = [
+    "BAD_FRAME",
+    "BAD_HELLO",
+    "BAD_MESSAGE",
+    "BAD_VERSION",
+    "CLIENT_TYPES",
+    "ERROR_CODES",
+    "FLOOD",
+    "HEADER",
+    "INTERNAL",
+    "MAX_CLIENT_FRAME",
+    "MAX_NAME",
+    "MAX_SERVER_FRAME",
+    "PROTOCOL_VERSION",
+    "SERVER_TYPES",
+    "SHUTDOWN",
+    "SLOW_READER",
+    "SPECS",
+    "TIMEOUT",
+    "TOO_LARGE",
+    "UNKNOWN_TYPE",
+    "UNRESPONSIVE",
+    "End",
+    "Error",
+    "Frame",
+    "FrameReader",
+    "Hello",
+    "Length",
+    "Lenient",
+    "Message",
+    "Moves",
+    "Outcome",
+    "Printable",
+    "ProtocolError",
+    "Role",
+    "Tick",
+    "Welcome",
+    "as_int",
+    "check_end",
+    "check_error",
+    "check_frame",
+    "check_hello",
+    "check_moves",
+    "check_tick",
+    "check_welcome",
+    "decode_body",
+    "encode",
+    "encode_tick",
+    "end",
+    "error",
+    "frame",
+    "hello",
+    "is_int",
+    "is_number",
+    "moves",
+    "tick",
+    "validate",
+    "welcome",
+]

@@ -1,0 +1,54 @@
+"""The protocol's constants: its version, the frame size limits, and the codes of `error` messages.
+
+`ProtocolError` lives here too, since every layer (framing, the field checks, the message rules)
+raises it with one of these codes. `docs/protocol.md` explains each code.
+"""
+
+from __future__ import annotations
+
+PROTOCOL_VERSION = 1
+#: Largest frame a client may send (hello, moves). Anything bigger is refused before it is read.
+MAX_CLIENT_FRAME = 64 * 1024
+#: Largest frame the server sends (spectator frames of the biggest worlds).
+MAX_SERVER_FRAME = 64 * 1024 * 1024
+#: Longest bot name, in characters (Unicode code points), that a ``hello`` may carry.
+MAX_NAME = 64
+
+# Error codes carried by an `error` message; docs/protocol.md explains each.
+BAD_FRAME = "bad_frame"
+TOO_LARGE = "too_large"
+BAD_VERSION = "bad_version"
+BAD_HELLO = "bad_hello"
+BAD_MESSAGE = "bad_message"
+UNKNOWN_TYPE = "unknown_type"
+TIMEOUT = "timeout"
+SLOW_READER = "slow_reader"
+FLOOD = "flood"
+UNRESPONSIVE = "unresponsive"
+SHUTDOWN = "shutdown"
+INTERNAL = "internal"
+
+#: Every error code, in the order docs/protocol.md lists them.
+ERROR_CODES = (
+    BAD_FRAME,
+    TOO_LARGE,
+    BAD_MESSAGE,
+    BAD_VERSION,
+    BAD_HELLO,
+    UNKNOWN_TYPE,
+    TIMEOUT,
+    FLOOD,
+    UNRESPONSIVE,
+    SLOW_READER,
+    SHUTDOWN,
+    INTERNAL,
+)
+
+
+class ProtocolError(Exception):
+    """Bad input from the peer. ``code`` is one of the error codes above; the text says what and why."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
