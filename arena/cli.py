@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 import click
 
 from cellarena.arena.bench import command as bench_tournament
 from cellarena.arena.tournament_cli import tournament
-from cellarena.server.cli import bench, maps, match, serve, sim
+from cellarena.server.cli import bench, match, serve, sim
 from cellarena.server.replay_cli import replay
 
 
@@ -19,7 +20,45 @@ def _version() -> str:
         return "unknown"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Root(click.Group):
+    """The root group: the built-in commands, and the ones game plugins add at the root (``maps``)."""
+
+    def _from_games(self) -> dict[str, tuple[str, str]]:
+        """Command name -> (game, "module:attr") of each root command a game plugin adds."""
+        from cellarena.server.games import plugins
+
+        found: dict[str, tuple[str, str]] = {}
+        for p in plugins():
+            for name, target in p.root_commands.items():
+                if name in self.commands:
+                    raise click.ClickException(
+                        f"the game plugin {p.name} adds a command {name!r}, which cellarena has already"
+                    )
+                if name in found:
+                    raise click.ClickException(
+                        f"the game plugins {found[name][0]} and {p.name} both add a command {name!r}; "
+                        "uninstall one of them"
+                    )
+                found[name] = (p.name, target)
+        return found
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self._from_games()))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        known = super().get_command(ctx, cmd_name)
+        if known is not None:
+            return known
+        found = self._from_games().get(cmd_name)
+        if found is None:
+            return None
+        from cellarena.server.games.plugin import load
+
+        command: Any = load(found[1])
+        return command
+
+
+@click.group(cls=_Root, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(_version(), "--version", "-V", prog_name="cellarena")
 def main() -> None:
     """cellarena: bots play cellular-automaton games over TCP; an arena runs tournaments."""
@@ -28,7 +67,6 @@ def main() -> None:
 main.add_command(sim)
 bench.add_command(bench_tournament)
 main.add_command(bench)
-main.add_command(maps)
 main.add_command(serve)
 main.add_command(match)
 main.add_command(replay)

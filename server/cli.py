@@ -1,4 +1,8 @@
-"""The server side's commands: sim, bench, maps, serve and match. `cellarena.arena.cli` gathers them."""
+"""The server side's commands: sim, bench, serve and match. `cellarena.arena.cli` gathers them.
+
+`sim` and `bench` show what the game plugins contribute to them (`sim rezzo`, `bench cata`);
+`serve` and `match` make one subcommand per game from its `GameCli`.
+"""
 
 from __future__ import annotations
 
@@ -11,168 +15,12 @@ import click
 from cellarena.server.cli_params import FiniteFloatRange, writable_folder
 from cellarena.server.game_cli import GameGroup
 from cellarena.server.games.base import ConfigError
-from cellarena.server.games.rezzo.options import map_option as _map_option
 
-
-@click.group()
-def sim() -> None:
-    """Run a game headless, with built-in agents, and report what happened."""
-
-
-@sim.command("rezzo")
-@_map_option
-@click.option(
-    "--ticks",
-    default=300,
-    show_default=True,
-    type=click.IntRange(1, 1_000_000),
-    help="Decision points to run (fewer if the match ends).",
-)
-@click.option(
-    "--agents",
-    "policy",
-    type=click.Choice(["idle", "random"]),
-    default="random",
-    show_default=True,
-    help="What every agent does: nothing, or seeded random moves.",
-)
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed for the random agents.")
-@click.option(
-    "--max-ticks", default=3000, show_default=True, type=click.IntRange(1), help="The match's tick cap."
-)
-@click.option("--torus", is_flag=True, help="Wrap the world's edges (rule variant).")
-@click.option(
-    "--enemy-bases-only",
-    is_flag=True,
-    help="Only an enemy base next to your flag makes you lose (rule variant own_base_counts=false).",
-)
-@click.option("--board/--no-board", default=True, show_default=True, help="Print the final world.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-def sim_rezzo(
-    map_: str,
-    ticks: int,
-    policy: str,
-    seed: int,
-    max_ticks: int,
-    torus: bool,
-    enemy_bases_only: bool,
-    board: bool,
-    as_json: bool,
-) -> None:
-    """A Rezzo match between built-in agents on MAP: flags formed, result and state hash."""
-    from rich.console import Console
-
-    from cellarena.server.games.rezzo.engine import RezzoConfig
-    from cellarena.server.games.rezzo.render import render
-    from cellarena.server.games.rezzo.sim import simulate
-
-    config = RezzoConfig(map=map_, max_ticks=max_ticks, torus=torus, own_base_counts=not enemy_bases_only)
-    try:
-        report = simulate(config, ticks, policy, seed)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint="--map") from None
-    if as_json:
-        click.echo(json.dumps(report.to_json()))
-        return
-    eng = report.engine
-    console = Console(highlight=False)
-    console.print(
-        f"Rezzo on [bold]{eng.map_name}[/] ({eng.width}x{eng.height}, {eng.players} players, "
-        f"{eng.agents_per_player} agent(s) each), {policy} agents, seed {seed}"
-    )
-    for p in range(eng.players):
-        first = report.first_flag.get(p)
-        console.print(
-            f"  player {p}: first flag at tick {first if first is not None else '-'}, "
-            f"{report.illegal.get(p, 0)} illegal moves"
-        )
-    r = report.result
-    if r is None:
-        console.print(f"after {report.ticks} ticks: still running")
-    elif r.winner is None:
-        tied = sorted(s for s, rank in r.ranks.items() if rank == 1)
-        console.print(f"tick {r.ticks}: draw between players {tied} ({r.reason})")
-    else:
-        console.print(f"tick {r.ticks}: player {r.winner} wins ({r.reason})")
-    console.print(f"state hash {eng.state_hash()}")
-    if board:
-        console.print(render(eng.cells(), [(a.x, a.y, a.facing) for a in eng.agents() if a.alive]))
-
-
-def _bench_command(game: str) -> click.Command:
-    from cellarena.server.game_cli import game_cli, load_command
-
-    target = game_cli(game).bench
-    if target is None:
-
-        @click.command(game)
-        def no_bench() -> None:
-            raise click.UsageError(f"{game} has no benchmark yet")
-
-        return no_bench
-    return load_command(target)
-
+sim = GameGroup("sim", help="Run a game headless, with built-in agents, and report what happened.")
 
 bench = GameGroup(
-    "bench",
-    factory=_bench_command,
-    help="Benchmarks: speed and memory goals, as ratios measured side by side in one run.",
+    "bench", help="Benchmarks: speed and memory goals, as ratios measured side by side in one run."
 )
-
-
-@click.group()
-def maps() -> None:
-    """List, check and show Rezzo maps."""
-
-
-@maps.command("list")
-def maps_list() -> None:
-    """The built-in maps."""
-    from cellarena.server.games.rezzo.maps import builtin_maps, load_map
-
-    for name in builtin_maps():
-        m = load_map(name)
-        click.echo(
-            f"{name:10} {m.width}x{m.height}  {m.players} players  {m.agents_per_player} agent(s) each"
-            f"  {m.name}"
-        )
-
-
-@maps.command("check")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def maps_check(paths: tuple[str, ...]) -> None:
-    """Validate map files; each error names file:line:col. Exit status 1 if any is invalid."""
-    from cellarena.server.games.rezzo.maps import load_map
-
-    bad = 0
-    for path in paths:
-        try:
-            m = load_map(path)
-        except ConfigError as exc:
-            click.echo(f"error: {exc}", err=True)
-            bad += 1
-        else:
-            click.echo(
-                f"{path}: ok ({m.width}x{m.height}, {m.players} players, {m.agents_per_player} agent(s) each)"
-            )
-    if bad:
-        sys.exit(1)
-
-
-@maps.command("show")
-@click.argument("name")
-def maps_show(name: str) -> None:
-    """Print a map (built-in name or path) as the world it starts as."""
-    from rich.console import Console
-
-    from cellarena.server.games.rezzo.maps import load_map
-    from cellarena.server.games.rezzo.render import render
-
-    try:
-        m = load_map(name)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc), param_hint="NAME") from None
-    Console(highlight=False).print(render(m.cells, [(a.x, a.y, a.facing) for a in m.agents]))
 
 
 # ---------------------------------------------------------------------------- serve and match
@@ -275,10 +123,10 @@ def config_error(game: str, exc: Exception) -> click.BadParameter:
 
 
 def _serve_command(game: str) -> click.Command:
-    from cellarena.server.game_cli import game_cli
-    from cellarena.server.games import get_engine
+    from cellarena.server.games import plugin
 
-    cli = game_cli(game)
+    game_plugin = plugin(game)
+    cli = game_plugin.game_cli()
 
     def serve_game(
         players: int | None,
@@ -375,7 +223,7 @@ def _serve_command(game: str) -> click.Command:
             default=None,
             help="Seats per match; must agree with the config. [default: the config's]",
         ),
-        *tick_options(get_engine(game)),
+        *tick_options(game_plugin.engine_class()),
         click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
         click.option(
             "--port",
@@ -406,7 +254,7 @@ def _serve_command(game: str) -> click.Command:
         click.option("-v", "--verbose", is_flag=True, help="Log connections and matches."),
     ]
     doc = (
-        f"Serve {game} ({cli.summary}): wait for bots, seat them in arrival order, run matches. "
+        f"Serve {game} ({game_plugin.summary}): wait for bots, seat them in arrival order, run matches. "
         "Ctrl-C or SIGTERM stops: matches under way end without a result, every client is told "
         "(error code shutdown), and the server exits; a second signal stops at once."
     )
@@ -433,10 +281,10 @@ def _replay_recorder(replay_dir: str | None) -> Any:
 
 
 def _match_command(game: str) -> click.Command:
-    from cellarena.server.game_cli import game_cli
-    from cellarena.server.games import get_engine
+    from cellarena.server.games import plugin
 
-    cli = game_cli(game)
+    game_plugin = plugin(game)
+    cli = game_plugin.game_cli()
 
     def match_game(
         bots: tuple[str, ...],
@@ -462,7 +310,8 @@ def _match_command(game: str) -> click.Command:
             specs = BotSpec.parse_all(bots)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--bot") from None
-        if watch and cli.render is None:
+        render = game_plugin.renderer()
+        if watch and render is None:
             raise click.BadParameter(f"{game} cannot be drawn in the terminal yet", param_hint="--watch")
         config = engine_config(game, game_values)
         if log_dir:
@@ -472,7 +321,7 @@ def _match_command(game: str) -> click.Command:
         replay_file = Path(replay_path) if replay_path else folder / "match.replay"
         if replay_path:  # the default lies in the log folder, checked above
             writable_folder(replay_file.parent, "--replay")
-        watcher = _Watcher(cli.render) if watch else None
+        watcher = _Watcher(render) if watch else None
         try:
             launched = _run_trio(
                 lambda: play_match(
@@ -522,7 +371,7 @@ def _match_command(game: str) -> click.Command:
         ),
         *cli.options,
         click.option("--seed", default=0, show_default=True, type=int, help="The match's seed."),
-        *tick_options(get_engine(game)),
+        *tick_options(game_plugin.engine_class()),
         click.option(
             "--replay",
             "replay_path",
@@ -548,7 +397,7 @@ def _match_command(game: str) -> click.Command:
         click.option("-v", "--verbose", is_flag=True, help="Log connections."),
     ]
     doc = (
-        f"Play one {game} match ({cli.summary}): start a server on a free loopback port, launch each "
+        f"Play one {game} match ({game_plugin.summary}): start a server on a free loopback port, launch each "
         "bot, play, and print the result."
     )
     return click.command(game, help=doc)(decorate(match_game, options))
@@ -649,15 +498,25 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[in
 @click.option(
     "--seconds", default=4.0, show_default=True, type=FiniteFloatRange(0.5, 120), help="Play time per level."
 )
+@click.option(
+    "--game",
+    default=None,
+    help="The game to serve; its plugin must give a load benchmark. [default: the first such game by name]",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def bench_server(levels: list[int], seconds: float, as_json: bool) -> None:
+def bench_server(levels: list[int], seconds: float, game: str | None, as_json: bool) -> None:
     """Agents one server process serves at 15 Hz (99% of ticks in their slot and every answer in time)."""
     import logging
 
-    from cellarena.server.bench import run
+    from cellarena.server.bench import bench_load, load_games, run
 
+    game = game or load_games()[0]
+    try:
+        bench_load(game)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--game") from None
     logging.getLogger("cellarena.server").setLevel(logging.ERROR)  # the load's own disconnects are expected
-    result = run(levels, seconds=seconds)
+    result = run(levels, seconds=seconds, game=game)
     if as_json:
         click.echo(json.dumps(result))
         return

@@ -1,21 +1,19 @@
-"""How the command line meets each game: its options, its config, its picture and its benchmark.
+"""How the command line meets each game: its options and config, and the per-game subcommands.
 
-The generic commands (`serve`, `match`, `tournament`, `bench`) make one subcommand per registered
-game from its `GameCli`, found at ``cellarena.server.games.<game>.options:CLI``. A game so brings its
-own options (Rezzo's ``--map``, another game's ``--size``) without the commands knowing about it,
-and a new game needs no edit outside its own folder beyond one line in the registry.
+The generic commands (`serve`, `match`, `tournament`) make one subcommand per registered game from its
+`GameCli`, which the game's plugin names (`cellarena.server.games.plugin.GamePlugin.cli`). A game so
+brings its own options (Rezzo's ``--map``, another game's ``--size``) without the commands knowing
+about it. Groups whose subcommands only some games have (`sim`, `bench`) show the commands the
+plugins contribute to them.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import click
-
-from cellarena.server.games import GAMES
 
 #: A click decorator that adds one option (or several) to a command.
 OptionDecorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -28,18 +26,12 @@ class GameCli:
     ``options`` are click options whose values (by their Python names) go to ``config``, which
     returns the engine config. ``map_key`` names the config key that `tournament --maps` varies (None
     if the game has no maps); ``default_maps`` are the tournament's maps when ``--maps`` is not given.
-    ``render`` draws an engine's state for ``--watch`` (None: the game cannot be watched yet).
-    ``bench`` is the "module:attr" of its `cellarena bench GAME` command, if it has one.
     """
 
     options: Sequence[OptionDecorator]
     config: Callable[..., dict[str, Any]]
     map_key: str | None = None
     default_maps: tuple[str, ...] = ()
-    render: Callable[[Any], Any] | None = None
-    bench: str | None = None
-    #: Short line shown in `cellarena match --help` and friends.
-    summary: str = ""
 
     def apply_options(self, command: Callable[..., Any]) -> Callable[..., Any]:
         for option in reversed(self.options):
@@ -58,42 +50,44 @@ class GameCli:
 
 
 class GameGroup(click.Group):
-    """A group with one subcommand per registered game, each made on demand by ``factory(game)``.
+    """A group with one subcommand per registered game, each made on demand.
 
-    Games are looked up lazily, so `cellarena match --help` does not import every engine. Commands
-    added with `add_command` (such as `bench server`) sit beside the games.
+    A game's subcommand is the one its plugin contributes to this group (by the group's name), else
+    ``factory(game)`` if the group has a factory; a group without one lists only the games that
+    contribute. Games are looked up lazily, so `cellarena match --help` imports no engine it does
+    not show. Commands added with `add_command` (such as `bench server`) sit beside the games.
     """
 
-    def __init__(self, *args: Any, factory: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, factory: Callable[[str], click.Command] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._factory = factory
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        from cellarena.server.game_cli import games
+    def _games(self) -> list[str]:
+        from cellarena.server.games import game_names, plugin
 
-        return sorted(set(super().list_commands(ctx)) | set(games()))
+        if self._factory is not None:
+            return game_names()
+        return [g for g in game_names() if self.name in plugin(g).commands]
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self._games()))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        from cellarena.server.game_cli import games
+        from cellarena.server.games import is_game, plugin
 
         known = super().get_command(ctx, cmd_name)
-        if known is not None:
+        if known is not None or not is_game(cmd_name):
             return known
-        if cmd_name in games():
-            return self._factory(cmd_name)
-        return None
+        contributed = plugin(cmd_name).command(self.name or "")
+        if contributed is not None:
+            return contributed
+        return self._factory(cmd_name) if self._factory is not None else None
 
 
 def game_cli(game: str) -> GameCli:
     """The `GameCli` of a registered game."""
-    module = importlib.import_module(f"cellarena.server.games.{game}.options")
-    return module.CLI
+    from cellarena.server.games import plugin
 
-
-def games() -> list[str]:
-    return sorted(GAMES)
-
-
-def load_command(target: str) -> click.Command:
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return plugin(game).game_cli()

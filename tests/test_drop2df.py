@@ -298,11 +298,11 @@ def test_config_errors_say_what_to_change() -> None:
     cls = get_engine("drop2df")
     for config, words in [
         ({"size": 3}, "unknown drop2df option(s) size"),
-        ({"turns": 0}, "turns must be 1..1000"),
-        ({"length": "8"}, "length must be a int"),
-        ({"tokens": 1}, "tokens must be a bool"),
+        ({"turns": 0}, "turns must be between 1 and 1000"),
+        ({"length": "8"}, "length must be a whole number"),
+        ({"tokens": 1}, "tokens must be true or false"),
         ({"dice": 9}, "lower dice or raise length"),
-        ({"players": 9}, "players must be 1..8"),
+        ({"players": 9}, "players must be between 1 and 8"),
     ]:
         with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
             cls.new(config)
@@ -379,9 +379,9 @@ def test_a_real_match_between_the_example_bots() -> None:
 def test_the_bench_command_prints_json() -> None:
     from click.testing import CliRunner
 
-    from cellarena.server.game_cli import game_cli, load_command
+    from cellarena.server.games import plugin
 
-    command = load_command(game_cli("drop2df").bench)  # type: ignore[arg-type]
+    command = plugin("drop2df").command("bench")
     done = CliRunner().invoke(command, ["--rows", "50", "--seconds", "0.05", "--json"])
     assert done.exit_code == 0, done.output
     figures = json.loads(done.output)

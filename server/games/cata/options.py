@@ -15,12 +15,6 @@ def _config(
     return {"size": size, "max_turns": max_turns, "max_generations": max_generations, "torus": torus}
 
 
-def _render(engine: Any) -> Any:
-    from cellarena.server.games.cata.render import render
-
-    return render(engine)
-
-
 CLI = GameCli(
     options=[
         click.option(
@@ -39,7 +33,4 @@ CLI = GameCli(
         click.option("--torus", is_flag=True, help="Wrap the board's edges instead of reading black."),
     ],
     config=_config,
-    render=_render,
-    bench="cellarena.server.games.cata.bench:command",
-    summary="two players rewrite the rule of a binary automaton",
 )

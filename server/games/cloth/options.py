@@ -30,12 +30,6 @@ def _config(
     }
 
 
-def _render(engine: Any) -> Any:
-    from cellarena.server.games.cloth.render import render
-
-    return render(engine)
-
-
 CLI = GameCli(
     options=[
         click.option(
@@ -75,7 +69,4 @@ CLI = GameCli(
         ),
     ],
     config=_config,
-    render=_render,
-    bench="cellarena.server.games.cloth.bench:command",
-    summary="three-population Game of Life with placement and territory",
 )

@@ -14,12 +14,6 @@ def _config(map_: str = "classic", max_turns: int = MAX_TURNS, guards: int = GUA
     return {"map": map_, "max_turns": max_turns, "guards": guards}
 
 
-def _render(engine: Any) -> Any:
-    from cellarena.server.games.colorblocks.render import render
-
-    return render(engine.board, engine.turn, engine.to_move)
-
-
 CLI = GameCli(
     options=[
         click.option(
@@ -43,7 +37,4 @@ CLI = GameCli(
     config=_config,
     map_key="map",
     default_maps=("classic",),
-    render=_render,
-    bench="cellarena.server.games.colorblocks.bench:command",
-    summary="Othello-like colour changes, units and guards; capture the objective",
 )

@@ -17,12 +17,6 @@ def _config(map_: str = "duel", max_ticks: int = 3000) -> dict[str, Any]:
     return {"map": map_, "max_ticks": max_ticks}
 
 
-def _render(engine: Any) -> Any:
-    from cellarena.server.games.rezzo.render import render
-
-    return render(engine.cells(), [(a.x, a.y, a.facing) for a in engine.agents() if a.alive])
-
-
 CLI = GameCli(
     options=[
         map_option,
@@ -33,7 +27,4 @@ CLI = GameCli(
     config=_config,
     map_key="map",
     default_maps=("duel",),
-    render=_render,
-    bench="cellarena.server.games.rezzo.bench:command",
-    summary="capture the flag on a Wireworld-like CA",
 )
