@@ -39,7 +39,7 @@ def run(
     game: str | None = None,
 ) -> dict[str, Any]:
     """Play the tournament; the dict is the --json output. ``game`` defaults to the first load game."""
-    from cellarena.server.bench import bench_load, load_games
+    from cellarena.server.bench.server import bench_load, load_games
 
     game = game or load_games()[0]
     load = bench_load(game)
@@ -96,7 +96,7 @@ def command(
     game: str | None, bots_dir: str, maps: str | None, rounds: int, max_ticks: int, jobs: int, as_json: bool
 ) -> None:
     """A tournament of the example bots (72 matches with the defaults), timed end to end."""
-    from cellarena.server.bench import bench_load, load_games
+    from cellarena.server.bench.server import bench_load, load_games
 
     game = game or load_games()[0]
     try:

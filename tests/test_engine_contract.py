@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cellarena.server.game_cli import game_cli
+from cellarena.server.cli.game_cli import game_cli
 from cellarena.server.games import Engine, game_names, get_engine, plugin
 from cellarena.server.replay import ReplayWriter, read_replay, verify
 

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from cellarena.server.cli.replay import replay as replay_group
 from cellarena.server.games import Result
 from cellarena.server.games.rezzo.engine import RezzoEngine
 from cellarena.server.games.rezzo.maps import read_map
@@ -29,7 +30,6 @@ from cellarena.server.replay import (
     read_replay,
     verify,
 )
-from cellarena.server.replay_cli import replay as replay_group
 
 TICKS = 300
 

@@ -1,4 +1,4 @@
-"""C.A.T.A.'s command-line options: board size, caps and edges (see `cellarena.server.game_cli`)."""
+"""C.A.T.A.'s command-line options: board size, caps and edges (see `cellarena.server.cli.game_cli`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from cellarena.server.game_cli import GameCli
+from cellarena.server.cli.game_cli import GameCli
 
 
 def _config(

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from cellarena.server.cli_params import FiniteFloatRange
-from cellarena.server.game_cli import GameCli
+from cellarena.server.cli.game_cli import GameCli
+from cellarena.server.cli.params import FiniteFloatRange
 
 
 def _config(

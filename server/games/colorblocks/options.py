@@ -1,4 +1,4 @@
-"""Colorblocks' command-line options: map, turn cap and guards (see `cellarena.server.game_cli`)."""
+"""Colorblocks' command-line options: map, turn cap and guards (see `cellarena.server.cli.game_cli`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from cellarena.sdk.games.colorblocks import GUARDS, MAX_TURNS
-from cellarena.server.game_cli import GameCli
+from cellarena.server.cli.game_cli import GameCli
 
 
 def _config(map_: str = "classic", max_turns: int = MAX_TURNS, guards: int = GUARDS) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from cellarena.server.game_cli import GameCli
+from cellarena.server.cli.game_cli import GameCli
 
 
 def _config(

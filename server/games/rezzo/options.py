@@ -1,4 +1,4 @@
-"""Rezzo's command-line options: the map and the tick cap (see `cellarena.server.game_cli`)."""
+"""Rezzo's command-line options: the map and the tick cap (see `cellarena.server.cli.game_cli`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from cellarena.server.game_cli import GameCli
+from cellarena.server.cli.game_cli import GameCli
 
 map_option = click.option(
     "--map", "map_", default="duel", show_default=True, help="Built-in map name or path to a map file."

@@ -80,7 +80,7 @@ async def run_level(
             [
                 sys.executable,
                 "-m",
-                "cellarena.server.loadgen",
+                "cellarena.server.bench.loadgen",
                 "127.0.0.1",
                 str(port),
                 str(matches * seats),

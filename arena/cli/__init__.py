@@ -8,9 +8,9 @@ from typing import Any
 import click
 
 from cellarena.arena.bench import command as bench_tournament
-from cellarena.arena.tournament_cli import tournament
-from cellarena.server.cli import bench, match, serve, sim
-from cellarena.server.replay_cli import replay
+from cellarena.arena.cli.tournament import tournament
+from cellarena.server.cli.replay import replay
+from cellarena.server.cli.serve import bench, match, serve, sim
 
 
 def _version() -> str:

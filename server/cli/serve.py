@@ -12,8 +12,8 @@ from typing import Any
 
 import click
 
-from cellarena.server.cli_params import FiniteFloatRange, writable_folder
-from cellarena.server.game_cli import GameGroup
+from cellarena.server.cli.game_cli import GameGroup
+from cellarena.server.cli.params import FiniteFloatRange, writable_folder
 from cellarena.server.games.base import ConfigError
 
 sim = GameGroup("sim", help="Run a game headless, with built-in agents, and report what happened.")
@@ -107,7 +107,7 @@ def decorate(command: Any, options: list[Any]) -> Any:
 
 def engine_config(game: str, values: dict[str, Any]) -> dict[str, Any]:
     """The engine config from the game's option values (the rest of ``values`` is ignored)."""
-    from cellarena.server.game_cli import game_cli
+    from cellarena.server.cli.game_cli import game_cli
 
     cli = game_cli(game)
     mine, _ = cli.split(values)
@@ -116,7 +116,7 @@ def engine_config(game: str, values: dict[str, Any]) -> dict[str, Any]:
 
 def config_error(game: str, exc: Exception) -> click.BadParameter:
     """A ConfigError as a usage error, pointed at ``--map`` when the game has maps."""
-    from cellarena.server.game_cli import game_cli
+    from cellarena.server.cli.game_cli import game_cli
 
     hint = "--map" if game_cli(game).map_key else None
     return click.BadParameter(str(exc), param_hint=hint)
@@ -508,7 +508,7 @@ def bench_server(levels: list[int], seconds: float, game: str | None, as_json: b
     """Agents one server process serves at 15 Hz (99% of ticks in their slot and every answer in time)."""
     import logging
 
-    from cellarena.server.bench import bench_load, load_games, run
+    from cellarena.server.bench.server import bench_load, load_games, run
 
     game = game or load_games()[0]
     try:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import click
 
-from cellarena.server.cli_params import FiniteFloatRange
+from cellarena.server.cli.params import FiniteFloatRange
 
 #: A batch grows until it takes this long, so the timer's own cost is negligible against it.
 MIN_BATCH_S = 0.02
