@@ -195,7 +195,7 @@ def test_help_imports_no_engine_numpy_or_rich() -> None:
         "    main(['--help'])\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = [m for m in sys.modules if m in ('numpy', 'rich') or m.endswith('.engine')]\n"
+        "heavy = [m for m in sys.modules if m in ('numpy', 'rich', 'trio') or m.endswith('.engine')]\n"
         "print('heavy:', sorted(heavy))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

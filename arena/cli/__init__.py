@@ -1,4 +1,7 @@
-"""`cellarena`: the one command. Subcommands live beside what they drive and are gathered here."""
+"""`cellarena`: the one command. The root group gathers the server layer's commands
+(`cellarena.server.cli`), the arena's (`tournament`, in this package) and the ones game plugins add
+at the root (Rezzo's `maps`).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +10,12 @@ from typing import Any
 
 import click
 
-from cellarena.arena.bench import command as bench_tournament
 from cellarena.arena.cli.tournament import tournament
+from cellarena.server.cli.bench import bench
+from cellarena.server.cli.match import match
 from cellarena.server.cli.replay import replay
-from cellarena.server.cli.serve import bench, match, serve, sim
+from cellarena.server.cli.serve import serve
+from cellarena.server.cli.sim import sim
 
 
 def _version() -> str:
@@ -65,7 +70,7 @@ def main() -> None:
 
 
 main.add_command(sim)
-bench.add_command(bench_tournament)
+bench.add_lazy("tournament", "cellarena.arena.bench:command")
 main.add_command(bench)
 main.add_command(serve)
 main.add_command(match)

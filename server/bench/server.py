@@ -14,6 +14,7 @@ previous level and the objects of the imports are not scanned by the level's own
 from __future__ import annotations
 
 import gc
+import json
 import math
 import resource
 import subprocess
@@ -22,14 +23,20 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+import click
 import trio
 
+from cellarena.server.cli.params import FiniteFloatRange
 from cellarena.server.games import plugin, plugins
 from cellarena.server.games.plugin import BenchLoad
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import TickSettings
 
 ON_TIME_GOAL = 0.99
+#: Agent counts tried, in rising order, when the command line does not say.
+DEFAULT_LEVELS = (64, 256, 512, 768, 1024, 1280, 1536, 1792, 2048)
+#: The agents the command's goal asks one process to serve at 15 Hz.
+GOAL_AGENTS = 1000
 #: The bots' budget at 15 Hz. A budget of a whole period leaves the server no time of its own, so
 #: each tick would last the period plus the server's work and fall behind the schedule.
 BUDGET_MS = 50.0
@@ -117,7 +124,7 @@ async def run_level(
 
 
 def run(
-    levels: Iterable[int] = (64, 256, 512, 768, 1024, 1280, 1536, 1792, 2048),
+    levels: Iterable[int] = DEFAULT_LEVELS,
     seconds: float = 4.0,
     tick_rate: float = 15.0,
     game: str | None = None,
@@ -144,3 +151,70 @@ def run(
         "cpu_us_per_agent_tick": best["cpu_us_per_agent_tick"] if best else None,
         "levels": results,
     }
+
+
+def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
+    try:
+        levels = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a comma-separated list of agent counts, e.g. 64,512"
+        ) from None
+    if not levels or any(n < 8 for n in levels):
+        raise click.BadParameter(f"agent counts must be at least 8 (one match), got {value!r}")
+    return sorted(levels)
+
+
+@click.command("server")
+@click.option(
+    "--levels",
+    default=",".join(map(str, DEFAULT_LEVELS)),
+    show_default=True,
+    callback=_levels,
+    help="Agent counts to try, in rising order; the run stops at the first that misses the goal.",
+)
+@click.option(
+    "--seconds", default=4.0, show_default=True, type=FiniteFloatRange(0.5, 120), help="Play time per level."
+)
+@click.option(
+    "--game",
+    default=None,
+    help="The game to serve; its plugin must give a load benchmark. [default: the first such game by name]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def command(levels: list[int], seconds: float, game: str | None, as_json: bool) -> None:
+    """Agents one server process serves at 15 Hz (99% of ticks in their slot and every answer in time)."""
+    import logging
+
+    game = game or load_games()[0]
+    try:
+        bench_load(game)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--game") from None
+    logging.getLogger("cellarena.server").setLevel(logging.ERROR)  # the load's own disconnects are expected
+    result = run(levels, seconds=seconds, game=game)
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="One server process at 15 Hz; load bots in another process answer at once")
+    for col in ("agents", "matches", "on time", "behind", "server CPU/agent-tick", "CPU share"):
+        table.add_column(col, justify="right")
+    for level in result["levels"]:
+        table.add_row(
+            str(level["agents"]),
+            str(level["matches"]),
+            f"{level['on_time']:.1%}",
+            f"{level['behind_schedule']:.1%}",
+            f"{level['cpu_us_per_agent_tick']:.0f} µs",
+            f"{level['server_cpu_share']:.0%}",
+        )
+    console = Console()
+    console.print(table)
+    ok = result["max_agents_at_15hz"] >= GOAL_AGENTS
+    console.print(
+        f"served at 15 Hz: {result['max_agents_at_15hz']} agents; goal {GOAL_AGENTS}: "
+        f"{'[green]met[/]' if ok else '[red]missed[/]'}"
+    )

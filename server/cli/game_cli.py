@@ -9,7 +9,7 @@ plugins contribute to them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,14 +55,24 @@ class GameGroup(click.Group):
     A game's subcommand is the one its plugin contributes to this group (by the group's name), else
     ``factory(game)`` if the group has a factory; a group without one lists only the games that
     contribute. Games are looked up lazily, so `cellarena match --help` imports no engine it does
-    not show. Commands added with `add_command` (such as `bench server`) sit beside the games.
+    not show. Other commands sit beside the games: added with `add_command`, or named in ``lazy``
+    (command name -> ``"module:attr"``, or `add_lazy`) to be imported only when asked for.
     """
 
     def __init__(
-        self, *args: Any, factory: Callable[[str], click.Command] | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        factory: Callable[[str], click.Command] | None = None,
+        lazy: Mapping[str, str] | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self._factory = factory
+        self._lazy = dict(lazy or {})
+
+    def add_lazy(self, name: str, target: str) -> None:
+        """Add the command at ``target`` ("module:attr") as ``name``, imported when first asked for."""
+        self._lazy[name] = target
 
     def _games(self) -> list[str]:
         from cellarena.server.games import game_names, plugin
@@ -72,12 +82,15 @@ class GameGroup(click.Group):
         return [g for g in game_names() if self.name in plugin(g).commands]
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(self._games()))
+        return sorted(set(super().list_commands(ctx)) | set(self._lazy) | set(self._games()))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         from cellarena.server.games import is_game, plugin
+        from cellarena.server.games.plugin import load
 
         known = super().get_command(ctx, cmd_name)
+        if known is None and cmd_name in self._lazy:
+            known = load(self._lazy[cmd_name])
         if known is not None or not is_game(cmd_name):
             return known
         contributed = plugin(cmd_name).command(self.name or "")
@@ -91,3 +104,16 @@ def game_cli(game: str) -> GameCli:
     from cellarena.server.games import plugin
 
     return plugin(game).game_cli()
+
+
+def engine_config(game: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The engine config from the game's option values (the rest of ``values`` is ignored)."""
+    cli = game_cli(game)
+    mine, _ = cli.split(values)
+    return cli.config(**mine)
+
+
+def config_error(game: str, exc: Exception) -> click.BadParameter:
+    """A ConfigError as a usage error, pointed at ``--map`` when the game has maps."""
+    hint = "--map" if game_cli(game).map_key else None
+    return click.BadParameter(str(exc), param_hint=hint)
