@@ -3,7 +3,9 @@ declarative config validator every game's config goes through."""
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +21,8 @@ from cellarena.arena.runner import TournamentSpec
 from cellarena.server.games import ConfigError, game_names, get_engine, plugin, registry
 from cellarena.server.games.config import GameConfig, option
 from cellarena.server.match import TickSettings
+
+ROOT = Path(__file__).resolve().parent.parent
 
 TOY = '''
 import click
@@ -201,3 +205,24 @@ def test_help_imports_no_engine_numpy_or_rich() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert "maps" in done.stdout
     assert done.stdout.splitlines()[-1] == "heavy: []"
+
+
+def test_the_tournament_benchmark_plays_the_workload_the_plugin_gives(tmp_path: Path) -> None:
+    bots = tmp_path / "bots"
+    bots.mkdir()
+    for name in ("random_walker.py", "builder.py"):
+        shutil.copy(ROOT / "example_bots" / "rezzo" / name, bots / name)
+    args = ["bench", "tournament", "--bots-dir", str(bots), "--rounds", "1", "--max-ticks", "20", "--json"]
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)
+    # Rezzo's workload: its two benchmark maps, both seat orders.
+    assert report["maps"] == ["duel", "field"] and report["matches"] == 4 and report["failed"] == 0
+    assert sorted(report["bots"]) == ["builder", "random_walker"]
+
+
+@pytest.mark.parametrize("command", ["server", "tournament"])
+def test_a_load_benchmark_names_the_games_that_have_a_workload(command: str) -> None:
+    done = CliRunner().invoke(main, ["bench", command, "--game", "cata"])
+    assert done.exit_code == 2
+    assert "cata gives no load benchmark workload; these do: rezzo" in done.output
