@@ -1,5 +1,8 @@
 """`cellarena bench tournament`: a fixed tournament of the example bots, timed, with the arena's share.
 
+The game and its matches come from the game's plugin (`BenchLoad`): the built-in default is Rezzo
+on two maps.
+
 The arena's own overhead is everything that is not a match being played: starting the worker pool,
 scheduling, committing results, waiting for a free worker. Each worker times its match from the
 moment it gets the job to the moment it hands back the record (bot processes started and stopped
@@ -27,14 +30,25 @@ GOAL_OVERHEAD = 0.10
 
 
 def run(
-    bots_dir: Path, maps: list[str], rounds: int, max_ticks: int, jobs: int, out: Path | None = None
+    bots_dir: Path,
+    maps: list[str],
+    rounds: int,
+    max_ticks: int,
+    jobs: int,
+    out: Path | None = None,
+    game: str | None = None,
 ) -> dict[str, Any]:
-    found = discover(bots_dir, "rezzo")
+    """Play the tournament; the dict is the --json output. ``game`` defaults to the first load game."""
+    from cellarena.server.bench.server import bench_load, load_games
+
+    game = game or load_games()[0]
+    load = bench_load(game)
+    found = discover(bots_dir, game)
     prepare(found)
     spec = TournamentSpec(
-        game="rezzo",
+        game=game,
         bots=tuple(f.spec for f in found),
-        maps=tuple((m, {"map": m, "max_ticks": max_ticks}, 2) for m in maps),
+        maps=tuple((m, load.tournament_config(m, max_ticks), 2) for m in maps),
         rounds=rounds,
         seed=0,
         settings=TickSettings(fast=True, max_missed_in_a_row=MISSED_IN_A_ROW),
@@ -60,20 +74,37 @@ def run(
 
 @click.command("tournament")
 @click.option(
+    "--game",
+    default=None,
+    help="The game to play; its plugin must give a load benchmark. [default: the first such game by name]",
+)
+@click.option(
     "--bots-dir",
     type=click.Path(file_okay=False, exists=True),
     default=str(ROOT / "example_bots"),
     show_default=True,
-    help="Bots to play (a folder with a rezzo/ subfolder, or the bots themselves).",
+    help="Bots to play (a folder with a subfolder named after the game, or the bots themselves).",
 )
-@click.option("--maps", default="duel,field", show_default=True, help="Comma-separated Rezzo maps.")
+@click.option(
+    "--maps", default=None, help="Comma-separated maps. [default: the game's benchmark maps, e.g. duel,field]"
+)
 @click.option("--rounds", default=3, show_default=True, type=click.IntRange(1, 100))
 @click.option("--max-ticks", default=500, show_default=True, type=click.IntRange(1, 100_000))
 @click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 512))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def command(bots_dir: str, maps: str, rounds: int, max_ticks: int, jobs: int, as_json: bool) -> None:
+def command(
+    game: str | None, bots_dir: str, maps: str | None, rounds: int, max_ticks: int, jobs: int, as_json: bool
+) -> None:
     """A tournament of the example bots (72 matches with the defaults), timed end to end."""
-    result = run(Path(bots_dir), [m.strip() for m in maps.split(",") if m.strip()], rounds, max_ticks, jobs)
+    from cellarena.server.bench.server import bench_load, load_games
+
+    game = game or load_games()[0]
+    try:
+        load = bench_load(game)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--game") from None
+    names = [m.strip() for m in maps.split(",") if m.strip()] if maps else list(load.tournament_maps)
+    result = run(Path(bots_dir), names, rounds, max_ticks, jobs, game=game)
     if as_json:
         click.echo(json.dumps(result))
         return

@@ -61,8 +61,13 @@ class TournamentSpec:
         )
 
     def wall_limit(self, config: dict[str, Any]) -> float:
-        """A generous per-match time limit: every tick at its full budget, plus start and stop."""
-        ticks = int(config.get("max_ticks", 0) or config.get("turns", 0) or 2000)
+        """A generous per-match time limit: every decision point at its full budget, plus start and stop.
+
+        The game's plugin says how many decision points a match with ``config`` can last.
+        """
+        from cellarena.server.games import plugin
+
+        ticks = plugin(self.game).max_decisions(config)
         per_tick = self.settings.budget + (0.0 if self.settings.fast else self.settings.period)
         return 60.0 + 2.0 * ticks * per_tick + 2.0 * self.connect_timeout
 

@@ -26,7 +26,7 @@ from typing import IO, Any, Self
 import msgpack
 
 from cellarena.sdk.protocol import is_int, is_number
-from cellarena.server.games import GAMES, ConfigError, Engine, Result, get_engine
+from cellarena.server.games import ConfigError, Engine, Result, game_names, get_engine, is_game
 
 FORMAT = "cellarena-replay"
 VERSION = 1
@@ -251,8 +251,8 @@ def _check_header(path: str, record: dict[Any, Any]) -> dict[str, Any]:
             f"{VERSION}" + (f" (the file was written by cellarena {by})" if isinstance(by, str) else "")
         )
     game = c.get("game", "str")
-    if game not in GAMES:
-        raise ReplayError(f"{path}: unknown game {game!r}; known games: {', '.join(sorted(GAMES))}")
+    if not is_game(game):
+        raise ReplayError(f"{path}: unknown game {game!r}; known games: {', '.join(game_names())}")
     config = c.get("config", "map")
     if any(not isinstance(k, str) for k in config):
         raise c.fail("field 'config' must have string keys")
@@ -415,7 +415,7 @@ class ReplayWriter:
         extra: Mapping[str, Any] | None = None,
     ) -> None:
         game = type(engine).name
-        if game not in GAMES:
+        if not is_game(game):
             raise ValueError(
                 f"{type(engine).__name__} is not a registered game ({game!r}); readers could not replay it"
             )

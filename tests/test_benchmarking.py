@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cellarena.server.benchmarking import calls_per_second, report
+from cellarena.server.bench.harness import calls_per_second, report
 
 
 def test_calls_per_second_counts_every_call_and_reports_the_best_batch() -> None:
@@ -18,7 +18,7 @@ def test_calls_per_second_counts_every_call_and_reports_the_best_batch() -> None
 
 def test_the_rate_is_that_of_the_least_disturbed_batch(monkeypatch) -> None:
     """On a fake clock each call takes 1 ms, and one batch is disturbed by 50 ms: the rate is 1000/s."""
-    from cellarena.server import benchmarking
+    from cellarena.server.bench import harness
 
     now = [0.0]
     calls = [0]
@@ -27,8 +27,8 @@ def test_the_rate_is_that_of_the_least_disturbed_batch(monkeypatch) -> None:
         calls[0] += 1
         now[0] += 0.001 + (0.05 if calls[0] == 40 else 0.0)
 
-    monkeypatch.setattr(benchmarking.time, "perf_counter", lambda: now[0])
-    assert benchmarking.calls_per_second(work, 1.0) == pytest.approx(1000.0)
+    monkeypatch.setattr(harness.time, "perf_counter", lambda: now[0])
+    assert harness.calls_per_second(work, 1.0) == pytest.approx(1000.0)
 
 
 def test_report_prints_the_table_goals_and_notes(capsys) -> None:

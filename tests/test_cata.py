@@ -432,7 +432,7 @@ def test_config_errors_say_what_to_change() -> None:
         CataEngine.new({"size": 63})
     with pytest.raises(ConfigError, match="unknown cata option"):
         CataEngine.new({"sise": 64})
-    with pytest.raises(ConfigError, match="must be a int"):
+    with pytest.raises(ConfigError, match="must be a whole number"):
         CataEngine.new({"max_turns": "10"})
     with pytest.raises(ConfigError, match="at least 1"):
         CataEngine.new({"max_generations": 0})

@@ -98,9 +98,9 @@ def test_capture_wins_at_once_and_later_actions_are_ignored() -> None:
 def test_config_and_map_errors_say_what_to_change(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown colorblocks option"):
         ColorblocksEngine.new({"size": 9})
-    with pytest.raises(ConfigError, match=r"max_turns must be 1\.\.10000"):
+    with pytest.raises(ConfigError, match="max_turns must be between 1 and 10000"):
         ColorblocksEngine.new({"max_turns": 0})
-    with pytest.raises(ConfigError, match="guards must be a int"):
+    with pytest.raises(ConfigError, match="guards must be a whole number"):
         ColorblocksEngine.new({"guards": True})
     with pytest.raises(MapError, match="built-in maps: classic"):
         ColorblocksEngine.new({"map": str(tmp_path / "nope.txt")})

@@ -293,11 +293,11 @@ def test_config_errors_say_what_to_change() -> None:
     cls = get_engine("drop2df")
     for config, words in [
         ({"size": 3}, "unknown drop2df option(s) size"),
-        ({"turns": 0}, "turns must be 1..1000"),
-        ({"length": "8"}, "length must be a int"),
-        ({"tokens": 1}, "tokens must be a bool"),
+        ({"turns": 0}, "turns must be between 1 and 1000"),
+        ({"length": "8"}, "length must be a whole number"),
+        ({"tokens": 1}, "tokens must be true or false"),
         ({"dice": 9}, "lower dice or raise length"),
-        ({"players": 9}, "players must be 1..8"),
+        ({"players": 9}, "players must be between 1 and 8"),
     ]:
         with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
             cls.new(config)

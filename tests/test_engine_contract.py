@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from cellarena.server.game_cli import game_cli
-from cellarena.server.games import GAMES, Engine, get_engine
+from cellarena.server.cli.game_cli import game_cli
+from cellarena.server.games import Engine, game_names, get_engine, plugin
 from cellarena.server.replay import ReplayWriter, read_replay, verify
 
 #: Decision points a game may take to end when nobody acts (every game has a cap below this).
@@ -23,7 +23,7 @@ GARBAGE: list[Any] = [None, 7, -1, "advance", b"\x00" * 9, [], [None], [[1, 2]],
 
 
 def games() -> list[str]:
-    return sorted(GAMES)
+    return game_names()
 
 
 def play_out(engine: Engine, garbage: bool = False) -> int:
@@ -96,3 +96,34 @@ def test_a_noop_match_replays_and_verifies(game: str, tmp_path: Path) -> None:
     writer.finish(engine.result(), {})  # type: ignore[arg-type]
     report = verify(read_replay(path))
     assert report.ok, report
+
+
+@pytest.mark.parametrize("game", games())
+def test_the_horizon_bounds_every_match(game: str) -> None:
+    # The arena's wall-clock limit per match is built on it: a match outlasting it would be cut.
+    engine = get_engine(game).new({}, seed=2)
+    assert play_out(engine, garbage=True) <= plugin(game).max_decisions({})
+
+
+@pytest.mark.parametrize("game", games())
+def test_the_stored_config_rebuilds_the_same_match(game: str) -> None:
+    # Replays store ``config.to_mapping()``; validating it again must give it back unchanged.
+    engine = get_engine(game).new({}, seed=4)
+    stored = engine.config.to_mapping()
+    again = plugin(game).config_class().from_mapping(stored)
+    assert again == engine.config and again.to_mapping() == stored
+    assert get_engine(game).new(stored, seed=4).state_hash() == engine.state_hash()
+
+
+@pytest.mark.parametrize("game", games())
+def test_everything_the_plugin_names_loads(game: str) -> None:
+    p = plugin(game)
+    assert p.name == game and p.summary
+    assert p.engine_class().name == game
+    assert p.config_class().game == game
+    assert p.game_cli() is game_cli(game)
+    for group in p.commands:
+        assert p.command(group).name == game
+    render = p.renderer()
+    if render is not None:
+        assert str(render(get_engine(game).new({}, seed=1)))

@@ -39,10 +39,10 @@ def test_rezzo_engine_implements_the_interface() -> None:
     ("config", "message"),
     [
         ({"map": "duel", "speed": 3}, "unknown rezzo option"),
-        ({"max_ticks": "many"}, "max_ticks must be a int"),
-        ({"max_ticks": True}, "max_ticks must be a int"),
+        ({"max_ticks": "many"}, "max_ticks must be a whole number"),
+        ({"max_ticks": True}, "max_ticks must be a whole number"),
         ({"max_ticks": 0}, "max_ticks must be at least 1"),
-        ({"torus": "yes"}, "torus must be a bool"),
+        ({"torus": "yes"}, "torus must be true or false"),
         ({"map": "nowhere"}, "nowhere"),
     ],
 )

@@ -86,9 +86,9 @@ def test_plain_install_into_fresh_venv(tmp_path: Path) -> None:
     # Every registered game, engine and SDK module alike, shipped: a new game folder missing from
     # pyproject.toml's package list would only show up here.
     every_game = (
-        "from cellarena.server.games import GAMES, get_engine; from cellarena.sdk.games import adapter;"
-        "from cellarena.server.game_cli import game_cli;"
-        "[(get_engine(g).new({}), game_cli(g), adapter(g)) for g in GAMES]; print(sorted(GAMES))"
+        "from cellarena.server.games import game_names, get_engine; from cellarena.sdk.games import adapter;"
+        "from cellarena.server.cli.game_cli import game_cli;"
+        "[(get_engine(g).new({}), game_cli(g), adapter(g)) for g in game_names()]; print(game_names())"
     )
     games = subprocess.run(
         [str(bindir / "python"), "-c", every_game],

@@ -328,8 +328,8 @@ def test_pending_follows_every_move_turn_and_death(torus: bool) -> None:
     # each request must still equal every agent's viewport computed afresh.
     import random
 
-    from cellarena.server.bench import bench_map
     from cellarena.server.games.rezzo.engine import RezzoEngine
+    from cellarena.server.games.rezzo.load import bench_map
 
     engine = RezzoEngine.new({"map": "bench", "map_text": bench_map(), "max_ticks": 200, "torus": torus})
     rng = random.Random(7)

@@ -1,32 +1,26 @@
-"""Game engines, found by name.
+"""Game engines, found by name through the plugin registry (`cellarena.server.games.registry`).
 
 Engines are imported lazily so that running one game never pays for importing the others.
 """
 
 from __future__ import annotations
 
-import importlib
-
 from cellarena.server.games.base import ConfigError, Engine, Events, Result
+from cellarena.server.games.registry import game_names, is_game, plugin, plugins
 
-__all__ = ["GAMES", "ConfigError", "Engine", "Events", "Result", "get_engine"]
-
-#: Game name -> "module:class" of its engine.
-GAMES: dict[str, str] = {
-    "rezzo": "cellarena.server.games.rezzo.engine:RezzoEngine",
-    "cata": "cellarena.server.games.cata.engine:CataEngine",
-    "drop2df": "cellarena.server.games.drop2df.engine:Drop2dfEngine",
-    "colorblocks": "cellarena.server.games.colorblocks.engine:ColorblocksEngine",
-    "cloth": "cellarena.server.games.cloth.engine:ClothEngine",
-}
+__all__ = [
+    "ConfigError",
+    "Engine",
+    "Events",
+    "Result",
+    "game_names",
+    "get_engine",
+    "is_game",
+    "plugin",
+    "plugins",
+]
 
 
 def get_engine(name: str) -> type[Engine]:
-    """The engine class registered under ``name``; a clear error lists the known games."""
-    try:
-        target = GAMES[name]
-    except KeyError:
-        known = ", ".join(sorted(GAMES))
-        raise ConfigError(f"unknown game {name!r}; known games: {known}") from None
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    """The engine class of game ``name``; an unknown name is a ConfigError listing the known games."""
+    return plugin(name).engine_class()

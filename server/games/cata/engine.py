@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,44 +34,32 @@ from cellarena.sdk.games.cata import (
 )
 from cellarena.sdk.protocol import is_int
 from cellarena.server.games.base import ConfigError, Events, Result
+from cellarena.server.games.config import GameConfig, option
 
 MAX_SIZE = 1024
 
 
 @dataclass(frozen=True)
-class CataConfig:
+class CataConfig(GameConfig):
     """Options of a C.A.T.A. match; `docs/games/cata.md` explains each."""
 
-    size: int = 64
-    max_turns: int = 200
-    max_generations: int = 512
-    pick_window: int = 64
-    torus: bool = False
+    game: ClassVar[str] = "cata"
 
-    @classmethod
-    def from_mapping(cls, config: Mapping[str, Any]) -> CataConfig:
-        known = {f.name: f.type for f in fields(cls)}
-        unknown = sorted(set(config) - set(known))
-        if unknown:
-            raise ConfigError(f"unknown cata option(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        for key, value in config.items():
-            want = bool if key == "torus" else int
-            if not (is_int(value) if want is int else isinstance(value, want)):
-                raise ConfigError(f"cata option {key} must be a {want.__name__}, got {value!r}")
-        cfg = cls(**config)
-        if not (2 <= cfg.size <= MAX_SIZE and cfg.size % 2 == 0):
+    size: int = option(64, "the board's side, even (four equal quadrants)", min=2, max=MAX_SIZE)
+    max_turns: int = option(200, "the turn cap", min=1)
+    max_generations: int = option(512, "generations a reaction phase may run before it is capped", min=1)
+    pick_window: int = option(64, "states the loser picks from after the cap", min=1)
+    torus: bool = option(False, "whether the board wraps at its edges")
+
+    def check(self) -> None:
+        if self.size % 2:
             raise ConfigError(
                 f"cata option size must be an even number from 2 to {MAX_SIZE} (four equal quadrants), "
-                f"got {cfg.size}"
+                f"got {self.size}"
             )
-        for key in ("max_turns", "max_generations", "pick_window"):
-            if getattr(cfg, key) < 1:
-                raise ConfigError(f"cata option {key} must be at least 1, got {getattr(cfg, key)}")
-        return cfg
 
-    def to_mapping(self) -> dict[str, Any]:
-        """The options as a plain dict (msgpack- and JSON-ready), the inverse of `from_mapping`."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def max_decisions(self) -> int:
+        return MOVES_PER_TURN * self.max_turns
 
 
 class CataEngine:

@@ -1,4 +1,4 @@
-"""C.A.T.A.'s command-line options: board size, caps and edges (see `cellarena.server.game_cli`)."""
+"""C.A.T.A.'s command-line options: board size, caps and edges (see `cellarena.server.cli.game_cli`)."""
 
 from __future__ import annotations
 
@@ -6,19 +6,13 @@ from typing import Any
 
 import click
 
-from cellarena.server.game_cli import GameCli
+from cellarena.server.cli.game_cli import GameCli
 
 
 def _config(
     size: int = 64, max_turns: int = 200, max_generations: int = 512, torus: bool = False
 ) -> dict[str, Any]:
     return {"size": size, "max_turns": max_turns, "max_generations": max_generations, "torus": torus}
-
-
-def _render(engine: Any) -> Any:
-    from cellarena.server.games.cata.render import render
-
-    return render(engine)
 
 
 CLI = GameCli(
@@ -39,7 +33,4 @@ CLI = GameCli(
         click.option("--torus", is_flag=True, help="Wrap the board's edges instead of reading black."),
     ],
     config=_config,
-    render=_render,
-    bench="cellarena.server.games.cata.bench:command",
-    summary="two players rewrite the rule of a binary automaton",
 )

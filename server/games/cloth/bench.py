@@ -14,7 +14,7 @@ import click
 import numpy as np
 
 from cellarena.sdk.games.cloth import ClothWorld
-from cellarena.server.benchmarking import (
+from cellarena.server.bench.harness import (
     STEADY_RATIO,
     calls_per_second,
     json_option,

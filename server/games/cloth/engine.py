@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,60 +33,29 @@ from cellarena.sdk.games.cloth import (
     territory,
     territory_plane,
 )
-from cellarena.sdk.protocol import is_int, is_number
-from cellarena.server.games.base import ConfigError, Events, Result
+from cellarena.sdk.protocol import is_int
+from cellarena.server.games.base import Events, Result
+from cellarena.server.games.config import GameConfig, option
 
 
 @dataclass(frozen=True)
-class ClothConfig:
+class ClothConfig(GameConfig):
     """Options of a Cloth of Gold match; `docs/games/cloth.md` explains each."""
 
-    width: int = 64
-    height: int = 64
-    generations: int = 168
-    max_rounds: int = 20
-    max_units: int = 10
+    game: ClassVar[str] = "cloth"
+
+    width: int = option(64, "the board's width", min=8, max=1024)
+    height: int = option(64, "the board's height", min=8, max=1024)
+    generations: int = option(168, "generations run after each round's placements", min=0, max=10_000)
+    max_rounds: int = option(20, "the round cap", min=1, max=1000)
+    max_units: int = option(10, "the most units a player places per turn", min=1, max=100)
     #: Share of the board seeded with neutral c cells (point-symmetric); 0 for none.
-    neutral_density: float = 0.08
+    neutral_density: float = option(0.08, "the share of cells seeded neutral, such as 0.08", min=0.0, max=0.5)
     #: The literal mutual-loss rule: any round ending with equal populations is a draw.
-    strict_mutual_loss: bool = False
+    strict_mutual_loss: bool = option(False, "whether any round ending with equal populations is a draw")
 
-    LIMITS: ClassVar[dict[str, tuple[float, float]]] = {
-        "width": (8, 1024),
-        "height": (8, 1024),
-        "generations": (0, 10_000),
-        "max_rounds": (1, 1000),
-        "max_units": (1, 100),
-        "neutral_density": (0.0, 0.5),
-    }
-
-    @classmethod
-    def from_mapping(cls, config: Mapping[str, Any]) -> ClothConfig:
-        known = {f.name: f.type for f in fields(cls)}
-        unknown = sorted(set(config) - set(known))
-        if unknown:
-            raise ConfigError(f"unknown cloth option(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        values: dict[str, Any] = {}
-        for key, value in config.items():
-            if key == "strict_mutual_loss":
-                if not isinstance(value, bool):
-                    raise ConfigError(f"cloth option {key} must be true or false, got {value!r}")
-            elif key == "neutral_density":
-                if not is_number(value):
-                    raise ConfigError(f"cloth option {key} must be a number such as 0.08, got {value!r}")
-                value = float(value)  # noqa: PLW2901 (ints are densities too)
-            elif not is_int(value):
-                raise ConfigError(f"cloth option {key} must be a whole number, got {value!r}")
-            if key in cls.LIMITS:
-                lo, hi = cls.LIMITS[key]
-                if not lo <= value <= hi:
-                    raise ConfigError(f"cloth option {key} must be between {lo:g} and {hi:g}, got {value!r}")
-            values[key] = value
-        return cls(**values)
-
-    def to_mapping(self) -> dict[str, Any]:
-        """The options as a plain dict (msgpack- and JSON-ready), the inverse of `from_mapping`."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def max_decisions(self) -> int:
+        return 2 * self.max_rounds  # each player places once a round (a player who cannot is skipped)
 
 
 def neutral_board(cfg: ClothConfig, seed: int) -> np.ndarray:

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from cellarena.server.cli_params import FiniteFloatRange
-from cellarena.server.game_cli import GameCli
+from cellarena.server.cli.game_cli import GameCli
+from cellarena.server.cli.params import FiniteFloatRange
 
 
 def _config(
@@ -28,12 +28,6 @@ def _config(
         "neutral_density": neutral_density,
         "strict_mutual_loss": strict_mutual_loss,
     }
-
-
-def _render(engine: Any) -> Any:
-    from cellarena.server.games.cloth.render import render
-
-    return render(engine)
 
 
 CLI = GameCli(
@@ -75,7 +69,4 @@ CLI = GameCli(
         ),
     ],
     config=_config,
-    render=_render,
-    bench="cellarena.server.games.cloth.bench:command",
-    summary="three-population Game of Life with placement and territory",
 )

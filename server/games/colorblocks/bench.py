@@ -20,7 +20,7 @@ import click
 import numpy as np
 
 from cellarena.sdk.games.colorblocks import Board, color_change, make_view, placement_gains, random_turn
-from cellarena.server.benchmarking import calls_per_second, json_option, report, seconds_option, sizes_option
+from cellarena.server.bench.harness import calls_per_second, json_option, report, seconds_option, sizes_option
 from cellarena.server.games.colorblocks.engine import ColorblocksEngine
 
 CODES = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 4], np.uint8)

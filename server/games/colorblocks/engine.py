@@ -9,56 +9,31 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from cellarena.sdk.games.colorblocks import GUARDS, MAX_ACTIONS, MAX_TURNS, PLAYERS, Board, Refused, color
-from cellarena.sdk.protocol import is_int
-from cellarena.server.games.base import ConfigError, Events, Result
+from cellarena.server.games.base import Events, Result
 from cellarena.server.games.colorblocks.maps import parse_map, read_map
+from cellarena.server.games.config import GameConfig, option
 
 
 @dataclass(frozen=True)
-class ColorblocksConfig:
+class ColorblocksConfig(GameConfig):
     """Options of a Colorblocks match; `docs/games/colorblocks.md` explains each."""
 
-    map: str = "classic"
-    max_turns: int = MAX_TURNS
-    guards: int = GUARDS
+    game: ClassVar[str] = "colorblocks"
+
+    map: str = option("classic", "a built-in map's name or the path of a map file")
+    max_turns: int = option(MAX_TURNS, "turns per player before the game is a draw", min=1, max=10000)
+    guards: int = option(GUARDS, "guards per player", min=0, max=100)
     #: The map's text; when given it is used instead of loading ``map``. Replays carry it.
-    map_text: str | None = None
+    map_text: str | None = option(None, "the map's text, used instead of loading map")
 
-    @classmethod
-    def from_mapping(cls, config: Mapping[str, Any]) -> ColorblocksConfig:
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(config) - set(known))
-        if unknown:
-            raise ConfigError(
-                f"unknown colorblocks option(s) {', '.join(unknown)}; known: {', '.join(known)}"
-            )
-        checks = {"map": str, "max_turns": int, "guards": int, "map_text": str}
-        for key, value in config.items():
-            if key == "map_text" and value is None:
-                continue
-            want = checks[key]
-            if not (is_int(value) if want is int else isinstance(value, want)):
-                raise ConfigError(f"colorblocks option {key} must be a {want.__name__}, got {value!r}")
-        cfg = cls(**config)
-        if not 1 <= cfg.max_turns <= 10000:
-            raise ConfigError(
-                f"colorblocks option max_turns must be 1..10000 (turns per player), got {cfg.max_turns}"
-            )
-        if not 0 <= cfg.guards <= 100:
-            raise ConfigError(
-                f"colorblocks option guards must be 0..100 (guards per player), got {cfg.guards}"
-            )
-        return cfg
-
-    def to_mapping(self) -> dict[str, Any]:
-        """The options as a plain dict (msgpack- and JSON-ready), the inverse of `from_mapping`."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def max_decisions(self) -> int:
+        return PLAYERS * self.max_turns
 
 
 class ColorblocksEngine:

@@ -1,4 +1,4 @@
-"""Colorblocks' command-line options: map, turn cap and guards (see `cellarena.server.game_cli`)."""
+"""Colorblocks' command-line options: map, turn cap and guards (see `cellarena.server.cli.game_cli`)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,11 @@ from typing import Any
 import click
 
 from cellarena.sdk.games.colorblocks import GUARDS, MAX_TURNS
-from cellarena.server.game_cli import GameCli
+from cellarena.server.cli.game_cli import GameCli
 
 
 def _config(map_: str = "classic", max_turns: int = MAX_TURNS, guards: int = GUARDS) -> dict[str, Any]:
     return {"map": map_, "max_turns": max_turns, "guards": guards}
-
-
-def _render(engine: Any) -> Any:
-    from cellarena.server.games.colorblocks.render import render
-
-    return render(engine.board, engine.turn, engine.to_move)
 
 
 CLI = GameCli(
@@ -43,7 +37,4 @@ CLI = GameCli(
     config=_config,
     map_key="map",
     default_maps=("classic",),
-    render=_render,
-    bench="cellarena.server.games.colorblocks.bench:command",
-    summary="Othello-like colour changes, units and guards; capture the objective",
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 
 from cellarena.sdk.games.colorblocks import CHARS, Block, Board
@@ -36,3 +38,8 @@ def render(board: Board, turn: int, to_move: int) -> Text:
         f"turn {turn}, {'red' if to_move == 0 else 'blue'} to move; guards in reserve {board.reserves}"
     )
     return out
+
+
+def render_engine(engine: Any) -> Text:
+    """An engine's board and whose turn it is, for `cellarena match --watch` and `replay show`."""
+    return render(engine.board, engine.turn, engine.to_move)

@@ -13,7 +13,7 @@ import click
 import numpy as np
 
 from cellarena.sdk.games.drop2df import HOLE, step, step_many
-from cellarena.server.benchmarking import calls_per_second, json_option, seconds_option
+from cellarena.server.bench.harness import calls_per_second, json_option, seconds_option
 
 
 def run(rows: int, length: int, budget_s: float) -> dict[str, Any]:

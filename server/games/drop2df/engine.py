@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -31,8 +31,8 @@ from cellarena.sdk.games.drop2df import (
     play_ops,
     step_many,
 )
-from cellarena.sdk.protocol import is_int
 from cellarena.server.games.base import ConfigError, Events, Result
+from cellarena.server.games.config import GameConfig, option
 
 MAX_PLAYERS = 8
 MAX_LENGTH = 64
@@ -43,43 +43,26 @@ DIE_MARKS = (PLUS, MINUS, BLOCK)
 
 
 @dataclass(frozen=True)
-class Drop2dfConfig:
+class Drop2dfConfig(GameConfig):
     """Options of a drop2df match; `docs/games/drop2df.md` explains each."""
 
-    players: int = 2
-    length: int = 8
-    dice: int = 2
-    turns: int = 30
-    tokens: bool = False
+    game: ClassVar[str] = "drop2df"
 
-    @classmethod
-    def from_mapping(cls, config: Mapping[str, Any]) -> Drop2dfConfig:
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(config) - set(known))
-        if unknown:
-            raise ConfigError(f"unknown drop2df option(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        for key, value in config.items():
-            want = bool if key == "tokens" else int
-            if not (is_int(value) if want is int else isinstance(value, want)):
-                raise ConfigError(f"drop2df option {key} must be a {want.__name__}, got {value!r}")
-        cfg = cls(**config)
-        limits = {"players": (1, MAX_PLAYERS), "length": (1, MAX_LENGTH), "turns": (1, MAX_TURNS)}
-        for key, (lo, hi) in limits.items():
-            value = getattr(cfg, key)
-            if not lo <= value <= hi:
-                raise ConfigError(
-                    f"drop2df option {key} must be {lo}..{hi}, got {value}; pick a value in range"
-                )
-        if not 0 <= cfg.dice <= cfg.length:
+    players: int = option(2, "bots per match, each on its own copy of the board", min=1, max=MAX_PLAYERS)
+    length: int = option(8, "the dice spaces between the two holes", min=1, max=MAX_LENGTH)
+    dice: int = option(2, "Fudge dice dropped on the board", min=0)
+    turns: int = option(30, "the number of turns", min=1, max=MAX_TURNS)
+    tokens: bool = option(False, "whether each bot gets the optional 4dF tokens")
+
+    def check(self) -> None:
+        if self.dice > self.length:
             raise ConfigError(
-                f"drop2df option dice must be 0..length ({cfg.length}): each die needs its own space, "
-                f"got {cfg.dice}; lower dice or raise length"
+                f"drop2df option dice must be 0..length ({self.length}): each die needs its own space, "
+                f"got {self.dice}; lower dice or raise length"
             )
-        return cfg
 
-    def to_mapping(self) -> dict[str, Any]:
-        """The options as a plain dict (msgpack- and JSON-ready), the inverse of `from_mapping`."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def max_decisions(self) -> int:
+        return self.turns
 
 
 def setup(cfg: Drop2dfConfig, seed: int) -> tuple[bytes, tuple[int, ...]]:

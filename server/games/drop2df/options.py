@@ -6,24 +6,13 @@ from typing import Any
 
 import click
 
-from cellarena.server.game_cli import GameCli
+from cellarena.server.cli.game_cli import GameCli
 
 
 def _config(
     seats: int = 2, length: int = 8, dice: int = 2, turns: int = 30, tokens: bool = False
 ) -> dict[str, Any]:
     return {"players": seats, "length": length, "dice": dice, "turns": turns, "tokens": tokens}
-
-
-def _render(engine: Any) -> Any:
-    from rich.text import Text
-
-    from cellarena.sdk.games.drop2df import text
-
-    out = Text(f"turn {min(engine.tick + 1, engine.turns)}/{engine.turns}\n", style="bold")
-    for seat, score in enumerate(engine.scores()):
-        out.append(f"seat {seat}  {text(engine.row(seat))}  score {score}\n")
-    return out
 
 
 CLI = GameCli(
@@ -44,7 +33,4 @@ CLI = GameCli(
         ),
     ],
     config=_config,
-    render=_render,
-    bench="cellarena.server.games.drop2df.bench:command",
-    summary="the one-dimensional lemmings puzzle, as a duplicate match",
 )

@@ -15,7 +15,7 @@ import click
 import numpy as np
 
 from cellarena.sdk.games.rezzo import Cell
-from cellarena.server.benchmarking import (
+from cellarena.server.bench.harness import (
     STEADY_RATIO,
     calls_per_second,
     json_option,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,6 +29,7 @@ from cellarena.sdk.games.rezzo import (
 )
 from cellarena.sdk.protocol import is_int
 from cellarena.server.games.base import ConfigError, Events, Result
+from cellarena.server.games.config import GameConfig, option
 from cellarena.server.games.rezzo.ca import BitWorld
 from cellarena.server.games.rezzo.maps import parse_map, read_map
 
@@ -45,38 +46,21 @@ _NOOP, _ADVANCE, _LEFT, _RIGHT, _BUILD = (
 
 
 @dataclass(frozen=True)
-class RezzoConfig:
+class RezzoConfig(GameConfig):
     """Options of a Rezzo match; `docs/games/rezzo.md` explains each."""
 
-    map: str = "duel"
-    max_ticks: int = 3000
-    own_base_counts: bool = True
-    torus: bool = False
+    game: ClassVar[str] = "rezzo"
+
+    map: str = option("duel", "a built-in map's name or the path of a map file")
+    max_ticks: int = option(3000, "the tick cap", min=1)
+    own_base_counts: bool = option(True, "whether a flag next to its owner's own base loses too")
+    torus: bool = option(False, "whether the world wraps at its edges")
     #: The map's text. When given, it is used instead of loading ``map``, which then only names it;
     #: replays carry it so that they still verify after a map file changes.
-    map_text: str | None = None
+    map_text: str | None = option(None, "the map's text, used instead of loading map")
 
-    @classmethod
-    def from_mapping(cls, config: Mapping[str, Any]) -> RezzoConfig:
-        known = {f.name: f.type for f in fields(cls)}
-        unknown = sorted(set(config) - set(known))
-        if unknown:
-            raise ConfigError(f"unknown rezzo option(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        checks = {"map": str, "max_ticks": int, "own_base_counts": bool, "torus": bool, "map_text": str}
-        for key, value in config.items():
-            if key == "map_text" and value is None:
-                continue
-            want = checks[key]
-            if not (is_int(value) if want is int else isinstance(value, want)):
-                raise ConfigError(f"rezzo option {key} must be a {want.__name__}, got {value!r}")
-        cfg = cls(**config)
-        if cfg.max_ticks < 1:
-            raise ConfigError(f"rezzo option max_ticks must be at least 1, got {cfg.max_ticks}")
-        return cfg
-
-    def to_mapping(self) -> dict[str, Any]:
-        """The options as a plain dict (msgpack- and JSON-ready), the inverse of `from_mapping`."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def max_decisions(self) -> int:
+        return self.max_ticks
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Rezzo's command-line options: the map and the tick cap (see `cellarena.server.game_cli`)."""
+"""Rezzo's command-line options: the map and the tick cap (see `cellarena.server.cli.game_cli`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from cellarena.server.game_cli import GameCli
+from cellarena.server.cli.game_cli import GameCli
 
 map_option = click.option(
     "--map", "map_", default="duel", show_default=True, help="Built-in map name or path to a map file."
@@ -15,12 +15,6 @@ map_option = click.option(
 
 def _config(map_: str = "duel", max_ticks: int = 3000) -> dict[str, Any]:
     return {"map": map_, "max_ticks": max_ticks}
-
-
-def _render(engine: Any) -> Any:
-    from cellarena.server.games.rezzo.render import render
-
-    return render(engine.cells(), [(a.x, a.y, a.facing) for a in engine.agents() if a.alive])
 
 
 CLI = GameCli(
@@ -33,7 +27,4 @@ CLI = GameCli(
     config=_config,
     map_key="map",
     default_maps=("duel",),
-    render=_render,
-    bench="cellarena.server.games.rezzo.bench:command",
-    summary="capture the flag on a Wireworld-like CA",
 )

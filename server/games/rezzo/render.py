@@ -1,4 +1,4 @@
-"""Text pictures of a Rezzo world, for `cellarena sim` and, later, spectators in a terminal.
+"""Text pictures of a Rezzo world, for `cellarena sim`, `match --watch` and `replay show`.
 
 One character per cell, coloured by owner where the terminal allows. The characters follow the map
 format where it has one (`.` `#` `@` `~`, bases `A`-`H`, geysers `a`-`h`); states a map cannot hold
@@ -7,12 +7,16 @@ get their own: `*` photon, `f` flag, and an arrow for an agent's facing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.text import Text
 
 from cellarena.sdk.games.rezzo import Cell, Facing
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 OWNER_STYLES = (
     "bold red",
@@ -68,3 +72,19 @@ def render(cells: np.ndarray, agents: Iterable[tuple[int, int, Facing]] = ()) ->
             out.append(ch, style=style)
         out.append("\n")
     return out
+
+
+def render_engine(engine: Any) -> Text:
+    """An engine's world with its live agents, for `cellarena match --watch`."""
+    return render(engine.cells(), [(a.x, a.y, a.facing) for a in engine.agents() if a.alive])
+
+
+def show(console: Console, engine: Any, seat: Callable[[int], str]) -> None:
+    """`cellarena replay show`: where each agent is, then the world."""
+    for a in engine.agents():
+        state = "" if a.alive else " (gone)"
+        console.print(
+            f"  player {seat(a.player)} agent {a.index}: ({a.x}, {a.y}) facing {a.facing.name}{state}"
+        )
+    # soft_wrap: a board wider than the terminal must not be re-wrapped into a different picture.
+    console.print(render_engine(engine), soft_wrap=True)

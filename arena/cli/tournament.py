@@ -9,9 +9,8 @@ from typing import Any
 
 import click
 
-from cellarena.server.cli import config_error, decorate, engine_config, tick_options
-from cellarena.server.cli_params import FiniteFloatRange, writable_folder
-from cellarena.server.game_cli import GameCli, GameGroup, game_cli
+from cellarena.server.cli.game_cli import GameCli, GameGroup, config_error, engine_config, game_cli
+from cellarena.server.cli.params import FiniteFloatRange, decorate, tick_options, writable_folder
 from cellarena.server.games import ConfigError
 
 

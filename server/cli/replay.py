@@ -7,8 +7,7 @@ this group costs only click.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -82,7 +81,7 @@ def replay_show(path: str, tick: int | None) -> None:
         sys.exit(1)
     console = Console(highlight=False)
     _show_header(console, rep, engine, at_end=tick is None)
-    VIEWERS.get(rep.game, _show_generic)(console, rep, engine)
+    _show_state(console, rep, engine)
 
 
 def _seat(rep: Replay, seat: int) -> str:
@@ -119,32 +118,19 @@ def _outcome(rep: Replay, winner: int | None, reason: str) -> str:
     return ("draw" if winner is None else f"player {_seat(rep, winner)} wins") + f" ({reason})"
 
 
-def _show_generic(console: Console, rep: Replay, engine: Engine) -> None:
-    """For a game without a viewer of its own: its `--watch` picture, else the frame's small fields."""
-    from cellarena.server.game_cli import game_cli
+def _show_state(console: Console, rep: Replay, engine: Engine) -> None:
+    """The game's own viewer, else its `--watch` picture, else the frame's small fields."""
+    from cellarena.server.games import plugin
 
-    render = game_cli(rep.game).render
+    game = plugin(rep.game)
+    viewer = game.replay_viewer()
+    if viewer is not None:
+        viewer(console, engine, lambda seat: _seat(rep, seat))
+        return
+    render = game.renderer()
     if render is not None:
         console.print(render(engine), soft_wrap=True)
         return
     for key, value in engine.frame().items():
         if not isinstance(value, bytes | bytearray):
             console.print(f"{key}: {value}", soft_wrap=True)
-
-
-def _show_rezzo(console: Console, rep: Replay, engine: Any) -> None:
-    from cellarena.server.games.rezzo.render import render
-
-    for a in engine.agents():
-        state = "" if a.alive else " (gone)"
-        console.print(
-            f"  player {_seat(rep, a.player)} agent {a.index}: ({a.x}, {a.y}) facing {a.facing.name}{state}"
-        )
-    # soft_wrap: a board wider than the terminal must not be re-wrapped into a different picture.
-    console.print(
-        render(engine.cells(), [(a.x, a.y, a.facing) for a in engine.agents() if a.alive]), soft_wrap=True
-    )
-
-
-#: Game name -> how `show` draws its state. Games without one get the frame's small fields.
-VIEWERS: dict[str, Callable[[Console, Replay, Any], None]] = {"rezzo": _show_rezzo}

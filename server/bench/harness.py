@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cellarena.server.cli_params import FiniteFloatRange
+from cellarena.server.cli.params import FiniteFloatRange
 
 #: A click command's callback, which an option decorator hands back unchanged.
 F = TypeVar("F", bound=Callable[..., Any])

@@ -1,0 +1,78 @@
+"""`cellarena`: the one command. The root group gathers the server layer's commands
+(`cellarena.server.cli`), the arena's (`tournament`, in this package) and the ones game plugins add
+at the root (Rezzo's `maps`).
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import click
+
+from cellarena.arena.cli.tournament import tournament
+from cellarena.server.cli.bench import bench
+from cellarena.server.cli.match import match
+from cellarena.server.cli.replay import replay
+from cellarena.server.cli.serve import serve
+from cellarena.server.cli.sim import sim
+
+
+def _version() -> str:
+    try:
+        return version("cellarena")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
+
+
+class _Root(click.Group):
+    """The root group: the built-in commands, and the ones game plugins add at the root (``maps``)."""
+
+    def _from_games(self) -> dict[str, tuple[str, str]]:
+        """Command name -> (game, "module:attr") of each root command a game plugin adds."""
+        from cellarena.server.games import plugins
+
+        found: dict[str, tuple[str, str]] = {}
+        for p in plugins():
+            for name, target in p.root_commands.items():
+                if name in self.commands:
+                    raise click.ClickException(
+                        f"the game plugin {p.name} adds a command {name!r}, which cellarena has already"
+                    )
+                if name in found:
+                    raise click.ClickException(
+                        f"the game plugins {found[name][0]} and {p.name} both add a command {name!r}; "
+                        "uninstall one of them"
+                    )
+                found[name] = (p.name, target)
+        return found
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self._from_games()))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        known = super().get_command(ctx, cmd_name)
+        if known is not None:
+            return known
+        found = self._from_games().get(cmd_name)
+        if found is None:
+            return None
+        from cellarena.server.games.plugin import load
+
+        command: Any = load(found[1])
+        return command
+
+
+@click.group(cls=_Root, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), "--version", "-V", prog_name="cellarena")
+def main() -> None:
+    """cellarena: bots play cellular-automaton games over TCP; an arena runs tournaments."""
+
+
+main.add_command(sim)
+bench.add_lazy("tournament", "cellarena.arena.bench:command")
+main.add_command(bench)
+main.add_command(serve)
+main.add_command(match)
+main.add_command(replay)
+main.add_command(tournament)

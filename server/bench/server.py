@@ -1,0 +1,220 @@
+"""`cellarena bench server`: how many agents one server process serves at 15 Hz.
+
+The server runs in this process; the bots run in a separate load process (`loadgen`) and answer at
+once with the game's no-op. The game's plugin gives the workload (`BenchLoad`): Rezzo's is matches
+of eight seats, one agent each, on a map that keeps the automaton busy. For a rising number of
+agents (one agent per connection), it runs matches for a few seconds and counts the ticks in which
+every seat's answer arrived within its budget and that started in its slot of the 15 Hz schedule (no
+more than a quarter period behind). The largest load with at least 99% of such ticks is the result,
+along with the server's CPU time per agent-tick at that load. Each level starts from a collected and
+frozen heap (`gc.freeze`, as a long-running server would after start-up), so that the garbage of the
+previous level and the objects of the imports are not scanned by the level's own collections.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import click
+import trio
+
+from cellarena.server.cli.params import FiniteFloatRange
+from cellarena.server.games import plugin, plugins
+from cellarena.server.games.plugin import BenchLoad
+from cellarena.server.lobby import Lobby, LobbyConfig
+from cellarena.server.match import TickSettings
+
+ON_TIME_GOAL = 0.99
+#: Agent counts tried, in rising order, when the command line does not say.
+DEFAULT_LEVELS = (64, 256, 512, 768, 1024, 1280, 1536, 1792, 2048)
+#: The agents the command's goal asks one process to serve at 15 Hz.
+GOAL_AGENTS = 1000
+#: The bots' budget at 15 Hz. A budget of a whole period leaves the server no time of its own, so
+#: each tick would last the period plus the server's work and fall behind the schedule.
+BUDGET_MS = 50.0
+
+
+def _raise_file_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def load_games() -> list[str]:
+    """The games the load benchmarks can play (their plugins give a `BenchLoad`); the first is the default."""
+    return [p.name for p in plugins() if p.bench_load is not None]
+
+
+def bench_load(game: str) -> BenchLoad:
+    """The workload of ``game``; ValueError if its plugin gives none."""
+    load = plugin(game).load_profile()
+    if load is None:
+        raise ValueError(f"{game} gives no load benchmark workload; these do: {', '.join(load_games())}")
+    return load
+
+
+async def run_level(
+    game: str, agents: int, seconds: float, tick_rate: float = 15.0, budget_ms: float = BUDGET_MS
+) -> dict[str, Any]:
+    """One load level: ``agents`` connections in matches of ``game``, for ``seconds`` of play."""
+    workload = bench_load(game)
+    seats = workload.server_seats
+    matches = math.ceil(agents / seats)
+    ticks = max(2, round(seconds * tick_rate))
+    lobby = Lobby(
+        LobbyConfig(
+            game,
+            workload.server_config(ticks),
+            TickSettings(tick_rate=tick_rate, budget_ms=budget_ms),
+            host="127.0.0.1",
+            port=0,
+            matches=matches,
+            hello_timeout=120.0,
+        )
+    )
+    cpu = {}
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(lobby.serve)
+        load = await trio.lowlevel.open_process(
+            [
+                sys.executable,
+                "-m",
+                "cellarena.server.bench.loadgen",
+                "127.0.0.1",
+                str(port),
+                str(matches * seats),
+                game,
+            ],
+            stdin=subprocess.DEVNULL,
+        )
+
+        async def measure() -> None:
+            # CPU from the first match's start to the last one's end, against every agent-tick played.
+            while not lobby.matches_started:
+                await trio.sleep(0.005)
+            cpu["start"], cpu["wall"] = time.process_time(), time.perf_counter()
+
+        nursery.start_soon(measure)
+    cpu["end"], cpu["wall_end"] = time.process_time(), time.perf_counter()
+    with trio.move_on_after(30):
+        await load.wait()
+    if load.returncode is None:
+        load.kill()
+    played = sum(o.ticks for o in lobby.outcomes)
+    late = sum(o.bad_ticks for o in lobby.outcomes)
+    behind = sum(o.behind_ticks for o in lobby.outcomes)
+    agent_ticks = sum(o.ticks * len(o.names) for o in lobby.outcomes)
+    return {
+        "agents": matches * seats,
+        "matches": matches,
+        "ticks": played,
+        "on_time": 1 - late / played if played else 0.0,
+        "behind_schedule": behind / played if played else 0.0,
+        "cpu_us_per_agent_tick": (cpu["end"] - cpu["start"]) / agent_ticks * 1e6 if agent_ticks else 0.0,
+        "server_cpu_share": (cpu["end"] - cpu["start"]) / (cpu["wall_end"] - cpu["wall"]),
+    }
+
+
+def run(
+    levels: Iterable[int] = DEFAULT_LEVELS,
+    seconds: float = 4.0,
+    tick_rate: float = 15.0,
+    game: str | None = None,
+) -> dict[str, Any]:
+    """Step through the levels until one misses the on-time goal; the dict is the --json output.
+
+    ``game`` defaults to the first of `load_games`.
+    """
+    game = game or load_games()[0]
+    _raise_file_limit()
+    results = []
+    best: dict[str, Any] | None = None
+    for agents in levels:
+        gc.collect()
+        gc.freeze()
+        level = trio.run(run_level, game, agents, seconds, tick_rate)
+        results.append(level)
+        if level["on_time"] < ON_TIME_GOAL:
+            break
+        best = level
+    return {
+        "budget_ms": BUDGET_MS,
+        "max_agents_at_15hz": best["agents"] if best else 0,
+        "cpu_us_per_agent_tick": best["cpu_us_per_agent_tick"] if best else None,
+        "levels": results,
+    }
+
+
+def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
+    try:
+        levels = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a comma-separated list of agent counts, e.g. 64,512"
+        ) from None
+    if not levels or any(n < 8 for n in levels):
+        raise click.BadParameter(f"agent counts must be at least 8 (one match), got {value!r}")
+    return sorted(levels)
+
+
+@click.command("server")
+@click.option(
+    "--levels",
+    default=",".join(map(str, DEFAULT_LEVELS)),
+    show_default=True,
+    callback=_levels,
+    help="Agent counts to try, in rising order; the run stops at the first that misses the goal.",
+)
+@click.option(
+    "--seconds", default=4.0, show_default=True, type=FiniteFloatRange(0.5, 120), help="Play time per level."
+)
+@click.option(
+    "--game",
+    default=None,
+    help="The game to serve; its plugin must give a load benchmark. [default: the first such game by name]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def command(levels: list[int], seconds: float, game: str | None, as_json: bool) -> None:
+    """Agents one server process serves at 15 Hz (99% of ticks in their slot and every answer in time)."""
+    import logging
+
+    game = game or load_games()[0]
+    try:
+        bench_load(game)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--game") from None
+    logging.getLogger("cellarena.server").setLevel(logging.ERROR)  # the load's own disconnects are expected
+    result = run(levels, seconds=seconds, game=game)
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="One server process at 15 Hz; load bots in another process answer at once")
+    for col in ("agents", "matches", "on time", "behind", "server CPU/agent-tick", "CPU share"):
+        table.add_column(col, justify="right")
+    for level in result["levels"]:
+        table.add_row(
+            str(level["agents"]),
+            str(level["matches"]),
+            f"{level['on_time']:.1%}",
+            f"{level['behind_schedule']:.1%}",
+            f"{level['cpu_us_per_agent_tick']:.0f} µs",
+            f"{level['server_cpu_share']:.0%}",
+        )
+    console = Console()
+    console.print(table)
+    ok = result["max_agents_at_15hz"] >= GOAL_AGENTS
+    console.print(
+        f"served at 15 Hz: {result['max_agents_at_15hz']} agents; goal {GOAL_AGENTS}: "
+        f"{'[green]met[/]' if ok else '[red]missed[/]'}"
+    )

@@ -1,0 +1,219 @@
+"""`cellarena match GAME`: one match between bot programs on this machine, with the result printed.
+
+One subcommand per registered game, made from its `GameCli`; ``--watch`` draws it with the renderer
+its plugin names.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
+from cellarena.server.cli.params import (
+    FiniteFloatRange,
+    decorate,
+    tick_options,
+    tick_settings,
+    writable_folder,
+)
+from cellarena.server.cli.run import configure_logging, run_trio
+from cellarena.server.games.base import ConfigError
+
+
+def _match_command(game: str) -> click.Command:
+    from cellarena.server.games import plugin
+
+    game_plugin = plugin(game)
+    cli = game_plugin.game_cli()
+
+    def match_game(
+        bots: tuple[str, ...],
+        seed: int,
+        tick_rate: float,
+        budget_ms: float | None,
+        fast: bool,
+        replay_path: str | None,
+        log_dir: str | None,
+        connect_timeout: float,
+        as_json: bool,
+        watch: bool,
+        verbose: bool,
+        **game_values: Any,
+    ) -> None:
+        import tempfile
+        from pathlib import Path
+
+        from cellarena.server.launcher import BotSpec, MatchFailedError, play_match
+
+        configure_logging(verbose)
+        try:
+            specs = BotSpec.parse_all(bots)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--bot") from None
+        render = game_plugin.renderer()
+        if watch and render is None:
+            raise click.BadParameter(f"{game} cannot be drawn in the terminal yet", param_hint="--watch")
+        config = engine_config(game, game_values)
+        if log_dir:
+            folder = writable_folder(Path(log_dir), "--log-dir")
+        else:
+            folder = Path(tempfile.mkdtemp(prefix="cellarena-match-"))
+        replay_file = Path(replay_path) if replay_path else folder / "match.replay"
+        if replay_path:  # the default lies in the log folder, checked above
+            writable_folder(replay_file.parent, "--replay")
+        watcher = _Watcher(render) if watch else None
+        try:
+            launched = run_trio(
+                lambda: play_match(
+                    game,
+                    config,
+                    specs,
+                    tick_settings(tick_rate, budget_ms, fast),
+                    seed=seed,
+                    log_dir=folder,
+                    connect_timeout=connect_timeout,
+                    recorder=_single_replay(replay_file),
+                    on_tick=watcher.update if watcher else None,
+                )
+            )
+        except ConfigError as exc:
+            raise config_error(game, exc) from None
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        except MatchFailedError as exc:
+            raise click.ClickException(f"{exc}; the bots' logs are in {folder}") from None
+        except KeyboardInterrupt:
+            click.echo("interrupted; every bot process was stopped", err=True)
+            sys.exit(130)
+        finally:
+            if watcher:
+                watcher.close()
+        outcome = launched.outcome
+        summary = {
+            **outcome.to_json(),
+            "replay": str(replay_file),
+            "logs": {name: str(path) for name, path in launched.logs.items()},
+            "refused": {name: f"{r.code}: {r.message}" for name, r in launched.refused.items()},
+        }
+        if as_json:
+            click.echo(json.dumps(summary))
+            return
+        _print_match(summary)
+
+    options = [
+        click.option(
+            "--bot",
+            "bots",
+            multiple=True,
+            required=True,
+            metavar="NAME=COMMAND",
+            help="A bot: its name and the command that starts it. Repeat once per seat.",
+        ),
+        *cli.options,
+        click.option("--seed", default=0, show_default=True, type=int, help="The match's seed."),
+        *tick_options(game_plugin.engine_class()),
+        click.option(
+            "--replay",
+            "replay_path",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Where to write the replay. [default: in the log folder]",
+        ),
+        click.option(
+            "--log-dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Where each bot's output goes. [default: a new temporary folder]",
+        ),
+        click.option(
+            "--connect-timeout",
+            default=15.0,
+            show_default=True,
+            type=FiniteFloatRange(0.5, 600),
+            help="Seconds a bot has to connect before it forfeits.",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
+        click.option("--watch", is_flag=True, help="Draw the game live in the terminal."),
+        click.option("-v", "--verbose", is_flag=True, help="Log connections."),
+    ]
+    doc = (
+        f"Play one {game} match ({game_plugin.summary}): start a server on a free loopback port, launch each "
+        "bot, play, and print the result."
+    )
+    return click.command(game, help=doc)(decorate(match_game, options))
+
+
+match = GameGroup(
+    "match", factory=_match_command, help="Play one match between bot programs on this machine."
+)
+
+
+def _print_match(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    verdict = f"[bold]{summary['winner']}[/] wins" if summary["winner"] else "draw"
+    console.print(f"{verdict} after {summary['ticks']} ticks ({summary['reason']})")
+    table = Table()
+    for col in ("bot", "rank", "late", "invalid", "illegal"):
+        table.add_column(col, justify="left" if col == "bot" else "right")
+    for name, rank in sorted(summary["ranks"].items(), key=lambda kv: kv[1]):
+        forfeit = " (forfeit)" if name in summary["forfeits"] else ""
+        table.add_row(
+            name + forfeit,
+            str(rank),
+            str(summary["late"][name]),
+            str(summary["invalid"][name]),
+            str(summary["illegal"][name]),
+        )
+    console.print(table)
+    for name, why in summary["refused"].items():
+        console.print(f"[red]{name} was refused by the server[/] ({why}); it forfeits")
+    # Paths go on lines of their own, unwrapped, so they can be copied.
+    for name, path in summary["logs"].items():
+        click.echo(f"log of {name}: {path}")
+    click.echo(f"replay: {summary['replay']}")
+    click.echo(f"check it with: cellarena replay verify {summary['replay']}")
+
+
+def _single_replay(path: Any) -> Any:
+    from cellarena.server.replay import ReplayWriter
+
+    def make(_number: int, engine: Any, names: list[str], seed: int) -> Any:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return ReplayWriter(path, engine, seed=seed, names=names)
+
+    return make
+
+
+class _Watcher:
+    """Redraws the game in the terminal at most 30 times a second."""
+
+    def __init__(self, render: Any) -> None:
+        import time
+
+        from rich.console import Console
+        from rich.live import Live
+
+        self._render = render
+        self._clock = time.monotonic
+        self._last = 0.0
+        self._live = Live(console=Console(stderr=True), auto_refresh=False, transient=False)
+        self._live.start()
+
+    def update(self, engine: Any) -> None:
+        now = self._clock()
+        if now - self._last < 1 / 30 and engine.result() is None:
+            return
+        self._last = now
+        picture = self._render(engine)
+        picture.append(f"tick {engine.tick}\n")
+        self._live.update(picture, refresh=True)
+
+    def close(self) -> None:
+        self._live.stop()

@@ -1,0 +1,95 @@
+"""Command-line parameters shared by every command: checks of values that click's own types let through,
+and the pacing options of `serve`, `match` and `tournament`."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from cellarena.server.match import TickSettings
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A `click.FloatRange` that also refuses ``nan``: nan compares false with both bounds, so a plain
+    range lets it through, and a nan tick rate or budget would only fail deep inside a match."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        if math.isnan(result):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return result
+
+
+def writable_folder(path: Path, option: str) -> Path:
+    """Make ``path`` (and its parents) if needed and check that files can be written in it.
+
+    Called before anything starts, so that a bad ``--out`` or ``--log-dir`` is an error naming the
+    option, not a traceback (or a match that cannot start) later on.
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(
+            f"{path}: cannot create this folder ({exc.strerror or exc})", param_hint=option
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"{path}: this folder is not writable", param_hint=option)
+    return path
+
+
+def tick_options(engine_class: Any, *, fast_by_default: bool = False) -> list[Any]:
+    """--tick-rate, --budget-ms and the fast switch, defaulting to the game's own pacing.
+
+    A single match plays at the game's rate unless ``--fast``; a tournament, ``fast_by_default``,
+    plays fast unless ``--realtime``.
+    """
+    rate = engine_class.default_tick_rate
+    budget = engine_class.default_budget_ms
+    if fast_by_default:
+        fast = click.option(
+            "--fast/--realtime",
+            default=True,
+            show_default=True,
+            help="Next tick as soon as every seat answered, or at the fixed tick rate.",
+        )
+    else:
+        fast = click.option(
+            "--fast", is_flag=True, help="Start the next tick as soon as every seat answered."
+        )
+    return [
+        click.option(
+            "--tick-rate",
+            default=rate,
+            show_default=True,
+            type=FiniteFloatRange(0.1, 1000),
+            help="Ticks per second in fixed-rate mode.",
+        ),
+        click.option(
+            "--budget-ms",
+            default=budget,
+            show_default=budget is not None,
+            type=FiniteFloatRange(1, 60_000),
+            help="Time per move in milliseconds, counted from when the frame was sent."
+            + (" [default: one tick]" if budget is None else ""),
+        ),
+        fast,
+    ]
+
+
+def tick_settings(tick_rate: float, budget_ms: float | None, fast: bool) -> TickSettings:
+    """The pacing that `tick_options` asked for. Imported here: the match module pulls in trio."""
+    from cellarena.server.match import TickSettings
+
+    return TickSettings(tick_rate=tick_rate, budget_ms=budget_ms, fast=fast)
+
+
+def decorate(command: Any, options: list[Any]) -> Any:
+    """``command`` with every click option of ``options``, in order."""
+    for option in reversed(options):
+        command = option(command)
+    return command

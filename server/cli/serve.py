@@ -1,0 +1,153 @@
+"""`cellarena serve GAME`: host matches that bots connect to over TCP, until a signal stops it.
+
+One subcommand per registered game, made from its `GameCli`; the serving itself, signals included,
+is `cellarena.server.service.serve_until_signalled`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
+from cellarena.server.cli.params import decorate, tick_options, tick_settings, writable_folder
+from cellarena.server.cli.run import configure_logging, run_trio
+from cellarena.server.games.base import ConfigError
+
+
+def _serve_command(game: str) -> click.Command:
+    from cellarena.server.games import plugin
+
+    game_plugin = plugin(game)
+    cli = game_plugin.game_cli()
+
+    def serve_game(
+        players: int | None,
+        tick_rate: float,
+        budget_ms: float | None,
+        fast: bool,
+        host: str,
+        port: int,
+        matches: int | None,
+        replay_dir: str | None,
+        seed: int,
+        verbose: bool,
+        **game_values: Any,
+    ) -> None:
+        import gc
+
+        from cellarena.server.lobby import Lobby, LobbyConfig
+        from cellarena.server.match import MatchOutcome
+        from cellarena.server.service import serve_until_signalled
+
+        configure_logging(verbose)
+
+        def report(outcome: MatchOutcome) -> None:
+            click.echo(json.dumps({"match": outcome.number, **outcome.to_json()}))
+
+        config = LobbyConfig(
+            game,
+            engine_config(game, game_values),
+            tick_settings(tick_rate, budget_ms, fast),
+            host=host,
+            port=port,
+            matches=matches,
+            seed=seed,
+            on_result=report,
+            recorder=_replay_recorder(replay_dir),
+        )
+        try:
+            lobby = Lobby(config)
+        except ConfigError as exc:
+            raise config_error(game, exc) from None
+        if players is not None and players != lobby.players:
+            raise click.BadParameter(
+                f"this {game} config has {lobby.players} seats, not {players}", param_hint="--players"
+            )
+        # What start-up made (modules, the first engine) lives as long as the server, so full garbage
+        # collections, which pause every match, need not walk it again and again.
+        gc.collect()
+        gc.freeze()
+
+        def listening(port: int) -> None:
+            click.echo(
+                f"serving {game} on {host}:{port} ({lobby.players} seats per match); Ctrl-C stops", err=True
+            )
+
+        async def main() -> None:
+            await serve_until_signalled(
+                lobby, on_listening=listening, notify=lambda text: click.echo(text, err=True)
+            )
+
+        try:
+            run_trio(main)
+        except OSError as exc:
+            raise click.ClickException(str(exc)) from None
+        except KeyboardInterrupt:
+            click.echo("stopped", err=True)
+
+    options = [
+        *cli.options,
+        click.option(
+            "--players",
+            type=click.IntRange(1, 64),
+            default=None,
+            help="Seats per match; must agree with the config. [default: the config's]",
+        ),
+        *tick_options(game_plugin.engine_class()),
+        click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
+        click.option(
+            "--port",
+            default=7777,
+            show_default=True,
+            type=click.IntRange(0, 65535),
+            help="TCP port (0: any).",
+        ),
+        click.option(
+            "--matches",
+            type=click.IntRange(1),
+            default=None,
+            help="Stop after this many matches. [default: never]",
+        ),
+        click.option(
+            "--replay-dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Write a replay of every match here.",
+        ),
+        click.option(
+            "--seed",
+            default=0,
+            show_default=True,
+            type=int,
+            help="Seed of the first match; then +1 per match.",
+        ),
+        click.option("-v", "--verbose", is_flag=True, help="Log connections and matches."),
+    ]
+    doc = (
+        f"Serve {game} ({game_plugin.summary}): wait for bots, seat them in arrival order, run matches. "
+        "Ctrl-C or SIGTERM stops: matches under way end without a result, every client is told "
+        "(error code shutdown), and the server exits; a second signal stops at once."
+    )
+    return click.command(game, help=doc)(decorate(serve_game, options))
+
+
+serve = GameGroup("serve", factory=_serve_command, help="Host matches that bots connect to over TCP.")
+
+
+def _replay_recorder(replay_dir: str | None) -> Any:
+    """A factory of replay writers for the lobby, or None."""
+    if replay_dir is None:
+        return None
+    from pathlib import Path
+
+    from cellarena.server.replay import ReplayWriter
+
+    folder = writable_folder(Path(replay_dir), "--replay-dir")
+
+    def make(number: int, engine: Any, names: list[str], seed: int) -> Any:
+        return ReplayWriter(folder / f"match-{number:05d}.replay", engine, seed=seed, names=names)
+
+    return make

@@ -1,0 +1,20 @@
+"""C.A.T.A. as a cellarena game: what it registers (pyproject.toml, ``cellarena.games``).
+
+Only names of modules here: the engine, numpy and rich load when a command first needs them.
+"""
+
+from __future__ import annotations
+
+from cellarena.server.games.plugin import GamePlugin
+
+_HERE = "cellarena.server.games.cata"
+
+PLUGIN = GamePlugin(
+    name="cata",
+    summary="two players rewrite the rule of a binary automaton",
+    engine=f"{_HERE}.engine:CataEngine",
+    config=f"{_HERE}.engine:CataConfig",
+    cli=f"{_HERE}.options:CLI",
+    commands={"bench": f"{_HERE}.bench:command"},
+    render=f"{_HERE}.render:render",
+)

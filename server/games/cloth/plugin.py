@@ -1,0 +1,20 @@
+"""Cloth of Gold as a cellarena game: what it registers (pyproject.toml, ``cellarena.games``).
+
+Only names of modules here: the engine, numpy and rich load when a command first needs them.
+"""
+
+from __future__ import annotations
+
+from cellarena.server.games.plugin import GamePlugin
+
+_HERE = "cellarena.server.games.cloth"
+
+PLUGIN = GamePlugin(
+    name="cloth",
+    summary="three-population Game of Life with placement and territory",
+    engine=f"{_HERE}.engine:ClothEngine",
+    config=f"{_HERE}.engine:ClothConfig",
+    cli=f"{_HERE}.options:CLI",
+    commands={"bench": f"{_HERE}.bench:command"},
+    render=f"{_HERE}.render:render",
+)

@@ -1,0 +1,151 @@
+"""Rezzo's own commands: `cellarena sim rezzo` and `cellarena maps list|check|show`.
+
+The plugin (`cellarena.server.games.rezzo.plugin`) hands them to the command line: `sim rezzo` to the
+`sim` group, `maps` to the root. Engines, numpy and rich are imported inside the commands, so that
+`cellarena --help`, which lists `maps`, imports only click here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from cellarena.server.games.base import ConfigError
+from cellarena.server.games.rezzo.options import map_option
+
+
+@click.command("rezzo")
+@map_option
+@click.option(
+    "--ticks",
+    default=300,
+    show_default=True,
+    type=click.IntRange(1, 1_000_000),
+    help="Decision points to run (fewer if the match ends).",
+)
+@click.option(
+    "--agents",
+    "policy",
+    type=click.Choice(["idle", "random"]),
+    default="random",
+    show_default=True,
+    help="What every agent does: nothing, or seeded random moves.",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed for the random agents.")
+@click.option(
+    "--max-ticks", default=3000, show_default=True, type=click.IntRange(1), help="The match's tick cap."
+)
+@click.option("--torus", is_flag=True, help="Wrap the world's edges (rule variant).")
+@click.option(
+    "--enemy-bases-only",
+    is_flag=True,
+    help="Only an enemy base next to your flag makes you lose (rule variant own_base_counts=false).",
+)
+@click.option("--board/--no-board", default=True, show_default=True, help="Print the final world.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+def sim(
+    map_: str,
+    ticks: int,
+    policy: str,
+    seed: int,
+    max_ticks: int,
+    torus: bool,
+    enemy_bases_only: bool,
+    board: bool,
+    as_json: bool,
+) -> None:
+    """A Rezzo match between built-in agents on MAP: flags formed, result and state hash."""
+    from rich.console import Console
+
+    from cellarena.server.games.rezzo.engine import RezzoConfig
+    from cellarena.server.games.rezzo.render import render_engine
+    from cellarena.server.games.rezzo.sim import simulate
+
+    config = RezzoConfig(map=map_, max_ticks=max_ticks, torus=torus, own_base_counts=not enemy_bases_only)
+    try:
+        report = simulate(config, ticks, policy, seed)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--map") from None
+    if as_json:
+        click.echo(json.dumps(report.to_json()))
+        return
+    eng = report.engine
+    console = Console(highlight=False)
+    console.print(
+        f"Rezzo on [bold]{eng.map_name}[/] ({eng.width}x{eng.height}, {eng.players} players, "
+        f"{eng.agents_per_player} agent(s) each), {policy} agents, seed {seed}"
+    )
+    for p in range(eng.players):
+        first = report.first_flag.get(p)
+        console.print(
+            f"  player {p}: first flag at tick {first if first is not None else '-'}, "
+            f"{report.illegal.get(p, 0)} illegal moves"
+        )
+    r = report.result
+    if r is None:
+        console.print(f"after {report.ticks} ticks: still running")
+    elif r.winner is None:
+        tied = sorted(s for s, rank in r.ranks.items() if rank == 1)
+        console.print(f"tick {r.ticks}: draw between players {tied} ({r.reason})")
+    else:
+        console.print(f"tick {r.ticks}: player {r.winner} wins ({r.reason})")
+    console.print(f"state hash {eng.state_hash()}")
+    if board:
+        console.print(render_engine(eng))
+
+
+@click.group()
+def maps() -> None:
+    """List, check and show Rezzo maps."""
+
+
+@maps.command("list")
+def maps_list() -> None:
+    """The built-in maps."""
+    from cellarena.server.games.rezzo.maps import builtin_maps, load_map
+
+    for name in builtin_maps():
+        m = load_map(name)
+        click.echo(
+            f"{name:10} {m.width}x{m.height}  {m.players} players  {m.agents_per_player} agent(s) each"
+            f"  {m.name}"
+        )
+
+
+@maps.command("check")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def maps_check(paths: tuple[str, ...]) -> None:
+    """Validate map files; each error names file:line:col. Exit status 1 if any is invalid."""
+    from cellarena.server.games.rezzo.maps import load_map
+
+    bad = 0
+    for path in paths:
+        try:
+            m = load_map(path)
+        except ConfigError as exc:
+            click.echo(f"error: {exc}", err=True)
+            bad += 1
+        else:
+            click.echo(
+                f"{path}: ok ({m.width}x{m.height}, {m.players} players, {m.agents_per_player} agent(s) each)"
+            )
+    if bad:
+        sys.exit(1)
+
+
+@maps.command("show")
+@click.argument("name")
+def maps_show(name: str) -> None:
+    """Print a map (built-in name or path) as the world it starts as."""
+    from rich.console import Console
+
+    from cellarena.server.games.rezzo.maps import load_map
+    from cellarena.server.games.rezzo.render import render
+
+    try:
+        m = load_map(name)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="NAME") from None
+    Console(highlight=False).print(render(m.cells, [(a.x, a.y, a.facing) for a in m.agents]))

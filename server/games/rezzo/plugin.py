@@ -1,0 +1,23 @@
+"""Rezzo as a cellarena game: what it registers (pyproject.toml, ``cellarena.games``).
+
+Only names of modules here: the engine, numpy and rich load when a command first needs them.
+"""
+
+from __future__ import annotations
+
+from cellarena.server.games.plugin import GamePlugin
+
+_HERE = "cellarena.server.games.rezzo"
+
+PLUGIN = GamePlugin(
+    name="rezzo",
+    summary="capture the flag on a Wireworld-like CA",
+    engine=f"{_HERE}.engine:RezzoEngine",
+    config=f"{_HERE}.engine:RezzoConfig",
+    cli=f"{_HERE}.options:CLI",
+    commands={"bench": f"{_HERE}.bench:command", "sim": f"{_HERE}.cli:sim"},
+    root_commands={"maps": f"{_HERE}.cli:maps"},
+    render=f"{_HERE}.render:render_engine",
+    viewer=f"{_HERE}.render:show",
+    bench_load=f"{_HERE}.load:LOAD",
+)

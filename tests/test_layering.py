@@ -1,0 +1,178 @@
+"""The architecture, checked on the source: games only through their plug-in, and one-way layers.
+
+Core code (everything in server/, arena/ and sdk/ except each game's own package or module and the
+SDK's list of games) must neither import a game's modules nor spell a game's name: what differs
+between games comes from the game's `GamePlugin`. And the layers point one way: the SDK imports
+nothing from the server or the arena and needs no trio; the server imports nothing from the arena.
+Imports inside functions count too: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cellarena.server.games import game_names
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = {"sdk": "cellarena.sdk", "server": "cellarena.server", "arena": "cellarena.arena"}
+GAMES = game_names()
+
+#: Core files allowed to name a game, and why.
+ALLOWED = {
+    # The documented `from cellarena.sdk import Bot, Cell, Move`: the SDK's front door re-exports
+    # Rezzo's public names, the game the tutorial (docs/sdk.md) starts with.
+    "sdk/__init__.py": "re-exports Rezzo's public names",
+    # The SDK's registry of game modules: the bot side cannot read the server's plugins.
+    "sdk/games/__init__.py": "the SDK's list of games",
+}
+
+
+def _module(rel: str) -> str:
+    parts = [LAYERS[Path(rel).parts[0]], *Path(rel).with_suffix("").parts[1:]]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _game_of(rel: str) -> str | None:
+    """The game whose own package or module ``rel`` is in, or None for core code."""
+    parts = Path(rel).parts
+    if parts[:2] == ("server", "games") and len(parts) > 3 and parts[2] in GAMES:
+        return parts[2]
+    if parts[:2] == ("sdk", "games") and len(parts) == 3 and parts[2].removesuffix(".py") in GAMES:
+        return parts[2].removesuffix(".py")
+    return None
+
+
+def _sources() -> list[str]:
+    """Every Python file of the three layers, as a path relative to the checkout."""
+    return sorted(
+        p.relative_to(ROOT).as_posix()
+        for layer in LAYERS
+        for p in (ROOT / layer).rglob("*.py")
+        if "__pycache__" not in p.parts
+    )
+
+
+def _imports(tree: ast.AST, rel: str) -> Iterator[tuple[int, str]]:
+    """(line, module) for every import anywhere in the file; ``from a import b`` yields a and a.b."""
+    module = _module(rel)
+    package = module if rel.endswith("__init__.py") else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            yield node.lineno, base
+            for alias in node.names:
+                yield node.lineno, f"{base}.{alias.name}"
+
+
+def _game_modules(game: str) -> tuple[str, str]:
+    return f"cellarena.server.games.{game}", f"cellarena.sdk.games.{game}"
+
+
+def _names_game(name: str, game: str) -> bool:
+    return any(name == m or name.startswith(m + ".") or name.startswith(m + ":") for m in _game_modules(game))
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _game_references(rel: str, text: str | None = None) -> list[str]:
+    """Where the file ``rel`` imports another game's module or, if it is core code, spells a game's
+    name (outside docstrings). A game's own package may import its own modules only."""
+    tree = ast.parse((ROOT / rel).read_text() if text is None else text, rel)
+    own = _game_of(rel)
+    others = [g for g in GAMES if g != own]
+    problems = [
+        f"{rel}:{line}: imports {name}"
+        for line, name in _imports(tree, rel)
+        for g in others
+        if _names_game(name, g)
+    ]
+    if own is None:
+        skip = _docstrings(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Constant) or not isinstance(node.value, str) or id(node) in skip:
+                continue
+            if node.value in GAMES or any(_names_game(node.value, g) for g in GAMES):
+                problems.append(f"{rel}:{node.lineno}: names the game {node.value!r}")
+    return sorted(problems, key=lambda p: int(p.split(":")[1]))
+
+
+def test_the_games_are_found() -> None:
+    # Guards the checks below against passing because they looked at nothing.
+    assert {"rezzo", "cata"} <= set(GAMES)
+    assert len(_sources()) > 50
+    assert _game_of("server/games/rezzo/engine.py") == "rezzo"
+    assert _game_of("sdk/games/cata.py") == "cata"
+    assert _game_of("server/games/plugin.py") is None
+
+
+def test_core_code_reaches_games_only_through_their_plugins() -> None:
+    problems = []
+    for rel in _sources():
+        if rel not in ALLOWED:
+            problems += _game_references(rel)
+    assert not problems, "core code names a game; take it from the game's plugin instead:\n" + "\n".join(
+        problems
+    )
+
+
+@pytest.mark.parametrize("rel", sorted(ALLOWED))
+def test_each_exception_is_still_needed(rel: str) -> None:
+    # An exception nobody needs any more would hide the next one that creeps in.
+    assert _game_references(rel), f"{rel} no longer names a game: take it off the list"
+
+
+def test_the_checker_catches_what_it_should() -> None:
+    probe = (
+        '"""Docstrings may say rezzo."""\n'
+        "from cellarena.server.games.rezzo.engine import RezzoEngine\n"
+        "from cellarena.sdk.games import cata\n"
+        "def f(game):\n"
+        '    return game == "rezzo" or game in {"cloth"}\n'
+        'TARGET = "cellarena.server.games.drop2df.engine:Drop2dfEngine"\n'
+    )
+    found = _game_references("server/probe.py", probe)
+    assert [p.split(": ", 1)[1] for p in found] == [
+        "imports cellarena.server.games.rezzo.engine",
+        "imports cellarena.server.games.rezzo.engine.RezzoEngine",
+        "imports cellarena.sdk.games.cata",
+        "names the game 'rezzo'",
+        "names the game 'cloth'",
+        "names the game 'cellarena.server.games.drop2df.engine:Drop2dfEngine'",
+    ]
+
+
+def test_layers_point_one_way() -> None:
+    forbidden = {
+        "sdk": ("cellarena.server", "cellarena.arena", "trio"),
+        "server": ("cellarena.arena",),
+        "arena": (),
+    }
+    problems = []
+    for rel in _sources():
+        layer = Path(rel).parts[0]
+        tree = ast.parse((ROOT / rel).read_text(), rel)
+        for line, name in _imports(tree, rel):
+            for bad in forbidden[layer]:
+                if name == bad or name.startswith(bad + "."):
+                    problems.append(f"{rel}:{line}: {layer} imports {name}")
+    assert not problems, "\n".join(sorted(set(problems)))

@@ -1,0 +1,173 @@
+"""`serve_until_signalled`: a server stops on Ctrl-C or SIGTERM, gracefully, or at once on a second
+signal, without click or a subprocess around it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from cellarena.sdk import protocol
+from cellarena.sdk.protocol import FrameReader, encode
+from cellarena.server.lobby import Lobby, LobbyConfig
+from cellarena.server.match import TickSettings
+from cellarena.server.service import serve_until_signalled
+
+
+class Bot:
+    """A client that says hello and then reads whatever comes, answering nothing."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.reader = FrameReader(protocol.MAX_SERVER_FRAME)
+        self.seen: list[dict[str, Any]] = []
+
+    @classmethod
+    async def join(cls, port: int, name: str) -> Bot:
+        bot = cls(await trio.open_tcp_stream("127.0.0.1", port))
+        await bot.stream.send_all(encode(protocol.hello(name, "rezzo")))
+        return bot
+
+    async def until(self, kind: str) -> dict[str, Any]:
+        """Read until a message of type ``kind``; the connection must not close first."""
+        while True:
+            for msg in self.seen:
+                if msg["type"] == kind:
+                    return msg
+            data = await self.stream.receive_some(1 << 16)
+            assert data, f"closed before any {kind!r} message; saw {[m['type'] for m in self.seen]}"
+            self.seen.extend(self.reader.feed(data))
+
+
+def _lobby() -> Lobby:
+    return Lobby(
+        LobbyConfig(
+            "rezzo",
+            {"map": "duel", "max_ticks": 100_000},
+            TickSettings(tick_rate=30.0),
+            host="127.0.0.1",
+            port=0,
+            matches=None,
+        )
+    )
+
+
+async def _serve(lobby: Lobby, on_listening: Callable[[int], None], notes: list[str]) -> None:
+    await serve_until_signalled(lobby, on_listening=on_listening, notify=notes.append)
+
+
+async def test_a_signal_ends_the_match_without_a_result_and_tells_every_bot() -> None:
+    lobby = _lobby()
+    notes: list[str] = []
+    ports: list[int] = []
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            listening = trio.Event()
+
+            def on_listening(port: int) -> None:
+                ports.append(port)
+                listening.set()
+
+            nursery.start_soon(
+                lambda: serve_until_signalled(lobby, on_listening=on_listening, notify=notes.append)
+            )
+            await listening.wait()
+            a, b = await Bot.join(ports[0], "a"), await Bot.join(ports[0], "b")
+            await a.until("tick")  # the match is under way
+            waiting = await Bot.join(ports[0], "waiting")
+            while len(lobby.seating.waiting()) < 1:
+                await trio.sleep(0.01)
+            os.kill(os.getpid(), signal.SIGTERM)
+            ends = [await bot.until("error") for bot in (a, b, waiting)]
+    # The nursery closed: serve_until_signalled returned by itself once the lobby had stopped.
+    assert notes == [
+        "stopping (again to stop at once)",
+        "stopped; 1 match(es) under way ended without a result",
+    ]
+    assert {e["code"] for e in ends} == {protocol.SHUTDOWN}
+    assert [e["message"].endswith("without a result") for e in ends] == [True, True, False]
+    assert lobby.stopping and list(lobby.outcomes) == []
+
+
+async def deaf(port: int, name: str) -> socket.socket:
+    """A bot with the smallest receive buffer Linux allows that says hello and never reads again."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(encode(protocol.hello(name, "rezzo")))
+    return sock
+
+
+async def test_a_second_signal_stops_at_once() -> None:
+    # Two bots that never read: their ticks pile up behind full buffers, so the graceful stop waits
+    # its whole grace period (2 s) for their last frames to leave. A second Ctrl-C must not wait.
+    lobby = Lobby(
+        LobbyConfig(
+            "rezzo",
+            {"map": "duel", "max_ticks": 100_000},
+            TickSettings(tick_rate=100.0),
+            host="127.0.0.1",
+            port=0,
+            matches=None,
+            send_buffer=4096,
+        )
+    )
+    notes: list[str] = []
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            ports: list[int] = []
+            listening = trio.Event()
+
+            def on_listening(port: int) -> None:
+                ports.append(port)
+                listening.set()
+
+            nursery.start_soon(_serve, lobby, on_listening, notes)
+            await listening.wait()
+            bots = [await deaf(ports[0], name) for name in ("a", "b")]
+            while not any(conn._backlog for conn in lobby._poller.targets):  # type: ignore[union-attr]
+                await trio.sleep(0.01)
+            os.kill(os.getpid(), signal.SIGINT)
+            while not lobby.stopping:
+                await trio.sleep(0.001)
+            started = trio.current_time()
+            os.kill(os.getpid(), signal.SIGINT)
+    for bot in bots:
+        bot.close()
+    assert notes == ["stopping (again to stop at once)", "stopping at once"]
+    assert trio.current_time() - started < 1.0
+
+
+async def test_a_lobby_that_ends_by_itself_ends_the_service() -> None:
+    lobby = Lobby(
+        LobbyConfig(
+            "rezzo",
+            {"map": "duel", "max_ticks": 5},
+            TickSettings(fast=True),
+            host="127.0.0.1",
+            port=0,
+            matches=1,
+        )
+    )
+    notes: list[str] = []
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            listening = trio.Event()
+            ports: list[int] = []
+
+            def on_listening(port: int) -> None:
+                ports.append(port)
+                listening.set()
+
+            nursery.start_soon(
+                lambda: serve_until_signalled(lobby, on_listening=on_listening, notify=notes.append)
+            )
+            await listening.wait()
+            bots = [await Bot.join(ports[0], name) for name in ("a", "b")]
+            for bot in bots:
+                assert (await bot.until("end"))["type"] == "end"
+    assert notes == [] and len(lobby.outcomes) == 1
