@@ -198,6 +198,7 @@ def play(bot: Bot, client: Client, *, name: str = "bot", quiet: bool = False) ->
     log = _Log(name, quiet)
     info: MatchInfo | None = None
     slow = skipped = 0
+    unknown: set[str] = set()  # message types already reported
     while True:
         message = client.recv()
         kind = message["type"]
@@ -221,7 +222,7 @@ def play(bot: Bot, client: Client, *, name: str = "bot", quiet: bool = False) ->
                 skipped += 1
                 if skipped == 1:
                     log("fell behind the server; skipping to the newest tick (on_tick is too slow?)")
-            if client.peek() is not None:
+            if (after := client.peek()) is not None and after["type"] in ("end", "error"):
                 continue  # the match ended (or failed) meanwhile: that message comes next
             request = protocol.check_tick(message)
             took_ms = _answer(bot, client, message, log)
@@ -238,8 +239,10 @@ def play(bot: Bot, client: Client, *, name: str = "bot", quiet: bool = False) ->
             log(result.summary() + (f"; {slow} slow ticks" if slow else ""), always=False)
             _guarded(log, "on_end", bot.on_end, result)
             return result
-        else:
-            raise ProtocolError(protocol.UNKNOWN_TYPE, f"the server sent a message of unknown type {kind!r}")
+        elif kind not in unknown:
+            # docs/protocol.md: a later server may add messages; a client logs them and goes on.
+            unknown.add(kind)
+            log(f"ignoring the server's {kind!r} messages: this SDK does not know them")
 
 
 def _answer(bot: Bot, client: Client, message: dict[str, Any], log: _Log) -> float:

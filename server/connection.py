@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import trio
@@ -299,7 +300,7 @@ class Connection:
             return False
         return True
 
-    def send_message(self, message: dict[str, Any]) -> bool:
+    def send_message(self, message: Mapping[str, Any]) -> bool:
         return self.send(protocol.encode(message))
 
     async def flush(self, timeout: float) -> None:

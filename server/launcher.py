@@ -23,6 +23,7 @@ from typing import IO, Any
 
 import trio
 
+from cellarena.sdk import protocol
 from cellarena.server.games.base import Engine
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import MatchOutcome, Recorder, TickSettings
@@ -51,8 +52,10 @@ class BotSpec:
             raise ValueError(
                 f'{text!r} is not NAME=COMMAND, e.g. random="python example_bots/rezzo/random_walker.py"'
             )
-        if len(name) > 64 or not name.isprintable():
-            raise ValueError(f"bot name {name!r} must be printable and at most 64 characters")
+        if len(name) > protocol.MAX_NAME or not name.isprintable():
+            raise ValueError(
+                f"bot name {name!r} must be printable and at most {protocol.MAX_NAME} characters"
+            )
         try:
             argv = shlex.split(command)
         except ValueError as exc:

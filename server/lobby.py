@@ -37,7 +37,6 @@ log = logging.getLogger("cellarena.server")
 #: Outcomes an endless server keeps in memory (`on_result` sees every one as it comes).
 KEEP_OUTCOMES = 1000
 
-MAX_NAME = 64
 #: Connections accepted in one go before the running matches get their turn.
 ACCEPT_BATCH = 16
 #: Errors from accept() that concern one connection only, not the listener.
@@ -259,22 +258,11 @@ class Lobby:
             self.seating.admit(conn, hello)
 
     def _check_hello(self, hello: dict[str, Any]) -> tuple[str, str] | None:
-        if hello["type"] != "hello":
-            return protocol.BAD_HELLO, f"the first message must be 'hello', got {hello['type']!r}"
-        version = hello.get("protocol")
-        if version != protocol.PROTOCOL_VERSION:
-            return (
-                protocol.BAD_VERSION,
-                f"protocol {version!r} is not spoken here; this server speaks {protocol.PROTOCOL_VERSION}",
-            )
-        name = hello.get("name")
-        if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME or not name.isprintable():
-            return protocol.BAD_HELLO, f"'name' must be printable text of 1 to {MAX_NAME} characters"
-        if hello.get("game") != self.config.game:
-            return protocol.BAD_HELLO, f"this server plays {self.config.game!r}, not {hello.get('game')!r}"
-        role = hello.get("role", "bot")
-        if role not in ("bot", "spectator"):
-            return protocol.BAD_HELLO, f"'role' must be 'bot' or 'spectator', got {role!r}"
+        """What every server refuses in a hello (the protocol module's one check), as (code, text)."""
+        try:
+            protocol.check_hello(hello, game=self.config.game)
+        except protocol.ProtocolError as exc:
+            return exc.code, exc.message
         return None
 
     # ----------------------------------------------------------------- matches

@@ -17,7 +17,7 @@ Ownership: a seat owns its bot's connection for the match and a match's `Spectat
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -115,8 +115,9 @@ class Seat:
             else:
                 conn.fail(protocol.UNKNOWN_TYPE, f"unknown message type {kind!r}; a bot sends 'moves'")
             return
-        if message.get("tick") != self.tick or self.answer is not None:
-            return  # an old tick's answer, or a second answer: only the first counts
+        tick = message.get("tick")
+        if tick != self.tick or type(tick) is bool or self.answer is not None:
+            return  # an old tick's answer (true == 1, but is no tick), or a second: only the first counts
         self.answer = message.get("moves")
         self.arrival = arrival
         match.answer_came()
@@ -134,7 +135,7 @@ class Spectators:
     def __init__(self) -> None:
         self.conns: list[Connection] = []
 
-    def add(self, conn: Connection, welcome: dict[str, Any]) -> None:
+    def add(self, conn: Connection, welcome: Mapping[str, Any]) -> None:
         if conn.attach(self) and conn.send_message(welcome):
             self.conns.append(conn)
 
@@ -256,22 +257,17 @@ class Match:
             # The match drains every seat once at its deadline: no callback runs per message.
             seat.conn.pause_reading()
 
-    def _welcome(self, seat: int | None) -> dict[str, Any]:
-        msg: dict[str, Any] = {
-            "type": "welcome",
-            "protocol": protocol.PROTOCOL_VERSION,
-            "role": "bot" if seat is not None else "spectator",
-            "game": self.engine.name,
-            "match": self.number,
-            "players": self.engine.players,
-            "names": [s.name for s in self.seats],
-            "tick_rate": 0.0 if self.settings.fast else self.settings.tick_rate,
-            "budget_ms": round(self.settings.budget * 1000),
-            "config": self.engine.public_config(),
-        }
-        if seat is not None:
-            msg["seat"] = seat
-        return msg
+    def _welcome(self, seat: int | None) -> protocol.Welcome:
+        return protocol.welcome(
+            seat=seat,
+            game=self.engine.name,
+            match=self.number,
+            players=self.engine.players,
+            names=[s.name for s in self.seats],
+            tick_rate=0.0 if self.settings.fast else self.settings.tick_rate,
+            budget_ms=round(self.settings.budget * 1000),
+            config=self.engine.public_config(),
+        )
 
     # ----------------------------------------------------------------- the phases of a tick
     def open(self) -> None:
@@ -306,7 +302,7 @@ class Match:
         budget = settings.budget
         budget_ms = round(budget * 1000)
         burst, refill = settings.message_burst, settings.messages_per_tick
-        encode = protocol.encode
+        encode_tick = protocol.encode_tick
         for seat in self.seats:
             seat.tick, seat.answer, seat.sent_wall = tick, None, 0.0
             seat.allowance = min(burst, seat.allowance + refill)
@@ -314,7 +310,7 @@ class Match:
             conn = seat.conn
             if request is None or conn is None or conn.closed:
                 continue
-            if conn.send(encode({"type": "tick", "tick": tick, "budget_ms": budget_ms, **request})):
+            if conn.send(encode_tick(tick, budget_ms, request)):
                 seat.sent_wall = conn.last_send
                 self.outstanding += 1
         # Read after the last send, so no seat's deadline comes before its budget has run out.
@@ -386,8 +382,7 @@ class Match:
 
     def _broadcast_frame(self, *, final: bool = False) -> None:
         if self.spectators:
-            frame = {"type": "frame", **self.engine.frame(), "final": final}
-            self.spectators.broadcast(protocol.encode(frame))
+            self.spectators.broadcast(protocol.encode(protocol.frame(self.engine.frame(), final=final)))
 
     def _decided_by_forfeits(self) -> bool:
         """A match with seats to spare ends once fewer than two seats are still connected."""
@@ -414,7 +409,7 @@ class Match:
         for seat in self.seats:
             if seat.conn is None or seat.conn.closed:
                 continue
-            outcome = (
+            outcome: protocol.Outcome = (
                 "win"
                 if result.winner == seat.index
                 else "draw"
@@ -422,35 +417,25 @@ class Match:
                 else "loss"
             )
             seat.conn.send_message(
-                {
-                    "type": "end",
-                    "ticks": result.ticks,
-                    "result": outcome,
-                    "rank": ranks[seat.index],
-                    "ranks": ranks,
-                    "winner": result.winner,
-                    "reason": result.reason,
-                    "late": seat.late,
-                    "invalid": seat.invalid,
-                    "illegal": seat.illegal,
-                }
+                protocol.end(
+                    ticks=result.ticks,
+                    result=outcome,
+                    rank=ranks[seat.index],
+                    ranks=ranks,
+                    winner=result.winner,
+                    reason=result.reason,
+                    late=seat.late,
+                    invalid=seat.invalid,
+                    illegal=seat.illegal,
+                )
             )
         self._broadcast_frame(final=True)  # the world as the last moves and transition left it
+        # Spectators are told how it ended, with no seat of their own: rank 0, no counts.
+        spectator_end = protocol.end(
+            ticks=result.ticks, result="draw", rank=0, ranks=ranks, winner=result.winner, reason=result.reason
+        )
         for conn in self.spectators:
-            conn.send_message(
-                {
-                    "type": "end",
-                    "ticks": result.ticks,
-                    "result": "draw",
-                    "rank": 0,
-                    "ranks": ranks,
-                    "winner": result.winner,
-                    "reason": result.reason,
-                    "late": 0,
-                    "invalid": 0,
-                    "illegal": 0,
-                }
-            )
+            conn.send_message(spectator_end)
         conns = self.connections()
         async with trio.open_nursery() as nursery:
             for conn in conns:

@@ -246,3 +246,26 @@ async def test_without_a_grace_a_lost_connection_forfeits_at_once(poller: Poller
     assert outcome[0].forfeits == [0] and match.seats[0].forfeit_tick == 5
     with pytest.raises(ValueError, match="forfeited at tick 5"):
         match.reattach(0, pair(poller)[0])
+
+
+async def test_an_answer_whose_tick_is_true_answers_no_tick(poller: Poller[Connection]) -> None:
+    # True == 1 in Python, but on the wire a bool is never a number: that answer is for no tick.
+    settings = TickSettings(fast=True, budget_ms=200)
+    (a, peer_a), (b, peer_b) = pair(poller), pair(poller)
+    match = rezzo_match([a, b], settings, ticks=5)
+    first_tick: list[int] = []
+
+    async def confused(peer: Peer) -> None:
+        while (msg := await peer.recv()) is not None and msg["type"] != "end":
+            if msg["type"] == "tick":
+                first_tick.append(msg["tick"])
+                tick = True if msg["tick"] == 1 else msg["tick"]
+                await peer.send({"type": "moves", "tick": tick, "moves": [0]})
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(confused, peer_a)
+            nursery.start_soon(answer, peer_b)
+            outcome = await play(match)
+    assert first_tick[0] == 1
+    assert outcome.late == [1, 0]

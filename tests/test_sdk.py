@@ -727,10 +727,18 @@ def test_the_default_on_tick_does_nothing_in_every_game(game: str) -> None:
     assert game_module.encode_answer(answer, message) == game_module.noop_answer(message)
 
 
-def test_tick_before_welcome_and_unknown_types_are_protocol_errors() -> None:
+def test_unknown_server_messages_are_logged_once_and_ignored(capfd: pytest.CaptureFixture[str]) -> None:
+    # docs/protocol.md: later servers may add message types; a client logs them and plays on.
+    server = scripted([WELCOME, {"type": "party", "x": 1}, tick(1), {"type": "party"}, tick(2), END])
+    bot = Recorder()
+    result = play_against(server, bot)
+    assert result.result == "win" and bot.ticks == [1, 2]
+    assert capfd.readouterr().err.count("ignoring the server's 'party' messages") == 1
+
+
+def test_tick_before_welcome_and_malformed_messages_are_protocol_errors() -> None:
     for script, code in (
         ([tick(1)], protocol.BAD_MESSAGE),
-        ([{"type": "party"}], protocol.UNKNOWN_TYPE),
         ([{**WELCOME, "seat": "1"}], protocol.BAD_MESSAGE),
     ):
         server = scripted([*script, "close"])
