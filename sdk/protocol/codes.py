@@ -27,6 +27,12 @@ FLOOD = "flood"
 UNRESPONSIVE = "unresponsive"
 SHUTDOWN = "shutdown"
 INTERNAL = "internal"
+# A ladder's refusals (docs/ladder.md): each says what to do, and whether waiting helps.
+BUSY = "busy"
+QUEUE_FULL = "queue_full"
+TOO_MANY_CONNECTIONS = "too_many_connections"
+LOCKED_OUT = "locked_out"
+TLS_REQUIRED = "tls_required"
 
 #: Every error code, in the order docs/protocol.md lists them.
 ERROR_CODES = (
@@ -42,7 +48,15 @@ ERROR_CODES = (
     SLOW_READER,
     SHUTDOWN,
     INTERNAL,
+    BUSY,
+    QUEUE_FULL,
+    TOO_MANY_CONNECTIONS,
+    LOCKED_OUT,
+    TLS_REQUIRED,
 )
+#: Refusals that say "not now": a ladder bot waits and comes back (`cellarena.sdk.run(ladder=True)`).
+#: Any other error before a match starts means the bot or its token is wrong, and retrying cannot help.
+RETRY_LATER = (SHUTDOWN, BUSY, QUEUE_FULL, TOO_MANY_CONNECTIONS, LOCKED_OUT)
 
 
 class ProtocolError(Exception):
