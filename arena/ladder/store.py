@@ -73,6 +73,8 @@ log = logging.getLogger("cellarena.ladder")
 NAME_MAX = 64
 #: Seeds are stored as BIGINT.
 SEED_LIMIT = 2**63
+#: Above every match id: the first page of a match list.
+_PAST_LAST_ID = 2**63 - 1
 VOID_ON_START = "the ladder server stopped before the match ended"
 
 _BOT_COLUMNS = "id, name, game, kind, house_command, max_matches, created, revoked"
@@ -537,7 +539,7 @@ class LadderStore:
         id (pass the last id of one page to get the next)."""
         return self._matches_where(
             "m.id IN (SELECT id FROM matches WHERE game = ? AND id < ? ORDER BY id DESC LIMIT ?)",
-            (game, SEED_LIMIT - 1 if before is None else before, max(0, limit)),
+            (game, _PAST_LAST_ID if before is None else before, max(0, limit)),
             f"list the {game} matches",
         )
 
