@@ -3,16 +3,21 @@
 Shared helpers that are plain functions or classes live in modules named for what they are, which
 test files import by name (pytest puts this folder on sys.path): `cellarena_cli` runs the command,
 `bot_files` finds and loads the bots tests play with, `bot_processes` tells which bots still run,
-`fake_server` stands in for the match server when a client is under test.
+`fake_server` stands in for the match server when a client is under test, `postgres_server` starts a
+throwaway PostgreSQL server.
 """
 
 from __future__ import annotations
 
+import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from bot_processes import BotPids
+from postgres_server import PostgresServer
+from postgres_server import missing as postgres_missing
 
 
 @pytest.fixture
@@ -27,3 +32,28 @@ def free_port() -> int:
 def bot_pids(tmp_path: Path) -> BotPids:
     """A fresh pid file for tests/bots/raw_bot.py; give ``bot_pids.env`` to the `cellarena` process."""
     return BotPids(tmp_path / "pids")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the whole session (tests/postgres_server.py). Where there is none, CI
+    fails (its .ci/run installs one, so a missing server is a broken CI, not a reason to test less);
+    elsewhere the PostgreSQL half of the ladder store's tests is skipped, saying how to install it."""
+    why = postgres_missing()
+    if why is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{why}; under CI the ladder store must be tested on PostgreSQL", pytrace=False)
+        pytest.skip(f"{why}; the ladder store's PostgreSQL tests need it")
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ladder_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty ladder database, once as a SQLite file and once as a PostgreSQL database: the
+    ladder store's tests run unchanged on both, as the store runs unchanged on both."""
+    if request.param == "sqlite":
+        return str(tmp_path / "ladder.db")
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.create_database()

@@ -100,3 +100,19 @@ def test_plain_install_into_fresh_venv(tmp_path: Path) -> None:
     )
     assert games.returncode == 0, games.stderr
     assert games.stdout.strip() == "['cata', 'cloth', 'colorblocks', 'drop2df', 'rezzo']"
+    # The ladder ships too, and its default SQLite store needs no PostgreSQL driver.
+    ladder = (
+        "import sys; from cellarena.arena.ladder.store import LadderStore;"
+        "s = LadderStore('ladder.db'); s.add_bot('a', 'rezzo');"
+        "print(len(s.list_bots()), 'psycopg' in sys.modules)"
+    )
+    store = subprocess.run(
+        [str(bindir / "python"), "-c", ladder],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=elsewhere,
+    )
+    assert store.returncode == 0, store.stderr
+    assert store.stdout.split() == ["1", "False"]

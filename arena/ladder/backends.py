@@ -1,0 +1,299 @@
+"""The two databases the ladder runs on, behind one small interface, so every query is written once.
+
+The store writes its SQL once, with ``?`` placeholders, in the dialect SQLite and PostgreSQL share
+(``INSERT ... RETURNING``, ``INSERT ... ON CONFLICT ... DO UPDATE``). A backend supplies only what
+differs: the placeholder style, the id column, how a write transaction takes the database's one
+writer lock, how the one server claims the database, and what a driver error means to the person who
+has to fix it.
+
+- SQLite (the default, one file): WAL with ``synchronous=FULL``, as `cellarena.arena.store`: a
+  ``kill -9`` or a power cut at any moment leaves each transaction whole or absent. ``BEGIN IMMEDIATE``
+  takes the write lock up front, so a write never fails half-way for want of it.
+- PostgreSQL (``postgresql://...``, through psycopg 3): each write transaction first takes a
+  transaction-scoped advisory lock, which gives it the same one-writer-at-a-time semantics as SQLite's,
+  so read-modify-write of the ratings is safe without SERIALIZABLE retries.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from cellarena.arena.ladder.errors import LadderStoreError
+
+if TYPE_CHECKING:
+    import psycopg
+
+log = logging.getLogger("cellarena.ladder")
+
+Row = tuple[Any, ...]
+Params = Sequence[object]
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+#: PostgreSQL advisory locks are keyed by two int4s: this class ("cla") and one of the two below.
+_LOCK_CLASS = 0x636C61
+_WRITER_LOCK = 1
+_SERVER_LOCK = 2
+#: How long a new server waits for the lock of one that was just killed: PostgreSQL notices the closed
+#: connection of a killed process quickly, but not at once.
+SERVER_CLAIM_WAIT = 10.0
+
+
+class Backend(ABC):
+    """One open connection to a ladder database. Not thread-safe: the store serialises calls."""
+
+    #: The database as a person should see it in a message: the file, or the URL without its password.
+    where: str
+    #: The DDL of an autoincrementing integer primary key.
+    id_column: str
+
+    @abstractmethod
+    def query(self, sql: str, params: Params = ()) -> list[Row]:
+        """Run one statement; its rows (none for a statement that returns none)."""
+
+    @abstractmethod
+    def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one statement; how many rows it changed."""
+
+    @abstractmethod
+    def begin_write(self) -> None:
+        """Begin a transaction that holds the database's write lock until it ends."""
+
+    def commit(self) -> None:
+        self.execute("COMMIT")
+
+    @abstractmethod
+    def rollback(self) -> None:
+        """End the transaction, if one is open, undoing it; never raises for want of one."""
+
+    @abstractmethod
+    def table_names(self) -> set[str]:
+        """The tables there are (in PostgreSQL, in the current schema)."""
+
+    @abstractmethod
+    def claim_server(self) -> None:
+        """Hold, until `close`, the lock that says this process is the database's one ladder server."""
+
+    @abstractmethod
+    def is_driver_error(self, exc: BaseException) -> bool:
+        """Whether ``exc`` came from the database (as opposed to a bug in the caller)."""
+
+    @abstractmethod
+    def remedy(self, exc: BaseException) -> str:
+        """What went wrong with the database and what to do about it, for a driver error."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+def open_backend(target: str | Path, *, create: bool) -> Backend:
+    """A SQLite file (a path) or a PostgreSQL database (a ``postgresql://`` URL)."""
+    if isinstance(target, str) and target.startswith(POSTGRES_SCHEMES):
+        return PostgresBackend(target)
+    return SQLiteBackend(Path(target), create=create)
+
+
+class SQLiteBackend(Backend):
+    id_column = "INTEGER PRIMARY KEY AUTOINCREMENT"  # AUTOINCREMENT: an id is never handed out twice
+    BUSY_TIMEOUT = 10.0
+
+    def __init__(self, path: Path, *, create: bool) -> None:
+        import sqlite3
+
+        self._sqlite = sqlite3
+        self.path = path
+        self.where = str(path)
+        self._server_lock: IO[str] | None = None
+        if not create and not path.exists():
+            raise LadderStoreError(f"{path}: no ladder database there; check the path, or create one")
+        if not path.parent.is_dir():
+            raise LadderStoreError(f"{path}: the folder {path.parent} does not exist; create it first")
+        try:
+            self._db = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=self.BUSY_TIMEOUT
+            )
+        except sqlite3.Error as exc:
+            raise LadderStoreError(f"{path}: cannot open it: {self.remedy(exc)}") from None
+        try:
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise LadderStoreError(f"{path}: cannot open it: {self.remedy(exc)}") from None
+
+    def query(self, sql: str, params: Params = ()) -> list[Row]:
+        return self._db.execute(sql, params).fetchall()
+
+    def execute(self, sql: str, params: Params = ()) -> int:
+        return self._db.execute(sql, params).rowcount
+
+    def begin_write(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def rollback(self) -> None:
+        # SQLite rolls some failures (a full disk, say) back by itself; then there is nothing to undo.
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+
+    def table_names(self) -> set[str]:
+        return {name for (name,) in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def claim_server(self) -> None:
+        if self._server_lock is not None:
+            return
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            lock = open(lock_path, "a")  # noqa: SIM115 -- held until close()
+        except OSError as exc:
+            raise LadderStoreError(
+                f"{lock_path}: cannot create the ladder server's lock file ({exc.strerror}); "
+                f"let the ladder's user write to {self.path.parent}"
+            ) from None
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            raise LadderStoreError(
+                f"{self.path}: another ladder server is running on this database; stop it first "
+                "(two would void each other's matches)"
+            ) from None
+        self._server_lock = lock
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, self._sqlite.Error)
+
+    def remedy(self, exc: BaseException) -> str:
+        name = str(getattr(exc, "sqlite_errorname", ""))
+        folder = self.path.parent
+        if name.startswith("SQLITE_READONLY"):
+            return (
+                f"the database is read-only ({exc}): let the user that runs the ladder write to {self.path} "
+                f"and to its folder {folder} (SQLite writes {self.path.name}-wal and -shm beside it)"
+            )
+        if name == "SQLITE_FULL":
+            return f"the disk is full ({exc}): free space on the disk that holds {folder}"
+        if name.startswith("SQLITE_BUSY"):
+            return (
+                f"another process held the database locked for over {self.BUSY_TIMEOUT:g} s ({exc}); "
+                "retry, and look for a stuck process that has it open"
+            )
+        if name.startswith("SQLITE_CANTOPEN"):
+            return f"it cannot be opened ({exc}): check that {folder} exists and the ladder's user may use it"
+        if name in ("SQLITE_NOTADB", "SQLITE_CORRUPT"):
+            return f"it is not a usable SQLite database ({exc}); restore it from a backup or use another file"
+        return f"{exc}"
+
+    def close(self) -> None:
+        self._db.close()
+        if self._server_lock is not None:
+            self._server_lock.close()  # releases the lock
+            self._server_lock = None
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, fit for a message or a log line."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+class PostgresBackend(Backend):
+    id_column = "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY"
+
+    def __init__(self, url: str) -> None:
+        try:
+            import psycopg
+        except ImportError:
+            raise LadderStoreError(
+                f"{redact_url(url)}: PostgreSQL needs psycopg; install it with "
+                "`pip install 'cellarena[postgres]'`"
+            ) from None
+        self._psycopg = psycopg
+        self.where = redact_url(url)
+        self._placeholders: dict[str, str] = {}
+        self._claimed = False
+        try:
+            # Autocommit, so that transactions are the explicit BEGIN/COMMIT the store writes, as in SQLite.
+            self._conn: psycopg.Connection[Row] = psycopg.connect(
+                url, autocommit=True, application_name="cellarena-ladder"
+            )
+        except psycopg.Error as exc:
+            raise LadderStoreError(f"{self.where}: cannot connect: {self.remedy(exc)}") from None
+
+    def _sql(self, sql: str) -> str:
+        # The store's SQL holds no literal ? or %, so the translation is a plain replace.
+        translated = self._placeholders.get(sql)
+        if translated is None:
+            translated = self._placeholders[sql] = sql.replace("?", "%s")
+        return translated
+
+    def query(self, sql: str, params: Params = ()) -> list[Row]:
+        with self._conn.cursor() as cur:
+            cur.execute(self._sql(sql), params or None)
+            return cur.fetchall() if cur.description is not None else []
+
+    def execute(self, sql: str, params: Params = ()) -> int:
+        with self._conn.cursor() as cur:
+            cur.execute(self._sql(sql), params or None)
+            return cur.rowcount
+
+    def begin_write(self) -> None:
+        self.execute("BEGIN")
+        self.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _WRITER_LOCK))
+
+    def rollback(self) -> None:
+        if self._conn.closed:
+            return
+        if self._conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+            self.execute("ROLLBACK")
+
+    def table_names(self) -> set[str]:
+        rows = self.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        )
+        return {name for (name,) in rows}
+
+    def claim_server(self) -> None:
+        if self._claimed:
+            return
+        deadline = time.monotonic() + SERVER_CLAIM_WAIT
+        while not self.query("SELECT pg_try_advisory_lock(?, ?)", (_LOCK_CLASS, _SERVER_LOCK))[0][0]:
+            if time.monotonic() > deadline:
+                raise LadderStoreError(
+                    f"{self.where}: another ladder server is running on this database; stop it first "
+                    "(two would void each other's matches)"
+                )
+            time.sleep(0.1)
+        self._claimed = True
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, self._psycopg.Error)
+
+    def remedy(self, exc: BaseException) -> str:
+        errors = self._psycopg.errors
+        text = str(exc).strip()
+        if isinstance(exc, errors.ReadOnlySqlTransaction):
+            return (
+                f"the database is read-only ({text}): point the ladder at a writable primary, "
+                "or turn off default_transaction_read_only for its database or role"
+            )
+        if isinstance(exc, errors.DiskFull):
+            return f"the database server's disk is full ({text}): free space there"
+        if isinstance(exc, errors.InsufficientPrivilege):
+            return f"the database role may not do this ({text}): grant it rights on the ladder's tables"
+        if isinstance(exc, self._psycopg.OperationalError):
+            return f"the database cannot be reached ({text}): check that PostgreSQL runs and the URL is right"
+        return text
+
+    def close(self) -> None:
+        self._conn.close()  # ends the session, and with it the server's advisory lock

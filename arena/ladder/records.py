@@ -1,0 +1,210 @@
+"""What the ladder store hands out and takes in: plain frozen values, safe to log and to show.
+
+No record holds a token or its digest, so printing one can never leak a secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from cellarena.arena.ratings import Rating
+
+BotKind = Literal["outside", "house"]
+MatchStatus = Literal["running", "finished", "void"]
+Outcome = Literal["win", "draw", "loss"]
+
+
+def _time(t: datetime | None) -> str | None:
+    return None if t is None else t.isoformat()
+
+
+def _rating(r: Rating | None) -> dict[str, float] | None:
+    return None if r is None else {"mu": r.mu, "sigma": r.sigma, "rating": r.conservative}
+
+
+@dataclass(frozen=True)
+class BotRecord:
+    id: int
+    name: str
+    game: str
+    kind: BotKind
+    #: For a house bot, the command the ladder runs to launch it; None for an outside bot.
+    house_command: str | None
+    #: How many matches the bot may play at the same time.
+    max_matches: int
+    created: datetime
+    revoked: datetime | None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "game": self.game,
+            "kind": self.kind,
+            "house_command": self.house_command,
+            "max_matches": self.max_matches,
+            "created": _time(self.created),
+            "revoked": _time(self.revoked),
+        }
+
+
+@dataclass(frozen=True)
+class SeatResult:
+    """How one seat did in a match, given to `LadderStore.finish_match` in seat order.
+
+    ``rank`` is 1 for first place; seats that tie share a rank (1, 1 for a two-seat draw).
+    """
+
+    rank: int
+    late: int = 0
+    invalid: int = 0
+    illegal: int = 0
+    forfeit: bool = False
+
+
+@dataclass(frozen=True)
+class SeatRecord:
+    seat: int
+    bot: str
+    bot_id: int
+    #: None while the match runs, and for a void match; the rest likewise.
+    rank: int | None
+    late: int | None
+    invalid: int | None
+    illegal: int | None
+    forfeit: bool | None
+    before: Rating | None
+    after: Rating | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seat": self.seat,
+            "bot": self.bot,
+            "rank": self.rank,
+            "late": self.late,
+            "invalid": self.invalid,
+            "illegal": self.illegal,
+            "forfeit": self.forfeit,
+            "before": _rating(self.before),
+            "after": _rating(self.after),
+        }
+
+
+@dataclass(frozen=True)
+class MatchRecord:
+    id: int
+    game: str
+    map: str | None
+    seed: int
+    status: MatchStatus
+    #: The order in which finished results were counted; None unless finished.
+    seq: int | None
+    #: The bot that placed first alone; None for a draw, or unless finished.
+    winner: str | None
+    reason: str | None
+    ticks: int | None
+    replay: str | None
+    started: datetime
+    ended: datetime | None
+    seats: tuple[SeatRecord, ...]
+
+    @property
+    def bots(self) -> tuple[str, ...]:
+        return tuple(s.bot for s in self.seats)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "game": self.game,
+            "map": self.map,
+            "seed": self.seed,
+            "status": self.status,
+            "winner": self.winner,
+            "reason": self.reason,
+            "ticks": self.ticks,
+            "replay": self.replay,
+            "started": _time(self.started),
+            "ended": _time(self.ended),
+            "seats": [s.to_json() for s in self.seats],
+        }
+
+
+def outcome(rank: int, ranks: Sequence[int]) -> Outcome:
+    """A seat's result: first alone is a win, first shared is a draw, anything else a loss."""
+    if rank != 1:
+        return "loss"
+    return "win" if ranks.count(1) == 1 else "draw"
+
+
+@dataclass(frozen=True)
+class BotMatch:
+    """One match from one bot's point of view (its page's list of recent matches)."""
+
+    match: MatchRecord
+    seat: int
+
+    @property
+    def me(self) -> SeatRecord:
+        return self.match.seats[self.seat]
+
+    @property
+    def opponents(self) -> tuple[str, ...]:
+        return tuple(s.bot for s in self.match.seats if s.seat != self.seat)
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """None unless the match finished."""
+        if self.match.status != "finished" or self.me.rank is None:
+            return None
+        return outcome(self.me.rank, [s.rank for s in self.match.seats if s.rank is not None])
+
+    @property
+    def rating_after(self) -> Rating | None:
+        return self.me.after
+
+
+@dataclass(frozen=True)
+class RatingPoint:
+    """A bot's rating after one of its finished matches: a point of its rating-over-matches chart."""
+
+    match_id: int
+    ended: datetime
+    rating: Rating
+
+
+@dataclass(frozen=True)
+class Standing:
+    rank: int
+    bot: str
+    kind: BotKind
+    mu: float
+    sigma: float
+    matches: int
+    wins: int
+    draws: int
+    losses: int
+
+    @property
+    def rating(self) -> float:
+        """The conservative estimate mu - 3 sigma that the table is sorted by."""
+        return Rating(self.mu, self.sigma).conservative
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "bot": self.bot,
+            "kind": self.kind,
+            "rating": self.rating,
+            "mu": self.mu,
+            "sigma": self.sigma,
+            "matches": self.matches,
+            "wins": self.wins,
+            "draws": self.draws,
+            "losses": self.losses,
+        }

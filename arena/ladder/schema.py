@@ -1,0 +1,110 @@
+"""The ladder database's schema, as an ordered list of migrations; its version is how many have run.
+
+A migration, once released, never changes: a database at version N got exactly migrations 1..N, and an
+upgrade runs N+1.. in one transaction (both SQLite and PostgreSQL have transactional DDL), so a crash
+mid-upgrade leaves the old version whole. Each applied migration leaves a row in ``schema_version``
+with the cellarena release that ran it, so a database from a newer release can tell an older one which
+release to run.
+
+The SQL is the one dialect that SQLite and PostgreSQL both accept. The single difference is the
+autoincrementing id column, written ``{id}`` here and filled in by the backend. Times are ISO 8601 text
+in UTC (sortable, and the same in both); booleans are BOOLEAN, which SQLite stores as 0/1; reals are
+DOUBLE PRECISION (PostgreSQL's REAL would be 4 bytes and round the ratings).
+
+Tables (version 2):
+
+- ``schema_version``: one row per migration applied: version, cellarena release, when.
+- ``bots``: name (unique), game, the SHA-256 of its token (never the token), kind ``outside`` (runs on
+  its owner's machine) or ``house`` (the ladder launches ``house_command``), created, revoked (a time or
+  NULL), ``max_matches`` (how many matches it may play at once).
+- ``matches``: game, map, seed, status ``running`` / ``finished`` / ``void``, ``seq`` (the order results
+  were counted in: ratings are a function of the results in that order), winner (NULL for a draw),
+  reason, ticks, replay path, started, ended.
+- ``seats``: per seat of a match, in seat order: bot, rank, late/invalid/illegal counts, forfeit, and the
+  bot's rating before and after the match (NULL until it is finished): the rating history.
+- ``ratings``: each bot's current openskill rating and its match/win/draw/loss counts, updated in the
+  transaction that finishes a match. A bot without a row has the initial rating and no matches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    summary: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "bots with hashed tokens, matches, seats with rating history, current ratings",
+        (
+            "CREATE TABLE schema_version ("
+            " version INTEGER PRIMARY KEY, cellarena TEXT NOT NULL, applied TEXT NOT NULL)",
+            "CREATE TABLE bots ("
+            " id {id},"
+            " name TEXT NOT NULL UNIQUE,"
+            " game TEXT NOT NULL,"
+            " token_digest TEXT NOT NULL UNIQUE,"
+            " kind TEXT NOT NULL CHECK (kind IN ('outside', 'house')),"
+            " house_command TEXT,"
+            " created TEXT NOT NULL,"
+            " revoked TEXT,"
+            " CHECK ((kind = 'house') = (house_command IS NOT NULL)))",
+            "CREATE TABLE matches ("
+            " id {id},"
+            " game TEXT NOT NULL,"
+            " map TEXT,"
+            " seed BIGINT NOT NULL,"
+            " status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'void')),"
+            " seq BIGINT UNIQUE,"
+            " winner BIGINT REFERENCES bots (id),"
+            " reason TEXT,"
+            " ticks BIGINT,"
+            " replay TEXT,"
+            " started TEXT NOT NULL,"
+            " ended TEXT)",
+            "CREATE INDEX matches_by_game ON matches (game, id)",
+            "CREATE INDEX matches_by_status ON matches (status)",
+            "CREATE TABLE seats ("
+            " match_id BIGINT NOT NULL REFERENCES matches (id),"
+            " seat INTEGER NOT NULL,"
+            " bot_id BIGINT NOT NULL REFERENCES bots (id),"
+            " rank INTEGER,"
+            " late BIGINT,"
+            " invalid BIGINT,"
+            " illegal BIGINT,"
+            " forfeit BOOLEAN,"
+            " mu_before DOUBLE PRECISION,"
+            " sigma_before DOUBLE PRECISION,"
+            " mu_after DOUBLE PRECISION,"
+            " sigma_after DOUBLE PRECISION,"
+            " PRIMARY KEY (match_id, seat),"
+            " UNIQUE (match_id, bot_id))",
+            "CREATE TABLE ratings ("
+            " bot_id BIGINT PRIMARY KEY REFERENCES bots (id),"
+            " mu DOUBLE PRECISION NOT NULL,"
+            " sigma DOUBLE PRECISION NOT NULL,"
+            " matches INTEGER NOT NULL,"
+            " wins INTEGER NOT NULL,"
+            " draws INTEGER NOT NULL,"
+            " losses INTEGER NOT NULL)",
+        ),
+    ),
+    Migration(
+        2,
+        "per-bot cap on concurrent matches; bot pages read seats by bot",
+        (
+            "ALTER TABLE bots ADD COLUMN max_matches INTEGER NOT NULL DEFAULT 1 CHECK (max_matches >= 1)",
+            "CREATE INDEX seats_by_bot ON seats (bot_id, match_id)",
+        ),
+    ),
+)
+
+#: The schema version this cellarena writes.
+CURRENT_VERSION = len(MIGRATIONS)
+assert [m.version for m in MIGRATIONS] == list(range(1, CURRENT_VERSION + 1))

@@ -1,0 +1,637 @@
+"""The ladder's database: bots and their tokens, matches, seats, ratings with their history.
+
+SQLite by default (one file), PostgreSQL from a ``postgresql://`` URL, through the same queries (see
+`cellarena.arena.ladder.backends`). The schema is versioned (`cellarena.arena.ladder.schema`): opening
+an older database upgrades it in one transaction; one from a newer cellarena is refused.
+
+How a match is recorded, and why it survives ``kill -9``:
+
+1. `LadderStore.begin_match` commits a ``running`` row and its seats at once, so a match cut short by a
+   crash leaves a trace.
+2. `LadderStore.finish_match` counts the result in ONE transaction: the match row, every seat's result
+   and rating before/after, and the new current ratings. It is refused for a match that is not
+   running, so a result is never counted twice.
+3. The process that serves the ladder calls `LadderStore.void_running` when it starts: it claims the
+   database as its one server, and marks every match still ``running`` (cut short by the previous
+   server's death) ``void``, with no rating change.
+
+Ratings are openskill's Plackett-Luce (`cellarena.arena.ratings`), per game (a bot plays one game),
+updated in the order results are counted (``matches.seq``), so they are a function of the results.
+
+Every method may be called from any thread (one lock serialises them); each call is one short
+transaction, so a trio server calls them through ``trio.to_thread.run_sync``. Database faults (a
+read-only file, a full disk, a lost connection) are a `LadderStoreError` naming the database and
+saying what to do; a write that fails leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import cast
+
+from cellarena.arena import ratings
+from cellarena.arena.ladder import identity
+from cellarena.arena.ladder.backends import Backend, Row, open_backend
+from cellarena.arena.ladder.errors import LadderStoreError, MatchNotRunningError, UnknownBotError
+from cellarena.arena.ladder.records import (
+    BotKind,
+    BotMatch,
+    BotRecord,
+    MatchRecord,
+    MatchStatus,
+    RatingPoint,
+    SeatRecord,
+    SeatResult,
+    Standing,
+    outcome,
+)
+from cellarena.arena.ladder.schema import CURRENT_VERSION, MIGRATIONS
+from cellarena.arena.ratings import Rating
+
+__all__ = [
+    "BotMatch",
+    "BotRecord",
+    "LadderStore",
+    "LadderStoreError",
+    "MatchNotRunningError",
+    "MatchRecord",
+    "RatingPoint",
+    "SeatRecord",
+    "SeatResult",
+    "Standing",
+    "UnknownBotError",
+]
+
+log = logging.getLogger("cellarena.ladder")
+
+NAME_MAX = 64
+#: Seeds are stored as BIGINT.
+SEED_LIMIT = 2**63
+#: Above every match id: the first page of a match list.
+_PAST_LAST_ID = 2**63 - 1
+VOID_ON_START = "the ladder server stopped before the match ended"
+
+_BOT_COLUMNS = "id, name, game, kind, house_command, max_matches, created, revoked"
+_MATCH_QUERY = (
+    "SELECT m.id, m.game, m.map, m.seed, m.status, m.seq, w.name, m.reason, m.ticks, m.replay,"
+    " m.started, m.ended, s.seat, b.name, s.bot_id, s.rank, s.late, s.invalid, s.illegal, s.forfeit,"
+    " s.mu_before, s.sigma_before, s.mu_after, s.sigma_after"
+    " FROM matches m JOIN seats s ON s.match_id = m.id JOIN bots b ON b.id = s.bot_id"
+    " LEFT JOIN bots w ON w.id = m.winner"
+)
+
+_FINISH_SEAT = (
+    "UPDATE seats SET rank = ?, late = ?, invalid = ?, illegal = ?, forfeit = ?,"
+    " mu_before = ?, sigma_before = ?, mu_after = ?, sigma_after = ? WHERE match_id = ? AND seat = ?"
+)
+#: A bot's new rating and one more win, draw or loss (a bot's first match creates its row).
+_ADD_RESULT = (
+    "INSERT INTO ratings (bot_id, mu, sigma, matches, wins, draws, losses) VALUES (?, ?, ?, 1, ?, ?, ?)"
+    " ON CONFLICT (bot_id) DO UPDATE SET mu = excluded.mu, sigma = excluded.sigma,"
+    " matches = ratings.matches + 1, wins = ratings.wins + excluded.wins,"
+    " draws = ratings.draws + excluded.draws, losses = ratings.losses + excluded.losses"
+)
+#: ``seq`` numbers results in the order they are counted, under the write lock.
+_FINISH_MATCH = (
+    "UPDATE matches SET status = 'finished', seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM matches),"
+    " winner = ?, reason = ?, ticks = ?, replay = ?, ended = ? WHERE id = ? AND status = 'running'"
+)
+
+
+def cellarena_release() -> str:
+    try:
+        return metadata.version("cellarena")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _maybe_time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def _rating(mu: float | None, sigma: float | None) -> Rating | None:
+    return None if mu is None or sigma is None else Rating(mu, sigma)
+
+
+def check_name(name: object, what: str = "bot name") -> str:
+    """A bot's (or game's) name: 1-64 printable characters, no blank at either end (it is shown in
+    tables and URLs, and two names that differ by a trailing space would look the same)."""
+    if not isinstance(name, str) or not 1 <= len(name) <= NAME_MAX:
+        raise LadderStoreError(f"{what} {name!r}: give 1 to {NAME_MAX} characters")
+    if not name.isprintable() or name != name.strip():
+        raise LadderStoreError(f"{what} {name!r}: use printable characters only, with no space at either end")
+    return name
+
+
+class LadderStore:
+    """A ladder database. ``LadderStore(path_or_url)``; a context manager, or call `close()`.
+
+    ``target`` is a SQLite file (created if missing, unless ``create=False``) or a ``postgresql://``
+    URL (the database must exist; the tables are created in its current schema).
+    """
+
+    def __init__(self, target: str | Path, *, create: bool = True) -> None:
+        self._lock = threading.RLock()
+        self._db: Backend = open_backend(target, create=create)
+        self.where = self._db.where
+        try:
+            self.schema_version = self._upgrade(create=create)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"LadderStore({self.where!r})"
+
+    def __enter__(self) -> LadderStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------------ plumbing
+    @contextlib.contextmanager
+    def _writing(self, action: str, after: str = "") -> Iterator[Backend]:
+        """One write transaction, holding the database's write lock: all of it is written, or none.
+
+        A database fault becomes a LadderStoreError that says what ``action`` could not do and why.
+        """
+        with self._lock:
+            db = self._db
+            committing = False
+            try:
+                db.begin_write()
+                yield db
+                committing = True
+                db.commit()
+            except BaseException as exc:
+                with contextlib.suppress(Exception):  # a lost connection: the server rolls back itself
+                    db.rollback()
+                if not db.is_driver_error(exc):
+                    raise
+                fate = (
+                    "the database failed while committing, so it may or may not have been written"
+                    if committing
+                    else "nothing of it was written"
+                )
+                raise LadderStoreError(
+                    f"{self.where}: cannot {action}: {db.remedy(exc)}; {fate}{after}"
+                ) from exc
+
+    @contextlib.contextmanager
+    def _reading(self, action: str) -> Iterator[Backend]:
+        with self._lock:
+            try:
+                yield self._db
+            except Exception as exc:
+                if not self._db.is_driver_error(exc):
+                    raise
+                raise LadderStoreError(f"{self.where}: cannot {action}: {self._db.remedy(exc)}") from exc
+
+    def _upgrade(self, *, create: bool) -> int:
+        """Bring the schema to `CURRENT_VERSION`; the version the database is at now."""
+        with self._reading("read the schema version") as db:
+            version, release = self._version(db, create=create)
+        if version == CURRENT_VERSION:
+            return version
+        if version > CURRENT_VERSION:
+            raise LadderStoreError(
+                f"{self.where}: this ladder database is at schema version {version}, written by "
+                f"cellarena {release}; this is cellarena {cellarena_release()}, which knows versions up to "
+                f"{CURRENT_VERSION}. Run cellarena {release} or newer (pip install -U 'cellarena>={release}')"
+            )
+        with self._writing(f"upgrade the ladder database to schema version {CURRENT_VERSION}") as db:
+            version, _ = self._version(db, create=create)  # another process may have upgraded it meanwhile
+            for migration in MIGRATIONS[version:]:
+                for statement in migration.statements:
+                    db.execute(statement.replace("{id}", db.id_column))
+                db.execute(
+                    "INSERT INTO schema_version (version, cellarena, applied) VALUES (?, ?, ?)",
+                    (migration.version, cellarena_release(), _now()),
+                )
+                log.info(
+                    "ladder database %s: schema version %d (%s)",
+                    self.where,
+                    migration.version,
+                    migration.summary,
+                )
+        return CURRENT_VERSION
+
+    def _version(self, db: Backend, *, create: bool) -> tuple[int, str | None]:
+        tables = db.table_names()
+        if "schema_version" not in tables:
+            if tables:
+                raise LadderStoreError(
+                    f"{self.where}: not a ladder database (it has tables {', '.join(sorted(tables))} but no "
+                    "schema_version); use another database"
+                )
+            if not create:
+                raise LadderStoreError(
+                    f"{self.where}: no ladder database there; check the name, or create one"
+                )
+            return 0, None
+        rows = db.query("SELECT version, cellarena FROM schema_version ORDER BY version DESC LIMIT 1")
+        return (int(rows[0][0]), str(rows[0][1])) if rows else (0, None)
+
+    # ------------------------------------------------------------------ bots
+    def add_bot(
+        self, name: str, game: str, *, house_command: str | None = None, max_matches: int = 1
+    ) -> tuple[BotRecord, identity.Token]:
+        """Register a bot; its token, which is shown this once and then known only by its hash.
+
+        With ``house_command`` the bot is a house bot, which the ladder launches itself with that
+        command; without, an outside bot that its owner runs and connects.
+        """
+        check_name(name)
+        check_name(game, "game")
+        if house_command is not None and not house_command.strip():
+            raise LadderStoreError(f"house bot {name!r}: give the command that starts it")
+        self._check_max_matches(name, max_matches)
+        token = identity.new_token()
+        kind: BotKind = "outside" if house_command is None else "house"
+        with self._writing(f"add bot {name!r}") as db:
+            if db.query("SELECT 1 FROM bots WHERE name = ?", (name,)):
+                raise LadderStoreError(
+                    f"{self.where}: there is already a bot named {name!r}; choose another name"
+                )
+            db.execute(
+                "INSERT INTO bots (name, game, token_digest, kind, house_command, created, max_matches)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (name, game, token.digest, kind, house_command, _now(), max_matches),
+            )
+        log.info("ladder: added %s bot %r for %s", kind, name, game)
+        return self._bot_or_raise(name), token
+
+    def rotate(self, name: str) -> identity.Token:
+        """Give the bot a new token; the old one stops working at once. The new one is shown this once."""
+        token = identity.new_token()
+        with self._writing(f"rotate the token of bot {name!r}") as db:
+            if db.execute("UPDATE bots SET token_digest = ? WHERE name = ?", (token.digest, name)) != 1:
+                raise self._unknown(name)
+        log.info("ladder: rotated the token of bot %r", name)
+        return token
+
+    def revoke(self, name: str) -> BotRecord:
+        """Revoke the bot: its token stops working and it leaves the standings; its matches stay.
+        Revoking a revoked bot changes nothing."""
+        with self._writing(f"revoke bot {name!r}") as db:
+            if not db.query("SELECT 1 FROM bots WHERE name = ?", (name,)):
+                raise self._unknown(name)
+            db.execute("UPDATE bots SET revoked = ? WHERE name = ? AND revoked IS NULL", (_now(), name))
+        log.info("ladder: revoked bot %r", name)
+        return self._bot_or_raise(name)
+
+    def set_max_matches(self, name: str, max_matches: int) -> BotRecord:
+        """How many matches the bot may play at once (the server enforces it when it seats bots)."""
+        self._check_max_matches(name, max_matches)
+        with self._writing(f"change bot {name!r}") as db:
+            if db.execute("UPDATE bots SET max_matches = ? WHERE name = ?", (max_matches, name)) != 1:
+                raise self._unknown(name)
+        return self._bot_or_raise(name)
+
+    def _check_max_matches(self, name: str, max_matches: int) -> None:
+        if isinstance(max_matches, bool) or not isinstance(max_matches, int) or max_matches < 1:
+            raise LadderStoreError(f"bot {name!r}: the number of concurrent matches must be 1 or more")
+
+    def list_bots(self, game: str | None = None) -> list[BotRecord]:
+        """Every bot (revoked ones too), by name; only ``game``'s if given."""
+        with self._reading("list the bots") as db:
+            if game is None:
+                rows = db.query(f"SELECT {_BOT_COLUMNS} FROM bots ORDER BY name")
+            else:
+                rows = db.query(f"SELECT {_BOT_COLUMNS} FROM bots WHERE game = ? ORDER BY name", (game,))
+        return [self._bot_record(r) for r in rows]
+
+    def bot(self, name: str) -> BotRecord | None:
+        with self._reading(f"read bot {name!r}") as db:
+            rows = db.query(f"SELECT {_BOT_COLUMNS} FROM bots WHERE name = ?", (name,))
+        return self._bot_record(rows[0]) if rows else None
+
+    def authenticate(self, token: object) -> BotRecord | None:
+        """The active bot whose token this is; None for an unknown, revoked or malformed token.
+
+        The form is checked first (it is public); then the bot is found by the token's hash and the
+        hashes compared in constant time (`cellarena.arena.ladder.identity` says why that is safe).
+        """
+        secret = token.secret if isinstance(token, identity.Token) else token
+        if not isinstance(secret, str) or not identity.looks_like_token(secret):
+            return None
+        digest = identity.token_digest(secret)
+        with self._reading("check a bot's token") as db:
+            rows = db.query(
+                f"SELECT token_digest, {_BOT_COLUMNS} FROM bots WHERE token_digest = ?", (digest,)
+            )
+        if not rows or not identity.digest_matches(secret, str(rows[0][0])):
+            return None
+        bot = self._bot_record(rows[0][1:])
+        return bot if bot.active else None
+
+    def _bot_or_raise(self, name: str) -> BotRecord:
+        bot = self.bot(name)
+        if bot is None:
+            raise self._unknown(name)
+        return bot
+
+    def _unknown(self, name: str) -> UnknownBotError:
+        return UnknownBotError(f"{self.where}: there is no bot named {name!r}; list them to see their names")
+
+    @staticmethod
+    def _bot_record(row: Row) -> BotRecord:
+        id_, name, game, kind, house_command, max_matches, created, revoked = row
+        return BotRecord(
+            id=int(id_),
+            name=name,
+            game=game,
+            kind=kind,
+            house_command=house_command,
+            max_matches=int(max_matches),
+            created=_time(created),
+            revoked=_maybe_time(revoked),
+        )
+
+    # ------------------------------------------------------------------ matches
+    def begin_match(self, game: str, map: str | None, seed: int, bot_ids: Sequence[int]) -> int:
+        """Record a match as ``running`` (committed at once, so a crash mid-match leaves a trace); its id.
+
+        ``bot_ids`` are the seats in order: active bots of ``game``, at least two, each once.
+        """
+        ids = list(bot_ids)
+        if len(ids) < 2 or len(set(ids)) != len(ids):
+            raise ValueError(f"a match needs two or more different bots, not {ids}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
+            raise ValueError(f"seed {seed!r}: give an int from 0 to 2**63 - 1")
+        with self._writing(f"record the start of a {game} match") as db:
+            for bot_id in ids:
+                rows = db.query("SELECT name, game, revoked FROM bots WHERE id = ?", (bot_id,))
+                if not rows:
+                    raise ValueError(f"there is no bot with id {bot_id}")
+                name, bot_game, revoked = rows[0]
+                if bot_game != game or revoked is not None:
+                    why = "is revoked" if revoked is not None else f"plays {bot_game}"
+                    raise ValueError(f"bot {name!r} cannot play this {game} match: it {why}")
+            match_id = int(
+                db.query(
+                    "INSERT INTO matches (game, map, seed, status, started) VALUES (?, ?, ?, 'running', ?)"
+                    " RETURNING id",
+                    (game, map, seed, _now()),
+                )[0][0]
+            )
+            for seat, bot_id in enumerate(ids):
+                db.execute(
+                    "INSERT INTO seats (match_id, seat, bot_id) VALUES (?, ?, ?)", (match_id, seat, bot_id)
+                )
+        return match_id
+
+    def finish_match(
+        self,
+        match_id: int,
+        seats: Sequence[SeatResult],
+        *,
+        reason: str,
+        ticks: int,
+        replay: str | None = None,
+    ) -> MatchRecord:
+        """Count a running match's result, all in one transaction: the match row, each seat's result and
+        rating before/after, and the bots' new ratings. The finished match.
+
+        ``seats`` are in seat order. A match that is not running (finished already, or void) raises
+        `MatchNotRunningError` and nothing changes. A database fault raises `LadderStoreError` and
+        nothing is written: the match stays running, to be finished again or voided at the next start.
+        """
+        results = list(seats)
+        for r in results:
+            if isinstance(r.rank, bool) or not isinstance(r.rank, int) or r.rank < 1:
+                raise ValueError(f"match {match_id}: rank {r.rank!r}: ranks are 1 for first place, 2, ...")
+            if min(r.late, r.invalid, r.illegal) < 0:
+                raise ValueError(f"match {match_id}: negative counts in {r}")
+        after = "; the match stays running until its result is recorded (a restart of the server voids it)"
+        with self._writing(f"record the result of match {match_id}", after) as db:
+            self._check_running(db, match_id, "finish")
+            rows = db.query(
+                "SELECT s.seat, s.bot_id, b.name, r.mu, r.sigma FROM seats s JOIN bots b ON b.id = s.bot_id"
+                " LEFT JOIN ratings r ON r.bot_id = s.bot_id WHERE s.match_id = ? ORDER BY s.seat",
+                (match_id,),
+            )
+            if len(rows) != len(results):
+                raise ValueError(f"match {match_id} has {len(rows)} seats, not {len(results)}")
+            names = [str(name) for _, _, name, _, _ in rows]
+            before = {
+                str(name): ratings.initial() if mu is None else Rating(float(mu), float(sigma))
+                for _, _, name, mu, sigma in rows
+            }
+            ranks = [r.rank for r in results]
+            new = ratings.update(before, names, ranks)
+            winner = None
+            for (seat, bot_id, name, _, _), r in zip(rows, results, strict=True):
+                old, now = before[name], new[name]
+                counts = (r.rank, r.late, r.invalid, r.illegal, bool(r.forfeit))
+                change = (old.mu, old.sigma, now.mu, now.sigma)
+                db.execute(_FINISH_SEAT, (*counts, *change, match_id, seat))
+                result = outcome(r.rank, ranks)
+                if result == "win":
+                    winner = bot_id
+                db.execute(
+                    _ADD_RESULT,
+                    (
+                        bot_id,
+                        now.mu,
+                        now.sigma,
+                        int(result == "win"),
+                        int(result == "draw"),
+                        int(result == "loss"),
+                    ),
+                )
+            # Last, so that a fault anywhere above (a full disk, say) is seen to undo the seats and ratings.
+            changed = db.execute(
+                _FINISH_MATCH,
+                (winner, reason, ticks, replay, _now(), match_id),
+            )
+            if changed != 1:  # cannot happen under the write lock; if it does, count nothing
+                raise MatchNotRunningError(
+                    f"{self.where}: match {match_id} stopped running while being finished"
+                )
+        return self._match_or_raise(match_id)
+
+    def void_match(self, match_id: int, reason: str) -> MatchRecord:
+        """Mark a running match void: it ended without a result that counts (no rating changes)."""
+        with self._writing(f"void match {match_id}") as db:
+            self._check_running(db, match_id, "void")
+            db.execute(
+                "UPDATE matches SET status = 'void', reason = ?, ended = ? WHERE id = ?",
+                (reason, _now(), match_id),
+            )
+        log.warning("ladder: match %d void: %s", match_id, reason)
+        return self._match_or_raise(match_id)
+
+    def void_running(self, reason: str = VOID_ON_START) -> list[MatchRecord]:
+        """Claim the database as its one ladder server, then void every match still running; those matches.
+
+        Call it once, when the ladder server starts, before it begins any match: matches running then
+        were cut short by the previous server's death. The claim (a lock held until `close`) makes a second
+        server on the same database fail here, instead of voiding the first one's live matches. Tools that
+        only read, or add bots, never call it.
+        """
+        with self._lock:
+            try:
+                self._db.claim_server()
+            except LadderStoreError:
+                raise
+            except Exception as exc:
+                if not self._db.is_driver_error(exc):
+                    raise
+                raise LadderStoreError(
+                    f"{self.where}: cannot claim the database: {self._db.remedy(exc)}"
+                ) from exc
+            with self._writing("void the matches that the last server left running") as db:
+                ids = [
+                    int(i)
+                    for (i,) in db.query(
+                        "UPDATE matches SET status = 'void', reason = ?, ended = ? WHERE status = 'running'"
+                        " RETURNING id",
+                        (reason, _now()),
+                    )
+                ]
+        for match_id in sorted(ids):
+            log.warning("ladder: match %d void: %s", match_id, reason)
+        return [self._match_or_raise(i) for i in sorted(ids)]
+
+    def _check_running(self, db: Backend, match_id: int, verb: str) -> None:
+        rows = db.query("SELECT status FROM matches WHERE id = ?", (match_id,))
+        if not rows:
+            raise LadderStoreError(f"{self.where}: there is no match {match_id}")
+        if rows[0][0] != "running":
+            raise MatchNotRunningError(
+                f"{self.where}: match {match_id} is {rows[0][0]}, not running, so it cannot {verb}; "
+                "nothing changed (a result is counted once)"
+            )
+
+    # ------------------------------------------------------------------ reading
+    def match(self, match_id: int) -> MatchRecord | None:
+        found = self._matches_where("m.id = ?", (match_id,), f"read match {match_id}")
+        return found[0] if found else None
+
+    def _match_or_raise(self, match_id: int) -> MatchRecord:
+        found = self.match(match_id)
+        if found is None:
+            raise LadderStoreError(f"{self.where}: there is no match {match_id}")
+        return found
+
+    def matches(self, game: str, limit: int = 50, before: int | None = None) -> list[MatchRecord]:
+        """``game``'s matches, newest first, at most ``limit``; with ``before``, those older than that match
+        id (pass the last id of one page to get the next)."""
+        return self._matches_where(
+            "m.id IN (SELECT id FROM matches WHERE game = ? AND id < ? ORDER BY id DESC LIMIT ?)",
+            (game, _PAST_LAST_ID if before is None else before, max(0, limit)),
+            f"list the {game} matches",
+        )
+
+    def bot_history(self, name: str, limit: int = 20) -> list[BotMatch]:
+        """The bot's most recent matches, newest first, each with its seat, opponents and results."""
+        bot = self._bot_or_raise(name)
+        found = self._matches_where(
+            "m.id IN (SELECT match_id FROM seats WHERE bot_id = ? ORDER BY match_id DESC LIMIT ?)",
+            (bot.id, max(0, limit)),
+            f"read the matches of bot {name!r}",
+        )
+        return [BotMatch(m, next(s.seat for s in m.seats if s.bot_id == bot.id)) for m in found]
+
+    def rating_history(self, name: str) -> list[RatingPoint]:
+        """The bot's rating after each of its finished matches, in the order they were counted."""
+        bot = self._bot_or_raise(name)
+        with self._reading(f"read the rating history of bot {name!r}") as db:
+            rows = db.query(
+                "SELECT m.id, m.ended, s.mu_after, s.sigma_after"
+                " FROM seats s JOIN matches m ON m.id = s.match_id"
+                " WHERE s.bot_id = ? AND m.status = 'finished' ORDER BY m.seq",
+                (bot.id,),
+            )
+        return [RatingPoint(int(i), _time(ended), Rating(mu, sigma)) for i, ended, mu, sigma in rows]
+
+    def standings(self, game: str, *, include_revoked: bool = False) -> list[Standing]:
+        """``game``'s table, best first: by conservative rating (mu - 3 sigma), then name. A bot with no
+        finished match has the initial rating."""
+        with self._reading(f"read the {game} standings") as db:
+            rows = db.query(
+                "SELECT b.name, b.kind, b.revoked, r.mu, r.sigma, r.matches, r.wins, r.draws, r.losses"
+                " FROM bots b LEFT JOIN ratings r ON r.bot_id = b.id WHERE b.game = ?",
+                (game,),
+            )
+        start = ratings.initial()
+        table = []
+        for name, kind, revoked, mu, sigma, n, wins, draws, losses in rows:
+            if revoked is not None and not include_revoked:
+                continue
+            rating = start if mu is None else Rating(mu, sigma)
+            table.append(
+                (rating.conservative, name, kind, rating, n or 0, wins or 0, draws or 0, losses or 0)
+            )
+        table.sort(key=lambda t: (-t[0], t[1]))
+        return [
+            Standing(i, name, kind, r.mu, r.sigma, n, wins, draws, losses)
+            for i, (_, name, kind, r, n, wins, draws, losses) in enumerate(table, 1)
+        ]
+
+    def _matches_where(self, condition: str, params: Sequence[object], action: str) -> list[MatchRecord]:
+        with self._reading(action) as db:
+            rows = db.query(f"{_MATCH_QUERY} WHERE {condition} ORDER BY m.id DESC, s.seat", params)
+        out: list[MatchRecord] = []
+        seats: list[SeatRecord] = []
+        for i, row in enumerate(rows):
+            seats.append(self._seat_record(row[12:]))
+            if i + 1 == len(rows) or rows[i + 1][0] != row[0]:
+                out.append(self._match_record(row[:12], tuple(seats)))
+                seats = []
+        return out
+
+    @staticmethod
+    def _match_record(row: Row, seats: tuple[SeatRecord, ...]) -> MatchRecord:
+        id_, game, map_, seed, status, seq, winner, reason, ticks, replay, started, ended = row
+        return MatchRecord(
+            id=int(id_),
+            game=game,
+            map=map_,
+            seed=int(seed),
+            status=cast(MatchStatus, status),
+            seq=None if seq is None else int(seq),
+            winner=winner,
+            reason=reason,
+            ticks=None if ticks is None else int(ticks),
+            replay=replay,
+            started=_time(started),
+            ended=_maybe_time(ended),
+            seats=seats,
+        )
+
+    @staticmethod
+    def _seat_record(row: Row) -> SeatRecord:
+        seat, name, bot_id, rank, late, invalid, illegal, forfeit, mu0, s0, mu1, s1 = row
+        return SeatRecord(
+            seat=int(seat),
+            bot=name,
+            bot_id=int(bot_id),
+            rank=rank,
+            late=late,
+            invalid=invalid,
+            illegal=illegal,
+            forfeit=None if forfeit is None else bool(forfeit),
+            before=_rating(mu0, s0),
+            after=_rating(mu1, s1),
+        )
