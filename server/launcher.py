@@ -148,24 +148,8 @@ async def play_match(
 
                 port = await nursery.start(serve)
                 for seat, bot in enumerate(bots):
-                    env = {
-                        **os.environ,
-                        "CELLARENA_HOST": "127.0.0.1",
-                        "CELLARENA_PORT": str(port),
-                        "CELLARENA_TOKEN": by_seat[seat],
-                        "CELLARENA_NAME": bot.name,
-                        "PYTHONUNBUFFERED": "1",
-                    }
                     try:
-                        proc = await trio.lowlevel.open_process(
-                            bot.argv(),
-                            stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT,
-                            env=env,
-                            cwd=bot.cwd,
-                            start_new_session=True,
-                        )
+                        proc = await start_bot(bot, "127.0.0.1", port, by_seat[seat])
                     except OSError as exc:
                         logs[bot.name].write_text(f"cellarena: cannot start {bot.command!r}: {exc}\n")
                         seating.seat_gone(seat)
@@ -173,17 +157,17 @@ async def play_match(
                         continue
                     procs[bot.name] = proc
                     assert proc.stdout is not None
-                    copiers.start_soon(_copy_log, proc.stdout, logs[bot.name], LOG_LIMIT)
+                    copiers.start_soon(copy_log, proc.stdout, logs[bot.name], LOG_LIMIT)
                     nursery.start_soon(_watch_process, proc, seat, seating)
         except BaseException:
             with trio.CancelScope(shield=True):  # interrupted: stop everything at once
                 for name, proc in procs.items():
-                    exit_codes[name] = await _stop(proc, patience=0.0)
+                    exit_codes[name] = await stop_bot(proc, patience=0.0)
             raise
         with trio.CancelScope(shield=True):
             # The match is over and every bot was sent `end`: give them a moment to exit by themselves.
             for name, proc in procs.items():
-                exit_codes[name] = await _stop(proc, patience=2.0)
+                exit_codes[name] = await stop_bot(proc, patience=2.0)
         # The pipes close with the process groups; a stray process that kept one open is not waited for.
         copiers.cancel_scope.deadline = trio.current_time() + 2.0
     if not outcomes:
@@ -192,7 +176,29 @@ async def play_match(
     return LaunchedMatch(outcomes[0], logs, exit_codes, refused)
 
 
-async def _copy_log(output: trio.abc.ReceiveStream, path: Path, limit: int) -> None:
+async def start_bot(bot: BotSpec, host: str, port: int, token: str) -> trio.Process:
+    """Start ``bot`` in a session of its own (so `stop_bot` reaches all it starts), told where to
+    connect and its token through its environment (docs/protocol.md), its output piped for `copy_log`."""
+    env = {
+        **os.environ,
+        "CELLARENA_HOST": host,
+        "CELLARENA_PORT": str(port),
+        "CELLARENA_TOKEN": token,
+        "CELLARENA_NAME": bot.name,
+        "PYTHONUNBUFFERED": "1",
+    }
+    return await trio.lowlevel.open_process(
+        bot.argv(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=bot.cwd,
+        start_new_session=True,
+    )
+
+
+async def copy_log(output: trio.abc.ReceiveStream, path: Path, limit: int) -> None:
     """Copy a bot's output to its log file, up to ``limit`` bytes. The rest is read and dropped, so
     that the bot never blocks on a full pipe (it would answer late for the server's sake)."""
     kept = 0
@@ -226,7 +232,7 @@ async def _watch_process(proc: trio.Process, seat: int, seating: ReservedSeating
     seating.seat_gone(seat)  # if it never connected, do not keep the others waiting
 
 
-async def _stop(proc: trio.Process, *, patience: float, grace: float = 2.0) -> int | None:
+async def stop_bot(proc: trio.Process, *, patience: float, grace: float = 2.0) -> int | None:
     """Wait ``patience`` seconds for the process to exit, then terminate its whole group, politely first."""
     with trio.move_on_after(patience):
         await proc.wait()

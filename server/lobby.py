@@ -123,6 +123,13 @@ class Lobby:
     def matches_started(self) -> int:
         return self._started
 
+    def connections_from(self, host: str) -> int:
+        """Open connections whose peer has address ``host`` (a seating's per-address limit)."""
+        if self._poller is None:
+            return 0
+        prefix = host + ":"
+        return sum(1 for conn in self._poller.targets if conn.peer.startswith(prefix))
+
     @property
     def running(self) -> list[Match]:
         """The matches under way, oldest first."""

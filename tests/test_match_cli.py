@@ -175,7 +175,7 @@ def test_a_bot_that_prints_without_end_cannot_fill_the_disk(
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full to stand for a full disk")
 async def test_a_full_disk_stops_a_log_but_not_its_reading() -> None:
-    from cellarena.server.launcher import _copy_log
+    from cellarena.server.launcher import copy_log
 
     chunks = [b"x" * 1000] * 50
     read: list[bytes] = []
@@ -185,7 +185,7 @@ async def test_a_full_disk_stops_a_log_but_not_its_reading() -> None:
             read.append(chunk)
             yield chunk
 
-    await _copy_log(output(), Path("/dev/full"), 2**20)  # type: ignore[arg-type]
+    await copy_log(output(), Path("/dev/full"), 2**20)  # type: ignore[arg-type]
     assert read == chunks  # drained to the end: the bot never blocks on its pipe
 
 

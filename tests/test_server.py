@@ -14,9 +14,10 @@ from typing import Any
 import msgpack
 import pytest
 import trio
+from wire_client import Client
 
 from cellarena.sdk import protocol
-from cellarena.sdk.protocol import FrameReader, encode
+from cellarena.sdk.protocol import encode
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import Seat, TickSettings
 from cellarena.server.poller import Poller
@@ -41,58 +42,6 @@ def _no_long_collections() -> Iterator[None]:
     gc.freeze()
     yield
     gc.unfreeze()
-
-
-class Client:
-    """A test client over a trio stream."""
-
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self.stream = stream
-        self.reader = FrameReader(protocol.MAX_SERVER_FRAME)
-        self.inbox: list[dict[str, Any]] = []
-
-    @classmethod
-    async def connect(cls, port: int) -> Client:
-        return cls(await trio.open_tcp_stream("127.0.0.1", port))
-
-    async def send(self, message: dict[str, Any]) -> None:
-        await self.stream.send_all(encode(message))
-
-    async def hello(self, name: str, **fields: Any) -> None:
-        await self.send({**protocol.hello(name, "rezzo"), **fields})
-
-    async def recv(self, timeout: float = 10.0) -> dict[str, Any] | None:
-        """The next message, or None once the server closed the connection."""
-        with trio.fail_after(timeout):
-            while not self.inbox:
-                try:
-                    data = await self.stream.receive_some(1 << 16)
-                except trio.BrokenResourceError:
-                    return None
-                if not data:
-                    return None
-                self.inbox.extend(self.reader.feed(data))
-        return self.inbox.pop(0)
-
-    async def play(self, *, answer: bool = True) -> dict[str, Any]:
-        """Answer every tick at once with no-ops until `end`; returns it."""
-        while True:
-            msg = await self.recv()
-            assert msg is not None, "the server closed a good client's connection"
-            if msg["type"] == "tick" and answer:
-                await self.send(protocol.moves(msg["tick"], [0] * len(msg["agents"])))
-            elif msg["type"] == "end":
-                return msg
-
-    async def expect_error(self, code: str) -> dict[str, Any]:
-        """Read until the error message, then check the server closed the connection."""
-        while True:
-            msg = await self.recv()
-            assert msg is not None, f"closed without an error frame (expected {code})"
-            if msg["type"] == "error":
-                assert msg["code"] == code, msg
-                assert await self.recv() is None  # and then it hung up
-                return msg
 
 
 async def start(

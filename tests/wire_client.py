@@ -1,0 +1,62 @@
+"""A test client that speaks the wire protocol over a trio stream, as a bot written from the doc would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from cellarena.sdk import protocol
+from cellarena.sdk.protocol import FrameReader, encode
+
+
+class Client:
+    """A test client over a trio stream."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.reader = FrameReader(protocol.MAX_SERVER_FRAME)
+        self.inbox: list[dict[str, Any]] = []
+
+    @classmethod
+    async def connect(cls, port: int) -> Client:
+        return cls(await trio.open_tcp_stream("127.0.0.1", port))
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.stream.send_all(encode(message))
+
+    async def hello(self, name: str, game: str = "rezzo", **fields: Any) -> None:
+        await self.send({**protocol.hello(name, game), **fields})
+
+    async def recv(self, timeout: float = 10.0) -> dict[str, Any] | None:
+        """The next message, or None once the server closed the connection."""
+        with trio.fail_after(timeout):
+            while not self.inbox:
+                try:
+                    data = await self.stream.receive_some(1 << 16)
+                except trio.BrokenResourceError:
+                    return None
+                if not data:
+                    return None
+                self.inbox.extend(self.reader.feed(data))
+        return self.inbox.pop(0)
+
+    async def play(self, *, answer: bool = True) -> dict[str, Any]:
+        """Answer every tick at once with no-ops until `end`; returns it."""
+        while True:
+            msg = await self.recv()
+            assert msg is not None, "the server closed a good client's connection"
+            if msg["type"] == "tick" and answer:
+                await self.send(protocol.moves(msg["tick"], [0] * len(msg["agents"])))
+            elif msg["type"] == "end":
+                return msg
+
+    async def expect_error(self, code: str) -> dict[str, Any]:
+        """Read until the error message, then check the server closed the connection."""
+        while True:
+            msg = await self.recv()
+            assert msg is not None, f"closed without an error frame (expected {code})"
+            if msg["type"] == "error":
+                assert msg["code"] == code, msg
+                assert await self.recv() is None  # and then it hung up
+                return msg
