@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from cellarena.arena.cli.ladder import ladder
 from cellarena.arena.cli.tournament import tournament
 from cellarena.server.cli.bench import bench
 from cellarena.server.cli.match import match
@@ -76,3 +77,4 @@ main.add_command(serve)
 main.add_command(match)
 main.add_command(replay)
 main.add_command(tournament)
+main.add_command(ladder)

@@ -1,0 +1,352 @@
+"""`cellarena ladder`: host a public ladder. Register bots, serve rated matches, print the standings.
+
+Everything a ladder keeps is in its database: a SQLite file in the ladder's folder (``--dir``,
+default ``./ladder``), or a PostgreSQL database (``--db postgresql://...``). Replays go to the
+folder's ``replays/``. A bot's token is printed once, when it is made; the database keeps only a
+hash of it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
+from cellarena.server.cli.params import FiniteFloatRange, decorate, tick_options, writable_folder
+from cellarena.server.cli.run import configure_logging, run_trio
+from cellarena.server.games.base import ConfigError
+
+if TYPE_CHECKING:
+    from cellarena.arena.ladder.store import LadderStore
+
+DB_FILE = "ladder.sqlite"
+
+
+class _Where:
+    """The ladder's folder and database, from the group's options."""
+
+    def __init__(self, folder: Path, db: str | None) -> None:
+        self.folder = folder
+        self.db = db
+
+    def open(self, *, create: bool = True) -> LadderStore:
+        from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+
+        target: str | Path = self.db if self.db else self.folder / DB_FILE
+        if not self.db:
+            writable_folder(self.folder, "--dir")
+        try:
+            return LadderStore(target, create=create)
+        except LadderStoreError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group()
+@click.option(
+    "--dir",
+    "folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("ladder"),
+    show_default=True,
+    help="The ladder's folder: its SQLite database and its replays.",
+)
+@click.option(
+    "--db",
+    default=None,
+    envvar="CELLARENA_LADDER_DB",
+    help="A PostgreSQL database instead of the folder's SQLite file: postgresql://USER@HOST/NAME "
+    "(CELLARENA_LADDER_DB; keep a password in ~/.pgpass, not here).",
+)
+@click.pass_context
+def ladder(ctx: click.Context, folder: Path, db: str | None) -> None:
+    """Host a public ladder: bots with secret tokens, a rated queue, standings that last."""
+    if db is not None and not db.startswith(("postgresql://", "postgres://")):
+        raise click.BadParameter(f"{db!r} is not a postgresql:// URL", param_hint="--db")
+    ctx.obj = _Where(folder, db)
+
+
+# ------------------------------------------------------------------------------------------ bots
+@ladder.group()
+def bot() -> None:
+    """Register, list, revoke bots and renew their tokens."""
+
+
+def _game_argument(value: str) -> str:
+    from cellarena.server.games import is_game, registry
+
+    if not is_game(value):
+        raise click.BadParameter(str(registry.unknown_game(value)), param_hint="--game")
+    return value
+
+
+@bot.command("add")
+@click.argument("name")
+@click.option("--game", required=True, help="The game the bot plays.")
+@click.option(
+    "--max-matches", type=click.IntRange(1, 100), default=1, show_default=True, help="Matches at a time."
+)
+@click.pass_obj
+def bot_add(where: _Where, name: str, game: str, max_matches: int) -> None:
+    """Register NAME and print its token, once: give it to the bot's author over a private channel."""
+    _game_argument(game)
+    with where.open() as store:
+        try:
+            record, token = store.add_bot(name, game, max_matches=max_matches)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="NAME") from None
+    click.echo(
+        f"registered {record.name} for {record.game}; its token (shown once, keep it secret):", err=True
+    )
+    click.echo(token.secret)
+
+
+@bot.command("rotate")
+@click.argument("name")
+@click.pass_obj
+def bot_rotate(where: _Where, name: str) -> None:
+    """Give NAME a new token (printed once); the old one stops working at once."""
+    with where.open() as store:
+        token = _known(store.rotate, name)
+    click.echo(f"new token for {name} (the old one no longer works):", err=True)
+    click.echo(token.secret)
+
+
+@bot.command("revoke")
+@click.argument("name")
+@click.pass_obj
+def bot_revoke(where: _Where, name: str) -> None:
+    """Stop NAME from playing: its token no longer works; its matches stay in the history."""
+    with where.open() as store:
+        _known(store.revoke, name)
+    click.echo(f"revoked {name}")
+
+
+@bot.command("list")
+@click.option("--game", default=None, help="Only this game's bots.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per bot.")
+@click.pass_obj
+def bot_list(where: _Where, game: str | None, as_json: bool) -> None:
+    """Every registered bot (never its token)."""
+    with where.open() as store:
+        bots = store.list_bots(game)
+    for record in bots:
+        if as_json:
+            click.echo(json.dumps(record.to_json()))
+        else:
+            state = "revoked" if record.revoked else "active"
+            house = f"  house: {record.house_command}" if record.house_command else ""
+            click.echo(f"{record.name:24} {record.game:12} {state:8} max {record.max_matches}{house}")
+
+
+def _known(action: Any, name: str) -> Any:
+    from cellarena.arena.ladder.store import UnknownBotError
+
+    try:
+        return action(name)
+    except UnknownBotError as exc:
+        raise click.BadParameter(str(exc), param_hint="NAME") from None
+
+
+# ------------------------------------------------------------------------------------------ house bots
+@ladder.group()
+def house() -> None:
+    """Bots the ladder starts itself when a bot would otherwise wait alone."""
+
+
+@house.command("add")
+@click.argument("name")
+@click.argument("command")
+@click.option("--game", required=True, help="The game the bot plays.")
+@click.pass_obj
+def house_add(where: _Where, name: str, command: str, game: str) -> None:
+    """Register NAME, started with COMMAND (run from the folder `ladder serve` runs in), e.g.
+    cellarena ladder house add builder "python example_bots/rezzo/builder.py" --game rezzo"""
+    from cellarena.server.launcher import BotSpec
+
+    _game_argument(game)
+    try:
+        BotSpec.parse(f"{name}={command}")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="COMMAND") from None
+    with where.open() as store:
+        try:
+            record, _ = store.add_bot(name, game, house_command=command)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="NAME") from None
+    click.echo(f"registered house bot {record.name} for {record.game}: {command}")
+
+
+# ------------------------------------------------------------------------------------------ standings
+@ladder.command()
+@click.argument("game")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_obj
+def standings(where: _Where, game: str, as_json: bool) -> None:
+    """GAME's table: rating (mu - 3 sigma), matches, wins, draws, losses."""
+    _game_argument(game)
+    with where.open() as store:
+        table = store.standings(game)
+    if as_json:
+        click.echo(json.dumps({"game": game, "standings": [s.to_json() for s in table]}))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Table(title=f"{game} ladder")
+    for col in ("rank", "bot", "rating", "mu", "sigma", "matches", "W", "D", "L"):
+        out.add_column(col, justify="left" if col == "bot" else "right")
+    for s in table:
+        out.add_row(
+            str(s.rank),
+            s.bot,
+            f"{s.rating:.2f}",
+            f"{s.mu:.2f}",
+            f"{s.sigma:.2f}",
+            str(s.matches),
+            str(s.wins),
+            str(s.draws),
+            str(s.losses),
+        )
+    Console(highlight=False).print(out)
+
+
+# ------------------------------------------------------------------------------------------ serve
+def _serve_command(game: str) -> click.Command:
+    from cellarena.server.games import plugin
+
+    game_plugin = plugin(game)
+    cli = game_plugin.game_cli()
+
+    def serve_game(
+        maps: str | None,
+        tick_rate: float,
+        budget_ms: float | None,
+        fast: bool,
+        host: str,
+        port: int,
+        grace: float,
+        house_after: float,
+        insecure: bool,
+        seed: int,
+        verbose: bool,
+        **game_values: Any,
+    ) -> None:
+        import gc
+
+        from cellarena.arena.ladder.seating import LadderRules, is_loopback
+        from cellarena.arena.ladder.service import LadderConfig, build, run_ladder
+        from cellarena.server.match import TickSettings
+
+        where = click.get_current_context().find_object(_Where)
+        assert where is not None  # the ladder group made it
+        configure_logging(verbose)
+        pool: tuple[str | None, ...] = (None,)
+        if maps:
+            if cli.map_key is None:
+                raise click.BadParameter(f"{game} has no maps", param_hint="--maps")
+            pool = tuple(m.strip() for m in maps.split(",") if m.strip())
+        elif cli.map_key is not None and cli.default_maps:
+            pool = tuple(cli.default_maps)
+        replay_dir = writable_folder(where.folder / "replays", "--dir")
+        config = LadderConfig(
+            game,
+            engine_config(game, game_values),
+            map_key=cli.map_key,
+            maps=pool,
+            settings=TickSettings(tick_rate=tick_rate, budget_ms=budget_ms, fast=fast, reconnect_grace=grace),
+            host=host,
+            port=port,
+            rules=LadderRules(insecure=insecure),
+            replay_dir=replay_dir,
+            log_dir=writable_folder(where.folder / "logs", "--dir"),
+            house_after=house_after,
+            seed=seed,
+        )
+        if not is_loopback(host) and not insecure:
+            click.echo(
+                f"{host} is not a loopback address: bots must connect with TLS to send their tokens "
+                "(--insecure allows plain TCP, and so tokens in clear)",
+                err=True,
+            )
+        store = where.open()
+        try:
+            try:
+                build(store, config)  # the config and every map of the pool, checked before serving
+            except ConfigError as exc:
+                raise config_error(game, exc) from None
+            gc.collect()
+            gc.freeze()
+
+            def listening(bound: int) -> None:
+                click.echo(
+                    f"ladder: {game} on {host}:{bound}, maps {', '.join(m or 'default' for m in pool)}; "
+                    f"database {store.where}; Ctrl-C stops",
+                    err=True,
+                )
+
+            async def main() -> None:
+                await run_ladder(
+                    store, config, on_listening=listening, notify=lambda text: click.echo(text, err=True)
+                )
+
+            try:
+                run_trio(main)
+            except OSError as exc:
+                raise click.ClickException(str(exc)) from None
+            except KeyboardInterrupt:
+                click.echo("stopped", err=True)
+        finally:
+            store.close()
+
+    options = [
+        *cli.options,
+        click.option(
+            "--maps",
+            default=None,
+            help="The map pool, comma-separated. [default: the game's tournament maps]",
+        ),
+        *tick_options(game_plugin.engine_class()),
+        click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
+        click.option(
+            "--port",
+            default=7777,
+            show_default=True,
+            type=click.IntRange(0, 65535),
+            help="TCP port (0: any).",
+        ),
+        click.option(
+            "--grace",
+            default=5.0,
+            show_default=True,
+            type=FiniteFloatRange(0, 300),
+            help="Seconds a bot whose connection dropped keeps its seat, to come back with its token.",
+        ),
+        click.option(
+            "--house-after",
+            default=5.0,
+            show_default=True,
+            type=FiniteFloatRange(0, 3600),
+            help="Seconds a bot waits alone before a house bot is started to play it.",
+        ),
+        click.option(
+            "--insecure",
+            is_flag=True,
+            help="Accept tokens over plain TCP from other machines (they cross the network in clear).",
+        ),
+        click.option(
+            "--seed", default=0, show_default=True, type=int, help="Seed of the matchmaker's draws."
+        ),
+        click.option("-v", "--verbose", is_flag=True, help="Log connections, the queue and matches."),
+    ]
+    doc = (
+        f"Serve a {game} ladder ({game_plugin.summary}): registered bots connect with their tokens, "
+        "queue, and play rated matches against bots of close rating. Ctrl-C or SIGTERM stops; "
+        "matches under way are voided (no rating change)."
+    )
+    return click.command(game, help=doc)(decorate(serve_game, options))
+
+
+ladder.add_command(GameGroup("serve", factory=_serve_command, help="Serve a ladder of one game."))

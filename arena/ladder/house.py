@@ -1,0 +1,110 @@
+"""House bots: bots the ladder launches itself, so that a bot waiting alone still gets a match.
+
+A house bot is registered with the command that starts it (`cellarena ladder house add`). When a
+bot has waited ``after`` seconds in the queue and a house bot of the game is idle (not queued, not
+playing, not starting), the ladder starts the idle house bot whose rating is closest to the longest
+waiter's. It runs as a match's bots do (`cellarena.server.launcher.start_bot`): in a session of its
+own, told where to connect and its token through its environment, its output in a capped log. It
+plays one match and exits; the next time it is needed it starts again.
+
+The store keeps only a hash of every token, so each launch gives the house bot a new token
+(`LadderStore.rotate`): the one it was started with is the only one that works.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import trio
+
+from cellarena.arena.ladder.records import BotRecord
+from cellarena.arena.ladder.seating import LadderSeating
+from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+from cellarena.arena.ratings import initial
+from cellarena.server.launcher import LOG_LIMIT, BotSpec, copy_log, start_bot, stop_bot
+
+log = logging.getLogger("cellarena.ladder")
+
+
+class HouseBots:
+    """Starts house bots for bots that wait too long; `run` is its task, beside the lobby's."""
+
+    def __init__(
+        self,
+        store: LadderStore,
+        seating: LadderSeating,
+        log_dir: Path,
+        *,
+        after: float = 5.0,
+        every: float = 0.5,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.store = store
+        self.seating = seating
+        self.log_dir = log_dir
+        self.after = after
+        self.every = every
+        self.host = host
+        #: House bots whose process runs, by name.
+        self.running: dict[str, trio.Process] = {}
+
+    async def run(self, port: int) -> None:
+        """Look at the queue every ``every`` seconds until cancelled; then stop every house bot."""
+        try:
+            async with trio.open_nursery() as nursery:
+                while True:
+                    await trio.sleep(self.every)
+                    needed = self._needed()
+                    if needed is not None:
+                        await self._launch(nursery, needed, port)
+        finally:
+            with trio.CancelScope(shield=True):
+                for proc in list(self.running.values()):
+                    await stop_bot(proc, patience=0.0)
+
+    def _needed(self) -> BotRecord | None:
+        """The idle house bot to start now, or None: nobody waited long enough, or no house bot is free."""
+        now = trio.current_time()
+        waiting = [
+            q for q in self.seating.queue.values() if now - q.since >= self.after and q.bot.kind != "house"
+        ]
+        if not waiting:
+            return None
+        busy = set(self.running) | set(self.seating.queue) | self.seating.playing()
+        idle = [b for b in self.seating.house_bots() if b.name not in busy]
+        if not idle:
+            return None
+        longest = min(waiting, key=lambda q: q.since)
+        ratings = self.seating.ratings
+        target = ratings.get(longest.bot.name, initial()).mu
+        return min(idle, key=lambda b: (abs(ratings.get(b.name, initial()).mu - target), b.name))
+
+    async def _launch(self, nursery: trio.Nursery, bot: BotRecord, port: int) -> None:
+        assert bot.house_command is not None
+        try:
+            token = await trio.to_thread.run_sync(self.store.rotate, bot.name)
+        except LadderStoreError as exc:
+            log.error("cannot start house bot %s: %s", bot.name, exc)
+            return
+        spec = BotSpec(bot.name, bot.house_command)
+        path = self.log_dir / f"house-{bot.name}.log"
+        try:
+            proc = await start_bot(spec, self.host, port, token.secret)
+        except OSError as exc:
+            log.error("cannot start house bot %s (%r): %s", bot.name, bot.house_command, exc)
+            return
+        log.info("started house bot %s for a bot that waited %g s", bot.name, self.after)
+        self.running[bot.name] = proc
+        assert proc.stdout is not None
+        nursery.start_soon(copy_log, proc.stdout, path, LOG_LIMIT)
+        nursery.start_soon(self._reap, bot.name, proc)
+
+    async def _reap(self, name: str, proc: trio.Process) -> None:
+        """Wait for a house bot to end its match and exit; then stop what it left in its session."""
+        try:
+            await proc.wait()
+        finally:
+            with trio.CancelScope(shield=True):
+                await stop_bot(proc, patience=0.0)
+            self.running.pop(name, None)

@@ -1,0 +1,126 @@
+"""A ladder as a service: the store, a lobby seating from the rated queue, until a signal stops it.
+
+Start-up voids the matches a previous run left under way (a SIGKILL, a power cut): they have no
+result and change no rating. A graceful stop voids the ones it cuts short the same way, so every
+match in the store ends either finished, whole, or void.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from cellarena.arena.ladder.house import HouseBots
+from cellarena.arena.ladder.matchmaker import Policy
+from cellarena.arena.ladder.seating import LadderRules, LadderSeating
+from cellarena.arena.ladder.store import LadderStore
+from cellarena.server.games import get_engine
+from cellarena.server.games.base import ConfigError, Engine
+from cellarena.server.lobby import Lobby, LobbyConfig
+from cellarena.server.match import Recorder, TickSettings
+from cellarena.server.replay import ReplayWriter
+from cellarena.server.service import serve_until_signalled
+
+log = logging.getLogger("cellarena.ladder")
+
+
+@dataclass(frozen=True)
+class LadderConfig:
+    """What one ladder plays: one game, its base config, the map pool, pacing and limits."""
+
+    game: str
+    #: The engine config of every match; the map pool's key (``map_key``) is set per match.
+    engine_config: dict[str, Any]
+    #: The config key a map goes in (the game plugin's ``map_key``), or None if the game has no maps.
+    map_key: str | None = None
+    #: The pool (None: the base config's own map).
+    maps: tuple[str | None, ...] = (None,)
+    settings: TickSettings = field(default_factory=lambda: TickSettings(reconnect_grace=5.0))
+    host: str = "127.0.0.1"
+    port: int = 7777
+    rules: LadderRules = field(default_factory=LadderRules)
+    #: Where replays go (``ladder-<match id>.replay``), or None for none.
+    replay_dir: Path | None = None
+    #: Where house bots' logs go; None: house bots are not started.
+    log_dir: Path | None = None
+    #: Seconds a bot waits in the queue before a house bot is started for it.
+    house_after: float = 5.0
+    seed: int = 0
+
+    def config_for(self, map_name: str | None) -> dict[str, Any]:
+        if map_name is None or self.map_key is None:
+            return dict(self.engine_config)
+        return {**self.engine_config, self.map_key: map_name}
+
+
+def build(store: LadderStore, config: LadderConfig) -> tuple[Lobby, LadderSeating]:
+    """The lobby and its ladder seating. Every map of the pool is loaded here, so a bad config or
+    map fails (ConfigError) before anyone connects."""
+    engine_class = get_engine(config.game)
+    players = {engine_class.new(config.config_for(m), config.seed).players for m in config.maps}
+    if len(players) != 1:
+        raise ConfigError(
+            f"the maps of a ladder's pool must have the same seats; these have {sorted(players)}"
+        )
+    seating = LadderSeating(
+        store,
+        config.game,
+        Policy(seats=players.pop(), maps=config.maps),
+        config.config_for,
+        rules=config.rules,
+        seed=config.seed,
+    )
+
+    def recorder(number: int, engine: Engine, names: list[str], seed: int) -> Recorder | None:
+        ladder_id = seating.starting_id
+        if config.replay_dir is None or ladder_id is None:
+            return None
+        path = config.replay_dir / f"ladder-{ladder_id:06d}.replay"
+        seating.replays[ladder_id] = str(path)
+        return ReplayWriter(path, engine, seed=seed, names=names)
+
+    lobby_config = LobbyConfig(
+        config.game,
+        config.config_for(config.maps[0]),
+        config.settings,
+        host=config.host,
+        port=config.port,
+        matches=None,
+        seed=config.seed,
+        recorder=recorder,
+        on_result=seating.record,
+    )
+    return Lobby(lobby_config, seating), seating
+
+
+async def run_ladder(
+    store: LadderStore,
+    config: LadderConfig,
+    *,
+    on_listening: Callable[[int], None] = lambda port: None,
+    notify: Callable[[str], None] = lambda text: None,
+) -> None:
+    """Serve the ladder until a signal (or cancellation) stops it; see the module docstring."""
+    voided = await trio.to_thread.run_sync(store.void_running)
+    if voided:
+        notify(f"voided {len(voided)} match(es) a previous run left under way")
+    lobby, seating = build(store, config)
+    try:
+        async with trio.open_nursery() as nursery:
+
+            def listening(port: int) -> None:
+                on_listening(port)
+                if config.log_dir is not None:
+                    house = HouseBots(store, seating, config.log_dir, after=config.house_after)
+                    nursery.start_soon(house.run, port)
+
+            await serve_until_signalled(lobby, on_listening=listening, notify=notify)
+            nursery.cancel_scope.cancel()  # the house bots' task, which stops them
+    finally:
+        with trio.CancelScope(shield=True):
+            await seating.void_unfinished("the ladder stopped while it was under way")

@@ -1,0 +1,166 @@
+"""`cellarena ladder`: bots and their tokens from the command line, and a served ladder that survives
+SIGKILL with its standings whole."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import trio
+from cellarena_cli import CLI, ROOT, cellarena
+from wire_client import Client
+
+from cellarena.arena.ladder.store import LadderStore
+from cellarena.sdk import protocol
+
+
+def ladder(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return cellarena("ladder", "--dir", str(folder), *args)
+
+
+def test_a_token_is_printed_once_and_stored_only_as_a_hash(tmp_path: Path) -> None:
+    added = ladder(tmp_path, "bot", "add", "alice", "--game", "rezzo")
+    assert added.returncode == 0, added.stderr
+    token = added.stdout.strip()
+    assert re.fullmatch(r"cla_[A-Za-z0-9_-]{43}", token)  # stdout is the token alone: easy to pipe
+    assert "shown once" in added.stderr
+    listed = ladder(tmp_path, "bot", "list")
+    assert "alice" in listed.stdout and "rezzo" in listed.stdout and token not in listed.stdout
+    assert json.loads(ladder(tmp_path, "bot", "list", "--json").stdout)["name"] == "alice"
+    assert token.encode() not in (tmp_path / "ladder.sqlite").read_bytes()
+    with LadderStore(tmp_path / "ladder.sqlite") as store:
+        alice = store.authenticate(token)
+        assert alice is not None and alice.name == "alice"
+
+
+def test_rotate_and_revoke(tmp_path: Path) -> None:
+    old = ladder(tmp_path, "bot", "add", "alice", "--game", "rezzo").stdout.strip()
+    new = ladder(tmp_path, "bot", "rotate", "alice").stdout.strip()
+    assert new.startswith("cla_") and new != old
+    with LadderStore(tmp_path / "ladder.sqlite") as store:
+        assert store.authenticate(old) is None and store.authenticate(new) is not None
+    assert ladder(tmp_path, "bot", "revoke", "alice").returncode == 0
+    with LadderStore(tmp_path / "ladder.sqlite") as store:
+        assert store.authenticate(new) is None
+    assert "revoked" in ladder(tmp_path, "bot", "list").stdout
+
+
+def test_bad_arguments_say_what_is_wrong(tmp_path: Path) -> None:
+    wrong_game = ladder(tmp_path, "bot", "add", "alice", "--game", "chess")
+    assert wrong_game.returncode == 2 and "unknown game 'chess'" in wrong_game.stderr
+    assert "rezzo" in wrong_game.stderr  # names the known games
+    nobody = ladder(tmp_path, "bot", "revoke", "nobody")
+    assert nobody.returncode == 2 and "nobody" in nobody.stderr and "NAME" in nobody.stderr
+    ladder(tmp_path, "bot", "add", "alice", "--game", "rezzo")
+    twice = ladder(tmp_path, "bot", "add", "alice", "--game", "rezzo")
+    assert twice.returncode == 1 and "already a bot named 'alice'" in twice.stderr
+    bad_db = cellarena("ladder", "--db", "mysql://x", "bot", "list")
+    assert bad_db.returncode == 2 and "--db" in bad_db.stderr
+    bad_map = ladder(tmp_path, "serve", "rezzo", "--maps", "duel,nowhere", "--port", "0")
+    assert bad_map.returncode == 2 and "nowhere" in bad_map.stderr
+
+
+# ------------------------------------------------------------------------------------------ serve
+def serve(folder: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
+    """`cellarena ladder serve rezzo` on a free port: the process and its port."""
+    pacing = ["--max-ticks", "30", "--tick-rate", "30", "--budget-ms", "25", "--grace", "0", *extra]
+    proc = subprocess.Popen(
+        [*CLI, "ladder", "--dir", str(folder), "serve", "rezzo", "--port", "0", *pacing],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if found := re.search(r"on 127\.0\.0\.1:(\d+)", line):
+            return proc, int(found.group(1))
+    raise AssertionError(f"the ladder did not start: {''.join(lines)}")
+
+
+async def keep_playing(port: int, name: str, token: str, ends: list[dict[str, Any]]) -> None:
+    """A ladder bot: join, answer every tick, and join again after each end, until the server is gone."""
+    while True:
+        try:
+            client = await Client.connect(port)
+            await client.hello(name, token=token)
+            while (msg := await client.recv(timeout=20)) is not None:
+                if msg["type"] == "tick":
+                    await client.send(protocol.moves(msg["tick"], [0] * len(msg["agents"])))
+                elif msg["type"] == "end":
+                    ends.append(msg)
+                    break
+                elif msg["type"] == "error":
+                    break
+            else:
+                return  # hung up mid-match: the server died
+        except OSError:
+            return
+
+
+async def test_a_ladder_killed_mid_match_restarts_with_identical_standings(tmp_path: Path) -> None:
+    tokens = {n: ladder(tmp_path, "bot", "add", n, "--game", "rezzo").stdout.strip() for n in ("a", "b")}
+    proc, port = serve(tmp_path)
+    ends: list[dict[str, Any]] = []
+    try:
+        with trio.fail_after(60):
+            async with trio.open_nursery() as bots:
+                for name, token in tokens.items():
+                    bots.start_soon(keep_playing, port, name, token, ends)
+                while len(ends) < 4:  # two whole matches, each ended for both bots
+                    await trio.sleep(0.01)
+                await trio.sleep(0.3)  # the third is under way
+                os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    with LadderStore(tmp_path / "ladder.sqlite") as store:
+        before = [s.to_json() for s in store.standings("rezzo")]
+        statuses = sorted(m.status for m in store.matches("rezzo"))
+    assert statuses.count("finished") >= 2 and statuses.count("running") == 1
+    table = ladder(tmp_path, "standings", "rezzo", "--json")
+    assert json.loads(table.stdout)["standings"] == before
+
+    proc, port = serve(tmp_path)  # start again: the match cut short is void, nothing else changes
+    try:
+        with LadderStore(tmp_path / "ladder.sqlite") as store:
+            after = [s.to_json() for s in store.standings("rezzo")]
+            matches = store.matches("rezzo")
+        assert after == before
+        assert sorted(m.status for m in matches) == [s if s != "running" else "void" for s in statuses]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+
+
+async def test_a_bot_alone_in_the_queue_plays_a_house_bot(tmp_path: Path) -> None:
+    token = ladder(tmp_path, "bot", "add", "loner", "--game", "rezzo").stdout.strip()
+    house = ladder(
+        tmp_path, "house", "add", "builder", "python example_bots/rezzo/builder.py", "--game", "rezzo"
+    )
+    assert house.returncode == 0, house.stderr
+    proc, port = serve(tmp_path, "--house-after", "0.2")
+    ends: list[dict[str, Any]] = []
+    try:
+        with trio.fail_after(60):
+            async with trio.open_nursery() as bots:
+                bots.start_soon(keep_playing, port, "loner", token, ends)
+                while len(ends) < 2:  # two matches, each against a house bot started for it
+                    await trio.sleep(0.01)
+                bots.cancel_scope.cancel()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    with LadderStore(tmp_path / "ladder.sqlite") as store:
+        finished = [m for m in store.matches("rezzo") if m.status == "finished"]
+        assert len(finished) >= 2
+        assert all({s.bot for s in m.seats} == {"loner", "builder"} for m in finished)
+        assert {s.bot: s.matches for s in store.standings("rezzo")}["builder"] >= 2
+    assert (tmp_path / "logs" / "house-builder.log").exists()

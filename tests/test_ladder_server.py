@@ -1,0 +1,285 @@
+"""The ladder over real TCP: identified bots queue, play rated matches that the store keeps, come back.
+
+Each test runs a ladder (`cellarena.arena.ladder.service.build`) on a free loopback port with its
+own SQLite store, and bots written from docs/protocol.md (`wire_client.Client`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import trio
+from wire_client import Client
+
+from cellarena.arena.ladder.seating import LadderRules, LadderSeating
+from cellarena.arena.ladder.service import LadderConfig, build
+from cellarena.arena.ladder.store import LadderStore
+from cellarena.sdk import protocol
+from cellarena.server.lobby import Lobby
+from cellarena.server.match import TickSettings
+from cellarena.server.replay import read_replay, verify
+
+FAST = TickSettings(fast=True, budget_ms=1000)
+
+
+@dataclass
+class Ladder:
+    lobby: Lobby
+    seating: LadderSeating
+    store: LadderStore
+    tokens: dict[str, str]
+
+    @property
+    def port(self) -> int:
+        assert self.lobby.port is not None
+        return self.lobby.port
+
+
+@pytest.fixture
+async def nursery() -> AsyncIterator[trio.Nursery]:
+    async with trio.open_nursery() as n:
+        yield n
+        n.cancel_scope.cancel()
+
+
+async def open_ladder(
+    nursery: trio.Nursery,
+    tmp_path: Path,
+    bots: tuple[str, ...] = ("alice", "bob"),
+    *,
+    settings: TickSettings = FAST,
+    ticks: int = 20,
+    **rules: Any,
+) -> Ladder:
+    store = LadderStore(tmp_path / "ladder.sqlite")
+    store.void_running()
+    tokens = {name: store.add_bot(name, "rezzo")[1].secret for name in bots}
+    config = LadderConfig(
+        "rezzo",
+        {"map": "duel", "max_ticks": ticks},
+        map_key="map",
+        maps=("duel",),
+        settings=settings,
+        port=0,
+        rules=LadderRules(**{"match_every": 0.02, **rules}),
+        replay_dir=tmp_path / "replays",
+    )
+    (tmp_path / "replays").mkdir(exist_ok=True)
+    lobby, seating = build(store, config)
+    await nursery.start(lobby.serve)
+    return Ladder(lobby, seating, store, tokens)
+
+
+async def join(ladder: Ladder, name: str, token: str | None = None) -> Client:
+    client = await Client.connect(ladder.port)
+    await client.hello(name, token=ladder.tokens[name] if token is None else token)
+    return client
+
+
+async def play_one(client: Client, *, drop_at: int | None = None) -> list[dict[str, Any]]:
+    """Answer every tick with no-ops until `end` (or hang up at tick ``drop_at``); what arrived."""
+    seen = []
+    while (msg := await client.recv(timeout=30)) is not None:
+        seen.append(msg)
+        if msg["type"] == "tick":
+            if drop_at is not None and msg["tick"] >= drop_at:
+                await client.stream.aclose()
+                break
+            await client.send(protocol.moves(msg["tick"], [0] * len(msg["agents"])))
+        elif msg["type"] in ("end", "error"):
+            break
+    return seen
+
+
+async def wait_for(condition: Any, timeout: float = 10.0) -> None:
+    with trio.fail_after(timeout):
+        while not condition():
+            await trio.sleep(0.01)
+
+
+# ------------------------------------------------------------------------------------------ play
+async def test_two_bots_play_rated_matches_and_queue_again(nursery: trio.Nursery, tmp_path: Path) -> None:
+    ladder = await open_ladder(nursery, tmp_path)
+    ends: dict[str, list[dict[str, Any]]] = {"alice": [], "bob": []}
+
+    async def bot(name: str) -> None:
+        for _ in range(3):  # a ladder bot comes back after each match
+            seen = await play_one(await join(ladder, name))
+            assert seen[0]["type"] == "welcome" and seen[0]["names"] in (["alice", "bob"], ["bob", "alice"])
+            ends[name].append(seen[-1])
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as bots:
+            bots.start_soon(bot, "alice")
+            bots.start_soon(bot, "bob")
+    assert all(e["type"] == "end" for e in ends["alice"] + ends["bob"])
+    await wait_for(lambda: len(ladder.store.matches("rezzo")) == 3 and not ladder.seating.live)
+    await wait_for(lambda: all(m.status == "finished" for m in ladder.store.matches("rezzo")))
+    matches = ladder.store.matches("rezzo")
+    assert [s.matches for s in ladder.store.standings("rezzo")] == [3, 3]
+    # Seats alternate: nobody keeps the same side in consecutive matches.
+    firsts = [m.seats[0].bot for m in sorted(matches, key=lambda m: m.id)]
+    assert firsts[0] != firsts[1] and firsts[1] != firsts[2]
+    for m in matches:  # every match has a replay that re-simulates to the same end
+        assert m.replay is not None and verify(read_replay(m.replay)).ok
+    assert "cla_" not in "".join(Path(m.replay).read_bytes().decode("latin-1") for m in matches)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------ identities
+async def test_a_wrong_token_is_refused_and_many_lock_the_address_out(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    ladder = await open_ladder(nursery, tmp_path, failed_tokens=3, lockout=60.0)
+    for token in ("cla_wrong", "", "cla_" + "x" * 43):
+        client = await join(ladder, "alice", token)
+        msg = await client.expect_error(protocol.BAD_HELLO)
+        assert "unknown or revoked token" in msg["message"]
+        assert not token or token not in msg["message"]  # a token is never echoed back
+    client = await join(ladder, "alice")  # the right token, but from a locked-out address
+    msg = await client.expect_error(protocol.LOCKED_OUT)
+    assert "refused for another" in msg["message"]
+
+
+async def test_a_missing_or_revoked_token_is_a_bad_hello(nursery: trio.Nursery, tmp_path: Path) -> None:
+    ladder = await open_ladder(nursery, tmp_path)
+    client = await Client.connect(ladder.port)
+    await client.hello("alice")  # no token at all
+    assert "token" in (await client.expect_error(protocol.BAD_HELLO))["message"]
+    await trio.to_thread.run_sync(ladder.store.revoke, "bob")
+    client = await join(ladder, "bob")
+    await client.expect_error(protocol.BAD_HELLO)
+
+
+async def test_a_bot_may_queue_once(nursery: trio.Nursery, tmp_path: Path) -> None:
+    ladder = await open_ladder(nursery, tmp_path)
+    first = await join(ladder, "alice")
+    await wait_for(lambda: "alice" in ladder.seating.queue)
+    second = await join(ladder, "alice")
+    msg = await second.expect_error(protocol.BUSY)
+    assert "already has a connection in the queue" in msg["message"]
+    assert not ladder.seating.queue["alice"].conn.closed  # the first one still waits
+    await first.stream.aclose()
+    await wait_for(lambda: "alice" not in ladder.seating.queue)  # and a bot that leaves is forgotten
+
+
+async def test_the_queue_has_a_cap(nursery: trio.Nursery, tmp_path: Path) -> None:
+    ladder = await open_ladder(nursery, tmp_path, ("alice", "bob", "carol"), max_queue=1)
+    alice = await join(ladder, "alice")
+    await wait_for(lambda: "alice" in ladder.seating.queue)
+    msg = await (await join(ladder, "carol")).expect_error(protocol.QUEUE_FULL)
+    assert "come back" in msg["message"]
+    assert not alice.stream.socket.is_readable()  # alice still waits, untouched
+
+
+async def test_tokens_cross_a_network_only_over_tls() -> None:
+    seating = LadderSeating(None, "rezzo", None, dict)  # type: ignore[arg-type]
+    seating.lobby = SimpleNamespace(connections_from=lambda host: 1)  # type: ignore[assignment]
+    hello = {**protocol.hello("alice", "rezzo"), "token": "cla_x"}
+    remote = SimpleNamespace(peer="203.0.113.9:40000", tls=False)
+    assert seating.check(remote, hello)[0] == protocol.TLS_REQUIRED  # type: ignore[arg-type, index]
+    assert seating.check(SimpleNamespace(peer="203.0.113.9:4", tls=True), hello) is None  # type: ignore[arg-type]
+    assert seating.check(SimpleNamespace(peer="127.0.0.1:4", tls=False), hello) is None  # type: ignore[arg-type]
+    seating.rules = LadderRules(insecure=True)
+    assert seating.check(remote, hello) is None  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------ reconnection
+REALTIME = TickSettings(tick_rate=20.0, budget_ms=40, reconnect_grace=3.0)
+
+
+async def test_a_bot_that_drops_mid_match_and_comes_back_keeps_its_seat(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    ladder = await open_ladder(nursery, tmp_path, settings=REALTIME, ticks=40)
+    back: list[dict[str, Any]] = []
+    with trio.fail_after(30):
+        async with trio.open_nursery() as bots:
+            bots.start_soon(play_one, await join(ladder, "bob"))
+            await play_one(await join(ladder, "alice"), drop_at=10)  # a network blip
+            await trio.sleep(0.2)
+            back = await play_one(await join(ladder, "alice"))
+    assert back[0]["type"] == "welcome" and back[-1]["type"] == "end" and back[-1]["ticks"] == 40
+    await wait_for(lambda: ladder.store.matches("rezzo")[0].status == "finished")
+    (match,) = ladder.store.matches("rezzo")
+    alice = next(s for s in match.seats if s.bot == "alice")
+    assert not alice.forfeit and alice.late >= 1  # the ticks it was away count as late
+
+
+async def test_a_bot_that_never_comes_back_forfeits_after_the_grace(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    settings = TickSettings(tick_rate=20.0, budget_ms=40, reconnect_grace=0.5)
+    ladder = await open_ladder(nursery, tmp_path, settings=settings, ticks=400)
+    with trio.fail_after(30):
+        async with trio.open_nursery() as bots:
+            bots.start_soon(play_one, await join(ladder, "bob"))
+            await play_one(await join(ladder, "alice"), drop_at=5)
+    await wait_for(lambda: ladder.store.matches("rezzo")[0].status == "finished")
+    (match,) = ladder.store.matches("rezzo")
+    assert match.winner == "bob"
+    alice = next(s for s in match.seats if s.bot == "alice")
+    assert alice.forfeit and alice.rank == 2
+    assert match.ticks is not None and 10 < match.ticks < 400  # it kept its seat for the grace first
+
+
+async def test_a_match_cut_short_by_a_stop_is_void(nursery: trio.Nursery, tmp_path: Path) -> None:
+    ladder = await open_ladder(nursery, tmp_path, settings=REALTIME, ticks=100_000)
+    for name in ("alice", "bob"):
+        nursery.start_soon(play_one, await join(ladder, name))
+    await wait_for(lambda: bool(ladder.seating.live))
+    assert await ladder.lobby.shutdown() == 1
+    await ladder.seating.void_unfinished("the ladder stopped")
+    (match,) = ladder.store.matches("rezzo")
+    assert match.status == "void"
+    assert all(s.matches == 0 for s in ladder.store.standings("rezzo"))  # no rating changed
+
+
+# ------------------------------------------------------------------------------------------ faults
+async def test_one_address_may_hold_only_so_many_connections(nursery: trio.Nursery, tmp_path: Path) -> None:
+    ladder = await open_ladder(
+        nursery, tmp_path, ("alice", "bob", "carol", "dave"), max_connections_per_address=3
+    )
+    idle = [await Client.connect(ladder.port) for _ in range(3)]  # no hello yet: they count too
+    flood = await join(ladder, "alice")
+    msg = await flood.expect_error(protocol.TOO_MANY_CONNECTIONS)
+    assert "127.0.0.1 has 3 connections open" in msg["message"]
+    for client in idle:
+        await client.stream.aclose()
+    await wait_for(lambda: ladder.lobby.connections_from("127.0.0.1") == 0)
+    calm = await join(ladder, "alice")  # once they are gone, the address may connect again
+    await wait_for(lambda: "alice" in ladder.seating.queue)
+    await calm.stream.aclose()
+
+
+async def test_a_database_that_stops_taking_writes_costs_no_match_and_no_half_result(
+    nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cellarena.arena.ladder.store import LadderStoreError
+
+    ladder = await open_ladder(nursery, tmp_path)
+
+    def full(*_args: Any, **_kw: Any) -> Any:
+        raise LadderStoreError(f"{tmp_path}/ladder.sqlite: the disk is full; free some space")
+
+    # Results cannot be written: the match is played to its end all the same, and stays running
+    # in the store (voided at the next start), never half-recorded.
+    monkeypatch.setattr(ladder.store, "finish_match", full)
+    with trio.fail_after(30):
+        async with trio.open_nursery() as bots:
+            for name in ("alice", "bob"):
+                bots.start_soon(play_one, await join(ladder, name))
+    await wait_for(lambda: not ladder.seating.live)
+    (match,) = ladder.store.matches("rezzo")
+    assert match.status == "running" and all(s.rank is None for s in match.seats)
+    # New matches cannot be written down either: the bots are told to come back later.
+    monkeypatch.setattr(ladder.store, "begin_match", full)
+    clients = [await join(ladder, name) for name in ("alice", "bob")]
+    for client in clients:
+        msg = await client.expect_error(protocol.SHUTDOWN)
+        assert "come back later" in msg["message"]
+    assert len(ladder.store.matches("rezzo")) == 1
