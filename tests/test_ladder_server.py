@@ -6,6 +6,7 @@ own SQLite store, and bots written from docs/protocol.md (`wire_client.Client`).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -283,3 +284,25 @@ async def test_a_database_that_stops_taking_writes_costs_no_match_and_no_half_re
         msg = await client.expect_error(protocol.SHUTDOWN)
         assert "come back later" in msg["message"]
     assert len(ladder.store.matches("rezzo")) == 1
+
+
+# ------------------------------------------------------------------------------------------ house bots
+async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    from cellarena.arena.ladder.house import HouseBots
+
+    ladder = await open_ladder(nursery, tmp_path, ("alice",))
+    mute = f'"{sys.executable}" -c "import time; time.sleep(600)"'
+    ladder.store.add_bot("mute", "rezzo", house_command=mute)
+    await ladder.seating._load_ratings()
+    nursery.start_soon(ladder.seating.run)
+    house = HouseBots(ladder.store, ladder.seating, tmp_path, after=0.0, every=0.05, idle_limit=0.5)
+    nursery.start_soon(house.run, ladder.port)
+    alice = await join(ladder, "alice")
+    await wait_for(lambda: "mute" in house.running)
+    first = house.running["mute"]
+    await wait_for(lambda: first.returncode is not None, timeout=10)  # stopped after idle_limit
+    await wait_for(lambda: "mute" in house.running and house.running["mute"] is not first)  # started again
+    assert "alice" in ladder.seating.queue  # alice still waits, unharmed
+    await alice.stream.aclose()
