@@ -168,6 +168,38 @@ async def test_a_bot_may_queue_once(nursery: trio.Nursery, tmp_path: Path) -> No
     await wait_for(lambda: "alice" not in ladder.seating.queue)  # and a bot that leaves is forgotten
 
 
+async def test_a_bot_being_seated_may_not_queue_again(
+    nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ladder = await open_ladder(nursery, tmp_path)
+    begin = ladder.store.begin_match
+    writing = trio.Event()
+    token = trio.lowlevel.current_trio_token()
+
+    def slow_begin(*args: Any) -> int:
+        token.run_sync_soon(writing.set)
+        import time
+
+        time.sleep(0.5)  # the store is slow: alice is out of the queue and not yet in a match
+        return begin(*args)
+
+    monkeypatch.setattr(ladder.store, "begin_match", slow_begin)
+    alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
+    await writing.wait()
+    again = await join(ladder, "alice")
+    await again.expect_error(protocol.BUSY)
+    seen: list[list[dict[str, Any]]] = []
+
+    async def play(client: Client) -> None:
+        seen.append(await play_one(client))
+
+    async with trio.open_nursery() as both:  # the match starts as written, with the first connections
+        both.start_soon(play, alice)
+        both.start_soon(play, bob)
+    assert [s[0]["type"] for s in seen] == ["welcome", "welcome"]
+    assert [s[-1]["type"] for s in seen] == ["end", "end"]
+
+
 async def test_the_queue_has_a_cap(nursery: trio.Nursery, tmp_path: Path) -> None:
     ladder = await open_ladder(nursery, tmp_path, ("alice", "bob", "carol"), max_queue=1)
     alice = await join(ladder, "alice")
@@ -296,7 +328,6 @@ async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
     mute = f'"{sys.executable}" -c "import time; time.sleep(600)"'
     ladder.store.add_bot("mute", "rezzo", house_command=mute)
     await ladder.seating._load_ratings()
-    nursery.start_soon(ladder.seating.run)
     house = HouseBots(ladder.store, ladder.seating, tmp_path, after=0.0, every=0.05, idle_limit=0.5)
     nursery.start_soon(house.run, ladder.port)
     alice = await join(ladder, "alice")

@@ -153,6 +153,8 @@ class LadderSeating(Seating):
         self.ratings: dict[str, Rating] = {}
         self._house: list[BotRecord] = []
         self._bots: dict[str, _BotState] = {}
+        #: Bots taken from the queue for a match that is being written down and started.
+        self._starting: set[str] = set()
         self._rounds = 0
         #: Queue waits, the matchmaker's CPU and the ticks played (`cellarena bench ladder` reads them).
         self.stats = LadderStats()
@@ -239,7 +241,7 @@ class LadderSeating(Seating):
             return
         if self._reattach(conn, bot):
             return
-        if bot.name in self.queue:
+        if bot.name in self.queue or bot.name in self._starting:
             conn.fail(protocol.BUSY, f"{bot.name} already has a connection in the queue")
             return
         playing = sum(1 for live in self.live.values() if any(b.id == bot.id for b in live.bots))
@@ -315,6 +317,13 @@ class LadderSeating(Seating):
         return pairings
 
     async def _start(self, pairing: Pairing) -> None:
+        self._starting.update(pairing.bots)
+        try:
+            await self._start_match(pairing)
+        finally:
+            self._starting.difference_update(pairing.bots)
+
+    async def _start_match(self, pairing: Pairing) -> None:
         seated = [self.queue.pop(name) for name in pairing.bots if name in self.queue]
         now = trio.current_time()
         self.stats.waits.extend(max(0.0, now - q.since) for q in seated)
