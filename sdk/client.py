@@ -116,7 +116,15 @@ class Client:
             if self._eof:
                 self.close()
                 when = "after the match ended" if self.ended else "before the match ended"
-                raise ConnectionClosedError(f"the server at {self.address} closed the connection {when}")
+                # A TLS server drops a plain client's hello without a word that this client could read.
+                hint = (
+                    "; if that port serves TLS, connect with --tls"
+                    if self._first_read and not self.tls
+                    else ""
+                )
+                raise ConnectionClosedError(
+                    f"the server at {self.address} closed the connection {when}{hint}"
+                )
             self._receive(block=True)
         return self._take()
 
