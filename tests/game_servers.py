@@ -55,12 +55,14 @@ class Process:
             raise AssertionError(f"{self.proc.args} did not exit; stderr:\n{self.stderr()}") from None
 
 
-def start(command: list[str], folder: Path, label: str, *, cwd: Path = ROOT) -> Process:
+def start(
+    command: list[str], folder: Path, label: str, *, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> Process:
     """``command`` started with its output in ``folder``/``label``.out and .err, without CELLARENA_*
-    variables (a bot gets everything from its flags)."""
+    variables but those in ``env`` (a bot gets everything else from its flags)."""
     folder.mkdir(parents=True, exist_ok=True)
     out, err = folder / f"{label}.out", folder / f"{label}.err"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CELLARENA_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CELLARENA_")}, **(env or {})}
     with out.open("wb") as stdout, err.open("wb") as stderr:
         proc = subprocess.Popen(command, cwd=cwd, stdout=stdout, stderr=stderr, env=env)
     return Process(proc, out, err)
