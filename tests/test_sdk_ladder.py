@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -296,3 +297,73 @@ async def test_a_tls_alert_to_a_plain_hello_is_named(tmp_path: Path) -> None:
         assert await exited(plain, 30) == 1
         nursery.cancel_scope.cancel()
     assert f"plain: error: the server at 127.0.0.1:{port} speaks TLS; connect with --tls" in plain.stderr()
+
+
+class CuttingProxy:
+    """Plain TCP to ``target_port``; the first connection is cut ``after`` seconds into the match (its
+    first bytes from the server), as a network blip would."""
+
+    def __init__(self, target_port: int, after: float) -> None:
+        self.target_port = target_port
+        self.after = after
+        self.connections = 0
+
+    async def start(self, nursery: trio.Nursery) -> int:
+        listeners = await nursery.start(partial(trio.serve_tcp, self._handle, 0, host="127.0.0.1"))
+        return int(listeners[0].socket.getsockname()[1])
+
+    async def _handle(self, client: trio.SocketStream) -> None:
+        self.connections += 1
+        cut = self.connections == 1
+        server = await trio.open_tcp_stream("127.0.0.1", self.target_port)
+        async with trio.open_nursery() as pumps:
+
+            async def pump(source: trio.SocketStream, sink: trio.SocketStream, cuts: bool) -> None:
+                try:
+                    while data := await source.receive_some(1 << 16):
+                        if cuts:
+                            cuts = False
+                            pumps.start_soon(cut_after)
+                        await sink.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+                pumps.cancel_scope.cancel()
+
+            async def cut_after() -> None:
+                await trio.sleep(self.after)
+                pumps.cancel_scope.cancel()
+
+            pumps.start_soon(pump, server, client, cut)
+            pumps.start_soon(pump, client, server, False)
+        await trio.aclose_forcefully(server)
+        await trio.aclose_forcefully(client)
+
+
+async def test_a_ladder_bot_whose_connection_drops_takes_its_seat_back(tmp_path: Path) -> None:
+    tokens = {name: add_ladder_bot(tmp_path, name) for name in ("alice", "bob")}
+    ladder = ladder_serve(tmp_path, "--grace", "5", "--max-ticks", "120")
+    try:
+        async with trio.open_nursery() as nursery:
+            proxy = CuttingProxy(ladder.port, after=0.5)
+            port = await proxy.start(nursery)
+            alice = bot(
+                tmp_path / "bots", "alice", port, "--matches", "2", "--token-file", str(tokens["alice"])
+            )
+            bob = bot(
+                tmp_path / "bots", "bob", ladder.port, "--matches", "2", "--token-file", str(tokens["bob"])
+            )
+            assert await exited(alice, 90) == 0, alice.stderr()
+            assert await exited(bob, 90) == 0, bob.stderr()
+            nursery.cancel_scope.cancel()
+    finally:
+        ladder.stop()
+    err = alice.stderr()
+    assert "closed the connection before the match ended" in err and "trying again in" in err
+    seated = [line for line in err.splitlines() if ": seat " in line]
+    assert len(seated) == 3 and seated[0] == seated[1], seated  # the first match's welcome, twice
+    with LadderStore(tmp_path / "ladder.sqlite") as store:
+        finished = [m for m in store.matches("rezzo") if m.status == "finished"]
+    assert len(finished) == 2
+    first = min(finished, key=lambda m: m.id)
+    seat = next(s for s in first.seats if s.bot == "alice")
+    assert not seat.forfeit and seat.late > 0  # back in time: the ticks it missed count as late
