@@ -359,9 +359,10 @@ def parse_args(
     parser.add_argument("-q", "--quiet", action="store_true", help="only report problems on stderr")
     many = parser.add_argument_group(
         "playing many matches",
-        "Between matches, and after a lost connection or a refusal that means 'not now' (busy, "
-        "queue_full, ...), the bot connects again, waiting 0.5-1 s after the first failure in a row, "
-        "twice as long after each next one, at most 60 s. Any other error from the server stops it.",
+        "After a match the bot connects again at once. After a lost connection or a refusal that means "
+        "'not now' (busy, queue_full, ...) it waits 0.5-1 s, twice as long after each failure in a row, "
+        "at most 60 s (or as long as a lock-out lasts). Any other error from the server stops it "
+        "(exit status 1).",
     )
     many.add_argument(
         "--matches", type=int, metavar="N", help=f"play N matches in a row (default: {matches})"

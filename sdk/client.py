@@ -295,6 +295,9 @@ def _handshake(
             f"TLS handshake with {address} failed: the server's certificate was refused "
             f"({exc.verify_message or exc.reason}); {check}"
         ) from None
+    except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
+        # The server hung up mid-handshake (restarting, overloaded): worth another try, unlike the rest.
+        raise ConnectError(f"TLS handshake with {address} failed: the server closed the connection") from None
     except ssl.SSLError as exc:
         raise TLSError(
             f"TLS handshake with {address} failed ({exc.reason or exc}): is that port serving TLS? "
