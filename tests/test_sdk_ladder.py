@@ -367,3 +367,45 @@ async def test_a_ladder_bot_whose_connection_drops_takes_its_seat_back(tmp_path:
     first = min(finished, key=lambda m: m.id)
     seat = next(s for s in first.seats if s.bot == "alice")
     assert not seat.forfeit and seat.late > 0  # back in time: the ticks it missed count as late
+
+
+IDLE_BOT = """
+from cellarena.sdk import Bot
+
+
+class Idle(Bot):
+    made = 0
+
+    def __init__(self) -> None:
+        Idle.made += 1
+        self.number = Idle.made
+        self.starts = 0
+
+    def on_start(self, info):
+        self.starts += 1
+
+    def on_end(self, result):
+        print(f"instance {self.number} started {self.starts} time(s)", flush=True)
+
+
+raise SystemExit(Idle.run(matches=2))
+"""
+
+
+@pytest.mark.parametrize(("flags", "played"), [([], 2), (["--matches", "1"], 1)])
+async def test_run_matches_from_code_and_the_flag_that_wins(
+    tmp_path: Path, flags: list[str], played: int
+) -> None:
+    (tmp_path / "idle.py").write_text(IDLE_BOT)
+    server = ScriptedServer([match(2) for _ in range(played)])
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        idle = start(
+            [sys.executable, str(tmp_path / "idle.py"), "--port", str(port), *flags], tmp_path, "idle"
+        )
+        assert await exited(idle, 60) == 0, idle.stderr()
+        nursery.cancel_scope.cancel()
+    assert len(server.seen) == played and server.failures == []
+    lines = idle.stdout().splitlines()
+    assert len(lines) == played and all(line.endswith("started 1 time(s)") for line in lines)
+    assert [line.split()[1] for line in lines] == [str(n + 1) for n in range(played)]  # one per match
