@@ -483,11 +483,12 @@ class _Series:
                 return self.fail(f"the server sent something this SDK cannot read ({exc})")
             self.played += 1
             self.backoff.reset()
+            if self.done():
+                break
             if not isinstance(self.bot, Bot):
                 instance = self.bot_class()
-            if self.keep_trying and not self.done():
-                of = "" if args.ladder else f" of {args.matches}"
-                self.log(f"match {self.played}{of} played; connecting for the next", always=False)
+            of = "" if args.ladder else f" of {args.matches}"
+            self.log(f"match {self.played}{of} played; connecting for the next", always=False)
         return EXIT_OK
 
     def fail(self, text: str) -> int:
