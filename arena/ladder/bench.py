@@ -27,6 +27,7 @@ import trio
 from cellarena.arena.ladder.seating import LadderRules
 from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.store import LadderStore
+from cellarena.server.bench.server import load_games
 from cellarena.server.cli.params import FiniteFloatRange
 from cellarena.server.games import plugin
 from cellarena.server.match import TickSettings
@@ -117,8 +118,9 @@ async def _run(
     }
 
 
-def run(bots: int, seconds: float, ticks: int, warmup: float, game: str = "rezzo") -> dict[str, Any]:
-    """One measured run; the dict is the --json output."""
+def run(bots: int, seconds: float, ticks: int, warmup: float, game: str | None = None) -> dict[str, Any]:
+    """One measured run; the dict is the --json output. ``game``: the first of `load_games` unless given."""
+    game = game or load_games()[0]
     game_plugin = plugin(game)
     workload = game_plugin.load_profile()
     if workload is None:
@@ -187,11 +189,22 @@ def goals(result: dict[str, Any]) -> list[tuple[str, bool]]:
     type=FiniteFloatRange(0, 600),
     help="Seconds before the figures are taken (bots connect, first matches begin).",
 )
+@click.option(
+    "--game",
+    default=None,
+    help="The game to play; its plugin must give a load benchmark. [default: the first such game by name]",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def command(bots: int, seconds: float, ticks: int, warmup: float, as_json: bool) -> None:
+def command(bots: int, seconds: float, ticks: int, warmup: float, game: str | None, as_json: bool) -> None:
     """A ladder at 15 Hz under bots that queue again after every match: throughput, waits, CPU."""
+    game = game or load_games()[0]
+    if game not in load_games():
+        raise click.BadParameter(
+            f"{game} gives no load benchmark workload; these do: {', '.join(load_games())}",
+            param_hint="--game",
+        )
     logging.getLogger("cellarena").setLevel(logging.ERROR)  # the load's own disconnects are expected
-    result = run(bots, seconds, ticks, warmup)
+    result = run(bots, seconds, ticks, warmup, game)
     if as_json:
         click.echo(json.dumps(result))
         return
@@ -201,7 +214,7 @@ def command(bots: int, seconds: float, ticks: int, warmup: float, as_json: bool)
         return "-" if value is None else format(value, spec)
 
     report(
-        f"One ladder process, {bots} bots re-queuing after each {ticks}-tick Rezzo match at 15 Hz",
+        f"One ladder process, {bots} bots re-queuing after each {ticks}-tick {game} match at 15 Hz",
         ("matches/min", "wait p50", "wait p95", "on time", "CPU/agent-tick", "CPU share", "matchmaking"),
         [
             (
