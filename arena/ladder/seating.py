@@ -178,7 +178,7 @@ class LadderSeating(Seating):
             return protocol.LOCKED_OUT, f"too many wrong tokens from {host}; refused for another {wait} s"
         if not isinstance(hello.get("token"), str):
             return protocol.BAD_HELLO, "this is a ladder: send the 'token' your bot was registered with"
-        if not getattr(conn, "tls", False) and not is_loopback(host) and not self.rules.insecure:
+        if not conn.tls and not is_loopback(host) and not self.rules.insecure:
             return (
                 protocol.TLS_REQUIRED,
                 "this ladder takes tokens only over TLS; connect with TLS (the SDK's --tls)",
