@@ -37,8 +37,12 @@ def run(
     jobs: int,
     out: Path | None = None,
     game: str | None = None,
+    cluster: str | None = None,
 ) -> dict[str, Any]:
-    """Play the tournament; the dict is the --json output. ``game`` defaults to the first load game."""
+    """Play the tournament; the dict is the --json output. ``game`` defaults to the first load game.
+
+    With ``cluster`` (``local:N`` or a scheduler's address) the same tournament is then played on it,
+    in the same run, and its figures go under ``"cluster"``."""
     from cellarena.server.bench.server import bench_load, load_games
 
     game = game or load_games()[0]
@@ -59,17 +63,49 @@ def run(
         with local_pool(jobs) as pool:
             report = run_tournament(spec, folder, executor=pool, jobs=jobs)
         seconds = time.perf_counter() - started
+    result = _figures(report, jobs, seconds)
+    result.update(bots=[f.spec.name for f in found], maps=maps)
+    if cluster is not None:
+        result["cluster"] = _on_cluster(spec, cluster)
+    return result
+
+
+def _figures(report: Any, jobs: int, seconds: float) -> dict[str, Any]:
     busy = report.match_seconds / jobs
     return {
         "matches": report.played,
-        "bots": [f.spec.name for f in found],
-        "maps": maps,
         "jobs": jobs,
         "seconds": round(seconds, 3),
+        "matches_per_second": round(report.played / seconds, 3) if seconds else 0.0,
         "match_seconds": round(report.match_seconds, 3),
         "overhead_fraction": round(max(0.0, 1.0 - busy / seconds), 4),
         "failed": len(report.failed),
     }
+
+
+def _on_cluster(spec: TournamentSpec, where: str) -> dict[str, Any]:
+    """The same tournament on a Dask cluster; the cluster's start is timed apart from the matches."""
+    from cellarena.arena.cluster import ClusterSpec, check_workers, open_cluster
+
+    started = time.perf_counter()
+    with (
+        tempfile.TemporaryDirectory(prefix="cellarena-bench-") as tmp,
+        open_cluster(ClusterSpec.parse(where)) as (executor, workers, _),
+    ):
+        check_workers(executor, spec)
+        ready, cpu = time.perf_counter(), time.process_time()
+        report = run_tournament(spec, Path(tmp), executor=executor, jobs=workers, ship_files=True)
+        seconds, cpu = time.perf_counter() - ready, time.process_time() - cpu
+    figures = _figures(report, workers, seconds)
+    # The coordinator's own CPU per match (commits, ratings, landing files, the Dask client): what
+    # bounds the matches per second one coordinator can take, however many workers play them.
+    per_match = cpu / report.played if report.played else 0.0
+    figures.update(
+        where=where,
+        start_seconds=round(ready - started, 3),
+        coordinator_cpu_ms_per_match=round(per_match * 1e3, 2),
+    )
+    return figures
 
 
 @click.command("tournament")
@@ -91,9 +127,22 @@ def run(
 @click.option("--rounds", default=3, show_default=True, type=click.IntRange(1, 100))
 @click.option("--max-ticks", default=500, show_default=True, type=click.IntRange(1, 100_000))
 @click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 512))
+@click.option(
+    "--cluster",
+    default=None,
+    metavar="local:N|tcp://HOST:PORT",
+    help="Play the same tournament on a Dask cluster too, after the local pool, and compare.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(
-    game: str | None, bots_dir: str, maps: str | None, rounds: int, max_ticks: int, jobs: int, as_json: bool
+    game: str | None,
+    bots_dir: str,
+    maps: str | None,
+    rounds: int,
+    max_ticks: int,
+    jobs: int,
+    cluster: str | None,
+    as_json: bool,
 ) -> None:
     """A tournament of the example bots (72 matches with the defaults), timed end to end."""
     from cellarena.server.bench.server import bench_load, load_games
@@ -104,7 +153,14 @@ def command(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--game") from None
     names = [m.strip() for m in maps.split(",") if m.strip()] if maps else list(load.tournament_maps)
-    result = run(Path(bots_dir), names, rounds, max_ticks, jobs, game=game)
+    if cluster is not None:
+        from cellarena.arena.cluster import ClusterSpec
+
+        try:
+            ClusterSpec.parse(cluster)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--cluster") from None
+    result = run(Path(bots_dir), names, rounds, max_ticks, jobs, game=game, cluster=cluster)
     if as_json:
         click.echo(json.dumps(result))
         return
@@ -125,3 +181,15 @@ def command(
         (f"overhead under {GOAL_OVERHEAD:.0%}", result["overhead_fraction"] < GOAL_OVERHEAD),
     ):
         console.print(f"goal: {text}: {'[green]met[/]' if ok else '[red]missed[/]'}")
+    on = result.get("cluster")
+    if on is not None:
+        console.print(
+            f"on the cluster {on['where']} ({on['jobs']} workers, started in {on['start_seconds']:.1f} s): "
+            f"{on['seconds']:.1f} s, {on['matches_per_second']:.2f} matches/s against "
+            f"{result['matches_per_second']:.2f} on the local pool; overhead {on['overhead_fraction']:.1%} "
+            "of the wall time"
+        )
+        ok = on["overhead_fraction"] < GOAL_OVERHEAD
+        console.print(
+            f"goal: cluster overhead under {GOAL_OVERHEAD:.0%}: {'[green]met[/]' if ok else '[red]missed[/]'}"
+        )

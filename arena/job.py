@@ -7,9 +7,11 @@ another machine) and `run_job` plays it with the same launcher as `cellarena mat
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import signal
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -38,6 +40,9 @@ class MatchJob:
     connect_timeout: float
     #: Seconds after which the match is abandoned (a safety net; a match normally ends long before).
     wall_limit: float
+    #: Play in a temporary folder and return the replay and logs in the record (`MatchRecord.files`),
+    #: for workers on other machines that do not share ``folder``; the coordinator writes them there.
+    ship_files: bool = False
 
 
 class MatchAbandonedError(RuntimeError):
@@ -105,10 +110,31 @@ def run_job(job: MatchJob) -> MatchRecord:
 
 
 def _run(job: MatchJob) -> MatchRecord:
+    if not job.ship_files:
+        return _play(job, Path(job.folder))
+    with tempfile.TemporaryDirectory(prefix="cellarena-job-") as tmp:
+        record = _play(job, Path(tmp))
+        # Paths relative to the match's folder, with the bytes; the coordinator lands them.
+        files = {}
+        for path in [record.replay, *(s.log for s in record.seats)]:
+            if path is not None and Path(path).is_file():
+                files[str(Path(path).relative_to(tmp))] = Path(path).read_bytes()
+        return dataclasses.replace(
+            record,
+            replay=None if record.replay is None else str(Path(record.replay).relative_to(tmp)),
+            seats=tuple(
+                dataclasses.replace(s, log=None if s.log is None else str(Path(s.log).relative_to(tmp)))
+                for s in record.seats
+            ),
+            files=files,
+        )
+
+
+def _play(job: MatchJob, root: Path) -> MatchRecord:
     started = time.perf_counter()
     # Each attempt writes files of its own, so a retried match never collides with an abandoned one.
     attempt = f"{os.getpid()}-{secrets.token_hex(3)}"
-    folder = Path(job.folder) / f"m{job.index:05d}-{attempt}"
+    folder = root / f"m{job.index:05d}-{attempt}"
     folder.mkdir(parents=True, exist_ok=True)
     replay = folder / "match.replay"
 

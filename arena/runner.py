@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import dataclasses
 import logging
 import os
+import secrets
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -132,8 +134,13 @@ def run_tournament(
     executor: cf.Executor,
     jobs: int,
     progress: Progress | None = None,
+    ship_files: bool = False,
 ) -> RunReport:
-    """Play every match of ``spec`` not yet recorded under ``out``; return the standings."""
+    """Play every match of ``spec`` not yet recorded under ``out``; return the standings.
+
+    ``ship_files``: workers send their replays and logs back with the results (a cluster whose
+    workers do not share ``out``) rather than writing them there themselves.
+    """
     progress = progress or Progress()
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -158,6 +165,7 @@ def run_tournament(
                 folder=str((out / "matches").resolve()),
                 connect_timeout=spec.connect_timeout,
                 wall_limit=spec.wall_limit(configs[m.map]),
+                ship_files=ship_files,
             )
 
         pending: dict[cf.Future[MatchRecord], Scheduled] = {}
@@ -180,6 +188,8 @@ def run_tournament(
                         report.failed.append((m.key, f"{type(exc).__name__}: {exc}"))
                         progress.advance(m, None)
                     else:
+                        if record.files:
+                            record = land_files(record, out / "matches", m.index)
                         store.commit(m, record)
                         report.played += 1
                         report.match_seconds += record.seconds
@@ -196,6 +206,31 @@ def run_tournament(
         report.standings = store.standings([b.name for b in spec.bots])
     report.seconds = time.perf_counter() - started
     return report
+
+
+def land_files(record: MatchRecord, matches: Path, index: int) -> MatchRecord:
+    """Write the files a cluster worker shipped back under ``matches`` (their paths name the attempt's
+    own folder, as a local worker makes it) and point the record at them."""
+    folder = matches
+    tops = {Path(relative).parts[0] for relative in record.files}
+    if any((matches / top).exists() for top in tops):  # two workers' attempts named alike: keep both
+        folder = matches / f"m{index:05d}-{secrets.token_hex(4)}"
+    for relative, data in record.files.items():
+        path = (folder / relative).resolve()
+        if not path.is_relative_to(folder.resolve()):
+            raise ValueError(f"a worker sent a file outside its match folder: {relative!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+    def landed(relative: str | None) -> str | None:
+        return None if relative is None else str(folder / relative)
+
+    return dataclasses.replace(
+        record,
+        replay=landed(record.replay),
+        seats=tuple(dataclasses.replace(s, log=landed(s.log)) for s in record.seats),
+        files={},
+    )
 
 
 def _take(it: Iterator[Scheduled], n: int) -> list[Scheduled]:

@@ -20,7 +20,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -99,6 +99,9 @@ class MatchRecord:
     seconds: float
     replay: str | None
     seats: tuple[SeatRecord, ...]
+    #: Files shipped back by a cluster worker (path relative to the match folder -> bytes), which the
+    #: coordinator writes under the results folder before it commits; empty when written in place.
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ def _tournament_command(game: str) -> click.Command:
         budget_ms: float | None,
         connect_timeout: float,
         as_json: bool,
+        cluster: str | None,
         **game_values: Any,
     ) -> None:
         from cellarena.arena.job import WrongGameError
@@ -113,17 +114,46 @@ def _tournament_command(game: str) -> click.Command:
             connect_timeout=connect_timeout,
         )
         folder = writable_folder(Path(out) if out else Path("runs") / f"tournament-{game}", "--out")
-        workers = jobs or default_jobs()
+        if cluster is not None:
+            from cellarena.arena.cluster import ClusterError, ClusterSpec
+
+            try:
+                where = ClusterSpec.parse(cluster)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="--cluster") from None
         display = None if as_json else _Display()
         try:
-            with local_pool(workers) as pool:
-                report = run_tournament(
-                    spec,
-                    folder,
-                    executor=pool,
-                    jobs=workers,
-                    progress=display.progress() if display else None,
-                )
+            if cluster is None:
+                workers = jobs or default_jobs()
+                with local_pool(workers) as pool:
+                    report = run_tournament(
+                        spec,
+                        folder,
+                        executor=pool,
+                        jobs=workers,
+                        progress=display.progress() if display else None,
+                    )
+            else:
+                from cellarena.arena.cluster import check_workers, open_cluster
+
+                try:
+                    with open_cluster(where) as (executor, workers, addresses):
+                        check_workers(executor, spec)
+                        if display:
+                            click.echo(
+                                f"cluster: {workers} match(es) at once on {len(addresses)} worker(s)",
+                                err=True,
+                            )
+                        report = run_tournament(
+                            spec,
+                            folder,
+                            executor=executor,
+                            jobs=workers,
+                            progress=display.progress() if display else None,
+                            ship_files=True,
+                        )
+                except ClusterError as exc:
+                    raise click.ClickException(str(exc)) from None
         except StoreError as exc:
             raise click.BadParameter(str(exc), param_hint="--out") from None
         except WrongGameError as exc:
@@ -215,6 +245,14 @@ def _tournament_command(game: str) -> click.Command:
             help="Seconds a bot has to connect before it forfeits.",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end."),
+        click.option(
+            "--cluster",
+            default=None,
+            metavar="local:N|tcp://HOST:PORT",
+            help="Play the matches on a Dask cluster: N local worker processes, or the workers of the "
+            "scheduler at HOST:PORT (pip install 'cellarena[dask]'; see docs/scaling.md). --jobs is then "
+            "the workers' threads.",
+        ),
     ]
     command = decorate(tournament, options)
     doc = (

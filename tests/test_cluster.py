@@ -1,0 +1,219 @@
+"""Tournaments on a real Dask cluster (`--cluster`): a local cluster of worker processes, and the
+docs/scaling.md recipe (`dask scheduler` and two `dask worker` processes) started as a user starts
+them. The drop2df example bots are deterministic, so a tournament's standings are exactly the same
+wherever its matches ran."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cellarena_cli import CLI, ROOT, cellarena
+
+from cellarena.arena.cluster import ClusterError, ClusterSpec, check_workers, open_cluster
+from cellarena.arena.runner import TournamentSpec
+from cellarena.server.launcher import BotSpec
+from cellarena.server.match import TickSettings
+
+DASK = [str(Path(sys.executable).parent / "dask")]
+BOTS = ["--bots-dir", "example_bots", "--rounds", "2"]
+
+
+def tournament(out: Path, *extra: str, timeout: float = 240) -> dict[str, object]:
+    done = cellarena("tournament", "drop2df", *BOTS, "--out", str(out), "--json", *extra, timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def recorded(out: Path) -> list[str]:
+    with sqlite3.connect(out / "results.sqlite") as db:
+        return [row[0] for row in db.execute("SELECT key FROM matches ORDER BY key")]
+
+
+def test_a_local_cluster_gives_the_standings_of_the_local_pool(tmp_path: Path) -> None:
+    local = tournament(tmp_path / "local", "--jobs", "2")
+    cluster = tournament(tmp_path / "cluster", "--cluster", "local:2")
+    assert cluster["standings"] == local["standings"]
+    assert cluster["played"] == local["played"] == 4 and cluster["failed"] == []
+    # The workers shipped replays and logs back; the coordinator wrote them under --out.
+    replays = sorted((tmp_path / "cluster" / "matches").glob("*/match.replay"))
+    assert len(replays) == 4
+    verify = cellarena("replay", "verify", str(replays[0]))
+    assert verify.returncode == 0, verify.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def recipe_commands() -> tuple[list[list[str]], list[str]]:
+    """docs/scaling.md's recipe: (the background commands, the tournament command), as written."""
+    text = (ROOT / "docs" / "scaling.md").read_text()
+    block = text.split("## The recipe", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line.strip() for line in block.splitlines() if line.strip()]
+    background = [shlex.split(line.removesuffix("&")) for line in lines if line.endswith("&")]
+    (foreground,) = [shlex.split(line) for line in lines if not line.endswith("&")]
+    return background, foreground
+
+
+class Recipe:
+    """docs/scaling.md's recipe: a scheduler and two workers on this machine, as separate processes,
+    with a free port for the doc's 8786 (and extra worker flags for the tests that want them)."""
+
+    def __init__(self, folder: Path, *worker_flags: str) -> None:
+        self.port = free_port()
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        background, self.tournament = recipe_commands()
+        log = (folder / "dask.log").open("wb")
+        self.processes = []
+        for written in background:
+            words = [a.replace("8786", str(self.port)) for a in written]
+            assert words[0] == "dask", words
+            kind = words[1]
+            argv = [*DASK, *words[1:], *(worker_flags if kind == "worker" else ())]
+            self.processes.append(subprocess.Popen(argv, stdout=log, stderr=log, cwd=ROOT))
+            if kind == "scheduler":
+                time.sleep(1.0)  # let it bind before the workers dial it
+        self.scheduler = self.processes[0]
+        self.workers = self.processes[1:]
+
+    def stop(self) -> None:
+        for proc in self.processes[::-1]:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.processes[::-1]:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def recipe(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Recipe]:
+    flags = getattr(request, "param", ())
+    cluster = Recipe(tmp_path, *flags)
+    try:
+        from dask.distributed import Client
+
+        with Client(cluster.address, timeout=60) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_the_scaling_recipe_runs_as_written(tmp_path: Path, recipe: Recipe) -> None:
+    argv = [a.replace("8786", str(recipe.port)) for a in recipe.tournament]
+    assert argv[:3] == ["cellarena", "tournament", "drop2df"] and argv[-2:] == ["--cluster", recipe.address]
+    out = tmp_path / "remote"
+    done = cellarena(*argv[1:], "--out", str(out), "--json", timeout=240)  # plus where its results go
+    assert done.returncode == 0, done.stderr
+    remote = json.loads(done.stdout)
+    local = tournament(tmp_path / "local", "--jobs", "2")
+    assert remote["standings"] == local["standings"] and remote["played"] == 4
+
+
+@pytest.mark.parametrize("recipe", [("--no-nanny",)], indirect=True)
+def test_a_worker_killed_mid_match_costs_no_result_and_records_none_twice(
+    tmp_path: Path, recipe: Recipe
+) -> None:
+    from dask.distributed import Client
+
+    out = tmp_path / "out"
+    # Matches at a fixed 15 Hz, 30 turns: about two seconds each, long enough to be cut.
+    args = [*BOTS, "--rounds", "3", "--realtime", "--tick-rate", "15", "--budget-ms", "50"]
+    proc = subprocess.Popen(
+        [*CLI, "tournament", "drop2df", *args, "--out", str(out), "--json", "--cluster", recipe.address],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    killed = None
+    with Client(recipe.address, timeout=30) as client:
+        pids = client.run(os.getpid)
+        deadline = time.monotonic() + 60
+        while killed is None and time.monotonic() < deadline:
+            busy = [w for w, keys in client.processing().items() if keys]
+            if busy:
+                time.sleep(0.5)  # into the match
+                killed = busy[0]
+                os.kill(pids[killed], signal.SIGKILL)
+            time.sleep(0.05)
+    out_text, err = proc.communicate(timeout=240)
+    assert killed is not None, f"no worker was ever busy: {err}"
+    assert proc.returncode == 0, err
+    result = json.loads(out_text)
+    assert result["played"] == result["total"] == 6 and result["failed"] == []
+    keys = recorded(out)
+    assert len(keys) == 6 and len(set(keys)) == 6
+
+
+def test_a_bot_missing_on_the_workers_stops_the_tournament_before_any_match(tmp_path: Path) -> None:
+    spec = TournamentSpec(
+        game="drop2df",
+        bots=(
+            BotSpec("passer", f"python {ROOT / 'example_bots' / 'drop2df' / 'passer.py'}"),
+            BotSpec("ghost", "python /nowhere/ghost.py"),
+        ),
+        maps=((None, {}, 2),),
+        rounds=1,
+        seed=0,
+        settings=TickSettings(fast=True),
+    )
+    with open_cluster(ClusterSpec(local=1)) as (executor, _, workers), pytest.raises(ClusterError) as caught:
+        check_workers(executor, spec)
+    message = str(caught.value)
+    assert f"worker {workers[0]}: bot 'ghost': no file /nowhere/ghost.py" in message
+    assert "passer" not in message and "nothing was played" in message
+    # Through the command: the same error, and no match in the results.
+    out = tmp_path / "out"
+    done = cellarena(
+        "tournament", "drop2df", "--bot", f"passer=python {ROOT / 'example_bots/drop2df/passer.py'}",
+        "--bot", "ghost=python /nowhere/ghost.py", "--cluster", "local:1", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 1 and "no file /nowhere/ghost.py" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (out / "results.sqlite").exists() or recorded(out) == []
+
+
+def test_cluster_option_errors(tmp_path: Path) -> None:
+    bad = cellarena("tournament", "drop2df", *BOTS, "--cluster", "local:0", "--out", str(tmp_path))
+    assert bad.returncode == 2 and "--cluster" in bad.stderr and "local:N" in bad.stderr
+    # Without the [dask] extra, --cluster says what to install (a `dask` that cannot be imported).
+    fake = tmp_path / "nodask"
+    (fake / "dask").mkdir(parents=True)
+    (fake / "dask" / "__init__.py").write_text("raise ImportError('no dask here')\n")
+    env = {**os.environ, "PYTHONPATH": str(fake)}
+    missing = cellarena(
+        "tournament", "drop2df", *BOTS, "--cluster", "local:1", "--out", str(tmp_path), env=env
+    )
+    assert missing.returncode == 1 and "pip install 'cellarena[dask]'" in missing.stderr
+
+
+def test_bench_tournament_compares_the_cluster_with_the_local_pool(tmp_path: Path) -> None:
+    bots = tmp_path / "bots"
+    bots.mkdir()
+    for name in ("random_walker.py", "builder.py"):
+        (bots / name).write_bytes((ROOT / "example_bots" / "rezzo" / name).read_bytes())
+    args = ["--bots-dir", str(bots), "--rounds", "1", "--max-ticks", "20", "--jobs", "1"]
+    done = cellarena("bench", "tournament", *args, "--cluster", "local:1", "--json", timeout=240)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    on = report["cluster"]
+    assert on["matches"] == report["matches"] == 4 and on["failed"] == 0 and on["jobs"] == 1
+    assert 0 <= on["overhead_fraction"] < 1 and on["matches_per_second"] > 0 and on["start_seconds"] > 0
