@@ -12,13 +12,14 @@ import secrets
 import signal
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from cellarena.arena.store import MatchRecord, SeatRecord
+from cellarena.server.confinement import Limits
 from cellarena.server.launcher import BotSpec, play_match
 from cellarena.server.match import TickSettings
 from cellarena.server.replay import ReplayWriter
@@ -38,6 +39,11 @@ class MatchJob:
     connect_timeout: float
     #: Seconds after which the match is abandoned (a safety net; a match normally ends long before).
     wall_limit: float
+    #: What each bot may use (`cellarena.server.confinement`), and whether it runs as a user of its own.
+    limits: Limits = field(default_factory=Limits)
+    isolate: bool = False
+    #: A bot that asks for another game stops the tournament (`WrongGameError`) instead of forfeiting.
+    strict: bool = False
 
 
 class MatchAbandonedError(RuntimeError):
@@ -54,7 +60,8 @@ class _Worker:
 
 
 class WrongGameError(RuntimeError):
-    """A bot asked to play another game: the tournament's bots are wrong, so it stops (nothing recorded)."""
+    """With ``strict``, a bot asked to play another game: the tournament stops (nothing recorded).
+    Without, that bot forfeits the match, with the reason in its seat's note."""
 
 
 class JobRefusedError(RuntimeError):
@@ -126,20 +133,27 @@ def _run(job: MatchJob) -> MatchRecord:
                 log_dir=folder,
                 connect_timeout=job.connect_timeout,
                 recorder=recorder,
+                limits=job.limits,
+                isolate=job.isolate,
             )
         return None
 
     launched = trio.run(main)
     if launched is None:
         raise MatchAbandonedError(f"match {job.key} did not end within {job.wall_limit:.0f} s")
+    notes = dict(launched.stopped)
     for name, refusal in launched.refused.items():
         if refusal.game != job.game:
             bot = next(b for b in job.bots if b.name == name)
-            raise WrongGameError(
-                f"bot {name!r} ({bot.command}) asked to play {refusal.game!r}, but this tournament plays "
-                f"{job.game!r}: keep only {job.game} bots in the bots folder (or rename this one's file or "
-                "folder to start with '_')"
-            )
+            if job.strict:
+                raise WrongGameError(
+                    f"bot {name!r} ({bot.command}) asked to play {refusal.game!r}, but this tournament "
+                    f"plays {job.game!r}: keep only {job.game} bots in the bots folder (or rename this one's "
+                    "file or folder to start with '_')"
+                )
+            notes[name] = f"asked to play {refusal.game!r}, not {job.game!r}"
+        else:
+            notes.setdefault(name, f"refused by the server: {refusal.code}: {refusal.message}")
     outcome = launched.outcome
     seats = []
     for seat, bot in enumerate(job.bots):
@@ -157,6 +171,7 @@ def _run(job: MatchJob) -> MatchRecord:
                 crashed=forfeit or code is None or code > 0,
                 exit_code=code,
                 log=str(launched.logs[bot.name]),
+                note=notes.get(bot.name),
             )
         )
     winner = outcome.result.winner

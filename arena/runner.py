@@ -22,6 +22,7 @@ from typing import Any
 from cellarena.arena.job import MatchJob, WrongGameError, run_job
 from cellarena.arena.schedule import Scheduled, schedule
 from cellarena.arena.store import MatchRecord, Standing, Store
+from cellarena.server.confinement import Limits
 from cellarena.server.launcher import BotSpec
 from cellarena.server.match import TickSettings
 
@@ -43,6 +44,11 @@ class TournamentSpec:
     seed: int
     settings: TickSettings
     connect_timeout: float = 15.0
+    # How bots are confined, and whether a bot of another game stops everything: not part of what is
+    # played, so left out of `to_json` (a resume may change them).
+    limits: Limits = field(default_factory=Limits)
+    isolate: bool = False
+    strict: bool = False
 
     def to_json(self) -> dict[str, Any]:
         s = self.settings
@@ -90,6 +96,9 @@ class RunReport:
     seconds: float = 0.0
     #: Sum of the matches' own durations as their workers measured them.
     match_seconds: float = 0.0
+    #: Per bot, why its seats forfeited or crashed when the launcher knew (over a limit, could not
+    #: start, asked for another game), with how many times.
+    notes: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
 def default_jobs() -> int:
@@ -158,6 +167,9 @@ def run_tournament(
                 folder=str((out / "matches").resolve()),
                 connect_timeout=spec.connect_timeout,
                 wall_limit=spec.wall_limit(configs[m.map]),
+                limits=spec.limits,
+                isolate=spec.isolate,
+                strict=spec.strict,
             )
 
         pending: dict[cf.Future[MatchRecord], Scheduled] = {}
@@ -174,7 +186,7 @@ def run_tournament(
                     try:
                         record = future.result()
                     except WrongGameError:
-                        raise  # every match of that bot would be refused: stop (below) and say why
+                        raise  # --strict: every match of that bot would be refused: stop (below), say why
                     except Exception as exc:  # a lost worker or an abandoned match: retried next run
                         log.error("match %s failed and is not recorded: %s", m.key, exc)
                         report.failed.append((m.key, f"{type(exc).__name__}: {exc}"))
@@ -194,6 +206,7 @@ def run_tournament(
                 interrupt()
             raise
         report.standings = store.standings([b.name for b in spec.bots])
+        report.notes = store.notes()
     report.seconds = time.perf_counter() - started
     return report
 

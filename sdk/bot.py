@@ -279,6 +279,19 @@ def _env(name: str) -> str | None:
     return value or None
 
 
+def _seat_token() -> str | None:
+    """The seat token: read once from the pipe CELLARENA_TOKEN_FD names (how `cellarena match` hands it
+    over, out of other processes' sight; docs/protocol.md), else CELLARENA_TOKEN (a token you set)."""
+    fd = _env("CELLARENA_TOKEN_FD")
+    if fd is None or not fd.isdigit():
+        return _env("CELLARENA_TOKEN")
+    try:
+        with os.fdopen(int(fd), "rb") as pipe:
+            return pipe.readline(4096).decode("ascii", "replace").strip() or None
+    except OSError:
+        return _env("CELLARENA_TOKEN")
+
+
 def parse_args(argv: Sequence[str] | None, default_name: str) -> argparse.Namespace:
     """The command line: flags win over CELLARENA_* variables, which win over the defaults."""
     parser = argparse.ArgumentParser(
@@ -296,7 +309,9 @@ def parse_args(argv: Sequence[str] | None, default_name: str) -> argparse.Namesp
         "--host", default=_env("CELLARENA_HOST") or DEFAULT_HOST, help="server address (CELLARENA_HOST)"
     )
     parser.add_argument("--port", type=int, default=port_default, help="server port (CELLARENA_PORT)")
-    parser.add_argument("--token", default=_env("CELLARENA_TOKEN"), help="seat token (CELLARENA_TOKEN)")
+    parser.add_argument(
+        "--token", default=_seat_token(), help="seat token (CELLARENA_TOKEN_FD, CELLARENA_TOKEN)"
+    )
     parser.add_argument(
         "--name", default=_env("CELLARENA_NAME") or default_name, help="bot name (CELLARENA_NAME)"
     )
