@@ -7,6 +7,7 @@ another machine) and `run_job` plays it with the same launcher as `cellarena mat
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -20,7 +21,7 @@ import trio
 
 from cellarena.arena.store import MatchRecord, SeatRecord
 from cellarena.server.confinement import Limits
-from cellarena.server.launcher import BotSpec, play_match
+from cellarena.server.launcher import BotSpec, LaunchedMatch, play_match
 from cellarena.server.match import TickSettings
 from cellarena.server.replay import ReplayWriter
 
@@ -138,9 +139,30 @@ def _run(job: MatchJob) -> MatchRecord:
             )
         return None
 
-    launched = trio.run(main)
-    if launched is None:
-        raise MatchAbandonedError(f"match {job.key} did not end within {job.wall_limit:.0f} s")
+    try:
+        launched = trio.run(main)
+        if launched is None:
+            raise MatchAbandonedError(f"match {job.key} did not end within {job.wall_limit:.0f} s")
+        return _record(job, launched, replay, started)
+    except BaseException as exc:
+        _mark_cut_short(folder, job.key, exc)
+        raise
+
+
+def _mark_cut_short(folder: Path, key: str, exc: BaseException) -> None:
+    """Rename an attempt that recorded nothing to ``...-cut-short``, with a note saying why, so that
+    nobody takes its partial replay and logs for a result (the next run plays the match anew)."""
+    why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    with contextlib.suppress(OSError):
+        (folder / "CUT-SHORT.txt").write_text(
+            f"This attempt of match {key} was cut short ({why}). It is not in the results; running the "
+            "same tournament command again plays the match anew in another folder.\n"
+        )
+        folder.rename(folder.with_name(folder.name + "-cut-short"))
+
+
+def _record(job: MatchJob, launched: LaunchedMatch, replay: Path, started: float) -> MatchRecord:
+    """The record of a match that ended, with a note per seat that forfeited for a known reason."""
     notes = dict(launched.stopped)
     for name, refusal in launched.refused.items():
         if refusal.game != job.game:

@@ -204,8 +204,11 @@ class Store:
         try:
             self._commit(match, record)
         except sqlite3.Error as exc:
+            why = str(exc)
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in why:
+                why = f"no space left on device ({exc}); free some space"
             raise StoreError(
-                f"{self.path}: cannot record match {match.key} ({exc}); the matches before it are kept: "
+                f"{self.path}: cannot record match {match.key} ({why}); the matches before it are kept: "
                 "fix that, then run the same command again to resume"
             ) from None
 
