@@ -119,21 +119,29 @@ class Launch:
 
 
 def _rlimits(limits: Limits, *, isolated: bool) -> Callable[[], None]:
-    """The child's last step before exec: kernel limits. Only `setrlimit` calls (safe after fork)."""
-    nofile = limits.open_files
-    cpu = limits.cpu_seconds
-    # RLIMIT_NPROC counts every process of the user: only meaningful when the bot has a user of its own.
-    nproc = limits.processes if isolated else None
+    """The child's last step before exec: kernel limits. Only `setrlimit` calls (safe after fork), with
+    values worked out here, each at most the current hard limit (which an unprivileged host cannot raise)."""
+    wanted: list[tuple[int, int]] = []
+    if limits.open_files is not None:
+        wanted.append((resource.RLIMIT_NOFILE, limits.open_files))
+    if limits.cpu_seconds is not None:
+        # A backstop per process; the tree's total is checked by the watcher, which names the limit.
+        wanted.append((resource.RLIMIT_CPU, int(limits.cpu_seconds) + 2))
+    if limits.processes is not None and isolated:
+        # RLIMIT_NPROC counts every process of the user: only meaningful when the bot has a user of its own.
+        wanted.append((resource.RLIMIT_NPROC, limits.processes))
+    settings = []
+    for which, value in wanted:
+        hard = resource.getrlimit(which)[1]
+        top = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        high = top
+        if which == resource.RLIMIT_CPU:  # SIGXCPU at the soft limit names it; SIGKILL a little later
+            high = top + 5 if hard == resource.RLIM_INFINITY else min(top + 5, hard)
+        settings.append((which, (top, high)))
 
     def apply() -> None:
-        if nofile is not None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-        if cpu is not None:
-            # A backstop per process; the tree's total is checked by the watcher, which names the limit.
-            soft = int(cpu) + 2
-            resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 5))
-        if nproc is not None:
-            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        for which, pair in settings:
+            resource.setrlimit(which, pair)
 
     return apply
 

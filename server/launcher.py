@@ -201,6 +201,11 @@ async def play_match(
                         )
                     except OSError as exc:
                         why = f"cannot start {bot.command!r}: {exc}"
+                        if isolate and isinstance(exc, PermissionError):
+                            why += (
+                                " (with --isolate the bot runs as a user of its own: its program and "
+                                "folder must be readable by every user; docs/security.md)"
+                            )
                         logs[bot.name].write_text(f"cellarena: {why}\n")
                         stopped[bot.name] = why
                         seating.seat_gone(seat)

@@ -342,3 +342,16 @@ def test_an_isolated_bot_cannot_read_another_bots_token_or_write_the_results(iso
             assert report["read"] and report["results_writable"] is True
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_the_sdk_reads_its_token_from_the_pipe_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cellarena.sdk.bot import parse_args
+
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"0123456789abcdef0123456789abcdef\n")
+    os.close(write_end)
+    monkeypatch.setenv("CELLARENA_TOKEN_FD", str(read_end))
+    monkeypatch.setenv("CELLARENA_TOKEN", "not-this-one")
+    assert parse_args([], "bot").token == "0123456789abcdef0123456789abcdef"
+    with pytest.raises(OSError):
+        os.fstat(read_end)  # closed once read
