@@ -19,6 +19,7 @@ import os
 import pwd
 import resource
 import secrets
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -63,13 +64,26 @@ class IsolationError(RuntimeError):
     """`--isolate` cannot be honoured on this host; the message says why and what to do."""
 
 
-def check_isolation() -> None:
-    """Raise `IsolationError` unless bots can run as users of their own here (cellarena runs as root)."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+def isolation_method() -> str | None:
+    """How `--isolate` confines bots here: "user" (a user of its own; cellarena runs as root), "bwrap"
+    (bubblewrap, when installed: a read-only view of the system, its own process namespace), or None."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return "user"
+    if shutil.which("bwrap") is not None:
+        return "bwrap"
+    return None
+
+
+def check_isolation() -> str:
+    """The isolation method of this host; `IsolationError` when there is none."""
+    method = isolation_method()
+    if method is None:
         raise IsolationError(
-            "--isolate runs each bot as a user of its own, which needs cellarena to run as root "
-            "(e.g. in a container); run as root or leave --isolate out (docs/security.md)"
+            "--isolate runs each bot as a user of its own, which needs cellarena to run as root (e.g. in "
+            "a container), or under bubblewrap, which is not installed (apt-get install bubblewrap); "
+            "do one of those or leave --isolate out (docs/security.md)"
         )
+    return method
 
 
 @dataclass
@@ -79,6 +93,7 @@ class Launch:
     limits: Limits
     isolate: bool = False
     marker: str = field(default_factory=lambda: secrets.token_hex(8))
+    method: str | None = None
     uid: int | None = None
     home: str | None = None
 
@@ -86,16 +101,35 @@ class Launch:
         """With isolation, pick the bot's user and make its private writable folder (mode 700)."""
         if not self.isolate:
             return
-        check_isolation()
+        self.method = check_isolation()
         import tempfile
 
-        self.uid = ISOLATED_UID_BASE + secrets.randbelow(ISOLATED_UID_RANGE)
-        with contextlib.suppress(KeyError):
-            pwd.getpwuid(self.uid)  # taken by a real user: try once more
-            self.uid = ISOLATED_UID_BASE + secrets.randbelow(ISOLATED_UID_RANGE)
-        self.home = tempfile.mkdtemp(prefix="cellarena-bot-")
-        os.chown(self.home, self.uid, self.uid)
+        # The homes share a parent that bubblewrap hides behind an empty tmpfs, so a bot sees only its own.
+        base = os.path.join(tempfile.gettempdir(), f"cellarena-bots-{os.geteuid()}")
+        os.makedirs(base, mode=0o711, exist_ok=True)
+        os.chmod(base, 0o711)  # other users may pass through to their own home, not list the others
+        self.home = tempfile.mkdtemp(prefix="bot-", dir=base)
         os.chmod(self.home, 0o700)
+        if self.method == "user":
+            self.uid = ISOLATED_UID_BASE + secrets.randbelow(ISOLATED_UID_RANGE)
+            with contextlib.suppress(KeyError):
+                pwd.getpwuid(self.uid)  # taken by a real user: try once more
+                self.uid = ISOLATED_UID_BASE + secrets.randbelow(ISOLATED_UID_RANGE)
+            os.chown(self.home, self.uid, self.uid)
+
+    def argv(self, argv: list[str], cwd: str | None) -> list[str]:
+        """The command line to run: under bubblewrap, the bot's behind it. Everything is read-only but
+        its private folder (its HOME and TMPDIR) and a /dev and /proc of its own; it sees no other process
+        and no other bot's folder."""
+        if self.method != "bwrap" or self.home is None:
+            return argv
+        where = os.path.abspath(cwd or os.getcwd())
+        return [
+            "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--tmpfs", os.path.dirname(self.home), "--bind", self.home, self.home,
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--chdir", where,
+            "--", *argv,
+        ]  # fmt: skip
 
     def env(self) -> dict[str, str]:
         extra = {MARKER_VAR: self.marker}
@@ -112,8 +146,6 @@ class Launch:
     def cleanup(self) -> None:
         """Remove the private folder (whatever the bot left in it)."""
         if self.home is not None:
-            import shutil
-
             shutil.rmtree(self.home, ignore_errors=True)
             self.home = None
 

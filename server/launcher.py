@@ -272,7 +272,7 @@ async def start_bot(
     )
     try:
         proc = await trio.lowlevel.open_process(
-            bot.argv(),
+            launch.argv(bot.argv(), bot.cwd),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -50,8 +50,8 @@ def confine_options() -> list[Any]:
         click.option(
             "--isolate",
             is_flag=True,
-            help="Run each bot as a user of its own with a private writable folder, so it cannot read "
-            "other bots' tokens or write the results (needs root; docs/security.md).",
+            help="Run each bot as a user of its own (as root) or under bubblewrap, with a private writable "
+            "folder, so it cannot read other bots' tokens or write the results (docs/security.md).",
         ),
     ]
 
