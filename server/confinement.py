@@ -252,6 +252,8 @@ class ProcessTree:
         self.known: set[tuple[int, int]] = set()
         self.sessions: set[int] = {root}
         self.root_start: int | None = None
+        #: Orphans whose environment was read and is not the bot's: not read again every look.
+        self.unmarked: set[tuple[int, int]] = set()
 
     def members(self, table: dict[int, _Stat]) -> list[_Stat]:
         """The bot's processes in ``table`` (updating what is known about them)."""
@@ -267,13 +269,15 @@ class ProcessTree:
             for pid, s in table.items():
                 if pid in found or pid == me:
                     continue
-                if (
-                    s.ppid in found
-                    or (s.session in self.sessions and s.pgrp != 0 and pid != 1)
-                    or (s.ppid in (me, 1) and pid != self.root and _has_marker(pid, self.marker))
-                ):
+                if s.ppid in found or (s.session in self.sessions and s.pgrp != 0 and pid != 1):
                     found.add(pid)
                     changed = True
+                elif s.ppid in (me, 1) and pid != self.root and (pid, s.start) not in self.unmarked:
+                    if _has_marker(pid, self.marker):
+                        found.add(pid)
+                        changed = True
+                    else:
+                        self.unmarked.add((pid, s.start))
         for pid in found:
             self.known.add((pid, table[pid].start))
             self.sessions.add(table[pid].session)

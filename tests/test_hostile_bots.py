@@ -162,7 +162,7 @@ what = sys.argv[1]
 if what == "memory":
     blocks = []
     while True:
-        blocks.append(bytearray(32 * 2**20))  # bytearray writes its zeros: resident at once
+        blocks.append(bytearray(8 * 2**20))  # bytearray writes its zeros: resident at once
         time.sleep(0.01)
 else:
     while True:
