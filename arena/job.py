@@ -145,20 +145,23 @@ def _run(job: MatchJob) -> MatchRecord:
             raise MatchAbandonedError(f"match {job.key} did not end within {job.wall_limit:.0f} s")
         return _record(job, launched, replay, started)
     except BaseException as exc:
-        _mark_cut_short(folder, job.key, exc)
+        mark_cut_short(folder, f"match {job.key}", f"{type(exc).__name__}: {exc}" if str(exc) else repr(exc))
         raise
 
 
-def _mark_cut_short(folder: Path, key: str, exc: BaseException) -> None:
+#: The suffix of an attempt folder whose match recorded nothing.
+CUT_SHORT = "-cut-short"
+
+
+def mark_cut_short(folder: Path, what: str, why: str) -> None:
     """Rename an attempt that recorded nothing to ``...-cut-short``, with a note saying why, so that
     nobody takes its partial replay and logs for a result (the next run plays the match anew)."""
-    why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     with contextlib.suppress(OSError):
         (folder / "CUT-SHORT.txt").write_text(
-            f"This attempt of match {key} was cut short ({why}). It is not in the results; running the "
+            f"This attempt of {what} was cut short ({why}). It is not in the results; running the "
             "same tournament command again plays the match anew in another folder.\n"
         )
-        folder.rename(folder.with_name(folder.name + "-cut-short"))
+        folder.rename(folder.with_name(folder.name + CUT_SHORT))
 
 
 def _record(job: MatchJob, launched: LaunchedMatch, replay: Path, started: float) -> MatchRecord:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cellarena.arena.job import MatchJob, WrongGameError, run_job
+from cellarena.arena.job import CUT_SHORT, MatchJob, WrongGameError, mark_cut_short, run_job
 from cellarena.arena.schedule import Scheduled, schedule
 from cellarena.arena.store import MatchRecord, Standing, Store
 from cellarena.server.confinement import Limits
@@ -148,6 +148,7 @@ def run_tournament(
     out.mkdir(parents=True, exist_ok=True)
     configs = {m: c for m, c, _ in spec.maps}
     with Store(out / "results.sqlite", spec.to_json()) as store:
+        _mark_leftovers(out / "matches", store.replay_folders())
         matches = spec.matches()
         done = store.finished_keys()
         todo = [m for m in matches if m.key not in done]
@@ -209,6 +210,18 @@ def run_tournament(
         report.notes = store.notes()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _mark_leftovers(matches: Path, recorded: set[Path]) -> None:
+    """Mark attempt folders that no recorded match points to: their match was cut short by a run that
+    was killed (its workers could not mark them). Only one coordinator runs here (the store's lock)."""
+    if not matches.is_dir():
+        return
+    for attempt in sorted(matches.iterdir()):
+        if attempt.is_dir() and not attempt.name.endswith(CUT_SHORT) and attempt.resolve() not in recorded:
+            mark_cut_short(
+                attempt, "a match", "found unrecorded by a later run: the run playing it was killed"
+            )
 
 
 def _take(it: Iterator[Scheduled], n: int) -> list[Scheduled]:

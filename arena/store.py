@@ -292,6 +292,11 @@ class Store:
         )
 
     # ------------------------------------------------------------------ reading
+    def replay_folders(self) -> set[Path]:
+        """The folders of every recorded match's replay (resolved): its attempt folder."""
+        rows = self._db.execute("SELECT replay FROM matches WHERE replay IS NOT NULL")
+        return {Path(replay).parent.resolve() for (replay,) in rows}
+
     def notes(self) -> dict[str, list[tuple[str, int]]]:
         """Per bot, why its seats forfeited or crashed (as the launcher said), with how many times."""
         out: dict[str, list[tuple[str, int]]] = {}

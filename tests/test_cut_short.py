@@ -98,3 +98,19 @@ def test_a_gzip_replay_cut_at_any_byte_is_reported_as_cut(gz_replay: bytes, tmp_
         if "cut off" not in said:
             silent.append((n, said))
     assert silent == []
+
+
+def test_a_later_run_marks_the_attempts_a_killed_run_left(tmp_path: Path) -> None:
+    from cellarena.arena.runner import _mark_leftovers
+
+    matches = tmp_path / "matches"
+    recorded, killed = matches / "m00000-11-aaaaaa", matches / "m00001-12-bbbbbb"
+    for folder in (recorded, killed):
+        folder.mkdir(parents=True)
+        (folder / "match.replay").write_bytes(b"partial")
+    _mark_leftovers(matches, {recorded.resolve()})
+    assert sorted(p.name for p in matches.iterdir()) == ["m00000-11-aaaaaa", "m00001-12-bbbbbb-cut-short"]
+    assert (
+        "the run playing it was killed"
+        in (matches / "m00001-12-bbbbbb-cut-short" / "CUT-SHORT.txt").read_text()
+    )

@@ -104,6 +104,11 @@ def test_a_tournament_killed_with_sigkill_resumes_and_ends_with_the_same_standin
     assert con.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM matches").fetchone() == (12, 12)
     assert con.execute("SELECT COUNT(*) FROM seats").fetchone() == (24,)
     assert bot_pids.wait_until_dead() == []  # the killed run's orphaned match finished and its bots exited
+    # Every attempt folder is a recorded match's, or marked as cut short.
+    recorded = {Path(r).parent.name for (r,) in con.execute("SELECT replay FROM matches")}
+    for attempt in (out / "matches").iterdir():
+        if attempt.name not in recorded:
+            assert attempt.name.endswith("-cut-short") and (attempt / "CUT-SHORT.txt").exists()
 
 
 def test_ctrl_c_stops_every_bot_and_keeps_only_whole_matches(tmp_path: Path, bot_pids: BotPids) -> None:
