@@ -359,3 +359,34 @@ def test_the_sdk_reads_its_token_from_the_pipe_once(monkeypatch: pytest.MonkeyPa
     assert parse_args([], "bot").token == "0123456789abcdef0123456789abcdef"
     with pytest.raises(OSError):
         os.fstat(read_end)  # closed once read
+
+
+async def test_a_token_whose_seat_has_played_is_refused_with_seat_taken() -> None:
+    """The seat's bot took its seat and the match started: the token seats nobody else, and the one
+    who comes with it hears why (before, `shutdown`, as if the server were stopping)."""
+    from wire_client import Client
+
+    from cellarena.sdk import protocol
+    from cellarena.server.lobby import Lobby, LobbyConfig
+    from cellarena.server.seating import ReservedSeating
+
+    config = LobbyConfig(
+        "rezzo",
+        {"map": "duel", "max_ticks": 500},
+        TickSettings(tick_rate=30),
+        host="127.0.0.1",
+        port=0,
+        matches=1,
+    )
+    lobby = Lobby(config, ReservedSeating({"t0": 0, "t1": 1}, ["a", "b"]))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(lobby.serve)
+        a, b = await Client.connect(lobby.port), await Client.connect(lobby.port)
+        await a.hello("a", token="t0")
+        await b.hello("b", token="t1")
+        assert (await a.recv())["type"] == "welcome"  # the match started
+        late = await Client.connect(lobby.port)
+        await late.hello("a", token="t0")
+        reply = await late.recv()
+        assert reply is not None and reply["code"] == protocol.SEAT_TAKEN
+        nursery.cancel_scope.cancel()
