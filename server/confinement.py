@@ -319,18 +319,19 @@ class ProcessTree:
 
 
 def over_limit(limits: Limits, rss: int, cpu: float, processes: int) -> str | None:
-    """The limit a bot using this much is over, said for a person; None when it is within all."""
+    """The limit a bot using this much is over, said for a person (the same words every time, so that
+    standings can count them); None when it is within all."""
     if limits.memory_mb is not None and rss > limits.memory_mb * 2**20:
-        return f"memory limit exceeded: {rss / 2**20:.0f} MiB resident, limit {limits.memory_mb} MiB"
+        return f"memory limit exceeded ({limits.memory_mb} MiB resident)"
     if limits.cpu_seconds is not None and cpu > limits.cpu_seconds:
-        return f"CPU time limit exceeded: {cpu:.1f} s used, limit {limits.cpu_seconds:g} s"
+        return f"CPU time limit exceeded ({limits.cpu_seconds:g} s)"
     if limits.processes is not None and processes > limits.processes:
-        return f"process limit exceeded: {processes} processes, limit {limits.processes}"
+        return f"process limit exceeded ({limits.processes} processes)"
     return None
 
 
 def exit_reason(code: int | None, limits: Limits) -> str | None:
-    """What a bot's exit status says about a limit (the kernel's CPU backstop), or None."""
-    if code is not None and code in (-signal.SIGXCPU,) and limits.cpu_seconds is not None:
-        return f"CPU time limit exceeded: limit {limits.cpu_seconds:g} s (killed by SIGXCPU)"
+    """What a bot's exit status says about a limit (the kernel's CPU backstop, SIGXCPU), or None."""
+    if code == -signal.SIGXCPU and limits.cpu_seconds is not None:
+        return f"CPU time limit exceeded ({limits.cpu_seconds:g} s)"
     return None

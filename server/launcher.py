@@ -299,10 +299,14 @@ async def watch_limits(bots: list[BotProcess], limits: Limits) -> None:
             return
         table = await trio.to_thread.run_sync(process_table)
         for bot in running:
-            why = over_limit(limits, *bot.tree.usage(table))
+            rss, cpu, count = bot.tree.usage(table)
+            why = over_limit(limits, rss, cpu, count)
             if why is not None:
                 bot.stopped_for = why
-                logging.getLogger("cellarena.server").warning("bot %d stopped: %s", bot.pid, why)
+                logging.getLogger("cellarena.server").warning(
+                    "bot %d stopped: %s; it used %.0f MiB, %.1f s of CPU, %d processes",
+                    bot.pid, why, rss / 2**20, cpu, count,
+                )  # fmt: skip
                 _signal_group(bot, signal.SIGKILL)
                 await trio.to_thread.run_sync(bot.tree.kill)
 

@@ -390,3 +390,21 @@ async def test_a_token_whose_seat_has_played_is_refused_with_seat_taken() -> Non
         reply = await late.recv()
         assert reply is not None and reply["code"] == protocol.SEAT_TAKEN
         nursery.cancel_scope.cancel()
+
+
+def test_a_tournament_names_the_limit_a_bot_went_over(tmp_path: Path) -> None:
+    from cellarena_cli import cellarena
+
+    hog = _write(tmp_path, "hog.py", HOG)
+    proc = cellarena(
+        "tournament", "rezzo", "--bot", f"a={RAW_BOT}", "--bot", f"b={RAW_BOT}",
+        "--bot", f"hog=python {shlex.quote(str(hog))} memory", "--memory-mb", "100",
+        "--maps", "duel", "--max-ticks", "5", "--out", str(tmp_path / "out"), "--jobs", "2", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert len(result["problems"]["hog"]) == 1, result["problems"]
+    [problem] = result["problems"]["hog"]
+    assert problem["matches"] == 4 and problem["reason"].startswith("memory limit exceeded")
+    assert "(100 MiB resident)" in problem["reason"] and set(result["problems"]) == {"hog"}
+    assert next(s for s in result["standings"] if s["bot"] == "hog")["crashes"] == 4
