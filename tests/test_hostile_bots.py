@@ -157,9 +157,15 @@ def test_every_process_a_bot_starts_is_gone_when_its_match_ends(tmp_path: Path) 
 
 
 HOG = """
-import sys, time
+import resource, subprocess, sys, time
 what = sys.argv[1]
-if what == "memory":
+print("open files", resource.getrlimit(resource.RLIMIT_NOFILE), flush=True)
+if what == "processes":
+    children = []
+    while True:
+        children.append(subprocess.Popen(["sleep", "60"]))
+        time.sleep(0.01)
+elif what == "memory":
     blocks = []
     while True:
         blocks.append(bytearray(8 * 2**20))  # bytearray writes its zeros: resident at once
@@ -175,6 +181,7 @@ else:
     [
         ("memory", Limits(memory_mb=200), "memory limit exceeded"),
         ("cpu", Limits(cpu_seconds=1.0), "CPU time limit exceeded"),
+        ("processes", Limits(processes=10, open_files=77), "process limit exceeded"),
     ],
 )
 def test_a_bot_over_a_limit_is_stopped_with_the_limit_named(
@@ -196,7 +203,9 @@ def test_a_bot_over_a_limit_is_stopped_with_the_limit_named(
     assert time.monotonic() - started < 60
     assert words in launched.stopped["hog"], launched.stopped
     assert launched.outcome.forfeits == [0]
-    assert words in launched.logs["hog"].read_text()
+    said = launched.logs["hog"].read_text()
+    assert words in said
+    assert f"open files ({limits.open_files}, {limits.open_files})" in said  # a kernel limit per process
     assert "plain" not in launched.stopped
 
 
