@@ -127,7 +127,8 @@ class Launch:
         return [
             "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", os.path.dirname(self.home), "--bind", self.home, self.home,
-            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--chdir", where,
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--cap-drop", "ALL",
+            "--chdir", where,
             "--", *argv,
         ]  # fmt: skip
 
