@@ -262,11 +262,16 @@ while time.time() < deadline and not report["read"]:
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
         for path in (f"/proc/{pid}/fd/{fd}", f"/proc/{pid}/environ"):
-            try:
-                with open(path, "rb") as f:
-                    text = f.read(4096).decode("latin-1")
+            try:  # non-blocking: another process's fd may be a pipe nobody writes to
+                handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
             except OSError:
                 continue
+            try:
+                text = os.read(handle, 4096).decode("latin-1")
+            except OSError:
+                continue
+            finally:
+                os.close(handle)
             if len(text.strip()) == 32 and text.strip() != mine:
                 report["read"].append(path)
     time.sleep(0.01)
