@@ -7,6 +7,7 @@ another machine) and `run_job` plays it with the same launcher as `cellarena mat
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import secrets
@@ -14,14 +15,15 @@ import signal
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from cellarena.arena.store import MatchRecord, SeatRecord
-from cellarena.server.launcher import BotSpec, play_match
+from cellarena.server.confinement import Limits
+from cellarena.server.launcher import BotSpec, LaunchedMatch, play_match
 from cellarena.server.match import TickSettings
 from cellarena.server.replay import ReplayWriter
 
@@ -43,6 +45,11 @@ class MatchJob:
     #: Play in a temporary folder and return the replay and logs in the record (`MatchRecord.files`),
     #: for workers on other machines that do not share ``folder``; the coordinator writes them there.
     ship_files: bool = False
+    #: What each bot may use (`cellarena.server.confinement`), and whether it runs as a user of its own.
+    limits: Limits = field(default_factory=Limits)
+    isolate: bool = False
+    #: A bot that asks for another game stops the tournament (`WrongGameError`) instead of forfeiting.
+    strict: bool = False
 
 
 class MatchAbandonedError(RuntimeError):
@@ -59,7 +66,8 @@ class _Worker:
 
 
 class WrongGameError(RuntimeError):
-    """A bot asked to play another game: the tournament's bots are wrong, so it stops (nothing recorded)."""
+    """With ``strict``, a bot asked to play another game: the tournament stops (nothing recorded).
+    Without, that bot forfeits the match, with the reason in its seat's note."""
 
 
 class JobRefusedError(RuntimeError):
@@ -152,20 +160,51 @@ def _play(job: MatchJob, root: Path) -> MatchRecord:
                 log_dir=folder,
                 connect_timeout=job.connect_timeout,
                 recorder=recorder,
+                limits=job.limits,
+                isolate=job.isolate,
             )
         return None
 
-    launched = trio.run(main)
-    if launched is None:
-        raise MatchAbandonedError(f"match {job.key} did not end within {job.wall_limit:.0f} s")
+    try:
+        launched = trio.run(main)
+        if launched is None:
+            raise MatchAbandonedError(f"match {job.key} did not end within {job.wall_limit:.0f} s")
+        return _record(job, launched, replay, started)
+    except BaseException as exc:
+        mark_cut_short(folder, f"match {job.key}", f"{type(exc).__name__}: {exc}" if str(exc) else repr(exc))
+        raise
+
+
+#: The suffix of an attempt folder whose match recorded nothing.
+CUT_SHORT = "-cut-short"
+
+
+def mark_cut_short(folder: Path, what: str, why: str) -> None:
+    """Rename an attempt that recorded nothing to ``...-cut-short``, with a note saying why, so that
+    nobody takes its partial replay and logs for a result (the next run plays the match anew)."""
+    with contextlib.suppress(OSError):
+        (folder / "CUT-SHORT.txt").write_text(
+            f"This attempt of {what} was cut short ({why}). It is not in the results; running the "
+            "same tournament command again plays the match anew in another folder.\n"
+        )
+        folder.rename(folder.with_name(folder.name + CUT_SHORT))
+
+
+def _record(job: MatchJob, launched: LaunchedMatch, replay: Path, started: float) -> MatchRecord:
+    """The record of a match that ended, with a note per seat that forfeited for a known reason."""
+    notes = dict(launched.stopped)
     for name, refusal in launched.refused.items():
         if refusal.game != job.game:
             bot = next(b for b in job.bots if b.name == name)
-            raise WrongGameError(
-                f"bot {name!r} ({bot.command}) asked to play {refusal.game!r}, but this tournament plays "
-                f"{job.game!r}: keep only {job.game} bots in the bots folder (or rename this one's file or "
-                "folder to start with '_')"
-            )
+            if job.strict:
+                raise WrongGameError(
+                    f"bot {name!r} ({bot.command}) asked to play {refusal.game!r}, but this tournament "
+                    f"plays {job.game!r}: keep only {job.game} bots in the bots folder (or rename this one's "
+                    "file or folder to start with '_')"
+                )
+            notes[name] = f"asked to play {refusal.game!r}, not {job.game!r}"
+        else:
+            notes.setdefault(name, f"refused by the server: {refusal.code}: {refusal.message}")
     outcome = launched.outcome
     seats = []
     for seat, bot in enumerate(job.bots):
@@ -183,6 +222,7 @@ def _play(job: MatchJob, root: Path) -> MatchRecord:
                 crashed=forfeit or code is None or code > 0,
                 exit_code=code,
                 log=str(launched.logs[bot.name]),
+                note=notes.get(bot.name),
             )
         )
     winner = outcome.result.winner

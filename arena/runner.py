@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cellarena.arena.job import MatchJob, WrongGameError, run_job
+from cellarena.arena.job import CUT_SHORT, MatchJob, WrongGameError, mark_cut_short, run_job
 from cellarena.arena.schedule import Scheduled, schedule
 from cellarena.arena.store import MatchRecord, Standing, Store
+from cellarena.server.confinement import Limits
 from cellarena.server.launcher import BotSpec
 from cellarena.server.match import TickSettings
 
@@ -45,6 +46,11 @@ class TournamentSpec:
     seed: int
     settings: TickSettings
     connect_timeout: float = 15.0
+    # How bots are confined, and whether a bot of another game stops everything: not part of what is
+    # played, so left out of `to_json` (a resume may change them).
+    limits: Limits = field(default_factory=Limits)
+    isolate: bool = False
+    strict: bool = False
 
     def to_json(self) -> dict[str, Any]:
         s = self.settings
@@ -92,6 +98,9 @@ class RunReport:
     seconds: float = 0.0
     #: Sum of the matches' own durations as their workers measured them.
     match_seconds: float = 0.0
+    #: Per bot, why its seats forfeited or crashed when the launcher knew (over a limit, could not
+    #: start, asked for another game), with how many times.
+    notes: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
 def default_jobs() -> int:
@@ -146,6 +155,7 @@ def run_tournament(
     out.mkdir(parents=True, exist_ok=True)
     configs = {m: c for m, c, _ in spec.maps}
     with Store(out / "results.sqlite", spec.to_json()) as store:
+        _mark_leftovers(out / "matches", store.replay_folders())
         matches = spec.matches()
         done = store.finished_keys()
         todo = [m for m in matches if m.key not in done]
@@ -166,6 +176,9 @@ def run_tournament(
                 connect_timeout=spec.connect_timeout,
                 wall_limit=spec.wall_limit(configs[m.map]),
                 ship_files=ship_files,
+                limits=spec.limits,
+                isolate=spec.isolate,
+                strict=spec.strict,
             )
 
         pending: dict[cf.Future[MatchRecord], Scheduled] = {}
@@ -182,7 +195,7 @@ def run_tournament(
                     try:
                         record = future.result()
                     except WrongGameError:
-                        raise  # every match of that bot would be refused: stop (below) and say why
+                        raise  # --strict: every match of that bot would be refused: stop (below), say why
                     except Exception as exc:  # a lost worker or an abandoned match: retried next run
                         log.error("match %s failed and is not recorded: %s", m.key, exc)
                         report.failed.append((m.key, f"{type(exc).__name__}: {exc}"))
@@ -204,6 +217,7 @@ def run_tournament(
                 interrupt()
             raise
         report.standings = store.standings([b.name for b in spec.bots])
+        report.notes = store.notes()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -231,6 +245,18 @@ def land_files(record: MatchRecord, matches: Path, index: int) -> MatchRecord:
         seats=tuple(dataclasses.replace(s, log=landed(s.log)) for s in record.seats),
         files={},
     )
+
+
+def _mark_leftovers(matches: Path, recorded: set[Path]) -> None:
+    """Mark attempt folders that no recorded match points to: their match was cut short by a run that
+    was killed (its workers could not mark them). Only one coordinator runs here (the store's lock)."""
+    if not matches.is_dir():
+        return
+    for attempt in sorted(matches.iterdir()):
+        if attempt.is_dir() and not attempt.name.endswith(CUT_SHORT) and attempt.resolve() not in recorded:
+            mark_cut_short(
+                attempt, "a match", "found unrecorded by a later run: the run playing it was killed"
+            )
 
 
 def _take(it: Iterator[Scheduled], n: int) -> list[Scheduled]:

@@ -15,6 +15,7 @@ either the whole match or none of it.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -87,6 +88,8 @@ class SeatRecord:
     crashed: bool
     exit_code: int | None
     log: str | None
+    #: Why the seat forfeited or crashed, when the launcher knows (a limit, a bot that could not start).
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,9 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(seats)")}
+            if "note" not in columns:  # a results folder from before seats had notes
+                self._db.execute("ALTER TABLE seats ADD COLUMN note TEXT")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{path}: not a usable results database ({exc}); use another --out") from None
         mine = fingerprint(spec)
@@ -201,8 +207,11 @@ class Store:
         try:
             self._commit(match, record)
         except sqlite3.Error as exc:
+            why = str(exc)
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in why:
+                why = f"no space left on device ({exc}); free some space"
             raise StoreError(
-                f"{self.path}: cannot record match {match.key} ({exc}); the matches before it are kept: "
+                f"{self.path}: cannot record match {match.key} ({why}); the matches before it are kept: "
                 "fix that, then run the same command again to resume"
             ) from None
 
@@ -227,7 +236,8 @@ class Store:
                 ),
             )
             db.executemany(
-                "INSERT INTO seats VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO seats (match, seat, bot, rank, late, invalid, illegal, forfeit, crashed,"
+                " exit_code, log, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         match.index,
@@ -241,6 +251,7 @@ class Store:
                         int(s.crashed),
                         s.exit_code,
                         s.log,
+                        s.note,
                     )
                     for seat, s in enumerate(record.seats)
                 ],
@@ -248,7 +259,11 @@ class Store:
             self._rerate_from(match.index)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            # SQLite may have rolled back by itself (a full disk does): then ROLLBACK fails with "cannot
+            # rollback", which would hide the error that matters.
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
             raise
 
     def _rerate_from(self, index: int) -> None:
@@ -280,6 +295,21 @@ class Store:
         )
 
     # ------------------------------------------------------------------ reading
+    def replay_folders(self) -> set[Path]:
+        """The folders of every recorded match's replay (resolved): its attempt folder."""
+        rows = self._db.execute("SELECT replay FROM matches WHERE replay IS NOT NULL")
+        return {Path(replay).parent.resolve() for (replay,) in rows}
+
+    def notes(self) -> dict[str, list[tuple[str, int]]]:
+        """Per bot, why its seats forfeited or crashed (as the launcher said), with how many times."""
+        out: dict[str, list[tuple[str, int]]] = {}
+        for bot, note, n in self._db.execute(
+            "SELECT bot, note, COUNT(*) FROM seats WHERE note IS NOT NULL"
+            " GROUP BY bot, note ORDER BY bot, note"
+        ):
+            out.setdefault(bot, []).append((note, n))
+        return out
+
     def finished_keys(self) -> set[str]:
         return {k for (k,) in self._db.execute("SELECT key FROM matches")}
 

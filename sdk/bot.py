@@ -302,8 +302,8 @@ def _env(name: str) -> str | None:
 
 
 def read_token(flag: str | None, token_file: str | None) -> str | None:
-    """The token to send in ``hello``: the content of ``--token-file``, else ``--token``, else
-    ``CELLARENA_TOKEN``, else None.
+    """The token to send in ``hello``: the content of ``--token-file``, else ``--token``, else the
+    seat token a launcher handed over (`_seat_token`: CELLARENA_TOKEN_FD, CELLARENA_TOKEN), else None.
 
     Every way a bot is handed its token goes through here, so that a new one is added in one place.
     A token is a secret: it is never logged, and an error about it names the file, not the content.
@@ -321,7 +321,20 @@ def read_token(flag: str | None, token_file: str | None) -> str | None:
         return text
     if flag is not None and flag.strip():
         return flag.strip()
-    return _env("CELLARENA_TOKEN")
+    return _seat_token()
+
+
+def _seat_token() -> str | None:
+    """The seat token: read once from the pipe CELLARENA_TOKEN_FD names (how `cellarena match` hands it
+    over, out of other processes' sight; docs/protocol.md), else CELLARENA_TOKEN (a token you set)."""
+    fd = _env("CELLARENA_TOKEN_FD")
+    if fd is None or not fd.isdigit():
+        return _env("CELLARENA_TOKEN")
+    try:
+        with os.fdopen(int(fd), "rb") as pipe:
+            return pipe.readline(4096).decode("ascii", "replace").strip() or None
+    except OSError:
+        return _env("CELLARENA_TOKEN")
 
 
 def parse_args(
@@ -349,8 +362,8 @@ def parse_args(
     parser.add_argument("--port", type=int, default=port_default, help="server port (CELLARENA_PORT)")
     parser.add_argument(
         "--token",
-        help="seat or ladder token (CELLARENA_TOKEN); other users can read a command line, so prefer "
-        "--token-file or the variable",
+        help="seat or ladder token (else CELLARENA_TOKEN_FD, CELLARENA_TOKEN); other users can read a "
+        "command line, so prefer --token-file or the variable",
     )
     parser.add_argument("--token-file", metavar="PATH", help="read the token from this file")
     parser.add_argument(

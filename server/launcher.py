@@ -1,9 +1,11 @@
 """`cellarena match`: a server on a free loopback port, one process per bot, one match.
 
-Each bot gets a seat token and the connection details in its environment (CELLARENA_HOST, _PORT,
-_TOKEN, _NAME), so any program that speaks the protocol can play. Each process starts in a session of
-its own, so that when the match ends, or on Ctrl-C, the whole process group (a shell script's
-children, `npm`'s node) is terminated. No process is left behind.
+Each bot gets the connection details in its environment (CELLARENA_HOST, _PORT, _NAME) and its seat
+token through an inherited pipe whose descriptor number is CELLARENA_TOKEN_FD: another process can
+read a bot's environment (``/proc/PID/environ``), so a secret never goes there (docs/protocol.md).
+Each process starts in a session of its own and is confined (`cellarena.server.confinement`): limits
+on memory, CPU time, processes and open files, optionally a user of its own, and when the match ends,
+or on Ctrl-C, every process it started, double-forked or not, is killed. No process is left behind.
 """
 
 from __future__ import annotations
@@ -24,6 +26,17 @@ from typing import IO, Any
 import trio
 
 from cellarena.sdk import protocol
+from cellarena.server.confinement import (
+    POLL_SECONDS,
+    Launch,
+    Limits,
+    ProcessTree,
+    become_subreaper,
+    check_isolation,
+    exit_reason,
+    over_limit,
+    process_table,
+)
 from cellarena.server.games.base import Engine
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import MatchOutcome, Recorder, TickSettings
@@ -93,6 +106,34 @@ class LaunchedMatch:
     exit_codes: dict[str, int | None]
     #: Bots whose hello the server refused (they forfeit), by name: what they were told.
     refused: dict[str, Refusal] = field(default_factory=dict)
+    #: Bots that could not start, or were stopped for going over a limit, by name: why, for a person.
+    stopped: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class BotProcess:
+    """A launched bot: its first process, everything it started (`tree`), and how it was confined."""
+
+    proc: trio.Process
+    tree: ProcessTree
+    launch: Launch
+    #: Why the launcher stopped it (a limit), or None.
+    stopped_for: str | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def stdout(self) -> trio.abc.ReceiveStream | None:
+        return self.proc.stdout
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    async def wait(self) -> int:
+        return await self.proc.wait()
 
 
 async def play_match(
@@ -106,9 +147,14 @@ async def play_match(
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     recorder: Callable[[int, Engine, list[str], int], Recorder | None] | None = None,
     on_tick: Callable[[Engine], None] | None = None,
+    limits: Limits | None = None,
+    isolate: bool = False,
 ) -> LaunchedMatch:
     """Run one match between ``bots`` (one per seat, in order) and stop every process afterwards."""
-    tokens = {secrets.token_hex(12): seat for seat in range(len(bots))}
+    limits = limits or Limits()
+    if isolate:
+        check_isolation()
+    tokens = {secrets.token_hex(16): seat for seat in range(len(bots))}
     by_seat = {seat: token for token, seat in tokens.items()}
     outcomes: list[MatchOutcome] = []
     seating = ReservedSeating(tokens, [b.name for b in bots], timeout=connect_timeout)
@@ -134,8 +180,9 @@ async def play_match(
         )
     log_dir.mkdir(parents=True, exist_ok=True)
     logs = _log_paths(log_dir, [b.name for b in bots])
-    procs: dict[str, trio.Process] = {}
+    procs: dict[str, BotProcess] = {}
     exit_codes: dict[str, int | None] = {}
+    stopped: dict[str, str] = {}
     # Each bot's output goes through a pipe to its log, so that a bot that prints without end cannot
     # fill the disk. The copiers outlive the match: a bot's last words come after `end`.
     async with trio.open_nursery() as copiers:
@@ -149,9 +196,18 @@ async def play_match(
                 port = await nursery.start(serve)
                 for seat, bot in enumerate(bots):
                     try:
-                        proc = await start_bot(bot, "127.0.0.1", port, by_seat[seat])
+                        proc = await start_bot(
+                            bot, "127.0.0.1", port, by_seat[seat], limits=limits, isolate=isolate
+                        )
                     except OSError as exc:
-                        logs[bot.name].write_text(f"cellarena: cannot start {bot.command!r}: {exc}\n")
+                        why = f"cannot start {bot.command!r}: {exc}"
+                        if isolate and isinstance(exc, PermissionError):
+                            why += (
+                                " (with --isolate the bot runs as a user of its own: its program and "
+                                "folder must be readable by every user; docs/security.md)"
+                            )
+                        logs[bot.name].write_text(f"cellarena: {why}\n")
+                        stopped[bot.name] = why
                         seating.seat_gone(seat)
                         exit_codes[bot.name] = None
                         continue
@@ -159,6 +215,7 @@ async def play_match(
                     assert proc.stdout is not None
                     copiers.start_soon(copy_log, proc.stdout, logs[bot.name], LOG_LIMIT)
                     nursery.start_soon(_watch_process, proc, seat, seating)
+                nursery.start_soon(watch_limits, list(procs.values()), limits)
         except BaseException:
             with trio.CancelScope(shield=True):  # interrupted: stop everything at once
                 for name, proc in procs.items():
@@ -168,34 +225,90 @@ async def play_match(
             # The match is over and every bot was sent `end`: give them a moment to exit by themselves.
             for name, proc in procs.items():
                 exit_codes[name] = await stop_bot(proc, patience=2.0)
-        # The pipes close with the process groups; a stray process that kept one open is not waited for.
+        # The pipes close with the processes; a stray process that kept one open is not waited for.
         copiers.cancel_scope.deadline = trio.current_time() + 2.0
+    for name, proc in procs.items():
+        limit = proc.stopped_for or exit_reason(exit_codes[name], limits)
+        if limit is not None:
+            stopped[name] = limit
+            with contextlib.suppress(OSError), open(logs[name], "a") as f:
+                f.write(f"\n[cellarena: stopped: {limit}]\n")
     if not outcomes:
         raise MatchFailedError("the match ended without a result (a server error, logged above)")
     refused = {bots[seat].name: refusal for seat, refusal in sorted(seating.refusals.items())}
-    return LaunchedMatch(outcomes[0], logs, exit_codes, refused)
+    return LaunchedMatch(outcomes[0], logs, exit_codes, refused, stopped)
 
 
-async def start_bot(bot: BotSpec, host: str, port: int, token: str) -> trio.Process:
-    """Start ``bot`` in a session of its own (so `stop_bot` reaches all it starts), told where to
-    connect and its token through its environment (docs/protocol.md), its output piped for `copy_log`."""
-    env = {
-        **os.environ,
-        "CELLARENA_HOST": host,
-        "CELLARENA_PORT": str(port),
-        "CELLARENA_TOKEN": token,
-        "CELLARENA_NAME": bot.name,
-        "PYTHONUNBUFFERED": "1",
-    }
-    return await trio.lowlevel.open_process(
-        bot.argv(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=env,
-        cwd=bot.cwd,
-        start_new_session=True,
+async def start_bot(
+    bot: BotSpec,
+    host: str,
+    port: int,
+    token: str,
+    *,
+    limits: Limits | None = None,
+    isolate: bool = False,
+) -> BotProcess:
+    """Start ``bot`` in a session of its own, confined by ``limits`` (and as a user of its own with
+    ``isolate``), told where to connect in its environment and its token through an inherited pipe
+    (docs/protocol.md), its output piped for `copy_log`."""
+    become_subreaper()
+    launch = Launch(limits or Limits(), isolate=isolate)
+    launch.prepare()
+    # The token waits in a pipe the bot inherits: unlike the environment, another bot cannot read it
+    # from /proc (its descriptors are its own to open once isolated, and it is gone once read).
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, token.encode() + b"\n")
+    finally:
+        os.close(write_end)
+    env = {k: v for k, v in os.environ.items() if k != "CELLARENA_TOKEN"}
+    env.update(
+        CELLARENA_HOST=host,
+        CELLARENA_PORT=str(port),
+        CELLARENA_TOKEN_FD=str(read_end),
+        CELLARENA_NAME=bot.name,
+        PYTHONUNBUFFERED="1",
+        **launch.env(),
     )
+    try:
+        proc = await trio.lowlevel.open_process(
+            launch.argv(bot.argv(), bot.cwd),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=bot.cwd,
+            start_new_session=True,
+            pass_fds=(read_end,),
+            **launch.popen_kwargs(),
+        )
+    except BaseException:
+        launch.cleanup()
+        raise
+    finally:
+        os.close(read_end)
+    return BotProcess(proc, ProcessTree(proc.pid, launch.marker), launch)
+
+
+async def watch_limits(bots: list[BotProcess], limits: Limits) -> None:
+    """Until cancelled, look at the bots' processes every `POLL_SECONDS` and kill a bot over a limit."""
+    while True:
+        await trio.sleep(POLL_SECONDS)
+        running = [b for b in bots if b.returncode is None and b.stopped_for is None]
+        if not running:
+            return
+        table = await trio.to_thread.run_sync(process_table)
+        for bot in running:
+            rss, cpu, count = bot.tree.usage(table)
+            why = over_limit(limits, rss, cpu, count)
+            if why is not None:
+                bot.stopped_for = why
+                logging.getLogger("cellarena.server").warning(
+                    "bot %d stopped: %s; it used %.0f MiB, %.1f s of CPU, %d processes",
+                    bot.pid, why, rss / 2**20, cpu, count,
+                )  # fmt: skip
+                _signal_group(bot, signal.SIGKILL)
+                await trio.to_thread.run_sync(bot.tree.kill)
 
 
 async def copy_log(output: trio.abc.ReceiveStream, path: Path, limit: int) -> None:
@@ -227,13 +340,15 @@ async def copy_log(output: trio.abc.ReceiveStream, path: Path, limit: int) -> No
                 log_file.close()
 
 
-async def _watch_process(proc: trio.Process, seat: int, seating: ReservedSeating) -> None:
+async def _watch_process(proc: BotProcess, seat: int, seating: ReservedSeating) -> None:
     await proc.wait()
     seating.seat_gone(seat)  # if it never connected, do not keep the others waiting
 
 
-async def stop_bot(proc: trio.Process, *, patience: float, grace: float = 2.0) -> int | None:
-    """Wait ``patience`` seconds for the process to exit, then terminate its whole group, politely first."""
+async def stop_bot(proc: BotProcess, *, patience: float, grace: float = 2.0) -> int | None:
+    """Wait ``patience`` seconds for the bot to exit, then terminate its whole group, politely first;
+    then kill every process it left, wherever it went (other sessions, orphans), and remove its
+    private folder."""
     with trio.move_on_after(patience):
         await proc.wait()
     if proc.returncode is None:
@@ -245,10 +360,12 @@ async def stop_bot(proc: trio.Process, *, patience: float, grace: float = 2.0) -
         await proc.wait()
     else:
         _signal_group(proc, signal.SIGKILL)  # children the bot left behind in its group
+    await trio.to_thread.run_sync(proc.tree.kill)
+    proc.launch.cleanup()
     return proc.returncode
 
 
-def _signal_group(proc: trio.Process, sig: signal.Signals) -> None:
+def _signal_group(proc: BotProcess, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
 

@@ -90,8 +90,9 @@ class Replay:
 
     @property
     def complete(self) -> bool:
-        """Whether the file holds the match's result record, i.e. the writer saw the match end."""
-        return self.result is not None
+        """Whether the file holds the match's result record, i.e. the writer saw the match end, and
+        nothing of it is cut off."""
+        return self.result is not None and self.truncated is None
 
     def incomplete_reason(self) -> str:
         """Why the replay has no result, for messages; empty when it is complete."""
@@ -190,6 +191,9 @@ def _raw_records(src: _Source) -> Iterator[tuple[int, int, dict[Any, Any] | str]
         prefix = src.read(LENGTH.size)
         if not prefix:
             if number > 1:
+                if src.gzip_cut:  # cut between records, or in the gzip trailer: the check sum is lost too
+                    cut = f"the gzip stream is cut off after record {number - 1} (byte {offset})"
+                    yield number, offset, cut
                 return
             if src.gzip_cut:
                 raise ReplayError(f"{not_replay}, or one whose gzip stream is cut off before any record")

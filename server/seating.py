@@ -141,6 +141,8 @@ class ReservedSeating(Seating):
         #: Reserved seats whose bot's hello was refused, so the launcher can say why.
         self.refusals: dict[int, Refusal] = {}
         self.seated: dict[int, Connection] = {}
+        #: Seats whose bot has played: their token seats nobody else, even after the match started.
+        self._played: set[int] = set()
         self._gone: set[int] = set()
         self._room = WaitingRoom(on_leave=self._unseat)
 
@@ -148,8 +150,8 @@ class ReservedSeating(Seating):
         token = hello.get("token")
         if not isinstance(token, str) or token not in self.tokens:
             return protocol.BAD_HELLO, "this server reserves its seats: send the 'token' you were given"
-        if self.tokens[token] in self.seated:
-            return protocol.BAD_HELLO, "that token's seat is already taken"
+        if self.tokens[token] in self.seated or self.tokens[token] in self._played:
+            return protocol.SEAT_TAKEN, "that token's seat already has its bot; a token seats one connection"
         return None
 
     def refused(self, conn: Connection, hello: dict[str, Any], code: str, message: str) -> None:
@@ -199,6 +201,7 @@ class ReservedSeating(Seating):
 
     def _start(self) -> None:
         conns = [self.seated.get(i) for i in range(self.lobby.players)]
+        self._played.update(self.seated)
         self._room.take()
         self.seated = {}
         self.lobby.start_match(conns, list(self.names))

@@ -672,7 +672,7 @@ async def test_a_seated_bot_refused_at_hello_is_named() -> None:
         while 0 not in lobby.seating.seated:
             await trio.sleep(0.01)
         await second.send({**protocol.hello("y", "rezzo"), "token": "t0"})
-        await second.expect_error(protocol.BAD_HELLO)
+        await second.expect_error(protocol.SEAT_TAKEN)
         assert 0 not in lobby.seating.refusals
         nursery.cancel_scope.cancel()
 

@@ -104,6 +104,11 @@ def test_a_tournament_killed_with_sigkill_resumes_and_ends_with_the_same_standin
     assert con.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM matches").fetchone() == (12, 12)
     assert con.execute("SELECT COUNT(*) FROM seats").fetchone() == (24,)
     assert bot_pids.wait_until_dead() == []  # the killed run's orphaned match finished and its bots exited
+    # Every attempt folder is a recorded match's, or marked as cut short.
+    recorded = {Path(r).parent.name for (r,) in con.execute("SELECT replay FROM matches")}
+    for attempt in (out / "matches").iterdir():
+        if attempt.name not in recorded:
+            assert attempt.name.endswith("-cut-short") and (attempt / "CUT-SHORT.txt").exists()
 
 
 def test_ctrl_c_stops_every_bot_and_keeps_only_whole_matches(tmp_path: Path, bot_pids: BotPids) -> None:
@@ -167,13 +172,38 @@ def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
     assert second.returncode == 2 and "holds a different tournament" in second.stderr
 
 
-def test_a_bot_for_another_game_stops_the_tournament_and_is_named(tmp_path: Path) -> None:
+def test_with_strict_a_bot_for_another_game_stops_the_tournament_and_is_named(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = cellarena(
         "tournament", "rezzo", "--bot", f"good={RAW} random", "--bot", f"stray={RAW} game:cata",
-        "--max-ticks", "20", "--out", str(out), "--jobs", "1",
+        "--max-ticks", "20", "--out", str(out), "--jobs", "1", "--strict",
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     assert "bot 'stray'" in proc.stderr and "asked to play 'cata'" in proc.stderr
     assert "this tournament plays 'rezzo'" in proc.stderr and "keep only rezzo bots" in proc.stderr
     assert read_matches(out / "results.sqlite") == 0  # a refused bot's match is not a result
+
+
+def test_a_bad_bot_forfeits_its_matches_and_the_others_go_on(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = cellarena(
+        "tournament", "rezzo", "--bot", f"good={RAW} random", "--bot", f"other={RAW} random",
+        "--bot", f"stray={RAW} game:cata", "--bot", "ghost=/nonexistent/bot",
+        "--maps", "duel", "--max-ticks", "5", "--out", str(out), "--jobs", "2", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["played"] == result["total"] == 12  # every pair, both seat orders
+    problems = result["problems"]
+    assert problems["stray"] == [{"reason": "asked to play 'cata', not 'rezzo'", "matches": 6}]
+    [ghost] = problems["ghost"]
+    assert ghost["matches"] == 6 and "cannot start '/nonexistent/bot'" in ghost["reason"]
+    assert set(problems) == {"stray", "ghost"}
+    table = cellarena(
+        "tournament", "rezzo", "--bot", f"good={RAW} random", "--bot", f"other={RAW} random",
+        "--bot", f"stray={RAW} game:cata", "--bot", "ghost=/nonexistent/bot",
+        "--maps", "duel", "--max-ticks", "5", "--out", str(out),
+    )  # fmt: skip
+    assert table.returncode == 0, table.stderr
+    said = " ".join(table.stdout.split())  # rich wraps long lines
+    assert "stray forfeited or crashed in 6 matches: asked to play 'cata', not 'rezzo'" in said

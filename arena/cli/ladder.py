@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
     FiniteFloatRange,
@@ -252,6 +253,7 @@ def _serve_command(game: str) -> click.Command:
         where = click.get_current_context().find_object(_Where)
         assert where is not None  # the ladder group made it
         configure_logging(verbose)
+        house_limits, isolate = confine(game_values)  # for house bots (docs/security.md)
         pool: tuple[str | None, ...] = (None,)
         if maps:
             if cli.map_key is None:
@@ -273,6 +275,8 @@ def _serve_command(game: str) -> click.Command:
             replay_dir=replay_dir,
             log_dir=writable_folder(where.folder / "logs", "--dir"),
             house_after=house_after,
+            house_limits=house_limits,
+            isolate=isolate,
             seed=seed,
         )
         if not is_loopback(host) and not insecure and config.tls is None:
@@ -343,6 +347,7 @@ def _serve_command(game: str) -> click.Command:
             type=FiniteFloatRange(0, 3600),
             help="Seconds a bot waits alone before a house bot is started to play it.",
         ),
+        *confine_options(),  # for house bots
         click.option(
             "--insecure",
             is_flag=True,

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameCli, GameGroup, config_error, engine_config, game_cli
 from cellarena.server.cli.params import FiniteFloatRange, decorate, tick_options, writable_folder
 from cellarena.server.games import ConfigError
@@ -64,6 +65,7 @@ def _tournament_command(game: str) -> click.Command:
         connect_timeout: float,
         as_json: bool,
         cluster: str | None,
+        strict: bool,
         **game_values: Any,
     ) -> None:
         from cellarena.arena.job import WrongGameError
@@ -77,6 +79,7 @@ def _tournament_command(game: str) -> click.Command:
         from cellarena.arena.store import StoreError
         from cellarena.server.match import TickSettings
 
+        limits, isolate = confine(game_values)
         specs = _bots(bots, bots_dir, game)
         if len(specs) < 2:
             raise click.UsageError(f"a tournament needs at least 2 bots, got {len(specs)}")
@@ -112,6 +115,9 @@ def _tournament_command(game: str) -> click.Command:
             seed=seed,
             settings=settings,
             connect_timeout=connect_timeout,
+            limits=limits,
+            isolate=isolate,
+            strict=strict,
         )
         folder = writable_folder(Path(out) if out else Path("runs") / f"tournament-{game}", "--out")
         if cluster is not None:
@@ -181,6 +187,10 @@ def _tournament_command(game: str) -> click.Command:
                         "played": report.played,
                         "total": report.total,
                         "failed": [k for k, _ in report.failed],
+                        "problems": {
+                            bot: [{"reason": why, "matches": n} for why, n in notes]
+                            for bot, notes in report.notes.items()
+                        },
                         "results": str(folder / "results.sqlite"),
                     }
                 )
@@ -243,6 +253,13 @@ def _tournament_command(game: str) -> click.Command:
             show_default=True,
             type=FiniteFloatRange(0.5, 600),
             help="Seconds a bot has to connect before it forfeits.",
+        ),
+        *confine_options(),
+        click.option(
+            "--strict",
+            is_flag=True,
+            help="Stop the tournament when a bot asks to play another game (by default that bot forfeits "
+            "its matches, with the reason in the standings).",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end."),
         click.option(
@@ -334,6 +351,9 @@ def _print_standings(report: Any, folder: Path) -> None:
         )
     console.print(table)
     console.print("rating = mu - 3 sigma (openskill, Plackett-Luce); late = late or missing moves per tick")
+    for bot, notes in report.notes.items():
+        for why, n in notes:
+            console.print(f"[red]{bot}[/] forfeited or crashed in {n} match{'es' if n > 1 else ''}: {why}")
     if report.failed:
         console.print(
             f"[red]{len(report.failed)} matches failed and were not recorded[/]; rerun to retry them:"

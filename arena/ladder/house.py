@@ -4,10 +4,11 @@ A house bot is registered with the command that starts it (`cellarena ladder hou
 bot has waited ``after`` seconds in the queue and a house bot of the game is idle (not queued, not
 playing, not starting), the ladder starts the idle house bot whose rating is closest to the longest
 waiter's. It runs as a match's bots do (`cellarena.server.launcher.start_bot`): in a session of its
-own, told where to connect and its token through its environment, its output in a capped log. It
-plays one match and exits; the next time it is needed it starts again. One that neither queues
-nor plays for ``idle_limit`` seconds (it never connected, or hangs after its match) is stopped, so
-a broken house bot cannot stay "running" forever and never be started again.
+own, confined by the same limits (and `--isolate`), told where to connect in its environment and its
+token through an inherited pipe (docs/protocol.md), its output in a capped log. It plays one match
+and exits; the next time it is needed it starts again. One that neither queues nor plays for
+``idle_limit`` seconds (it never connected, or hangs after its match) is stopped, so a broken house
+bot cannot stay "running" forever and never be started again.
 
 The store keeps only a hash of every token, so each launch gives the house bot a new token
 (`LadderStore.rotate`): the one it was started with is the only one that works.
@@ -24,7 +25,16 @@ from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.arena.ratings import initial
-from cellarena.server.launcher import LOG_LIMIT, BotSpec, copy_log, start_bot, stop_bot
+from cellarena.server.confinement import Limits
+from cellarena.server.launcher import (
+    LOG_LIMIT,
+    BotProcess,
+    BotSpec,
+    copy_log,
+    start_bot,
+    stop_bot,
+    watch_limits,
+)
 
 log = logging.getLogger("cellarena.ladder")
 
@@ -42,6 +52,8 @@ class HouseBots:
         every: float = 0.5,
         idle_limit: float = 30.0,
         host: str = "127.0.0.1",
+        limits: Limits | None = None,
+        isolate: bool = False,
     ) -> None:
         self.store = store
         self.seating = seating
@@ -50,8 +62,10 @@ class HouseBots:
         self.every = every
         self.idle_limit = idle_limit
         self.host = host
+        self.limits = limits or Limits()
+        self.isolate = isolate
         #: House bots whose process runs, by name.
-        self.running: dict[str, trio.Process] = {}
+        self.running: dict[str, BotProcess] = {}
 
     async def run(self, port: int) -> None:
         """Look at the queue every ``every`` seconds until cancelled; then stop every house bot."""
@@ -94,7 +108,9 @@ class HouseBots:
         spec = BotSpec(bot.name, bot.house_command)
         path = self.log_dir / f"house-{bot.name}.log"
         try:
-            proc = await start_bot(spec, self.host, port, token.secret)
+            proc = await start_bot(
+                spec, self.host, port, token.secret, limits=self.limits, isolate=self.isolate
+            )
         except OSError as exc:
             log.error("cannot start house bot %s (%r): %s", bot.name, bot.house_command, exc)
             return
@@ -103,8 +119,9 @@ class HouseBots:
         assert proc.stdout is not None
         nursery.start_soon(copy_log, proc.stdout, path, LOG_LIMIT)
         nursery.start_soon(self._reap, bot.name, proc)
+        nursery.start_soon(watch_limits, [proc], self.limits)
 
-    async def _reap(self, name: str, proc: trio.Process) -> None:
+    async def _reap(self, name: str, proc: BotProcess) -> None:
         """Wait for a house bot to end its match and exit, or to sit idle (neither queued nor playing)
         for ``idle_limit`` seconds; then stop what it left in its session."""
         try:

@@ -20,6 +20,7 @@ from cellarena.arena.ladder.house import HouseBots
 from cellarena.arena.ladder.matchmaker import Policy
 from cellarena.arena.ladder.seating import LadderRules, LadderSeating
 from cellarena.arena.ladder.store import LadderStore
+from cellarena.server.confinement import Limits
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import ConfigError, Engine
 from cellarena.server.lobby import Lobby, LobbyConfig
@@ -53,6 +54,9 @@ class LadderConfig:
     log_dir: Path | None = None
     #: Seconds a bot waits in the queue before a house bot is started for it.
     house_after: float = 5.0
+    #: How house bots are confined (docs/security.md).
+    house_limits: Limits = field(default_factory=Limits)
+    isolate: bool = False
     seed: int = 0
 
     def config_for(self, map_name: str | None) -> dict[str, Any]:
@@ -120,7 +124,14 @@ async def run_ladder(
             def listening(port: int) -> None:
                 on_listening(port)
                 if config.log_dir is not None:
-                    house = HouseBots(store, seating, config.log_dir, after=config.house_after)
+                    house = HouseBots(
+                        store,
+                        seating,
+                        config.log_dir,
+                        after=config.house_after,
+                        limits=config.house_limits,
+                        isolate=config.isolate,
+                    )
                     nursery.start_soon(house.run, port)
 
             await serve_until_signalled(lobby, on_listening=listening, notify=notify)

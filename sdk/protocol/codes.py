@@ -19,6 +19,8 @@ BAD_FRAME = "bad_frame"
 TOO_LARGE = "too_large"
 BAD_VERSION = "bad_version"
 BAD_HELLO = "bad_hello"
+#: A reserved seat whose bot is already connected (or has played): a second hello with its token.
+SEAT_TAKEN = "seat_taken"
 BAD_MESSAGE = "bad_message"
 UNKNOWN_TYPE = "unknown_type"
 TIMEOUT = "timeout"
@@ -41,6 +43,7 @@ ERROR_CODES = (
     BAD_MESSAGE,
     BAD_VERSION,
     BAD_HELLO,
+    SEAT_TAKEN,
     UNKNOWN_TYPE,
     TIMEOUT,
     FLOOD,

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
     FiniteFloatRange,
@@ -50,6 +51,7 @@ def _match_command(game: str) -> click.Command:
         from cellarena.server.launcher import BotSpec, MatchFailedError, play_match
 
         configure_logging(verbose)
+        limits, isolate = confine(game_values)
         try:
             specs = BotSpec.parse_all(bots)
         except ValueError as exc:
@@ -78,6 +80,8 @@ def _match_command(game: str) -> click.Command:
                     connect_timeout=connect_timeout,
                     recorder=_single_replay(replay_file),
                     on_tick=watcher.update if watcher else None,
+                    limits=limits,
+                    isolate=isolate,
                 )
             )
         except ConfigError as exc:
@@ -98,6 +102,7 @@ def _match_command(game: str) -> click.Command:
             "replay": str(replay_file),
             "logs": {name: str(path) for name, path in launched.logs.items()},
             "refused": {name: f"{r.code}: {r.message}" for name, r in launched.refused.items()},
+            "stopped": launched.stopped,
         }
         if as_json:
             click.echo(json.dumps(summary))
@@ -136,6 +141,7 @@ def _match_command(game: str) -> click.Command:
             type=FiniteFloatRange(0.5, 600),
             help="Seconds a bot has to connect before it forfeits.",
         ),
+        *confine_options(),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
         click.option("--watch", is_flag=True, help="Draw the game live in the terminal."),
         click.option("-v", "--verbose", is_flag=True, help="Log connections."),
@@ -174,6 +180,8 @@ def _print_match(summary: dict[str, Any]) -> None:
     console.print(table)
     for name, why in summary["refused"].items():
         console.print(f"[red]{name} was refused by the server[/] ({why}); it forfeits")
+    for name, why in summary["stopped"].items():
+        console.print(f"[red]{name} was stopped[/]: {why}")
     # Paths go on lines of their own, unwrapped, so they can be copied.
     for name, path in summary["logs"].items():
         click.echo(f"log of {name}: {path}")

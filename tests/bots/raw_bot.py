@@ -26,6 +26,15 @@ from cellarena.sdk import protocol
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value where Python lacks the name
 
 
+def _token() -> str | None:
+    """The seat token from the pipe the launcher hands over (docs/protocol.md), read once."""
+    fd = os.environ.get("CELLARENA_TOKEN_FD")
+    if not fd:
+        return os.environ.get("CELLARENA_TOKEN")
+    with os.fdopen(int(fd), "rb") as pipe:
+        return pipe.readline().decode().strip()
+
+
 def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else "random"
     if os.environ.get("BOT_PID_FILE"):
@@ -40,7 +49,7 @@ def main() -> int:
     sock = socket.create_connection((os.environ["CELLARENA_HOST"], int(os.environ["CELLARENA_PORT"])))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     game = mode[5:] if mode.startswith("game:") else "rezzo"
-    sock.sendall(protocol.encode(protocol.hello(name, game, token=os.environ.get("CELLARENA_TOKEN"))))
+    sock.sendall(protocol.encode(protocol.hello(name, game, token=_token())))
     answered = 0
     timing = open(os.environ["BOT_TIMING_FILE"], "a") if os.environ.get("BOT_TIMING_FILE") else None  # noqa: SIM115
     if timing is not None:

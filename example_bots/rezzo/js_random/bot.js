@@ -14,7 +14,7 @@
 //   --host / CELLARENA_HOST    server address          (127.0.0.1)
 //   --port / CELLARENA_PORT    server port             (7777)
 //   --name / CELLARENA_NAME    bot name, 1-64 chars    (js_random)
-//   --token / CELLARENA_TOKEN  seat token, if any      (none)
+//   --token / CELLARENA_TOKEN_FD (a pipe to read it from) / CELLARENA_TOKEN  seat token  (none)
 //   --seed / CELLARENA_SEED    random seed, an integer (0)
 //   --tls                      connect over TLS, checking the certificate against Node's CA store
 //   --tls-ca PATH              ... against the CA certificates in this PEM file only (implies --tls)
@@ -105,6 +105,23 @@ function usage(message) {
   process.exit(EXIT.USAGE);
 }
 
+// The seat token: `cellarena match` hands it over through an inherited pipe (its descriptor number in
+// CELLARENA_TOKEN_FD), read once and closed, so other processes cannot find it in our environment.
+function seatToken(env) {
+  const fd = Number(env.CELLARENA_TOKEN_FD);
+  if (env.CELLARENA_TOKEN_FD && Number.isInteger(fd) && fd >= 0) {
+    try {
+      const text = fs.readFileSync(fd, "utf8");
+      fs.closeSync(fd);
+      const line = text.split("\n")[0].trim();
+      if (line) return line;
+    } catch (err) {
+      process.stderr.write(`js_random: cannot read the token from fd ${fd}: ${err.message}\n`);
+    }
+  }
+  return env.CELLARENA_TOKEN || undefined;
+}
+
 function settings() {
   const args = parseArgs(process.argv.slice(2));
   const env = process.env;
@@ -117,7 +134,7 @@ function settings() {
   const name = pick("name", "CELLARENA_NAME", "js_random");
   const nameLength = [...name].length;
   if (nameLength < 1 || nameLength > 64) usage("the name must be 1 to 64 characters");
-  const token = pick("token", "CELLARENA_TOKEN", undefined);
+  const token = args.token !== undefined ? args.token : seatToken(env);
   const seedText = pick("seed", "CELLARENA_SEED", "0");
   const seed = Number(seedText);
   if (!Number.isInteger(seed)) usage(`bad seed ${JSON.stringify(seedText)}`);

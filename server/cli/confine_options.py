@@ -1,0 +1,78 @@
+"""The options that confine launched bots, shared by `cellarena match` and `cellarena tournament`:
+per-bot limits and `--isolate` (docs/security.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from cellarena.server.cli.params import FiniteFloatRange
+
+if TYPE_CHECKING:
+    from cellarena.server.confinement import Limits
+
+
+def confine_options() -> list[Any]:
+    """The click options; 0 turns a limit off."""
+    from cellarena.server.confinement import Limits
+
+    d = Limits()
+    return [
+        click.option(
+            "--memory-mb",
+            default=d.memory_mb,
+            show_default=True,
+            type=click.IntRange(0, 2**30),
+            help="Resident memory a bot may use, all its processes together (0: no limit).",
+        ),
+        click.option(
+            "--cpu-seconds",
+            default=d.cpu_seconds,
+            show_default=True,
+            type=FiniteFloatRange(0, 10**7),
+            help="CPU time a bot may use in one match, all its processes together (0: no limit).",
+        ),
+        click.option(
+            "--max-processes",
+            default=d.processes,
+            show_default=True,
+            type=click.IntRange(0, 100_000),
+            help="Processes a bot may have at once (0: no limit).",
+        ),
+        click.option(
+            "--max-open-files",
+            default=d.open_files,
+            show_default=True,
+            type=click.IntRange(0, 1_000_000),
+            help="Open files per bot process (0: no limit).",
+        ),
+        click.option(
+            "--isolate",
+            is_flag=True,
+            help="Run each bot as a user of its own (as root) or under bubblewrap, with a private writable "
+            "folder, so it cannot read other bots' tokens or write the results (docs/security.md).",
+        ),
+    ]
+
+
+def confine(values: dict[str, Any]) -> tuple[Limits, bool]:
+    """Pop the options' values from ``values``: (the limits, whether to isolate). Checks --isolate now,
+    so that a host that cannot honour it is told before anything starts."""
+    from cellarena.server.confinement import IsolationError, Limits, check_isolation
+
+    memory, cpu = values.pop("memory_mb"), values.pop("cpu_seconds")
+    processes, files = values.pop("max_processes"), values.pop("max_open_files")
+    isolate = bool(values.pop("isolate"))
+    if isolate:
+        try:
+            check_isolation()
+        except IsolationError as exc:
+            raise click.BadParameter(str(exc), param_hint="--isolate") from None
+    limits = Limits(
+        memory_mb=memory or None,
+        cpu_seconds=cpu or None,
+        processes=processes or None,
+        open_files=files or None,
+    )
+    return limits, isolate
