@@ -56,6 +56,8 @@ class Timeline:
         self._frames: list[bytes] = []  # zlib of each frame's JSON, in order
         self._cursor: _Cursor | None = None
         self._probe: _Cursor | None = None
+        #: The first re-simulation failure: frames past it are never made, and asking for one repeats it.
+        self._broken: ReplayError | None = None
         self.lock = trio.Lock()
 
     # ------------------------------------------------------------------------ what the page asks
@@ -88,7 +90,13 @@ class Timeline:
         parts: list[bytes] = []
         size = 0
         for i in range(start, min(self.count, start + count)):
-            body = zlib.decompress(self._frame(i))
+            try:
+                packed = self._frame(i)
+            except ReplayError:
+                if parts:  # the frames before a bad tick still show; asking past it gives the error
+                    break
+                raise
+            body = zlib.decompress(packed)
             parts.append(body)
             size += len(body)
             if size >= CHUNK_BYTES:
@@ -101,8 +109,12 @@ class Timeline:
             raise ReplayError(f"{self.replay.path}: no frame {index}; the replay has {self.count}")
         if self._probe is None or self._probe.applied > index:
             self._probe = _Cursor(self._rebuild())
-        while self._probe.applied < index:
-            self._step(self._probe)
+        try:
+            while self._probe.applied < index:
+                self._step(self._probe)
+        except ReplayError:
+            self._probe = None  # its engine is past the bad tick: start again next time
+            raise
         return dumps(self._probe.engine.pending().get(seat))
 
     # ------------------------------------------------------------------------ re-simulation
@@ -143,12 +155,18 @@ class Timeline:
         """The compressed JSON of frame ``index``, simulating forward to it if need be."""
         players = self.replay.players
         while len(self._frames) <= index:
+            if self._broken is not None:
+                raise self._broken
             if self._cursor is None:
                 self._cursor = _Cursor(self._rebuild())
                 self._cursor.totals = {k: [0] * players for k in ("late", "invalid", "illegal")}
                 step: dict[str, Any] = {"moves": {}, "late": {}, "invalid": {}, "illegal": {}, "losers": []}
             else:
-                step = self._step(self._cursor)
+                try:
+                    step = self._step(self._cursor)
+                except ReplayError as exc:
+                    self._broken = exc
+                    raise
             cur = self._cursor
             for key in ("late", "invalid", "illegal"):
                 for seat, n in step[key].items():
