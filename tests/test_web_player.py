@@ -17,9 +17,9 @@ import pytest
 from browser import hex_rgb, launched, page_of, pixel, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena
 
-from cellarena.sdk.games.cloth import territory_plane
+from cellarena.sdk.games.cloth import SEAT_CODE, legal_cells, place, territory_plane
 from cellarena.server.games import get_engine
-from cellarena.server.replay import Replay, board_at, read_replay
+from cellarena.server.replay import Replay, ReplayWriter, board_at, read_replay
 
 BOTS = ROOT / "example_bots"
 
@@ -260,4 +260,67 @@ def test_controls_play_step_seek_speed_and_zoom(replays: dict[str, Path], browse
         page.mouse.move(box["x"] + 160, box["y"] + 120, steps=4)
         page.mouse.up()
         assert page.evaluate("window.cellarenaPlayer.state.ox") == ox + 60
+        console.assert_clean()
+
+
+def _big_cloth(path: Path) -> Path:
+    """A 1024x1024 Cloth of Gold match: each turn a clump of units next to a random legal cell."""
+    engine = get_engine("cloth").new({"width": 1024, "height": 1024, "max_rounds": 6}, 5)
+    rng = np.random.default_rng(5)
+    writer = ReplayWriter(path, engine, seed=5, names=["alpha", "beta"])
+    while engine.result() is None:
+        seat, tick = engine.to_place(), engine.tick
+        board, first = engine.board.copy(), not engine.placed_any[seat]
+        units: list[tuple[int, int]] = []
+        for _ in range(10):
+            ys, xs = np.nonzero(legal_cells(board, SEAT_CODE[seat], first))
+            if not len(xs):
+                break
+            near = np.abs(xs - units[0][0]) + np.abs(ys - units[0][1]) if units else None
+            i = int(np.argmin(near)) if near is not None else int(rng.integers(0, len(xs)))
+            units.append((int(xs[i]), int(ys[i])))
+            place(board, [units[-1]], SEAT_CODE[seat], first)
+            first = False
+        moves = {seat: [list(u) for u in units]}
+        engine.apply(moves)
+        writer.record(tick, moves, engine)
+    result = engine.result()
+    assert result is not None
+    writer.finish(result)
+    return path
+
+
+def test_a_1024_board_zooms_around_the_pointer_and_shows_its_cells(browser: Any, tmp_path: Path) -> None:
+    path = _big_cloth(tmp_path / "big.replay")
+    rep = read_replay(path)
+    index = len(rep.ticks) - 1
+    engine = board_at(rep, rep.ticks[index].tick)
+    names = _cloth(engine)
+    ys, xs = np.nonzero(engine.board == SEAT_CODE[0])
+    tx, ty = int(xs[0]), int(ys[0])  # a cell of alpha's to zoom in on
+    with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
+        _open(page, url)
+        _seek(page, index)
+        assert page.evaluate("window.cellarenaPlayer.view.cell") < 1  # the whole board fits
+        cx, cy = page.evaluate(f"window.cellarenaPlayer.view.cellCenter({tx}, {ty})")
+        box = page.locator("#board").bounding_box()
+        page.mouse.move(box["x"] + cx, box["y"] + cy)
+        for _ in range(14):
+            page.mouse.wheel(0, -100)
+            page.wait_for_timeout(20)
+        scale = page.evaluate("window.cellarenaPlayer.view.cell")
+        assert scale >= 8
+        # the cell under the pointer stayed under it
+        assert page.evaluate(f"window.cellarenaPlayer.view.toCell({cx}, {cy})") == [tx, ty]
+        palette = page.evaluate("window.CellarenaPalette.colors")
+        wrong = []
+        for y in range(max(0, ty - 12), min(1024, ty + 12)):
+            for x in range(max(0, tx - 12), min(1024, tx + 12)):
+                px, py = page.evaluate(f"window.cellarenaPlayer.view.cellCenter({x}, {y})")
+                if not (0 <= px < box["width"] and 0 <= py < box["height"]):
+                    continue
+                if pixel(page, "#board", px, py) != hex_rgb(palette[names[y, x]]):
+                    wrong.append(f"({x}, {y}) {names[y, x]}")
+        assert not wrong, "\n".join(wrong[:20])
+        page.screenshot(path=str(shot_dir(tmp_path) / "cloth-1024-zoomed.png"))
         console.assert_clean()
