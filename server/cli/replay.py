@@ -150,11 +150,9 @@ def replay_view(path: str, host: str, port: int, open_browser: bool) -> None:
     (pip install 'cellarena[web]'). Stops with Ctrl-C.
     """
     try:
-        import trio
-
         from cellarena.server.web.app import build_app
         from cellarena.server.web.replays import ReplayLibrary, replay_routes
-        from cellarena.server.web.serving import BindError, bind, run, url_of
+        from cellarena.server.web.serving import BindError, bind, serve_until_interrupted, url_of
     except ImportError as exc:
         click.echo(f"error: the viewer needs the 'web' extra ({exc}); pip install 'cellarena[web]'", err=True)
         sys.exit(1)
@@ -182,18 +180,4 @@ def replay_view(path: str, host: str, port: int, open_browser: bool) -> None:
 
     app = build_app([Route("/", home), *replay_routes(library)])
     url = url_of(sock, "/replays/replay/")
-
-    def ready() -> None:
-        click.echo(f"serving {path} at {url}  (Ctrl-C stops)", nl=True)
-        sys.stdout.flush()
-        if open_browser:
-            import webbrowser
-
-            webbrowser.open(url)
-
-    try:
-        trio.run(run, app, sock, ready)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sock.close()
+    serve_until_interrupted(app, sock, f"serving {path} at {url}  (Ctrl-C stops)", url, open_browser)

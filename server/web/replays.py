@@ -7,6 +7,7 @@ timeline's lock, so a long replay never stalls the server's other requests.
 
 from __future__ import annotations
 
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from html import escape
@@ -20,7 +21,7 @@ from starlette.routing import BaseRoute, Route
 
 from cellarena.server.replay import read_replay
 from cellarena.server.web.pages import page
-from cellarena.server.web.timeline import Timeline
+from cellarena.server.web.timeline import Timeline, final_frame
 
 #: Timelines kept in memory at once; more replays are re-read when asked for again.
 KEEP = 8
@@ -33,10 +34,23 @@ class ReplayLibrary:
         self.find = find
         self._open: OrderedDict[str, Timeline] = OrderedDict()
         self._lock = trio.Lock()
+        self._finals: dict[str, bytes] = {}
+        self._final_lock = trio.Lock()  # thumbnails re-simulate one at a time, so pages stay quick
 
     @classmethod
     def single(cls, rid: str, path: Path) -> ReplayLibrary:
         return cls(lambda asked: path if asked == rid else None)
+
+    async def final(self, rid: str) -> bytes:
+        """The JSON of the match's last frame (for thumbnails), re-simulated once, one replay at a time."""
+        if rid not in self._finals:
+            path = self.find(rid)
+            if path is None:
+                raise HTTPException(404, f"no replay {rid!r}")
+            async with self._final_lock:
+                if rid not in self._finals:
+                    self._finals[rid] = zlib.compress(await trio.to_thread.run_sync(final_frame, path), 1)
+        return zlib.decompress(self._finals[rid])
 
     async def timeline(self, rid: str) -> Timeline:
         async with self._lock:
@@ -103,6 +117,10 @@ def replay_routes(library: ReplayLibrary, prefix: str = "/replays") -> list[Base
             body = await trio.to_thread.run_sync(timeline.observation, index, seat)
         return Response(body, media_type="application/json")
 
+    async def final(request: Request) -> Response:
+        body = await library.final(request.path_params["rid"])
+        return Response(body, media_type="application/json")
+
     async def download(request: Request) -> Response:
         timeline = await library.timeline(request.path_params["rid"])
         data = await trio.Path(timeline.replay.path).read_bytes()
@@ -122,5 +140,6 @@ def replay_routes(library: ReplayLibrary, prefix: str = "/replays") -> list[Base
         Route("/api" + prefix + "/{rid}/meta", meta),
         Route("/api" + prefix + "/{rid}/frames", frames),
         Route("/api" + prefix + "/{rid}/observation", observation),
+        Route("/api" + prefix + "/{rid}/final", final),
         Route("/api" + prefix + "/{rid}/file", download),
     ]

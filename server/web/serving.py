@@ -59,3 +59,26 @@ async def run(app: Starlette, sock: socket.socket, ready: Callable[[], None] | N
     if ready is not None:
         ready()
     await serve(app, config, mode="asgi")  # type: ignore[arg-type]
+
+
+def serve_until_interrupted(
+    app: Starlette, sock: socket.socket, message: str, url: str, open_browser: bool
+) -> None:
+    """What the commands do: print ``message`` once listening (and open ``url``), serve until Ctrl-C."""
+    import sys
+
+    import trio
+
+    def ready() -> None:
+        print(message, flush=True)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(url)
+
+    try:
+        trio.run(run, app, sock, ready)
+    except KeyboardInterrupt:
+        sys.stdout.flush()
+    finally:
+        sock.close()

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import trio
 
 from cellarena.server.games import Engine, get_engine
-from cellarena.server.replay import Replay, ReplayError
+from cellarena.server.replay import Replay, ReplayError, board_at, read_replay
 from cellarena.server.web.jsonable import dumps, jsonable
 
 #: A chunk stops growing past this many (uncompressed JSON) bytes, so a 1024x1024 board streams.
@@ -183,3 +184,9 @@ class Timeline:
             }
             self._frames.append(zlib.compress(dumps(frame), 1))
         return self._frames[index]
+
+
+def final_frame(path: Path) -> bytes:
+    """JSON ``{"tick", "frame"}`` of a replay's last state, every hash checked (`board_at`)."""
+    engine = board_at(read_replay(path))
+    return dumps({"tick": engine.tick, "frame": engine.frame()})
