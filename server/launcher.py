@@ -106,8 +106,12 @@ async def play_match(
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     recorder: Callable[[int, Engine, list[str], int], Recorder | None] | None = None,
     on_tick: Callable[[Engine], None] | None = None,
+    on_listening: Callable[[int], None] | None = None,
 ) -> LaunchedMatch:
-    """Run one match between ``bots`` (one per seat, in order) and stop every process afterwards."""
+    """Run one match between ``bots`` (one per seat, in order) and stop every process afterwards.
+
+    ``on_listening(port)`` is told the match server's port before the bots start (the live view
+    connects to it as a spectator)."""
     tokens = {secrets.token_hex(12): seat for seat in range(len(bots))}
     by_seat = {seat: token for token, seat in tokens.items()}
     outcomes: list[MatchOutcome] = []
@@ -147,6 +151,8 @@ async def play_match(
                     nursery.cancel_scope.cancel()  # the match is over: stop watching the processes
 
                 port = await nursery.start(serve)
+                if on_listening is not None:
+                    on_listening(port)
                 for seat, bot in enumerate(bots):
                     try:
                         proc = await start_bot(bot, "127.0.0.1", port, by_seat[seat])

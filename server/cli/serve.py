@@ -14,6 +14,7 @@ import click
 from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import decorate, tick_options, tick_settings, writable_folder
 from cellarena.server.cli.run import configure_logging, run_trio
+from cellarena.server.cli.web_options import bind_web, web_options
 from cellarena.server.games.base import ConfigError
 
 
@@ -33,6 +34,8 @@ def _serve_command(game: str) -> click.Command:
         matches: int | None,
         replay_dir: str | None,
         seed: int,
+        web: bool,
+        web_port: int,
         verbose: bool,
         **game_values: Any,
     ) -> None:
@@ -44,8 +47,17 @@ def _serve_command(game: str) -> click.Command:
 
         configure_logging(verbose)
 
+        web_sock = bind_web(web_port) if web else None
+        feed: Any = None
+        if web_sock is not None:
+            from cellarena.server.web.live import LiveFeed
+
+            feed = LiveFeed(game)
+
         def report(outcome: MatchOutcome) -> None:
             click.echo(json.dumps({"match": outcome.number, **outcome.to_json()}))
+            if feed is not None:
+                feed.publish_result(outcome.number, outcome.to_json())
 
         config = LobbyConfig(
             game,
@@ -77,9 +89,28 @@ def _serve_command(game: str) -> click.Command:
             )
 
         async def main() -> None:
-            await serve_until_signalled(
-                lobby, on_listening=listening, notify=lambda text: click.echo(text, err=True)
-            )
+            if web_sock is None:
+                await serve_until_signalled(
+                    lobby, on_listening=listening, notify=lambda text: click.echo(text, err=True)
+                )
+                return
+            import trio
+
+            from cellarena.server.web.live import loopback_for, relay, serve_live
+            from cellarena.server.web.serving import url_of
+
+            async with trio.open_nursery() as nursery:
+
+                def listening_and_watch(port: int) -> None:
+                    listening(port)
+                    click.echo(f"live view at {url_of(web_sock, '/live/')}", err=True)
+                    nursery.start_soon(relay, loopback_for(host), port, feed)
+
+                nursery.start_soon(serve_live, web_sock, feed)
+                await serve_until_signalled(
+                    lobby, on_listening=listening_and_watch, notify=lambda text: click.echo(text, err=True)
+                )
+                nursery.cancel_scope.cancel()
 
         try:
             run_trio(main)
@@ -124,6 +155,7 @@ def _serve_command(game: str) -> click.Command:
             type=int,
             help="Seed of the first match; then +1 per match.",
         ),
+        *web_options(),
         click.option("-v", "--verbose", is_flag=True, help="Log connections and matches."),
     ]
     doc = (

@@ -78,10 +78,11 @@ def _int(request: Request, name: str, default: int) -> int:
         raise HTTPException(400, f"query parameter {name!r} must be an integer, got {raw!r:.40}") from None
 
 
-def player_html(title: str, api: str, game: str) -> str:
-    """The player page for the replay whose API lives at ``api``."""
+def player_html(title: str, api: str, game: str, *, live: str = "") -> str:
+    """The player page for the replay whose API lives at ``api``, or for the live feed at ``live``."""
     body = (
-        f'<div id="player" data-api="{escape(api)}" data-game="{escape(game)}"></div>'
+        f'<div id="player" data-api="{escape(api)}" data-game="{escape(game)}" data-live="{escape(live)}">'
+        "</div>"
         '<script src="/static/palette.js"></script>'
         f'<script src="/static/games/{escape(game)}.js"></script>'
         '<script src="/static/player.js"></script>'

@@ -185,7 +185,8 @@
     state.shown = state.index;
     seek.value = String(state.index);
     const last = state.index === state.meta.frames - 1;
-    tickLabel.textContent = `tick ${f.tick}` + (last ? " (end)" : "") + `  ·  ${state.index + 1}/${state.meta.frames}`;
+    tickLabel.textContent = f.live ? `tick ${f.tick} (live)`
+      : `tick ${f.tick}` + (last ? " (end)" : "") + `  ·  ${state.index + 1}/${state.meta.frames}`;
     updateSeats(f);
     updateEvents(f);
     if (state.selected) updateViewport();
@@ -197,21 +198,22 @@
   }
   function updateSeats(f) {
     const scores = G.scores ? G.scores(f.frame, state.meta) : [];
+    const count = (key, s) => (f.totals ? String(f.totals[key][s]) : "–");
     const head = h("tr", {}, h("th", {}, "seat"), h("th", {}, G.scoreLabel || "score"),
       h("th", { title: "late or missing answers so far" }, "late"),
       h("th", { title: "answers the server could not decode" }, "invalid"),
       h("th", { title: "moves the game refused" }, "illegal"));
     const rows = state.meta.names.map((_, s) => h("tr", { "data-seat": String(s) }, seatCell(s),
       h("td", { class: "num score" }, scores[s] === undefined ? "–" : String(scores[s])),
-      h("td", { class: "num late" }, String(f.totals.late[s])),
-      h("td", { class: "num invalid" }, String(f.totals.invalid[s])),
-      h("td", { class: "num illegal" }, String(f.totals.illegal[s]))));
+      h("td", { class: "num late" }, count("late", s)),
+      h("td", { class: "num invalid" }, count("invalid", s)),
+      h("td", { class: "num illegal" }, count("illegal", s))));
     seatsTable.replaceChildren(head, ...rows);
   }
   function name(s) { return `${state.meta.names[s] ?? "?"} (seat ${s})`; }
   function updateEvents(f) {
     const items = [];
-    const st = f.step;
+    const st = f.step || {};
     const each = (m, what) => Object.entries(m || {}).forEach(([s, n]) => items.push(`${name(+s)}: ${n} ${what}`));
     each(st.late, "late"); each(st.invalid, "invalid"); each(st.illegal, "illegal"); each(st.malformed, "malformed");
     (st.losers || []).forEach((s) => items.push(`${name(s)} is out`));
@@ -219,9 +221,10 @@
     const res = f.result || (f.i === state.meta.frames - 1 ? state.meta.result : null);
     if (res) {
       items.push(res.winner === null || res.winner === undefined ? `draw: ${res.reason}` : `${name(res.winner)} wins: ${res.reason}`);
-    } else if (f.i === state.meta.frames - 1 && !state.meta.complete) {
+    } else if (!f.live && f.i === state.meta.frames - 1 && !state.meta.complete) {
       items.push(`the replay ends here without a result: ${state.meta.incomplete}`);
     }
+    if (f.live) items.push(...liveNotes(f));
     if (!items.length) items.push("nothing of note");
     events.replaceChildren(...items.map((t) => h("li", {}, t)));
   }
@@ -352,6 +355,61 @@
     requestAnimationFrame(loop);
   }
 
+  // ------------------------------------------------------------------ live
+  // The live page: frames arrive over a WebSocket; only the newest is kept and drawn.
+  const live = { ended: false, result: null, frames: 0 };
+  function liveNotes(f) {
+    const notes = [];
+    if (f.frame.final) notes.push("the final state of the match");
+    const r = live.result;
+    if (r) notes.push(r.winner === null ? `draw: ${r.reason}` : `${r.winner} wins: ${r.reason}`);
+    else if (live.ended) notes.push("the match has ended");
+    return notes;
+  }
+  function liveTotals() {
+    const r = live.result;
+    if (!r) return null;
+    const by = (key) => state.meta.names.map((n) => (r[key] && r[key][n] !== undefined ? r[key][n] : 0));
+    return { late: by("late"), invalid: by("invalid"), illegal: by("illegal") };
+  }
+  function startLive(path) {
+    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path;
+    status.textContent = "waiting for a match to start…";
+    seek.disabled = true; playBtn.disabled = true; backBtn.disabled = true; fwdBtn.disabled = true;
+    const ws = new WebSocket(url);
+    ws.onmessage = (event) => {
+      const m = JSON.parse(event.data);
+      if (m.type === "welcome") {
+        live.ended = false; live.result = null;
+        state.meta = { game: m.game, names: m.names, players: m.players, frames: 1, result: null,
+          complete: false, path: `live match ${m.match}`, seed: null };
+        title.textContent = `${m.game}: ${m.names.join(" vs ")} (live)`;
+        subtitle.textContent = `match ${m.match} · ${m.tick_rate ? m.tick_rate + " ticks a second" : "fast"}`;
+        legend.replaceChildren(...G.legend(state.meta).map(([color, label]) =>
+          h("li", {}, h("span", { class: "swatch", style: `background:${color}` }), " " + label)));
+        status.textContent = "waiting for the first frame…";
+      } else if (m.type === "frame" && state.meta) {
+        live.frames += 1;
+        state.frames = [{ i: 0, tick: m.tick, frame: m, step: {}, totals: liveTotals(), result: null, live: true }];
+        state.index = 0;
+        root.dataset.liveTick = String(m.tick);
+        root.dataset.liveFrames = String(live.frames);
+        draw(true);
+      } else if (m.type === "end") {
+        live.ended = true;
+        draw(true);
+      } else if (m.type === "result") {
+        live.result = m;
+        live.ended = true;
+        if (state.frames[0]) state.frames[0].totals = liveTotals();
+        root.dataset.liveResult = m.winner === null ? "draw" : m.winner;
+        subtitle.textContent += ` · ${m.winner === null ? "draw" : m.winner + " wins"} (${m.reason})`;
+        draw(true);
+      }
+    };
+    ws.onclose = () => { if (!live.ended) status.textContent = "the server closed the live view"; };
+  }
+
   // ------------------------------------------------------------------ start
   window.cellarenaPlayer = {
     state, view, drawn: 0,
@@ -362,6 +420,7 @@
   };
   (async () => {
     if (!G) { showError(`this cellarena has no drawing for the game ${root.dataset.game}`); return; }
+    if (root.dataset.live) { startLive(root.dataset.live); requestAnimationFrame(loop); return; }
     try {
       state.meta = await getJSON(`${api}/meta`);
     } catch (e) { showError(e.message); return; }
