@@ -40,13 +40,18 @@
     Object.defineProperty(field, "_bytes", { value: out });
     return out;
   }
-  // Fill a w*h RGBA buffer from a byte plane through a table of [r, g, b] per code.
+  // An opaque pixel as one little-endian 32-bit word (the layout of ImageData on every browser we target).
+  function word(c) { return (255 << 24 | c[2] << 16 | c[1] << 8 | c[0]) >>> 0; }
+  // Fill a w*h RGBA buffer from a byte plane through a table of [r, g, b] per code: one word per pixel.
   function fill(out, plane, table) {
-    for (let i = 0, n = plane.length; i < n; i++) {
-      const c = table[plane[i]] || table.fallback;
-      const o = i * 4;
-      out[o] = c[0]; out[o + 1] = c[1]; out[o + 2] = c[2]; out[o + 3] = 255;
+    let lut = table._lut;
+    if (!lut) {
+      lut = new Uint32Array(256).fill(word(table.fallback));
+      for (const [k, c] of Object.entries(table)) if (/^\d+$/.test(k)) lut[Number(k)] = word(c);
+      Object.defineProperty(table, "_lut", { value: lut });
     }
+    const px = new Uint32Array(out.buffer, out.byteOffset, plane.length);
+    for (let i = 0, n = plane.length; i < n; i++) px[i] = lut[plane[i]];
   }
-  window.CellarenaPalette = { seats, colors, hex, mix, bytes, fill };
+  window.CellarenaPalette = { seats, colors, hex, mix, bytes, fill, word };
 })();

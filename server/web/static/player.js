@@ -171,7 +171,8 @@
     const [w, hh] = G.size(f.frame, state.meta);
     if (off.width !== w || off.height !== hh) { off.width = w; off.height = hh; state.fitted = false; }
     if (!state.fitted) fit();
-    const img = offCtx.createImageData(w, hh);
+    if (!state.img || state.img.width !== w || state.img.height !== hh) state.img = offCtx.createImageData(w, hh);
+    const img = state.img; // reused: a 1024x1024 board would otherwise allocate 4 MB a frame
     G.paint(f.frame, img.data, state.meta);
     offCtx.putImageData(img, 0, 0);
     ctx.imageSmoothingEnabled = false;
@@ -183,6 +184,9 @@
     ctx.strokeRect(state.ox - 1.5, state.oy - 1.5, w * state.scale + 3, hh * state.scale + 3);
     if (G.overlay) G.overlay(ctx, f.frame, view, state.meta, state.selected);
     state.shown = state.index;
+    const api_ = window.cellarenaPlayer;
+    api_.paints += 1;
+    if (api_.firstFrameMs === null) api_.firstFrameMs = performance.now();
     seek.value = String(state.index);
     const last = state.index === state.meta.frames - 1;
     tickLabel.textContent = f.live ? `tick ${f.tick} (live)`
@@ -412,7 +416,8 @@
 
   // ------------------------------------------------------------------ start
   window.cellarenaPlayer = {
-    state, view, drawn: 0,
+    state, view, drawn: 0, paints: 0, firstFrameMs: null,
+    redraw: () => draw(true),
     seek: go,
     play: () => setPlaying(true),
     select,

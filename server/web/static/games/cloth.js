@@ -10,6 +10,11 @@
   const CELL = [null, "cloth_a", "cloth_b", "cloth_neutral", "cloth_dead"];
   const rgb = {};
   for (const k of [...EMPTY, ...CELL.slice(1)]) rgb[k] = P.hex(C[k]);
+  // (cell code << 2 | territory) -> pixel word
+  const lut = new Uint32Array(8 << 2);
+  for (let c = 0; c < 8; c++) for (let t = 0; t < 4; t++) {
+    lut[(c << 2) | t] = P.word(rgb[c ? CELL[c] || "cloth_dead" : EMPTY[t]]);
+  }
   function nameAt(cells, terr, i) {
     const c = cells[i];
     return c ? CELL[c] || "cloth_dead" : EMPTY[terr[i] & 3];
@@ -20,10 +25,8 @@
     size: (f) => [f.width, f.height],
     paint(f, out) {
       const cells = P.bytes(f.cells), terr = P.bytes(f.territory);
-      for (let i = 0, n = cells.length; i < n; i++) {
-        const c = rgb[nameAt(cells, terr, i)], o = i * 4;
-        out[o] = c[0]; out[o + 1] = c[1]; out[o + 2] = c[2]; out[o + 3] = 255;
-      }
+      const px = new Uint32Array(out.buffer, out.byteOffset, cells.length);
+      for (let i = 0, n = cells.length; i < n; i++) px[i] = lut[(cells[i] << 2) | (terr[i] & 3)];
     },
     scores: (f) => f.scores,
     events(fr, meta) {
