@@ -324,3 +324,41 @@ def test_a_1024_board_zooms_around_the_pointer_and_shows_its_cells(browser: Any,
         assert not wrong, "\n".join(wrong[:20])
         page.screenshot(path=str(shot_dir(tmp_path) / "cloth-1024-zoomed.png"))
         console.assert_clean()
+
+
+def test_seat_counts_and_events_follow_the_ticks(browser: Any, tmp_path: Path) -> None:
+    """Late and invalid answers (from the replay) and illegal moves (from re-simulation) add up per seat."""
+    from cellarena.server.games.rezzo.engine import RezzoEngine
+
+    path = tmp_path / "counts.replay"
+    engine = RezzoEngine.new({"map": "duel", "max_ticks": 200}, 2)
+    writer = ReplayWriter(path, engine, seed=2, names=["alpha", "beta"])
+    totals = {"late": [0, 0], "invalid": [0, 0], "illegal": [0, 0]}
+    at: dict[int, dict[str, list[int]]] = {0: {k: list(v) for k, v in totals.items()}}
+    for i in range(40):
+        tick = engine.tick
+        moves = {0: [5], 1: [4]}  # hit and build wherever they stand: often illegal
+        events = engine.apply(moves)
+        late = {0: 1} if i % 5 == 0 else {}
+        invalid = {1: 2} if i % 7 == 0 else {}
+        writer.record(tick, moves, engine, late=late or None, invalid=invalid or None)
+        for key, counts in (("late", late), ("invalid", invalid), ("illegal", events.illegal)):
+            for seat, n in counts.items():
+                totals[key][seat] += n
+        at[i + 1] = {k: list(v) for k, v in totals.items()}
+    writer.close()
+    assert totals["illegal"][0] + totals["illegal"][1] > 0
+    with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
+        _open(page, url)
+        for index in (1, 15, 36, 40):
+            _seek(page, index)
+            for seat in (0, 1):
+                row = page.locator(f'#seats tr[data-seat="{seat}"]')
+                got = [int(row.locator(f"td.{k}").inner_text()) for k in ("late", "invalid", "illegal")]
+                assert got == [at[index][k][seat] for k in ("late", "invalid", "illegal")], (index, seat)
+        _seek(page, 36)  # the step into frame 36 applied record 35: beta was 2 invalid (35 % 7 == 0)
+        assert "beta (seat 1): 2 invalid" in page.inner_text("#events")
+        assert "the replay ends here without a result" not in page.inner_text("#events")
+        _seek(page, 40)
+        assert "the replay ends here without a result" in page.inner_text("#events")
+        console.assert_clean()
