@@ -16,7 +16,9 @@ from cellarena.sdk.client import (
     ConnectError,
     ConnectionClosedError,
     ServerError,
+    TLSError,
     connect,
+    tls_context,
 )
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.games.rezzo import HITTABLE, WIRE, Cell, Facing, Move, Tracker, View, Viewport, moves_for
@@ -38,6 +40,7 @@ __all__ = [
     "MovesError",
     "ProtocolError",
     "ServerError",
+    "TLSError",
     "Tracker",
     "View",
     "Viewport",
@@ -45,4 +48,5 @@ __all__ = [
     "moves_for",
     "play",
     "run",
+    "tls_context",
 ]

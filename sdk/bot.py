@@ -1,4 +1,4 @@
-"""The `Bot` base class and `run()`, which connects a bot to a server and plays one match.
+"""The `Bot` base class and `run()`, which connects a bot to a server and plays one match, or many.
 
     from cellarena.sdk import Bot, Move, run
 
@@ -7,7 +7,7 @@
             return Move.ADVANCE if view.viewport.can_advance() else Move.RIGHT
 
     if __name__ == "__main__":
-        raise SystemExit(run(Forward))
+        raise SystemExit(run(Forward))   # or Forward.run(); `--ladder` keeps it playing
 
 `docs/sdk.md` is the tutorial. The loop is forgiving on purpose: an exception in ``on_tick`` or a
 malformed answer costs that tick (noops) and a message on stderr, never the connection, so one bug
@@ -18,17 +18,21 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from cellarena.sdk import protocol
-from cellarena.sdk.client import Client, ClientError, connect
+from cellarena.sdk.client import Client, ClientError, ServerError, TLSError, connect, tls_context
 from cellarena.sdk.games import DEFAULT_GAME, MovesError, adapter, parse_settings
 from cellarena.sdk.protocol import ProtocolError
+from cellarena.sdk.reconnect import Backoff
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7777
@@ -176,6 +180,11 @@ class Bot:
         """The ``moves`` field for what ``on_tick`` returned; raises `MovesError` saying what is wrong."""
         return adapter(self.game).encode_answer(answer, message)
 
+    @classmethod
+    def run(cls, argv: Sequence[str] | None = None, *, matches: int = 1, ladder: bool = False) -> int:
+        """``raise SystemExit(MyBot.run())``: the same as `run(MyBot, ...)` (see there)."""
+        return run(cls, argv, matches=matches, ladder=ladder)
+
 
 # ---------------------------------------------------------------------------------------- the loop
 class _Log:
@@ -274,17 +283,59 @@ def _guarded(log: _Log, what: str, fn: Any, arg: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------- run()
+#: Exit statuses of `run()`: played (or stopped by SIGTERM), could not go on, Ctrl-C.
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+# What to do about an error that waiting cannot fix, said with the error.
+_FIX = {
+    protocol.BAD_HELLO: "check the bot's token (--token-file, --token or CELLARENA_TOKEN) and its game",
+    protocol.BAD_VERSION: f"this SDK speaks protocol {protocol.PROTOCOL_VERSION}; update cellarena",
+    protocol.TLS_REQUIRED: "connect with --tls",
+}
+
+
 def _env(name: str) -> str | None:
     value = os.environ.get(name, "").strip()
     return value or None
 
 
-def parse_args(argv: Sequence[str] | None, default_name: str) -> argparse.Namespace:
-    """The command line: flags win over CELLARENA_* variables, which win over the defaults."""
+def read_token(flag: str | None, token_file: str | None) -> str | None:
+    """The token to send in ``hello``: the content of ``--token-file``, else ``--token``, else
+    ``CELLARENA_TOKEN``, else None.
+
+    Every way a bot is handed its token goes through here, so that a new one is added in one place.
+    A token is a secret: it is never logged, and an error about it names the file, not the content.
+    Raises ValueError when the file cannot be read or holds no token.
+    """
+    if token_file is not None:
+        try:
+            text = Path(token_file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ValueError(f"--token-file {token_file}: cannot read it ({exc.strerror or exc})") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"--token-file {token_file}: it is not UTF-8 text") from None
+        if not text:
+            raise ValueError(f"--token-file {token_file}: the file is empty")
+        return text
+    if flag is not None and flag.strip():
+        return flag.strip()
+    return _env("CELLARENA_TOKEN")
+
+
+def parse_args(
+    argv: Sequence[str] | None, default_name: str, *, matches: int = 1, ladder: bool = False
+) -> argparse.Namespace:
+    """The command line: flags win over CELLARENA_* variables and over ``run()``'s ``matches`` and
+    ``ladder``, which win over the defaults. ``token`` holds the token (see `read_token`), ``ladder``
+    and ``matches`` how many matches to play, ``tls`` an `ssl.SSLContext` or None."""
+    if matches < 1:
+        raise ValueError(f"run(): matches must be 1 or more, got {matches}")
     parser = argparse.ArgumentParser(
-        description="A cellarena bot: connects to a server and plays one match.",
-        epilog="Each option defaults to its CELLARENA_* environment variable when that is set; "
-        "`cellarena match` sets them for every bot it starts.",
+        description="A cellarena bot: connects to a server and plays a match, or many (--matches, --ladder).",
+        epilog="--host, --port, --token and --name default to their CELLARENA_* environment variables when "
+        "those are set; `cellarena match` sets them for every bot it starts.",
     )
     env_port = _env("CELLARENA_PORT")
     port_default = DEFAULT_PORT
@@ -296,39 +347,189 @@ def parse_args(argv: Sequence[str] | None, default_name: str) -> argparse.Namesp
         "--host", default=_env("CELLARENA_HOST") or DEFAULT_HOST, help="server address (CELLARENA_HOST)"
     )
     parser.add_argument("--port", type=int, default=port_default, help="server port (CELLARENA_PORT)")
-    parser.add_argument("--token", default=_env("CELLARENA_TOKEN"), help="seat token (CELLARENA_TOKEN)")
+    parser.add_argument(
+        "--token",
+        help="seat or ladder token (CELLARENA_TOKEN); other users can read a command line, so prefer "
+        "--token-file or the variable",
+    )
+    parser.add_argument("--token-file", metavar="PATH", help="read the token from this file")
     parser.add_argument(
         "--name", default=_env("CELLARENA_NAME") or default_name, help="bot name (CELLARENA_NAME)"
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="only report problems on stderr")
+    many = parser.add_argument_group(
+        "playing many matches",
+        "After a match the bot connects again at once. After a lost connection or a refusal that means "
+        "'not now' (busy, queue_full, ...) it waits 0.5-1 s, twice as long after each failure in a row, "
+        "at most 60 s (or as long as a lock-out lasts). Any other error from the server stops it "
+        "(exit status 1).",
+    )
+    many.add_argument(
+        "--matches", type=int, metavar="N", help=f"play N matches in a row (default: {matches})"
+    )
+    many.add_argument(
+        "--ladder",
+        action="store_true",
+        default=None,
+        help="keep playing until stopped (Ctrl-C, SIGTERM), queueing again after each match"
+        + (" (the default here)" if ladder else ""),
+    )
+    secure = parser.add_argument_group("TLS")
+    secure.add_argument(
+        "--tls",
+        action="store_true",
+        help="connect over TLS; the server's certificate must be signed by a CA the system trusts, and "
+        "be for --host",
+    )
+    secure.add_argument(
+        "--tls-ca", metavar="PATH", help="trust only the CA certificates in this PEM file (implies --tls)"
+    )
     args = parser.parse_args(argv)
     if not 0 < args.port < 65536:
         parser.error(f"--port must be 1-65535, got {args.port}")
     if not 1 <= len(args.name) <= MAX_NAME:
         parser.error(f"--name must be 1 to {MAX_NAME} characters, got {len(args.name)}")
+    if args.matches is not None and args.ladder:
+        parser.error("--matches N plays N matches and --ladder plays until stopped: give one of them")
+    if args.matches is not None and args.matches < 1:
+        parser.error(f"--matches must be 1 or more, got {args.matches}")
+    if args.token is not None and args.token_file is not None:
+        parser.error("--token and --token-file: give one of them")
+    if args.matches is None:
+        args.matches = matches
+        args.ladder = ladder if args.ladder is None else args.ladder
+    else:
+        args.ladder = False
+    try:
+        args.token = read_token(args.token, args.token_file)
+        args.tls = tls_context(args.tls_ca) if args.tls or args.tls_ca is not None else None
+    except ValueError as exc:
+        parser.error(str(exc))
+    except TLSError as exc:
+        parser.error(f"--tls-ca: {exc}")
     return args
 
 
-def run(bot: type[Bot] | Bot, argv: Sequence[str] | None = None) -> int:
-    """Connect, play one match, and return an exit status for ``raise SystemExit(run(MyBot))``.
+class _Stopped(BaseException):
+    """SIGTERM arrived: stop where the bot is, as Ctrl-C does, but as a normal exit."""
 
-    0 when the match was played to its end; 1, with one line on stderr, when the bot could not
-    connect, the server sent an ``error``, or the connection broke; 130 on Ctrl-C.
+
+@contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    """While inside, SIGTERM raises `_Stopped` (in the main thread; elsewhere signals are not ours)."""
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise _Stopped
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class _Series:
+    """The matches one ``run()`` plays, one connection each, with back-off between failed attempts."""
+
+    def __init__(self, bot: type[Bot] | Bot, args: argparse.Namespace, log: _Log) -> None:
+        self.bot = bot
+        self.bot_class = type(bot) if isinstance(bot, Bot) else bot
+        self.args = args
+        self.log = log
+        self.played = 0
+        self.backoff = Backoff()
+        #: With one match, any failure ends the run at once: the host that started the bot wants to know.
+        self.keep_trying = bool(args.ladder) or args.matches > 1
+
+    def done(self) -> bool:
+        return not self.args.ladder and self.played >= self.args.matches
+
+    def play_all(self) -> int:
+        args = self.args
+        # A new instance per match when given a class, so no state leaks from one match to the next;
+        # a match cut short is taken up again by the same one (a ladder may give its seat back).
+        instance = self.bot if isinstance(self.bot, Bot) else self.bot_class()
+        while not self.done():
+            try:
+                with connect(
+                    args.host,
+                    args.port,
+                    name=args.name,
+                    game=self.bot_class.game,
+                    token=args.token,
+                    tls=args.tls,
+                ) as client:
+                    play(instance, client, name=args.name, quiet=args.quiet)
+            except TLSError as exc:
+                return self.fail(str(exc))
+            except ServerError as exc:
+                if self.keep_trying and exc.code in protocol.RETRY_LATER:
+                    self.wait(str(exc), exc.message)
+                    continue
+                fix = _FIX.get(exc.code)
+                if self.keep_trying:
+                    fix = (fix + "; " if fix else "") + "not trying again: waiting cannot fix this"
+                return self.fail(str(exc) + (f"; {fix}" if fix else ""))
+            except ClientError as exc:
+                if not self.keep_trying:
+                    return self.fail(str(exc))
+                self.wait(str(exc))
+                continue
+            except ProtocolError as exc:
+                return self.fail(f"the server sent something this SDK cannot read ({exc})")
+            self.played += 1
+            self.backoff.reset()
+            if self.done():
+                break
+            if not isinstance(self.bot, Bot):
+                instance = self.bot_class()
+            of = "" if args.ladder else f" of {args.matches}"
+            self.log(f"match {self.played}{of} played; connecting for the next", always=False)
+        return EXIT_OK
+
+    def fail(self, text: str) -> int:
+        after = f" (after {self.played} matches)" if self.keep_trying else ""
+        self.log(f"error: {text}{after}")
+        return EXIT_FAILED
+
+    def wait(self, why: str, server_message: str = "") -> None:
+        delay = self.backoff.next(server_message)
+        self.log(f"{why}; trying again in {delay:.1f} s")
+        time.sleep(delay)
+
+
+def run(
+    bot: type[Bot] | Bot, argv: Sequence[str] | None = None, *, matches: int = 1, ladder: bool = False
+) -> int:
+    """Connect, play, and return an exit status for ``raise SystemExit(run(MyBot))``.
+
+    One match by default. ``matches=N`` plays N in a row and ``ladder=True`` plays until stopped, each
+    on a new connection; the command line's ``--matches N`` and ``--ladder`` win over them. Given a
+    class, every match is played by a new instance of it; given an instance, that one plays them all.
+
+    The exit status: 0 once the matches are played, or when SIGTERM stopped the bot; 130 on Ctrl-C;
+    1, with one line on stderr, when it cannot go on. With one match that is any failure (no
+    connection, an ``error`` from the server, a broken connection). With more, the bot waits and
+    tries again after a lost connection or a refusal in `protocol.RETRY_LATER`, and stops only on an
+    error that waiting cannot fix (a wrong token, another protocol version, a refused TLS handshake).
     """
     bot_class = type(bot) if isinstance(bot, Bot) else bot
-    args = parse_args(argv, bot_class.__name__.lower()[:MAX_NAME])
-    instance = bot if isinstance(bot, Bot) else bot_class()
+    args = parse_args(argv, bot_class.__name__.lower()[:MAX_NAME], matches=matches, ladder=ladder)
     log = _Log(args.name, args.quiet)
+    series = _Series(bot, args, log)
+    after = ""
     try:
-        with connect(args.host, args.port, name=args.name, game=bot_class.game, token=args.token) as client:
-            play(instance, client, name=args.name, quiet=args.quiet)
-    except ClientError as exc:
-        log(f"error: {exc}")
-        return 1
-    except ProtocolError as exc:
-        log(f"error: the server sent something this SDK cannot read ({exc})")
-        return 1
+        with _sigterm_stops():
+            return series.play_all()
     except KeyboardInterrupt:
-        log("interrupted")
-        return 130
-    return 0
+        if series.keep_trying:
+            after = f" after {series.played} matches"
+        log(f"interrupted{after}")
+        return EXIT_INTERRUPTED
+    except _Stopped:
+        log(f"stopped by SIGTERM after {series.played} matches")
+        return EXIT_OK

@@ -1,12 +1,16 @@
 """A blocking TCP client for the cellarena protocol: connect, send ``hello``, read and send messages.
 
-Standard library sockets only (no trio, no threads): a bot is one process playing one match, and a
-blocking read is the simplest correct way to wait for the next request. The framing rules live in
-`cellarena.sdk.protocol`, shared with the server, so both sides agree byte for byte.
+Standard library sockets and `ssl` only (no trio, no threads): a bot is one process playing one
+match at a time, and a blocking read is the simplest correct way to wait for the next request. The
+framing rules live in `cellarena.sdk.protocol`, shared with the server, so both sides agree byte for
+byte.
 
     with connect("127.0.0.1", 7777, name="me", game="rezzo") as client:
         for message in client.messages():
             ...
+
+Over TLS, pass ``tls=tls_context()`` (the system's CA store) or ``tls_context("ca.pem")``; the server's
+certificate must be valid for the host name connected to.
 
 `Bot` and `run()` in `cellarena.sdk.bot` drive this loop for you; use the client directly only to
 write your own loop.
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import select
 import socket
+import ssl
 from collections import deque
 from collections.abc import Iterator, Mapping
 from types import TracebackType
@@ -35,6 +40,11 @@ class ClientError(Exception):
 
 class ConnectError(ClientError):
     """The TCP connection could not be opened (refused, timed out, unknown host)."""
+
+
+class TLSError(ConnectError):
+    """The TLS handshake failed: the certificate is not trusted or not for this host, or the server does
+    not speak TLS. Trying again cannot help until the bot's settings (or the server's) change."""
 
 
 class ServerError(ClientError):
@@ -62,6 +72,9 @@ class Client:
         self.host = host
         self.port = port
         self._sock = sock
+        #: True over TLS: `ssl` may hold decrypted bytes that `select` on the socket cannot see.
+        self.tls = isinstance(sock, ssl.SSLSocket)
+        self._first_read = True
         self._reader = FrameReader(MAX_SERVER_FRAME)
         self._inbox: deque[dict[str, Any]] = deque()
         self._eof = False
@@ -103,7 +116,15 @@ class Client:
             if self._eof:
                 self.close()
                 when = "after the match ended" if self.ended else "before the match ended"
-                raise ConnectionClosedError(f"the server at {self.address} closed the connection {when}")
+                # A TLS server drops a plain client's hello without a word that this client could read.
+                hint = (
+                    "; if that port serves TLS, connect with --tls"
+                    if self._first_read and not self.tls
+                    else ""
+                )
+                raise ConnectionClosedError(
+                    f"the server at {self.address} closed the connection {when}{hint}"
+                )
             self._receive(block=True)
         return self._take()
 
@@ -140,7 +161,7 @@ class Client:
     def _receive(self, *, block: bool) -> bool:
         """One read from the socket into the inbox; False if nothing was there (non-blocking)."""
         try:
-            if not block and not select.select([self._sock], [], [], 0)[0]:
+            if not block and not self._buffered_by_tls() and not select.select([self._sock], [], [], 0)[0]:
                 return False
             data = self._sock.recv(_RECV_SIZE)
         except OSError as exc:
@@ -153,12 +174,28 @@ class Client:
         if not data:
             self._eof = True
             return True
+        if self._first_read:
+            self._first_read = False
+            self._refuse_tls_answer(data)
         try:
             self._inbox.extend(self._reader.feed(data))
         except ProtocolError:
             self.close()
             raise
         return True
+
+    def _buffered_by_tls(self) -> bool:
+        return self.tls and isinstance(self._sock, ssl.SSLSocket) and self._sock.pending() > 0
+
+    def _refuse_tls_answer(self, data: bytes) -> None:
+        """A TLS server answers a plain hello with a TLS record (type 21 or 22, version 3.x), which
+        would read as a frame of over 300 MB: say what is wrong instead of `too_large`."""
+        if not self.tls and len(data) >= 2 and data[0] in (0x15, 0x16) and data[1] == 0x03:
+            self.close()
+            raise ConnectError(
+                f"the server at {self.address} speaks TLS; connect with --tls "
+                "(and --tls-ca PATH if its certificate is not signed by a CA the system trusts)"
+            )
 
     def _read_available(self) -> None:
         if self.closed:
@@ -184,8 +221,29 @@ class Client:
         self.close()
 
 
-def open_connection(host: str, port: int, *, timeout: float = CONNECT_TIMEOUT, game: str = "") -> Client:
-    """Open a TCP connection; `ConnectError` explains a failure in one line, with what to try."""
+def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
+    """A client TLS context that checks the server's certificate and name: against the system's CA
+    store, or against the CA certificates (PEM) in ``ca_file`` alone. A file that cannot be read is a
+    `TLSError` naming it."""
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        reason = getattr(exc, "strerror", None) or getattr(exc, "reason", None) or str(exc)
+        raise TLSError(
+            f"cannot read CA certificates from {ca_file}: {reason} (a PEM file is wanted)"
+        ) from None
+
+
+def open_connection(
+    host: str,
+    port: int,
+    *,
+    timeout: float = CONNECT_TIMEOUT,
+    game: str = "",
+    tls: ssl.SSLContext | None = None,
+) -> Client:
+    """Open a TCP connection, with a TLS handshake when ``tls`` is given; `ConnectError` explains a
+    failure in one line, with what to try (`TLSError` when the handshake failed)."""
     address = f"{host}:{port}"
     serve = f"cellarena serve {game}" if game else "cellarena serve GAME"
     hint = (
@@ -202,10 +260,57 @@ def open_connection(host: str, port: int, *, timeout: float = CONNECT_TIMEOUT, g
         raise ConnectError(f"could not connect to {address}: unknown host ({exc.strerror})") from None
     except OSError as exc:
         raise ConnectError(f"could not connect to {address}: {exc.strerror or exc}; {hint}") from None
-    # Reads wait for as long as the match takes; small moves frames must not sit in Nagle's buffer.
-    sock.settimeout(None)
+    # Small moves frames must not sit in Nagle's buffer.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    _keep_alive(sock)
+    if tls is not None:
+        sock = _handshake(sock, tls, host, address, timeout)
+    # Reads wait for as long as the match takes.
+    sock.settimeout(None)
     return Client(sock, host, port)
+
+
+def _keep_alive(sock: socket.socket) -> None:
+    """TCP keep-alive probes after 30 s of silence: a bot waiting in a ladder's queue hears nothing for
+    minutes, and without probes a network that silently dropped the connection would leave it waiting
+    forever instead of connecting again."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+        if hasattr(socket, option):  # Linux; elsewhere the system's defaults apply
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+
+
+def _handshake(
+    sock: socket.socket, tls: ssl.SSLContext, host: str, address: str, timeout: float
+) -> socket.socket:
+    """The TLS handshake, within the connect timeout (still set on ``sock``)."""
+    check = (
+        "check that --tls-ca names the CA that signed the server's certificate (without it the system's "
+        "CA store is used) and that --host is a name the certificate is for"
+    )
+    try:
+        return tls.wrap_socket(sock, server_hostname=host)
+    except ssl.SSLCertVerificationError as exc:
+        raise TLSError(
+            f"TLS handshake with {address} failed: the server's certificate was refused "
+            f"({exc.verify_message or exc.reason}); {check}"
+        ) from None
+    except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
+        # The server hung up mid-handshake (restarting, overloaded): worth another try, unlike the rest.
+        raise ConnectError(f"TLS handshake with {address} failed: the server closed the connection") from None
+    except ssl.SSLError as exc:
+        raise TLSError(
+            f"TLS handshake with {address} failed ({exc.reason or exc}): is that port serving TLS? "
+            f"If it is, {check}; if it is a plain server, drop --tls"
+        ) from None
+    except TimeoutError:
+        raise ConnectError(f"TLS handshake with {address} failed: no answer in {timeout:g} s") from None
+    except OSError as exc:
+        raise ConnectError(
+            f"TLS handshake with {address} failed: {exc.strerror or exc} (is that port serving TLS?)"
+        ) from None
+    finally:
+        sock.close()  # wrap_socket detached it on success; on failure it is ours to close
 
 
 def connect(
@@ -217,9 +322,11 @@ def connect(
     token: str | None = None,
     role: protocol.Role = "bot",
     timeout: float = CONNECT_TIMEOUT,
+    tls: ssl.SSLContext | None = None,
 ) -> Client:
-    """Open a connection and send ``hello`` at once (the server wants it within 10 s)."""
-    client = open_connection(host, port, timeout=timeout, game=game)
+    """Open a connection (over TLS when ``tls`` is given, see `tls_context`) and send ``hello`` at once
+    (the server wants it within 10 s)."""
+    client = open_connection(host, port, timeout=timeout, game=game, tls=tls)
     try:
         client.hello(name, game, token=token, role=role)
     except BaseException:

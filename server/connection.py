@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -200,10 +201,7 @@ class Connection:
         buf, view = _receive_buffer()
         while not self.closed:
             try:
-                if self.kernel_timestamps:
-                    n, ancdata, _, _ = self.sock.recvmsg_into((buf,), _ANCILLARY)
-                else:
-                    n, ancdata = self.sock.recv_into(buf), []
+                n, ancdata = self._receive(buf)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
@@ -235,8 +233,19 @@ class Connection:
                 if self.closed:
                     return
                 self.owner.on_message(self, message, arrival)
-            if n < RECV_CHUNK:
+            if n < RECV_CHUNK and not self.buffered():
                 return  # the kernel held no more than this: skip the call that would say EAGAIN
+
+    def _receive(self, buf: bytearray) -> tuple[int, list[tuple[int, int, bytes]]]:
+        """Bytes of the stream into ``buf``, with their ancillary data (the kernel's stamp)."""
+        if self.kernel_timestamps:
+            n, ancdata, _, _ = self.sock.recvmsg_into((buf,), _ANCILLARY)
+            return n, ancdata
+        return self.sock.recv_into(buf), []
+
+    def buffered(self) -> bool:
+        """Whether bytes already read from the socket still wait here to be handed out (TLS)."""
+        return False
 
     # ----------------------------------------------------------------- sending
     def _flush(self) -> None:
@@ -268,6 +277,10 @@ class Connection:
 
     def send(self, frame: bytes) -> bool:
         """Queue one encoded frame without waiting. False if the connection is (now) closed."""
+        return self._send_raw(frame)
+
+    def _send_raw(self, frame: bytes) -> bool:
+        """Queue bytes of the stream as they go on the wire (after TLS, if any)."""
         if self.closed:
             return False
         if not self._backlog:
@@ -318,10 +331,13 @@ class Connection:
         if self.closed:
             return
         log.warning("closing %s (%s): %s: %s", self.name, self.peer, code, message)
-        keep = [self._backlog[0]] if self._backlog and self._head_started else []
-        self._backlog.clear()
-        self._backlog.extend(keep)
-        self._backlog.append(memoryview(protocol.encode(protocol.error(code, message))))
+        if self.may_drop_queued:
+            keep = [self._backlog[0]] if self._backlog and self._head_started else []
+            self._backlog.clear()
+            self._backlog.extend(keep)
+        sealed = self.seal(protocol.encode(protocol.error(code, message)))
+        if sealed:
+            self._backlog.append(memoryview(sealed))
         self._backlog_bytes = sum(len(b) for b in self._backlog)
         reason = f"{code}: {message}"
         self._mark_closed(reason)
@@ -361,6 +377,95 @@ class Connection:
         self._poller.remove(self)
         with contextlib.suppress(OSError):
             self.sock.close()
+
+    #: Whether the stream is TLS (`TlsConnection`): a ladder takes tokens in clear only from loopback.
+    tls = False
+    #: Whether whole frames still queued may be dropped to put an error frame first (not under TLS,
+    #: where every record queued is part of the cipher stream).
+    may_drop_queued = True
+
+    def seal(self, frame: bytes) -> bytes:
+        """A frame as it goes on the wire: as it is here; encrypted by `TlsConnection`."""
+        return frame
+
+
+class TlsConnection(Connection):
+    """A connection whose stream is TLS, done sans-IO: Python's `ssl.SSLObject` over two memory BIOs.
+
+    The socket, the poller and the kernel stamps stay exactly as for a plain connection, so TLS costs
+    no task per connection either: ciphertext read from the socket goes into the incoming BIO and
+    plaintext comes out (the handshake runs there too, under the lobby's hello timeout); a frame to
+    send is encrypted and its records go to the socket or the backlog like any bytes. A peer that is
+    not speaking TLS (or fails the handshake) is an `ssl.SSLError`, an OSError: its connection is
+    lost, logged in one line, and nothing else is touched.
+    """
+
+    tls = True
+    may_drop_queued = False
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        poller: Poller[Connection],
+        context: ssl.SSLContext,
+        *,
+        recv_limit: int = protocol.MAX_CLIENT_FRAME,
+        max_backlog: int = DEFAULT_MAX_BACKLOG,
+    ) -> None:
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._tls = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
+        self.handshake_done = False
+        self._ancdata: list[tuple[int, int, bytes]] = []
+        super().__init__(sock, poller, recv_limit=recv_limit, max_backlog=max_backlog)
+
+    def _receive(self, buf: bytearray) -> tuple[int, list[tuple[int, int, bytes]]]:
+        while True:
+            if self.handshake_done:
+                try:
+                    # With a buffer, read() returns the count (typeshed says bytes).
+                    n: int = self._tls.read(len(buf), buf)  # type: ignore[assignment]
+                    if self._outgoing.pending:  # a TLS 1.3 key update to answer
+                        self._push_records()
+                    return n, self._ancdata  # 0: the peer ended the TLS session
+                except ssl.SSLWantReadError:
+                    pass
+            else:
+                try:
+                    self._tls.do_handshake()
+                    self.handshake_done = True
+                    self._push_records()
+                    continue
+                except ssl.SSLWantReadError:
+                    self._push_records()
+            # More ciphertext needed; BlockingIOError when the kernel has none.
+            if self.kernel_timestamps:
+                data, ancdata, _, _ = self.sock.recvmsg(RECV_CHUNK, _ANCILLARY)
+            else:
+                data, ancdata = self.sock.recv(RECV_CHUNK), []
+            if not data:
+                return 0, []
+            self._incoming.write(data)
+            self._ancdata = ancdata  # the stamp of the segment that completed the record
+
+    def buffered(self) -> bool:
+        return self._tls.pending() > 0 or self._incoming.pending > 0
+
+    def _push_records(self) -> None:
+        records = self._outgoing.read()
+        if records:
+            self._send_raw(records)
+
+    def seal(self, frame: bytes) -> bytes:
+        if not self.handshake_done:
+            return b""  # nothing can be said in TLS before the handshake: the peer just sees the close
+        self._tls.write(frame)
+        return self._outgoing.read()
+
+    def send(self, frame: bytes) -> bool:
+        if self.closed or not self.handshake_done:
+            return False
+        return self._send_raw(self.seal(frame))
 
 
 class _Unowned:

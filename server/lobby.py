@@ -18,6 +18,7 @@ import contextlib
 import errno
 import logging
 import socket
+import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import trio
 
 from cellarena.sdk import protocol
-from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection
+from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection, TlsConnection
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import Engine
 from cellarena.server.match import Match, MatchOutcome, Recorder, TickSettings
@@ -70,6 +71,8 @@ class LobbyConfig:
     recorder: Callable[[int, Engine, list[str], int], Recorder | None] | None = None
     on_result: Callable[[MatchOutcome], None] | None = None
     on_tick: Callable[[Engine], None] | None = None
+    #: Serve TLS with this context (`server.tls.server_context`), or plain TCP when None.
+    tls: ssl.SSLContext | None = None
 
 
 class _Handshake:
@@ -200,6 +203,8 @@ class Lobby:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer)
         try:
+            if self.config.tls is not None:
+                return TlsConnection(sock, self._poller, self.config.tls, max_backlog=self.config.max_backlog)
             return Connection(sock, self._poller, max_backlog=self.config.max_backlog)
         except OSError as exc:  # reset before we even looked at it
             log.info("lost a new connection at once: %s", exc)

@@ -12,14 +12,21 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from fake_server import IO_TIMEOUT, Conn, FakeServer, Session
+from game_servers import Process, add_ladder_bot, ladder_serve, serve, start, wait_for
+from scripted_server import ScriptedServer, match, refuse
+from tls_proxy import TLSProxy, certificates
 
+from cellarena.arena.ladder.store import LadderStore
 from cellarena.sdk import protocol
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
@@ -29,6 +36,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 BOT_DIR = Path(__file__).resolve().parent.parent / "example_bots" / "rezzo" / "js_random"
+PY_BOT = BOT_DIR.parent / "random_walker.py"
 MOVE_CODES = range(6)
 TICKS = 20
 ERROR_TEXT = "field 'moves' must be an array (test)"
@@ -309,3 +317,189 @@ def test_connection_refused_exits_nonzero(bot_dir: Path, free_port: int) -> None
     )
     assert proc.returncode != 0
     assert "ECONNREFUSED" in proc.stderr or "refused" in proc.stderr.lower()
+
+
+# ------------------------------------------------------------------ many matches, ladders, TLS
+PLAYED = "played; connecting for the next"
+
+
+def js_bot(
+    bot_dir: Path, folder: Path, name: str, port: int, *flags: str, token: str | None = None
+) -> Process:
+    """bot.js as its author starts it; a token goes through the environment, never the command line."""
+    env = {"CELLARENA_TOKEN": token} if token is not None else None
+    command = ["node", "bot.js", "--port", str(port), "--name", name, *flags]
+    return start(command, folder, name, cwd=bot_dir, env=env)
+
+
+def ends(proc: Process) -> int:
+    return proc.stderr().count(": end after ")
+
+
+async def exited(proc: Process, timeout: float) -> int:
+    """Wait without blocking trio (a server or proxy in this process serves the bot meanwhile)."""
+    with trio.fail_after(timeout):
+        while proc.proc.poll() is None:
+            await trio.sleep(0.05)
+    return proc.proc.returncode
+
+
+def test_matches_2_against_cellarena_serve(bot_dir: Path, tmp_path: Path) -> None:
+    server = serve(tmp_path)
+    try:
+        bots = [js_bot(bot_dir, tmp_path, name, server.port, "--matches", "2") for name in ("js1", "js2")]
+        for b in bots:
+            assert b.wait(120) == 0, b.stderr()
+        time.sleep(0.5)
+        results = [line for line in server.stdout().splitlines() if line.startswith("{")]
+    finally:
+        server.stop()
+    assert len(results) == 2, server.stdout()
+    for b in bots:
+        assert ends(b) == 2 and b.stderr().count(PLAYED) == 1, b.stderr()
+
+
+def test_ladder_mode_against_a_real_ladder(bot_dir: Path, tmp_path: Path) -> None:
+    js_token = add_ladder_bot(tmp_path, "jsbot")
+    py_token = add_ladder_bot(tmp_path, "pybot")
+    ladder = ladder_serve(tmp_path)
+    token = js_token.read_text().strip()
+    js = js_bot(bot_dir, tmp_path / "bots", "jsbot", ladder.port, "--ladder", token=token)
+    py = start(
+        [sys.executable, str(PY_BOT), "--ladder", "--port", str(ladder.port), "--token-file", str(py_token)],
+        tmp_path / "bots",
+        "pybot",
+    )
+    try:
+        wait_for(lambda: js.stderr().count(PLAYED) >= 2, "two ladder matches of the JS bot", 120)
+        assert js.stop() == 0
+        assert py.stop() == 0
+    finally:
+        for proc in (js, py):
+            if proc.proc.poll() is None:
+                proc.proc.kill()
+        ladder.stop()
+    err = js.stderr()
+    assert err.strip().splitlines()[-1].startswith("js_random: stopped by SIGTERM after ")
+    assert token not in err and token not in ladder.stderr()
+    with LadderStore(tmp_path / "ladder.sqlite") as store:
+        finished = [m for m in store.matches("rezzo") if m.status == "finished"]
+    assert len(finished) >= 2 and all(sorted(m.bots) == ["jsbot", "pybot"] for m in finished)
+
+
+async def test_refusals_that_mean_not_now_are_retried_with_back_off(bot_dir: Path, tmp_path: Path) -> None:
+    server = ScriptedServer(
+        [
+            refuse(protocol.BUSY, "js_random already has a connection in the queue"),
+            refuse(protocol.LOCKED_OUT, "too many wrong tokens from 127.0.0.1; refused for another 2 s"),
+            match(3),
+            match(3, drop_after=1),
+            refuse(protocol.QUEUE_FULL, "the queue holds 1000 bots; come back in a few seconds"),
+            match(3),
+        ]
+    )
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        bot = js_bot(bot_dir, tmp_path, "js_random", port, "--matches", "2")
+        code = await exited(bot, 60)
+        nursery.cancel_scope.cancel()
+    err = bot.stderr()
+    assert code == 0, err
+    assert server.failures == [] and len(server.seen) == 6
+    times = [t for t, _ in server.seen]
+    assert times[1] - times[0] >= 0.5  # the first failure in a row waits 0.5-1 s
+    assert times[2] - times[1] >= 2.0  # the lock-out said 2 s: no sooner
+    assert 0.5 <= times[4] - times[3] < 1.5  # a match was played: the count started again
+    assert times[5] - times[4] >= 1.0  # the second failure in a row: 1-2 s
+    assert "server error busy" in err and "trying again in" in err and ends(bot) == 2
+
+
+@pytest.mark.parametrize(
+    ("code", "fix"), [(protocol.BAD_HELLO, "check the bot's token"), (protocol.INTERNAL, "")]
+)
+async def test_an_error_that_waiting_cannot_fix_stops_the_bot(
+    bot_dir: Path, tmp_path: Path, code: str, fix: str
+) -> None:
+    server = ScriptedServer([refuse(code, "as the test says")])
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        bot = js_bot(bot_dir, tmp_path, "js_random", port, "--ladder", token="cla_wrong")
+        status = await exited(bot, 30)
+        nursery.cancel_scope.cancel()
+    err = bot.stderr()
+    assert status == 2
+    assert f"server error {code}: as the test says" in err and fix in err and "not trying again" in err
+    assert len(server.seen) == 1 and "cla_wrong" not in err
+
+
+async def test_tls_through_a_terminating_proxy(bot_dir: Path, tmp_path: Path) -> None:
+    certs = certificates(tmp_path, "127.0.0.1")
+    server = serve(tmp_path)
+    try:
+        proxy = TLSProxy(certs.server, server.port)
+        async with trio.open_nursery() as nursery:
+            port = await proxy.start(nursery)
+            flags = ["--host", "127.0.0.1", "--tls-ca", str(certs.ca_file)]
+            bots = [js_bot(bot_dir, tmp_path, name, port, *flags) for name in ("js1", "js2")]
+            codes = [await exited(b, 60) for b in bots]
+            nursery.cancel_scope.cancel()
+        await trio.sleep(0.3)
+        results = [line for line in server.stdout().splitlines() if line.startswith("{")]
+    finally:
+        server.stop()
+    assert codes == [0, 0], [b.stderr() for b in bots]
+    assert proxy.handshakes == 2 and len(results) == 1 and all(ends(b) == 1 for b in bots)
+
+
+@pytest.mark.parametrize(
+    ("names", "flags", "reason"),
+    [
+        (
+            ["127.0.0.1"],
+            ["--tls-ca", "{other}"],
+            "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+        ),  # a CA that signed nothing
+        (["127.0.0.1"], ["--tls"], "UNABLE_TO_VERIFY_LEAF_SIGNATURE"),  # Node's store knows no trustme CA
+        (["localhost"], ["--tls-ca", "{ca}"], "ERR_TLS_CERT_ALTNAME_INVALID"),  # the name is checked
+    ],
+)
+async def test_a_refused_tls_handshake_says_why_and_stops(
+    bot_dir: Path, tmp_path: Path, names: list[str], flags: list[str], reason: str
+) -> None:
+    certs = certificates(tmp_path, *names)
+    proxy = TLSProxy(certs.server, 9)  # never reached: the handshake fails first
+    async with trio.open_nursery() as nursery:
+        port = await proxy.start(nursery)
+        argv = [f.format(other=certs.other_ca_file, ca=certs.ca_file) for f in flags]
+        bot = js_bot(bot_dir, tmp_path, "js_random", port, "--ladder", *argv)
+        status = await exited(bot, 30)
+        nursery.cancel_scope.cancel()
+    err = bot.stderr()
+    assert status == 1
+    assert f"TLS handshake with 127.0.0.1:{port} failed" in err and reason in err and "--tls-ca" in err
+    assert "trying again" not in err
+
+
+def test_bad_new_flags_are_usage_errors(bot_dir: Path, tmp_path: Path) -> None:
+    def usage(*flags: str) -> str:
+        proc = subprocess.run(
+            ["node", "bot.js", *flags], cwd=bot_dir, capture_output=True, text=True, timeout=30, check=False
+        )
+        assert proc.returncode == 64, proc.stderr
+        return proc.stderr
+
+    assert "give one of them" in usage("--matches", "2", "--ladder")
+    assert "--matches must be 1 or more" in usage("--matches", "0")
+    assert "--tls-ca" in usage("--tls-ca", str(tmp_path / "missing.pem"))
+
+
+async def test_a_plain_bot_at_a_tls_port_is_told_to_use_tls(bot_dir: Path, tmp_path: Path) -> None:
+    certs = certificates(tmp_path, "127.0.0.1")
+    proxy = TLSProxy(certs.server, 9)
+    async with trio.open_nursery() as nursery:
+        port = await proxy.start(nursery)
+        bot = js_bot(bot_dir, tmp_path, "js_random", port)
+        status = await exited(bot, 30)
+        nursery.cancel_scope.cancel()
+    assert status == 1
+    assert f"127.0.0.1:{port}" in bot.stderr() and "connect with --tls" in bot.stderr()

@@ -11,16 +11,33 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from cellarena_cli import CLI, ROOT, cellarena
+from postgres_server import PostgresServer
 from wire_client import Client
 
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.sdk import protocol
 
 
-def ladder(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return cellarena("ladder", "--dir", str(folder), *args)
+def ladder(folder: Path, *args: str, db: str | None = None) -> subprocess.CompletedProcess[str]:
+    where = ["--dir", str(folder)] + (["--db", db] if db else [])
+    return cellarena("ladder", *where, *args)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest) -> str | None:
+    """The ladder's database for a served ladder: None for the SQLite file in its folder, or a new
+    PostgreSQL database (``--db``), so that the served ladder is tested on both, end to end."""
+    if request.param == "sqlite":
+        return None
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.create_database()
+
+
+def open_store(folder: Path, db: str | None) -> LadderStore:
+    return LadderStore(db or folder / "ladder.sqlite")
 
 
 def test_a_token_is_printed_once_and_stored_only_as_a_hash(tmp_path: Path) -> None:
@@ -66,11 +83,12 @@ def test_bad_arguments_say_what_is_wrong(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------ serve
-def serve(folder: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
+def serve(folder: Path, *extra: str, db: str | None = None) -> tuple[subprocess.Popen[str], int]:
     """`cellarena ladder serve rezzo` on a free port: the process and its port."""
     pacing = ["--max-ticks", "30", "--tick-rate", "30", "--budget-ms", "25", "--grace", "0", *extra]
+    where = ["--dir", str(folder)] + (["--db", db] if db else [])
     proc = subprocess.Popen(
-        [*CLI, "ladder", "--dir", str(folder), "serve", "rezzo", "--port", "0", *pacing],
+        [*CLI, "ladder", *where, "serve", "rezzo", "--port", "0", *pacing],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -105,9 +123,14 @@ async def keep_playing(port: int, name: str, token: str, ends: list[dict[str, An
             return
 
 
-async def test_a_ladder_killed_mid_match_restarts_with_identical_standings(tmp_path: Path) -> None:
-    tokens = {n: ladder(tmp_path, "bot", "add", n, "--game", "rezzo").stdout.strip() for n in ("a", "b")}
-    proc, port = serve(tmp_path)
+async def test_a_ladder_killed_mid_match_restarts_with_identical_standings(
+    tmp_path: Path, database: str | None
+) -> None:
+    tokens = {
+        n: ladder(tmp_path, "bot", "add", n, "--game", "rezzo", db=database).stdout.strip()
+        for n in ("a", "b")
+    }
+    proc, port = serve(tmp_path, db=database)
     ends: list[dict[str, Any]] = []
     try:
         with trio.fail_after(60):
@@ -121,16 +144,20 @@ async def test_a_ladder_killed_mid_match_restarts_with_identical_standings(tmp_p
     finally:
         proc.kill()
         proc.wait()
-    with LadderStore(tmp_path / "ladder.sqlite") as store:
+    with open_store(tmp_path, database) as store:
         before = [s.to_json() for s in store.standings("rezzo")]
         statuses = sorted(m.status for m in store.matches("rezzo"))
     assert statuses.count("finished") >= 2 and statuses.count("running") == 1
-    table = ladder(tmp_path, "standings", "rezzo", "--json")
+    table = ladder(tmp_path, "standings", "rezzo", "--json", db=database)
     assert json.loads(table.stdout)["standings"] == before
+    if database:
+        assert not (tmp_path / "ladder.sqlite").exists()  # the data went to PostgreSQL alone
 
-    proc, port = serve(tmp_path)  # start again: the match cut short is void, nothing else changes
+    proc, port = serve(
+        tmp_path, db=database
+    )  # start again: the match cut short is void, nothing else changes
     try:
-        with LadderStore(tmp_path / "ladder.sqlite") as store:
+        with open_store(tmp_path, database) as store:
             after = [s.to_json() for s in store.standings("rezzo")]
             matches = store.matches("rezzo")
         assert after == before

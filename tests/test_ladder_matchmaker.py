@@ -18,7 +18,9 @@ TWO = Policy(seats=2, maps=("duel",))
 NOW = 1000.0
 
 
-def bot(name: str, mu: float, waited: float = 0.0, *, seat: int | None = None, met: tuple[str, ...] = ()) -> Waiting:
+def bot(
+    name: str, mu: float, waited: float = 0.0, *, seat: int | None = None, met: tuple[str, ...] = ()
+) -> Waiting:
     return Waiting(name, NOW - waited, Rating(mu, 8.0), last_seat=seat, last_opponents=met)
 
 
@@ -201,7 +203,6 @@ def reference(queue: list[Waiting], now: float, policy: Policy) -> list[frozense
     (ties to the lower-rated lowest member, then by name), rematches only among the leftovers."""
     k = policy.seats
     order = sorted(queue, key=lambda w: (w.rating.mu, w.bot))
-    pos = {w.bot: i for i, w in enumerate(order)}
     free = set(range(len(order)))
     out: list[frozenset[str]] = []
 

@@ -6,6 +6,7 @@ own SQLite store, and bots written from docs/protocol.md (`wire_client.Client`).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,6 +168,38 @@ async def test_a_bot_may_queue_once(nursery: trio.Nursery, tmp_path: Path) -> No
     await wait_for(lambda: "alice" not in ladder.seating.queue)  # and a bot that leaves is forgotten
 
 
+async def test_a_bot_being_seated_may_not_queue_again(
+    nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ladder = await open_ladder(nursery, tmp_path)
+    begin = ladder.store.begin_match
+    writing = trio.Event()
+    token = trio.lowlevel.current_trio_token()
+
+    def slow_begin(*args: Any) -> int:
+        token.run_sync_soon(writing.set)
+        import time
+
+        time.sleep(0.5)  # the store is slow: alice is out of the queue and not yet in a match
+        return begin(*args)
+
+    monkeypatch.setattr(ladder.store, "begin_match", slow_begin)
+    alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
+    await writing.wait()
+    again = await join(ladder, "alice")
+    await again.expect_error(protocol.BUSY)
+    seen: list[list[dict[str, Any]]] = []
+
+    async def play(client: Client) -> None:
+        seen.append(await play_one(client))
+
+    async with trio.open_nursery() as both:  # the match starts as written, with the first connections
+        both.start_soon(play, alice)
+        both.start_soon(play, bob)
+    assert [s[0]["type"] for s in seen] == ["welcome", "welcome"]
+    assert [s[-1]["type"] for s in seen] == ["end", "end"]
+
+
 async def test_the_queue_has_a_cap(nursery: trio.Nursery, tmp_path: Path) -> None:
     ladder = await open_ladder(nursery, tmp_path, ("alice", "bob", "carol"), max_queue=1)
     alice = await join(ladder, "alice")
@@ -283,3 +316,24 @@ async def test_a_database_that_stops_taking_writes_costs_no_match_and_no_half_re
         msg = await client.expect_error(protocol.SHUTDOWN)
         assert "come back later" in msg["message"]
     assert len(ladder.store.matches("rezzo")) == 1
+
+
+# ------------------------------------------------------------------------------------------ house bots
+async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    from cellarena.arena.ladder.house import HouseBots
+
+    ladder = await open_ladder(nursery, tmp_path, ("alice",))
+    mute = f'"{sys.executable}" -c "import time; time.sleep(600)"'
+    ladder.store.add_bot("mute", "rezzo", house_command=mute)
+    await ladder.seating._load_ratings()
+    house = HouseBots(ladder.store, ladder.seating, tmp_path, after=0.0, every=0.05, idle_limit=0.5)
+    nursery.start_soon(house.run, ladder.port)
+    alice = await join(ladder, "alice")
+    await wait_for(lambda: "mute" in house.running)
+    first = house.running["mute"]
+    await wait_for(lambda: first.returncode is not None, timeout=10)  # stopped after idle_limit
+    await wait_for(lambda: "mute" in house.running and house.running["mute"] is not first)  # started again
+    assert "alice" in ladder.seating.queue  # alice still waits, unharmed
+    await alice.stream.aclose()

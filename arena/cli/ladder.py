@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
-from cellarena.server.cli.params import FiniteFloatRange, decorate, tick_options, writable_folder
+from cellarena.server.cli.params import (
+    FiniteFloatRange,
+    decorate,
+    tick_options,
+    tls_context,
+    tls_options,
+    writable_folder,
+)
 from cellarena.server.cli.run import configure_logging, run_trio
 from cellarena.server.games.base import ConfigError
 
@@ -232,6 +239,8 @@ def _serve_command(game: str) -> click.Command:
         insecure: bool,
         seed: int,
         verbose: bool,
+        tls_cert: str | None,
+        tls_key: str | None,
         **game_values: Any,
     ) -> None:
         import gc
@@ -259,16 +268,18 @@ def _serve_command(game: str) -> click.Command:
             settings=TickSettings(tick_rate=tick_rate, budget_ms=budget_ms, fast=fast, reconnect_grace=grace),
             host=host,
             port=port,
+            tls=tls_context(tls_cert, tls_key),
             rules=LadderRules(insecure=insecure),
             replay_dir=replay_dir,
             log_dir=writable_folder(where.folder / "logs", "--dir"),
             house_after=house_after,
             seed=seed,
         )
-        if not is_loopback(host) and not insecure:
+        if not is_loopback(host) and not insecure and config.tls is None:
             click.echo(
-                f"{host} is not a loopback address: bots must connect with TLS to send their tokens "
-                "(--insecure allows plain TCP, and so tokens in clear)",
+                f"{host} is not a loopback address and this port is plain TCP: bots from other machines "
+                "are refused (tls_required) so that no token crosses the network in clear; give "
+                "--tls-cert/--tls-key (or --insecure to allow tokens in clear)",
                 err=True,
             )
         store = where.open()
@@ -282,7 +293,8 @@ def _serve_command(game: str) -> click.Command:
 
             def listening(bound: int) -> None:
                 click.echo(
-                    f"ladder: {game} on {host}:{bound}, maps {', '.join(m or 'default' for m in pool)}; "
+                    f"ladder: {game} on {host}:{bound}{' (TLS)' if config.tls else ''}, "
+                    f"maps {', '.join(m or 'default' for m in pool)}; "
                     f"database {store.where}; Ctrl-C stops",
                     err=True,
                 )
@@ -336,6 +348,7 @@ def _serve_command(game: str) -> click.Command:
             is_flag=True,
             help="Accept tokens over plain TCP from other machines (they cross the network in clear).",
         ),
+        *tls_options(),
         click.option(
             "--seed", default=0, show_default=True, type=int, help="Seed of the matchmaker's draws."
         ),

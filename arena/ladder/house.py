@@ -5,7 +5,9 @@ bot has waited ``after`` seconds in the queue and a house bot of the game is idl
 playing, not starting), the ladder starts the idle house bot whose rating is closest to the longest
 waiter's. It runs as a match's bots do (`cellarena.server.launcher.start_bot`): in a session of its
 own, told where to connect and its token through its environment, its output in a capped log. It
-plays one match and exits; the next time it is needed it starts again.
+plays one match and exits; the next time it is needed it starts again. One that neither queues
+nor plays for ``idle_limit`` seconds (it never connected, or hangs after its match) is stopped, so
+a broken house bot cannot stay "running" forever and never be started again.
 
 The store keeps only a hash of every token, so each launch gives the house bot a new token
 (`LadderStore.rotate`): the one it was started with is the only one that works.
@@ -38,6 +40,7 @@ class HouseBots:
         *,
         after: float = 5.0,
         every: float = 0.5,
+        idle_limit: float = 30.0,
         host: str = "127.0.0.1",
     ) -> None:
         self.store = store
@@ -45,6 +48,7 @@ class HouseBots:
         self.log_dir = log_dir
         self.after = after
         self.every = every
+        self.idle_limit = idle_limit
         self.host = host
         #: House bots whose process runs, by name.
         self.running: dict[str, trio.Process] = {}
@@ -101,9 +105,23 @@ class HouseBots:
         nursery.start_soon(self._reap, bot.name, proc)
 
     async def _reap(self, name: str, proc: trio.Process) -> None:
-        """Wait for a house bot to end its match and exit; then stop what it left in its session."""
+        """Wait for a house bot to end its match and exit, or to sit idle (neither queued nor playing)
+        for ``idle_limit`` seconds; then stop what it left in its session."""
         try:
-            await proc.wait()
+            idle_since = trio.current_time()
+            while proc.returncode is None:
+                with trio.move_on_after(self.every):
+                    await proc.wait()
+                now = trio.current_time()
+                if name in self.seating.queue or name in self.seating.playing():
+                    idle_since = now
+                elif now - idle_since >= self.idle_limit:
+                    log.warning(
+                        "house bot %s neither queued nor played for %g s: stopped (see its log)",
+                        name,
+                        self.idle_limit,
+                    )
+                    break
         finally:
             with trio.CancelScope(shield=True):
                 await stop_bot(proc, patience=0.0)

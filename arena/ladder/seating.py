@@ -25,6 +25,7 @@ import functools
 import ipaddress
 import logging
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,7 @@ import trio
 
 from cellarena.arena.ladder.matchmaker import Pairing, Policy, Waiting, match_up
 from cellarena.arena.ladder.records import BotRecord, SeatResult
+from cellarena.arena.ladder.stats import LadderStats
 from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.arena.ratings import Rating, initial
 from cellarena.sdk import protocol
@@ -151,7 +153,11 @@ class LadderSeating(Seating):
         self.ratings: dict[str, Rating] = {}
         self._house: list[BotRecord] = []
         self._bots: dict[str, _BotState] = {}
+        #: Bots taken from the queue for a match that is being written down and started.
+        self._starting: set[str] = set()
         self._rounds = 0
+        #: Queue waits, the matchmaker's CPU and the ticks played (`cellarena bench ladder` reads them).
+        self.stats = LadderStats()
         self._results: tuple[
             trio.MemorySendChannel[tuple[_Live, MatchOutcome]],
             trio.MemoryReceiveChannel[tuple[_Live, MatchOutcome]],
@@ -172,7 +178,7 @@ class LadderSeating(Seating):
             return protocol.LOCKED_OUT, f"too many wrong tokens from {host}; refused for another {wait} s"
         if not isinstance(hello.get("token"), str):
             return protocol.BAD_HELLO, "this is a ladder: send the 'token' your bot was registered with"
-        if not getattr(conn, "tls", False) and not is_loopback(host) and not self.rules.insecure:
+        if not conn.tls and not is_loopback(host) and not self.rules.insecure:
             return (
                 protocol.TLS_REQUIRED,
                 "this ladder takes tokens only over TLS; connect with TLS (the SDK's --tls)",
@@ -235,7 +241,7 @@ class LadderSeating(Seating):
             return
         if self._reattach(conn, bot):
             return
-        if bot.name in self.queue:
+        if bot.name in self.queue or bot.name in self._starting:
             conn.fail(protocol.BUSY, f"{bot.name} already has a connection in the queue")
             return
         playing = sum(1 for live in self.live.values() if any(b.id == bot.id for b in live.bots))
@@ -304,10 +310,23 @@ class LadderSeating(Seating):
             for name, q in self.queue.items()
         ]
         self._rounds += 1
-        return match_up(queue, now, self.policy, hash((self.seed, self._rounds)) & 0x7FFFFFFF)
+        cpu = time.thread_time()
+        pairings = match_up(queue, now, self.policy, hash((self.seed, self._rounds)) & 0x7FFFFFFF)
+        self.stats.matchmaking_cpu += time.thread_time() - cpu
+        self.stats.matchmaking_passes += 1
+        return pairings
 
     async def _start(self, pairing: Pairing) -> None:
+        self._starting.update(pairing.bots)
+        try:
+            await self._start_match(pairing)
+        finally:
+            self._starting.difference_update(pairing.bots)
+
+    async def _start_match(self, pairing: Pairing) -> None:
         seated = [self.queue.pop(name) for name in pairing.bots if name in self.queue]
+        now = trio.current_time()
+        self.stats.waits.extend(max(0.0, now - q.since) for q in seated)
         if len(seated) != len(pairing.bots):  # cannot happen: the pairing came from this queue
             self._requeue(seated)
             return
@@ -338,6 +357,7 @@ class LadderSeating(Seating):
             await self._void(ladder_id, "the match could not start (an internal error)")
             return
         self.live[match] = _Live(match, ladder_id, bots)
+        self.stats.matches_started += 1
         for i, b in enumerate(bots):
             self._bots[b.name] = _BotState(last_seat=i, last_opponents=tuple(n for n in names if n != b.name))
         log.info("ladder match %d (%s): %s", ladder_id, pairing.map or "default map", " vs ".join(names))
@@ -362,6 +382,13 @@ class LadderSeating(Seating):
         Called right as the match leaves the lobby's running matches, with no checkpoint between,
         so a match that left without coming here ended without a result (`void_vanished`)."""
         live = next((lv for lv in self.live.values() if lv.match.number == outcome.number), None)
+        stats = self.stats
+        stats.matches_ended += 1
+        stats.ticks += outcome.ticks
+        stats.agent_ticks += outcome.ticks * len(outcome.names)
+        stats.late_ticks += outcome.late_ticks
+        stats.behind_ticks += outcome.behind_ticks
+        stats.bad_ticks += outcome.bad_ticks
         if live is not None:
             del self.live[live.match]
             self._results[0].send_nowait((live, outcome))

@@ -8,6 +8,7 @@ match in the store ends either finished, whole, or void.
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,8 @@ class LadderConfig:
     settings: TickSettings = field(default_factory=lambda: TickSettings(reconnect_grace=5.0))
     host: str = "127.0.0.1"
     port: int = 7777
+    #: Serve TLS with this context (`cellarena.server.tls.server_context`), or plain TCP.
+    tls: ssl.SSLContext | None = None
     rules: LadderRules = field(default_factory=LadderRules)
     #: Where replays go (``ladder-<match id>.replay``), or None for none.
     replay_dir: Path | None = None
@@ -94,6 +97,7 @@ def build(store: LadderStore, config: LadderConfig) -> tuple[Lobby, LadderSeatin
         seed=config.seed,
         recorder=recorder,
         on_result=seating.record,
+        tls=config.tls,
     )
     return Lobby(lobby_config, seating), seating
 

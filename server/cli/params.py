@@ -1,5 +1,5 @@
 """Command-line parameters shared by every command: checks of values that click's own types let through,
-and the pacing options of `serve`, `match` and `tournament`."""
+the pacing options of `serve`, `match` and `tournament`, and the TLS options of the listeners."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    import ssl
+
     from cellarena.server.match import TickSettings
 
 
@@ -93,3 +95,37 @@ def decorate(command: Any, options: list[Any]) -> Any:
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def tls_options() -> list[Any]:
+    """``--tls-cert PATH --tls-key PATH``: serve TLS on the bot port (both or neither)."""
+    return [
+        click.option(
+            "--tls-cert",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Serve TLS with this certificate chain (PEM, e.g. Let's Encrypt's fullchain.pem).",
+        ),
+        click.option(
+            "--tls-key",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="The certificate's private key (PEM, e.g. privkey.pem).",
+        ),
+    ]
+
+
+def tls_context(cert: str | None, key: str | None) -> ssl.SSLContext | None:
+    """The TLS context of ``--tls-cert``/``--tls-key``, None for plain TCP; a usage error names the
+    option or file at fault."""
+    from cellarena.server.tls import TlsConfigError, server_context
+
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        given, missing = ("--tls-cert", "--tls-key") if key is None else ("--tls-key", "--tls-cert")
+        raise click.BadParameter(f"{given} needs {missing} too", param_hint=missing)
+    try:
+        return server_context(cert, key)
+    except TlsConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="--tls-cert/--tls-key") from None

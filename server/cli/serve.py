@@ -12,7 +12,14 @@ from typing import Any
 import click
 
 from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
-from cellarena.server.cli.params import decorate, tick_options, tick_settings, writable_folder
+from cellarena.server.cli.params import (
+    decorate,
+    tick_options,
+    tick_settings,
+    tls_context,
+    tls_options,
+    writable_folder,
+)
 from cellarena.server.cli.run import configure_logging, run_trio
 from cellarena.server.cli.web_options import bind_web, web_options
 from cellarena.server.games.base import ConfigError
@@ -37,6 +44,8 @@ def _serve_command(game: str) -> click.Command:
         web: bool,
         web_port: int,
         verbose: bool,
+        tls_cert: str | None,
+        tls_key: str | None,
         **game_values: Any,
     ) -> None:
         import gc
@@ -69,6 +78,7 @@ def _serve_command(game: str) -> click.Command:
             seed=seed,
             on_result=report,
             recorder=_replay_recorder(replay_dir),
+            tls=tls_context(tls_cert, tls_key),
         )
         try:
             lobby = Lobby(config)
@@ -85,7 +95,9 @@ def _serve_command(game: str) -> click.Command:
 
         def listening(port: int) -> None:
             click.echo(
-                f"serving {game} on {host}:{port} ({lobby.players} seats per match); Ctrl-C stops", err=True
+                f"serving {game} on {host}:{port}{' (TLS)' if config.tls else ''} "
+                f"({lobby.players} seats per match); Ctrl-C stops",
+                err=True,
             )
 
         async def main() -> None:
@@ -157,6 +169,7 @@ def _serve_command(game: str) -> click.Command:
         ),
         *web_options(),
         click.option("-v", "--verbose", is_flag=True, help="Log connections and matches."),
+        *tls_options(),
     ]
     doc = (
         f"Serve {game} ({game_plugin.summary}): wait for bots, seat them in arrival order, run matches. "

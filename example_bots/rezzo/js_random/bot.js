@@ -2,10 +2,13 @@
 // js_random: a minimal cellarena bot for Rezzo, written from docs/protocol.md and docs/games/rezzo.md
 // alone. It shows everything a client in any language has to do:
 //
-//   1. connect over TCP and send `hello` at once;
+//   1. connect over TCP (or TLS) and send `hello` at once;
 //   2. read frames: a 4-byte big-endian length, then that many bytes holding one msgpack map;
 //   3. answer every `tick` with one `moves` message holding one move code per listed agent;
-//   4. stop on `end` (exit 0); log an `error` to stderr (exit 2).
+//   4. stop on `end`; log an `error` to stderr;
+//   5. to keep playing (a ladder), connect again after `end`, and after a refusal that means "not now"
+//      or a lost connection, waiting longer after each failure in a row (docs/protocol.md, "Joining a
+//      ladder").
 //
 // Settings, flags first, then environment, then defaults:
 //   --host / CELLARENA_HOST    server address          (127.0.0.1)
@@ -13,12 +16,20 @@
 //   --name / CELLARENA_NAME    bot name, 1-64 chars    (js_random)
 //   --token / CELLARENA_TOKEN  seat token, if any      (none)
 //   --seed / CELLARENA_SEED    random seed, an integer (0)
+//   --tls                      connect over TLS, checking the certificate against Node's CA store
+//   --tls-ca PATH              ... against the CA certificates in this PEM file only (implies --tls)
+//   --matches N                play N matches in a row (1)
+//   --ladder                   keep playing until stopped (SIGINT, SIGTERM)
 //
-// Exit codes: 0 after `end`; 1 connection trouble (refused, reset, closed before `end`);
-// 2 the server sent an `error`; 3 the server sent something this bot cannot read; 64 bad usage.
+// Exit codes: 0 after the last `end` (or stopped by SIGTERM); 1 connection trouble (refused, reset,
+// closed before `end`, a TLS handshake refused); 2 the server sent an `error`; 3 the server sent
+// something this bot cannot read; 64 bad usage; 130 stopped by SIGINT. With --matches N > 1 or
+// --ladder, lost connections and the refusals in RETRY_LATER are tried again instead.
 "use strict";
 
+const fs = require("node:fs");
 const net = require("node:net");
+const tls = require("node:tls");
 const { encode, decode } = require("@msgpack/msgpack");
 
 const PROTOCOL_VERSION = 1;
@@ -34,14 +45,38 @@ const ELECTRON = 2;
 const TAIL = 3;
 const FLAG_KIND = 16;
 
-const EXIT = { OK: 0, CONNECTION: 1, SERVER_ERROR: 2, PROTOCOL: 3, USAGE: 64 };
+const EXIT = { OK: 0, CONNECTION: 1, SERVER_ERROR: 2, PROTOCOL: 3, USAGE: 64, INTERRUPTED: 130 };
+
+// Refusals that mean "not now": a bot that keeps playing waits and comes back (docs/protocol.md).
+const RETRY_LATER = new Set(["shutdown", "busy", "queue_full", "too_many_connections", "locked_out"]);
+// What to do about an error that waiting cannot fix, said with it.
+const FIX = {
+  bad_hello: "check the bot's token (--token or CELLARENA_TOKEN) and its game",
+  bad_version: `this bot speaks protocol ${PROTOCOL_VERSION}`,
+  tls_required: "connect with --tls",
+};
+// Errors of the network itself, which another try may not meet (any other error before a TLS
+// handshake ends is the handshake refused).
+const NETWORK_ERRORS = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
+const CONNECT_TIMEOUT_MS = 10000;
+const BACKOFF_FIRST_S = 1;
+const BACKOFF_CAP_S = 60;
 
 // ------------------------------------------------------------------ settings
 function parseArgs(argv) {
   const out = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
-    const m = /^--(host|port|name|token|seed)(?:=(.*))?$/.exec(arg);
+    const m = /^--(host|port|name|token|seed|matches|tls-ca)(?:=(.*))?$/.exec(arg);
     if (m) {
       let value = m[2];
       if (value === undefined) {
@@ -49,9 +84,12 @@ function parseArgs(argv) {
         value = argv[++i];
       }
       out[m[1]] = value;
+    } else if (arg === "--tls" || arg === "--ladder") {
+      out[arg.slice(2)] = true;
     } else if (arg === "-h" || arg === "--help") {
       process.stdout.write(
         "usage: node bot.js [--host H] [--port P] [--name N] [--token T] [--seed S]\n" +
+          "                   [--tls] [--tls-ca PATH] [--matches N | --ladder]\n" +
           "defaults come from CELLARENA_HOST, CELLARENA_PORT, CELLARENA_NAME, CELLARENA_TOKEN, CELLARENA_SEED\n",
       );
       process.exit(EXIT.OK);
@@ -83,7 +121,23 @@ function settings() {
   const seedText = pick("seed", "CELLARENA_SEED", "0");
   const seed = Number(seedText);
   if (!Number.isInteger(seed)) usage(`bad seed ${JSON.stringify(seedText)}`);
-  return { host, port, name, token, seed };
+  if (args.matches !== undefined && args.ladder) {
+    usage("--matches N plays N matches and --ladder plays until stopped: give one of them");
+  }
+  const matches = Number(args.matches ?? "1");
+  if (!Number.isInteger(matches) || matches < 1) {
+    usage(`--matches must be 1 or more, got ${JSON.stringify(args.matches)}`);
+  }
+  let ca;
+  if (args["tls-ca"] !== undefined) {
+    try {
+      ca = fs.readFileSync(args["tls-ca"]);
+    } catch (err) {
+      usage(`--tls-ca ${args["tls-ca"]}: cannot read it (${err.code || err.message})`);
+    }
+  }
+  const useTls = Boolean(args.tls) || ca !== undefined;
+  return { host, port, name, token, seed, matches, ladder: Boolean(args.ladder), tls: useTls, ca };
 }
 
 // ------------------------------------------------------------------ deterministic randomness
@@ -167,99 +221,219 @@ class FrameReader {
 
 class ProtocolFault extends Error {}
 
-// ------------------------------------------------------------------ the client
-function main() {
+// ------------------------------------------------------------------ one connection, one match
+// Resolves once with how the connection ended: {kind: "end"}, {kind: "error", code, message} (the
+// server's `error` frame), {kind: "connection"} (refused, reset, closed before `end`: worth another
+// try), {kind: "tls"} (the handshake was refused: not worth another), or {kind: "protocol"}.
+function playOnce(cfg, rng, log, track) {
+  return new Promise((resolve) => {
+    const reader = new FrameReader(MAX_SERVER_FRAME);
+    const address = `${cfg.host}:${cfg.port}`;
+    let viewSize = 13;
+    let ready = false; // connected (and, over TLS, the handshake done)
+    let heard = false; // any byte from the server yet
+    let done = false;
+    let sock;
+
+    function finish(outcome) {
+      if (done) return;
+      done = true;
+      track(null);
+      sock.destroy();
+      resolve(outcome);
+    }
+
+    function send(message) {
+      sock.write(frame(message));
+    }
+
+    function onTick(msg) {
+      const agents = Array.isArray(msg.agents) ? msg.agents : [];
+      const cells = msg.cells instanceof Uint8Array ? msg.cells : new Uint8Array(0);
+      let plane = viewSize * viewSize;
+      if (agents.length && cells.length !== agents.length * plane && cells.length % agents.length === 0) {
+        // Trust the data over the announced view size.
+        plane = cells.length / agents.length;
+        viewSize = Math.round(Math.sqrt(plane));
+      }
+      const moves = agents.map((_, i) =>
+        (i + 1) * plane <= cells.length ? chooseMove(cells, i * plane, viewSize, rng) : MOVE.NOOP,
+      );
+      send({ type: "moves", tick: msg.tick, moves });
+    }
+
+    function onMessage(msg) {
+      switch (msg.type) {
+        case "welcome": {
+          const config = msg.config || {};
+          if (Number.isInteger(config.view_size) && config.view_size > 1) viewSize = config.view_size;
+          const names = Array.isArray(msg.names) ? msg.names.join(", ") : "?";
+          log(`welcome: match ${msg.match}, game ${msg.game}, seat ${msg.seat} of ${msg.players} (${names})`);
+          break;
+        }
+        case "tick":
+          onTick(msg);
+          break;
+        case "end":
+          log(
+            `end after ${msg.ticks} ticks: ${msg.result}, rank ${msg.rank} (${msg.reason}); ` +
+              `late ${msg.late}, invalid ${msg.invalid}, illegal ${msg.illegal}`,
+          );
+          finish({ kind: "end" });
+          break;
+        case "error":
+          finish({
+            kind: "error",
+            code: String(msg.code),
+            message: String(msg.message),
+            text: `server error ${msg.code}: ${msg.message}`,
+          });
+          break;
+        default:
+          // The protocol calls unknown types errors; a bot cannot report them, so it says so and goes on.
+          log(`ignoring a message of unknown type ${JSON.stringify(msg.type)}`);
+      }
+    }
+
+    function onReady() {
+      ready = true;
+      sock.setTimeout(0); // from now on a bot may wait any time for its match
+      const hello = { type: "hello", protocol: PROTOCOL_VERSION, name: cfg.name, game: GAME, role: "bot" };
+      if (cfg.token !== undefined) hello.token = cfg.token;
+      send(hello);
+    }
+
+    if (cfg.tls) {
+      // Node checks the certificate against its CA store (or only --tls-ca's) and the server's name.
+      const options = { host: cfg.host, port: cfg.port, ca: cfg.ca };
+      if (!net.isIP(cfg.host)) options.servername = cfg.host; // SNI takes names, not addresses
+      sock = tls.connect(options, onReady);
+    } else {
+      sock = net.connect({ host: cfg.host, port: cfg.port }, onReady);
+    }
+    track(sock);
+    sock.setNoDelay(true); // moves are tiny and urgent: no Nagle delay
+    // Probes after 30 s of silence: a dropped network must not leave a queued bot waiting forever.
+    sock.setKeepAlive(true, 30000);
+    sock.setTimeout(CONNECT_TIMEOUT_MS);
+
+    sock.on("timeout", () => {
+      const text = `connection to ${address} failed: no answer in ${CONNECT_TIMEOUT_MS / 1000} s`;
+      finish({ kind: "connection", text });
+    });
+
+    sock.on("data", (chunk) => {
+      if (done) return;
+      if (!heard && !cfg.tls && chunk.length >= 2 && (chunk[0] === 0x15 || chunk[0] === 0x16) && chunk[1] === 0x03) {
+        // A TLS record (an alert or a handshake) where a frame length belongs: a TLS server.
+        finish({ kind: "tls", text: `the server at ${address} speaks TLS; connect with --tls` });
+        return;
+      }
+      heard = true;
+      let messages;
+      try {
+        messages = reader.feed(chunk);
+      } catch (err) {
+        finish({ kind: "protocol", text: `cannot read the server: ${err.message}` });
+        return;
+      }
+      for (const msg of messages) {
+        onMessage(msg);
+        if (done) return;
+      }
+    });
+
+    sock.on("error", (err) => {
+      if (cfg.tls && !ready && !NETWORK_ERRORS.has(err.code)) {
+        finish({
+          kind: "tls",
+          text:
+            `TLS handshake with ${address} failed: ${err.message}${err.code ? ` (${err.code})` : ""}; ` +
+            "check that --tls-ca names the CA that signed the server's certificate (without it Node's CA " +
+            "store is used) and that --host is a name the certificate is for; if that port is a plain " +
+            "server, drop --tls",
+        });
+        return;
+      }
+      finish({ kind: "connection", text: `connection to ${address} failed: ${err.message}` });
+    });
+
+    sock.on("close", () => {
+      const hint = !heard && !cfg.tls ? "; if that port serves TLS, connect with --tls" : "";
+      const text = `the server at ${address} closed the connection before the match ended${hint}`;
+      finish({ kind: "connection", text });
+    });
+  });
+}
+
+// ------------------------------------------------------------------ many matches
+// Waits before the next attempt: the n-th failure in a row waits a random time between half of and
+// the whole of min(60, 2^(n-1)) seconds (0.5-1 s, 1-2 s, ... 30-60 s). A lock-out's message says how
+// long it lasts; the wait is at least that.
+function backoff(failures, serverMessage) {
+  const ceiling = Math.min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2 ** Math.min(failures - 1, 32));
+  let wait = ceiling / 2 + Math.random() * (ceiling / 2);
+  const hint = /for (?:another )?(\d+(?:\.\d+)?) ?s\b/.exec(serverMessage || "");
+  if (hint) wait = Math.max(wait, Number(hint[1]) + Math.random());
+  return wait;
+}
+
+async function main() {
   const cfg = settings();
   const rng = makeRng(cfg.seed);
-  const reader = new FrameReader(MAX_SERVER_FRAME);
-  let viewSize = 13;
-  let seat = null;
-  let done = false; // set once we know how this run ends
-
   const log = (text) => process.stderr.write(`js_random: ${text}\n`);
+  // With one match, any failure ends the run at once: the host that started the bot wants to know.
+  const keepTrying = cfg.ladder || cfg.matches > 1;
+  let played = 0;
+  let failures = 0;
+  let current = null; // the open socket, closed when a signal stops the bot
+  let timer = null; // the back-off's
 
-  function finish(code, text) {
-    if (done) return;
-    done = true;
-    if (text) log(text);
-    process.exitCode = code;
-    sock.destroy();
+  for (const [signal, code] of [
+    ["SIGINT", EXIT.INTERRUPTED],
+    ["SIGTERM", EXIT.OK],
+  ]) {
+    process.on(signal, () => {
+      log(`stopped by ${signal} after ${played} matches`);
+      if (current) current.destroy();
+      if (timer) clearTimeout(timer);
+      process.exit(code);
+    });
   }
 
-  function send(message) {
-    sock.write(frame(message));
-  }
-
-  function onTick(msg) {
-    const agents = Array.isArray(msg.agents) ? msg.agents : [];
-    const cells = msg.cells instanceof Uint8Array ? msg.cells : new Uint8Array(0);
-    let plane = viewSize * viewSize;
-    if (agents.length && cells.length !== agents.length * plane && cells.length % agents.length === 0) {
-      // Trust the data over the announced view size.
-      plane = cells.length / agents.length;
-      viewSize = Math.round(Math.sqrt(plane));
-    }
-    const moves = agents.map((_, i) =>
-      (i + 1) * plane <= cells.length ? chooseMove(cells, i * plane, viewSize, rng) : MOVE.NOOP,
-    );
-    send({ type: "moves", tick: msg.tick, moves });
-  }
-
-  function onMessage(msg) {
-    switch (msg.type) {
-      case "welcome": {
-        seat = msg.seat;
-        const config = msg.config || {};
-        if (Number.isInteger(config.view_size) && config.view_size > 1) viewSize = config.view_size;
-        const names = Array.isArray(msg.names) ? msg.names.join(", ") : "?";
-        log(`welcome: match ${msg.match}, game ${msg.game}, seat ${seat} of ${msg.players} (${names})`);
-        break;
+  while (cfg.ladder || played < cfg.matches) {
+    const outcome = await playOnce(cfg, rng, log, (sock) => {
+      current = sock;
+    });
+    if (outcome.kind === "end") {
+      played += 1;
+      failures = 0;
+      if (cfg.ladder || played < cfg.matches) {
+        log(`match ${played}${cfg.ladder ? "" : ` of ${cfg.matches}`} played; connecting for the next`);
       }
-      case "tick":
-        onTick(msg);
-        break;
-      case "end":
-        finish(
-          EXIT.OK,
-          `end after ${msg.ticks} ticks: ${msg.result}, rank ${msg.rank} (${msg.reason}); ` +
-            `late ${msg.late}, invalid ${msg.invalid}, illegal ${msg.illegal}`,
-        );
-        break;
-      case "error":
-        finish(EXIT.SERVER_ERROR, `server error ${msg.code}: ${msg.message}`);
-        break;
-      default:
-        // The protocol calls unknown types errors; a bot cannot report them, so it says so and goes on.
-        log(`ignoring a message of unknown type ${JSON.stringify(msg.type)}`);
+      continue;
     }
+    const later = outcome.kind === "connection" || (outcome.kind === "error" && RETRY_LATER.has(outcome.code));
+    if (keepTrying && later) {
+      failures += 1;
+      const wait = backoff(failures, outcome.message);
+      log(`${outcome.text}; trying again in ${wait.toFixed(1)} s`);
+      await new Promise((resolve) => {
+        timer = setTimeout(resolve, wait * 1000);
+      });
+      timer = null;
+      continue;
+    }
+    let text = outcome.text;
+    if (outcome.kind === "error") {
+      const fix = [FIX[outcome.code], keepTrying ? "not trying again: waiting cannot fix this" : undefined];
+      text += fix.filter(Boolean).map((f) => `; ${f}`).join("");
+    }
+    log(`${text}${keepTrying ? ` (after ${played} matches)` : ""}`);
+    process.exitCode = { error: EXIT.SERVER_ERROR, protocol: EXIT.PROTOCOL }[outcome.kind] ?? EXIT.CONNECTION;
+    return;
   }
-
-  const sock = net.connect({ host: cfg.host, port: cfg.port });
-  sock.setNoDelay(true); // moves are tiny and urgent: no Nagle delay
-
-  sock.on("connect", () => {
-    const hello = { type: "hello", protocol: PROTOCOL_VERSION, name: cfg.name, game: GAME, role: "bot" };
-    if (cfg.token !== undefined) hello.token = cfg.token;
-    send(hello);
-  });
-
-  sock.on("data", (chunk) => {
-    if (done) return;
-    let messages;
-    try {
-      messages = reader.feed(chunk);
-    } catch (err) {
-      finish(EXIT.PROTOCOL, `cannot read the server: ${err.message}`);
-      return;
-    }
-    for (const msg of messages) {
-      onMessage(msg);
-      if (done) return;
-    }
-  });
-
-  sock.on("error", (err) => finish(EXIT.CONNECTION, `connection to ${cfg.host}:${cfg.port} failed: ${err.message}`));
-  sock.on("close", () => finish(EXIT.CONNECTION, "the server closed the connection before the match ended"));
+  process.exitCode = EXIT.OK;
 }
 
 main();

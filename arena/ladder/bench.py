@@ -1,0 +1,232 @@
+"""`cellarena bench ladder`: one ladder process under many bots that queue again after every match.
+
+The ladder runs in this process, as `cellarena ladder serve` runs it: the rated queue, the
+matchmaker, a SQLite store in WAL mode, replays written for every match. The bots run in another
+process (`loadbots`), each with its own token, answering every tick with the game's no-op. After a
+warm-up (every bot connected and the first matches begun) the figures are taken over the rest of
+the run: matches per minute, the queue wait of the bots that were seated (p50, p95), the share of
+ticks on time, the server's CPU per agent-tick (the whole process: event loop and database
+threads), and the matchmaker's share of that CPU.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import trio
+
+from cellarena.arena.ladder.seating import LadderRules
+from cellarena.arena.ladder.service import LadderConfig, build
+from cellarena.arena.ladder.store import LadderStore
+from cellarena.server.bench.server import load_games
+from cellarena.server.cli.params import FiniteFloatRange
+from cellarena.server.games import plugin
+from cellarena.server.match import TickSettings
+
+#: The issue's goals on a 2-core host, at 500 bots.
+GOAL_BOTS = 500
+GOAL_ON_TIME = 0.99
+GOAL_WAIT_P95_S = 5.0
+GOAL_MATCHMAKING_SHARE = 0.02
+#: The bots' budget at 15 Hz: the period less the server's own share of it (see `bench server`).
+BUDGET_MS = 50.0
+
+
+def _register(store: LadderStore, game: str, bots: int) -> list[str]:
+    return [store.add_bot(f"load{i:05d}", game)[1].secret for i in range(bots)]
+
+
+async def _run(
+    store: LadderStore, config: LadderConfig, tokens: list[str], seconds: float, warmup: float
+) -> dict[str, Any]:
+    lobby, seating = build(store, config)
+    stats = seating.stats
+    taken: dict[str, Any] = {}
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(lobby.serve)
+        nursery.start_soon(seating.run)
+        load = await trio.lowlevel.open_process(
+            [
+                sys.executable,
+                "-m",
+                "cellarena.arena.ladder.loadbots",
+                "127.0.0.1",
+                str(port),
+                str(seconds + warmup),
+                config.game,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert load.stdin is not None and load.stdout is not None
+        await load.stdin.send_all("".join(t + "\n" for t in tokens).encode())
+        await load.stdin.aclose()
+        await trio.sleep(warmup)
+
+        def snapshot() -> dict[str, Any]:
+            return {
+                "cpu": time.process_time(),
+                "wall": time.perf_counter(),
+                "mm_cpu": stats.matchmaking_cpu,
+                "ended": stats.matches_ended,
+                "agent_ticks": stats.agent_ticks,
+                "ticks": stats.ticks,
+                "bad": stats.bad_ticks,
+                "behind": stats.behind_ticks,
+            }
+
+        start = snapshot()
+        stats.waits.clear()
+        await trio.sleep(seconds)
+        end = snapshot()
+        taken.update(start=start, end=end, p50=stats.wait_percentile(50), p95=stats.wait_percentile(95))
+        out = b""
+        with trio.move_on_after(30):
+            async for chunk in load.stdout:
+                out += chunk
+            await load.wait()
+        if load.returncode is None:
+            load.kill()
+        taken["load"] = json.loads(out or b"{}")
+        nursery.cancel_scope.cancel()
+    start, end = taken["start"], taken["end"]
+    cpu = end["cpu"] - start["cpu"]
+    agent_ticks = end["agent_ticks"] - start["agent_ticks"]
+    ticks = end["ticks"] - start["ticks"]
+
+    return {
+        "bots": len(tokens),
+        "seconds": seconds,
+        "matches_per_minute": (end["ended"] - start["ended"]) / (end["wall"] - start["wall"]) * 60,
+        "queue_wait_p50_s": taken["p50"],
+        "queue_wait_p95_s": taken["p95"],
+        "on_time": 1 - (end["bad"] - start["bad"]) / ticks if ticks else 0.0,
+        "behind_schedule": (end["behind"] - start["behind"]) / ticks if ticks else 0.0,
+        "cpu_us_per_agent_tick": cpu / agent_ticks * 1e6 if agent_ticks else None,
+        "server_cpu_share": cpu / (end["wall"] - start["wall"]),
+        "matchmaking_share": (end["mm_cpu"] - start["mm_cpu"]) / cpu if cpu else 0.0,
+        "load": taken["load"],
+    }
+
+
+def run(bots: int, seconds: float, ticks: int, warmup: float, game: str | None = None) -> dict[str, Any]:
+    """One measured run; the dict is the --json output. ``game``: the first of `load_games` unless given."""
+    game = game or load_games()[0]
+    game_plugin = plugin(game)
+    workload = game_plugin.load_profile()
+    if workload is None:
+        raise ValueError(f"{game} gives no load benchmark workload")
+    cli = game_plugin.game_cli()
+    with tempfile.TemporaryDirectory(prefix="cellarena-bench-ladder-") as tmp:
+        store = LadderStore(Path(tmp) / "ladder.sqlite")
+        try:
+            tokens = _register(store, game, bots)
+            maps = workload.tournament_maps[:1]
+            config = LadderConfig(
+                game,
+                workload.tournament_config(None, ticks),
+                map_key=cli.map_key,
+                maps=tuple(maps),
+                settings=TickSettings(tick_rate=15.0, budget_ms=BUDGET_MS, reconnect_grace=5.0),
+                host="127.0.0.1",
+                port=0,
+                # Every bot connects from this machine: the per-address cap is for strangers.
+                rules=LadderRules(max_queue=2 * bots + 16, max_connections_per_address=2 * bots + 16),
+                replay_dir=Path(tmp) / "replays",
+            )
+            config.replay_dir.mkdir()  # type: ignore[union-attr]
+            gc.collect()
+            gc.freeze()
+            return trio.run(_run, store, config, tokens, seconds, warmup)
+        finally:
+            store.close()
+
+
+def goals(result: dict[str, Any]) -> list[tuple[str, bool]]:
+    p95 = result["queue_wait_p95_s"]
+    return [
+        (f"{GOAL_BOTS} bots connected", result["bots"] >= GOAL_BOTS),
+        (f">= {GOAL_ON_TIME:.0%} of ticks on time", result["on_time"] >= GOAL_ON_TIME),
+        (f"queue wait p95 < {GOAL_WAIT_P95_S:g} s", p95 is not None and p95 < GOAL_WAIT_P95_S),
+        (
+            f"matchmaking < {GOAL_MATCHMAKING_SHARE:.0%} of server CPU",
+            result["matchmaking_share"] < GOAL_MATCHMAKING_SHARE,
+        ),
+    ]
+
+
+@click.command("ladder")
+@click.option(
+    "--bots", default=GOAL_BOTS, show_default=True, type=click.IntRange(2, 20_000), help="Load bots."
+)
+@click.option(
+    "--seconds",
+    default=60.0,
+    show_default=True,
+    type=FiniteFloatRange(1, 3600),
+    help="Measured time, after the warm-up.",
+)
+@click.option(
+    "--ticks",
+    default=150,
+    show_default=True,
+    type=click.IntRange(2, 100_000),
+    help="Ticks per match (150: 10 s at 15 Hz).",
+)
+@click.option(
+    "--warmup",
+    default=10.0,
+    show_default=True,
+    type=FiniteFloatRange(0, 600),
+    help="Seconds before the figures are taken (bots connect, first matches begin).",
+)
+@click.option(
+    "--game",
+    default=None,
+    help="The game to play; its plugin must give a load benchmark. [default: the first such game by name]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def command(bots: int, seconds: float, ticks: int, warmup: float, game: str | None, as_json: bool) -> None:
+    """A ladder at 15 Hz under bots that queue again after every match: throughput, waits, CPU."""
+    game = game or load_games()[0]
+    if game not in load_games():
+        raise click.BadParameter(
+            f"{game} gives no load benchmark workload; these do: {', '.join(load_games())}",
+            param_hint="--game",
+        )
+    logging.getLogger("cellarena").setLevel(logging.ERROR)  # the load's own disconnects are expected
+    result = run(bots, seconds, ticks, warmup, game)
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    from cellarena.server.bench.harness import report
+
+    def fmt(value: float | None, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    report(
+        f"One ladder process, {bots} bots re-queuing after each {ticks}-tick {game} match at 15 Hz",
+        ("matches/min", "wait p50", "wait p95", "on time", "CPU/agent-tick", "CPU share", "matchmaking"),
+        [
+            (
+                f"{result['matches_per_minute']:.0f}",
+                fmt(result["queue_wait_p50_s"], ".2f") + " s",
+                fmt(result["queue_wait_p95_s"], ".2f") + " s",
+                f"{result['on_time']:.1%}",
+                fmt(result["cpu_us_per_agent_tick"], ".0f") + " µs",
+                f"{result['server_cpu_share']:.0%}",
+                f"{result['matchmaking_share']:.2%}",
+            )
+        ],
+        goals(result),
+        [f"load: {result['load']}"],
+    )

@@ -1,0 +1,41 @@
+"""What a ladder counts while it runs: queue waits, the matchmaker's CPU, matches and their ticks.
+
+Cheap enough to keep always on (a few additions per match, a bounded window of recent waits), so a
+status page and `cellarena bench ladder` read the same figures.
+"""
+
+from __future__ import annotations
+
+import collections
+import statistics
+from dataclasses import dataclass, field
+
+#: How many recent queue waits are kept for the percentiles (memory stays bounded on a busy ladder).
+RECENT_WAITS = 10_000
+
+
+@dataclass
+class LadderStats:
+    #: Seconds each bot waited in the queue before its match started, most recent last.
+    waits: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=RECENT_WAITS))
+    #: CPU seconds of the event loop's thread spent in the matchmaker, and its passes.
+    matchmaking_cpu: float = 0.0
+    matchmaking_passes: int = 0
+    matches_started: int = 0
+    matches_ended: int = 0
+    #: Ticks of the ended matches, times their seats: the work the server did for the bots.
+    agent_ticks: int = 0
+    ticks: int = 0
+    #: Ticks in which some seat's answer was late or missing, and ticks that started behind schedule.
+    late_ticks: int = 0
+    behind_ticks: int = 0
+    #: Ticks late or behind, each counted once: 1 - bad_ticks / ticks is the on-time rate.
+    bad_ticks: int = 0
+
+    def wait_percentile(self, q: float) -> float | None:
+        """The ``q``-th percentile (0-100) of the recent waits, or None before any match."""
+        if not self.waits:
+            return None
+        if len(self.waits) == 1:
+            return self.waits[0]
+        return statistics.quantiles(self.waits, n=100, method="inclusive")[min(98, max(0, round(q) - 1))]

@@ -1,0 +1,124 @@
+"""Servers and bots as separate processes, for tests of clients that keep playing: `cellarena serve`
+and `cellarena ladder serve` on a free port, bots with their output in files (a pipe nobody reads
+would fill up and stall a bot that plays for long), and the port a server prints when it listens."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cellarena_cli import CLI, ROOT
+
+#: Short, quick matches: each takes about a second.
+PACING = ["--max-ticks", "30", "--tick-rate", "30", "--budget-ms", "25"]
+
+
+@dataclass
+class Process:
+    """A process whose stdout and stderr go to files."""
+
+    proc: subprocess.Popen[bytes]
+    out: Path
+    err: Path
+
+    def stdout(self) -> str:
+        return self.out.read_text(errors="replace")
+
+    def stderr(self) -> str:
+        return self.err.read_text(errors="replace")
+
+    def stop(self, timeout: float = 15) -> int:
+        """SIGTERM, then the exit status (SIGKILL after ``timeout``, and an assertion)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(
+                f"{self.proc.args} did not stop on SIGTERM; stderr:\n{self.stderr()}"
+            ) from None
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"{self.proc.args} did not exit; stderr:\n{self.stderr()}") from None
+
+
+def start(
+    command: list[str], folder: Path, label: str, *, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> Process:
+    """``command`` started with its output in ``folder``/``label``.out and .err, without CELLARENA_*
+    variables but those in ``env`` (a bot gets everything else from its flags)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out, err = folder / f"{label}.out", folder / f"{label}.err"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("CELLARENA_")}, **(env or {})}
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        proc = subprocess.Popen(command, cwd=cwd, stdout=stdout, stderr=stderr, env=env)
+    return Process(proc, out, err)
+
+
+@dataclass
+class Server(Process):
+    port: int = 0
+
+
+def start_server(args: list[str], folder: Path, label: str, timeout: float = 60) -> Server:
+    """`cellarena ARGS` (a serve command with ``--port``), once it says where it listens."""
+    started = start([*CLI, *args], folder, label)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := re.search(r"on 127\.0\.0\.1:(\d+)", started.stderr()):
+            return Server(started.proc, started.out, started.err, int(found.group(1)))
+        if started.proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    started.stop()
+    raise AssertionError(f"`cellarena {' '.join(args)}` did not start:\n{started.stderr()}")
+
+
+def serve(folder: Path, *extra: str, port: int = 0) -> Server:
+    """`cellarena serve rezzo` with quick matches."""
+    return start_server(["serve", "rezzo", "--port", str(port), *PACING, *extra], folder, "serve")
+
+
+def ladder_serve(folder: Path, *extra: str, port: int = 0, label: str = "ladder") -> Server:
+    """`cellarena ladder serve rezzo` in ``folder`` with quick matches and no grace."""
+    args = ["ladder", "--dir", str(folder), "serve", "rezzo", "--port", str(port), *PACING, "--grace", "0"]
+    return start_server([*args, *extra], folder, label)
+
+
+def add_ladder_bot(folder: Path, name: str) -> Path:
+    """Register ``name`` on the ladder in ``folder``; its token is written to a file, whose path is
+    returned (`--token-file`, so that no token sits on a command line)."""
+    added = subprocess.run(
+        [*CLI, "ladder", "--dir", str(folder), "bot", "add", name, "--game", "rezzo"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    path = folder / f"{name}.token"
+    path.write_text(added.stdout)
+    path.chmod(0o600)
+    return path
+
+
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float) -> None:
+    """Poll ``predicate()`` every 0.1 s until it is true; an assertion naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.1)
