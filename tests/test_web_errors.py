@@ -111,6 +111,10 @@ def test_unknown_pages_and_bad_queries_get_readable_errors(tmp_path: Path, brows
             urllib.request.urlopen(base + "/api/replays/replay/frames?from=x")
         assert err.value.code == 400
         assert b"query parameter 'from' must be an integer" in err.value.read()
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(base + "/api/replays/replay/frames?from=9999")
+        assert err.value.code == 400
+        assert b"from=9999: no such frame; this replay has frames 0 to 30" in err.value.read()
 
 
 def test_a_replay_that_does_not_resimulate_shows_where_in_the_page(tmp_path: Path, browser: Any) -> None:

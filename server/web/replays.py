@@ -78,6 +78,13 @@ def _int(request: Request, name: str, default: int) -> int:
         raise HTTPException(400, f"query parameter {name!r} must be an integer, got {raw!r:.40}") from None
 
 
+def _in_range(timeline: Timeline, index: int, name: str) -> None:
+    if not 0 <= index < timeline.count:
+        raise HTTPException(
+            400, f"{name}={index}: no such frame; this replay has frames 0 to {timeline.count - 1}"
+        )
+
+
 def player_html(title: str, api: str, game: str, *, live: str = "") -> str:
     """The player page for the replay whose API lives at ``api``, or for the live feed at ``live``."""
     body = (
@@ -107,6 +114,7 @@ def replay_routes(library: ReplayLibrary, prefix: str = "/replays") -> list[Base
     async def frames(request: Request) -> Response:
         timeline = await library.timeline(request.path_params["rid"])
         start, count = _int(request, "from", 0), _int(request, "count", 32)
+        _in_range(timeline, start, "from")
         async with timeline.lock:
             body = await trio.to_thread.run_sync(timeline.chunk, start, count)
         return Response(body, media_type="application/json")
@@ -114,6 +122,7 @@ def replay_routes(library: ReplayLibrary, prefix: str = "/replays") -> list[Base
     async def observation(request: Request) -> Response:
         timeline = await library.timeline(request.path_params["rid"])
         index, seat = _int(request, "i", 0), _int(request, "seat", 0)
+        _in_range(timeline, index, "i")
         async with timeline.lock:
             body = await trio.to_thread.run_sync(timeline.observation, index, seat)
         return Response(body, media_type="application/json")

@@ -44,7 +44,10 @@
     },
     describe(f, x, y) {
       if (x < 0 || y < 0 || x >= f.width || y >= f.height) return "";
-      return `(${x}, ${y}) ${this.nameAt(f, x, y).replace("cloth_", "").replace("_", " ")}`;
+      const words = { cloth_a: "cell a", cloth_b: "cell b", cloth_neutral: "neutral cell", cloth_dead: "killed cell",
+        cloth_empty: "empty", cloth_terr_a: "empty, a's territory", cloth_terr_b: "empty, b's territory",
+        cloth_terr_ab: "empty, both territories" };
+      return `(${x}, ${y}) ${words[this.nameAt(f, x, y)]}`;
     },
   };
 })();
