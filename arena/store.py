@@ -315,42 +315,46 @@ class Store:
 
     def standings(self, bots: Sequence[str]) -> list[Standing]:
         """Every bot in ``bots``, best first: by rating, then fewer late moves, fewer crashes, name."""
-        db = self._db
-        latest = {
-            bot: ratings.Rating(mu, sigma)
-            for bot, mu, sigma in db.execute(
-                "SELECT r.bot, r.mu, r.sigma FROM ratings r JOIN ("
-                "  SELECT bot, MAX(match) AS last FROM ratings GROUP BY bot"
-                ") l ON r.bot = l.bot AND r.match = l.last"
+        return standings_of(self._db, bots)
+
+
+def standings_of(db: sqlite3.Connection, bots: Sequence[str]) -> list[Standing]:
+    """`Store.standings` on an open results database (the web pages read it without the lock)."""
+    latest = {
+        bot: ratings.Rating(mu, sigma)
+        for bot, mu, sigma in db.execute(
+            "SELECT r.bot, r.mu, r.sigma FROM ratings r JOIN ("
+            "  SELECT bot, MAX(match) AS last FROM ratings GROUP BY bot"
+            ") l ON r.bot = l.bot AND r.match = l.last"
+        )
+    }
+    tallies = {
+        bot: (n, wins, draws, late, ticks, crashes)
+        for bot, n, wins, draws, late, ticks, crashes in db.execute(
+            "WITH firsts AS (SELECT match, COUNT(*) AS n FROM seats WHERE rank = 1 GROUP BY match)"
+            " SELECT s.bot, COUNT(*), SUM(s.rank = 1 AND f.n = 1), SUM(s.rank = 1 AND f.n > 1),"
+            " SUM(s.late), SUM(m.ticks), SUM(s.crashed)"
+            " FROM seats s JOIN matches m ON m.idx = s.match LEFT JOIN firsts f ON f.match = s.match"
+            " GROUP BY s.bot"
+        )
+    }
+    out = []
+    for bot in bots:
+        r = latest.get(bot, ratings.initial())
+        n, wins, draws, late, ticks, crashes = tallies.get(bot, (0, 0, 0, 0, 0, 0))
+        out.append(
+            Standing(
+                bot=bot,
+                rating=r.conservative,
+                mu=r.mu,
+                sigma=r.sigma,
+                matches=n,
+                wins=wins,
+                draws=draws,
+                losses=n - wins - draws,
+                late_rate=late / ticks if ticks else 0.0,
+                crashes=crashes,
             )
-        }
-        tallies = {
-            bot: (n, wins, draws, late, ticks, crashes)
-            for bot, n, wins, draws, late, ticks, crashes in db.execute(
-                "WITH firsts AS (SELECT match, COUNT(*) AS n FROM seats WHERE rank = 1 GROUP BY match)"
-                " SELECT s.bot, COUNT(*), SUM(s.rank = 1 AND f.n = 1), SUM(s.rank = 1 AND f.n > 1),"
-                " SUM(s.late), SUM(m.ticks), SUM(s.crashed)"
-                " FROM seats s JOIN matches m ON m.idx = s.match LEFT JOIN firsts f ON f.match = s.match"
-                " GROUP BY s.bot"
-            )
-        }
-        out = []
-        for bot in bots:
-            r = latest.get(bot, ratings.initial())
-            n, wins, draws, late, ticks, crashes = tallies.get(bot, (0, 0, 0, 0, 0, 0))
-            out.append(
-                Standing(
-                    bot=bot,
-                    rating=r.conservative,
-                    mu=r.mu,
-                    sigma=r.sigma,
-                    matches=n,
-                    wins=wins,
-                    draws=draws,
-                    losses=n - wins - draws,
-                    late_rate=late / ticks if ticks else 0.0,
-                    crashes=crashes,
-                )
-            )
-        out.sort(key=lambda s: (-s.rating, s.late_rate, s.crashes, s.bot))
-        return out
+        )
+    out.sort(key=lambda s: (-s.rating, s.late_rate, s.crashes, s.bot))
+    return out

@@ -149,8 +149,12 @@ async def play_match(
     on_tick: Callable[[Engine], None] | None = None,
     limits: Limits | None = None,
     isolate: bool = False,
+    on_listening: Callable[[int], None] | None = None,
 ) -> LaunchedMatch:
-    """Run one match between ``bots`` (one per seat, in order) and stop every process afterwards."""
+    """Run one match between ``bots`` (one per seat, in order) and stop every process afterwards.
+
+    ``on_listening(port)`` is told the match server's port before the bots start (the live view
+    connects to it as a spectator)."""
     limits = limits or Limits()
     if isolate:
         check_isolation()
@@ -194,6 +198,8 @@ async def play_match(
                     nursery.cancel_scope.cancel()  # the match is over: stop watching the processes
 
                 port = await nursery.start(serve)
+                if on_listening is not None:
+                    on_listening(port)
                 for seat, bot in enumerate(bots):
                     try:
                         proc = await start_bot(

@@ -12,6 +12,7 @@ import click
 
 from cellarena.arena.cli.ladder import ladder
 from cellarena.arena.cli.tournament import tournament
+from cellarena.arena.cli.web import web
 from cellarena.server.cli.bench import bench
 from cellarena.server.cli.match import match
 from cellarena.server.cli.replay import replay
@@ -79,3 +80,4 @@ main.add_command(match)
 main.add_command(replay)
 main.add_command(tournament)
 main.add_command(ladder)
+main.add_command(web)

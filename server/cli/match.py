@@ -22,6 +22,7 @@ from cellarena.server.cli.params import (
     writable_folder,
 )
 from cellarena.server.cli.run import configure_logging, run_trio
+from cellarena.server.cli.web_options import bind_web, web_options
 from cellarena.server.games.base import ConfigError
 
 
@@ -42,6 +43,8 @@ def _match_command(game: str) -> click.Command:
         connect_timeout: float,
         as_json: bool,
         watch: bool,
+        web: bool,
+        web_port: int,
         verbose: bool,
         **game_values: Any,
     ) -> None:
@@ -68,22 +71,67 @@ def _match_command(game: str) -> click.Command:
         if replay_path:  # the default lies in the log folder, checked above
             writable_folder(replay_file.parent, "--replay")
         watcher = _Watcher(render) if watch else None
-        try:
-            launched = run_trio(
-                lambda: play_match(
-                    game,
-                    config,
-                    specs,
-                    tick_settings(tick_rate, budget_ms, fast),
-                    seed=seed,
-                    log_dir=folder,
-                    connect_timeout=connect_timeout,
-                    recorder=_single_replay(replay_file),
-                    on_tick=watcher.update if watcher else None,
-                    limits=limits,
-                    isolate=isolate,
-                )
+        web_sock = bind_web(web_port) if web else None
+        finished: list[Any] = []
+
+        def report(launched: Any) -> None:
+            outcome = launched.outcome
+            summary = {
+                **outcome.to_json(),
+                "replay": str(replay_file),
+                "logs": {name: str(path) for name, path in launched.logs.items()},
+                "refused": {name: f"{r.code}: {r.message}" for name, r in launched.refused.items()},
+                "stopped": launched.stopped,
+            }
+            if as_json:
+                click.echo(json.dumps(summary))
+            else:
+                _print_match(summary)
+            finished.append(launched)
+
+        async def play(on_listening: Any = None) -> Any:
+            return await play_match(
+                game,
+                config,
+                specs,
+                tick_settings(tick_rate, budget_ms, fast),
+                seed=seed,
+                log_dir=folder,
+                connect_timeout=connect_timeout,
+                recorder=_single_replay(replay_file),
+                on_tick=watcher.update if watcher else None,
+                on_listening=on_listening,
+                limits=limits,
+                isolate=isolate,
             )
+
+        async def play_and_show() -> None:
+            """The match with its live view, which stays up after it (until Ctrl-C)."""
+            from functools import partial
+
+            import trio
+
+            from cellarena.server.web.live import LiveFeed, relay, serve_live
+            from cellarena.server.web.serving import url_of
+
+            assert web_sock is not None
+            feed = LiveFeed(game)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(serve_live, web_sock, feed)
+                click.echo(f"live view at {url_of(web_sock, '/live/')}", err=True)
+                launched = await play(
+                    lambda port: nursery.start_soon(partial(relay, "127.0.0.1", port, feed, follow=False))
+                )
+                feed.publish_result(launched.outcome.number, launched.outcome.to_json())
+                report(launched)
+                click.echo("the live page stays up; Ctrl-C stops", err=True)
+                await trio.sleep_forever()
+
+        try:
+            if web_sock is not None:
+                run_trio(play_and_show)
+                return
+            launched = run_trio(play)
         except ConfigError as exc:
             raise config_error(game, exc) from None
         except ValueError as exc:
@@ -91,23 +139,16 @@ def _match_command(game: str) -> click.Command:
         except MatchFailedError as exc:
             raise click.ClickException(f"{exc}; the bots' logs are in {folder}") from None
         except KeyboardInterrupt:
+            if finished:  # the match was over; Ctrl-C closed its live view
+                return
             click.echo("interrupted; every bot process was stopped", err=True)
             sys.exit(130)
         finally:
             if watcher:
                 watcher.close()
-        outcome = launched.outcome
-        summary = {
-            **outcome.to_json(),
-            "replay": str(replay_file),
-            "logs": {name: str(path) for name, path in launched.logs.items()},
-            "refused": {name: f"{r.code}: {r.message}" for name, r in launched.refused.items()},
-            "stopped": launched.stopped,
-        }
-        if as_json:
-            click.echo(json.dumps(summary))
-            return
-        _print_match(summary)
+            if web_sock is not None:
+                web_sock.close()
+        report(launched)
 
     options = [
         click.option(
@@ -144,6 +185,7 @@ def _match_command(game: str) -> click.Command:
         *confine_options(),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
         click.option("--watch", is_flag=True, help="Draw the game live in the terminal."),
+        *web_options(),
         click.option("-v", "--verbose", is_flag=True, help="Log connections."),
     ]
     doc = (

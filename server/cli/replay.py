@@ -134,3 +134,50 @@ def _show_state(console: Console, rep: Replay, engine: Engine) -> None:
     for key, value in engine.frame().items():
         if not isinstance(value, bytes | bytearray):
             console.print(f"{key}: {value}", soft_wrap=True)
+
+
+@replay.command("view")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port."
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the default web browser.")
+def replay_view(path: str, host: str, port: int, open_browser: bool) -> None:
+    """Serve one replay to a web browser and print the page's address (docs/web.md).
+
+    The frames come from re-simulating the replay, every hash checked. Needs the ``web`` extra
+    (pip install 'cellarena[web]'). Stops with Ctrl-C.
+    """
+    try:
+        from cellarena.server.web.app import build_app
+        from cellarena.server.web.replays import ReplayLibrary, replay_routes
+        from cellarena.server.web.serving import BindError, bind, serve_until_interrupted, url_of
+    except ImportError as exc:
+        click.echo(f"error: the viewer needs the 'web' extra ({exc}); pip install 'cellarena[web]'", err=True)
+        sys.exit(1)
+    from pathlib import Path
+
+    from cellarena.server.replay import ReplayError, read_replay
+
+    try:
+        read_replay(path)  # a bad file is a command-line error, before anything listens
+    except ReplayError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    try:
+        sock = bind(host, port)
+    except BindError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    from starlette.responses import RedirectResponse
+    from starlette.routing import Route
+
+    library = ReplayLibrary.single("replay", Path(path))
+
+    async def home(_request: object) -> RedirectResponse:
+        return RedirectResponse("/replays/replay/")
+
+    app = build_app([Route("/", home), *replay_routes(library)])
+    url = url_of(sock, "/replays/replay/")
+    serve_until_interrupted(app, sock, f"serving {path} at {url}  (Ctrl-C stops)", url, open_browser)

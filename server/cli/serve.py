@@ -21,6 +21,7 @@ from cellarena.server.cli.params import (
     writable_folder,
 )
 from cellarena.server.cli.run import configure_logging, run_trio
+from cellarena.server.cli.web_options import bind_web, web_options
 from cellarena.server.games.base import ConfigError
 
 
@@ -40,6 +41,8 @@ def _serve_command(game: str) -> click.Command:
         matches: int | None,
         replay_dir: str | None,
         seed: int,
+        web: bool,
+        web_port: int,
         verbose: bool,
         tls_cert: str | None,
         tls_key: str | None,
@@ -53,8 +56,17 @@ def _serve_command(game: str) -> click.Command:
 
         configure_logging(verbose)
 
+        web_sock = bind_web(web_port) if web else None
+        feed: Any = None
+        if web_sock is not None:
+            from cellarena.server.web.live import LiveFeed
+
+            feed = LiveFeed(game)
+
         def report(outcome: MatchOutcome) -> None:
             click.echo(json.dumps({"match": outcome.number, **outcome.to_json()}))
+            if feed is not None:
+                feed.publish_result(outcome.number, outcome.to_json())
 
         config = LobbyConfig(
             game,
@@ -89,9 +101,28 @@ def _serve_command(game: str) -> click.Command:
             )
 
         async def main() -> None:
-            await serve_until_signalled(
-                lobby, on_listening=listening, notify=lambda text: click.echo(text, err=True)
-            )
+            if web_sock is None:
+                await serve_until_signalled(
+                    lobby, on_listening=listening, notify=lambda text: click.echo(text, err=True)
+                )
+                return
+            import trio
+
+            from cellarena.server.web.live import loopback_for, relay, serve_live
+            from cellarena.server.web.serving import url_of
+
+            async with trio.open_nursery() as nursery:
+
+                def listening_and_watch(port: int) -> None:
+                    listening(port)
+                    click.echo(f"live view at {url_of(web_sock, '/live/')}", err=True)
+                    nursery.start_soon(relay, loopback_for(host), port, feed)
+
+                nursery.start_soon(serve_live, web_sock, feed)
+                await serve_until_signalled(
+                    lobby, on_listening=listening_and_watch, notify=lambda text: click.echo(text, err=True)
+                )
+                nursery.cancel_scope.cancel()
 
         try:
             run_trio(main)
@@ -136,6 +167,7 @@ def _serve_command(game: str) -> click.Command:
             type=int,
             help="Seed of the first match; then +1 per match.",
         ),
+        *web_options(),
         click.option("-v", "--verbose", is_flag=True, help="Log connections and matches."),
         *tls_options(),
     ]

@@ -1,0 +1,63 @@
+"""The app factory: one starlette app from the pieces a command wants to serve.
+
+`cellarena replay view` mounts the replay player for one file; `cellarena web` (the arena) and the
+ladder add their own pages and hand the player a `ReplayLibrary` that finds their replays. Every
+error, from a missing page to a bug, becomes a readable page or a JSON message, never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from importlib.resources import files
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount
+from starlette.staticfiles import StaticFiles
+
+from cellarena.server.replay import ReplayError
+from cellarena.server.web.pages import error_response
+
+log = logging.getLogger("cellarena.web")
+
+STATIC = files("cellarena.server.web") / "static"
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    hint = "Check the address." if exc.status_code == 404 else ""
+    return error_response(request, exc.status_code, f"{request.url.path}: {exc.detail}", hint)
+
+
+async def _replay_error(request: Request, exc: Exception) -> Response:
+    return error_response(
+        request,
+        422,
+        str(exc),
+        "The replay file is damaged or does not re-simulate; `cellarena replay verify` says more.",
+    )
+
+
+async def _any_error(request: Request, exc: Exception) -> Response:
+    log.exception("error serving %s", request.url.path)
+    return error_response(
+        request,
+        500,
+        f"{request.url.path}: internal error ({type(exc).__name__})",
+        "The server's log has the details.",
+    )
+
+
+def build_app(routes: Sequence[BaseRoute]) -> Starlette:
+    """An app serving ``routes`` and the viewer's static files under /static."""
+    return Starlette(
+        debug=False,
+        routes=[*routes, Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static")],
+        middleware=[Middleware(GZipMiddleware, minimum_size=1024)],
+        exception_handlers={HTTPException: _http_error, ReplayError: _replay_error, Exception: _any_error},
+    )

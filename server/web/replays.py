@@ -1,0 +1,155 @@
+"""The replay player's routes: the page, the replay's facts, its frames in chunks, and observations.
+
+A `ReplayLibrary` maps an id in the address to a replay file; the single-file viewer has one entry,
+a tournament or the ladder resolve their match ids. Re-simulation runs in a worker thread under the
+timeline's lock, so a long replay never stalls the server's other requests.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable
+from html import escape
+from pathlib import Path
+
+import trio
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from cellarena.server.replay import read_replay
+from cellarena.server.web.pages import page
+from cellarena.server.web.timeline import Timeline, final_frame
+
+#: Timelines kept in memory at once; more replays are re-read when asked for again.
+KEEP = 8
+
+
+class ReplayLibrary:
+    """Replay files by id, read and re-simulated on first use. ``find(id)`` gives a path or None."""
+
+    def __init__(self, find: Callable[[str], Path | None]) -> None:
+        self.find = find
+        self._open: OrderedDict[str, Timeline] = OrderedDict()
+        self._lock = trio.Lock()
+        self._finals: dict[str, bytes] = {}
+        self._final_lock = trio.Lock()  # thumbnails re-simulate one at a time, so pages stay quick
+
+    @classmethod
+    def single(cls, rid: str, path: Path) -> ReplayLibrary:
+        return cls(lambda asked: path if asked == rid else None)
+
+    async def final(self, rid: str) -> bytes:
+        """The JSON of the match's last frame (for thumbnails), re-simulated once, one replay at a time."""
+        if rid not in self._finals:
+            path = self.find(rid)
+            if path is None:
+                raise HTTPException(404, f"no replay {rid!r}")
+            async with self._final_lock:
+                if rid not in self._finals:
+                    self._finals[rid] = zlib.compress(await trio.to_thread.run_sync(final_frame, path), 1)
+        return zlib.decompress(self._finals[rid])
+
+    async def timeline(self, rid: str) -> Timeline:
+        async with self._lock:
+            if rid in self._open:
+                self._open.move_to_end(rid)
+                return self._open[rid]
+            path = self.find(rid)
+            if path is None:
+                raise HTTPException(404, f"no replay {rid!r}")
+            replay = await trio.to_thread.run_sync(read_replay, path)
+            timeline = Timeline(replay)
+            self._open[rid] = timeline
+            while len(self._open) > KEEP:
+                self._open.popitem(last=False)
+            return timeline
+
+
+def _int(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise HTTPException(400, f"query parameter {name!r} must be an integer, got {raw!r:.40}") from None
+
+
+def _in_range(timeline: Timeline, index: int, name: str) -> None:
+    if not 0 <= index < timeline.count:
+        raise HTTPException(
+            400, f"{name}={index}: no such frame; this replay has frames 0 to {timeline.count - 1}"
+        )
+
+
+def player_html(title: str, api: str, game: str, *, live: str = "") -> str:
+    """The player page for the replay whose API lives at ``api``, or for the live feed at ``live``."""
+    body = (
+        f'<div id="player" data-api="{escape(api)}" data-game="{escape(game)}" data-live="{escape(live)}">'
+        "</div>"
+        '<script src="/static/palette.js"></script>'
+        f'<script src="/static/games/{escape(game)}.js"></script>'
+        '<script src="/static/player.js"></script>'
+    )
+    return page(title, body)
+
+
+def replay_routes(library: ReplayLibrary, prefix: str = "/replays") -> list[BaseRoute]:
+    """The player's page at ``{prefix}/{id}/`` and its API at ``/api{prefix}/{id}/...``."""
+
+    async def player(request: Request) -> Response:
+        rid = request.path_params["rid"]
+        timeline = await library.timeline(rid)
+        name = Path(timeline.replay.path).name
+        title = f"{name}: {timeline.replay.game}, {' vs '.join(timeline.replay.names)}"
+        return HTMLResponse(player_html(title, f"/api{prefix}/{rid}", timeline.replay.game))
+
+    async def meta(request: Request) -> Response:
+        timeline = await library.timeline(request.path_params["rid"])
+        return JSONResponse(timeline.meta())
+
+    async def frames(request: Request) -> Response:
+        timeline = await library.timeline(request.path_params["rid"])
+        start, count = _int(request, "from", 0), _int(request, "count", 32)
+        _in_range(timeline, start, "from")
+        async with timeline.lock:
+            body = await trio.to_thread.run_sync(timeline.chunk, start, count)
+        return Response(body, media_type="application/json")
+
+    async def observation(request: Request) -> Response:
+        timeline = await library.timeline(request.path_params["rid"])
+        index, seat = _int(request, "i", 0), _int(request, "seat", 0)
+        _in_range(timeline, index, "i")
+        async with timeline.lock:
+            body = await trio.to_thread.run_sync(timeline.observation, index, seat)
+        return Response(body, media_type="application/json")
+
+    async def final(request: Request) -> Response:
+        body = await library.final(request.path_params["rid"])
+        return Response(body, media_type="application/json")
+
+    async def download(request: Request) -> Response:
+        timeline = await library.timeline(request.path_params["rid"])
+        data = await trio.Path(timeline.replay.path).read_bytes()
+        name = Path(timeline.replay.path).name
+        return Response(
+            data,
+            media_type="application/octet-stream",
+            headers={"content-disposition": f'attachment; filename="{name}"'},
+        )
+
+    async def slash(request: Request) -> Response:
+        return RedirectResponse(f"{prefix}/{request.path_params['rid']}/")
+
+    return [
+        Route(prefix + "/{rid}/", player),
+        Route(prefix + "/{rid}", slash),
+        Route("/api" + prefix + "/{rid}/meta", meta),
+        Route("/api" + prefix + "/{rid}/frames", frames),
+        Route("/api" + prefix + "/{rid}/observation", observation),
+        Route("/api" + prefix + "/{rid}/final", final),
+        Route("/api" + prefix + "/{rid}/file", download),
+    ]

@@ -1,0 +1,57 @@
+// Colours shared by every game's drawing. Seats use the Okabe-Ito palette, which stays
+// distinguishable under the common colour-vision deficiencies; board states are greys and pale tones
+// that never compete with a seat's colour.
+"use strict";
+(function () {
+  const seats = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#BBBBBB"];
+  function hex(c) {
+    return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
+  }
+  function mix(c, other, t) {
+    const a = hex(c), b = hex(other);
+    const m = a.map((v, i) => Math.round(v + (b[i] - v) * t));
+    return "#" + m.map((v) => v.toString(16).padStart(2, "0")).join("");
+  }
+  const colors = {
+    background: "#101216",
+    blank: "#1c1f25",
+    conductor: "#7a6a4a",
+    electron: "#ffffff",
+    tail: "#8fa3bf",
+    photon: "#fff3b0",
+    oob: "#000000",
+    grid: "#2a2e36",
+  };
+  seats.forEach((c, s) => {
+    colors["seat" + s] = c;
+    colors["agent" + s] = c;
+    colors["base" + s] = mix(c, "#000000", 0.5);
+    colors["geyser" + s] = mix(c, "#000000", 0.28);
+    colors["flag" + s] = mix(c, "#ffffff", 0.55);
+    colors["territory" + s] = mix(c, "#101216", 0.78);
+  });
+  // A bytes field of a frame ({"b64": ...}) as a Uint8Array, decoded once.
+  function bytes(field) {
+    if (!field || typeof field.b64 !== "string") return field;
+    if (field._bytes) return field._bytes;
+    const s = atob(field.b64);
+    const out = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+    Object.defineProperty(field, "_bytes", { value: out });
+    return out;
+  }
+  // An opaque pixel as one little-endian 32-bit word (the layout of ImageData on every browser we target).
+  function word(c) { return (255 << 24 | c[2] << 16 | c[1] << 8 | c[0]) >>> 0; }
+  // Fill a w*h RGBA buffer from a byte plane through a table of [r, g, b] per code: one word per pixel.
+  function fill(out, plane, table) {
+    let lut = table._lut;
+    if (!lut) {
+      lut = new Uint32Array(256).fill(word(table.fallback));
+      for (const [k, c] of Object.entries(table)) if (/^\d+$/.test(k)) lut[Number(k)] = word(c);
+      Object.defineProperty(table, "_lut", { value: lut });
+    }
+    const px = new Uint32Array(out.buffer, out.byteOffset, plane.length);
+    for (let i = 0, n = plane.length; i < n; i++) px[i] = lut[plane[i]];
+  }
+  window.CellarenaPalette = { seats, colors, hex, mix, bytes, fill, word };
+})();
