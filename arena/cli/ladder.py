@@ -203,22 +203,82 @@ def standings(where: _Where, game: str, as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from cellarena.arena.ladder.records import STANDINGS_COLUMNS
+
     out = Table(title=f"{game} ladder")
-    for col in ("rank", "bot", "rating", "mu", "sigma", "matches", "W", "D", "L"):
+    for col in STANDINGS_COLUMNS:
         out.add_column(col, justify="left" if col == "bot" else "right")
     for s in table:
-        out.add_row(
-            str(s.rank),
-            s.bot,
-            f"{s.rating:.2f}",
-            f"{s.mu:.2f}",
-            f"{s.sigma:.2f}",
-            str(s.matches),
-            str(s.wins),
-            str(s.draws),
-            str(s.losses),
-        )
+        out.add_row(*s.cells())
     Console(highlight=False).print(out)
+
+
+# ------------------------------------------------------------------------------------------ web
+@ladder.command()
+@click.argument("game")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address the pages listen on.")
+@click.option(
+    "--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="HTTP port (0: any)."
+)
+@click.option(
+    "--live-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="The ladder's bot port (its `serve --port`): /live/ then shows its newest match as it is played.",
+)
+@click.option("--live-host", default="127.0.0.1", show_default=True, help="Where that ladder listens.")
+@click.pass_obj
+def web(where: _Where, game: str, host: str, port: int, live_port: int | None, live_host: str) -> None:
+    """Serve GAME's standings, bot pages, matches and replays (and the live match) over HTTP.
+
+    A process of its own beside `ladder serve`, reading the same database: re-simulating replays for
+    viewers then never takes the CPU the matches need, and the pages restart on their own."""
+    _game_argument(game)
+    try:
+        from cellarena.arena.ladder.web import LadderSite
+        from cellarena.server.web.app import build_app
+        from cellarena.server.web.serving import BindError, bind, run, url_of
+    except ImportError as exc:
+        raise click.UsageError(
+            f"ladder web needs the 'web' extra ({exc}); pip install 'cellarena[web]'"
+        ) from None
+    store = where.open(create=False)
+    try:
+        sock = bind(host, port)
+    except BindError as exc:
+        store.close()
+        raise click.UsageError(str(exc)) from None
+    site = LadderSite(store, game, live=live_port is not None)
+    routes = site.routes()
+    feed = None
+    if live_port is not None:
+        from cellarena.server.web.live import LiveFeed, live_routes
+
+        feed = LiveFeed(game)
+        routes += live_routes(feed)
+    app = build_app(routes)
+
+    async def main() -> None:
+        import trio
+
+        async with trio.open_nursery() as nursery:
+            if feed is not None and live_port is not None:
+                from cellarena.server.web.live import relay
+
+                nursery.start_soon(relay, live_host, live_port, feed)
+            await run(
+                app,
+                sock,
+                lambda: click.echo(f"{game} ladder pages at {url_of(sock)} (Ctrl-C stops)"),
+            )
+
+    try:
+        run_trio(main)
+    except KeyboardInterrupt:
+        click.echo("stopped", err=True)
+    finally:
+        sock.close()
+        store.close()
 
 
 # ------------------------------------------------------------------------------------------ serve

@@ -178,6 +178,10 @@ class RatingPoint:
     rating: Rating
 
 
+#: The columns of a ladder's standings table (`Standing.cells`).
+STANDINGS_COLUMNS = ("rank", "bot", "rating", "mu", "sigma", "matches", "W", "D", "L")
+
+
 @dataclass(frozen=True)
 class Standing:
     rank: int
@@ -194,6 +198,21 @@ class Standing:
     def rating(self) -> float:
         """The conservative estimate mu - 3 sigma that the table is sorted by."""
         return Rating(self.mu, self.sigma).conservative
+
+    def cells(self) -> tuple[str, ...]:
+        """The row as text, under `STANDINGS_COLUMNS`: `cellarena ladder standings` and the standings
+        page both show exactly these cells."""
+        return (
+            str(self.rank),
+            self.bot,
+            f"{self.rating:.2f}",
+            f"{self.mu:.2f}",
+            f"{self.sigma:.2f}",
+            str(self.matches),
+            str(self.wins),
+            str(self.draws),
+            str(self.losses),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -28,7 +28,8 @@ KEEP = 8
 
 
 class ReplayLibrary:
-    """Replay files by id, read and re-simulated on first use. ``find(id)`` gives a path or None."""
+    """Replay files by id, read and re-simulated on first use. ``find(id)`` gives a path or None; it
+    runs in a worker thread, so it may read a database."""
 
     def __init__(self, find: Callable[[str], Path | None]) -> None:
         self.find = find
@@ -44,7 +45,7 @@ class ReplayLibrary:
     async def final(self, rid: str) -> bytes:
         """The JSON of the match's last frame (for thumbnails), re-simulated once, one replay at a time."""
         if rid not in self._finals:
-            path = self.find(rid)
+            path = await trio.to_thread.run_sync(self.find, rid)  # it may read a database
             if path is None:
                 raise HTTPException(404, f"no replay {rid!r}")
             async with self._final_lock:
@@ -57,7 +58,7 @@ class ReplayLibrary:
             if rid in self._open:
                 self._open.move_to_end(rid)
                 return self._open[rid]
-            path = self.find(rid)
+            path = await trio.to_thread.run_sync(self.find, rid)
             if path is None:
                 raise HTTPException(404, f"no replay {rid!r}")
             replay = await trio.to_thread.run_sync(read_replay, path)

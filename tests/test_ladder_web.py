@@ -1,0 +1,166 @@
+"""The ladder as its users see it: two outside bots (the SDK's `--ladder` mode) and a house bot play
+rated matches unattended; the ladder survives SIGKILL with identical standings; and its pages
+(`cellarena ladder web`) show the table `cellarena ladder standings` prints, bot pages, matches,
+replays in the player and the live match, in a real browser, with no token anywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser import launched, page_of, shot_dir, viewer
+from cellarena_cli import ROOT, cellarena
+from game_servers import Process, add_ladder_bot, ladder_serve, start, wait_for
+
+from cellarena.arena.ladder.records import STANDINGS_COLUMNS
+from cellarena.arena.ladder.store import LadderStore
+
+BOT = ROOT / "example_bots" / "rezzo" / "random_walker.py"
+
+
+def finished(folder: Path) -> int:
+    with LadderStore(folder / "ladder.sqlite", create=False) as store:
+        return sum(1 for m in store.matches("rezzo", limit=500) if m.status == "finished")
+
+
+def finished_bots(folder: Path) -> set[str]:
+    with LadderStore(folder / "ladder.sqlite", create=False) as store:
+        return {b for m in store.matches("rezzo", limit=500) if m.status == "finished" for b in m.bots}
+
+
+def outside_bot(folder: Path, name: str, port: int, token_file: Path) -> Process:
+    argv = [sys.executable, str(BOT), "--port", str(port), "--name", name, "--token-file", str(token_file)]
+    return start([*argv, "--ladder"], folder / "bots", name)
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    with launched() as b:
+        yield b
+
+
+def test_a_ladder_plays_unattended_survives_a_kill_and_shows_its_table(browser: Any, tmp_path: Path) -> None:
+    tokens = {name: add_ladder_bot(tmp_path, name) for name in ("alice", "bob")}
+    command = f"python {ROOT}/example_bots/rezzo/builder.py"
+    house = cellarena("ladder", "--dir", str(tmp_path), "house", "add", "builder", command, "--game", "rezzo")
+    assert house.returncode == 0, house.stderr
+    server = ladder_serve(tmp_path, "--house-after", "0.3")
+    bots = [outside_bot(tmp_path, name, server.port, token) for name, token in tokens.items()]
+    try:
+        # Unattended: the two outside bots play each other; when bob goes, the house bot plays alice.
+        wait_for(lambda: finished(tmp_path) >= 3, "three rated matches", timeout=120)
+        bots[1].stop()
+        wait_for(lambda: "builder" in finished_bots(tmp_path), "a match of the house bot", timeout=120)
+        bots[1] = outside_bot(tmp_path, "bob", server.port, tokens["bob"])
+        wait_for(lambda: finished(tmp_path) >= 6, "six rated matches", timeout=120)
+        os.kill(server.proc.pid, signal.SIGKILL)
+        server.proc.wait()
+    finally:
+        server.stop()
+    with LadderStore(tmp_path / "ladder.sqlite", create=False) as store:
+        before = [s.to_json() for s in store.standings("rezzo")]
+    assert finished_bots(tmp_path) == {"alice", "bob", "builder"}
+
+    # On the same port: the bots, backing off meanwhile, come back by themselves.
+    server = ladder_serve(tmp_path, "--house-after", "0.3", port=server.port, label="restarted")
+    try:
+        with LadderStore(tmp_path / "ladder.sqlite", create=False) as store:
+            assert [s.to_json() for s in store.standings("rezzo")] == before  # the kill lost nothing
+            count = finished(tmp_path)
+        wait_for(lambda: finished(tmp_path) >= count + 2, "matches after the restart", timeout=120)
+        table = json.loads(cellarena("ladder", "--dir", str(tmp_path), "standings", "rezzo", "--json").stdout)
+        with viewer("ladder", "--dir", str(tmp_path), "web", "rezzo", "--port", "0",
+                    "--live-port", str(server.port)) as url:  # fmt: skip
+            check_pages(browser, url, tmp_path, table["standings"], tokens)
+    finally:
+        for bot in bots:
+            bot.stop()
+        server.stop()
+
+
+def check_pages(
+    browser: Any, url: str, folder: Path, standings: list[dict[str, Any]], tokens: dict[str, Path]
+) -> None:
+    secrets = [path.read_text().strip() for path in tokens.values()]
+    with LadderStore(folder / "ladder.sqlite", create=False) as store:
+        cells = [s.cells() for s in store.standings("rezzo")]
+        matches = store.matches("rezzo", limit=5)
+    assert [c[1] for c in cells][: len(standings)] == [s["bot"] for s in standings][: len(cells)]
+    shots = shot_dir(folder)
+    with page_of(browser) as (page, console):
+        page.goto(url)
+        header = page.eval_on_selector_all("#standings tr th", "ths => ths.map(t => t.innerText)")
+        assert tuple(header) == STANDINGS_COLUMNS
+        rows = page.eval_on_selector_all(
+            "#standings tr", "trs => trs.slice(1).map(tr => Array.from(tr.cells).map(td => td.innerText))"
+        )
+        # The page's table is the command's table, cell for cell (as of the page's reading).
+        assert [tuple(r) for r in rows] == cells
+        page.screenshot(path=str(shots / "ladder-standings.png"), full_page=True)
+        # A bot's page: its rating chart and its matches.
+        page.click("#standings a:text('alice')")
+        page.wait_for_selector("svg.chart")
+        assert page.eval_on_selector_all("#bot-matches tr", "trs => trs.length") > 1
+        page.screenshot(path=str(shots / "ladder-bot.png"), full_page=True)
+        # A finished match, its replay in the player.
+        done = next(m for m in matches if m.status == "finished")
+        page.goto(f"{url}matches/{done.id}")
+        assert page.inner_text("#seats").count("\n") >= 2
+        page.click("a:text('watch')")
+        page.wait_for_selector("canvas")
+        page.wait_for_function(
+            "document.querySelector('#tick') && document.querySelector('#tick').innerText !== ''"
+        )
+        # The live match of the running ladder.
+        page.goto(f"{url}live/")
+        page.wait_for_function(
+            "Number(document.getElementById('player').dataset.liveFrames) >= 3", timeout=60_000
+        )
+        console.assert_clean()
+    # The same over JSON; the replay downloads as the file the ladder wrote; no secret anywhere.
+    status, body = get(f"{url}api/standings")
+    assert status == 200 and [s["bot"] for s in json.loads(body)["standings"]] == [c[1] for c in cells]
+    status, data = get(f"{url}api/matches/{done.id}")
+    match = json.loads(data)
+    assert match["replay"] == {"watch": f"/replays/{done.id}/", "download": f"/api/replays/{done.id}/file"}
+    with urllib.request.urlopen(f"{url}api/replays/{done.id}/file", timeout=30) as response:
+        assert response.read() == Path(str(done.replay)).read_bytes()
+    pages = [
+        get(f"{url}{p}")[1]
+        for p in ("", "bots/alice", "bots/builder", "matches", "api/matches", "api/bots/alice")
+    ]
+    for text in pages:
+        assert not any(secret in text for secret in secrets)
+        assert "example_bots/rezzo/builder.py" not in text  # a house bot's command stays on the host
+    assert get(f"{url}bots/nobody")[0] == 404 and get(f"{url}matches/99999")[0] == 404
+    assert get(f"{url}matches?before=x")[0] == 400
+
+
+def test_ladder_web_needs_a_ladder(tmp_path: Path) -> None:
+    done = cellarena("ladder", "--dir", str(tmp_path / "none"), "web", "rezzo", "--port", "0")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "none" in done.stderr
+
+
+def test_ladder_web_says_when_its_port_is_taken(tmp_path: Path) -> None:
+    add_ladder_bot(tmp_path, "alice")
+    with viewer("ladder", "--dir", str(tmp_path), "web", "rezzo", "--port", "0") as url:
+        port = url.rsplit(":", 1)[1].strip("/")
+        time.sleep(0.2)
+        taken = cellarena("ladder", "--dir", str(tmp_path), "web", "rezzo", "--port", port)
+    assert taken.returncode == 2 and "already in use" in taken.stderr
