@@ -24,10 +24,13 @@ from typing import Any, Protocol
 import trio
 
 from cellarena.sdk import protocol
+from cellarena.sdk.protocol.fields import is_int
 from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine, Result
 
 log = logging.getLogger("cellarena.server")
+#: The `moves` of an answer without that field: no game reads it as an action, so it is invalid.
+_MISSING: Any = object()
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,8 @@ class Seat:
     request: dict[str, Any] | None = None
     sent_wall: float = 0.0
     answer: Any = None
+    #: The seat answered this tick (its answer may be nil: drop2df's pass).
+    answered: bool = False
     arrival: float = 0.0
     #: Messages the seat may still send: the flood limit's token bucket.
     allowance: float = 0.0
@@ -116,16 +121,22 @@ class Seat:
                 conn.fail(protocol.UNKNOWN_TYPE, f"unknown message type {kind!r}; a bot sends 'moves'")
             return
         tick = message.get("tick")
-        if tick != self.tick or type(tick) is bool or self.answer is not None:
-            return  # an old tick's answer (true == 1, but is no tick), or a second: only the first counts
-        self.answer = message.get("moves")
+        if not is_int(tick):  # no request to place it with: a protocol error, not a bad answer
+            got = "is missing" if tick is None else f"must be an int (got {type(tick).__name__} {tick!r:.40})"
+            conn.fail(protocol.BAD_MESSAGE, f"moves: the field 'tick' {got}; echo the tick you answer")
+            return
+        if tick != self.tick or self.answered:
+            return  # an old tick's answer, or a second: only the first counts
+        # A missing `moves` is a malformed answer (invalid), never a silent one (late): `decode` judges.
+        self.answer = message.get("moves", _MISSING)
+        self.answered = True
         self.arrival = arrival
         match.answer_came()
 
     def on_closed(self, conn: Connection) -> None:
         self.lost_at = trio.current_time()
         # Stop waiting for a seat that can no longer answer this tick.
-        if self.answer is None and self.tick == self.match.engine.tick and self.sent_wall:
+        if not self.answered and self.tick == self.match.engine.tick and self.sent_wall:
             self.match.answer_came()
 
 
@@ -304,7 +315,7 @@ class Match:
         burst, refill = settings.message_burst, settings.messages_per_tick
         encode_tick = protocol.encode_tick
         for seat in self.seats:
-            seat.tick, seat.answer, seat.sent_wall = tick, None, 0.0
+            seat.tick, seat.answer, seat.answered, seat.sent_wall = tick, None, False, 0.0
             seat.allowance = min(burst, seat.allowance + refill)
             request = seat.request = requests.get(seat.index)
             conn = seat.conn
@@ -343,7 +354,7 @@ class Match:
             if seat.index not in requests:
                 continue
             conn = seat.conn
-            if conn is not None and not conn.closed and seat.answer is None:
+            if conn is not None and not conn.closed and not seat.answered:
                 conn.drain()  # what the kernel holds now; each answer is judged by its arrival stamp
             connected = conn is not None and not conn.closed
             if not connected and seat.forfeit_tick is None and not self._may_come_back(seat):
@@ -351,7 +362,7 @@ class Match:
                 log.info(
                     "match %d: %s disconnected at tick %d and forfeits", self.number, seat.name, seat.tick
                 )
-            if seat.answer is None or seat.arrival > seat.sent_wall + budget:
+            if not seat.answered or seat.arrival > seat.sent_wall + budget:
                 seat.late += 1
                 any_late = any_late or seat.forfeit_tick is None
                 seat.missed_in_a_row += 1
@@ -364,7 +375,10 @@ class Match:
                     )
                 continue
             seat.missed_in_a_row = 0
-            action = self.engine.decode(seat.index, requests[seat.index], seat.answer)
+            answer = seat.answer
+            action = (
+                None if answer is _MISSING else self.engine.decode(seat.index, requests[seat.index], answer)
+            )
             if action is None:
                 seat.invalid += 1
                 continue
