@@ -17,6 +17,7 @@ Ownership: a seat owns its bot's connection for the match and a match's `Spectat
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -33,12 +34,26 @@ log = logging.getLogger("cellarena.server")
 _MISSING: Any = object()
 
 
+#: Milliseconds of each tick period the default budget leaves to the server (send the requests, read
+#: and apply the answers, record, wake up on time), so that bots answering at the last moment still
+#: keep the nominal rate. Measured with `cellarena bench server` (its "rate" table): see
+#: docs/protocol.md#timing for the figures and how they were taken.
+SERVER_MARGIN_MS = 3
+
+
+def whole_ms(ms: float) -> int:
+    """A budget in whole milliseconds, half up: the int the wire carries is the budget enforced."""
+    return max(1, math.floor(ms + 0.5))
+
+
 @dataclass(frozen=True)
 class TickSettings:
-    """How a match is paced. The budget defaults to one tick period."""
+    """How a match is paced. The budget defaults to one tick period less the server's margin."""
 
     tick_rate: float = 15.0
     budget_ms: float | None = None
+    #: The first tick's budget (bots that load a model or warm up a JIT); None: the same as the others.
+    first_budget_ms: float | None = None
     fast: bool = False
     #: Flood limits, as a token bucket: a seat may send this many messages per tick on average...
     messages_per_tick: float = 4.0
@@ -56,8 +71,24 @@ class TickSettings:
         return 1.0 / self.tick_rate
 
     @property
+    def tick_budget_ms(self) -> int:
+        """Every tick's budget but the first, in whole ms: ``budget_ms`` rounded, or by default the
+        period less `SERVER_MARGIN_MS` (at least 1 ms), so that a tick never outlasts its period."""
+        if self.budget_ms is not None:
+            return whole_ms(self.budget_ms)
+        return max(1, math.floor(1000.0 / self.tick_rate) - SERVER_MARGIN_MS)
+
+    @property
+    def first_tick_budget_ms(self) -> int:
+        """The first tick's budget in whole ms: ``first_budget_ms`` if given, else `tick_budget_ms`."""
+        if self.first_budget_ms is not None:
+            return whole_ms(self.first_budget_ms)
+        return self.tick_budget_ms
+
+    @property
     def budget(self) -> float:
-        return (self.budget_ms / 1000.0) if self.budget_ms is not None else self.period
+        """Every tick's budget but the first, in seconds: exactly the ms the wire says."""
+        return self.tick_budget_ms / 1000.0
 
 
 class Recorder(Protocol):
@@ -229,6 +260,9 @@ class Match:
         self._behind = False
         self._late_before = 0
         self._requests: dict[int, dict[str, Any]] = {}
+        #: Ticks begun so far (the first may have its own budget), and the budget of the one under way.
+        self._ticks_begun = 0
+        self._budget = settings.budget
         for seat, (_, conn) in zip(self.seats, seats, strict=True):
             if conn is not None and conn.attach(seat):
                 seat.conn = conn
@@ -276,7 +310,7 @@ class Match:
             players=self.engine.players,
             names=[s.name for s in self.seats],
             tick_rate=0.0 if self.settings.fast else self.settings.tick_rate,
-            budget_ms=round(self.settings.budget * 1000),
+            budget_ms=self.settings.tick_budget_ms,
             config=self.engine.public_config(),
         )
 
@@ -310,8 +344,10 @@ class Match:
         self.outstanding = 0
         if settings.fast:
             self.answered = trio.Event()
-        budget = settings.budget
-        budget_ms = round(budget * 1000)
+        first = self._ticks_begun == 0
+        self._ticks_begun += 1
+        budget_ms = settings.first_tick_budget_ms if first else settings.tick_budget_ms
+        budget = self._budget = budget_ms / 1000.0
         burst, refill = settings.message_burst, settings.messages_per_tick
         encode_tick = protocol.encode_tick
         for seat in self.seats:
@@ -330,7 +366,7 @@ class Match:
     def end_tick(self) -> None:
         """Collect the answers, apply them and record them."""
         tick = self.engine.tick
-        actions = self._collect(self._requests, self.settings.budget)
+        actions = self._collect(self._requests, self._budget)
         self.bad_ticks += self._behind or self.late_ticks > self._late_before
         events = self.engine.apply(actions)
         for s, count in events.illegal.items():
