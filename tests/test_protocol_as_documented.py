@@ -172,3 +172,19 @@ async def test_a_match_left_with_one_seat_ends_with_the_tick_the_seat_left_in(fa
     assert rival[0]["ticks"] == left + 1 and rival[0]["result"] == "win"
     (outcome,) = [o for o in lobby.outcomes if "offender" in o.names]
     assert outcome.forfeits == [outcome.names.index("offender")] and outcome.ticks == left + 1
+
+
+# ------------------------------------------------------------------------------------ spectators
+@pytest.mark.parametrize("message", [{"type": "moves", "tick": 1, "moves": [1]}, {"type": "hello"}])
+async def test_a_spectator_that_sends_anything_is_dropped_and_the_match_goes_on(
+    message: dict[str, Any],
+) -> None:
+    async def offend(port: int) -> None:
+        c = await Client.connect(port)
+        await c.hello("watcher", role="spectator")
+        assert (await c.recv())["type"] == "welcome"
+        await c.send(message)
+        error = await c.expect_error(protocol.UNKNOWN_TYPE)
+        assert "spectators send nothing after hello" in error["message"]
+
+    await with_good_match(offend)
