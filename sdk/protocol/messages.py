@@ -269,8 +269,9 @@ def check_tick(message: Mapping[str, Any]) -> Tick:
 
 
 def check_moves(message: Mapping[str, Any]) -> Moves:
-    """A ``moves``' fields. The server never refuses one for them: a ``tick`` that is not the current
-    one is only late, and ``moves`` is the game's to judge (see docs/protocol.md)."""
+    """A ``moves``' fields, checked strictly (as a test or a proxy would). The server itself refuses a
+    ``moves`` only for its ``tick`` (missing or not an int: ``bad_message``); a ``tick`` that is not the
+    current one is only late, and ``moves`` (even missing) is the game's to judge: an invalid answer."""
     return cast(Moves, SPECS["moves"].check(message))
 
 
