@@ -17,6 +17,7 @@ Ownership: a seat owns its bot's connection for the match and a match's `Spectat
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -24,18 +25,35 @@ from typing import Any, Protocol
 import trio
 
 from cellarena.sdk import protocol
+from cellarena.sdk.protocol.fields import is_int
 from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine, Result
 
 log = logging.getLogger("cellarena.server")
+#: The `moves` of an answer without that field: no game reads it as an action, so it is invalid.
+_MISSING: Any = object()
+
+
+#: Milliseconds of each tick period the default budget leaves to the server (send the requests, read
+#: and apply the answers, record, wake up on time), so that bots answering at the last moment still
+#: keep the nominal rate. Measured with `cellarena bench server` (its "rate" table): see
+#: docs/protocol.md#timing for the figures and how they were taken.
+SERVER_MARGIN_MS = 3
+
+
+def whole_ms(ms: float) -> int:
+    """A budget in whole milliseconds, half up: the int the wire carries is the budget enforced."""
+    return max(1, math.floor(ms + 0.5))
 
 
 @dataclass(frozen=True)
 class TickSettings:
-    """How a match is paced. The budget defaults to one tick period."""
+    """How a match is paced. The budget defaults to one tick period less the server's margin."""
 
     tick_rate: float = 15.0
     budget_ms: float | None = None
+    #: The first tick's budget (bots that load a model or warm up a JIT); None: the same as the others.
+    first_budget_ms: float | None = None
     fast: bool = False
     #: Flood limits, as a token bucket: a seat may send this many messages per tick on average...
     messages_per_tick: float = 4.0
@@ -53,8 +71,24 @@ class TickSettings:
         return 1.0 / self.tick_rate
 
     @property
+    def tick_budget_ms(self) -> int:
+        """Every tick's budget but the first, in whole ms: ``budget_ms`` rounded, or by default the
+        period less `SERVER_MARGIN_MS` (at least 1 ms), so that a tick never outlasts its period."""
+        if self.budget_ms is not None:
+            return whole_ms(self.budget_ms)
+        return max(1, math.floor(1000.0 / self.tick_rate) - SERVER_MARGIN_MS)
+
+    @property
+    def first_tick_budget_ms(self) -> int:
+        """The first tick's budget in whole ms: ``first_budget_ms`` if given, else `tick_budget_ms`."""
+        if self.first_budget_ms is not None:
+            return whole_ms(self.first_budget_ms)
+        return self.tick_budget_ms
+
+    @property
     def budget(self) -> float:
-        return (self.budget_ms / 1000.0) if self.budget_ms is not None else self.period
+        """Every tick's budget but the first, in seconds: exactly the ms the wire says."""
+        return self.tick_budget_ms / 1000.0
 
 
 class Recorder(Protocol):
@@ -89,6 +123,8 @@ class Seat:
     request: dict[str, Any] | None = None
     sent_wall: float = 0.0
     answer: Any = None
+    #: The seat answered this tick (its answer may be nil: drop2df's pass).
+    answered: bool = False
     arrival: float = 0.0
     #: Messages the seat may still send: the flood limit's token bucket.
     allowance: float = 0.0
@@ -116,16 +152,22 @@ class Seat:
                 conn.fail(protocol.UNKNOWN_TYPE, f"unknown message type {kind!r}; a bot sends 'moves'")
             return
         tick = message.get("tick")
-        if tick != self.tick or type(tick) is bool or self.answer is not None:
-            return  # an old tick's answer (true == 1, but is no tick), or a second: only the first counts
-        self.answer = message.get("moves")
+        if not is_int(tick):  # no request to place it with: a protocol error, not a bad answer
+            got = "is missing" if tick is None else f"must be an int (got {type(tick).__name__} {tick!r:.40})"
+            conn.fail(protocol.BAD_MESSAGE, f"moves: the field 'tick' {got}; echo the tick you answer")
+            return
+        if tick != self.tick or self.answered:
+            return  # an old tick's answer, or a second: only the first counts
+        # A missing `moves` is a malformed answer (invalid), never a silent one (late): `decode` judges.
+        self.answer = message.get("moves", _MISSING)
+        self.answered = True
         self.arrival = arrival
         match.answer_came()
 
     def on_closed(self, conn: Connection) -> None:
         self.lost_at = trio.current_time()
         # Stop waiting for a seat that can no longer answer this tick.
-        if self.answer is None and self.tick == self.match.engine.tick and self.sent_wall:
+        if not self.answered and self.tick == self.match.engine.tick and self.sent_wall:
             self.match.answer_came()
 
 
@@ -218,6 +260,9 @@ class Match:
         self._behind = False
         self._late_before = 0
         self._requests: dict[int, dict[str, Any]] = {}
+        #: Ticks begun so far (the first may have its own budget), and the budget of the one under way.
+        self._ticks_begun = 0
+        self._budget = settings.budget
         for seat, (_, conn) in zip(self.seats, seats, strict=True):
             if conn is not None and conn.attach(seat):
                 seat.conn = conn
@@ -265,7 +310,7 @@ class Match:
             players=self.engine.players,
             names=[s.name for s in self.seats],
             tick_rate=0.0 if self.settings.fast else self.settings.tick_rate,
-            budget_ms=round(self.settings.budget * 1000),
+            budget_ms=self.settings.tick_budget_ms,
             config=self.engine.public_config(),
         )
 
@@ -299,12 +344,14 @@ class Match:
         self.outstanding = 0
         if settings.fast:
             self.answered = trio.Event()
-        budget = settings.budget
-        budget_ms = round(budget * 1000)
+        first = self._ticks_begun == 0
+        self._ticks_begun += 1
+        budget_ms = settings.first_tick_budget_ms if first else settings.tick_budget_ms
+        budget = self._budget = budget_ms / 1000.0
         burst, refill = settings.message_burst, settings.messages_per_tick
         encode_tick = protocol.encode_tick
         for seat in self.seats:
-            seat.tick, seat.answer, seat.sent_wall = tick, None, 0.0
+            seat.tick, seat.answer, seat.answered, seat.sent_wall = tick, None, False, 0.0
             seat.allowance = min(burst, seat.allowance + refill)
             request = seat.request = requests.get(seat.index)
             conn = seat.conn
@@ -319,7 +366,7 @@ class Match:
     def end_tick(self) -> None:
         """Collect the answers, apply them and record them."""
         tick = self.engine.tick
-        actions = self._collect(self._requests, self.settings.budget)
+        actions = self._collect(self._requests, self._budget)
         self.bad_ticks += self._behind or self.late_ticks > self._late_before
         events = self.engine.apply(actions)
         for s, count in events.illegal.items():
@@ -343,7 +390,7 @@ class Match:
             if seat.index not in requests:
                 continue
             conn = seat.conn
-            if conn is not None and not conn.closed and seat.answer is None:
+            if conn is not None and not conn.closed and not seat.answered:
                 conn.drain()  # what the kernel holds now; each answer is judged by its arrival stamp
             connected = conn is not None and not conn.closed
             if not connected and seat.forfeit_tick is None and not self._may_come_back(seat):
@@ -351,7 +398,7 @@ class Match:
                 log.info(
                     "match %d: %s disconnected at tick %d and forfeits", self.number, seat.name, seat.tick
                 )
-            if seat.answer is None or seat.arrival > seat.sent_wall + budget:
+            if not seat.answered or seat.arrival > seat.sent_wall + budget:
                 seat.late += 1
                 any_late = any_late or seat.forfeit_tick is None
                 seat.missed_in_a_row += 1
@@ -364,7 +411,10 @@ class Match:
                     )
                 continue
             seat.missed_in_a_row = 0
-            action = self.engine.decode(seat.index, requests[seat.index], seat.answer)
+            answer = seat.answer
+            action = (
+                None if answer is _MISSING else self.engine.decode(seat.index, requests[seat.index], answer)
+            )
             if action is None:
                 seat.invalid += 1
                 continue

@@ -117,7 +117,14 @@ class FixedRateDriver:
                 driven.collecting = False
                 match.end_tick()
                 driven.ticks += 1
-                self._push(driven.start + driven.ticks * self.period, driven)
+                following = driven.start + driven.ticks * self.period
+                now = trio.current_time()
+                if driven.ticks == 1 and following < now:
+                    # A first-tick budget longer than the period (`--first-budget-ms`): the schedule
+                    # moves on to the next slot of its phase instead of catching up with a burst.
+                    driven.start += math.ceil((now - following) / self.period) * self.period
+                    following = driven.start + self.period
+                self._push(following, driven)
             else:
                 slot_time = driven.start + driven.ticks * self.period
                 behind = trio.current_time() - slot_time > self.period / 4

@@ -183,3 +183,42 @@ def test_rezzo_frames_and_welcome_config_are_as_defined() -> None:
     settings = parse_config(config)
     # Every entry was read, none fell back to its default.
     assert {k: getattr(settings, k) for k in config} == config
+
+
+def test_the_other_games_frame_table_lists_each_engines_frame() -> None:
+    """Each row of "Frames of the other games" names exactly the fields the engine's frame has."""
+    (table,) = tables(sections()["Frames of the other games"])
+    assert table[0] == ["game", "fields"]
+    rows = {game.strip("`"): cell for game, cell in table[1:]}
+    assert sorted(rows) == sorted(g for g in GAME_TICKS if g != "rezzo")
+    for game, cell in rows.items():
+        documented = set(re.findall(r"`([a-z_]+)`", cell.split(" (per round")[0]))
+        engine = get_engine(game).new({}, 1)
+        frame = protocol.frame(engine.frame(), final=False)
+        protocol.SPECS["frame"].check(frame)
+        assert documented == set(frame) - {"type", "tick", "final"}, game
+
+
+def test_the_figures_the_page_quotes_are_the_codes() -> None:
+    """Default budget and margin, the send buffer, the default port: the numbers in the text."""
+    from cellarena.sdk.bot import DEFAULT_HOST, DEFAULT_PORT
+    from cellarena.server.connection import DEFAULT_MAX_BACKLOG
+    from cellarena.server.match import SERVER_MARGIN_MS, TickSettings
+
+    text = " ".join(DOC.read_text(encoding="utf-8").split())
+    assert f"less **{SERVER_MARGIN_MS} ms** that the server keeps" in text
+    assert f"**{TickSettings(tick_rate=15.0).tick_budget_ms} ms at 15 ticks per second**" in text
+    assert f"{TickSettings(tick_rate=30.0).tick_budget_ms} ms at 30" in text
+    assert f'"budget_ms": {TickSettings().tick_budget_ms},' in text
+    assert TickSettings(budget_ms=50.5).tick_budget_ms == 51 and "(`50.5` gives 51 ms" in text
+    mib = DEFAULT_MAX_BACKLOG // (1 << 20)
+    assert f"**{mib} MiB** ({DEFAULT_MAX_BACKLOG:,} bytes)" in text
+    assert f"({mib} MiB beyond the kernel's socket buffer)" in text
+    assert (
+        f"**{DEFAULT_HOST}:{DEFAULT_PORT}** by default" in text
+        and f"else to {DEFAULT_HOST}:{DEFAULT_PORT}" in text
+    )
+    from cellarena.server.cli.serve import _serve_command
+
+    options = {p.name: p for p in _serve_command("rezzo").params}
+    assert (options["host"].default, options["port"].default) == (DEFAULT_HOST, DEFAULT_PORT)

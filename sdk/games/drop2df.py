@@ -194,25 +194,26 @@ class Outcome:
 def play_ops(row: bytes, ops: Iterable[int | Sequence[int]], tokens: Sequence[int] = ()) -> Outcome:
     """Carry out one turn's ops in order: an int edits that cell, ``[face, cell]`` spends a token.
 
-    Only the first edit and the first token of a turn may act; every refused op is a no-op and its
-    reason is listed. ``ops`` must be well formed (see `decode_ops`).
+    At most one edit and one token of a turn act; every refused op is a no-op and its reason is
+    listed. A refused op uses up nothing: a valid edit after a refused edit still acts (the rules
+    say the other ops of the answer still act). ``ops`` must be well formed (see `decode_ops`).
     """
     left = list(tokens)
     refused: list[str] = []
-    edits = spends = 0
+    edited_once = spent_once = False
     for op in ops:
         if isinstance(op, int):
-            edits += 1
-            why = "a second edit in one turn" if edits > 1 else edit_error(row, op)
+            why = "a second edit in one turn" if edited_once else edit_error(row, op)
             if why is None:
                 row = edited(row, op)
+                edited_once = True
         else:
             face, cell = op
-            spends += 1
-            why = "a second token in one turn" if spends > 1 else token_error(row, face, cell, left)
+            why = "a second token in one turn" if spent_once else token_error(row, face, cell, left)
             if why is None:
                 row = spent(row, face, cell)
                 left.remove(face)
+                spent_once = True
         if why is not None:
             refused.append(why)
     return Outcome(row, tuple(sorted(left)), tuple(refused))

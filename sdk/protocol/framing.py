@@ -37,6 +37,11 @@ def decode_body(body: bytes) -> dict[str, Any]:
         raise ProtocolError(BAD_FRAME, f"map keys must be strings or integers ({exc})") from None
     if not isinstance(message, dict):
         raise ProtocolError(BAD_FRAME, f"a frame must hold a msgpack map, got {type(message).__name__}")
+    for key in message:
+        if type(key) is not str and type(key) is not int:  # a bin key (b"type") names no field
+            raise ProtocolError(
+                BAD_FRAME, f"map keys must be strings or integers, got {type(key).__name__} {key!r:.40}"
+            )
     kind = message.get("type")
     if not isinstance(kind, str):
         raise ProtocolError(BAD_MESSAGE, "every message needs a string field 'type'")

@@ -236,13 +236,16 @@ def check_hello(message: Mapping[str, Any], *, game: str) -> Hello:
     """A connection's first message, as the server of ``game`` accepts it; else a ProtocolError with
     code ``bad_hello`` (or ``bad_version`` for a protocol version this side does not speak).
 
+    ``bad_version`` only for an int ``protocol`` other than ours (checked before the other fields, as
+    a later version's hello may differ); a ``protocol`` that is missing or not an int (``"1"``,
+    ``true``, ``1.0``) is a field of the wrong type, ``bad_hello`` like every other field of a hello.
     Seats and tokens are the lobby's business: it alone knows which tokens it gave out.
     """
     kind = message.get("type")
     if kind != "hello":
         raise ProtocolError(BAD_HELLO, f"the first message must be 'hello', got {kind!r}")
     version = message.get("protocol")
-    if not (is_int(version) and version == PROTOCOL_VERSION):
+    if is_int(version) and version != PROTOCOL_VERSION:
         raise ProtocolError(
             BAD_VERSION, f"protocol {version!r} is not spoken here; this server speaks {PROTOCOL_VERSION}"
         )
@@ -266,8 +269,9 @@ def check_tick(message: Mapping[str, Any]) -> Tick:
 
 
 def check_moves(message: Mapping[str, Any]) -> Moves:
-    """A ``moves``' fields. The server never refuses one for them: a ``tick`` that is not the current
-    one is only late, and ``moves`` is the game's to judge (see docs/protocol.md)."""
+    """A ``moves``' fields, checked strictly (as a test or a proxy would). The server itself refuses a
+    ``moves`` only for its ``tick`` (missing or not an int: ``bad_message``); a ``tick`` that is not the
+    current one is only late, and ``moves`` (even missing) is the game's to judge: an invalid answer."""
     return cast(Moves, SPECS["moves"].check(message))
 
 

@@ -1,4 +1,5 @@
-"""Load for `cellarena bench server`: many bot connections in one process, each answering at once.
+"""Load for `cellarena bench server`: many bot connections in one process, each answering at once
+(or, with a lead in ms, that long before its budget runs out: bots that use their whole budget).
 
 Plain epoll in one thread, so that the load costs as little CPU as possible and the benchmark
 measures the server, which runs in another process. Every bot answers a tick with its game's no-op
@@ -8,9 +9,13 @@ rather than encoded once more: in a benchmark of thousands of bots most answers 
 
 from __future__ import annotations
 
+import contextlib
+import heapq
+import itertools
 import select
 import socket
 import sys
+import time
 from collections.abc import Hashable
 from typing import Any
 
@@ -25,14 +30,30 @@ def _key(tick: int, answer: Any) -> Hashable | None:
     return None
 
 
-def run(host: str, port: int, connections: int, game: str) -> int:
-    """Connect ``connections`` bots, answer every tick with no-ops, return when every match ended."""
+def run(host: str, port: int, connections: int, game: str, lead_ms: float | None = None) -> int:
+    """Connect ``connections`` bots, answer every tick with no-ops, return when every match ended.
+
+    ``lead_ms``: answer that long before the tick's budget runs out (counted from the frame's
+    arrival), instead of at once."""
     noop = adapter(game).noop_answer
     epoll = select.epoll()
     bots: dict[int, tuple[socket.socket, protocol.FrameReader]] = {}
     answers: dict[Hashable, bytes] = {}
+    due: list[tuple[float, int, socket.socket, bytes]] = []  # answers held back, by when to send them
+    seq = itertools.count()
+
+    def send_due() -> float:
+        """Send the answers due by now; the seconds until the next one (or 60)."""
+        now = time.monotonic()
+        while due and due[0][0] <= now:
+            _, _, sock, frame = heapq.heappop(due)
+            if sock.fileno() >= 0:
+                with contextlib.suppress(OSError):
+                    sock.send(frame)
+        return max(0.0, due[0][0] - now) if due else 60.0
 
     def serve(timeout: float) -> None:
+        timeout = min(timeout, send_due())
         for fd, _ in epoll.poll(timeout):
             sock, reader = bots[fd]
             try:
@@ -53,7 +74,11 @@ def run(host: str, port: int, connections: int, game: str) -> int:
                             if len(answers) > 64:
                                 answers.clear()
                             answers[key] = frame
-                    sock.send(frame)
+                    if lead_ms is None:
+                        sock.send(frame)
+                    else:
+                        when = time.monotonic() + (msg["budget_ms"] - lead_ms) / 1000.0
+                        heapq.heappush(due, (when, next(seq), sock, frame))
                 elif msg["type"] in ("end", "error"):
                     done = True
             if done:
@@ -71,9 +96,11 @@ def run(host: str, port: int, connections: int, game: str) -> int:
         serve(0)  # the matches already seated are playing: answer them while the rest connect
     while bots:
         serve(60)
+        send_due()
     epoll.close()
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(run(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]))
+    lead = float(sys.argv[5]) if len(sys.argv) > 5 else None
+    raise SystemExit(run(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], lead))

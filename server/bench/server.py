@@ -1,4 +1,5 @@
-"""`cellarena bench server`: how many agents one server process serves at 15 Hz.
+"""`cellarena bench server`: how many agents one server process serves at 15 Hz, and the tick rate
+matches keep when their bots answer at the very end of the default budget (`run_rates`).
 
 The server runs in this process; the bots run in a separate load process (`loadgen`) and answer at
 once with the game's no-op. The game's plugin gives the workload (`BenchLoad`): Rezzo's is matches
@@ -61,6 +62,19 @@ def bench_load(game: str) -> BenchLoad:
     return load
 
 
+def loadgen_command(port: int, connections: int, game: str) -> list[str]:
+    """The load process's command line: ``connections`` bots of ``game`` against this port."""
+    return [
+        sys.executable,
+        "-m",
+        "cellarena.server.bench.loadgen",
+        "127.0.0.1",
+        str(port),
+        str(connections),
+        game,
+    ]
+
+
 async def run_level(
     game: str, agents: int, seconds: float, tick_rate: float = 15.0, budget_ms: float = BUDGET_MS
 ) -> dict[str, Any]:
@@ -121,6 +135,75 @@ async def run_level(
         "cpu_us_per_agent_tick": (cpu["end"] - cpu["start"]) / agent_ticks * 1e6 if agent_ticks else 0.0,
         "server_cpu_share": (cpu["end"] - cpu["start"]) / (cpu["wall_end"] - cpu["wall"]),
     }
+
+
+#: Bots of the rate measurement answer this long before their budget runs out: at the very end, less
+#: the load process's own wake-up delay (epoll sleeps in whole ms), so that their answers are in time.
+LEAD_MS = 2.0
+#: The achieved tick rate must be within this share of the nominal rate.
+RATE_GOAL = 0.01
+
+
+async def run_rate(
+    game: str, matches: int, seconds: float, tick_rate: float, budget_ms: float | None
+) -> dict[str, Any]:
+    """The tick rate ``matches`` fixed-rate matches achieve when every bot answers `LEAD_MS` before its
+    budget runs out. ``budget_ms`` None: the server's default budget (`TickSettings`)."""
+    workload = bench_load(game)
+    seats = workload.server_seats
+    ticks = max(3, round(seconds * tick_rate))
+    settings = TickSettings(tick_rate=tick_rate, budget_ms=budget_ms)
+    collected: dict[int, list[float]] = {}
+
+    def on_tick(engine: Any) -> None:
+        collected.setdefault(id(engine), []).append(trio.current_time())
+
+    lobby = Lobby(
+        LobbyConfig(
+            game,
+            workload.server_config(ticks),
+            settings,
+            host="127.0.0.1",
+            port=0,
+            matches=matches,
+            hello_timeout=120.0,
+            on_tick=on_tick,
+        )
+    )
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(lobby.serve)
+        load = await trio.lowlevel.open_process(
+            [*loadgen_command(port, matches * seats, game), str(LEAD_MS)],
+            stdin=subprocess.DEVNULL,
+        )
+    with trio.move_on_after(30):
+        await load.wait()
+    if load.returncode is None:
+        load.kill()
+    # Each match's rate from its second tick on (the first waits for the match's phase slot): the
+    # ticks collected, over the time between the first and the last collection.
+    rates = [(len(t) - 2) / (t[-1] - t[1]) for t in collected.values() if len(t) > 2 and t[-1] > t[1]]
+    late = sum(o.late_ticks for o in lobby.outcomes)
+    played = sum(o.ticks for o in lobby.outcomes)
+    achieved = sum(rates) / len(rates) if rates else 0.0
+    return {
+        "budget_ms": settings.tick_budget_ms,
+        "matches": matches,
+        "agents": matches * seats,
+        "nominal_hz": tick_rate,
+        "achieved_hz": achieved,
+        "ratio": achieved / tick_rate,
+        # What a tick costs beyond its budget: the server's own work plus its wake-up delay.
+        "overrun_ms": (1 / achieved - settings.tick_budget_ms / 1000) * 1000 if achieved else None,
+        "late_share": late / played if played else 0.0,
+    }
+
+
+def run_rates(game: str, matches: int = 4, seconds: float = 4.0, tick_rate: float = 15.0) -> dict[str, Any]:
+    """Side by side: a budget of a whole period, and the default (a period less the server's margin)."""
+    whole = trio.run(run_rate, game, matches, seconds, tick_rate, 1000.0 / tick_rate)
+    default = trio.run(run_rate, game, matches, seconds, tick_rate, None)
+    return {"whole_period": whole, "default": default, "goal_met": abs(default["ratio"] - 1) <= RATE_GOAL}
 
 
 def run(
@@ -193,6 +276,7 @@ def command(levels: list[int], seconds: float, game: str | None, as_json: bool) 
         raise click.BadParameter(str(exc), param_hint="--game") from None
     logging.getLogger("cellarena.server").setLevel(logging.ERROR)  # the load's own disconnects are expected
     result = run(levels, seconds=seconds, game=game)
+    result["rate"] = run_rates(game, seconds=seconds)
     if as_json:
         click.echo(json.dumps(result))
         return
@@ -217,4 +301,22 @@ def command(levels: list[int], seconds: float, game: str | None, as_json: bool) 
     console.print(
         f"served at 15 Hz: {result['max_agents_at_15hz']} agents; goal {GOAL_AGENTS}: "
         f"{'[green]met[/]' if ok else '[red]missed[/]'}"
+    )
+    rate = result["rate"]
+    table = Table(title=f"Achieved tick rate at 15 Hz; bots answer {LEAD_MS:g} ms before their budget ends")
+    for col in ("budget", "agents", "achieved", "of nominal", "tick beyond budget", "late ticks"):
+        table.add_column(col, justify="right")
+    for label, row in (("whole period", rate["whole_period"]), ("default", rate["default"])):
+        table.add_row(
+            f"{row['budget_ms']} ms ({label})",
+            str(row["agents"]),
+            f"{row['achieved_hz']:.3f} Hz",
+            f"{row['ratio']:.2%}",
+            f"{row['overrun_ms']:.2f} ms" if row["overrun_ms"] is not None else "-",
+            f"{row['late_share']:.1%}",
+        )
+    console.print(table)
+    console.print(
+        f"default budget keeps the rate within {RATE_GOAL:.0%}: "
+        f"{'[green]met[/]' if rate['goal_met'] else '[red]missed[/]'}"
     )

@@ -17,6 +17,7 @@ from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
     FiniteFloatRange,
     decorate,
+    first_budget_option,
     tick_options,
     tick_settings,
     writable_folder,
@@ -38,6 +39,7 @@ def _match_command(game: str) -> click.Command:
         tick_rate: float,
         budget_ms: float | None,
         fast: bool,
+        first_budget_ms: float | None,
         replay_path: str | None,
         log_dir: str | None,
         connect_timeout: float,
@@ -94,7 +96,7 @@ def _match_command(game: str) -> click.Command:
                 game,
                 config,
                 specs,
-                tick_settings(tick_rate, budget_ms, fast),
+                tick_settings(tick_rate, budget_ms, fast, first_budget_ms),
                 seed=seed,
                 log_dir=folder,
                 connect_timeout=connect_timeout,
@@ -162,6 +164,7 @@ def _match_command(game: str) -> click.Command:
         *cli.options,
         click.option("--seed", default=0, show_default=True, type=int, help="The match's seed."),
         *tick_options(game_plugin.engine_class()),
+        first_budget_option(),
         click.option(
             "--replay",
             "replay_path",

@@ -76,18 +76,32 @@ def tick_options(engine_class: Any, *, fast_by_default: bool = False) -> list[An
             default=budget,
             show_default=budget is not None,
             type=FiniteFloatRange(1, 60_000),
-            help="Time per move in milliseconds, counted from when the frame was sent."
-            + (" [default: one tick]" if budget is None else ""),
+            help="Time per move in milliseconds, counted from when the frame was sent; a fraction is "
+            "rounded to whole ms (the wire's int is the budget enforced)."
+            + (" [default: one tick less 3 ms for the server]" if budget is None else ""),
         ),
         fast,
     ]
 
 
-def tick_settings(tick_rate: float, budget_ms: float | None, fast: bool) -> TickSettings:
+def first_budget_option() -> Any:
+    """--first-budget-ms: a longer budget for the first tick (bots that load a model or warm a JIT)."""
+    return click.option(
+        "--first-budget-ms",
+        default=None,
+        type=FiniteFloatRange(1, 600_000),
+        help="The first tick's budget in milliseconds, for bots that load a model or warm up a JIT. "
+        "[default: the same as every tick's]",
+    )
+
+
+def tick_settings(
+    tick_rate: float, budget_ms: float | None, fast: bool, first_budget_ms: float | None = None
+) -> TickSettings:
     """The pacing that `tick_options` asked for. Imported here: the match module pulls in trio."""
     from cellarena.server.match import TickSettings
 
-    return TickSettings(tick_rate=tick_rate, budget_ms=budget_ms, fast=fast)
+    return TickSettings(tick_rate=tick_rate, budget_ms=budget_ms, fast=fast, first_budget_ms=first_budget_ms)
 
 
 def decorate(command: Any, options: list[Any]) -> Any:

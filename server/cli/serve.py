@@ -14,6 +14,7 @@ import click
 from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
     decorate,
+    first_budget_option,
     tick_options,
     tick_settings,
     tls_context,
@@ -36,6 +37,7 @@ def _serve_command(game: str) -> click.Command:
         tick_rate: float,
         budget_ms: float | None,
         fast: bool,
+        first_budget_ms: float | None,
         host: str,
         port: int,
         matches: int | None,
@@ -71,7 +73,7 @@ def _serve_command(game: str) -> click.Command:
         config = LobbyConfig(
             game,
             engine_config(game, game_values),
-            tick_settings(tick_rate, budget_ms, fast),
+            tick_settings(tick_rate, budget_ms, fast, first_budget_ms),
             host=host,
             port=port,
             matches=matches,
@@ -140,6 +142,7 @@ def _serve_command(game: str) -> click.Command:
             help="Seats per match; must agree with the config. [default: the config's]",
         ),
         *tick_options(game_plugin.engine_class()),
+        first_budget_option(),
         click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
         click.option(
             "--port",

@@ -68,7 +68,8 @@ class Engine(Protocol):
 
     name: ClassVar[str]
     #: Pacing when the command line does not say: ticks per second in fixed-rate mode, and the
-    #: per-move budget in ms (None: one tick period). A turn-based game whose bots search gives more.
+    #: per-move budget in ms (None: one tick period less the server's margin, `match.SERVER_MARGIN_MS`).
+    #: A turn-based game whose bots search gives more.
     default_tick_rate: ClassVar[float]
     default_budget_ms: ClassVar[float | None]
     players: int
