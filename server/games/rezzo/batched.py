@@ -196,14 +196,14 @@ class BatchedRezzo:
         self.illegal[b] = 0
         self._update_near(b)
 
-    def copy_world(self, dst: int, src: int) -> None:
-        """Make world ``dst`` a copy of world ``src`` (auto-reset from a template slot)."""
-        for arr in (self.codes, self.dmg, self._near, self.x, self.y, self.facing, self.alive):
-            arr[dst] = arr[src]
-        for arr1 in (self.tick, self.max_ticks, self.done):
-            arr1[dst] = arr1[src]
-        for arr2 in (self.player_alive, self.lost_at, self.ranks, self.illegal):
-            arr2[dst] = arr2[src]
+    def restore(self, worlds: np.ndarray, template: BatchedRezzo) -> None:
+        """Make each world in ``worlds`` (indices) a copy of ``template``'s world 0: an auto-reset."""
+        if (template.plane, template.n_agents) != (self.plane, self.n_agents):
+            raise ValueError("the template needs the batch's world size and agents")
+        for name in ("codes", "dmg", "_near", "x", "y", "facing", "alive", "tick", "max_ticks", "done"):
+            getattr(self, name)[worlds] = getattr(template, name)[0]
+        for name in ("player_alive", "lost_at", "ranks", "illegal"):
+            getattr(self, name)[worlds] = getattr(template, name)[0]
 
     def cells(self, b: int) -> np.ndarray:
         """World ``b`` as (H, W) public codes with absolute owners (a copy)."""
