@@ -1,14 +1,15 @@
 """B same-shape Rezzo worlds stepped as one array operation, for training and vector environments.
 
 A real Rezzo world is small (a duel is 32x32), so stepping one world at a time is dominated by numpy's
-per-call cost. Here all B worlds live in one byte array, one code per cell, each world inside a border
-of OOB cells as wide as a viewport reaches. Then:
+per-call cost. Here all B worlds live in one byte array, one code per cell, each world inside a
+one-cell border of OOB cells. Then:
 
-- the transition is a fixed number of whole-array passes: 3x3 sums and ORs of small per-cell values
-  looked up from the codes, and one table lookup from (code, neighbourhood class) to the next code;
+- the transition is a fixed number of elementwise passes over chunks of worlds: 3x3 sums and ORs of
+  small per-cell values, then the next code as the old one plus per-rule differences;
 - the agent phase runs one resolution slot at a time, each slot a vectorised move of one agent in
   every world (moves within a world stay sequential, as the rulebook wants);
-- every live agent's 13x13 viewport, in all worlds, is one `take` from the padded array.
+- every agent's 13x13 viewport, in all worlds, is one `take` from a copy of the worlds inside an OOB
+  border as wide as a viewport reaches.
 
 The border makes bounds checks free: an OOB cell is never blank or hittable, and its 3x3 values are 0.
 It agrees bit for bit with `RezzoEngine` (tests/test_rezzo_batched.py); only bounded worlds are batched
@@ -36,6 +37,8 @@ from cellarena.server.games.rezzo.engine import RezzoEngine
 
 #: How far a viewport reaches from its agent, and so the width of the OOB border around each world.
 MARGIN = VIEW_SIZE - 1
+#: The state's own border: one OOB cell, enough for 3x3 neighbourhoods and the cell in front of an agent.
+BORDER = 1
 VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
 #: Worlds per transition chunk: a duel chunk's ~20 scratch arrays stay in L2 (measured: 64 beats 1024 2x).
 CHUNK = 64
@@ -112,8 +115,15 @@ class BatchedRezzo:
         self.n_agents = self.players * self.agents_per_player
         self.own_base_counts = first.world.own_base_counts
         b, n, p = self.batch, self.n_agents, self.players
-        self.ph, self.pw = self.height + 2 * MARGIN, self.width + 2 * MARGIN
+        self.ph, self.pw = self.height + 2 * BORDER, self.width + 2 * BORDER
         self.plane = self.ph * self.pw
+        # Viewports read a copy of the worlds inside an OOB border as wide as a viewport reaches.
+        self.vph, self.vpw = self.height + 2 * MARGIN, self.width + 2 * MARGIN
+        self._vgrid = np.full((b, self.vph, self.vpw), Cell.OOB, np.uint8)
+        self._vdmg = np.zeros((b, self.vph, self.vpw), np.uint8)
+        m = MARGIN
+        self._vgrid_in = self._vgrid[:, m : m + self.height, m : m + self.width]
+        self._vdmg_in = self._vdmg[:, m : m + self.height, m : m + self.width]
         self._t = _tables(p)
         self.codes = np.full((b, self.plane), Cell.OOB, np.uint8)
         self.dmg = np.zeros((b, self.plane), np.uint8)
@@ -133,8 +143,8 @@ class BatchedRezzo:
         #: Illegal moves per world and player since the last `clear_counts`.
         self.illegal = np.zeros((b, p), np.int64)
         # Transition scratch over the rows the transition reads: one OOB row above and below the world.
-        self._lo = (MARGIN - 1) * self.pw
-        self._hi = (MARGIN + self.height + 1) * self.pw
+        self._lo = (BORDER - 1) * self.pw
+        self._hi = (BORDER + self.height + 1) * self.pw
         span = self._hi - self._lo
         inner = self.height * self.pw
         # The transition runs on chunks of worlds whose scratch fits in the CPU caches.
@@ -161,6 +171,9 @@ class BatchedRezzo:
         self._loss_any = np.zeros(b, np.uint8)
         self._rows = np.arange(b, dtype=np.intp)
         self._world_base = self._rows * self.plane
+        self._vworld_base = self._rows * self.vph * self.vpw
+        self._codes_in = self.codes.reshape(b, self.ph, self.pw)[:, 1:-1, 1:-1]
+        self._dmg_in = self.dmg.reshape(b, self.ph, self.pw)[:, 1:-1, 1:-1]
         # Viewports: flat offsets per facing (4, 169) and preallocated index and output arrays.
         r = np.arange(VIEW_SIZE)[:, None]
         col = np.arange(VIEW_SIZE)[None, :]
@@ -169,7 +182,7 @@ class BatchedRezzo:
             (fx, fy), (rx, ry) = FORWARD[f], RIGHTWARD[f]
             dx = (VIEW_AGENT_ROW - r) * fx + (col - VIEW_AGENT_COL) * rx
             dy = (VIEW_AGENT_ROW - r) * fy + (col - VIEW_AGENT_COL) * ry
-            offs[f] = (dy * self.pw + dx).reshape(-1)
+            offs[f] = (dy * self.vpw + dx).reshape(-1)
         self._view_offsets = offs
         self._vi = np.zeros((b, n, VIEW_CELLS), np.intp)
         self._voff = np.zeros((b, n, VIEW_CELLS), np.intp)
@@ -184,7 +197,7 @@ class BatchedRezzo:
 
     # ----------------------------------------------------------------- loading and reading
     def _interior(self, arr: np.ndarray, b: int) -> np.ndarray:
-        m = MARGIN
+        m = BORDER
         return arr[b].reshape(self.ph, self.pw)[m : m + self.height, m : m + self.width]
 
     def load(self, b: int, engine: RezzoEngine) -> None:
@@ -248,15 +261,17 @@ class BatchedRezzo:
 
         Two (B, N, 169) arrays, refilled in place by each call; rows of dead agents hold stale data.
         """
+        np.copyto(self._vgrid_in, self._codes_in)
+        np.copyto(self._vdmg_in, self._dmg_in)
         np.add(self.y, MARGIN, out=self._vpos)
-        np.multiply(self._vpos, self.pw, out=self._vpos)
+        np.multiply(self._vpos, self.vpw, out=self._vpos)
         np.add(self._vpos, self.x, out=self._vpos)
         np.add(self._vpos, MARGIN, out=self._vpos)
-        np.add(self._vpos, self._world_base[:, None], out=self._vpos)
+        np.add(self._vpos, self._vworld_base[:, None], out=self._vpos)
         np.take(self._view_offsets, self.facing, axis=0, out=self._voff, mode="clip")
         np.add(self._voff, self._vpos[:, :, None], out=self._vi)
-        np.take(self.codes.reshape(-1), self._vi, out=self._vcodes, mode="clip")
-        np.take(self.dmg.reshape(-1), self._vi, out=self.view_damage, mode="clip")
+        np.take(self._vgrid.reshape(-1), self._vi, out=self._vcodes, mode="clip")
+        np.take(self._vdmg.reshape(-1), self._vi, out=self.view_damage, mode="clip")
         np.add(self._vcodes, self._viewer, out=self._vrel)
         np.take(self._t["relative"], self._vrel, out=self.view_codes, mode="clip")
         return self.view_codes, self.view_damage
@@ -300,7 +315,7 @@ class BatchedRezzo:
                 f = np.where(act & (m == _RIGHT), (f + 1) % 4, f)
                 self.facing[rows, a] = f
                 x, y = self.x[rows, a], self.y[rows, a]
-                here = self._world_base + (y + MARGIN) * self.pw + x + MARGIN
+                here = self._world_base + (y + BORDER) * self.pw + x + BORDER
                 front = here + _FY[f] * self.pw + _FX[f]
                 target = flat[front]
                 walk = act & ((m == _ADVANCE) | (m == _BUILD))
@@ -430,7 +445,7 @@ class BatchedRezzo:
             lo, hi = o * self.agents_per_player, (o + 1) * self.agents_per_player
             for i in range(lo, hi):
                 if self.alive[b, i]:
-                    dmg[(self.y[b, i] + MARGIN) * self.pw + self.x[b, i] + MARGIN] = 0
+                    dmg[(self.y[b, i] + BORDER) * self.pw + self.x[b, i] + BORDER] = 0
             self.alive[b, lo:hi] = False
             self.player_alive[b, o] = False
             self.lost_at[b, o] = self.tick[b]
