@@ -18,9 +18,7 @@ TWO = Policy(seats=2, maps=("duel",))
 NOW = 1000.0
 
 
-def bot(
-    name: str, mu: float, waited: float = 0.0, *, seat: int | None = None, met: tuple[str, ...] = ()
-) -> Waiting:
+def bot(name: str, mu: float, waited: float = 0.0, *, seat: int | None = None, met: tuple[str, ...] = ()) -> Waiting:
     return Waiting(name, NOW - waited, Rating(mu, 8.0), last_seat=seat, last_opponents=met)
 
 
