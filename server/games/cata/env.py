@@ -69,7 +69,7 @@ class CataAECEnv(AECEnv[str, np.ndarray, int]):
     def _refresh(self) -> None:
         """Decode the pending request and select the seat it is for."""
         for seat, request in self.engine.pending().items():
-            view = View.from_message(tick_message(self.engine.tick, 0, request))
+            view = View.from_message(dict(tick_message(self.engine.tick, 0, request)))
             agent = f"player_{seat}"
             self._obs[agent] = view_array(view)
             self.infos[agent] = {"action_mask": action_mask(view)}
