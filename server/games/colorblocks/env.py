@@ -6,9 +6,9 @@ uint8 array (`view_array`): block codes, units (1 + kind index for yours, 6 + ki
 opponent's), guards (1 yours, 2 the opponent's), and your seat everywhere. Actions: ``kind * W * H +
 y * W + x`` for kind 0 place at (x, y), 1 move a unit to (x, y), 2 act on (x, y), 3 move a guard to
 (x, y), each standing for the first legal SDK action of that kind and cell; ``4 * W * H`` (or any
-action not legal now) ends the turn. ``infos[agent]["action_mask"]`` marks what is legal now. Destruct and spawn choices are not
-offered (the spawn keeps its default). A finished match gives +1 to the winner, -1 to the loser, 0 in a
-draw. Needs the ``[rl]`` extra.
+action not legal now) ends the turn. ``infos[agent]["action_mask"]`` marks what is legal now.
+Destruct and spawn choices are not offered (the spawn keeps its default). A finished match gives +1
+to the winner, -1 to the loser, 0 in a draw. Needs the ``[rl]`` extra.
 """
 
 from __future__ import annotations
