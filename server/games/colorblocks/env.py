@@ -72,6 +72,14 @@ class ColorblocksAECEnv(TurnAECEnv):
         self._codes: dict[str, dict[int, list[Any]]] = {}
         self._turn: list[list[Any]] = []
 
+    def view(self, agent: str) -> View:
+        """The SDK `View` the agent's observation was made from (this turn's actions played on it)."""
+        return self._views[agent]
+
+    def actions(self, agent: str) -> dict[int, list[Any]]:
+        """Action index -> the SDK action it plays, for the actions legal now (end of turn not included)."""
+        return dict(self._codes.get(agent, {}))
+
     def new_engine(self, seed: int) -> ColorblocksEngine:
         return ColorblocksEngine.new(self.config, seed)
 
