@@ -21,7 +21,9 @@ def _game_commands() -> dict[str, Any]:
 def _make() -> click.Command:
     found = _game_commands()
     if len(found) == 1:
-        return next(iter(found.values()))
+        # A plug-in's command is named after its game; here it is `bench env` itself.
+        only: click.Command = next(iter(found.values()))
+        return click.Command("env", callback=only.callback, params=only.params, help=only.help)
     group = click.Group("env", help="Training-environment benchmarks, one per game that has one.")
     for game, cmd in sorted(found.items()):
         group.add_command(cmd, game)

@@ -97,7 +97,7 @@ def _parse_batches(_ctx: click.Context, _param: click.Parameter, value: str) -> 
     return batches
 
 
-@click.command("env")
+@click.command("rezzo")
 @click.option(
     "--batches", default="1,64,1024", show_default=True, callback=_parse_batches, help="Worlds per step."
 )
