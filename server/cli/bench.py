@@ -10,5 +10,9 @@ from cellarena.server.cli.game_cli import GameGroup
 bench = GameGroup(
     "bench",
     help="Benchmarks: speed and memory goals, as ratios measured side by side in one run.",
-    lazy={"server": "cellarena.server.bench.server:command", "web": "cellarena.server.bench.web:command"},
+    lazy={
+        "server": "cellarena.server.bench.server:command",
+        "web": "cellarena.server.bench.web:command",
+        "env": "cellarena.server.bench.env:command",
+    },
 )

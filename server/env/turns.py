@@ -1,0 +1,111 @@
+"""A PettingZoo `AECEnv` for games that ask one seat at a time: each decision point is one step.
+
+A game's environment says how to build its engine, how a request becomes an observation (through the
+SDK's decoder of the server's tick message, so that what is trained is what a bot sees), how an action
+becomes an answer, and which actions are legal. This class does the PettingZoo bookkeeping: the seat the
+engine asks next is the selected agent, and a finished match gives +1 to the winner and -1 to the
+others (0 to everyone in a draw).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+
+from cellarena.sdk.protocol.messages import tick as tick_message
+from cellarena.server.games.base import Engine
+
+
+def agent_name(seat: int) -> str:
+    return f"player_{seat}"
+
+
+def seat_of(agent: str) -> int:
+    return int(agent.rpartition("_")[2])
+
+
+class TurnAECEnv(AECEnv[str, np.ndarray, int]):
+    """Subclasses set the spaces and implement `new_engine`, `observation`, `answer` and `legal`."""
+
+    metadata: dict[str, Any] = {"name": "cellarena_turns_v0", "render_modes": [], "is_parallelizable": False}  # noqa: RUF012
+
+    def __init__(
+        self, config: dict[str, Any] | None, obs_space: spaces.Box, act_space: spaces.Discrete
+    ) -> None:
+        super().__init__()
+        self.config = dict(config or {})
+        self.engine = self.new_engine(0)
+        self.possible_agents = [agent_name(p) for p in range(self.engine.players)]
+        self._obs_space, self._act_space = obs_space, act_space
+        self._obs: dict[str, np.ndarray] = {}
+
+    # ----------------------------------------------------------------- what a game says
+    def new_engine(self, seed: int) -> Engine:
+        raise NotImplementedError
+
+    def observation(self, message: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """The observation and the action mask (1 = legal) of one tick message."""
+        raise NotImplementedError
+
+    def answer(self, action: int, message: dict[str, Any]) -> Any:
+        """The ``moves`` a bot would send for ``action``."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- PettingZoo
+    def observation_space(self, agent: str) -> spaces.Space[Any]:
+        return self._obs_space
+
+    def action_space(self, agent: str) -> spaces.Space[Any]:
+        return self._act_space
+
+    def observe(self, agent: str) -> np.ndarray:
+        return self._obs[agent]
+
+    def _refresh(self) -> None:
+        """Decode the pending request and select the seat it is for."""
+        self._messages = {}
+        for seat, request in self.engine.pending().items():
+            message = dict(tick_message(self.engine.tick, 0, request))
+            agent = agent_name(seat)
+            self._messages[agent] = message
+            self._obs[agent], mask = self.observation(message)
+            self.infos[agent] = {"action_mask": mask}
+            self.agent_selection = agent
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        self.engine = self.new_engine(seed or 0)
+        self.agents = list(self.possible_agents)
+        shape = self._obs_space.shape or ()
+        self._obs = {a: np.zeros(shape, self._obs_space.dtype) for a in self.agents}
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        n = int(self._act_space.n)
+        self.infos: dict[str, dict[str, Any]] = {
+            a: {"action_mask": np.zeros(n, np.int8)} for a in self.agents
+        }
+        self._refresh()
+
+    def step(self, action: int | None) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            if self.agents:
+                self.agent_selection = self.agents[0]
+            return
+        self._cumulative_rewards[agent] = 0.0
+        self.engine.apply({seat_of(agent): self.answer(int(action or 0), self._messages[agent])})
+        self._clear_rewards()
+        result = self.engine.result()
+        if result is None:
+            self._refresh()
+        else:
+            for other in self.agents:
+                if result.winner is not None:
+                    self.rewards[other] = 1.0 if seat_of(other) == result.winner else -1.0
+                self.terminations[other] = True
+        self._accumulate_rewards()

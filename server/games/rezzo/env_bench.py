@@ -1,0 +1,139 @@
+"""`cellarena bench env` for Rezzo: agent-steps per second of the Rezzo vector environment against B engines.
+
+Both contenders do the same work per step for B duels: every live agent's viewport as a bot receives it,
+then one move per agent, the agent phase, the next transition and loss processing. The vector
+environment does it for all B worlds at once on `BatchedRezzo` (and resets ended worlds); the other
+contender loops over B separate `RezzoEngine`s (`pending()` then `apply()`), as a server or a naive
+trainer would. Both are timed in the same run, so the ratio holds on a noisy machine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import click
+import numpy as np
+
+from cellarena.server.bench.harness import STEADY_RATIO, calls_per_second, json_option, report, seconds_option
+from cellarena.server.games.rezzo.engine import RezzoEngine
+from cellarena.server.games.rezzo.vector_env import RezzoVectorEnv
+
+#: Goals from issue 20, checked at the largest batch.
+GOAL_AGENT_STEPS = 1_000_000
+GOAL_RATIO = 10.0
+#: Moves drawn for the timing: turns and hits, so that agents stay busy but the worlds stay comparable.
+MOVE_MIX = (0, 1, 2, 3, 4, 5, 5)
+BANK = 16  # distinct move arrays cycled through
+
+
+def _vector_step(
+    batch: int, config: dict[str, Any], rng: np.random.Generator
+) -> tuple[Callable[[], object], int]:
+    env = RezzoVectorEnv(batch, config)
+    env.reset()
+    bank = [rng.choice(MOVE_MIX, size=(batch, env.n_agents)) for _ in range(BANK)]
+    state = {"i": 0}
+
+    def step() -> None:
+        state["i"] = (state["i"] + 1) % BANK
+        env.step(bank[state["i"]])
+
+    return step, env.n_agents
+
+
+def _engines_step(batch: int, config: dict[str, Any], rng: np.random.Generator) -> Callable[[], object]:
+    engines = [RezzoEngine.new(config) for _ in range(batch)]
+    k = engines[0].agents_per_player
+    players = engines[0].players
+    bank = [rng.choice(MOVE_MIX, size=(batch, players, k)).tolist() for _ in range(BANK)]
+    state = {"i": 0}
+
+    def step() -> None:
+        state["i"] = (state["i"] + 1) % BANK
+        moves = bank[state["i"]]
+        for b in range(batch):
+            if engines[b].result() is not None:
+                engines[b] = RezzoEngine.new(config)
+            engine = engines[b]
+            requests = engine.pending()
+            engine.apply({seat: moves[b][seat][: len(req["agents"])] for seat, req in requests.items()})
+
+    return step
+
+
+def run(
+    batches: Iterable[int] = (1, 64, 1024), budget_s: float = 1.0, map_name: str = "duel"
+) -> dict[str, Any]:
+    """Measure every batch size; the dict is what `cellarena bench env --json` prints."""
+    config: dict[str, Any] = {"map": map_name, "max_ticks": 3000}
+    rng = np.random.default_rng(0)
+    out: dict[str, Any] = {"map": map_name, "batches": {}}
+    for batch in batches:
+        vector, n_agents = _vector_step(batch, config, rng)
+        engines = _engines_step(batch, config, rng)
+        agent_steps = batch * n_agents
+        vec = calls_per_second(vector, budget_s) * agent_steps
+        sep = calls_per_second(engines, budget_s) * agent_steps
+        out["batches"][str(batch)] = {
+            "agents": agent_steps,
+            "vector_agent_steps_per_s": vec,
+            "engines_agent_steps_per_s": sep,
+            "ratio": vec / sep,
+        }
+    return out
+
+
+def _parse_batches(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
+    try:
+        batches = [int(s) for s in value.split(",") if s.strip()]
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a comma-separated list of batch sizes, e.g. 1,64"
+        ) from None
+    if not batches or any(not 1 <= b <= 65536 for b in batches):
+        raise click.BadParameter(f"batch sizes must be 1..65536, got {value!r}")
+    return batches
+
+
+@click.command("rezzo")
+@click.option(
+    "--batches", default="1,64,1024", show_default=True, callback=_parse_batches, help="Worlds per step."
+)
+@click.option("--map", "map_name", default="duel", show_default=True, help="A built-in Rezzo map.")
+@seconds_option()
+@json_option
+def command(batches: list[int], map_name: str, seconds: float, as_json: bool) -> None:
+    """The Rezzo vector environment against B separate engines, in agent-steps per second."""
+    result = run(batches, budget_s=seconds, map_name=map_name)
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    largest = result["batches"][str(max(batches))]
+    goals = [
+        (
+            f"B={max(batches)}: at least {GOAL_AGENT_STEPS:,} agent-steps/s",
+            largest["vector_agent_steps_per_s"] >= GOAL_AGENT_STEPS,
+        ),
+        (
+            f"B={max(batches)}: at least {GOAL_RATIO:.0f}x the separate engines",
+            largest["ratio"] >= GOAL_RATIO,
+        ),
+    ]
+    report(
+        f"Rezzo vector environment vs separate engines ({map_name}, viewports included)",
+        ("worlds", "agents", "vector /s", "engines /s", "ratio"),
+        [
+            (
+                b,
+                str(r["agents"]),
+                f"{r['vector_agent_steps_per_s']:,.0f}",
+                f"{r['engines_agent_steps_per_s']:,.0f}",
+                f"{r['ratio']:.1f}x",
+            )
+            for b, r in result["batches"].items()
+        ],
+        goals,
+        [STEADY_RATIO],
+    )

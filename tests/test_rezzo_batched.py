@@ -1,0 +1,167 @@
+"""The batched Rezzo step must agree bit for bit with the single-world engine and the slow reference.
+
+Each example is B random boards of one shape (every state and owner, damage, agents with random
+facings), stepped with random moves in `BatchedRezzo` and in B separate `RezzoEngine`s side by side,
+and without moves against `reference_step`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rezzo_reference import reference_step
+from test_rezzo_differential import KINDS, random_board
+
+from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell
+from cellarena.server.games.rezzo.batched import BatchedRezzo
+from cellarena.server.games.rezzo.engine import RezzoEngine
+
+VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
+
+
+def slow(examples: int) -> settings:
+    return settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> tuple[list[RezzoEngine], int]:
+    """B engines on random boards of one shape, player count and rule options; and an RNG seed."""
+    width, height = draw(st.integers(1, 24)), draw(st.integers(1, 16))
+    players = draw(st.integers(2, 8))
+    own_base_counts = draw(st.booleans())
+    max_ticks = draw(st.integers(1, 8))
+    weights = [draw(st.sampled_from([0, 0, 1, 3, 10])) for _ in KINDS]
+    if sum(weights) == 0:
+        weights[1] = 1
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    engines = []
+    for _ in range(draw(st.integers(1, 4))):
+        cells, damage = random_board(rng, height, width, players, weights)
+        ys, xs = np.nonzero((cells >= Cell.AGENT) & (cells < Cell.FLAG))
+        agents = [
+            (int(cells[y, x]) - Cell.AGENT, int(x), int(y), int(rng.integers(0, 4)))
+            for y, x in zip(ys, xs, strict=True)
+        ]
+        engines.append(
+            RezzoEngine.from_board(
+                cells,
+                players=players,
+                agents=agents,
+                damage=damage,
+                tick=int(rng.integers(0, 3)),
+                max_ticks=max_ticks,
+                own_base_counts=own_base_counts,
+            )
+        )
+    return engines, seed
+
+
+def assert_same(batch: BatchedRezzo, engines: list[RezzoEngine], when: str) -> None:
+    k = batch.agents_per_player
+    for b, engine in enumerate(engines):
+        where = f"{when}, world {b}"
+        assert np.array_equal(batch.cells(b), engine.cells()), f"{where}: cells differ"
+        assert np.array_equal(batch.damage(b), engine.damage()), f"{where}: damage differs"
+        assert batch.tick[b] == engine.tick, where
+        for a in engine.agents():
+            i = a.player * k + a.index
+            got = (batch.x[b, i], batch.y[b, i], batch.facing[b, i], batch.alive[b, i])
+            assert got == (a.x, a.y, int(a.facing), a.alive), f"{where}: agent {a}"
+        result = engine.result()
+        assert batch.done[b] == (result is not None), where
+        if result is not None:
+            assert list(batch.ranks[b]) == [result.ranks[i] for i in range(engine.players)], where
+            assert batch.winner(b) == result.winner, where
+
+
+def assert_same_views(batch: BatchedRezzo, engines: list[RezzoEngine], when: str) -> None:
+    codes, damage = batch.views()
+    k = batch.agents_per_player
+    for b, engine in enumerate(engines):
+        for seat, request in engine.pending().items():
+            for j, index in enumerate(request["agents"]):
+                i = seat * k + index
+                span = slice(j * VIEW_CELLS, (j + 1) * VIEW_CELLS)
+                assert codes[b, i].tobytes() == request["cells"][span], f"{when}: world {b} view {i} codes"
+                assert damage[b, i].tobytes() == request["damage"][span], f"{when}: world {b} view {i} dmg"
+
+
+@slow(80)
+@given(case=batches(), steps=st.integers(1, 6))
+def test_batched_play_matches_engine(case: tuple[list[RezzoEngine], int], steps: int) -> None:
+    engines, seed = case
+    batch = BatchedRezzo(engines)
+    rng = np.random.default_rng(seed + 1)
+    k = batch.agents_per_player
+    assert_same(batch, engines, "after loading")
+    for step in range(1, steps + 1):
+        assert_same_views(batch, engines, f"step {step}")
+        # Mostly legal-looking moves, hits and walks often, and now and then a code that is no move.
+        moves = rng.choice([0, 1, 1, 2, 3, 4, 5, 5, 5, 9], size=(batch.batch, batch.n_agents))
+        illegal_before = batch.illegal.copy()
+        want_illegal: dict[int, dict[int, int]] = {}
+        for b, engine in enumerate(engines):
+            if engine.result() is not None:
+                continue
+            alive = engine.frame()["alive"]
+            actions = {p: {i: int(moves[b, p * k + i]) for i in range(k)} for p in alive}
+            want_illegal[b] = dict(engine.apply(actions).illegal)
+        batch.step(moves)
+        for b, want in want_illegal.items():
+            got_illegal = {p: int(n) for p, n in enumerate(batch.illegal[b] - illegal_before[b]) if n}
+            assert got_illegal == want, f"step {step}, world {b}: illegal moves"
+        assert_same(batch, engines, f"step {step}")
+
+
+@slow(80)
+@given(case=batches(), steps=st.integers(1, 4))
+def test_batched_transition_matches_reference(case: tuple[list[RezzoEngine], int], steps: int) -> None:
+    engines, _ = case
+    for engine in engines:
+        engine.max_ticks = 1000
+    batch = BatchedRezzo(engines)
+    boards = [(e.cells(), e.damage()) for e in engines]
+    noop = np.zeros((batch.batch, batch.n_agents), np.int64)
+    for step in range(1, steps + 1):
+        running = ~batch.done
+        alive_before = batch.player_alive.copy()
+        batch.step(noop)
+        for b, (cells, damage) in enumerate(boards):
+            if not running[b]:
+                continue
+            want, want_damage, losers = reference_step(
+                cells, damage, batch.players, own_base_counts=batch.own_base_counts
+            )
+            assert np.array_equal(batch.cells(b), want), f"step {step}, world {b}: cells differ"
+            assert np.array_equal(batch.damage(b), want_damage), f"step {step}, world {b}: damage differs"
+            lost = sorted(int(o) for o in np.flatnonzero(alive_before[b] & ~batch.player_alive[b]))
+            assert lost == losers, f"step {step}, world {b}: losers {lost} != reference {losers}"
+            boards[b] = (want, want_damage)
+
+
+def test_duel_many_worlds_match_engines_over_a_long_game() -> None:
+    """Eight duels with random moves for 300 ticks: losses, tick caps and results all agree."""
+    engines = [RezzoEngine.new({"map": "duel", "max_ticks": 250}) for _ in range(8)]
+    batch = BatchedRezzo(engines)
+    rng = np.random.default_rng(7)
+    for step in range(300):
+        if step % 25 == 0:
+            assert_same_views(batch, engines, f"tick {step}")
+        moves = rng.choice([0, 1, 2, 3, 4, 5, 5, 5, 1, 1], size=(8, batch.n_agents))
+        for b, engine in enumerate(engines):
+            if engine.result() is None:
+                engine.apply({p: [int(moves[b, p])] for p in engine.frame()["alive"]})
+        batch.step(moves)
+        assert_same(batch, engines, f"tick {step}")
+    assert batch.done.all()
+
+
+def test_torus_and_mixed_shapes_are_refused() -> None:
+    duel = RezzoEngine.new({"map": "duel"})
+    with pytest.raises(ValueError, match="torus"):
+        BatchedRezzo([RezzoEngine.new({"map": "duel", "torus": True})])
+    with pytest.raises(ValueError, match="same size"):
+        BatchedRezzo([duel, RezzoEngine.new({"map": "field"})])
