@@ -257,7 +257,19 @@ class Lobby:
         conn.joined = arrival
         conn.name = hello["name"]
         if hello.get("role", "bot") == "spectator":
-            if self._running:
+            wanted = hello.get("match")
+            if wanted is not None:
+                chosen = next((m for m in self._running if m.number == wanted), None)
+                if chosen is None:
+                    running = ", ".join(str(m.number) for m in self._running) or "none"
+                    conn.fail(
+                        protocol.BAD_HELLO,
+                        f"no match {wanted} is running here (running: {running}); leave 'match' out to "
+                        "watch the newest",
+                    )
+                else:
+                    chosen.add_spectator(conn)
+            elif self._running:
                 next(reversed(self._running)).add_spectator(conn)
             else:
                 self._spectators.add(conn)

@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -169,3 +170,85 @@ async def test_the_feed_keeps_only_the_newest_frame_for_a_slow_reader() -> None:
         feed.publish_result(1, {"winner": "a"})
         await trio.sleep(0.01)
         assert woke.is_set() and feed.messages["result"] == {"type": "result", "winner": "a"}
+
+
+async def test_a_spectator_chooses_the_running_match_it_watches() -> None:
+    """docs/protocol.md, "Spectators": ``match`` in a spectator's hello picks a running match."""
+    from wire_client import Client
+
+    from cellarena.sdk import protocol
+    from cellarena.server.lobby import Lobby, LobbyConfig
+    from cellarena.server.match import TickSettings
+
+    lobby = Lobby(LobbyConfig("rezzo", {"map": "duel", "max_ticks": 300}, TickSettings(tick_rate=15), port=0))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(lobby.serve)
+        assert lobby.port is not None
+        bots = []
+        for name in ("a", "b", "c", "d"):  # two duels, both under way (nobody answers: 300 slow ticks)
+            bot = await Client.connect(lobby.port)
+            await bot.hello(name)
+            bots.append(bot)
+        with trio.fail_after(10):
+            while len(lobby.running) < 2:
+                await trio.sleep(0.01)
+        first, second = sorted(m.number for m in lobby.running)
+        for number in (first, second):
+            watcher = await Client.connect(lobby.port)
+            await watcher.hello("watcher", role="spectator", match=number)
+            welcome = await watcher.recv()
+            assert welcome is not None and welcome["type"] == "welcome" and welcome["match"] == number
+            assert welcome["role"] == "spectator"
+        lost = await Client.connect(lobby.port)
+        await lost.hello("watcher", role="spectator", match=99)
+        error = await lost.expect_error(protocol.BAD_HELLO)
+        assert f"no match 99 is running here (running: {first}, {second})" in error["message"]
+        nursery.cancel_scope.cancel()
+
+
+def test_serve_web_shows_every_match_under_way(browser: Any, tmp_path: Path) -> None:
+    server = start_cellarena(
+        "serve", "rezzo", "--port", "0", "--matches", "2", "--max-ticks", "120", "--tick-rate", "15",
+        "--web", "--web-port", "0",
+    )  # fmt: skip
+    bots: list[subprocess.Popen[bytes]] = []
+    try:
+        port = _line_with(server.stderr, "serving rezzo on 127.0.0.1:").split(":")[1].split()[0]
+        _line_with(server.stderr, "live view at")
+        every = _line_with(server.stderr, "every match under way at").split(" at ")[1].strip()
+        env = {**os.environ, "CELLARENA_HOST": "127.0.0.1", "CELLARENA_PORT": port}
+        for name in ("w1", "w2", "w3", "w4"):
+            bots.append(
+                subprocess.Popen(
+                    [sys.executable, str(BOTS / "random_walker.py")],
+                    env={**env, "CELLARENA_NAME": name},
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        with page_of(browser) as (page, console):
+            deadline = time.monotonic() + 30
+            while True:
+                page.goto(every)
+                links = page.eval_on_selector_all("#running a", "as => as.map(a => a.innerText)")
+                if len(links) == 2 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.3)
+            assert len(links) == 2, links
+            page.screenshot(path=str(shot_dir(tmp_path) / "live-all.png"))
+            # Each match on its own page: the names of that match's bots, and its frames.
+            for index in range(2):
+                page.goto(every)
+                link = page.locator("#running a").nth(index)
+                names = link.inner_text().split(": ", 1)[1].split(" vs ")
+                link.click()
+                page.wait_for_function("Number(document.getElementById('player').dataset.liveFrames) >= 3")
+                heading = page.inner_text("h1")
+                assert all(name in heading for name in names), (heading, names)
+            console.assert_clean()
+    finally:
+        for bot in bots:
+            bot.kill()
+            bot.wait()
+        server.kill()
+        server.wait()

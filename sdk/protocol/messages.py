@@ -50,6 +50,8 @@ class Hello(TypedDict):
     role: NotRequired[Role]
     # Only a server that reserves seats reads the token, and servers always ignored a malformed one.
     token: NotRequired[Annotated[str, Lenient()]]
+    # A spectator's choice of running match (its number, as in `welcome`); bots leave it out.
+    match: NotRequired[int]
 
 
 class Welcome(TypedDict):
@@ -136,11 +138,15 @@ SERVER_TYPES = ("welcome", "tick", "end", "error", "frame")
 
 
 # ------------------------------------------------------------------ constructors
-def hello(name: str, game: str, *, token: str | None = None, role: Role = "bot") -> Hello:
-    """The client's first message."""
+def hello(
+    name: str, game: str, *, token: str | None = None, role: Role = "bot", match: int | None = None
+) -> Hello:
+    """The client's first message; a spectator may name the running ``match`` it wants to watch."""
     msg: Hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "name": name, "game": game, "role": role}
     if token is not None:
         msg["token"] = token
+    if match is not None:
+        msg["match"] = match
     return msg
 
 

@@ -110,17 +110,23 @@ def _serve_command(game: str) -> click.Command:
                 return
             import trio
 
-            from cellarena.server.web.live import loopback_for, relay, serve_live
+            from cellarena.server.web.live import LiveMatches, loopback_for, relay, serve_live
             from cellarena.server.web.serving import url_of
 
+            def running() -> list[tuple[int, list[str]]]:
+                return [(m.number, [seat.name for seat in m.seats]) for m in lobby.running]
+
+            matches = LiveMatches(game, loopback_for(host), running)
             async with trio.open_nursery() as nursery:
 
                 def listening_and_watch(port: int) -> None:
                     listening(port)
                     click.echo(f"live view at {url_of(web_sock, '/live/')}", err=True)
+                    click.echo(f"every match under way at {url_of(web_sock, '/live/all')}", err=True)
+                    matches.port = port
                     nursery.start_soon(relay, loopback_for(host), port, feed)
 
-                nursery.start_soon(serve_live, web_sock, feed)
+                nursery.start_soon(serve_live, web_sock, feed, matches)
                 await serve_until_signalled(
                     lobby, on_listening=listening_and_watch, notify=lambda text: click.echo(text, err=True)
                 )

@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Callable
+from functools import partial
+from html import escape
 from typing import Any
 
 import trio
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from cellarena.sdk.protocol import FrameReader, ProtocolError, encode, hello
 from cellarena.server.web.jsonable import dumps
+from cellarena.server.web.pages import page
 from cellarena.server.web.replays import player_html
 
 log = logging.getLogger("cellarena.web")
@@ -77,9 +82,12 @@ class LiveFeed:
         await self._changed.wait()
 
 
-async def relay(host: str, port: int, feed: LiveFeed, *, follow: bool = True) -> None:
+async def relay(
+    host: str, port: int, feed: LiveFeed, *, follow: bool = True, match: int | None = None
+) -> None:
     """Watch the match server at ``host:port`` as a spectator, feeding ``feed``; with ``follow``,
-    reconnect after each match (and while the server is not up yet) to watch the next one."""
+    reconnect after each match (and while the server is not up yet) to watch the next one. With
+    ``match``, watch that running match (docs/protocol.md, "Spectators")."""
     while True:
         try:
             stream = await trio.open_tcp_stream(host, port)
@@ -88,7 +96,7 @@ async def relay(host: str, port: int, feed: LiveFeed, *, follow: bool = True) ->
             continue
         async with stream:
             try:
-                await stream.send_all(encode(hello("web viewer", feed.game, role="spectator")))
+                await stream.send_all(encode(hello("web viewer", feed.game, role="spectator", match=match)))
                 reader = FrameReader(FRAME_LIMIT)
                 ended = False
                 while not ended:
@@ -112,38 +120,135 @@ def live_routes(feed: LiveFeed) -> list[BaseRoute]:
         return HTMLResponse(player_html("live match", "", feed.game, live="/live/ws"))
 
     async def socket(ws: WebSocket) -> None:
-        await ws.accept()
-        seen = dict.fromkeys(PARTS, 0)
-        try:
-            while True:
-                sent = False
-                for part in PARTS:
-                    version = feed.versions[part]
-                    if version != seen[part]:
-                        seen[part] = version
-                        body = feed.encoded(part)
-                        if body is not None:
-                            await ws.send_text(body.decode())  # waits for a slow browser: it skips frames
-                            sent = True
-                if not sent:
-                    await feed.changed()
-        except (WebSocketDisconnect, trio.BrokenResourceError, trio.ClosedResourceError):
-            return
+        await _stream(ws, feed)
 
     return [Route("/live/", page), WebSocketRoute("/live/ws", socket)]
 
 
-async def serve_live(sock: socket.socket, feed: LiveFeed) -> None:
-    """The live pages (``/`` leads to ``/live/``) on the bound ``sock``, until cancelled."""
+async def _stream(ws: WebSocket, feed: LiveFeed) -> None:
+    """Send a browser the feed's newest parts whenever it is ready for more: a slow one skips frames."""
+    await ws.accept()
+    seen = dict.fromkeys(PARTS, 0)
+    try:
+        while True:
+            sent = False
+            for part in PARTS:
+                version = feed.versions[part]
+                if version != seen[part]:
+                    seen[part] = version
+                    body = feed.encoded(part)
+                    if body is not None:
+                        await ws.send_text(body.decode())  # waits for a slow browser: it skips frames
+                        sent = True
+            if not sent:
+                await feed.changed()
+    except (WebSocketDisconnect, trio.BrokenResourceError, trio.ClosedResourceError):
+        return
+
+
+class LiveMatches:
+    """Every running match of a server, each watchable on its own page (``/live/{n}/``).
+
+    ``running()`` names the matches under way as (number, seat names). A match's feed and its relay
+    (a spectator of that match alone) are made when a browser first asks for it, in `run`'s nursery;
+    the feeds of ended matches are dropped beyond the newest `KEEP`, so memory stays bounded however
+    long the server runs."""
+
+    KEEP = 16
+
+    def __init__(self, game: str, host: str, running: Callable[[], list[tuple[int, list[str]]]]) -> None:
+        self.game = game
+        self.host = host
+        #: The match server's port, once it listens (``serve --port 0`` learns it then).
+        self.port: int | None = None
+        self.running = running
+        self.feeds: dict[int, LiveFeed] = {}
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Hold the relays' nursery until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    def feed(self, number: int) -> LiveFeed | None:
+        """Match ``number``'s feed, its relay started now if it is running; None if it is unknown."""
+        if number in self.feeds:
+            return self.feeds[number]
+        if self._nursery is None or self.port is None or number not in {n for n, _ in self.running()}:
+            return None
+        feed = self.feeds[number] = LiveFeed(self.game)
+        self._nursery.start_soon(partial(relay, self.host, self.port, feed, follow=False, match=number))
+        live = {n for n, _ in self.running()}
+        for old in [n for n in self.feeds if n not in live][: max(0, len(self.feeds) - self.KEEP)]:
+            del self.feeds[old]
+        return feed
+
+    def routes(self) -> list[BaseRoute]:
+        """``/live/all`` (the running matches, and JSON at ``/api/live``), ``/live/{n}/`` and its socket."""
+
+        async def index(_request: Request) -> Response:
+            items = "".join(
+                f'<li><a href="/live/{n}/">match {n}: {escape(" vs ".join(names))}</a></li>'
+                for n, names in reversed(self.running())
+            )
+            body = (
+                "<header><h1>Matches under way</h1></header><main class=results><section class=panel>"
+                f"<ul id=running>{items or '<li>none right now</li>'}</ul>"
+                '<p><a href="/live/">the newest, followed from match to match</a></p></section></main>'
+            )
+            return HTMLResponse(page("matches under way", body))
+
+        async def api(_request: Request) -> Response:
+            return JSONResponse(
+                [{"match": n, "names": names, "watch": f"/live/{n}/"} for n, names in self.running()]
+            )
+
+        def feed_of(number: int) -> LiveFeed:
+            feed = self.feed(number)
+            if feed is None:
+                raise HTTPException(404, f"no match {number} is running; see /live/all")
+            return feed
+
+        async def one(request: Request) -> Response:
+            number = request.path_params["n"]
+            feed_of(number)
+            return HTMLResponse(player_html(f"live match {number}", "", self.game, live=f"/live/{number}/ws"))
+
+        async def socket(ws: WebSocket) -> None:
+            feed = self.feeds.get(ws.path_params["n"])
+            if feed is None:
+                await ws.close(code=1008)
+                return
+            await _stream(ws, feed)
+
+        return [
+            Route("/live/all", index),
+            Route("/api/live", api),
+            Route("/live/{n:int}/", one),
+            WebSocketRoute("/live/{n:int}/ws", socket),
+        ]
+
+
+async def serve_live(sock: socket.socket, feed: LiveFeed, matches: LiveMatches | None = None) -> None:
+    """The live pages (``/`` leads to ``/live/``) on the bound ``sock``, until cancelled; with
+    ``matches``, every running match's page too."""
     from starlette.responses import RedirectResponse
 
     from cellarena.server.web.app import build_app
     from cellarena.server.web.serving import run
 
     async def home(_request: Request) -> Response:
-        return RedirectResponse("/live/")
+        return RedirectResponse("/live/all" if matches is not None else "/live/")
 
-    await run(build_app([Route("/", home), *live_routes(feed)]), sock)
+    routes: list[BaseRoute] = [Route("/", home), *live_routes(feed)]
+    if matches is None:
+        await run(build_app(routes), sock)
+        return
+    async with trio.open_nursery() as nursery:
+        await nursery.start(matches.run)
+        await run(build_app([*routes, *matches.routes()]), sock)
 
 
 def loopback_for(host: str) -> str:
