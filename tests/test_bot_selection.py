@@ -4,6 +4,7 @@ combined, only bot entry points entered, --exclude, and a name used twice refuse
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 from bot_files import RAW_BOT, RAW_BOT_FILE
@@ -71,3 +72,34 @@ def test_a_folder_of_helpers_only_says_what_a_bot_is(tmp_path: Path) -> None:
     proc = cellarena("tournament", "rezzo", "--bots-dir", str(tmp_path), "--bot", f"solo={RAW_BOT}")
     assert proc.returncode == 2
     assert 'no bots found (expected .py files with an `if __name__ == "__main__":` block' in proc.stderr
+
+
+def test_a_bot_added_to_a_results_folder_plays_only_its_matches(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    base = ["tournament", "rezzo", "--maps", "duel", "--rounds", "1", "--max-ticks", "5", "--jobs", "1"]
+    bots = ["--bot", f"a={RAW_BOT} random", "--bot", f"b={RAW_BOT} random"]
+
+    def run(*more: str) -> dict[str, object]:
+        proc = cellarena(*base, *bots, *more, "--out", str(out), "--json")
+        assert proc.returncode == 0, proc.stderr
+        result: dict[str, object] = json.loads(proc.stdout)
+        return result
+
+    first = run()
+    assert (first["played"], first["total"]) == (2, 2)  # a-b in both seat orders
+    con = sqlite3.connect(out / "results.sqlite")
+    before = set(con.execute("SELECT key, seed, finished FROM matches"))
+    con.close()
+    grown = run("--bot", f"c={RAW_BOT} random")
+    assert (grown["played"], grown["total"], grown["matches"]) == (4, 6, 6)  # only a-c and b-c
+    con = sqlite3.connect(out / "results.sqlite")
+    after = set(con.execute("SELECT key, seed, finished FROM matches"))
+    con.close()
+    assert before < after and len(after) == 6  # the first two untouched, still recorded
+    again = run("--bot", f"c={RAW_BOT} random")
+    assert again["played"] == 0
+    standings = {s["bot"]: s["matches"] for s in again["standings"]}  # type: ignore[attr-defined]
+    assert standings == {"a": 4, "b": 4, "c": 4}
+    # A changed bot is still another tournament, refused.
+    changed = cellarena(*base, "--bot", f"a={RAW_BOT} idle", *bots[2:], "--out", str(out))
+    assert changed.returncode == 2 and "holds a different tournament" in changed.stderr
