@@ -8,7 +8,6 @@ another machine) and `run_job` plays it with the same launcher as `cellarena mat
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import threading
 import time
@@ -18,7 +17,7 @@ from typing import Any
 
 import trio
 
-from cellarena.arena.store import MatchRecord, SeatRecord
+from cellarena.arena.store import MatchRecord, SeatRecord, match_folder
 from cellarena.server.launcher import BotSpec, play_match
 from cellarena.server.match import TickSettings
 from cellarena.server.replay import ReplayWriter
@@ -107,9 +106,9 @@ def run_job(job: MatchJob) -> MatchRecord:
 def _run(job: MatchJob) -> MatchRecord:
     started = time.perf_counter()
     # Each attempt writes files of its own, so a retried match never collides with an abandoned one.
-    attempt = f"{os.getpid()}-{secrets.token_hex(3)}"
-    folder = Path(job.folder) / f"m{job.index:05d}-{attempt}"
-    folder.mkdir(parents=True, exist_ok=True)
+    map_ = job.key.split("|")[1]
+    bots = [b.name for b in job.bots]
+    folder = match_folder(Path(job.folder), job.index, bots, None if map_ == "-" else map_)
     replay = folder / "match.replay"
 
     def recorder(_number: int, engine: Any, names: list[str], seed: int) -> ReplayWriter:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -309,47 +310,74 @@ class Store:
 
     def standings(self, bots: Sequence[str]) -> list[Standing]:
         """Every bot in ``bots``, best first: by rating, then fewer late moves, fewer crashes, name."""
-        db = self._db
-        latest = {
-            bot: ratings.Rating(mu, sigma)
-            for bot, mu, sigma in db.execute(
-                "SELECT r.bot, r.mu, r.sigma FROM ratings r JOIN ("
-                "  SELECT bot, MAX(match) AS last FROM ratings GROUP BY bot"
-                ") l ON r.bot = l.bot AND r.match = l.last"
+        return standings(self._db, bots)
+
+
+def standings(db: sqlite3.Connection, bots: Sequence[str]) -> list[Standing]:
+    """Every bot in ``bots``, best first, from a results database (also read by `cellarena results`)."""
+    latest = {
+        bot: ratings.Rating(mu, sigma)
+        for bot, mu, sigma in db.execute(
+            "SELECT r.bot, r.mu, r.sigma FROM ratings r JOIN ("
+            "  SELECT bot, MAX(match) AS last FROM ratings GROUP BY bot"
+            ") l ON r.bot = l.bot AND r.match = l.last"
+        )
+    }
+    tallies = {
+        bot: (n, wins, draws, late, ticks, crashes)
+        for bot, n, wins, draws, late, ticks, crashes in db.execute(
+            "WITH firsts AS (SELECT match, COUNT(*) AS n FROM seats WHERE rank = 1 GROUP BY match)"
+            " SELECT s.bot, COUNT(*), SUM(s.rank = 1 AND f.n = 1), SUM(s.rank = 1 AND f.n > 1),"
+            " SUM(s.late), SUM(m.ticks), SUM(s.crashed)"
+            " FROM seats s JOIN matches m ON m.idx = s.match LEFT JOIN firsts f ON f.match = s.match"
+            " GROUP BY s.bot"
+        )
+    }
+    out = []
+    for bot in bots:
+        r = latest.get(bot, ratings.initial())
+        n, wins, draws, late, ticks, crashes = tallies.get(bot, (0, 0, 0, 0, 0, 0))
+        out.append(
+            Standing(
+                bot=bot,
+                rating=r.conservative,
+                mu=r.mu,
+                sigma=r.sigma,
+                matches=n,
+                wins=wins,
+                draws=draws,
+                losses=n - wins - draws,
+                late_rate=late / ticks if ticks else 0.0,
+                crashes=crashes,
             )
-        }
-        tallies = {
-            bot: (n, wins, draws, late, ticks, crashes)
-            for bot, n, wins, draws, late, ticks, crashes in db.execute(
-                "WITH firsts AS (SELECT match, COUNT(*) AS n FROM seats WHERE rank = 1 GROUP BY match)"
-                " SELECT s.bot, COUNT(*), SUM(s.rank = 1 AND f.n = 1), SUM(s.rank = 1 AND f.n > 1),"
-                " SUM(s.late), SUM(m.ticks), SUM(s.crashed)"
-                " FROM seats s JOIN matches m ON m.idx = s.match LEFT JOIN firsts f ON f.match = s.match"
-                " GROUP BY s.bot"
-            )
-        }
-        out = []
-        for bot in bots:
-            r = latest.get(bot, ratings.initial())
-            n, wins, draws, late, ticks, crashes = tallies.get(bot, (0, 0, 0, 0, 0, 0))
-            out.append(
-                Standing(
-                    bot=bot,
-                    rating=r.conservative,
-                    mu=r.mu,
-                    sigma=r.sigma,
-                    matches=n,
-                    wins=wins,
-                    draws=draws,
-                    losses=n - wins - draws,
-                    late_rate=late / ticks if ticks else 0.0,
-                    crashes=crashes,
-                )
-            )
-        out.sort(key=lambda s: (-s.rating, s.late_rate, s.crashes, s.bot))
-        return out
+        )
+    out.sort(key=lambda s: (-s.rating, s.late_rate, s.crashes, s.bot))
+    return out
 
 
 def _grown(old: list[Any], new: list[Any]) -> bool:
     """Whether ``new`` is ``old`` (each bot's name, command and folder unchanged) plus more bots."""
     return len(new) > len(old) and all(bot in new for bot in old)
+
+
+def match_folder(parent: Path, index: int, bots: Sequence[str], map_: str | None) -> Path:
+    """A new folder for one attempt at a match, named for people: ``0007-builder-vs-raider-duel``.
+
+    A retried match gets ``-2``, ``-3``... (mkdir is atomic, so two attempts never share files).
+    Folders of older runs (``m00007-...``) stay valid: the database records each replay's and log's path.
+    """
+    words = "-vs-".join(_SAFE.sub("_", b) for b in bots) + (f"-{_SAFE.sub('_', map_)}" if map_ else "")
+    base = f"{index:04d}-{words}"
+    parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, 10_000):
+        folder = parent / (base if attempt == 1 else f"{base}-{attempt}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise StoreError(f"{parent}: no free folder name for match {base}; clear old attempts out of it")
+
+
+#: Characters kept in a folder name; anything else in a bot or map name becomes ``_``.
+_SAFE = re.compile(r"[^A-Za-z0-9_.+=-]")

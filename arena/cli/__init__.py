@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from cellarena.arena.cli.ladder import ladder
+from cellarena.arena.cli.results import results
 from cellarena.arena.cli.tournament import tournament
 from cellarena.server.cli.bench import bench
 from cellarena.server.cli.match import match
@@ -79,3 +80,4 @@ main.add_command(match)
 main.add_command(replay)
 main.add_command(tournament)
 main.add_command(ladder)
+main.add_command(results)
