@@ -8,13 +8,16 @@
 
 A folder named after the game (and without a ``bot.toml`` of its own) is where that game's bots are,
 so ``--bots-dir example_bots`` works for every game. Entries whose names start with ``.`` or ``_`` are
-skipped, as are files that are not Python. Anything else that cannot be a bot is an error naming it:
-a tournament that silently left a bot out would be worse than one that does not start.
+skipped, as are files that are not Python, tests (``test_*.py``, ``*_test.py``, ``conftest.py``) and
+Python files without an ``if __name__ == "__main__":`` block (helpers a bot imports: a bot is a program
+that starts). Anything else that cannot be a bot is an error naming it: a tournament that silently left
+a bot out would be worse than one that does not start.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import shlex
 import subprocess
 import tomllib
@@ -51,43 +54,75 @@ def bots_folder(root: Path, game: str) -> Path:
     return root
 
 
-def discover(root: Path, game: str) -> list[FoundBot]:
+def _is_test(name: str) -> bool:
+    return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
+
+
+def excluded(name: str, patterns: tuple[str, ...]) -> bool:
+    """Whether an entry (``builder.py``) or bot name (``builder``) matches one of ``--exclude``'s globs."""
+    stem = name.removesuffix(".py")
+    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(stem, p) for p in patterns)
+
+
+def discover(root: Path, game: str, exclude: tuple[str, ...] = ()) -> list[FoundBot]:
     """Every bot under ``root`` for ``game``, sorted by name; raises DiscoveryError naming a bad entry."""
     folder = bots_folder(root, game)
     found: list[FoundBot] = []
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith((".", "_")) or entry.name == "node_modules":
+        if entry.name.startswith((".", "_")) or entry.name == "node_modules" or excluded(entry.name, exclude):
             continue
         if entry.is_dir():
             found.append(_from_manifest(entry))
-        elif entry.suffix == ".py":
-            found.append(_from_python(entry))
-    if not found:
+        elif entry.suffix == ".py" and not _is_test(entry.name):
+            bot = _from_python(entry)
+            if bot is not None:
+                found.append(bot)
+    leaving = [b for b in found if excluded(b.spec.name, exclude)]
+    if not found and not any(excluded(e.name, exclude) for e in folder.iterdir()):
         raise DiscoveryError(
-            f"--bots-dir {folder}: no bots found (expected .py files or folders with a {MANIFEST})"
+            f"--bots-dir {folder}: no bots found (expected .py files with an "
+            f'`if __name__ == "__main__":` block, or folders with a {MANIFEST})'
         )
+    found = [b for b in found if b not in leaving]
+    check_unique(found)
+    return sorted(found, key=lambda b: b.spec.name)
+
+
+def check_unique(found: list[FoundBot]) -> None:
+    """DiscoveryError naming both sources when two bots share a name: results are kept by name."""
     names: dict[str, Path] = {}
     for bot in found:
         if bot.spec.name in names:
             raise DiscoveryError(
                 f"{bot.source}: bot name {bot.spec.name!r} is already used by {names[bot.spec.name]}; "
-                f"set a different name in its {MANIFEST}"
+                f"rename one (a bot.toml's name, a --bot NAME) or leave one out with --exclude"
             )
         names[bot.spec.name] = bot.source
-    return sorted(found, key=lambda b: b.spec.name)
 
 
-def _from_python(path: Path) -> FoundBot:
+def _from_python(path: Path) -> FoundBot | None:
+    """The bot a Python file starts, or None for a helper module (no ``__main__`` block)."""
     try:
-        ast.parse(path.read_bytes(), filename=str(path))
+        tree = ast.parse(path.read_bytes(), filename=str(path))
     except SyntaxError as exc:
         raise DiscoveryError(
             f"{path}:{exc.lineno}:{exc.offset}: not valid Python ({exc.msg}); fix it"
         ) from None
     except OSError as exc:
         raise DiscoveryError(f"{path}: cannot be read ({exc.strerror})") from None
+    if not any(_is_main_guard(node) for node in tree.body):
+        return None
     command = f"python {shlex.quote(str(path.resolve()))}"
     return FoundBot(BotSpec(path.stem, command), path)
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    sides = [node.test.left, *node.test.comparators]
+    return any(isinstance(n, ast.Name) and n.id == "__name__" for n in sides) and any(
+        isinstance(n, ast.Constant) and n.value == "__main__" for n in sides
+    )
 
 
 def _from_manifest(folder: Path) -> FoundBot:

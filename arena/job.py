@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import secrets
 import signal
 import tempfile
 import threading
@@ -21,7 +20,7 @@ from typing import Any
 
 import trio
 
-from cellarena.arena.store import MatchRecord, SeatRecord
+from cellarena.arena.store import MatchRecord, SeatRecord, match_folder
 from cellarena.server.confinement import Limits
 from cellarena.server.launcher import BotSpec, LaunchedMatch, play_match
 from cellarena.server.match import TickSettings
@@ -141,9 +140,9 @@ def _run(job: MatchJob) -> MatchRecord:
 def _play(job: MatchJob, root: Path) -> MatchRecord:
     started = time.perf_counter()
     # Each attempt writes files of its own, so a retried match never collides with an abandoned one.
-    attempt = f"{os.getpid()}-{secrets.token_hex(3)}"
-    folder = root / f"m{job.index:05d}-{attempt}"
-    folder.mkdir(parents=True, exist_ok=True)
+    map_ = job.key.split("|")[1]
+    bots = [b.name for b in job.bots]
+    folder = match_folder(root, job.index, bots, None if map_ == "-" else map_)
     replay = folder / "match.replay"
 
     def recorder(_number: int, engine: Any, names: list[str], seed: int) -> ReplayWriter:

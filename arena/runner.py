@@ -154,9 +154,9 @@ def run_tournament(
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     configs = {m: c for m, c, _ in spec.maps}
-    with Store(out / "results.sqlite", spec.to_json()) as store:
+    matches = spec.matches()
+    with Store(out / "results.sqlite", spec.to_json(), matches) as store:
         _mark_leftovers(out / "matches", store.replay_folders())
-        matches = spec.matches()
         done = store.finished_keys()
         todo = [m for m in matches if m.key not in done]
         report = RunReport(total=len(matches), already=len(matches) - len(todo), played=0)

@@ -3,7 +3,9 @@
 Tables (``docs/tournaments.md`` has the details):
 
 - ``tournament``: one row, the spec the tournament was started with and its fingerprint. Opening the
-  same folder with a different spec is refused, so a resume can never mix two tournaments.
+  same folder with a different spec is refused, so a resume can never mix two tournaments; the one
+  difference allowed is more bots (the old ones unchanged): the spec grows, the finished matches are
+  renumbered to their places in the grown schedule, and only the new bots' matches are left to play.
 - ``matches``: one row per finished match, keyed by its schedule key; result, replay and timings.
 - ``seats``: one row per seat of a finished match: bot, rank, late/invalid/illegal counts, crash, log.
 - ``ratings``: the rating history, each finished match's new ratings in schedule order (see
@@ -19,6 +21,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -142,7 +145,9 @@ def fingerprint(spec: dict[str, Any]) -> str:
 class Store:
     """The results database of one tournament. Use as a context manager, or call `close()`."""
 
-    def __init__(self, path: Path, spec: dict[str, Any]) -> None:
+    def __init__(self, path: Path, spec: dict[str, Any], schedule: Sequence[Scheduled] | None = None) -> None:
+        #: The full schedule, to renumber finished matches when bots were added; None: never renumber.
+        self._schedule = schedule
         self.path = path
         # One coordinator per database: a second one would play the same matches and record them twice.
         self._lock = open(path.with_name(path.name + ".lock"), "a")  # noqa: SIM115 -- held until close()
@@ -181,6 +186,9 @@ class Store:
         elif row[0] != mine:
             theirs = json.loads(row[1])
             differ = sorted(k for k in set(spec) | set(theirs) if spec.get(k) != theirs.get(k))
+            if differ == ["bots"] and self._schedule is not None and _grown(theirs["bots"], spec["bots"]):
+                self._add_bots(spec, mine, self._schedule)
+                return
             raise StoreError(
                 f"{path} holds a different tournament (it differs in: {', '.join(differ)}); "
                 "to resume it, repeat its command exactly; to start a new one, use another --out"
@@ -197,6 +205,26 @@ class Store:
         if db is not None:
             db.close()
         self._lock.close()  # releases the lock
+
+    def _add_bots(self, spec: dict[str, Any], mine: str, schedule: Sequence[Scheduled]) -> None:
+        """Take the grown spec; move each finished match to its index in the grown schedule, re-rate."""
+        where = {m.key: m.index for m in schedule}
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            moves = [(where[key], idx) for idx, key in db.execute("SELECT idx, key FROM matches")]
+            # Through negative numbers, so no two rows ever share an index on the way.
+            for table, column in (("matches", "idx"), ("seats", "match")):
+                db.execute(f"UPDATE {table} SET {column} = -{column} - 1")
+                db.executemany(f"UPDATE {table} SET {column} = ? WHERE {column} = -? - 1", moves)
+            db.execute(
+                "UPDATE tournament SET fingerprint = ?, spec = ?", (mine, json.dumps(spec, sort_keys=True))
+            )
+            self._rerate_from(0)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     # ------------------------------------------------------------------ writing
     def commit(self, match: Scheduled, record: MatchRecord) -> None:
@@ -358,3 +386,31 @@ def standings_of(db: sqlite3.Connection, bots: Sequence[str]) -> list[Standing]:
         )
     out.sort(key=lambda s: (-s.rating, s.late_rate, s.crashes, s.bot))
     return out
+
+
+def _grown(old: list[Any], new: list[Any]) -> bool:
+    """Whether ``new`` is ``old`` (each bot's name, command and folder unchanged) plus more bots."""
+    return len(new) > len(old) and all(bot in new for bot in old)
+
+
+def match_folder(parent: Path, index: int, bots: Sequence[str], map_: str | None) -> Path:
+    """A new folder for one attempt at a match, named for people: ``0007-builder-vs-raider-duel``.
+
+    A retried match gets ``-2``, ``-3``... (mkdir is atomic, so two attempts never share files).
+    Folders of older runs (``m00007-...``) stay valid: the database records each replay's and log's path.
+    """
+    words = "-vs-".join(_SAFE.sub("_", b) for b in bots) + (f"-{_SAFE.sub('_', map_)}" if map_ else "")
+    base = f"{index:04d}-{words}"
+    parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, 10_000):
+        folder = parent / (base if attempt == 1 else f"{base}-{attempt}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise StoreError(f"{parent}: no free folder name for match {base}; clear old attempts out of it")
+
+
+#: Characters kept in a folder name; anything else in a bot or map name becomes ``_``.
+_SAFE = re.compile(r"[^A-Za-z0-9_.+=-]")

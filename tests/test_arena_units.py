@@ -208,7 +208,7 @@ def test_example_bots_are_found_for_rezzo_from_the_top_folder() -> None:
     ],
 )
 def test_a_broken_entry_is_named_in_the_error(tmp_path: Path, make: object, message: str) -> None:
-    (tmp_path / "ok.py").write_text("print('hi')\n")
+    (tmp_path / "ok.py").write_text("if __name__ == '__main__':\n    print('hi')\n")
     (tmp_path / "README.md").write_text("not a bot, ignored\n")
     (tmp_path / "_helpers").mkdir()  # skipped: starts with _
     make(tmp_path)  # type: ignore[operator]

@@ -149,7 +149,7 @@ def test_bots_dir_with_a_broken_entry_names_it(tmp_path: Path) -> None:
 
 def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
     both = cellarena("tournament", "rezzo", "--bot", f"a={RAW}", "--bots-dir", str(tmp_path))
-    assert both.returncode == 2 and "either --bot" in both.stderr
+    assert both.returncode == 2 and "no bots found" in both.stderr
     one = cellarena("tournament", "rezzo", "--bot", f"a={RAW}")
     assert one.returncode == 2 and "at least 2 bots" in one.stderr
     quad = cellarena("tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--maps", "quad")

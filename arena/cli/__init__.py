@@ -5,15 +5,20 @@ at the root (Rezzo's `maps`).
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import click
 
 from cellarena.arena.cli.ladder import ladder
+from cellarena.arena.cli.results import results
 from cellarena.arena.cli.tournament import tournament
 from cellarena.arena.cli.web import web
 from cellarena.server.cli.bench import bench
+from cellarena.server.cli.json_errors import error_object, wants_json
 from cellarena.server.cli.match import match
 from cellarena.server.cli.replay import replay
 from cellarena.server.cli.serve import serve
@@ -49,6 +54,24 @@ class _Root(click.Group):
                 found[name] = (p.name, target)
         return found
 
+    def main(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, prog_name: str | None = None, **kw: Any
+    ) -> Any:
+        """Every command's errors as one JSON object on stdout when it was given --json."""
+        argv = list(sys.argv[1:] if args is None else args)
+        if kw.get("standalone_mode", True) is False or not wants_json(argv):
+            return super().main(argv, prog_name, **kw)
+        kw["standalone_mode"] = False
+        try:
+            result = super().main(argv, prog_name, **kw)
+        except click.ClickException as exc:
+            click.echo(json.dumps(error_object(exc)))
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(result if isinstance(result, int) else 0)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self._from_games()))
 
@@ -81,3 +104,4 @@ main.add_command(replay)
 main.add_command(tournament)
 main.add_command(ladder)
 main.add_command(web)
+main.add_command(results)

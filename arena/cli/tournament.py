@@ -26,23 +26,36 @@ def _maps(cli: GameCli, value: str | None) -> list[str | None]:
     return names
 
 
-def _bots(bot_options: tuple[str, ...], bots_dir: str | None, game: str) -> list[Any]:
-    from cellarena.arena.discovery import DiscoveryError, discover, prepare
+def _bots(
+    bot_options: tuple[str, ...], bots_dirs: tuple[str, ...], exclude: tuple[str, ...], game: str
+) -> list[Any]:
+    """The bots of every --bots-dir and every --bot, together; a name used twice is an error."""
+    from cellarena.arena.discovery import DiscoveryError, FoundBot, check_unique, discover, excluded, prepare
     from cellarena.server.launcher import BotSpec
 
-    if bool(bot_options) == bool(bots_dir):
-        raise click.UsageError("give either --bot NAME=COMMAND (at least twice) or --bots-dir DIR")
-    if bots_dir:
+    if not bot_options and not bots_dirs:
+        raise click.UsageError("give bots: --bot NAME=COMMAND and/or --bots-dir DIR (each may be repeated)")
+    found: list[FoundBot] = []
+    for bots_dir in bots_dirs:
         try:
-            found = discover(Path(bots_dir), game)
-            prepare(found)
+            found += discover(Path(bots_dir), game, exclude)
         except DiscoveryError as exc:
             raise click.BadParameter(str(exc), param_hint="--bots-dir") from None
-        return [f.spec for f in found]
+    for option in bot_options:
+        try:
+            spec = BotSpec.parse(option)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--bot") from None
+        if not excluded(spec.name, exclude):
+            found.append(FoundBot(spec, Path(f"--bot {spec.name}=...")))
     try:
-        return BotSpec.parse_all(bot_options)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--bot") from None
+        check_unique(found)
+        if len(found) < 2:
+            raise DiscoveryError(f"a tournament needs at least 2 bots, found {len(found)}")
+        prepare(found)
+    except DiscoveryError as exc:
+        raise click.BadParameter(str(exc), param_hint="--bot/--bots-dir") from None
+    return [f.spec for f in found]
 
 
 def _tournament_command(game: str) -> click.Command:
@@ -53,7 +66,8 @@ def _tournament_command(game: str) -> click.Command:
 
     def tournament(
         bots: tuple[str, ...],
-        bots_dir: str | None,
+        bots_dir: tuple[str, ...],
+        exclude: tuple[str, ...],
         maps: str | None,
         rounds: int,
         jobs: int | None,
@@ -80,7 +94,7 @@ def _tournament_command(game: str) -> click.Command:
         from cellarena.server.match import TickSettings
 
         limits, isolate = confine(game_values)
-        specs = _bots(bots, bots_dir, game)
+        specs = _bots(bots, bots_dir, exclude, game)
         if len(specs) < 2:
             raise click.UsageError(f"a tournament needs at least 2 bots, got {len(specs)}")
         map_names = _maps(cli, maps)
@@ -206,14 +220,21 @@ def _tournament_command(game: str) -> click.Command:
             "bots",
             multiple=True,
             metavar="NAME=COMMAND",
-            help="A bot: its name and the command that starts it. Repeat for each bot.",
+            help="A bot: its name and the command that starts it. Repeat for each bot; combines with "
+            "--bots-dir.",
         ),
         click.option(
             "--bots-dir",
             type=click.Path(file_okay=False),
-            default=None,
-            help="Folder of bots: .py files and folders with a bot.toml (a subfolder named after the game "
-            "is used when present).",
+            multiple=True,
+            help="Folder of bots: .py files with a __main__ block (not test_*.py, conftest.py) and folders "
+            "with a bot.toml (a subfolder named after the game is used when present). Repeatable.",
+        ),
+        click.option(
+            "--exclude",
+            multiple=True,
+            metavar="PATTERN",
+            help="Leave out the bots whose name or file matches this glob (e.g. 'draft_*'). Repeatable.",
         ),
         click.option(
             "--maps",

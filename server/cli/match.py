@@ -44,12 +44,14 @@ def _match_command(game: str) -> click.Command:
         log_dir: str | None,
         connect_timeout: float,
         as_json: bool,
+        keep_temp: bool,
         watch: bool,
         web: bool,
         web_port: int,
         verbose: bool,
         **game_values: Any,
     ) -> None:
+        import shutil
         import tempfile
         from pathlib import Path
 
@@ -65,10 +67,12 @@ def _match_command(game: str) -> click.Command:
         if watch and render is None:
             raise click.BadParameter(f"{game} cannot be drawn in the terminal yet", param_hint="--watch")
         config = engine_config(game, game_values)
+        temporary = not log_dir and not keep_temp
         if log_dir:
             folder = writable_folder(Path(log_dir), "--log-dir")
         else:
             folder = Path(tempfile.mkdtemp(prefix="cellarena-match-"))
+        kept = "" if temporary else f"; the bots' logs are in {folder}"
         replay_file = Path(replay_path) if replay_path else folder / "match.replay"
         if replay_path:  # the default lies in the log folder, checked above
             writable_folder(replay_file.parent, "--replay")
@@ -78,10 +82,11 @@ def _match_command(game: str) -> click.Command:
 
         def report(launched: Any) -> None:
             outcome = launched.outcome
+            replay_kept = replay_path is not None or not temporary
             summary = {
                 **outcome.to_json(),
-                "replay": str(replay_file),
-                "logs": {name: str(path) for name, path in launched.logs.items()},
+                "replay": str(replay_file) if replay_kept else None,
+                "logs": {} if temporary else {name: str(path) for name, path in launched.logs.items()},
                 "refused": {name: f"{r.code}: {r.message}" for name, r in launched.refused.items()},
                 "stopped": launched.stopped,
             }
@@ -139,7 +144,8 @@ def _match_command(game: str) -> click.Command:
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         except MatchFailedError as exc:
-            raise click.ClickException(f"{exc}; the bots' logs are in {folder}") from None
+            hint = kept or "; rerun with --keep-temp to keep the bots' logs"
+            raise click.ClickException(f"{exc}{hint}") from None
         except KeyboardInterrupt:
             if finished:  # the match was over; Ctrl-C closed its live view
                 return
@@ -150,6 +156,8 @@ def _match_command(game: str) -> click.Command:
                 watcher.close()
             if web_sock is not None:
                 web_sock.close()
+            if temporary:  # nothing in it was asked for: the replay and logs go with the folder
+                shutil.rmtree(folder, ignore_errors=True)
         report(launched)
 
     options = [
@@ -176,7 +184,12 @@ def _match_command(game: str) -> click.Command:
             "--log-dir",
             type=click.Path(file_okay=False),
             default=None,
-            help="Where each bot's output goes. [default: a new temporary folder]",
+            help="Where each bot's output goes. [default: a temporary folder, removed at the end]",
+        ),
+        click.option(
+            "--keep-temp",
+            is_flag=True,
+            help="Keep the temporary folder (the bots' logs and the replay) when the match ends.",
         ),
         click.option(
             "--connect-timeout",
@@ -230,6 +243,9 @@ def _print_match(summary: dict[str, Any]) -> None:
     # Paths go on lines of their own, unwrapped, so they can be copied.
     for name, path in summary["logs"].items():
         click.echo(f"log of {name}: {path}")
+    if summary["replay"] is None:
+        click.echo("no replay kept (give --replay FILE, --log-dir DIR or --keep-temp)")
+        return
     click.echo(f"replay: {summary['replay']}")
     click.echo(f"check it with: cellarena replay verify {summary['replay']}")
 

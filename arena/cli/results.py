@@ -1,0 +1,70 @@
+"""`cellarena results RUNS_DIR`: a finished (or running) tournament's standings, head-to-head and failures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.command("results")
+@click.argument("runs_dir", metavar="RUNS_DIR", type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (names never shortened).")
+def results(runs_dir: str, as_json: bool) -> None:
+    """Print the standings, a head-to-head matrix (wins-draws-losses of each row bot against each column
+    bot) and the failures of the tournament whose --out folder is RUNS_DIR."""
+    from cellarena.arena.results import read_results
+    from cellarena.arena.store import StoreError
+
+    try:
+        data = read_results(Path(runs_dir))
+    except StoreError as exc:
+        raise click.BadParameter(str(exc), param_hint="RUNS_DIR") from None
+    if as_json:
+        click.echo(json.dumps(data))
+        return
+    _print(data)
+
+
+def _print(data: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    standings = Table(title="standings")
+    for col in ("#", "bot", "rating", "matches", "wins", "draws", "losses", "late", "crashes"):
+        # Names fold onto more lines rather than being cut: a table never hides a bot's name.
+        standings.add_column(col, justify="left" if col == "bot" else "right", overflow="fold")
+    for i, s in enumerate(data["standings"], 1):
+        standings.add_row(
+            str(i), s["bot"], f"{s['rating']:.2f}", str(s["matches"]), str(s["wins"]), str(s["draws"]),
+            str(s["losses"]), f"{s['late_rate']:.1%}", str(s["crashes"]),
+        )  # fmt: skip
+    console.print(standings)
+    order = [s["bot"] for s in data["standings"]]
+    h2h = data["head_to_head"]
+    matrix = Table(title="head to head (row bot against column #: wins-draws-losses)")
+    matrix.add_column("#", justify="right")
+    matrix.add_column("bot", overflow="fold")
+    for i in range(1, len(order) + 1):
+        matrix.add_column(str(i), justify="right")
+    for i, a in enumerate(order, 1):
+        cells = []
+        for b in order:
+            r = h2h.get(a, {}).get(b)
+            cells.append("·" if r is None else f"{r['wins']}-{r['draws']}-{r['losses']}")
+        matrix.add_row(str(i), a, *cells)
+    console.print(matrix)
+    failures = data["failures"]
+    if not failures:
+        click.echo("failures: none")
+        return
+    click.echo(f"failures: {len(failures)}")
+    for f in failures:
+        what = "crashed" if f["crashed"] else "forfeited"
+        why = f"; {f['reason']}" if f.get("reason") else ""
+        code = f" (exit status {f['exit_code']})" if f.get("exit_code") is not None else ""
+        # One line each, unwrapped, so the log path can be copied.
+        click.echo(f"{f['bot']} {what} in {f['match']}{code}{why}; log: {f.get('log')}")

@@ -1,0 +1,51 @@
+"""Errors as JSON for commands run with ``--json``: a script reading stdout gets an object, not prose.
+
+One place for every command: the root group (`cellarena.arena.cli`) turns a click error into
+`error_object` when the command line has ``--json``, so a command only has to have a ``--json`` option.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+
+def error_object(exc: click.ClickException) -> dict[str, Any]:
+    """``error`` (the message), ``code`` (what kind), and ``option``/``file`` at fault when known."""
+    out: dict[str, Any] = {"error": exc.format_message(), "code": _code(exc), "exit_code": exc.exit_code}
+    if isinstance(exc, click.BadParameter):
+        hint = exc.param_hint
+        if hint is None and exc.param is not None:
+            hint = exc.param.opts[0] if exc.param.opts else exc.param.name
+        if hint is not None:
+            out["option"] = hint if isinstance(hint, str) else " / ".join(hint)
+    if isinstance(exc, click.NoSuchOption):
+        out["option"] = exc.option_name
+    if isinstance(exc, click.FileError):
+        out["file"] = exc.ui_filename
+    return out
+
+
+def _code(exc: click.ClickException) -> str:
+    for kind, code in (
+        (click.NoSuchOption, "no_such_option"),
+        (click.MissingParameter, "missing_parameter"),
+        (click.BadParameter, "bad_parameter"),
+        (click.UsageError, "usage"),
+        (click.FileError, "file"),
+    ):
+        if isinstance(exc, kind):
+            return code
+    return "error"
+
+
+def wants_json(args: Sequence[str]) -> bool:
+    """Whether the command line asks for JSON (before a ``--`` that ends the options)."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False

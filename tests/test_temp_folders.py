@@ -1,0 +1,57 @@
+"""`cellarena match` removes its temporary folder when the match ends, unless told `--keep-temp`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from bot_files import RAW_BOT
+from cellarena_cli import cellarena
+
+
+def _match(tmp: Path, *extra: str) -> dict[str, object]:
+    tmp.mkdir(exist_ok=True)
+    proc = cellarena(
+        "match",
+        "rezzo",
+        "--bot",
+        f"a={RAW_BOT}",
+        "--bot",
+        f"b={RAW_BOT}",
+        "--fast",
+        "--max-ticks",
+        "20",
+        *extra,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    if "--json" in extra:
+        result: dict[str, object] = json.loads(proc.stdout)
+        return result
+    return {"stdout": proc.stdout}
+
+
+def test_the_temporary_folder_is_removed_when_the_match_ends(tmp_path: Path) -> None:
+    result = _match(tmp_path / "t", "--json")
+    assert list((tmp_path / "t").glob("cellarena-match-*")) == []
+    assert result["replay"] is None and result["logs"] == {}
+    text = _match(tmp_path / "t")
+    assert "no replay kept (give --replay FILE, --log-dir DIR or --keep-temp)" in str(text["stdout"])
+    assert list((tmp_path / "t").glob("cellarena-match-*")) == []
+
+
+def test_keep_temp_keeps_the_logs_and_the_replay(tmp_path: Path) -> None:
+    result = _match(tmp_path / "t", "--json", "--keep-temp")
+    (folder,) = (tmp_path / "t").glob("cellarena-match-*")
+    assert result["replay"] == str(folder / "match.replay") and (folder / "match.replay").is_file()
+    assert result["logs"] == {"a": str(folder / "a.log"), "b": str(folder / "b.log")}
+    verify = cellarena("replay", "verify", str(folder / "match.replay"))
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_an_asked_for_replay_outlives_the_temporary_folder(tmp_path: Path) -> None:
+    replay = tmp_path / "keep.replay"
+    result = _match(tmp_path / "t", "--json", "--replay", str(replay))
+    assert result["replay"] == str(replay) and replay.is_file()
+    assert list((tmp_path / "t").glob("cellarena-match-*")) == []
