@@ -44,6 +44,8 @@ class MatchJob:
     #: Play in a temporary folder and return the replay and logs in the record (`MatchRecord.files`),
     #: for workers on other machines that do not share ``folder``; the coordinator writes them there.
     ship_files: bool = False
+    #: The map's name, for the match's folder name (None: the game's board).
+    map: str | None = None
     #: What each bot may use (`cellarena.server.confinement`), and whether it runs as a user of its own.
     limits: Limits = field(default_factory=Limits)
     isolate: bool = False
@@ -140,9 +142,7 @@ def _run(job: MatchJob) -> MatchRecord:
 def _play(job: MatchJob, root: Path) -> MatchRecord:
     started = time.perf_counter()
     # Each attempt writes files of its own, so a retried match never collides with an abandoned one.
-    map_ = job.key.split("|")[1]
-    bots = [b.name for b in job.bots]
-    folder = match_folder(root, job.index, bots, None if map_ == "-" else map_)
+    folder = match_folder(root, job.index, [b.name for b in job.bots], job.map)
     replay = folder / "match.replay"
 
     def recorder(_number: int, engine: Any, names: list[str], seed: int) -> ReplayWriter:

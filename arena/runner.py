@@ -176,6 +176,7 @@ def run_tournament(
                 connect_timeout=spec.connect_timeout,
                 wall_limit=spec.wall_limit(configs[m.map]),
                 ship_files=ship_files,
+                map=m.map,
                 limits=spec.limits,
                 isolate=spec.isolate,
                 strict=spec.strict,

@@ -50,11 +50,12 @@ def test_an_attempt_that_recorded_nothing_is_marked_cut_short(tmp_path: Path) ->
         folder=str(tmp_path),
         connect_timeout=5,
         wall_limit=1.5,
+        map="duel",
     )
     with pytest.raises(MatchAbandonedError):
         run_job(job)
     [attempt] = list(tmp_path.iterdir())
-    assert attempt.name.startswith("m00007-") and attempt.name.endswith("-cut-short")
+    assert attempt.name == "0007-a-vs-b-duel-cut-short"
     note = (attempt / "CUT-SHORT.txt").read_text()
     assert "r0/duel/a-b was cut short (MatchAbandonedError" in note and "not in the results" in note
 
