@@ -118,8 +118,8 @@ def open_cluster(spec: ClusterSpec) -> Iterator[tuple[DaskExecutor, int, list[st
         raise ClusterError(f"--cluster needs Dask distributed: {INSTALL_HINT}") from None
     import dask
 
-    # A match is one trio loop plus bot processes: one match per worker process, no task stealing
-    # of a running match, and no retry storm of a match that keeps killing its worker.
+    # A match that keeps killing its worker is given up after three (Dask's default, said here for
+    # the local cluster's in-process scheduler; a remote scheduler keeps its own setting).
     dask.config.set({"distributed.scheduler.allowed-failures": 3})
     with contextlib.ExitStack() as stack:
         if spec.local is not None:
