@@ -27,6 +27,7 @@ import trio
 from cellarena.arena.ladder.seating import LadderRules
 from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.store import LadderStore
+from cellarena.server.bench.harness import raise_file_limit
 from cellarena.server.bench.server import load_games
 from cellarena.server.cli.params import FiniteFloatRange
 from cellarena.server.games import plugin
@@ -126,6 +127,7 @@ def run(bots: int, seconds: float, ticks: int, warmup: float, game: str | None =
     if workload is None:
         raise ValueError(f"{game} gives no load benchmark workload")
     cli = game_plugin.game_cli()
+    raise_file_limit()
     with tempfile.TemporaryDirectory(prefix="cellarena-bench-ladder-") as tmp:
         store = LadderStore(Path(tmp) / "ladder.sqlite")
         try:

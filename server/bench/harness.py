@@ -6,6 +6,7 @@ noisy machine absolute figures drift while a ratio of best-of-batches timings ho
 
 from __future__ import annotations
 
+import resource
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -19,6 +20,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: A batch grows until it takes this long, so the timer's own cost is negligible against it.
 MIN_BATCH_S = 0.02
+
+
+def raise_file_limit() -> None:
+    """Let this process (and the load processes it starts, which inherit it) open as many sockets as
+    the hard limit allows: a load benchmark holds one per bot on each side."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def calls_per_second(fn: Callable[[], object], budget_s: float) -> float:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import gc
 import json
 import math
-import resource
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from typing import Any
 import click
 import trio
 
+from cellarena.server.bench.harness import raise_file_limit
 from cellarena.server.cli.params import FiniteFloatRange
 from cellarena.server.games import plugin, plugins
 from cellarena.server.games.plugin import BenchLoad
@@ -41,12 +41,6 @@ GOAL_AGENTS = 1000
 #: The bots' budget at 15 Hz. A budget of a whole period leaves the server no time of its own, so
 #: each tick would last the period plus the server's work and fall behind the schedule.
 BUDGET_MS = 50.0
-
-
-def _raise_file_limit() -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def load_games() -> list[str]:
@@ -217,7 +211,7 @@ def run(
     ``game`` defaults to the first of `load_games`.
     """
     game = game or load_games()[0]
-    _raise_file_limit()
+    raise_file_limit()
     results = []
     best: dict[str, Any] | None = None
     for agents in levels:
