@@ -19,6 +19,7 @@ from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
     FiniteFloatRange,
     decorate,
+    listen_options,
     tick_options,
     tls_context,
     tls_options,
@@ -385,14 +386,7 @@ def _serve_command(game: str) -> click.Command:
             help="The map pool, comma-separated. [default: the game's tournament maps]",
         ),
         *tick_options(game_plugin.engine_class()),
-        click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
-        click.option(
-            "--port",
-            default=7777,
-            show_default=True,
-            type=click.IntRange(0, 65535),
-            help="TCP port (0: any).",
-        ),
+        *listen_options(),
         click.option(
             "--grace",
             default=5.0,

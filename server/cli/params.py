@@ -111,6 +111,20 @@ def decorate(command: Any, options: list[Any]) -> Any:
     return command
 
 
+def listen_options() -> list[Any]:
+    """``--host`` and ``--port`` of a server's bot port (`serve`, `ladder serve`)."""
+    return [
+        click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
+        click.option(
+            "--port",
+            default=7777,
+            show_default=True,
+            type=click.IntRange(0, 65535),
+            help="TCP port (0: any).",
+        ),
+    ]
+
+
 def tls_options() -> list[Any]:
     """``--tls-cert PATH --tls-key PATH``: serve TLS on the bot port (both or neither)."""
     return [

@@ -15,6 +15,7 @@ from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
     decorate,
     first_budget_option,
+    listen_options,
     tick_options,
     tick_settings,
     tls_context,
@@ -149,14 +150,7 @@ def _serve_command(game: str) -> click.Command:
         ),
         *tick_options(game_plugin.engine_class()),
         first_budget_option(),
-        click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
-        click.option(
-            "--port",
-            default=7777,
-            show_default=True,
-            type=click.IntRange(0, 65535),
-            help="TCP port (0: any).",
-        ),
+        *listen_options(),
         click.option(
             "--matches",
             type=click.IntRange(1),
