@@ -10,35 +10,18 @@ from functools import partial
 from typing import Any
 
 import trio
+from wire_client import FramedStream
 
 from cellarena.sdk import protocol
-from cellarena.sdk.protocol import MAX_CLIENT_FRAME, FrameReader, encode
+from cellarena.sdk.protocol import MAX_CLIENT_FRAME
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
 
-class Peer:
+class Peer(FramedStream):
     """One accepted connection, framed."""
 
     def __init__(self, stream: trio.SocketStream) -> None:
-        self.stream = stream
-        self.reader = FrameReader(MAX_CLIENT_FRAME)
-        self.inbox: list[dict[str, Any]] = []
-
-    async def send(self, *messages: dict[str, Any]) -> None:
-        await self.stream.send_all(b"".join(encode(m) for m in messages))
-
-    async def recv(self, timeout: float = 15) -> dict[str, Any] | None:
-        """The next message, or None once the client hung up."""
-        with trio.fail_after(timeout):
-            while not self.inbox:
-                try:
-                    data = await self.stream.receive_some(1 << 16)
-                except trio.BrokenResourceError:
-                    return None
-                if not data:
-                    return None
-                self.inbox.extend(self.reader.feed(data))
-        return self.inbox.pop(0)
+        super().__init__(stream, MAX_CLIENT_FRAME, timeout=15)
 
 
 Script = Callable[[Peer], Awaitable[None]]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import trio
+from wire_client import FramedStream
 
 from cellarena.sdk import protocol
 from cellarena.server.connection import UNOWNED, Connection
@@ -36,28 +37,11 @@ class Recorder:
         self.closed.append(conn)
 
 
-class Peer:
+class Peer(FramedStream):
     """The client end of a socket pair."""
 
     def __init__(self, sock: socket.socket) -> None:
-        self.stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
-        self.reader = protocol.FrameReader(protocol.MAX_SERVER_FRAME)
-        self.inbox: list[dict[str, Any]] = []
-
-    async def send(self, message: dict[str, Any]) -> None:
-        await self.stream.send_all(protocol.encode(message))
-
-    async def recv(self) -> dict[str, Any] | None:
-        with trio.fail_after(10):
-            while not self.inbox:
-                try:
-                    data = await self.stream.receive_some(1 << 16)
-                except trio.BrokenResourceError:
-                    return None
-                if not data:
-                    return None
-                self.inbox.extend(self.reader.feed(data))
-        return self.inbox.pop(0)
+        super().__init__(trio.SocketStream(trio.socket.from_stdlib_socket(sock)), protocol.MAX_SERVER_FRAME)
 
 
 @pytest.fixture
