@@ -176,11 +176,11 @@ class LiveMatches:
         """Match ``number``'s feed, its relay started now if it is running; None if it is unknown."""
         if number in self.feeds:
             return self.feeds[number]
-        if self._nursery is None or self.port is None or number not in {n for n, _ in self.running()}:
+        live = {n for n, _ in self.running()}
+        if self._nursery is None or self.port is None or number not in live:
             return None
         feed = self.feeds[number] = LiveFeed(self.game)
         self._nursery.start_soon(partial(relay, self.host, self.port, feed, follow=False, match=number))
-        live = {n for n, _ in self.running()}
         for old in [n for n in self.feeds if n not in live][: max(0, len(self.feeds) - self.KEEP)]:
             del self.feeds[old]
         return feed
