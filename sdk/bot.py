@@ -17,8 +17,10 @@ does not forfeit a whole match.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import signal
+import ssl
 import sys
 import time
 import traceback
@@ -248,10 +250,23 @@ def play(bot: Bot, client: Client, *, name: str = "bot", quiet: bool = False) ->
             log(result.summary() + (f"; {slow} slow ticks" if slow else ""), always=False)
             _guarded(log, "on_end", bot.on_end, result)
             return result
+        elif kind == "redirect":
+            if info is not None:
+                raise ProtocolError(protocol.BAD_MESSAGE, "a redirect arrived in the middle of a match")
+            raise RedirectedError(protocol.check_redirect(message))
         elif kind not in unknown:
             # docs/protocol.md: a later server may add messages; a client logs them and goes on.
             unknown.add(kind)
             log(f"ignoring the server's {kind!r} messages: this SDK does not know them")
+
+
+class RedirectedError(Exception):
+    """The server sent a ``redirect``: this bot's match is played at ``target``'s address (not a
+    failure; `run()` follows it)."""
+
+    def __init__(self, target: protocol.Redirect) -> None:
+        super().__init__(f"redirected to {target['host']}:{target['port']}")
+        self.target = target
 
 
 def _answer(bot: Bot, client: Client, message: dict[str, Any], log: _Log) -> float:
@@ -283,6 +298,9 @@ def _guarded(log: _Log, what: str, fn: Any, arg: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------- run()
+#: Connections to a match host tried before a redirected match is given up (a lost connection
+#: comes back to its seat within the ladder's grace).
+FOLLOW_ATTEMPTS = 3
 #: Exit statuses of `run()`: played (or stopped by SIGTERM), could not go on, Ctrl-C.
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -294,6 +312,13 @@ _FIX = {
     protocol.BAD_VERSION: f"this SDK speaks protocol {protocol.PROTOCOL_VERSION}; update cellarena",
     protocol.TLS_REQUIRED: "connect with --tls",
 }
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def _env(name: str) -> str | None:
@@ -468,15 +493,11 @@ class _Series:
         instance = self.bot if isinstance(self.bot, Bot) else self.bot_class()
         while not self.done():
             try:
-                with connect(
-                    args.host,
-                    args.port,
-                    name=args.name,
-                    game=self.bot_class.game,
-                    token=args.token,
-                    tls=args.tls,
-                ) as client:
-                    play(instance, client, name=args.name, quiet=args.quiet)
+                try:
+                    self.play_at(instance, args.host, args.port, args.token, args.tls)
+                except RedirectedError as redirect:
+                    if not self.follow(instance, redirect.target):
+                        continue
             except TLSError as exc:
                 return self.fail(str(exc))
             except ServerError as exc:
@@ -503,6 +524,65 @@ class _Series:
             of = "" if args.ladder else f" of {args.matches}"
             self.log(f"match {self.played}{of} played; connecting for the next", always=False)
         return EXIT_OK
+
+    def play_at(
+        self, instance: Bot, host: str, port: int, token: str | None, tls: ssl.SSLContext | None
+    ) -> None:
+        """Connect to ``host``:``port``, say hello (following redirects), and play one match there."""
+        args = self.args
+        with connect(
+            host,
+            port,
+            name=args.name,
+            game=self.bot_class.game,
+            token=token,
+            tls=tls,
+            accepts=protocol.ACCEPTS,
+        ) as client:
+            play(instance, client, name=args.name, quiet=args.quiet)
+
+    def follow(self, instance: Bot, target: protocol.Redirect) -> bool:
+        """Play the match a ladder sent this bot to; whether it was played.
+
+        A connection lost mid-match is taken up again (the seat waits for its bot for the ladder's
+        grace). A failure at the match host is the match's, not the bot's: with several matches to
+        play the bot goes back to the ladder after a wait, with one it is the run's failure."""
+        host, port = target["host"], target["port"]
+        where = f"the match host {host}:{port}"
+        self.log(f"playing this match at {host}:{port}", always=False)
+        if target["tls"]:
+            tls = self.args.tls if self.args.tls is not None else tls_context(self.args.tls_ca)
+        elif self.args.tls is not None and not _is_loopback(host):
+            return self.give_up(
+                f"the ladder sent this bot to {host}:{port} without TLS, which would send its seat "
+                "token in clear; not going (tell the ladder's host)"
+            )
+        else:
+            tls = None
+        for attempt in range(1, FOLLOW_ATTEMPTS + 1):
+            try:
+                self.play_at(instance, host, port, target["token"], tls)
+                return True
+            except ServerError as exc:
+                return self.give_up(f"{where} refused this bot: {exc}")
+            except RedirectedError:
+                return self.give_up(f"{where} redirected this bot again; a match host must not")
+            except TLSError as exc:
+                return self.give_up(f"{where}: {exc}")
+            except ClientError as exc:
+                if attempt == FOLLOW_ATTEMPTS:
+                    return self.give_up(f"lost {where} ({exc})")
+                self.log(f"lost {where} ({exc}); connecting there again")
+                time.sleep(0.2 * attempt)
+        return False
+
+    def give_up(self, text: str) -> bool:
+        """A redirected match that could not be played: wait and go back to the ladder, or (one match
+        to play) fail the run."""
+        if not self.keep_trying:
+            raise ClientError(text)
+        self.wait(text)
+        return False
 
     def fail(self, text: str) -> int:
         after = f" (after {self.played} matches)" if self.keep_trying else ""

@@ -22,7 +22,7 @@ import select
 import socket
 import ssl
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -105,9 +105,17 @@ class Client:
             self.close()
             raise ConnectionClosedError(f"lost {self.address} while sending ({exc})") from None
 
-    def hello(self, name: str, game: str, *, token: str | None = None, role: protocol.Role = "bot") -> None:
-        """Send the ``hello`` that must open every connection."""
-        self.send(protocol.hello(name, game, token=token, role=role))
+    def hello(
+        self,
+        name: str,
+        game: str,
+        *,
+        token: str | None = None,
+        role: protocol.Role = "bot",
+        accepts: Sequence[str] = (),
+    ) -> None:
+        """Send the ``hello`` that must open every connection (``accepts``: see `protocol.Hello`)."""
+        self.send(protocol.hello(name, game, token=token, role=role, accepts=accepts))
 
     # ------------------------------------------------------------------ receiving
     def recv(self) -> dict[str, Any]:
@@ -323,12 +331,13 @@ def connect(
     role: protocol.Role = "bot",
     timeout: float = CONNECT_TIMEOUT,
     tls: ssl.SSLContext | None = None,
+    accepts: Sequence[str] = (),
 ) -> Client:
     """Open a connection (over TLS when ``tls`` is given, see `tls_context`) and send ``hello`` at once
-    (the server wants it within 10 s)."""
+    (the server wants it within 10 s); ``accepts`` lists the later messages the caller handles."""
     client = open_connection(host, port, timeout=timeout, game=game, tls=tls)
     try:
-        client.hello(name, game, token=token, role=role)
+        client.hello(name, game, token=token, role=role, accepts=accepts)
     except BaseException:
         client.close()
         raise

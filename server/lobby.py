@@ -276,7 +276,7 @@ class Lobby:
             return
         if self.stopping:
             conn.fail(protocol.SHUTDOWN, "the server is stopping")
-        elif self._limit_reached():
+        elif self._limit_reached() and not self.seating.returning(hello):
             conn.fail(protocol.SHUTDOWN, "this server has started all the matches it will play")
         else:
             self.seating.admit(conn, hello)

@@ -86,6 +86,11 @@ class Seating:
     def refused(self, conn: Connection, hello: dict[str, Any], code: str, message: str) -> None:
         """A bot's hello was refused with ``code``: note it where the mode cares (the lobby fails it)."""
 
+    def returning(self, hello: dict[str, Any]) -> bool:
+        """Whether ``hello`` (accepted by `check`) is a bot coming back to a match under way, which a
+        lobby that has started all its matches still admits."""
+        return False
+
     def admit(self, conn: Connection, hello: dict[str, Any]) -> None:
         """Take a bot whose hello was accepted: make it wait, or start a match with it."""
         raise NotImplementedError

@@ -41,6 +41,7 @@ GOOD: dict[str, dict[str, Any]] = {
         protocol.end(ticks=9, result="win", rank=1, ranks=[1, 2], winner=0, reason="r", late=1, illegal=2)
     ),
     "error": dict(protocol.error(protocol.FLOOD, "too many")),
+    "redirect": dict(protocol.redirect("worker-1", 41873, "t0k3n", tls=True)),
     "frame": dict(protocol.frame({"tick": 4, "width": 2, "cells": b"ab"}, final=True)),
 }
 

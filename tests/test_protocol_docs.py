@@ -36,6 +36,7 @@ SECTIONS: dict[str, tuple[type, set[str]]] = {
     "`moves` (client to server)": (protocol.Moves, set()),
     "`end` (server to client)": (protocol.End, set()),
     "`error` (server to client)": (protocol.Error, set()),
+    "`redirect` (server to client)": (protocol.Redirect, set()),
     "`frame` (server to spectators)": (RezzoFrame, set()),
     # The game sections list the game's own fields: the common ones are said once, above.
     "C.A.T.A.": (CataTick, COMMON_TICK),

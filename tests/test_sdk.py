@@ -771,7 +771,9 @@ def test_run_reads_the_environment(no_env: pytest.MonkeyPatch) -> None:
     no_env.setenv("CELLARENA_NAME", "envname")
     assert run(MyDemoBot, ["--quiet"]) == 0
     server.join()
-    assert server.session.hello == protocol.hello("envname", "rezzo", token="seat-token")
+    assert server.session.hello == protocol.hello(
+        "envname", "rezzo", token="seat-token", accepts=protocol.ACCEPTS
+    )
     assert [a["tick"] for a in server.session.answers] == [1]
 
 
@@ -784,7 +786,9 @@ def test_flags_win_over_the_environment(no_env: pytest.MonkeyPatch) -> None:
     argv = ["--host", "127.0.0.1", "--port", str(server.port), "--token", "flag-token", "--name", "flagname"]
     assert run(MyDemoBot, argv) == 0
     server.join()
-    assert server.session.hello == protocol.hello("flagname", "rezzo", token="flag-token")
+    assert server.session.hello == protocol.hello(
+        "flagname", "rezzo", token="flag-token", accepts=protocol.ACCEPTS
+    )
 
 
 def test_default_name_is_the_class_name_and_no_token(no_env: pytest.MonkeyPatch) -> None:
@@ -792,7 +796,7 @@ def test_default_name_is_the_class_name_and_no_token(no_env: pytest.MonkeyPatch)
     bot = MyDemoBot()
     assert run(bot, ["--port", str(server.port), "-q"]) == 0  # an instance works too
     server.join()
-    assert server.session.hello == protocol.hello("mydemobot", "rezzo")
+    assert server.session.hello == protocol.hello("mydemobot", "rezzo", accepts=protocol.ACCEPTS)
     assert bot.result is not None
 
 

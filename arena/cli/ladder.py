@@ -8,7 +8,9 @@ hash of it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -283,6 +285,29 @@ def web(where: _Where, game: str, host: str, port: int, live_port: int | None, l
 
 
 # ------------------------------------------------------------------------------------------ serve
+@contextlib.contextmanager
+def _open_hand_off(
+    spec: Any, config: Any, public_host: str | None, cert: str | None, key: str | None, insecure: bool
+) -> Iterator[Any]:
+    """The ladder's hand-off to the cluster ``spec``, its workers checked; a ClusterError is the
+    command's error, said before anyone connects."""
+    from cellarena.arena.cluster import ClusterError
+    from cellarena.arena.ladder.hand_off import HandOffConfig, open_hand_off
+
+    hand_off_config = HandOffConfig(
+        public_host=public_host,
+        tls_cert=str(Path(cert).resolve()) if cert else None,
+        tls_key=str(Path(key).resolve()) if key else None,
+        insecure=insecure,
+    )
+    configs = [config.config_for(m) for m in config.maps]
+    try:
+        with open_hand_off(spec, config.game, configs, hand_off_config) as hand_off:
+            yield hand_off
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 def _serve_command(game: str) -> click.Command:
     from cellarena.server.games import plugin
 
@@ -303,6 +328,8 @@ def _serve_command(game: str) -> click.Command:
         verbose: bool,
         tls_cert: str | None,
         tls_key: str | None,
+        cluster: str | None,
+        cluster_host: str | None,
         **game_values: Any,
     ) -> None:
         import gc
@@ -347,34 +374,58 @@ def _serve_command(game: str) -> click.Command:
                 "--tls-cert/--tls-key (or --insecure to allow tokens in clear)",
                 err=True,
             )
+        spec = None
+        if cluster is not None:
+            from cellarena.arena.cluster import ClusterSpec
+
+            try:
+                spec = ClusterSpec.parse(cluster)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="--cluster") from None
+        elif cluster_host is not None:
+            raise click.BadParameter(
+                "it names where bots reach the cluster's workers: give --cluster too",
+                param_hint="--cluster-host",
+            )
         store = where.open()
         try:
             try:
                 build(store, config)  # the config and every map of the pool, checked before serving
             except ConfigError as exc:
                 raise config_error(game, exc) from None
-            gc.collect()
-            gc.freeze()
+            with contextlib.ExitStack() as stack:
+                hand_off = None
+                if spec is not None:
+                    hand_off = stack.enter_context(
+                        _open_hand_off(spec, config, cluster_host, tls_cert, tls_key, insecure)
+                    )
+                gc.collect()
+                gc.freeze()
 
-            def listening(bound: int) -> None:
-                click.echo(
-                    f"ladder: {game} on {host}:{bound}{' (TLS)' if config.tls else ''}, "
-                    f"maps {', '.join(m or 'default' for m in pool)}; "
-                    f"database {store.where}; Ctrl-C stops",
-                    err=True,
-                )
+                def listening(bound: int) -> None:
+                    on = f"; matches played on the cluster {cluster}" if cluster else ""
+                    click.echo(
+                        f"ladder: {game} on {host}:{bound}{' (TLS)' if config.tls else ''}, "
+                        f"maps {', '.join(m or 'default' for m in pool)}{on}; "
+                        f"database {store.where}; Ctrl-C stops",
+                        err=True,
+                    )
 
-            async def main() -> None:
-                await run_ladder(
-                    store, config, on_listening=listening, notify=lambda text: click.echo(text, err=True)
-                )
+                async def main() -> None:
+                    await run_ladder(
+                        store,
+                        config,
+                        on_listening=listening,
+                        notify=lambda text: click.echo(text, err=True),
+                        hand_off=hand_off,
+                    )
 
-            try:
-                run_trio(main)
-            except OSError as exc:
-                raise click.ClickException(str(exc)) from None
-            except KeyboardInterrupt:
-                click.echo("stopped", err=True)
+                try:
+                    run_trio(main)
+                except OSError as exc:
+                    raise click.ClickException(str(exc)) from None
+                except KeyboardInterrupt:
+                    click.echo("stopped", err=True)
         finally:
             store.close()
 
@@ -408,6 +459,20 @@ def _serve_command(game: str) -> click.Command:
             help="Accept tokens over plain TCP from other machines (they cross the network in clear).",
         ),
         *tls_options(),
+        click.option(
+            "--cluster",
+            metavar="SPEC",
+            default=None,
+            help="Play matches on a Dask cluster: local:N (N worker processes here) or tcp://HOST:PORT (a "
+            "scheduler). Bots that follow redirects are sent to the worker hosting their match; the "
+            "workers serve TLS with --tls-cert/--tls-key, which must be at the same paths there.",
+        ),
+        click.option(
+            "--cluster-host",
+            metavar="HOST",
+            default=None,
+            help="The address bots reach the workers at. [default: each worker's address on the cluster]",
+        ),
         click.option(
             "--seed", default=0, show_default=True, type=int, help="Seed of the matchmaker's draws."
         ),

@@ -21,17 +21,21 @@ The limits a public server needs, each refusal with its own error code (docs/lad
 
 from __future__ import annotations
 
+import collections
 import functools
 import ipaddress
 import logging
 import math
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import trio
 
+from cellarena.arena.ladder.hand_off import HandOff, HandOffError
 from cellarena.arena.ladder.matchmaker import Pairing, Policy, Waiting, match_up
 from cellarena.arena.ladder.records import BotRecord, SeatResult
 from cellarena.arena.ladder.stats import LadderStats
@@ -39,6 +43,7 @@ from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.arena.ratings import Rating, initial
 from cellarena.sdk import protocol
 from cellarena.server.connection import Connection
+from cellarena.server.hosted import HostedMatch, token_digest
 from cellarena.server.match import Match, MatchOutcome
 from cellarena.server.seating import Seating, WaitingRoom
 
@@ -67,11 +72,13 @@ class LadderRules:
 
 @dataclass
 class _Queued:
-    """A bot in the queue: its connection and when it joined (trio's clock)."""
+    """A bot in the queue: its connection, when it joined (trio's clock), and whether it follows a
+    ``redirect`` (its hello's ``accepts``)."""
 
     conn: Connection
     bot: BotRecord
     since: float
+    follows_redirect: bool = False
 
 
 @dataclass
@@ -81,6 +88,16 @@ class _Live:
     match: Match
     ladder_id: int
     bots: tuple[BotRecord, ...]
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """A ladder match that ended with a result, here or on the cluster, to be written down."""
+
+    ladder_id: int
+    bots: tuple[BotRecord, ...]
+    outcome: MatchOutcome
+    replay: str | None
 
 
 @dataclass
@@ -131,6 +148,8 @@ class LadderSeating(Seating):
         rules: LadderRules | None = None,
         seed: int = 0,
         on_match: Callable[[int, Match], None] | None = None,
+        hand_off: HandOff | None = None,
+        replay_dir: Path | None = None,
     ) -> None:
         self.store = store
         self.game = game
@@ -146,6 +165,14 @@ class LadderSeating(Seating):
         #: The ladder id of the match being started, while `Lobby.start_match` makes it (its replay).
         self.starting_id: int | None = None
         self.live: dict[Match, _Live] = {}
+        #: Plays matches on a cluster when every bot of a pairing follows redirects; None: all here.
+        self.hand_off = hand_off
+        #: Where the replays of matches played on the cluster are written.
+        self.replay_dir = replay_dir
+        #: Matches under way on the cluster: ladder id -> bots by seat.
+        self.remote: dict[int, tuple[BotRecord, ...]] = {}
+        self._follows: set[Connection] = set()  # connections whose hello accepts redirect
+        self._nursery: trio.Nursery | None = None
         self._room = WaitingRoom(on_leave=self._left)
         self._pending: dict[Connection, str] = {}  # token checks under way
         self._failures: dict[str, _Failures] = {}
@@ -158,10 +185,7 @@ class LadderSeating(Seating):
         self._rounds = 0
         #: Queue waits, the matchmaker's CPU and the ticks played (`cellarena bench ladder` reads them).
         self.stats = LadderStats()
-        self._results: tuple[
-            trio.MemorySendChannel[tuple[_Live, MatchOutcome]],
-            trio.MemoryReceiveChannel[tuple[_Live, MatchOutcome]],
-        ]
+        self._results: tuple[trio.MemorySendChannel[_Ended], trio.MemoryReceiveChannel[_Ended]]
         self._results = trio.open_memory_channel(math.inf)
         self._checks: tuple[
             trio.MemorySendChannel[tuple[Connection, str]], trio.MemoryReceiveChannel[tuple[Connection, str]]
@@ -198,6 +222,8 @@ class LadderSeating(Seating):
     def admit(self, conn: Connection, hello: dict[str, Any]) -> None:
         """Hold the connection while its token is checked (in `run`'s task)."""
         if self._room.add(conn):
+            if "redirect" in hello.get("accepts", ()):
+                self._follows.add(conn)
             self._pending[conn] = hello["token"]
             self._checks[0].send_nowait((conn, hello["token"]))
 
@@ -206,6 +232,7 @@ class LadderSeating(Seating):
 
     def _left(self, conn: Connection) -> None:
         self._pending.pop(conn, None)
+        self._follows.discard(conn)
         for name, queued in list(self.queue.items()):
             if queued.conn is conn:
                 del self.queue[name]
@@ -244,6 +271,8 @@ class LadderSeating(Seating):
         if bot.name in self.queue or bot.name in self._starting:
             conn.fail(protocol.BUSY, f"{bot.name} already has a connection in the queue")
             return
+        # A match on the cluster is over for its bots before its result has come back here: a bot
+        # back from one queues at once, and is paired once the result is in (`_pairings`).
         playing = sum(1 for live in self.live.values() if any(b.id == bot.id for b in live.bots))
         if playing >= bot.max_matches:
             conn.fail(
@@ -251,7 +280,7 @@ class LadderSeating(Seating):
                 f"{bot.name} is playing {playing} match(es), its limit; come back when one ends",
             )
             return
-        self.queue[bot.name] = _Queued(conn, bot, trio.current_time())
+        self.queue[bot.name] = _Queued(conn, bot, trio.current_time(), conn in self._follows)
         log.info("%s (%s) joins the queue (%d waiting)", bot.name, conn.peer, len(self.queue))
 
     def _failed_token(self, host: str) -> None:
@@ -286,6 +315,7 @@ class LadderSeating(Seating):
         """Check tokens, match up the queue, and record results, until cancelled."""
         await self._load_ratings()
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             nursery.start_soon(self._check_tokens)
             nursery.start_soon(self._record_results)
             while True:
@@ -299,6 +329,7 @@ class LadderSeating(Seating):
         if len(self.queue) < self.policy.seats:
             return []
         now = trio.current_time()
+        busy = self._busy()
         queue = [
             Waiting(
                 bot=name,
@@ -308,7 +339,10 @@ class LadderSeating(Seating):
                 last_opponents=self._bots.get(name, _BotState()).last_opponents,
             )
             for name, q in self.queue.items()
+            if name not in busy
         ]
+        if len(queue) < self.policy.seats:
+            return []
         self._rounds += 1
         cpu = time.thread_time()
         pairings = match_up(queue, now, self.policy, hash((self.seed, self._rounds)) & 0x7FFFFFFF)
@@ -345,6 +379,17 @@ class LadderSeating(Seating):
             await self._void(ladder_id, f"{', '.join(q.bot.name for q in gone)} left before the start")
             self._requeue([q for q in seated if not q.conn.closed])
             return
+        if self.hand_off is not None and all(q.follows_redirect for q in seated):
+            assert self._nursery is not None
+            self.remote[ladder_id] = bots
+            self._note_seats(bots)
+            self._nursery.start_soon(self._play_there, ladder_id, pairing, seated)
+        else:
+            self._play_here(ladder_id, pairing, seated)
+
+    def _play_here(self, ladder_id: int, pairing: Pairing, seated: list[_Queued]) -> None:
+        """Start the match in this process's lobby."""
+        bots = tuple(q.bot for q in seated)
         names = [b.name for b in bots]
         self.starting_id = ladder_id
         try:
@@ -354,15 +399,100 @@ class LadderSeating(Seating):
         finally:
             self.starting_id = None
         if match is None:  # the lobby logged why and told the bots
-            await self._void(ladder_id, "the match could not start (an internal error)")
+            self._nursery_void(ladder_id, "the match could not start (an internal error)")
             return
         self.live[match] = _Live(match, ladder_id, bots)
         self.stats.matches_started += 1
-        for i, b in enumerate(bots):
-            self._bots[b.name] = _BotState(last_seat=i, last_opponents=tuple(n for n in names if n != b.name))
+        self._note_seats(bots)
         log.info("ladder match %d (%s): %s", ladder_id, pairing.map or "default map", " vs ".join(names))
         if self.on_match is not None:
             self.on_match(ladder_id, match)
+
+    def _note_seats(self, bots: tuple[BotRecord, ...]) -> None:
+        """Remember each bot's seat and opponents, for the matchmaker's next pairings."""
+        names = [b.name for b in bots]
+        for i, b in enumerate(bots):
+            self._bots[b.name] = _BotState(last_seat=i, last_opponents=tuple(n for n in names if n != b.name))
+
+    def _nursery_void(self, ladder_id: int, reason: str) -> None:
+        assert self._nursery is not None
+        self._nursery.start_soon(self._void, ladder_id, reason)
+
+    async def _play_there(self, ladder_id: int, pairing: Pairing, seated: list[_Queued]) -> None:
+        """Have the cluster host the match, send its bots there, and hand its result to the recorder.
+
+        If no worker takes it, the match is played here after all: the bots are still connected."""
+        assert self.hand_off is not None
+        bots = tuple(q.bot for q in seated)
+        tokens = [secrets.token_urlsafe(32) for _ in bots]
+        job = HostedMatch(
+            ladder_id,
+            self.game,
+            self.config_for(pairing.map),
+            pairing.seed,
+            tuple(b.name for b in bots),
+            tuple(token_digest(t) for t in tokens),
+            self.lobby.config.settings,
+        )
+        try:
+            where = await self.hand_off.start(job)
+        except HandOffError as exc:
+            del self.remote[ladder_id]
+            if any(q.conn.closed for q in seated):
+                await self._void(ladder_id, f"the cluster did not host it ({exc}) and a bot left meanwhile")
+                self._requeue([q for q in seated if not q.conn.closed])
+                return
+            log.warning("ladder match %d: the cluster did not host it (%s); playing it here", ladder_id, exc)
+            self._play_here(ladder_id, pairing, seated)
+            return
+        self.stats.matches_started += 1
+        log.info(
+            "ladder match %d (%s): %s, at %s:%d",
+            ladder_id,
+            pairing.map or "default map",
+            " vs ".join(b.name for b in bots),
+            where.host,
+            where.port,
+        )
+        for q, token in zip(seated, tokens, strict=True):
+            q.conn.send_message(protocol.redirect(where.host, where.port, token, tls=where.tls))
+            self._nursery_close(q.conn)
+        try:
+            result = await self.hand_off.result(ladder_id)
+        except HandOffError as exc:
+            self.remote.pop(ladder_id, None)
+            await self._void(ladder_id, str(exc))
+            return
+        self.remote.pop(ladder_id, None)
+        if result.outcome is None or not result.anybody_came:
+            why = "no bot reached the match host" if not result.anybody_came else "it ended without a result"
+            await self._void(ladder_id, why)
+            return
+        replay = await self._write_replay(ladder_id, result.replay)
+        self._count(result.outcome)
+        self._results[0].send_nowait(_Ended(ladder_id, bots, result.outcome, replay))
+
+    def _nursery_close(self, conn: Connection) -> None:
+        """Close ``conn`` once its last frames (the redirect) are out, or after a second."""
+
+        async def close() -> None:
+            await conn.flush(1.0)
+            conn.close("redirected")
+
+        assert self._nursery is not None
+        self._nursery.start_soon(close)
+
+    async def _write_replay(self, ladder_id: int, data: bytes | None) -> str | None:
+        """Write a cluster match's replay where this ladder keeps its own; its path, or None."""
+        if data is None or self.replay_dir is None:
+            return None
+        path = self.replay_dir / f"ladder-{ladder_id:06d}.replay"
+        try:
+            await trio.to_thread.run_sync(path.write_bytes, data)
+        except OSError as exc:
+            log.error("ladder match %d: cannot write its replay %s (%s)", ladder_id, path, exc)
+            return None
+        return str(path)
 
     def _requeue(self, queued: list[_Queued]) -> None:
         for q in queued:
@@ -382,6 +512,13 @@ class LadderSeating(Seating):
         Called right as the match leaves the lobby's running matches, with no checkpoint between,
         so a match that left without coming here ended without a result (`void_vanished`)."""
         live = next((lv for lv in self.live.values() if lv.match.number == outcome.number), None)
+        self._count(outcome)
+        if live is not None:
+            del self.live[live.match]
+            ended = _Ended(live.ladder_id, live.bots, outcome, self.replays.get(live.ladder_id))
+            self._results[0].send_nowait(ended)
+
+    def _count(self, outcome: MatchOutcome) -> None:
         stats = self.stats
         stats.matches_ended += 1
         stats.ticks += outcome.ticks
@@ -389,16 +526,14 @@ class LadderSeating(Seating):
         stats.late_ticks += outcome.late_ticks
         stats.behind_ticks += outcome.behind_ticks
         stats.bad_ticks += outcome.bad_ticks
-        if live is not None:
-            del self.live[live.match]
-            self._results[0].send_nowait((live, outcome))
 
     def ladder_id(self, match: Match) -> int | None:
         live = self.live.get(match)
         return None if live is None else live.ladder_id
 
     async def _record_results(self) -> None:
-        async for live, outcome in self._results[1]:
+        async for ended in self._results[1]:
+            outcome = ended.outcome
             seats = [
                 SeatResult(
                     rank=outcome.result.ranks[i],
@@ -407,20 +542,20 @@ class LadderSeating(Seating):
                     illegal=outcome.illegal[i],
                     forfeit=i in outcome.forfeits,
                 )
-                for i in range(len(live.bots))
+                for i in range(len(ended.bots))
             ]
             try:
                 finish = functools.partial(
                     self.store.finish_match,
-                    live.ladder_id,
+                    ended.ladder_id,
                     seats,
                     reason=outcome.result.reason,
                     ticks=outcome.ticks,
-                    replay=self.replays.get(live.ladder_id),
+                    replay=ended.replay,
                 )
                 await trio.to_thread.run_sync(finish)
             except LadderStoreError as exc:
-                log.error("the result of ladder match %d is lost: %s", live.ladder_id, exc)
+                log.error("the result of ladder match %d is lost: %s", ended.ladder_id, exc)
                 continue
             await self._load_ratings()
 
@@ -432,9 +567,14 @@ class LadderSeating(Seating):
             await self._void(live.ladder_id, "the match ended without a result")
 
     async def void_unfinished(self, reason: str) -> None:
-        """Void every match still under way (the ladder stops)."""
+        """Void every match still under way (the ladder stops), here and on the cluster."""
         for match in list(self.live):
             await self._void(self.live.pop(match).ladder_id, reason)
+        for ladder_id in list(self.remote):
+            del self.remote[ladder_id]
+            if self.hand_off is not None:
+                self.hand_off.cancel(ladder_id)
+            await self._void(ladder_id, reason)
 
     async def _void(self, ladder_id: int, reason: str) -> None:
         try:
@@ -457,6 +597,18 @@ class LadderSeating(Seating):
         """The game's house bots (`house`), as of the last result."""
         return list(self._house)
 
+    def _busy(self) -> set[str]:
+        """Bots playing as many matches as they may (only a bot back from a match on the cluster
+        whose result has not come back yet can be in the queue and here)."""
+        if not self.remote:
+            return set()
+        counts = collections.Counter(b.name for bots in self._under_way() for b in bots)
+        return {q.bot.name for q in self.queue.values() if counts[q.bot.name] >= q.bot.max_matches}
+
+    def _under_way(self) -> list[tuple[BotRecord, ...]]:
+        """The bots of every match under way, here or on the cluster."""
+        return [live.bots for live in self.live.values()] + list(self.remote.values())
+
     def playing(self) -> set[str]:
         """The bots in a match under way."""
-        return {b.name for live in self.live.values() for b in live.bots}
+        return {b.name for bots in self._under_way() for b in bots}

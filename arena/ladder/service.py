@@ -16,6 +16,7 @@ from typing import Any
 
 import trio
 
+from cellarena.arena.ladder.hand_off import HandOff
 from cellarena.arena.ladder.house import HouseBots
 from cellarena.arena.ladder.matchmaker import Policy
 from cellarena.arena.ladder.seating import LadderRules, LadderSeating
@@ -65,9 +66,12 @@ class LadderConfig:
         return {**self.engine_config, self.map_key: map_name}
 
 
-def build(store: LadderStore, config: LadderConfig) -> tuple[Lobby, LadderSeating]:
-    """The lobby and its ladder seating. Every map of the pool is loaded here, so a bad config or
-    map fails (ConfigError) before anyone connects."""
+def build(
+    store: LadderStore, config: LadderConfig, hand_off: HandOff | None = None
+) -> tuple[Lobby, LadderSeating]:
+    """The lobby and its ladder seating (which hands matches to ``hand_off``'s cluster when given).
+    Every map of the pool is loaded here, so a bad config or map fails (ConfigError) before anyone
+    connects."""
     engine_class = get_engine(config.game)
     players = {engine_class.new(config.config_for(m), config.seed).players for m in config.maps}
     if len(players) != 1:
@@ -81,6 +85,8 @@ def build(store: LadderStore, config: LadderConfig) -> tuple[Lobby, LadderSeatin
         config.config_for,
         rules=config.rules,
         seed=config.seed,
+        hand_off=hand_off,
+        replay_dir=config.replay_dir,
     )
 
     def recorder(number: int, engine: Engine, names: list[str], seed: int) -> Recorder | None:
@@ -112,12 +118,14 @@ async def run_ladder(
     *,
     on_listening: Callable[[int], None] = lambda port: None,
     notify: Callable[[str], None] = lambda text: None,
+    hand_off: HandOff | None = None,
 ) -> None:
-    """Serve the ladder until a signal (or cancellation) stops it; see the module docstring."""
+    """Serve the ladder until a signal (or cancellation) stops it; see the module docstring. With
+    ``hand_off``, matches between bots that follow redirects are played on its cluster."""
     voided = await trio.to_thread.run_sync(store.void_running)
     if voided:
         notify(f"voided {len(voided)} match(es) a previous run left under way")
-    lobby, seating = build(store, config)
+    lobby, seating = build(store, config, hand_off)
     try:
         async with trio.open_nursery() as nursery:
 

@@ -7,8 +7,8 @@ one implementation of the rules, including the error for every kind of bad input
 - `codes`: the version, the frame limits, the error codes and `ProtocolError`.
 - `framing`: the 4-byte length prefix and the msgpack body (`encode`, `decode_body`, `FrameReader`).
 - `messages`: one TypedDict per message (`Hello`, `Welcome`, `Tick`, `Moves`, `End`, `Error`,
-  `Frame`), its constructor (`hello()`, ..., and `encode_tick()` for the server's hot path) and its
-  check (`check_hello()`, ..., `validate()`).
+  `Redirect`, `Frame`), its constructor (`hello()`, ..., and `encode_tick()` for the server's hot
+  path) and its check (`check_hello()`, ..., `validate()`).
 - `fields`: the one validator behind those checks, and `is_int`, the one spelling of "an int that is
   not a bool".
 
@@ -45,6 +45,7 @@ from cellarena.sdk.protocol.codes import (
 from cellarena.sdk.protocol.fields import Length, Lenient, Printable, as_int, is_int, is_number
 from cellarena.sdk.protocol.framing import HEADER, FrameReader, decode_body, encode
 from cellarena.sdk.protocol.messages import (
+    ACCEPTS,
     CLIENT_TYPES,
     SERVER_TYPES,
     SPECS,
@@ -55,6 +56,7 @@ from cellarena.sdk.protocol.messages import (
     Message,
     Moves,
     Outcome,
+    Redirect,
     Role,
     Tick,
     Welcome,
@@ -63,6 +65,7 @@ from cellarena.sdk.protocol.messages import (
     check_frame,
     check_hello,
     check_moves,
+    check_redirect,
     check_tick,
     check_welcome,
     encode_tick,
@@ -71,12 +74,14 @@ from cellarena.sdk.protocol.messages import (
     frame,
     hello,
     moves,
+    redirect,
     tick,
     validate,
     welcome,
 )
 
 __all__ = [
+    "ACCEPTS",
     "BAD_FRAME",
     "BAD_HELLO",
     "BAD_MESSAGE",
@@ -117,6 +122,7 @@ __all__ = [
     "Outcome",
     "Printable",
     "ProtocolError",
+    "Redirect",
     "Role",
     "Tick",
     "Welcome",
@@ -126,6 +132,7 @@ __all__ = [
     "check_frame",
     "check_hello",
     "check_moves",
+    "check_redirect",
     "check_tick",
     "check_welcome",
     "decode_body",
@@ -138,6 +145,7 @@ __all__ = [
     "is_int",
     "is_number",
     "moves",
+    "redirect",
     "tick",
     "validate",
     "welcome",

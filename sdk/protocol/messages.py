@@ -17,7 +17,7 @@ Each check returns the message itself, typed, or raises `ProtocolError`: ``bad_h
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, TypedDict, cast
 
 import msgpack
@@ -52,6 +52,9 @@ class Hello(TypedDict):
     token: NotRequired[Annotated[str, Lenient()]]
     # A spectator's choice of running match (its number, as in `welcome`); bots leave it out.
     match: NotRequired[int]
+    # Server messages beyond the first version's that the client handles (["redirect"]); a server
+    # sends one only to a client that named it, so older clients never see it.
+    accepts: NotRequired[list[str]]
 
 
 class Welcome(TypedDict):
@@ -109,6 +112,20 @@ class Error(TypedDict):
     message: str
 
 
+class Redirect(TypedDict):
+    """Server to a bot that said ``accepts: ["redirect"]``: its match is played at another address.
+
+    The bot connects there and says ``hello`` with ``token`` (a fresh secret for that one match);
+    the server closes this connection after sending it."""
+
+    type: Literal["redirect"]
+    host: Annotated[str, Length(1, 255)]
+    port: int
+    token: str
+    # Whether the match host speaks TLS; the client checks its certificate against ``host``.
+    tls: bool
+
+
 class Frame(TypedDict):
     """Server to spectators, every tick: the common fields. The game's world rides along."""
 
@@ -117,7 +134,7 @@ class Frame(TypedDict):
     final: bool
 
 
-Message = Hello | Welcome | Tick | Moves | End | Error | Frame
+Message = Hello | Welcome | Tick | Moves | End | Error | Redirect | Frame
 
 #: Every message type's fields, by its ``type``; a bad hello is refused as bad_hello.
 SPECS: dict[str, MessageSpec] = {
@@ -129,24 +146,36 @@ SPECS: dict[str, MessageSpec] = {
         spec_of(Moves, BAD_MESSAGE),
         spec_of(End, BAD_MESSAGE),
         spec_of(Error, BAD_MESSAGE),
+        spec_of(Redirect, BAD_MESSAGE),
         spec_of(Frame, BAD_MESSAGE),
     )
 }
 #: Which message types each side sends.
 CLIENT_TYPES = ("hello", "moves")
-SERVER_TYPES = ("welcome", "tick", "end", "error", "frame")
+SERVER_TYPES = ("welcome", "tick", "end", "error", "redirect", "frame")
+#: What this SDK's bots say they accept in ``hello`` (`Hello.accepts`).
+ACCEPTS = ("redirect",)
 
 
 # ------------------------------------------------------------------ constructors
 def hello(
-    name: str, game: str, *, token: str | None = None, role: Role = "bot", match: int | None = None
+    name: str,
+    game: str,
+    *,
+    token: str | None = None,
+    role: Role = "bot",
+    match: int | None = None,
+    accepts: Sequence[str] = (),
 ) -> Hello:
-    """The client's first message; a spectator may name the running ``match`` it wants to watch."""
+    """The client's first message; a spectator may name the running ``match`` it wants to watch, and a
+    client lists the later server messages it handles in ``accepts``."""
     msg: Hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "name": name, "game": game, "role": role}
     if token is not None:
         msg["token"] = token
     if match is not None:
         msg["match"] = match
+    if accepts:
+        msg["accepts"] = list(accepts)
     return msg
 
 
@@ -232,6 +261,11 @@ def error(code: str, message: str) -> Error:
     return {"type": "error", "code": code, "message": message}
 
 
+def redirect(host: str, port: int, token: str, *, tls: bool) -> Redirect:
+    """Where a bot's match is played instead (see `Redirect`)."""
+    return {"type": "redirect", "host": host, "port": port, "token": token, "tls": tls}
+
+
 def frame(world: Mapping[str, Any], *, final: bool) -> Frame:
     """A spectator frame: the game's ``world`` (which carries ``tick``), and whether it is the last."""
     return {"type": "frame", **world, "final": final}  # type: ignore[typeddict-item]
@@ -289,6 +323,14 @@ def check_error(message: Mapping[str, Any]) -> Error:
     return cast(Error, SPECS["error"].check(message))
 
 
+def check_redirect(message: Mapping[str, Any]) -> Redirect:
+    """A ``redirect``, with its port in range."""
+    checked = cast(Redirect, SPECS["redirect"].check(message))
+    if not 0 < checked["port"] < 65536:
+        raise ProtocolError(BAD_MESSAGE, f"redirect: the field 'port' must be 1-65535, got {checked['port']}")
+    return checked
+
+
 def check_frame(message: Mapping[str, Any]) -> Frame:
     """A spectator ``frame``'s common fields; the game's world rides along unchecked."""
     return cast(Frame, SPECS["frame"].check(message))
@@ -306,4 +348,6 @@ def validate(message: Mapping[str, Any]) -> Message:
         raise ProtocolError(UNKNOWN_TYPE, f"unknown message type {kind!r}")
     if kind == "welcome":
         return check_welcome(message)
+    if kind == "redirect":
+        return check_redirect(message)
     return cast(Message, spec.check(message))

@@ -1,0 +1,331 @@
+"""A ladder that plays its matches on a real Dask cluster (`ladder serve --cluster`).
+
+The ladder pairs bots as always; for bots that said ``accepts: ["redirect"]`` a worker hosts the
+match (`cellarena.server.hosted`), the ladder sends each bot a ``redirect`` with a fresh seat token,
+and records what the worker sends back. The in-process tests drive a ladder (`service.build`) with
+a `HandOff` over a local cluster of two worker processes and bots written from docs/protocol.md;
+the last ones run `cellarena ladder serve --cluster local:2` with the SDK's example bots.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import sqlite3
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import trio
+from cellarena_cli import cellarena
+from game_servers import PACING, add_ladder_bot, ladder_serve, start
+from wire_client import Client
+
+from cellarena.arena.cluster import ClusterSpec
+from cellarena.arena.ladder.hand_off import HandOff, HandOffConfig, open_hand_off, worker_host
+from cellarena.arena.ladder.seating import LadderRules, LadderSeating
+from cellarena.arena.ladder.service import LadderConfig, build
+from cellarena.arena.ladder.store import LadderStore
+from cellarena.sdk import protocol
+from cellarena.server.hosted import HostedMatch, HostedResult, host_match, token_digest
+from cellarena.server.lobby import Lobby
+from cellarena.server.match import TickSettings
+from cellarena.server.replay import read_replay, verify
+
+FAST = TickSettings(fast=True, budget_ms=1000, reconnect_grace=5.0)
+CONFIG = {"map": "duel", "max_ticks": 20}
+
+
+@pytest.fixture(scope="module")
+def hand_off() -> Iterator[HandOff]:
+    """Two worker processes on this machine, checked as `ladder serve --cluster local:2` checks them;
+    the bots have 3 s to reach a match host."""
+    with open_hand_off(ClusterSpec(local=2), "rezzo", [CONFIG], HandOffConfig(connect_timeout=3.0)) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def nursery() -> AsyncIterator[trio.Nursery]:
+    async with trio.open_nursery() as n:
+        yield n
+        n.cancel_scope.cancel()
+
+
+class Ladder(SimpleNamespace):
+    lobby: Lobby
+    seating: LadderSeating
+    store: LadderStore
+    tokens: dict[str, str]
+
+
+async def open_ladder(nursery: trio.Nursery, tmp_path: Path, hand_off: HandOff) -> Ladder:
+    store = LadderStore(tmp_path / "ladder.sqlite")
+    store.void_running()
+    tokens = {name: store.add_bot(name, "rezzo")[1].secret for name in ("alice", "bob")}
+    (tmp_path / "replays").mkdir()
+    config = LadderConfig(
+        "rezzo",
+        CONFIG,
+        map_key="map",
+        maps=("duel",),
+        settings=FAST,
+        port=0,
+        rules=LadderRules(match_every=0.02),
+        replay_dir=tmp_path / "replays",
+    )
+    lobby, seating = build(store, config, hand_off)
+    await nursery.start(lobby.serve)
+    return Ladder(lobby=lobby, seating=seating, store=store, tokens=tokens)
+
+
+async def join(ladder: Ladder, name: str, *, follows: bool = True) -> Client:
+    assert ladder.lobby.port is not None
+    client = await Client.connect(ladder.lobby.port)
+    accepts = {"accepts": ["redirect"]} if follows else {}
+    await client.hello(name, token=ladder.tokens[name], **accepts)
+    return client
+
+
+async def redirected(client: Client) -> dict[str, Any]:
+    """The redirect the ladder sends, after which it hangs up."""
+    message = await client.recv(timeout=40)
+    assert message is not None and message["type"] == "redirect", message
+    protocol.check_redirect(message)
+    assert await client.recv(timeout=5) is None
+    return message
+
+
+async def go(target: dict[str, Any], name: str) -> Client:
+    client = Client(await trio.open_tcp_stream(target["host"], target["port"]))
+    await client.hello(name, token=target["token"])
+    return client
+
+
+def finished(store: LadderStore) -> list[Any]:
+    return [m for m in store.matches("rezzo") if m.status == "finished"]
+
+
+async def settle(store: LadderStore, count: int, status: str = "finished") -> list[Any]:
+    with trio.fail_after(40):
+        while len(done := [m for m in store.matches("rezzo") if m.status == status]) < count:
+            await trio.sleep(0.05)
+    return done
+
+
+# ------------------------------------------------------------------------------------- the match host
+def test_the_match_host_seats_by_token_digest_and_returns_the_replay(tmp_path: Path) -> None:
+    """`host_match` alone, without a cluster: the job holds only digests; the bots bring the tokens."""
+    tokens = ["tok-alice-" + "x" * 30, "tok-bob-" + "y" * 30]
+    job = HostedMatch(7, "rezzo", CONFIG, 11, ("alice", "bob"), tuple(map(token_digest, tokens)), FAST)
+    assert not any(t.encode() in pickle.dumps(job) for t in tokens)  # what crosses the cluster
+    listening: list[tuple[str, int]] = []
+    ready = threading.Event()
+    results: list[HostedResult] = []
+
+    def publish(host: str, port: int) -> None:
+        listening.append((host, port))
+        ready.set()
+
+    worker = threading.Thread(target=lambda: results.append(host_match(job, publish, host="127.0.0.1")))
+    worker.start()
+    assert ready.wait(20)
+
+    async def bots() -> list[dict[str, Any]]:
+        host, port = listening[0]
+        stranger = Client(await trio.open_tcp_stream(host, port))
+        await stranger.hello("mallory", token="not-a-seat-token")
+        await stranger.expect_error(protocol.BAD_HELLO)
+        ends = []
+        async with trio.open_nursery() as n:
+            for name, token in zip(("alice", "bob"), tokens, strict=True):
+
+                async def play(name: str = name, token: str = token) -> None:
+                    client = await go({"host": host, "port": port, "token": token}, name)
+                    ends.append(await client.play())
+
+                n.start_soon(play)
+        return ends
+
+    ends = trio.run(bots)
+    worker.join(30)
+    (result,) = results
+    assert [e["ticks"] for e in ends] == [20, 20]
+    assert result.ladder_id == 7 and result.connected == (True, True) and result.outcome is not None
+    assert result.outcome.names == ["alice", "bob"] and result.outcome.ticks == 20
+    assert result.replay is not None
+    path = tmp_path / "m.replay"
+    path.write_bytes(result.replay)
+    assert verify(read_replay(path)).ok
+
+
+def test_a_worker_address_is_its_host() -> None:
+    assert worker_host("tcp://10.0.0.5:40123") == "10.0.0.5"
+    assert worker_host("tls://[::1]:8786") == "::1"
+
+
+# ------------------------------------------------------------------------------------- the ladder
+async def test_bots_that_follow_redirects_play_on_the_cluster(
+    nursery: trio.Nursery, tmp_path: Path, hand_off: HandOff, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    ladder = await open_ladder(nursery, tmp_path, hand_off)
+    alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
+    to_alice, to_bob = await redirected(alice), await redirected(bob)
+    assert (to_alice["host"], to_alice["port"]) == (to_bob["host"], to_bob["port"])
+    assert to_alice["host"] == "127.0.0.1" and to_alice["tls"] is False
+    assert to_alice["port"] != ladder.lobby.port and to_alice["token"] != to_bob["token"]
+    assert not ladder.lobby.running  # nothing is played on the ladder's own host
+    assert ladder.seating.playing() == {"alice", "bob"}
+    ends = []
+    async with trio.open_nursery() as n:
+        for name, target in (("alice", to_alice), ("bob", to_bob)):
+
+            async def play(name: str = name, target: dict[str, Any] = target) -> None:
+                ends.append(await (await go(target, name)).play())
+
+            n.start_soon(play)
+    assert sorted(e["ticks"] for e in ends) == [20, 20]
+    (match,) = await settle(ladder.store, 1)
+    assert [s.bot for s in match.seats] == ["alice", "bob"] and match.ticks == 20
+    assert match.replay is not None and verify(read_replay(Path(match.replay))).ok
+    assert ladder.seating.playing() == set()
+    # The seat tokens went to their bots only: not in the ladder's log, not in the store.
+    for secret in (to_alice["token"], to_bob["token"], *ladder.tokens.values()):
+        assert secret not in caplog.text
+        assert secret.encode() not in (tmp_path / "ladder.sqlite").read_bytes()
+
+
+async def test_a_bot_that_does_not_follow_redirects_plays_on_the_ladder(
+    nursery: trio.Nursery, tmp_path: Path, hand_off: HandOff
+) -> None:
+    """Older clients never see a redirect: a pairing with one of them is played where they are."""
+    ladder = await open_ladder(nursery, tmp_path, hand_off)
+    alice, bob = await join(ladder, "alice"), await join(ladder, "bob", follows=False)
+    async with trio.open_nursery() as n:
+        n.start_soon(alice.play)
+        n.start_soon(bob.play)
+    (match,) = await settle(ladder.store, 1)
+    assert match.ticks == 20 and not ladder.seating.remote
+
+
+async def test_a_bot_that_never_reaches_the_match_host_forfeits(
+    nursery: trio.Nursery, tmp_path: Path, hand_off: HandOff
+) -> None:
+    ladder = await open_ladder(nursery, tmp_path, hand_off)
+    alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
+    target = await redirected(alice)
+    await redirected(bob)  # ...and bob stays away
+    end = await (await go(target, "alice")).play()
+    assert end["result"] == "win"
+    (match,) = await settle(ladder.store, 1)
+    by_bot = {s.bot: s for s in match.seats}
+    assert by_bot["bob"].forfeit and not by_bot["alice"].forfeit and by_bot["alice"].rank == 1
+
+
+async def test_a_match_nobody_reaches_is_void(
+    nursery: trio.Nursery, tmp_path: Path, hand_off: HandOff
+) -> None:
+    ladder = await open_ladder(nursery, tmp_path, hand_off)
+    alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
+    await redirected(alice)
+    await redirected(bob)
+    (match,) = await settle(ladder.store, 1, "void")
+    assert "no bot reached the match host" in (match.reason or "")
+    assert ladder.seating.playing() == set()
+
+
+async def test_a_bot_that_drops_at_the_match_host_comes_back_to_its_seat(
+    nursery: trio.Nursery, tmp_path: Path, hand_off: HandOff
+) -> None:
+    ladder = await open_ladder(nursery, tmp_path, hand_off)
+    alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
+    to_alice, to_bob = await redirected(alice), await redirected(bob)
+    ends: list[dict[str, Any]] = []
+
+    async def play(client: Client) -> None:
+        ends.append(await client.play())
+
+    async with trio.open_nursery() as n:
+        n.start_soon(play, await go(to_bob, "bob"))
+        first = await go(to_alice, "alice")
+        while (msg := await first.recv(timeout=10)) is not None and msg["type"] != "tick":
+            pass
+        await first.stream.aclose()  # a network blip
+        n.start_soon(play, await go(to_alice, "alice"))
+    (match,) = await settle(ladder.store, 1)
+    assert not any(s.forfeit for s in match.seats) and len(ends) == 2
+
+
+async def test_a_tokens_newest_connection_takes_its_seat(
+    nursery: trio.Nursery, tmp_path: Path, hand_off: HandOff
+) -> None:
+    """The bot came back before the match host noticed it had gone: the old connection is let go."""
+    ladder = await open_ladder(nursery, tmp_path, hand_off)
+    alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
+    to_alice, to_bob = await redirected(alice), await redirected(bob)
+    stale = await go(to_alice, "alice")
+    fresh = await go(to_alice, "alice")
+    with trio.fail_after(10):
+        while (await stale.recv()) is not None:
+            pass  # closed by the match host
+    async with trio.open_nursery() as n:
+        n.start_soon(fresh.play)
+        n.start_soon((await go(to_bob, "bob")).play)
+    (match,) = await settle(ladder.store, 1)
+    assert not any(s.forfeit for s in match.seats)
+
+
+# ------------------------------------------------------------------------------------- the command
+def test_ladder_serve_on_a_cluster_with_sdk_bots(tmp_path: Path) -> None:
+    """As a host runs it: `ladder serve --cluster local:2`, and two example bots with --matches 2."""
+    tokens = {name: add_ladder_bot(tmp_path, name) for name in ("alice", "bob")}
+    server = ladder_serve(tmp_path, "--cluster", "local:2", "--grace", "2")
+    try:
+        assert "matches played on the cluster local:2" in server.stderr()
+        bots = [
+            start(
+                [
+                    sys.executable,
+                    "example_bots/rezzo/random_walker.py",
+                    "--port",
+                    str(server.port),
+                    "--token-file",
+                    str(token),
+                    "--name",
+                    name,
+                    "--matches",
+                    "2",
+                ],
+                tmp_path,
+                name,
+            )
+            for name, token in tokens.items()
+        ]
+        for bot in bots:
+            assert bot.wait(90) == 0, bot.stderr()
+            assert bot.stderr().count("playing this match at 127.0.0.1:") == 2, bot.stderr()
+    finally:
+        server.stop()
+    with sqlite3.connect(tmp_path / "ladder.sqlite") as db:
+        rows = db.execute("SELECT status, replay FROM matches ORDER BY id").fetchall()
+    assert [status for status, _ in rows] == ["finished", "finished"]
+    for _, replay in rows:
+        verified = cellarena("replay", "verify", replay)
+        assert verified.returncode == 0, verified.stderr
+
+
+def test_a_cluster_that_would_take_tokens_in_clear_is_refused_before_serving(tmp_path: Path) -> None:
+    args = ["ladder", "--dir", str(tmp_path), "serve", "rezzo", "--port", "0", *PACING]
+    done = cellarena(*args, "--cluster", "local:1", "--cluster-host", "192.0.2.7")
+    assert done.returncode == 1
+    assert "cannot host this ladder's matches" in done.stderr
+    assert "seat tokens in clear at 192.0.2.7" in done.stderr and "--tls-cert" in done.stderr
+
+
+def test_cluster_host_needs_a_cluster(tmp_path: Path) -> None:
+    done = cellarena("ladder", "--dir", str(tmp_path), "serve", "rezzo", "--cluster-host", "example.org")
+    assert done.returncode == 2 and "--cluster-host" in done.stderr and "--cluster" in done.stderr
