@@ -10,7 +10,9 @@ the last ones run `cellarena ladder serve --cluster local:2` with the SDK's exam
 from __future__ import annotations
 
 import logging
+import os
 import pickle
+import signal
 import sqlite3
 import sys
 import threading
@@ -22,6 +24,7 @@ from typing import Any
 import pytest
 import trio
 from cellarena_cli import cellarena
+from certificates import pem_files
 from game_servers import PACING, add_ladder_bot, ladder_serve, start
 from wire_client import Client
 
@@ -30,7 +33,9 @@ from cellarena.arena.ladder.hand_off import HandOff, HandOffConfig, open_hand_of
 from cellarena.arena.ladder.seating import LadderRules, LadderSeating
 from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.store import LadderStore
-from cellarena.sdk import protocol
+from cellarena.sdk import Bot, protocol
+from cellarena.sdk.bot import _Log, _Series, parse_args
+from cellarena.sdk.client import ClientError
 from cellarena.server.hosted import HostedMatch, HostedResult, host_match, token_digest
 from cellarena.server.lobby import Lobby
 from cellarena.server.match import TickSettings
@@ -162,6 +167,16 @@ def test_the_match_host_seats_by_token_digest_and_returns_the_replay(tmp_path: P
     assert verify(read_replay(path)).ok
 
 
+def test_the_sdk_will_not_take_a_token_in_clear_to_another_machine(tmp_path: Path) -> None:
+    """A bot that reached its ladder over TLS refuses a plain redirect to another address."""
+    ca_file, _chain, _key = pem_files(tmp_path, "127.0.0.1")
+    args = parse_args(["--tls-ca", str(ca_file), "--token", "t"], "me")
+    series = _Series(Bot, args, _Log("me", quiet=True))
+    target = protocol.redirect("192.0.2.9", 4000, "seat-token", tls=False)
+    with pytest.raises(ClientError, match="in clear"):
+        series.follow(Bot(), target)
+
+
 def test_a_worker_address_is_its_host() -> None:
     assert worker_host("tcp://10.0.0.5:40123") == "10.0.0.5"
     assert worker_host("tls://[::1]:8786") == "::1"
@@ -279,13 +294,51 @@ async def test_a_tokens_newest_connection_takes_its_seat(
     assert not any(s.forfeit for s in match.seats)
 
 
+async def test_a_match_whose_worker_dies_is_void(
+    nursery: trio.Nursery, tmp_path: Path, hand_off: HandOff
+) -> None:
+    """kill -9 of the worker processes mid-match: Dask runs the match again elsewhere, where nobody
+    is sent, so no result comes and the match is void; the bots are free to queue again.
+    (Last of the tests on the shared cluster: its nannies start new workers meanwhile.)"""
+    ladder = await open_ladder(nursery, tmp_path, hand_off)
+    alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
+    to_alice, to_bob = await redirected(alice), await redirected(bob)
+    clients = [await go(to_alice, "alice"), await go(to_bob, "bob")]
+    for client in clients:
+        while (msg := await client.recv(timeout=10)) is not None and msg["type"] != "welcome":
+            pass
+    pids = hand_off.client.run(os.getpid)
+    for pid in pids.values():
+        os.kill(pid, signal.SIGKILL)
+    for client in clients:
+        with trio.fail_after(10):
+            while (await client.recv()) is not None:
+                pass  # the match host is gone
+    (match,) = await settle(ladder.store, 1, "void")
+    assert match.reason in ("no bot reached the match host",) or "the worker failed" in (match.reason or "")
+    assert ladder.seating.playing() == set()
+    back = await join(ladder, "alice")  # and queued at once, not refused as busy
+    with trio.fail_after(10):
+        while "alice" not in ladder.seating.queue:
+            await trio.sleep(0.05)
+    await back.stream.aclose()
+
+
 # ------------------------------------------------------------------------------------- the command
-def test_ladder_serve_on_a_cluster_with_sdk_bots(tmp_path: Path) -> None:
-    """As a host runs it: `ladder serve --cluster local:2`, and two example bots with --matches 2."""
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+def test_ladder_serve_on_a_cluster_with_sdk_bots(tmp_path: Path, tls: bool) -> None:
+    """As a host runs it: `ladder serve --cluster local:2`, and two example bots with --matches 2.
+    With TLS the workers serve the ladder's certificate, and the bots check it at both."""
     tokens = {name: add_ladder_bot(tmp_path, name) for name in ("alice", "bob")}
-    server = ladder_serve(tmp_path, "--cluster", "local:2", "--grace", "2")
+    serve_flags, bot_flags = [], []
+    if tls:
+        ca_file, chain, key = pem_files(tmp_path, "127.0.0.1")
+        serve_flags = ["--tls-cert", str(chain), "--tls-key", str(key)]
+        bot_flags = ["--tls-ca", str(ca_file)]
+    server = ladder_serve(tmp_path, "--cluster", "local:2", "--grace", "2", *serve_flags)
     try:
         assert "matches played on the cluster local:2" in server.stderr()
+        assert ("(TLS)" in server.stderr()) == tls
         bots = [
             start(
                 [
@@ -299,6 +352,7 @@ def test_ladder_serve_on_a_cluster_with_sdk_bots(tmp_path: Path) -> None:
                     name,
                     "--matches",
                     "2",
+                    *bot_flags,
                 ],
                 tmp_path,
                 name,
@@ -316,6 +370,8 @@ def test_ladder_serve_on_a_cluster_with_sdk_bots(tmp_path: Path) -> None:
     for _, replay in rows:
         verified = cellarena("replay", "verify", replay)
         assert verified.returncode == 0, verified.stderr
+    for token in tokens.values():  # the ladder tokens, and no seat token, in the ladder's output
+        assert token.read_text().strip() not in server.stderr() + server.stdout()
 
 
 def test_a_cluster_that_would_take_tokens_in_clear_is_refused_before_serving(tmp_path: Path) -> None:

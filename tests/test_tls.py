@@ -13,6 +13,7 @@ import pytest
 import trio
 import trustme
 from cellarena_cli import cellarena
+from certificates import pem_files
 from game_servers import Process, serve, start
 from wire_client import Client
 
@@ -23,17 +24,6 @@ from cellarena.server.tls import TlsConfigError, server_context
 
 ROOT = Path(__file__).resolve().parent.parent
 BOT = ROOT / "example_bots" / "rezzo" / "random_walker.py"
-
-
-def pem_files(folder: Path, *names: str) -> tuple[Path, Path, Path]:
-    """(CA file, certificate chain, private key) for a server known by ``names``."""
-    ca = trustme.CA()
-    cert = ca.issue_cert(*names)
-    ca_file, chain, key = folder / "ca.pem", folder / "chain.pem", folder / "key.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
-    chain.write_bytes(b"".join(blob.bytes() for blob in cert.cert_chain_pems))
-    cert.private_key_pem.write_to_path(str(key))
-    return ca_file, chain, key
 
 
 def bot(folder: Path, name: str, port: int, *flags: str) -> Process:
