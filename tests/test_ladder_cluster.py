@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import shutil
 import signal
 import sqlite3
 import sys
@@ -23,9 +24,9 @@ from typing import Any
 
 import pytest
 import trio
-from cellarena_cli import cellarena
+from cellarena_cli import ROOT, cellarena
 from certificates import pem_files
-from game_servers import PACING, add_ladder_bot, ladder_serve, start
+from game_servers import PACING, Process, add_ladder_bot, ladder_serve, start
 from wire_client import Client
 
 from cellarena.arena.cluster import ClusterSpec
@@ -325,12 +326,28 @@ async def test_a_match_whose_worker_dies_is_void(
 
 
 # ------------------------------------------------------------------------------------- the command
-@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
-def test_ladder_serve_on_a_cluster_with_sdk_bots(tmp_path: Path, tls: bool) -> None:
-    """As a host runs it: `ladder serve --cluster local:2`, and two example bots with --matches 2.
-    With TLS the workers serve the ladder's certificate, and the bots check it at both."""
+def example_bot(language: str, name: str, port: int, token: Path, flags: list[str], folder: Path) -> Process:
+    """The Python SDK's random walker or the JavaScript example bot, for two matches on the ladder."""
+    if language == "python":
+        script = [sys.executable, "example_bots/rezzo/random_walker.py", "--token-file", str(token)]
+        return start([*script, "--port", str(port), "--name", name, "--matches", "2", *flags], folder, name)
+    command = ["node", "bot.js", "--port", str(port), "--name", name, "--matches", "2", *flags]
+    env = {"CELLARENA_TOKEN": token.read_text().strip()}
+    return start(command, folder, name, cwd=ROOT / "example_bots" / "rezzo" / "js_random", env=env)
+
+
+@pytest.mark.parametrize(
+    ("tls", "second"), [(False, "python"), (True, "python"), (True, "js")], ids=["plain", "tls", "tls-js"]
+)
+def test_ladder_serve_on_a_cluster_with_example_bots(tmp_path: Path, tls: bool, second: str) -> None:
+    """As a host runs it: `ladder serve --cluster local:2`, and two example bots with --matches 2 (the
+    Python SDK's, and the Python SDK's or the JavaScript one). With TLS the workers serve the
+    ladder's certificate, and the bots check it at both."""
+    if second == "js" and shutil.which("node") is None:
+        pytest.fail("node is needed to run the JavaScript example bot (apt-get install nodejs)")
     tokens = {name: add_ladder_bot(tmp_path, name) for name in ("alice", "bob")}
-    serve_flags, bot_flags = [], []
+    serve_flags: list[str] = []
+    bot_flags: list[str] = []
     if tls:
         ca_file, chain, key = pem_files(tmp_path, "127.0.0.1")
         serve_flags = ["--tls-cert", str(chain), "--tls-key", str(key)]
@@ -340,24 +357,8 @@ def test_ladder_serve_on_a_cluster_with_sdk_bots(tmp_path: Path, tls: bool) -> N
         assert "matches played on the cluster local:2" in server.stderr()
         assert ("(TLS)" in server.stderr()) == tls
         bots = [
-            start(
-                [
-                    sys.executable,
-                    "example_bots/rezzo/random_walker.py",
-                    "--port",
-                    str(server.port),
-                    "--token-file",
-                    str(token),
-                    "--name",
-                    name,
-                    "--matches",
-                    "2",
-                    *bot_flags,
-                ],
-                tmp_path,
-                name,
-            )
-            for name, token in tokens.items()
+            example_bot("python", "alice", server.port, tokens["alice"], bot_flags, tmp_path),
+            example_bot(second, "bob", server.port, tokens["bob"], bot_flags, tmp_path),
         ]
         for bot in bots:
             assert bot.wait(90) == 0, bot.stderr()
@@ -370,7 +371,7 @@ def test_ladder_serve_on_a_cluster_with_sdk_bots(tmp_path: Path, tls: bool) -> N
     for _, replay in rows:
         verified = cellarena("replay", "verify", replay)
         assert verified.returncode == 0, verified.stderr
-    for token in tokens.values():  # the ladder tokens, and no seat token, in the ladder's output
+    for token in tokens.values():  # no ladder token in the ladder's output
         assert token.read_text().strip() not in server.stderr() + server.stdout()
 
 

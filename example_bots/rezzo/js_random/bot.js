@@ -8,7 +8,7 @@
 //   4. stop on `end`; log an `error` to stderr;
 //   5. to keep playing (a ladder), connect again after `end`, and after a refusal that means "not now"
 //      or a lost connection, waiting longer after each failure in a row (docs/protocol.md, "Joining a
-//      ladder").
+//      ladder"); a ladder that plays matches elsewhere sends a `redirect`, which the bot follows.
 //
 // Settings, flags first, then environment, then defaults:
 //   --host / CELLARENA_HOST    server address          (127.0.0.1)
@@ -45,6 +45,8 @@ const ELECTRON = 2;
 const TAIL = 3;
 const FLAG_KIND = 16;
 
+// Connections to a match host tried before a redirected match is given up.
+const FOLLOW_ATTEMPTS = 3;
 const EXIT = { OK: 0, CONNECTION: 1, SERVER_ERROR: 2, PROTOCOL: 3, USAGE: 64, INTERRUPTED: 130 };
 
 // Refusals that mean "not now": a bot that keeps playing waits and comes back (docs/protocol.md).
@@ -298,6 +300,18 @@ function playOnce(cfg, rng, log, track) {
           );
           finish({ kind: "end" });
           break;
+        case "redirect": {
+          // A ladder playing this match elsewhere: go there with the seat token it gives.
+          const ok =
+            typeof msg.host === "string" && msg.host.length > 0 && Number.isInteger(msg.port) &&
+            msg.port > 0 && msg.port < 65536 && typeof msg.token === "string" && typeof msg.tls === "boolean";
+          if (!ok) {
+            finish({ kind: "protocol", text: "the server sent a malformed redirect" });
+          } else {
+            finish({ kind: "redirect", target: { host: msg.host, port: msg.port, token: msg.token, tls: msg.tls } });
+          }
+          break;
+        }
         case "error":
           finish({
             kind: "error",
@@ -317,6 +331,7 @@ function playOnce(cfg, rng, log, track) {
       sock.setTimeout(0); // from now on a bot may wait any time for its match
       const hello = { type: "hello", protocol: PROTOCOL_VERSION, name: cfg.name, game: GAME, role: "bot" };
       if (cfg.token !== undefined) hello.token = cfg.token;
+      hello.accepts = ["redirect"]; // this bot follows a ladder's redirect (playRedirected)
       send(hello);
     }
 
@@ -383,6 +398,37 @@ function playOnce(cfg, rng, log, track) {
   });
 }
 
+// ------------------------------------------------------------------ a match elsewhere
+// A ladder sent this bot to the host of its match (docs/protocol.md, `redirect`): play it there with
+// the seat token given. A connection lost mid-match is taken up again (the seat waits for the
+// ladder's grace); anything else is reported as the match's failure, and the bot goes back to the
+// ladder. A token never goes in clear to another machine when the ladder was reached over TLS.
+async function playRedirected(cfg, target, rng, log, track) {
+  const where = `${target.host}:${target.port}`;
+  const loopback = target.host === "localhost" || target.host === "::1" || /^127\./.test(target.host);
+  if (!target.tls && cfg.tls && !loopback) {
+    return {
+      kind: "connection",
+      text: `the ladder sent this bot to ${where} without TLS, which would send its seat token in clear; not going`,
+    };
+  }
+  log(`playing this match at ${where}`);
+  const there = { ...cfg, host: target.host, port: target.port, token: target.token, tls: target.tls };
+  let outcome;
+  for (let attempt = 1; attempt <= FOLLOW_ATTEMPTS; attempt++) {
+    outcome = await playOnce(there, rng, log, track);
+    if (outcome.kind !== "connection") break;
+    if (attempt < FOLLOW_ATTEMPTS) log(`${outcome.text}; connecting there again`);
+    await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+  }
+  if (outcome.kind === "redirect") return { kind: "protocol", text: `${where} redirected this bot again` };
+  if (outcome.kind === "error") {
+    // The match host's refusal is the match's failure, not the bot's: back to the ladder.
+    return { kind: "connection", text: `the match host ${where} refused this bot: ${outcome.text}` };
+  }
+  return outcome;
+}
+
 // ------------------------------------------------------------------ many matches
 // Waits before the next attempt: the n-th failure in a row waits a random time between half of and
 // the whole of min(60, 2^(n-1)) seconds (0.5-1 s, 1-2 s, ... 30-60 s). A lock-out's message says how
@@ -419,9 +465,11 @@ async function main() {
   }
 
   while (cfg.ladder || played < cfg.matches) {
-    const outcome = await playOnce(cfg, rng, log, (sock) => {
+    const track = (sock) => {
       current = sock;
-    });
+    };
+    let outcome = await playOnce(cfg, rng, log, track);
+    if (outcome.kind === "redirect") outcome = await playRedirected(cfg, outcome.target, rng, log, track);
     if (outcome.kind === "end") {
       played += 1;
       failures = 0;
