@@ -110,8 +110,11 @@ def _as_concurrent(future: Any) -> cf.Future[Any]:
 
 
 @contextlib.contextmanager
-def open_cluster(spec: ClusterSpec) -> Iterator[tuple[DaskExecutor, int, list[str]]]:
-    """(executor, worker threads, worker addresses) for ``spec``; a local cluster stops on exit."""
+def open_cluster(
+    spec: ClusterSpec, *, threads_per_worker: int = 1
+) -> Iterator[tuple[DaskExecutor, int, list[str]]]:
+    """(executor, worker threads, worker addresses) for ``spec``; a local cluster (of workers with
+    ``threads_per_worker`` threads each) stops on exit."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
@@ -126,7 +129,7 @@ def open_cluster(spec: ClusterSpec) -> Iterator[tuple[DaskExecutor, int, list[st
             cluster = stack.enter_context(
                 LocalCluster(
                     n_workers=spec.local,
-                    threads_per_worker=1,
+                    threads_per_worker=threads_per_worker,
                     processes=True,
                     dashboard_address=None,
                     host="127.0.0.1",

@@ -26,9 +26,27 @@ def test_bench_ladder_plays_rated_matches_and_reports_them() -> None:
     assert "bad_hello" not in report["load"]["refused"]
 
 
+def test_bench_ladder_on_a_cluster_compares_the_ladders_cpu_per_match() -> None:
+    """With --cluster the load runs twice: matches here, then on a local Dask cluster, where the
+    load bots follow the ladder's redirects."""
+    args = ["--bots", "4", "--seconds", "3", "--warmup", "2", "--ticks", "15", "--cluster", "local:1"]
+    code, out = invoke("bench", "ladder", *args, "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    there = report["cluster"]
+    assert report["load"]["redirects"] == 0 and there["load"]["redirects"] > 0
+    assert there["matches_per_minute"] > 0 and there["ladder_cpu_ms_per_match"] > 0
+    assert (
+        there["ladder_cpu_per_match_ratio"]
+        == report["ladder_cpu_ms_per_match"] / there["ladder_cpu_ms_per_match"]
+    )
+
+
 def test_bench_ladder_refuses_bad_options() -> None:
     code, out = invoke("bench", "ladder", "--bots", "1")
     assert code == 2 and "--bots" in out
+    code, out = invoke("bench", "ladder", "--cluster", "local:0")
+    assert code == 2 and "--cluster" in out
 
 
 def test_wait_percentiles() -> None:

@@ -7,10 +7,16 @@ warm-up (every bot connected and the first matches begun) the figures are taken 
 the run: matches per minute, the queue wait of the bots that were seated (p50, p95), the share of
 ticks on time, the server's CPU per agent-tick (the whole process: event loop and database
 threads), and the matchmaker's share of that CPU.
+
+With ``--cluster``, the same load runs twice, side by side in one run: first with every match
+played in the ladder's process, then with the matches handed to the cluster's workers (the load
+bots follow redirects). The figure that says how far one ladder process then goes is its own CPU
+per match: the ratio of the two is printed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import logging
@@ -24,6 +30,8 @@ from typing import Any
 import click
 import trio
 
+from cellarena.arena.cluster import ClusterError, ClusterSpec
+from cellarena.arena.ladder.hand_off import HandOff, HandOffConfig, open_hand_off
 from cellarena.arena.ladder.seating import LadderRules
 from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.store import LadderStore
@@ -47,14 +55,18 @@ def _register(store: LadderStore, game: str, bots: int) -> list[str]:
 
 
 async def _run(
-    store: LadderStore, config: LadderConfig, tokens: list[str], seconds: float, warmup: float
+    store: LadderStore,
+    config: LadderConfig,
+    tokens: list[str],
+    seconds: float,
+    warmup: float,
+    hand_off: HandOff | None = None,
 ) -> dict[str, Any]:
-    lobby, seating = build(store, config)
+    lobby, seating = build(store, config, hand_off)
     stats = seating.stats
     taken: dict[str, Any] = {}
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(lobby.serve)
-        nursery.start_soon(seating.run)
+        port = await nursery.start(lobby.serve)  # which runs the seating's matchmaker too
         load = await trio.lowlevel.open_process(
             [
                 sys.executable,
@@ -64,6 +76,7 @@ async def _run(
                 str(port),
                 str(seconds + warmup),
                 config.game,
+                *(["follow"] if hand_off is not None else []),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -103,11 +116,13 @@ async def _run(
     cpu = end["cpu"] - start["cpu"]
     agent_ticks = end["agent_ticks"] - start["agent_ticks"]
     ticks = end["ticks"] - start["ticks"]
+    ended = end["ended"] - start["ended"]
 
     return {
         "bots": len(tokens),
         "seconds": seconds,
-        "matches_per_minute": (end["ended"] - start["ended"]) / (end["wall"] - start["wall"]) * 60,
+        "matches_per_minute": ended / (end["wall"] - start["wall"]) * 60,
+        "ladder_cpu_ms_per_match": cpu / ended * 1e3 if ended else None,
         "queue_wait_p50_s": taken["p50"],
         "queue_wait_p95_s": taken["p95"],
         "on_time": 1 - (end["bad"] - start["bad"]) / ticks if ticks else 0.0,
@@ -119,8 +134,16 @@ async def _run(
     }
 
 
-def run(bots: int, seconds: float, ticks: int, warmup: float, game: str | None = None) -> dict[str, Any]:
-    """One measured run; the dict is the --json output. ``game``: the first of `load_games` unless given."""
+def run(
+    bots: int,
+    seconds: float,
+    ticks: int,
+    warmup: float,
+    game: str | None = None,
+    cluster: ClusterSpec | None = None,
+) -> dict[str, Any]:
+    """One measured run (matches on the ``cluster`` if given); the dict is the --json output.
+    ``game``: the first of `load_games` unless given."""
     game = game or load_games()[0]
     game_plugin = plugin(game)
     workload = game_plugin.load_profile()
@@ -146,9 +169,17 @@ def run(bots: int, seconds: float, ticks: int, warmup: float, game: str | None =
                 replay_dir=Path(tmp) / "replays",
             )
             config.replay_dir.mkdir()  # type: ignore[union-attr]
-            gc.collect()
-            gc.freeze()
-            return trio.run(_run, store, config, tokens, seconds, warmup)
+            with contextlib.ExitStack() as stack:
+                hand_off = None
+                if cluster is not None:
+                    configs = [config.config_for(m) for m in config.maps]
+                    hand_off = stack.enter_context(open_hand_off(cluster, game, configs, HandOffConfig()))
+                gc.collect()
+                gc.freeze()
+                try:
+                    return trio.run(_run, store, config, tokens, seconds, warmup, hand_off)
+                finally:
+                    gc.unfreeze()
         finally:
             store.close()
 
@@ -196,8 +227,17 @@ def goals(result: dict[str, Any]) -> list[tuple[str, bool]]:
     default=None,
     help="The game to play; its plugin must give a load benchmark. [default: the first such game by name]",
 )
+@click.option(
+    "--cluster",
+    metavar="SPEC",
+    default=None,
+    help="Also run the load with the matches on this Dask cluster (local:N or tcp://HOST:PORT), and "
+    "compare the ladder's own CPU per match.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def command(bots: int, seconds: float, ticks: int, warmup: float, game: str | None, as_json: bool) -> None:
+def command(
+    bots: int, seconds: float, ticks: int, warmup: float, game: str | None, cluster: str | None, as_json: bool
+) -> None:
     """A ladder at 15 Hz under bots that queue again after every match: throughput, waits, CPU."""
     game = game or load_games()[0]
     if game not in load_games():
@@ -205,8 +245,30 @@ def command(bots: int, seconds: float, ticks: int, warmup: float, game: str | No
             f"{game} gives no load benchmark workload; these do: {', '.join(load_games())}",
             param_hint="--game",
         )
+    spec = None
+    if cluster is not None:
+        try:
+            spec = ClusterSpec.parse(cluster)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--cluster") from None
     logging.getLogger("cellarena").setLevel(logging.ERROR)  # the load's own disconnects are expected
+    logging.getLogger("distributed").setLevel(logging.ERROR)
     result = run(bots, seconds, ticks, warmup, game)
+    runs = [("here", result)]
+    if spec is not None:
+        try:
+            on_cluster = run(bots, seconds, ticks, warmup, game, spec)
+        except ClusterError as exc:
+            raise click.ClickException(str(exc)) from None
+        runs.append((f"on {cluster}", on_cluster))
+        here_ms, there_ms = result["ladder_cpu_ms_per_match"], on_cluster["ladder_cpu_ms_per_match"]
+        result = {
+            **result,
+            "cluster": {
+                **on_cluster,
+                "ladder_cpu_per_match_ratio": here_ms / there_ms if here_ms and there_ms else None,
+            },
+        }
     if as_json:
         click.echo(json.dumps(result))
         return
@@ -215,20 +277,39 @@ def command(bots: int, seconds: float, ticks: int, warmup: float, game: str | No
     def fmt(value: float | None, spec: str) -> str:
         return "-" if value is None else format(value, spec)
 
+    notes = [f"load {where}: {r['load']}" for where, r in runs]
+    if spec is not None:
+        ratio = result["cluster"]["ladder_cpu_per_match_ratio"]
+        notes.append(
+            f"the ladder's own CPU per match is {fmt(ratio, '.1f')}x smaller with the matches on the cluster"
+        )
     report(
         f"One ladder process, {bots} bots re-queuing after each {ticks}-tick {game} match at 15 Hz",
-        ("matches/min", "wait p50", "wait p95", "on time", "CPU/agent-tick", "CPU share", "matchmaking"),
+        (
+            "where",
+            "matches/min",
+            "wait p50",
+            "wait p95",
+            "on time",
+            "CPU/agent-tick",
+            "CPU share",
+            "CPU/match",
+            "matchmaking",
+        ),
         [
             (
-                f"{result['matches_per_minute']:.0f}",
-                fmt(result["queue_wait_p50_s"], ".2f") + " s",
-                fmt(result["queue_wait_p95_s"], ".2f") + " s",
-                f"{result['on_time']:.1%}",
-                fmt(result["cpu_us_per_agent_tick"], ".0f") + " µs",
-                f"{result['server_cpu_share']:.0%}",
-                f"{result['matchmaking_share']:.2%}",
+                where,
+                f"{r['matches_per_minute']:.0f}",
+                fmt(r["queue_wait_p50_s"], ".2f") + " s",
+                fmt(r["queue_wait_p95_s"], ".2f") + " s",
+                f"{r['on_time']:.1%}",
+                fmt(r["cpu_us_per_agent_tick"], ".0f") + " µs",
+                f"{r['server_cpu_share']:.0%}",
+                fmt(r["ladder_cpu_ms_per_match"], ".1f") + " ms",
+                f"{r['matchmaking_share']:.2%}",
             )
+            for where, r in runs
         ],
-        goals(result),
-        [f"load: {result['load']}"],
+        goals(runs[0][1]),
+        notes,
     )

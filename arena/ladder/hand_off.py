@@ -34,6 +34,10 @@ log = logging.getLogger("cellarena.ladder")
 
 #: Seconds to wait for a worker to take a match and listen.
 LISTEN_TIMEOUT = 30.0
+#: Matches one worker process of a local cluster hosts at once. A hosted match holds a worker thread
+#: for its whole length (its own trio loop) but mostly waits for its bots, whose programs run
+#: elsewhere; for a remote cluster, `dask worker --nthreads` says it (docs/ladder.md).
+LOCAL_THREADS_PER_WORKER = 16
 
 
 class HandOffError(RuntimeError):
@@ -91,31 +95,45 @@ class HandOff:
         mailbox = f"cellarena-ladder-{match.ladder_id}-{uuid.uuid4().hex}"
         future = self.client.submit(run_on_worker, job, mailbox, pure=False)
         self._futures[match.ladder_id] = future
+        variable = _variable(mailbox, self.client)
+        waiting = [True]
 
-        def wait() -> tuple[str, int]:
-            variable = _variable(mailbox, self.client)
+        def wake(_done: Any = None) -> None:
+            # Whatever ends the wait (the task failed, the listen timeout) sets the mailbox, so the
+            # thread blocked in get() returns: a get() with a timeout makes the scheduler log an
+            # error each time it expires. Once the address is in, the mailbox is gone: leave it so.
+            if waiting[0]:
+                with contextlib.suppress(Exception):
+                    variable.set(None)
+
+        def wait() -> tuple[str, int] | None:
             try:
-                while True:
-                    with contextlib.suppress(TimeoutError):
-                        host, port = variable.get(timeout=0.5)
-                        return str(host), int(port)
-                    if future.done():  # the worker failed before it listened: its error says why
-                        future.result()
+                found = variable.get()
+                waiting[0] = False
+                return None if found is None else (str(found[0]), int(found[1]))
             finally:
                 with contextlib.suppress(Exception):
                     variable.delete()
 
+        future.add_done_callback(wake)
         try:
             with trio.fail_after(LISTEN_TIMEOUT):
-                host, port = await trio.to_thread.run_sync(
-                    wait, limiter=self._limiter, abandon_on_cancel=True
-                )
+                where = await trio.to_thread.run_sync(wait, limiter=self._limiter, abandon_on_cancel=True)
         except trio.TooSlowError:
+            wake()
             self.cancel(match.ladder_id)
             raise HandOffError(f"no worker listened for the match within {LISTEN_TIMEOUT:g} s") from None
-        except Exception as exc:
+        except BaseException:
+            wake()
+            raise
+        if where is None:  # the task ended before it listened: its error says why
             self._futures.pop(match.ladder_id, None)
-            raise HandOffError(f"the worker could not host it: {exc}") from None
+            try:
+                future.result()
+            except Exception as exc:
+                raise HandOffError(f"the worker could not host it: {exc}") from None
+            raise HandOffError("the worker ended the match before it listened")
+        host, port = where
         return Hosting(host, port, job.tls)
 
     async def result(self, ladder_id: int) -> HostedResult:
@@ -210,7 +228,7 @@ def open_hand_off(
     spec: ClusterSpec, game: str, configs: Sequence[dict[str, Any]], config: HandOffConfig
 ) -> Iterator[HandOff]:
     """A `HandOff` over the cluster ``spec`` names, checked; the cluster (if local) stops on exit."""
-    with open_cluster(spec) as (executor, _threads, _workers):
+    with open_cluster(spec, threads_per_worker=LOCAL_THREADS_PER_WORKER) as (executor, _threads, _workers):
         check_hosting(executor.client, game, configs, config)
         hand_off = HandOff(executor.client, config)
         try:

@@ -3,10 +3,11 @@
 Each bot has its own token, read from standard input (one per line; never from the command line or
 the environment, where other processes could read them). A bot says hello with its token, answers
 every tick with the game's no-op, and when its match ends (or it is refused) connects again at once
-(after a refusal that says come back later, after half a second), until the run's time is up. Plain
-epoll in one thread, so that the load costs little CPU beside the server it measures.
+(after a refusal that says come back later, after half a second), until the run's time is up. With
+``follow``, the bots accept a ``redirect`` and play the match where it sends them (a ladder on a
+cluster). Plain epoll in one thread, so that the load costs little CPU beside the server it measures.
 
-Prints one JSON object: connections made and refusals by error code.
+Prints one JSON object: connections made, redirects followed and refusals by error code.
 """
 
 from __future__ import annotations
@@ -36,16 +37,22 @@ class _Bot:
     sock: socket.socket | None = None
     reader: protocol.FrameReader = field(default_factory=_reader)
     connect_at: float = 0.0
+    #: Where the ladder sent the bot for its next match: (host, port, seat token).
+    target: tuple[str, int, str] | None = None
 
 
-def run(host: str, port: int, seconds: float, game: str, tokens: list[str]) -> dict[str, object]:
-    """Play until ``seconds`` have passed; the counts of what happened."""
+def run(
+    host: str, port: int, seconds: float, game: str, tokens: list[str], *, follow: bool = False
+) -> dict[str, object]:
+    """Play until ``seconds`` have passed (following redirects with ``follow``); the counts of what
+    happened."""
     noop = adapter(game).noop_answer
     epoll = select.epoll()
     bots = [_Bot(token) for token in tokens]
     by_fd: dict[int, _Bot] = {}
     refused: collections.Counter[str] = collections.Counter()
-    connections = 0
+    connections = redirects = 0
+    accepts = protocol.ACCEPTS if follow else ()
     deadline = time.monotonic() + seconds
 
     def close(bot: _Bot, retry_after: float) -> None:
@@ -61,14 +68,19 @@ def run(host: str, port: int, seconds: float, game: str, tokens: list[str]) -> d
     while (now := time.monotonic()) < deadline:
         for i, bot in enumerate(bots):
             if bot.sock is None and bot.connect_at <= now:
+                where, token = (host, port), bot.token
+                if bot.target is not None:  # its match is elsewhere; then back to the ladder
+                    where, token = bot.target[:2], bot.target[2]
+                    bot.target = None
                 try:
-                    sock = socket.create_connection((host, port), timeout=5)
+                    sock = socket.create_connection(where, timeout=5)
                 except OSError:
                     bot.connect_at = now + RETRY_S
                     refused["connect_failed"] += 1
                     continue
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                sock.sendall(protocol.encode(protocol.hello(f"load{i}", game, token=bot.token)))
+                hello = protocol.hello(f"load{i}", game, token=token, accepts=accepts)
+                sock.sendall(protocol.encode(hello))
                 sock.setblocking(False)
                 bot.sock = sock
                 by_fd[sock.fileno()] = bot
@@ -93,6 +105,10 @@ def run(host: str, port: int, seconds: float, game: str, tokens: list[str]) -> d
                         break
                 elif msg["type"] == "end":
                     retry = 0.0
+                elif msg["type"] == "redirect":
+                    bot.target = (msg["host"], msg["port"], msg["token"])
+                    redirects += 1
+                    retry = 0.0
                 elif msg["type"] == "error":
                     refused[str(msg.get("code"))] += 1
                     retry = RETRY_S
@@ -102,10 +118,11 @@ def run(host: str, port: int, seconds: float, game: str, tokens: list[str]) -> d
         if bot.sock is not None:
             bot.sock.close()
     epoll.close()
-    return {"connections": connections, "refused": dict(refused)}
+    return {"connections": connections, "redirects": redirects, "refused": dict(refused)}
 
 
 if __name__ == "__main__":
     tokens = [line.strip() for line in sys.stdin if line.strip()]
-    result = run(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], tokens)
+    follow = sys.argv[5:] == ["follow"]
+    result = run(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], tokens, follow=follow)
     print(json.dumps(result), flush=True)
