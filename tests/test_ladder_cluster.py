@@ -49,8 +49,8 @@ CONFIG = {"map": "duel", "max_ticks": 20}
 @pytest.fixture(scope="module")
 def hand_off() -> Iterator[HandOff]:
     """Two worker processes on this machine, checked as `ladder serve --cluster local:2` checks them;
-    the bots have 3 s to reach a match host."""
-    with open_hand_off(ClusterSpec(local=2), "rezzo", [CONFIG], HandOffConfig(connect_timeout=3.0)) as opened:
+    the bots have 5 s to reach a match host."""
+    with open_hand_off(ClusterSpec(local=2), "rezzo", [CONFIG], HandOffConfig(connect_timeout=5.0)) as opened:
         yield opened
 
 
@@ -283,14 +283,16 @@ async def test_a_tokens_newest_connection_takes_its_seat(
     ladder = await open_ladder(nursery, tmp_path, hand_off)
     alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
     to_alice, to_bob = await redirected(alice), await redirected(bob)
-    stale = await go(to_alice, "alice")
-    fresh = await go(to_alice, "alice")
-    with trio.fail_after(10):
-        while (await stale.recv()) is not None:
-            pass  # closed by the match host
     async with trio.open_nursery() as n:
-        n.start_soon(fresh.play)
         n.start_soon((await go(to_bob, "bob")).play)
+        stale = await go(to_alice, "alice")
+        while (msg := await stale.recv(timeout=10)) is not None and msg["type"] != "welcome":
+            pass  # the match is under way with this connection in alice's seat...
+        fresh = await go(to_alice, "alice")
+        with trio.fail_after(10):
+            while (await stale.recv()) is not None:
+                pass  # ...until the match host lets it go for the new one
+        n.start_soon(fresh.play)
     (match,) = await settle(ladder.store, 1)
     assert not any(s.forfeit for s in match.seats)
 
