@@ -173,6 +173,17 @@ def test_bot_names_are_unique_and_may_be_any_printable_text(store: LadderStore) 
     assert [b.name for b in store.list_bots()] == sorted(["x" * 64, "Zoë the 2nd ♞"])
 
 
+def test_bot_names_that_differ_only_in_case_are_one_name(store: LadderStore) -> None:
+    """`Alice` and `alice` would read as one bot in every table; Unicode case too (SQLite's lower()
+    folds only ASCII, so this is not left to the database)."""
+    store.add_bot("Alice", GAME)
+    store.add_bot("ZOË", GAME)
+    for name in ("alice", "ALICE", "zoë", "Zoë"):
+        with pytest.raises(LadderStoreError, match="differ only in case count as one"):
+            store.add_bot(name, GAME)
+    assert [b.name for b in store.list_bots()] == ["Alice", "ZOË"]
+
+
 def test_list_bots_by_game_and_concurrency_limits(store: LadderStore) -> None:
     add(store, "b", "a")
     store.add_bot("c", "cata", max_matches=3)

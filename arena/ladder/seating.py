@@ -49,6 +49,9 @@ from cellarena.server.seating import Seating, WaitingRoom
 
 log = logging.getLogger("cellarena.ladder")
 
+#: Seconds between two reads of the whole standings and bot list (`_load_ratings`).
+RELOAD_EVERY = 10.0
+
 
 @dataclass(frozen=True)
 class LadderRules:
@@ -183,6 +186,7 @@ class LadderSeating(Seating):
         #: Bots taken from the queue for a match that is being written down and started.
         self._starting: set[str] = set()
         self._rounds = 0
+        self._loaded_at = -math.inf
         #: Queue waits, the matchmaker's CPU and the ticks played (`cellarena bench ladder` reads them).
         self.stats = LadderStats()
         self._results: tuple[trio.MemorySendChannel[_Ended], trio.MemoryReceiveChannel[_Ended]]
@@ -553,11 +557,17 @@ class LadderSeating(Seating):
                     ticks=outcome.ticks,
                     replay=ended.replay,
                 )
-                await trio.to_thread.run_sync(finish)
+                record = await trio.to_thread.run_sync(finish)
             except LadderStoreError as exc:
                 log.error("the result of ladder match %d is lost: %s", ended.ladder_id, exc)
                 continue
-            await self._load_ratings()
+            # The new ratings come with the result; the whole table only now and then (house bots
+            # added or revoked meanwhile), not once per result.
+            for seat in record.seats:
+                if seat.after is not None:
+                    self.ratings[seat.bot] = seat.after
+            if trio.current_time() - self._loaded_at >= RELOAD_EVERY:
+                await self._load_ratings()
 
     async def void_vanished(self) -> None:
         """Void the matches that left the lobby without a result (cut short, or an internal error)."""
@@ -584,6 +594,7 @@ class LadderSeating(Seating):
 
     async def _load_ratings(self) -> None:
         """The ratings and the house bots, as the store has them now."""
+        self._loaded_at = trio.current_time()
         try:
             table = await trio.to_thread.run_sync(self.store.standings, self.game)
             bots = await trio.to_thread.run_sync(self.store.list_bots, self.game)

@@ -268,10 +268,15 @@ class LadderStore:
         token = identity.new_token()
         kind: BotKind = "outside" if house_command is None else "house"
         with self._writing(f"add bot {name!r}") as db:
-            if db.query("SELECT 1 FROM bots WHERE name = ?", (name,)):
-                raise LadderStoreError(
-                    f"{self.where}: there is already a bot named {name!r}; choose another name"
-                )
+            # Names differing only in case (Alice, alice) would read as one bot on every page.
+            # Compared in Python: SQLite's lower() folds ASCII only. An admin's rare call.
+            folded = name.casefold()
+            for (taken,) in db.query("SELECT name FROM bots"):
+                if taken.casefold() == folded:
+                    also = "" if taken == name else ", and names that differ only in case count as one"
+                    raise LadderStoreError(
+                        f"{self.where}: there is already a bot named {taken!r}{also}; choose another name"
+                    )
             db.execute(
                 "INSERT INTO bots (name, game, token_digest, kind, house_command, created, max_matches)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
