@@ -85,6 +85,13 @@ class Replay:
         return self.header["names"]
 
     @property
+    def rules(self) -> int:
+        """The version of the game's rules the match was played under (1 in files from before
+        versions were recorded)."""
+        rules: int = self.header.get("rules", 1)
+        return rules
+
+    @property
     def start_tick(self) -> int:
         return self.header["start_tick"]
 
@@ -273,6 +280,9 @@ def _check_header(path: str, record: dict[Any, Any]) -> dict[str, Any]:
     c.get("protocol", "int")
     c.get("created", "str")
     c.get("extra", "map", optional=True)
+    rules = c.get("rules", "int", optional=True)
+    if rules is not None and rules < 1:
+        raise c.fail(f"field 'rules' must be 1 or more, got {rules}")
     return record
 
 
@@ -438,6 +448,7 @@ class ReplayWriter:
             "names": [str(n) for n in names],
             "start_tick": engine.tick,
             "start_hash": engine.state_hash(),
+            "rules": rules_version(type(engine)),
             "cellarena": _package_version(),
             "protocol": PROTOCOL_VERSION,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -573,6 +584,8 @@ class VerifyReport:
     complete: bool
     mismatch: Mismatch | None = None
     incomplete_reason: str = ""
+    #: Why a mismatch may be no fault of the file: the game's rules changed since it was recorded.
+    rules_note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -580,10 +593,33 @@ class VerifyReport:
 
     def summary(self) -> str:
         if self.mismatch is not None:
-            return f"mismatch at {self.mismatch} ({self.ticks_verified} ticks verified before it)"
+            note = f"; {self.rules_note}" if self.rules_note else ""
+            return f"mismatch at {self.mismatch} ({self.ticks_verified} ticks verified before it){note}"
         if not self.complete:
             return f"incomplete: {self.ticks_verified} ticks verified; {self.incomplete_reason}"
         return f"ok: {self.ticks_verified} ticks verified"
+
+
+def rules_version(engine_class: type[Engine]) -> int:
+    """The version of a game's rules: an engine whose rules changed since replays were recorded
+    says so in ``RULES_VERSION`` (and what changed in ``RULES_CHANGES``); 1 if it never did."""
+    version: int = getattr(engine_class, "RULES_VERSION", 1)
+    return version
+
+
+def _rules_note(replay: Replay) -> str:
+    """For a replay that does not re-simulate: the rule changes since it was recorded, if any."""
+    engine_class = get_engine(replay.game)
+    now = rules_version(engine_class)
+    if replay.rules >= now:
+        return ""
+    changes: dict[int, str] = getattr(engine_class, "RULES_CHANGES", {})
+    said = "; ".join(f"v{v}: {changes[v]}" for v in range(replay.rules + 1, now + 1) if v in changes)
+    return (
+        f"the match was played under {replay.game} rules v{replay.rules} and this cellarena plays v{now}"
+        + (f" ({said})" if said else "")
+        + ", so a match those changes touch re-simulates differently; the file itself may be sound"
+    )
 
 
 def _rebuild(replay: Replay) -> Engine:
@@ -652,6 +688,8 @@ def verify(replay: Replay) -> VerifyReport:
         if want != got_fields:
             last = replay.ticks[-1].tick if replay.ticks else replay.start_tick
             report.mismatch = Mismatch(last, "engine result", want, got_fields)
+    if report.mismatch is not None:
+        report.rules_note = _rules_note(replay)
     return report
 
 
@@ -668,8 +706,11 @@ def board_at(replay: Replay, tick: int | None = None) -> Engine:
         )
     engine, _done, mismatch = _run(replay, tick)
     if mismatch is not None:
+        note = _rules_note(replay)
         raise ReplayError(
-            f"{replay.path}: does not re-simulate (at {mismatch}); `cellarena replay verify` says more"
+            f"{replay.path}: does not re-simulate (at {mismatch}"
+            + (f"; {note}" if note else "")
+            + "); `cellarena replay verify` says more"
         )
     if tick is not None and engine.tick != tick:
         if engine.tick < tick:

@@ -86,6 +86,11 @@ class Drop2dfEngine:
     """One duplicate match of 2dFDCAL. See the module docstring for the turn order."""
 
     name: ClassVar[str] = "drop2df"
+    #: Replays record the rules they were played under (`server.replay.rules_version`).
+    RULES_VERSION: ClassVar[int] = 2
+    RULES_CHANGES: ClassVar[dict[int, str]] = {
+        2: "a refused edit or token op no longer uses up the turn's edit or token",
+    }
     default_tick_rate: ClassVar[float] = 2.0
     #: A turn-based puzzle: lookahead bots plan on their first turn, so give them time.
     default_budget_ms: ClassVar[float | None] = 2000.0
