@@ -6,11 +6,13 @@ No test here times the server: the achieved rate is measured by `cellarena bench
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 from cellarena_cli import invoke
+from game_servers import add_ladder_bot, ladder_serve
 from wire_client import Client
 
 from cellarena.sdk import protocol
@@ -93,3 +95,24 @@ async def test_the_first_tick_has_its_own_budget_and_the_schedule_goes_on(fast: 
     for name in "ab":
         assert seen[name] == [first_ms] + [budget_ms] * (ticks - 1)
         assert ends[name]["ticks"] == ticks and ends[name]["late"] == 0
+
+
+async def test_a_ladder_gives_the_first_tick_its_own_budget(tmp_path: Path) -> None:
+    """`ladder serve --first-budget-ms`: a ladder bot that loads a model gets the longer first tick."""
+    tokens = {name: add_ladder_bot(tmp_path, name).read_text().strip() for name in ("alice", "bob")}
+    server = ladder_serve(tmp_path, "--first-budget-ms", "700")
+    try:
+        firsts = []
+        for name, token in tokens.items():
+            client = await Client.connect(server.port)
+            await client.hello(name, token=token)
+            firsts.append(client)
+        budgets = []
+        for client in firsts:
+            while (msg := await client.recv(timeout=20)) is not None and msg["type"] != "tick":
+                pass
+            assert msg is not None
+            budgets.append(msg["budget_ms"])
+        assert budgets == [700, 700]
+    finally:
+        server.stop()

@@ -21,6 +21,7 @@ from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
     FiniteFloatRange,
     decorate,
+    first_budget_option,
     listen_options,
     tick_options,
     tls_context,
@@ -319,6 +320,7 @@ def _serve_command(game: str) -> click.Command:
         tick_rate: float,
         budget_ms: float | None,
         fast: bool,
+        first_budget_ms: float | None,
         host: str,
         port: int,
         grace: float,
@@ -355,7 +357,13 @@ def _serve_command(game: str) -> click.Command:
             engine_config(game, game_values),
             map_key=cli.map_key,
             maps=pool,
-            settings=TickSettings(tick_rate=tick_rate, budget_ms=budget_ms, fast=fast, reconnect_grace=grace),
+            settings=TickSettings(
+                tick_rate=tick_rate,
+                budget_ms=budget_ms,
+                fast=fast,
+                first_budget_ms=first_budget_ms,
+                reconnect_grace=grace,
+            ),
             host=host,
             port=port,
             tls=tls_context(tls_cert, tls_key),
@@ -437,6 +445,7 @@ def _serve_command(game: str) -> click.Command:
             help="The map pool, comma-separated. [default: the game's tournament maps]",
         ),
         *tick_options(game_plugin.engine_class()),
+        first_budget_option(),
         *listen_options(),
         click.option(
             "--grace",
