@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -51,6 +52,18 @@ def test_a_local_cluster_gives_the_standings_of_the_local_pool(tmp_path: Path) -
     assert len(replays) == 4
     verify = cellarena("replay", "verify", str(replays[0]))
     assert verify.returncode == 0, verify.stderr
+
+
+#: The traceback CPython's multiprocessing resource tracker sometimes prints as a local cluster's
+#: processes exit (a KeyError on a name unregistered twice): not cellarena's.
+_TRACKER_NOISE = re.compile(
+    r"Traceback \(most recent call last\):\n(?:[ ]+.*\n)*?[ ]+File \".*resource_tracker\.py\".*\n"
+    r"(?:[ ]+.*\n)*KeyError: '/mp-[^']*'\n?"
+)
+
+
+def without_resource_tracker_noise(stderr: str) -> str:
+    return _TRACKER_NOISE.sub("", stderr)
 
 
 def free_port() -> int:
@@ -187,7 +200,7 @@ def test_a_bot_missing_on_the_workers_stops_the_tournament_before_any_match(tmp_
         "--bot", "ghost=python /nowhere/ghost.py", "--cluster", "local:1", "--out", str(out),
     )  # fmt: skip
     assert done.returncode == 1 and "no file /nowhere/ghost.py" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in without_resource_tracker_noise(done.stderr)
     assert not (out / "results.sqlite").exists() or recorded(out) == []
 
 
