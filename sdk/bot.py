@@ -14,9 +14,11 @@ subclasses it once with its own types and ``game`` (`cellarena.sdk.games.cata.Ca
 `cellarena.sdk.Bot` is Rezzo's. A bot subclasses its game's class, so a type checker (mypy or pyright,
 strict) checks its ``on_tick`` against that game's view and answer. `docs/sdk.md` is the tutorial.
 
-The loop is forgiving on purpose: an exception in ``on_tick`` or a
-malformed answer costs that tick (noops) and a message on stderr, never the connection, so one bug
-does not forfeit a whole match.
+The loop is forgiving on purpose: an exception in ``on_tick``, or an answer the game's module cannot
+encode, costs that tick and a message on stderr (with the traceback), never the connection, so one
+bug does not forfeit a whole match. That tick's answer is sent without its ``moves`` field, which the
+server counts as **invalid** in every game (docs/protocol.md), so ``MatchResult.invalid`` tells the
+bot's author how often it happened.
 """
 
 from __future__ import annotations
@@ -278,22 +280,26 @@ def play(bot: AnyBot, client: Client, *, name: str = "bot", quiet: bool = False)
 
 
 def _answer(bot: GameBot[ViewT, AnswerT], client: Client, message: dict[str, Any], log: _Log) -> float:
-    """Ask the bot for one tick's moves and send them; the milliseconds on_tick took."""
+    """Ask the bot for one tick's moves and send them; the milliseconds on_tick took.
+
+    When ``on_tick`` raises or its answer cannot be encoded, the answer goes without a ``moves``
+    field: the server counts it invalid in every game (a nil ``moves`` would be a pass in some).
+    """
     tick = message["tick"]
     view = bot.make_view(message)
     started = time.monotonic()
-    payload = adapter(bot.game).noop_answer(message)
+    reply: dict[str, Any] = {"type": "moves", "tick": tick}
     try:
         answer = bot.on_tick(view)
     except Exception:
-        log(f"tick {tick}: on_tick raised; playing noops this tick\n{traceback.format_exc().rstrip()}")
+        log(f"tick {tick}: on_tick raised; this tick counts as invalid\n{traceback.format_exc().rstrip()}")
     else:
         try:
-            payload = bot.encode_answer(answer, message)
+            reply["moves"] = bot.encode_answer(answer, message)
         except MovesError as exc:
-            log(f"tick {tick}: {exc}; playing noops this tick")
+            log(f"tick {tick}: {exc}; this tick counts as invalid")
     took_ms = (time.monotonic() - started) * 1000.0
-    client.send(protocol.moves(tick, payload))
+    client.send(reply)
     return took_ms
 
 
