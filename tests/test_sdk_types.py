@@ -8,6 +8,7 @@ author's mypy reads the installed SDK's types instead of calling it untyped.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -192,3 +193,28 @@ def test_mypy_errors_name_scripts_outside_the_checkout_by_their_path(tmp_path: P
     errors = typecheck.check_scripts([script])
     assert [(e.path, e.line, e.code) for e in errors] == [(script.as_posix(), 1, "no-untyped-def")]
     assert isinstance(errors[0], MypyError)
+
+
+def _documented_bots() -> list[tuple[str, str]]:
+    """(doc, code) of every Python block in docs/sdk.md and docs/games/*.md that defines a bot."""
+    found = []
+    for doc in [ROOT / "docs" / "sdk.md", *sorted((ROOT / "docs" / "games").glob("*.md"))]:
+        for block in re.findall(r"```python\n(.*?)```", doc.read_text(), re.S):
+            if "Bot)" in block:
+                found.append((doc.name, block))
+    return found
+
+
+def test_the_documented_bots_are_typed_for_their_game(tmp_path: Path) -> None:
+    """A reader copies these: they subclass their game's bot class (the tutorial's `Bot` is Rezzo's)
+    and pass the same strict check as the example bots."""
+    documented = _documented_bots()
+    assert {doc for doc, _ in documented} >= {"sdk.md", "cata.md", "cloth.md", "colorblocks.md"}
+    scripts = []
+    for doc, code in documented:
+        script = tmp_path / doc.replace(".md", "_bot.py")
+        script.write_text(code)
+        scripts.append(script)
+        assert not re.search(r"^\s+game\s*=", code, re.M), f"{doc}: subclass the game's class, not Bot"
+    errors = typecheck.check_scripts(scripts)
+    assert not errors, "\n".join(map(str, errors))
