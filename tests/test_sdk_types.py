@@ -8,6 +8,7 @@ author's mypy reads the installed SDK's types instead of calling it untyped.
 
 from __future__ import annotations
 
+import importlib
 import re
 import shutil
 import subprocess
@@ -20,6 +21,11 @@ from pathlib import Path
 import pytest
 import typecheck
 from typecheck import MypyError
+
+from cellarena import sdk
+from cellarena.sdk import GameBot, protocol
+from cellarena.sdk.games import GAMES
+from cellarena.server.games import get_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 BOTS = ROOT / "example_bots"
@@ -218,3 +224,28 @@ def test_the_documented_bots_are_typed_for_their_game(tmp_path: Path) -> None:
         assert not re.search(r"^\s+game\s*=", code, re.M), f"{doc}: subclass the game's class, not Bot"
     errors = typecheck.check_scripts(scripts)
     assert not errors, "\n".join(map(str, errors))
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_each_game_module_has_one_bot_class_for_its_game(game: str) -> None:
+    module = importlib.import_module(f"cellarena.sdk.games.{game}")
+    classes = [
+        value
+        for value in vars(module).values()
+        if isinstance(value, type) and issubclass(value, GameBot) and value.__module__ == module.__name__
+    ]
+    assert len(classes) == 1, classes
+    (bot_class,) = classes
+    assert bot_class.game == game and bot_class.__name__.lower() == f"{game}bot"
+    assert isinstance(module.View, type) and module.Answer is not None
+    # Its default on_tick idles, in that game's shape, with no `game` to set.
+    engine = get_engine(game).new({}, 0)
+    request = next(iter(engine.pending().values()))
+    message = dict(protocol.tick(engine.tick, 100, request))
+    answer = bot_class().on_tick(module.make_view(message))
+    assert module.encode_answer(answer, message) == module.noop_answer(message)
+
+
+def test_bot_is_rezzos_bot_class() -> None:
+    """The tutorial's ``class MyBot(Bot)`` stays a Rezzo bot."""
+    assert sdk.Bot is sdk.RezzoBot and sdk.Bot.game == "rezzo" and issubclass(sdk.Bot, sdk.GameBot)
