@@ -16,9 +16,9 @@ strict) checks its ``on_tick`` against that game's view and answer. `docs/sdk.md
 
 The loop is forgiving on purpose: an exception in ``on_tick``, or an answer the game's module cannot
 encode, costs that tick and a message on stderr (an exception's with its traceback), never the
-connection, so one bug does not forfeit a whole match. That tick's answer is sent without its ``moves`` field, which the
-server counts as **invalid** in every game (docs/protocol.md), so ``MatchResult.invalid`` tells the
-bot's author how often it happened.
+connection, so one bug does not forfeit a whole match. That tick's answer is sent without its
+``moves`` field, which the server counts as **invalid** in every game (docs/protocol.md), so
+``MatchResult.invalid`` tells the bot's author how often it happened.
 """
 
 from __future__ import annotations
