@@ -1,17 +1,24 @@
-"""The `Bot` base class and `run()`, which connects a bot to a server and plays one match, or many.
+"""The `GameBot` base class and `run()`, which connects a bot to a server and plays one match, or many.
 
-    from cellarena.sdk import Bot, Move, run
+    from cellarena.sdk import Bot, Move, View, run
 
     class Forward(Bot):
-        def on_tick(self, view):
+        def on_tick(self, view: View) -> Move:
             return Move.ADVANCE if view.viewport.can_advance() else Move.RIGHT
 
     if __name__ == "__main__":
         raise SystemExit(run(Forward))   # or Forward.run(); `--ladder` keeps it playing
 
-`docs/sdk.md` is the tutorial. The loop is forgiving on purpose: an exception in ``on_tick`` or a
-malformed answer costs that tick (noops) and a message on stderr, never the connection, so one bug
-does not forfeit a whole match.
+`GameBot` is generic over what ``on_tick`` gets and what it returns; each game's SDK module
+subclasses it once with its own types and ``game`` (`cellarena.sdk.games.cata.CataBot`, ...), and
+`cellarena.sdk.Bot` is Rezzo's. A bot subclasses its game's class, so a type checker (mypy or pyright,
+strict) checks its ``on_tick`` against that game's view and answer. `docs/sdk.md` is the tutorial.
+
+The loop is forgiving on purpose: an exception in ``on_tick``, or an answer the game's module cannot
+encode, costs that tick and a message on stderr (an exception's with its traceback), never the
+connection, so one bug does not forfeit a whole match. That tick's answer is sent without its
+``moves`` field, which the server counts as **invalid** in every game (docs/protocol.md), so
+``MatchResult.invalid`` tells the bot's author how often it happened.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from cellarena.sdk import protocol
 from cellarena.sdk.client import Client, ClientError, ServerError, TLSError, connect, tls_context
@@ -149,11 +156,20 @@ class MatchResult:
 
 
 # ---------------------------------------------------------------------------------------- the bot
-class Bot:
-    """Subclass this and override ``on_tick`` (and, if you like, ``on_start`` and ``on_end``).
+#: What ``on_tick`` gets: the game's view (Rezzo's `View`, C.A.T.A.'s `View`, ...).
+ViewT = TypeVar("ViewT")
+#: What ``on_tick`` returns: the game's answer type (Rezzo's `Answer`: a move or one per agent, ...).
+AnswerT = TypeVar("AnswerT")
 
-    ``game`` is the game named in ``hello``. ``info`` holds the `MatchInfo` once the match starts
-    (it is None before, and in offline tests that call ``on_tick`` directly).
+
+class GameBot(Generic[ViewT, AnswerT]):
+    """Subclass your game's bot class and override ``on_tick`` (and, if you like, ``on_start`` and
+    ``on_end``): `cellarena.sdk.Bot` (Rezzo's), `cellarena.sdk.games.cata.CataBot`, and so on.
+
+    ``GameBot[ViewT, AnswerT]`` is the generic base those are made from: ``on_tick`` takes a
+    ``ViewT`` and returns an ``AnswerT``, so a type checker checks a bot against its game. ``game``
+    is the game named in ``hello``; each game's class sets it. ``info`` holds the `MatchInfo` once the
+    match starts (it is None before, and in offline tests that call ``on_tick`` directly).
     """
 
     game: ClassVar[str] = DEFAULT_GAME
@@ -162,30 +178,39 @@ class Bot:
     def on_start(self, info: MatchInfo) -> None:
         """The match begins: your seat, the players, the game's settings."""
 
-    def on_tick(self, view: Any) -> Any:
+    def on_tick(self, view: ViewT) -> AnswerT:
         """Your answer to one tick, in the game's shape (Rezzo: one move per agent in ``view.agents``
         order, or one move if you have one agent). The default does nothing."""
-        return adapter(self.game).idle_answer(view)
+        answer: AnswerT = adapter(self.game).idle_answer(view)
+        return answer
 
     def on_end(self, result: MatchResult) -> None:
         """The match is over. The connection closes after this returns."""
 
-    def make_view(self, message: dict[str, Any]) -> Any:
+    def make_view(self, message: dict[str, Any]) -> ViewT:
         """Turn a ``tick`` message into what ``on_tick`` gets (for Rezzo, a `View`), with the game's
         SDK module. Override it to get something else."""
         try:
-            return adapter(self.game).make_view(message)
+            view: ViewT = adapter(self.game).make_view(message)
         except ValueError as exc:
             raise ProtocolError(protocol.BAD_MESSAGE, str(exc)) from None
+        return view
 
-    def encode_answer(self, answer: Any, message: dict[str, Any]) -> Any:
-        """The ``moves`` field for what ``on_tick`` returned; raises `MovesError` saying what is wrong."""
+    def encode_answer(self, answer: AnswerT, message: dict[str, Any]) -> Any:
+        """The ``moves`` field for what ``on_tick`` returned; raises `MovesError` saying what is wrong.
+
+        It checks at run time what the types promise, since a bot may be untyped or wrong: an answer
+        it refuses is sent as invalid (see the module's docstring)."""
         return adapter(self.game).encode_answer(answer, message)
 
     @classmethod
     def run(cls, argv: Sequence[str] | None = None, *, matches: int = 1, ladder: bool = False) -> int:
         """``raise SystemExit(MyBot.run())``: the same as `run(MyBot, ...)` (see there)."""
         return run(cls, argv, matches=matches, ladder=ladder)
+
+
+#: A bot of any game, as the loop sees it.
+AnyBot = GameBot[Any, Any]
 
 
 # ---------------------------------------------------------------------------------------- the loop
@@ -201,7 +226,7 @@ class _Log:
             print(f"{self.name}: {text}", file=sys.stderr, flush=True)
 
 
-def play(bot: Bot, client: Client, *, name: str = "bot", quiet: bool = False) -> MatchResult:
+def play(bot: AnyBot, client: Client, *, name: str = "bot", quiet: bool = False) -> MatchResult:
     """Play one match on an open connection (``hello`` already sent) and return its result.
 
     Raises `ServerError`, `ConnectionClosedError` or `ProtocolError` if the match cannot go on.
@@ -269,23 +294,27 @@ class RedirectedError(Exception):
         self.target = target
 
 
-def _answer(bot: Bot, client: Client, message: dict[str, Any], log: _Log) -> float:
-    """Ask the bot for one tick's moves and send them; the milliseconds on_tick took."""
+def _answer(bot: GameBot[ViewT, AnswerT], client: Client, message: dict[str, Any], log: _Log) -> float:
+    """Ask the bot for one tick's moves and send them; the milliseconds on_tick took.
+
+    When ``on_tick`` raises or its answer cannot be encoded, the answer goes without a ``moves``
+    field: the server counts it invalid in every game (a nil ``moves`` would be a pass in some).
+    """
     tick = message["tick"]
     view = bot.make_view(message)
     started = time.monotonic()
-    payload = adapter(bot.game).noop_answer(message)
+    reply: dict[str, Any] = {"type": "moves", "tick": tick}
     try:
         answer = bot.on_tick(view)
     except Exception:
-        log(f"tick {tick}: on_tick raised; playing noops this tick\n{traceback.format_exc().rstrip()}")
+        log(f"tick {tick}: on_tick raised; this tick counts as invalid\n{traceback.format_exc().rstrip()}")
     else:
         try:
-            payload = bot.encode_answer(answer, message)
+            reply["moves"] = bot.encode_answer(answer, message)
         except MovesError as exc:
-            log(f"tick {tick}: {exc}; playing noops this tick")
+            log(f"tick {tick}: {exc}; this tick counts as invalid")
     took_ms = (time.monotonic() - started) * 1000.0
-    client.send(protocol.moves(tick, payload))
+    client.send(reply)
     return took_ms
 
 
@@ -473,9 +502,9 @@ def _sigterm_stops() -> Iterator[None]:
 class _Series:
     """The matches one ``run()`` plays, one connection each, with back-off between failed attempts."""
 
-    def __init__(self, bot: type[Bot] | Bot, args: argparse.Namespace, log: _Log) -> None:
+    def __init__(self, bot: type[AnyBot] | AnyBot, args: argparse.Namespace, log: _Log) -> None:
         self.bot = bot
-        self.bot_class = type(bot) if isinstance(bot, Bot) else bot
+        self.bot_class = type(bot) if isinstance(bot, GameBot) else bot
         self.args = args
         self.log = log
         self.played = 0
@@ -490,7 +519,7 @@ class _Series:
         args = self.args
         # A new instance per match when given a class, so no state leaks from one match to the next;
         # a match cut short is taken up again by the same one (a ladder may give its seat back).
-        instance = self.bot if isinstance(self.bot, Bot) else self.bot_class()
+        instance = self.bot if isinstance(self.bot, GameBot) else self.bot_class()
         while not self.done():
             try:
                 try:
@@ -519,14 +548,14 @@ class _Series:
             self.backoff.reset()
             if self.done():
                 break
-            if not isinstance(self.bot, Bot):
+            if not isinstance(self.bot, GameBot):
                 instance = self.bot_class()
             of = "" if args.ladder else f" of {args.matches}"
             self.log(f"match {self.played}{of} played; connecting for the next", always=False)
         return EXIT_OK
 
     def play_at(
-        self, instance: Bot, host: str, port: int, token: str | None, tls: ssl.SSLContext | None
+        self, instance: AnyBot, host: str, port: int, token: str | None, tls: ssl.SSLContext | None
     ) -> None:
         """Connect to ``host``:``port``, say hello (following redirects), and play one match there."""
         args = self.args
@@ -541,7 +570,7 @@ class _Series:
         ) as client:
             play(instance, client, name=args.name, quiet=args.quiet)
 
-    def follow(self, instance: Bot, target: protocol.Redirect) -> bool:
+    def follow(self, instance: AnyBot, target: protocol.Redirect) -> bool:
         """Play the match a ladder sent this bot to; whether it was played.
 
         A connection lost mid-match is taken up again (the seat waits for its bot for the ladder's
@@ -596,7 +625,7 @@ class _Series:
 
 
 def run(
-    bot: type[Bot] | Bot, argv: Sequence[str] | None = None, *, matches: int = 1, ladder: bool = False
+    bot: type[AnyBot] | AnyBot, argv: Sequence[str] | None = None, *, matches: int = 1, ladder: bool = False
 ) -> int:
     """Connect, play, and return an exit status for ``raise SystemExit(run(MyBot))``.
 
@@ -610,7 +639,7 @@ def run(
     tries again after a lost connection or a refusal in `protocol.RETRY_LATER`, and stops only on an
     error that waiting cannot fix (a wrong token, another protocol version, a refused TLS handshake).
     """
-    bot_class = type(bot) if isinstance(bot, Bot) else bot
+    bot_class = type(bot) if isinstance(bot, GameBot) else bot
     args = parse_args(argv, bot_class.__name__.lower()[:MAX_NAME], matches=matches, ladder=ladder)
     log = _Log(args.name, args.quiet)
     series = _Series(bot, args, log)

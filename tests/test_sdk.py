@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import json
 import os
 import pickle
 import random
@@ -20,6 +21,7 @@ from typing import Any
 
 import msgpack
 import pytest
+from cellarena_cli import cellarena
 from fake_server import Conn, FakeServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -560,7 +562,7 @@ def test_bot_answers_every_tick_with_its_number() -> None:
     assert result == bot.result and result.won and result.ranks == (2, 1) and result.illegal == 2
 
 
-def test_a_raising_on_tick_plays_noops_and_stays_connected(capfd: pytest.CaptureFixture[str]) -> None:
+def test_a_raising_on_tick_answers_invalid_and_stays_connected(capfd: pytest.CaptureFixture[str]) -> None:
     class Flaky(Recorder):
         def on_tick(self, view: View) -> list[int] | int | Move:
             super().on_tick(view)
@@ -571,10 +573,11 @@ def test_a_raising_on_tick_plays_noops_and_stays_connected(capfd: pytest.Capture
     server = scripted([WELCOME, tick(1), tick(2), tick(3), END])
     bot = Flaky()
     play_against(server, bot)
-    assert [a["moves"] for a in server.session.answers] == [[4], [0], [4]]
+    # Tick 2's answer has no `moves` field: invalid in every game (a nil `moves` passes in drop2df).
+    assert [a.get("moves", "missing") for a in server.session.answers] == [[4], "missing", [4]]
     assert [a["tick"] for a in server.session.answers] == [1, 2, 3]
     err = capfd.readouterr().err
-    assert "me: tick 2: on_tick raised; playing noops this tick" in err
+    assert "me: tick 2: on_tick raised; this tick counts as invalid" in err
     assert "Traceback (most recent call last)" in err and "RuntimeError: boom at two" in err
     assert "tick 1:" not in err and "tick 3:" not in err
 
@@ -588,7 +591,7 @@ def test_a_raising_on_tick_plays_noops_and_stays_connected(capfd: pytest.Capture
         (17, "on_tick returned 17 for agent #0, which is not a Move (0..5)"),
     ],
 )
-def test_wrong_answers_play_noops_with_a_warning(
+def test_wrong_answers_are_sent_invalid_with_a_warning(
     answer: object, warning: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
     class Wrong(Bot):
@@ -597,9 +600,9 @@ def test_wrong_answers_play_noops_with_a_warning(
 
     server = scripted([WELCOME, tick(1), tick(2), END])
     play_against(server, Wrong())
-    assert [a["moves"] for a in server.session.answers] == [[0], [2]]
+    assert [a.get("moves", "missing") for a in server.session.answers] == ["missing", [2]]
     err = capfd.readouterr().err
-    assert f"me: tick 1: {warning}" in err and "playing noops this tick" in err
+    assert f"me: tick 1: {warning}" in err and "this tick counts as invalid" in err
 
 
 def test_several_agents_need_a_list(capfd: pytest.CaptureFixture[str]) -> None:
@@ -609,7 +612,7 @@ def test_several_agents_need_a_list(capfd: pytest.CaptureFixture[str]) -> None:
 
     server = scripted([WELCOME, tick(1, agents=2), tick(2, agents=2), END])
     play_against(server, Two())
-    assert [a["moves"] for a in server.session.answers] == [[0, 0], [2, 5]]
+    assert [a.get("moves", "missing") for a in server.session.answers] == ["missing", [2, 5]]
     assert "single move, but this seat has 2 agents" in capfd.readouterr().err
 
 
@@ -725,6 +728,80 @@ def test_the_default_on_tick_does_nothing_in_every_game(game: str) -> None:
     Idle.game = game
     answer = Idle().on_tick(game_module.make_view(message))
     assert game_module.encode_answer(answer, message) == game_module.noop_answer(message)
+
+
+FLAKY_BOT = """
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cellarena.sdk import MatchResult, run
+from cellarena.sdk.games.{game} import {bot_class}, View, Answer
+
+
+class Flaky({bot_class}):
+    \"\"\"Plays the game's idle answer, but raises on every third tick it is asked.\"\"\"
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.raised = 0
+
+    def on_tick(self, view: View) -> Answer:
+        self.asked += 1
+        if self.asked % 3 == 0:
+            self.raised += 1
+            raise RuntimeError(f"flaky on purpose at tick {{view.tick}}")
+        return super().on_tick(view)
+
+    def on_end(self, result: MatchResult) -> None:
+        seen = {{"invalid": result.invalid, "late": result.late, "raised": self.raised}}
+        Path({out!r}).write_text(json.dumps(seen))
+
+
+if __name__ == "__main__":
+    raise SystemExit(run(Flaky))
+"""
+
+
+@pytest.mark.parametrize(
+    ("game", "bot_class", "opponent", "length"),
+    [
+        ("rezzo", "RezzoBot", "rezzo/random_walker.py", ["--max-ticks", "40", "--budget-ms", "3000"]),
+        # drop2df takes a nil `moves` as a pass: only a missing field is invalid there.
+        ("drop2df", "Drop2dfBot", "drop2df/passer.py", ["--turns", "20", "--budget-ms", "3000"]),
+    ],
+)
+def test_on_tick_exceptions_count_as_invalid_on_a_real_server(
+    game: str, bot_class: str, opponent: str, length: list[str], tmp_path: Path
+) -> None:
+    """docs/sdk.md: a tick whose on_tick raised is counted invalid, by the server and so in the bot's
+    own MatchResult; a real `cellarena match`, over TCP."""
+    seen = tmp_path / "seen.json"
+    bot = tmp_path / "flaky.py"
+    bot.write_text(FLAKY_BOT.format(game=game, bot_class=bot_class, out=str(seen)))
+    proc = cellarena(
+        "match",
+        game,
+        "--bot",
+        f"flaky={sys.executable} {bot}",
+        "--bot",
+        f"other={sys.executable} {ROOT / 'example_bots' / opponent}",
+        "--fast",
+        *length,
+        "--log-dir",
+        str(tmp_path / "logs"),
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    server = json.loads(proc.stdout)
+    mine = json.loads(seen.read_text())
+    assert mine["raised"] >= 5 and mine["late"] == 0 == server["late"]["flaky"], (mine, server)
+    assert mine["invalid"] == mine["raised"] == server["invalid"]["flaky"], (mine, server)
+    assert server["invalid"]["other"] == 0
+    log = (tmp_path / "logs" / "flaky.log").read_text()
+    assert log.count("on_tick raised; this tick counts as invalid") == mine["raised"]
+    assert log.count("RuntimeError: flaky on purpose at tick") == mine["raised"]
 
 
 def test_unknown_server_messages_are_logged_once_and_ignored(capfd: pytest.CaptureFixture[str]) -> None:

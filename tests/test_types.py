@@ -1,4 +1,5 @@
-"""The package type-checks with mypy, except for old errors in tests/mypy-baseline.txt, which only shrinks.
+"""The package type-checks with mypy, except for old errors in tests/mypy-baseline.txt, which only shrinks;
+the example bots type-check strict, with no baseline.
 
 tests/typecheck.py says how mypy runs and why; `python tests/typecheck.py` runs the same check alone.
 """
@@ -28,6 +29,16 @@ def test_every_cellarena_import_resolves_to_the_checkout(mypy_errors: list[MypyE
     the package's folder mapping, that means the symlink tree is wrong, not that a stub is missing."""
     missing = [e for e in mypy_errors if e.code in ("import-not-found", "import-untyped")]
     assert not missing, "\n".join(map(str, missing))
+
+
+def test_the_example_bots_are_strictly_typed() -> None:
+    """Each example bot as a bot author would check theirs: strict, against the typed SDK, its
+    ``on_tick`` against its game's bot class (tests/test_sdk_types.py shows a wrong one is caught)."""
+    bots = typecheck.example_bots()
+    assert {p.parent.name for p in bots} >= {"rezzo", "cata", "cloth", "colorblocks", "drop2df"}
+    errors = typecheck.check_scripts(bots)
+    if errors:
+        pytest.fail(typecheck.bot_report(errors), pytrace=False)
 
 
 NONE_ATTR = 'Item "None" of "X | None" has no attribute "y"'

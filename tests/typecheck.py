@@ -10,6 +10,11 @@ Errors are compared to tests/mypy-baseline.txt by file, error code and message, 
 unrelated edit above an old error does not churn the baseline. New errors fail (new code is typed);
 baseline entries that no longer occur fail too, until the baseline is shrunk with `--update`.
 
+The example bots are checked too, as a bot author's own bot would be: each file a script (they are no
+package, and two games each have a `planner.py`), strict, with `cellarena` resolving to the same tree,
+and no baseline: an example bot is typed, and its ``on_tick`` fits its game's bot class
+(`check_scripts`; tests/test_sdk_types.py runs it on bots made wrong on purpose).
+
     python tests/typecheck.py            # report new and fixed errors, exit 1 if there are any
     python tests/typecheck.py --update   # drop the baseline entries that no longer occur
     python tests/typecheck.py --reset    # rewrite the baseline from scratch (a mypy upgrade that
@@ -34,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "tests" / "mypy-baseline.txt"
 #: The folders that make up the distribution; example_bots and tests are not part of it.
 PACKAGES = ("server", "sdk", "arena")
+EXAMPLE_BOTS = ROOT / "example_bots"
 UPDATE_COMMAND = "python tests/typecheck.py --update"
 BASELINE_HEADER = (
     "# mypy errors tolerated in old code: file: [code] message, one line per occurrence.\n"
@@ -86,7 +92,9 @@ def build_tree(work: Path) -> Path:
     return tree
 
 
-def run_mypy() -> list[MypyError]:
+def _mypy(targets: list[str], *extra: str) -> list[MypyError]:
+    """Run mypy in the symlink tree on ``targets`` (``-p cellarena``, or script paths) and parse its
+    errors; paths in them are relative to the checkout when they are in it."""
     work = work_dir()
     tree = build_tree(work)
     command = [
@@ -101,8 +109,8 @@ def run_mypy() -> list[MypyError]:
         "--no-color-output",
         "--no-error-summary",
         "--show-error-codes",
-        "-p",
-        "cellarena",
+        *extra,
+        *targets,
     ]
     proc = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)
     if proc.returncode not in (0, 1):
@@ -112,10 +120,9 @@ def run_mypy() -> list[MypyError]:
         match = _ERROR.match(line)
         if match is None:
             continue  # notes, which belong to the error above them
-        parts = Path(match["path"]).parts  # cellarena/server/match.py is the checkout's server/match.py
         errors.append(
             MypyError(
-                path=Path(*parts[1:]).as_posix() if parts[0] == "cellarena" else match["path"],
+                path=_checkout_path(match["path"], tree),
                 line=int(match["line"]),
                 code=match["code"],
                 message=match["message"],
@@ -127,6 +134,55 @@ def run_mypy() -> list[MypyError]:
             f"`pip install -e '.[test]'`):\n{proc.stdout}{proc.stderr}"
         )
     return errors
+
+
+def _checkout_path(reported: str, tree: Path) -> str:
+    """cellarena/server/match.py is the checkout's server/match.py; a script is named relative to the
+    checkout when it is in it, else as given."""
+    path = Path(reported)
+    if not path.is_absolute():
+        parts = path.parts
+        return Path(*parts[1:]).as_posix() if parts[0] == "cellarena" else path.as_posix()
+    try:
+        return path.relative_to(ROOT).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def run_mypy() -> list[MypyError]:
+    """The package's errors (to compare with the baseline)."""
+    return _mypy(["-p", "cellarena"])
+
+
+def example_bots() -> list[Path]:
+    """Every Python example bot (the JavaScript one has its own folder of .js files)."""
+    return sorted(EXAMPLE_BOTS.glob("*/*.py"))
+
+
+def check_scripts(scripts: list[Path]) -> list[MypyError]:
+    """Strict mypy errors in bot scripts, as a bot author would check them: ``cellarena`` is the
+    checkout (typed, with py.typed), and the SDK's rule that no function returns Any holds for bots
+    too. Scripts with the same file name go to separate runs: mypy takes each script's name for its
+    module name, and two modules may not share one."""
+    runs: list[list[str]] = []
+    for script in scripts:
+        name = script.name
+        batch = next((r for r in runs if all(Path(s).name != name for s in r)), None)
+        if batch is None:
+            batch = []
+            runs.append(batch)
+        batch.append(str(script.resolve()))
+    # Only the scripts' own errors: the package's are held to the baseline by `run_mypy`, and a bot
+    # author's mypy reports none for an installed package either.
+    mine = {_checkout_path(str(script.resolve()), ROOT) for script in scripts}
+    return [
+        error
+        for batch in runs
+        # No cache: mypy's cache is by module name, and replays a cached script's errors under the path
+        # it had then when a file of the same name and content is checked elsewhere.
+        for error in _mypy(batch, "--strict", "--warn-return-any", "--no-incremental")
+        if error.path in mine
+    ]
 
 
 def read_baseline() -> Counter[str]:
@@ -177,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--reset", action="store_true", help="write every current error to the baseline")
     args = parser.parse_args(argv)
     errors = run_mypy()
+    bot_errors = check_scripts(example_bots())
     if args.reset:
         write_baseline(Counter(e.key for e in errors))
         print(f"wrote {len(errors)} entries to {BASELINE.relative_to(ROOT)}")
@@ -188,11 +245,28 @@ def main(argv: list[str] | None = None) -> int:
         write_baseline(baseline)
         print(f"dropped {result.gone.total()} entries from {BASELINE.relative_to(ROOT)}")
         result.gone = Counter()
+    failed = False
     if result.new or result.gone:
         print(result.report())
+        failed = True
+    if bot_errors:
+        print(bot_report(bot_errors))
+        failed = True
+    if failed:
         return 1
-    print(f"mypy: no new errors; {baseline.total()} old ones left in {BASELINE.relative_to(ROOT)}")
+    print(
+        f"mypy: no new errors; {baseline.total()} old ones left in {BASELINE.relative_to(ROOT)}; "
+        "the example bots are clean"
+    )
     return 0
+
+
+def bot_report(errors: list[MypyError]) -> str:
+    listed = "\n".join(f"  {e}" for e in sorted(errors, key=lambda e: (e.path, e.line)))
+    return (
+        f"{len(errors)} mypy error(s) in example_bots/ (checked strict, with no baseline): type the bot, "
+        f"and subclass its game's bot class (docs/sdk.md, Types).\n{listed}"
+    )
 
 
 if __name__ == "__main__":

@@ -16,12 +16,11 @@ import time
 
 import numpy as np
 
-from cellarena.sdk import Bot, run
-from cellarena.sdk.games.cata import PASS, Act, Automaton, View, quadrants, react, white_count
+from cellarena.sdk import run
+from cellarena.sdk.games.cata import PASS, Act, Automaton, CataBot, View, quadrants, react, white_count
 
 
-class Lookahead(Bot):
-    game = "cata"
+class Lookahead(CataBot):
     #: Generations simulated per decision, over all candidates (about 40 us each on 64x64).
     generation_budget = 4000
     #: Stop evaluating after this fraction of the move's budget.

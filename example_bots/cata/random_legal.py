@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import random
 
-from cellarena.sdk import Bot, run
-from cellarena.sdk.games.cata import PASS, View
+from cellarena.sdk import run
+from cellarena.sdk.games.cata import PASS, CataBot, View
 
 
-class RandomLegal(Bot):
-    game = "cata"
-
+class RandomLegal(CataBot):
     def __init__(self, seed: int | None = None) -> None:
         self.rng = random.Random(seed)
 

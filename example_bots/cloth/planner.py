@@ -8,8 +8,8 @@ import time
 
 import numpy as np
 
-from cellarena.sdk import Bot, run
-from cellarena.sdk.games.cloth import A, ClothWorld, View, field, place
+from cellarena.sdk import run
+from cellarena.sdk.games.cloth import A, ClothBot, ClothWorld, View, field, place
 
 #: Shapes worth trying, as (dx, dy) offsets: still lifes survive the generations, the others grow.
 SHAPES: dict[str, list[tuple[int, int]]] = {
@@ -28,9 +28,7 @@ BUDGET_SHARE = 0.35
 MAX_PLAN_MS = 700.0
 
 
-class Planner(Bot):
-    game = "cloth"
-
+class Planner(ClothBot):
     def __init__(self, seed: int = 0) -> None:
         self.rng = random.Random(seed)
         self.world: ClothWorld | None = None

@@ -6,13 +6,11 @@ import random
 
 import numpy as np
 
-from cellarena.sdk import Bot, run
-from cellarena.sdk.games.cloth import View, legal_cells, place
+from cellarena.sdk import run
+from cellarena.sdk.games.cloth import ClothBot, View, legal_cells, place
 
 
-class RandomPlacer(Bot):
-    game = "cloth"
-
+class RandomPlacer(ClothBot):
     def __init__(self, seed: int | None = None) -> None:
         self.rng = random.Random(seed)
 

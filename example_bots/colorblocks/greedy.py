@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cellarena.sdk import Bot, run
-from cellarena.sdk.games.colorblocks import STEPS, Block, View, color, objective
+from cellarena.sdk import run
+from cellarena.sdk.games.colorblocks import STEPS, Block, ColorblocksBot, View, color, objective
 
 
 def approach_map(view: View) -> dict[tuple[int, int], int]:
@@ -111,10 +111,8 @@ def greedy_turn(view: View) -> list[list[Any]]:
     return out
 
 
-class Greedy(Bot):
-    game = "colorblocks"
-
-    def on_tick(self, view: View) -> list[list[Any]]:  # type: ignore[override]
+class Greedy(ColorblocksBot):
+    def on_tick(self, view: View) -> list[list[Any]]:
         return greedy_turn(view)
 
 

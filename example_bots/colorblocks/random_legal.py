@@ -12,16 +12,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from cellarena.sdk import Bot, run
-from cellarena.sdk.games.colorblocks import View, random_turn
+from cellarena.sdk import run
+from cellarena.sdk.games.colorblocks import ColorblocksBot, View, random_turn
 
 SEED = 20240808
 
 
-class RandomLegal(Bot):
-    game = "colorblocks"
-
-    def on_tick(self, view: View) -> list[list[Any]]:  # type: ignore[override]
+class RandomLegal(ColorblocksBot):
+    def on_tick(self, view: View) -> list[list[Any]]:
         return random_turn(view, random.Random(f"{SEED}:{view.seat}:{view.turn}"))
 
 

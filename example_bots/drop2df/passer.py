@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from cellarena.sdk import Bot, run
-from cellarena.sdk.games.drop2df import View
+from cellarena.sdk import run
+from cellarena.sdk.games.drop2df import Drop2dfBot, View
 
 
-class Passer(Bot):
-    game = "drop2df"
-
+class Passer(Drop2dfBot):
     def on_tick(self, view: View) -> None:
         return None  # pass
 

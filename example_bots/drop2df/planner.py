@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from cellarena.sdk import Bot, run
-from cellarena.sdk.games.drop2df import BLOCK, EMPTY, MINUS, PLUS, RABBIT, View, step, step_many
+from cellarena.sdk import run
+from cellarena.sdk.games.drop2df import BLOCK, EMPTY, MINUS, PLUS, RABBIT, Drop2dfBot, View, step, step_many
 
 WIDTH = 1000
 #: Code -> code after an edit; codes that cannot be edited map to themselves (and are skipped).
@@ -87,9 +87,7 @@ def plan(row: bytes, turns: int, width: int = WIDTH, seconds: float = 1e9) -> tu
     return int(scores.max()), ops
 
 
-class Planner(Bot):
-    game = "drop2df"
-
+class Planner(Drop2dfBot):
     def __init__(self) -> None:
         self.ops: list[int] = []
         self.expect: bytes | None = None

@@ -187,9 +187,9 @@ class Agent:
     def cells(self, kind: int, mine: bool | None = None) -> list[Pos]:
         """Known cells of ``kind`` (nearest first); only electrons and tails need a memory scan."""
         if kind in self.landmarks:
-            found = self.landmarks[kind].items()
+            found = list(self.landmarks[kind].items())
         else:
-            found = ((p, c) for p, c in self.tracker.memory.items() if Viewport.kind(c) == kind)
+            found = [(p, c) for p, c in self.tracker.memory.items() if Viewport.kind(c) == kind]
         out = [p for p, c in found if mine is None or Viewport.is_mine(c) == mine]
         return sorted(out, key=lambda p: (cheb(p, self.tracker.pos), p))
 
@@ -216,7 +216,8 @@ class Agent:
             move = self.trap_move(tick)
             if move is not None:
                 return t.commit(move)
-            avoid = {self.trap_geyser} if self.trap is not None and self.done_at is not None else set()
+            done = self.trap is not None and self.done_at is not None
+            avoid = {self.trap_geyser} if done and self.trap_geyser is not None else set()
         else:
             self.avoid_traps()
             avoid = self.inspected
@@ -425,7 +426,7 @@ class Agent:
             return move
         return self.scribble(zone, geyser, lean, rng) if inside else self.explore()
 
-    def scribble(self, zone: set[Pos], geyser: Pos, lean: Pos, rng: random.Random) -> int:
+    def scribble(self, zone: frozenset[Pos], geyser: Pos, lean: Pos, rng: random.Random) -> int:
         """Step 3: a biased random walk that leaves wire behind it, inside the zone."""
         t = self.tracker
         options = [n for n in neighbours4(t.pos) if n in zone and t.known(*n) == Cell.BLANK]

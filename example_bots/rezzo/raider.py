@@ -61,7 +61,10 @@ class Agent:
     def targets(self) -> tuple[list[Pos], list[Pos]]:
         """(urgent, raid) targets from memory, each nearest first."""
         memory = self.tracker.memory
-        flags_mine, flags_theirs, bases, geysers = [], [], [], []
+        flags_mine: list[Pos] = []
+        flags_theirs: list[Pos] = []
+        bases: list[Pos] = []
+        geysers: list[Pos] = []
         for pos, code in self.seen.items():
             k = Viewport.kind(code)
             if k == Cell.FLAG:

@@ -24,14 +24,13 @@ def choose(viewport: Viewport, rng: random.Random) -> Move:
         options += [(Move.ADVANCE, 10), (Move.BUILD, 2)]
     if viewport.can_hit():
         options.append((Move.HIT, 3))
-    moves, weights = zip(*options, strict=True)
-    return rng.choices(moves, weights)[0]
+    return rng.choices([move for move, _ in options], [weight for _, weight in options])[0]
 
 
 class RandomWalker(Bot):
     def on_tick(self, view: View) -> list[int]:
         seat = self.info.seat if self.info and self.info.seat is not None else 0
-        out = []
+        out: list[int] = []
         for agent, viewport in view:
             rng = random.Random(f"{SEED}:{seat}:{view.tick}:{agent}")
             out.append(choose(viewport, rng))

@@ -3,7 +3,12 @@
 A game module ``cellarena.sdk.games.<game>`` turns the server's ``tick`` message into what a bot's
 ``on_tick`` gets and the bot's answer back into the ``moves`` field of its reply, with the
 functions of `GameAdapter`. `cellarena.sdk.bot` drives any game through them, so writing a bot
-for a new game is the same as for Rezzo: subclass `Bot`, set ``game``, override ``on_tick``.
+for a new game is the same as for Rezzo: subclass the game's bot class (``CataBot``, ...), which sets
+``game`` and types ``on_tick``, and override ``on_tick``.
+
+Each game module also names its ``View`` (what ``on_tick`` gets), its ``Answer`` (the type of what
+``on_tick`` returns) and its bot class, ``GameBot[View, Answer]`` with ``game`` set. mypy checks
+each module against `GameAdapter` with those types (the ``TYPE_CHECKING`` block at the end).
 
 A game module may also read the ``welcome``'s ``config`` into typed settings, with a function
 ``parse_config(config) -> settings`` (see `GameSettings`); `MatchInfo.settings` holds the result.
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 #: Games the SDK knows, by name. The server's registry has the same names.
 GAMES = ("rezzo", "cata", "drop2df", "colorblocks", "cloth")
@@ -27,31 +32,39 @@ class MovesError(ValueError):
     """What ``on_tick`` returned cannot be sent; the message says why."""
 
 
-class GameAdapter(Protocol):
-    """The functions of a game module that the bot loop calls."""
+ViewT = TypeVar("ViewT")
+AnswerT_co = TypeVar("AnswerT_co", covariant=True)
 
-    def make_view(self, message: dict[str, Any]) -> Any:
+
+class GameAdapter(Protocol[ViewT, AnswerT_co]):
+    """The functions of a game module that the bot loop calls, typed with the module's ``View`` and
+    ``Answer``. ``encode_answer`` takes any object: it is where a wrong answer is caught at run time,
+    whatever the bot's types said."""
+
+    def make_view(self, message: dict[str, Any]) -> ViewT:
         """What ``on_tick`` gets for this ``tick`` message. Raises ValueError if it is malformed."""
         ...
 
-    def encode_answer(self, answer: Any, message: dict[str, Any]) -> Any:
+    def encode_answer(self, answer: object, message: dict[str, Any]) -> Any:
         """The ``moves`` field for what ``on_tick`` returned. Raises `MovesError` saying what is wrong."""
         ...
 
     def noop_answer(self, message: dict[str, Any]) -> Any:
-        """The ``moves`` field that does nothing this tick (sent when ``on_tick`` fails)."""
+        """The ``moves`` field that does nothing this tick (load generators send it)."""
         ...
 
-    def idle_answer(self, view: Any) -> Any:
-        """What ``on_tick`` returns to do nothing this tick: `Bot.on_tick`'s default."""
+    def idle_answer(self, view: ViewT) -> AnswerT_co:
+        """What ``on_tick`` returns to do nothing this tick: `GameBot.on_tick`'s default."""
         ...
 
 
-def adapter(game: str) -> GameAdapter:
-    """The SDK module of ``game``; ValueError names the known games."""
+def adapter(game: str) -> GameAdapter[Any, Any]:
+    """The SDK module of ``game``; ValueError names the known games. Which game a name means is known
+    only at run time, hence ``Any``: a bot's own types come from its game's bot class."""
     if game not in GAMES:
         raise ValueError(f"unknown game {game!r}; this SDK knows {', '.join(GAMES)}")
-    return importlib.import_module(f"cellarena.sdk.games.{game}")
+    module: GameAdapter[Any, Any] = importlib.import_module(f"cellarena.sdk.games.{game}")
+    return module
 
 
 class GameSettings(Protocol):
@@ -72,3 +85,14 @@ def parse_settings(game: str, config: Mapping[str, Any]) -> GameSettings | None:
         return None
     settings: GameSettings = parse(config)
     return settings
+
+
+if TYPE_CHECKING:
+    # mypy checks every game module against the protocol, with its own view and answer types.
+    from cellarena.sdk.games import cata, cloth, colorblocks, drop2df, rezzo
+
+    _REZZO: GameAdapter[rezzo.View, rezzo.Answer] = rezzo
+    _CATA: GameAdapter[cata.View, cata.Answer] = cata
+    _DROP2DF: GameAdapter[drop2df.View, drop2df.Answer] = drop2df
+    _COLORBLOCKS: GameAdapter[colorblocks.View, colorblocks.Answer] = colorblocks
+    _CLOTH: GameAdapter[cloth.View, cloth.Answer] = cloth

@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar, TypeAlias
 
 import numpy as np
 
+from cellarena.sdk.bot import GameBot
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.protocol import Length, Tick, is_int
 
@@ -432,3 +433,16 @@ def noop_answer(message: dict[str, Any]) -> list[int]:
 def idle_answer(view: View) -> tuple[int, int]:
     """A pass."""
     return PASS
+
+
+# ---------------------------------------------------------------------------------------- the bot class
+#: What a C.A.T.A. bot's ``on_tick`` returns: a (kind, index) pair such as ``strike(5)`` or `PASS`, or a
+#: bare `Act` for a pass or a meditation.
+Answer: TypeAlias = tuple[int, int] | Act
+
+
+class CataBot(GameBot[View, Answer]):
+    """Subclass this for a C.A.T.A. bot and override ``on_tick(self, view: View) -> Answer``: one
+    move, (kind, index), each time it is your seat's single move (`View.legal_moves` lists them)."""
+
+    game: ClassVar[str] = "cata"

@@ -15,10 +15,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar, TypeAlias
 
 import numpy as np
 
+from cellarena.sdk.bot import GameBot
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.protocol import Length, Tick, as_int, is_int
 
@@ -656,3 +657,16 @@ def noop_answer(message: dict[str, Any]) -> list[list[int]]:
 def idle_answer(view: View) -> list[tuple[int, int]]:
     """No units (see `noop_answer`)."""
     return []
+
+
+# ---------------------------------------------------------------------------------------- the bot class
+#: What a Cloth of Gold bot's ``on_tick`` returns: the units to place this turn, as (x, y) pairs (at
+#: most ``view.max_units``).
+Answer: TypeAlias = Sequence[tuple[int, int]]
+
+
+class ClothBot(GameBot[View, Answer]):
+    """Subclass this for a Cloth of Gold bot and override ``on_tick(self, view: View) -> Answer``:
+    the (x, y) cells to place units on (`View.legal` shows where you may)."""
+
+    game: ClassVar[str] = "cloth"

@@ -23,10 +23,11 @@ import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 
+from cellarena.sdk.bot import GameBot
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.protocol import Tick, is_int
 
@@ -715,3 +716,17 @@ def noop_answer(message: dict[str, Any]) -> list[list[Any]]:
 def idle_answer(view: View) -> list[list[Any]]:
     """An empty turn."""
     return []
+
+
+# ------------------------------------------------------------------------------ the bot class
+#: One action, as `View.legal_actions` lists them: ``["place", x, y]``, ``["spawn", "fighter"]``, ...
+Action: TypeAlias = list[Any]
+#: What a Colorblocks bot's ``on_tick`` returns: this turn's actions, in order (at most `MAX_ACTIONS`).
+Answer: TypeAlias = Sequence[Action]
+
+
+class ColorblocksBot(GameBot[View, Answer]):
+    """Subclass this for a Colorblocks bot and override ``on_tick(self, view: View) -> Answer``: a
+    list of actions (`random_turn` builds a legal one)."""
+
+    game: ClassVar[str] = "colorblocks"

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, TypeAlias
 
+from cellarena.sdk.bot import GameBot
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.protocol import Tick, as_int
 
@@ -294,9 +295,10 @@ class View:
         fields: dict[str, int] = {}
         for key in ("tick", "turn", "turns", "score"):
             value = message.get(key)
-            if as_int(value) is None:
+            number = as_int(value)
+            if number is None:
                 raise ValueError(f"drop2df tick: {key!r} must be an int, got {value!r:.40}")
-            fields[key] = int(value)
+            fields[key] = number
         tokens = message.get("tokens", [])
         refused = message.get("refused", [])
         if not isinstance(tokens, list) or any(as_int(t) not in FACES for t in tokens):
@@ -359,3 +361,16 @@ def noop_answer(message: dict[str, Any]) -> list[int | list[int]]:
 def idle_answer(view: View) -> list[int]:
     """A pass."""
     return []
+
+
+# ---------------------------------------------------------------------------------------- the bot class
+#: What a drop2df bot's ``on_tick`` returns: None (pass), a cell index (edit), a `Token`, or a list of
+#: at most `MAX_OPS` of those.
+Answer: TypeAlias = int | Token | Sequence[int | Token] | None
+
+
+class Drop2dfBot(GameBot[View, Answer]):
+    """Subclass this for a drop2df bot and override ``on_tick(self, view: View) -> Answer``: this
+    turn's ops on your row (None passes)."""
+
+    game: ClassVar[str] = "drop2df"

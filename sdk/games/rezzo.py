@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import IntEnum
-from typing import Any, get_type_hints
+from typing import Any, ClassVar, TypeAlias, get_type_hints
 
+from cellarena.sdk.bot import GameBot
 from cellarena.sdk.games import MovesError
 from cellarena.sdk.protocol import Frame, Tick, as_int, is_int, is_number
 from cellarena.sdk.protocol.fields import conforms
@@ -791,3 +792,16 @@ def noop_answer(message: dict[str, Any]) -> list[int]:
 def idle_answer(view: View) -> list[Move]:
     """A NOOP for every agent in view."""
     return [Move.NOOP] * len(view.agents)
+
+
+# ---------------------------------------------------------------------------------------- the bot class
+#: What a Rezzo bot's ``on_tick`` returns: one move per entry of ``view.agents``, in that order, or a
+#: single move when the seat has one agent. A `Move` is an int; codes that are no move fail at run time.
+Answer: TypeAlias = int | Sequence[int]
+
+
+class RezzoBot(GameBot[View, Answer]):
+    """Subclass this for a Rezzo bot (`cellarena.sdk.Bot` is this class) and override
+    ``on_tick(self, view: View) -> Answer``: a `Move` per agent, or one `Move` for a single agent."""
+
+    game: ClassVar[str] = "rezzo"
