@@ -9,6 +9,7 @@ others (0 to everyone in a draw).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 
 from cellarena.sdk.protocol.messages import tick as tick_message
+from cellarena.server.env import ansi
 from cellarena.server.games.base import Engine
 
 
@@ -28,14 +30,25 @@ def seat_of(agent: str) -> int:
 
 
 class TurnAECEnv(AECEnv[str, np.ndarray, int]):
-    """Subclasses set the spaces and implement `new_engine`, `observation`, `answer` and `legal`."""
+    """Subclasses set the spaces and `draw`, and implement `new_engine`, `observation` and `answer`."""
 
-    metadata: dict[str, Any] = {"name": "cellarena_turns_v0", "render_modes": [], "is_parallelizable": False}  # noqa: RUF012
+    metadata: dict[str, Any] = {  # noqa: RUF012 (PettingZoo declares it a plain attribute)
+        "name": "cellarena_turns_v0",
+        "render_modes": ansi.RENDER_MODES,
+        "is_parallelizable": False,
+    }
+    #: The game's terminal picture of an engine (what `cellarena match --watch` draws), for `render`.
+    draw: Callable[[Any], Any] | None = None
 
     def __init__(
-        self, config: dict[str, Any] | None, obs_space: spaces.Box, act_space: spaces.Discrete
+        self,
+        config: dict[str, Any] | None,
+        obs_space: spaces.Box,
+        act_space: spaces.Discrete,
+        render_mode: str | None = None,
     ) -> None:
         super().__init__()
+        self.render_mode = ansi.check_mode(render_mode)
         self.config = dict(config or {})
         self.engine = self.new_engine(0)
         self.possible_agents = [agent_name(p) for p in range(self.engine.players)]
@@ -63,6 +76,15 @@ class TurnAECEnv(AECEnv[str, np.ndarray, int]):
 
     def observe(self, agent: str) -> np.ndarray:
         return self._obs[agent]
+
+    def render(self) -> str | None:
+        """The match as `cellarena match --watch` draws it: a string in "ansi" mode."""
+        draw = type(self).draw
+        assert draw is not None, "a game's environment sets draw"
+        return ansi.render(self.render_mode, draw, self.engine)
+
+    def close(self) -> None:
+        """Nothing to release: the engine is plain memory (PettingZoo wants close beside render)."""
 
     def _refresh(self) -> None:
         """Decode the pending request and select the seat it is for."""
