@@ -27,7 +27,7 @@ class Trained(Bot):
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
 
-    def on_tick(self, view: View) -> tuple[int, int]:  # type: ignore[override]
+    def on_tick(self, view: View) -> tuple[int, int]:
         return action_move(self.policy.act(observation(view), action_mask(view)))
 
 
