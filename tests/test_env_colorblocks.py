@@ -41,7 +41,7 @@ def test_a_match_plays_as_the_engine_and_rewards_the_winner() -> None:
             twin.apply({int(agent.split("_")[1]): turn})
             turn = []
         else:
-            turn.append(env._codes[agent][action])
+            turn.append(env.actions(agent)[action])
         env.step(action)
     result = twin.result()
     assert result is not None and twin.state_hash() == env.engine.state_hash()

@@ -21,70 +21,47 @@ from gymnasium import spaces
 
 from cellarena.sdk.games.colorblocks import MAX_ACTIONS, ActionCodes, View
 from cellarena.sdk.games.colorblocks import observation as view_array
-from cellarena.server.env.turns import TurnAECEnv
+from cellarena.server.env.turns import PartsAECEnv, agent_name
 from cellarena.server.games.colorblocks.engine import ColorblocksEngine
 from cellarena.server.games.colorblocks.render import render_engine
 
 __all__ = ["MAX_ACTIONS", "ColorblocksAECEnv", "view_array"]
 
 
-class ColorblocksAECEnv(TurnAECEnv):
+class ColorblocksAECEnv(PartsAECEnv):
     """One Colorblocks match (its options, e.g. ``{"max_turns": 40}``)."""
 
-    metadata: dict[str, Any] = {**TurnAECEnv.metadata, "name": "cellarena_colorblocks_v0"}  # noqa: RUF012
+    metadata: dict[str, Any] = {**PartsAECEnv.metadata, "name": "cellarena_colorblocks_v0"}  # noqa: RUF012
     draw = render_engine
+    max_parts = MAX_ACTIONS
 
     def __init__(self, config: dict[str, Any] | None = None, render_mode: str | None = None) -> None:
         cfg = ColorblocksEngine.new(dict(config or {}), 0).public_config()
         self.width, self.height = int(cfg["width"]), int(cfg["height"])
         self.codes = ActionCodes(self.width, self.height, int(cfg["guards"]))
-        self.end_turn = self.codes.end_turn
+        self.end = self.end_turn = self.codes.end_turn
+        self._views: dict[str, View] = {}
         obs = spaces.Box(0, 255, (4, self.height, self.width), np.uint8)
         super().__init__(config, obs, spaces.Discrete(self.codes.size), render_mode)
-        self._views: dict[str, View] = {}
-        self._codes: dict[str, dict[int, list[Any]]] = {}
-        self._turn: list[list[Any]] = []
 
     def view(self, agent: str) -> View:
         """The SDK `View` the agent's observation was made from (this turn's actions played on it)."""
         return self._views[agent]
 
-    def actions(self, agent: str) -> dict[int, list[Any]]:
-        """Action number -> the SDK action it plays, for the actions legal now (end of turn not included)."""
-        return dict(self._codes.get(agent, {}))
-
     def new_engine(self, seed: int) -> ColorblocksEngine:
         return ColorblocksEngine.new(self.config, seed)
 
-    def observation(self, message: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    def begin(self, message: dict[str, Any]) -> str:
         view = View.from_message(message)
-        agent = f"player_{view.seat}"
+        agent = agent_name(view.seat)
         self._views[agent] = view
-        self._turn = []
-        return self._observe_view(agent)
+        return agent
 
-    def _observe_view(self, agent: str) -> tuple[np.ndarray, np.ndarray]:
-        view = self._views[agent]
-        codes = self.codes.legal(view) if len(self._turn) < MAX_ACTIONS else {}
-        self._codes[agent] = codes
-        mask = np.zeros(self.codes.size, np.int8)
-        mask[list(codes)] = 1
-        mask[self.end_turn] = 1
-        return view_array(view), mask
+    def parts(self, agent: str) -> dict[int, Any]:
+        return self.codes.legal(self._views[agent])
 
-    def answer(self, action: int, message: dict[str, Any]) -> Any:
-        return list(self._turn)
+    def add(self, agent: str, part: Any) -> None:
+        self._views[agent].play(part)
 
-    def step(self, action: int | None) -> None:
-        agent = self.agent_selection
-        chosen = self._codes.get(agent, {}).get(int(action or 0))
-        if self.terminations[agent] or self.truncations[agent] or chosen is None:
-            super().step(self.end_turn if action is not None else action)  # end of turn (or a dead step)
-            return
-        # One more action of this turn, on the SDK's copy of the board; the same seat goes on.
-        self._cumulative_rewards[agent] = 0.0
-        self._views[agent].play(chosen)
-        self._turn.append(chosen)
-        self._obs[agent], self.infos[agent]["action_mask"] = self._observe_view(agent)
-        self._clear_rewards()
-        self._accumulate_rewards()
+    def array(self, agent: str) -> np.ndarray:
+        return view_array(self._views[agent])
