@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from typing import Any
 
 from rich.console import Console
 from rich.text import Text
@@ -28,16 +27,16 @@ def ansi(text: Text) -> str:
     return out.getvalue()
 
 
-def render(render_mode: str | None, draw: Callable[[Any], Text], engine: Any) -> str | None:
-    """What an environment's ``render()`` returns in ``render_mode`` for ``engine``: the picture as a
-    string ("ansi"), or None after printing it ("human") or when no mode was chosen (PettingZoo's
-    convention: rendering without a mode warns and does nothing)."""
+def render(render_mode: str | None, draw: Callable[[], Text]) -> str | None:
+    """What an environment's ``render()`` returns in ``render_mode``, ``draw`` making the picture: the
+    picture as a string ("ansi"), or None after printing it ("human") or when no mode was chosen
+    (PettingZoo's convention: rendering without a mode warns and does nothing)."""
     if render_mode is None:
         import gymnasium
 
         gymnasium.logger.warn("render() was called without a render_mode; pass render_mode='ansi'")
         return None
-    picture = ansi(draw(engine))
+    picture = ansi(draw())
     if render_mode == "human":
         print(picture)
         return None

@@ -9,12 +9,12 @@ others (0 to everyone in a draw).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
+from rich.text import Text
 
 from cellarena.sdk.protocol.messages import tick as tick_message
 from cellarena.server.env import ansi
@@ -30,15 +30,13 @@ def seat_of(agent: str) -> int:
 
 
 class TurnAECEnv(AECEnv[str, np.ndarray, int]):
-    """Subclasses set the spaces and `draw`, and implement `new_engine`, `observation` and `answer`."""
+    """Subclasses set the spaces, and implement `new_engine`, `observation`, `answer` and `picture`."""
 
     metadata: dict[str, Any] = {  # noqa: RUF012 (PettingZoo declares it a plain attribute)
         "name": "cellarena_turns_v0",
         "render_modes": ansi.RENDER_MODES,
         "is_parallelizable": False,
     }
-    #: The game's terminal picture of an engine (what `cellarena match --watch` draws), for `render`.
-    draw: Callable[[Any], Any] | None = None
 
     def __init__(
         self,
@@ -77,11 +75,13 @@ class TurnAECEnv(AECEnv[str, np.ndarray, int]):
     def observe(self, agent: str) -> np.ndarray:
         return self._obs[agent]
 
+    def picture(self) -> Text:
+        """The game's terminal picture of the match (what `cellarena match --watch` draws)."""
+        raise NotImplementedError
+
     def render(self) -> str | None:
         """The match as `cellarena match --watch` draws it: a string in "ansi" mode."""
-        draw = type(self).draw
-        assert draw is not None, "a game's environment sets draw"
-        return ansi.render(self.render_mode, draw, self.engine)
+        return ansi.render(self.render_mode, self.picture)
 
     def close(self) -> None:
         """Nothing to release: the engine is plain memory (PettingZoo wants close beside render)."""

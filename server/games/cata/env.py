@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from rich.text import Text
 
 from cellarena.sdk.games.cata import (
     ACTIONS,
@@ -40,7 +41,6 @@ class CataAECEnv(TurnAECEnv):
     """One C.A.T.A. match (its options, e.g. ``{"size": 32, "max_turns": 40}``)."""
 
     metadata: dict[str, Any] = {**TurnAECEnv.metadata, "name": "cellarena_cata_v0"}  # noqa: RUF012
-    draw = render
 
     def __init__(self, config: dict[str, Any] | None = None, render_mode: str | None = None) -> None:
         public = CataEngine.new(dict(config or {}), 0).public_config()
@@ -49,6 +49,9 @@ class CataAECEnv(TurnAECEnv):
         high = float(max(START_HP, int(public["max_turns"])))
         obs = spaces.Box(0.0, high, (size * size + RULE + EXTRA,), np.float32)
         super().__init__(config, obs, spaces.Discrete(ACTIONS), render_mode)
+
+    def picture(self) -> Text:
+        return render(self.engine)
 
     def new_engine(self, seed: int) -> CataEngine:
         return CataEngine.new(self.config, seed)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from rich.text import Text
 
 from cellarena.sdk.games.cloth import View, legal_cells, place, territory_plane
 from cellarena.sdk.games.cloth import observation as view_array
@@ -32,7 +33,6 @@ class ClothAECEnv(PartsAECEnv):
     """One Cloth of Gold match (its options, e.g. ``{"width": 16, "height": 16, "max_rounds": 4}``)."""
 
     metadata: dict[str, Any] = {**PartsAECEnv.metadata, "name": "cellarena_cloth_v0"}  # noqa: RUF012
-    draw = render
     empty_ok = False  # an empty batch is refused as a whole
 
     def __init__(self, config: dict[str, Any] | None = None, render_mode: str | None = None) -> None:
@@ -47,6 +47,9 @@ class ClothAECEnv(PartsAECEnv):
     def view(self, agent: str) -> View:
         """The SDK `View` the agent's observation was made from (this batch's units placed on it)."""
         return self._views[agent]
+
+    def picture(self) -> Text:
+        return render(self.engine)
 
     def new_engine(self, seed: int) -> ClothEngine:
         return ClothEngine.new(self.config, seed)

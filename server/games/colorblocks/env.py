@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from rich.text import Text
 
 from cellarena.sdk.games.colorblocks import MAX_ACTIONS, ActionCodes, View
 from cellarena.sdk.games.colorblocks import observation as view_array
@@ -32,7 +33,6 @@ class ColorblocksAECEnv(PartsAECEnv):
     """One Colorblocks match (its options, e.g. ``{"max_turns": 40}``)."""
 
     metadata: dict[str, Any] = {**PartsAECEnv.metadata, "name": "cellarena_colorblocks_v0"}  # noqa: RUF012
-    draw = render_engine
     max_parts = MAX_ACTIONS
 
     def __init__(self, config: dict[str, Any] | None = None, render_mode: str | None = None) -> None:
@@ -47,6 +47,9 @@ class ColorblocksAECEnv(PartsAECEnv):
     def view(self, agent: str) -> View:
         """The SDK `View` the agent's observation was made from (this turn's actions played on it)."""
         return self._views[agent]
+
+    def picture(self) -> Text:
+        return render_engine(self.engine)
 
     def new_engine(self, seed: int) -> ColorblocksEngine:
         return ColorblocksEngine.new(self.config, seed)

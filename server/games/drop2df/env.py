@@ -66,7 +66,7 @@ class Drop2dfAECEnv(AECEnv[str, np.ndarray, int]):
 
     def render(self) -> str | None:
         """The match as `cellarena match --watch` draws it: a string in "ansi" mode."""
-        return ansi.render(self.render_mode, render, self.engine)
+        return ansi.render(self.render_mode, lambda: render(self.engine))
 
     def close(self) -> None:
         """Nothing to release (PettingZoo wants close beside render)."""

@@ -70,7 +70,7 @@ class RezzoParallelEnv(ParallelEnv[str, np.ndarray, int]):
 
     def render(self) -> str | None:
         """The world as `cellarena match --watch` draws it: a string in "ansi" mode."""
-        return ansi.render(self.render_mode, render_engine, self.engine)
+        return ansi.render(self.render_mode, lambda: render_engine(self.engine))
 
     def close(self) -> None:
         """Nothing to release: the engine is plain memory."""
