@@ -1,14 +1,23 @@
 """docs/training.md runs as written: its shell and Python blocks, in order, in a fresh folder, with this
-checkout's environment on PATH; the bot it trains beats the random bot in the tournament it runs."""
+checkout's environment on PATH; the bot it trains beats the random bot in the tournament it runs. And
+the trained bot plays what its policy chose in the environment, and says what is wrong with its weights."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cellarena.sdk.games.cata import ACTIONS, View, action_move, encode_answer
+from cellarena.sdk.protocol.messages import tick
+from cellarena.server.games.cata.env import CataAECEnv
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "training.md"
@@ -66,3 +75,63 @@ def test_the_doc_trains_a_bot_that_beats_the_random_bot(tmp_path: Path) -> None:
     assert trained["crashes"] == 0 and trained["late_rate"] == 0.0
     table = "\n".join(lines[at + 1 :])  # what `cellarena results` printed after the JSON
     assert "trained" in table and table.index("trained") < table.index("random")  # best first
+
+
+TRAINED = ROOT / "example_bots" / "cata" / "trained"
+
+
+def test_the_bot_plays_what_the_policy_chose_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A match in the environment, seat 0 played by a policy on the environment's observations: at each
+    of its moves the bot, given the request as the server sends it, answers the same move."""
+    monkeypatch.syspath_prepend(str(TRAINED))
+    try:
+        policy_module = importlib.import_module("policy")
+        bot_module = importlib.import_module("bot")
+    finally:  # such plain names must not stay importable for other tests
+        sys.modules.pop("policy", None)
+        sys.modules.pop("bot", None)
+    rng = np.random.default_rng(0)
+    policy = policy_module.Policy(rng.normal(size=(ACTIONS, policy_module.FEATURES)))
+    bot = bot_module.Trained(policy)
+    env = CataAECEnv({"size": 16, "max_turns": 12})
+    env.reset(seed=1)
+    checked = 0
+    for agent in env.agent_iter():
+        obs, _, terminated, truncated, info = env.last()
+        if terminated or truncated:
+            env.step(None)
+            continue
+        mask = info["action_mask"]
+        if agent == "player_1":
+            env.step(int(rng.choice(np.flatnonzero(mask))))
+            continue
+        action = policy.act(obs, mask)
+        request = env.engine.pending()[0]
+        view = View.from_message(dict(tick(env.engine.tick, 0, request)))
+        assert encode_answer(bot.on_tick(view), request) == list(action_move(action))
+        checked += 1
+        env.step(action)
+    assert checked >= 2 * 12 - 2
+
+
+def test_the_bot_says_where_its_weights_are_missing(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.npz"
+    proc = subprocess.run(
+        [sys.executable, str(TRAINED / "bot.py"), "--weights", str(missing), "--port", "1"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert str(missing) in proc.stderr and "train.py --out" in proc.stderr
+    (tmp_path / "bad.npz").write_bytes(b"not numpy")
+    proc = subprocess.run(
+        [sys.executable, str(TRAINED / "bot.py"), "--port", "1"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "CATA_WEIGHTS": str(tmp_path / "bad.npz")},
+    )
+    assert proc.returncode == 1 and "bad.npz: not weights saved by train.py" in proc.stderr
