@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cellarena.arena.discovery import discover
 from cellarena.sdk.games.cata import ACTIONS, View, action_move, encode_answer
 from cellarena.sdk.protocol.messages import tick
 from cellarena.server.games.cata.env import CataAECEnv
@@ -135,3 +136,14 @@ def test_the_bot_says_where_its_weights_are_missing(tmp_path: Path) -> None:
         env={**os.environ, "CATA_WEIGHTS": str(tmp_path / "bad.npz")},
     )
     assert proc.returncode == 1 and "bad.npz: not weights saved by train.py" in proc.stderr
+
+
+def test_a_tournament_over_example_bots_trains_the_bot_first() -> None:
+    """`--bots-dir example_bots` finds the trained bot by its bot.toml, whose setup writes the weights
+    its command loads (setup itself is the doc's training command, run above)."""
+    found = {bot.spec.name: bot for bot in discover(ROOT / "example_bots", "cata")}
+    assert {"trained", "random_legal", "lookahead"} <= set(found)
+    trained = found["trained"]
+    assert trained.spec.cwd == str(TRAINED) and trained.creates == "cata.npz"
+    assert trained.setup is not None and "train.py --out cata.npz" in trained.setup
+    assert "--weights cata.npz" in trained.spec.command
