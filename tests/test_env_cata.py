@@ -1,12 +1,17 @@
-"""C.A.T.A.'s PettingZoo AEC environment: PettingZoo's API test, and a whole match against the engine."""
+"""C.A.T.A.'s PettingZoo AEC environment: PettingZoo's API and render tests, and a whole match against the
+engine in which every observation is the SDK's decoding of the request a bot gets."""
 
 from __future__ import annotations
 
 import numpy as np
-from pettingzoo.test import api_test
+from pettingzoo.test import api_test, render_test
+from rich.text import Text
 
+from cellarena.sdk.games.cata import View, action_mask, observation
+from cellarena.sdk.protocol.messages import tick
 from cellarena.server.games.cata.engine import CataEngine
 from cellarena.server.games.cata.env import RULE, CataAECEnv
+from cellarena.server.games.cata.render import render
 
 SMALL = {"size": 16, "max_turns": 6}
 
@@ -28,6 +33,10 @@ def test_a_match_plays_as_the_engine_and_rewards_the_winner() -> None:
             env.step(None)
             continue
         assert list(twin.pending()) == [int(agent.split("_")[1])]
+        # What a bot's on_tick gets, through the SDK's functions: the same arrays.
+        view = View.from_message(dict(tick(twin.tick, 0, twin.pending()[int(agent[-1])])))
+        assert np.array_equal(observation(view), env.observe(agent))
+        assert np.array_equal(action_mask(view), info["action_mask"])
         legal = np.flatnonzero(info["action_mask"])
         action = int(rng.choice(legal))
         twin.apply({int(agent.split("_")[1]): [action // RULE, action % RULE]})
@@ -38,3 +47,11 @@ def test_a_match_plays_as_the_engine_and_rewards_the_winner() -> None:
         assert set(totals.values()) == {0.0}
     else:
         assert totals[f"player_{result.winner}"] == 1.0 and totals[f"player_{1 - result.winner}"] == -1.0
+
+
+def test_render_shows_the_watch_picture() -> None:
+    render_test(lambda render_mode=None: CataAECEnv(SMALL, render_mode=render_mode))
+    env = CataAECEnv(SMALL, render_mode="ansi")
+    env.reset(seed=1)
+    picture = env.render()
+    assert isinstance(picture, str) and Text.from_ansi(picture).plain == render(env.engine).plain

@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 from pettingzoo.test import parallel_api_test
+from rich.text import Text
 
 from cellarena.arena.cli import main
 from cellarena.sdk.games.rezzo import VIEW_SIZE
 from cellarena.server.games.rezzo.engine import RezzoEngine
 from cellarena.server.games.rezzo.env import RezzoParallelEnv, agent_name
+from cellarena.server.games.rezzo.render import render_engine
 from cellarena.server.games.rezzo.vector_env import RezzoVectorEnv
 
 VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
@@ -104,3 +107,15 @@ def test_bench_env_command_reports_both_contenders() -> None:
         assert row["vector_agent_steps_per_s"] > 0 and row["engines_agent_steps_per_s"] > 0
     bad = CliRunner().invoke(main, ["bench", "env", "--batches", "0"])
     assert bad.exit_code != 0 and "batch sizes must be 1..65536" in bad.output
+
+
+def test_render_shows_the_watch_picture() -> None:
+    env = RezzoParallelEnv({"map": "duel2", "max_ticks": 20}, render_mode="ansi")
+    env.reset()
+    env.step(dict.fromkeys(env.agents, 1))
+    picture = env.render()
+    assert isinstance(picture, str) and Text.from_ansi(picture).plain == render_engine(env.engine).plain
+    with pytest.warns(UserWarning, match="render_mode"):  # no mode: a warning, and nothing drawn
+        assert RezzoParallelEnv({"map": "duel2"}).render() is None
+    with pytest.raises(ValueError, match="render_mode 'rgb_array' is not offered"):
+        RezzoParallelEnv({"map": "duel2"}, render_mode="rgb_array")

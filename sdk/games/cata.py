@@ -388,6 +388,39 @@ class View:
             raise ValueError(f"a cata tick message is missing or mistypes a field: {exc!r}") from None
 
 
+# ---------------------------------------------------------------------------------------- for learning
+#: Actions of the training environment (`cellarena.server.games.cata.env`): ``a`` is the move
+#: ``(a // RULE_SIZE, a % RULE_SIZE)``, so every (kind, index) pair has one action.
+ACTIONS = len(Act) * RULE_SIZE
+#: The numbers after the board and the rule in `observation`: both healths in HP, then turn, move,
+#: moves left, blocked, meditated, opponent meditated and seat.
+OBSERVATION_EXTRA = 9
+
+
+def observation(view: View) -> np.ndarray:
+    """The view as the training environment's observation: the board's cells row by row, the 32 rule
+    entries, then the `OBSERVATION_EXTRA` numbers (float32). Here, in the SDK, so that a trained bot
+    decodes its requests with the very code the environment trained it on."""
+    hp = [h / view.cells_per_hp for h in view.health]
+    flags = [view.turn, view.move, view.moves_left, view.blocked, view.meditated, view.opponent_meditated]
+    tail = np.asarray([*hp, *flags, view.seat], np.float32)
+    cells = view.board.reshape(-1).astype(np.float32)
+    return np.concatenate([cells, np.asarray(view.rule, np.float32), tail])
+
+
+def action_mask(view: View) -> np.ndarray:
+    """(ACTIONS,) int8: 1 for each action that is a legal move now (`View.legal_moves`)."""
+    mask = np.zeros(ACTIONS, np.int8)
+    for kind, index in view.legal_moves():
+        mask[kind * RULE_SIZE + index] = 1
+    return mask
+
+
+def action_move(action: int) -> tuple[int, int]:
+    """The move (kind, index) of a training environment's action."""
+    return (int(action) // RULE_SIZE, int(action) % RULE_SIZE)
+
+
 # ---------------------------------------------------------------------------------------- the bot loop
 def strike(index: int) -> tuple[int, int]:
     return (int(Act.STRIKE), index)

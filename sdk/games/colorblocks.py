@@ -664,6 +664,86 @@ class View:
         return True
 
 
+# ------------------------------------------------------------------------------ for learning
+def observation(view: View) -> np.ndarray:
+    """The view as the training environment's observation, (4, H, W) uint8: block codes, units (1 +
+    kind index for yours, 6 + kind index for the opponent's), guards (1 yours, 2 the opponent's), and
+    your seat everywhere. Here, in the SDK, so that a trained bot decodes its requests with the very
+    code the environment (`cellarena.server.games.colorblocks.env`) trained it on."""
+    board = view.board
+    out = np.zeros((4, board.height, board.width), np.uint8)
+    out[0] = board.blocks
+    for unit in board.units.values():
+        out[1, unit.y, unit.x] = 1 + KINDS.index(unit.kind) + (0 if unit.owner == view.seat else 5)
+    out[2] = np.where(board.guards < 0, 0, np.where(board.guards == view.seat, 1, 2))
+    out[3] = view.seat
+    return out
+
+
+class ActionCodes:
+    """The training environment's actions: one number for each action a turn may hold, then the end of
+    the turn. With N = width * height cells, cell numbers ``y * width + x``, directions in `STEPS`
+    order and R = max(width, height) - 1, the numbers are, in order:
+
+    - N ``["place", x, y]``, by target cell;
+    - N * 4 * R ``["move", unit, x, y]``: the unit's cell, direction, distance 1..R (captures too);
+    - N * 4 ``["move", unit, x, y, "dead"]``: a capture leaving a dead block, by unit cell and direction;
+    - N * 4 * 3 ``["act", unit, x, y]``: the unit's cell, direction, distance 1..3;
+    - N ``["destruct", unit]``, by the unit's cell;
+    - (guards + 1) * N ``["guard", ...]``: the source (0 the reserve, i your i-th guard on the board in
+      row order), then the target cell;
+    - 5 ``["spawn", kind]`` in `KINDS` order;
+    - 1: end the turn (`end_turn`).
+    """
+
+    def __init__(self, width: int, height: int, guards: int = GUARDS) -> None:
+        self.width, self.height, self.guards = width, height, guards
+        self.cells = n = width * height
+        self.reach = max(width, height) - 1
+        self.move = n
+        self.capture_dead = self.move + n * 4 * self.reach
+        self.act = self.capture_dead + n * 4
+        self.destruct = self.act + n * 4 * 3
+        self.guard = self.destruct + n
+        self.spawn = self.guard + (guards + 1) * n
+        self.end_turn = self.spawn + len(KINDS)
+        self.size = self.end_turn + 1
+
+    def legal(self, view: View) -> dict[int, list[Any]]:
+        """Action number -> the SDK action it plays, for every action legal now (not the end of turn)."""
+        board, w = view.board, self.width
+        if board.winner is not None:
+            return {}
+        mine = np.nonzero(board.guards == view.seat)
+        slot = {(int(x), int(y)): i + 1 for i, (y, x) in enumerate(zip(*mine, strict=True))}
+        out: dict[int, list[Any]] = {}
+        for action in view.legal_actions():
+            verb = action[0]
+            if verb == "place":
+                out[action[2] * w + action[1]] = action
+            elif verb in ("move", "act"):
+                unit = board.units[action[1]]
+                dx, dy = action[2] - unit.x, action[3] - unit.y
+                side, far = STEPS.index(((dx > 0) - (dx < 0), (dy > 0) - (dy < 0))), abs(dx) + abs(dy)
+                cell = unit.y * w + unit.x
+                if verb == "act":
+                    out[self.act + (cell * 4 + side) * 3 + far - 1] = action
+                    continue
+                out[self.move + (cell * 4 + side) * self.reach + far - 1] = action
+                if board.blocks[action[3], action[2]] == objective(1 - view.seat):
+                    out[self.capture_dead + cell * 4 + side] = [*action, "dead"]
+            elif verb == "destruct":
+                unit = board.units[action[1]]
+                out[self.destruct + unit.y * w + unit.x] = action
+            elif verb == "guard":
+                source = 0 if len(action) == 3 else slot.get((action[3], action[4]))
+                if source is not None and source <= self.guards:
+                    out[self.guard + source * self.cells + action[2] * w + action[1]] = action
+        for i, kind in enumerate(KINDS):
+            out[self.spawn + i] = ["spawn", kind]
+        return out
+
+
 def random_turn(view: View, rng: random.Random, max_actions: int = 12) -> list[list[Any]]:
     """A turn of random legal actions, each applied to ``view.board`` before the next is drawn."""
     out: list[list[Any]] = []

@@ -315,6 +315,67 @@ class View:
         )
 
 
+# ---------------------------------------------------------------------------------------- for learning
+def observation(view: View) -> bytes:
+    """The view as the training environment's observation (there ``numpy.frombuffer(..., uint8)``):
+    the row's cell codes, then how many blank, ``+`` and ``-`` tokens you have left. Here, in the SDK,
+    so that a trained bot decodes its requests with the very code the environment
+    (`cellarena.server.games.drop2df.env`) trained it on."""
+    return view.row + bytes(view.tokens.count(face) for face in FACES)
+
+
+class ActionCodes:
+    """The training environment's actions for rows of ``cells`` cells: one number for every turn's ops.
+
+    ``a < cells`` is the turn of the first version: 0 passes, any other ``a`` edits cell ``a``. Above,
+    ``a - cells = ((order * 3 + face) * cells + token_cell) * cells + edit`` spends the token ``face``
+    on ``token_cell`` and edits cell ``edit`` (none for 0), the edit first for order 0, the token first
+    for order 1 (the order matters: each acts on the row the other left).
+    """
+
+    def __init__(self, cells: int) -> None:
+        self.cells = cells
+        self.size = cells + 2 * len(FACES) * cells * cells
+
+    def ops(self, action: int) -> list[int | list[int]]:
+        """The ``moves`` field of ``action``."""
+        if action < self.cells:
+            return [action] if action else []
+        rest, edit = divmod(action - self.cells, self.cells)
+        rest, token_cell = divmod(rest, self.cells)
+        order, face = divmod(rest, len(FACES))
+        token: list[int] = [face, token_cell]
+        edits: list[int | list[int]] = [edit] if edit else []
+        return [*edits, token] if order == 0 else [token, *edits]
+
+    def action(
+        self, edit: int, face: int | None = None, token_cell: int = 0, token_first: bool = False
+    ) -> int:
+        """The number of a turn: edit ``edit`` (0: none), and spend ``face`` on ``token_cell`` if given."""
+        if face is None:
+            return edit
+        order = 1 if token_first and edit else 0
+        return self.cells + ((order * len(FACES) + face) * self.cells + token_cell) * self.cells + edit
+
+    def mask(self, view: View) -> bytearray:
+        """One byte per action: 1 if every op of the action acts on ``view`` (none is refused)."""
+        out = bytearray(self.size)
+        row, inner = view.row, range(1, self.cells - 1)
+        edits = [0, *legal_edits(row)]
+        for edit in edits:
+            out[edit] = 1
+        for face in sorted(set(view.tokens)):
+            for edit in edits:
+                after = edited(row, edit) if edit else row
+                for cell in inner:
+                    if token_error(after, face, cell, view.tokens) is None:
+                        out[self.action(edit, face, cell)] = 1
+                    first = edit and token_error(row, face, cell, view.tokens) is None
+                    if first and edit_error(spent(row, face, cell), edit) is None:
+                        out[self.action(edit, face, cell, token_first=True)] = 1
+        return out
+
+
 @dataclass(frozen=True)
 class Token:
     """An op that spends the token ``face`` (`PLUS`, `MINUS` or `EMPTY` for blank) on ``cell``."""

@@ -469,6 +469,14 @@ def _kind_member(code: int) -> int:
 _KIND_OF = tuple(_kind_member(code) for code in range(256))
 
 
+def observation(viewport: Viewport) -> bytes:
+    """One agent's viewport as the training environments' observation (there ``numpy.frombuffer(...,
+    uint8)`` shaped (2, 13, 13)): the cell codes in the wire layout, then the damage. Here, in the SDK,
+    so that a trained bot decodes its requests with the very code the environments
+    (`cellarena.server.games.rezzo.env`) trained it on."""
+    return viewport.cells + viewport.damage
+
+
 # ---------------------------------------------------------------------------------------- tracking
 def _stable(code: int) -> int | None:
     """A cell's class that agents rarely change, for matching views; None for agents (they move)."""

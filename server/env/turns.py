@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
+from rich.text import Text
 
 from cellarena.sdk.protocol.messages import tick as tick_message
+from cellarena.server.env import ansi
 from cellarena.server.games.base import Engine
 
 
@@ -28,14 +30,23 @@ def seat_of(agent: str) -> int:
 
 
 class TurnAECEnv(AECEnv[str, np.ndarray, int]):
-    """Subclasses set the spaces and implement `new_engine`, `observation`, `answer` and `legal`."""
+    """Subclasses set the spaces, and implement `new_engine`, `observation`, `answer` and `picture`."""
 
-    metadata: dict[str, Any] = {"name": "cellarena_turns_v0", "render_modes": [], "is_parallelizable": False}  # noqa: RUF012
+    metadata: dict[str, Any] = {  # noqa: RUF012 (PettingZoo declares it a plain attribute)
+        "name": "cellarena_turns_v0",
+        "render_modes": ansi.RENDER_MODES,
+        "is_parallelizable": False,
+    }
 
     def __init__(
-        self, config: dict[str, Any] | None, obs_space: spaces.Box, act_space: spaces.Discrete
+        self,
+        config: dict[str, Any] | None,
+        obs_space: spaces.Box,
+        act_space: spaces.Discrete,
+        render_mode: str | None = None,
     ) -> None:
         super().__init__()
+        self.render_mode = ansi.check_mode(render_mode)
         self.config = dict(config or {})
         self.engine = self.new_engine(0)
         self.possible_agents = [agent_name(p) for p in range(self.engine.players)]
@@ -63,6 +74,17 @@ class TurnAECEnv(AECEnv[str, np.ndarray, int]):
 
     def observe(self, agent: str) -> np.ndarray:
         return self._obs[agent]
+
+    def picture(self) -> Text:
+        """The game's terminal picture of the match (what `cellarena match --watch` draws)."""
+        raise NotImplementedError
+
+    def render(self) -> str | None:
+        """The match as `cellarena match --watch` draws it: a string in "ansi" mode."""
+        return ansi.render(self.render_mode, self.picture)
+
+    def close(self) -> None:
+        """Nothing to release: the engine is plain memory (PettingZoo wants close beside render)."""
 
     def _refresh(self) -> None:
         """Decode the pending request and select the seat it is for."""
@@ -108,4 +130,78 @@ class TurnAECEnv(AECEnv[str, np.ndarray, int]):
                 if result.winner is not None:
                     self.rewards[other] = 1.0 if seat_of(other) == result.winner else -1.0
                 self.terminations[other] = True
+        self._accumulate_rewards()
+
+
+class PartsAECEnv(TurnAECEnv):
+    """A `TurnAECEnv` whose answers are lists built one part per step (a Colorblocks turn's actions, a
+    Cloth batch's units): each step adds one legal part, and the action `end` (or any action not
+    legal now) sends the list so far as the seat's answer.
+
+    Subclasses implement `begin` (decode a request into the seat's own copy of the position), `parts`
+    (action -> part, for the parts legal now on that copy), `add` (play a part on the copy) and `array`
+    (the copy as an observation), and set `end` and `max_parts`.
+    """
+
+    end: int = 0
+    max_parts: int = 64
+    #: Whether sending an empty list is legal (else `end` is masked until a part was added).
+    empty_ok: bool = True
+
+    def __init__(
+        self,
+        config: dict[str, Any] | None,
+        obs_space: spaces.Box,
+        act_space: spaces.Discrete,
+        render_mode: str | None = None,
+    ) -> None:
+        self._parts: dict[str, dict[int, Any]] = {}
+        self._so_far: list[Any] = []
+        super().__init__(config, obs_space, act_space, render_mode)
+
+    def begin(self, message: dict[str, Any]) -> str:
+        """Decode ``message`` into the seat's copy of the position; the agent it is for."""
+        raise NotImplementedError
+
+    def parts(self, agent: str) -> dict[int, Any]:
+        raise NotImplementedError
+
+    def add(self, agent: str, part: Any) -> None:
+        raise NotImplementedError
+
+    def array(self, agent: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def actions(self, agent: str) -> dict[int, Any]:
+        """Action number -> the part it adds, for the parts legal now (`end` not included)."""
+        return dict(self._parts.get(agent, {}))
+
+    def observation(self, message: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        agent = self.begin(message)
+        self._so_far = []
+        return self._observe_parts(agent)
+
+    def _observe_parts(self, agent: str) -> tuple[np.ndarray, np.ndarray]:
+        codes = self.parts(agent) if len(self._so_far) < self.max_parts else {}
+        self._parts[agent] = codes
+        mask = np.zeros(int(self._act_space.n), np.int8)
+        mask[list(codes)] = 1
+        mask[self.end] = 1 if (self.empty_ok or self._so_far or not codes) else 0
+        return self.array(agent), mask
+
+    def answer(self, action: int, message: dict[str, Any]) -> Any:
+        return list(self._so_far)
+
+    def step(self, action: int | None) -> None:
+        agent = self.agent_selection
+        part = self._parts.get(agent, {}).get(int(action or 0))
+        if self.terminations[agent] or self.truncations[agent] or part is None:
+            super().step(self.end if action is not None else action)  # send the list (or a dead step)
+            return
+        # One more part of this answer, on the seat's own copy; the same seat goes on.
+        self._cumulative_rewards[agent] = 0.0
+        self.add(agent, part)
+        self._so_far.append(part)
+        self._obs[agent], self.infos[agent]["action_mask"] = self._observe_parts(agent)
+        self._clear_rewards()
         self._accumulate_rewards()

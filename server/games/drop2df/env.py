@@ -1,9 +1,15 @@
 """Drop2df as a PettingZoo `AECEnv`: the seats answer one after the other, then the turn is played.
 
-The observation is the seat's row as its bot receives it (the SDK's `View.from_message` of the server's
-tick message): one uint8 code per cell. Action ``a`` is ``a == 0``: pass, else: edit cell ``a`` (cell 0 is
-a hole and never editable, so 0 is free for the pass). Tokens are not offered as actions. The reward of a
-turn is the score it brought the seat (+1 per ``@`` that falls into the hole). Needs the ``[rl]`` extra.
+The observation is the seat's request as its bot receives it (the SDK's `View.from_message` of the
+server's tick message), made an array by the SDK's `observation` (`cellarena.sdk.games.drop2df`), which
+a trained bot calls on its own `View` too: the row's cell codes, then the seat's blank, ``+`` and ``-``
+tokens left, (cells + 3,) uint8. The actions are the SDK's `ActionCodes`: ``a == 0`` passes, ``0 < a <
+cells`` edits cell ``a``, and the numbers above spend a token, with or without an edit, in either order,
+so every turn of the game has a number. ``infos[agent]["action_mask"]`` marks the actions none of whose
+ops would be refused (tokens only with the ``tokens`` option); any other action is sent as it is, and
+the game refuses what it must. The reward of a turn is the score it brought the seat (+1 per ``@`` that
+falls into the hole). ``render_mode="ansi"`` makes `render` return the picture `cellarena match --watch`
+draws. Needs the ``[rl]`` extra.
 """
 
 from __future__ import annotations
@@ -15,29 +21,38 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import AgentSelector
 
-from cellarena.sdk.games.drop2df import View
+from cellarena.sdk.games.drop2df import FACES, ActionCodes, View, observation
 from cellarena.sdk.protocol.messages import tick as tick_message
+from cellarena.server.env import ansi
 from cellarena.server.games.drop2df.engine import Drop2dfEngine
+from cellarena.server.games.drop2df.render import render
 
 
 def row_array(view: View) -> np.ndarray:
-    """A view as its observation: the row's cell codes. The env and a trained bot both use this."""
-    return np.frombuffer(view.row, np.uint8).copy()
+    """A view as its observation (the SDK's `observation` as a uint8 array)."""
+    return np.frombuffer(observation(view), np.uint8).copy()
 
 
 class Drop2dfAECEnv(AECEnv[str, np.ndarray, int]):
-    """One drop2df match (the options of its config, e.g. ``{"turns": 30}``)."""
+    """One drop2df match (the options of its config, e.g. ``{"turns": 30, "tokens": True}``)."""
 
-    metadata: dict[str, Any] = {"name": "cellarena_drop2df_v0", "render_modes": [], "is_parallelizable": True}  # noqa: RUF012
+    metadata: dict[str, Any] = {  # noqa: RUF012 (PettingZoo declares it a plain attribute)
+        "name": "cellarena_drop2df_v0",
+        "render_modes": ansi.RENDER_MODES,
+        "is_parallelizable": True,
+    }
 
-    def __init__(self, config: dict[str, Any] | None = None) -> None:
+    def __init__(self, config: dict[str, Any] | None = None, render_mode: str | None = None) -> None:
         super().__init__()
+        self.render_mode = ansi.check_mode(render_mode)
         self.config = dict(config or {})
         self.engine = Drop2dfEngine.new(self.config, 0)
         self.possible_agents = [f"player_{p}" for p in range(self.engine.players)]
-        cells = len(self.engine.public_config()["start"])
-        self._obs_space = spaces.Box(0, 255, (cells,), np.uint8)
-        self._act_space = spaces.Discrete(cells)
+        self.cells = len(self.engine.public_config()["start"])
+        self.codes = ActionCodes(self.cells)
+        # Codes 0..5; token counts up to the 4 faces rolled.
+        self._obs_space = spaces.Box(0, 255, (self.cells + len(FACES),), np.uint8)
+        self._act_space = spaces.Discrete(self.codes.size)
         self._obs: dict[str, np.ndarray] = {}
 
     def observation_space(self, agent: str) -> spaces.Space[Any]:
@@ -49,10 +64,19 @@ class Drop2dfAECEnv(AECEnv[str, np.ndarray, int]):
     def observe(self, agent: str) -> np.ndarray:
         return self._obs[agent]
 
+    def render(self) -> str | None:
+        """The match as `cellarena match --watch` draws it: a string in "ansi" mode."""
+        return ansi.render(self.render_mode, lambda: render(self.engine))
+
+    def close(self) -> None:
+        """Nothing to release (PettingZoo wants close beside render)."""
+
     def _refresh(self) -> None:
         for seat, request in self.engine.pending().items():
             view = View.from_message(tick_message(self.engine.tick, 0, request))
-            self._obs[f"player_{seat}"] = row_array(view)
+            agent = f"player_{seat}"
+            self._obs[agent] = row_array(view)
+            self.infos[agent] = {"action_mask": np.frombuffer(self.codes.mask(view), np.int8).copy()}
             self._scores[seat] = view.score
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
@@ -60,12 +84,12 @@ class Drop2dfAECEnv(AECEnv[str, np.ndarray, int]):
         self.agents = list(self.possible_agents)
         self._scores = [0] * len(self.agents)
         self._obs = {a: np.zeros(self._obs_space.shape or (), np.uint8) for a in self.agents}
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         self._refresh()
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
-        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         self._chosen: dict[str, int] = {}
         self._selector = AgentSelector(self.agents)
         self.agent_selection = self._selector.next()
@@ -79,9 +103,7 @@ class Drop2dfAECEnv(AECEnv[str, np.ndarray, int]):
         self._chosen[agent] = int(action or 0)
         if self._selector.is_last():
             before = list(self._scores)
-            answers = {
-                int(a.split("_")[1]): ([a_] if (a_ := self._chosen.get(a, 0)) else []) for a in self.agents
-            }
+            answers = {int(a.split("_")[1]): self.codes.ops(self._chosen.get(a, 0)) for a in self.agents}
             self.engine.apply(answers)
             self._chosen = {}
             done = self.engine.result() is not None

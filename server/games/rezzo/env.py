@@ -1,10 +1,12 @@
 """Rezzo as a PettingZoo `ParallelEnv`: one PettingZoo agent per Rezzo agent, all moving at once.
 
 The observation is what the bot of that agent's player receives over the wire, decoded by the SDK's own
-`View.from_message` (the code a `Bot` gets its `View` from), as a (2, 13, 13) uint8 array: the cell
-codes with owners relative to the viewer, then the damage (`viewport_array`). Actions are the
-documented move codes 0..5 (`cellarena.sdk.games.rezzo.Move`). A finished match gives +1 to the sole
-winner's agents and -1 to the agents of every player who lost; a draw gives 0. Needs the ``[rl]`` extra.
+`View.from_message` (the code a `Bot` gets its `View` from) and the SDK's `observation` of each
+`Viewport`, which a trained bot calls too, as a (2, 13, 13) uint8 array: the cell codes with owners
+relative to the viewer, then the damage (`viewport_array`). Actions are the documented move codes 0..5
+(`cellarena.sdk.games.rezzo.Move`), every move of the game. A finished match gives +1 to the sole
+winner's agents and -1 to the agents of every player who lost; a draw gives 0. ``render_mode="ansi"``
+makes `render` return the picture `cellarena match --watch` draws. Needs the ``[rl]`` extra.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from cellarena.sdk.games.rezzo import VIEW_SIZE, Move, View, Viewport
+from cellarena.sdk.games.rezzo import VIEW_SIZE, Move, View, Viewport, observation
+from cellarena.server.env import ansi
 from cellarena.server.games.rezzo.engine import RezzoEngine
+from cellarena.server.games.rezzo.render import render_engine
 
 OBS_SHAPE = (2, VIEW_SIZE, VIEW_SIZE)
 
@@ -26,7 +30,7 @@ def viewport_array(viewport: Viewport) -> np.ndarray:
 
     The environments and a trained bot both turn an SDK `Viewport` into an array with this function.
     """
-    planes = np.frombuffer(viewport.cells + viewport.damage, np.uint8)
+    planes = np.frombuffer(observation(viewport), np.uint8)
     return planes.reshape(OBS_SHAPE)
 
 
@@ -43,11 +47,12 @@ class RezzoParallelEnv(ParallelEnv[str, np.ndarray, int]):
 
     metadata: dict[str, Any] = {  # noqa: RUF012 (PettingZoo declares it a plain attribute)
         "name": "cellarena_rezzo_v0",
-        "render_modes": [],
+        "render_modes": ansi.RENDER_MODES,
         "is_parallelizable": True,
     }
 
-    def __init__(self, config: dict[str, Any] | None = None) -> None:
+    def __init__(self, config: dict[str, Any] | None = None, render_mode: str | None = None) -> None:
+        self.render_mode = ansi.check_mode(render_mode)
         self.config = dict(config or {})
         self.engine = RezzoEngine.new(self.config)
         k = max(1, self.engine.agents_per_player)
@@ -62,6 +67,13 @@ class RezzoParallelEnv(ParallelEnv[str, np.ndarray, int]):
 
     def action_space(self, agent: str) -> spaces.Space[Any]:
         return self._act_space
+
+    def render(self) -> str | None:
+        """The world as `cellarena match --watch` draws it: a string in "ansi" mode."""
+        return ansi.render(self.render_mode, lambda: render_engine(self.engine))
+
+    def close(self) -> None:
+        """Nothing to release: the engine is plain memory."""
 
     def _observe(self) -> dict[str, np.ndarray]:
         """Every live agent's observation, through the SDK's decoder of the server's tick messages."""
