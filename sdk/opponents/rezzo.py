@@ -17,8 +17,8 @@ def random_move(viewport: Viewport, rng: random.Random) -> Move:
         options += [(Move.ADVANCE, 10), (Move.BUILD, 2)]
     if viewport.can_hit():
         options.append((Move.HIT, 3))
-    moves, weights = zip(*options, strict=True)
-    return rng.choices(moves, weights)[0]
+    moves = [move for move, _ in options]
+    return rng.choices(moves, [weight for _, weight in options])[0]
 
 
 class RandomRezzo(Bot):
