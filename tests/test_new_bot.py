@@ -84,6 +84,21 @@ def test_the_python_bots_are_typed_and_lint_clean(tmp_path: Path) -> None:
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
 
 
+def test_new_bots_of_both_languages_enter_a_tournament_by_folder(tmp_path: Path) -> None:
+    if shutil.which("node") is None:
+        pytest.skip("node is needed for the JavaScript bots")
+    for name, lang in (("py_bot", "python"), ("js_bot", "js")):
+        made = cellarena("new-bot", "drop2df", name, "--lang", lang, "--dir", str(tmp_path / name))
+        assert made.returncode == 0, made.stderr
+    proc = cellarena(
+        "tournament", "drop2df", "--bots-dir", str(tmp_path / "py_bot"),
+        "--bots-dir", str(tmp_path / "js_bot"), "--out", str(tmp_path / "runs"), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    standings = json.loads(proc.stdout)["standings"]
+    assert {s["bot"] for s in standings} == {"py_bot", "js_bot"} and all(s["crashes"] == 0 for s in standings)
+
+
 def test_a_broken_bot_fails_its_test(tmp_path: Path) -> None:
     """The written test catches a bot that crashes: it is a real test, not a formality."""
     folder = tmp_path / "broken"
