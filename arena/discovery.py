@@ -70,8 +70,8 @@ def discover(root: Path, game: str, exclude: tuple[str, ...] = ()) -> list[Found
     A ``root`` with a ``bot.toml`` of its own is one bot (a folder `cellarena new-bot --lang js` wrote).
     """
     if root.is_dir() and (root / MANIFEST).is_file():
-        bot = _from_manifest(root)
-        return [] if excluded(root.name, exclude) or excluded(bot.spec.name, exclude) else [bot]
+        single = _from_manifest(root)
+        return [] if excluded(root.name, exclude) or excluded(single.spec.name, exclude) else [single]
     folder = bots_folder(root, game)
     found: list[FoundBot] = []
     for entry in sorted(folder.iterdir()):

@@ -16,9 +16,9 @@ import pytest
 import typecheck
 from cellarena_cli import CLI, ROOT, cellarena
 
-from cellarena.arena.cli.new_bot import LANGUAGES
+from cellarena.arena.cli.new_bot import LANGUAGES, GameTemplate, offered
 
-COMBINATIONS = [(game, lang) for lang, games in LANGUAGES.items() for game in games]
+COMBINATIONS = [(game, lang) for lang in LANGUAGES for game in offered(lang)]
 
 
 def _readme_commands(folder: Path) -> list[str]:
@@ -62,7 +62,7 @@ def test_the_folder_passes_its_own_test_and_its_readme_runs(game: str, lang: str
 
 def test_the_python_bots_are_typed_and_lint_clean(tmp_path: Path) -> None:
     """What a newcomer starts from passes the checks this project holds its own code to."""
-    for game in LANGUAGES["python"]:
+    for game in offered("python"):
         assert cellarena("new-bot", game, f"my_{game}", "--dir", str(tmp_path / game)).returncode == 0
     config = ["--config", str(ROOT / "pyproject.toml")]
     for check in (["check"], ["format", "--check"]):
@@ -143,3 +143,22 @@ def test_what_it_cannot_write_is_refused_naming_the_argument(
     text = cellarena("new-bot", *argv)
     assert text.returncode == 2 and words in " ".join(text.stderr.split())
     assert (tmp_path / "full" / "keep.txt").read_text() == "mine"
+
+
+def test_every_game_has_a_random_opponent_and_a_python_template() -> None:
+    from cellarena.sdk.opponents import games, random_bot
+    from cellarena.server.games import game_names
+
+    assert games() == game_names() == offered("python")
+    assert all(random_bot(g).game == g for g in games())
+
+
+@pytest.mark.parametrize("game", offered("python"))
+def test_the_random_opponents_play_only_legal_moves(game: str) -> None:
+    bot = f"python -m cellarena.sdk.opponents {game}"
+    short = list(GameTemplate.of(game).short)
+    proc = cellarena("match", game, "--bot", f"a={bot}", "--bot", f"b={bot}", "--fast", *short, "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["ticks"] > 1 and result["forfeits"] == []
+    assert result["invalid"] == result["illegal"] == {"a": 0, "b": 0}

@@ -54,7 +54,7 @@ def test_the_doc_shows_the_bot_new_bot_writes() -> None:
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
     from cellarena.arena.cli.new_bot import _fill, _template
 
-    written = _fill(_template("python", "rezzo.py.tmpl"), {"BOT_NAME": "my_bot", "BOT_CLASS": "MyBot"})
+    written = _fill(_template("rezzo", "bot.py.tmpl"), {"BOT_NAME": "my_bot", "BOT_CLASS": "MyBot"})
     assert blocks[0] == written
 
 

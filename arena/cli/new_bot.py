@@ -2,7 +2,10 @@
 
 The folder holds the bot, a pytest file that plays it against the SDK's random opponent
 (`cellarena.sdk.opponents`, which ships with cellarena, so the test needs no checkout) and a README
-with the commands to run it. The templates are package data (``templates/``); a placeholder is a
+with the commands to run it. The templates are package data: ``templates/GAME/`` holds a game's
+``game.toml`` (its title, options for a short match) and one bot template per language it is offered
+in, ``templates/common/`` what every bot shares (the test, the README, JavaScript's protocol code).
+So this module names no game, and a game gets templates by getting a folder. A placeholder is a
 word such as ``__BOT_NAME__``, which neither Python nor JavaScript code uses.
 """
 
@@ -11,29 +14,22 @@ from __future__ import annotations
 import json
 import keyword
 import re
+import tomllib
 from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import click
 
-#: How each game is called in prose.
-TITLES = {
-    "rezzo": "Rezzo",
-    "cata": "C.A.T.A.",
-    "cloth": "Cloth of Gold",
-    "drop2df": "2dFDCAL (drop2df)",
-    "colorblocks": "Colorblocks",
-}
-#: Options that keep a match short, so a bot's test takes seconds (the rest play quickly anyway).
-SHORT = {"rezzo": ("--max-ticks", "300")}
-#: The games each language has a template for. JavaScript speaks the protocol itself, so it is offered
-#: where the moves are simple to make legal without the SDK's rules code.
+#: Language -> (its name for people, the template file of a game's bot, the file written).
 LANGUAGES = {
-    "python": ("rezzo", "cata", "cloth", "drop2df", "colorblocks"),
-    "js": ("rezzo", "drop2df"),
+    "python": ("Python", "bot.py.tmpl", "{name}.py"),
+    "js": ("JavaScript (Node.js 18 or newer)", "bot.js.tmpl", "bot.js"),
 }
 NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+#: The folder of templates shared by every game; every other folder is one game's.
+COMMON = "common"
 
 
 class NewBotError(click.BadParameter):
@@ -68,16 +64,41 @@ def check_name(name: str) -> None:
         )
 
 
+def _templates() -> Traversable:
+    return resources.files(__package__).joinpath("templates")
+
+
+def offered(lang: str) -> list[str]:
+    """The games with a ``lang`` template, sorted (each game's folder says what it has)."""
+    template = LANGUAGES[lang][1]
+    return sorted(
+        d.name for d in _templates().iterdir() if d.name != COMMON and d.joinpath(template).is_file()
+    )
+
+
+@dataclass(frozen=True)
+class GameTemplate:
+    """A game's ``game.toml``: its name for people, and options that keep a test's match short."""
+
+    title: str
+    short: tuple[str, ...]
+
+    @classmethod
+    def of(cls, game: str) -> GameTemplate:
+        data = tomllib.loads(_templates().joinpath(game, "game.toml").read_text(encoding="utf-8"))
+        return cls(str(data.get("title", game)), tuple(str(a) for a in data.get("short", ())))
+
+
 def check_game(game: str, lang: str) -> None:
     from cellarena.server.games import is_game, registry
 
     if not is_game(game):
         raise NewBotError(str(registry.unknown_game(game)), param_hint="GAME")
-    offered = LANGUAGES[lang]
-    if game not in offered:
-        others = [lang for lang, games in LANGUAGES.items() if game in games]
+    games = offered(lang)
+    if game not in games:
+        others = [other for other in LANGUAGES if game in offered(other)]
         raise NewBotError(
-            f"there is no {lang} template for {game}: --lang {lang} is offered for {', '.join(offered)}. "
+            f"there is no {lang} template for {game}: --lang {lang} is offered for {', '.join(games)}. "
             + (f"Use --lang {others[0]} for {game}" if others else f"No template for {game} yet")
             + ", or write the bot from docs/protocol.md",
             param_hint="--lang" if others else "GAME",
@@ -85,7 +106,7 @@ def check_game(game: str, lang: str) -> None:
 
 
 def _template(*parts: str) -> str:
-    return resources.files(__package__).joinpath("templates", *parts).read_text(encoding="utf-8")
+    return _templates().joinpath(*parts).read_text(encoding="utf-8")
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
@@ -106,15 +127,17 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
             param_hint="--dir",
         )
     opponent = "random" if name != "random" else "random_opponent"
-    short = SHORT.get(game, ())
-    bot_file = f"{name}.py" if lang == "python" else "bot.js"
-    command = f"python {bot_file}" if lang == "python" else "node bot.js"
+    about = GameTemplate.of(game)
+    short = about.short
+    language, template, target = LANGUAGES[lang]
+    bot_file = target.format(name=name)
+    command = f"python {bot_file}" if lang == "python" else f"node {bot_file}"
     values = {
         "BOT_NAME": name,
         "BOT_CLASS": class_name(name),
         "GAME": game,
-        "GAME_TITLE": TITLES.get(game, game),
-        "LANG_TITLE": "Python" if lang == "python" else "JavaScript (Node.js 18 or newer)",
+        "GAME_TITLE": about.title,
+        "LANG_TITLE": language,
         "LANG_FLAG": "" if lang == "python" else f" --lang {lang}",
         "BOT_COMMAND": command,
         "OPPONENT": opponent,
@@ -134,15 +157,15 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
         ),
     }
     files: dict[str, str] = {
-        "README.md": _fill(_template("README.md.tmpl"), values),
-        f"test_{name}.py": _fill(_template("test_bot.py.tmpl"), values),
+        "README.md": _fill(_template(COMMON, "README.md.tmpl"), values),
+        f"test_{name}.py": _fill(_template(COMMON, "test_bot.py.tmpl"), values),
     }
     if lang == "python":
-        files[bot_file] = _fill(_template("python", f"{game}.py.tmpl"), values)
-    else:
-        strategy = _fill(_template("js", f"{game}.js.tmpl"), values)
-        files[bot_file] = _fill(_template("js", "bot.js.tmpl"), {**values, "STRATEGY": strategy})
-        files["msgpack.js"] = _template("js", "msgpack.js")
+        files[bot_file] = _fill(_template(game, template), values)
+    else:  # the game's strategy inside the protocol code every JavaScript bot shares
+        strategy = _fill(_template(game, template), values)
+        files[bot_file] = _fill(_template(COMMON, "connection.js.tmpl"), {**values, "STRATEGY": strategy})
+        files["msgpack.js"] = _template(COMMON, "msgpack.js")
         files["bot.toml"] = f'# How cellarena starts this bot (inside this folder).\ncommand = "{command}"\n'
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -166,7 +189,8 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
     type=click.Choice(sorted(LANGUAGES)),
     default="python",
     show_default=True,
-    help="The bot's language: python (every game) or js (Node.js 18+: rezzo, drop2df).",
+    help="The bot's language: python (every game) or js (Node.js 18+; the games it is offered for are "
+    "listed when another is asked for).",
 )
 @click.option(
     "--dir",

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import sys
 
-from cellarena.sdk.bot import run
-from cellarena.sdk.opponents import RANDOM_BOTS, random_bot
+from cellarena.sdk import run
+from cellarena.sdk.opponents import games, random_bot
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in RANDOM_BOTS:
+    if not argv or argv[0] not in games():
         got = f"got {argv[0]!r}" if argv else "got none"
         print(
             f"usage: python -m cellarena.sdk.opponents GAME [bot options]; GAME is one of "
-            f"{', '.join(sorted(RANDOM_BOTS))} ({got})",
+            f"{', '.join(games())} ({got})",
             file=sys.stderr,
         )
         return 2

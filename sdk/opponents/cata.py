@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from cellarena.sdk.bot import Bot
+from cellarena.sdk import Bot
 from cellarena.sdk.games.cata import PASS, View
 from cellarena.sdk.opponents import SEED
 

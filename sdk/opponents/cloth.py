@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from cellarena.sdk.bot import Bot
+from cellarena.sdk import Bot
 from cellarena.sdk.games.cloth import View, legal_cells, place
 from cellarena.sdk.opponents import SEED
 

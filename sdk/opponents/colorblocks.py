@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from cellarena.sdk.bot import Bot
+from cellarena.sdk import Bot
 from cellarena.sdk.games.colorblocks import View, random_turn
 from cellarena.sdk.opponents import SEED
 

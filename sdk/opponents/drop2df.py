@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from cellarena.sdk.bot import Bot
+from cellarena.sdk import Bot
 from cellarena.sdk.games.drop2df import Token, View, edited, token_error
 from cellarena.sdk.opponents import SEED
 
