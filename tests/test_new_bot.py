@@ -55,7 +55,8 @@ def test_the_folder_passes_its_own_test_and_its_readme_runs(game: str, lang: str
     for command in commands:
         done = _run(command, folder)
         assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
-    assert "2 passed" in _run("python -m pytest", folder).stdout
+        if command == "python -m pytest":
+            assert "2 passed" in done.stdout  # a match in each seat
     standings = _run("cellarena results runs --json", folder)
     assert {s["bot"] for s in json.loads(standings.stdout)["standings"]} == {name, "random"}
 

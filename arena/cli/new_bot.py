@@ -189,8 +189,8 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
     type=click.Choice(sorted(LANGUAGES)),
     default="python",
     show_default=True,
-    help="The bot's language: python (every game) or js (Node.js 18+; the games it is offered for are "
-    "listed when another is asked for).",
+    help=f"The bot's language: python ({', '.join(offered('python'))}) or js (Node.js 18+: "
+    f"{', '.join(offered('js'))}).",
 )
 @click.option(
     "--dir",
