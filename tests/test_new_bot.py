@@ -124,7 +124,7 @@ def test_the_default_folder_is_named_after_the_bot(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "option", "words"),
     [
-        (["cata", "x", "--lang", "js"], "--lang", "no js template for cata: --lang js is offered for"),
+        (["cloth", "x", "--lang", "js"], "--lang", "no js template for cloth: --lang js is offered for"),
         (["chess", "x"], "GAME", "chess"),
         (["rezzo", "My-Bot"], "NAME", "cannot name a bot"),
         (["rezzo", "class"], "NAME", "cannot name a bot"),
