@@ -21,6 +21,14 @@ from cellarena.arena.cli.new_bot import LANGUAGES, GameTemplate, offered
 COMBINATIONS = [(game, lang) for lang in LANGUAGES for game in offered(lang)]
 
 
+def _need_node() -> None:
+    """JavaScript bots need Node.js: skipped without it, except under CI, where it is a failure."""
+    if shutil.which("node") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("node is needed for the JavaScript bots; CI must have it", pytrace=False)
+        pytest.skip("node is needed for the JavaScript bots")
+
+
 def _readme_commands(folder: Path) -> list[str]:
     """The shell block of the README, one command a line."""
     text = (folder / "README.md").read_text()
@@ -41,8 +49,8 @@ def _run(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(("game", "lang"), COMBINATIONS)
 def test_the_folder_passes_its_own_test_and_its_readme_runs(game: str, lang: str, tmp_path: Path) -> None:
-    if lang == "js" and shutil.which("node") is None:
-        pytest.skip("node is needed for the JavaScript bots")  # under CI=true .ci/run installs it
+    if lang == "js":
+        _need_node()
     name = f"my_{game}"
     proc = cellarena("new-bot", game, name, "--lang", lang, "--dir", str(tmp_path / name), "--json")
     assert proc.returncode == 0, proc.stderr
@@ -86,8 +94,7 @@ def test_the_python_bots_are_typed_and_lint_clean(tmp_path: Path) -> None:
 
 
 def test_new_bots_of_both_languages_enter_a_tournament_by_folder(tmp_path: Path) -> None:
-    if shutil.which("node") is None:
-        pytest.skip("node is needed for the JavaScript bots")
+    _need_node()
     for name, lang in (("py_bot", "python"), ("js_bot", "js")):
         made = cellarena("new-bot", "drop2df", name, "--lang", lang, "--dir", str(tmp_path / name))
         assert made.returncode == 0, made.stderr
