@@ -152,7 +152,7 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
         "BOT_FILE_LINE": (
             f"The bot is `{bot_file}`: change its strategy there."
             if lang == "python"
-            else "The bot is `bot.js`, with no dependencies (`msgpack.js` is a small msgpack codec): "
+            else "The bot is `bot.js`, with no dependencies (`msgpack.js` is a small msgpack codec):\n"
             "change its strategy in `chooseMoves`."
         ),
     }
