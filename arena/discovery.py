@@ -65,7 +65,13 @@ def excluded(name: str, patterns: tuple[str, ...]) -> bool:
 
 
 def discover(root: Path, game: str, exclude: tuple[str, ...] = ()) -> list[FoundBot]:
-    """Every bot under ``root`` for ``game``, sorted by name; raises DiscoveryError naming a bad entry."""
+    """Every bot under ``root`` for ``game``, sorted by name; raises DiscoveryError naming a bad entry.
+
+    A ``root`` with a ``bot.toml`` of its own is one bot (a folder `cellarena new-bot --lang js` wrote).
+    """
+    if root.is_dir() and (root / MANIFEST).is_file():
+        single = _from_manifest(root)
+        return [] if excluded(root.name, exclude) or excluded(single.spec.name, exclude) else [single]
     folder = bots_folder(root, game)
     found: list[FoundBot] = []
     for entry in sorted(folder.iterdir()):

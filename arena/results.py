@@ -1,73 +1,212 @@
-"""Reading a tournament's results folder back: standings, head-to-head and failures, for `cellarena results`.
+"""Reading a tournament's results folder back, for `cellarena results` and the web pages alike.
 
-Opened read-only and without the tournament's lock, so it works while a tournament is still running.
+`TournamentResults` is the one reader of a tournament's ``results.sqlite`` (arena/store.py writes it):
+standings, matches with their seats, rating history, head-to-head and failures. It opens the database
+read-only and without the tournament's lock for each question, so it works while a tournament is still
+running. `find_tournaments` finds every such database under a folder.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cellarena.arena.store import StoreError, standings_of
+from cellarena.arena import ratings
+from cellarena.arena.store import Standing, standings_of
+
+RESULTS = "results.sqlite"
+
+
+class ResultsError(Exception):
+    """A folder that holds no results, or a database that cannot be read; the message says which."""
+
+
+@dataclass(frozen=True)
+class SeatRow:
+    bot: str
+    rank: int
+    late: int
+    invalid: int
+    illegal: int
+    forfeit: bool
+    crashed: bool
+
+
+@dataclass(frozen=True)
+class MatchRow:
+    index: int
+    key: str
+    round: int
+    map: str | None
+    winner: str | None
+    reason: str
+    ticks: int
+    replay: Path | None
+    finished: str
+    seats: tuple[SeatRow, ...]
+
+
+@dataclass(frozen=True)
+class RatingPoint:
+    """A bot's rating after one of its matches: ``match`` is the match's index."""
+
+    match: int
+    bot: str
+    rating: float
+
+
+class TournamentResults:
+    """One tournament's ``results.sqlite``, opened read-only for each question (it may still be running)."""
+
+    def __init__(self, folder: Path, title: str | None = None) -> None:
+        self.folder = folder
+        self.path = folder / RESULTS
+        self.title = title if title is not None else folder.resolve().name
+        if not folder.is_dir():
+            raise ResultsError(f"{folder}: not a folder; give a tournament's --out folder")
+        if not self.path.is_file():
+            raise ResultsError(
+                f"{self.path}: no results here; give a tournament's --out folder (e.g. runs/tournament-rezzo)"
+            )
+        with closing(self._db()) as db:
+            try:
+                row = db.execute("SELECT spec FROM tournament").fetchone()
+                if row is None:
+                    raise ResultsError(
+                        f"{self.path}: the tournament table is empty; is a tournament starting there?"
+                    )
+                spec = json.loads(row[0])
+                self.game: str = spec["game"]
+                self.bots: list[str] = [b[0] for b in spec["bots"]]
+            except (sqlite3.DatabaseError, TypeError, KeyError, IndexError, json.JSONDecodeError) as exc:
+                raise ResultsError(f"{self.path}: not a readable results database ({exc})") from None
+
+    def _db(self) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            db.execute("SELECT 1 FROM matches LIMIT 1")
+        except sqlite3.Error as exc:
+            raise ResultsError(f"{self.path}: not a readable results database ({exc})") from None
+        return db
+
+    def standings(self) -> list[Standing]:
+        with closing(self._db()) as db:
+            return standings_of(db, self.bots)
+
+    def _replay(self, stored: str | None) -> Path | None:
+        """The replay file: as stored, else the same ``matches/...`` path under this folder (moved runs)."""
+        if not stored:
+            return None
+        path = Path(stored)
+        if path.is_file():
+            return path
+        parts = path.parts
+        if "matches" in parts:
+            moved = self.folder.joinpath(*parts[parts.index("matches") :])
+            if moved.is_file():
+                return moved
+        return None
+
+    def _rows(self, where: str = "", args: tuple[Any, ...] = ()) -> list[MatchRow]:
+        with closing(self._db()) as db:
+            matches = db.execute(
+                "SELECT idx, key, round, map, winner, reason, ticks, replay, finished FROM matches "
+                f"{where} ORDER BY idx",
+                args,
+            ).fetchall()
+            seats: dict[int, list[SeatRow]] = {}
+            for m, bot, rank, late, invalid, illegal, forfeit, crashed in db.execute(
+                "SELECT match, bot, rank, late, invalid, illegal, forfeit, crashed FROM seats"
+                " ORDER BY match, seat"
+            ):
+                seats.setdefault(m, []).append(
+                    SeatRow(bot, rank, late, invalid, illegal, bool(forfeit), bool(crashed))
+                )
+        return [
+            MatchRow(i, k, r, mp, w, why, t, self._replay(rp), f, tuple(seats.get(i, ())))
+            for i, k, r, mp, w, why, t, rp, f in matches
+        ]
+
+    def matches(self) -> list[MatchRow]:
+        return self._rows()
+
+    def match(self, index: int) -> MatchRow | None:
+        rows = self._rows("WHERE idx = ?", (index,))
+        return rows[0] if rows else None
+
+    def rating_history(self) -> list[RatingPoint]:
+        with closing(self._db()) as db:
+            return [
+                RatingPoint(m, bot, ratings.Rating(mu, sigma).conservative)
+                for m, bot, mu, sigma in db.execute(
+                    "SELECT match, bot, mu, sigma FROM ratings ORDER BY match, bot"
+                )
+            ]
+
+    def head_to_head(self, matches: list[MatchRow] | None = None) -> dict[str, dict[str, dict[str, int]]]:
+        """For each pair seated in one match: wins, draws, losses of the row bot against the column bot."""
+        out = {a: {b: {"wins": 0, "draws": 0, "losses": 0} for b in self.bots if b != a} for a in self.bots}
+        for match in self.matches() if matches is None else matches:
+            for a in match.seats:
+                for b in match.seats:
+                    if a.bot == b.bot or a.bot not in out or b.bot not in out[a.bot]:
+                        continue
+                    word = "wins" if a.rank < b.rank else "draws" if a.rank == b.rank else "losses"
+                    out[a.bot][b.bot][word] += 1
+        return out
+
+    def failures(self) -> list[dict[str, Any]]:
+        """Every seat that forfeited or crashed, with every column the database keeps for it."""
+        with closing(self._db()) as db:
+            db.row_factory = sqlite3.Row
+            rows = db.execute(
+                "SELECT m.key, m.replay, s.* FROM seats s JOIN matches m ON m.idx = s.match"
+                " WHERE s.forfeit OR s.crashed ORDER BY s.match, s.seat"
+            ).fetchall()
+        out = []
+        for row in rows:
+            item = {k: row[k] for k in row.keys() if k not in ("match", "key")}  # noqa: SIM118 -- sqlite3.Row
+            item["match"] = row["key"]
+            item["forfeit"], item["crashed"] = bool(row["forfeit"]), bool(row["crashed"])
+            out.append(item)
+        return out
+
+    def report(self) -> dict[str, Any]:
+        """Everything `cellarena results` prints, as JSON-ready data."""
+        return {
+            "results": str(self.path),
+            "game": self.game,
+            "standings": [s.to_json() for s in self.standings()],
+            "head_to_head": self.head_to_head(),
+            "failures": self.failures(),
+        }
 
 
 def read_results(folder: Path) -> dict[str, Any]:
-    """Everything `cellarena results` prints, as JSON-ready data; StoreError naming the file at fault."""
-    path = folder / "results.sqlite"
-    if not folder.is_dir():
-        raise StoreError(f"{folder}: not a folder; give a tournament's --out folder")
-    if not path.is_file():
-        raise StoreError(
-            f"{path}: no results here; give a tournament's --out folder (e.g. runs/tournament-rezzo)"
+    """`TournamentResults(folder).report()`; ResultsError naming the file at fault."""
+    return TournamentResults(folder).report()
+
+
+def find_tournaments(root: Path) -> dict[str, TournamentResults]:
+    """Every tournament under ``root`` (itself, or its subfolders two levels down), by an id for URLs."""
+    if not root.is_dir():
+        raise ResultsError(
+            f"{root}: no such folder; give the folder a tournament wrote (its --out), or its parent"
         )
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        db.row_factory = sqlite3.Row
-        try:
-            spec = json.loads(db.execute("SELECT spec FROM tournament").fetchone()["spec"])
-            bots = [b[0] for b in spec["bots"]]
-            table = [s.to_json() for s in standings_of(db, bots)]
-            return {
-                "results": str(path),
-                "game": spec.get("game"),
-                "standings": table,
-                "head_to_head": _head_to_head(db, bots),
-                "failures": _failures(db),
-            }
-        finally:
-            db.close()
-    except (sqlite3.DatabaseError, TypeError, KeyError, json.JSONDecodeError) as exc:
-        raise StoreError(f"{path}: not a readable results database ({exc})") from None
-
-
-def _head_to_head(db: sqlite3.Connection, bots: list[str]) -> dict[str, dict[str, dict[str, int]]]:
-    """For each pair seated in one match: wins, draws, losses of the row bot against the column bot."""
-    out = {a: {b: {"wins": 0, "draws": 0, "losses": 0} for b in bots if b != a} for a in bots}
-    seats: dict[int, list[tuple[str, int]]] = {}
-    for row in db.execute("SELECT match, bot, rank FROM seats ORDER BY match, seat"):
-        seats.setdefault(row["match"], []).append((row["bot"], row["rank"]))
-    for group in seats.values():
-        for a, rank_a in group:
-            for b, rank_b in group:
-                if a == b or a not in out or b not in out[a]:
-                    continue
-                word = "wins" if rank_a < rank_b else "draws" if rank_a == rank_b else "losses"
-                out[a][b][word] += 1
-    return out
-
-
-def _failures(db: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Every seat that forfeited or crashed, with what the database knows of why (every seat column)."""
-    rows = db.execute(
-        "SELECT m.key, m.replay, s.* FROM seats s JOIN matches m ON m.idx = s.match"
-        " WHERE s.forfeit OR s.crashed ORDER BY s.match, s.seat"
-    )
-    out = []
-    for row in rows:
-        item = {k: row[k] for k in row.keys() if k not in ("match", "key")}  # noqa: SIM118 -- sqlite3.Row
-        item["match"] = row["key"]
-        item["forfeit"], item["crashed"] = bool(row["forfeit"]), bool(row["crashed"])
-        out.append(item)
-    return out
+    found: dict[str, TournamentResults] = {}
+    for db in sorted([root / RESULTS, *root.glob(f"*/{RESULTS}"), *root.glob(f"*/*/{RESULTS}")]):
+        if db.is_file():
+            folder = db.parent
+            rel = folder.relative_to(root).as_posix()
+            tid = "-".join(folder.relative_to(root).parts) or folder.resolve().name
+            found[tid] = TournamentResults(folder, rel if rel != "." else folder.resolve().name)
+    if not found:
+        raise ResultsError(
+            f"{root}: holds no tournament results ({RESULTS}); give the folder a tournament wrote "
+            "(its --out, e.g. runs/tournament-rezzo) or its parent"
+        )
+    return found

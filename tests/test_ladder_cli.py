@@ -48,7 +48,8 @@ def test_a_token_is_printed_once_and_stored_only_as_a_hash(tmp_path: Path) -> No
     assert "shown once" in added.stderr
     listed = ladder(tmp_path, "bot", "list")
     assert "alice" in listed.stdout and "rezzo" in listed.stdout and token not in listed.stdout
-    assert json.loads(ladder(tmp_path, "bot", "list", "--json").stdout)["name"] == "alice"
+    as_json = json.loads(ladder(tmp_path, "bot", "list", "--json").stdout)
+    assert [b["name"] for b in as_json["bots"]] == ["alice"]
     assert token.encode() not in (tmp_path / "ladder.sqlite").read_bytes()
     with LadderStore(tmp_path / "ladder.sqlite") as store:
         alice = store.authenticate(token)

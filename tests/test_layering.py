@@ -43,7 +43,9 @@ def _game_of(rel: str) -> str | None:
     parts = Path(rel).parts
     if parts[:2] == ("server", "games") and len(parts) > 3 and parts[2] in GAMES:
         return parts[2]
-    if parts[:2] == ("sdk", "games") and len(parts) == 3 and parts[2].removesuffix(".py") in GAMES:
+    # A game's SDK module (sdk/games/cata.py), or its random opponent (sdk/opponents/cata.py).
+    sdk_own = parts[:2] in (("sdk", "games"), ("sdk", "opponents")) and len(parts) == 3
+    if sdk_own and parts[2].removesuffix(".py") in GAMES:
         return parts[2].removesuffix(".py")
     return None
 

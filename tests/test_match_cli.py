@@ -20,6 +20,7 @@ from bot_files import EXAMPLE_BOTS, RAW_BOT, RAW_BOT_FILE
 from bot_processes import BotPids
 from cellarena_cli import ROOT, cellarena, start_cellarena
 
+from cellarena.server.cli.match import SEAT_FAILED
 from cellarena.server.launcher import BotSpec, play_match
 from cellarena.server.match import TickSettings
 
@@ -107,10 +108,15 @@ def test_crashing_and_missing_bots_are_named_and_lose(tmp_path: Path) -> None:
         str(tmp_path),
         "--json",
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == SEAT_FAILED == 3, proc.stderr  # the result, and a status saying a seat failed
     result = json.loads(proc.stdout)
     assert result["winner"] == "steady" and result["forfeits"] == ["crashy"]
     assert result["ranks"] == {"steady": 1, "crashy": 2}
+    assert result["failed"] == ["crashy"] and result["exit_codes"]["crashy"] == 3
+    bots = ["--bot", f"steady={RAW_BOT}", "--bot", f"crashy={RAW_BOT} crash"]
+    text = cellarena("match", "rezzo", *bots, "--fast")
+    assert text.returncode == SEAT_FAILED and "crashy exited with status 3" in text.stdout, text.stderr
+    assert "Exit status: 0 when" in cellarena("match", "rezzo", "--help").stdout
 
     started = time.monotonic()
     proc = cellarena(
@@ -125,7 +131,7 @@ def test_crashing_and_missing_bots_are_named_and_lose(tmp_path: Path) -> None:
         str(tmp_path / "2"),
         "--json",
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == SEAT_FAILED, proc.stderr
     result = json.loads(proc.stdout)
     assert result["winner"] == "steady" and result["forfeits"] == ["ghost"]
     assert "cannot start" in (tmp_path / "2" / "ghost.log").read_text()
@@ -147,7 +153,7 @@ def test_a_bot_that_never_connects_forfeits_after_the_connect_timeout(tmp_path: 
         str(tmp_path),
         "--json",
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == SEAT_FAILED, proc.stderr
     assert json.loads(proc.stdout)["forfeits"] == ["sleepy"]
 
 
@@ -200,11 +206,12 @@ def test_bots_whose_names_make_the_same_file_name_get_a_log_each() -> None:
 def test_a_bot_refused_at_hello_is_named_with_the_reason(tmp_path: Path) -> None:
     args = ["match", "rezzo", "--bot", f"steady={RAW_BOT}", "--bot", f"stray={RAW_BOT} game:cata", "--fast"]
     proc = cellarena(*args, "--log-dir", str(tmp_path / "1"), "--json")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == SEAT_FAILED, proc.stderr
     result = json.loads(proc.stdout)
     assert result["winner"] == "steady" and result["forfeits"] == ["stray"]
     assert result["refused"] == {"stray": "bad_hello: this server plays 'rezzo', not 'cata'"}
     text = cellarena(*args, "--log-dir", str(tmp_path / "2"))
+    assert text.returncode == SEAT_FAILED
     assert "stray was refused by the server (bad_hello: this server plays 'rezzo', not 'cata')" in " ".join(
         text.stdout.split()
     )

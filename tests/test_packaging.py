@@ -116,3 +116,19 @@ def test_plain_install_into_fresh_venv(tmp_path: Path) -> None:
     )
     assert store.returncode == 0, store.stderr
     assert store.stdout.split() == ["1", "False"]
+    # `cellarena new-bot` ships its templates, and the test it writes passes with the random opponent
+    # the SDK ships: a bot author needs no checkout.
+    run("new-bot", "rezzo", "probe")
+    subprocess.run(
+        [str(bindir / "python"), "-m", "pip", "install", "-q", "pytest"], check=True, env=env, timeout=600
+    )
+    probe = subprocess.run(
+        [str(bindir / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=elsewhere / "probe",
+        timeout=600,
+    )
+    assert probe.returncode == 0 and "2 passed" in probe.stdout, probe.stdout + probe.stderr

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from cellarena.arena.cli.ladder import ladder
+from cellarena.arena.cli.new_bot import new_bot
 from cellarena.arena.cli.results import results
 from cellarena.arena.cli.tournament import tournament
 from cellarena.arena.cli.web import web
@@ -105,3 +106,4 @@ main.add_command(tournament)
 main.add_command(ladder)
 main.add_command(web)
 main.add_command(results)
+main.add_command(new_bot)

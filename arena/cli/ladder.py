@@ -100,8 +100,9 @@ def _game_argument(value: str) -> str:
 @click.option(
     "--max-matches", type=click.IntRange(1, 100), default=1, show_default=True, help="Matches at a time."
 )
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object, the token in it.")
 @click.pass_obj
-def bot_add(where: _Where, name: str, game: str, max_matches: int) -> None:
+def bot_add(where: _Where, name: str, game: str, max_matches: int, as_json: bool) -> None:
     """Register NAME and print its token, once: give it to the bot's author over a private channel."""
     _game_argument(game)
     with where.open() as store:
@@ -112,45 +113,51 @@ def bot_add(where: _Where, name: str, game: str, max_matches: int) -> None:
     click.echo(
         f"registered {record.name} for {record.game}; its token (shown once, keep it secret):", err=True
     )
+    if as_json:
+        about = {"name": record.name, "game": record.game, "max_matches": record.max_matches}
+        click.echo(json.dumps({**about, "token": token.secret}))
+        return
     click.echo(token.secret)
 
 
 @bot.command("rotate")
 @click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: name, token.")
 @click.pass_obj
-def bot_rotate(where: _Where, name: str) -> None:
+def bot_rotate(where: _Where, name: str, as_json: bool) -> None:
     """Give NAME a new token (printed once); the old one stops working at once."""
     with where.open() as store:
         token = _known(store.rotate, name)
     click.echo(f"new token for {name} (the old one no longer works):", err=True)
-    click.echo(token.secret)
+    click.echo(json.dumps({"name": name, "token": token.secret}) if as_json else token.secret)
 
 
 @bot.command("revoke")
 @click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: name, revoked.")
 @click.pass_obj
-def bot_revoke(where: _Where, name: str) -> None:
+def bot_revoke(where: _Where, name: str, as_json: bool) -> None:
     """Stop NAME from playing: its token no longer works; its matches stay in the history."""
     with where.open() as store:
         _known(store.revoke, name)
-    click.echo(f"revoked {name}")
+    click.echo(json.dumps({"name": name, "revoked": True}) if as_json else f"revoked {name}")
 
 
 @bot.command("list")
 @click.option("--game", default=None, help="Only this game's bots.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per bot.")
+@click.option("--json", "as_json", is_flag=True, help='Print one JSON object: {"bots": [...]}.')
 @click.pass_obj
 def bot_list(where: _Where, game: str | None, as_json: bool) -> None:
     """Every registered bot (never its token)."""
     with where.open() as store:
         bots = store.list_bots(game)
+    if as_json:
+        click.echo(json.dumps({"bots": [record.to_json() for record in bots]}))
+        return
     for record in bots:
-        if as_json:
-            click.echo(json.dumps(record.to_json()))
-        else:
-            state = "revoked" if record.revoked else "active"
-            house = f"  house: {record.house_command}" if record.house_command else ""
-            click.echo(f"{record.name:24} {record.game:12} {state:8} max {record.max_matches}{house}")
+        state = "revoked" if record.revoked else "active"
+        house = f"  house: {record.house_command}" if record.house_command else ""
+        click.echo(f"{record.name:24} {record.game:12} {state:8} max {record.max_matches}{house}")
 
 
 def _known(action: Any, name: str) -> Any:
@@ -172,8 +179,9 @@ def house() -> None:
 @click.argument("name")
 @click.argument("command")
 @click.option("--game", required=True, help="The game the bot plays.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: name, game, command.")
 @click.pass_obj
-def house_add(where: _Where, name: str, command: str, game: str) -> None:
+def house_add(where: _Where, name: str, command: str, game: str, as_json: bool) -> None:
     """Register NAME, started with COMMAND (run from the folder `ladder serve` runs in), e.g.
     cellarena ladder house add builder "python example_bots/rezzo/builder.py" --game rezzo"""
     from cellarena.server.launcher import BotSpec
@@ -188,6 +196,9 @@ def house_add(where: _Where, name: str, command: str, game: str) -> None:
             record, _ = store.add_bot(name, game, house_command=command)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="NAME") from None
+    if as_json:
+        click.echo(json.dumps({"name": record.name, "game": record.game, "command": command}))
+        return
     click.echo(f"registered house bot {record.name} for {record.game}: {command}")
 
 

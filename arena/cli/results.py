@@ -15,12 +15,11 @@ import click
 def results(runs_dir: str, as_json: bool) -> None:
     """Print the standings, a head-to-head matrix (wins-draws-losses of each row bot against each column
     bot) and the failures of the tournament whose --out folder is RUNS_DIR."""
-    from cellarena.arena.results import read_results
-    from cellarena.arena.store import StoreError
+    from cellarena.arena.results import ResultsError, read_results
 
     try:
         data = read_results(Path(runs_dir))
-    except StoreError as exc:
+    except ResultsError as exc:
         raise click.BadParameter(str(exc), param_hint="RUNS_DIR") from None
     if as_json:
         click.echo(json.dumps(data))

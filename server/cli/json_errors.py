@@ -12,6 +12,29 @@ from typing import Any
 import click
 
 
+class FileFault(click.ClickException):
+    """A file the command read is at fault (a replay, a map): exit status 1, the message (which names
+    the file) as ``error: ...`` on stderr, and ``file`` (plus ``line``/``column`` when known) in JSON."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, file: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.file, self.line, self.column = file, line, column
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+    def where(self) -> dict[str, Any]:
+        """``file``, and ``line`` and ``column`` when known: for JSON output."""
+        out: dict[str, Any] = {"file": self.file}
+        if self.line is not None:
+            out["line"] = self.line
+        if self.column is not None:
+            out["column"] = self.column
+        return out
+
+
 def error_object(exc: click.ClickException) -> dict[str, Any]:
     """``error`` (the message), ``code`` (what kind), and ``option``/``file`` at fault when known."""
     out: dict[str, Any] = {"error": exc.format_message(), "code": _code(exc), "exit_code": exc.exit_code}
@@ -25,6 +48,8 @@ def error_object(exc: click.ClickException) -> dict[str, Any]:
         out["option"] = exc.option_name
     if isinstance(exc, click.FileError):
         out["file"] = exc.ui_filename
+    if isinstance(exc, FileFault):
+        out.update(exc.where())
     return out
 
 
@@ -35,6 +60,7 @@ def _code(exc: click.ClickException) -> str:
         (click.BadParameter, "bad_parameter"),
         (click.UsageError, "usage"),
         (click.FileError, "file"),
+        (FileFault, "file"),
     ):
         if isinstance(exc, kind):
             return code

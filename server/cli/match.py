@@ -26,6 +26,17 @@ from cellarena.server.cli.run import configure_logging, run_trio
 from cellarena.server.cli.web_options import bind_web, web_options
 from cellarena.server.games.base import ConfigError
 
+#: `cellarena match`'s exit status when the match was played but a seat failed in it: forfeited
+#: (crashed, never connected, hung), was refused by the server or stopped by a limit, or its bot
+#: exited with an error. The result is printed all the same; 1 and 2 stay click's errors, 130 Ctrl-C.
+SEAT_FAILED = 3
+EXIT_STATUS = (
+    "Exit status: 0 when the match was played and every bot stayed in it; 3 when it was played but a "
+    "bot forfeited (crashed, never connected, hung), was refused or stopped, or exited with an error "
+    "(the result is printed all the same); 1 when the match could not be played; 2 for a usage error; "
+    "130 on Ctrl-C."
+)
+
 
 def _match_command(game: str) -> click.Command:
     from cellarena.server.games import plugin
@@ -84,6 +95,8 @@ def _match_command(game: str) -> click.Command:
             outcome = launched.outcome
             replay_kept = replay_path is not None or not temporary
             summary = {
+                "failed": failed_seats(launched),
+                "exit_codes": dict(launched.exit_codes),
                 **outcome.to_json(),
                 "replay": str(replay_file) if replay_kept else None,
                 "logs": {} if temporary else {name: str(path) for name, path in launched.logs.items()},
@@ -148,7 +161,7 @@ def _match_command(game: str) -> click.Command:
             raise click.ClickException(f"{exc}{hint}") from None
         except KeyboardInterrupt:
             if finished:  # the match was over; Ctrl-C closed its live view
-                return
+                sys.exit(SEAT_FAILED if failed_seats(finished[0]) else 0)
             click.echo("interrupted; every bot process was stopped", err=True)
             sys.exit(130)
         finally:
@@ -159,6 +172,8 @@ def _match_command(game: str) -> click.Command:
             if temporary:  # nothing in it was asked for: the replay and logs go with the folder
                 shutil.rmtree(folder, ignore_errors=True)
         report(launched)
+        if failed_seats(launched):
+            sys.exit(SEAT_FAILED)
 
     options = [
         click.option(
@@ -208,12 +223,25 @@ def _match_command(game: str) -> click.Command:
         f"Play one {game} match ({game_plugin.summary}): start a server on a free loopback port, launch each "
         "bot, play, and print the result."
     )
-    return click.command(game, help=doc)(decorate(match_game, options))
+    return click.command(game, help=doc, epilog=EXIT_STATUS)(decorate(match_game, options))
 
 
 match = GameGroup(
-    "match", factory=_match_command, help="Play one match between bot programs on this machine."
+    "match",
+    factory=_match_command,
+    help="Play one match between bot programs on this machine.",
+    epilog=EXIT_STATUS,
 )
+
+
+def failed_seats(launched: Any) -> list[str]:
+    """The bots that failed in a played match, sorted: forfeited, refused, stopped, or exited with an
+    error (as a tournament counts crashes; a negative status is the launcher stopping a bot after
+    the end, not a failure)."""
+    codes: dict[str, int | None] = launched.exit_codes
+    bad = {name for name, code in codes.items() if code is None or code > 0}
+    forfeits = {launched.outcome.names[seat] for seat in launched.outcome.forfeits}
+    return sorted(bad | forfeits | set(launched.refused) | set(launched.stopped))
 
 
 def _print_match(summary: dict[str, Any]) -> None:
@@ -240,6 +268,10 @@ def _print_match(summary: dict[str, Any]) -> None:
         console.print(f"[red]{name} was refused by the server[/] ({why}); it forfeits")
     for name, why in summary["stopped"].items():
         console.print(f"[red]{name} was stopped[/]: {why}")
+    for name in summary["failed"]:
+        code = summary["exit_codes"].get(name)
+        if code is not None and code > 0:
+            console.print(f"[red]{name} exited with status {code}[/] (its log says why)")
     # Paths go on lines of their own, unwrapped, so they can be copied.
     for name, path in summary["logs"].items():
         click.echo(f"log of {name}: {path}")

@@ -6,16 +6,19 @@ this group costs only click.
 
 from __future__ import annotations
 
+import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
+
+from cellarena.server.cli.json_errors import FileFault
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from cellarena.server.games import Engine
-    from cellarena.server.replay import Replay
+    from cellarena.server.replay import Replay, VerifyReport
 
 
 @click.group()
@@ -30,7 +33,14 @@ def replay() -> None:
     is_flag=True,
     help="Exit 0 for a replay without a result (a match cut short) if every tick it has verifies.",
 )
-def replay_verify(paths: tuple[str, ...], allow_incomplete: bool) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object: ok, and per file its path, ok, complete, ticks_verified, summary, "
+    "mismatch, or error.",
+)
+def replay_verify(paths: tuple[str, ...], allow_incomplete: bool, as_json: bool) -> None:
     """Re-simulate each replay and check every tick's state hash and the result.
 
     Prints "ok: N ticks verified", or where the first mismatch is. Exit status 0 if every file
@@ -39,19 +49,57 @@ def replay_verify(paths: tuple[str, ...], allow_incomplete: bool) -> None:
     from cellarena.server.replay import ReplayError, read_replay, verify
 
     failed = False
+    found: list[dict[str, Any]] = []
     for path in paths:
         prefix = f"{path}: " if len(paths) > 1 else ""
         try:
             report = verify(read_replay(path))
         except ReplayError as exc:
-            click.echo(f"error: {exc}", err=True)
+            if not as_json:
+                click.echo(f"error: {exc}", err=True)
+            found.append({"path": path, "ok": False, "error": str(exc), "code": "file"})
             failed = True
             continue
-        click.echo(prefix + report.summary())
-        if not report.ok or not (report.complete or allow_incomplete):
-            failed = True
+        passed = report.ok and (report.complete or allow_incomplete)
+        found.append(_verified(report, passed))
+        if not as_json:
+            click.echo(prefix + report.summary())
+        failed = failed or not passed
+    if as_json:
+        click.echo(json.dumps({"ok": not failed, "replays": found}))
     if failed:
         sys.exit(1)
+
+
+def _verified(report: VerifyReport, passed: bool) -> dict[str, Any]:
+    """One file's verification as JSON; ``ok`` is whether it passes (the exit status's view)."""
+    m = report.mismatch
+    return {
+        "path": report.path,
+        "ok": passed,
+        "complete": report.complete,
+        "ticks_verified": report.ticks_verified,
+        "summary": report.summary(),
+        "mismatch": None
+        if m is None
+        else {"tick": m.tick, "what": m.what, "expected": _plain(m.expected), "got": _plain(m.got)},
+        "incomplete_reason": report.incomplete_reason or None,
+    }
+
+
+def _plain(value: Any) -> Any:
+    """A value as JSON takes it: bytes as a list of byte values, tuples as lists, others as text."""
+    if isinstance(value, bytes | bytearray):
+        return list(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if hasattr(value, "tolist"):  # numpy
+        return _plain(value.tolist())
+    return str(value)
 
 
 @replay.command("show")
@@ -63,7 +111,14 @@ def replay_verify(paths: tuple[str, ...], allow_incomplete: bool) -> None:
     default=None,
     help="The decision point to show. Default: the end of the replay.",
 )
-def replay_show(path: str, tick: int | None) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object: the replay's game, config, seed and names, the tick, the game's "
+    "frame at that tick (bytes as lists of byte values), its result and the picture's lines.",
+)
+def replay_show(path: str, tick: int | None, as_json: bool) -> None:
     """Print the board at tick T of a replay, with who is still in and where the agents are.
 
     The board is re-simulated from the start, checking every hash on the way. Exit status 1 if the
@@ -77,11 +132,41 @@ def replay_show(path: str, tick: int | None) -> None:
         rep = read_replay(path)
         engine = board_at(rep, tick)
     except ReplayError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        raise FileFault(str(exc), path) from None
+    if as_json:
+        click.echo(json.dumps(_shown(rep, engine)))
+        return
     console = Console(highlight=False)
     _show_header(console, rep, engine, at_end=tick is None)
     _show_state(console, rep, engine)
+
+
+def _shown(rep: Replay, engine: Engine) -> dict[str, Any]:
+    """`replay show` as JSON: what the text shows, as data."""
+    from cellarena.server.games import plugin
+
+    result = engine.result()
+    render = plugin(rep.game).renderer()
+    return {
+        "path": rep.path,
+        "game": rep.game,
+        "config": _plain({k: v for k, v in rep.config.items() if k != "map_text"}),
+        "seed": rep.seed,
+        "names": list(rep.names),
+        "tick": engine.tick,
+        "frame": _plain(engine.frame()),
+        "result": None
+        if result is None
+        else {
+            "ticks": result.ticks,
+            "winner": result.winner,
+            "reason": result.reason,
+            "ranks": {str(k): v for k, v in result.ranks.items()},
+            "scores": {str(k): v for k, v in result.scores.items()},
+        },
+        "match_result": _plain(rep.result),
+        "picture": None if render is None else render(engine).plain.splitlines(),
+    }
 
 
 def _seat(rep: Replay, seat: int) -> str:
@@ -163,8 +248,7 @@ def replay_view(path: str, host: str, port: int, open_browser: bool) -> None:
     try:
         read_replay(path)  # a bad file is a command-line error, before anything listens
     except ReplayError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        raise FileFault(str(exc), path) from None
     try:
         sock = bind(host, port)
     except BindError as exc:

@@ -17,13 +17,11 @@ from pathlib import Path
 
 from policy import Policy
 
-from cellarena.sdk import Bot, run
-from cellarena.sdk.games.cata import View, action_mask, action_move, observation
+from cellarena.sdk import run
+from cellarena.sdk.games.cata import CataBot, View, action_mask, action_move, observation
 
 
-class Trained(Bot):
-    game = "cata"
-
+class Trained(CataBot):
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cellarena.server.games.base import ConfigError
 from cellarena.server.games.rezzo.options import map_option
+
+if TYPE_CHECKING:
+    from cellarena.server.games.rezzo.maps import RezzoMap
 
 
 @click.command("rezzo")
@@ -101,13 +105,30 @@ def maps() -> None:
     """List, check and show Rezzo maps."""
 
 
+def _about(m: RezzoMap) -> dict[str, Any]:
+    return {
+        "title": m.name,
+        "width": m.width,
+        "height": m.height,
+        "players": m.players,
+        "agents_per_player": m.agents_per_player,
+    }
+
+
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+
+
 @maps.command("list")
-def maps_list() -> None:
+@_JSON
+def maps_list(as_json: bool) -> None:
     """The built-in maps."""
     from cellarena.server.games.rezzo.maps import builtin_maps, load_map
 
-    for name in builtin_maps():
-        m = load_map(name)
+    found = [(name, load_map(name)) for name in builtin_maps()]
+    if as_json:
+        click.echo(json.dumps({"maps": [{"name": name, **_about(m)} for name, m in found]}))
+        return
+    for name, m in found:
         click.echo(
             f"{name:10} {m.width}x{m.height}  {m.players} players  {m.agents_per_player} agent(s) each"
             f"  {m.name}"
@@ -116,29 +137,50 @@ def maps_list() -> None:
 
 @maps.command("check")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def maps_check(paths: tuple[str, ...]) -> None:
-    """Validate map files; each error names file:line:col. Exit status 1 if any is invalid."""
+@_JSON
+def maps_check(paths: tuple[str, ...], as_json: bool) -> None:
+    """Validate map files; each error names file:line:col. Exit status 1 if any is invalid.
+
+    With --json: {"ok": ..., "maps": [...]}, one entry per file: its path and ok, and either the map's
+    size and players or the error with its file, line and column.
+    """
+    from cellarena.server.games.base import MapError
     from cellarena.server.games.rezzo.maps import load_map
 
     bad = 0
+    found: list[dict[str, Any]] = []
     for path in paths:
         try:
             m = load_map(path)
         except ConfigError as exc:
-            click.echo(f"error: {exc}", err=True)
             bad += 1
-        else:
+            entry: dict[str, Any] = {"path": path, "ok": False, "error": str(exc), "code": "file"}
+            if isinstance(exc, MapError):
+                entry.update(file=exc.source, line=exc.line, column=exc.col)
+            found.append(entry)
+            if not as_json:
+                click.echo(f"error: {exc}", err=True)
+            continue
+        found.append({"path": path, "ok": True, **_about(m)})
+        if not as_json:
             click.echo(
                 f"{path}: ok ({m.width}x{m.height}, {m.players} players, {m.agents_per_player} agent(s) each)"
             )
+    if as_json:
+        click.echo(json.dumps({"ok": not bad, "maps": found}))
     if bad:
         sys.exit(1)
 
 
 @maps.command("show")
 @click.argument("name")
-def maps_show(name: str) -> None:
-    """Print a map (built-in name or path) as the world it starts as."""
+@_JSON
+def maps_show(name: str, as_json: bool) -> None:
+    """Print a map (built-in name or path) as the world it starts as.
+
+    With --json: the map's size and players, ``rows`` (the picture, one string a row), ``cells`` (the
+    cell codes, row by row; docs/games/rezzo.md has them) and the agents' starts.
+    """
     from rich.console import Console
 
     from cellarena.server.games.rezzo.maps import load_map
@@ -148,4 +190,10 @@ def maps_show(name: str) -> None:
         m = load_map(name)
     except ConfigError as exc:
         raise click.BadParameter(str(exc), param_hint="NAME") from None
-    Console(highlight=False).print(render(m.cells, [(a.x, a.y, a.facing) for a in m.agents]))
+    picture = render(m.cells, [(a.x, a.y, a.facing) for a in m.agents])
+    if as_json:
+        agents = [{"player": a.player, "x": a.x, "y": a.y, "facing": a.facing.name} for a in m.agents]
+        shown = {"name": name, **_about(m), "rows": picture.plain.splitlines(), "cells": m.cells.tolist()}
+        click.echo(json.dumps({**shown, "agents": agents}))
+        return
+    Console(highlight=False).print(picture)

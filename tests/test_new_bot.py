@@ -1,0 +1,172 @@
+"""`cellarena new-bot GAME NAME [--lang]`, as a user types it, outside the checkout: every folder it
+writes passes its own test, and every command its README shows runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typecheck
+from cellarena_cli import CLI, ROOT, cellarena
+
+from cellarena.arena.cli.new_bot import LANGUAGES, GameTemplate, offered
+
+COMBINATIONS = [(game, lang) for lang in LANGUAGES for game in offered(lang)]
+
+
+def _need_node() -> None:
+    """JavaScript bots need Node.js: skipped without it, except under CI, where it is a failure."""
+    if shutil.which("node") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("node is needed for the JavaScript bots; CI must have it", pytrace=False)
+        pytest.skip("node is needed for the JavaScript bots")
+
+
+def _readme_commands(folder: Path) -> list[str]:
+    """The shell block of the README, one command a line."""
+    text = (folder / "README.md").read_text()
+    block = re.search(r"```sh\n(.*?)```", text, re.DOTALL)
+    assert block is not None, text
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def _run(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A README line as a user runs it: `python` is this interpreter, `cellarena` the command."""
+    words = shlex.split(command)
+    if words[0] == "cellarena":
+        words = [*CLI, *words[1:]]
+    elif words[0] == "python":
+        words[0] = sys.executable
+    return subprocess.run(words, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.mark.parametrize(("game", "lang"), COMBINATIONS)
+def test_the_folder_passes_its_own_test_and_its_readme_runs(game: str, lang: str, tmp_path: Path) -> None:
+    if lang == "js":
+        _need_node()
+    name = f"my_{game}"
+    proc = cellarena("new-bot", game, name, "--lang", lang, "--dir", str(tmp_path / name), "--json")
+    assert proc.returncode == 0, proc.stderr
+    made = json.loads(proc.stdout)
+    folder = tmp_path / name
+    assert Path(made["folder"]) == folder and all(Path(f).parent == folder for f in made["files"])
+    commands = _readme_commands(folder)
+    assert commands == made["commands"] and commands[0] == "python -m pytest"
+    assert len(commands) == 3
+    for command in commands:
+        done = _run(command, folder)
+        assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+        if command == "python -m pytest":
+            assert "2 passed" in done.stdout  # a match in each seat
+    standings = _run("cellarena results runs --json", folder)
+    assert {s["bot"] for s in json.loads(standings.stdout)["standings"]} == {name, "random"}
+
+
+def test_the_python_bots_are_typed_and_lint_clean(tmp_path: Path) -> None:
+    """What a newcomer starts from passes the checks this project holds its own code to."""
+    for game in offered("python"):
+        assert cellarena("new-bot", game, f"my_{game}", "--dir", str(tmp_path / game)).returncode == 0
+    config = ["--config", str(ROOT / "pyproject.toml")]
+    for check in (["check"], ["format", "--check"]):
+        ruff = subprocess.run(
+            [sys.executable, "-m", "ruff", *check, *config, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert ruff.returncode == 0, ruff.stdout + ruff.stderr
+    work = typecheck.work_dir()
+    tree = typecheck.build_tree(work)  # mypy finds cellarena in this tree (see typecheck.py)
+    bots = [str(p) for p in tmp_path.glob("*/*.py")]
+    mypy = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--config-file",
+         str(ROOT / "pyproject.toml"), "--cache-dir", str(work / "cache"), *bots],
+        capture_output=True, text=True, env={**os.environ, "MYPYPATH": str(tree)}, check=False,
+    )  # fmt: skip
+    assert mypy.returncode == 0, mypy.stdout + mypy.stderr
+
+
+def test_new_bots_of_both_languages_enter_a_tournament_by_folder(tmp_path: Path) -> None:
+    _need_node()
+    for name, lang in (("py_bot", "python"), ("js_bot", "js")):
+        made = cellarena("new-bot", "drop2df", name, "--lang", lang, "--dir", str(tmp_path / name))
+        assert made.returncode == 0, made.stderr
+    proc = cellarena(
+        "tournament", "drop2df", "--bots-dir", str(tmp_path / "py_bot"),
+        "--bots-dir", str(tmp_path / "js_bot"), "--out", str(tmp_path / "runs"), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    standings = json.loads(proc.stdout)["standings"]
+    assert {s["bot"] for s in standings} == {"py_bot", "js_bot"} and all(s["crashes"] == 0 for s in standings)
+
+
+def test_a_broken_bot_fails_its_test(tmp_path: Path) -> None:
+    """The written test catches a bot that crashes: it is a real test, not a formality."""
+    folder = tmp_path / "broken"
+    assert cellarena("new-bot", "cata", "broken", "--dir", str(folder)).returncode == 0
+    bot = folder / "broken.py"
+    crash = bot.read_text().replace("        moves = view.legal_moves()", "        raise SystemExit(5)")
+    bot.write_text(crash)
+    done = _run("python -m pytest", folder)
+    assert done.returncode == 1 and "2 failed" in done.stdout, done.stdout
+
+
+def test_the_default_folder_is_named_after_the_bot(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [*CLI, "new-bot", "rezzo", "walker"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    folder = tmp_path / "walker"
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "test_walker.py", "walker.py"]
+    assert "python -m pytest" in proc.stdout and "class Walker(Bot):" in (folder / "walker.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "words"),
+    [
+        (["cloth", "x", "--lang", "js"], "--lang", "no js template for cloth: --lang js is offered for"),
+        (["chess", "x"], "GAME", "chess"),
+        (["rezzo", "My-Bot"], "NAME", "cannot name a bot"),
+        (["rezzo", "class"], "NAME", "cannot name a bot"),
+        (["rezzo", "x", "--dir", "{tmp}/full"], "--dir", "already exists and is not an empty folder"),
+    ],
+)
+def test_what_it_cannot_write_is_refused_naming_the_argument(
+    tmp_path: Path, args: list[str], option: str, words: str
+) -> None:
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    proc = cellarena("new-bot", *argv, "--json")
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)
+    assert error["option"] == option and words in error["error"], error
+    text = cellarena("new-bot", *argv)
+    assert text.returncode == 2 and words in " ".join(text.stderr.split())
+    assert (tmp_path / "full" / "keep.txt").read_text() == "mine"
+
+
+def test_every_game_has_a_random_opponent_and_a_python_template() -> None:
+    from cellarena.sdk.opponents import games, random_bot
+    from cellarena.server.games import game_names
+
+    assert games() == game_names() == offered("python")
+    assert all(random_bot(g).game == g for g in games())
+
+
+@pytest.mark.parametrize("game", offered("python"))
+def test_the_random_opponents_play_only_legal_moves(game: str) -> None:
+    bot = f"python -m cellarena.sdk.opponents {game}"
+    short = list(GameTemplate.of(game).short)
+    proc = cellarena("match", game, "--bot", f"a={bot}", "--bot", f"b={bot}", "--fast", *short, "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["ticks"] > 1 and result["forfeits"] == []
+    assert result["invalid"] == result["illegal"] == {"a": 0, "b": 0}
