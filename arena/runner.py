@@ -60,7 +60,9 @@ class TournamentSpec:
             "maps": [[m, c, n] for m, c, n in self.maps],
             "rounds": self.rounds,
             "seed": self.seed,
-            "pacing": [s.fast, s.tick_rate, s.budget_ms, s.max_missed_in_a_row],
+            # A first-tick budget only when given, so that results folders from before it resume.
+            "pacing": [s.fast, s.tick_rate, s.budget_ms, s.max_missed_in_a_row]
+            + ([s.first_budget_ms] if s.first_budget_ms is not None else []),
         }
 
     def matches(self) -> list[Scheduled]:
@@ -77,7 +79,8 @@ class TournamentSpec:
 
         ticks = plugin(self.game).max_decisions(config)
         per_tick = self.settings.budget + (0.0 if self.settings.fast else self.settings.period)
-        return 60.0 + 2.0 * ticks * per_tick + 2.0 * self.connect_timeout
+        first = max(0.0, self.settings.first_tick_budget_ms / 1000 - self.settings.budget)
+        return 60.0 + 2.0 * (ticks * per_tick + first) + 2.0 * self.connect_timeout
 
 
 @dataclass

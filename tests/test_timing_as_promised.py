@@ -5,13 +5,14 @@ No test here times the server: the achieved rate is measured by `cellarena bench
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from cellarena_cli import invoke
+from cellarena_cli import cellarena, invoke
 from game_servers import add_ladder_bot, ladder_serve
 from wire_client import Client
 
@@ -116,3 +117,39 @@ async def test_a_ladder_gives_the_first_tick_its_own_budget(tmp_path: Path) -> N
         assert budgets == [700, 700]
     finally:
         server.stop()
+
+
+SLOW_START = """
+import time
+
+from cellarena.sdk import Bot, run
+
+
+class SlowStart(Bot):
+    started = False
+
+    def on_tick(self, view):
+        if not self.started:
+            self.started = True
+            time.sleep(0.4)  # loads a model
+        return [0 for _ in view.agents]
+
+
+raise SystemExit(run(SlowStart))
+"""
+
+
+@pytest.mark.parametrize("first_budget", [None, 1500])
+def test_a_tournament_gives_the_first_tick_its_own_budget(tmp_path: Path, first_budget: int | None) -> None:
+    """`tournament --first-budget-ms`: a bot that loads a model in its first tick is not late then."""
+    bot = tmp_path / "slow_start.py"
+    bot.write_text(SLOW_START)
+    bots = ["--bot", f"slow=python {bot}", "--bot", "random=python -m cellarena.sdk.opponents rezzo"]
+    pacing = ["--rounds", "1", "--max-ticks", "20", "--budget-ms", "100"]
+    if first_budget is not None:
+        pacing += ["--first-budget-ms", str(first_budget)]
+    done = cellarena("tournament", "rezzo", *bots, *pacing, "--out", str(tmp_path / "out"), "--json")
+    assert done.returncode == 0, done.stderr
+    late = {s["bot"]: s["late_rate"] for s in json.loads(done.stdout)["standings"]}
+    assert late["random"] == 0
+    assert (late["slow"] == 0) == (first_budget is not None), late

@@ -11,7 +11,13 @@ import click
 
 from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameCli, GameGroup, config_error, engine_config, game_cli
-from cellarena.server.cli.params import FiniteFloatRange, decorate, tick_options, writable_folder
+from cellarena.server.cli.params import (
+    FiniteFloatRange,
+    decorate,
+    first_budget_option,
+    tick_options,
+    writable_folder,
+)
 from cellarena.server.games import ConfigError
 
 
@@ -76,6 +82,7 @@ def _tournament_command(game: str) -> click.Command:
         fast: bool,
         tick_rate: float,
         budget_ms: float | None,
+        first_budget_ms: float | None,
         connect_timeout: float,
         as_json: bool,
         cluster: str | None,
@@ -119,6 +126,7 @@ def _tournament_command(game: str) -> click.Command:
             tick_rate=tick_rate,
             budget_ms=budget_ms,
             fast=fast,
+            first_budget_ms=first_budget_ms,
             max_missed_in_a_row=MISSED_IN_A_ROW,
         )
         spec = TournamentSpec(
@@ -268,6 +276,7 @@ def _tournament_command(game: str) -> click.Command:
         ),
         click.option("--seed", default=0, show_default=True, type=int, help="Seeds every match."),
         *tick_options(engine_class, fast_by_default=True),
+        first_budget_option(),
         click.option(
             "--connect-timeout",
             default=15.0,
