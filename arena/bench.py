@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from cellarena.arena.cluster import ClusterSpec, cluster_option
 from cellarena.arena.discovery import discover, prepare
 from cellarena.arena.runner import MISSED_IN_A_ROW, TournamentSpec, local_pool, run_tournament
 from cellarena.server.match import TickSettings
@@ -37,7 +38,7 @@ def run(
     jobs: int,
     out: Path | None = None,
     game: str | None = None,
-    cluster: str | None = None,
+    cluster: ClusterSpec | None = None,
 ) -> dict[str, Any]:
     """Play the tournament; the dict is the --json output. ``game`` defaults to the first load game.
 
@@ -83,14 +84,14 @@ def _figures(report: Any, jobs: int, seconds: float) -> dict[str, Any]:
     }
 
 
-def _on_cluster(spec: TournamentSpec, where: str) -> dict[str, Any]:
+def _on_cluster(spec: TournamentSpec, where: ClusterSpec) -> dict[str, Any]:
     """The same tournament on a Dask cluster; the cluster's start is timed apart from the matches."""
-    from cellarena.arena.cluster import ClusterSpec, check_workers, open_cluster
+    from cellarena.arena.cluster import check_workers, open_cluster
 
     started = time.perf_counter()
     with (
         tempfile.TemporaryDirectory(prefix="cellarena-bench-") as tmp,
-        open_cluster(ClusterSpec.parse(where)) as (executor, workers, _),
+        open_cluster(where) as (executor, workers, _),
     ):
         check_workers(executor, spec)
         ready, cpu = time.perf_counter(), time.process_time()
@@ -101,7 +102,7 @@ def _on_cluster(spec: TournamentSpec, where: str) -> dict[str, Any]:
     # bounds the matches per second one coordinator can take, however many workers play them.
     per_match = cpu / report.played if report.played else 0.0
     figures.update(
-        where=where,
+        where=str(where),
         start_seconds=round(ready - started, 3),
         coordinator_cpu_ms_per_match=round(per_match * 1e3, 2),
     )
@@ -127,12 +128,7 @@ def _on_cluster(spec: TournamentSpec, where: str) -> dict[str, Any]:
 @click.option("--rounds", default=3, show_default=True, type=click.IntRange(1, 100))
 @click.option("--max-ticks", default=500, show_default=True, type=click.IntRange(1, 100_000))
 @click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 512))
-@click.option(
-    "--cluster",
-    default=None,
-    metavar="local:N|tcp://HOST:PORT",
-    help="Play the same tournament on a Dask cluster too, after the local pool, and compare.",
-)
+@cluster_option("Play the same tournament on a Dask cluster too, after the local pool, and compare.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(
     game: str | None,
@@ -141,7 +137,7 @@ def command(
     rounds: int,
     max_ticks: int,
     jobs: int,
-    cluster: str | None,
+    cluster: ClusterSpec | None,
     as_json: bool,
 ) -> None:
     """A tournament of the example bots (72 matches with the defaults), timed end to end."""
@@ -153,13 +149,6 @@ def command(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--game") from None
     names = [m.strip() for m in maps.split(",") if m.strip()] if maps else list(load.tournament_maps)
-    if cluster is not None:
-        from cellarena.arena.cluster import ClusterSpec
-
-        try:
-            ClusterSpec.parse(cluster)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--cluster") from None
     result = run(Path(bots_dir), names, rounds, max_ticks, jobs, game=game, cluster=cluster)
     if as_json:
         click.echo(json.dumps(result))

@@ -27,12 +27,16 @@ import contextlib
 import os
 import shlex
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
 
 if TYPE_CHECKING:
     from cellarena.arena.runner import TournamentSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: What `--cluster` takes, for messages.
 CLUSTER_FORMS = "local:N (N worker processes on this machine) or tcp://HOST:PORT (a Dask scheduler)"
@@ -63,6 +67,28 @@ class ClusterSpec:
         if text.startswith(("tcp://", "tls://")) and len(text.split("://", 1)[1]) > 0:
             return cls(address=text)
         raise ValueError(f"{text!r} is not a cluster; give {CLUSTER_FORMS}")
+
+    def __str__(self) -> str:
+        return f"local:{self.local}" if self.local is not None else str(self.address)
+
+
+class ClusterParam(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2; we take 8.1
+    """A ``--cluster`` value, read into a `ClusterSpec` (click names the option in the error)."""
+
+    name = "local:N|tcp://HOST:PORT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> ClusterSpec:
+        if isinstance(value, ClusterSpec):
+            return value
+        try:
+            return ClusterSpec.parse(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def cluster_option(help: str) -> Callable[[F], F]:
+    """The ``--cluster`` option of every command that can play on a Dask cluster."""
+    return click.option("--cluster", default=None, type=ClusterParam(), help=help)
 
 
 class DaskExecutor(cf.Executor):

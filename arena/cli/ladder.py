@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cellarena.arena.cluster import ClusterSpec, cluster_option
 from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
@@ -299,7 +300,7 @@ def web(where: _Where, game: str, host: str, port: int, live_port: int | None, l
 # ------------------------------------------------------------------------------------------ serve
 @contextlib.contextmanager
 def _open_hand_off(
-    spec: Any, config: Any, public_host: str | None, cert: str | None, key: str | None, insecure: bool
+    spec: ClusterSpec, config: Any, public_host: str | None, cert: str | None, key: str | None, insecure: bool
 ) -> Iterator[Any]:
     """The ladder's hand-off to the cluster ``spec``, its workers checked; a ClusterError is the
     command's error, said before anyone connects."""
@@ -341,7 +342,7 @@ def _serve_command(game: str) -> click.Command:
         verbose: bool,
         tls_cert: str | None,
         tls_key: str | None,
-        cluster: str | None,
+        cluster: ClusterSpec | None,
         cluster_host: str | None,
         **game_values: Any,
     ) -> None:
@@ -393,15 +394,7 @@ def _serve_command(game: str) -> click.Command:
                 "--tls-cert/--tls-key (or --insecure to allow tokens in clear)",
                 err=True,
             )
-        spec = None
-        if cluster is not None:
-            from cellarena.arena.cluster import ClusterSpec
-
-            try:
-                spec = ClusterSpec.parse(cluster)
-            except ValueError as exc:
-                raise click.BadParameter(str(exc), param_hint="--cluster") from None
-        elif cluster_host is not None:
+        if cluster is None and cluster_host is not None:
             raise click.BadParameter(
                 "it names where bots reach the cluster's workers: give --cluster too",
                 param_hint="--cluster-host",
@@ -414,9 +407,9 @@ def _serve_command(game: str) -> click.Command:
                 raise config_error(game, exc) from None
             with contextlib.ExitStack() as stack:
                 hand_off = None
-                if spec is not None:
+                if cluster is not None:
                     hand_off = stack.enter_context(
-                        _open_hand_off(spec, config, cluster_host, tls_cert, tls_key, insecure)
+                        _open_hand_off(cluster, config, cluster_host, tls_cert, tls_key, insecure)
                     )
                 gc.collect()
                 gc.freeze()
@@ -479,13 +472,10 @@ def _serve_command(game: str) -> click.Command:
             help="Accept tokens over plain TCP from other machines (they cross the network in clear).",
         ),
         *tls_options(),
-        click.option(
-            "--cluster",
-            metavar="SPEC",
-            default=None,
-            help="Play matches on a Dask cluster: local:N (N worker processes here) or tcp://HOST:PORT (a "
+        cluster_option(
+            "Play matches on a Dask cluster: local:N (N worker processes here) or tcp://HOST:PORT (a "
             "scheduler). Bots that follow redirects are sent to the worker hosting their match; the "
-            "workers serve TLS with --tls-cert/--tls-key, which must be at the same paths there.",
+            "workers serve TLS with --tls-cert/--tls-key, which must be at the same paths there."
         ),
         click.option(
             "--cluster-host",

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from cellarena.arena.cluster import ClusterSpec, cluster_option
 from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameCli, GameGroup, config_error, engine_config, game_cli
 from cellarena.server.cli.params import (
@@ -85,7 +86,7 @@ def _tournament_command(game: str) -> click.Command:
         first_budget_ms: float | None,
         connect_timeout: float,
         as_json: bool,
-        cluster: str | None,
+        cluster: ClusterSpec | None,
         strict: bool,
         **game_values: Any,
     ) -> None:
@@ -142,13 +143,6 @@ def _tournament_command(game: str) -> click.Command:
             strict=strict,
         )
         folder = writable_folder(Path(out) if out else Path("runs") / f"tournament-{game}", "--out")
-        if cluster is not None:
-            from cellarena.arena.cluster import ClusterError, ClusterSpec
-
-            try:
-                where = ClusterSpec.parse(cluster)
-            except ValueError as exc:
-                raise click.BadParameter(str(exc), param_hint="--cluster") from None
         display = None if as_json else _Display()
         try:
             if cluster is None:
@@ -162,10 +156,10 @@ def _tournament_command(game: str) -> click.Command:
                         progress=display.progress() if display else None,
                     )
             else:
-                from cellarena.arena.cluster import check_workers, open_cluster
+                from cellarena.arena.cluster import ClusterError, check_workers, open_cluster
 
                 try:
-                    with open_cluster(where) as (executor, workers, addresses):
+                    with open_cluster(cluster) as (executor, workers, addresses):
                         check_workers(executor, spec)
                         if display:
                             click.echo(
@@ -292,13 +286,10 @@ def _tournament_command(game: str) -> click.Command:
             "its matches, with the reason in the standings).",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end."),
-        click.option(
-            "--cluster",
-            default=None,
-            metavar="local:N|tcp://HOST:PORT",
-            help="Play the matches on a Dask cluster: N local worker processes, or the workers of the "
+        cluster_option(
+            "Play the matches on a Dask cluster: N local worker processes, or the workers of the "
             "scheduler at HOST:PORT (pip install 'cellarena[dask]'; see docs/scaling.md). --jobs is then "
-            "the workers' threads.",
+            "the workers' threads."
         ),
     ]
     command = decorate(tournament, options)

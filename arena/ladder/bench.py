@@ -30,7 +30,7 @@ from typing import Any
 import click
 import trio
 
-from cellarena.arena.cluster import ClusterError, ClusterSpec
+from cellarena.arena.cluster import ClusterError, ClusterSpec, cluster_option
 from cellarena.arena.ladder.hand_off import HandOff, HandOffConfig, open_hand_off
 from cellarena.arena.ladder.seating import LadderRules
 from cellarena.arena.ladder.service import LadderConfig, build
@@ -227,16 +227,19 @@ def goals(result: dict[str, Any]) -> list[tuple[str, bool]]:
     default=None,
     help="The game to play; its plugin must give a load benchmark. [default: the first such game by name]",
 )
-@click.option(
-    "--cluster",
-    metavar="SPEC",
-    default=None,
-    help="Also run the load with the matches on this Dask cluster (local:N or tcp://HOST:PORT), and "
-    "compare the ladder's own CPU per match.",
+@cluster_option(
+    "Also run the load with the matches on this Dask cluster (local:N or tcp://HOST:PORT), and "
+    "compare the ladder's own CPU per match."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(
-    bots: int, seconds: float, ticks: int, warmup: float, game: str | None, cluster: str | None, as_json: bool
+    bots: int,
+    seconds: float,
+    ticks: int,
+    warmup: float,
+    game: str | None,
+    cluster: ClusterSpec | None,
+    as_json: bool,
 ) -> None:
     """A ladder at 15 Hz under bots that queue again after every match: throughput, waits, CPU."""
     game = game or load_games()[0]
@@ -245,19 +248,13 @@ def command(
             f"{game} gives no load benchmark workload; these do: {', '.join(load_games())}",
             param_hint="--game",
         )
-    spec = None
-    if cluster is not None:
-        try:
-            spec = ClusterSpec.parse(cluster)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--cluster") from None
     logging.getLogger("cellarena").setLevel(logging.ERROR)  # the load's own disconnects are expected
     logging.getLogger("distributed").setLevel(logging.ERROR)
     result = run(bots, seconds, ticks, warmup, game)
     runs = [("here", result)]
-    if spec is not None:
+    if cluster is not None:
         try:
-            on_cluster = run(bots, seconds, ticks, warmup, game, spec)
+            on_cluster = run(bots, seconds, ticks, warmup, game, cluster)
         except ClusterError as exc:
             raise click.ClickException(str(exc)) from None
         runs.append((f"on {cluster}", on_cluster))
@@ -278,7 +275,7 @@ def command(
         return "-" if value is None else format(value, spec)
 
     notes = [f"load {where}: {r['load']}" for where, r in runs]
-    if spec is not None:
+    if cluster is not None:
         ratio = result["cluster"]["ladder_cpu_per_match_ratio"]
         notes.append(
             f"the ladder's own CPU per match is {fmt(ratio, '.1f')}x smaller with the matches on the cluster"
