@@ -15,6 +15,7 @@ from rezzo_reference import reference_step
 from test_rezzo_differential import KINDS, random_board
 
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell
+from cellarena.server.games.rezzo import batched
 from cellarena.server.games.rezzo.batched import BatchedRezzo
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
@@ -114,6 +115,33 @@ def test_batched_play_matches_engine(case: tuple[list[RezzoEngine], int], steps:
             got_illegal = {p: int(n) for p, n in enumerate(batch.illegal[b] - illegal_before[b]) if n}
             assert got_illegal == want, f"step {step}, world {b}: illegal moves"
         assert_same(batch, engines, f"step {step}")
+
+
+@slow(30)
+@given(case=batches(), steps=st.integers(1, 4))
+def test_views_of_worlds_too_large_for_the_index_table(
+    case: tuple[list[RezzoEngine], int], steps: int
+) -> None:
+    """Worlds whose viewport index table would be too large gather from a copy inside a wide border."""
+    engines, seed = case
+    saved = batched.VIEW_TABLE_MAX
+    batched.VIEW_TABLE_MAX = 0
+    try:
+        batch = BatchedRezzo(engines)
+    finally:
+        batched.VIEW_TABLE_MAX = saved
+    assert batch._view_table is None
+    rng = np.random.default_rng(seed)
+    k = batch.agents_per_player
+    for step in range(steps):
+        assert_same_views(batch, engines, f"step {step}")
+        moves = rng.choice([0, 1, 2, 3, 4, 5], size=(batch.batch, batch.n_agents))
+        for b, engine in enumerate(engines):
+            if engine.result() is None:
+                engine.apply(
+                    {p: [int(moves[b, p * k + i]) for i in range(k)] for p in engine.frame()["alive"]}
+                )
+        batch.step(moves)
 
 
 @slow(80)
