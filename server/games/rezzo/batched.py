@@ -184,8 +184,10 @@ class BatchedRezzo:
         self._rel_o = np.zeros((b, k, VIEW_CELLS), np.uint8)
         self._rel_owned = np.zeros((b, k, VIEW_CELLS), bool)
         self._rel_wraps = np.zeros((b, k, VIEW_CELLS), bool)
-        self.view_codes = np.zeros((b, n, VIEW_CELLS), np.uint8)
-        self.view_damage = np.zeros((b, n, VIEW_CELLS), np.uint8)
+        #: Every agent's viewport as (B, N, 2, 169): cell codes, then damage, as the wire sends them.
+        self.observations = np.zeros((b, n, 2, VIEW_CELLS), np.uint8)
+        self.view_codes = self.observations[:, :, 0]
+        self.view_damage = self.observations[:, :, 1]
         for i, engine in enumerate(engines):
             self.load(i, engine)
 
@@ -275,8 +277,36 @@ class BatchedRezzo:
     def views(self) -> tuple[np.ndarray, np.ndarray]:
         """Every agent's viewport in every world: cell codes (owners relative to the viewer) and damage.
 
-        Two (B, N, 169) arrays, refilled in place by each call; rows of dead agents hold stale data.
+        Two (B, N, 169) views of `observations` (B, N, 2, 169), refilled in place by each call; rows of
+        dead agents hold stale data.
         """
+        vi, codes, dmg = self._view_indices()
+        np.take(codes, vi, out=self.view_codes, mode="clip")
+        np.take(dmg, vi, out=self.view_damage, mode="clip")
+        k = self.agents_per_player
+        scratch = (self._rel_o, self._rel_owned, self._rel_wraps)
+        for viewer in range(1, self.players):
+            self._relative(self.view_codes[:, viewer * k : (viewer + 1) * k], viewer, scratch)
+        return self.view_codes, self.view_damage
+
+    def views_of(self, worlds: np.ndarray) -> np.ndarray:
+        """The viewports of the worlds ``worlds`` (indices) only, as a new (len, N, 2, 169) array: the
+        last observations of worlds that just ended, before they are reset."""
+        vi, codes, dmg = self._view_indices()
+        rows = vi[worlds]
+        out = np.empty((len(rows), self.n_agents, 2, VIEW_CELLS), np.uint8)
+        np.take(codes, rows, out=out[:, :, 0], mode="clip")
+        np.take(dmg, rows, out=out[:, :, 1], mode="clip")
+        k = self.agents_per_player
+        for viewer in range(1, self.players):
+            part = out[:, viewer * k : (viewer + 1) * k, 0]
+            scratch = (np.empty(part.shape, np.uint8), np.empty(part.shape, bool), np.empty(part.shape, bool))
+            self._relative(part, viewer, scratch)
+        return out
+
+    def _view_indices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The (B, N, 169) flat indices of every viewport's cells, and the code and damage arrays they
+        index (the state itself, or its copy inside a viewport-wide border)."""
         key, vi = self._vkey, self._vi
         if self._view_table is not None:
             np.multiply(self.y, self.width, out=key)
@@ -291,28 +321,23 @@ class BatchedRezzo:
                 np.add(rows, self._vbase[at, None], out=rows)
                 vi.reshape(-1, VIEW_CELLS)[at] = rows
                 np.copyto(self._vkey_before, key)
-            codes, dmg = self.codes.reshape(-1), self.dmg.reshape(-1)
-        else:
-            np.copyto(self._vgrid_in, self._codes_in)
-            np.copyto(self._vdmg_in, self._dmg_in)
-            np.add(self.y, MARGIN, out=key)
-            np.multiply(key, self.vpw, out=key)
-            np.add(key, self.x, out=key)
-            np.add(key, MARGIN + self._vworld_base[:, None], out=key)
-            np.take(self._view_offsets, self.facing, axis=0, out=self._voff, mode="clip")
-            np.add(self._voff, key[:, :, None], out=vi)
-            codes, dmg = self._vgrid.reshape(-1), self._vdmg.reshape(-1)
-        np.take(codes, vi, out=self.view_codes, mode="clip")
-        np.take(dmg, vi, out=self.view_damage, mode="clip")
-        k = self.agents_per_player
-        for viewer in range(1, self.players):
-            self._relative(self.view_codes[:, viewer * k : (viewer + 1) * k], viewer)
-        return self.view_codes, self.view_damage
+            return vi, self.codes.reshape(-1), self.dmg.reshape(-1)
+        np.copyto(self._vgrid_in, self._codes_in)
+        np.copyto(self._vdmg_in, self._dmg_in)
+        np.add(self.y, MARGIN, out=key)
+        np.multiply(key, self.vpw, out=key)
+        np.add(key, self.x, out=key)
+        np.add(key, MARGIN + self._vworld_base[:, None], out=key)
+        np.take(self._view_offsets, self.facing, axis=0, out=self._voff, mode="clip")
+        np.add(self._voff, key[:, :, None], out=vi)
+        return vi, self._vgrid.reshape(-1), self._vdmg.reshape(-1)
 
-    def _relative(self, codes: np.ndarray, viewer: int) -> None:
+    def _relative(
+        self, codes: np.ndarray, viewer: int, scratch: tuple[np.ndarray, np.ndarray, np.ndarray]
+    ) -> None:
         """Owned codes (8 and up) in place with owner o made (o - viewer) mod players: arithmetic on
-        bytes, as a lookup table costs several passes."""
-        u8, o, owned, wraps = np.uint8, self._rel_o, self._rel_owned, self._rel_wraps
+        bytes, as a lookup table costs several passes. ``scratch``: arrays of ``codes``' shape."""
+        u8, (o, owned, wraps) = np.uint8, scratch
         np.greater_equal(codes, _AGENT, out=owned)
         if self.players == 2:  # the other player's owner bit flips
             np.bitwise_xor(codes, owned.view(u8), out=codes)
