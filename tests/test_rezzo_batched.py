@@ -193,3 +193,22 @@ def test_torus_and_mixed_shapes_are_refused() -> None:
         BatchedRezzo([RezzoEngine.new({"map": "duel", "torus": True})])
     with pytest.raises(ValueError, match="same size"):
         BatchedRezzo([duel, RezzoEngine.new({"map": "field"})])
+
+
+def test_slot_bench_contenders_do_the_same_work() -> None:
+    """The batched side of `slot_bench` sends every seat of the bench map what its engine would."""
+    from cellarena.server.games.rezzo.load import server_config
+    from cellarena.server.games.rezzo.slot_bench import requests_of, run
+
+    config = server_config(40)
+    engines = [RezzoEngine.new(config) for _ in range(3)]
+    batch = BatchedRezzo(engines)
+    for tick in range(40):
+        codes, damage = batch.views()
+        for b, engine in enumerate(engines):
+            assert requests_of(batch, codes, damage, b) == engine.pending(), f"tick {tick}, world {b}"
+            engine.apply({seat: engine.decode(seat, req, [0]) for seat, req in engine.pending().items()})
+        batch.step(np.zeros((3, batch.n_agents), np.int64))
+    figures = run([2], budget_s=0.05)["slots"]["2"]
+    assert figures["agents"] == 16
+    assert figures["separate_us_per_agent_tick"] > 0 and figures["batched_us_per_agent_tick"] > 0

@@ -40,13 +40,31 @@ def _separate(matches: int, config: dict[str, Any]) -> Callable[[], object]:
     engines = [RezzoEngine.new(config) for _ in range(matches)]
 
     def tick() -> None:
-        for i, engine in enumerate(engines):
-            if engine.result() is not None:
-                engines[i] = engine = RezzoEngine.new(config)
+        for i in range(matches):
+            if engines[i].result() is not None:
+                engines[i] = RezzoEngine.new(config)
+            engine = engines[i]
             requests = engine.pending()
             engine.apply({seat: engine.decode(seat, req, ANSWER) for seat, req in requests.items()})
 
     return tick
+
+
+def requests_of(batch: BatchedRezzo, codes: np.ndarray, damage: np.ndarray, b: int) -> dict[int, Any]:
+    """World ``b``'s requests from the batch's viewports, as `RezzoEngine.pending` gives them."""
+    k = batch.agents_per_player
+    tick = int(batch.tick[b])
+    out: dict[int, Any] = {}
+    for seat in range(batch.players):
+        if batch.player_alive[b, seat]:
+            lo = seat * k
+            out[seat] = {
+                "tick": tick,
+                "agents": list(range(k)),
+                "cells": codes[b, lo : lo + k].tobytes(),
+                "damage": damage[b, lo : lo + k].tobytes(),
+            }
+    return out
 
 
 def _batched(matches: int, config: dict[str, Any]) -> Callable[[], object]:
@@ -59,21 +77,11 @@ def _batched(matches: int, config: dict[str, Any]) -> Callable[[], object]:
     def tick() -> None:
         codes, damage = batch.views()
         for b in range(matches):
-            tick_no = int(batch.tick[b])
-            for seat in range(batch.players):
-                if not batch.player_alive[b, seat]:
-                    continue
-                lo = seat * k
-                request = {
-                    "tick": tick_no,
-                    "agents": list(range(k)),
-                    "cells": codes[b, lo : lo + k].tobytes(),
-                    "damage": damage[b, lo : lo + k].tobytes(),
-                }
+            for seat, request in requests_of(batch, codes, damage, b).items():
                 answer: Any = ANSWER
                 if isinstance(answer, list) and len(answer) == len(request["agents"]):
                     for j, m in enumerate(answer):
-                        moves[b, lo + j] = m if type(m) is int and m in MOVE_CODES else 0
+                        moves[b, seat * k + j] = m if type(m) is int and m in MOVE_CODES else 0
         ended = batch.step(moves)
         if ended.any():
             batch.restore(np.flatnonzero(ended), template)
@@ -102,7 +110,9 @@ def _parse(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int
     try:
         slots = [int(s) for s in value.split(",") if s.strip()]
     except ValueError:
-        raise click.BadParameter(f"{value!r} is not a comma-separated list of match counts, e.g. 4,16") from None
+        raise click.BadParameter(
+            f"{value!r} is not a comma-separated list of match counts, e.g. 4,16"
+        ) from None
     if not slots or any(not 1 <= s <= 4096 for s in slots):
         raise click.BadParameter(f"match counts must be 1..4096, got {value!r}")
     return slots
