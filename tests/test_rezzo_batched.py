@@ -100,6 +100,8 @@ def test_batched_play_matches_engine(case: tuple[list[RezzoEngine], int], steps:
     assert_same(batch, engines, "after loading")
     for step in range(1, steps + 1):
         assert_same_views(batch, engines, f"step {step}")
+        some = np.flatnonzero(rng.random(batch.batch) < 0.5)
+        assert np.array_equal(batch.views_of(some), batch.observations[some]), f"step {step}: views_of"
         # Mostly legal-looking moves, hits and walks often, and now and then a code that is no move.
         moves = rng.choice([0, 1, 1, 2, 3, 4, 5, 5, 5, 9], size=(batch.batch, batch.n_agents))
         illegal_before = batch.illegal.copy()
@@ -135,6 +137,8 @@ def test_views_of_worlds_too_large_for_the_index_table(
     k = batch.agents_per_player
     for step in range(steps):
         assert_same_views(batch, engines, f"step {step}")
+        both = batch.views_of(np.arange(batch.batch))
+        assert np.array_equal(both, batch.observations), f"step {step}: views_of differs from views"
         moves = rng.choice([0, 1, 2, 3, 4, 5], size=(batch.batch, batch.n_agents))
         for b, engine in enumerate(engines):
             if engine.result() is None:
