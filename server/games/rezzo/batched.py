@@ -20,6 +20,7 @@ It agrees bit for bit with `RezzoEngine` (tests/test_rezzo_batched.py); only bou
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -56,6 +57,36 @@ _AGENT, _FLAG, _BASE = int(Cell.AGENT), int(Cell.FLAG), int(Cell.BASE)
 #: Per facing N, E, S, W: the step forward.
 _FX = np.array([FORWARD[f][0] for f in Facing], np.intp)
 _FY = np.array([FORWARD[f][1] for f in Facing], np.intp)
+
+
+def _view_offsets() -> tuple[np.ndarray, np.ndarray]:
+    """Per facing, the (dy, dx) of the 169 viewport cells from the agent, in the wire's row-major order."""
+    r = np.arange(VIEW_SIZE)[:, None]
+    col = np.arange(VIEW_SIZE)[None, :]
+    dys, dxs = np.zeros((4, VIEW_CELLS), np.intp), np.zeros((4, VIEW_CELLS), np.intp)
+    for f in Facing:
+        (fx, fy), (rx, ry) = FORWARD[f], RIGHTWARD[f]
+        dxs[f] = ((VIEW_AGENT_ROW - r) * fx + (col - VIEW_AGENT_COL) * rx).reshape(-1)
+        dys[f] = ((VIEW_AGENT_ROW - r) * fy + (col - VIEW_AGENT_COL) * ry).reshape(-1)
+    return dys, dxs
+
+
+_DY, _DX = _view_offsets()
+
+
+@functools.lru_cache(maxsize=8)
+def _view_table(height: int, width: int) -> np.ndarray:
+    """(H * W * 4, 169) flat indices into a world's state (one-cell border): row (y * W + x) * 4 +
+    facing holds that viewport's cells; cells off the world read the corner, OOB with no damage.
+    Shared (read-only) by every batch of that size, e.g. a vector environment and its template."""
+    ys = np.arange(height)[:, None, None, None]
+    xs = np.arange(width)[None, :, None, None]
+    cy, cx = ys + _DY[None, None], xs + _DX[None, None]
+    inside = (cy >= 0) & (cy < height) & (cx >= 0) & (cx < width)
+    table = np.where(inside, (cy + BORDER) * (width + 2 * BORDER) + cx + BORDER, 0)
+    table = np.ascontiguousarray(table.reshape(-1, VIEW_CELLS), np.intp)
+    table.flags.writeable = False
+    return table
 
 
 def _tables(players: int) -> dict[str, np.ndarray]:
@@ -148,21 +179,13 @@ class BatchedRezzo:
         self._world_base = self._rows * self.plane
         self._codes_in = self.codes.reshape(b, self.ph, self.pw)[:, 1:-1, 1:-1]
         self._dmg_in = self.dmg.reshape(b, self.ph, self.pw)[:, 1:-1, 1:-1]
-        # Viewports: per facing, the 169 cells' (dy, dx) from the agent, in the wire's row-major order.
-        r = np.arange(VIEW_SIZE)[:, None]
-        col = np.arange(VIEW_SIZE)[None, :]
-        dys, dxs = np.zeros((4, VIEW_CELLS), np.intp), np.zeros((4, VIEW_CELLS), np.intp)
-        for f in Facing:
-            (fx, fy), (rx, ry) = FORWARD[f], RIGHTWARD[f]
-            dxs[f] = ((VIEW_AGENT_ROW - r) * fx + (col - VIEW_AGENT_COL) * rx).reshape(-1)
-            dys[f] = ((VIEW_AGENT_ROW - r) * fy + (col - VIEW_AGENT_COL) * ry).reshape(-1)
         self._vi = np.zeros((b, n, VIEW_CELLS), np.intp)
         self._vkey = np.zeros((b, n), np.intp)
         positions = self.height * self.width * 4
         if positions * VIEW_CELLS <= VIEW_TABLE_MAX:
             # One row of 169 flat cell indices (within a world's state) per position and facing; cells
             # off the world read the state's corner, which is OOB with no damage.
-            self._view_table: np.ndarray | None = self._make_view_table(dys, dxs)
+            self._view_table: np.ndarray | None = _view_table(self.height, self.width)
             # Rows of `_vi` are rebuilt only for agents whose position or facing changed.
             self._vkey_before = np.full((b, n), -1, np.intp)
             self._vchanged = np.zeros((b, n), bool)
@@ -171,7 +194,7 @@ class BatchedRezzo:
         else:
             # Too many positions for a table: a copy of the worlds inside a border a viewport wide.
             self._view_table = None
-            self._view_offsets = dys * self.vpw + dxs
+            self._view_offsets = _DY * self.vpw + _DX
             self._voff = np.zeros((b, n, VIEW_CELLS), np.intp)
             self._vgrid = np.full((b, self.vph, self.vpw), Cell.OOB, np.uint8)
             self._vdmg = np.zeros((b, self.vph, self.vpw), np.uint8)
@@ -265,15 +288,6 @@ class BatchedRezzo:
         np.not_equal(self._near[b], 0, out=self._near_any[b])
 
     # ----------------------------------------------------------------- viewports
-    def _make_view_table(self, dys: np.ndarray, dxs: np.ndarray) -> np.ndarray:
-        """(H * W * 4, 169) int32: row (y * W + x) * 4 + facing holds that viewport's cell indices."""
-        ys = np.arange(self.height)[:, None, None, None]
-        xs = np.arange(self.width)[None, :, None, None]
-        cy, cx = ys + dys[None, None], xs + dxs[None, None]
-        inside = (cy >= 0) & (cy < self.height) & (cx >= 0) & (cx < self.width)
-        flat = np.where(inside, (cy + BORDER) * self.pw + cx + BORDER, 0)
-        return flat.reshape(-1, VIEW_CELLS).astype(np.intp)
-
     def views(self) -> tuple[np.ndarray, np.ndarray]:
         """Every agent's viewport in every world: cell codes (owners relative to the viewer) and damage.
 
