@@ -147,29 +147,29 @@ class BatchedRezzo:
         self.done = np.zeros(b, bool)
         #: Illegal moves per world and player since the last `clear_counts`.
         self.illegal = np.zeros((b, p), np.int64)
-        # Transition scratch over the rows the transition reads: one OOB row above and below the world.
-        self._lo = (BORDER - 1) * self.pw
-        self._hi = (BORDER + self.height + 1) * self.pw
-        span = self._hi - self._lo
-        inner = self.height * self.pw
-        # The transition runs on chunks of worlds whose scratch fits in the CPU caches.
+        # The transition runs on chunks of worlds whose scratch fits in the CPU caches. A chunk is one
+        # flat run of its worlds' states ("span"), and its "inner" part leaves out the first and last
+        # row, so that every inner cell has its 3x3 block in the span; contiguous 1-D arrays take
+        # numpy's fastest loops. Inner cells include the border rows between two worlds: those are
+        # OOB, which no rule changes, so what their blocks read across the seam does not matter.
         self.chunk = c = min(b, CHUNK)
-        self._v = np.zeros((c, span), np.uint8)
-        self._hs = np.zeros((c, span), np.uint8)
-        self._hf = np.zeros((c, span), bool)
-        self._s = np.zeros((c, inner), np.uint8)
-        self._es = np.zeros((c, inner), np.uint8)
-        self._fm = np.zeros((c, inner), bool)
+        span, inner = c * self.plane, c * self.plane - 2 * self.pw
+        self._v = np.zeros(span, np.uint8)
+        self._hs = np.zeros(span, np.uint8)
+        self._hf = np.zeros(span, bool)
+        self._s = np.zeros(inner, np.uint8)
+        self._es = np.zeros(inner, np.uint8)
+        self._fm = np.zeros(inner, bool)
         # Per-cell masks over the span (electron, tail, flag-or-geyser); scratch for the rest.
-        self._is_e = np.zeros((c, span), bool)
-        self._is_t = np.zeros((c, span), bool)
-        self._is_fg = np.zeros((c, span), bool)
-        self._u1 = np.zeros((c, span), np.uint8)
-        self._u2 = np.zeros((c, inner), np.uint8)
-        self._m1 = np.zeros((c, inner), bool)
-        self._m2 = np.zeros((c, inner), bool)
-        self._is_flag = np.zeros((c, inner), bool)
-        self._new = np.zeros((c, inner), np.uint8)
+        self._is_e = np.zeros(span, bool)
+        self._is_t = np.zeros(span, bool)
+        self._is_fg = np.zeros(span, bool)
+        self._u1 = np.zeros(span, np.uint8)
+        self._u2 = np.zeros(inner, np.uint8)
+        self._m1 = np.zeros(inner, bool)
+        self._m2 = np.zeros(inner, bool)
+        self._is_flag = np.zeros(inner, bool)
+        self._new = np.zeros(inner, np.uint8)
         self._loss_any = np.zeros(b, np.uint8)
         # The 8 neighbours of a cell, as flat offsets.
         self._around = np.array(
@@ -446,17 +446,29 @@ class BatchedRezzo:
         About 37 passes over the chunk, none of them a variable shift or a table lookup (each costs
         several passes); photons and losses, which are rare, are resolved cell by cell.
         """
-        u8, w = np.uint8, slice(0, c1 - c0)
+        u8, pw, plane = np.uint8, self.pw, self.plane
         band, bor, add, sub, eq, less = np.bitwise_and, np.bitwise_or, np.add, np.subtract, np.equal, np.less
-        lo, hi, pw = self._lo, self._hi, self.pw
-        span = self.codes[c0:c1, lo:hi]
-        inner = self.codes[c0:c1, lo + pw : hi - pw]
-        n = self._s.shape[1]
-        rows = slice(pw, pw + n)  # the world's rows within the span
-        is_e, is_t, is_fg, u1 = self._is_e[w], self._is_t[w], self._is_fg[w], self._u1[w]
-        v, hs, hf, s, fm = self._v[w], self._hs[w], self._hf[w], self._s[w], self._fm[w]
-        m1, m2, u2, es = self._m1[w], self._m2[w], self._u2[w], self._es[w]
-        is_flag, new = self._is_flag[w], self._new[w]
+        length = (c1 - c0) * plane
+        n = length - 2 * pw
+        base = c0 * plane
+        span = self.codes.reshape(-1)[base : base + length]
+        inner = span[pw : length - pw]
+        is_e, is_t, is_fg, u1 = (
+            self._is_e[:length],
+            self._is_t[:length],
+            self._is_fg[:length],
+            self._u1[:length],
+        )
+        v, hs, hf = self._v[:length], self._hs[:length], self._hf[:length]
+        s, fm, m1, m2, u2, es = (
+            self._s[:n],
+            self._fm[:n],
+            self._m1[:n],
+            self._m2[:n],
+            self._u2[:n],
+            self._es[:n],
+        )
+        is_flag, new = self._is_flag[:n], self._new[:n]
         # Per cell: electrons count 1 and tails 16 (one 3x3 sum gives both counts, at most 9 each), and
         # whether it is a flag or geyser (codes 16..31). OOB (7) and blank give nothing.
         eq(span, _ELECTRON, out=is_e)
@@ -466,15 +478,16 @@ class BatchedRezzo:
         sub(span, _FLAG, out=u1)
         less(u1, 16, out=is_fg)
         # 3x3 sums and ORs: a row pass, then a column pass. Row ends fall in the OOB border.
-        fg = is_fg
-        add(v[:, :-2], v[:, 1:-1], out=hs[:, 1:-1])
-        add(hs[:, 1:-1], v[:, 2:], out=hs[:, 1:-1])
-        bor(fg[:, :-2], fg[:, 1:-1], out=hf[:, 1:-1])
-        bor(hf[:, 1:-1], fg[:, 2:], out=hf[:, 1:-1])
-        add(hs[:, :n], hs[:, pw : pw + n], out=s)
-        add(s, hs[:, 2 * pw : 2 * pw + n], out=s)
-        bor(hf[:, :n], hf[:, pw : pw + n], out=fm)
-        bor(fm, hf[:, 2 * pw : 2 * pw + n], out=fm)
+        hs[0] = hs[-1] = 0
+        hf[0] = hf[-1] = False
+        add(v[:-2], v[1:-1], out=hs[1:-1])
+        add(hs[1:-1], v[2:], out=hs[1:-1])
+        bor(is_fg[:-2], is_fg[1:-1], out=hf[1:-1])
+        bor(hf[1:-1], is_fg[2:], out=hf[1:-1])
+        add(hs[:n], hs[pw : pw + n], out=s)
+        add(s, hs[2 * pw :], out=s)
+        bor(hf[:n], hf[pw : pw + n], out=fm)
+        bor(fm, hf[2 * pw :], out=fm)
         band(s, 15, out=es)  # electron neighbours (the centre is no electron where it matters)
         # conductor -> electron with 1 or 2 electron neighbours: + 1
         sub(es, 1, out=u2)  # 0 electrons wraps to 255
@@ -483,7 +496,7 @@ class BatchedRezzo:
         band(m1, m2, out=m1)
         add(inner, m1.view(u8), out=new)
         # electron -> tail (+1), or photon (+2) beside a tail and a flag or geyser
-        e_in, t_in = is_e[:, rows], is_t[:, rows]
+        e_in, t_in = is_e[pw : pw + n], is_t[pw : pw + n]
         add(new, e_in.view(u8), out=new)
         np.greater(s, 15, out=m1)
         band(m1, fm, out=m1)
@@ -499,42 +512,40 @@ class BatchedRezzo:
         band(m1, is_flag, out=m1)
         np.copyto(new, _CONDUCTOR, where=m1)
         # Losses are judged on the state before the transition: flags next to a base (rare).
-        loss = self._loss_any[c0:c1]
-        loss.fill(0)
-        band(is_flag, self._near_any[c0:c1, lo + pw : hi - pw], out=m1)
+        self._loss_any[c0:c1] = 0
+        band(is_flag, self._near_any.reshape(-1)[base + pw : base + pw + n], out=m1)
         if m1.any():
-            self._detect_losses(c0, np.flatnonzero(m1), n)
+            self._detect_losses(base + pw + np.flatnonzero(m1))
         # photon -> the flag of its single flag-or-geyser owner, else conductor (photons are few)
         eq(inner, _PHOTON, out=m1)
         if m1.any():
-            self._resolve_photons(c0, np.flatnonzero(m1), n, new)
+            at = np.flatnonzero(m1)
+            new[at] = self._photons(base + pw + at)
         moving = advancing[c0:c1]
         if moving.all():
             np.copyto(inner, new)
         else:
-            idx = np.flatnonzero(moving)
-            inner[idx] = new[idx]
+            # World j's rows 1..ph-2 lie at inner[j * plane : (j + 1) * plane - 2 * pw].
+            for j in np.flatnonzero(moving):
+                lo = int(j) * plane
+                inner[lo : lo + plane - 2 * pw] = new[lo : lo + plane - 2 * pw]
 
-    def _codes_at(self, c0: int, at: np.ndarray, n: int) -> np.ndarray:
-        """Flat indices into `codes` of the chunk's inner cells ``at`` (flat over (chunk, n))."""
-        world, cell = np.divmod(at, n)
-        return (world + c0) * self.plane + (self._lo + self.pw) + cell
-
-    def _detect_losses(self, c0: int, at: np.ndarray, n: int) -> None:
-        """Set each world's bit of every player with a flag at ``at`` next to a base that counts."""
-        flat = self._codes_at(c0, at, n)
+    def _detect_losses(self, flat: np.ndarray) -> None:
+        """Set each world's bit of every player with a flag at ``flat`` (indices into the flat codes)
+        next to a base that counts against it."""
         owner = self.codes.reshape(-1)[flat] & 7
-        counts = (self._near.reshape(-1)[flat] >> owner) & 1
-        worlds = c0 + at[counts != 0] // n
-        np.bitwise_or.at(self._loss_any, worlds, (1 << owner[counts != 0]).astype(np.uint8))
+        counts = (self._near.reshape(-1)[flat] >> owner) & 1 != 0
+        worlds = flat[counts] // self.plane
+        np.bitwise_or.at(self._loss_any, worlds, (1 << owner[counts]).astype(np.uint8))
 
-    def _resolve_photons(self, c0: int, at: np.ndarray, n: int, new: np.ndarray) -> None:
-        """Photons at ``at`` become the flag of their single flag-or-geyser owner, else conductors."""
-        flat = self._codes_at(c0, at, n)
+    def _photons(self, flat: np.ndarray) -> np.ndarray:
+        """What the photons at ``flat`` (indices into the flat codes) become: the flag of their single
+        flag-or-geyser owner, else conductors."""
         around = self.codes.reshape(-1)[flat[:, None] + self._around]
         fg = (around >= _FLAG) & (around < _BASE)
         bits = np.bitwise_or.reduce(np.where(fg, 1 << (around & 7), 0), axis=1)
-        new.reshape(-1)[at] = self._t["photon"][bits]
+        result: np.ndarray = self._t["photon"][bits]
+        return result
 
     def _process_losses(self, b: int, mask: int) -> None:
         """Loss conversion of world ``b`` for the players in bit ``mask``, on the new state."""
