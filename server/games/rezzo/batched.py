@@ -4,9 +4,10 @@ A real Rezzo world is small (a duel is 32x32), so stepping one world at a time i
 per-call cost. Here all B worlds live in one byte array, one code per cell, each world inside a
 one-cell border of OOB cells. Then:
 
-- the transition is about 37 elementwise passes over chunks of worlds that stay in the CPU caches:
-  3x3 sums and ORs of small per-cell values, then the next code as the old one plus per-rule
-  differences; photons and losses, which are rare, are resolved cell by cell;
+- the transition is about 39 elementwise passes over chunks of worlds that stay in the CPU caches,
+  each chunk one flat run of cells: 3x3 sums and ORs of small per-cell values, then the next code
+  as the old one plus per-rule differences; photons and losses, which are rare, are resolved cell
+  by cell;
 - the agent phase runs one resolution slot at a time, each slot a vectorised move of one agent in
   every world (moves within a world stay sequential, as the rulebook wants);
 - every agent's 13x13 viewport, in all worlds, is one `take` of codes and one of damage, through a
