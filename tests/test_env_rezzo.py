@@ -67,33 +67,34 @@ def test_a_lost_match_rewards_the_winner() -> None:
 def test_vector_env_matches_engines_and_resets() -> None:
     batch, cap = 6, 40
     env = RezzoVectorEnv(batch, {"map": "duel", "max_ticks": cap})
-    cells, damage = env.reset()
+    obs, _ = env.reset()
     engines = [RezzoEngine.new({"map": "duel", "max_ticks": cap}) for _ in range(batch)]
     rng = np.random.default_rng(5)
     resets = 0
     for _ in range(3 * cap):
         for b, engine in enumerate(engines):
             for seat, request in engine.pending().items():
-                assert cells[b, seat].tobytes() == request["cells"]
-                assert damage[b, seat].tobytes() == request["damage"]
+                assert obs[2 * b + seat, 0].tobytes() == request["cells"]
+                assert obs[2 * b + seat, 1].tobytes() == request["damage"]
         moves = rng.choice([0, 1, 2, 3, 4, 5, 5], size=(batch, 2))
         for b, engine in enumerate(engines):
             engine.apply({p: [int(moves[b, p])] for p in engine.frame()["alive"]})
-        cells, damage, rewards, dones = env.step(moves)
+        obs, rewards, terminations, truncations, _ = env.step(moves.reshape(-1))
+        dones = (terminations | truncations).reshape(batch, 2)
         for b in range(batch):
             result = engines[b].result()
-            assert dones[b] == (result is not None)
+            assert dones[b].all() == (result is not None)
             if result is not None:
                 want = (
                     [0.0, 0.0]
                     if result.winner is None
                     else [1.0 if p == result.winner else -1.0 for p in (0, 1)]
                 )
-                assert list(rewards[b]) == want
+                assert list(rewards[2 * b : 2 * b + 2]) == want
                 engines[b] = RezzoEngine.new({"map": "duel", "max_ticks": cap})
                 resets += 1
             else:
-                assert not rewards[b].any()
+                assert not rewards[2 * b : 2 * b + 2].any()
     assert resets >= batch * 2
 
 

@@ -15,6 +15,7 @@ from rezzo_reference import reference_step
 from test_rezzo_differential import KINDS, random_board
 
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell
+from cellarena.server.games.rezzo import batched
 from cellarena.server.games.rezzo.batched import BatchedRezzo
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
@@ -99,6 +100,8 @@ def test_batched_play_matches_engine(case: tuple[list[RezzoEngine], int], steps:
     assert_same(batch, engines, "after loading")
     for step in range(1, steps + 1):
         assert_same_views(batch, engines, f"step {step}")
+        some = np.flatnonzero(rng.random(batch.batch) < 0.5)
+        assert np.array_equal(batch.views_of(some), batch.observations[some]), f"step {step}: views_of"
         # Mostly legal-looking moves, hits and walks often, and now and then a code that is no move.
         moves = rng.choice([0, 1, 1, 2, 3, 4, 5, 5, 5, 9], size=(batch.batch, batch.n_agents))
         illegal_before = batch.illegal.copy()
@@ -114,6 +117,35 @@ def test_batched_play_matches_engine(case: tuple[list[RezzoEngine], int], steps:
             got_illegal = {p: int(n) for p, n in enumerate(batch.illegal[b] - illegal_before[b]) if n}
             assert got_illegal == want, f"step {step}, world {b}: illegal moves"
         assert_same(batch, engines, f"step {step}")
+
+
+@slow(30)
+@given(case=batches(), steps=st.integers(1, 4))
+def test_views_of_worlds_too_large_for_the_index_table(
+    case: tuple[list[RezzoEngine], int], steps: int
+) -> None:
+    """Worlds whose viewport index table would be too large gather from a copy inside a wide border."""
+    engines, seed = case
+    saved = batched.VIEW_TABLE_MAX
+    batched.VIEW_TABLE_MAX = 0
+    try:
+        batch = BatchedRezzo(engines)
+    finally:
+        batched.VIEW_TABLE_MAX = saved
+    assert batch._view_table is None
+    rng = np.random.default_rng(seed)
+    k = batch.agents_per_player
+    for step in range(steps):
+        assert_same_views(batch, engines, f"step {step}")
+        both = batch.views_of(np.arange(batch.batch))
+        assert np.array_equal(both, batch.observations), f"step {step}: views_of differs from views"
+        moves = rng.choice([0, 1, 2, 3, 4, 5], size=(batch.batch, batch.n_agents))
+        for b, engine in enumerate(engines):
+            if engine.result() is None:
+                engine.apply(
+                    {p: [int(moves[b, p * k + i]) for i in range(k)] for p in engine.frame()["alive"]}
+                )
+        batch.step(moves)
 
 
 @slow(80)
@@ -165,3 +197,22 @@ def test_torus_and_mixed_shapes_are_refused() -> None:
         BatchedRezzo([RezzoEngine.new({"map": "duel", "torus": True})])
     with pytest.raises(ValueError, match="same size"):
         BatchedRezzo([duel, RezzoEngine.new({"map": "field"})])
+
+
+def test_slot_bench_contenders_do_the_same_work() -> None:
+    """The batched side of `slot_bench` sends every seat of the bench map what its engine would."""
+    from cellarena.server.games.rezzo.load import server_config
+    from cellarena.server.games.rezzo.slot_bench import requests_of, run
+
+    config = server_config(40)
+    engines = [RezzoEngine.new(config) for _ in range(3)]
+    batch = BatchedRezzo(engines)
+    for tick in range(40):
+        codes, damage = batch.views()
+        for b, engine in enumerate(engines):
+            assert requests_of(batch, codes, damage, b) == engine.pending(), f"tick {tick}, world {b}"
+            engine.apply({seat: engine.decode(seat, req, [0]) for seat, req in engine.pending().items()})
+        batch.step(np.zeros((3, batch.n_agents), np.int64))
+    figures = run([2], budget_s=0.05)["slots"]["2"]
+    assert figures["agents"] == 16
+    assert figures["separate_us_per_agent_tick"] > 0 and figures["batched_us_per_agent_tick"] > 0

@@ -4,12 +4,15 @@ A real Rezzo world is small (a duel is 32x32), so stepping one world at a time i
 per-call cost. Here all B worlds live in one byte array, one code per cell, each world inside a
 one-cell border of OOB cells. Then:
 
-- the transition is a fixed number of elementwise passes over chunks of worlds: 3x3 sums and ORs of
-  small per-cell values, then the next code as the old one plus per-rule differences;
+- the transition is about 39 elementwise passes over chunks of worlds that stay in the CPU caches,
+  each chunk one flat run of cells: 3x3 sums and ORs of small per-cell values, then the next code
+  as the old one plus per-rule differences; photons and losses, which are rare, are resolved cell
+  by cell;
 - the agent phase runs one resolution slot at a time, each slot a vectorised move of one agent in
   every world (moves within a world stay sequential, as the rulebook wants);
-- every agent's 13x13 viewport, in all worlds, is one `take` from a copy of the worlds inside an OOB
-  border as wide as a viewport reaches.
+- every agent's 13x13 viewport, in all worlds, is one `take` of codes and one of damage, through a
+  table of the 169 cell indices per position and facing (cells off the world read the OOB corner);
+  owners are made relative to the viewer with byte arithmetic.
 
 The border makes bounds checks free: an OOB cell is never blank or hittable, and its 3x3 values are 0.
 It agrees bit for bit with `RezzoEngine` (tests/test_rezzo_batched.py); only bounded worlds are batched
@@ -18,6 +21,7 @@ It agrees bit for bit with `RezzoEngine` (tests/test_rezzo_batched.py); only bou
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -42,56 +46,63 @@ BORDER = 1
 VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
 #: Worlds per transition chunk: a duel chunk's ~20 scratch arrays stay in L2 (measured: 64 beats 1024 2x).
 CHUNK = 64
+#: Largest viewport index table (entries: positions x 4 facings x 169) kept per batch (16 MiB; a duel's
+#: is 5.5 MiB); larger worlds copy themselves into a viewport-wide border every call instead.
+VIEW_TABLE_MAX = 1 << 21
 _NOOP, _ADVANCE, _LEFT, _RIGHT, _BUILD, _HIT = (int(m) for m in Move)
+# Plain ints: an IntEnum operand makes numpy compute in int64, and its attribute lookups cost time.
+_BLANK, _CONDUCTOR, _ELECTRON, _TAIL, _PHOTON = (
+    int(c) for c in (Cell.BLANK, Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL, Cell.PHOTON)
+)
+_AGENT, _FLAG, _BASE = int(Cell.AGENT), int(Cell.FLAG), int(Cell.BASE)
 #: Per facing N, E, S, W: the step forward.
 _FX = np.array([FORWARD[f][0] for f in Facing], np.intp)
 _FY = np.array([FORWARD[f][1] for f in Facing], np.intp)
 
 
+def _view_offsets() -> tuple[np.ndarray, np.ndarray]:
+    """Per facing, the (dy, dx) of the 169 viewport cells from the agent, in the wire's row-major order."""
+    r = np.arange(VIEW_SIZE)[:, None]
+    col = np.arange(VIEW_SIZE)[None, :]
+    dys, dxs = np.zeros((4, VIEW_CELLS), np.intp), np.zeros((4, VIEW_CELLS), np.intp)
+    for f in Facing:
+        (fx, fy), (rx, ry) = FORWARD[f], RIGHTWARD[f]
+        dxs[f] = ((VIEW_AGENT_ROW - r) * fx + (col - VIEW_AGENT_COL) * rx).reshape(-1)
+        dys[f] = ((VIEW_AGENT_ROW - r) * fy + (col - VIEW_AGENT_COL) * ry).reshape(-1)
+    return dys, dxs
+
+
+_DY, _DX = _view_offsets()
+
+
+@functools.lru_cache(maxsize=8)
+def _view_table(height: int, width: int) -> np.ndarray:
+    """(H * W * 4, 169) flat indices into a world's state (one-cell border): row (y * W + x) * 4 +
+    facing holds that viewport's cells; cells off the world read the corner, OOB with no damage.
+    Shared (read-only) by every batch of that size, e.g. a vector environment and its template."""
+    ys = np.arange(height)[:, None, None, None]
+    xs = np.arange(width)[None, :, None, None]
+    cy, cx = ys + _DY[None, None], xs + _DX[None, None]
+    inside = (cy >= 0) & (cy < height) & (cx >= 0) & (cx < width)
+    table = np.where(inside, (cy + BORDER) * (width + 2 * BORDER) + cx + BORDER, 0)
+    table = np.ascontiguousarray(table.reshape(-1, VIEW_CELLS), np.intp)
+    table.flags.writeable = False
+    return table
+
+
 def _tables(players: int) -> dict[str, np.ndarray]:
-    """The lookup tables of the transition for ``players`` players (indexed by code, or by 3x3 sums)."""
+    """The lookup tables for ``players`` players: which codes can be hit, and what a photon becomes by
+    the OR of its flag-or-geyser neighbours' owner bits (one owner o: o's flag; none or several: wire)."""
     c = np.arange(256)
     owner = c & 7
     is_flag = (c >= Cell.FLAG) & (c < Cell.GEYSER) & (owner < players)
-    is_geyser = (c >= Cell.GEYSER) & (c < Cell.BASE) & (owner < players)
-    # Electrons count 1 and tails 16: one 3x3 sum gives both counts (at most 9 each: no overflow).
-    et = np.where(c == Cell.ELECTRON, 1, np.where(c == Cell.TAIL, 16, 0)).astype(np.uint8)
-    fg = np.where(is_flag | is_geyser, 1 << owner, 0).astype(np.uint8)
-    flag = np.where(is_flag, 1 << owner, 0).astype(np.uint8)
-    # Sum class: electrons 0 / 1..2 / 3+ (3 classes) times any tail (2): 6 classes.
-    s = np.arange(256)
-    e, t = s & 15, s >> 4
-    e_cls = np.where(e == 0, 0, np.where(e <= 2, 1, 2))
-    s_cls = (e_cls * 2 + (t > 0)).astype(np.uint16)
-    # Owner class of the OR of flag-or-geyser bits: 0 none, 1 + o a single owner o, 9 several.
     m = np.arange(256)
     single = (m != 0) & ((m & (m - 1)) == 0)
     lowest = np.array([(int(v) & -int(v)).bit_length() - 1 if v else 0 for v in m])
-    f_cls = np.where(m == 0, 0, np.where(single, 1 + lowest, 9)).astype(np.uint16)
-    # key = code * 60 + s_cls * 10 + f_cls; next code by key.
-    nxt = np.repeat(c.astype(np.uint8), 60).reshape(256, 6, 10)
-    e_cls_k = (np.arange(6) // 2)[:, None]
-    t_any_k = (np.arange(6) % 2)[:, None]
-    f_k = np.arange(10)[None, :]
-    nxt[Cell.CONDUCTOR] = np.where(e_cls_k == 1, Cell.ELECTRON, Cell.CONDUCTOR) + 0 * f_k
-    nxt[Cell.ELECTRON] = np.where((f_k > 0) & (t_any_k == 1), Cell.PHOTON, Cell.TAIL)
-    nxt[Cell.TAIL] = Cell.CONDUCTOR
-    nxt[Cell.PHOTON] = np.where((f_k >= 1) & (f_k <= 8), Cell.FLAG + f_k - 1, Cell.CONDUCTOR) + 0 * e_cls_k
-    for o in range(players):
-        nxt[Cell.FLAG + o] = np.where(e_cls_k > 0, Cell.CONDUCTOR, Cell.FLAG + o) + 0 * f_k
     hittable = np.isin(c, [Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL]) | is_flag
-    rel = [np.where(c >= Cell.AGENT, (c & 0xF8) + ((c & 7) - v) % players, c) for v in range(players)]
     return {
-        "et": et,
-        "fg": fg,
-        "flag": flag,
-        "s_cls": s_cls * 10,
-        "f_cls": f_cls,
-        "code_key": (c * 60).astype(np.uint16),
-        "next": nxt.reshape(-1),
         "photon": np.where(single, Cell.FLAG + lowest, Cell.CONDUCTOR).astype(np.uint8),
         "hittable": hittable,
-        "relative": np.array(rel, np.uint8).reshape(-1),
     }
 
 
@@ -117,18 +128,13 @@ class BatchedRezzo:
         b, n, p = self.batch, self.n_agents, self.players
         self.ph, self.pw = self.height + 2 * BORDER, self.width + 2 * BORDER
         self.plane = self.ph * self.pw
-        # Viewports read a copy of the worlds inside an OOB border as wide as a viewport reaches.
         self.vph, self.vpw = self.height + 2 * MARGIN, self.width + 2 * MARGIN
-        self._vgrid = np.full((b, self.vph, self.vpw), Cell.OOB, np.uint8)
-        self._vdmg = np.zeros((b, self.vph, self.vpw), np.uint8)
-        m = MARGIN
-        self._vgrid_in = self._vgrid[:, m : m + self.height, m : m + self.width]
-        self._vdmg_in = self._vdmg[:, m : m + self.height, m : m + self.width]
         self._t = _tables(p)
         self.codes = np.full((b, self.plane), Cell.OOB, np.uint8)
         self.dmg = np.zeros((b, self.plane), np.uint8)
         # Per-cell bits of the players against whose flags a base lies in the 3x3 block (static).
         self._near = np.zeros((b, self.plane), np.uint8)
+        self._near_any = np.zeros((b, self.plane), bool)
         self.x = np.zeros((b, n), np.intp)
         self.y = np.zeros((b, n), np.intp)
         self.facing = np.zeros((b, n), np.intp)
@@ -142,56 +148,70 @@ class BatchedRezzo:
         self.done = np.zeros(b, bool)
         #: Illegal moves per world and player since the last `clear_counts`.
         self.illegal = np.zeros((b, p), np.int64)
-        # Transition scratch over the rows the transition reads: one OOB row above and below the world.
-        self._lo = (BORDER - 1) * self.pw
-        self._hi = (BORDER + self.height + 1) * self.pw
-        span = self._hi - self._lo
-        inner = self.height * self.pw
-        # The transition runs on chunks of worlds whose scratch fits in the CPU caches.
+        # The transition runs on chunks of worlds whose scratch fits in the CPU caches. A chunk is one
+        # flat run of its worlds' states ("span"), and its "inner" part leaves out the first and last
+        # row, so that every inner cell has its 3x3 block in the span; contiguous 1-D arrays take
+        # numpy's fastest loops. Inner cells include the border rows between two worlds: those are
+        # OOB, which no rule changes, so what their blocks read across the seam does not matter.
         self.chunk = c = min(b, CHUNK)
-        self._v = np.zeros((c, span), np.uint8)
-        self._f = np.zeros((c, span), np.uint8)
-        self._hs = np.zeros((c, span), np.uint8)
-        self._hf = np.zeros((c, span), np.uint8)
-        self._s = np.zeros((c, inner), np.uint8)
-        self._fm = np.zeros((c, inner), np.uint8)
-        # Per-cell masks over the span (electron, tail, flag-or-geyser) and the owner; scratch for the rest.
-        self._is_e = np.zeros((c, span), bool)
-        self._is_t = np.zeros((c, span), bool)
-        self._is_fg = np.zeros((c, span), bool)
-        self._owner = np.zeros((c, span), np.uint8)
-        self._u1 = np.zeros((c, span), np.uint8)
-        self._u2 = np.zeros((c, inner), np.uint8)
-        self._m1 = np.zeros((c, inner), bool)
-        self._m2 = np.zeros((c, inner), bool)
-        self._m3 = np.zeros((c, inner), bool)
-        self._is_flag = np.zeros((c, inner), bool)
-        self._new = np.zeros((c, inner), np.uint8)
-        self._loss = np.zeros((c, inner), np.uint8)
+        span, inner = c * self.plane, c * self.plane - 2 * self.pw
+        self._v = np.zeros(span, np.uint8)
+        self._hs = np.zeros(span, np.uint8)
+        self._hf = np.zeros(span, bool)
+        self._s = np.zeros(inner, np.uint8)
+        self._es = np.zeros(inner, np.uint8)
+        self._fm = np.zeros(inner, bool)
+        # Per-cell masks over the span (electron, tail, flag-or-geyser); scratch for the rest.
+        self._is_e = np.zeros(span, bool)
+        self._is_t = np.zeros(span, bool)
+        self._is_fg = np.zeros(span, bool)
+        self._u1 = np.zeros(span, np.uint8)
+        self._u2 = np.zeros(inner, np.uint8)
+        self._m1 = np.zeros(inner, bool)
+        self._m2 = np.zeros(inner, bool)
+        self._is_flag = np.zeros(inner, bool)
+        self._new = np.zeros(inner, np.uint8)
         self._loss_any = np.zeros(b, np.uint8)
+        # The 8 neighbours of a cell, as flat offsets.
+        self._around = np.array(
+            [dy * self.pw + dx for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx], np.intp
+        )
         self._rows = np.arange(b, dtype=np.intp)
         self._world_base = self._rows * self.plane
-        self._vworld_base = self._rows * self.vph * self.vpw
         self._codes_in = self.codes.reshape(b, self.ph, self.pw)[:, 1:-1, 1:-1]
         self._dmg_in = self.dmg.reshape(b, self.ph, self.pw)[:, 1:-1, 1:-1]
-        # Viewports: flat offsets per facing (4, 169) and preallocated index and output arrays.
-        r = np.arange(VIEW_SIZE)[:, None]
-        col = np.arange(VIEW_SIZE)[None, :]
-        offs = np.zeros((4, VIEW_CELLS), np.intp)
-        for f in Facing:
-            (fx, fy), (rx, ry) = FORWARD[f], RIGHTWARD[f]
-            dx = (VIEW_AGENT_ROW - r) * fx + (col - VIEW_AGENT_COL) * rx
-            dy = (VIEW_AGENT_ROW - r) * fy + (col - VIEW_AGENT_COL) * ry
-            offs[f] = (dy * self.vpw + dx).reshape(-1)
-        self._view_offsets = offs
         self._vi = np.zeros((b, n, VIEW_CELLS), np.intp)
-        self._voff = np.zeros((b, n, VIEW_CELLS), np.intp)
-        self._vpos = np.zeros((b, n), np.intp)
-        self._vcodes = np.zeros((b, n, VIEW_CELLS), np.uint8)
-        self._vrel = np.zeros((b, n, VIEW_CELLS), np.intp)
-        self._viewer = (np.arange(n, dtype=np.intp) // self.agents_per_player * 256)[None, :, None]
-        self.view_codes = np.zeros((b, n, VIEW_CELLS), np.uint8)
-        self.view_damage = np.zeros((b, n, VIEW_CELLS), np.uint8)
+        self._vkey = np.zeros((b, n), np.intp)
+        positions = self.height * self.width * 4
+        if positions * VIEW_CELLS <= VIEW_TABLE_MAX:
+            # One row of 169 flat cell indices (within a world's state) per position and facing; cells
+            # off the world read the state's corner, which is OOB with no damage.
+            self._view_table: np.ndarray | None = _view_table(self.height, self.width)
+            # Rows of `_vi` are rebuilt only for agents whose position or facing changed.
+            self._vkey_before = np.full((b, n), -1, np.intp)
+            self._vchanged = np.zeros((b, n), bool)
+            self._vrows = np.zeros((b * n, VIEW_CELLS), np.intp)
+            self._vbase = np.repeat(self._world_base, n)
+        else:
+            # Too many positions for a table: a copy of the worlds inside a border a viewport wide.
+            self._view_table = None
+            self._view_offsets = _DY * self.vpw + _DX
+            self._voff = np.zeros((b, n, VIEW_CELLS), np.intp)
+            self._vgrid = np.full((b, self.vph, self.vpw), Cell.OOB, np.uint8)
+            self._vdmg = np.zeros((b, self.vph, self.vpw), np.uint8)
+            m = MARGIN
+            self._vgrid_in = self._vgrid[:, m : m + self.height, m : m + self.width]
+            self._vdmg_in = self._vdmg[:, m : m + self.height, m : m + self.width]
+            self._vworld_base = self._rows * self.vph * self.vpw
+        # Owners relative to the viewer, for the agents of one player at a time (player 0's need none).
+        k = self.agents_per_player
+        self._rel_o = np.zeros((b, k, VIEW_CELLS), np.uint8)
+        self._rel_owned = np.zeros((b, k, VIEW_CELLS), bool)
+        self._rel_wraps = np.zeros((b, k, VIEW_CELLS), bool)
+        #: Every agent's viewport as (B, N, 2, 169): cell codes, then damage, as the wire sends them.
+        self.observations = np.zeros((b, n, 2, VIEW_CELLS), np.uint8)
+        self.view_codes = self.observations[:, :, 0]
+        self.view_damage = self.observations[:, :, 1]
         for i, engine in enumerate(engines):
             self.load(i, engine)
 
@@ -227,7 +247,19 @@ class BatchedRezzo:
         """Make each world in ``worlds`` (indices) a copy of ``template``'s world 0: an auto-reset."""
         if (template.plane, template.n_agents) != (self.plane, self.n_agents):
             raise ValueError("the template needs the batch's world size and agents")
-        for name in ("codes", "dmg", "_near", "x", "y", "facing", "alive", "tick", "max_ticks", "done"):
+        for name in (
+            "codes",
+            "dmg",
+            "_near",
+            "_near_any",
+            "x",
+            "y",
+            "facing",
+            "alive",
+            "tick",
+            "max_ticks",
+            "done",
+        ):
             getattr(self, name)[worlds] = getattr(template, name)[0]
         for name in ("player_alive", "lost_at", "ranks", "illegal"):
             getattr(self, name)[worlds] = getattr(template, name)[0]
@@ -254,27 +286,84 @@ class BatchedRezzo:
             for dx in (-1, 0, 1):
                 near[1:-1, 1:-1] |= bits[1 + dy : self.ph - 1 + dy, 1 + dx : self.pw - 1 + dx]
         self._near[b] = near.reshape(-1)
+        np.not_equal(self._near[b], 0, out=self._near_any[b])
 
     # ----------------------------------------------------------------- viewports
     def views(self) -> tuple[np.ndarray, np.ndarray]:
         """Every agent's viewport in every world: cell codes (owners relative to the viewer) and damage.
 
-        Two (B, N, 169) arrays, refilled in place by each call; rows of dead agents hold stale data.
+        Two (B, N, 169) views of `observations` (B, N, 2, 169), refilled in place by each call; rows of
+        dead agents hold stale data.
         """
+        vi, codes, dmg = self._view_indices()
+        np.take(codes, vi, out=self.view_codes, mode="clip")
+        np.take(dmg, vi, out=self.view_damage, mode="clip")
+        k = self.agents_per_player
+        scratch = (self._rel_o, self._rel_owned, self._rel_wraps)
+        for viewer in range(1, self.players):
+            self._relative(self.view_codes[:, viewer * k : (viewer + 1) * k], viewer, scratch)
+        return self.view_codes, self.view_damage
+
+    def views_of(self, worlds: np.ndarray) -> np.ndarray:
+        """The viewports of the worlds ``worlds`` (indices) only, as a new (len, N, 2, 169) array: the
+        last observations of worlds that just ended, before they are reset."""
+        vi, codes, dmg = self._view_indices()
+        rows = vi[worlds]
+        out = np.empty((len(rows), self.n_agents, 2, VIEW_CELLS), np.uint8)
+        np.take(codes, rows, out=out[:, :, 0], mode="clip")
+        np.take(dmg, rows, out=out[:, :, 1], mode="clip")
+        k = self.agents_per_player
+        for viewer in range(1, self.players):
+            part = out[:, viewer * k : (viewer + 1) * k, 0]
+            scratch = (np.empty(part.shape, np.uint8), np.empty(part.shape, bool), np.empty(part.shape, bool))
+            self._relative(part, viewer, scratch)
+        return out
+
+    def _view_indices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The (B, N, 169) flat indices of every viewport's cells, and the code and damage arrays they
+        index (the state itself, or its copy inside a viewport-wide border)."""
+        key, vi = self._vkey, self._vi
+        if self._view_table is not None:
+            np.multiply(self.y, self.width, out=key)
+            np.add(key, self.x, out=key)
+            np.multiply(key, 4, out=key)
+            np.add(key, self.facing, out=key)
+            np.not_equal(key, self._vkey_before, out=self._vchanged)
+            at = np.flatnonzero(self._vchanged)
+            if at.size:
+                rows = self._vrows[: at.size]
+                np.take(self._view_table, key.reshape(-1)[at], axis=0, out=rows, mode="clip")
+                np.add(rows, self._vbase[at, None], out=rows)
+                vi.reshape(-1, VIEW_CELLS)[at] = rows
+                np.copyto(self._vkey_before, key)
+            return vi, self.codes.reshape(-1), self.dmg.reshape(-1)
         np.copyto(self._vgrid_in, self._codes_in)
         np.copyto(self._vdmg_in, self._dmg_in)
-        np.add(self.y, MARGIN, out=self._vpos)
-        np.multiply(self._vpos, self.vpw, out=self._vpos)
-        np.add(self._vpos, self.x, out=self._vpos)
-        np.add(self._vpos, MARGIN, out=self._vpos)
-        np.add(self._vpos, self._vworld_base[:, None], out=self._vpos)
+        np.add(self.y, MARGIN, out=key)
+        np.multiply(key, self.vpw, out=key)
+        np.add(key, self.x, out=key)
+        np.add(key, MARGIN + self._vworld_base[:, None], out=key)
         np.take(self._view_offsets, self.facing, axis=0, out=self._voff, mode="clip")
-        np.add(self._voff, self._vpos[:, :, None], out=self._vi)
-        np.take(self._vgrid.reshape(-1), self._vi, out=self._vcodes, mode="clip")
-        np.take(self._vdmg.reshape(-1), self._vi, out=self.view_damage, mode="clip")
-        np.add(self._vcodes, self._viewer, out=self._vrel)
-        np.take(self._t["relative"], self._vrel, out=self.view_codes, mode="clip")
-        return self.view_codes, self.view_damage
+        np.add(self._voff, key[:, :, None], out=vi)
+        return vi, self._vgrid.reshape(-1), self._vdmg.reshape(-1)
+
+    def _relative(
+        self, codes: np.ndarray, viewer: int, scratch: tuple[np.ndarray, np.ndarray, np.ndarray]
+    ) -> None:
+        """Owned codes (8 and up) in place with owner o made (o - viewer) mod players: arithmetic on
+        bytes, as a lookup table costs several passes. ``scratch``: arrays of ``codes``' shape."""
+        u8, (o, owned, wraps) = np.uint8, scratch
+        np.greater_equal(codes, _AGENT, out=owned)
+        if self.players == 2:  # the other player's owner bit flips
+            np.bitwise_xor(codes, owned.view(u8), out=codes)
+            return
+        np.bitwise_and(codes, 7, out=o)
+        np.less(o, viewer, out=wraps)
+        np.bitwise_and(wraps, owned, out=wraps)
+        np.multiply(owned.view(u8), viewer, out=o)
+        np.subtract(codes, o, out=codes)
+        np.multiply(wraps.view(u8), self.players, out=o)
+        np.add(codes, o, out=codes)
 
     # ----------------------------------------------------------------- the step
     def step(self, moves: np.ndarray) -> np.ndarray:
@@ -319,7 +408,7 @@ class BatchedRezzo:
                 front = here + _FY[f] * self.pw + _FX[f]
                 target = flat[front]
                 walk = act & ((m == _ADVANCE) | (m == _BUILD))
-                ok_walk = walk & (target == Cell.BLANK)
+                ok_walk = walk & (target == _BLANK)
                 hit = act & (m == _HIT)
                 ok_hit = hit & hittable[target]
                 bad = (walk & ~ok_walk) | (hit & ~ok_hit)
@@ -327,8 +416,8 @@ class BatchedRezzo:
                     np.add.at(self.illegal, (rows[bad], player[bad]), 1)
                 if ok_walk.any():
                     w = np.flatnonzero(ok_walk)
-                    flat[front[w]] = Cell.AGENT + player[w]
-                    flat[here[w]] = np.where(m[w] == _BUILD, Cell.CONDUCTOR, Cell.BLANK)
+                    flat[front[w]] = _AGENT + player[w]
+                    flat[here[w]] = np.where(m[w] == _BUILD, _CONDUCTOR, _BLANK)
                     dmg[here[w]] = 0
                     aw = a[w]
                     self.x[w, aw] += _FX[f[w]]
@@ -336,7 +425,7 @@ class BatchedRezzo:
                 if ok_hit.any():
                     h = front[ok_hit]
                     cut = dmg[h] >= MAX_DAMAGE
-                    flat[h[cut]] = Cell.BLANK
+                    flat[h[cut]] = _BLANK
                     dmg[h] = np.where(cut, 0, dmg[h] + 1)
 
     def _transition(self, advancing: np.ndarray) -> None:
@@ -353,86 +442,114 @@ class BatchedRezzo:
             self._process_losses(int(b), int(self._loss_any[b]))
 
     def _transition_chunk(self, c0: int, c1: int, advancing: np.ndarray) -> None:
-        """`_transition` for worlds c0..c1-1; losses are only detected here, into ``_loss_any``."""
-        u8, w = np.uint8, slice(0, c1 - c0)
-        band, bor, add, sub, eq = np.bitwise_and, np.bitwise_or, np.add, np.subtract, np.equal
-        lo, hi, pw = self._lo, self._hi, self.pw
-        span = self.codes[c0:c1, lo:hi]
-        inner = self.codes[c0:c1, lo + pw : hi - pw]
-        n = self._s.shape[1]
-        rows = slice(pw, pw + n)  # the world's rows within the span
-        is_e, is_t, is_fg, owner, u1 = (
-            self._is_e[w],
-            self._is_t[w],
-            self._is_fg[w],
-            self._owner[w],
-            self._u1[w],
+        """`_transition` for worlds c0..c1-1; losses are only detected here, into ``_loss_any``.
+
+        About 39 passes over the chunk, none of them a variable shift or a table lookup (each costs
+        several passes); photons and losses, which are rare, are resolved cell by cell.
+        """
+        u8, pw, plane = np.uint8, self.pw, self.plane
+        band, bor, add, sub, eq, less = np.bitwise_and, np.bitwise_or, np.add, np.subtract, np.equal, np.less
+        length = (c1 - c0) * plane
+        n = length - 2 * pw
+        base = c0 * plane
+        span = self.codes.reshape(-1)[base : base + length]
+        inner = span[pw : length - pw]
+        is_e, is_t, is_fg, u1 = (
+            self._is_e[:length],
+            self._is_t[:length],
+            self._is_fg[:length],
+            self._u1[:length],
         )
-        v, f, hs, hf, s, fm = self._v[w], self._f[w], self._hs[w], self._hf[w], self._s[w], self._fm[w]
-        m1, m2, m3, u2 = self._m1[w], self._m2[w], self._m3[w], self._u2[w]
-        is_flag, new = self._is_flag[w], self._new[w]
+        v, hs, hf = self._v[:length], self._hs[:length], self._hf[:length]
+        s, fm, m1, m2, u2, es = (
+            self._s[:n],
+            self._fm[:n],
+            self._m1[:n],
+            self._m2[:n],
+            self._u2[:n],
+            self._es[:n],
+        )
+        is_flag, new = self._is_flag[:n], self._new[:n]
         # Per cell: electrons count 1 and tails 16 (one 3x3 sum gives both counts, at most 9 each), and
-        # the bit of the owner of a flag or geyser (codes 16..31). OOB (7) and blank give nothing.
-        eq(span, Cell.ELECTRON, out=is_e)
-        eq(span, Cell.TAIL, out=is_t)
-        np.left_shift(is_t.view(u8), 4, out=v)
+        # whether it is a flag or geyser (codes 16..31). OOB (7) and blank give nothing.
+        eq(span, _ELECTRON, out=is_e)
+        eq(span, _TAIL, out=is_t)
+        np.multiply(is_t.view(u8), 16, out=v)
         add(v, is_e.view(u8), out=v)
-        np.right_shift(span, 4, out=u1)
-        eq(u1, 1, out=is_fg)
-        band(span, 7, out=owner)
-        np.left_shift(is_fg.view(u8), owner, out=f)
-        # Losses are judged on the state before the transition: flags (codes 16..23) next to a base.
-        np.right_shift(inner, 3, out=u2)
-        eq(u2, Cell.FLAG >> 3, out=is_flag)
-        np.left_shift(is_flag.view(u8), owner[:, rows], out=u2)
-        band(u2, self._near[c0:c1, lo + pw : hi - pw], out=u2)
-        np.bitwise_or.reduce(u2, axis=1, out=self._loss_any[c0:c1])
+        sub(span, _FLAG, out=u1)
+        less(u1, 16, out=is_fg)
         # 3x3 sums and ORs: a row pass, then a column pass. Row ends fall in the OOB border.
-        add(v[:, :-2], v[:, 1:-1], out=hs[:, 1:-1])
-        add(hs[:, 1:-1], v[:, 2:], out=hs[:, 1:-1])
-        bor(f[:, :-2], f[:, 1:-1], out=hf[:, 1:-1])
-        bor(hf[:, 1:-1], f[:, 2:], out=hf[:, 1:-1])
-        add(hs[:, :n], hs[:, pw : pw + n], out=s)
-        add(s, hs[:, 2 * pw : 2 * pw + n], out=s)
-        bor(hf[:, :n], hf[:, pw : pw + n], out=fm)
-        bor(fm, hf[:, 2 * pw : 2 * pw + n], out=fm)
-        np.copyto(new, inner)
-        # conductor -> electron with 1 or 2 electron neighbours (the centre is no electron: it counts 0)
-        band(s, 15, out=u2)
-        sub(u2, 1, out=u2)  # 0 electrons wraps to 255
-        np.less(u2, 2, out=m1)
-        eq(inner, Cell.CONDUCTOR, out=m2)
+        hs[0] = hs[-1] = 0
+        hf[0] = hf[-1] = False
+        add(v[:-2], v[1:-1], out=hs[1:-1])
+        add(hs[1:-1], v[2:], out=hs[1:-1])
+        bor(is_fg[:-2], is_fg[1:-1], out=hf[1:-1])
+        bor(hf[1:-1], is_fg[2:], out=hf[1:-1])
+        add(hs[:n], hs[pw : pw + n], out=s)
+        add(s, hs[2 * pw :], out=s)
+        bor(hf[:n], hf[pw : pw + n], out=fm)
+        bor(fm, hf[2 * pw :], out=fm)
+        band(s, 15, out=es)  # electron neighbours (the centre is no electron where it matters)
+        # conductor -> electron with 1 or 2 electron neighbours: + 1
+        sub(es, 1, out=u2)  # 0 electrons wraps to 255
+        less(u2, 2, out=m1)
+        eq(inner, _CONDUCTOR, out=m2)
         band(m1, m2, out=m1)
-        add(new, m1.view(u8), out=new)
+        add(inner, m1.view(u8), out=new)
         # electron -> tail (+1), or photon (+2) beside a tail and a flag or geyser
-        e_in, t_in = is_e[:, rows], is_t[:, rows]
+        e_in, t_in = is_e[pw : pw + n], is_t[pw : pw + n]
         add(new, e_in.view(u8), out=new)
         np.greater(s, 15, out=m1)
-        np.not_equal(fm, 0, out=m2)
-        band(m1, m2, out=m1)
+        band(m1, fm, out=m1)
         band(m1, e_in, out=m1)
         add(new, m1.view(u8), out=new)
         # tail 3 -> conductor 1
-        np.left_shift(t_in.view(u8), 1, out=u2)
-        sub(new, u2, out=new)
-        # flag -> conductor next to an electron: subtract (code - 1)
-        band(s, 15, out=u2)
-        np.not_equal(u2, 0, out=m1)
+        sub(new, t_in.view(u8), out=new)
+        sub(new, t_in.view(u8), out=new)
+        # flag (codes 16..23) -> conductor next to an electron: minus (code - 1). Arithmetic, as a
+        # masked copy (`copyto(where=)`) costs 2 to 60 passes, the more the more cells it writes.
+        sub(inner, _FLAG, out=u2)
+        less(u2, 8, out=is_flag)
+        np.not_equal(es, 0, out=m1)
         band(m1, is_flag, out=m1)
-        sub(inner, 1, out=u2)
+        add(u2, _FLAG - _CONDUCTOR, out=u2)
         np.multiply(u2, m1.view(u8), out=u2)
         sub(new, u2, out=new)
+        # Losses are judged on the state before the transition: flags next to a base (rare).
+        self._loss_any[c0:c1] = 0
+        band(is_flag, self._near_any.reshape(-1)[base + pw : base + pw + n], out=m1)
+        if m1.any():
+            self._detect_losses(base + pw + np.flatnonzero(m1))
         # photon -> the flag of its single flag-or-geyser owner, else conductor (photons are few)
-        eq(inner, Cell.PHOTON, out=m3)
-        if np.count_nonzero(m3):
-            at = np.flatnonzero(m3)
-            new.reshape(-1)[at] = self._t["photon"].take(fm.reshape(-1)[at])
+        eq(inner, _PHOTON, out=m1)
+        if m1.any():
+            at = np.flatnonzero(m1)
+            new[at] = self._photons(base + pw + at)
         moving = advancing[c0:c1]
         if moving.all():
             np.copyto(inner, new)
         else:
-            idx = np.flatnonzero(moving)
-            inner[idx] = new[idx]
+            # World j's rows 1..ph-2 lie at inner[j * plane : (j + 1) * plane - 2 * pw].
+            for j in np.flatnonzero(moving):
+                lo = int(j) * plane
+                inner[lo : lo + plane - 2 * pw] = new[lo : lo + plane - 2 * pw]
+
+    def _detect_losses(self, flat: np.ndarray) -> None:
+        """Set each world's bit of every player with a flag at ``flat`` (indices into the flat codes)
+        next to a base that counts against it."""
+        owner = self.codes.reshape(-1)[flat] & 7
+        counts = (self._near.reshape(-1)[flat] >> owner) & 1 != 0
+        worlds = flat[counts] // self.plane
+        np.bitwise_or.at(self._loss_any, worlds, (1 << owner[counts]).astype(np.uint8))
+
+    def _photons(self, flat: np.ndarray) -> np.ndarray:
+        """What the photons at ``flat`` (indices into the flat codes) become: the flag of their single
+        flag-or-geyser owner, else conductors."""
+        around = self.codes.reshape(-1)[flat[:, None] + self._around]
+        fg = (around >= _FLAG) & (around < _BASE)
+        bits = np.bitwise_or.reduce(np.where(fg, 1 << (around & 7), 0), axis=1)
+        result: np.ndarray = self._t["photon"][bits]
+        return result
 
     def _process_losses(self, b: int, mask: int) -> None:
         """Loss conversion of world ``b`` for the players in bit ``mask``, on the new state."""

@@ -18,7 +18,6 @@ import numpy as np
 
 from cellarena.server.bench.harness import STEADY_RATIO, calls_per_second, json_option, report, seconds_option
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.games.rezzo.vector_env import RezzoVectorEnv
 
 #: Goals from issue 20, checked at the largest batch.
 GOAL_AGENT_STEPS = 1_000_000
@@ -31,9 +30,12 @@ BANK = 16  # distinct move arrays cycled through
 def _vector_step(
     batch: int, config: dict[str, Any], rng: np.random.Generator
 ) -> tuple[Callable[[], object], int]:
-    env = RezzoVectorEnv(batch, config)
+    from cellarena.server.games.rezzo.vector_env import RezzoVectorEnv
+
+    # copy=False: a trainer copies the observations into its rollout buffer itself.
+    env = RezzoVectorEnv(batch, config, copy=False)
     env.reset()
-    bank = [rng.choice(MOVE_MIX, size=(batch, env.n_agents)) for _ in range(BANK)]
+    bank = [rng.choice(MOVE_MIX, size=env.num_envs) for _ in range(BANK)]
     state = {"i": 0}
 
     def step() -> None:
@@ -106,6 +108,13 @@ def _parse_batches(_ctx: click.Context, _param: click.Parameter, value: str) -> 
 @json_option
 def command(batches: list[int], map_name: str, seconds: float, as_json: bool) -> None:
     """The Rezzo vector environment against B separate engines, in agent-steps per second."""
+    try:
+        import gymnasium  # noqa: F401
+    except ImportError:
+        raise click.ClickException(
+            "bench env times the Gymnasium vector environment: install the [rl] extra "
+            "(pip install 'cellarena[rl]')"
+        ) from None
     result = run(batches, budget_s=seconds, map_name=map_name)
     if as_json:
         click.echo(json.dumps(result))

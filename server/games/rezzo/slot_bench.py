@@ -1,0 +1,148 @@
+"""Would the server gain by stepping the Rezzo matches of one phase slot as one `BatchedRezzo`?
+
+The measurement behind docs/architecture.md's answer (the server steps each match's engine on its own).
+`cellarena bench server` plays matches of eight seats on the bench map, and its fixed-rate driver runs
+every match of one of 16 phase slots at the same wake-up: at 2,000 agents, 250 matches, about 16 per
+slot. Per tick, the server's engine work for one slot is, either way, what this times:
+
+- separate: per match, `pending()` (the viewports and each seat's request), `decode()` of each seat's
+  no-op answer, `apply()` (agent phase, transition, losses), as `Match.begin_tick`/`end_tick` do;
+- batched: one `views()` for the slot, each seat's request built from its rows (the same dict of
+  bytes), each answer checked and written into the moves array, one `step()`.
+
+Both contenders run side by side in one process, so their ratio holds on a shared machine. Only the
+engine's share of the server's work can change; the sockets, encoding and bookkeeping stay.
+
+    python -m cellarena.server.games.rezzo.slot_bench [--json] [--slots 4,16,32] [--seconds 1]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import click
+import numpy as np
+
+from cellarena.sdk.games.rezzo import VIEW_SIZE
+from cellarena.server.bench.harness import calls_per_second, json_option, report, seconds_option
+from cellarena.server.games.rezzo.batched import BatchedRezzo
+from cellarena.server.games.rezzo.engine import MOVE_CODES, RezzoEngine
+from cellarena.server.games.rezzo.load import SERVER_SEATS, server_config
+
+CELLS = VIEW_SIZE * VIEW_SIZE
+#: What the load bots of `bench server` answer every tick: one no-op for their one agent.
+ANSWER = [0]
+
+
+def _separate(matches: int, config: dict[str, Any]) -> Callable[[], object]:
+    engines = [RezzoEngine.new(config) for _ in range(matches)]
+
+    def tick() -> None:
+        for i in range(matches):
+            if engines[i].result() is not None:
+                engines[i] = RezzoEngine.new(config)
+            engine = engines[i]
+            requests = engine.pending()
+            engine.apply({seat: engine.decode(seat, req, ANSWER) for seat, req in requests.items()})
+
+    return tick
+
+
+def requests_of(batch: BatchedRezzo, codes: np.ndarray, damage: np.ndarray, b: int) -> dict[int, Any]:
+    """World ``b``'s requests from the batch's viewports, as `RezzoEngine.pending` gives them."""
+    k = batch.agents_per_player
+    tick = int(batch.tick[b])
+    out: dict[int, Any] = {}
+    for seat in range(batch.players):
+        if batch.player_alive[b, seat]:
+            lo = seat * k
+            out[seat] = {
+                "tick": tick,
+                "agents": list(range(k)),
+                "cells": codes[b, lo : lo + k].tobytes(),
+                "damage": damage[b, lo : lo + k].tobytes(),
+            }
+    return out
+
+
+def _batched(matches: int, config: dict[str, Any]) -> Callable[[], object]:
+    start = RezzoEngine.new(config)
+    template = BatchedRezzo([start])
+    batch = BatchedRezzo([start] * matches)
+    moves = np.zeros((matches, batch.n_agents), np.int64)
+    k = batch.agents_per_player
+
+    def tick() -> None:
+        codes, damage = batch.views()
+        for b in range(matches):
+            for seat, request in requests_of(batch, codes, damage, b).items():
+                answer: Any = ANSWER
+                if isinstance(answer, list) and len(answer) == len(request["agents"]):
+                    for j, m in enumerate(answer):
+                        moves[b, seat * k + j] = m if type(m) is int and m in MOVE_CODES else 0
+        ended = batch.step(moves)
+        if ended.any():
+            batch.restore(np.flatnonzero(ended), template)
+
+    return tick
+
+
+def run(slots: Iterable[int] = (4, 16, 32), budget_s: float = 1.0) -> dict[str, Any]:
+    """Engine work per agent-tick for a slot of S bench-server matches, separate against batched."""
+    config = server_config(10**6)
+    out: dict[str, Any] = {"seats_per_match": SERVER_SEATS, "slots": {}}
+    for matches in slots:
+        agents = matches * SERVER_SEATS
+        separate = calls_per_second(_separate(matches, config), budget_s)
+        batched = calls_per_second(_batched(matches, config), budget_s)
+        out["slots"][str(matches)] = {
+            "agents": agents,
+            "separate_us_per_agent_tick": 1e6 / (separate * agents),
+            "batched_us_per_agent_tick": 1e6 / (batched * agents),
+            "ratio": batched / separate,
+        }
+    return out
+
+
+def _parse(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
+    try:
+        slots = [int(s) for s in value.split(",") if s.strip()]
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not a comma-separated list of match counts, e.g. 4,16"
+        ) from None
+    if not slots or any(not 1 <= s <= 4096 for s in slots):
+        raise click.BadParameter(f"match counts must be 1..4096, got {value!r}")
+    return slots
+
+
+@click.command("slot")
+@click.option("--slots", default="4,16,32", show_default=True, callback=_parse, help="Matches per slot.")
+@seconds_option()
+@json_option
+def command(slots: list[int], seconds: float, as_json: bool) -> None:
+    """The engine work of one phase slot of bench-server matches: separate engines against one batch."""
+    result = run(slots, budget_s=seconds)
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    report(
+        "Engine work per agent-tick, one phase slot of bench-server matches (8 seats, no-op answers)",
+        ("matches", "agents", "separate", "batched", "batched speed-up"),
+        [
+            (
+                m,
+                str(r["agents"]),
+                f"{r['separate_us_per_agent_tick']:.1f} µs",
+                f"{r['batched_us_per_agent_tick']:.1f} µs",
+                f"{r['ratio']:.1f}x",
+            )
+            for m, r in result["slots"].items()
+        ],
+    )
+
+
+if __name__ == "__main__":
+    command()
