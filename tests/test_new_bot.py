@@ -170,3 +170,22 @@ def test_the_random_opponents_play_only_legal_moves(game: str) -> None:
     result = json.loads(proc.stdout)
     assert result["ticks"] > 1 and result["forfeits"] == []
     assert result["invalid"] == result["illegal"] == {"a": 0, "b": 0}
+
+
+def test_without_pytest_new_bot_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After `pip install cellarena` alone there is no pytest, which the written test needs."""
+    import importlib.util
+
+    from cellarena_cli import invoke
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pytest" else real(name, *a)
+    )
+    code, out = invoke("new-bot", "rezzo", "walker", "--dir", str(tmp_path / "walker"))
+    assert code == 0, out
+    assert f"{sys.executable} -m pip install pytest" in out
+    assert "pip install pytest" in (tmp_path / "walker" / "README.md").read_text()
+    monkeypatch.setattr(importlib.util, "find_spec", real)
+    code, out = invoke("new-bot", "rezzo", "walker2", "--dir", str(tmp_path / "walker2"))
+    assert code == 0 and "pip install pytest" not in out

@@ -11,9 +11,11 @@ word such as ``__BOT_NAME__``, which neither Python nor JavaScript code uses.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import keyword
 import re
+import sys
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -214,3 +216,7 @@ def new_bot(game: str, name: str, lang: str, folder: Path | None, as_json: bool)
     click.echo("next, in that folder:")
     for command in done.commands:
         click.echo(f"  {command}")
+    if importlib.util.find_spec("pytest") is None:
+        click.echo(
+            f"(the test needs pytest, which is not installed here: {sys.executable} -m pip install pytest)"
+        )
