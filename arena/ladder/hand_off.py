@@ -67,7 +67,8 @@ class HandOffConfig:
 
 class HandOff:
     """Submits ladder matches to a Dask client; `start` says where each one listens, `result` waits
-    for it to end. The trio side never blocks on Dask: waits run in worker threads of their own."""
+    for it to end. The trio side never blocks on Dask: the short wait for an address runs in a thread,
+and a match's end arrives by Dask's callback, so no thread is held for a match's length."""
 
     def __init__(self, client: Any, config: HandOffConfig) -> None:
         self.client = client
@@ -137,9 +138,20 @@ class HandOff:
         return Hosting(host, port, job.tls)
 
     async def result(self, ladder_id: int) -> HostedResult:
-        """The result of a started match, once it is over; `HandOffError` if its worker failed."""
+        """The result of a started match, once it is over; `HandOffError` if its worker failed.
+
+        No thread waits out the match: Dask's callback wakes this task when the future is done."""
         future = self._futures[ladder_id]
+        done = trio.Event()
+        token = trio.lowlevel.current_trio_token()
+
+        def wake(_future: Any) -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(done.set)
+
+        future.add_done_callback(wake)
         try:
+            await done.wait()
             result: HostedResult = await trio.to_thread.run_sync(
                 future.result, limiter=self._limiter, abandon_on_cancel=True
             )
