@@ -67,8 +67,8 @@ class HandOffConfig:
 
 class HandOff:
     """Submits ladder matches to a Dask client; `start` says where each one listens, `result` waits
-    for it to end. The trio side never blocks on Dask: the short wait for an address runs in a thread,
-and a match's end arrives by Dask's callback, so no thread is held for a match's length."""
+    for it to end. The trio side never blocks on Dask: the short wait for an address runs in a
+    thread, and a match's end arrives by Dask's callback, so no thread is held for a match's length."""
 
     def __init__(self, client: Any, config: HandOffConfig) -> None:
         self.client = client
