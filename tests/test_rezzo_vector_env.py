@@ -141,3 +141,19 @@ def test_bad_actions_and_options_are_refused() -> None:
     # Codes that are no move are no-ops, as they are for a bot.
     obs, rewards, *_ = env.step(np.array([9, -1, 200, 6]))
     assert obs in env.observation_space and not rewards.any()
+
+
+def test_bench_env_times_both_backends_and_the_engines() -> None:
+    """`cellarena bench env` puts the numba backend beside the numpy one and the separate engines."""
+    from cellarena.server.games.rezzo.env_bench import run
+
+    result = run([2], budget_s=0.02)
+    assert result["backend"] == use("numba")
+    row = result["batches"]["2"]
+    assert row["agents"] == 4
+    vector, numpy_vector, engines = (
+        row[f"{name}_agent_steps_per_s"] for name in ("vector", "numpy", "engines")
+    )
+    assert min(vector, numpy_vector, engines) > 0
+    assert row["ratio"] == pytest.approx(vector / engines)
+    assert row["over_numpy"] == pytest.approx(vector / numpy_vector)
