@@ -17,6 +17,10 @@ one-cell border of OOB cells. Then:
 The border makes bounds checks free: an OOB cell is never blank or hittable, and its 3x3 values are 0.
 It agrees bit for bit with `RezzoEngine` (tests/test_rezzo_batched.py); only bounded worlds are batched
 (a torus would need wrapped borders refreshed every tick).
+
+Where numba is installed, the transition and the viewports run as compiled loops instead
+(`batched_kernel`, about 2.7x the whole step at 1024 duels); the numpy code here is the fallback and
+the reference they are tested against.
 """
 
 from __future__ import annotations
