@@ -240,6 +240,18 @@ class BatchedRezzo:
         self._world_base = self._rows * self.plane
         self._codes_in = self.codes.reshape(b, self.ph, self.pw)[:, 1:-1, 1:-1]
         self._dmg_in = self.dmg.reshape(b, self.ph, self.pw)[:, 1:-1, 1:-1]
+        if self.backend == "numpy":  # numba needs none of these index arrays (about 3 KB per agent)
+            self._numpy_view_scratch()
+        #: Every agent's viewport as (B, N, 2, 169): cell codes, then damage, as the wire sends them.
+        self.observations = np.zeros((b, n, 2, VIEW_CELLS), np.uint8)
+        self.view_codes = self.observations[:, :, 0]
+        self.view_damage = self.observations[:, :, 1]
+        for i, engine in enumerate(engines):
+            self.load(i, engine)
+
+    def _numpy_view_scratch(self) -> None:
+        """The numpy backend's viewport index arrays, and its scratch for relative owners."""
+        b, n = self.batch, self.n_agents
         self._vi = np.zeros((b, n, VIEW_CELLS), np.intp)
         self._vkey = np.zeros((b, n), np.intp)
         positions = self.height * self.width * 4
@@ -268,12 +280,6 @@ class BatchedRezzo:
         self._rel_o = np.zeros((b, k, VIEW_CELLS), np.uint8)
         self._rel_owned = np.zeros((b, k, VIEW_CELLS), bool)
         self._rel_wraps = np.zeros((b, k, VIEW_CELLS), bool)
-        #: Every agent's viewport as (B, N, 2, 169): cell codes, then damage, as the wire sends them.
-        self.observations = np.zeros((b, n, 2, VIEW_CELLS), np.uint8)
-        self.view_codes = self.observations[:, :, 0]
-        self.view_damage = self.observations[:, :, 1]
-        for i, engine in enumerate(engines):
-            self.load(i, engine)
 
     # ----------------------------------------------------------------- loading and reading
     def _interior(self, arr: np.ndarray, b: int) -> np.ndarray:
