@@ -217,8 +217,8 @@ def test_duel_many_worlds_match_engines_over_a_long_game(backend: str) -> None:
 @slow(60)
 @given(case=batches(), steps=st.integers(1, 8))
 def test_backends_agree_on_every_array(case: tuple[list[RezzoEngine], int], steps: int) -> None:
-    """numba and numpy side by side: the whole state, results and every viewport after each step,
-    including the rows of dead agents and the border cells that no engine compares."""
+    """numba and numpy side by side: the whole state, results, illegal-move counts and every viewport
+    after each step, including the rows of dead agents and the border cells that no engine compares."""
     engines, seed = case
     fast, ref = BatchedRezzo(engines, backend=use("numba")), BatchedRezzo(engines, backend="numpy")
     assert (fast.backend, ref.backend) == ("numba", "numpy")
@@ -229,7 +229,9 @@ def test_backends_agree_on_every_array(case: tuple[list[RezzoEngine], int], step
         assert np.array_equal(fast.observations, ref.observations), f"step {step}: viewports"
         some = np.flatnonzero(rng.random(fast.batch) < 0.5)
         assert np.array_equal(fast.views_of(some), ref.views_of(some)), f"step {step}: views_of"
-        moves = rng.choice([0, 1, 2, 3, 4, 5, 5], size=(fast.batch, fast.n_agents))
+        # Codes that are no move too, in any integer type a learner may hand over.
+        moves = rng.choice([0, 1, 2, 3, 4, 5, 5, 9], size=(fast.batch, fast.n_agents))
+        moves = moves.astype(rng.choice([np.uint8, np.int16, np.int32, np.int64]))
         assert np.array_equal(fast.step(moves), ref.step(moves)), f"step {step}: ended"
         for name in (*names, "illegal"):
             assert np.array_equal(getattr(fast, name), getattr(ref, name)), f"step {step}: {name}"

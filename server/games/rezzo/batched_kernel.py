@@ -1,10 +1,11 @@
-"""numba-compiled loops for `BatchedRezzo`'s two costliest parts: the transition and the viewports.
+"""numba-compiled loops for `BatchedRezzo`'s step: the transition, the viewports and the agent phase.
 
 The numpy transition makes about 39 passes over every cell of the batch, one ufunc call each; at 1024
 duels that is most of a step. Compiled, it is three short passes per world (per-cell values, row sums,
 then the next code) within a scratch that stays in L1, in byte arithmetic that LLVM vectorises. The
 viewports likewise become one loop that reads each cell once, a viewport row at a time, and makes
-owners relative through a table as it writes.
+owners relative through a table as it writes. The agent phase, a vectorised move per resolution
+slot in numpy, becomes a plain loop over each world's agents in their order.
 
 numba is optional (the ``[rl]`` extra): `batched` imports this module only for the numba backend, and
 its numpy code stays the fallback and the reference. Each loop follows its numpy twin rule for rule,
@@ -23,21 +24,24 @@ import numpy as np
 
 from cellarena.sdk.games.rezzo import (
     FORWARD,
+    MAX_DAMAGE,
     RIGHTWARD,
     VIEW_AGENT_COL,
     VIEW_AGENT_ROW,
     VIEW_SIZE,
     Cell,
     Facing,
+    Move,
 )
 
 _CONDUCTOR, _ELECTRON, _TAIL, _PHOTON = (
     int(c) for c in (Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL, Cell.PHOTON)
 )
-_FLAG, _BASE = int(Cell.FLAG), int(Cell.BASE)
+_BLANK, _AGENT, _FLAG, _BASE = int(Cell.BLANK), int(Cell.AGENT), int(Cell.FLAG), int(Cell.BASE)
+_NOOP, _ADVANCE, _LEFT, _RIGHT, _BUILD, _HIT = (int(m) for m in Move)
 #: Per facing N, E, S, W: (dy, dx) of a step forward, and of a step to the right (along a viewport row).
 _FWD = np.array([[FORWARD[f][1], FORWARD[f][0]] for f in Facing], np.intp)
-_RIGHT = np.array([[RIGHTWARD[f][1], RIGHTWARD[f][0]] for f in Facing], np.intp)
+_SIDE = np.array([[RIGHTWARD[f][1], RIGHTWARD[f][0]] for f in Facing], np.intp)
 
 
 def _transition(
@@ -166,6 +170,63 @@ def _views(
                     od[o + k] = d[at]
 
 
+def _agent_phase(
+    codes: np.ndarray,
+    dmg: np.ndarray,
+    moves: np.ndarray,
+    running: np.ndarray,
+    agents: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    tick: np.ndarray,
+    shape: tuple[int, int, int],
+    hittable: np.ndarray,
+    illegal: np.ndarray,
+) -> None:
+    """`BatchedRezzo._agent_phase`: each running world's agents move in resolution order (slot k of
+    every player, the player whose turn it is first). ``agents``: (x, y, facing, alive) (B, N);
+    ``shape``: (players, agents per player, pw); ``hittable``: the 256 codes' table."""
+    x, y, facing, alive = agents
+    players, per_player, pw = shape
+    for b in range(codes.shape[0]):
+        if not running[b]:
+            continue
+        c, d = codes[b], dmg[b]
+        first = tick[b] % players
+        for k in range(per_player):
+            for i in range(players):
+                player = (first + i) % players
+                a = player * per_player + k
+                m = moves[b, a]
+                if not alive[b, a] or m == _NOOP:
+                    continue
+                f = facing[b, a]
+                if m == _LEFT:
+                    f = (f + 3) % 4
+                elif m == _RIGHT:
+                    f = (f + 1) % 4
+                facing[b, a] = f
+                fy, fx = _FWD[f, 0], _FWD[f, 1]
+                here = (y[b, a] + 1) * pw + x[b, a] + 1
+                front = here + fy * pw + fx
+                target = c[front]
+                if m in (_ADVANCE, _BUILD):
+                    if target != _BLANK:
+                        illegal[b, player] += 1
+                        continue
+                    c[front] = _AGENT + player
+                    c[here] = _CONDUCTOR if m == _BUILD else _BLANK
+                    d[here] = 0
+                    x[b, a] += fx
+                    y[b, a] += fy
+                elif m == _HIT:
+                    if not hittable[target]:
+                        illegal[b, player] += 1
+                    elif d[front] >= MAX_DAMAGE:
+                        c[front] = _BLANK
+                        d[front] = 0
+                    else:
+                        d[front] += 1
+
+
 def _compile(numba: Any, function: Any) -> Any:
     """``function`` compiled on first call, cached on disk if numba finds a writable cache directory."""
     try:
@@ -182,6 +243,20 @@ class Kernels:
         numba = importlib.import_module("numba")
         self._transition = _compile(numba, _transition)
         self._views = _compile(numba, _views)
+        self._agent_phase = _compile(numba, _agent_phase)
+
+    def agent_phase(
+        self,
+        state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        moves: np.ndarray,
+        running: np.ndarray,
+        shape: tuple[int, int, int],
+        hittable: np.ndarray,
+        illegal: np.ndarray,
+    ) -> None:
+        """``state``: codes, damage, x, y, facing, alive, tick; ``moves``: (B, N) int64."""
+        codes, dmg, x, y, facing, alive, tick = state
+        self._agent_phase(codes, dmg, moves, running, (x, y, facing, alive), tick, shape, hittable, illegal)
 
     def transition(
         self,
@@ -207,5 +282,5 @@ class Kernels:
         """``state``: codes, damage, x, y, facing as `BatchedRezzo` holds them; ``size``: (H, W)."""
         codes, dmg, x, y, facing = state
         self._views(
-            codes, dmg, x, y, facing, worlds, _FWD, _RIGHT, size[0], size[1], relative, per_player, out
+            codes, dmg, x, y, facing, worlds, _FWD, _SIDE, size[0], size[1], relative, per_player, out
         )
