@@ -19,7 +19,7 @@ It agrees bit for bit with `RezzoEngine` (tests/test_rezzo_batched.py); only bou
 (a torus would need wrapped borders refreshed every tick).
 
 Where numba is installed, the transition, the viewports and the agent phase run as compiled loops
-instead (`batched_kernel`, about 3x the whole step at 1024 duels); the numpy code here is the fallback
+instead (`batched_kernel`, 3.5x the whole step at 1024 duels); the numpy code here is the fallback
 and the reference they are tested against.
 """
 
