@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from rezzo_reference import reference_viewport
 from test_rezzo_batched import both_backends, use
 
+from cellarena.arena.cli import main
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell, Move
 from cellarena.server.games.rezzo.engine import RezzoEngine
 from cellarena.server.games.rezzo.vector_env import RezzoVectorEnv
@@ -157,3 +159,12 @@ def test_bench_env_times_both_backends_and_the_engines() -> None:
     assert min(vector, numpy_vector, engines) > 0
     assert row["ratio"] == pytest.approx(vector / engines)
     assert row["over_numpy"] == pytest.approx(vector / numpy_vector)
+
+
+def test_bench_env_says_when_numba_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CELLARENA_NO_NUMBA", "1")
+    out = CliRunner().invoke(main, ["bench", "env", "--batches", "1", "--seconds", "0.05"])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())  # as one line, however rich wrapped it
+    assert "Both vector columns ran on numpy: CELLARENA_NO_NUMBA=1 is set" in text
+    assert "(install the [rl] extra)" in text

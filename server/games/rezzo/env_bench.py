@@ -18,6 +18,7 @@ import click
 import numpy as np
 
 from cellarena.server.bench.harness import STEADY_RATIO, calls_per_second, json_option, report, seconds_option
+from cellarena.server.games.rezzo.batched import NO_NUMBA_VARIABLE
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
 #: Goals from issue 20, checked at the largest batch.
@@ -144,8 +145,11 @@ def command(batches: list[int], map_name: str, seconds: float, as_json: bool) ->
     backend = result["backend"]
     notes = [STEADY_RATIO]
     if backend != "numba":
+        # "\\[": rich would take "[rl]" for markup.
         notes.insert(
-            0, "numba is not installed, so both vector columns ran on numpy: install the [rl] extra."
+            0,
+            f"Both vector columns ran on numpy: {NO_NUMBA_VARIABLE}=1 is set, or numba is not installed "
+            "(install the \\[rl] extra).",
         )
     report(
         f"Rezzo vector env on {backend} and on numpy vs separate engines ({map_name}, with viewports)",
