@@ -227,8 +227,9 @@ def test_backends_agree_on_every_array(case: tuple[list[RezzoEngine], int], step
     for step in range(steps):
         assert np.array_equal(fast.views()[0], ref.views()[0]), f"step {step}: viewport codes"
         assert np.array_equal(fast.observations, ref.observations), f"step {step}: viewports"
-        some = np.flatnonzero(rng.random(fast.batch) < 0.5)
-        assert np.array_equal(fast.views_of(some), ref.views_of(some)), f"step {step}: views_of"
+        mask = rng.random(fast.batch) < 0.5
+        for some in (np.flatnonzero(mask), mask, [-1]):  # indices, a mask, a negative index
+            assert np.array_equal(fast.views_of(some), ref.views_of(some)), f"step {step}: views_of {some}"
         # Codes that are no move too, in any integer type a learner may hand over.
         moves = rng.choice([0, 1, 2, 3, 4, 5, 5, 9], size=(fast.batch, fast.n_agents))
         moves = moves.astype(rng.choice([np.uint8, np.int16, np.int32, np.int64]))

@@ -377,8 +377,9 @@ class BatchedRezzo:
         """The viewports of the worlds ``worlds`` (indices) only, as a new (len, N, 2, 169) array: the
         last observations of worlds that just ended, before they are reset."""
         if self.backend == "numba":
-            out = np.empty((len(worlds), self.n_agents, 2, VIEW_CELLS), np.uint8)
-            self._kernel_views(np.asarray(worlds, np.intp), out)
+            rows = np.arange(self.batch)[worlds]  # indices, as numpy indexing reads them (or a mask)
+            out = np.empty((len(rows), self.n_agents, 2, VIEW_CELLS), np.uint8)
+            self._kernel_views(rows, out)
             return out
         vi, codes, dmg = self._view_indices()
         rows = vi[worlds]
