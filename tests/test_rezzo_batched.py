@@ -2,10 +2,13 @@
 
 Each example is B random boards of one shape (every state and owner, damage, agents with random
 facings), stepped with random moves in `BatchedRezzo` and in B separate `RezzoEngine`s side by side,
-and without moves against `reference_step`.
+and without moves against `reference_step`. Every such test runs on both backends, numpy and numba
+(`batched_kernel`); a missing numba skips the numba runs, except under CI, where it fails them.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -20,6 +23,20 @@ from cellarena.server.games.rezzo.batched import BatchedRezzo
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
 VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
+
+
+def use(backend: str) -> str:
+    """``backend`` if it can run here: numba is in the [rl] extra, so under CI its absence is a failure."""
+    if backend == "numba" and not batched.numba_available():
+        why = "numba is not installed (the [rl] extra)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{why}; under CI the numba backend must be tested", pytrace=False)
+        pytest.skip(why)
+    return backend
+
+
+#: Both backends, for tests that take a ``backend`` argument.
+both_backends = pytest.mark.parametrize("backend", ["numpy", "numba"])
 
 
 def slow(examples: int) -> settings:
@@ -90,11 +107,12 @@ def assert_same_views(batch: BatchedRezzo, engines: list[RezzoEngine], when: str
                 assert damage[b, i].tobytes() == request["damage"][span], f"{when}: world {b} view {i} dmg"
 
 
+@both_backends
 @slow(80)
 @given(case=batches(), steps=st.integers(1, 6))
-def test_batched_play_matches_engine(case: tuple[list[RezzoEngine], int], steps: int) -> None:
+def test_batched_play_matches_engine(backend: str, case: tuple[list[RezzoEngine], int], steps: int) -> None:
     engines, seed = case
-    batch = BatchedRezzo(engines)
+    batch = BatchedRezzo(engines, backend=use(backend))
     rng = np.random.default_rng(seed + 1)
     k = batch.agents_per_player
     assert_same(batch, engines, "after loading")
@@ -124,12 +142,13 @@ def test_batched_play_matches_engine(case: tuple[list[RezzoEngine], int], steps:
 def test_views_of_worlds_too_large_for_the_index_table(
     case: tuple[list[RezzoEngine], int], steps: int
 ) -> None:
-    """Worlds whose viewport index table would be too large gather from a copy inside a wide border."""
+    """Worlds whose viewport index table would be too large gather from a copy inside a wide border
+    (the numpy backend's; the numba one needs no table)."""
     engines, seed = case
     saved = batched.VIEW_TABLE_MAX
     batched.VIEW_TABLE_MAX = 0
     try:
-        batch = BatchedRezzo(engines)
+        batch = BatchedRezzo(engines, backend="numpy")
     finally:
         batched.VIEW_TABLE_MAX = saved
     assert batch._view_table is None
@@ -148,13 +167,16 @@ def test_views_of_worlds_too_large_for_the_index_table(
         batch.step(moves)
 
 
+@both_backends
 @slow(80)
 @given(case=batches(), steps=st.integers(1, 4))
-def test_batched_transition_matches_reference(case: tuple[list[RezzoEngine], int], steps: int) -> None:
+def test_batched_transition_matches_reference(
+    backend: str, case: tuple[list[RezzoEngine], int], steps: int
+) -> None:
     engines, _ = case
     for engine in engines:
         engine.max_ticks = 1000
-    batch = BatchedRezzo(engines)
+    batch = BatchedRezzo(engines, backend=use(backend))
     boards = [(e.cells(), e.damage()) for e in engines]
     noop = np.zeros((batch.batch, batch.n_agents), np.int64)
     for step in range(1, steps + 1):
@@ -174,10 +196,11 @@ def test_batched_transition_matches_reference(case: tuple[list[RezzoEngine], int
             boards[b] = (want, want_damage)
 
 
-def test_duel_many_worlds_match_engines_over_a_long_game() -> None:
+@both_backends
+def test_duel_many_worlds_match_engines_over_a_long_game(backend: str) -> None:
     """Eight duels with random moves for 300 ticks: losses, tick caps and results all agree."""
     engines = [RezzoEngine.new({"map": "duel", "max_ticks": 250}) for _ in range(8)]
-    batch = BatchedRezzo(engines)
+    batch = BatchedRezzo(engines, backend=use(backend))
     rng = np.random.default_rng(7)
     for step in range(300):
         if step % 25 == 0:
@@ -189,6 +212,57 @@ def test_duel_many_worlds_match_engines_over_a_long_game() -> None:
         batch.step(moves)
         assert_same(batch, engines, f"tick {step}")
     assert batch.done.all()
+
+
+@slow(60)
+@given(case=batches(), steps=st.integers(1, 8))
+def test_backends_agree_on_every_array(case: tuple[list[RezzoEngine], int], steps: int) -> None:
+    """numba and numpy side by side: the whole state, results, illegal-move counts and every viewport
+    after each step, including the rows of dead agents and the border cells that no engine compares."""
+    engines, seed = case
+    fast, ref = BatchedRezzo(engines, backend=use("numba")), BatchedRezzo(engines, backend="numpy")
+    assert (fast.backend, ref.backend) == ("numba", "numpy")
+    rng = np.random.default_rng(seed)
+    names = ("codes", "dmg", "x", "y", "facing", "alive", "tick", "player_alive", "lost_at", "ranks", "done")
+    for step in range(steps):
+        assert np.array_equal(fast.views()[0], ref.views()[0]), f"step {step}: viewport codes"
+        assert np.array_equal(fast.observations, ref.observations), f"step {step}: viewports"
+        mask = rng.random(fast.batch) < 0.5
+        for some in (np.flatnonzero(mask), mask, [-1]):  # indices, a mask, a negative index
+            assert np.array_equal(fast.views_of(some), ref.views_of(some)), f"step {step}: views_of {some}"
+        # Codes that are no move too, in any integer type a learner may hand over.
+        moves = rng.choice([0, 1, 2, 3, 4, 5, 5, 9], size=(fast.batch, fast.n_agents))
+        moves = moves.astype(rng.choice([np.uint8, np.int16, np.int32, np.int64]))
+        assert np.array_equal(fast.step(moves), ref.step(moves)), f"step {step}: ended"
+        for name in (*names, "illegal"):
+            assert np.array_equal(getattr(fast, name), getattr(ref, name)), f"step {step}: {name}"
+
+
+def test_the_backend_is_chosen_by_argument_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    duel = RezzoEngine.new({"map": "duel"})
+    assert BatchedRezzo([duel], backend="numpy").backend == "numpy"
+    assert BatchedRezzo([duel], backend=use("numba")).backend == "numba"
+    assert BatchedRezzo([duel]).backend == "numba"  # auto, where numba is installed
+    monkeypatch.setenv(batched.NO_NUMBA_VARIABLE, "1")
+    assert BatchedRezzo([duel]).backend == "numpy"
+    assert BatchedRezzo([duel], backend="numba").backend == "numba"  # asked for by name
+    with pytest.raises(ValueError, match="backend must be one of auto, numpy, numba, got 'fast'"):
+        BatchedRezzo([duel], backend="fast")
+
+
+def test_the_numba_backend_without_numba_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without numba, "auto" falls back to numpy and "numba" names the extra to install."""
+    import sys
+
+    batched._kernels.cache_clear()
+    monkeypatch.setitem(sys.modules, "numba", None)  # makes `import numba` raise ImportError
+    try:
+        duel = RezzoEngine.new({"map": "duel"})
+        assert BatchedRezzo([duel]).backend == "numpy"
+        with pytest.raises(ImportError, match=r"install the \[rl\] extra"):
+            BatchedRezzo([duel], backend="numba")
+    finally:
+        batched._kernels.cache_clear()
 
 
 def test_torus_and_mixed_shapes_are_refused() -> None:

@@ -3,17 +3,20 @@
 Gymnasium's `env_checker` checks single environments only, so this checks what its vector API
 promises: the spaces hold every observation and action, and autoreset happens as
 ``metadata["autoreset_mode"]`` (SAME_STEP) says, side by side with separate `RezzoEngine`s and the
-slow reference's viewports.
+slow reference's viewports, on both of `BatchedRezzo`'s backends (numpy and numba).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from rezzo_reference import reference_viewport
+from test_rezzo_batched import both_backends, use
 
+from cellarena.arena.cli import main
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell, Move
 from cellarena.server.games.rezzo.engine import RezzoEngine
 from cellarena.server.games.rezzo.vector_env import RezzoVectorEnv
@@ -62,12 +65,14 @@ def test_spaces_follow_the_vector_api() -> None:
     assert env.closed
 
 
+@both_backends
 @pytest.mark.parametrize("copy", [True, False])
-def test_autoreset_same_step_against_engines(copy: bool) -> None:
+def test_autoreset_same_step_against_engines(copy: bool, backend: str) -> None:
     """Duels capped at 12 ticks: truncation, final_obs and the reset world's first observation."""
     worlds, cap = 3, 12
     config = {"map": "duel", "max_ticks": cap}
-    env = RezzoVectorEnv(worlds, config, copy=copy)
+    env = RezzoVectorEnv(worlds, config, copy=copy, backend=use(backend))
+    assert env.worlds.backend == env.template.backend == backend
     obs, _ = env.reset(seed=0)
     engines = [RezzoEngine.new(config) for _ in range(worlds)]
     env.action_space.seed(0)
@@ -106,13 +111,14 @@ def test_autoreset_same_step_against_engines(copy: bool) -> None:
     assert endings == 3 * worlds
 
 
-def test_a_loss_terminates_and_rewards_the_winner() -> None:
+@both_backends
+def test_a_loss_terminates_and_rewards_the_winner(backend: str) -> None:
     """A world whose player 0 has a flag beside its own base: player 0 loses in the first step."""
     cells = np.zeros((5, 6), np.uint8)
     cells[0, 0], cells[0, 1] = Cell.BASE + 0, Cell.FLAG + 0
     cells[4, 1], cells[4, 4] = Cell.AGENT + 0, Cell.AGENT + 1
     start = RezzoEngine.from_board(cells, players=2, max_ticks=50)
-    env = RezzoVectorEnv(2, start=start)
+    env = RezzoVectorEnv(2, start=start, backend=use(backend))
     first, _ = env.reset()
     obs, rewards, terminations, truncations, infos = env.step(np.array([Move.LEFT, 0, 0, Move.HIT]))
     assert terminations.all() and not truncations.any()
@@ -153,3 +159,12 @@ def test_bench_env_times_both_backends_and_the_engines() -> None:
     assert min(vector, numpy_vector, engines) > 0
     assert row["ratio"] == pytest.approx(vector / engines)
     assert row["over_numpy"] == pytest.approx(vector / numpy_vector)
+
+
+def test_bench_env_says_when_numba_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CELLARENA_NO_NUMBA", "1")
+    out = CliRunner().invoke(main, ["bench", "env", "--batches", "1", "--seconds", "0.05"])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())  # as one line, however rich wrapped it
+    assert "Both vector columns ran on numpy: CELLARENA_NO_NUMBA=1 is set" in text
+    assert "(install the [rl] extra)" in text

@@ -1,10 +1,11 @@
 """`cellarena bench env` for Rezzo: agent-steps per second of the Rezzo vector environment against B engines.
 
-Both contenders do the same work per step for B duels: every live agent's viewport as a bot receives it,
-then one move per agent, the agent phase, the next transition and loss processing. The vector
-environment does it for all B worlds at once on `BatchedRezzo` (and resets ended worlds); the other
-contender loops over B separate `RezzoEngine`s (`pending()` then `apply()`), as a server or a naive
-trainer would. Both are timed in the same run, so the ratio holds on a noisy machine.
+All contenders do the same work per step for B duels: every live agent's viewport as a bot receives
+it, then one move per agent, the agent phase, the next transition and loss processing. The vector
+environment does it for all B worlds at once on `BatchedRezzo` (and resets ended worlds), twice: on
+the backend a user gets ("auto": numba where it is installed) and on the numpy one; the last contender
+loops over B separate `RezzoEngine`s (`pending()` then `apply()`), as a server or a naive trainer
+would. All are timed in the same run, so the ratios hold on a noisy machine.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import click
 import numpy as np
 
 from cellarena.server.bench.harness import STEADY_RATIO, calls_per_second, json_option, report, seconds_option
+from cellarena.server.games.rezzo.batched import NO_NUMBA_VARIABLE
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
 #: Goals from issue 20, checked at the largest batch.
@@ -28,12 +30,13 @@ BANK = 16  # distinct move arrays cycled through
 
 
 def _vector_step(
-    batch: int, config: dict[str, Any], rng: np.random.Generator
-) -> tuple[Callable[[], object], int]:
+    batch: int, config: dict[str, Any], rng: np.random.Generator, backend: str
+) -> tuple[Callable[[], object], int, str]:
+    """One step of a vector environment of ``batch`` worlds, its agents per world, and its backend."""
     from cellarena.server.games.rezzo.vector_env import RezzoVectorEnv
 
     # copy=False: a trainer copies the observations into its rollout buffer itself.
-    env = RezzoVectorEnv(batch, config, copy=False)
+    env = RezzoVectorEnv(batch, config, copy=False, backend=backend)
     env.reset()
     bank = [rng.choice(MOVE_MIX, size=env.num_envs) for _ in range(BANK)]
     state = {"i": 0}
@@ -42,7 +45,7 @@ def _vector_step(
         state["i"] = (state["i"] + 1) % BANK
         env.step(bank[state["i"]])
 
-    return step, env.n_agents
+    return step, env.n_agents, env.worlds.backend
 
 
 def _engines_step(batch: int, config: dict[str, Any], rng: np.random.Generator) -> Callable[[], object]:
@@ -68,21 +71,30 @@ def _engines_step(batch: int, config: dict[str, Any], rng: np.random.Generator) 
 def run(
     batches: Iterable[int] = (1, 64, 1024), budget_s: float = 1.0, map_name: str = "duel"
 ) -> dict[str, Any]:
-    """Measure every batch size; the dict is what `cellarena bench env --json` prints."""
+    """Measure every batch size; the dict is what `cellarena bench env --json` prints.
+
+    ``backend``: what "vector" ran on (numba, or numpy where numba is missing); "ratio" is vector over
+    the separate engines, "over_numpy" vector over the same environment on the numpy backend.
+    """
     config: dict[str, Any] = {"map": map_name, "max_ticks": 3000}
     rng = np.random.default_rng(0)
     out: dict[str, Any] = {"map": map_name, "batches": {}}
     for batch in batches:
-        vector, n_agents = _vector_step(batch, config, rng)
+        vector, n_agents, backend = _vector_step(batch, config, rng, "auto")
+        numpy_vector, _, _ = _vector_step(batch, config, rng, "numpy")
         engines = _engines_step(batch, config, rng)
         agent_steps = batch * n_agents
         vec = calls_per_second(vector, budget_s) * agent_steps
+        vec_numpy = calls_per_second(numpy_vector, budget_s) * agent_steps
         sep = calls_per_second(engines, budget_s) * agent_steps
+        out["backend"] = backend
         out["batches"][str(batch)] = {
             "agents": agent_steps,
             "vector_agent_steps_per_s": vec,
+            "numpy_agent_steps_per_s": vec_numpy,
             "engines_agent_steps_per_s": sep,
             "ratio": vec / sep,
+            "over_numpy": vec / vec_numpy,
         }
     return out
 
@@ -130,19 +142,38 @@ def command(batches: list[int], map_name: str, seconds: float, as_json: bool) ->
             largest["ratio"] >= GOAL_RATIO,
         ),
     ]
+    backend = result["backend"]
+    notes = [STEADY_RATIO]
+    if backend != "numba":
+        # "\\[": rich would take "[rl]" for markup.
+        notes.insert(
+            0,
+            f"Both vector columns ran on numpy: {NO_NUMBA_VARIABLE}=1 is set, or numba is not installed "
+            "(install the \\[rl] extra).",
+        )
     report(
-        f"Rezzo vector environment vs separate engines ({map_name}, viewports included)",
-        ("worlds", "agents", "vector /s", "engines /s", "ratio"),
+        f"Rezzo vector env on {backend} and on numpy vs separate engines ({map_name}, with viewports)",
+        (
+            "worlds",
+            "agents",
+            f"{backend} /s",
+            "numpy /s",
+            "engines /s",
+            "vs numpy",
+            "vs engines",
+        ),
         [
             (
                 b,
                 str(r["agents"]),
                 f"{r['vector_agent_steps_per_s']:,.0f}",
+                f"{r['numpy_agent_steps_per_s']:,.0f}",
                 f"{r['engines_agent_steps_per_s']:,.0f}",
+                f"{r['over_numpy']:.2f}x",
                 f"{r['ratio']:.1f}x",
             )
             for b, r in result["batches"].items()
         ],
         goals,
-        [STEADY_RATIO],
+        notes,
     )

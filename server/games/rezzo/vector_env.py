@@ -50,6 +50,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     ``copy``: return fresh arrays from `reset` and `step` (as Gymnasium's vector environments do by
     default); False returns the environment's own buffers, which the next call overwrites. ``start``:
     every episode's first state, instead of the config's map (e.g. `RezzoEngine.from_board`).
+    ``backend``: `BatchedRezzo`'s ("auto": numba where it is installed, else numpy; same results).
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}  # noqa: RUF012
@@ -61,13 +62,14 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         *,
         copy: bool = True,
         start: RezzoEngine | None = None,
+        backend: str = "auto",
     ) -> None:
         if worlds < 1:
             raise ValueError(f"a vector environment needs at least one world, got {worlds}")
         if start is None:
             start = RezzoEngine.new(dict(config or {}))
-        self.template = BatchedRezzo([start])
-        self.worlds = BatchedRezzo([start] * worlds)
+        self.template = BatchedRezzo([start], backend=backend)
+        self.worlds = BatchedRezzo([start] * worlds, backend=backend)
         self.batch, self.n_agents = worlds, self.worlds.n_agents
         self.players, self.agents_per_player = self.worlds.players, self.worlds.agents_per_player
         self.num_envs = worlds * self.n_agents

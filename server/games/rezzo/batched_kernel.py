@@ -1,0 +1,286 @@
+"""numba-compiled loops for `BatchedRezzo`'s step: the transition, the viewports and the agent phase.
+
+The numpy transition makes about 39 passes over every cell of the batch, one ufunc call each; at 1024
+duels that is most of a step. Compiled, it is three short passes per world (per-cell values, row sums,
+then the next code) within a scratch that stays in L1, in byte arithmetic that LLVM vectorises. The
+viewports likewise become one loop that reads each cell once, a viewport row at a time, and makes
+owners relative through a table as it writes. The agent phase, a vectorised move per resolution
+slot in numpy, becomes a plain loop over each world's agents in their order.
+
+numba is optional (the ``[rl]`` extra): `batched` imports this module only for the numba backend, and
+its numpy code stays the fallback and the reference. Each loop follows its numpy twin rule for rule,
+so the two agree bit for bit (tests/test_rezzo_batched.py runs both against the engine and the slow
+reference). Two details matter for speed: every operand is a uint8 (numba widens mixed integers to
+int64, which vectorises 8x narrower), and loops index from 0 upward (numba's wraparound check for a
+negative index stops vectorisation when LLVM cannot prove the index is not negative).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+
+from cellarena.sdk.games.rezzo import (
+    FORWARD,
+    MAX_DAMAGE,
+    RIGHTWARD,
+    VIEW_AGENT_COL,
+    VIEW_AGENT_ROW,
+    VIEW_SIZE,
+    Cell,
+    Facing,
+    Move,
+)
+
+_CONDUCTOR, _ELECTRON, _TAIL, _PHOTON = (
+    int(c) for c in (Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL, Cell.PHOTON)
+)
+_BLANK, _AGENT, _FLAG, _BASE = int(Cell.BLANK), int(Cell.AGENT), int(Cell.FLAG), int(Cell.BASE)
+_NOOP, _ADVANCE, _LEFT, _RIGHT, _BUILD, _HIT = (int(m) for m in Move)
+#: Per facing N, E, S, W: (dy, dx) of a step forward, and of a step to the right (along a viewport row).
+_FWD = np.array([[FORWARD[f][1], FORWARD[f][0]] for f in Facing], np.intp)
+_SIDE = np.array([[RIGHTWARD[f][1], RIGHTWARD[f][0]] for f in Facing], np.intp)
+
+
+def _transition(
+    codes: np.ndarray,
+    near: np.ndarray,
+    advancing: np.ndarray,
+    pw: int,
+    photon: np.ndarray,
+    loss_any: np.ndarray,
+    scratch: np.ndarray,
+) -> None:
+    """`BatchedRezzo._transition_chunk` for every world: the next codes of the advancing worlds of
+    ``codes`` (B, plane) in place, and their loss bits (judged on the old state) in ``loss_any``.
+    ``near``: `BatchedRezzo._near`; ``photon``: its photon table; ``scratch``: (5, plane rounded up
+    to a multiple of 8) zeros."""
+    u8 = np.uint8
+    plane = codes.shape[1]
+    n = plane - 2 * pw  # the inner cells: rows 1..ph-2, whose 3x3 blocks lie within the world
+    v, hs, hf, new = scratch[0], scratch[1, 1:], scratch[2, 1:], scratch[3, :n]
+    up, mid, down = scratch[1, :n], scratch[1, pw : pw + n], scratch[1, 2 * pw :]
+    f_up, f_mid, f_down = scratch[2, :n], scratch[2, pw : pw + n], scratch[2, 2 * pw :]
+    # Marks of the cells to resolve one by one, and the same as words (the row's tail stays 0).
+    mark, words = scratch[4], scratch[4].view(np.uint64)
+    for b in range(codes.shape[0]):
+        loss_any[b] = 0
+        if not advancing[b]:
+            continue
+        c, inner, nb = codes[b], codes[b, pw : pw + n], near[b, pw : pw + n]
+        # Electrons count 1 and tails 16, so one 3x3 sum counts both (at most 9 each); bit 7 marks a
+        # flag or geyser (codes 16..31), kept out of the sums.
+        for i in range(plane):
+            x = c[i]
+            v[i] = u8(
+                u8(x == u8(_ELECTRON)) + u8(16) * u8(x == u8(_TAIL)) + u8(128) * u8(u8(x - u8(16)) < u8(16))
+            )
+        # Row sums and ORs; hs[i] is the sum at cell i + 1. Row ends fall in the OOB border.
+        for i in range(plane - 2):
+            a0, a1, a2 = v[i], v[i + 1], v[i + 2]
+            hs[i] = u8((a0 & u8(127)) + (a1 & u8(127)) + (a2 & u8(127)))
+            hf[i] = u8((a0 | a1 | a2) >> u8(7))
+        for i in range(n):
+            s = u8(up[i] + mid[i] + down[i])
+            fm = u8(f_up[i] | f_mid[i] | f_down[i])
+            es = u8(s & u8(15))  # electron neighbours (the centre is no electron where it matters)
+            x = inner[i]
+            e = u8(x == u8(_ELECTRON))
+            flag = u8(x - u8(_FLAG))
+            is_flag = u8(flag < u8(8))
+            # conductor -> electron beside 1 or 2 electrons (+1); electron -> tail (+1), or photon (+2)
+            # beside a tail and a flag or geyser; tail -> conductor (-2); flag -> conductor beside an
+            # electron (minus code - 1).
+            y = u8(x + (u8(x == u8(_CONDUCTOR)) & u8(u8(es - u8(1)) < u8(2))) + e + (e & u8(s > u8(15)) & fm))
+            y = u8(y - u8(2) * u8(x == u8(_TAIL)))
+            new[i] = u8(y - (is_flag & u8(es != u8(0))) * u8(flag + u8(_FLAG - _CONDUCTOR)))
+            mark[i] = u8(x == u8(_PHOTON)) | (is_flag & u8(nb[i] != u8(0)))
+        rare = np.uint64(0)  # (an OR in the loop above would stop its vectorisation)
+        for w in range(words.shape[0]):
+            rare |= words[w]
+        if rare:
+            # Photons and flags beside a base, cell by cell: found 8 marks at a time.
+            for w in range(words.shape[0]):
+                if words[w] == 0:
+                    continue
+                for i in range(8 * w, 8 * w + 8):
+                    if not mark[i]:
+                        continue
+                    x = inner[i]
+                    if x == _PHOTON:
+                        bits = 0
+                        for dy in (0, pw, 2 * pw):
+                            for dx in (-1, 0, 1):
+                                a = c[i + dy + dx]  # inner cell i is c[i + pw]
+                                if _FLAG <= a < _BASE:
+                                    bits |= 1 << (a & 7)
+                        new[i] = photon[bits]
+                    elif (nb[i] >> (x & 7)) & 1:
+                        loss_any[b] |= u8(1 << (x & 7))
+        for i in range(n):
+            inner[i] = new[i]
+
+
+def _views(
+    codes: np.ndarray,
+    dmg: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    facing: np.ndarray,
+    worlds: np.ndarray,
+    fwd: np.ndarray,
+    right: np.ndarray,
+    height: int,
+    width: int,
+    relative: np.ndarray,
+    per_player: int,
+    out: np.ndarray,
+) -> None:
+    """Row j of ``out`` (len(worlds), N, 2, 169): the viewports of world ``worlds[j]`` as
+    `BatchedRezzo.views` gives them; ``relative[p]`` maps a code to what player p's bot sees.
+    Off the world: OOB, no damage (the state's corner cell)."""
+    pw = width + 2
+    for j in range(worlds.shape[0]):
+        b = worlds[j]
+        c, d = codes[b], dmg[b]
+        for a in range(x.shape[1]):
+            rel = relative[a // per_player]
+            ax, ay, f = x[b, a], y[b, a], facing[b, a]
+            fy, fx, ry, rx = fwd[f, 0], fwd[f, 1], right[f, 0], right[f, 1]
+            step = ry * pw + rx
+            oc, od = out[j, a, 0], out[j, a, 1]
+            for row in range(VIEW_SIZE):
+                ahead = VIEW_AGENT_ROW - row
+                y0, x0 = ay + ahead * fy - VIEW_AGENT_COL * ry, ax + ahead * fx - VIEW_AGENT_COL * rx
+                y1, x1 = y0 + (VIEW_SIZE - 1) * ry, x0 + (VIEW_SIZE - 1) * rx
+                o = row * VIEW_SIZE
+                if min(y0, y1) >= 0 and max(y0, y1) < height and min(x0, x1) >= 0 and max(x0, x1) < width:
+                    at = (y0 + 1) * pw + x0 + 1
+                    for k in range(VIEW_SIZE):  # the whole row lies in the world
+                        oc[o + k] = rel[c[at]]
+                        od[o + k] = d[at]
+                        at += step
+                    continue
+                for k in range(VIEW_SIZE):
+                    cy, cx = y0 + k * ry, x0 + k * rx
+                    at = (cy + 1) * pw + cx + 1 if 0 <= cy < height and 0 <= cx < width else 0
+                    oc[o + k] = rel[c[at]]
+                    od[o + k] = d[at]
+
+
+def _agent_phase(
+    codes: np.ndarray,
+    dmg: np.ndarray,
+    moves: np.ndarray,
+    running: np.ndarray,
+    agents: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    tick: np.ndarray,
+    shape: tuple[int, int, int],
+    hittable: np.ndarray,
+    illegal: np.ndarray,
+) -> None:
+    """`BatchedRezzo._agent_phase`: each running world's agents move in resolution order (slot k of
+    every player, the player whose turn it is first). ``agents``: (x, y, facing, alive) (B, N);
+    ``shape``: (players, agents per player, pw); ``hittable``: the 256 codes' table."""
+    x, y, facing, alive = agents
+    players, per_player, pw = shape
+    for b in range(codes.shape[0]):
+        if not running[b]:
+            continue
+        c, d = codes[b], dmg[b]
+        first = tick[b] % players
+        for k in range(per_player):
+            for i in range(players):
+                player = (first + i) % players
+                a = player * per_player + k
+                m = moves[b, a]
+                if not alive[b, a] or m == _NOOP:
+                    continue
+                f = facing[b, a]
+                if m == _LEFT:
+                    f = (f + 3) % 4
+                elif m == _RIGHT:
+                    f = (f + 1) % 4
+                facing[b, a] = f
+                fy, fx = _FWD[f, 0], _FWD[f, 1]
+                here = (y[b, a] + 1) * pw + x[b, a] + 1
+                front = here + fy * pw + fx
+                target = c[front]
+                if m in (_ADVANCE, _BUILD):
+                    if target != _BLANK:
+                        illegal[b, player] += 1
+                        continue
+                    c[front] = _AGENT + player
+                    c[here] = _CONDUCTOR if m == _BUILD else _BLANK
+                    d[here] = 0
+                    x[b, a] += fx
+                    y[b, a] += fy
+                elif m == _HIT:
+                    if not hittable[target]:
+                        illegal[b, player] += 1
+                    elif d[front] >= MAX_DAMAGE:
+                        c[front] = _BLANK
+                        d[front] = 0
+                    else:
+                        d[front] += 1
+
+
+def _compile(numba: Any, function: Any) -> Any:
+    """``function`` compiled on first call, cached on disk if numba finds a writable cache directory."""
+    try:
+        return numba.njit(cache=True)(function)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return numba.njit(function)
+
+
+class Kernels:
+    """The compiled loops, typed. Constructing it imports numba (ImportError without it); each loop
+    compiles, or loads from numba's cache, on its first call."""
+
+    def __init__(self) -> None:
+        numba = importlib.import_module("numba")
+        self._transition = _compile(numba, _transition)
+        self._views = _compile(numba, _views)
+        self._agent_phase = _compile(numba, _agent_phase)
+
+    def agent_phase(
+        self,
+        state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        moves: np.ndarray,
+        running: np.ndarray,
+        shape: tuple[int, int, int],
+        hittable: np.ndarray,
+        illegal: np.ndarray,
+    ) -> None:
+        """``state``: codes, damage, x, y, facing, alive, tick; ``moves``: (B, N) int64."""
+        codes, dmg, x, y, facing, alive, tick = state
+        self._agent_phase(codes, dmg, moves, running, (x, y, facing, alive), tick, shape, hittable, illegal)
+
+    def transition(
+        self,
+        codes: np.ndarray,
+        near: np.ndarray,
+        advancing: np.ndarray,
+        pw: int,
+        photon: np.ndarray,
+        loss_any: np.ndarray,
+        scratch: np.ndarray,
+    ) -> None:
+        self._transition(codes, near, advancing, pw, photon, loss_any, scratch)
+
+    def views(
+        self,
+        state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        worlds: np.ndarray,
+        size: tuple[int, int],
+        relative: np.ndarray,
+        per_player: int,
+        out: np.ndarray,
+    ) -> None:
+        """``state``: codes, damage, x, y, facing as `BatchedRezzo` holds them; ``size``: (H, W)."""
+        codes, dmg, x, y, facing = state
+        self._views(
+            codes, dmg, x, y, facing, worlds, _FWD, _SIDE, size[0], size[1], relative, per_player, out
+        )
