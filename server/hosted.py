@@ -28,6 +28,7 @@ from typing import Any
 
 import trio
 
+from cellarena.sdk.protocol import BAD_HELLO, SEAT_TAKEN
 from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine
 from cellarena.server.lobby import Lobby, LobbyConfig
@@ -126,16 +127,15 @@ class HostedSeating(ReservedSeating):
 
     def _in_play(self, seat: int) -> bool:
         """Seat ``seat`` is in the match under way and has not forfeited: its bot may take it back."""
-        for match in self.lobby.running:
-            return match.seats[seat].forfeit_tick is None and not match.over
-        return False
+        running = self.lobby.running  # the one match, once started and until it ends
+        return bool(running) and running[0].seats[seat].forfeit_tick is None and not running[0].over
 
     def check(self, conn: Connection, hello: dict[str, Any]) -> tuple[str, str] | None:
         seat = self._seat_of(hello.get("token"))
         if seat is None:
-            return "bad_hello", "this match host seats only the bots its ladder sent here: send their token"
+            return BAD_HELLO, "this match host seats only the bots its ladder sent here: send their token"
         if seat in self._played and not self._in_play(seat):
-            return "seat_taken", "that token's seat has forfeited or its match is over"
+            return SEAT_TAKEN, "that token's seat has forfeited or its match is over"
         return None
 
     def refused(self, conn: Connection, hello: dict[str, Any], code: str, message: str) -> None:
@@ -191,9 +191,6 @@ async def _host(job: HostedMatch, publish: Callable[[str, int], None], host: str
         def recorder(_number: int, engine: Engine, names: list[str], seed: int) -> Recorder:
             return ReplayWriter(replay, engine, seed=seed, names=names)
 
-        def ended(outcome: MatchOutcome) -> None:
-            outcomes.append(outcome)
-
         lobby = Lobby(
             LobbyConfig(
                 job.game,
@@ -204,7 +201,7 @@ async def _host(job: HostedMatch, publish: Callable[[str, int], None], host: str
                 matches=1,
                 seed=job.seed,
                 recorder=recorder,
-                on_result=ended,
+                on_result=outcomes.append,
                 tls=tls,
             ),
             seating,
@@ -230,9 +227,8 @@ async def _host(job: HostedMatch, publish: Callable[[str, int], None], host: str
 
 
 def _bind_address(host: str) -> str:
-    """Listen on ``host`` itself when it is an address of this machine's, else on every interface."""
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
+    """Where to listen for bots sent to ``host``: on loopback for a loopback address (nothing else
+    may reach it), else on every interface, as a public address may reach this machine through NAT."""
+    if not is_loopback(host):
         return "0.0.0.0"
-    return str(ip)
+    return "127.0.0.1" if host == "localhost" else str(ipaddress.ip_address(host))
