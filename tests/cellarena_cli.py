@@ -4,6 +4,7 @@ errors)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,23 @@ from cellarena.arena.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 #: `cellarena` run by the interpreter running the tests, so no venv's bin/ need be on PATH.
 CLI = [sys.executable, "-c", "from cellarena.arena.cli import main; main()"]
+
+
+def project_copy(dest: Path) -> Path:
+    """A copy of the project as a clean clone of this change holds it (tracked files, plus new ones
+    git does not ignore) in ``dest``, to build a wheel or a plain install from; ``dest``."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for rel in out.splitlines():
+        if (ROOT / rel).is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, dest / rel)
+    return dest
 
 
 def cellarena(*args: str, timeout: float = 120, **kw: Any) -> subprocess.CompletedProcess[str]:

@@ -5,34 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import venv
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _project_files() -> list[str]:
-    """Tracked files plus new ones git does not ignore: what a clean clone of this change holds."""
-    out = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [f for f in out.splitlines() if (ROOT / f).is_file()]
+from cellarena_cli import project_copy
 
 
 @pytest.mark.slow
 def test_plain_install_into_fresh_venv(tmp_path: Path) -> None:
-    src = tmp_path / "src"
-    for rel in _project_files():
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, src / rel)
+    src = project_copy(tmp_path / "src")
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     bindir = env_dir / ("Scripts" if os.name == "nt" else "bin")

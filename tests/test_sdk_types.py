@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import typecheck
+from cellarena_cli import project_copy
 from typecheck import MypyError
 
 from cellarena import sdk
@@ -125,18 +126,6 @@ def test_the_same_bots_unbroken_pass_the_check_outside_the_checkout(bot: str, tm
     assert typecheck.check_scripts([script]) == []
 
 
-def _project_files() -> list[str]:
-    """Tracked files plus new ones git does not ignore: what a clean clone of this change holds."""
-    out = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [f for f in out.splitlines() if (ROOT / f).is_file()]
-
-
 WRONG_BOT = """\
 from cellarena.sdk.games.cata import CataBot, View
 
@@ -152,10 +141,7 @@ def test_the_wheel_ships_py_typed_and_mypy_reads_the_installed_sdk(tmp_path: Pat
     """PEP 561: without ``py.typed`` in the installed package, mypy calls ``cellarena.sdk`` untyped
     (import-untyped) and checks no bot against it. An editable install would hide a wheel that left
     the file out, so this builds the wheel from a copy and installs it in a fresh venv."""
-    src = tmp_path / "src"
-    for rel in _project_files():
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, src / rel)
+    src = project_copy(tmp_path / "src")
     wheels = tmp_path / "wheels"
     pip = [sys.executable, "-m", "pip"]
     subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)], check=True, timeout=600)
