@@ -24,7 +24,6 @@ connection, so one bug does not forfeit a whole match. That tick's answer is sen
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import signal
 import ssl
@@ -38,7 +37,15 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from cellarena.sdk import protocol
-from cellarena.sdk.client import Client, ClientError, ServerError, TLSError, connect, tls_context
+from cellarena.sdk.client import (
+    Client,
+    ClientError,
+    ServerError,
+    TLSError,
+    connect,
+    is_loopback,
+    tls_context,
+)
 from cellarena.sdk.games import DEFAULT_GAME, MovesError, adapter, parse_settings
 from cellarena.sdk.protocol import ProtocolError
 from cellarena.sdk.reconnect import Backoff
@@ -343,13 +350,6 @@ _FIX = {
 }
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 def _env(name: str) -> str | None:
     value = os.environ.get(name, "").strip()
     return value or None
@@ -581,7 +581,7 @@ class _Series:
         self.log(f"playing this match at {host}:{port}", always=False)
         if target["tls"]:
             tls = self.args.tls if self.args.tls is not None else tls_context(self.args.tls_ca)
-        elif self.args.tls is not None and not _is_loopback(host):
+        elif self.args.tls is not None and not is_loopback(host):
             return self.give_up(
                 f"the ladder sent this bot to {host}:{port} without TLS, which would send its seat "
                 "token in clear; not going (tell the ladder's host)"

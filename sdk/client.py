@@ -18,6 +18,7 @@ write your own loop.
 
 from __future__ import annotations
 
+import ipaddress
 import select
 import socket
 import ssl
@@ -227,6 +228,15 @@ class Client:
         self, _type: type[BaseException] | None, _exc: BaseException | None, _tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine (a loopback address, or ``localhost``): the one place a
+    token may go over plain TCP."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def tls_context(ca_file: str | None = None) -> ssl.SSLContext:

@@ -28,6 +28,7 @@ from typing import Any
 
 import trio
 
+from cellarena.sdk.client import is_loopback
 from cellarena.sdk.protocol import BAD_HELLO, SEAT_TAKEN
 from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine
@@ -45,13 +46,6 @@ DEFAULT_CONNECT_TIMEOUT = 15.0
 def token_digest(token: str) -> str:
     """What a hosted match knows of a seat token: its SHA-256, in hex."""
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 class HostingError(RuntimeError):

@@ -348,8 +348,9 @@ def _serve_command(game: str) -> click.Command:
     ) -> None:
         import gc
 
-        from cellarena.arena.ladder.seating import LadderRules, is_loopback
+        from cellarena.arena.ladder.seating import LadderRules
         from cellarena.arena.ladder.service import LadderConfig, build, run_ladder
+        from cellarena.sdk.client import is_loopback
         from cellarena.server.match import TickSettings
 
         where = click.get_current_context().find_object(_Where)

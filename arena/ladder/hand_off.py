@@ -28,7 +28,8 @@ from typing import Any
 import trio
 
 from cellarena.arena.cluster import ClusterError, ClusterSpec, open_cluster
-from cellarena.server.hosted import HostedMatch, HostedResult, host_match, is_loopback
+from cellarena.sdk.client import is_loopback
+from cellarena.server.hosted import HostedMatch, HostedResult, host_match
 
 log = logging.getLogger("cellarena.ladder")
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import ipaddress
 import logging
 import math
 import secrets
@@ -42,6 +41,7 @@ from cellarena.arena.ladder.stats import LadderStats
 from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.arena.ratings import Rating, initial
 from cellarena.sdk import protocol
+from cellarena.sdk.client import is_loopback
 from cellarena.server.connection import Connection
 from cellarena.server.hosted import HostedMatch, token_digest
 from cellarena.server.match import Match, MatchOutcome
@@ -124,13 +124,6 @@ class _BotState:
 def peer_host(conn: Connection) -> str:
     """The address part of a connection's ``host:port`` (IPv6 addresses keep their colons)."""
     return conn.peer.rsplit(":", 1)[0]
-
-
-def is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class LadderSeating(Seating):
