@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pettingzoo.test import api_test, render_test
-from rich.text import Text
+from env_checks import assert_render_is_the_watch_picture, assert_rewards_follow_the_result
+from pettingzoo.test import api_test
 
 from cellarena.server.games.cloth.engine import ClothEngine
 from cellarena.server.games.cloth.env import ClothAECEnv
@@ -21,11 +21,9 @@ def test_api() -> None:
 
 
 def test_render_shows_the_watch_picture() -> None:
-    render_test(lambda render_mode=None: ClothAECEnv(SMALL, render_mode=render_mode))
-    env = ClothAECEnv(SMALL, render_mode="ansi")
-    env.reset(seed=1)
-    picture = env.render()
-    assert isinstance(picture, str) and Text.from_ansi(picture).plain == render(env.engine).plain
+    assert_render_is_the_watch_picture(
+        lambda render_mode=None: ClothAECEnv(SMALL, render_mode=render_mode), render
+    )
 
 
 def test_a_match_plays_as_the_engine_and_rewards_the_winner() -> None:
@@ -59,10 +57,7 @@ def test_a_match_plays_as_the_engine_and_rewards_the_winner() -> None:
         result = twin.result()
         assert result is not None and twin.state_hash() == env.engine.state_hash()
         assert 1 < max(sizes) <= 10  # max_units
-        if result.winner is None:
-            assert set(totals.values()) == {0.0}
-        else:
-            assert totals[f"player_{result.winner}"] == 1.0 and totals[f"player_{1 - result.winner}"] == -1.0
+        assert_rewards_follow_the_result(result, totals)
 
 
 def test_a_batch_the_mask_allows_is_placed_whole() -> None:

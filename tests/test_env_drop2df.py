@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import numpy as np
-from pettingzoo.test import api_test, render_test
-from rich.text import Text
+from env_checks import assert_render_is_the_watch_picture
+from pettingzoo.test import api_test
 
 from cellarena.sdk.games.drop2df import ActionCodes, View, play_ops
 from cellarena.sdk.protocol.messages import tick
@@ -20,11 +20,9 @@ def test_api() -> None:
 
 
 def test_render_shows_the_watch_picture() -> None:
-    render_test(lambda render_mode=None: Drop2dfAECEnv({"turns": 12}, render_mode=render_mode))
-    env = Drop2dfAECEnv({"turns": 12}, render_mode="ansi")
-    env.reset(seed=1)
-    picture = env.render()
-    assert isinstance(picture, str) and Text.from_ansi(picture).plain == render(env.engine).plain
+    assert_render_is_the_watch_picture(
+        lambda render_mode=None: Drop2dfAECEnv({"turns": 12}, render_mode=render_mode), render
+    )
 
 
 def test_rewards_add_up_to_the_engines_scores() -> None:
