@@ -167,10 +167,10 @@ class LadderSeating(Seating):
         self.replay_dir = replay_dir
         #: Matches under way on the cluster: ladder id -> bots by seat.
         self.remote: dict[int, tuple[BotRecord, ...]] = {}
-        self._follows: set[Connection] = set()  # connections whose hello accepts redirect
         self._nursery: trio.Nursery | None = None
         self._room = WaitingRoom(on_leave=self._left)
-        self._pending: dict[Connection, str] = {}  # token checks under way
+        #: Token checks under way: each connection, and whether its hello accepts a redirect.
+        self._pending: dict[Connection, bool] = {}
         self._failures: dict[str, _Failures] = {}
         #: Each bot's current rating, as the store had it after the last result.
         self.ratings: dict[str, Rating] = {}
@@ -219,9 +219,7 @@ class LadderSeating(Seating):
     def admit(self, conn: Connection, hello: dict[str, Any]) -> None:
         """Hold the connection while its token is checked (in `run`'s task)."""
         if self._room.add(conn):
-            if "redirect" in hello.get("accepts", ()):
-                self._follows.add(conn)
-            self._pending[conn] = hello["token"]
+            self._pending[conn] = "redirect" in hello.get("accepts", ())
             self._checks[0].send_nowait((conn, hello["token"]))
 
     def waiting(self) -> list[Connection]:
@@ -229,7 +227,6 @@ class LadderSeating(Seating):
 
     def _left(self, conn: Connection) -> None:
         self._pending.pop(conn, None)
-        self._follows.discard(conn)
         for name, queued in list(self.queue.items()):
             if queued.conn is conn:
                 del self.queue[name]
@@ -243,11 +240,12 @@ class LadderSeating(Seating):
                 self._pending.pop(conn, None)
                 conn.fail(protocol.SHUTDOWN, "the ladder cannot read its database now; come back later")
                 continue
-            if self._pending.pop(conn, None) is None or conn.closed:
+            follows_redirect = self._pending.pop(conn, None)
+            if follows_redirect is None or conn.closed:
                 continue  # gone meanwhile
-            self._identified(conn, bot)
+            self._identified(conn, bot, follows_redirect)
 
-    def _identified(self, conn: Connection, bot: BotRecord | None) -> None:
+    def _identified(self, conn: Connection, bot: BotRecord | None, follows_redirect: bool = False) -> None:
         host = peer_host(conn)
         if bot is None or not bot.active:
             self._failed_token(host)
@@ -277,7 +275,7 @@ class LadderSeating(Seating):
                 f"{bot.name} is playing {playing} match(es), its limit; come back when one ends",
             )
             return
-        self.queue[bot.name] = _Queued(conn, bot, trio.current_time(), conn in self._follows)
+        self.queue[bot.name] = _Queued(conn, bot, trio.current_time(), follows_redirect)
         log.info("%s (%s) joins the queue (%d waiting)", bot.name, conn.peer, len(self.queue))
 
     def _failed_token(self, host: str) -> None:
