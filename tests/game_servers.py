@@ -4,8 +4,10 @@ would fill up and stall a bot that plays for long), and the port a server prints
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -122,3 +124,29 @@ def wait_for(predicate: Callable[[], bool], what: str, timeout: float) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(0.1)
+
+
+JS_BOT = ROOT / "example_bots" / "rezzo" / "js_random"
+
+
+def js_bot_folder() -> Path:
+    """The JavaScript example bot's folder with its pinned dependencies installed: `npm ci` when they
+    are missing or stale, so that no test depends on another having run first (a clean clone has no
+    node_modules)."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        raise AssertionError("the JavaScript example bot needs node and npm (apt-get install nodejs npm)")
+    wanted = json.loads((JS_BOT / "package.json").read_text())["dependencies"]
+    installed = JS_BOT / "node_modules"
+
+    def up_to_date() -> bool:
+        for name, version in wanted.items():
+            meta = installed / name / "package.json"
+            if not meta.is_file() or json.loads(meta.read_text()).get("version") != version:
+                return False
+        return True
+
+    if not up_to_date():
+        npm_ci = ["npm", "ci", "--no-audit", "--no-fund"]
+        subprocess.run(npm_ci, cwd=JS_BOT, check=True, capture_output=True, timeout=300)
+        assert up_to_date(), "npm ci did not install the pinned dependencies"
+    return JS_BOT

@@ -7,7 +7,6 @@ that the documentation is enough to write a client in another language. The fake
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -22,7 +21,7 @@ from typing import Any
 import pytest
 import trio
 from fake_server import IO_TIMEOUT, Conn, FakeServer, Session
-from game_servers import Process, add_ladder_bot, ladder_serve, serve, start, wait_for
+from game_servers import Process, add_ladder_bot, js_bot_folder, ladder_serve, serve, start, wait_for
 from scripted_server import ScriptedServer, match, refuse
 from tls_proxy import TLSProxy, certificates
 
@@ -45,27 +44,8 @@ ERROR_TEXT = "field 'moves' must be an array (test)"
 # ------------------------------------------------------------------ npm install, once per module
 @pytest.fixture(scope="module")
 def bot_dir() -> Path:
-    """The bot's folder with its dependencies installed (`npm ci` only when they are missing or stale)."""
-    wanted = json.loads((BOT_DIR / "package.json").read_text())["dependencies"]
-    installed = BOT_DIR / "node_modules"
-
-    def up_to_date() -> bool:
-        for name, version in wanted.items():
-            meta = installed / name / "package.json"
-            if not meta.is_file() or json.loads(meta.read_text()).get("version") != version:
-                return False
-        return True
-
-    if not up_to_date():
-        subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"],
-            cwd=BOT_DIR,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-        assert up_to_date(), "npm ci did not install the pinned dependencies"
-    return BOT_DIR
+    """The bot's folder with its dependencies installed."""
+    return js_bot_folder()
 
 
 # ------------------------------------------------------------------ messages and the match script

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 import trio
-from cellarena_cli import ROOT, cellarena
+from cellarena_cli import cellarena
 from certificates import pem_files
-from game_servers import PACING, Process, add_ladder_bot, ladder_serve, start
+from game_servers import PACING, Process, add_ladder_bot, js_bot_folder, ladder_serve, start
 from wire_client import Client
 
 from cellarena.arena.cluster import ClusterSpec
@@ -335,7 +335,7 @@ def example_bot(language: str, name: str, port: int, token: Path, flags: list[st
         return start([*script, "--port", str(port), "--name", name, "--matches", "2", *flags], folder, name)
     command = ["node", "bot.js", "--port", str(port), "--name", name, "--matches", "2", *flags]
     env = {"CELLARENA_TOKEN": token.read_text().strip()}
-    return start(command, folder, name, cwd=ROOT / "example_bots" / "rezzo" / "js_random", env=env)
+    return start(command, folder, name, cwd=js_bot_folder(), env=env)
 
 
 @pytest.mark.parametrize(

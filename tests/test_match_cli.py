@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 import trio
-from bot_files import EXAMPLE_BOTS, RAW_BOT, RAW_BOT_FILE
+from bot_files import RAW_BOT, RAW_BOT_FILE
 from bot_processes import BotPids
 from cellarena_cli import ROOT, cellarena, start_cellarena
+from game_servers import js_bot_folder
 
 from cellarena.server.cli.match import SEAT_FAILED
 from cellarena.server.launcher import BotSpec, play_match
@@ -305,11 +306,7 @@ def test_budget_is_counted_from_the_send_with_5ms_tolerance(
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_javascript_bot_plays_through_cellarena_match(tmp_path: Path) -> None:
-    folder = EXAMPLE_BOTS / "rezzo" / "js_random"
-    if not (folder / "node_modules").exists():
-        subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"], cwd=folder, check=True, capture_output=True, timeout=300
-        )
+    folder = js_bot_folder()
     proc = cellarena(
         "match",
         "rezzo",
