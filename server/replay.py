@@ -12,13 +12,14 @@ the header's config and seed, fed each tick's recorded moves, and must reproduce
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import operator
 import os
 import struct
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any, Self
@@ -90,6 +91,13 @@ class Replay:
         versions were recorded)."""
         rules: int = self.header.get("rules", 1)
         return rules
+
+    @property
+    def hashes(self) -> int:
+        """The scheme of the file's state hashes (an engine's `HASH_VERSION`; 1 in files from before
+        schemes were recorded)."""
+        hashes: int = self.header.get("hashes", 1)
+        return hashes
 
     @property
     def start_tick(self) -> int:
@@ -283,6 +291,9 @@ def _check_header(path: str, record: dict[Any, Any]) -> dict[str, Any]:
     rules = c.get("rules", "int", optional=True)
     if rules is not None and rules < 1:
         raise c.fail(f"field 'rules' must be 1 or more, got {rules}")
+    hashes = c.get("hashes", "int", optional=True)
+    if hashes is not None and hashes < 1:
+        raise c.fail(f"field 'hashes' must be 1 or more, got {hashes}")
     return record
 
 
@@ -449,6 +460,7 @@ class ReplayWriter:
             "start_tick": engine.tick,
             "start_hash": engine.state_hash(),
             "rules": rules_version(type(engine)),
+            "hashes": hash_version(type(engine)),
             "cellarena": _package_version(),
             "protocol": PROTOCOL_VERSION,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -600,6 +612,27 @@ class VerifyReport:
         return f"ok: {self.ticks_verified} ticks verified"
 
 
+def hash_version(engine_class: type[Engine]) -> int:
+    """The scheme of a game's `state_hash`: an engine that changed how it hashes says so in
+    ``HASH_VERSION`` and computes older schemes with ``state_hash_of(version)``; 1 if it never did."""
+    version: int = getattr(engine_class, "HASH_VERSION", 1)
+    return version
+
+
+def _hasher(engine: Engine, replay: Replay) -> Callable[[], str]:
+    """The state hash in the scheme the file was written in (older files verify as they were)."""
+    if replay.hashes == hash_version(type(engine)):
+        return engine.state_hash
+    state_hash_of = getattr(engine, "state_hash_of", None)
+    if state_hash_of is None or replay.hashes > hash_version(type(engine)):
+        raise ReplayError(
+            f"{replay.path}: its state hashes are in {replay.game} hash scheme {replay.hashes}, which "
+            f"this cellarena cannot compute (it knows up to {hash_version(type(engine))}); "
+            "verify it with the cellarena that wrote it"
+        )
+    return functools.partial(state_hash_of, replay.hashes)
+
+
 def rules_version(engine_class: type[Engine]) -> int:
     """The version of a game's rules: an engine whose rules changed since replays were recorded
     says so in ``RULES_VERSION`` (and what changed in ``RULES_CHANGES``); 1 if it never did."""
@@ -640,9 +673,10 @@ def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | Non
     Returns the engine, how many tick records were applied and the first mismatch (where it stopped).
     """
     engine = _rebuild(replay)
+    state_hash = _hasher(engine, replay)
     if engine.tick != replay.start_tick:
         return engine, 0, Mismatch(replay.start_tick, "starting tick", replay.start_tick, engine.tick)
-    if (got := engine.state_hash()) != replay.header["start_hash"]:
+    if (got := state_hash()) != replay.header["start_hash"]:
         return engine, 0, Mismatch(replay.start_tick, "starting state hash", replay.header["start_hash"], got)
     done = 0
     for rec in replay.ticks:
@@ -665,7 +699,7 @@ def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | Non
                 done,
                 Mismatch(rec.tick, "apply", "the moves to apply", f"{type(exc).__name__}: {exc}"),
             )
-        got = engine.state_hash()
+        got = state_hash()
         if got != rec.hash:
             return engine, done, Mismatch(rec.tick, "state hash", rec.hash, got)
         done += 1

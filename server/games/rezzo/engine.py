@@ -45,6 +45,10 @@ _NOOP, _ADVANCE, _LEFT, _RIGHT, _BUILD = (
 )
 
 
+#: `RezzoEngine.state_hash`'s scheme: 2 hashes public codes (1, before 2026-11, hashed bit planes).
+HASH_VERSION = 2
+
+
 @dataclass(frozen=True)
 class RezzoConfig(GameConfig):
     """Options of a Rezzo match; `docs/games/rezzo.md` explains each."""
@@ -77,6 +81,8 @@ class RezzoEngine:
     """One Rezzo match. See the module docstring for the tick order."""
 
     name: ClassVar[str] = "rezzo"
+    #: The scheme of `state_hash` (replays record it, and verify older files in theirs).
+    HASH_VERSION: ClassVar[int] = HASH_VERSION
     default_tick_rate: ClassVar[float] = 15.0
     default_budget_ms: ClassVar[float | None] = None
 
@@ -518,11 +524,26 @@ class RezzoEngine:
         }
 
     def state_hash(self) -> str:
-        """BLAKE2b over every plane, the damage, the agents and the tick."""
+        """The state's digest in this cellarena's scheme (`HASH_VERSION`): see `state_hash_of`."""
+        return self.state_hash_of(HASH_VERSION)
+
+    def state_hash_of(self, version: int) -> str:
+        """BLAKE2b over the complete state in hash scheme ``version``.
+
+        2 (now): the public codes and damage of every cell, the agents, the tick and the players
+        still in, i.e. what `frame` holds. A world stepped in a batch (`batched.BatchedRezzo`) holds
+        exactly these, so the server's batched matches hash the same as this engine without
+        converting their state. 1 (files from before): the bit planes of `ca.BitWorld`.
+        """
         h = hashlib.blake2b(digest_size=16)
         h.update(np.array([self.tick, self.width, self.height, self.players], "<i8").tobytes())
-        h.update(self.world.dyn.tobytes())
-        h.update(self.world.static.tobytes())
+        if version == 1:
+            h.update(self.world.dyn.tobytes())
+            h.update(self.world.static.tobytes())
+        elif version == HASH_VERSION:
+            h.update(self.world.codes_view().tobytes())
+        else:
+            raise ValueError(f"Rezzo state hash scheme {version} is unknown (this cellarena knows 1 and 2)")
         h.update(self._damage.tobytes())
         h.update(
             np.array(
