@@ -116,3 +116,39 @@ class Engine(Protocol):
     def state_hash(self) -> str:
         """A hex digest of the complete state; equal states give equal hashes across runs and machines."""
         ...
+
+
+class BatchedEngine(Engine, Protocol):
+    """A match's engine whose world lives in an `EngineBatch`: `apply` is split so that one step of
+    the batch resolves the actions of every world in it."""
+
+    def stage(self, actions: Mapping[int, Any]) -> Events:
+        """Take this decision point's actions (as `apply` would) for the batch's next `step`. The
+        events returned are complete only after that step (illegal moves are found in it)."""
+        ...
+
+
+class EngineBatch(Protocol):
+    """Same-shape worlds of one game, stepped as one array operation (the per-call cost of numpy is
+    paid once for all of them). A game offers batches through two optional engine methods:
+    ``batch_key() -> Hashable | None`` (engines with equal keys fit one batch; None: this one fits
+    none) and ``new_batch(capacity) -> EngineBatch``. The match server batches the matches of one
+    phase slot (`ticking.FixedRateDriver`)."""
+
+    @property
+    def room(self) -> int:
+        """How many more worlds the batch can take."""
+        ...
+
+    def join(self, engine: Engine) -> BatchedEngine | None:
+        """Move ``engine``'s world into the batch: the engine to use from now on (a view of the world
+        in the batch, equal in every answer), or None if this world cannot be batched."""
+        ...
+
+    def leave(self, engine: BatchedEngine) -> None:
+        """Free ``engine``'s place; it keeps answering with its last state (a match ends with it)."""
+        ...
+
+    def step(self) -> None:
+        """Apply the actions staged in every world since the last step, and advance those worlds."""
+        ...

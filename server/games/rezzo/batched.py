@@ -445,12 +445,13 @@ class BatchedRezzo:
         np.add(codes, o, out=codes)
 
     # ----------------------------------------------------------------- the step
-    def step(self, moves: np.ndarray) -> np.ndarray:
+    def step(self, moves: np.ndarray, worlds: np.ndarray | None = None) -> np.ndarray:
         """Every running world's agent phase with ``moves`` (B, N), then its next transition and losses.
 
+        ``worlds``: a (B,) mask of the worlds to step (default: all); the others stay as they are.
         Move codes that are not moves are no-ops. Returns the (B,) mask of worlds that ended in this call.
         """
-        running = ~self.done
+        running = ~self.done if worlds is None else worlds & ~self.done
         moves = np.asarray(moves)
         if self.backend == "numba" and moves.dtype.kind in "iu":
             # Any integer codes as int64 (one compiled loop; out-of-range codes stay no move).

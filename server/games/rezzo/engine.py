@@ -28,7 +28,7 @@ from cellarena.sdk.games.rezzo import (
     Move,
 )
 from cellarena.sdk.protocol import is_int
-from cellarena.server.games.base import ConfigError, Events, Result
+from cellarena.server.games.base import ConfigError, EngineBatch, Events, Result
 from cellarena.server.games.config import GameConfig, option
 from cellarena.server.games.rezzo.ca import BitWorld
 from cellarena.server.games.rezzo.maps import parse_map, read_map
@@ -43,6 +43,46 @@ MOVE_CODES = frozenset(int(m) for m in Move)
 _NOOP, _ADVANCE, _LEFT, _RIGHT, _BUILD = (
     int(m) for m in (Move.NOOP, Move.ADVANCE, Move.LEFT, Move.RIGHT, Move.BUILD)
 )
+
+
+def decode_moves(request: Mapping[str, Any], answer: Any) -> dict[int, Any] | None:
+    """One move per agent the request listed, in its order, as {agent index: move}.
+
+    A list of the wrong length is malformed as a whole: the agents it would pair up are unknown.
+    A bad code for one agent is left for `parse_moves` to count, so the others still move.
+    """
+    agents = request["agents"]
+    if not isinstance(answer, list) or len(answer) != len(agents):
+        return None
+    return dict(zip(agents, answer, strict=True))
+
+
+def parse_moves(seat: int, raw: Any, events: Events, agents_per_player: int) -> dict[int, int]:
+    """A seat's moves other than no-ops as {agent index: move code}; anything unreadable counts as
+    malformed in ``events``."""
+    if raw is None:
+        return {}
+    if isinstance(raw, Mapping):
+        items: Any = raw.items()
+    elif isinstance(raw, (list, tuple)):
+        items = enumerate(raw)
+    else:
+        events.count(events.malformed, seat)
+        return {}
+    moves: dict[int, int] = {}
+    n = agents_per_player
+    for k, m in items:
+        # type() first, inline: wire values are plain ints, and this runs per agent per tick.
+        ok_k = (type(k) is int or is_int(k)) and 0 <= k < n
+        ok_m = (type(m) is int or is_int(m)) and m in MOVE_CODES
+        if ok_k and ok_m:
+            if m != _NOOP:
+                moves[k] = int(m)
+            else:
+                moves.pop(k, None)
+        else:
+            events.count(events.malformed, seat)
+    return moves
 
 
 #: `RezzoEngine.state_hash`'s scheme: 2 hashes public codes (1, before 2026-11, hashed bit planes).
@@ -364,33 +404,6 @@ class RezzoEngine:
             return x, y
         return None
 
-    def _parse_moves(self, seat: int, raw: Any, events: Events) -> dict[int, int]:
-        """A seat's moves other than no-ops as {agent index: move code}; anything unreadable counts as
-        malformed."""
-        if raw is None:
-            return {}
-        if isinstance(raw, Mapping):
-            items: Any = raw.items()
-        elif isinstance(raw, (list, tuple)):
-            items = enumerate(raw)
-        else:
-            events.count(events.malformed, seat)
-            return {}
-        moves: dict[int, int] = {}
-        n = self.agents_per_player
-        for k, m in items:
-            # type() first, inline: wire values are plain ints, and this runs per agent per tick.
-            ok_k = (type(k) is int or is_int(k)) and 0 <= k < n
-            ok_m = (type(m) is int or is_int(m)) and m in MOVE_CODES
-            if ok_k and ok_m:
-                if m != _NOOP:
-                    moves[k] = int(m)
-                else:
-                    moves.pop(k, None)
-            else:
-                events.count(events.malformed, seat)
-        return moves
-
     def _move(self, a: Agent, move: int) -> bool:
         """Carry out one agent's move on the live world; False if it was illegal (a no-op)."""
         if move == _NOOP:
@@ -426,15 +439,7 @@ class RezzoEngine:
         return True
 
     def decode(self, seat: int, request: Mapping[str, Any], answer: Any) -> dict[int, Any] | None:
-        """One move per agent the request listed, in its order, as {agent index: move}.
-
-        A list of the wrong length is malformed as a whole: the agents it would pair up are unknown.
-        A bad code for one agent is left for `apply` to count, so the others still move.
-        """
-        agents = request["agents"]
-        if not isinstance(answer, list) or len(answer) != len(agents):
-            return None
-        return dict(zip(agents, answer, strict=True))
+        return decode_moves(request, answer)
 
     def apply(self, actions: Mapping[int, Any]) -> Events:
         """Tick t's agent phase on W_t, then tick t+1's transition and losses (see module docstring)."""
@@ -444,7 +449,7 @@ class RezzoEngine:
         moves: dict[int, dict[int, int]] = {}
         for seat, raw in actions.items():
             if seat in self._alive_players:
-                parsed = self._parse_moves(seat, raw, events)
+                parsed = parse_moves(seat, raw, events, self.agents_per_player)
                 if parsed:
                     moves[seat] = parsed
             else:
@@ -496,6 +501,21 @@ class RezzoEngine:
         firsts = [i for i, r in ranks.items() if r == 1]
         winner = firsts[0] if len(firsts) == 1 else None
         self._result = Result(ranks=ranks, winner=winner, reason=reason, ticks=self.tick)
+
+    # ----------------------------------------------------------------- batches
+    def batch_key(self) -> tuple[Any, ...] | None:
+        """Engines with equal keys fit one `slot_batch.SlotBatch` (None: a torus, which the batched
+        step does not wrap, or a world with a player out)."""
+        if self.torus or self._result is not None or len(self._alive_players) < self.players:
+            return None
+        size = (self.height, self.width, self.players, self.agents_per_player)
+        return ("rezzo", *size, self.world.own_base_counts)
+
+    def new_batch(self, capacity: int) -> EngineBatch:
+        """An empty batch for worlds of this one's key (the match server's phase slots)."""
+        from cellarena.server.games.rezzo.slot_batch import SlotBatch
+
+        return SlotBatch(self, capacity)
 
     # ----------------------------------------------------------------- frames and hashes
     def frame(self) -> dict[str, Any]:

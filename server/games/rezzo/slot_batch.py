@@ -1,0 +1,276 @@
+"""A phase slot's Rezzo worlds, stepped together by the match server.
+
+The matches of one server that tick in the same phase slot (`ticking.FixedRateDriver`) and whose
+worlds have one shape share a `SlotBatch`. Each match's engine is then a `BatchedWorld`: a view of
+its world in one `BatchedRezzo` that answers the match loop exactly as `RezzoEngine` would (the
+same requests, frames, state hashes, events and results; tests/test_rezzo_slot_batch.py checks it
+against the engine). The match loop stages each world's actions (`BatchedWorld.stage`) and one
+`SlotBatch.step` resolves them all, and every viewport of the slot is one gather: numpy's (or
+numba's) per-call cost is paid once per slot instead of once per match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from cellarena.sdk.games.rezzo import Facing
+from cellarena.server.games.base import Engine, Events, Result
+from cellarena.server.games.rezzo.batched import BatchedRezzo
+from cellarena.server.games.rezzo.engine import HASH_VERSION, Agent, RezzoEngine, decode_moves, parse_moves
+
+#: Worlds per batch: a phase slot of a busy server holds about 16 matches (2,000 agents in 8-player
+#: matches over 16 slots); a slot with more opens a second batch.
+CAPACITY = 32
+
+
+class SlotBatch:
+    """Up to ``capacity`` Rezzo worlds with ``template``'s batch key, each a match's `BatchedWorld`.
+
+    A free place is a world marked done, which `BatchedRezzo.step` leaves alone.
+    """
+
+    def __init__(self, template: RezzoEngine, capacity: int = CAPACITY, *, backend: str = "auto") -> None:
+        key = template.batch_key()
+        if key is None:
+            raise ValueError("this world cannot be batched (a torus, or a player is out)")
+        self.key = key
+        self.worlds = BatchedRezzo([template] * capacity, backend=backend)
+        self.worlds.done[:] = True  # every place free until a world joins
+        self._members: list[BatchedWorld | None] = [None] * capacity
+        self._moves = np.zeros((capacity, self.worlds.n_agents), np.int64)
+        self._staged = np.zeros(capacity, bool)
+        self._alive_before = np.zeros_like(self.worlds.player_alive)
+        # Viewports are gathered once per state of the batch, at the first `pending` that needs them.
+        self._version = 0
+        self._views_version = -1
+
+    @property
+    def room(self) -> int:
+        return self._members.count(None)
+
+    def __len__(self) -> int:
+        return len(self._members) - self.room
+
+    def join(self, engine: Engine) -> BatchedWorld | None:
+        if not isinstance(engine, RezzoEngine) or engine.batch_key() != self.key or not self.room:
+            return None
+        b = self._members.index(None)
+        self.worlds.load(b, engine)
+        world = self._members[b] = BatchedWorld(self, b, engine)
+        self._version += 1  # its viewports are not gathered yet
+        return world
+
+    def leave(self, engine: Any) -> None:
+        if not isinstance(engine, BatchedWorld) or engine.batch is not self or engine.left:
+            return
+        b = engine.index
+        engine.detach()
+        self._members[b] = None
+        self.worlds.done[b] = True
+        self._staged[b] = False
+        self._moves[b] = 0
+
+    def step(self) -> None:
+        staged = self._staged
+        if not staged.any():
+            return
+        worlds = self.worlds
+        worlds.illegal[staged] = 0
+        np.copyto(self._alive_before, worlds.player_alive)
+        worlds.step(self._moves, staged)
+        self._version += 1
+        for b in np.flatnonzero(staged).tolist():
+            member = self._members[b]
+            assert member is not None  # a world that left is never staged
+            member.stepped(worlds.illegal[b], self._alive_before[b] & ~worlds.player_alive[b])
+        self._moves[staged] = 0
+        staged[:] = False
+
+    def views(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every world's viewports, (B, N, 169) codes (owners relative to the viewer) and damage."""
+        if self._views_version != self._version:
+            self.worlds.views()
+            self._views_version = self._version
+        return self.worlds.view_codes, self.worlds.view_damage
+
+    def stage(self, b: int, moves: Mapping[int, Mapping[int, int]]) -> None:
+        """World ``b``'s moves for the next step: seat -> {agent index: move code}."""
+        row, k = self._moves[b], self.worlds.agents_per_player
+        for seat, agent_moves in moves.items():
+            for index, move in agent_moves.items():
+                row[seat * k + index] = move
+        self._staged[b] = True
+
+
+class BatchedWorld:
+    """One match's world in a `SlotBatch`, behind the engine interface: what `RezzoEngine` would say.
+
+    `apply` is split: `stage` takes the actions and the batch's `step` resolves them (with the other
+    worlds' actions), completing the events `stage` returned. Once the world has left its batch
+    (`SlotBatch.leave`, when its match ends), it keeps answering with its last state.
+    """
+
+    name: ClassVar[str] = RezzoEngine.name
+    default_tick_rate: ClassVar[float] = RezzoEngine.default_tick_rate
+    default_budget_ms: ClassVar[float | None] = RezzoEngine.default_budget_ms
+    HASH_VERSION: ClassVar[int] = HASH_VERSION
+
+    def __init__(self, batch: SlotBatch, index: int, engine: RezzoEngine) -> None:
+        self.batch, self.index = batch, index
+        self.players, self.height, self.width = engine.players, engine.height, engine.width
+        self.torus = False
+        self.max_ticks, self.map_name = engine.max_ticks, engine.map_name
+        self.agents_per_player = engine.agents_per_player
+        self.config = engine.config
+        self.tick = engine.tick
+        self._public_config = engine.public_config()
+        k = batch.worlds.agents_per_player
+        present = [(a.player, a.index) for a in engine.agents()]
+        #: The match's agents in the engine's order, as (player, index), and their places in the batch.
+        self._present = present
+        self._ids = np.array([p * k + i for p, i in present], np.intp)
+        self._seat_ids = [self._ids[[p == seat for p, _ in present]] for seat in range(self.players)]
+        self._events = Events()
+        self._result: Result | None = None
+        self._final: tuple[dict[str, Any], str, np.ndarray, np.ndarray, list[Agent]] | None = None
+
+    @classmethod
+    def new(cls, config: Mapping[str, Any], seed: int = 0) -> BatchedWorld:
+        """A new match's world alone in a batch of its own (the server's worlds join a slot's)."""
+        engine = RezzoEngine.new(config, seed)
+        world = SlotBatch(engine, 1).join(engine)
+        assert world is not None  # a new match has every player in
+        return world
+
+    @property
+    def left(self) -> bool:
+        return self._final is not None
+
+    # ----------------------------------------------------------------- the match loop's calls
+    def pending(self) -> dict[int, dict[str, Any]]:
+        if self._final is not None or self._result is not None:
+            return {}
+        codes, damage = self.batch.views()
+        worlds, b, k = self.batch.worlds, self.index, self.batch.worlds.agents_per_player
+        alive = worlds.alive[b]
+        out: dict[int, dict[str, Any]] = {}
+        live_agents = 0
+        for seat in np.flatnonzero(worlds.player_alive[b]).tolist():
+            ids = self._seat_ids[seat]
+            live = ids[alive[ids]]
+            live_agents += len(live)
+            out[seat] = {
+                "tick": self.tick,
+                "agents": (live - seat * k).tolist(),
+                "cells": codes[b, live].tobytes(),
+                "damage": damage[b, live].tobytes(),
+            }
+        return out if live_agents else {}
+
+    def decode(self, seat: int, request: Mapping[str, Any], answer: Any) -> dict[int, Any] | None:
+        return decode_moves(request, answer)
+
+    def stage(self, actions: Mapping[int, Any]) -> Events:
+        if self._final is not None:
+            raise RuntimeError("this world has left its batch: its match is over")
+        events = self._events = Events()
+        if self._result is not None:
+            return events
+        player_alive = self.batch.worlds.player_alive[self.index]
+        moves: dict[int, dict[int, int]] = {}
+        for seat, raw in actions.items():
+            if type(seat) is int and 0 <= seat < self.players and player_alive[seat]:
+                if parsed := parse_moves(seat, raw, events, self.agents_per_player):
+                    moves[seat] = parsed
+            else:
+                events.count(events.malformed, seat)
+        self.batch.stage(self.index, moves)
+        return events
+
+    def apply(self, actions: Mapping[int, Any]) -> Events:
+        """`stage`, then step the batch now (with whatever else is staged in it)."""
+        events = self.stage(actions)
+        self.batch.step()
+        return events
+
+    def stepped(self, illegal: np.ndarray, losers: np.ndarray) -> None:
+        """The batch stepped this world: complete the staged events, and the result if it ended."""
+        events = self._events
+        for player in np.flatnonzero(illegal).tolist():
+            events.illegal[player] = int(illegal[player])
+        events.losers = np.flatnonzero(losers).tolist()
+        worlds, b = self.batch.worlds, self.index
+        self.tick = int(worlds.tick[b])
+        if worlds.done[b] and self._result is None:
+            still_in = int(worlds.player_alive[b].sum())
+            if events.losers and still_in <= 1:
+                reason = "last player standing" if still_in else "all remaining players lost in the same tick"
+            else:
+                reason = f"tick cap {self.max_ticks} reached"
+            ranks = {p: int(r) for p, r in enumerate(worlds.ranks[b].tolist())}
+            firsts = [p for p, r in ranks.items() if r == 1]
+            winner = firsts[0] if len(firsts) == 1 else None
+            self._result = Result(ranks=ranks, winner=winner, reason=reason, ticks=self.tick)
+
+    def result(self) -> Result | None:
+        return self._result
+
+    # ----------------------------------------------------------------- the state, as the engine shows it
+    def _agent_rows(self) -> list[list[Any]]:
+        worlds, b, ids = self.batch.worlds, self.index, self._ids
+        xs, ys = worlds.x[b, ids].tolist(), worlds.y[b, ids].tolist()
+        facings, alive = worlds.facing[b, ids].tolist(), worlds.alive[b, ids].tolist()
+        return [
+            [p, i, x, y, f, a]
+            for (p, i), x, y, f, a in zip(self._present, xs, ys, facings, alive, strict=True)
+        ]
+
+    def frame(self) -> dict[str, Any]:
+        if self._final is not None:
+            return dict(self._final[0])
+        worlds, b = self.batch.worlds, self.index
+        return {
+            "tick": self.tick,
+            "width": self.width,
+            "height": self.height,
+            "cells": worlds.cells(b).tobytes(),
+            "damage": worlds.damage(b).tobytes(),
+            "agents": self._agent_rows(),
+            "alive": np.flatnonzero(worlds.player_alive[b]).tolist(),
+        }
+
+    def state_hash(self) -> str:
+        """`RezzoEngine.state_hash` (scheme 2) of this world."""
+        if self._final is not None:
+            return self._final[1]
+        frame = self.frame()
+        h = hashlib.blake2b(digest_size=16)
+        h.update(np.array([self.tick, self.width, self.height, self.players], "<i8").tobytes())
+        h.update(frame["cells"])
+        h.update(frame["damage"])
+        h.update(np.array(frame["agents"], "<i8").tobytes())
+        h.update(bytes(frame["alive"]))
+        return h.hexdigest()
+
+    def cells(self) -> np.ndarray:
+        return self._final[2].copy() if self._final is not None else self.batch.worlds.cells(self.index)
+
+    def damage(self) -> np.ndarray:
+        return self._final[3].copy() if self._final is not None else self.batch.worlds.damage(self.index)
+
+    def agents(self) -> list[Agent]:
+        if self._final is not None:
+            return [Agent(a.player, a.index, a.x, a.y, a.facing, a.alive) for a in self._final[4]]
+        return [Agent(p, i, x, y, Facing(f), a) for p, i, x, y, f, a in self._agent_rows()]
+
+    def public_config(self) -> dict[str, Any]:
+        return dict(self._public_config)
+
+    def detach(self) -> None:
+        """Keep the last state: the batch is about to give this world's place to another."""
+        if self._final is None:
+            self._final = (self.frame(), self.state_hash(), self.cells(), self.damage(), self.agents())
