@@ -32,7 +32,7 @@ from cellarena.server.games.base import Engine
 from cellarena.server.match import Match, MatchOutcome, Recorder, TickSettings
 from cellarena.server.poller import Poller
 from cellarena.server.seating import FirstComeSeating, Seating, WaitingRoom
-from cellarena.server.ticking import FixedRateDriver, play_fast
+from cellarena.server.ticking import FixedRateDriver, play_fast, warm_up_batches
 
 log = logging.getLogger("cellarena.server")
 #: Outcomes an endless server keeps in memory (`on_result` sees every one as it comes).
@@ -73,6 +73,8 @@ class LobbyConfig:
     on_tick: Callable[[Engine], None] | None = None
     #: Serve TLS with this context (`server.tls.server_context`), or plain TCP when None.
     tls: ssl.SSLContext | None = None
+    #: Step the fixed-rate matches of a phase slot together where the game offers batches (Rezzo).
+    batch: bool = True
 
 
 class _Handshake:
@@ -103,7 +105,8 @@ class Lobby:
         self.config = config
         self.engine_class = get_engine(config.game)
         # Build one engine up front so a bad config fails before anyone connects.
-        self.players = self.engine_class.new(config.engine_config, config.seed).players
+        engine = self.engine_class.new(config.engine_config, config.seed)
+        self.players = engine.players
         self.seating = seating if seating is not None else FirstComeSeating()
         self.seating.bind(self)
         self.port: int | None = None
@@ -120,7 +123,16 @@ class Lobby:
         self._poller: Poller[Connection] | None = None
         self._nursery: trio.Nursery | None = None
         # Runs every fixed-rate match's ticks from one task.
-        self._driver = None if config.settings.fast else FixedRateDriver(config.settings.tick_rate)
+        self._driver = None
+        if not config.settings.fast:
+            self._driver = FixedRateDriver(config.settings.tick_rate, batch=config.batch)
+            if config.batch:
+                warm_up_batches(engine)
+
+    @property
+    def driver(self) -> FixedRateDriver | None:
+        """What paces the fixed-rate matches (None in fast mode): its batch counts, for benchmarks."""
+        return self._driver
 
     @property
     def matches_started(self) -> int:

@@ -27,7 +27,7 @@ import trio
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol.fields import is_int
 from cellarena.server.connection import Connection
-from cellarena.server.games.base import Engine, Result
+from cellarena.server.games.base import Engine, Events, Result
 
 log = logging.getLogger("cellarena.server")
 #: The `moves` of an answer without that field: no game reads it as an action, so it is invalid.
@@ -260,6 +260,9 @@ class Match:
         self._behind = False
         self._late_before = 0
         self._requests: dict[int, dict[str, Any]] = {}
+        #: The tick being collected and its actions, between `collect_tick` and `finish_tick`.
+        self._tick = 0
+        self._actions: dict[int, Any] = {}
         #: Ticks begun so far (the first may have its own budget), and the budget of the one under way.
         self._ticks_begun = 0
         self._budget = settings.budget
@@ -365,18 +368,27 @@ class Match:
 
     def end_tick(self) -> None:
         """Collect the answers, apply them and record them."""
-        tick = self.engine.tick
-        actions = self._collect(self._requests, self._budget)
+        self.finish_tick(self.engine.apply(self.collect_tick()))
+
+    def collect_tick(self) -> dict[int, Any]:
+        """`end_tick` up to the engine: every seat's action for this tick. A driver that steps the
+        worlds of several matches as one (`ticking`) stages these, steps, then calls `finish_tick`."""
+        self._tick = self.engine.tick
+        actions = self._actions = self._collect(self._requests, self._budget)
         self.bad_ticks += self._behind or self.late_ticks > self._late_before
-        events = self.engine.apply(actions)
+        return actions
+
+    def finish_tick(self, events: Events) -> None:
+        """`end_tick` after the engine: count what it found, and record what it was given."""
         for s, count in events.illegal.items():
             self.seats[s].illegal += count
         for s, count in events.malformed.items():
             self.seats[s].invalid += count
         if self.recorder is not None:
             try:
-                self.recorder.record(tick, actions, self.engine)  # exactly what apply() got
+                self.recorder.record(self._tick, self._actions, self.engine)  # exactly what apply() got
             except OSError as exc:  # a full disk must not cost the match its result
+                tick = self._tick
                 log.error("match %d: its replay stops at tick %d (%s); play goes on", self.number, tick, exc)
                 self.recorder = None
         if self.on_tick is not None:

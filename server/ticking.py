@@ -6,24 +6,35 @@ answers). This module decides when each runs:
 - `play_fast`: the next tick begins as soon as every seat has answered or its budget has run out.
 - `FixedRateDriver`: ticks begin on an absolute schedule (``start + n / tick_rate``, so they never
   drift), for every fixed-rate match of a server from one task, each match in one of a few phase
-  slots of the period.
+  slots of the period. The matches of one slot whose engines offer batches (`EngineBatch`) of one
+  key are stepped together, as one array operation.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import math
+from collections.abc import Hashable
+from typing import cast
 
 import trio
 
+from cellarena.server.games.base import BatchedEngine, Engine, EngineBatch, Events
 from cellarena.server.match import Match
+
+log = logging.getLogger("cellarena.server")
 
 #: Fixed-rate matches start their ticks in one of this many evenly spaced phases of the period.
 PHASES = 16
 _BITS = (PHASES - 1).bit_length()
 #: Slots in bit-reversed order (0, 1/2, 1/4, 3/4, ...): each next one in the widest gap left.
 _SLOT_ORDER = sorted(range(PHASES), key=lambda i: int(f"{i:0{_BITS}b}"[::-1], 2))
+#: Worlds per batch of a phase slot; a slot with more matches of one key opens another batch.
+BATCH_CAPACITY = 32
+# At one moment, single matches run before batches, so that a match joining a batch joins before it begins.
+_SINGLE, _BATCH = 0, 1
 
 
 async def play_fast(match: Match) -> None:
@@ -51,13 +62,19 @@ class FixedRateDriver:
     the matches of one slot share one wake-up of the driver.
     """
 
-    def __init__(self, tick_rate: float) -> None:
+    def __init__(self, tick_rate: float, *, batch: bool = True) -> None:
         self.period = 1.0 / tick_rate
-        self._heap: list[tuple[float, int, _Driven]] = []
+        #: Whether the matches of a slot are stepped in batches where their game offers them.
+        self.batch = batch
+        self._heap: list[tuple[float, int, int, _Driven | _Batch]] = []
         self._seq = itertools.count()
         self._wake = trio.Event()
         self._slots = [0] * PHASES
         self._epoch: float | None = None  # trio time the slots count from
+        self._batches: dict[tuple[int, Hashable], list[_Batch]] = {}
+        #: Match ticks whose worlds were stepped in batches, and the most worlds one step took.
+        self.batched_ticks = 0
+        self.widest_batch = 0
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The driving task; run it in the nursery that runs the matches, and cancel it at the end."""
@@ -74,8 +91,11 @@ class FixedRateDriver:
                 self._wake = trio.Event()
             now = trio.current_time()
             while heap and heap[0][0] <= now:
-                _, _, driven = heapq.heappop(heap)
-                self._step(driven)
+                item = heapq.heappop(heap)[3]
+                if isinstance(item, _Batch):
+                    self._step_batch(item)
+                else:
+                    self._step(item)
                 now = trio.current_time()
 
     def take_slot(self) -> int:
@@ -92,19 +112,21 @@ class FixedRateDriver:
         period = self.period
         origin = self._epoch + slot * period / PHASES
         start = origin + math.ceil((trio.current_time() - origin) / period) * period
-        driven = _Driven(match, start)
+        driven = _Driven(match, start, slot)
+        driven.batchable = self.batch
         self._push(start, driven)
         try:
             await driven.done.wait()
         finally:
-            driven.done.set()  # if cancelled, the driver drops it
+            driven.done.set()  # if cancelled, the driver drops it (and its batch, its world)
             self._slots[slot] -= 1
         if driven.error is not None:
             raise driven.error
 
-    def _push(self, when: float, driven: _Driven) -> None:
+    def _push(self, when: float, item: _Driven | _Batch) -> None:
         earliest = self._heap[0][0] if self._heap else math.inf
-        heapq.heappush(self._heap, (when, next(self._seq), driven))
+        order = _BATCH if isinstance(item, _Batch) else _SINGLE
+        heapq.heappush(self._heap, (when, order, next(self._seq), item))
         if when < earliest:
             self._wake.set()
 
@@ -127,6 +149,10 @@ class FixedRateDriver:
                 self._push(following, driven)
             else:
                 slot_time = driven.start + driven.ticks * self.period
+                # From its second tick on (the first may have a budget of its own), a match whose
+                # world fits a batch of its slot is stepped with it.
+                if driven.ticks and driven.batchable and self._join_batch(driven, slot_time):
+                    return
                 behind = trio.current_time() - slot_time > self.period / 4
                 deadline = match.begin_tick(behind=behind)
                 if deadline is None:
@@ -138,16 +164,151 @@ class FixedRateDriver:
             driven.error = exc
             driven.done.set()
 
+    # ----------------------------------------------------------------- batches of a slot
+    def _join_batch(self, driven: _Driven, slot_time: float) -> bool:
+        """Move the match's world into a batch of its slot that begins at ``slot_time``, opening one if
+        none has room; False if its world fits no batch (it is then driven on its own for good)."""
+        engine = driven.match.engine
+        key_of = getattr(engine, "batch_key", None)
+        key = key_of() if key_of is not None else None
+        if key is None:
+            driven.batchable = False
+            return False
+        batches = self._batches.setdefault((driven.slot, key), [])
+        near = self.period / (4 * PHASES)  # the same moment of the schedule, to float rounding
+        for batch in batches:
+            if batch.batch.room and not batch.collecting and abs(batch.next_time - slot_time) < near:
+                break
+        else:
+            try:
+                made: EngineBatch = engine.new_batch(BATCH_CAPACITY)  # type: ignore[attr-defined]
+            except Exception:
+                number = driven.match.number
+                log.exception("match %d: no batch for its world; it is stepped on its own", number)
+                driven.batchable = False
+                return False
+            batch = _Batch(made, (driven.slot, key), slot_time)
+            batches.append(batch)
+            self._push(slot_time, batch)
+        world = batch.batch.join(engine)
+        if world is None:
+            driven.batchable = False
+            return False
+        driven.match.engine = world
+        batch.members.append(driven)
+        return True
+
+    def _step_batch(self, batch: _Batch) -> None:
+        """Begin the tick of every match of ``batch``, or collect them all, step their worlds as one
+        and finish their ticks. A step that raises ends its match alone (the batch step: all of them)."""
+        members = batch.members
+        for driven in [d for d in members if d.done.is_set()]:
+            self._leave(batch, driven)  # its task was cancelled
+        if not batch.collecting:
+            behind = trio.current_time() - batch.next_time > self.period / 4
+            deadline = -math.inf
+            for driven in list(members):
+                try:
+                    begun = driven.match.begin_tick(behind=behind)
+                except Exception as exc:
+                    begun, driven.error = None, exc
+                if begun is None:
+                    self._leave(batch, driven)
+                    continue
+                deadline = max(deadline, begun)
+            if not members:
+                self._close(batch)
+                return
+            batch.collecting = True
+            self._push(deadline, batch)  # the last seat's deadline of every match in the batch
+            return
+        batch.collecting = False
+        staged: list[tuple[_Driven, Events]] = []
+        for driven in list(members):
+            try:
+                actions = driven.match.collect_tick()
+                staged.append((driven, cast(BatchedEngine, driven.match.engine).stage(actions)))
+            except Exception as exc:
+                driven.error = exc
+                self._leave(batch, driven)
+        try:
+            batch.batch.step()
+            self.batched_ticks += len(staged)
+            self.widest_batch = max(self.widest_batch, len(staged))
+        except Exception as exc:
+            for driven in list(members):
+                driven.error = exc
+                self._leave(batch, driven)
+            self._close(batch)
+            return
+        for driven, events in staged:
+            try:
+                driven.match.finish_tick(events)
+            except Exception as exc:
+                driven.error = exc
+                self._leave(batch, driven)
+        batch.next_time += self.period
+        if not members:
+            self._close(batch)
+            return
+        self._push(batch.next_time, batch)
+
+    def _leave(self, batch: _Batch, driven: _Driven) -> None:
+        """The match is over (or failed, or cancelled): its world leaves the batch, keeping its last
+        state for the match's end, and its task learns it."""
+        batch.members.remove(driven)
+        batch.batch.leave(cast(BatchedEngine, driven.match.engine))
+        driven.done.set()
+
+    def _close(self, batch: _Batch) -> None:
+        batches = self._batches[batch.key]
+        batches.remove(batch)
+        if not batches:
+            del self._batches[batch.key]
+
 
 class _Driven:
     """One match under the driver: where its schedule starts, and which phase comes next."""
 
-    __slots__ = ("collecting", "done", "error", "match", "start", "ticks")
+    __slots__ = ("batchable", "collecting", "done", "error", "match", "slot", "start", "ticks")
 
-    def __init__(self, match: Match, start: float) -> None:
+    def __init__(self, match: Match, start: float, slot: int) -> None:
         self.match = match
         self.start = start
+        self.slot = slot
         self.ticks = 0
         self.collecting = False
+        #: Whether its world may still join a batch of its slot.
+        self.batchable = False
         self.done = trio.Event()
         self.error: Exception | None = None
+
+
+class _Batch:
+    """The matches of one phase slot whose worlds share an `EngineBatch`: their ticks begin together,
+    are collected together at the last of their deadlines (each answer is still judged by its own),
+    and their worlds step as one."""
+
+    __slots__ = ("batch", "collecting", "key", "members", "next_time")
+
+    def __init__(self, batch: EngineBatch, key: tuple[int, Hashable], next_time: float) -> None:
+        self.batch = batch
+        self.key = key
+        self.members: list[_Driven] = []
+        self.next_time = next_time
+        self.collecting = False
+
+
+def warm_up_batches(engine: Engine) -> None:
+    """Step a batch of ``engine``'s world once, if its game offers batches: compiled kernels (numba)
+    compile, or load from their cache, now rather than in the middle of the first matches' ticks."""
+    key_of = getattr(engine, "batch_key", None)
+    if key_of is None or key_of() is None:
+        return
+    batch: EngineBatch = engine.new_batch(1)  # type: ignore[attr-defined]
+    world = batch.join(engine)
+    if world is not None:
+        world.pending()
+        world.stage({})
+        batch.step()
+        batch.leave(world)
