@@ -114,3 +114,8 @@ def test_bench_server_reports_levels_in_json() -> None:
     assert set(report) >= {"max_agents_at_15hz", "cpu_us_per_agent_tick", "levels"}
     (level,) = report["levels"]
     assert level["agents"] == 16 and level["matches"] == 2 and level["ticks"] == 2 * 15
+    # Side by side: the server stepping each phase slot's matches as one, and one at a time.
+    assert report["batch"] == "both" and level["batch"] is True and level["batched_share"] > 0.9
+    alone = level["one_by_one"]
+    assert alone["batch"] is False and alone["batched_share"] == 0 and alone["ticks"] == 2 * 15
+    assert level["cpu_one_by_one_over_batched"] > 0

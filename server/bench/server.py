@@ -37,7 +37,7 @@ ON_TIME_GOAL = 0.99
 #: Agent counts tried, in rising order, when the command line does not say.
 DEFAULT_LEVELS = (64, 256, 512, 768, 1024, 1280, 1536, 1792, 2048)
 #: The agents the command's goal asks one process to serve at 15 Hz.
-GOAL_AGENTS = 1000
+GOAL_AGENTS = 2000
 #: The bots' budget at 15 Hz. A budget of a whole period leaves the server no time of its own, so
 #: each tick would last the period plus the server's work and fall behind the schedule.
 BUDGET_MS = 50.0
@@ -70,9 +70,15 @@ def loadgen_command(port: int, connections: int, game: str) -> list[str]:
 
 
 async def run_level(
-    game: str, agents: int, seconds: float, tick_rate: float = 15.0, budget_ms: float = BUDGET_MS
+    game: str,
+    agents: int,
+    seconds: float,
+    tick_rate: float = 15.0,
+    budget_ms: float = BUDGET_MS,
+    batch: bool = True,
 ) -> dict[str, Any]:
-    """One load level: ``agents`` connections in matches of ``game``, for ``seconds`` of play."""
+    """One load level: ``agents`` connections in matches of ``game``, for ``seconds`` of play;
+    ``batch``: whether the server steps the matches of a phase slot as one (`ticking`)."""
     workload = bench_load(game)
     seats = workload.server_seats
     matches = math.ceil(agents / seats)
@@ -86,6 +92,7 @@ async def run_level(
             port=0,
             matches=matches,
             hello_timeout=120.0,
+            batch=batch,
         )
     )
     cpu = {}
@@ -120,7 +127,10 @@ async def run_level(
     late = sum(o.bad_ticks for o in lobby.outcomes)
     behind = sum(o.behind_ticks for o in lobby.outcomes)
     agent_ticks = sum(o.ticks * len(o.names) for o in lobby.outcomes)
+    driver = lobby.driver
     return {
+        "batch": batch,
+        "batched_share": driver.batched_ticks / played if driver is not None and played else 0.0,
         "agents": matches * seats,
         "matches": matches,
         "ticks": played,
@@ -200,30 +210,52 @@ def run_rates(game: str, matches: int = 4, seconds: float = 4.0, tick_rate: floa
     return {"whole_period": whole, "default": default, "goal_met": abs(default["ratio"] - 1) <= RATE_GOAL}
 
 
+#: `run`'s ``batch``: the server as it runs by default (batched), one match at a time, or both in turn.
+BATCH_MODES = ("both", "on", "off")
+
+
 def run(
     levels: Iterable[int] = DEFAULT_LEVELS,
     seconds: float = 4.0,
     tick_rate: float = 15.0,
     game: str | None = None,
+    batch: str = "both",
 ) -> dict[str, Any]:
     """Step through the levels until one misses the on-time goal; the dict is the --json output.
 
-    ``game`` defaults to the first of `load_games`.
+    ``game`` defaults to the first of `load_games`. ``batch`` "both" plays each level twice, the
+    server stepping the matches of a phase slot as one batch and one at a time (in alternating
+    order, so that neither always runs first); the batched run is the level's result, and the
+    other is beside it, with the ratio of their CPU per agent-tick.
     """
+    if batch not in BATCH_MODES:
+        raise ValueError(f"batch must be one of {', '.join(BATCH_MODES)}, got {batch!r}")
     game = game or load_games()[0]
     raise_file_limit()
     results = []
     best: dict[str, Any] | None = None
-    for agents in levels:
-        gc.collect()
-        gc.freeze()
-        level = trio.run(run_level, game, agents, seconds, tick_rate)
+    for i, agents in enumerate(levels):
+        modes = {"both": [True, False] if i % 2 == 0 else [False, True], "on": [True], "off": [False]}[batch]
+        runs = {}
+        for mode in modes:
+            gc.collect()
+            gc.freeze()
+            runs[mode] = trio.run(run_level, game, agents, seconds, tick_rate, BUDGET_MS, mode)
+        level = runs[batch != "off"]
+        if batch == "both":
+            alone = level["one_by_one"] = runs[False]
+            level["cpu_one_by_one_over_batched"] = (
+                alone["cpu_us_per_agent_tick"] / level["cpu_us_per_agent_tick"]
+                if level["cpu_us_per_agent_tick"]
+                else None
+            )
         results.append(level)
         if level["on_time"] < ON_TIME_GOAL:
             break
         best = level
     return {
         "budget_ms": BUDGET_MS,
+        "batch": batch,
         "max_agents_at_15hz": best["agents"] if best else 0,
         "cpu_us_per_agent_tick": best["cpu_us_per_agent_tick"] if best else None,
         "levels": results,
@@ -258,8 +290,16 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[in
     default=None,
     help="The game to serve; its plugin must give a load benchmark. [default: the first such game by name]",
 )
+@click.option(
+    "--batch",
+    type=click.Choice(BATCH_MODES),
+    default="both",
+    show_default=True,
+    help="Step the matches of a phase slot as one batch (on), one at a time (off), or each level both "
+    "ways side by side (both; the batched run is the result).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def command(levels: list[int], seconds: float, game: str | None, as_json: bool) -> None:
+def command(levels: list[int], seconds: float, game: str | None, batch: str, as_json: bool) -> None:
     """Agents one server process serves at 15 Hz (99% of ticks in their slot and every answer in time)."""
     import logging
 
@@ -269,7 +309,7 @@ def command(levels: list[int], seconds: float, game: str | None, as_json: bool) 
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--game") from None
     logging.getLogger("cellarena.server").setLevel(logging.ERROR)  # the load's own disconnects are expected
-    result = run(levels, seconds=seconds, game=game)
+    result = run(levels, seconds=seconds, game=game, batch=batch)
     result["rate"] = run_rates(game, seconds=seconds)
     if as_json:
         click.echo(json.dumps(result))
@@ -278,17 +318,29 @@ def command(levels: list[int], seconds: float, game: str | None, as_json: bool) 
     from rich.table import Table
 
     table = Table(title="One server process at 15 Hz; load bots in another process answer at once")
-    for col in ("agents", "matches", "on time", "behind", "server CPU/agent-tick", "CPU share"):
+    columns = ["agents", "matches", "batched", "on time", "behind", "server CPU/agent-tick", "CPU share"]
+    if batch == "both":
+        columns += ["one by one: on time", "CPU/agent-tick", "CPU ratio"]
+    for col in columns:
         table.add_column(col, justify="right")
     for level in result["levels"]:
-        table.add_row(
+        row = [
             str(level["agents"]),
             str(level["matches"]),
+            f"{level['batched_share']:.0%}",
             f"{level['on_time']:.1%}",
             f"{level['behind_schedule']:.1%}",
             f"{level['cpu_us_per_agent_tick']:.0f} µs",
             f"{level['server_cpu_share']:.0%}",
-        )
+        ]
+        if batch == "both":
+            alone, ratio = level["one_by_one"], level["cpu_one_by_one_over_batched"]
+            row += [
+                f"{alone['on_time']:.1%}",
+                f"{alone['cpu_us_per_agent_tick']:.0f} µs",
+                f"{ratio:.2f}x" if ratio is not None else "-",
+            ]
+        table.add_row(*row)
     console = Console()
     console.print(table)
     ok = result["max_agents_at_15hz"] >= GOAL_AGENTS

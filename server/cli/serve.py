@@ -49,6 +49,7 @@ def _serve_command(game: str) -> click.Command:
         verbose: bool,
         tls_cert: str | None,
         tls_key: str | None,
+        batch: bool,
         **game_values: Any,
     ) -> None:
         import gc
@@ -82,6 +83,7 @@ def _serve_command(game: str) -> click.Command:
             on_result=report,
             recorder=_replay_recorder(replay_dir),
             tls=tls_context(tls_cert, tls_key),
+            batch=batch,
         )
         try:
             lobby = Lobby(config)
@@ -173,6 +175,13 @@ def _serve_command(game: str) -> click.Command:
         *web_options(),
         click.option("-v", "--verbose", is_flag=True, help="Log connections and matches."),
         *tls_options(),
+        click.option(
+            "--batch/--no-batch",
+            default=True,
+            show_default=True,
+            help="Step the fixed-rate matches of a phase slot as one batch, where the game offers it "
+            "(Rezzo): the same results, less CPU. --no-batch steps each match on its own.",
+        ),
     ]
     doc = (
         f"Serve {game} ({game_plugin.summary}): wait for bots, seat them in arrival order, run matches. "

@@ -508,6 +508,11 @@ class RezzoEngine:
         step does not wrap, or a world with a player out)."""
         if self.torus or self._result is not None or len(self._alive_players) < self.players:
             return None
+        counts = [0] * self.players
+        for a in self._agents:
+            counts[a.player] += 1
+        if any(a.index >= counts[a.player] for a in self._agents):
+            return None  # a batch keeps each player's agents as rows 0..n-1
         size = (self.height, self.width, self.players, self.agents_per_player)
         return ("rezzo", *size, self.world.own_base_counts)
 

@@ -83,10 +83,17 @@ class SlotBatch:
         np.copyto(self._alive_before, worlds.player_alive)
         worlds.step(self._moves, staged)
         self._version += 1
+        # Per world, as Python values: a few array calls for the batch instead of a few per world.
+        ticks, done = worlds.tick.tolist(), worlds.done.tolist()
+        any_illegal = worlds.illegal.any(axis=1).tolist()
+        lost = self._alive_before & ~worlds.player_alive
+        any_lost = lost.any(axis=1).tolist()
         for b in np.flatnonzero(staged).tolist():
             member = self._members[b]
             assert member is not None  # a world that left is never staged
-            member.stepped(worlds.illegal[b], self._alive_before[b] & ~worlds.player_alive[b])
+            illegal = worlds.illegal[b].tolist() if any_illegal[b] else None
+            losers = np.flatnonzero(lost[b]).tolist() if any_lost[b] else None
+            member.stepped(illegal, losers, ticks[b], done[b])
         self._moves[staged] = 0
         staged[:] = False
 
@@ -133,7 +140,9 @@ class BatchedWorld:
         #: The match's agents in the engine's order, as (player, index), and their places in the batch.
         self._present = present
         self._ids = np.array([p * k + i for p, i in present], np.intp)
-        self._seat_ids = [self._ids[[p == seat for p, _ in present]] for seat in range(self.players)]
+        # Each seat's agents are 0..n-1 (`RezzoEngine.new`, `from_board`): rows p*K .. p*K+n-1.
+        counts = [sum(1 for p, _ in present if p == seat) for seat in range(self.players)]
+        self._spans = [(seat * k, seat * k + n, list(range(n))) for seat, n in enumerate(counts)]
         self._events = Events()
         self._result: Result | None = None
         self._final: tuple[dict[str, Any], str, np.ndarray, np.ndarray, list[Agent]] | None = None
@@ -155,20 +164,23 @@ class BatchedWorld:
         if self._final is not None or self._result is not None:
             return {}
         codes, damage = self.batch.views()
-        worlds, b, k = self.batch.worlds, self.index, self.batch.worlds.agents_per_player
-        alive = worlds.alive[b]
+        worlds, b = self.batch.worlds, self.index
+        codes, damage = codes[b], damage[b]
+        alive = worlds.alive[b].tolist()
         out: dict[int, dict[str, Any]] = {}
         live_agents = 0
-        for seat in np.flatnonzero(worlds.player_alive[b]).tolist():
-            ids = self._seat_ids[seat]
-            live = ids[alive[ids]]
-            live_agents += len(live)
-            out[seat] = {
-                "tick": self.tick,
-                "agents": (live - seat * k).tolist(),
-                "cells": codes[b, live].tobytes(),
-                "damage": damage[b, live].tobytes(),
-            }
+        tick = self.tick
+        for seat, still_in in enumerate(worlds.player_alive[b].tolist()):
+            if not still_in:
+                continue
+            lo, hi, indices = self._spans[seat]
+            if all(alive[lo:hi]):  # the common case: a slice of rows, no gather
+                agents, cells, dmg = list(indices), codes[lo:hi].tobytes(), damage[lo:hi].tobytes()
+            else:
+                live = [i for i in range(lo, hi) if alive[i]]
+                agents, cells, dmg = [i - lo for i in live], codes[live].tobytes(), damage[live].tobytes()
+            live_agents += len(agents)
+            out[seat] = {"tick": tick, "agents": agents, "cells": cells, "damage": dmg}
         return out if live_agents else {}
 
     def decode(self, seat: int, request: Mapping[str, Any], answer: Any) -> dict[int, Any] | None:
@@ -197,15 +209,19 @@ class BatchedWorld:
         self.batch.step()
         return events
 
-    def stepped(self, illegal: np.ndarray, losers: np.ndarray) -> None:
-        """The batch stepped this world: complete the staged events, and the result if it ended."""
+    def stepped(self, illegal: list[int] | None, losers: list[int] | None, tick: int, done: bool) -> None:
+        """The batch stepped this world: complete the staged events (``illegal``: per player, None if
+        none; ``losers``: the players out in this step), and the result if it ended."""
         events = self._events
-        for player in np.flatnonzero(illegal).tolist():
-            events.illegal[player] = int(illegal[player])
-        events.losers = np.flatnonzero(losers).tolist()
-        worlds, b = self.batch.worlds, self.index
-        self.tick = int(worlds.tick[b])
-        if worlds.done[b] and self._result is None:
+        if illegal is not None:
+            for player, count in enumerate(illegal):
+                if count:
+                    events.illegal[player] = count
+        if losers:
+            events.losers = losers
+        self.tick = tick
+        if done and self._result is None:
+            worlds, b = self.batch.worlds, self.index
             still_in = int(worlds.player_alive[b].sum())
             if events.losers and still_in <= 1:
                 reason = "last player standing" if still_in else "all remaining players lost in the same tick"

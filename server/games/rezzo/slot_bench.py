@@ -1,14 +1,15 @@
-"""Would the server gain by stepping the Rezzo matches of one phase slot as one `BatchedRezzo`?
+"""What the server gains by stepping the Rezzo matches of one phase slot as one batch.
 
-The measurement behind docs/architecture.md's answer (the server steps each match's engine on its own).
+The measurement behind docs/architecture.md's figures for the batched slots (`slot_batch`).
 `cellarena bench server` plays matches of eight seats on the bench map, and its fixed-rate driver runs
 every match of one of 16 phase slots at the same wake-up: at 2,000 agents, 250 matches, about 16 per
 slot. Per tick, the server's engine work for one slot is, either way, what this times:
 
 - separate: per match, `pending()` (the viewports and each seat's request), `decode()` of each seat's
   no-op answer, `apply()` (agent phase, transition, losses), as `Match.begin_tick`/`end_tick` do;
-- batched: one `views()` for the slot, each seat's request built from its rows (the same dict of
-  bytes), each answer checked and written into the moves array, one `step()`.
+- batched: the server's way since it steps a slot's matches together (`slot_batch`): each match's
+  `BatchedWorld` gives its requests from the slot's viewports (one gather) and stages its decoded
+  answers, and one `SlotBatch.step()` resolves the slot.
 
 Both contenders run side by side in one process, so their ratio holds on a shared machine. Only the
 engine's share of the server's work can change; the sockets, encoding and bookkeeping stay.
@@ -23,13 +24,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
-import numpy as np
 
 from cellarena.sdk.games.rezzo import VIEW_SIZE
 from cellarena.server.bench.harness import calls_per_second, json_option, report, seconds_option
-from cellarena.server.games.rezzo.batched import BatchedRezzo
-from cellarena.server.games.rezzo.engine import MOVE_CODES, RezzoEngine
+from cellarena.server.games.rezzo.engine import RezzoEngine
 from cellarena.server.games.rezzo.load import SERVER_SEATS, server_config
+from cellarena.server.games.rezzo.slot_batch import SlotBatch
 
 CELLS = VIEW_SIZE * VIEW_SIZE
 #: What the load bots of `bench server` answer every tick: one no-op for their one agent.
@@ -50,41 +50,25 @@ def _separate(matches: int, config: dict[str, Any]) -> Callable[[], object]:
     return tick
 
 
-def requests_of(batch: BatchedRezzo, codes: np.ndarray, damage: np.ndarray, b: int) -> dict[int, Any]:
-    """World ``b``'s requests from the batch's viewports, as `RezzoEngine.pending` gives them."""
-    k = batch.agents_per_player
-    tick = int(batch.tick[b])
-    out: dict[int, Any] = {}
-    for seat in range(batch.players):
-        if batch.player_alive[b, seat]:
-            lo = seat * k
-            out[seat] = {
-                "tick": tick,
-                "agents": list(range(k)),
-                "cells": codes[b, lo : lo + k].tobytes(),
-                "damage": damage[b, lo : lo + k].tobytes(),
-            }
-    return out
-
-
 def _batched(matches: int, config: dict[str, Any]) -> Callable[[], object]:
-    start = RezzoEngine.new(config)
-    template = BatchedRezzo([start])
-    batch = BatchedRezzo([start] * matches)
-    moves = np.zeros((matches, batch.n_agents), np.int64)
-    k = batch.agents_per_player
+    """The server's way (`ticking.FixedRateDriver` with a `SlotBatch`): every match's world in one
+    batch, its requests and staged answers through its `BatchedWorld`, one step for the slot."""
+    engines = [RezzoEngine.new(config) for _ in range(matches)]
+    batch = SlotBatch(engines[0], matches)
+    worlds = [batch.join(engine) for engine in engines]
 
     def tick() -> None:
-        codes, damage = batch.views()
-        for b in range(matches):
-            for seat, request in requests_of(batch, codes, damage, b).items():
-                answer: Any = ANSWER
-                if isinstance(answer, list) and len(answer) == len(request["agents"]):
-                    for j, m in enumerate(answer):
-                        moves[b, seat * k + j] = m if type(m) is int and m in MOVE_CODES else 0
-        ended = batch.step(moves)
-        if ended.any():
-            batch.restore(np.flatnonzero(ended), template)
+        for i, playing in enumerate(worlds):
+            assert playing is not None
+            world = playing
+            if playing.result() is not None:
+                batch.leave(playing)
+                joined = worlds[i] = batch.join(RezzoEngine.new(config))
+                assert joined is not None
+                world = joined
+            requests = world.pending()
+            world.stage({seat: world.decode(seat, req, ANSWER) for seat, req in requests.items()})
+        batch.step()
 
     return tick
 
