@@ -85,9 +85,9 @@ class SlotBatch:
         self._version += 1
         # Per world, as Python values: a few array calls for the batch instead of a few per world.
         ticks, done = worlds.tick.tolist(), worlds.done.tolist()
-        any_illegal = worlds.illegal.any(axis=1).tolist()
+        any_illegal: list[bool] = np.any(worlds.illegal, axis=1).tolist()
         lost = self._alive_before & ~worlds.player_alive
-        any_lost = lost.any(axis=1).tolist()
+        any_lost: list[bool] = np.any(lost, axis=1).tolist()
         for b in np.flatnonzero(staged).tolist():
             member = self._members[b]
             assert member is not None  # a world that left is never staged
