@@ -109,12 +109,10 @@ class FixedRateDriver:
         if self._epoch is None:
             raise RuntimeError("FixedRateDriver.play before its serve task started")
         slot = self.take_slot()
-        period = self.period
-        origin = self._epoch + slot * period / PHASES
-        start = origin + math.ceil((trio.current_time() - origin) / period) * period
-        driven = _Driven(match, start, slot)
+        first = math.ceil((trio.current_time() - self._slot_time(slot, 0)) / self.period)
+        driven = _Driven(match, slot, first)
         driven.batchable = self.batch
-        self._push(start, driven)
+        self._push(self._slot_time(slot, first), driven)
         try:
             await driven.done.wait()
         finally:
@@ -122,6 +120,12 @@ class FixedRateDriver:
             self._slots[slot] -= 1
         if driven.error is not None:
             raise driven.error
+
+    def _slot_time(self, slot: int, n: int) -> float:
+        """The trio time of period ``n`` of phase slot ``slot``. Always computed here, from integers,
+        so that a match and the batch of its slot get the very same float for the same moment."""
+        assert self._epoch is not None
+        return self._epoch + slot * self.period / PHASES + n * self.period
 
     def _push(self, when: float, item: _Driven | _Batch) -> None:
         earliest = self._heap[0][0] if self._heap else math.inf
@@ -139,21 +143,21 @@ class FixedRateDriver:
                 driven.collecting = False
                 match.end_tick()
                 driven.ticks += 1
-                following = driven.start + driven.ticks * self.period
+                following = self._slot_time(driven.slot, driven.first + driven.ticks)
                 now = trio.current_time()
                 if driven.ticks == 1 and following < now:
                     # A first-tick budget longer than the period (`--first-budget-ms`): the schedule
                     # moves on to the next slot of its phase instead of catching up with a burst.
-                    driven.start += math.ceil((now - following) / self.period) * self.period
-                    following = driven.start + self.period
+                    driven.first += math.ceil((now - following) / self.period)
+                    following = self._slot_time(driven.slot, driven.first + driven.ticks)
                 self._push(following, driven)
             else:
-                slot_time = driven.start + driven.ticks * self.period
+                n = driven.first + driven.ticks
                 # From its second tick on (the first may have a budget of its own), a match whose
                 # world fits a batch of its slot is stepped with it.
-                if driven.ticks and driven.batchable and self._join_batch(driven, slot_time):
+                if driven.ticks and driven.batchable and self._join_batch(driven, n):
                     return
-                behind = trio.current_time() - slot_time > self.period / 4
+                behind = trio.current_time() - self._slot_time(driven.slot, n) > self.period / 4
                 deadline = match.begin_tick(behind=behind)
                 if deadline is None:
                     driven.done.set()
@@ -165,9 +169,10 @@ class FixedRateDriver:
             driven.done.set()
 
     # ----------------------------------------------------------------- batches of a slot
-    def _join_batch(self, driven: _Driven, slot_time: float) -> bool:
-        """Move the match's world into a batch of its slot that begins at ``slot_time``, opening one if
-        none has room; False if its world fits no batch (it is then driven on its own for good)."""
+    def _join_batch(self, driven: _Driven, n: int) -> bool:
+        """Move the match's world into a batch of its slot that begins period ``n`` next, opening one
+        if none has room. False: it plays this tick on its own (and for good if its world fits no
+        batch, or for now if the batch due has begun already, which only an overloaded server sees)."""
         engine = driven.match.engine
         key_of = getattr(engine, "batch_key", None)
         key = key_of() if key_of is not None else None
@@ -175,22 +180,23 @@ class FixedRateDriver:
             driven.batchable = False
             return False
         batches = self._batches.setdefault((driven.slot, key), [])
-        near = self.period / (4 * PHASES)  # the same moment of the schedule, to float rounding
-        for batch in batches:
-            if batch.batch.room and not batch.collecting and abs(batch.next_time - slot_time) < near:
-                break
-        else:
-            try:
+        due = [b for b in batches if b.batch.room and b.n == n]
+        ready = [b for b in due if not b.collecting]
+        if due and not ready:
+            return False
+        try:
+            if ready:
+                batch = ready[0]
+            else:
                 made: EngineBatch = engine.new_batch(BATCH_CAPACITY)  # type: ignore[attr-defined]
-            except Exception:
-                number = driven.match.number
-                log.exception("match %d: no batch for its world; it is stepped on its own", number)
-                driven.batchable = False
-                return False
-            batch = _Batch(made, (driven.slot, key), slot_time)
-            batches.append(batch)
-            self._push(slot_time, batch)
-        world = batch.batch.join(engine)
+                batch = _Batch(made, (driven.slot, key), n)
+                batches.append(batch)
+                self._push(self._slot_time(driven.slot, n), batch)  # after the single matches of then
+            world = batch.batch.join(engine)
+        except Exception:
+            number = driven.match.number
+            log.exception("match %d: its world cannot join a batch; it is stepped on its own", number)
+            world = None
         if world is None:
             driven.batchable = False
             return False
@@ -205,7 +211,8 @@ class FixedRateDriver:
         for driven in [d for d in members if d.done.is_set()]:
             self._leave(batch, driven)  # its task was cancelled
         if not batch.collecting:
-            behind = trio.current_time() - batch.next_time > self.period / 4
+            slot_time = self._slot_time(batch.key[0], batch.n)
+            behind = trio.current_time() - slot_time > self.period / 4
             deadline = -math.inf
             for driven in list(members):
                 try:
@@ -247,18 +254,22 @@ class FixedRateDriver:
             except Exception as exc:
                 driven.error = exc
                 self._leave(batch, driven)
-        batch.next_time += self.period
+        batch.n += 1
         if not members:
             self._close(batch)
             return
-        self._push(batch.next_time, batch)
+        self._push(self._slot_time(batch.key[0], batch.n), batch)
 
     def _leave(self, batch: _Batch, driven: _Driven) -> None:
         """The match is over (or failed, or cancelled): its world leaves the batch, keeping its last
         state for the match's end, and its task learns it."""
         batch.members.remove(driven)
-        batch.batch.leave(cast(BatchedEngine, driven.match.engine))
         driven.done.set()
+        try:
+            batch.batch.leave(cast(BatchedEngine, driven.match.engine))
+        except Exception as exc:  # the match's end may lack its last frame; the driver goes on
+            log.exception("match %d: its world did not leave its batch cleanly", driven.match.number)
+            driven.error = driven.error or exc
 
     def _close(self, batch: _Batch) -> None:
         batches = self._batches[batch.key]
@@ -268,14 +279,15 @@ class FixedRateDriver:
 
 
 class _Driven:
-    """One match under the driver: where its schedule starts, and which phase comes next."""
+    """One match under the driver: its phase slot, the period its schedule starts at (its first
+    tick's), and which phase comes next."""
 
-    __slots__ = ("batchable", "collecting", "done", "error", "match", "slot", "start", "ticks")
+    __slots__ = ("batchable", "collecting", "done", "error", "first", "match", "slot", "ticks")
 
-    def __init__(self, match: Match, start: float, slot: int) -> None:
+    def __init__(self, match: Match, slot: int, first: int) -> None:
         self.match = match
-        self.start = start
         self.slot = slot
+        self.first = first
         self.ticks = 0
         self.collecting = False
         #: Whether its world may still join a batch of its slot.
@@ -285,17 +297,17 @@ class _Driven:
 
 
 class _Batch:
-    """The matches of one phase slot whose worlds share an `EngineBatch`: their ticks begin together,
-    are collected together at the last of their deadlines (each answer is still judged by its own),
-    and their worlds step as one."""
+    """The matches of one phase slot whose worlds share an `EngineBatch`: their ticks begin together
+    (period ``n`` of the slot next), are collected together at the last of their deadlines (each
+    answer is still judged by its own), and their worlds step as one."""
 
-    __slots__ = ("batch", "collecting", "key", "members", "next_time")
+    __slots__ = ("batch", "collecting", "key", "members", "n")
 
-    def __init__(self, batch: EngineBatch, key: tuple[int, Hashable], next_time: float) -> None:
+    def __init__(self, batch: EngineBatch, key: tuple[int, Hashable], n: int) -> None:
         self.batch = batch
         self.key = key
         self.members: list[_Driven] = []
-        self.next_time = next_time
+        self.n = n
         self.collecting = False
 
 

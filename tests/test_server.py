@@ -18,6 +18,7 @@ from wire_client import Client
 
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import encode
+from cellarena.server.games.rezzo.slot_batch import SlotBatch
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import Seat, TickSettings
 from cellarena.server.poller import Poller
@@ -635,6 +636,50 @@ async def test_a_match_that_fails_mid_tick_ends_alone_and_the_others_play_on() -
             both.start_soon(good_match, lobby, results)
     assert_no_tick_lost(results)
     assert len(lobby.outcomes) == 1  # the failed match has no result
+
+
+async def test_a_batch_step_that_fails_ends_its_matches_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Rezzo matches of a phase slot step as one batch: a bug in that step ends that batch's
+    # matches (with no result), not the driver, nor the matches of other slots.
+    doomed_match: list[Any] = []
+    real_step = SlotBatch.step
+
+    def step(batch: SlotBatch) -> None:
+        if doomed_match and doomed_match[0].engine in batch._members and doomed_match[0].engine.tick == 5:
+            raise RuntimeError("a bug in the batched step")
+        real_step(batch)
+
+    monkeypatch.setattr(SlotBatch, "step", step)
+    results: list[dict[str, Any]] = []
+    doomed_ends: list[Any] = []
+
+    async def doomed(port: int) -> None:
+        clients = [await Client.connect(port) for _ in range(2)]
+        for i, c in enumerate(clients):
+            await c.hello(f"doomed-{i}")
+
+        async def answer(c: Client) -> None:
+            while (msg := await c.recv(timeout=30)) is not None and msg["type"] != "end":
+                if msg["type"] == "tick":
+                    await c.send(protocol.moves(msg["tick"], [0] * len(msg["agents"])))
+            doomed_ends.append(msg)
+
+        async with trio.open_nursery() as n:
+            for c in clients:
+                n.start_soon(answer, c)
+
+    async with trio.open_nursery() as nursery:
+        lobby = await start(nursery, matches=2)
+        async with trio.open_nursery() as both:
+            both.start_soon(doomed, lobby.port)
+            while not lobby.running:
+                await trio.sleep(0.005)
+            doomed_match.append(lobby.running[0])
+            both.start_soon(good_match, lobby, results)
+    assert_no_tick_lost(results)
+    assert [o.number for o in lobby.outcomes] == [2]  # the failed match has no result
+    assert doomed_ends == [None, None]  # its bots were hung up on, not sent a result
+    assert lobby.driver is not None and lobby.driver.batched_ticks > 0
 
 
 def test_new_fixed_rate_matches_take_the_least_used_phase_slots() -> None:
