@@ -72,6 +72,8 @@ class FixedRateDriver:
         self._slots = [0] * PHASES
         self._epoch: float | None = None  # trio time the slots count from
         self._batches: dict[tuple[int, Hashable], list[_Batch]] = {}
+        # Matches of a slot and key that wait, each on its own, for enough of them to make a batch pay.
+        self._waiting: dict[tuple[int, Hashable], set[_Driven]] = {}
         #: Match ticks whose worlds were stepped in batches, and the most worlds one step took.
         self.batched_ticks = 0
         self.widest_batch = 0
@@ -118,6 +120,8 @@ class FixedRateDriver:
         finally:
             driven.done.set()  # if cancelled, the driver drops it (and its batch, its world)
             self._slots[slot] -= 1
+            if driven.waiting is not None:
+                self._unwait(driven)
         if driven.error is not None:
             raise driven.error
 
@@ -179,18 +183,27 @@ class FixedRateDriver:
         if key is None:
             driven.batchable = False
             return False
-        batches = self._batches.setdefault((driven.slot, key), [])
-        due = [b for b in batches if b.batch.room and b.n == n]
+        due = [b for b in self._batches.get((driven.slot, key), ()) if b.batch.room and b.n == n]
         ready = [b for b in due if not b.collecting]
         if due and not ready:
             return False
+        if not ready:
+            # A new batch only once it pays: the game says from how many worlds on (`batch_from`).
+            waiting = self._waiting.setdefault((driven.slot, key), set())
+            waiting.add(driven)
+            driven.waiting = (driven.slot, key)
+            batch_from = getattr(engine, "batch_from", None)
+            if len(waiting) < (batch_from() if batch_from is not None else 1):
+                return False
+        if driven.waiting is not None:
+            self._unwait(driven)
         try:
             if ready:
                 batch = ready[0]
             else:
                 made: EngineBatch = engine.new_batch(BATCH_CAPACITY)  # type: ignore[attr-defined]
                 batch = _Batch(made, (driven.slot, key), n)
-                batches.append(batch)
+                self._batches.setdefault(batch.key, []).append(batch)
                 self._push(self._slot_time(driven.slot, n), batch)  # after the single matches of then
             world = batch.batch.join(engine)
         except Exception:
@@ -271,6 +284,14 @@ class FixedRateDriver:
             log.exception("match %d: its world did not leave its batch cleanly", driven.match.number)
             driven.error = driven.error or exc
 
+    def _unwait(self, driven: _Driven) -> None:
+        assert driven.waiting is not None
+        waiting = self._waiting[driven.waiting]
+        waiting.discard(driven)
+        if not waiting:
+            del self._waiting[driven.waiting]
+        driven.waiting = None
+
     def _close(self, batch: _Batch) -> None:
         batches = self._batches[batch.key]
         batches.remove(batch)
@@ -282,7 +303,7 @@ class _Driven:
     """One match under the driver: its phase slot, the period its schedule starts at (its first
     tick's), and which phase comes next."""
 
-    __slots__ = ("batchable", "collecting", "done", "error", "first", "match", "slot", "ticks")
+    __slots__ = ("batchable", "collecting", "done", "error", "first", "match", "slot", "ticks", "waiting")
 
     def __init__(self, match: Match, slot: int, first: int) -> None:
         self.match = match
@@ -292,6 +313,8 @@ class _Driven:
         self.collecting = False
         #: Whether its world may still join a batch of its slot.
         self.batchable = False
+        #: The (slot, key) whose batch it waits for, while too few matches would share it.
+        self.waiting: tuple[int, Hashable] | None = None
         self.done = trio.Event()
         self.error: Exception | None = None
 

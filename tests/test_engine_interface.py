@@ -108,6 +108,8 @@ def test_bench_server_reports_levels_in_json() -> None:
 
     from cellarena_cli import invoke
 
+    from cellarena.server.games.rezzo import batched
+
     code, out = invoke("bench", "server", "--levels", "16", "--seconds", "1", "--json")
     assert code == 0, out
     report = json.loads(out)
@@ -115,7 +117,12 @@ def test_bench_server_reports_levels_in_json() -> None:
     (level,) = report["levels"]
     assert level["agents"] == 16 and level["matches"] == 2 and level["ticks"] == 2 * 15
     # Side by side: the server stepping each phase slot's matches as one, and one at a time.
-    assert report["batch"] == "both" and level["batch"] is True and level["batched_share"] > 0.9
+    assert report["batch"] == "both" and level["batch"] is True
+    # With numba a slot of one match is batched; the numpy batch waits for enough matches to pay.
+    if batched.resolve_backend("auto") == "numba":
+        assert level["batched_share"] > 0.9
+    else:
+        assert level["batched_share"] == 0
     alone = level["one_by_one"]
     assert alone["batch"] is False and alone["batched_share"] == 0 and alone["ticks"] == 2 * 15
     assert level["cpu_one_by_one_over_batched"] > 0

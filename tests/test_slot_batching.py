@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 import trio
+from test_rezzo_batched import use
 from wire_client import Client
 
 from cellarena.sdk import protocol
 from cellarena.server.games.base import Engine
+from cellarena.server.games.rezzo import batched, slot_batch
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import TickSettings
 from cellarena.server.replay import ReplayWriter, read_replay, verify
@@ -41,10 +43,22 @@ async def bot(port: int, name: str) -> dict[str, Any]:
     raise AssertionError(f"{name}: the connection closed before the end")
 
 
-@pytest.mark.parametrize("batch", [True, False], ids=["batched", "one-by-one"])
-async def test_matches_of_a_slot_step_as_one_and_their_replays_verify(tmp_path: Path, batch: bool) -> None:
+@pytest.mark.parametrize("mode", ["numba", "numpy", "off"])
+async def test_matches_of_a_slot_step_as_one_and_their_replays_verify(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """More matches than phase slots, so that some slots hold two: every match's replay re-simulates
-    on the plain engine (each tick's hash), with the same counts the bots were told."""
+    on the plain engine (each tick's hash), with the same counts the bots were told.
+
+    numba: every match is batched from its second tick. numpy: a slot's batch opens only once it
+    pays (`NUMPY_BATCH_FROM` matches, here made 2), so only the slots with two matches batch.
+    off: `LobbyConfig.batch` False, every match on its own."""
+    if mode == "numba":
+        use("numba")
+    if mode == "numpy":
+        monkeypatch.setenv(batched.NO_NUMBA_VARIABLE, "1")
+        monkeypatch.setattr(slot_batch, "NUMPY_BATCH_FROM", 2)
+    batch = mode != "off"
     matches = PHASES + 4
 
     def recorder(number: int, engine: Engine, names: list[str], seed: int) -> ReplayWriter:
@@ -74,10 +88,13 @@ async def test_matches_of_a_slot_step_as_one_and_their_replays_verify(tmp_path: 
     assert len(lobby.outcomes) == matches and len(ends) == 2 * matches
     driver = lobby.driver
     assert driver is not None
-    if batch:
-        # Every match from its second tick on (a tick late would still be stepped: it is a no-op).
-        assert driver.batched_ticks == sum(o.ticks - 1 for o in lobby.outcomes)
+    every_tick_but_the_first = sum(o.ticks - 1 for o in lobby.outcomes)
+    if mode == "numba":
+        assert driver.batched_ticks == every_tick_but_the_first
         assert driver.widest_batch >= 2
+    elif mode == "numpy":
+        assert 0 < driver.batched_ticks < every_tick_but_the_first
+        assert driver.widest_batch == 2
     else:
         assert driver.batched_ticks == 0
     for outcome in lobby.outcomes:

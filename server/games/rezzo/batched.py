@@ -121,7 +121,8 @@ def numba_available() -> bool:
     return True
 
 
-def _backend(name: str) -> str:
+def resolve_backend(name: str) -> str:
+    """``name`` as the backend a batch made with it runs: "numpy" or "numba"."""
     if name not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
     if name == "auto":
@@ -166,7 +167,7 @@ class BatchedRezzo:
 
     def __init__(self, engines: Sequence[RezzoEngine], *, backend: str = "auto") -> None:
         #: "numpy" or "numba", as resolved from ``backend``.
-        self.backend = _backend(backend)
+        self.backend = resolve_backend(backend)
         if not engines:
             raise ValueError("a batch needs at least one world")
         first = engines[0]

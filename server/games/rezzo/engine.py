@@ -516,6 +516,13 @@ class RezzoEngine:
         size = (self.height, self.width, self.players, self.agents_per_player)
         return ("rezzo", *size, self.world.own_base_counts)
 
+    def batch_from(self) -> int:
+        """The fewest worlds from which stepping them as one batch beats their engines one by one
+        (`slot_bench`): any number with the numba backend, `slot_batch.NUMPY_BATCH_FROM` without."""
+        from cellarena.server.games.rezzo import batched, slot_batch
+
+        return 1 if batched.resolve_backend("auto") == "numba" else slot_batch.NUMPY_BATCH_FROM
+
     def new_batch(self, capacity: int) -> EngineBatch:
         """An empty batch for worlds of this one's key (the match server's phase slots)."""
         from cellarena.server.games.rezzo.slot_batch import SlotBatch
