@@ -22,9 +22,10 @@ from cellarena.server.games.base import Engine, Events, Result
 from cellarena.server.games.rezzo.batched import BatchedRezzo
 from cellarena.server.games.rezzo.engine import HASH_VERSION, Agent, RezzoEngine, decode_moves, parse_moves
 
-#: Without numba, the numpy batch pays from about this many worlds on (`slot_bench`, 8-seat matches:
-#: 0.4x the engines one by one at 1 world, 1.0x at 4, 1.5x at 8; numba: 1.3x at 1 world, 3x at 16).
-NUMPY_BATCH_FROM = 6
+#: Without numba, the numpy batch pays from about this many worlds on (`slot_bench`, per match-tick
+#: against the engines one by one: 8-seat bench matches 0.4x at 1 world, 1.0x at 4, 1.5x at 8; duels
+#: 0.5x at 1, 1.5x at 4; with numba every size pays: 1.2x to 1.3x at 1 world, 3x to 5x at 16).
+NUMPY_BATCH_FROM = 4
 #: Worlds per batch: a phase slot of a busy server holds about 16 matches (2,000 agents in 8-player
 #: matches over 16 slots); a slot with more opens a second batch.
 CAPACITY = 32
