@@ -182,6 +182,8 @@ class FixedRateDriver:
         key = key_of() if key_of is not None else None
         if key is None:
             driven.batchable = False
+            if driven.waiting is not None:
+                self._unwait(driven)  # it no longer counts towards a batch of its slot
             return False
         due = [b for b in self._batches.get((driven.slot, key), ()) if b.batch.room and b.n == n]
         ready = [b for b in due if not b.collecting]
