@@ -73,7 +73,8 @@ class LobbyConfig:
     on_tick: Callable[[Engine], None] | None = None
     #: Serve TLS with this context (`server.tls.server_context`), or plain TCP when None.
     tls: ssl.SSLContext | None = None
-    #: Step the fixed-rate matches of a phase slot together where the game offers batches (Rezzo).
+    #: Step the fixed-rate matches of a phase slot together where the game offers batches (Rezzo);
+    #: a lobby of one match never does.
     batch: bool = True
 
 
@@ -125,8 +126,11 @@ class Lobby:
         # Runs every fixed-rate match's ticks from one task.
         self._driver = None
         if not config.settings.fast:
-            self._driver = FixedRateDriver(config.settings.tick_rate, batch=config.batch)
-            if config.batch:
+            # A lobby of one match (`cellarena match`, a hosted ladder match) has nothing to batch it
+            # with, and need not load the batch's compiled kernels.
+            batch = config.batch and (config.matches is None or config.matches > 1)
+            self._driver = FixedRateDriver(config.settings.tick_rate, batch=batch)
+            if batch:
                 warm_up_batches(engine)
 
     @property
