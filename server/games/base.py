@@ -130,9 +130,10 @@ class BatchedEngine(Engine, Protocol):
 
 class EngineBatch(Protocol):
     """Same-shape worlds of one game, stepped as one array operation (the per-call cost of numpy is
-    paid once for all of them). A game offers batches through two optional engine methods:
+    paid once for all of them). A game offers batches through three optional engine methods:
     ``batch_key() -> Hashable | None`` (engines with equal keys fit one batch; None: this one fits
-    none) and ``new_batch(capacity) -> EngineBatch``. The match server batches the matches of one
+    none), ``batch_from() -> int`` (the fewest worlds from which a batch beats stepping them one by
+    one) and ``new_batch(capacity) -> EngineBatch``. The match server batches the matches of one
     phase slot (`ticking.FixedRateDriver`)."""
 
     @property
