@@ -4,6 +4,7 @@ would fill up and stall a bot that plays for long), and the port a server prints
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -145,8 +146,11 @@ def js_bot_folder() -> Path:
                 return False
         return True
 
-    if not up_to_date():
-        npm_ci = ["npm", "ci", "--no-audit", "--no-fund"]
-        subprocess.run(npm_ci, cwd=JS_BOT, check=True, capture_output=True, timeout=300)
-        assert up_to_date(), "npm ci did not install the pinned dependencies"
+    # One npm ci at a time: test processes running side by side (pytest-xdist) share the folder.
+    with (JS_BOT / "package.json").open("rb") as lock:  # a lock on a file already there
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not up_to_date():
+            npm_ci = ["npm", "ci", "--no-audit", "--no-fund"]
+            subprocess.run(npm_ci, cwd=JS_BOT, check=True, capture_output=True, timeout=300)
+            assert up_to_date(), "npm ci did not install the pinned dependencies"
     return JS_BOT

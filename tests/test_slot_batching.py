@@ -19,7 +19,8 @@ from cellarena.server.match import TickSettings
 from cellarena.server.replay import ReplayWriter, read_replay, verify
 from cellarena.server.ticking import PHASES
 
-TICKS = 40
+#: Long enough (4 s at 20 Hz) that the matches of a slot overlap even on a busy machine.
+TICKS = 80
 
 
 def moves_for(tick: int, seat: int, agents: list[int]) -> Any:
@@ -90,7 +91,9 @@ async def test_matches_of_a_slot_step_as_one_and_their_replays_verify(
     assert driver is not None
     every_tick_but_the_first = sum(o.ticks - 1 for o in lobby.outcomes)
     if mode == "numba":
-        assert driver.batched_ticks == every_tick_but_the_first
+        # Every match from its second tick on; a server running behind may play a tick of a match
+        # on its own when its batch has begun already (`FixedRateDriver._join_batch`).
+        assert 0.9 * every_tick_but_the_first <= driver.batched_ticks <= every_tick_but_the_first
         assert driver.widest_batch >= 2
     elif mode == "numpy":
         assert 0 < driver.batched_ticks < every_tick_but_the_first

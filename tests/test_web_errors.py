@@ -123,9 +123,9 @@ def test_a_replay_that_does_not_resimulate_shows_where_in_the_page(tmp_path: Pat
     bad = _write(tmp_path / "tampered.replay", records)
     with viewer("replay", "view", str(bad), "--port", "0") as url, page_of(browser) as (page, _console):
         page.goto(url)
-        page.wait_for_function("document.getElementById('player').dataset.shown === '0'")
+        page.wait_for_function("document.getElementById('player')?.dataset.shown === '0'")
         page.evaluate("window.cellarenaPlayer.seek(20)")
-        page.wait_for_function("document.getElementById('status').classList.contains('error')")
+        page.wait_for_function("document.getElementById('status')?.classList.contains('error')")
         status = page.inner_text("#status")
         tick = records[6]["tick"]
         assert f"{bad}: tick {tick}: the state hash differs from the replay's" in status

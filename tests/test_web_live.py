@@ -77,15 +77,15 @@ def test_match_web_shows_the_running_match_and_its_result(browser: Any, tmp_path
         stalled = _stalled_websocket(url)
         with page_of(browser) as (page, console):
             page.goto(url)
-            page.wait_for_function("Number(document.getElementById('player').dataset.liveFrames) >= 5")
-            first = int(page.evaluate("document.getElementById('player').dataset.liveTick"))
+            page.wait_for_function("Number(document.getElementById('player')?.dataset.liveFrames) >= 5")
+            first = int(page.evaluate("document.getElementById('player')?.dataset.liveTick"))
             page.wait_for_function(
-                f"Number(document.getElementById('player').dataset.liveTick) >= {first + 10}"
+                f"Number(document.getElementById('player')?.dataset.liveTick) >= {first + 10}"
             )
             assert "(live)" in page.inner_text("#tick")
-            page.wait_for_function("document.getElementById('player').dataset.liveResult !== undefined")
+            page.wait_for_function("document.getElementById('player')?.dataset.liveResult !== undefined")
             summary = json.loads(_line_with(proc.stdout, "{"))
-            shown = page.evaluate("document.getElementById('player').dataset.liveResult")
+            shown = page.evaluate("document.getElementById('player')?.dataset.liveResult")
             assert shown == (summary["winner"] or "draw")
             assert summary["reason"] in page.inner_text("#events")
             # the last frame drawn is the match's final state, cell by cell
@@ -129,14 +129,14 @@ def test_serve_web_follows_the_matches_of_a_server(browser: Any, tmp_path: Path)
                 )
                 for name in ("random_walker", "raider")
             ]
-            page.wait_for_function("Number(document.getElementById('player').dataset.liveFrames) >= 3")
+            page.wait_for_function("Number(document.getElementById('player')?.dataset.liveFrames) >= 3")
             assert "random_walker vs raider" in page.inner_text(
                 "h1"
             ) or "raider vs random_walker" in page.inner_text("h1")
-            page.wait_for_function("document.getElementById('player').dataset.liveResult !== undefined")
+            page.wait_for_function("document.getElementById('player')?.dataset.liveResult !== undefined")
             out, _err = server.communicate(timeout=30)
             result = json.loads(out.splitlines()[0])
-            assert page.evaluate("document.getElementById('player').dataset.liveResult") == (
+            assert page.evaluate("document.getElementById('player')?.dataset.liveResult") == (
                 result["winner"] or "draw"
             )
             for bot in bots:
@@ -242,7 +242,7 @@ def test_serve_web_shows_every_match_under_way(browser: Any, tmp_path: Path) -> 
                 link = page.locator("#running a").nth(index)
                 names = link.inner_text().split(": ", 1)[1].split(" vs ")
                 link.click()
-                page.wait_for_function("Number(document.getElementById('player').dataset.liveFrames) >= 3")
+                page.wait_for_function("Number(document.getElementById('player')?.dataset.liveFrames) >= 3")
                 heading = page.inner_text("h1")
                 assert all(name in heading for name in names), (heading, names)
             console.assert_clean()

@@ -57,13 +57,13 @@ def browser() -> Iterator[Any]:
 
 def _open(page: Any, url: str) -> dict[str, Any]:
     page.goto(url)
-    page.wait_for_function("document.getElementById('player').dataset.shown === '0'")
+    page.wait_for_function("document.getElementById('player')?.dataset.shown === '0'")
     return page.evaluate("window.cellarenaPlayer.state.meta")  # type: ignore[no-any-return]
 
 
 def _seek(page: Any, index: int) -> None:
     page.evaluate("(i) => window.cellarenaPlayer.seek(i)", index)
-    page.wait_for_function(f"document.getElementById('player').dataset.shown === '{index}'")
+    page.wait_for_function(f"document.getElementById('player')?.dataset.shown === '{index}'")
 
 
 # ------------------------------------------------------------------------ each game's expected colours
@@ -199,7 +199,7 @@ def test_rezzo_viewport_overlay_is_the_bytes_the_bot_was_sent(
         box = page.locator("#board").bounding_box()
         page.mouse.click(box["x"] + cx, box["y"] + cy)
         page.wait_for_function(
-            f"document.getElementById('player').dataset.viewport === '{index}/{seat}/{agent.index}'"
+            f"document.getElementById('player')?.dataset.viewport === '{index}/{seat}/{agent.index}'"
         )
         palette = page.evaluate("window.CellarenaPalette.colors")
         wrong = []
@@ -215,11 +215,11 @@ def test_rezzo_viewport_overlay_is_the_bytes_the_bot_was_sent(
         # stepping keeps the overlay on the same agent, now showing the next tick's bytes
         page.keyboard.press("ArrowRight")
         page.wait_for_function(
-            f"document.getElementById('player').dataset.viewport === '{index + 1}/{seat}/{agent.index}'"
+            f"document.getElementById('player')?.dataset.viewport === '{index + 1}/{seat}/{agent.index}'"
         )
         page.keyboard.press("ArrowLeft")
         page.wait_for_function(
-            f"document.getElementById('player').dataset.viewport === '{index}/{seat}/{agent.index}'"
+            f"document.getElementById('player')?.dataset.viewport === '{index}/{seat}/{agent.index}'"
         )
         page.screenshot(path=str(shot_dir(tmp_path) / "rezzo-viewport.png"))
         console.assert_clean()
@@ -231,20 +231,20 @@ def test_controls_play_step_seek_speed_and_zoom(replays: dict[str, Path], browse
     with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
         _open(page, url)
         page.keyboard.press("ArrowRight")
-        page.wait_for_function("document.getElementById('player').dataset.shown === '1'")
+        page.wait_for_function("document.getElementById('player')?.dataset.shown === '1'")
         page.keyboard.press("Shift+ArrowRight")
-        page.wait_for_function("document.getElementById('player').dataset.shown === '11'")
+        page.wait_for_function("document.getElementById('player')?.dataset.shown === '11'")
         page.keyboard.press("End")
-        page.wait_for_function(f"document.getElementById('player').dataset.shown === '{frames - 1}'")
+        page.wait_for_function(f"document.getElementById('player')?.dataset.shown === '{frames - 1}'")
         assert "(end)" in page.inner_text("#tick")
         assert "wins" in page.inner_text("#events") or "draw" in page.inner_text("#events")
         page.keyboard.press("Home")
-        page.wait_for_function("document.getElementById('player').dataset.shown === '0'")
+        page.wait_for_function("document.getElementById('player')?.dataset.shown === '0'")
         page.keyboard.press("]")
         page.keyboard.press("]")
         assert page.input_value("#speed") == "4"
         page.keyboard.press(" ")
-        page.wait_for_function("Number(document.getElementById('player').dataset.shown) >= 20")
+        page.wait_for_function("Number(document.getElementById('player')?.dataset.shown) >= 20")
         page.keyboard.press(" ")
         assert page.evaluate("window.cellarenaPlayer.state.playing") is False
         before = page.evaluate("window.cellarenaPlayer.view.cell")

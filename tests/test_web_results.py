@@ -85,7 +85,7 @@ def test_standings_chart_thumbnails_and_replays(
         # a match's replay plays in the player
         first = matches.first
         first.locator("a", has_text="watch").click()
-        page.wait_for_function("document.getElementById('player').dataset.shown === '0'")
+        page.wait_for_function("document.getElementById('player')?.dataset.shown === '0'")
         meta = page.evaluate("window.cellarenaPlayer.state.meta")
         assert meta["game"] == "drop2df"
         console.assert_clean()

@@ -70,7 +70,9 @@ class MypyError:
 def work_dir() -> Path:
     """Where the symlink tree and mypy's cache live: outside the checkout, one per checkout, and
     stable between runs so the cache stays warm."""
-    tag = hashlib.sha256(f"{getpass.getuser()}:{ROOT}".encode()).hexdigest()[:12]
+    # One per pytest-xdist worker too: two mypy runs must not share a cache or rebuild one tree.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    tag = hashlib.sha256(f"{getpass.getuser()}:{ROOT}:{worker}".encode()).hexdigest()[:12]
     return Path(tempfile.gettempdir()) / f"cellarena-mypy-{tag}"
 
 
