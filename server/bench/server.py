@@ -7,7 +7,9 @@ of eight seats, one agent each, on a map that keeps the automaton busy. For a ri
 agents (one agent per connection), it runs matches for a few seconds and counts the ticks in which
 every seat's answer arrived within its budget and that started in its slot of the 15 Hz schedule (no
 more than a quarter period behind). The largest load with at least 99% of such ticks is the result,
-along with the server's CPU time per agent-tick at that load. Each level starts from a collected and
+along with the server's CPU time per agent-tick at that load. By default each level is played twice,
+side by side, the server stepping the matches of a phase slot as one batch and one match at a time
+(`ticking`), after an unreported warm-up level. Each level starts from a collected and
 frozen heap (`gc.freeze`, as a long-running server would after start-up), so that the garbage of the
 previous level and the objects of the imports are not scanned by the level's own collections.
 """
@@ -235,9 +237,10 @@ def run(
         raise ValueError(f"batch must be one of {', '.join(BATCH_MODES)}, got {batch!r}")
     game = game or load_games()[0]
     raise_file_limit()
-    # A short level first, not reported: what a process does once (imports, compiled kernels loaded
-    # from their cache, the load process's start-up) would otherwise fall on the first level measured,
-    # which then missed the goal that the same load met as a later level.
+    # A level first that is not reported (1 s, up to WARM_UP_AGENTS): what a process does once
+    # (imports, compiled kernels loaded from their cache, its heap and sockets growing) would
+    # otherwise fall on the first level measured, which then missed the goal that the same load
+    # met as a later level.
     gc.collect()
     levels = list(levels)
     warm_up = min(WARM_UP_AGENTS, max(levels, default=WARM_UP_AGENTS))
