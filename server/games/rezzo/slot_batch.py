@@ -144,7 +144,7 @@ class BatchedWorld:
         #: The match's agents in the engine's order, as (player, index), and their places in the batch.
         self._present = present
         self._ids = np.array([p * k + i for p, i in present], np.intp)
-        # Each seat's agents are 0..n-1 (`RezzoEngine.new`, `from_board`): rows p*K .. p*K+n-1.
+        # Each seat's agents are 0..n-1 (`RezzoEngine.batch_key` admits no other): rows p*K .. p*K+n-1.
         counts = [sum(1 for p, _ in present if p == seat) for seat in range(self.players)]
         self._spans = [(seat * k, seat * k + n, list(range(n))) for seat, n in enumerate(counts)]
         self._events = Events()
