@@ -9,6 +9,7 @@ and without moves against `reference_step`. Every such test runs on both backend
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import pytest
@@ -44,8 +45,9 @@ def slow(examples: int) -> settings:
 
 
 @st.composite
-def batches(draw: st.DrawFn) -> tuple[list[RezzoEngine], int]:
-    """B engines on random boards of one shape, player count and rule options; and an RNG seed."""
+def board_makers(draw: st.DrawFn) -> tuple[Any, int]:
+    """A maker of engines on random boards of one drawn shape, player count and rule options (every
+    state and owner, damage, agents with random facings), each from the given RNG; and a seed."""
     width, height = draw(st.integers(1, 24)), draw(st.integers(1, 16))
     players = draw(st.integers(2, 8))
     own_base_counts = draw(st.booleans())
@@ -54,26 +56,33 @@ def batches(draw: st.DrawFn) -> tuple[list[RezzoEngine], int]:
     if sum(weights) == 0:
         weights[1] = 1
     seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    engines = []
-    for _ in range(draw(st.integers(1, 4))):
+
+    def make(rng: np.random.Generator, tick: int) -> RezzoEngine:
         cells, damage = random_board(rng, height, width, players, weights)
         ys, xs = np.nonzero((cells >= Cell.AGENT) & (cells < Cell.FLAG))
         agents = [
             (int(cells[y, x]) - Cell.AGENT, int(x), int(y), int(rng.integers(0, 4)))
             for y, x in zip(ys, xs, strict=True)
         ]
-        engines.append(
-            RezzoEngine.from_board(
-                cells,
-                players=players,
-                agents=agents,
-                damage=damage,
-                tick=int(rng.integers(0, 3)),
-                max_ticks=max_ticks,
-                own_base_counts=own_base_counts,
-            )
+        return RezzoEngine.from_board(
+            cells,
+            players=players,
+            agents=agents,
+            damage=damage,
+            tick=tick,
+            max_ticks=max_ticks,
+            own_base_counts=own_base_counts,
         )
+
+    return make, seed
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> tuple[list[RezzoEngine], int]:
+    """B engines on random boards of one shape, player count and rule options; and an RNG seed."""
+    make, seed = draw(board_makers())
+    rng = np.random.default_rng(seed)
+    engines = [make(rng, int(rng.integers(0, 3))) for _ in range(draw(st.integers(1, 4)))]
     return engines, seed
 
 

@@ -14,10 +14,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_rezzo_batched import both_backends, slow, use
-from test_rezzo_differential import KINDS, random_board
+from test_rezzo_batched import board_makers, both_backends, slow, use
 
-from cellarena.sdk.games.rezzo import Cell
 from cellarena.server.games.base import Events
 from cellarena.server.games.rezzo.engine import RezzoEngine
 from cellarena.server.games.rezzo.slot_batch import BatchedWorld, SlotBatch
@@ -127,35 +125,10 @@ def play_twins(
 
 @st.composite
 def boards(draw: st.DrawFn) -> tuple[Any, int]:
-    """A maker of one random bounded world (every state and owner, damage, facings), and a seed."""
-    width, height = draw(st.integers(1, 20)), draw(st.integers(1, 14))
-    players = draw(st.integers(2, 8))
-    own_base_counts = draw(st.booleans())
-    max_ticks = draw(st.integers(1, 12))
-    weights = [draw(st.sampled_from([0, 0, 1, 3, 10])) for _ in KINDS]
-    if sum(weights) == 0:
-        weights[1] = 1
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    cells, damage = random_board(rng, height, width, players, weights)
-    ys, xs = np.nonzero((cells >= Cell.AGENT) & (cells < Cell.FLAG))
-    agents = [
-        (int(cells[y, x]) - Cell.AGENT, int(x), int(y), int(rng.integers(0, 4)))
-        for y, x in zip(ys, xs, strict=True)
-    ]
-
-    def make() -> RezzoEngine:
-        return RezzoEngine.from_board(
-            cells,
-            players=players,
-            agents=agents,
-            damage=damage,
-            tick=1,
-            max_ticks=max_ticks,
-            own_base_counts=own_base_counts,
-        )
-
-    return make, seed
+    """A maker of one random bounded world (every state and owner, damage, facings), and a seed:
+    each call makes the same world anew."""
+    make_random, seed = draw(board_makers())
+    return lambda: make_random(np.random.default_rng(seed), 1), seed
 
 
 @both_backends

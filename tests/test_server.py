@@ -601,55 +601,12 @@ async def test_spectator_that_never_reads_is_dropped_and_the_match_goes_on() -> 
 # ------------------------------------------------------------------------------ many matches, one driver
 
 
-async def test_a_match_that_fails_mid_tick_ends_alone_and_the_others_play_on() -> None:
-    # Fixed-rate matches share one tick driver: a bug in one match's tick must end that match only.
-    doomed_match: list[Any] = []
-
-    def on_tick(engine: Any) -> None:
-        # The match's engine, not the one it started with: from tick 2 its world is in a slot batch.
-        if doomed_match and engine is doomed_match[0].engine and engine.tick == 5:
-            raise RuntimeError("a bug in this match")
-
-    results: list[dict[str, Any]] = []
-
-    async def doomed(port: int) -> None:
-        clients = [await Client.connect(port) for _ in range(2)]
-        for i, c in enumerate(clients):
-            await c.hello(f"doomed-{i}")
-
-        async def answer(c: Client) -> None:
-            while (msg := await c.recv(timeout=30)) is not None and msg["type"] != "end":
-                if msg["type"] == "tick":
-                    await c.send(protocol.moves(msg["tick"], [0] * len(msg["agents"])))
-
-        async with trio.open_nursery() as n:
-            for c in clients:
-                n.start_soon(answer, c)
-
-    async with trio.open_nursery() as nursery:
-        lobby = await start(nursery, matches=2, on_tick=on_tick)
-        async with trio.open_nursery() as both:
-            both.start_soon(doomed, lobby.port)
-            while not lobby.running:
-                await trio.sleep(0.005)
-            doomed_match.append(lobby.running[0])
-            both.start_soon(good_match, lobby, results)
-    assert_no_tick_lost(results)
-    assert len(lobby.outcomes) == 1  # the failed match has no result
-
-
-async def test_a_batch_step_that_fails_ends_its_matches_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The Rezzo matches of a phase slot step as one batch: a bug in that step ends that batch's
-    # matches (with no result), not the driver, nor the matches of other slots.
-    doomed_match: list[Any] = []
-    real_step = SlotBatch.step
-
-    def step(batch: SlotBatch) -> None:
-        if doomed_match and doomed_match[0].engine in batch._members and doomed_match[0].engine.tick == 5:
-            raise RuntimeError("a bug in the batched step")
-        real_step(batch)
-
-    monkeypatch.setattr(SlotBatch, "step", step)
+async def doomed_beside_good(
+    doomed_match: list[Any], **kw: Any
+) -> tuple[Lobby, list[dict[str, Any]], list[Any]]:
+    """Match 1: two clients that answer no-ops to the end or until hung up on (its `Match` goes into
+    ``doomed_match`` once it runs); match 2: two good clients. The lobby, the good clients' `end`
+    messages, and the last message each doomed client got (None: hung up on)."""
     results: list[dict[str, Any]] = []
     doomed_ends: list[Any] = []
 
@@ -669,13 +626,43 @@ async def test_a_batch_step_that_fails_ends_its_matches_alone(monkeypatch: pytes
                 n.start_soon(answer, c)
 
     async with trio.open_nursery() as nursery:
-        lobby = await start(nursery, matches=2)
+        lobby = await start(nursery, matches=2, **kw)
         async with trio.open_nursery() as both:
             both.start_soon(doomed, lobby.port)
             while not lobby.running:
                 await trio.sleep(0.005)
             doomed_match.append(lobby.running[0])
             both.start_soon(good_match, lobby, results)
+    return lobby, results, doomed_ends
+
+
+async def test_a_match_that_fails_mid_tick_ends_alone_and_the_others_play_on() -> None:
+    # Fixed-rate matches share one tick driver: a bug in one match's tick must end that match only.
+    doomed_match: list[Any] = []
+
+    def on_tick(engine: Any) -> None:
+        # The match's engine, not the one it started with: from tick 2 its world is in a slot batch.
+        if doomed_match and engine is doomed_match[0].engine and engine.tick == 5:
+            raise RuntimeError("a bug in this match")
+
+    lobby, results, _ = await doomed_beside_good(doomed_match, on_tick=on_tick)
+    assert_no_tick_lost(results)
+    assert len(lobby.outcomes) == 1  # the failed match has no result
+
+
+async def test_a_batch_step_that_fails_ends_its_matches_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Rezzo matches of a phase slot step as one batch: a bug in that step ends that batch's
+    # matches (with no result), not the driver, nor the matches of other slots.
+    doomed_match: list[Any] = []
+    real_step = SlotBatch.step
+
+    def step(batch: SlotBatch) -> None:
+        if doomed_match and doomed_match[0].engine in batch._members and doomed_match[0].engine.tick == 5:
+            raise RuntimeError("a bug in the batched step")
+        real_step(batch)
+
+    monkeypatch.setattr(SlotBatch, "step", step)
+    lobby, results, doomed_ends = await doomed_beside_good(doomed_match)
     assert_no_tick_lost(results)
     assert [o.number for o in lobby.outcomes] == [2]  # the failed match has no result
     assert doomed_ends == [None, None]  # its bots were hung up on, not sent a result
