@@ -174,9 +174,10 @@ class FixedRateDriver:
 
     # ----------------------------------------------------------------- batches of a slot
     def _join_batch(self, driven: _Driven, n: int) -> bool:
-        """Move the match's world into a batch of its slot that begins period ``n`` next, opening one
-        if none has room. False: it plays this tick on its own (and for good if its world fits no
-        batch, or for now if the batch due has begun already, which only an overloaded server sees)."""
+        """Move the match's world into a batch of its slot for period ``n``, opening one if none has
+        room. True: the batch begins the match's tick (now, or, if the batch is still collecting an
+        earlier period, as soon as it has). False: it plays this tick on its own (for good if its
+        world fits no batch; for now if the batch has begun period ``n`` already)."""
         engine = driven.match.engine
         key_of = getattr(engine, "batch_key", None)
         key = key_of() if key_of is not None else None
@@ -185,10 +186,13 @@ class FixedRateDriver:
             if driven.waiting is not None:
                 self._unwait(driven)  # it no longer counts towards a batch of its slot
             return False
-        due = [b for b in self._batches.get((driven.slot, key), ()) if b.batch.room and b.n == n]
-        ready = [b for b in due if not b.collecting]
-        if due and not ready:
-            return False
+        open_ = [b for b in self._batches.get((driven.slot, key), ()) if b.batch.room]
+        # On time, the slot's batch begins period n right after this match's turn. A server running
+        # behind may still be collecting an earlier period of it: joining then, the match begins with
+        # the batch as soon as the batch can, rather than opening a batch of its own.
+        ready = [b for b in open_ if b.n < n or (b.n == n and not b.collecting)]
+        if not ready and any(b.n == n for b in open_):
+            return False  # its batch has begun this period: next period
         if not ready:
             # A new batch only once it pays: the game says from how many worlds on (`batch_from`).
             waiting = self._waiting.setdefault((driven.slot, key), set())
@@ -216,7 +220,8 @@ class FixedRateDriver:
             driven.batchable = False
             return False
         driven.match.engine = world
-        batch.members.append(driven)
+        # Members are collected at the batch's next collect: one joining mid-collect waits for it.
+        (batch.joining if batch.collecting else batch.members).append(driven)
         return True
 
     def _step_batch(self, batch: _Batch) -> None:
@@ -258,6 +263,8 @@ class FixedRateDriver:
             self.batched_ticks += len(staged)
             self.widest_batch = max(self.widest_batch, len(staged))
         except Exception as exc:
+            members.extend(batch.joining)  # their worlds are in the broken batch too
+            batch.joining.clear()
             for driven in list(members):
                 driven.error = exc
                 self._leave(batch, driven)
@@ -270,6 +277,8 @@ class FixedRateDriver:
                 driven.error = exc
                 self._leave(batch, driven)
         batch.n += 1
+        members.extend(batch.joining)  # they begin period n with the batch
+        batch.joining.clear()
         if not members:
             self._close(batch)
             return
@@ -326,12 +335,14 @@ class _Batch:
     (period ``n`` of the slot next), are collected together at the last of their deadlines (each
     answer is still judged by its own), and their worlds step as one."""
 
-    __slots__ = ("batch", "collecting", "key", "members", "n")
+    __slots__ = ("batch", "collecting", "joining", "key", "members", "n")
 
     def __init__(self, batch: EngineBatch, key: tuple[int, Hashable], n: int) -> None:
         self.batch = batch
         self.key = key
         self.members: list[_Driven] = []
+        #: Matches that joined while the batch collected: members from its next period on.
+        self.joining: list[_Driven] = []
         self.n = n
         self.collecting = False
 
