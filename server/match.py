@@ -27,7 +27,7 @@ import trio
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol.fields import is_int
 from cellarena.server.connection import Connection
-from cellarena.server.games.base import Engine, Events, Result
+from cellarena.server.games.base import Engine, Events, Result, sole_first
 
 log = logging.getLogger("cellarena.server")
 #: The `moves` of an answer without that field: no game reads it as an action, so it is invalid.
@@ -539,8 +539,7 @@ class Match:
 
         keys = {s.index: key(s.index) for s in self.seats}
         ranks = {i: 1 + sum(1 for j in keys if keys[j] < keys[i]) for i in keys}
-        firsts = [i for i, r in ranks.items() if r == 1]
-        winner = firsts[0] if len(firsts) == 1 else None
+        winner = sole_first(ranks)
         if game is not None:
             reason = game.reason + (f"; forfeited: {', '.join(self.seats[i].name for i in forfeits)}")
         elif len(stayed) == 1:

@@ -50,6 +50,12 @@ class Result:
         return self.winner is None
 
 
+def sole_first(ranks: Mapping[int, int]) -> int | None:
+    """The one seat ranked first, or None when first place is shared (a draw): `Result.winner`."""
+    firsts = [seat for seat, rank in ranks.items() if rank == 1]
+    return firsts[0] if len(firsts) == 1 else None
+
+
 @dataclass
 class Events:
     """What happened in one `apply()`: per-seat counts of no-op'd actions and the seats that lost."""

@@ -28,7 +28,7 @@ from cellarena.sdk.games.rezzo import (
     Move,
 )
 from cellarena.sdk.protocol import is_int
-from cellarena.server.games.base import ConfigError, EngineBatch, Events, Result
+from cellarena.server.games.base import ConfigError, EngineBatch, Events, Result, sole_first
 from cellarena.server.games.config import GameConfig, option
 from cellarena.server.games.rezzo.ca import BitWorld
 from cellarena.server.games.rezzo.maps import parse_map, read_map
@@ -87,6 +87,37 @@ def parse_moves(seat: int, raw: Any, events: Events, agents_per_player: int) -> 
 
 #: `RezzoEngine.state_hash`'s scheme: 2 hashes public codes (1, before 2026-11, hashed bit planes).
 HASH_VERSION = 2
+
+
+def state_digest(
+    size: tuple[int, int, int, int],
+    world: Sequence[bytes],
+    damage: bytes,
+    agents: Sequence[Sequence[int]],
+    alive: Sequence[int],
+) -> str:
+    """A state hash from its parts: ``size`` (tick, width, height, players), the world's bytes (its
+    bit planes in scheme 1, its public codes in scheme 2), the damage, each agent's (player, index,
+    x, y, facing, alive) and the players still in, ascending. `RezzoEngine` and a world stepped in
+    a batch (`slot_batch.BatchedWorld`) both hash through this, so they agree by construction."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(np.array(size, "<i8").tobytes())
+    for part in world:
+        h.update(part)
+    h.update(damage)
+    h.update(np.array(agents, "<i8").tobytes())
+    h.update(bytes(alive))
+    return h.hexdigest()
+
+
+def loss_reason(players_left: int) -> str:
+    """Why a match ended once losses left ``players_left`` (0 or 1) players in."""
+    return "last player standing" if players_left else "all remaining players lost in the same tick"
+
+
+def cap_reason(max_ticks: int) -> str:
+    """Why a match ended at its tick cap."""
+    return f"tick cap {max_ticks} reached"
 
 
 @dataclass(frozen=True)
@@ -463,7 +494,7 @@ class RezzoEngine:
                 if not self._move(a, move):
                     events.count(events.illegal, a.player)
         if self.tick >= self.max_ticks:
-            self._finish(f"tick cap {self.max_ticks} reached")
+            self._finish(cap_reason(self.max_ticks))
             return events
         events.losers = self._advance()
         return events
@@ -483,13 +514,9 @@ class RezzoEngine:
                 self._alive_players.discard(i)
                 self._lost_at[i] = self.tick
             if len(self._alive_players) <= 1:
-                self._finish(
-                    "last player standing"
-                    if self._alive_players
-                    else "all remaining players lost in the same tick"
-                )
+                self._finish(loss_reason(len(self._alive_players)))
         if self._result is None and self.tick > self.max_ticks:
-            self._finish(f"tick cap {self.max_ticks} reached")
+            self._finish(cap_reason(self.max_ticks))
         return losers
 
     def _finish(self, reason: str) -> None:
@@ -498,9 +525,7 @@ class RezzoEngine:
             i: (self.tick + 1 if i in self._alive_players else self._lost_at[i]) for i in range(self.players)
         }
         ranks = {i: 1 + sum(1 for j in key if key[j] > key[i]) for i in key}
-        firsts = [i for i, r in ranks.items() if r == 1]
-        winner = firsts[0] if len(firsts) == 1 else None
-        self._result = Result(ranks=ranks, winner=winner, reason=reason, ticks=self.tick)
+        self._result = Result(ranks=ranks, winner=sole_first(ranks), reason=reason, ticks=self.tick)
 
     # ----------------------------------------------------------------- batches
     def batch_key(self) -> tuple[Any, ...] | None:
@@ -567,20 +592,17 @@ class RezzoEngine:
         exactly these, so the server's batched matches hash the same as this engine without
         converting their state. 1 (files from before): the bit planes of `ca.BitWorld`.
         """
-        h = hashlib.blake2b(digest_size=16)
-        h.update(np.array([self.tick, self.width, self.height, self.players], "<i8").tobytes())
+        world: tuple[bytes, ...]
         if version == 1:
-            h.update(self.world.dyn.tobytes())
-            h.update(self.world.static.tobytes())
+            world = (self.world.dyn.tobytes(), self.world.static.tobytes())
         elif version == HASH_VERSION:
-            h.update(self.world.codes_view().tobytes())
+            world = (self.world.codes_view().tobytes(),)
         else:
             raise ValueError(f"Rezzo state hash scheme {version} is unknown (this cellarena knows 1 and 2)")
-        h.update(self._damage.tobytes())
-        h.update(
-            np.array(
-                [[a.player, a.index, a.x, a.y, int(a.facing), a.alive] for a in self._agents], "<i8"
-            ).tobytes()
+        return state_digest(
+            (self.tick, self.width, self.height, self.players),
+            world,
+            self._damage.tobytes(),
+            [[a.player, a.index, a.x, a.y, int(a.facing), a.alive] for a in self._agents],
+            sorted(self._alive_players),
         )
-        h.update(bytes(sorted(self._alive_players)))
-        return h.hexdigest()

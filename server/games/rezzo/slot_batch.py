@@ -11,16 +11,24 @@ numba's) per-call cost is paid once per slot instead of once per match.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from cellarena.sdk.games.rezzo import Facing
-from cellarena.server.games.base import Engine, Events, Result
+from cellarena.server.games.base import Engine, Events, Result, sole_first
 from cellarena.server.games.rezzo.batched import BatchedRezzo
-from cellarena.server.games.rezzo.engine import HASH_VERSION, Agent, RezzoEngine, decode_moves, parse_moves
+from cellarena.server.games.rezzo.engine import (
+    HASH_VERSION,
+    Agent,
+    RezzoEngine,
+    cap_reason,
+    decode_moves,
+    loss_reason,
+    parse_moves,
+    state_digest,
+)
 
 #: Without numba, the numpy batch pays from about this many worlds on (`slot_bench`, per match-tick
 #: against the engines one by one: 8-seat bench matches 0.4x at 1 world, 1.0x at 4, 1.5x at 8; duels
@@ -227,14 +235,11 @@ class BatchedWorld:
         if done and self._result is None:
             worlds, b = self.batch.worlds, self.index
             still_in = int(worlds.player_alive[b].sum())
-            if events.losers and still_in <= 1:
-                reason = "last player standing" if still_in else "all remaining players lost in the same tick"
-            else:
-                reason = f"tick cap {self.max_ticks} reached"
+            # As `RezzoEngine` ends: by losses that left one player or none, else at the tick cap.
+            by_losses = events.losers and still_in <= 1
+            reason = loss_reason(still_in) if by_losses else cap_reason(self.max_ticks)
             ranks = {p: int(r) for p, r in enumerate(worlds.ranks[b].tolist())}
-            firsts = [p for p, r in ranks.items() if r == 1]
-            winner = firsts[0] if len(firsts) == 1 else None
-            self._result = Result(ranks=ranks, winner=winner, reason=reason, ticks=self.tick)
+            self._result = Result(ranks=ranks, winner=sole_first(ranks), reason=reason, ticks=self.tick)
 
     def result(self) -> Result | None:
         return self._result
@@ -268,13 +273,8 @@ class BatchedWorld:
         if self._final is not None:
             return self._final[1]
         frame = self.frame()
-        h = hashlib.blake2b(digest_size=16)
-        h.update(np.array([self.tick, self.width, self.height, self.players], "<i8").tobytes())
-        h.update(frame["cells"])
-        h.update(frame["damage"])
-        h.update(np.array(frame["agents"], "<i8").tobytes())
-        h.update(bytes(frame["alive"]))
-        return h.hexdigest()
+        size = (self.tick, self.width, self.height, self.players)
+        return state_digest(size, (frame["cells"],), frame["damage"], frame["agents"], frame["alive"])
 
     def cells(self) -> np.ndarray:
         return self._final[2].copy() if self._final is not None else self.batch.worlds.cells(self.index)
