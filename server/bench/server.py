@@ -165,7 +165,9 @@ async def run_rate(
     collected: dict[int, list[float]] = {}
 
     def on_tick(engine: Any) -> None:
-        collected.setdefault(id(engine), []).append(trio.current_time())
+        # By match: a match's engine object changes when its world joins a slot's batch.
+        number = next(m.number for m in lobby.running if m.engine is engine)
+        collected.setdefault(number, []).append(trio.current_time())
 
     lobby = Lobby(
         LobbyConfig(
