@@ -264,6 +264,7 @@ def test_the_numba_backend_without_numba_says_what_to_install(monkeypatch: pytes
     import sys
 
     batched._kernels.cache_clear()
+    batched.numba_available.cache_clear()
     monkeypatch.setitem(sys.modules, "numba", None)  # makes `import numba` raise ImportError
     try:
         duel = RezzoEngine.new({"map": "duel"})
@@ -272,6 +273,7 @@ def test_the_numba_backend_without_numba_says_what_to_install(monkeypatch: pytes
             BatchedRezzo([duel], backend="numba")
     finally:
         batched._kernels.cache_clear()
+        batched.numba_available.cache_clear()
 
 
 def test_torus_and_mixed_shapes_are_refused() -> None:

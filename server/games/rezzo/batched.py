@@ -112,8 +112,11 @@ def _kernels() -> batched_kernel.Kernels:
     return batched_kernel.Kernels()
 
 
+@functools.cache
 def numba_available() -> bool:
-    """Whether the numba backend can run here (numba installed and importable)."""
+    """Whether the numba backend can run here (numba installed and importable). Known once per
+    process: without numba, each try to import it searches the path again (some 45 µs), and the
+    match server asks for every match that waits for a batch, every tick."""
     try:
         _kernels()
     except ImportError:
