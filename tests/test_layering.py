@@ -178,3 +178,31 @@ def test_layers_point_one_way() -> None:
                 if name == bad or name.startswith(bad + "."):
                     problems.append(f"{rel}:{line}: {layer} imports {name}")
     assert not problems, "\n".join(sorted(set(problems)))
+
+
+def test_the_server_does_not_load_the_bot_loop() -> None:
+    """`cellarena.sdk` loads its public names on first use (PEP 562): the server's modules import the
+    protocol and the games' codes from the SDK, and must not pull in the bot loop with them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import cellarena.server.match, cellarena.server.lobby, cellarena.server.connection\n"
+        "import cellarena.arena.ladder.seating\n"
+        "print('cellarena.sdk.bot' in sys.modules)\n"
+        "from cellarena.sdk import Bot, RezzoAnswer, run\n"
+        "from cellarena.sdk.games.rezzo import RezzoBot\n"
+        "print(Bot is RezzoBot, callable(run), 'cellarena.sdk.bot' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "True", "True"]
+    from cellarena import sdk
+
+    assert set(sdk.__all__) <= set(dir(sdk))
+    try:
+        sdk.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "NoSuchName" in str(exc)
+    else:
+        raise AssertionError("an unknown name must raise AttributeError")
