@@ -23,6 +23,7 @@ import click
 from cellarena.arena.cluster import ClusterSpec, cluster_option
 from cellarena.arena.discovery import discover, prepare
 from cellarena.arena.runner import MISSED_IN_A_ROW, TournamentSpec, local_pool, run_tournament
+from cellarena.server.cli.params import map_list
 from cellarena.server.match import TickSettings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,7 +149,7 @@ def command(
         load = bench_load(game)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--game") from None
-    names = [m.strip() for m in maps.split(",") if m.strip()] if maps else list(load.tournament_maps)
+    names = map_list(maps) if maps else list(load.tournament_maps)
     result = run(Path(bots_dir), names, rounds, max_ticks, jobs, game=game, cluster=cluster)
     if as_json:
         click.echo(json.dumps(result))

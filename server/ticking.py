@@ -21,7 +21,7 @@ from typing import cast
 
 import trio
 
-from cellarena.server.games.base import BatchedEngine, Engine, EngineBatch, Events
+from cellarena.server.games.base import BATCH_CAPACITY, BatchedEngine, Engine, EngineBatch, Events
 from cellarena.server.match import Match
 
 log = logging.getLogger("cellarena.server")
@@ -31,8 +31,6 @@ PHASES = 16
 _BITS = (PHASES - 1).bit_length()
 #: Slots in bit-reversed order (0, 1/2, 1/4, 3/4, ...): each next one in the widest gap left.
 _SLOT_ORDER = sorted(range(PHASES), key=lambda i: int(f"{i:0{_BITS}b}"[::-1], 2))
-#: Worlds per batch of a phase slot; a slot with more matches of one key opens another batch.
-BATCH_CAPACITY = 32
 # At one moment, single matches run before batches, so that a match joining a batch joins before it begins.
 _SINGLE, _BATCH = 0, 1
 

@@ -24,6 +24,7 @@ from cellarena.server.cli.params import (
     decorate,
     first_budget_option,
     listen_options,
+    map_list,
     tick_options,
     tls_context,
     tls_options,
@@ -361,7 +362,7 @@ def _serve_command(game: str) -> click.Command:
         if maps:
             if cli.map_key is None:
                 raise click.BadParameter(f"{game} has no maps", param_hint="--maps")
-            pool = tuple(m.strip() for m in maps.split(",") if m.strip())
+            pool = tuple(map_list(maps))
         elif cli.map_key is not None and cli.default_maps:
             pool = tuple(cli.default_maps)
         replay_dir = writable_folder(where.folder / "replays", "--dir")

@@ -16,6 +16,7 @@ from cellarena.server.cli.params import (
     FiniteFloatRange,
     decorate,
     first_budget_option,
+    map_list,
     tick_options,
     writable_folder,
 )
@@ -25,12 +26,7 @@ from cellarena.server.games import ConfigError
 def _maps(cli: GameCli, value: str | None) -> list[str | None]:
     if value is None:
         return list(cli.default_maps) or [None]
-    names: list[str | None] = [m.strip() for m in value.split(",") if m.strip()]
-    if not names:
-        raise click.BadParameter("give at least one map, e.g. --maps duel,field", param_hint="--maps")
-    if len(set(names)) != len(names):
-        raise click.BadParameter(f"a map is listed twice in {value!r}", param_hint="--maps")
-    return names
+    return list(map_list(value))
 
 
 def _bots(

@@ -27,6 +27,18 @@ class FiniteFloatRange(click.FloatRange):
         return result
 
 
+def map_list(value: str, option: str = "--maps") -> list[str]:
+    """A comma-separated list of map names or files (``--maps duel,field``): one rule for every command
+    that takes one. Blanks around a name are dropped; an empty list or a name given twice is refused."""
+    names = [m.strip() for m in value.split(",") if m.strip()]
+    if not names:
+        raise click.BadParameter(f"give at least one map, e.g. {option} duel,field", param_hint=option)
+    twice = sorted({m for m in names if names.count(m) > 1})
+    if twice:
+        raise click.BadParameter(f"{', '.join(twice)} is listed twice in {value!r}", param_hint=option)
+    return names
+
+
 def writable_folder(path: Path, option: str) -> Path:
     """Make ``path`` (and its parents) if needed and check that files can be written in it.
 

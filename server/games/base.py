@@ -134,6 +134,12 @@ class BatchedEngine(Engine, Protocol):
         ...
 
 
+#: Worlds per batch: a phase slot of a busy server holds about 16 matches (2,000 agents in 8-player
+#: matches over 16 slots); a slot with more opens a second batch. The match server asks for batches
+#: of this size and a game's batch defaults to it.
+BATCH_CAPACITY = 32
+
+
 class EngineBatch(Protocol):
     """Same-shape worlds of one game, stepped as one array operation (the per-call cost of numpy is
     paid once for all of them). A game offers batches through three optional engine methods:

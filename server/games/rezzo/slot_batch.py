@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from cellarena.sdk.games.rezzo import Facing
-from cellarena.server.games.base import Engine, Events, Result, sole_first
+from cellarena.server.games.base import BATCH_CAPACITY, Engine, Events, Result, sole_first
 from cellarena.server.games.rezzo.batched import BatchedRezzo
 from cellarena.server.games.rezzo.engine import (
     HASH_VERSION,
@@ -34,9 +34,6 @@ from cellarena.server.games.rezzo.engine import (
 #: against the engines one by one: 8-seat bench matches 0.4x at 1 world, 1.0x at 4, 1.5x at 8; duels
 #: 0.5x at 1, 1.5x at 4; with numba every size pays: 1.2x to 1.3x at 1 world, 3x to 5x at 16).
 NUMPY_BATCH_FROM = 4
-#: Worlds per batch: a phase slot of a busy server holds about 16 matches (2,000 agents in 8-player
-#: matches over 16 slots); a slot with more opens a second batch.
-CAPACITY = 32
 
 
 class SlotBatch:
@@ -45,7 +42,9 @@ class SlotBatch:
     A free place is a world marked done, which `BatchedRezzo.step` leaves alone.
     """
 
-    def __init__(self, template: RezzoEngine, capacity: int = CAPACITY, *, backend: str = "auto") -> None:
+    def __init__(
+        self, template: RezzoEngine, capacity: int = BATCH_CAPACITY, *, backend: str = "auto"
+    ) -> None:
         key = template.batch_key()
         if key is None:
             raise ValueError("this world cannot be batched (a torus, or a player is out)")
