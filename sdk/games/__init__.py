@@ -8,7 +8,8 @@ for a new game is the same as for Rezzo: subclass the game's bot class (``CataBo
 
 Each game module also names its ``View`` (what ``on_tick`` gets), its ``Answer`` (the type of what
 ``on_tick`` returns) and its bot class, ``GameBot[View, Answer]`` with ``game`` set. mypy checks
-each module against `GameAdapter` with those types (the ``TYPE_CHECKING`` block at the end).
+each module against `GameAdapter` with those types (a ``TYPE_CHECKING`` block at each module's end, so
+that this registry imports no game module but by name, at run time).
 
 A game module may also read the ``welcome``'s ``config`` into typed settings, with a function
 ``parse_config(config) -> settings`` (see `GameSettings`); `MatchInfo.settings` holds the result.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 #: Games the SDK knows, by name. The server's registry has the same names.
 GAMES = ("rezzo", "cata", "drop2df", "colorblocks", "cloth")
@@ -85,14 +86,3 @@ def parse_settings(game: str, config: Mapping[str, Any]) -> GameSettings | None:
         return None
     settings: GameSettings = parse(config)
     return settings
-
-
-if TYPE_CHECKING:
-    # mypy checks every game module against the protocol, with its own view and answer types.
-    from cellarena.sdk.games import cata, cloth, colorblocks, drop2df, rezzo
-
-    _REZZO: GameAdapter[rezzo.View, rezzo.Answer] = rezzo
-    _CATA: GameAdapter[cata.View, cata.Answer] = cata
-    _DROP2DF: GameAdapter[drop2df.View, drop2df.Answer] = drop2df
-    _COLORBLOCKS: GameAdapter[colorblocks.View, colorblocks.Answer] = colorblocks
-    _CLOTH: GameAdapter[cloth.View, cloth.Answer] = cloth

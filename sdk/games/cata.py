@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Annotated, Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeAlias
 
 import numpy as np
 
@@ -479,3 +479,11 @@ class CataBot(GameBot[View, Answer]):
     move, (kind, index), each time it is your seat's single move (`View.legal_moves` lists them)."""
 
     game: ClassVar[str] = "cata"
+
+
+if TYPE_CHECKING:
+    # mypy checks this module against the bot loop's protocol, with its own view and answer types.
+    from cellarena.sdk.games import GameAdapter
+    from cellarena.sdk.games import cata as _this
+
+    _ADAPTER: GameAdapter[View, Answer] = _this

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Annotated, Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeAlias
 
 import numpy as np
 
@@ -677,3 +677,11 @@ class ClothBot(GameBot[View, Answer]):
     the (x, y) cells to place units on (`View.legal` shows where you may)."""
 
     game: ClassVar[str] = "cloth"
+
+
+if TYPE_CHECKING:
+    # mypy checks this module against the bot loop's protocol, with its own view and answer types.
+    from cellarena.sdk.games import GameAdapter
+    from cellarena.sdk.games import cloth as _this
+
+    _ADAPTER: GameAdapter[View, Answer] = _this

@@ -23,7 +23,7 @@ import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy as np
 
@@ -810,3 +810,11 @@ class ColorblocksBot(GameBot[View, Answer]):
     list of actions (`random_turn` builds a legal one)."""
 
     game: ClassVar[str] = "colorblocks"
+
+
+if TYPE_CHECKING:
+    # mypy checks this module against the bot loop's protocol, with its own view and answer types.
+    from cellarena.sdk.games import GameAdapter
+    from cellarena.sdk.games import colorblocks as _this
+
+    _ADAPTER: GameAdapter[View, Answer] = _this

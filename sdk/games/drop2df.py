@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from cellarena.sdk.bot import GameBot
 from cellarena.sdk.games import MovesError
@@ -435,3 +435,11 @@ class Drop2dfBot(GameBot[View, Answer]):
     turn's ops on your row (None passes)."""
 
     game: ClassVar[str] = "drop2df"
+
+
+if TYPE_CHECKING:
+    # mypy checks this module against the bot loop's protocol, with its own view and answer types.
+    from cellarena.sdk.games import GameAdapter
+    from cellarena.sdk.games import drop2df as _this
+
+    _ADAPTER: GameAdapter[View, Answer] = _this

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import IntEnum
-from typing import Any, ClassVar, TypeAlias, get_type_hints
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, get_type_hints
 
 from cellarena.sdk.bot import GameBot
 from cellarena.sdk.games import MovesError
@@ -813,3 +813,11 @@ class RezzoBot(GameBot[View, Answer]):
     ``on_tick(self, view: View) -> Answer``: a `Move` per agent, or one `Move` for a single agent."""
 
     game: ClassVar[str] = "rezzo"
+
+
+if TYPE_CHECKING:
+    # mypy checks this module against the bot loop's protocol, with its own view and answer types.
+    from cellarena.sdk.games import GameAdapter
+    from cellarena.sdk.games import rezzo as _this
+
+    _ADAPTER: GameAdapter[View, Answer] = _this
