@@ -139,6 +139,10 @@ class Lobby:
         return self._driver
 
     @property
+    def settings(self) -> TickSettings:
+        return self.config.settings
+
+    @property
     def matches_started(self) -> int:
         return self._started
 

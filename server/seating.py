@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -28,7 +28,7 @@ from cellarena.sdk import protocol
 from cellarena.server.connection import Connection
 
 if TYPE_CHECKING:
-    from cellarena.server.lobby import Lobby
+    from cellarena.server.match import Match, TickSettings
 
 log = logging.getLogger("cellarena.server")
 
@@ -70,12 +70,51 @@ class WaitingRoom:
             self._on_leave(conn)
 
 
+class MatchHost(Protocol):
+    """What a seating needs of the lobby it seats bots for (`lobby.Lobby`): its match size and pacing,
+    the matches it runs, the connections it holds, and a way to start a match. A protocol, so that
+    seating depends on no lobby and a seating can be tested over a host of its own."""
+
+    @property
+    def players(self) -> int:
+        """Seats per match."""
+        ...
+
+    @property
+    def settings(self) -> TickSettings:
+        """The matches' pacing."""
+        ...
+
+    @property
+    def matches_started(self) -> int: ...
+
+    @property
+    def running(self) -> list[Match]:
+        """The matches under way, oldest first."""
+        ...
+
+    def connections_from(self, host: str) -> int:
+        """Open connections whose peer has address ``host``."""
+        ...
+
+    def start_match(
+        self,
+        conns: Sequence[Connection | None],
+        names: list[str] | None = None,
+        *,
+        engine_config: dict[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> Match | None:
+        """Start a match with ``conns`` in seat order (None: a seat whose bot never came)."""
+        ...
+
+
 class Seating:
     """A way of seating bots. The lobby calls `bind` once, then `check` and `admit` per bot hello."""
 
-    lobby: Lobby
+    lobby: MatchHost
 
-    def bind(self, lobby: Lobby) -> None:
+    def bind(self, lobby: MatchHost) -> None:
         """Join ``lobby``; called once, before it serves."""
         self.lobby = lobby
 

@@ -22,6 +22,7 @@ from typing import cast
 import trio
 
 from cellarena.server.games.base import BATCH_CAPACITY, BatchedEngine, Engine, EngineBatch, Events
+from cellarena.server.games.registry import batching_of
 from cellarena.server.match import Match
 
 log = logging.getLogger("cellarena.server")
@@ -177,9 +178,9 @@ class FixedRateDriver:
         earlier period, as soon as it has). False: it plays this tick on its own (for good if its
         world fits no batch; for now if the batch has begun period ``n`` already)."""
         engine = driven.match.engine
-        key_of = getattr(engine, "batch_key", None)
-        key = key_of() if key_of is not None else None
-        if key is None:
+        batching = batching_of(engine)
+        key = batching.key(engine) if batching is not None else None
+        if batching is None or key is None:
             driven.batchable = False
             if driven.waiting is not None:
                 self._unwait(driven)  # it no longer counts towards a batch of its slot
@@ -196,8 +197,7 @@ class FixedRateDriver:
             waiting = self._waiting.setdefault((driven.slot, key), set())
             waiting.add(driven)
             driven.waiting = (driven.slot, key)
-            batch_from = getattr(engine, "batch_from", None)
-            if len(waiting) < (batch_from() if batch_from is not None else 1):
+            if len(waiting) < batching.batch_from():
                 return False
         if driven.waiting is not None:
             self._unwait(driven)
@@ -205,7 +205,7 @@ class FixedRateDriver:
             if ready:
                 batch = ready[0]
             else:
-                made: EngineBatch = engine.new_batch(BATCH_CAPACITY)  # type: ignore[attr-defined]
+                made = batching.new_batch(engine, BATCH_CAPACITY)
                 batch = _Batch(made, (driven.slot, key), n)
                 self._batches.setdefault(batch.key, []).append(batch)
                 self._push(self._slot_time(driven.slot, n), batch)  # after the single matches of then
@@ -348,10 +348,10 @@ class _Batch:
 def warm_up_batches(engine: Engine) -> None:
     """Step a batch of ``engine``'s world once, if its game offers batches: compiled kernels (numba)
     compile, or load from their cache, now rather than in the middle of the first matches' ticks."""
-    key_of = getattr(engine, "batch_key", None)
-    if key_of is None or key_of() is None:
+    batching = batching_of(engine)
+    if batching is None or batching.key(engine) is None:
         return
-    batch: EngineBatch = engine.new_batch(1)  # type: ignore[attr-defined]
+    batch = batching.new_batch(engine, 1)
     world = batch.join(engine)
     if world is not None:
         world.pending()

@@ -206,3 +206,79 @@ def test_the_server_does_not_load_the_bot_loop() -> None:
         assert "NoSuchName" in str(exc)
     else:
         raise AssertionError("an unknown name must raise AttributeError")
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports, anywhere in the file (under ``TYPE_CHECKING`` and in
+    functions too). ``from package import name`` imports ``package.name`` when that is a module, and
+    the package itself otherwise."""
+    modules = {_module(rel): rel for rel in _sources()}
+
+    def owner(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, rel in modules.items():
+        package = module if rel.endswith("__init__.py") else module.rpartition(".")[0]
+        found: set[str | None] = set()
+        for node in ast.walk(ast.parse((ROOT / rel).read_text(), rel)):
+            if isinstance(node, ast.Import):
+                found.update(owner(alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    found.add(full if full in modules else owner(base))
+        graph[module] = {m for m in found if m is not None and m != module}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    """No two modules import each other, however indirectly or lazily: the lobby and its seatings, the
+    SDK's bot loop and its games, an engine and its batches each depend one way."""
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == [["a", "b", "c"]]

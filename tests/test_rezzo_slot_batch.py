@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from test_rezzo_batched import board_makers, both_backends, slow, use
 
 from cellarena.server.games.base import Events
+from cellarena.server.games.registry import batching_of
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.games.rezzo.slot_batch import BatchedWorld, SlotBatch
+from cellarena.server.games.rezzo.slot_batch import BATCHING, BatchedWorld, SlotBatch
 
 
 def raw_answer(rng: np.random.Generator, request: dict[str, Any]) -> Any:
@@ -159,7 +160,9 @@ def test_batched_matches_on_real_maps_answer_as_their_engines(backend: str, map_
 def test_what_cannot_be_batched_is_refused() -> None:
     duel = RezzoEngine.new({"map": "duel"})
     assert RezzoEngine.new({"map": "duel", "torus": True}).batch_key() is None
-    batch = duel.new_batch(2)
+    assert batching_of(duel) is BATCHING  # from Rezzo's plugin; the engine names no batch module
+    assert BATCHING.key(duel) == duel.batch_key() is not None
+    batch = BATCHING.new_batch(duel, 2)
     assert isinstance(batch, SlotBatch) and batch.room == 2
     assert batch.join(RezzoEngine.new({"map": "quad"})) is None  # another shape
     assert batch.join(RezzoEngine.new({"map": "duel", "own_base_counts": False})) is None  # other rules

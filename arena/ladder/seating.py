@@ -427,7 +427,7 @@ class LadderSeating(Seating):
             pairing.seed,
             tuple(b.name for b in bots),
             tuple(token_digest(t) for t in tokens),
-            self.lobby.config.settings,
+            self.lobby.settings,
         )
         try:
             where = await self.hand_off.start(job)

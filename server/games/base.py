@@ -10,7 +10,7 @@ able to crash the server through its moves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
@@ -142,11 +142,8 @@ BATCH_CAPACITY = 32
 
 class EngineBatch(Protocol):
     """Same-shape worlds of one game, stepped as one array operation (the per-call cost of numpy is
-    paid once for all of them). A game offers batches through three optional engine methods:
-    ``batch_key() -> Hashable | None`` (engines with equal keys fit one batch; None: this one fits
-    none), ``batch_from() -> int`` (the fewest worlds from which a batch beats stepping them one by
-    one) and ``new_batch(capacity) -> EngineBatch``. The match server batches the matches of one
-    phase slot (`ticking.FixedRateDriver`)."""
+    paid once for all of them). A game offers batches through its plugin's `Batching`. The match
+    server batches the matches of one phase slot (`ticking.FixedRateDriver`)."""
 
     @property
     def room(self) -> int:
@@ -164,4 +161,22 @@ class EngineBatch(Protocol):
 
     def step(self) -> None:
         """Apply the actions staged in every world since the last step, and advance those worlds."""
+        ...
+
+
+class Batching(Protocol):
+    """How a game batches its worlds: the object its plugin names as ``batching``
+    (`plugin.GamePlugin`). A plugin, not engine methods, so that an engine module need not import its
+    batch modules (which import the engine), and a game without batches names nothing."""
+
+    def key(self, engine: Engine) -> Hashable | None:
+        """Engines with equal keys fit one batch; None: this one fits none (now)."""
+        ...
+
+    def batch_from(self) -> int:
+        """The fewest worlds from which stepping them as one batch beats their engines one by one."""
+        ...
+
+    def new_batch(self, template: Engine, capacity: int) -> EngineBatch:
+        """An empty batch for up to ``capacity`` worlds of ``template``'s key."""
         ...

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from cellarena.server.games.base import Engine
+    from cellarena.server.games.base import Batching, Engine
     from cellarena.server.games.config import GameConfig
 
 #: How `replay show` draws a game's state: (console, engine, seat label) where ``seat label(seat)``
@@ -66,6 +66,7 @@ class GamePlugin:
     - ``render``: engine -> a rich renderable of its state, for ``match --watch`` and ``replay show``.
     - ``viewer``: a `Viewer` for ``replay show`` when the game says more there than ``render`` draws.
     - ``bench_load``: a `BenchLoad`, if the load benchmarks can play this game.
+    - ``batching``: a `Batching`, if the match server may step this game's worlds in batches.
     """
 
     name: str
@@ -79,6 +80,7 @@ class GamePlugin:
     render: str | None = None
     viewer: str | None = None
     bench_load: str | None = None
+    batching: str | None = None
 
     def engine_class(self) -> type[Engine]:
         return load(self.engine)
@@ -103,6 +105,10 @@ class GamePlugin:
 
     def load_profile(self) -> BenchLoad | None:
         return None if self.bench_load is None else load(self.bench_load)
+
+    def batches(self) -> Batching | None:
+        """The game's `Batching`, if it batches its worlds (the match server's phase slots)."""
+        return None if self.batching is None else load(self.batching)
 
     def max_decisions(self, config: Mapping[str, Any]) -> int:
         """The most decision points a match with ``config`` can last (its horizon), from its caps."""

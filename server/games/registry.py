@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 
-from cellarena.server.games.base import ConfigError
+from cellarena.server.games.base import Batching, ConfigError, Engine
 from cellarena.server.games.plugin import GamePlugin
 
 GROUP = "cellarena.games"
@@ -71,3 +71,16 @@ def plugin(name: str) -> GamePlugin:
 def plugins() -> list[GamePlugin]:
     """Every registered game's plugin, by name."""
     return [plugin(name) for name in game_names()]
+
+
+@cache
+def _batching(engine_class: type[Engine]) -> Batching | None:
+    name = engine_class.name
+    if not is_game(name) or plugin(name).engine_class() is not engine_class:
+        return None  # an engine no plugin registers (a test's, or a game's older class)
+    return plugin(name).batches()
+
+
+def batching_of(engine: Engine) -> Batching | None:
+    """The `Batching` of ``engine``'s game, or None if the game does not batch its worlds."""
+    return _batching(type(engine))

@@ -28,7 +28,7 @@ from cellarena.sdk.games.rezzo import (
     Move,
 )
 from cellarena.sdk.protocol import is_int
-from cellarena.server.games.base import ConfigError, EngineBatch, Events, Result, sole_first
+from cellarena.server.games.base import ConfigError, Events, Result, sole_first
 from cellarena.server.games.config import GameConfig, option
 from cellarena.server.games.rezzo.ca import BitWorld
 from cellarena.server.games.rezzo.maps import parse_map, read_map
@@ -540,19 +540,6 @@ class RezzoEngine:
             return None  # a batch keeps each player's agents as rows 0..n-1
         size = (self.height, self.width, self.players, self.agents_per_player)
         return ("rezzo", *size, self.world.own_base_counts)
-
-    def batch_from(self) -> int:
-        """The fewest worlds from which stepping them as one batch beats their engines one by one
-        (`slot_bench`): any number with the numba backend, `slot_batch.NUMPY_BATCH_FROM` without."""
-        from cellarena.server.games.rezzo import batched, slot_batch
-
-        return 1 if batched.resolve_backend("auto") == "numba" else slot_batch.NUMPY_BATCH_FROM
-
-    def new_batch(self, capacity: int) -> EngineBatch:
-        """An empty batch for worlds of this one's key (the match server's phase slots)."""
-        from cellarena.server.games.rezzo.slot_batch import SlotBatch
-
-        return SlotBatch(self, capacity)
 
     # ----------------------------------------------------------------- frames and hashes
     def frame(self) -> dict[str, Any]:

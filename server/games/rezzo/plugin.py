@@ -25,4 +25,5 @@ PLUGIN = GamePlugin(
     render=f"{_HERE}.render:render_engine",
     viewer=f"{_HERE}.render:show",
     bench_load=f"{_HERE}.load:LOAD",
+    batching=f"{_HERE}.slot_batch:BATCHING",
 )

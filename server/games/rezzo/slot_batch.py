@@ -11,14 +11,14 @@ numba's) per-call cost is paid once per slot instead of once per match.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from cellarena.sdk.games.rezzo import Facing
-from cellarena.server.games.base import BATCH_CAPACITY, Engine, Events, Result, sole_first
-from cellarena.server.games.rezzo.batched import BatchedRezzo
+from cellarena.server.games.base import BATCH_CAPACITY, Batching, Engine, Events, Result, sole_first
+from cellarena.server.games.rezzo.batched import BatchedRezzo, resolve_backend
 from cellarena.server.games.rezzo.engine import (
     HASH_VERSION,
     Agent,
@@ -293,3 +293,22 @@ class BatchedWorld:
         """Keep the last state: the batch is about to give this world's place to another."""
         if self._final is None:
             self._final = (self.frame(), self.state_hash(), self.cells(), self.damage(), self.agents())
+
+
+class _RezzoBatching:
+    """Rezzo's `Batching` (its plugin's ``batching``): `SlotBatch` for worlds of one `batch_key`."""
+
+    def key(self, engine: Engine) -> Hashable | None:
+        return engine.batch_key() if isinstance(engine, RezzoEngine) else None
+
+    def batch_from(self) -> int:
+        """Any number with the numba backend, `NUMPY_BATCH_FROM` without (`slot_bench`)."""
+        return 1 if resolve_backend("auto") == "numba" else NUMPY_BATCH_FROM
+
+    def new_batch(self, template: Engine, capacity: int) -> SlotBatch:
+        if not isinstance(template, RezzoEngine):
+            raise TypeError(f"a Rezzo batch holds Rezzo worlds, not {type(template).__name__}")
+        return SlotBatch(template, capacity)
+
+
+BATCHING: Batching = _RezzoBatching()
