@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -75,10 +76,24 @@ def parse_error(text: str, source: str = "tiny.txt") -> str:
     return str(info.value)
 
 
+def doc_anchors() -> set[str]:
+    """The anchors of the rules page's headings, as GitHub makes them."""
+    anchors = set()
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            anchors.add(re.sub(r"[^a-z0-9 -]", "", title).replace(" ", "-"))
+    return anchors
+
+
 def assert_error(message: str, prefix: str, *words: str) -> None:
+    """``message`` starts at ``prefix``, holds ``words`` and ends by linking an existing doc section."""
     assert message.startswith(prefix + " "), message
     for word in words:
         assert word in message, f"{word!r} missing from: {message}"
+    link = re.search(r" \(see docs/games/rezzo\.md#([a-z0-9-]+)\)$", message)
+    assert link is not None, f"no link to the rules page at the end of: {message}"
+    assert link.group(1) in doc_anchors(), f"no section #{link.group(1)} in {DOC}"
 
 
 # --------------------------------------------------------------------------- the parser on good input
@@ -110,9 +125,7 @@ def test_legend_maps_every_character_to_its_public_code() -> None:
 
 
 def test_comments_blank_lines_trailing_whitespace_and_crlf_are_ignored() -> None:
-    text = (
-        "\n; leading comment\n\n" + TINY.replace("\n", "  \r\n").replace("---  ", "--- ; grid next") + "\n\n"
-    )
+    text = "\n; leading comment\n \t\n" + TINY.replace("\n", " \t\r\n") + "\n\t\n"
     m = parse_map(text)
     assert np.array_equal(m.cells, parse_map(TINY).cells)
     # Comment lines inside the grid are skipped too.
@@ -136,16 +149,17 @@ def test_unknown_character() -> None:
     assert_error(msg, "tiny.txt:9:3:", "unknown map character 'x'", "'#' wire")
 
 
-def test_locations_count_comment_lines_and_indented_headers() -> None:
+def test_locations_count_comment_lines_and_value_spacing() -> None:
     text = with_cell(TINY, 3, 5, "%").replace("....B....\n", "....B....\n; a note\n")
-    text = text.replace("players: 2", "   players: 2")
     assert_error(parse_error(text), "tiny.txt:14:4:", "unknown map character '%'")
-    assert_error(parse_error(text.replace("players: 2", "players: x")), "tiny.txt:4:13:", "bad number 'x'")
+    assert_error(parse_error(text.replace("players: 2", "players: \t x")), "tiny.txt:4:12:", "bad number 'x'")
 
 
-def test_leading_space_is_an_unknown_character() -> None:
+def test_leading_space_in_a_row_is_an_error() -> None:
     msg = parse_error(with_line(TINY, grid_line(1), " ........"))
-    assert_error(msg, "tiny.txt:9:1:", "unknown map character a space")
+    assert_error(msg, "tiny.txt:9:1:", "starts with a space", "only a blank line may")
+    msg = parse_error(with_line(TINY, grid_line(1), "....\t...."))
+    assert_error(msg, "tiny.txt:9:5:", "unknown map character a tab")
 
 
 def test_ragged_row_too_short() -> None:
