@@ -784,6 +784,18 @@ def test_9_a_version_in_other_digits_is_a_map_error_not_a_crash(digit: str, tmp_
     assert f"error: {path}:1:1: bad version line" in out and "Traceback" not in out, out
 
 
+def test_9_numbers_too_long_for_int_are_map_errors_not_crashes() -> None:
+    # int() refuses strings of more than 4,300 digits with a ValueError.
+    huge = "9" * 5000
+    for read in (parse_map, parse_embedded_map):
+        with pytest.raises(MapError, match=r"^tiny\.txt:4:10: 'players: 9+' is out of range"):
+            read(with_line(TINY, 4, "players: " + huge), "tiny.txt")
+        with pytest.raises(MapError, match=r"^tiny\.txt:1:11: unsupported map format version 9+"):
+            read(with_line(TINY, 1, "rezzo-map " + huge), "tiny.txt")
+        with pytest.raises(MapError, match=r"^tiny\.txt:1:1: bad version line"):
+            read(with_line(TINY, 1, "rezzo-map ¹" + huge), "tiny.txt")
+
+
 # Each row of the page's table "Where errors point": a map with that problem, and where its error must
 # point (line, column). The test checks the table has exactly these rows.
 _POINTS: dict[str, list[tuple[str, int, int]]] = {

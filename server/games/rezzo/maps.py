@@ -244,9 +244,12 @@ def _parse_int(v: _HeaderValue, key: str, lo: int, hi: int, source: str) -> int:
             "with no sign and no leading zero",
             HEADER,
         )
-    n = int(v.text)
+    # Ten digits are out of range already; int() refuses more than 4,300 digits with a ValueError.
+    n = int(v.text) if len(v.text) < 10 else hi + 1
     if not lo <= n <= hi:
-        raise _fail(source, v.line, v.col, f"'{key}: {n}' is out of range: use a number {lo}..{hi}", HEADER)
+        raise _fail(
+            source, v.line, v.col, f"'{key}: {v.text}' is out of range: use a number {lo}..{hi}", HEADER
+        )
     return n
 
 
@@ -818,8 +821,8 @@ def legacy_lines(text: str) -> list[str]:
         if stage == "version":
             stage = "header"
             tokens = body.split()
-            old_ok = len(tokens) == 2 and tokens[0] == "rezzo-map" and tokens[1].isdecimal()
-            out.append(f"rezzo-map {VERSION}" if old_ok and int(tokens[1]) == VERSION else line)
+            old_ok = len(tokens) == 2 and tokens[0] == "rezzo-map" and _decimal_is(tokens[1], VERSION)
+            out.append(f"rezzo-map {VERSION}" if old_ok else line)
             continue
         if body.strip() == "---":
             stage = "grid"
@@ -832,7 +835,16 @@ def legacy_lines(text: str) -> list[str]:
         elif key == "facing":
             out.append(f"facing: {' '.join(value.split())}")
         elif key != "name" and re.fullmatch(r"[0-9]+", value):
-            out.append(f"{key}: {int(value)}")
+            out.append(f"{key}: {value.lstrip('0') or '0'}")
         else:
             out.append(f"{key}: {value}")
     return out
+
+
+def _decimal_is(token: str, n: int) -> bool:
+    """Whether ``token`` is ``n`` in decimal digits of any script, as int() read it (without int()'s
+    4,300-digit limit, which would raise)."""
+    if not token.isdecimal():
+        return False
+    digits = "".join(str(unicodedata.decimal(ch)) for ch in token).lstrip("0") or "0"
+    return digits == str(n)
