@@ -12,8 +12,12 @@ The format is documented for map authors in `docs/games/rezzo.md` ("Maps"). In s
     ................
     ..#####.........
 
-Every error is a `MapError` whose message starts with ``file:line:col: `` (1-based) and says what is
-wrong and what to do, so an editor can jump to the cell. The built-in maps are files
+The format is strict (whitespace is space and tab only, the version line and the separator are
+exact, only blank lines may be indented), so that every program that reads a map agrees with this one.
+Every error is a `MapError` whose message starts with ``file:line:col: `` (1-based), says what is
+wrong and what to do, so an editor can jump to the cell, and ends with the section of the rules page
+that states the rule. Map texts that replays carry are read by `parse_embedded_map`, which also
+accepts what the parser before the strict format did. The built-in maps are files
 ``maps/<name>.txt`` next to this module, shipped as package data.
 """
 
@@ -146,7 +150,6 @@ _BAD_ASCII = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)")
 #: Unicode categories refused anywhere in a map file: only space, tab, LF and CRLF's CR separate.
 _BAD_CATEGORIES = frozenset({"Cc", "Zs", "Zl", "Zp"})
 _CHAR_NAMES = {
-    "\t": "a tab",
     "\r": "a carriage return (CR) that is not part of a CRLF line end",
     "\x0b": "a vertical tab (U+000B)",
     "\x0c": "a form feed (U+000C)",
@@ -199,6 +202,7 @@ def _is_skippable(content: str) -> bool:
 
 
 def _check_indent(content: str, lineno: int, source: str) -> None:
+    """Only blank lines may be indented: one rule for every kind of line, so none is a surprise."""
     if content[:1] in (" ", "\t"):
         what = "a space" if content[0] == " " else "a tab"
         raise _fail(
