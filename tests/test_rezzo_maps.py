@@ -622,12 +622,12 @@ def test_2_the_version_line_is_exactly_rezzo_map_1(line: str) -> None:
 
 
 def test_2_what_the_version_line_may_hold_and_other_versions() -> None:
-    doc_says("the-version-line", "`rezzo-map 2` (a whole number other than 1) is refused")
+    doc_says("the-version-line", "`rezzo-map 2` (a whole number other than 1, written as the numbers of")
     for line in ("rezzo-map 1 ; the format", "rezzo-map 1;x", "rezzo-map 1 \t"):
         assert parse_map(with_line(TINY, 1, line)).name == "Tiny"
-    assert_error(
-        parse_error(with_line(TINY, 1, "rezzo-map 10")), "tiny.txt:1:11:", "unsupported map format version 10"
-    )
+    for version in ("0", "2", "10"):
+        msg = parse_error(with_line(TINY, 1, f"rezzo-map {version} ; later"))
+        assert_error(msg, "tiny.txt:1:11:", f"unsupported map format version {version}:")
     assert_error(parse_error(with_line(TINY, 1, "Rezzo-map 1")), "tiny.txt:1:1:", "is this a Rezzo map?")
 
 
@@ -868,6 +868,35 @@ def test_10_where_errors_point_is_the_table_on_the_page() -> None:
 def test_10_each_error_points_where_the_table_says(problem: str) -> None:
     for text, line, col in _POINTS[problem]:
         assert_error(parse_error(text), f"tiny.txt:{line}:{col}:")
+
+
+def test_10_of_several_problems_the_first_in_the_pages_order_is_reported(tmp_path: Path) -> None:
+    doc_says(
+        "validation",
+        "It stops at the first problem, in this order: reading the file (its size, UTF-8), the characters "
+        "of the whole file, the file from top to bottom up to the separator, whether a header key is "
+        "missing, the header's values (`players`, `agents`, `facing`), the grid row by row, and then the "
+        "rules below in the order given.",
+    )
+    # Problems added from the last in that order to the first: each time, the newest is the one reported.
+    steps = [
+        (lambda t: with_cell(t, 1, 1, "#"), "tiny.txt:9:2:", "not point-symmetric"),
+        (lambda t: with_cell(t, 0, 4, "C"), "tiny.txt:12:1:", "base of player 2"),
+        (lambda t: with_cell(t, 0, 8, "?"), "tiny.txt:16:1:", "unknown map character '?'"),
+        (lambda t: with_line(t, 6, "facing: N X"), "tiny.txt:6:11:", "bad facing 'X'"),
+        (lambda t: with_line(t, 3, "; no name"), "tiny.txt:7:1:", "missing header key 'name'"),
+        (lambda t: with_line(t, 5, "  agents: 1"), "tiny.txt:5:1:", "starts with a space"),
+        (lambda t: t + "\f", "tiny.txt:17:1:", "a form feed"),
+    ]
+    text = TINY
+    for add, prefix, words in steps:
+        text = add(text)
+        assert_error(parse_error(text), prefix, words)
+    path = tmp_path / "tiny.txt"
+    path.write_bytes(text.encode() + b"\xff")
+    with pytest.raises(MapError) as info:
+        load_map(str(path))
+    assert_error(str(info.value), f"{path}:17:2:", "not UTF-8")
 
 
 def test_10_a_file_that_is_not_utf8_points_at_the_byte_in_characters(tmp_path: Path) -> None:

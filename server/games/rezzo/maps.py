@@ -444,7 +444,7 @@ def _check_version(content: str, lineno: int, source: str) -> None:
             f"expected the version line '{expected}' first; is this a Rezzo map?",
             VERSION_LINE,
         )
-    if re.fullmatch(r"rezzo-map [1-9][0-9]*", body):
+    if re.fullmatch(r"rezzo-map (0|[1-9][0-9]*)", body):
         raise _fail(
             source,
             lineno,
