@@ -31,7 +31,7 @@ from cellarena.sdk.protocol import is_int
 from cellarena.server.games.base import ConfigError, Events, Result, sole_first
 from cellarena.server.games.config import GameConfig, option
 from cellarena.server.games.rezzo.ca import BitWorld
-from cellarena.server.games.rezzo.maps import parse_map, read_map
+from cellarena.server.games.rezzo.maps import parse_embedded_map, parse_map, read_map
 
 #: Below this many world cells per viewing agent, decoding the whole world beats per-cell gathers.
 CELLS_PER_AGENT_TO_DECODE = 4096
@@ -214,9 +214,11 @@ class RezzoEngine:
         if cfg.map_text is None:
             text, source = read_map(cfg.map)
             cfg = replace(cfg, map_text=text)
+            m = parse_map(text, source)
         else:
-            text, source = cfg.map_text, f"<map {cfg.map}>"
-        m = parse_map(text, source)
+            # A replay's or a worker's copy of the text: replays older than the strict format hold
+            # spellings it refuses, and must still rebuild their match.
+            m = parse_embedded_map(cfg.map_text, f"<map {cfg.map}>")
         agents = [(a.player, a.x, a.y, int(a.facing)) for a in m.agents]
         engine = cls.from_board(
             m.cells,
