@@ -239,6 +239,8 @@ def play(bot: AnyBot, client: Client, *, name: str = "bot", quiet: bool = False)
     Raises `ServerError`, `ConnectionClosedError` or `ProtocolError` if the match cannot go on.
     """
     log = _Log(name, quiet)
+    if client.state is protocol.State.HELLO:
+        client.state = protocol.State.WAITING  # the caller said hello on this socket its own way
     info: MatchInfo | None = None
     slow = skipped = 0
     unknown: set[str] = set()  # message types already reported
@@ -257,8 +259,7 @@ def play(bot: AnyBot, client: Client, *, name: str = "bot", quiet: bool = False)
             )
             _guarded(log, "on_start", bot.on_start, info)
         elif kind == "tick":
-            if info is None:
-                raise ProtocolError(protocol.BAD_MESSAGE, "a tick arrived before the welcome")
+            assert info is not None  # the client refuses a tick before the welcome (protocol.states)
             # Answers to old ticks only count as late: when we have fallen behind, answer the newest.
             while client.poll() and (newer := client.peek()) is not None and newer["type"] == "tick":
                 message = client.recv()
@@ -282,9 +283,7 @@ def play(bot: AnyBot, client: Client, *, name: str = "bot", quiet: bool = False)
             log(result.summary() + (f"; {slow} slow ticks" if slow else ""), always=False)
             _guarded(log, "on_end", bot.on_end, result)
             return result
-        elif kind == "redirect":
-            if info is not None:
-                raise ProtocolError(protocol.BAD_MESSAGE, "a redirect arrived in the middle of a match")
+        elif kind == "redirect":  # the client refuses one in the middle of a match (protocol.states)
             raise RedirectedError(protocol.check_redirect(message))
         elif kind not in unknown:
             # docs/protocol.md: a later server may add messages; a client logs them and goes on.

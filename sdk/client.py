@@ -82,6 +82,9 @@ class Client:
         self.closed = False
         #: Set once an ``end`` message has been read: the server closes the connection after it.
         self.ended = False
+        #: Where the connection is in the protocol (`protocol.states`): a server message out of
+        #: order there is a `ProtocolError`.
+        self.state = protocol.State.HELLO
 
     @property
     def address(self) -> str:
@@ -94,6 +97,9 @@ class Client:
         size = len(frame) - protocol.HEADER.size
         if size > MAX_CLIENT_FRAME:
             raise ValueError(f"a client frame may hold {MAX_CLIENT_FRAME} bytes at most, this one {size}")
+        kind = message.get("type")
+        if isinstance(kind, str):
+            self.state = protocol.advance(self.state, "client", kind, role=str(message.get("role", "bot")))
         try:
             self._sock.sendall(frame)
         except OSError as exc:
@@ -154,6 +160,11 @@ class Client:
     def _take(self) -> dict[str, Any]:
         message = self._inbox.popleft()
         kind = message["type"]
+        wrong = protocol.server_refusal(self.state, kind)
+        if wrong is not None:
+            self.close()
+            raise ProtocolError(protocol.BAD_MESSAGE, wrong)
+        self.state = protocol.advance(self.state, "server", kind)
         if kind == "error":
             self.close()
             raise ServerError(str(message.get("code", "?")), str(message.get("message", "")))

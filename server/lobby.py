@@ -116,7 +116,8 @@ class Lobby:
             maxlen=None if config.matches is not None else KEEP_OUTCOMES
         )
         self.stopping = False
-        self._spectators = WaitingRoom()  # spectators waiting for the next match
+        # Spectators waiting for the next match.
+        self._spectators = WaitingRoom(state=protocol.State.WATCHING_SOON)
         self._running: dict[Match, trio.CancelScope] = {}
         self._started = 0
         self._all_done = trio.Event()

@@ -144,12 +144,9 @@ class Seat:
                 f"(bursts up to {settings.message_burst:g}); send one answer per tick",
             )
             return
-        kind = message["type"]
-        if kind != "moves":
-            if kind == "hello":
-                conn.fail(protocol.BAD_MESSAGE, "hello was already received; send moves")
-            else:
-                conn.fail(protocol.UNKNOWN_TYPE, f"unknown message type {kind!r}; a bot sends 'moves'")
+        refusal = protocol.client_refusal(protocol.State.PLAYING, message["type"])
+        if refusal is not None:
+            conn.fail(*refusal)
             return
         tick = message.get("tick")
         if not is_int(tick):  # no request to place it with: a protocol error, not a bad answer
@@ -191,7 +188,9 @@ class Spectators:
         return iter(self.conns)
 
     def on_message(self, conn: Connection, message: dict[str, Any], arrival: float) -> None:
-        conn.fail(protocol.UNKNOWN_TYPE, f"spectators send nothing after hello, got {message['type']!r}")
+        refusal = protocol.client_refusal(protocol.State.WATCHING, message["type"])
+        assert refusal is not None  # a spectator may send nothing after its hello
+        conn.fail(*refusal)
 
     def on_closed(self, conn: Connection) -> None:
         if conn in self.conns:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import trio
 
 from cellarena.sdk import protocol
+from cellarena.sdk.protocol import State
 from cellarena.server.connection import Connection
 
 if TYPE_CHECKING:
@@ -37,9 +38,13 @@ class WaitingRoom:
     """Connections waiting for a match. Their owner until a match takes them: before it starts a
     bot has nothing to say, and one that leaves is no longer waited for."""
 
-    def __init__(self, on_leave: Callable[[Connection], None] | None = None) -> None:
+    def __init__(
+        self, on_leave: Callable[[Connection], None] | None = None, *, state: State = State.WAITING
+    ) -> None:
         self.conns: list[Connection] = []
         self._on_leave = on_leave
+        #: Where its connections are in the protocol (`State.WATCHING_SOON` for spectators).
+        self.state = state
 
     def add(self, conn: Connection, *, order: Callable[[Connection], float] | None = None) -> bool:
         """Take ``conn`` (in ``order`` if given, else last); False if it had closed meanwhile."""
@@ -61,7 +66,9 @@ class WaitingRoom:
         return len(self.conns)
 
     def on_message(self, conn: Connection, message: dict[str, Any], arrival: float) -> None:
-        conn.fail(protocol.BAD_MESSAGE, f"{message['type']!r} before the match started; wait for 'welcome'")
+        refusal = protocol.client_refusal(self.state, message["type"])
+        assert refusal is not None  # nothing is in order before the welcome
+        conn.fail(*refusal)
 
     def on_closed(self, conn: Connection) -> None:
         if conn in self.conns:

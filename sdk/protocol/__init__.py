@@ -9,6 +9,8 @@ one implementation of the rules, including the error for every kind of bad input
 - `messages`: one TypedDict per message (`Hello`, `Welcome`, `Tick`, `Moves`, `End`, `Error`,
   `Redirect`, `Frame`), its constructor (`hello()`, ..., and `encode_tick()` for the server's hot
   path) and its check (`check_hello()`, ..., `validate()`).
+- `states`: which message may come when (`State`, `advance`, `client_refusal`, `server_refusal`):
+  one table that the server's connection owners and the SDK's client both follow.
 - `fields`: the one validator behind those checks, and `is_int`, the one spelling of "an int that is
   not a bool".
 
@@ -46,8 +48,6 @@ from cellarena.sdk.protocol.fields import Length, Lenient, Printable, as_int, is
 from cellarena.sdk.protocol.framing import HEADER, FrameReader, decode_body, encode
 from cellarena.sdk.protocol.messages import (
     ACCEPTS,
-    CLIENT_TYPES,
-    SERVER_TYPES,
     SPECS,
     End,
     Error,
@@ -78,6 +78,14 @@ from cellarena.sdk.protocol.messages import (
     tick,
     validate,
     welcome,
+)
+from cellarena.sdk.protocol.states import (
+    CLIENT_TYPES,
+    SERVER_TYPES,
+    State,
+    advance,
+    client_refusal,
+    server_refusal,
 )
 
 __all__ = [
@@ -124,8 +132,10 @@ __all__ = [
     "ProtocolError",
     "Redirect",
     "Role",
+    "State",
     "Tick",
     "Welcome",
+    "advance",
     "as_int",
     "check_end",
     "check_error",
@@ -135,6 +145,7 @@ __all__ = [
     "check_redirect",
     "check_tick",
     "check_welcome",
+    "client_refusal",
     "decode_body",
     "encode",
     "encode_tick",
@@ -146,6 +157,7 @@ __all__ = [
     "is_number",
     "moves",
     "redirect",
+    "server_refusal",
     "tick",
     "validate",
     "welcome",

@@ -33,6 +33,7 @@ from cellarena.sdk.protocol.codes import (
 )
 from cellarena.sdk.protocol.fields import Length, Lenient, MessageSpec, Printable, is_int, spec_of
 from cellarena.sdk.protocol.framing import HEADER
+from cellarena.sdk.protocol.states import State, client_refusal
 
 Role = Literal["bot", "spectator"]
 #: A seat's result in ``end``.
@@ -150,9 +151,6 @@ SPECS: dict[str, MessageSpec] = {
         spec_of(Frame, BAD_MESSAGE),
     )
 }
-#: Which message types each side sends.
-CLIENT_TYPES = ("hello", "moves")
-SERVER_TYPES = ("welcome", "tick", "end", "error", "redirect", "frame")
 #: What this SDK's bots say they accept in ``hello`` (`Hello.accepts`).
 ACCEPTS = ("redirect",)
 
@@ -282,8 +280,9 @@ def check_hello(message: Mapping[str, Any], *, game: str) -> Hello:
     Seats and tokens are the lobby's business: it alone knows which tokens it gave out.
     """
     kind = message.get("type")
-    if kind != "hello":
-        raise ProtocolError(BAD_HELLO, f"the first message must be 'hello', got {kind!r}")
+    refusal = client_refusal(State.HELLO, kind)
+    if refusal is not None:
+        raise ProtocolError(*refusal)
     version = message.get("protocol")
     if is_int(version) and version != PROTOCOL_VERSION:
         raise ProtocolError(
