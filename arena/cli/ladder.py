@@ -38,12 +38,38 @@ if TYPE_CHECKING:
 DB_FILE = "ladder.sqlite"
 
 
+class BadName(click.BadParameter):
+    """A NAME the ladder refuses: one line on stderr (no usage text: the name is what is wrong), or
+    one JSON object with ``--json``, and exit status 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, param_hint="NAME")
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Error: {self.format_message()}", err=True)
+
+
 class _Where:
     """The ladder's folder and database, from the group's options."""
 
     def __init__(self, folder: Path, db: str | None) -> None:
         self.folder = folder
         self.db = db
+
+    @contextlib.contextmanager
+    def store(self, *, create: bool = True) -> Iterator[LadderStore]:
+        """The store, open for one command: any refusal of the store inside (a name it does not take,
+        a duplicate, a database it cannot write) is one line on stderr, or one JSON object with
+        ``--json``, and exit status 1; a refused name names NAME (exit status 2)."""
+        from cellarena.arena.ladder.store import BadNameError, LadderStoreError
+
+        with self.open(create=create) as store:
+            try:
+                yield store
+            except BadNameError as exc:
+                raise BadName(str(exc)) from None
+            except LadderStoreError as exc:
+                raise click.ClickException(str(exc)) from None
 
     def open(self, *, create: bool = True) -> LadderStore:
         from cellarena.arena.ladder.store import LadderStore, LadderStoreError
@@ -106,11 +132,8 @@ def _game_argument(value: str) -> str:
 def bot_add(where: _Where, name: str, game: str, max_matches: int, as_json: bool) -> None:
     """Register NAME and print its token, once: give it to the bot's author over a private channel."""
     _game_argument(game)
-    with where.open() as store:
-        try:
-            record, token = store.add_bot(name, game, max_matches=max_matches)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="NAME") from None
+    with where.store() as store:
+        record, token = store.add_bot(name, game, max_matches=max_matches)
     click.echo(
         f"registered {record.name} for {record.game}; its token (shown once, keep it secret):", err=True
     )
@@ -127,7 +150,7 @@ def bot_add(where: _Where, name: str, game: str, max_matches: int, as_json: bool
 @click.pass_obj
 def bot_rotate(where: _Where, name: str, as_json: bool) -> None:
     """Give NAME a new token (printed once); the old one stops working at once."""
-    with where.open() as store:
+    with where.store() as store:
         token = _known(store.rotate, name)
     click.echo(f"new token for {name} (the old one no longer works):", err=True)
     click.echo(json.dumps({"name": name, "token": token.secret}) if as_json else token.secret)
@@ -139,7 +162,7 @@ def bot_rotate(where: _Where, name: str, as_json: bool) -> None:
 @click.pass_obj
 def bot_revoke(where: _Where, name: str, as_json: bool) -> None:
     """Stop NAME from playing: its token no longer works; its matches stay in the history."""
-    with where.open() as store:
+    with where.store() as store:
         _known(store.revoke, name)
     click.echo(json.dumps({"name": name, "revoked": True}) if as_json else f"revoked {name}")
 
@@ -150,7 +173,7 @@ def bot_revoke(where: _Where, name: str, as_json: bool) -> None:
 @click.pass_obj
 def bot_list(where: _Where, game: str | None, as_json: bool) -> None:
     """Every registered bot (never its token)."""
-    with where.open() as store:
+    with where.store() as store:
         bots = store.list_bots(game)
     if as_json:
         click.echo(json.dumps({"bots": [record.to_json() for record in bots]}))
@@ -192,11 +215,8 @@ def house_add(where: _Where, name: str, command: str, game: str, as_json: bool) 
         BotSpec.parse(f"{name}={command}")
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="COMMAND") from None
-    with where.open() as store:
-        try:
-            record, _ = store.add_bot(name, game, house_command=command)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="NAME") from None
+    with where.store() as store:
+        record, _ = store.add_bot(name, game, house_command=command)
     if as_json:
         click.echo(json.dumps({"name": record.name, "game": record.game, "command": command}))
         return
@@ -211,7 +231,7 @@ def house_add(where: _Where, name: str, command: str, game: str, as_json: bool) 
 def standings(where: _Where, game: str, as_json: bool) -> None:
     """GAME's table: rating (mu - 3 sigma), matches, wins, draws, losses."""
     _game_argument(game)
-    with where.open() as store:
+    with where.store() as store:
         table = store.standings(game)
     if as_json:
         click.echo(json.dumps({"game": game, "standings": [s.to_json() for s in table]}))
