@@ -270,14 +270,22 @@ async def test_the_queue_has_a_cap(nursery: trio.Nursery, tmp_path: Path) -> Non
 
 async def test_tokens_cross_a_network_only_over_tls() -> None:
     seating = LadderSeating(None, "rezzo", None, dict)  # type: ignore[arg-type]
-    seating.lobby = SimpleNamespace(connections_from=lambda host: 1)  # type: ignore[assignment]
     hello = {**protocol.hello("alice", "rezzo"), "token": "cla_x"}
-    remote = SimpleNamespace(peer="203.0.113.9:40000", tls=False)
-    assert seating.check(remote, hello)[0] == protocol.TLS_REQUIRED  # type: ignore[arg-type, index]
-    assert seating.check(SimpleNamespace(peer="203.0.113.9:4", tls=True), hello) is None  # type: ignore[arg-type]
-    assert seating.check(SimpleNamespace(peer="127.0.0.1:4", tls=False), hello) is None  # type: ignore[arg-type]
+
+    def conn(host: str, tls: bool, via: str | None = None) -> Any:
+        return SimpleNamespace(host=host, peer=f"{host}:4", tls=tls, via=via)
+
+    remote = conn("203.0.113.9", False)
+    assert seating.check(remote, hello)[0] == protocol.TLS_REQUIRED  # type: ignore[index]
+    assert seating.check(conn("203.0.113.9", True), hello) is None
+    assert seating.check(conn("127.0.0.1", False), hello) is None
+    # Through a trusted proxy the hop that counts is the proxy's: on loopback it ended TLS itself...
+    assert seating.check(conn("203.0.113.9", False, via="127.0.0.1"), hello) is None
+    # ...while one on another machine would have sent the token on in clear.
+    refused = seating.check(conn("203.0.113.9", False, via="10.0.0.2"), hello)
+    assert refused is not None and refused[0] == protocol.TLS_REQUIRED
     seating.rules = LadderRules(insecure=True)
-    assert seating.check(remote, hello) is None  # type: ignore[arg-type]
+    assert seating.check(remote, hello) is None
 
 
 # ------------------------------------------------------------------------------------------ reconnection

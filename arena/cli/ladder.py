@@ -364,6 +364,7 @@ def _serve_command(game: str) -> click.Command:
         tls_key: str | None,
         cluster: ClusterSpec | None,
         cluster_host: str | None,
+        trusted_proxy: tuple[str, ...],
         **game_values: Any,
     ) -> None:
         import gc
@@ -372,6 +373,12 @@ def _serve_command(game: str) -> click.Command:
         from cellarena.arena.ladder.service import LadderConfig, build, run_ladder
         from cellarena.sdk.client import is_loopback
         from cellarena.server.match import TickSettings
+        from cellarena.server.trusted_proxies import TrustedProxies
+
+        try:
+            trusted = TrustedProxies.parse(trusted_proxy)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--trusted-proxy") from None
 
         where = click.get_current_context().find_object(_Where)
         assert where is not None  # the ladder group made it
@@ -401,6 +408,7 @@ def _serve_command(game: str) -> click.Command:
             port=port,
             tls=tls_context(tls_cert, tls_key),
             rules=LadderRules(insecure=insecure),
+            trusted_proxies=trusted,
             replay_dir=replay_dir,
             log_dir=writable_folder(where.folder / "logs", "--dir"),
             house_after=house_after,
@@ -493,6 +501,15 @@ def _serve_command(game: str) -> click.Command:
             help="Accept tokens over plain TCP from other machines (they cross the network in clear).",
         ),
         *tls_options(),
+        click.option(
+            "--trusted-proxy",
+            metavar="ADDRESS",
+            multiple=True,
+            help="A proxy in front of the ladder (an address or network, e.g. 127.0.0.1 or 10.0.0.0/24; "
+            "repeat for more) whose connections start with a PROXY protocol header (v1 or v2) naming the "
+            "client, so that per-address limits count clients, not the proxy. Its connections without "
+            "one are refused.",
+        ),
         cluster_option(
             "Play matches on a Dask cluster: local:N (N worker processes here) or tcp://HOST:PORT (a "
             "scheduler). Bots that follow redirects are sent to the worker hosting their match; the "

@@ -18,7 +18,8 @@ The limits a public server needs, each refusal with its own error code (docs/lad
 - a token sent in clear over a network (plain listener, peer not on this machine) is refused
   (`tls_required`) unless the host said ``insecure``;
 - a bot may have one connection queued and ``max_matches`` matches at a time (`busy`); the queue
-  has a cap (`queue_full`); an address has a cap on its open connections (`too_many_connections`);
+  has a cap (`queue_full`); an address has a cap on its open connections, and on its spectators
+  (`too_many_connections`, applied by the lobby from accept on, before any hello);
 - a bot whose connection drops mid-match and that comes back with its token within the grace
   (`TickSettings.reconnect_grace`) takes its seat again (`Match.reattach`).
 """
@@ -63,8 +64,11 @@ class LadderRules:
 
     #: Bots queued at most; more are refused with `queue_full`.
     max_queue: int = 1000
-    #: Connections open at once from one address (a bot, its reconnections, a few spectators).
+    #: Connections open at once from one address (a bot, its reconnections, a few spectators),
+    #: counted from accept on (`LobbyConfig.max_connections_per_address`).
     max_connections_per_address: int = 16
+    #: Of those, spectators.
+    max_spectators_per_address: int = 4
     #: Wrong tokens from one address before it is locked out...
     failed_tokens: int = 5
     #: ...for this many seconds, doubled at each further lock-out, up to max_lockout.
@@ -139,8 +143,8 @@ class _BotState:
 
 
 def peer_host(conn: Connection) -> str:
-    """The address part of a connection's ``host:port`` (IPv6 addresses keep their colons)."""
-    return conn.peer.rsplit(":", 1)[0]
+    """The client's address: what a trusted proxy said it is, or the socket's peer."""
+    return conn.host
 
 
 class LadderSeating(Seating):
@@ -212,15 +216,13 @@ class LadderSeating(Seating):
         host = peer_host(conn)
         if not isinstance(hello.get("token"), str):
             return protocol.BAD_HELLO, "this is a ladder: send the 'token' your bot was registered with"
-        if not conn.tls and not is_loopback(host) and not self.rules.insecure:
+        # Through a trusted proxy, the hop to this server is the proxy's: on loopback it may have
+        # ended the client's TLS itself (docs/ladder.md, "Behind a proxy").
+        hop = conn.via if conn.via is not None else host
+        if not conn.tls and not is_loopback(hop) and not self.rules.insecure:
             return (
                 protocol.TLS_REQUIRED,
                 "this ladder takes tokens only over TLS; connect with TLS (the SDK's --tls)",
-            )
-        if self.lobby.connections_from(host) > self.rules.max_connections_per_address:
-            return (
-                protocol.TOO_MANY_CONNECTIONS,
-                f"{host} has {self.rules.max_connections_per_address} connections open already",
             )
         if len(self.queue) + len(self._pending) >= self.rules.max_queue:
             return (

@@ -1,0 +1,276 @@
+"""Per-address limits on every connection (from accept, hello or not; spectators with a cap of their
+own), the real client's address behind a trusted proxy (the PROXY protocol, plain and TLS), the
+open-file limit raised at start, and accept() failures backed off with one log line per burst."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import resource
+import socket
+import ssl
+import struct
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from test_proxy_protocol import v2_tcp4
+from tls_proxy import certificates
+from wire_client import Client
+
+from cellarena.arena.ladder.seating import LadderRules
+from cellarena.arena.ladder.service import LadderConfig, build
+from cellarena.arena.ladder.store import LadderStore
+from cellarena.sdk import protocol
+from cellarena.server.lobby import Lobby, LobbyConfig
+from cellarena.server.match import TickSettings
+from cellarena.server.trusted_proxies import TrustedProxies
+
+FAST = TickSettings(fast=True, budget_ms=1000)
+
+
+@pytest.fixture
+async def nursery() -> AsyncIterator[trio.Nursery]:
+    async with trio.open_nursery() as n:
+        yield n
+        n.cancel_scope.cancel()
+
+
+async def start(nursery: trio.Nursery, **kw: Any) -> Lobby:
+    config = LobbyConfig("rezzo", {"map": "duel", "max_ticks": 20}, FAST, port=0, matches=None, **kw)
+    lobby = Lobby(config)
+    await nursery.start(lobby.serve)
+    return lobby
+
+
+async def wait_for(condition: Any, timeout: float = 10.0) -> None:
+    with trio.fail_after(timeout):
+        while not condition():
+            await trio.sleep(0.01)
+
+
+def v1(client: str, port: int = 40000) -> bytes:
+    return f"PROXY TCP4 {client} 127.0.0.1 {port} 7777\r\n".encode()
+
+
+async def via_proxy(port: int, header: bytes) -> Client:
+    """A connection as a trusted proxy on loopback opens it: the header, then the client's bytes."""
+    client = await Client.connect(port)
+    await client.stream.send_all(header)
+    return client
+
+
+# ------------------------------------------------------------------------------------------ caps
+async def test_every_connection_counts_from_accept_hello_or_not(nursery: trio.Nursery) -> None:
+    lobby = await start(nursery, max_connections_per_address=3)
+    idle = [await Client.connect(lobby.port) for _ in range(3)]  # they never say hello
+    await wait_for(lambda: lobby.connections_from("127.0.0.1") == 3)
+    fourth = await Client.connect(lobby.port)  # refused before it says anything
+    msg = await fourth.expect_error(protocol.TOO_MANY_CONNECTIONS)
+    assert "127.0.0.1 has 3 connections open already" in msg["message"]
+    assert lobby.connections_from("127.0.0.1") == 3
+    await idle[0].stream.aclose()
+    await wait_for(lambda: lobby.connections_from("127.0.0.1") == 2)
+    again = await Client.connect(lobby.port)  # room again: a bot says hello and waits
+    await again.hello("bot")
+    await wait_for(lambda: len(lobby.seating.waiting()) == 1)
+    for client in [*idle[1:], again]:
+        await client.stream.aclose()
+    await wait_for(lambda: lobby.connections_from("127.0.0.1") == 0)
+
+
+async def test_spectators_have_a_cap_of_their_own(nursery: trio.Nursery) -> None:
+    lobby = await start(nursery, max_connections_per_address=16, max_spectators_per_address=2)
+    watchers = []
+    for _ in range(2):
+        watcher = await Client.connect(lobby.port)
+        await watcher.hello("viewer", role="spectator")
+        watchers.append(watcher)
+    third = await Client.connect(lobby.port)
+    await third.hello("viewer", role="spectator")
+    msg = await third.expect_error(protocol.TOO_MANY_CONNECTIONS)
+    assert "127.0.0.1 watches with 2 connections already" in msg["message"]
+    bot = await Client.connect(lobby.port)  # a bot from the same address still gets in
+    await bot.hello("bot")
+    await wait_for(lambda: len(lobby.seating.waiting()) == 1)
+    await watchers[0].stream.aclose()
+    await wait_for(lambda: lobby.connections_from("127.0.0.1") == 2)
+    fourth = await Client.connect(lobby.port)  # a spectator left: another may watch
+    await fourth.hello("viewer", role="spectator")
+    with trio.move_on_after(0.3):
+        assert await fourth.recv() is not None, "a spectator under the cap was refused"
+
+
+# ------------------------------------------------------------------------------------------ proxies
+async def test_behind_a_trusted_proxy_each_client_counts_by_its_own_address(nursery: trio.Nursery) -> None:
+    lobby = await start(
+        nursery, max_connections_per_address=2, trusted_proxies=TrustedProxies.parse(["127.0.0.1"])
+    )
+    first = [await via_proxy(lobby.port, v1("198.51.100.1", 40000 + i)) for i in range(2)]
+    other = await via_proxy(lobby.port, v2_tcp4("198.51.100.2", 40000))
+    await wait_for(lambda: lobby.connections_from("198.51.100.1") == 2)
+    await wait_for(lambda: lobby.connections_from("198.51.100.2") == 1)
+    assert lobby.connections_from("127.0.0.1") == 0  # the proxy itself is not a client
+    third = await via_proxy(lobby.port, v1("198.51.100.1", 40002))
+    msg = await third.expect_error(protocol.TOO_MANY_CONNECTIONS)
+    assert "198.51.100.1 has 2 connections open already" in msg["message"]
+    await other.hello("bot")  # the header's bytes only: the hello behind it is read as ever
+    await wait_for(lambda: [c.peer for c in lobby.seating.waiting()] == ["198.51.100.2:40000"])
+    (waiting,) = lobby.seating.waiting()
+    assert waiting.via == "127.0.0.1" and waiting.host == "198.51.100.2"
+    for client in [*first, other]:
+        await client.stream.aclose()
+
+
+async def test_a_trusted_proxys_connection_without_a_good_header_is_closed(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    lobby = await start(nursery, trusted_proxies=TrustedProxies.parse(["127.0.0.0/8"]), hello_timeout=0.5)
+    bare = await Client.connect(lobby.port)
+    await bare.hello("bot")  # no header: the proxy is misconfigured, or this is not the proxy
+    assert await bare.recv() is None
+    slow = await via_proxy(lobby.port, b"PROXY TCP4 198.51.100.1")  # never ends its line
+    with trio.fail_after(5):
+        assert await slow.recv() is None
+    assert "from the trusted proxy 127.0.0.1: the connection does not start with a PROXY" in caplog.text
+    assert "no whole PROXY header within 0.5 s of connecting" in caplog.text
+    await wait_for(
+        lambda: not lobby.connections_from("127.0.0.1") and not lobby.connections_from("198.51.100.1")
+    )
+
+
+async def test_an_untrusted_peer_cannot_claim_an_address(nursery: trio.Nursery) -> None:
+    lobby = await start(nursery, trusted_proxies=TrustedProxies.parse(["10.0.0.0/8"]))
+    liar = await via_proxy(lobby.port, v1("198.51.100.1"))
+    msg = await liar.expect_error(protocol.TOO_LARGE)  # "PROX" read as a frame length: no claim at all
+    assert msg["type"] == "error" and lobby.connections_from("198.51.100.1") == 0
+
+
+async def test_tls_behind_a_trusted_proxy_and_past_the_cap(nursery: trio.Nursery, tmp_path: Path) -> None:
+    """A stream proxy passing TLS through: the header comes before the ClientHello. A TLS client past
+    its cap is told why once its handshake is done (nothing can be said before), not just cut off."""
+    certs = certificates(tmp_path, "127.0.0.1")
+    lobby = await start(
+        nursery,
+        tls=certs.server,
+        max_connections_per_address=1,
+        trusted_proxies=TrustedProxies.parse(["127.0.0.1"]),
+    )
+    client_side = ssl.create_default_context(cafile=str(certs.ca_file))
+
+    async def tls_client(header: bytes) -> trio.SSLStream[trio.SocketStream]:
+        raw = await trio.open_tcp_stream("127.0.0.1", lobby.port)
+        await raw.send_all(header)
+        stream = trio.SSLStream(raw, client_side, server_hostname="127.0.0.1")
+        await stream.do_handshake()
+        await stream.send_all(protocol.encode(protocol.hello("bot", "rezzo")))
+        return stream
+
+    first = await tls_client(v2_tcp4("198.51.100.1", 1))
+    await wait_for(lambda: [c.host for c in lobby.seating.waiting()] == ["198.51.100.1"])
+    second = await tls_client(v2_tcp4("198.51.100.1", 2))
+    reply = await second.receive_some(4096)
+    (length,) = struct.unpack("!I", reply[:4])
+    error = protocol.decode_body(reply[4 : 4 + length])
+    assert error["code"] == protocol.TOO_MANY_CONNECTIONS and "198.51.100.1" in error["message"]
+    await first.aclose()
+
+
+async def test_a_ladder_behind_a_proxy_locks_out_the_guesser_alone(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    store = LadderStore(tmp_path / "ladder.sqlite")
+    tokens = {name: store.add_bot(name, "rezzo")[1].secret for name in ("alice", "bob")}
+    config = LadderConfig(
+        "rezzo",
+        {"map": "duel", "max_ticks": 20},
+        map_key="map",
+        maps=("duel",),
+        settings=FAST,
+        port=0,
+        rules=LadderRules(match_every=0.02, failed_tokens=2),
+        trusted_proxies=TrustedProxies.parse(["127.0.0.1"]),
+    )
+    lobby, seating = build(store, config)
+    await nursery.start(lobby.serve)
+
+    async def hello(client: str, token: str) -> Client:
+        conn = await via_proxy(lobby.port, v1(client))
+        await conn.hello("x", token=token)
+        return conn
+
+    for _ in range(2):
+        await (await hello("203.0.113.66", "cla_" + "x" * 43)).expect_error(protocol.BAD_HELLO)
+    await (await hello("203.0.113.66", "cla_" + "y" * 43)).expect_error(protocol.LOCKED_OUT)
+    # Another client through the same proxy is not the guesser: its wrong token is just wrong...
+    await (await hello("198.51.100.5", "cla_" + "z" * 43)).expect_error(protocol.BAD_HELLO)
+    # ...and its good one queues.
+    alice = await hello("198.51.100.5", tokens["alice"])
+    await wait_for(lambda: "alice" in seating.queue)
+    assert seating.queue["alice"].conn.host == "198.51.100.5"
+    await alice.stream.aclose()
+    store.close()
+
+
+# ------------------------------------------------------------------------------------------ descriptors
+async def test_the_server_raises_its_open_file_limit_to_the_hard_limit(nursery: trio.Nursery) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowered = min(soft, 256)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lowered, hard))
+    try:
+        if hard == lowered:
+            pytest.fail(f"the hard limit on open files here is {hard}: nothing to raise it to")
+        await start(nursery)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == (
+            hard if hard != resource.RLIM_INFINITY else 1 << 20
+        )
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+class _FailingListener:
+    """A listener whose accept() fails with EMFILE ``failures`` times before it works."""
+
+    def __init__(self, sock: socket.socket, failures: int) -> None:
+        self.sock = sock
+        self.failures = failures
+        self.attempts = 0
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        self.attempts += 1
+        if self.attempts <= self.failures:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return self.sock.accept()
+
+
+async def test_accept_errors_back_off_with_one_log_line_per_burst(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    lobby = await start(nursery)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    failing = _FailingListener(listener, failures=8)
+    caplog.set_level(logging.INFO, "cellarena.server")
+    async with trio.open_nursery() as accepting:
+        accepting.start_soon(lobby._accept_loop, failing)
+        client = await Client.connect(listener.getsockname()[1])  # readable at once, yet accept() fails
+        with trio.fail_after(10):
+            await client.hello("bot")
+            await wait_for(lambda: len(lobby.seating.waiting()) == 1)
+        accepting.cancel_scope.cancel()
+    listener.close()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [w for w in warnings if w.startswith("accept failed")] == [
+        "accept failed: [Errno 24] Too many open files; waiting to accept again (failures in a row are not "
+        "logged)"
+    ]
+    # Backed off: 8 failures, the accept that worked, the one that found nothing more; no busy loop.
+    assert failing.attempts == 10
+    assert "accepting again after 8 failed accept(s)" in caplog.text
