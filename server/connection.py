@@ -338,11 +338,12 @@ class Connection:
             await self._flushed.wait()
 
     # ----------------------------------------------------------------- closing
-    def fail(self, code: str, message: str) -> None:
-        """Tell the peer what it did wrong and close (see the class docstring for the lingering)."""
+    def fail(self, code: str, message: str, *, level: int = logging.WARNING) -> None:
+        """Tell the peer what it did wrong and close (see the class docstring for the lingering).
+        ``level``: the log line's (a refusal that a flood repeats is logged once by its caller)."""
         if self.closed:
             return
-        log.warning("closing %s (%s): %s: %s", self.name, self.peer, code, message)
+        log.log(level, "closing %s (%s): %s: %s", self.name, self.peer, code, message)
         if self.may_drop_queued:
             keep = [self._backlog[0]] if self._backlog and self._head_started else []
             self._backlog.clear()

@@ -171,6 +171,8 @@ class Lobby:
         self._watchers: set[Connection] = set()
         #: TLS connections past their address's cap: refused at their hello, once they can be told.
         self._over_cap: dict[Connection, tuple[str, str]] = {}
+        #: Addresses refused for their cap since they were last under it: logged once, not per refusal.
+        self._at_cap: set[str] = set()
         self._accept_errors = AcceptErrors()
         self._spectators = WaitingRoom()  # spectators waiting for the next match
         self._running: dict[Match, trio.CancelScope] = {}
@@ -329,8 +331,15 @@ class Lobby:
                 protocol.TOO_MANY_CONNECTIONS,
                 f"{conn.host} has {cap} connections open already; close one, or come back in a few seconds",
             )
+            if conn.host not in self._at_cap:
+                self._at_cap.add(conn.host)
+                log.warning(
+                    "%s has %d connections open, its cap: refusing more until one closes (logged once)",
+                    conn.host,
+                    cap,
+                )
             if not conn.tls:
-                conn.fail(*refusal)
+                conn.fail(*refusal, level=logging.INFO)
                 return None
             self._over_cap[conn] = refusal  # told at its hello, once TLS can carry the frame
         return conn
@@ -342,6 +351,9 @@ class Lobby:
             self._open_from[conn.host] = left
         else:
             del self._open_from[conn.host]
+        cap = self.config.max_connections_per_address
+        if cap is not None and left < cap:
+            self._at_cap.discard(conn.host)
         self._over_cap.pop(conn, None)
         if conn in self._watchers:
             self._watchers.discard(conn)
@@ -395,7 +407,8 @@ class Lobby:
             problem = self.seating.check(conn, hello)
         if problem is not None:
             self.seating.refused(conn, hello, *problem)
-            conn.fail(*problem)
+            quiet = problem[0] == protocol.TOO_MANY_CONNECTIONS  # logged once per address at accept
+            conn.fail(*problem, level=logging.INFO if quiet else logging.WARNING)
             return
         conn.joined = arrival
         conn.name = hello["name"]

@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 import resource
 import socket
 import ssl
 import struct
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from cellarena_cli import cellarena
+from game_servers import PACING, add_ladder_bot, ladder_serve, start
 from test_proxy_protocol import v2_tcp4
 from tls_proxy import certificates
 from wire_client import Client
@@ -38,7 +42,7 @@ async def nursery() -> AsyncIterator[trio.Nursery]:
         n.cancel_scope.cancel()
 
 
-async def start(nursery: trio.Nursery, **kw: Any) -> Lobby:
+async def serve(nursery: trio.Nursery, **kw: Any) -> Lobby:
     config = LobbyConfig("rezzo", {"map": "duel", "max_ticks": 20}, FAST, port=0, matches=None, **kw)
     lobby = Lobby(config)
     await nursery.start(lobby.serve)
@@ -64,7 +68,7 @@ async def via_proxy(port: int, header: bytes) -> Client:
 
 # ------------------------------------------------------------------------------------------ caps
 async def test_every_connection_counts_from_accept_hello_or_not(nursery: trio.Nursery) -> None:
-    lobby = await start(nursery, max_connections_per_address=3)
+    lobby = await serve(nursery, max_connections_per_address=3)
     idle = [await Client.connect(lobby.port) for _ in range(3)]  # they never say hello
     await wait_for(lambda: lobby.connections_from("127.0.0.1") == 3)
     fourth = await Client.connect(lobby.port)  # refused before it says anything
@@ -82,7 +86,7 @@ async def test_every_connection_counts_from_accept_hello_or_not(nursery: trio.Nu
 
 
 async def test_spectators_have_a_cap_of_their_own(nursery: trio.Nursery) -> None:
-    lobby = await start(nursery, max_connections_per_address=16, max_spectators_per_address=2)
+    lobby = await serve(nursery, max_connections_per_address=16, max_spectators_per_address=2)
     watchers = []
     for _ in range(2):
         watcher = await Client.connect(lobby.port)
@@ -105,7 +109,7 @@ async def test_spectators_have_a_cap_of_their_own(nursery: trio.Nursery) -> None
 
 # ------------------------------------------------------------------------------------------ proxies
 async def test_behind_a_trusted_proxy_each_client_counts_by_its_own_address(nursery: trio.Nursery) -> None:
-    lobby = await start(
+    lobby = await serve(
         nursery, max_connections_per_address=2, trusted_proxies=TrustedProxies.parse(["127.0.0.1"])
     )
     first = [await via_proxy(lobby.port, v1("198.51.100.1", 40000 + i)) for i in range(2)]
@@ -127,7 +131,7 @@ async def test_behind_a_trusted_proxy_each_client_counts_by_its_own_address(nurs
 async def test_a_trusted_proxys_connection_without_a_good_header_is_closed(
     nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
 ) -> None:
-    lobby = await start(nursery, trusted_proxies=TrustedProxies.parse(["127.0.0.0/8"]), hello_timeout=0.5)
+    lobby = await serve(nursery, trusted_proxies=TrustedProxies.parse(["127.0.0.0/8"]), hello_timeout=0.5)
     bare = await Client.connect(lobby.port)
     await bare.hello("bot")  # no header: the proxy is misconfigured, or this is not the proxy
     assert await bare.recv() is None
@@ -142,7 +146,7 @@ async def test_a_trusted_proxys_connection_without_a_good_header_is_closed(
 
 
 async def test_an_untrusted_peer_cannot_claim_an_address(nursery: trio.Nursery) -> None:
-    lobby = await start(nursery, trusted_proxies=TrustedProxies.parse(["10.0.0.0/8"]))
+    lobby = await serve(nursery, trusted_proxies=TrustedProxies.parse(["10.0.0.0/8"]))
     liar = await via_proxy(lobby.port, v1("198.51.100.1"))
     msg = await liar.expect_error(protocol.TOO_LARGE)  # "PROX" read as a frame length: no claim at all
     assert msg["type"] == "error" and lobby.connections_from("198.51.100.1") == 0
@@ -152,7 +156,7 @@ async def test_tls_behind_a_trusted_proxy_and_past_the_cap(nursery: trio.Nursery
     """A stream proxy passing TLS through: the header comes before the ClientHello. A TLS client past
     its cap is told why once its handshake is done (nothing can be said before), not just cut off."""
     certs = certificates(tmp_path, "127.0.0.1")
-    lobby = await start(
+    lobby = await serve(
         nursery,
         tls=certs.server,
         max_connections_per_address=1,
@@ -222,7 +226,7 @@ async def test_the_server_raises_its_open_file_limit_to_the_hard_limit(nursery: 
     try:
         if hard == lowered:
             pytest.fail(f"the hard limit on open files here is {hard}: nothing to raise it to")
-        await start(nursery)
+        await serve(nursery)
         assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == (
             hard if hard != resource.RLIM_INFINITY else 1 << 20
         )
@@ -251,7 +255,7 @@ class _FailingListener:
 async def test_accept_errors_back_off_with_one_log_line_per_burst(
     nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
 ) -> None:
-    lobby = await start(nursery)
+    lobby = await serve(nursery)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
@@ -274,3 +278,63 @@ async def test_accept_errors_back_off_with_one_log_line_per_burst(
     # Backed off: 8 failures, the accept that worked, the one that found nothing more; no busy loop.
     assert failing.attempts == 10
     assert "accepting again after 8 failed accept(s)" in caplog.text
+
+
+# ------------------------------------------------------------------------------------------ end to end
+LOW_FILES = (
+    "import resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128)); "
+    "from cellarena.arena.cli import main; sys.argv[0] = 'cellarena'; main()"
+)
+
+
+async def test_a_flood_from_one_address_under_128_files_costs_another_bot_nothing(tmp_path: Path) -> None:
+    """The issue's case: 200 sockets from one address at a ladder limited to 128 open files gave 934
+    "accept failed" lines in 10 s and held a new bot off for 5 s. Now the flood holds its 16, the
+    rest are refused as they come, the bot from another address plays at once, and the log says so
+    in a line or two."""
+    token = add_ladder_bot(tmp_path, "alice").read_text().strip()
+    args = ["ladder", "--dir", str(tmp_path), "serve", "rezzo", "--port", "0", *PACING, "--grace", "0"]
+    ladder = start([sys.executable, "-c", LOW_FILES, *args], tmp_path, "ladder")
+    try:
+        with trio.fail_after(60):
+            while not (found := re.search(r"on 127\.0\.0\.1:(\d+)", ladder.stderr())):
+                assert ladder.proc.poll() is None, ladder.stderr()
+                await trio.sleep(0.05)
+        port = int(found.group(1))
+        flood = []
+        for _ in range(200):  # from 127.0.0.2: another address on the loopback network
+            sock = trio.socket.socket()
+            await sock.bind(("127.0.0.2", 0))
+            await sock.connect(("127.0.0.1", port))
+            flood.append(sock)
+        began = trio.current_time()
+        alice = await Client.connect(port)
+        await alice.hello("alice", token=token)
+        await trio.sleep(0.5)  # no match (alice is alone): she waits in the queue, not refused
+        assert alice.inbox == [] and not alice.stream.socket.is_readable(), "alice was refused"
+        assert trio.current_time() - began < 2.0
+        codes = []
+        for sock in flood:  # the refusals are in the kernel's buffers by now; the 16 held get nothing
+            with trio.move_on_after(0.2):
+                data = await sock.recv(4096)
+                codes.append(protocol.decode_body(data[4 : 4 + struct.unpack("!I", data[:4])[0]])["code"])
+            sock.close()
+        assert codes == [protocol.TOO_MANY_CONNECTIONS] * (200 - 16)  # each past the cap was told why
+    finally:
+        ladder.stop()
+    lines = ladder.stderr().splitlines()
+    assert not [line for line in lines if "accept failed" in line]
+    assert len([line for line in lines if "127.0.0.2" in line]) == 1, ladder.stderr()
+
+
+async def test_ladder_serve_takes_trusted_proxies(tmp_path: Path) -> None:
+    bad = cellarena("ladder", "--dir", str(tmp_path), "serve", "rezzo", "--trusted-proxy", "10.0.0.1/8")
+    assert bad.returncode == 2 and "--trusted-proxy" in bad.stderr and "10.0.0.0/24" in bad.stderr
+    ladder = ladder_serve(tmp_path, "--trusted-proxy", "127.0.0.1", "--trusted-proxy", "::1")
+    try:
+        client = await via_proxy(ladder.port, v1("198.51.100.9", 41000))
+        await client.hello("x", token="cla_" + "x" * 43)
+        await client.expect_error(protocol.BAD_HELLO)
+    finally:
+        ladder.stop()
+    assert "closing x (198.51.100.9:41000): bad_hello" in ladder.stderr()  # the client, not the proxy
