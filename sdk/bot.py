@@ -395,7 +395,8 @@ def parse_args(
 ) -> argparse.Namespace:
     """The command line: flags win over CELLARENA_* variables and over ``run()``'s ``matches`` and
     ``ladder``, which win over the defaults. ``token`` holds the token (see `read_token`), ``ladder``
-    and ``matches`` how many matches to play, ``tls`` an `ssl.SSLContext` or None."""
+    whether to queue again after each match and ride out refusals, ``matches`` how many matches to
+    play (None: until stopped, a ladder without ``--matches``), ``tls`` an `ssl.SSLContext` or None."""
     if matches < 1:
         raise ValueError(f"run(): matches must be 1 or more, got {matches}")
     parser = argparse.ArgumentParser(
@@ -431,14 +432,17 @@ def parse_args(
         "(exit status 1).",
     )
     many.add_argument(
-        "--matches", type=int, metavar="N", help=f"play N matches in a row (default: {matches})"
+        "--matches",
+        type=int,
+        metavar="N",
+        help=f"play N matches in a row (default: {matches}; with --ladder, stop after N)",
     )
     many.add_argument(
         "--ladder",
         action="store_true",
         default=None,
-        help="keep playing until stopped (Ctrl-C, SIGTERM), queueing again after each match"
-        + (" (the default here)" if ladder else ""),
+        help="keep playing until stopped (Ctrl-C, SIGTERM) or --matches N are played, queueing again "
+        "after each match" + (" (the default here)" if ladder else ""),
     )
     secure = parser.add_argument_group("TLS")
     secure.add_argument(
@@ -455,17 +459,14 @@ def parse_args(
         parser.error(f"--port must be 1-65535, got {args.port}")
     if not 1 <= len(args.name) <= MAX_NAME:
         parser.error(f"--name must be 1 to {MAX_NAME} characters, got {len(args.name)}")
-    if args.matches is not None and args.ladder:
-        parser.error("--matches N plays N matches and --ladder plays until stopped: give one of them")
     if args.matches is not None and args.matches < 1:
         parser.error(f"--matches must be 1 or more, got {args.matches}")
     if args.token is not None and args.token_file is not None:
         parser.error("--token and --token-file: give one of them")
+    # --ladder --matches N: a ladder bot (it queues again and rides out refusals) that stops after N.
+    args.ladder = ladder if args.ladder is None else args.ladder
     if args.matches is None:
-        args.matches = matches
-        args.ladder = ladder if args.ladder is None else args.ladder
-    else:
-        args.ladder = False
+        args.matches = None if args.ladder else matches
     try:
         args.token = read_token(args.token, args.token_file)
         args.tls = tls_context(args.tls_ca) if args.tls or args.tls_ca is not None else None
@@ -512,7 +513,7 @@ class _Series:
         self.keep_trying = bool(args.ladder) or args.matches > 1
 
     def done(self) -> bool:
-        return not self.args.ladder and self.played >= self.args.matches
+        return self.args.matches is not None and self.played >= self.args.matches
 
     def play_all(self) -> int:
         args = self.args
@@ -549,7 +550,7 @@ class _Series:
                 break
             if not isinstance(self.bot, GameBot):
                 instance = self.bot_class()
-            of = "" if args.ladder else f" of {args.matches}"
+            of = "" if args.matches is None else f" of {args.matches}"
             self.log(f"match {self.played}{of} played; connecting for the next", always=False)
         return EXIT_OK
 

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import trio
@@ -85,6 +85,9 @@ class Connection:
     reader's buffer is full), the socket itself stays open for up to ERROR_LINGER seconds while the
     poller delivers that frame, after any frame already half sent so the stream stays well formed.
     Reading starts with `resume_reading`. Messages go to the connection's one `Owner` (`attach`).
+
+    ``peer`` is who the client is, when the socket's own peer is a trusted proxy that said so (the
+    PROXY protocol, `proxy_protocol`); ``via`` is then that proxy's address.
     """
 
     def __init__(
@@ -94,6 +97,8 @@ class Connection:
         *,
         recv_limit: int = protocol.MAX_CLIENT_FRAME,
         max_backlog: int = DEFAULT_MAX_BACKLOG,
+        peer: tuple[str, int] | None = None,
+        via: str | None = None,
     ) -> None:
         sock.setblocking(False)
         with contextlib.suppress(OSError):
@@ -107,11 +112,18 @@ class Connection:
                 pass
         self.sock = sock
         self._fd = sock.fileno()  # kept: a closed socket's fileno() is -1
-        try:
-            host, port = sock.getpeername()[:2]
-            self.peer = f"{host}:{port}"
-        except OSError:
-            self.peer = "?"
+        if peer is None:
+            try:
+                peer = sock.getpeername()[:2]
+            except OSError:
+                peer = None
+        #: The client's address (its IP address alone): what per-address limits count.
+        self.host = "?" if peer is None else peer[0]
+        self.peer = "?" if peer is None else f"{peer[0]}:{peer[1]}"
+        #: The trusted proxy the client came through, or None for a direct connection.
+        self.via = via
+        #: Called once when the socket is closed (the lobby's per-address counts).
+        self.on_gone: Callable[[Connection], None] | None = None
         self.name = self.peer  # replaced by the bot's name after its hello
         #: When its hello arrived (time.time(), kernel stamp): the lobby seats bots in this order.
         self.joined = 0.0
@@ -326,11 +338,12 @@ class Connection:
             await self._flushed.wait()
 
     # ----------------------------------------------------------------- closing
-    def fail(self, code: str, message: str) -> None:
-        """Tell the peer what it did wrong and close (see the class docstring for the lingering)."""
+    def fail(self, code: str, message: str, *, level: int = logging.WARNING) -> None:
+        """Tell the peer what it did wrong and close (see the class docstring for the lingering).
+        ``level``: the log line's (a refusal that a flood repeats is logged once by its caller)."""
         if self.closed:
             return
-        log.warning("closing %s (%s): %s: %s", self.name, self.peer, code, message)
+        log.log(level, "closing %s (%s): %s: %s", self.name, self.peer, code, message)
         if self.may_drop_queued:
             keep = [self._backlog[0]] if self._backlog and self._head_started else []
             self._backlog.clear()
@@ -377,6 +390,9 @@ class Connection:
         self._poller.remove(self)
         with contextlib.suppress(OSError):
             self.sock.close()
+        if self.on_gone is not None:
+            gone, self.on_gone = self.on_gone, None
+            gone(self)
 
     #: Whether the stream is TLS (`TlsConnection`): a ladder takes tokens in clear only from loopback.
     tls = False
@@ -411,13 +427,15 @@ class TlsConnection(Connection):
         *,
         recv_limit: int = protocol.MAX_CLIENT_FRAME,
         max_backlog: int = DEFAULT_MAX_BACKLOG,
+        peer: tuple[str, int] | None = None,
+        via: str | None = None,
     ) -> None:
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
         self._tls = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
         self.handshake_done = False
         self._ancdata: list[tuple[int, int, bytes]] = []
-        super().__init__(sock, poller, recv_limit=recv_limit, max_backlog=max_backlog)
+        super().__init__(sock, poller, recv_limit=recv_limit, max_backlog=max_backlog, peer=peer, via=via)
 
     def _receive(self, buf: bytearray) -> tuple[int, list[tuple[int, int, bytes]]]:
         while True:

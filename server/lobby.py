@@ -9,6 +9,12 @@ ready (see `poller` for why).
 Who a connection belongs to is always one owner (`Connection.attach`): its handshake until its
 hello, then a waiting room of the lobby's `Seating` (`seating`: first come, reserved seats, a
 ladder's queue) or the spectators' room, then a match's seat or spectator list.
+
+Per-address limits count every open connection from the moment it is accepted, hello or not, by
+the client's address: the socket's peer, or what a trusted proxy's PROXY header says
+(`trusted_proxies`, `proxy_protocol`). A server facing the internet is one that runs out of
+descriptors first, so it raises its own open-file limit at start (`file_limit`) and, when accept()
+fails all the same, backs off with one log line per burst (`AcceptErrors`).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import errno
 import logging
 import socket
 import ssl
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,12 +34,15 @@ import trio
 
 from cellarena.sdk import protocol
 from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection, TlsConnection
+from cellarena.server.file_limit import raise_file_limit
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import Engine
 from cellarena.server.match import Match, MatchOutcome, Recorder, TickSettings
 from cellarena.server.poller import Poller
+from cellarena.server.proxy_protocol import ProxyHeaderError, read_proxy_header
 from cellarena.server.seating import FirstComeSeating, Seating, WaitingRoom
 from cellarena.server.ticking import FixedRateDriver, play_fast, warm_up_batches
+from cellarena.server.trusted_proxies import TrustedProxies
 
 log = logging.getLogger("cellarena.server")
 #: Outcomes an endless server keeps in memory (`on_result` sees every one as it comes).
@@ -49,6 +59,39 @@ _TRANSIENT_ACCEPT = {
     errno.ENOBUFS,
     errno.ENOMEM,
 }
+#: The wait after a failed accept(), doubled at each failure in a row up to the longest: a full
+#: descriptor table is not freed by retrying at once (it logged 934 lines in 10 s).
+ACCEPT_BACKOFF_FIRST = 0.01
+ACCEPT_BACKOFF_MAX = 0.5
+#: Seconds a TLS connection past its address's cap has to say hello, so that it can be told why
+#: it is refused (nothing can be said before its handshake) and not take the caps' descriptors long.
+OVER_CAP_HELLO_TIMEOUT = 2.0
+
+
+class AcceptErrors:
+    """Failed accepts in a row: how long to wait before the next try, and one log line per burst
+    (at its start; its end, with how many failed and for how long, at info level)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.since = 0.0
+
+    def failed(self, exc: OSError) -> float:
+        """Note a failure; the seconds to wait before accepting again."""
+        if self.count == 0:
+            self.since = time.monotonic()
+            log.warning("accept failed: %s; waiting to accept again (failures in a row are not logged)", exc)
+        self.count += 1
+        return min(ACCEPT_BACKOFF_MAX, ACCEPT_BACKOFF_FIRST * 2 ** min(self.count - 1, 16))
+
+    def succeeded(self) -> None:
+        if self.count:
+            log.info(
+                "accepting again after %d failed accept(s) in %.1f s",
+                self.count,
+                time.monotonic() - self.since,
+            )
+            self.count = 0
 
 
 @dataclass
@@ -76,6 +119,12 @@ class LobbyConfig:
     #: Step the fixed-rate matches of a phase slot together where the game offers batches (Rezzo);
     #: a lobby of one match never does.
     batch: bool = True
+    #: Connections open at once from one client address, counted from accept (None: no cap).
+    max_connections_per_address: int | None = None
+    #: Of those, spectators (None: no cap of their own).
+    max_spectators_per_address: int | None = None
+    #: Peers whose connections start with a PROXY header naming the client (`trusted_proxies`).
+    trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
 
 
 class _Handshake:
@@ -116,6 +165,15 @@ class Lobby:
             maxlen=None if config.matches is not None else KEEP_OUTCOMES
         )
         self.stopping = False
+        #: Open connections (sockets, lingering ones too) and spectators, by client address.
+        self._open_from: collections.Counter[str] = collections.Counter()
+        self._watching_from: collections.Counter[str] = collections.Counter()
+        self._watchers: set[Connection] = set()
+        #: TLS connections past their address's cap: refused at their hello, once they can be told.
+        self._over_cap: dict[Connection, tuple[str, str]] = {}
+        #: Addresses refused for their cap since they were last under it: logged once, not per refusal.
+        self._at_cap: set[str] = set()
+        self._accept_errors = AcceptErrors()
         # Spectators waiting for the next match.
         self._spectators = WaitingRoom(state=protocol.State.WATCHING_SOON)
         self._running: dict[Match, trio.CancelScope] = {}
@@ -148,11 +206,8 @@ class Lobby:
         return self._started
 
     def connections_from(self, host: str) -> int:
-        """Open connections whose peer has address ``host`` (a seating's per-address limit)."""
-        if self._poller is None:
-            return 0
-        prefix = host + ":"
-        return sum(1 for conn in self._poller.targets if conn.peer.startswith(prefix))
+        """Open connections from client address ``host``, hello or not (what the per-address cap counts)."""
+        return self._open_from.get(host, 0)
 
     @property
     def running(self) -> list[Match]:
@@ -175,6 +230,7 @@ class Lobby:
             ) from None
         listener.listen(4096)  # the kernel caps it at somaxconn; a full backlog drops SYNs for 1 s
         listener.setblocking(False)
+        raise_file_limit()
         self.port = listener.getsockname()[1]
         try:
             self._poller = Poller[Connection]()
@@ -200,15 +256,19 @@ class Lobby:
             await trio.lowlevel.wait_readable(listener)
             for _ in range(ACCEPT_BATCH):
                 try:
-                    sock, _ = listener.accept()
+                    sock, address = listener.accept()
                 except (BlockingIOError, InterruptedError):
                     break
                 except OSError as exc:
                     if exc.errno in _TRANSIENT_ACCEPT:
-                        log.warning("accept failed: %s", exc)
-                        await trio.sleep(0.01)  # out of descriptors: let connections close first
+                        # Out of descriptors: let connections close first, and say so once.
+                        await trio.sleep(self._accept_errors.failed(exc))
                         break
                     raise
+                self._accept_errors.succeeded()
+                if self.config.trusted_proxies and self.config.trusted_proxies.trusts(address[0]):
+                    self._nursery.start_soon(self._proxied, sock, address[0])
+                    continue
                 # Registered now, in accept order, so that hellos already waiting are read in that order.
                 conn = self._connect(sock)
                 if conn is not None:
@@ -218,19 +278,95 @@ class Lobby:
                 # hundreds of new clients do not hold up the ticks of the matches already running.
                 await trio.lowlevel.checkpoint()
 
-    def _connect(self, sock: socket.socket) -> Connection | None:
+    async def _proxied(self, sock: socket.socket, proxy: str) -> None:
+        """A trusted proxy's connection: its PROXY header first (within the hello timeout), then the
+        client's connection as any other, under the client's address."""
+        handed_over = False
+        try:
+            sock.setblocking(False)
+            header = await read_proxy_header(sock, self.config.hello_timeout)
+            conn = self._connect(sock, peer=header.client or _peer_of(sock), via=proxy)
+            handed_over = True
+            if conn is not None:
+                await self._handshake(conn)
+        except ProxyHeaderError as exc:
+            log.warning("closing a connection from the trusted proxy %s: %s", proxy, exc)
+        except OSError as exc:
+            log.info("lost a new connection from the trusted proxy %s at once: %s", proxy, exc)
+        finally:
+            if not handed_over:
+                with contextlib.suppress(RuntimeError):
+                    trio.lowlevel.notify_closing(sock)
+                sock.close()
+
+    def _connect(
+        self, sock: socket.socket, *, peer: tuple[str, int] | None = None, via: str | None = None
+    ) -> Connection | None:
+        """The connection over ``sock``, counted against its client's address; None if it was lost at
+        once or refused at once (past its address's cap: told so, unless TLS must come first)."""
         assert self._poller is not None
         if self.config.send_buffer is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer)
+        conn: Connection
         try:
             if self.config.tls is not None:
-                return TlsConnection(sock, self._poller, self.config.tls, max_backlog=self.config.max_backlog)
-            return Connection(sock, self._poller, max_backlog=self.config.max_backlog)
+                conn = TlsConnection(
+                    sock,
+                    self._poller,
+                    self.config.tls,
+                    max_backlog=self.config.max_backlog,
+                    peer=peer,
+                    via=via,
+                )
+            else:
+                conn = Connection(sock, self._poller, max_backlog=self.config.max_backlog, peer=peer, via=via)
         except OSError as exc:  # reset before we even looked at it
             log.info("lost a new connection at once: %s", exc)
             sock.close()
             return None
+        if conn.closed:  # the poller has stopped: the server is going away
+            return None
+        cap = self.config.max_connections_per_address
+        over = cap is not None and self._open_from[conn.host] >= cap
+        self._open_from[conn.host] += 1
+        conn.on_gone = self._gone
+        if over:
+            refusal = (
+                protocol.TOO_MANY_CONNECTIONS,
+                f"{conn.host} has {cap} connections open already; close one, or come back in a few seconds",
+            )
+            if conn.host not in self._at_cap:
+                self._at_cap.add(conn.host)
+                log.warning(
+                    "%s has %d connections open, its cap: refusing more until one closes (logged once)",
+                    conn.host,
+                    cap,
+                )
+            if not conn.tls:
+                conn.fail(*refusal, level=logging.INFO)
+                return None
+            self._over_cap[conn] = refusal  # told at its hello, once TLS can carry the frame
+        return conn
+
+    def _gone(self, conn: Connection) -> None:
+        """A connection's socket closed: it no longer counts against its address."""
+        left = self._open_from[conn.host] - 1
+        if left > 0:
+            self._open_from[conn.host] = left
+        else:
+            del self._open_from[conn.host]
+        cap = self.config.max_connections_per_address
+        if cap is not None and left < cap:
+            self._at_cap.discard(conn.host)
+        self._over_cap.pop(conn, None)
+        if conn in self._watchers:
+            self._watchers.discard(conn)
+            left = self._watching_from[conn.host] - 1
+            if left > 0:
+                self._watching_from[conn.host] = left
+            else:
+                del self._watching_from[conn.host]
 
     async def shutdown(self, grace: float = 2.0) -> int:
         """Stop serving: running matches end now, without a result (they are nobody's fault, so no
@@ -260,24 +396,37 @@ class Lobby:
         handshake = _Handshake(self)
         conn.attach(handshake)
         conn.resume_reading()
-        with trio.move_on_after(self.config.hello_timeout):
+        timeout = self.config.hello_timeout
+        if conn in self._over_cap:
+            timeout = min(timeout, OVER_CAP_HELLO_TIMEOUT)
+        with trio.move_on_after(timeout):
             await handshake.done.wait()
         if not handshake.done.is_set():
             conn.detach()
-            conn.fail(protocol.TIMEOUT, f"no hello within {self.config.hello_timeout:g} s of connecting")
+            conn.fail(protocol.TIMEOUT, f"no hello within {timeout:g} s of connecting")
 
     def hello(self, conn: Connection, hello: dict[str, Any], arrival: float) -> None:
         """A connection's first message: refuse it, or seat the bot or spectator that sent it."""
-        problem = self._check_hello(hello)
+        problem = self._over_cap.pop(conn, None) or self._check_hello(hello)
         if problem is None and hello.get("role", "bot") == "bot":
             problem = self.seating.check(conn, hello)
         if problem is not None:
             self.seating.refused(conn, hello, *problem)
-            conn.fail(*problem)
+            quiet = problem[0] == protocol.TOO_MANY_CONNECTIONS  # logged once per address at accept
+            conn.fail(*problem, level=logging.INFO if quiet else logging.WARNING)
             return
         conn.joined = arrival
         conn.name = hello["name"]
         if hello.get("role", "bot") == "spectator":
+            cap = self.config.max_spectators_per_address
+            if cap is not None and self._watching_from[conn.host] >= cap:
+                conn.fail(
+                    protocol.TOO_MANY_CONNECTIONS,
+                    f"{conn.host} watches with {cap} connections already; close one to watch another match",
+                )
+                return
+            self._watchers.add(conn)
+            self._watching_from[conn.host] += 1
             wanted = hello.get("match")
             if wanted is not None:
                 chosen = next((m for m in self._running if m.number == wanted), None)
@@ -394,3 +543,12 @@ class Lobby:
                 self.config.on_result(outcome)
         if self._limit_reached() and not self._running:
             self._all_done.set()
+
+
+def _peer_of(sock: socket.socket) -> tuple[str, int] | None:
+    """The socket's own peer (a proxy speaking for itself), or None if it is gone."""
+    try:
+        host, port = sock.getpeername()[:2]
+    except OSError:
+        return None
+    return host, port

@@ -79,8 +79,8 @@ class WaitingRoom:
 
 class MatchHost(Protocol):
     """What a seating needs of the lobby it seats bots for (`lobby.Lobby`): its match size and pacing,
-    the matches it runs, the connections it holds, and a way to start a match. A protocol, so that
-    seating depends on no lobby and a seating can be tested over a host of its own."""
+    the matches it runs, and a way to start a match. A protocol, so that seating depends on no lobby
+    and a seating can be tested over a host of its own."""
 
     @property
     def players(self) -> int:
@@ -98,10 +98,6 @@ class MatchHost(Protocol):
     @property
     def running(self) -> list[Match]:
         """The matches under way, oldest first."""
-        ...
-
-    def connections_from(self, host: str) -> int:
-        """Open connections whose peer has address ``host``."""
         ...
 
     def start_match(

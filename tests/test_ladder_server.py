@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -141,9 +142,67 @@ async def test_a_wrong_token_is_refused_and_many_lock_the_address_out(
         msg = await client.expect_error(protocol.BAD_HELLO)
         assert "unknown or revoked token" in msg["message"]
         assert not token or token not in msg["message"]  # a token is never echoed back
-    client = await join(ladder, "alice")  # the right token, but from a locked-out address
+    client = await join(ladder, "alice", "cla_" + "y" * 43)  # one guess more: the address is locked out
     msg = await client.expect_error(protocol.LOCKED_OUT)
-    assert "refused for another" in msg["message"]
+    assert msg["message"] == "too many wrong tokens from 127.0.0.1; refused for another 60 s"
+
+
+async def both_play(ladder: Ladder) -> None:
+    """alice and bob, each with the right token, play a match to its end."""
+    ends: list[str] = []
+
+    async def bot(name: str) -> None:
+        ends.append((await play_one(await join(ladder, name)))[-1]["type"])
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as bots:
+            bots.start_soon(bot, "alice")
+            bots.start_soon(bot, "bob")
+    assert ends == ["end", "end"]
+
+
+async def test_a_lock_out_refuses_guesses_not_good_tokens(nursery: trio.Nursery, tmp_path: Path) -> None:
+    """Behind one address (a proxy, a NAT) a guesser must not lock the good bots out: alice, who never
+    connected before, and bob still play from the locked address, and guesses stay refused."""
+    ladder = await open_ladder(nursery, tmp_path, failed_tokens=3, lockout=60.0)
+    for _ in range(4):
+        await (await join(ladder, "alice", "cla_" + "x" * 43)).expect_error(
+            protocol.BAD_HELLO, protocol.LOCKED_OUT
+        )
+    assert ladder.seating._failures["127.0.0.1"].locked_until > trio.current_time()
+    await both_play(ladder)
+    await (await join(ladder, "alice", "cla_" + "z" * 43)).expect_error(protocol.LOCKED_OUT)
+
+
+async def test_a_good_token_does_not_reset_the_count_of_wrong_ones(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    ladder = await open_ladder(nursery, tmp_path, failed_tokens=5, lockout=60.0)
+    codes = []
+    for attempt in range(1, 21):  # a good token every fourth: the wrong ones still add up
+        if attempt % 4 == 0:
+            alice = await join(ladder, "alice")
+            await wait_for(lambda: "alice" in ladder.seating.queue)
+            await alice.stream.aclose()
+            await wait_for(lambda: "alice" not in ladder.seating.queue)
+            continue
+        client = await join(ladder, "alice", "cla_" + "x" * 43)
+        codes.append((await client.expect_error(protocol.BAD_HELLO, protocol.LOCKED_OUT))["code"])
+    assert codes == [protocol.BAD_HELLO] * 5 + [protocol.LOCKED_OUT] * 10
+
+
+async def test_wrong_tokens_sent_at_once_are_counted_before_their_check(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    ladder = await open_ladder(nursery, tmp_path, failed_tokens=5, max_connections_per_address=64)
+    clients = [await Client.connect(ladder.port) for _ in range(16)]
+    async with trio.open_nursery() as sending:  # every hello on its way before any answer comes
+        for client in clients:
+            sending.start_soon(partial(client.hello, "alice", token="cla_" + "x" * 43))
+    codes = [(await c.expect_error(protocol.BAD_HELLO, protocol.LOCKED_OUT))["code"] for c in clients]
+    assert sorted(codes).count(protocol.BAD_HELLO) <= 5
+    assert codes.count(protocol.LOCKED_OUT) >= 11
+    await both_play(ladder)  # good tokens still play
 
 
 async def test_a_missing_or_revoked_token_is_a_bad_hello(nursery: trio.Nursery, tmp_path: Path) -> None:
@@ -211,14 +270,22 @@ async def test_the_queue_has_a_cap(nursery: trio.Nursery, tmp_path: Path) -> Non
 
 async def test_tokens_cross_a_network_only_over_tls() -> None:
     seating = LadderSeating(None, "rezzo", None, dict)  # type: ignore[arg-type]
-    seating.lobby = SimpleNamespace(connections_from=lambda host: 1)  # type: ignore[assignment]
     hello = {**protocol.hello("alice", "rezzo"), "token": "cla_x"}
-    remote = SimpleNamespace(peer="203.0.113.9:40000", tls=False)
-    assert seating.check(remote, hello)[0] == protocol.TLS_REQUIRED  # type: ignore[arg-type, index]
-    assert seating.check(SimpleNamespace(peer="203.0.113.9:4", tls=True), hello) is None  # type: ignore[arg-type]
-    assert seating.check(SimpleNamespace(peer="127.0.0.1:4", tls=False), hello) is None  # type: ignore[arg-type]
+
+    def conn(host: str, tls: bool, via: str | None = None) -> Any:
+        return SimpleNamespace(host=host, peer=f"{host}:4", tls=tls, via=via)
+
+    remote = conn("203.0.113.9", False)
+    assert seating.check(remote, hello)[0] == protocol.TLS_REQUIRED  # type: ignore[index]
+    assert seating.check(conn("203.0.113.9", True), hello) is None
+    assert seating.check(conn("127.0.0.1", False), hello) is None
+    # Through a trusted proxy the hop that counts is the proxy's: on loopback it ended TLS itself...
+    assert seating.check(conn("203.0.113.9", False, via="127.0.0.1"), hello) is None
+    # ...while one on another machine would have sent the token on in clear.
+    refused = seating.check(conn("203.0.113.9", False, via="10.0.0.2"), hello)
+    assert refused is not None and refused[0] == protocol.TLS_REQUIRED
     seating.rules = LadderRules(insecure=True)
-    assert seating.check(remote, hello) is None  # type: ignore[arg-type]
+    assert seating.check(remote, hello) is None
 
 
 # ------------------------------------------------------------------------------------------ reconnection

@@ -155,6 +155,28 @@ async def test_refusals_that_mean_not_now_are_retried_with_back_off(tmp_path: Pa
     assert results(walker) == 2
 
 
+@pytest.mark.parametrize("matches", [1, 2])
+async def test_ladder_with_matches_n_rides_out_refusals_and_stops_after_n(
+    tmp_path: Path, matches: int
+) -> None:
+    """docs/ladder.md: `--matches N` works with `--ladder`: a ladder bot (a "not now" is waited out,
+    even with one match to play) that exits 0 once N matches are played."""
+    scripts = [refuse(protocol.BUSY, "walker already has a connection in the queue")]
+    for _ in range(matches):
+        scripts += [match(3), refuse(protocol.QUEUE_FULL, "the queue holds 1000 bots; come back later")]
+    server = ScriptedServer(scripts[:-1])  # nothing after the last match: a connection more would fail
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        walker = bot(tmp_path, "walker", port, "--ladder", "--matches", str(matches))
+        code = await exited(walker, 60)
+        nursery.cancel_scope.cancel()
+    err = walker.stderr()
+    assert code == 0, err
+    assert server.failures == [] and len(server.seen) == len(scripts) - 1
+    assert results(walker) == matches and err.count("trying again in") == matches
+    assert err.count(f"of {matches} played; connecting for the next") == matches - 1
+
+
 @pytest.mark.parametrize(
     ("code", "fix"),
     [
@@ -279,7 +301,6 @@ def test_bad_tls_and_token_flags_are_usage_errors(tmp_path: Path) -> None:
     assert "--tls-ca" in usage("--tls-ca", str(tmp_path / "missing.pem"))
     (tmp_path / "junk.pem").write_text("not a certificate")
     assert "junk.pem" in usage("--tls-ca", str(tmp_path / "junk.pem"))
-    assert "give one of them" in usage("--matches", "2", "--ladder")
     assert "--matches must be 1 or more" in usage("--matches", "0")
     assert "--token-file" in usage("--token-file", str(tmp_path / "nowhere.token"))
     (tmp_path / "empty.token").write_text("\n")

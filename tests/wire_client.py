@@ -61,12 +61,12 @@ class Client(FramedStream):
             elif msg["type"] == "end":
                 return msg
 
-    async def expect_error(self, code: str) -> dict[str, Any]:
-        """Read until the error message, then check the server closed the connection."""
+    async def expect_error(self, *codes: str) -> dict[str, Any]:
+        """Read until the error message (one of ``codes``), then check the server closed the connection."""
         while True:
             msg = await self.recv()
-            assert msg is not None, f"closed without an error frame (expected {code})"
+            assert msg is not None, f"closed without an error frame (expected {' or '.join(codes)})"
             if msg["type"] == "error":
-                assert msg["code"] == code, msg
+                assert msg["code"] in codes, msg
                 assert await self.recv() is None  # and then it hung up
                 return msg

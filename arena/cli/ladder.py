@@ -39,12 +39,38 @@ if TYPE_CHECKING:
 DB_FILE = "ladder.sqlite"
 
 
+class BadName(click.BadParameter):
+    """A NAME the ladder refuses: one line on stderr (no usage text: the name is what is wrong), or
+    one JSON object with ``--json``, and exit status 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, param_hint="NAME")
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Error: {self.format_message()}", err=True)
+
+
 class _Where:
     """The ladder's folder and database, from the group's options."""
 
     def __init__(self, folder: Path, db: str | None) -> None:
         self.folder = folder
         self.db = db
+
+    @contextlib.contextmanager
+    def store(self, *, create: bool = True) -> Iterator[LadderStore]:
+        """The store, open for one command: any refusal of the store inside (a name it does not take,
+        a duplicate, a database it cannot write) is one line on stderr, or one JSON object with
+        ``--json``, and exit status 1; a refused name names NAME (exit status 2)."""
+        from cellarena.arena.ladder.store import BadNameError, LadderStoreError
+
+        with self.open(create=create) as store:
+            try:
+                yield store
+            except BadNameError as exc:
+                raise BadName(str(exc)) from None
+            except LadderStoreError as exc:
+                raise click.ClickException(str(exc)) from None
 
     def open(self, *, create: bool = True) -> LadderStore:
         from cellarena.arena.ladder.store import LadderStore, LadderStoreError
@@ -107,11 +133,8 @@ def _game_argument(value: str) -> str:
 def bot_add(where: _Where, name: str, game: str, max_matches: int, as_json: bool) -> None:
     """Register NAME and print its token, once: give it to the bot's author over a private channel."""
     _game_argument(game)
-    with where.open() as store:
-        try:
-            record, token = store.add_bot(name, game, max_matches=max_matches)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="NAME") from None
+    with where.store() as store:
+        record, token = store.add_bot(name, game, max_matches=max_matches)
     click.echo(
         f"registered {record.name} for {record.game}; its token (shown once, keep it secret):", err=True
     )
@@ -128,7 +151,7 @@ def bot_add(where: _Where, name: str, game: str, max_matches: int, as_json: bool
 @click.pass_obj
 def bot_rotate(where: _Where, name: str, as_json: bool) -> None:
     """Give NAME a new token (printed once); the old one stops working at once."""
-    with where.open() as store:
+    with where.store() as store:
         token = _known(store.rotate, name)
     click.echo(f"new token for {name} (the old one no longer works):", err=True)
     click.echo(json.dumps({"name": name, "token": token.secret}) if as_json else token.secret)
@@ -140,7 +163,7 @@ def bot_rotate(where: _Where, name: str, as_json: bool) -> None:
 @click.pass_obj
 def bot_revoke(where: _Where, name: str, as_json: bool) -> None:
     """Stop NAME from playing: its token no longer works; its matches stay in the history."""
-    with where.open() as store:
+    with where.store() as store:
         _known(store.revoke, name)
     click.echo(json.dumps({"name": name, "revoked": True}) if as_json else f"revoked {name}")
 
@@ -151,7 +174,7 @@ def bot_revoke(where: _Where, name: str, as_json: bool) -> None:
 @click.pass_obj
 def bot_list(where: _Where, game: str | None, as_json: bool) -> None:
     """Every registered bot (never its token)."""
-    with where.open() as store:
+    with where.store() as store:
         bots = store.list_bots(game)
     if as_json:
         click.echo(json.dumps({"bots": [record.to_json() for record in bots]}))
@@ -193,11 +216,8 @@ def house_add(where: _Where, name: str, command: str, game: str, as_json: bool) 
         BotSpec.parse(f"{name}={command}")
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="COMMAND") from None
-    with where.open() as store:
-        try:
-            record, _ = store.add_bot(name, game, house_command=command)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="NAME") from None
+    with where.store() as store:
+        record, _ = store.add_bot(name, game, house_command=command)
     if as_json:
         click.echo(json.dumps({"name": record.name, "game": record.game, "command": command}))
         return
@@ -212,7 +232,7 @@ def house_add(where: _Where, name: str, command: str, game: str, as_json: bool) 
 def standings(where: _Where, game: str, as_json: bool) -> None:
     """GAME's table: rating (mu - 3 sigma), matches, wins, draws, losses."""
     _game_argument(game)
-    with where.open() as store:
+    with where.store() as store:
         table = store.standings(game)
     if as_json:
         click.echo(json.dumps({"game": game, "standings": [s.to_json() for s in table]}))
@@ -345,6 +365,7 @@ def _serve_command(game: str) -> click.Command:
         tls_key: str | None,
         cluster: ClusterSpec | None,
         cluster_host: str | None,
+        trusted_proxy: tuple[str, ...],
         **game_values: Any,
     ) -> None:
         import gc
@@ -353,6 +374,12 @@ def _serve_command(game: str) -> click.Command:
         from cellarena.arena.ladder.service import LadderConfig, build, run_ladder
         from cellarena.sdk.client import is_loopback
         from cellarena.server.match import TickSettings
+        from cellarena.server.trusted_proxies import TrustedProxies
+
+        try:
+            trusted = TrustedProxies.parse(trusted_proxy)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--trusted-proxy") from None
 
         where = click.get_current_context().find_object(_Where)
         assert where is not None  # the ladder group made it
@@ -382,6 +409,7 @@ def _serve_command(game: str) -> click.Command:
             port=port,
             tls=tls_context(tls_cert, tls_key),
             rules=LadderRules(insecure=insecure),
+            trusted_proxies=trusted,
             replay_dir=replay_dir,
             log_dir=writable_folder(where.folder / "logs", "--dir"),
             house_after=house_after,
@@ -474,6 +502,15 @@ def _serve_command(game: str) -> click.Command:
             help="Accept tokens over plain TCP from other machines (they cross the network in clear).",
         ),
         *tls_options(),
+        click.option(
+            "--trusted-proxy",
+            metavar="ADDRESS",
+            multiple=True,
+            help="A proxy in front of the ladder (an address or network, e.g. 127.0.0.1 or 10.0.0.0/24; "
+            "repeat for more) whose connections start with a PROXY protocol header (v1 or v2) naming the "
+            "client, so that per-address limits count clients, not the proxy. Its connections without "
+            "one are refused.",
+        ),
         cluster_option(
             "Play matches on a Dask cluster: local:N (N worker processes here) or tcp://HOST:PORT (a "
             "scheduler). Bots that follow redirects are sent to the worker hosting their match; the "

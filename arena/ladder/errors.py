@@ -13,3 +13,7 @@ class UnknownBotError(LadderStoreError):
 
 class MatchNotRunningError(LadderStoreError):
     """A match that is finished or void cannot be finished (or voided) again: a result counts once."""
+
+
+class BadNameError(LadderStoreError, ValueError):
+    """A name the ladder refuses (empty, too long, unprintable, ``..``): the message says which rule."""

@@ -9,12 +9,17 @@ order the matches ended.
 
 The limits a public server needs, each refusal with its own error code (docs/ladder.md):
 
-- a wrong token is `bad_hello`; too many from one address lock that address out (`locked_out`),
-  for a time that doubles with each lock-out;
+- a wrong token is `bad_hello`; too many from one address lock that address's wrong tokens out
+  (`locked_out`), for a time that doubles with each lock-out. A lock-out refuses guesses, not good
+  tokens: a valid token from a locked address still plays (a bot reconnecting mid-match keeps its
+  seat), and does not reset the count. Tokens are counted as they arrive, before their check, so
+  that wrong tokens sent at once are refused `locked_out` past the limit, whatever order their
+  checks finish in;
 - a token sent in clear over a network (plain listener, peer not on this machine) is refused
   (`tls_required`) unless the host said ``insecure``;
 - a bot may have one connection queued and ``max_matches`` matches at a time (`busy`); the queue
-  has a cap (`queue_full`); an address has a cap on its open connections (`too_many_connections`);
+  has a cap (`queue_full`); an address has a cap on its open connections, and on its spectators
+  (`too_many_connections`, applied by the lobby from accept on, before any hello);
 - a bot whose connection drops mid-match and that comes back with its token within the grace
   (`TickSettings.reconnect_grace`) takes its seat again (`Match.reattach`).
 """
@@ -59,8 +64,11 @@ class LadderRules:
 
     #: Bots queued at most; more are refused with `queue_full`.
     max_queue: int = 1000
-    #: Connections open at once from one address (a bot, its reconnections, a few spectators).
+    #: Connections open at once from one address (a bot, its reconnections, a few spectators),
+    #: counted from accept on (`LobbyConfig.max_connections_per_address`).
     max_connections_per_address: int = 16
+    #: Of those, spectators.
+    max_spectators_per_address: int = 4
     #: Wrong tokens from one address before it is locked out...
     failed_tokens: int = 5
     #: ...for this many seconds, doubled at each further lock-out, up to max_lockout.
@@ -107,10 +115,23 @@ class _Ended:
 class _Failures:
     """Wrong tokens from one address, and its lock-out."""
 
+    #: Wrong tokens since the last lock-out (a valid token does not take any back).
     count: int = 0
+    #: Tokens from the address being checked now: counted before their check finishes.
+    checking: int = 0
     lockouts: int = 0
     locked_until: float = -math.inf
     last: float = 0.0
+
+
+@dataclass
+class _Pending:
+    """A bot whose token is being checked: whether its hello follows redirects, and whether it came
+    past its address's limit of wrong tokens (counting those still being checked)."""
+
+    follows_redirect: bool
+    host: str
+    over_limit: bool
 
 
 @dataclass
@@ -122,8 +143,8 @@ class _BotState:
 
 
 def peer_host(conn: Connection) -> str:
-    """The address part of a connection's ``host:port`` (IPv6 addresses keep their colons)."""
-    return conn.peer.rsplit(":", 1)[0]
+    """The client's address: what a trusted proxy said it is, or the socket's peer."""
+    return conn.host
 
 
 class LadderSeating(Seating):
@@ -169,8 +190,8 @@ class LadderSeating(Seating):
         self.remote: dict[int, tuple[BotRecord, ...]] = {}
         self._nursery: trio.Nursery | None = None
         self._room = WaitingRoom(on_leave=self._left)
-        #: Token checks under way: each connection, and whether its hello accepts a redirect.
-        self._pending: dict[Connection, bool] = {}
+        #: Token checks under way, by connection.
+        self._pending: dict[Connection, _Pending] = {}
         self._failures: dict[str, _Failures] = {}
         #: Each bot's current rating, as the store had it after the last result.
         self.ratings: dict[str, Rating] = {}
@@ -191,23 +212,17 @@ class LadderSeating(Seating):
 
     # ----------------------------------------------------------------- hello
     def check(self, conn: Connection, hello: dict[str, Any]) -> tuple[str, str] | None:
+        # A locked-out address is not refused here: its good tokens still play (`_identified`).
         host = peer_host(conn)
-        now = trio.current_time()
-        failures = self._failures.get(host)
-        if failures is not None and failures.locked_until > now:
-            wait = math.ceil(failures.locked_until - now)
-            return protocol.LOCKED_OUT, f"too many wrong tokens from {host}; refused for another {wait} s"
         if not isinstance(hello.get("token"), str):
             return protocol.BAD_HELLO, "this is a ladder: send the 'token' your bot was registered with"
-        if not conn.tls and not is_loopback(host) and not self.rules.insecure:
+        # Through a trusted proxy, the hop to this server is the proxy's: on loopback it may have
+        # ended the client's TLS itself (docs/ladder.md, "Behind a proxy").
+        hop = conn.via if conn.via is not None else host
+        if not conn.tls and not is_loopback(hop) and not self.rules.insecure:
             return (
                 protocol.TLS_REQUIRED,
                 "this ladder takes tokens only over TLS; connect with TLS (the SDK's --tls)",
-            )
-        if self.lobby.connections_from(host) > self.rules.max_connections_per_address:
-            return (
-                protocol.TOO_MANY_CONNECTIONS,
-                f"{host} has {self.rules.max_connections_per_address} connections open already",
             )
         if len(self.queue) + len(self._pending) >= self.rules.max_queue:
             return (
@@ -217,16 +232,32 @@ class LadderSeating(Seating):
         return None
 
     def admit(self, conn: Connection, hello: dict[str, Any]) -> None:
-        """Hold the connection while its token is checked (in `run`'s task)."""
+        """Hold the connection while its token is checked (in `run`'s task). The token counts
+        against its address now, as it arrives: were it counted only once checked, wrong tokens
+        sent at once would all be checked before any of them started the lock-out."""
         if self._room.add(conn):
-            self._pending[conn] = "redirect" in hello.get("accepts", ())
+            host = peer_host(conn)
+            failures = self._failures.setdefault(host, _Failures())
+            over = failures.count + failures.checking >= self.rules.failed_tokens
+            failures.checking += 1
+            follows = "redirect" in hello.get("accepts", ())
+            self._pending[conn] = _Pending(follows, host, over)
             self._checks[0].send_nowait((conn, hello["token"]))
+
+    def _checked(self, conn: Connection) -> _Pending | None:
+        """``conn``'s token check is over (or it left): no longer counted as being checked."""
+        pending = self._pending.pop(conn, None)
+        if pending is not None:
+            failures = self._failures.get(pending.host)
+            if failures is not None:
+                failures.checking -= 1
+        return pending
 
     def waiting(self) -> list[Connection]:
         return list(self._room.conns)
 
     def _left(self, conn: Connection) -> None:
-        self._pending.pop(conn, None)
+        self._checked(conn)
         for name, queued in list(self.queue.items()):
             if queued.conn is conn:
                 del self.queue[name]
@@ -237,24 +268,37 @@ class LadderSeating(Seating):
                 bot = await trio.to_thread.run_sync(self.store.authenticate, token)
             except LadderStoreError as exc:
                 log.error("cannot check a token: %s", exc)
-                self._pending.pop(conn, None)
+                self._checked(conn)
                 conn.fail(protocol.SHUTDOWN, "the ladder cannot read its database now; come back later")
                 continue
-            follows_redirect = self._pending.pop(conn, None)
-            if follows_redirect is None or conn.closed:
+            pending = self._checked(conn)
+            if pending is None or conn.closed:
                 continue  # gone meanwhile
-            self._identified(conn, bot, follows_redirect)
+            self._identified(conn, bot, pending.follows_redirect, over_limit=pending.over_limit)
 
-    def _identified(self, conn: Connection, bot: BotRecord | None, follows_redirect: bool = False) -> None:
+    def _identified(
+        self,
+        conn: Connection,
+        bot: BotRecord | None,
+        follows_redirect: bool = False,
+        *,
+        over_limit: bool = False,
+    ) -> None:
         host = peer_host(conn)
         if bot is None or not bot.active:
-            self._failed_token(host)
+            locked = self._failed_token(host, over_limit)
+            if locked is not None:
+                conn.fail(
+                    protocol.LOCKED_OUT,
+                    f"too many wrong tokens from {host}; refused for another {math.ceil(locked)} s",
+                )
+                return
             conn.fail(
                 protocol.BAD_HELLO,
                 "unknown or revoked token; ask the ladder's host for your bot's current token",
             )
             return
-        self._failures.pop(host, None)
+        # A good token plays, from a locked-out address too, and takes back none of its wrong ones.
         conn.name = bot.name
         if bot.game != self.game:
             conn.fail(
@@ -278,19 +322,29 @@ class LadderSeating(Seating):
         self.queue[bot.name] = _Queued(conn, bot, trio.current_time(), follows_redirect)
         log.info("%s (%s) joins the queue (%d waiting)", bot.name, conn.peer, len(self.queue))
 
-    def _failed_token(self, host: str) -> None:
+    def _failed_token(self, host: str, over_limit: bool) -> float | None:
+        """Count a wrong token from ``host``; the seconds its lock-out has left if it came while the
+        address was locked out, or past the limit (which starts the lock-out now); else None (the
+        limit's own last token is still told `bad_hello`)."""
         now = trio.current_time()
         failures = self._failures.setdefault(host, _Failures())
-        failures.count += 1
         failures.last = now
+        if failures.locked_until > now:
+            return failures.locked_until - now
+        if over_limit:
+            return self._lock_out(host, failures, now)
+        failures.count += 1
         if failures.count >= self.rules.failed_tokens:
-            seconds = min(self.rules.max_lockout, self.rules.lockout * 2**failures.lockouts)
-            failures.locked_until = now + seconds
-            failures.lockouts += 1
-            failures.count = 0
-            log.warning(
-                "%s sent %d wrong tokens: locked out for %g s", host, self.rules.failed_tokens, seconds
-            )
+            self._lock_out(host, failures, now)
+        return None
+
+    def _lock_out(self, host: str, failures: _Failures, now: float) -> float:
+        seconds = min(self.rules.max_lockout, self.rules.lockout * 2**failures.lockouts)
+        failures.locked_until = now + seconds
+        failures.lockouts += 1
+        failures.count = 0
+        log.warning("%s sent %d wrong tokens: locked out for %g s", host, self.rules.failed_tokens, seconds)
+        return seconds
 
     def _reattach(self, conn: Connection, bot: BotRecord) -> bool:
         """A bot back on a new connection while its seat waits for it: it takes the seat again."""
@@ -497,7 +551,7 @@ class LadderSeating(Seating):
         """Addresses that stopped sending wrong tokens an hour ago are forgotten (memory stays bounded)."""
         now = trio.current_time()
         for host, f in list(self._failures.items()):
-            if f.locked_until < now and now - f.last > self.rules.max_lockout:
+            if not f.checking and f.locked_until < now and now - f.last > self.rules.max_lockout:
                 del self._failures[host]
 
     # ----------------------------------------------------------------- results

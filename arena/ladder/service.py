@@ -28,6 +28,7 @@ from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import Recorder, TickSettings
 from cellarena.server.replay import ReplayWriter
 from cellarena.server.service import serve_until_signalled
+from cellarena.server.trusted_proxies import TrustedProxies
 
 log = logging.getLogger("cellarena.ladder")
 
@@ -49,6 +50,8 @@ class LadderConfig:
     #: Serve TLS with this context (`cellarena.server.tls.server_context`), or plain TCP.
     tls: ssl.SSLContext | None = None
     rules: LadderRules = field(default_factory=LadderRules)
+    #: Proxies whose connections start with a PROXY header naming the client (``--trusted-proxy``).
+    trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
     #: Where replays go (``ladder-<match id>.replay``), or None for none.
     replay_dir: Path | None = None
     #: Where house bots' logs go; None: house bots are not started.
@@ -108,6 +111,9 @@ def build(
         recorder=recorder,
         on_result=seating.record,
         tls=config.tls,
+        max_connections_per_address=config.rules.max_connections_per_address,
+        max_spectators_per_address=config.rules.max_spectators_per_address,
+        trusted_proxies=config.trusted_proxies,
     )
     return Lobby(lobby_config, seating), seating
 

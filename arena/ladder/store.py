@@ -38,7 +38,12 @@ from typing import cast
 from cellarena.arena import ratings
 from cellarena.arena.ladder import identity
 from cellarena.arena.ladder.backends import Backend, Row, open_backend
-from cellarena.arena.ladder.errors import LadderStoreError, MatchNotRunningError, UnknownBotError
+from cellarena.arena.ladder.errors import (
+    BadNameError,
+    LadderStoreError,
+    MatchNotRunningError,
+    UnknownBotError,
+)
 from cellarena.arena.ladder.records import (
     BotKind,
     BotMatch,
@@ -55,6 +60,8 @@ from cellarena.arena.ladder.schema import CURRENT_VERSION, MIGRATIONS
 from cellarena.arena.ratings import Rating
 
 __all__ = [
+    "MAX_ID",
+    "BadNameError",
     "BotMatch",
     "BotRecord",
     "LadderStore",
@@ -73,8 +80,10 @@ log = logging.getLogger("cellarena.ladder")
 NAME_MAX = 64
 #: Seeds are stored as BIGINT.
 SEED_LIMIT = 2**63
+#: The largest id a BIGINT column holds; a larger id names no match.
+MAX_ID = 2**63 - 1
 #: Above every match id: the first page of a match list.
-_PAST_LAST_ID = 2**63 - 1
+_PAST_LAST_ID = MAX_ID
 VOID_ON_START = "the ladder server stopped before the match ended"
 
 _BOT_COLUMNS = "id, name, game, kind, house_command, max_matches, created, revoked"
@@ -129,11 +138,15 @@ def _rating(mu: float | None, sigma: float | None) -> Rating | None:
 
 def check_name(name: object, what: str = "bot name") -> str:
     """A bot's (or game's) name: 1-64 printable characters, no blank at either end (it is shown in
-    tables and URLs, and two names that differ by a trailing space would look the same)."""
+    tables and URLs, and two names that differ by a trailing space would look the same), and not
+    ``.`` or ``..``: a bot's page is ``/bots/NAME``, and browsers resolve those two away."""
     if not isinstance(name, str) or not 1 <= len(name) <= NAME_MAX:
-        raise LadderStoreError(f"{what} {name!r}: give 1 to {NAME_MAX} characters")
+        shown = f"{name[:NAME_MAX]!r}... ({len(name)} characters)" if isinstance(name, str) else repr(name)
+        raise BadNameError(f"{what} {shown if name else repr(name)}: give 1 to {NAME_MAX} characters")
     if not name.isprintable() or name != name.strip():
-        raise LadderStoreError(f"{what} {name!r}: use printable characters only, with no space at either end")
+        raise BadNameError(f"{what} {name!r}: use printable characters only, with no space at either end")
+    if name in (".", ".."):
+        raise BadNameError(f"{what} {name!r}: its page /bots/{name} cannot be reached; choose another name")
     return name
 
 
@@ -530,6 +543,8 @@ class LadderStore:
 
     # ------------------------------------------------------------------ reading
     def match(self, match_id: int) -> MatchRecord | None:
+        if not 0 < match_id <= MAX_ID:  # no such match; and a BIGINT column cannot hold the question
+            return None
         found = self._matches_where("m.id = ?", (match_id,), f"read match {match_id}")
         return found[0] if found else None
 
@@ -544,7 +559,7 @@ class LadderStore:
         id (pass the last id of one page to get the next)."""
         return self._matches_where(
             "m.id IN (SELECT id FROM matches WHERE game = ? AND id < ? ORDER BY id DESC LIMIT ?)",
-            (game, _PAST_LAST_ID if before is None else before, max(0, limit)),
+            (game, _PAST_LAST_ID if before is None else min(before, _PAST_LAST_ID), max(0, limit)),
             f"list the {game} matches",
         )
 

@@ -25,7 +25,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS, BotMatch, MatchRecord, Standing
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store import MAX_ID, LadderStore
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint
 from cellarena.server.web.pages import page
@@ -223,9 +223,10 @@ class LadderSite:
         }
 
     def replay_path(self, rid: str) -> Path | None:
-        if not rid.isdigit():
+        match_id = _match_number(rid)
+        if match_id is None:
             return None
-        m = self.store.match(int(rid))
+        m = self.store.match(match_id)
         if m is None or m.game != self.game or not _has_replay(m) or m.replay is None:
             return None
         return Path(m.replay)
@@ -278,10 +279,21 @@ class LadderSite:
         ]
 
 
+def _match_number(text: str) -> int | None:
+    """``text`` as a match number, or None if it is not one (ASCII digits only: ``"²".isdigit()``)."""
+    if not (text.isascii() and text.isdigit()):
+        return None
+    number = int(text)
+    return number if number <= MAX_ID else None
+
+
 def _before(request: Request) -> int | None:
     text = request.query_params.get("before")
     if text is None:
         return None
-    if not text.isdigit():
-        raise HTTPException(400, f"before={text!r}: give a match number, e.g. before=120")
-    return int(text)
+    if not (text.isascii() and text.isdigit()):
+        raise HTTPException(400, f"before={text[:40]!r}: give a match number, e.g. before=120")
+    number = _match_number(text)
+    if number is None:
+        raise HTTPException(404, f"before={text[:40]}: no match number is that large")
+    return number

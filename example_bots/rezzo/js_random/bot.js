@@ -19,7 +19,7 @@
 //   --tls                      connect over TLS, checking the certificate against Node's CA store
 //   --tls-ca PATH              ... against the CA certificates in this PEM file only (implies --tls)
 //   --matches N                play N matches in a row (1)
-//   --ladder                   keep playing until stopped (SIGINT, SIGTERM)
+//   --ladder                   keep playing until stopped (SIGINT, SIGTERM), or --matches N are played
 //
 // Exit codes: 0 after the last `end` (or stopped by SIGTERM); 1 connection trouble (refused, reset,
 // closed before `end`, a TLS handshake refused); 2 the server sent an `error`; 3 the server sent
@@ -91,7 +91,7 @@ function parseArgs(argv) {
     } else if (arg === "-h" || arg === "--help") {
       process.stdout.write(
         "usage: node bot.js [--host H] [--port P] [--name N] [--token T] [--seed S]\n" +
-          "                   [--tls] [--tls-ca PATH] [--matches N | --ladder]\n" +
+          "                   [--tls] [--tls-ca PATH] [--matches N] [--ladder]\n" +
           "defaults come from CELLARENA_HOST, CELLARENA_PORT, CELLARENA_NAME, CELLARENA_TOKEN, CELLARENA_SEED\n",
       );
       process.exit(EXIT.OK);
@@ -140,11 +140,9 @@ function settings() {
   const seedText = pick("seed", "CELLARENA_SEED", "0");
   const seed = Number(seedText);
   if (!Number.isInteger(seed)) usage(`bad seed ${JSON.stringify(seedText)}`);
-  if (args.matches !== undefined && args.ladder) {
-    usage("--matches N plays N matches and --ladder plays until stopped: give one of them");
-  }
-  const matches = Number(args.matches ?? "1");
-  if (!Number.isInteger(matches) || matches < 1) {
+  // --ladder alone plays until stopped; --ladder --matches N is a ladder bot that stops after N.
+  const matches = args.matches === undefined && args.ladder ? Infinity : Number(args.matches ?? "1");
+  if (matches !== Infinity && (!Number.isInteger(matches) || matches < 1)) {
     usage(`--matches must be 1 or more, got ${JSON.stringify(args.matches)}`);
   }
   let ca;
@@ -464,7 +462,7 @@ async function main() {
     });
   }
 
-  while (cfg.ladder || played < cfg.matches) {
+  while (played < cfg.matches) {
     const track = (sock) => {
       current = sock;
     };
@@ -473,8 +471,9 @@ async function main() {
     if (outcome.kind === "end") {
       played += 1;
       failures = 0;
-      if (cfg.ladder || played < cfg.matches) {
-        log(`match ${played}${cfg.ladder ? "" : ` of ${cfg.matches}`} played; connecting for the next`);
+      if (played < cfg.matches) {
+        const of = cfg.matches === Infinity ? "" : ` of ${cfg.matches}`;
+        log(`match ${played}${of} played; connecting for the next`);
       }
       continue;
     }
