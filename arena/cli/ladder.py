@@ -45,14 +45,14 @@ class _Where:
         self.folder = folder
         self.db = db
 
-    def open(self, *, create: bool = True) -> LadderStore:
+    def open(self, *, create: bool = True, reconnect_every: float | None = None) -> LadderStore:
         from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 
         target: str | Path = self.db if self.db else self.folder / DB_FILE
         if not self.db:
             writable_folder(self.folder, "--dir")
         try:
-            return LadderStore(target, create=create)
+            return LadderStore(target, create=create, reconnect_every=reconnect_every)
         except LadderStoreError as exc:
             raise click.ClickException(str(exc)) from None
 
@@ -258,7 +258,7 @@ def web(where: _Where, game: str, host: str, port: int, live_port: int | None, l
         raise click.UsageError(
             f"ladder web needs the 'web' extra ({exc}); pip install 'cellarena[web]'"
         ) from None
-    store = where.open(create=False)
+    store = where.open(create=False, reconnect_every=1.0)  # pages come back after a database outage
     try:
         sock = bind(host, port)
     except BindError as exc:

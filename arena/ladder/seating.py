@@ -224,12 +224,6 @@ class LadderSeating(Seating):
         if failures is not None and failures.locked_until > now:
             wait = math.ceil(failures.locked_until - now)
             return protocol.LOCKED_OUT, f"too many wrong tokens from {host}; refused for another {wait} s"
-        if not self.database.up:
-            # `shutdown`: every SDK released so far comes back later on it.
-            return (
-                protocol.SHUTDOWN,
-                "the ladder cannot reach its database now; come back in a few seconds",
-            )
         if not isinstance(hello.get("token"), str):
             return protocol.BAD_HELLO, "this is a ladder: send the 'token' your bot was registered with"
         if not conn.tls and not is_loopback(host) and not self.rules.insecure:
@@ -246,6 +240,13 @@ class LadderSeating(Seating):
             return (
                 protocol.QUEUE_FULL,
                 f"the queue holds {self.rules.max_queue} bots; come back in a few seconds",
+            )
+        if not self.database.up and self._seat_of(hello["token"]) is None:
+            # `shutdown`: every SDK released so far comes back later on it. A bot back to its seat in
+            # a match under way here is let in: its token is known without the database.
+            return (
+                protocol.SHUTDOWN,
+                "the ladder cannot reach its database now; come back in a few seconds",
             )
         return None
 
@@ -349,18 +350,40 @@ class LadderSeating(Seating):
                 return True
         return False
 
-    def _reattach_known(self, conn: Connection, token: str) -> bool:
-        """Without the database (an outage), a bot may still take back its seat in a match under way
-        here: the token it played with is known by its digest."""
+    def _seat_of(self, token: str) -> tuple[BotRecord, str] | None:
+        """The bot of a match under way here that identified itself with ``token``, and its digest."""
         if not identity.looks_like_token(token):
-            return False
+            return None
         digest = identity.token_digest(token)
         for live in self.live.values():
             for index, known in enumerate(live.digests):
                 if known is not None and identity.digests_equal(known, digest):
-                    conn.name = live.bots[index].name
-                    return self._reattach(conn, live.bots[index], digest)
-        return False
+                    return live.bots[index], digest
+        return None
+
+    def _reattach_known(self, conn: Connection, token: str) -> bool:
+        """Without the database (an outage), a bot may still take back its seat in a match under way
+        here: the token it played with is known by its digest. A seat whose old connection the server
+        has not yet seen close is taken too (the bot, which cannot queue now, is back on a new one);
+        one that lost its connection first."""
+        if not identity.looks_like_token(token):
+            return False
+        digest = identity.token_digest(token)
+        seats = [
+            (live.match.seats[index].connected, live, index)
+            for live in self.live.values()
+            if not live.match.over
+            for index, known in enumerate(live.digests)
+            if known is not None
+            and identity.digests_equal(known, digest)
+            and live.match.seats[index].forfeit_tick is None
+        ]
+        if not seats:
+            return False
+        _, live, index = min(seats, key=lambda s: s[0])
+        conn.name = live.bots[index].name
+        live.match.reattach(index, conn)
+        return True
 
     # ----------------------------------------------------------------- changes made elsewhere
     async def on_changes(self, changes: list[Change]) -> None:

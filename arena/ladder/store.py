@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
@@ -152,11 +154,18 @@ class LadderStore:
     """A ladder database. ``LadderStore(path_or_url)``; a context manager, or call `close()`.
 
     ``target`` is a SQLite file (created if missing, unless ``create=False``) or a ``postgresql://``
-    URL (the database must exist; the tables are created in its current schema).
+    URL (the database must exist; the tables are created in its current schema). With
+    ``reconnect_every``, a call made while the connection is lost first tries to connect again, at
+    most that often (seconds): for a process with no watch of its own, such as `ladder web`; the
+    ladder server reconnects through `reconnect`, with back-off.
     """
 
-    def __init__(self, target: str | Path, *, create: bool = True) -> None:
+    def __init__(
+        self, target: str | Path, *, create: bool = True, reconnect_every: float | None = None
+    ) -> None:
         self._lock = threading.RLock()
+        self.reconnect_every = reconnect_every
+        self._tried_at = -math.inf
         self._db: Backend = open_backend(target, create=create)
         self.where = self._db.where
         try:
@@ -186,6 +195,7 @@ class LadderStore:
         A database fault becomes a LadderStoreError that says what ``action`` could not do and why.
         """
         with self._lock:
+            self._revive()
             db = self._db
             committing = False
             try:
@@ -207,9 +217,21 @@ class LadderStore:
                     f"{self.where}: cannot {action}: {db.remedy(exc)}; {fate}{after}"
                 ) from exc
 
+    def _revive(self) -> None:
+        """With ``reconnect_every``: connect again if the connection is lost (see the class docstring)."""
+        if self.reconnect_every is None or self._db.connected:
+            return
+        now = time.monotonic()
+        if now - self._tried_at < self.reconnect_every:
+            return
+        self._tried_at = now
+        with contextlib.suppress(LadderStoreError):  # still down: the call itself says so
+            self._db.reconnect()
+
     @contextlib.contextmanager
     def _reading(self, action: str) -> Iterator[Backend]:
         with self._lock:
+            self._revive()
             try:
                 yield self._db
             except Exception as exc:
