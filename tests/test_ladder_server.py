@@ -458,6 +458,24 @@ async def test_a_revoked_house_bot_is_not_started(nursery: trio.Nursery, tmp_pat
     await wait_for(lambda: ladder.seating.house_bots() == [], timeout=CHANGE_MARGIN)
 
 
+# ------------------------------------------------------------------------------------------ replays
+async def test_a_replay_file_is_never_overwritten(nursery: trio.Nursery, tmp_path: Path) -> None:
+    """A replay of that name already there (another ladder's) stays as it was: the match is played and
+    counted, without a replay of its own."""
+    (tmp_path / "replays").mkdir()
+    theirs = tmp_path / "replays" / "ladder-000001.replay"
+    theirs.write_bytes(b"another ladder's match 1")
+    ladder = await open_ladder(nursery, tmp_path)
+    with trio.fail_after(30):
+        async with trio.open_nursery() as bots:
+            bots.start_soon(play_one, await join(ladder, "alice"))
+            bots.start_soon(play_one, await join(ladder, "bob"))
+    await wait_for(lambda: [m.status for m in ladder.store.matches("rezzo")] == ["finished"])
+    (match,) = ladder.store.matches("rezzo")
+    assert match.id == 1 and match.replay is None
+    assert theirs.read_bytes() == b"another ladder's match 1"
+
+
 # ------------------------------------------------------------------------------------------ house bots
 async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
     nursery: trio.Nursery, tmp_path: Path
