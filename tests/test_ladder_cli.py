@@ -239,3 +239,30 @@ def test_a_garbage_or_half_written_database_is_refused_and_left_as_it_is(
     run = ladder(tmp_path, "serve", "rezzo", "--port", "0")
     assert run.returncode == 1 and "ladder.sqlite" in run.stderr and "Traceback" not in run.stderr
     assert (tmp_path / "ladder.sqlite").read_bytes() == content
+
+
+def test_serve_answers_health_on_its_own_port(tmp_path: Path) -> None:
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [*CLI, "ladder", "--dir", str(tmp_path), "serve", "rezzo", "--port", "0", "--health-port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        lines = []
+        while not (found := re.search(r"health at (http://127\.0\.0\.1:\d+/health)", "".join(lines))):
+            line = proc.stderr.readline()
+            assert line, f"the ladder did not start: {''.join(lines)}"
+            lines.append(line)
+        with urllib.request.urlopen(found.group(1), timeout=30) as answer:
+            assert answer.status == 200
+            body = json.loads(answer.read())
+        assert body["status"] == "ok" and body["database"]["state"] == "up"
+        assert body["database"]["where"].endswith("ladder.sqlite") and body["pending_results"] == 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
