@@ -735,3 +735,17 @@ def test_opening_a_v2_database_adds_the_change_log(ladder_db: str) -> None:
         versions = db.query("SELECT version, cellarena FROM schema_version ORDER BY version")
     assert versions == [(1, "0.1.0"), (2, "0.1.0"), (3, cellarena_release())]
     assert_consistent(ladder_db, GAME)
+
+
+def test_the_change_log_keeps_only_its_newest_rows(
+    store: LadderStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cellarena.arena.ladder import store as store_module
+
+    monkeypatch.setattr(store_module, "CHANGES_KEPT", 3)
+    add(store, "alice")
+    for _ in range(5):
+        store.rotate("alice")
+    changes = store.changes_since(0)
+    assert [c.kind for c in changes] == ["token_rotated"] * 3  # the bot_added and two rotations went
+    assert changes[-1].id == store.last_change() == 6
