@@ -476,6 +476,28 @@ async def test_a_replay_file_is_never_overwritten(nursery: trio.Nursery, tmp_pat
     assert theirs.read_bytes() == b"another ladder's match 1"
 
 
+async def test_a_void_the_database_refused_is_done_when_it_answers_again(
+    nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cellarena.arena.ladder.store import LadderStoreError
+
+    ladder = await open_ladder(nursery, tmp_path)
+    alice, bob = (ladder.store.bot(n) for n in ("alice", "bob"))
+    assert alice is not None and bob is not None
+    match_id = ladder.store.begin_match("rezzo", "duel", 1, [alice.id, bob.id])
+
+    def down(*_args: Any) -> Any:
+        raise LadderStoreError("the database cannot be reached")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ladder.store, "void_match", down)
+        await ladder.seating._void(match_id, "a bot left before the start")
+    assert ladder.store.match(match_id).status == "running"  # type: ignore[union-attr]
+    await ladder.seating.on_back()  # what the database watch calls once it answers again
+    match = ladder.store.match(match_id)
+    assert match is not None and match.status == "void" and match.reason == "a bot left before the start"
+
+
 # ------------------------------------------------------------------------------------------ house bots
 async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
     nursery: trio.Nursery, tmp_path: Path

@@ -211,6 +211,8 @@ class LadderSeating(Seating):
         self.stats = LadderStats()
         self._results: tuple[trio.MemorySendChannel[_Ended], trio.MemoryReceiveChannel[_Ended]]
         self._results = trio.open_memory_channel(math.inf)
+        #: Matches to void that the database could not take (an outage): ladder id -> why.
+        self._unvoided: dict[int, str] = {}
         self._checks: tuple[
             trio.MemorySendChannel[tuple[Connection, str]], trio.MemoryReceiveChannel[tuple[Connection, str]]
         ]
@@ -397,6 +399,8 @@ class LadderSeating(Seating):
         """The database answers again: write the results kept on disk, and check every session
         against the store (the change log may have moved on while it could not be read)."""
         await self.flush_spool()
+        for ladder_id, reason in list(self._unvoided.items()):
+            await self._void(ladder_id, reason)
         await self._load_ratings()
         names = set(self.queue) | {b.name for live in self.live.values() for b in live.bots}
         await self._check_bots(names)
@@ -793,8 +797,14 @@ class LadderSeating(Seating):
     async def _void(self, ladder_id: int, reason: str) -> None:
         try:
             await trio.to_thread.run_sync(self.store.void_match, ladder_id, reason)
+        except MatchNotRunningError:
+            pass  # finished or voided already: nothing left to do
         except LadderStoreError as exc:
-            log.error("cannot void ladder match %d (%s); it is voided at the next start", ladder_id, exc)
+            # Tried again when the database answers after an outage (`on_back`), else at the next start.
+            self._unvoided[ladder_id] = reason
+            log.error("cannot void ladder match %d (%s); it is voided later", ladder_id, exc)
+        else:
+            self._unvoided.pop(ladder_id, None)
 
     async def _load_ratings(self) -> None:
         """The ratings and the house bots, as the store has them now."""
