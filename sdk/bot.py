@@ -346,6 +346,7 @@ _FIX = {
     protocol.BAD_HELLO: "check the bot's token (--token-file, --token or CELLARENA_TOKEN) and its game",
     protocol.BAD_VERSION: f"this SDK speaks protocol {protocol.PROTOCOL_VERSION}; update cellarena",
     protocol.TLS_REQUIRED: "connect with --tls",
+    protocol.REVOKED: "ask the ladder's host for the bot's current token",
 }
 
 

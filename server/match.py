@@ -294,6 +294,16 @@ class Match:
         self._greet(seat)
         log.info("match %d: %s is back (%s)", self.number, seat.name, conn.peer)
 
+    def expel(self, index: int, code: str, message: str) -> None:
+        """Seat ``index`` forfeits now and its connection ends with ``code`` (a ladder revoked its bot):
+        it may not come back, so the others need not wait out the reconnect grace."""
+        seat = self.seats[index]
+        if seat.forfeit_tick is None:
+            seat.forfeit_tick = max(seat.tick, self.engine.tick)
+            log.info("match %d: %s forfeits: %s", self.number, seat.name, message)
+        if seat.conn is not None:
+            seat.conn.fail(code, message)
+
     def _greet(self, seat: Seat) -> None:
         assert seat.conn is not None
         seat.conn.send_message(self._welcome(seat.index))

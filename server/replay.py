@@ -438,6 +438,7 @@ class ReplayWriter:
         seed: int,
         names: Sequence[str],
         extra: Mapping[str, Any] | None = None,
+        exclusive: bool = False,
     ) -> None:
         game = type(engine).name
         if not is_game(game):
@@ -471,7 +472,9 @@ class ReplayWriter:
         self._engine = engine  # finish() stores its own result() beside the match's
         self._packer = msgpack.Packer(use_bin_type=True)
         body = self._pack(header, "the header")  # before opening, so a bad header leaves no file
-        self._file: IO[bytes] | None = open(self.path, "wb")  # noqa: SIM115 -- kept open across ticks
+        # exclusive: a file already there is FileExistsError, never overwritten (a ladder's replays).
+        mode = "xb" if exclusive else "wb"
+        self._file: IO[bytes] | None = open(self.path, mode)  # noqa: SIM115 -- kept open across ticks
         self._finished = False
         self._write(body)
 

@@ -98,9 +98,9 @@ class PostgresServer:
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
             raise RuntimeError(f"{program} {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}{tail}")
 
-    def _start(self) -> None:
+    def _start(self, port: int | None = None) -> None:
         for attempt in range(3):  # the free port may be taken between finding and binding it
-            self.port = _free_port()
+            self.port = port if port is not None else _free_port()
             options = f"-h 127.0.0.1 -p {self.port} -k {self.root} -F -c shared_buffers=16MB"
             try:
                 log = str(self.root / "log")
@@ -126,8 +126,17 @@ class PostgresServer:
             conn.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 
+    def pause(self) -> None:
+        """Stop the server as an outage would (its clients' connections break), keeping its data."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start it again after `pause`, on the same port."""
+        self._start(self.port)
+
     def stop(self) -> None:
         try:
-            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            if (self.data / "postmaster.pid").exists():  # not if a test left it paused
+                self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
         finally:
             shutil.rmtree(self.root, ignore_errors=True)

@@ -416,7 +416,12 @@ async def test_ladder_with_matches_n_rides_out_refusals_and_stops_after_n(
 
 
 @pytest.mark.parametrize(
-    ("code", "fix"), [(protocol.BAD_HELLO, "check the bot's token"), (protocol.INTERNAL, "")]
+    ("code", "fix"),
+    [
+        (protocol.BAD_HELLO, "check the bot's token"),
+        (protocol.REVOKED, "current token"),
+        (protocol.INTERNAL, ""),
+    ],
 )
 async def test_an_error_that_waiting_cannot_fix_stops_the_bot(
     bot_dir: Path, tmp_path: Path, code: str, fix: str
@@ -503,3 +508,16 @@ async def test_a_plain_bot_at_a_tls_port_is_told_to_use_tls(bot_dir: Path, tmp_p
         nursery.cancel_scope.cancel()
     assert status == 1
     assert f"127.0.0.1:{port}" in bot.stderr() and "connect with --tls" in bot.stderr()
+
+
+async def test_a_ladder_whose_database_is_down_is_retried(bot_dir: Path, tmp_path: Path) -> None:
+    """During a database outage a ladder refuses hellos with `shutdown`: the JS bot comes back and plays."""
+    outage = "the ladder cannot reach its database now; come back in a few seconds"
+    server = ScriptedServer([refuse(protocol.SHUTDOWN, outage), match(3), match(3)])
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        bot = js_bot(bot_dir, tmp_path, "js_random", port, "--matches", "2")
+        code = await exited(bot, 60)
+        nursery.cancel_scope.cancel()
+    assert code == 0, bot.stderr()
+    assert len(server.seen) == 3 and "trying again in" in bot.stderr() and ends(bot) == 2

@@ -192,3 +192,77 @@ async def test_a_bot_alone_in_the_queue_plays_a_house_bot(tmp_path: Path) -> Non
         assert all({s.bot for s in m.seats} == {"loner", "builder"} for m in finished)
         assert {s.bot: s.matches for s in store.standings("rezzo")}["builder"] >= 2
     assert (tmp_path / "logs" / "house-builder.log").exists()
+
+
+# ------------------------------------------------------------------------------------------ replays
+def test_an_emptied_database_beside_old_replays_is_refused_and_nothing_is_overwritten(tmp_path: Path) -> None:
+    """The issue's case: `: > ladder.sqlite` beside the replays of the ladder it was. Before, the empty
+    file was taken for a new ladder and its first match overwrote ladder-000001.replay."""
+    replays = tmp_path / "replays"
+    replays.mkdir()
+    old = {n: f"the old ladder's match {n}".encode() for n in (1, 2, 7)}
+    for n, data in old.items():
+        (replays / f"ladder-{n:06d}.replay").write_bytes(data)
+    (tmp_path / "ladder.sqlite").write_bytes(b"")
+    run = ladder(tmp_path, "serve", "rezzo", "--port", "0")
+    assert run.returncode == 1, run.stderr
+    assert "holds no match at all" in run.stderr and "ladder-000007.replay" in run.stderr
+    assert "Restore the database" in run.stderr and "Traceback" not in run.stderr
+    assert {n: (replays / f"ladder-{n:06d}.replay").read_bytes() for n in old} == old
+
+
+def test_a_database_older_than_its_replays_is_refused(tmp_path: Path, database: str | None) -> None:
+    with open_store(tmp_path, database) as store:
+        bots = [store.add_bot(n, "rezzo")[0] for n in ("a", "b")]
+        store.begin_match("rezzo", "duel", 1, [b.id for b in bots])  # a backup that knows match 1
+    replays = tmp_path / "replays"
+    replays.mkdir()
+    for n in (1, 2, 3):
+        (replays / f"ladder-{n:06d}.replay").write_bytes(b"x")
+    run = ladder(tmp_path, "serve", "rezzo", "--port", "0", db=database)
+    assert run.returncode == 1, run.stderr
+    assert "goes up to match 1" in run.stderr and "ladder-000003.replay" in run.stderr
+    with open_store(tmp_path, database) as store:
+        match = store.match(1)
+        assert match is not None and match.status == "running"  # refused before voiding anything
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"\x00garbage that is no database" * 100, b"SQLite format 3\x00" + b"\x01" * 200],
+    ids=["garbage", "half-written"],
+)
+def test_a_garbage_or_half_written_database_is_refused_and_left_as_it_is(
+    tmp_path: Path, content: bytes
+) -> None:
+    (tmp_path / "ladder.sqlite").write_bytes(content)
+    run = ladder(tmp_path, "serve", "rezzo", "--port", "0")
+    assert run.returncode == 1 and "ladder.sqlite" in run.stderr and "Traceback" not in run.stderr
+    assert (tmp_path / "ladder.sqlite").read_bytes() == content
+
+
+def test_serve_answers_health_on_its_own_port(tmp_path: Path) -> None:
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [*CLI, "ladder", "--dir", str(tmp_path), "serve", "rezzo", "--port", "0", "--health-port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        lines = []
+        while not (found := re.search(r"health at (http://127\.0\.0\.1:\d+/health)", "".join(lines))):
+            line = proc.stderr.readline()
+            assert line, f"the ladder did not start: {''.join(lines)}"
+            lines.append(line)
+        with urllib.request.urlopen(found.group(1), timeout=30) as answer:
+            assert answer.status == 200
+            body = json.loads(answer.read())
+        assert body["status"] == "ok" and body["database"]["state"] == "up"
+        assert body["database"]["where"].endswith("ladder.sqlite") and body["pending_results"] == 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)

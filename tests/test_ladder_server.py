@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import trio
+from cellarena_cli import cellarena
 from wire_client import Client
 
 from cellarena.arena.ladder.seating import LadderRules, LadderSeating
@@ -383,6 +384,185 @@ async def test_a_database_that_stops_taking_writes_costs_no_match_and_no_half_re
         msg = await client.expect_error(protocol.SHUTDOWN)
         assert "come back later" in msg["message"]
     assert len(ladder.store.matches("rezzo")) == 1
+
+
+# ------------------------------------------------------------------------------ revokes and rotations
+#: How long a change made by another process may take to reach the server here: it polls every 0.5 s
+#: (docs/ladder.md); the rest is margin for a busy machine.
+CHANGE_MARGIN = 5.0
+
+
+async def other_process(ladder_dir: Path, *args: str) -> float:
+    """Run `cellarena ladder --dir LADDER_DIR ARGS` as a process of its own, as a host would beside
+    `ladder serve`; the trio time it ended at."""
+    done = await trio.to_thread.run_sync(lambda: cellarena("ladder", "--dir", str(ladder_dir), *args))
+    assert done.returncode == 0, done.stderr
+    return trio.current_time()
+
+
+async def test_a_store_refusal_drops_that_pairing_and_the_ladder_plays_on(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """The issue's case: alice waits, is revoked (here with the change log not yet seen: polled once an
+    hour), bob comes; the store refuses the pairing. Only alice goes, told why; bob plays carol."""
+    ladder = await open_ladder(nursery, tmp_path, ("alice", "bob", "carol"), poll_every=3600.0)
+    alice = await join(ladder, "alice")
+    await wait_for(lambda: "alice" in ladder.seating.queue)
+    await trio.to_thread.run_sync(ladder.store.revoke, "alice")
+    bob = await join(ladder, "bob")
+    msg = await alice.expect_error(protocol.REVOKED)
+    assert "revoked alice" in msg["message"]
+    await wait_for(lambda: "bob" in ladder.seating.queue)  # put back, still waiting
+    with trio.fail_after(30):
+        async with trio.open_nursery() as bots:
+            bots.start_soon(play_one, bob)
+            bots.start_soon(play_one, await join(ladder, "carol"))
+    await wait_for(lambda: [m.status for m in ladder.store.matches("rezzo")] == ["finished"])
+    (match,) = ladder.store.matches("rezzo")
+    assert {s.bot for s in match.seats} == {"bob", "carol"}
+
+
+async def test_a_revoke_from_another_process_ends_the_queued_session_at_once(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    ladder = await open_ladder(nursery, tmp_path)
+    alice = await join(ladder, "alice")
+    await wait_for(lambda: "alice" in ladder.seating.queue)
+    revoked_at = await other_process(tmp_path, "bot", "revoke", "alice")
+    with trio.fail_after(CHANGE_MARGIN):
+        msg = await alice.expect_error(protocol.REVOKED)
+    assert trio.current_time() - revoked_at < CHANGE_MARGIN
+    assert "revoked alice" in msg["message"] and "alice" not in ladder.seating.queue
+    await (await join(ladder, "alice")).expect_error(protocol.BAD_HELLO)  # and cannot come back
+
+
+async def test_a_rotation_from_another_process_ends_the_old_tokens_session(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    ladder = await open_ladder(nursery, tmp_path)
+    old = await join(ladder, "alice")
+    await wait_for(lambda: "alice" in ladder.seating.queue)
+    done = await trio.to_thread.run_sync(
+        lambda: cellarena("ladder", "--dir", str(tmp_path), "bot", "rotate", "alice")
+    )
+    assert done.returncode == 0, done.stderr
+    new_token = done.stdout.strip()
+    with trio.fail_after(CHANGE_MARGIN):
+        msg = await old.expect_error(protocol.REVOKED)
+    assert "new token" in msg["message"]
+    with trio.fail_after(30):  # the new token plays a rated match
+        async with trio.open_nursery() as bots:
+            bots.start_soon(play_one, await join(ladder, "alice", new_token))
+            bots.start_soon(play_one, await join(ladder, "bob"))
+    await wait_for(lambda: [m.status for m in ladder.store.matches("rezzo")] == ["finished"])
+
+
+async def test_a_rotation_beats_a_queued_old_token_to_the_pairing(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Even before the server sees the change, the old token's session does not play a rated match:
+    the store refuses the pairing, since the token alice identified herself with is no longer hers."""
+    ladder = await open_ladder(nursery, tmp_path, poll_every=3600.0)
+    old = await join(ladder, "alice")
+    await wait_for(lambda: "alice" in ladder.seating.queue)
+    await trio.to_thread.run_sync(ladder.store.rotate, "alice")
+    bob = await join(ladder, "bob")
+    assert "new token" in (await old.expect_error(protocol.REVOKED))["message"]
+    await wait_for(lambda: "bob" in ladder.seating.queue)
+    assert ladder.store.matches("rezzo") == []
+    await bob.stream.aclose()
+
+
+async def test_revoking_a_bot_mid_match_forfeits_its_seat_at_once(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    settings = TickSettings(tick_rate=20.0, budget_ms=40, reconnect_grace=60.0)
+    ladder = await open_ladder(nursery, tmp_path, settings=settings, ticks=100_000)
+    alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
+    seen: dict[str, list[dict[str, Any]]] = {}
+
+    async def play(name: str, client: Client) -> None:
+        seen[name] = await play_one(client)
+
+    nursery.start_soon(play, "alice", alice)
+    nursery.start_soon(play, "bob", bob)
+    await wait_for(lambda: bool(ladder.seating.live))
+    await other_process(tmp_path, "bot", "revoke", "alice")
+    # Within the poll, not after the 60 s grace a dropped bot would get.
+    await wait_for(lambda: "alice" in seen and "bob" in seen, timeout=CHANGE_MARGIN + 5)
+    assert seen["alice"][-1]["type"] == "error" and seen["alice"][-1]["code"] == protocol.REVOKED
+    assert seen["bob"][-1]["type"] == "end" and seen["bob"][-1]["result"] == "win"
+    await wait_for(lambda: ladder.store.matches("rezzo")[0].status == "finished")
+    (match,) = ladder.store.matches("rezzo")
+    assert match.winner == "bob" and next(s for s in match.seats if s.bot == "alice").forfeit
+
+
+async def test_rotating_mid_match_ends_the_old_connection_and_the_new_token_takes_the_seat(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    settings = TickSettings(tick_rate=20.0, budget_ms=40, reconnect_grace=30.0)
+    ladder = await open_ladder(nursery, tmp_path, settings=settings, ticks=200)
+    nursery.start_soon(play_one, await join(ladder, "bob"))
+    old = await join(ladder, "alice")
+    await wait_for(lambda: bool(ladder.seating.live))
+    new_token = (await trio.to_thread.run_sync(ladder.store.rotate, "alice")).secret
+    with trio.fail_after(CHANGE_MARGIN + 5):
+        seen = await play_one(old)
+    assert seen[-1]["type"] == "error" and seen[-1]["code"] == protocol.REVOKED
+    with trio.fail_after(60):
+        back = await play_one(await join(ladder, "alice", new_token))
+    assert back[0]["type"] == "welcome" and back[-1]["type"] == "end"
+    await wait_for(lambda: ladder.store.matches("rezzo")[0].status == "finished")
+    (match,) = ladder.store.matches("rezzo")
+    assert not next(s for s in match.seats if s.bot == "alice").forfeit
+
+
+async def test_a_revoked_house_bot_is_not_started(nursery: trio.Nursery, tmp_path: Path) -> None:
+    ladder = await open_ladder(nursery, tmp_path, ("alice",))
+    ladder.store.add_bot("builder", "rezzo", house_command=f'"{sys.executable}" -c "pass"')
+    await wait_for(lambda: [b.name for b in ladder.seating.house_bots()] == ["builder"])
+    await other_process(tmp_path, "bot", "revoke", "builder")
+    await wait_for(lambda: ladder.seating.house_bots() == [], timeout=CHANGE_MARGIN)
+
+
+# ------------------------------------------------------------------------------------------ replays
+async def test_a_replay_file_is_never_overwritten(nursery: trio.Nursery, tmp_path: Path) -> None:
+    """A replay of that name already there (another ladder's) stays as it was: the match is played and
+    counted, without a replay of its own."""
+    (tmp_path / "replays").mkdir()
+    theirs = tmp_path / "replays" / "ladder-000001.replay"
+    theirs.write_bytes(b"another ladder's match 1")
+    ladder = await open_ladder(nursery, tmp_path)
+    with trio.fail_after(30):
+        async with trio.open_nursery() as bots:
+            bots.start_soon(play_one, await join(ladder, "alice"))
+            bots.start_soon(play_one, await join(ladder, "bob"))
+    await wait_for(lambda: [m.status for m in ladder.store.matches("rezzo")] == ["finished"])
+    (match,) = ladder.store.matches("rezzo")
+    assert match.id == 1 and match.replay is None
+    assert theirs.read_bytes() == b"another ladder's match 1"
+
+
+async def test_a_void_the_database_refused_is_done_when_it_answers_again(
+    nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cellarena.arena.ladder.store import LadderStoreError
+
+    ladder = await open_ladder(nursery, tmp_path)
+    alice, bob = (ladder.store.bot(n) for n in ("alice", "bob"))
+    assert alice is not None and bob is not None
+    match_id = ladder.store.begin_match("rezzo", "duel", 1, [alice.id, bob.id])
+
+    def down(*_args: Any) -> Any:
+        raise LadderStoreError("the database cannot be reached")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ladder.store, "void_match", down)
+        await ladder.seating._void(match_id, "a bot left before the start")
+    assert ladder.store.match(match_id).status == "running"  # type: ignore[union-attr]
+    await ladder.seating.on_back()  # what the database watch calls once it answers again
+    match = ladder.store.match(match_id)
+    assert match is not None and match.status == "void" and match.reason == "a bot left before the start"
 
 
 # ------------------------------------------------------------------------------------------ house bots

@@ -460,6 +460,15 @@ V1 = (
     " sigma DOUBLE PRECISION NOT NULL, matches INTEGER NOT NULL, wins INTEGER NOT NULL,"
     " draws INTEGER NOT NULL, losses INTEGER NOT NULL)",
 )
+#: Versions 2 and 3 as released, frozen the same way.
+V2 = (
+    "ALTER TABLE bots ADD COLUMN max_matches INTEGER NOT NULL DEFAULT 1 CHECK (max_matches >= 1)",
+    "CREATE INDEX seats_by_bot ON seats (bot_id, match_id)",
+)
+V3 = (
+    "CREATE TABLE changes ( id {id}, kind TEXT NOT NULL, bot_id BIGINT REFERENCES bots (id),"
+    " at TEXT NOT NULL)",
+)
 T0 = "2026-01-02T03:04:05.000000+00:00"
 
 
@@ -510,7 +519,8 @@ def make_v1_database(target: str, *, extra: tuple[str, ...] = ()) -> tuple[str, 
 
 def test_released_migrations_never_change() -> None:
     assert [" ".join(s.split()) for s in MIGRATIONS[0].statements] == [" ".join(s.split()) for s in V1]
-    assert CURRENT_VERSION == len(MIGRATIONS) == 2
+    assert [m.statements for m in MIGRATIONS[1:3]] == [V2, V3]
+    assert CURRENT_VERSION == len(MIGRATIONS) == 3
 
 
 def test_opening_a_v1_database_upgrades_it_and_keeps_everything(ladder_db: str) -> None:
@@ -534,7 +544,7 @@ def test_opening_a_v1_database_upgrades_it_and_keeps_everything(ladder_db: str) 
     with raw(ladder_db) as db:
         versions = db.query("SELECT version, cellarena FROM schema_version ORDER BY version")
         assert db.query("SELECT * FROM ratings WHERE bot_id = ?", (table_before[1][0],)) == table_before[1:]
-    assert versions == [(1, "0.1.0"), (2, cellarena_release())]
+    assert versions == [(1, "0.1.0"), (2, cellarena_release()), (3, cellarena_release())]
     assert_consistent(ladder_db, GAME)
 
 
@@ -542,7 +552,8 @@ def test_an_upgrade_that_fails_half_way_leaves_the_old_version_whole(ladder_db: 
     """The migration runs in one transaction: here its second statement fails (an index of that name is
     already there), and its first (a new column) must be undone with it."""
     make_v1_database(ladder_db, extra=("CREATE INDEX seats_by_bot ON seats (seat)",))
-    with pytest.raises(LadderStoreError, match="cannot upgrade the ladder database to schema version 2"):
+    upgrade = f"cannot upgrade the ladder database to schema version {CURRENT_VERSION}"
+    with pytest.raises(LadderStoreError, match=upgrade):
         LadderStore(ladder_db)
     with raw(ladder_db) as db:
         assert db.query("SELECT MAX(version) FROM schema_version") == [(1,)]
@@ -700,3 +711,41 @@ def test_a_full_disk_refuses_the_result_clearly_and_writes_nothing(
     assert store.standings(GAME) == table  # and so were the ratings
     store.finish_match(match_id, [SeatResult(2), SeatResult(1)], reason=reason, ticks=9)  # space again
     assert_consistent(ladder_db, GAME)
+
+
+def test_opening_a_v2_database_adds_the_change_log(ladder_db: str) -> None:
+    """Version 3 (the change log a running server polls) on a database that version 2 made."""
+    alice_token, _ = make_v1_database(ladder_db, extra=V2)
+    with raw(ladder_db) as db:
+        db.execute("INSERT INTO schema_version VALUES (2, '0.1.0', ?)", (T0,))
+        assert "changes" not in db.table_names()
+    with LadderStore(ladder_db) as store:
+        assert store.schema_version == 3
+        assert store.last_change() == 0 and store.changes_since(0) == []
+        alice = store.authenticate(alice_token)
+        assert alice is not None and alice.name == "alice"
+        store.rotate("bob")
+        store.revoke("alice")
+        store.revoke("alice")  # a second revoke changes nothing, and logs nothing
+        changes = store.changes_since(0)
+        assert [(c.kind, c.bot) for c in changes] == [("token_rotated", "bob"), ("bot_revoked", "alice")]
+        assert store.changes_since(changes[0].id) == changes[1:]
+        assert store.last_change() == changes[-1].id
+    with raw(ladder_db) as db:
+        versions = db.query("SELECT version, cellarena FROM schema_version ORDER BY version")
+    assert versions == [(1, "0.1.0"), (2, "0.1.0"), (3, cellarena_release())]
+    assert_consistent(ladder_db, GAME)
+
+
+def test_the_change_log_keeps_only_its_newest_rows(
+    store: LadderStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cellarena.arena.ladder import store as store_module
+
+    monkeypatch.setattr(store_module, "CHANGES_KEPT", 3)
+    add(store, "alice")
+    for _ in range(5):
+        store.rotate("alice")
+    changes = store.changes_since(0)
+    assert [c.kind for c in changes] == ["token_rotated"] * 3  # the bot_added and two rotations went
+    assert changes[-1].id == store.last_change() == 6

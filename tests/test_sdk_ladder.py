@@ -182,6 +182,7 @@ async def test_ladder_with_matches_n_rides_out_refusals_and_stops_after_n(
     [
         (protocol.BAD_VERSION, "update cellarena"),
         (protocol.TLS_REQUIRED, "connect with --tls"),
+        (protocol.REVOKED, "current token"),
         (protocol.INTERNAL, "waiting cannot fix this"),
     ],
 )
@@ -430,3 +431,17 @@ async def test_run_matches_from_code_and_the_flag_that_wins(
     lines = idle.stdout().splitlines()
     assert len(lines) == played and all(line.endswith("started 1 time(s)") for line in lines)
     assert [line.split()[1] for line in lines] == [str(n + 1) for n in range(played)]  # one per match
+
+
+async def test_a_ladder_whose_database_is_down_is_retried(tmp_path: Path) -> None:
+    """During a database outage a ladder refuses hellos with `shutdown` (docs/ladder.md), a code SDKs
+    released before that outage handling already retry: the bot comes back and plays."""
+    outage = "the ladder cannot reach its database now; come back in a few seconds"
+    server = ScriptedServer([refuse(protocol.SHUTDOWN, outage), match(3), match(3)])
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        walker = bot(tmp_path, "walker", port, "--matches", "2")
+        code = await exited(walker, 60)
+        nursery.cancel_scope.cancel()
+    assert code == 0, walker.stderr()
+    assert len(server.seen) == 3 and "trying again in" in walker.stderr()

@@ -72,14 +72,14 @@ class _Where:
             except LadderStoreError as exc:
                 raise click.ClickException(str(exc)) from None
 
-    def open(self, *, create: bool = True) -> LadderStore:
+    def open(self, *, create: bool = True, reconnect_every: float | None = None) -> LadderStore:
         from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 
         target: str | Path = self.db if self.db else self.folder / DB_FILE
         if not self.db:
             writable_folder(self.folder, "--dir")
         try:
-            return LadderStore(target, create=create)
+            return LadderStore(target, create=create, reconnect_every=reconnect_every)
         except LadderStoreError as exc:
             raise click.ClickException(str(exc)) from None
 
@@ -279,7 +279,7 @@ def web(where: _Where, game: str, host: str, port: int, live_port: int | None, l
         raise click.UsageError(
             f"ladder web needs the 'web' extra ({exc}); pip install 'cellarena[web]'"
         ) from None
-    store = where.open(create=False)
+    store = where.open(create=False, reconnect_every=1.0)  # pages come back after a database outage
     try:
         sock = bind(host, port)
     except BindError as exc:
@@ -342,6 +342,22 @@ def _open_hand_off(
         raise click.ClickException(str(exc)) from None
 
 
+def _health_socket(host: str, port: int | None) -> Any:
+    """The bound socket of ``--health-port``, or None without it; a clear error if it cannot be."""
+    if port is None:
+        return None
+    try:
+        from cellarena.server.web.serving import BindError, bind
+    except ImportError as exc:
+        raise click.UsageError(
+            f"--health-port needs the 'web' extra ({exc}); pip install 'cellarena[web]'"
+        ) from None
+    try:
+        return bind(host, port)
+    except BindError as exc:
+        raise click.BadParameter(str(exc), param_hint="--health-port") from None
+
+
 def _serve_command(game: str) -> click.Command:
     from cellarena.server.games import plugin
 
@@ -366,12 +382,16 @@ def _serve_command(game: str) -> click.Command:
         cluster: ClusterSpec | None,
         cluster_host: str | None,
         trusted_proxy: tuple[str, ...],
+        health_port: int | None,
+        health_host: str,
         **game_values: Any,
     ) -> None:
         import gc
 
         from cellarena.arena.ladder.seating import LadderRules
         from cellarena.arena.ladder.service import LadderConfig, build, run_ladder
+        from cellarena.arena.ladder.spool import FOLDER as SPOOL_FOLDER
+        from cellarena.arena.ladder.store import LadderStoreError
         from cellarena.sdk.client import is_loopback
         from cellarena.server.match import TickSettings
         from cellarena.server.trusted_proxies import TrustedProxies
@@ -411,6 +431,7 @@ def _serve_command(game: str) -> click.Command:
             rules=LadderRules(insecure=insecure),
             trusted_proxies=trusted,
             replay_dir=replay_dir,
+            spool_dir=writable_folder(where.folder / SPOOL_FOLDER, "--dir"),
             log_dir=writable_folder(where.folder / "logs", "--dir"),
             house_after=house_after,
             house_limits=house_limits,
@@ -429,6 +450,7 @@ def _serve_command(game: str) -> click.Command:
                 "it names where bots reach the cluster's workers: give --cluster too",
                 param_hint="--cluster-host",
             )
+        health_sock = _health_socket(health_host, health_port)
         store = where.open()
         try:
             try:
@@ -436,6 +458,8 @@ def _serve_command(game: str) -> click.Command:
             except ConfigError as exc:
                 raise config_error(game, exc) from None
             with contextlib.ExitStack() as stack:
+                if health_sock is not None:
+                    stack.callback(health_sock.close)
                 hand_off = None
                 if cluster is not None:
                     hand_off = stack.enter_context(
@@ -446,6 +470,10 @@ def _serve_command(game: str) -> click.Command:
 
                 def listening(bound: int) -> None:
                     on = f"; matches played on the cluster {cluster}" if cluster else ""
+                    if health_sock is not None:
+                        from cellarena.server.web.serving import url_of
+
+                        on += f"; health at {url_of(health_sock, '/health')}"
                     click.echo(
                         f"ladder: {game} on {host}:{bound}{' (TLS)' if config.tls else ''}, "
                         f"maps {', '.join(m or 'default' for m in pool)}{on}; "
@@ -460,11 +488,12 @@ def _serve_command(game: str) -> click.Command:
                         on_listening=listening,
                         notify=lambda text: click.echo(text, err=True),
                         hand_off=hand_off,
+                        health_sock=health_sock,
                     )
 
                 try:
                     run_trio(main)
-                except OSError as exc:
+                except (OSError, LadderStoreError) as exc:
                     raise click.ClickException(str(exc)) from None
                 except KeyboardInterrupt:
                     click.echo("stopped", err=True)
@@ -524,6 +553,16 @@ def _serve_command(game: str) -> click.Command:
         ),
         click.option(
             "--seed", default=0, show_default=True, type=int, help="Seed of the matchmaker's draws."
+        ),
+        click.option(
+            "--health-port",
+            type=click.IntRange(0, 65535),
+            default=None,
+            help="Serve GET /health (JSON: the database's state, results waiting on disk, queue, matches; "
+            "503 while the database is down) on this port (0: any free one). Needs the 'web' extra.",
+        ),
+        click.option(
+            "--health-host", default="127.0.0.1", show_default=True, help="Address /health listens on."
         ),
         click.option("-v", "--verbose", is_flag=True, help="Log connections, the queue and matches."),
     ]

@@ -11,13 +11,19 @@ has to fix it.
   takes the write lock up front, so a write never fails half-way for want of it.
 - PostgreSQL (``postgresql://...``, through psycopg 3): each write transaction first takes a
   transaction-scoped advisory lock, which gives it the same one-writer-at-a-time semantics as SQLite's,
-  so read-modify-write of the ratings is safe without SERIALIZABLE retries.
+  so read-modify-write of the ratings is safe without SERIALIZABLE retries. A lost connection (the
+  server restarted, the network dropped) makes every call fail fast with `DatabaseUnavailableError`
+  until `reconnect` succeeds; the ladder server calls it with back-off (`cellarena.arena.ladder.changes`)
+  and, with the new session, takes the one-server lock again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
+import os
+import socket
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -25,7 +31,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from cellarena.arena.ladder.errors import LadderStoreError
+from cellarena.arena.ladder.errors import DatabaseUnavailableError, LadderStoreError, ServerClaimLostError
 
 if TYPE_CHECKING:
     import psycopg
@@ -43,6 +49,8 @@ _SERVER_LOCK = 2
 #: How long a new server waits for the lock of one that was just killed: PostgreSQL notices the closed
 #: connection of a killed process quickly, but not at once.
 SERVER_CLAIM_WAIT = 10.0
+#: Seconds a connection attempt may take: an unreachable host must not hang the ladder for minutes.
+CONNECT_TIMEOUT = 5
 
 
 class Backend(ABC):
@@ -87,6 +95,15 @@ class Backend(ABC):
     @abstractmethod
     def remedy(self, exc: BaseException) -> str:
         """What went wrong with the database and what to do about it, for a driver error."""
+
+    @property
+    def connected(self) -> bool:
+        """Whether the connection is usable (False after a PostgreSQL connection was lost)."""
+        return True
+
+    def reconnect(self) -> None:  # noqa: B027 -- SQLite's connection is a file: nothing to do
+        """Open a new connection if the old one was lost, and take the one-server lock again if this
+        process held it (`ServerClaimLostError` if another server holds it now). SQLite never loses it."""
 
     @abstractmethod
     def close(self) -> None: ...
@@ -219,16 +236,99 @@ class PostgresBackend(Backend):
                 "`pip install 'cellarena[postgres]'`"
             ) from None
         self._psycopg = psycopg
+        self._url = url
         self.where = redact_url(url)
         self._placeholders: dict[str, str] = {}
         self._claimed = False
+        #: Names this process's sessions, so that after a reconnect the lock held by its own dead
+        #: session (which the server has not noticed yet) is told from another server's.
+        self._session_name = f"cellarena-ladder {socket.gethostname()}:{os.getpid()}"[:63]
+        self._lost_at: float | None = None
+        self._conn: psycopg.Connection[Row] | None = self._connect()
+
+    def _connect(self) -> psycopg.Connection[Row]:
         try:
             # Autocommit, so that transactions are the explicit BEGIN/COMMIT the store writes, as in SQLite.
-            self._conn: psycopg.Connection[Row] = psycopg.connect(
-                url, autocommit=True, application_name="cellarena-ladder"
+            # TCP keepalives: a connection to a vanished host is found dead in about 25 s, not hours.
+            return self._psycopg.connect(
+                self._url,
+                autocommit=True,
+                application_name=self._session_name,
+                connect_timeout=CONNECT_TIMEOUT,
+                keepalives=1,
+                keepalives_idle=10,
+                keepalives_interval=5,
+                keepalives_count=3,
             )
-        except psycopg.Error as exc:
+        except self._psycopg.Error as exc:
             raise LadderStoreError(f"{self.where}: cannot connect: {self.remedy(exc)}") from None
+
+    def _live(self) -> psycopg.Connection[Row]:
+        """The connection, or `DatabaseUnavailableError` at once while it is lost."""
+        conn = self._conn
+        if conn is None or conn.broken or conn.closed:
+            self._lost()
+            lost = time.strftime("%H:%M:%S", time.localtime(self._lost_at))
+            raise DatabaseUnavailableError(
+                f"{self.where}: the connection to the database was lost at {lost}; the ladder server "
+                "reconnects by itself (check that PostgreSQL runs and is reachable)"
+            )
+        return conn
+
+    def _lost(self) -> None:
+        if self._lost_at is None:
+            self._lost_at = time.time()
+            log.warning("ladder database %s: the connection is lost", self.where)
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+
+    @property
+    def connected(self) -> bool:
+        conn = self._conn
+        return conn is not None and not conn.broken and not conn.closed
+
+    def reconnect(self) -> None:
+        if self.connected:
+            return
+        conn = self._connect()  # LadderStoreError while it is still down
+        self._conn = conn
+        try:
+            if self._claimed and not self._try_claim():
+                raise ServerClaimLostError(
+                    f"{self.where}: another ladder server took the database while the connection was "
+                    "lost; this one stops (two would void each other's matches)"
+                )
+        except BaseException:
+            self._conn = None
+            with contextlib.suppress(Exception):
+                conn.close()
+            raise
+        self._lost_at = None
+        log.warning("ladder database %s: connected again", self.where)
+
+    def _try_claim(self) -> bool:
+        """Take the one-server lock if it is free, or held by a dead session of this very process (the
+        server may not have noticed yet that the old connection is gone): that one is ended first."""
+        if self.query("SELECT pg_try_advisory_lock(?, ?)", (_LOCK_CLASS, _SERVER_LOCK))[0][0]:
+            return True
+        holders = self.query(
+            "SELECT a.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+            " WHERE l.locktype = 'advisory' AND l.classid = ? AND l.objid = ? AND l.granted",
+            (_LOCK_CLASS, _SERVER_LOCK),
+        )
+        mine = [int(pid) for pid, name in holders if name == self._session_name]
+        if not mine or len(mine) != len(holders):
+            return False
+        for pid in mine:
+            self.query("SELECT pg_terminate_backend(?)", (pid,))
+        deadline = time.monotonic() + SERVER_CLAIM_WAIT
+        while time.monotonic() < deadline:
+            if self.query("SELECT pg_try_advisory_lock(?, ?)", (_LOCK_CLASS, _SERVER_LOCK))[0][0]:
+                return True
+            time.sleep(0.05)
+        return False
 
     def _sql(self, sql: str) -> str:
         # The store's SQL holds no literal ? or %, so the translation is a plain replace.
@@ -238,22 +338,35 @@ class PostgresBackend(Backend):
         return translated
 
     def query(self, sql: str, params: Params = ()) -> list[Row]:
-        with self._conn.cursor() as cur:
-            cur.execute(self._sql(sql), params or None)
-            return cur.fetchall() if cur.description is not None else []
+        conn = self._live()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(self._sql(sql), params or None)
+                return cur.fetchall() if cur.description is not None else []
+        except self._psycopg.OperationalError:
+            if conn.broken or conn.closed:
+                self._lost()
+            raise
 
     def execute(self, sql: str, params: Params = ()) -> int:
-        with self._conn.cursor() as cur:
-            cur.execute(self._sql(sql), params or None)
-            return cur.rowcount
+        conn = self._live()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(self._sql(sql), params or None)
+                return cur.rowcount
+        except self._psycopg.OperationalError:
+            if conn.broken or conn.closed:
+                self._lost()
+            raise
 
     def begin_write(self) -> None:
         self.execute("BEGIN")
         self.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _WRITER_LOCK))
 
     def rollback(self) -> None:
-        if self._conn.closed:
-            return
+        if not self.connected:
+            return  # the server rolls back the transaction of a lost session itself
+        assert self._conn is not None
         if self._conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
             self.execute("ROLLBACK")
 
@@ -296,4 +409,7 @@ class PostgresBackend(Backend):
         return text
 
     def close(self) -> None:
-        self._conn.close()  # ends the session, and with it the server's advisory lock
+        self._lost_at = self._lost_at or time.time()  # closed on purpose: nothing to warn about
+        if self._conn is not None:
+            self._conn.close()  # ends the session, and with it the server's advisory lock
+            self._conn = None

@@ -17,3 +17,22 @@ class MatchNotRunningError(LadderStoreError):
 
 class BadNameError(LadderStoreError, ValueError):
     """A name the ladder refuses (empty, too long, unprintable, ``..``): the message says which rule."""
+
+
+class DatabaseUnavailableError(LadderStoreError):
+    """The connection to the database is lost; the store reconnects when `LadderStore.reconnect` is
+    called (the ladder server does so with back-off), and fails fast until then."""
+
+
+class ServerClaimLostError(LadderStoreError):
+    """After a reconnect, another ladder server holds the database: this one must stop."""
+
+
+class SeatRefusedError(ValueError):
+    """A bot of a pairing cannot play (revoked, its token replaced, another game): the store refuses that
+    match, and the server drops the pairing, not the process. ``why``: revoked, rotated or game."""
+
+    def __init__(self, bot: str, why: str, message: str) -> None:
+        super().__init__(message)
+        self.bot = bot
+        self.why = why

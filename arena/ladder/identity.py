@@ -88,3 +88,8 @@ def token_digest(token: str) -> str:
 def digest_matches(token: str, stored_digest: str) -> bool:
     """Whether ``token`` hashes to ``stored_digest``, compared in constant time."""
     return hmac.compare_digest(token_digest(token).encode("ascii"), stored_digest.encode("ascii"))
+
+
+def digests_equal(a: str, b: str) -> bool:
+    """Two token digests compared in constant time."""
+    return hmac.compare_digest(a.encode("ascii"), b.encode("ascii"))

@@ -227,3 +227,17 @@ class Standing:
             "draws": self.draws,
             "losses": self.losses,
         }
+
+
+#: What a row of the ``changes`` table says happened (`LadderStore.changes_since`).
+ChangeKind = Literal["bot_added", "bot_revoked", "token_rotated", "bot_changed"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change a running ladder server acts on, as the ladder's commands and pages wrote it."""
+
+    id: int
+    kind: ChangeKind
+    #: The bot it is about (None for a change about the ladder as a whole).
+    bot: str | None

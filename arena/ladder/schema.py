@@ -11,7 +11,7 @@ autoincrementing id column, written ``{id}`` here and filled in by the backend. 
 in UTC (sortable, and the same in both); booleans are BOOLEAN, which SQLite stores as 0/1; reals are
 DOUBLE PRECISION (PostgreSQL's REAL would be 4 bytes and round the ratings).
 
-Tables (version 2):
+Tables (version 3):
 
 - ``schema_version``: one row per migration applied: version, cellarena release, when.
 - ``bots``: name (unique), game, the SHA-256 of its token (never the token), kind ``outside`` (runs on
@@ -24,6 +24,10 @@ Tables (version 2):
   bot's rating before and after the match (NULL until it is finished): the rating history.
 - ``ratings``: each bot's current openskill rating and its match/win/draw/loss counts, updated in the
   transaction that finishes a match. A bot without a row has the initial rating and no matches.
+- ``changes`` (version 3): one row per change that a running ``ladder serve`` must act on (a bot added,
+  revoked, its token rotated, its limits changed), written in the transaction that makes the change.
+  It is the one channel from the ladder's commands and pages to the server, which polls it
+  (`cellarena.arena.ladder.changes`). Kept short: each write drops rows far behind the newest.
 """
 
 from __future__ import annotations
@@ -101,6 +105,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         (
             "ALTER TABLE bots ADD COLUMN max_matches INTEGER NOT NULL DEFAULT 1 CHECK (max_matches >= 1)",
             "CREATE INDEX seats_by_bot ON seats (bot_id, match_id)",
+        ),
+    ),
+    Migration(
+        3,
+        "a log of changes that the running ladder server acts on (revoked bots, rotated tokens)",
+        (
+            "CREATE TABLE changes ("
+            " id {id},"
+            " kind TEXT NOT NULL,"
+            " bot_id BIGINT REFERENCES bots (id),"
+            " at TEXT NOT NULL)",
         ),
     ),
 )

@@ -33,15 +33,20 @@ import math
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from cellarena.arena.ladder import identity
+from cellarena.arena.ladder.changes import POLL_EVERY, DatabaseWatch
+from cellarena.arena.ladder.errors import MatchNotRunningError, SeatRefusedError
 from cellarena.arena.ladder.hand_off import HandOff, HandOffError
 from cellarena.arena.ladder.matchmaker import Pairing, Policy, Waiting, match_up
-from cellarena.arena.ladder.records import BotRecord, SeatResult
+from cellarena.arena.ladder.records import BotRecord, Change, SeatResult
+from cellarena.arena.ladder.replay_files import replay_path, write_new
+from cellarena.arena.ladder.spool import ResultSpool
 from cellarena.arena.ladder.stats import LadderStats
 from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.arena.ratings import Rating, initial
@@ -79,6 +84,8 @@ class LadderRules:
     insecure: bool = False
     #: How often the matchmaker looks at the queue (seconds).
     match_every: float = 0.1
+    #: How often the server polls the database's change log (a revoke takes effect within this).
+    poll_every: float = POLL_EVERY
 
 
 @dataclass
@@ -90,6 +97,8 @@ class _Queued:
     bot: BotRecord
     since: float
     follows_redirect: bool = False
+    #: The digest of the token the connection identified itself with (a rotation ends it).
+    digest: str | None = None
 
 
 @dataclass
@@ -99,6 +108,8 @@ class _Live:
     match: Match
     ladder_id: int
     bots: tuple[BotRecord, ...]
+    #: Per seat, the digest of the token its connection identified itself with.
+    digests: list[str | None] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -142,6 +153,17 @@ class _BotState:
     last_opponents: tuple[str, ...] = ()
 
 
+def revoked_message(name: str) -> str:
+    return f"the ladder's host revoked {name}: its token no longer works"
+
+
+def rotated_message(name: str) -> str:
+    return (
+        f"{name} has a new token (rotated by the ladder's host): the one this connection used no longer "
+        "works; connect with the new one"
+    )
+
+
 def peer_host(conn: Connection) -> str:
     """The client's address: what a trusted proxy said it is, or the socket's peer."""
     return conn.host
@@ -167,6 +189,7 @@ class LadderSeating(Seating):
         on_match: Callable[[int, Match], None] | None = None,
         hand_off: HandOff | None = None,
         replay_dir: Path | None = None,
+        spool: ResultSpool | None = None,
     ) -> None:
         self.store = store
         self.game = game
@@ -186,6 +209,10 @@ class LadderSeating(Seating):
         self.hand_off = hand_off
         #: Where the replays of matches played on the cluster are written.
         self.replay_dir = replay_dir
+        #: Where results wait that the database could not take (None: such a result is lost).
+        self.spool = spool
+        #: The change log's poller and the database's state.
+        self.database = DatabaseWatch(store, every=self.rules.poll_every)
         #: Matches under way on the cluster: ladder id -> bots by seat.
         self.remote: dict[int, tuple[BotRecord, ...]] = {}
         self._nursery: trio.Nursery | None = None
@@ -205,6 +232,8 @@ class LadderSeating(Seating):
         self.stats = LadderStats()
         self._results: tuple[trio.MemorySendChannel[_Ended], trio.MemoryReceiveChannel[_Ended]]
         self._results = trio.open_memory_channel(math.inf)
+        #: Matches to void that the database could not take (an outage): ladder id -> why.
+        self._unvoided: dict[int, str] = {}
         self._checks: tuple[
             trio.MemorySendChannel[tuple[Connection, str]], trio.MemoryReceiveChannel[tuple[Connection, str]]
         ]
@@ -228,6 +257,13 @@ class LadderSeating(Seating):
             return (
                 protocol.QUEUE_FULL,
                 f"the queue holds {self.rules.max_queue} bots; come back in a few seconds",
+            )
+        if not self.database.up and self._seat_of(hello["token"]) is None:
+            # `shutdown`: every SDK released so far comes back later on it. A bot back to its seat in
+            # a match under way here is let in: its token is known without the database.
+            return (
+                protocol.SHUTDOWN,
+                "the ladder cannot reach its database now; come back in a few seconds",
             )
         return None
 
@@ -267,20 +303,24 @@ class LadderSeating(Seating):
             try:
                 bot = await trio.to_thread.run_sync(self.store.authenticate, token)
             except LadderStoreError as exc:
-                log.error("cannot check a token: %s", exc)
                 self._checked(conn)
+                if self._reattach_known(conn, token):
+                    continue
+                log.error("cannot check a token: %s", exc)
                 conn.fail(protocol.SHUTDOWN, "the ladder cannot read its database now; come back later")
                 continue
             pending = self._checked(conn)
             if pending is None or conn.closed:
                 continue  # gone meanwhile
-            self._identified(conn, bot, pending.follows_redirect, over_limit=pending.over_limit)
+            digest = identity.token_digest(token) if identity.looks_like_token(token) else None
+            self._identified(conn, bot, pending.follows_redirect, digest, over_limit=pending.over_limit)
 
     def _identified(
         self,
         conn: Connection,
         bot: BotRecord | None,
         follows_redirect: bool = False,
+        digest: str | None = None,
         *,
         over_limit: bool = False,
     ) -> None:
@@ -305,7 +345,7 @@ class LadderSeating(Seating):
                 protocol.BAD_HELLO, f"{bot.name} is registered for {bot.game}; this ladder plays {self.game}"
             )
             return
-        if self._reattach(conn, bot):
+        if self._reattach(conn, bot, digest):
             return
         if bot.name in self.queue or bot.name in self._starting:
             conn.fail(protocol.BUSY, f"{bot.name} already has a connection in the queue")
@@ -319,7 +359,7 @@ class LadderSeating(Seating):
                 f"{bot.name} is playing {playing} match(es), its limit; come back when one ends",
             )
             return
-        self.queue[bot.name] = _Queued(conn, bot, trio.current_time(), follows_redirect)
+        self.queue[bot.name] = _Queued(conn, bot, trio.current_time(), follows_redirect, digest)
         log.info("%s (%s) joins the queue (%d waiting)", bot.name, conn.peer, len(self.queue))
 
     def _failed_token(self, host: str, over_limit: bool) -> float | None:
@@ -346,7 +386,7 @@ class LadderSeating(Seating):
         log.warning("%s sent %d wrong tokens: locked out for %g s", host, self.rules.failed_tokens, seconds)
         return seconds
 
-    def _reattach(self, conn: Connection, bot: BotRecord) -> bool:
+    def _reattach(self, conn: Connection, bot: BotRecord, digest: str | None = None) -> bool:
         """A bot back on a new connection while its seat waits for it: it takes the seat again."""
         for live in self.live.values():
             for index, seated in enumerate(live.bots):
@@ -356,8 +396,126 @@ class LadderSeating(Seating):
                 if live.match.over:
                     continue
                 live.match.reattach(index, conn)
+                if index < len(live.digests):
+                    live.digests[index] = digest
                 return True
         return False
+
+    def _seat_of(self, token: str) -> tuple[BotRecord, str] | None:
+        """The bot of a match under way here that identified itself with ``token``, and its digest."""
+        if not identity.looks_like_token(token):
+            return None
+        digest = identity.token_digest(token)
+        for live in self.live.values():
+            for index, known in enumerate(live.digests):
+                if known is not None and identity.digests_equal(known, digest):
+                    return live.bots[index], digest
+        return None
+
+    def _reattach_known(self, conn: Connection, token: str) -> bool:
+        """Without the database (an outage), a bot may still take back its seat in a match under way
+        here: the token it played with is known by its digest. A seat whose old connection the server
+        has not yet seen close is taken too (the bot, which cannot queue now, is back on a new one);
+        one that lost its connection first."""
+        if not identity.looks_like_token(token):
+            return False
+        digest = identity.token_digest(token)
+        seats = [
+            (live.match.seats[index].connected, live, index)
+            for live in self.live.values()
+            if not live.match.over
+            for index, known in enumerate(live.digests)
+            if known is not None
+            and identity.digests_equal(known, digest)
+            and live.match.seats[index].forfeit_tick is None
+        ]
+        if not seats:
+            return False
+        _, live, index = min(seats, key=lambda s: s[0])
+        conn.name = live.bots[index].name
+        live.match.reattach(index, conn)
+        return True
+
+    # ----------------------------------------------------------------- changes made elsewhere
+    async def on_changes(self, changes: list[Change]) -> None:
+        """`DatabaseWatch`'s listener: act on what the ladder's commands (other processes) changed."""
+        names = {c.bot for c in changes if c.bot is not None}
+        await self._check_bots(names)
+        if any(c.kind in ("bot_added", "bot_revoked") for c in changes):
+            await self._load_ratings()  # house bots come and go with the table
+
+    async def on_back(self) -> None:
+        """The database answers again: write the results kept on disk, and check every session
+        against the store (the change log may have moved on while it could not be read)."""
+        await self.flush_spool()
+        for ladder_id, reason in list(self._unvoided.items()):
+            await self._void(ladder_id, reason)
+        await self._load_ratings()
+        names = set(self.queue) | {b.name for live in self.live.values() for b in live.bots}
+        await self._check_bots(names)
+
+    async def flush_spool(self) -> None:
+        if self.spool is None:
+            return
+        try:
+            written = await trio.to_thread.run_sync(self.spool.flush, self.store)
+        except LadderStoreError as exc:
+            log.error("cannot write the results kept on disk yet: %s", exc)
+            return
+        if written:
+            await self._load_ratings()
+
+    async def _check_bots(self, names: set[str]) -> None:
+        if not names:
+            return
+        try:
+            current = await trio.to_thread.run_sync(self.store.token_digests, sorted(names))
+        except LadderStoreError as exc:
+            log.error("cannot read the bots that changed: %s", exc)
+            return
+        self.apply_bots(current, names)
+
+    def apply_bots(self, current: dict[str, tuple[BotRecord, str]], names: set[str]) -> None:
+        """Bring the sessions of the bots ``names`` in line with the store (``current``: each such bot as
+        the store has it now, with its token's digest; a name missing from it is gone).
+
+        A revoked bot's queued connection is ended and its seats in matches here forfeit at once; a
+        connection that identified itself with a token rotated since is ended (its bot may come back
+        to its seat with the new token within the grace); a changed limit applies from the next
+        pairing. Each ended connection is told why (`revoked`). Matches on the cluster are out of
+        reach: their bots were sent away with seat tokens of that match alone."""
+        for name, queued in list(self.queue.items()):
+            if name not in names:
+                continue
+            why = self._stale(current.get(name), queued.digest)
+            if why is None:
+                queued.bot = current[name][0]
+                continue
+            del self.queue[name]
+            queued.conn.fail(protocol.REVOKED, why)
+        for live in self.live.values():
+            for index, bot in enumerate(live.bots):
+                if bot.name not in names or live.match.over:
+                    continue
+                seat = live.match.seats[index]
+                digest = live.digests[index] if index < len(live.digests) else None
+                found = current.get(bot.name)
+                why = self._stale(found, digest)
+                if why is None:
+                    continue
+                if found is None or not found[0].active:
+                    live.match.expel(index, protocol.REVOKED, why)
+                elif seat.connected and seat.conn is not None:
+                    seat.conn.fail(protocol.REVOKED, why)
+
+    @staticmethod
+    def _stale(current: tuple[BotRecord, str] | None, digest: str | None) -> str | None:
+        """Why a session of a bot that the store now has as ``current`` must end; None if it may stay."""
+        if current is None or not current[0].active:
+            return revoked_message("this bot" if current is None else current[0].name)
+        if digest is not None and not identity.digests_equal(digest, current[1]):
+            return rotated_message(current[0].name)
+        return None
 
     # ----------------------------------------------------------------- the queue
     async def run(self) -> None:
@@ -367,6 +525,7 @@ class LadderSeating(Seating):
             self._nursery = nursery
             nursery.start_soon(self._check_tokens)
             nursery.start_soon(self._record_results)
+            nursery.start_soon(self.database.run, self)
             while True:
                 await trio.sleep(self.rules.match_every)
                 for pairing in self._pairings():
@@ -375,8 +534,8 @@ class LadderSeating(Seating):
                 self._forget_old_failures()
 
     def _pairings(self) -> list[Pairing]:
-        if len(self.queue) < self.policy.seats:
-            return []
+        if len(self.queue) < self.policy.seats or not self.database.up:
+            return []  # during an outage the queue waits: its bots play as soon as the database is back
         now = trio.current_time()
         busy = self._busy()
         queue = [
@@ -414,10 +573,22 @@ class LadderSeating(Seating):
             self._requeue(seated)
             return
         bots = tuple(q.bot for q in seated)
+        begin = functools.partial(
+            self.store.begin_match,
+            self.game,
+            pairing.map,
+            pairing.seed,
+            [b.id for b in bots],
+            [q.digest for q in seated],
+        )
         try:
-            ladder_id = await trio.to_thread.run_sync(
-                self.store.begin_match, self.game, pairing.map, pairing.seed, [b.id for b in bots]
-            )
+            ladder_id = await trio.to_thread.run_sync(begin)
+        except SeatRefusedError as exc:
+            # The store knows better than the queue (a revoke or rotation not yet seen here): that bot
+            # goes, the others wait on. Never the process: one bot's refusal is no reason to stop.
+            log.warning("ladder: a pairing is dropped: %s", exc)
+            self._refused(exc, seated)
+            return
         except LadderStoreError as exc:
             log.error("cannot record a new match (%s); its bots are told to come back later", exc)
             for q in seated:
@@ -436,6 +607,20 @@ class LadderSeating(Seating):
         else:
             self._play_here(ladder_id, pairing, seated)
 
+    def _refused(self, exc: SeatRefusedError, seated: list[_Queued]) -> None:
+        """End the refused bot's connection (saying why), and put the rest of its pairing back."""
+        back = []
+        for q in seated:
+            if q.bot.name != exc.bot:
+                back.append(q)
+            elif exc.why == "game":
+                q.conn.fail(protocol.BAD_HELLO, f"{q.bot.name} no longer plays {self.game} here")
+            elif exc.why == "rotated":
+                q.conn.fail(protocol.REVOKED, rotated_message(q.bot.name))
+            else:
+                q.conn.fail(protocol.REVOKED, revoked_message(q.bot.name))
+        self._requeue([q for q in back if not q.conn.closed])
+
     def _play_here(self, ladder_id: int, pairing: Pairing, seated: list[_Queued]) -> None:
         """Start the match in this process's lobby."""
         bots = tuple(q.bot for q in seated)
@@ -450,7 +635,7 @@ class LadderSeating(Seating):
         if match is None:  # the lobby logged why and told the bots
             self._nursery_void(ladder_id, "the match could not start (an internal error)")
             return
-        self.live[match] = _Live(match, ladder_id, bots)
+        self.live[match] = _Live(match, ladder_id, bots, [q.digest for q in seated])
         self.stats.matches_started += 1
         self._note_seats(bots)
         log.info("ladder match %d (%s): %s", ladder_id, pairing.map or "default map", " vs ".join(names))
@@ -535,9 +720,9 @@ class LadderSeating(Seating):
         """Write a cluster match's replay where this ladder keeps its own; its path, or None."""
         if data is None or self.replay_dir is None:
             return None
-        path = self.replay_dir / f"ladder-{ladder_id:06d}.replay"
+        path = replay_path(self.replay_dir, ladder_id)
         try:
-            await trio.to_thread.run_sync(path.write_bytes, data)
+            await trio.to_thread.run_sync(write_new, path, data)
         except OSError as exc:
             log.error("ladder match %d: cannot write its replay %s (%s)", ladder_id, path, exc)
             return None
@@ -593,18 +778,25 @@ class LadderSeating(Seating):
                 )
                 for i in range(len(ended.bots))
             ]
+            about: dict[str, Any] = {
+                "reason": outcome.result.reason,
+                "ticks": outcome.ticks,
+                "replay": ended.replay,
+            }
+            if self.spool is not None and self.spool.pending():
+                # Results are counted in the order matches ended: this one waits behind those on disk.
+                await self._keep(ended.ladder_id, seats, about, "results before it wait on disk")
+                if self.database.up:
+                    await self.flush_spool()
+                continue
             try:
-                finish = functools.partial(
-                    self.store.finish_match,
-                    ended.ladder_id,
-                    seats,
-                    reason=outcome.result.reason,
-                    ticks=outcome.ticks,
-                    replay=ended.replay,
-                )
+                finish = functools.partial(self.store.finish_match, ended.ladder_id, seats, **about)
                 record = await trio.to_thread.run_sync(finish)
+            except MatchNotRunningError as exc:
+                log.error("the result of ladder match %d does not count: %s", ended.ladder_id, exc)
+                continue
             except LadderStoreError as exc:
-                log.error("the result of ladder match %d is lost: %s", ended.ladder_id, exc)
+                await self._keep(ended.ladder_id, seats, about, str(exc))
                 continue
             # The new ratings come with the result; the whole table only now and then (house bots
             # added or revoked meanwhile), not once per result.
@@ -613,6 +805,26 @@ class LadderSeating(Seating):
                     self.ratings[seat.bot] = seat.after
             if trio.current_time() - self._loaded_at >= RELOAD_EVERY:
                 await self._load_ratings()
+
+    async def _keep(self, ladder_id: int, seats: list[SeatResult], about: dict[str, Any], why: str) -> None:
+        """Keep a result the database cannot take now on disk (`ResultSpool`), to be written later."""
+        if self.spool is None:
+            log.error("the result of ladder match %d is lost: %s", ladder_id, why)
+            return
+        put = functools.partial(self.spool.put, ladder_id, seats, **about)
+        try:
+            path = await trio.to_thread.run_sync(put)
+        except OSError as exc:
+            log.error(
+                "the result of ladder match %d is lost: %s; and it cannot be kept on disk either (%s)",
+                ladder_id,
+                why,
+                exc,
+            )
+            return
+        log.warning(
+            "ladder match %d: result kept in %s until the database takes it (%s)", ladder_id, path, why
+        )
 
     async def void_vanished(self) -> None:
         """Void the matches that left the lobby without a result (cut short, or an internal error)."""
@@ -634,8 +846,14 @@ class LadderSeating(Seating):
     async def _void(self, ladder_id: int, reason: str) -> None:
         try:
             await trio.to_thread.run_sync(self.store.void_match, ladder_id, reason)
+        except MatchNotRunningError:
+            pass  # finished or voided already: nothing left to do
         except LadderStoreError as exc:
-            log.error("cannot void ladder match %d (%s); it is voided at the next start", ladder_id, exc)
+            # Tried again when the database answers after an outage (`on_back`), else at the next start.
+            self._unvoided[ladder_id] = reason
+            log.error("cannot void ladder match %d (%s); it is voided later", ladder_id, exc)
+        else:
+            self._unvoided.pop(ladder_id, None)
 
     async def _load_ratings(self) -> None:
         """The ratings and the house bots, as the store has them now."""

@@ -1,13 +1,16 @@
 """A ladder as a service: the store, a lobby seating from the rated queue, until a signal stops it.
 
-Start-up voids the matches a previous run left under way (a SIGKILL, a power cut): they have no
-result and change no rating. A graceful stop voids the ones it cuts short the same way, so every
-match in the store ends either finished, whole, or void.
+Start-up, in this order: claim the database as its one server; refuse a database whose match ids stop
+below the replays beside it (`replay_files.check_replays`); write the results a previous run kept on
+disk during a database outage (`spool.ResultSpool`); then void the matches a previous run left under
+way (a SIGKILL, a power cut): they have no result and change no rating. A graceful stop voids the ones
+it cuts short the same way, so every match in the store ends either finished, whole, or void.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,8 +22,10 @@ import trio
 from cellarena.arena.ladder.hand_off import HandOff
 from cellarena.arena.ladder.house import HouseBots
 from cellarena.arena.ladder.matchmaker import Policy
+from cellarena.arena.ladder.replay_files import check_replays, replay_path
 from cellarena.arena.ladder.seating import LadderRules, LadderSeating
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.spool import ResultSpool
+from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.server.confinement import Limits
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import ConfigError, Engine
@@ -54,6 +59,8 @@ class LadderConfig:
     trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
     #: Where replays go (``ladder-<match id>.replay``), or None for none.
     replay_dir: Path | None = None
+    #: Where results wait that the database cannot take (an outage), or None: such results are lost.
+    spool_dir: Path | None = None
     #: Where house bots' logs go; None: house bots are not started.
     log_dir: Path | None = None
     #: Seconds a bot waits in the queue before a house bot is started for it.
@@ -90,15 +97,19 @@ def build(
         seed=config.seed,
         hand_off=hand_off,
         replay_dir=config.replay_dir,
+        spool=None if config.spool_dir is None else ResultSpool(config.spool_dir),
     )
 
     def recorder(number: int, engine: Engine, names: list[str], seed: int) -> Recorder | None:
         ladder_id = seating.starting_id
         if config.replay_dir is None or ladder_id is None:
             return None
-        path = config.replay_dir / f"ladder-{ladder_id:06d}.replay"
+        path = replay_path(config.replay_dir, ladder_id)
+        # Exclusive: a replay of another ladder under that name stays (the lobby logs it, and the
+        # match is played without one).
+        writer = ReplayWriter(path, engine, seed=seed, names=names, exclusive=True)
         seating.replays[ladder_id] = str(path)
-        return ReplayWriter(path, engine, seed=seed, names=names)
+        return writer
 
     lobby_config = LobbyConfig(
         config.game,
@@ -118,6 +129,31 @@ def build(
     return Lobby(lobby_config, seating), seating
 
 
+def prepare(
+    store: LadderStore,
+    config: LadderConfig,
+    spool: ResultSpool | None,
+    notify: Callable[[str], None] = lambda text: None,
+) -> None:
+    """What a ladder server does before it serves (the module docstring's order); LadderStoreError
+    when it must not serve, with nothing voided."""
+    store.claim_server()
+    if config.replay_dir is not None:
+        check_replays(store, config.replay_dir)
+    if spool is not None and spool.pending():
+        try:
+            written = spool.flush(store)
+        except LadderStoreError as exc:
+            raise LadderStoreError(
+                f"{exc}; results of matches played by the last run wait in {spool.folder} and must be "
+                "written before anything is voided: start again once the database takes writes"
+            ) from None
+        notify(f"wrote {written} result(s) a previous run kept on disk")
+    voided = store.void_running()
+    if voided:
+        notify(f"voided {len(voided)} match(es) a previous run left under way")
+
+
 async def run_ladder(
     store: LadderStore,
     config: LadderConfig,
@@ -125,15 +161,20 @@ async def run_ladder(
     on_listening: Callable[[int], None] = lambda port: None,
     notify: Callable[[str], None] = lambda text: None,
     hand_off: HandOff | None = None,
+    health_sock: socket.socket | None = None,
 ) -> None:
     """Serve the ladder until a signal (or cancellation) stops it; see the module docstring. With
-    ``hand_off``, matches between bots that follow redirects are played on its cluster."""
-    voided = await trio.to_thread.run_sync(store.void_running)
-    if voided:
-        notify(f"voided {len(voided)} match(es) a previous run left under way")
+    ``hand_off``, matches between bots that follow redirects are played on its cluster; with
+    ``health_sock`` (bound), ``/health`` is served there (`cellarena.arena.ladder.health`)."""
     lobby, seating = build(store, config, hand_off)
+    await trio.to_thread.run_sync(prepare, store, config, seating.spool, notify)
+    await seating.database.start()  # changes from now on: what came before is in the store already
     try:
         async with trio.open_nursery() as nursery:
+            if health_sock is not None:
+                from cellarena.arena.ladder.health import serve_health
+
+                nursery.start_soon(serve_health, seating, health_sock)
 
             def listening(port: int) -> None:
                 on_listening(port)

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
@@ -42,12 +44,15 @@ from cellarena.arena.ladder.errors import (
     BadNameError,
     LadderStoreError,
     MatchNotRunningError,
+    SeatRefusedError,
     UnknownBotError,
 )
 from cellarena.arena.ladder.records import (
     BotKind,
     BotMatch,
     BotRecord,
+    Change,
+    ChangeKind,
     MatchRecord,
     MatchStatus,
     RatingPoint,
@@ -70,6 +75,7 @@ __all__ = [
     "MatchRecord",
     "RatingPoint",
     "SeatRecord",
+    "SeatRefusedError",
     "SeatResult",
     "Standing",
     "UnknownBotError",
@@ -85,6 +91,9 @@ MAX_ID = 2**63 - 1
 #: Above every match id: the first page of a match list.
 _PAST_LAST_ID = MAX_ID
 VOID_ON_START = "the ladder server stopped before the match ended"
+#: How many rows of the ``changes`` log are kept: a server polls it twice a second, so it never falls
+#: this far behind; a server that was away (a database outage) re-reads every bot it holds instead.
+CHANGES_KEPT = 10_000
 
 _BOT_COLUMNS = "id, name, game, kind, house_command, max_matches, created, revoked"
 _MATCH_QUERY = (
@@ -154,11 +163,18 @@ class LadderStore:
     """A ladder database. ``LadderStore(path_or_url)``; a context manager, or call `close()`.
 
     ``target`` is a SQLite file (created if missing, unless ``create=False``) or a ``postgresql://``
-    URL (the database must exist; the tables are created in its current schema).
+    URL (the database must exist; the tables are created in its current schema). With
+    ``reconnect_every``, a call made while the connection is lost first tries to connect again, at
+    most that often (seconds): for a process with no watch of its own, such as `ladder web`; the
+    ladder server reconnects through `reconnect`, with back-off.
     """
 
-    def __init__(self, target: str | Path, *, create: bool = True) -> None:
+    def __init__(
+        self, target: str | Path, *, create: bool = True, reconnect_every: float | None = None
+    ) -> None:
         self._lock = threading.RLock()
+        self.reconnect_every = reconnect_every
+        self._tried_at = -math.inf
         self._db: Backend = open_backend(target, create=create)
         self.where = self._db.where
         try:
@@ -188,6 +204,7 @@ class LadderStore:
         A database fault becomes a LadderStoreError that says what ``action`` could not do and why.
         """
         with self._lock:
+            self._revive()
             db = self._db
             committing = False
             try:
@@ -209,9 +226,21 @@ class LadderStore:
                     f"{self.where}: cannot {action}: {db.remedy(exc)}; {fate}{after}"
                 ) from exc
 
+    def _revive(self) -> None:
+        """With ``reconnect_every``: connect again if the connection is lost (see the class docstring)."""
+        if self.reconnect_every is None or self._db.connected:
+            return
+        now = time.monotonic()
+        if now - self._tried_at < self.reconnect_every:
+            return
+        self._tried_at = now
+        with contextlib.suppress(LadderStoreError):  # still down: the call itself says so
+            self._db.reconnect()
+
     @contextlib.contextmanager
     def _reading(self, action: str) -> Iterator[Backend]:
         with self._lock:
+            self._revive()
             try:
                 yield self._db
             except Exception as exc:
@@ -295,6 +324,7 @@ class LadderStore:
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (name, game, token.digest, kind, house_command, _now(), max_matches),
             )
+            self._note_change(db, "bot_added", name)
         log.info("ladder: added %s bot %r for %s", kind, name, game)
         return self._bot_or_raise(name), token
 
@@ -304,6 +334,7 @@ class LadderStore:
         with self._writing(f"rotate the token of bot {name!r}") as db:
             if db.execute("UPDATE bots SET token_digest = ? WHERE name = ?", (token.digest, name)) != 1:
                 raise self._unknown(name)
+            self._note_change(db, "token_rotated", name)
         log.info("ladder: rotated the token of bot %r", name)
         return token
 
@@ -313,7 +344,8 @@ class LadderStore:
         with self._writing(f"revoke bot {name!r}") as db:
             if not db.query("SELECT 1 FROM bots WHERE name = ?", (name,)):
                 raise self._unknown(name)
-            db.execute("UPDATE bots SET revoked = ? WHERE name = ? AND revoked IS NULL", (_now(), name))
+            if db.execute("UPDATE bots SET revoked = ? WHERE name = ? AND revoked IS NULL", (_now(), name)):
+                self._note_change(db, "bot_revoked", name)
         log.info("ladder: revoked bot %r", name)
         return self._bot_or_raise(name)
 
@@ -323,7 +355,53 @@ class LadderStore:
         with self._writing(f"change bot {name!r}") as db:
             if db.execute("UPDATE bots SET max_matches = ? WHERE name = ?", (max_matches, name)) != 1:
                 raise self._unknown(name)
+            self._note_change(db, "bot_changed", name)
         return self._bot_or_raise(name)
+
+    # ------------------------------------------------------------------ the change log
+    def _note_change(self, db: Backend, kind: ChangeKind, bot: str | None) -> None:
+        """Log a change for the running server, in the caller's write transaction (so it is seen exactly
+        when the change is), and drop the rows far behind it."""
+        bot_id = None
+        if bot is not None:
+            rows = db.query("SELECT id FROM bots WHERE name = ?", (bot,))
+            bot_id = int(rows[0][0]) if rows else None
+        change_id = int(
+            db.query(
+                "INSERT INTO changes (kind, bot_id, at) VALUES (?, ?, ?) RETURNING id", (kind, bot_id, _now())
+            )[0][0]
+        )
+        # An indexed delete of the row that just fell out of the window (ids may skip: PostgreSQL's
+        # sequences do when a transaction rolls back), so the log stays at about CHANGES_KEPT rows.
+        db.execute("DELETE FROM changes WHERE id <= ?", (change_id - CHANGES_KEPT,))
+
+    def last_change(self) -> int:
+        """The id of the newest change (0 if none): where a server that starts begins to watch."""
+        with self._reading("read the change log") as db:
+            rows = db.query("SELECT MAX(id) FROM changes")
+        return int(rows[0][0] or 0)
+
+    def changes_since(self, after: int, limit: int = 1000) -> list[Change]:
+        """The changes newer than ``after``, oldest first: what a running server polls (its one channel
+        from the ladder's commands and pages, docs/ladder.md)."""
+        with self._reading("read the change log") as db:
+            rows = db.query(
+                "SELECT c.id, c.kind, b.name FROM changes c LEFT JOIN bots b ON b.id = c.bot_id"
+                " WHERE c.id > ? ORDER BY c.id LIMIT ?",
+                (after, limit),
+            )
+        return [Change(int(i), kind, name) for i, kind, name in rows]
+
+    def token_digests(self, names: Sequence[str]) -> dict[str, tuple[BotRecord, str]]:
+        """Each named bot as it is now, with the digest of its current token (no secret: the token is
+        256 random bits); a server compares it with the digest a connection identified itself with."""
+        wanted = sorted(set(names))
+        if not wanted:
+            return {}
+        marks = ", ".join("?" * len(wanted))
+        with self._reading("read the bots' tokens") as db:
+            rows = db.query(f"SELECT token_digest, {_BOT_COLUMNS} FROM bots WHERE name IN ({marks})", wanted)
+        return {str(row[2]): (self._bot_record(row[1:]), str(row[0])) for row in rows}
 
     def _check_max_matches(self, name: str, max_matches: int) -> None:
         if isinstance(max_matches, bool) or not isinstance(max_matches, int) or max_matches < 1:
@@ -386,10 +464,20 @@ class LadderStore:
         )
 
     # ------------------------------------------------------------------ matches
-    def begin_match(self, game: str, map: str | None, seed: int, bot_ids: Sequence[int]) -> int:
+    def begin_match(
+        self,
+        game: str,
+        map: str | None,
+        seed: int,
+        bot_ids: Sequence[int],
+        digests: Sequence[str | None] | None = None,
+    ) -> int:
         """Record a match as ``running`` (committed at once, so a crash mid-match leaves a trace); its id.
 
-        ``bot_ids`` are the seats in order: active bots of ``game``, at least two, each once.
+        ``bot_ids`` are the seats in order: active bots of ``game``, at least two, each once. With
+        ``digests`` (per seat, the digest of the token its connection gave, or None), a seat whose bot's
+        token has been rotated since is refused too. A seat that cannot play raises `SeatRefusedError`
+        (a ValueError) naming its bot, and nothing is written: the caller drops that pairing.
         """
         ids = list(bot_ids)
         if len(ids) < 2 or len(set(ids)) != len(ids):
@@ -397,14 +485,21 @@ class LadderStore:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
             raise ValueError(f"seed {seed!r}: give an int from 0 to 2**63 - 1")
         with self._writing(f"record the start of a {game} match") as db:
-            for bot_id in ids:
-                rows = db.query("SELECT name, game, revoked FROM bots WHERE id = ?", (bot_id,))
+            given = list(digests) if digests is not None else [None] * len(ids)
+            for bot_id, digest in zip(ids, given, strict=True):
+                rows = db.query("SELECT name, game, revoked, token_digest FROM bots WHERE id = ?", (bot_id,))
                 if not rows:
                     raise ValueError(f"there is no bot with id {bot_id}")
-                name, bot_game, revoked = rows[0]
-                if bot_game != game or revoked is not None:
-                    why = "is revoked" if revoked is not None else f"plays {bot_game}"
-                    raise ValueError(f"bot {name!r} cannot play this {game} match: it {why}")
+                name, bot_game, revoked, current = rows[0]
+                if revoked is not None:
+                    why, text = "revoked", "is revoked"
+                elif bot_game != game:
+                    why, text = "game", f"plays {bot_game}"
+                elif digest is not None and not identity.digests_equal(digest, str(current)):
+                    why, text = "rotated", "has a new token since its connection identified itself"
+                else:
+                    continue
+                raise SeatRefusedError(name, why, f"bot {name!r} cannot play this {game} match: it {text}")
             match_id = int(
                 db.query(
                     "INSERT INTO matches (game, map, seed, status, started) VALUES (?, ?, ?, 'running', ?)"
@@ -499,14 +594,9 @@ class LadderStore:
         log.warning("ladder: match %d void: %s", match_id, reason)
         return self._match_or_raise(match_id)
 
-    def void_running(self, reason: str = VOID_ON_START) -> list[MatchRecord]:
-        """Claim the database as its one ladder server, then void every match still running; those matches.
-
-        Call it once, when the ladder server starts, before it begins any match: matches running then
-        were cut short by the previous server's death. The claim (a lock held until `close`) makes a second
-        server on the same database fail here, instead of voiding the first one's live matches. Tools that
-        only read, or add bots, never call it.
-        """
+    def claim_server(self) -> None:
+        """Hold, until `close`, the lock that says this process is the database's one ladder server; a
+        `LadderStoreError` if another holds it. Taken again by `reconnect` after a lost connection."""
         with self._lock:
             try:
                 self._db.claim_server()
@@ -518,6 +608,29 @@ class LadderStore:
                 raise LadderStoreError(
                     f"{self.where}: cannot claim the database: {self._db.remedy(exc)}"
                 ) from exc
+
+    @property
+    def connected(self) -> bool:
+        """False while the connection to the database is lost (PostgreSQL); see `reconnect`."""
+        return self._db.connected
+
+    def reconnect(self) -> None:
+        """Connect again if the connection was lost, and take the one-server lock again if this process
+        held it. `LadderStoreError` while the database is still unreachable; `ServerClaimLostError` if
+        another server took the database meanwhile (this one must stop)."""
+        with self._reading("connect to the database again") as db:
+            db.reconnect()
+
+    def void_running(self, reason: str = VOID_ON_START) -> list[MatchRecord]:
+        """Claim the database as its one ladder server, then void every match still running; those matches.
+
+        Call it once, when the ladder server starts, before it begins any match: matches running then
+        were cut short by the previous server's death. The claim (a lock held until `close`) makes a second
+        server on the same database fail here, instead of voiding the first one's live matches. Tools that
+        only read, or add bots, never call it.
+        """
+        with self._lock:
+            self.claim_server()
             with self._writing("void the matches that the last server left running") as db:
                 ids = [
                     int(i)
@@ -530,6 +643,12 @@ class LadderStore:
         for match_id in sorted(ids):
             log.warning("ladder: match %d void: %s", match_id, reason)
         return [self._match_or_raise(i) for i in sorted(ids)]
+
+    def highest_match_id(self) -> int:
+        """The highest match id handed out so far (0 for none): new matches get higher ids."""
+        with self._reading("read the highest match id") as db:
+            rows = db.query("SELECT MAX(id) FROM matches")
+        return int(rows[0][0] or 0)
 
     def _check_running(self, db: Backend, match_id: int, verb: str) -> None:
         rows = db.query("SELECT status FROM matches WHERE id = ?", (match_id,))

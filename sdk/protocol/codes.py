@@ -35,6 +35,9 @@ QUEUE_FULL = "queue_full"
 TOO_MANY_CONNECTIONS = "too_many_connections"
 LOCKED_OUT = "locked_out"
 TLS_REQUIRED = "tls_required"
+#: A ladder ended this connection: its bot was revoked, or its token was replaced (rotated). Not "not
+#: now": the token this bot has will not work again.
+REVOKED = "revoked"
 
 #: Every error code, in the order docs/protocol.md lists them.
 ERROR_CODES = (
@@ -56,9 +59,11 @@ ERROR_CODES = (
     TOO_MANY_CONNECTIONS,
     LOCKED_OUT,
     TLS_REQUIRED,
+    REVOKED,
 )
 #: Refusals that say "not now": a ladder bot waits and comes back (`cellarena.sdk.run(ladder=True)`).
 #: Any other error before a match starts means the bot or its token is wrong, and retrying cannot help.
+#: A ladder whose database is unreachable says `shutdown`, which every SDK released so far retries.
 RETRY_LATER = (SHUTDOWN, BUSY, QUEUE_FULL, TOO_MANY_CONNECTIONS, LOCKED_OUT)
 
 

@@ -56,6 +56,7 @@ const FIX = {
   bad_hello: "check the bot's token (--token or CELLARENA_TOKEN) and its game",
   bad_version: `this bot speaks protocol ${PROTOCOL_VERSION}`,
   tls_required: "connect with --tls",
+  revoked: "ask the ladder's host for the bot's current token",
 };
 // Errors of the network itself, which another try may not meet (any other error before a TLS
 // handshake ends is the handshake refused).
