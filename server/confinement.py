@@ -284,6 +284,24 @@ class ProcessTree:
             self.sessions.add(table[pid].session)
         return [table[pid] for pid in sorted(found)]
 
+    def lineage(self, table: dict[int, _Stat]) -> list[int]:
+        """The bot's first process and what descends from it (children, and its sessions), without
+        the processes found by the marker alone: a marker is in the environment, which another
+        process of the same user can read and copy, so it proves no kinship."""
+        if self.root not in table:
+            return []
+        found = {self.root}
+        sessions = {table[self.root].session}
+        changed = True
+        while changed:
+            changed = False
+            for pid, s in table.items():
+                if pid not in found and pid != 1 and (s.ppid in found or s.session in sessions):
+                    found.add(pid)
+                    sessions.add(s.session)
+                    changed = True
+        return sorted(found)
+
     def usage(self, table: dict[int, _Stat]) -> tuple[int, float, int]:
         """(resident bytes, CPU seconds, live processes) of the bot now."""
         live = [s for s in self.members(table) if s.state not in ("Z", "X")]

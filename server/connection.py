@@ -107,10 +107,13 @@ class Connection:
                 pass
         self.sock = sock
         self._fd = sock.fileno()  # kept: a closed socket's fileno() is -1
+        #: The peer's TCP port (None where there is none): how a launcher's handed-over socket is known.
+        self.peer_port: int | None = None
         try:
             host, port = sock.getpeername()[:2]
             self.peer = f"{host}:{port}"
-        except OSError:
+            self.peer_port = port
+        except (OSError, ValueError):  # ValueError: a Unix socket's peer has no (host, port)
             self.peer = "?"
         self.name = self.peer  # replaced by the bot's name after its hello
         #: When its hello arrived (time.time(), kernel stamp): the lobby seats bots in this order.

@@ -16,6 +16,7 @@ import os
 import secrets
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -37,10 +38,13 @@ from cellarena.server.confinement import (
     over_limit,
     process_table,
 )
+from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import MatchOutcome, Recorder, TickSettings
 from cellarena.server.seating import Refusal, ReservedSeating
+from cellarena.server.socket_owner import holds, tcp_inode
+from cellarena.server.spawn import Child, spawn
 
 #: Seconds a bot has, from the start of its process, to connect and send hello.
 DEFAULT_CONNECT_TIMEOUT = 15.0
@@ -114,7 +118,7 @@ class LaunchedMatch:
 class BotProcess:
     """A launched bot: its first process, everything it started (`tree`), and how it was confined."""
 
-    proc: trio.Process
+    proc: Child
     tree: ProcessTree
     launch: Launch
     #: Why the launcher stopped it (a limit), or None.
@@ -161,7 +165,18 @@ async def play_match(
     tokens = {secrets.token_hex(16): seat for seat in range(len(bots))}
     by_seat = {seat: token for token, seat in tokens.items()}
     outcomes: list[MatchOutcome] = []
-    seating = ReservedSeating(tokens, [b.name for b in bots], timeout=connect_timeout)
+    procs: dict[str, BotProcess] = {}
+
+    def owner(seat: int, conn: Connection) -> bool:
+        """Whether a connection that came with seat ``seat``'s token is held by that bot's processes."""
+        proc = procs.get(bots[seat].name)
+        server_port = _local_port(conn)
+        if proc is None or conn.peer_port is None or server_port is None:
+            return False
+        inode = tcp_inode(conn.peer_port, server_port)
+        return inode is not None and holds(proc.tree.lineage(process_table()), inode)
+
+    seating = ReservedSeating(tokens, [b.name for b in bots], timeout=connect_timeout, owner=owner)
     lobby = Lobby(
         LobbyConfig(
             game,
@@ -174,6 +189,9 @@ async def play_match(
             recorder=recorder,
             on_result=outcomes.append,
             on_tick=on_tick,
+            # A handed-over connection is accepted before its bot's process starts: it has as long
+            # to say hello as a bot has to connect.
+            hello_timeout=max(connect_timeout, LobbyConfig.hello_timeout),
         ),
         seating,
     )
@@ -184,7 +202,6 @@ async def play_match(
         )
     log_dir.mkdir(parents=True, exist_ok=True)
     logs = _log_paths(log_dir, [b.name for b in bots])
-    procs: dict[str, BotProcess] = {}
     exit_codes: dict[str, int | None] = {}
     stopped: dict[str, str] = {}
     # Each bot's output goes through a pipe to its log, so that a bot that prints without end cannot
@@ -202,9 +219,21 @@ async def play_match(
                     on_listening(port)
                 for seat, bot in enumerate(bots):
                     try:
-                        proc = await start_bot(
-                            bot, "127.0.0.1", port, by_seat[seat], limits=limits, isolate=isolate
-                        )
+                        connection = _handover(seating, seat, port)
+                        try:
+                            # Isolated, a bot reaches no network (and so no port): the connection is
+                            # its only way in, and no token is handed over.
+                            proc = await start_bot(
+                                bot,
+                                "127.0.0.1",
+                                port,
+                                None if isolate else by_seat[seat],
+                                limits=limits,
+                                isolate=isolate,
+                                connection=connection,
+                            )
+                        finally:
+                            connection.close()  # the bot has its own copy; ours would keep the seat open
                     except OSError as exc:
                         why = f"cannot start {bot.command!r}: {exc}"
                         if isolate and isinstance(exc, PermissionError):
@@ -245,54 +274,81 @@ async def play_match(
     return LaunchedMatch(outcomes[0], logs, exit_codes, refused, stopped)
 
 
+def _handover(seating: ReservedSeating, seat: int, port: int) -> socket.socket:
+    """A connection to the match server for ``seat``, made here and handed to its bot: the seat is
+    the connection's (`ReservedSeating.expect`), so the bot has no secret that another could read.
+    Bound before it connects, so that the server knows its source port before it can accept it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("127.0.0.1", 0))
+        seating.expect(sock.getsockname()[1], seat)
+        sock.settimeout(5.0)  # loopback: the kernel completes it at once unless the backlog is full
+        sock.connect(("127.0.0.1", port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(None)  # the bot gets it blocking, as a socket it made itself would be
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _local_port(conn: Connection) -> int | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int(conn.sock.getsockname()[1])
+    return None
+
+
 async def start_bot(
     bot: BotSpec,
     host: str,
     port: int,
-    token: str,
+    token: str | None,
     *,
     limits: Limits | None = None,
     isolate: bool = False,
+    connection: socket.socket | None = None,
 ) -> BotProcess:
-    """Start ``bot`` in a session of its own, confined by ``limits`` (and as a user of its own with
-    ``isolate``), told where to connect in its environment and its token through an inherited pipe
-    (docs/protocol.md), its output piped for `copy_log`."""
+    """Start ``bot`` in a session of its own, confined by ``limits`` (and isolated with ``isolate``),
+    its output piped for `copy_log` (docs/protocol.md says what a bot is handed):
+
+    - ``connection``, when given, as its standard input, descriptor 0, named by CELLARENA_SOCKET_FD:
+      a connection to the match server that already owns the bot's seat, with nothing secret in it;
+    - ``token``, when given, through an inherited pipe named by CELLARENA_TOKEN_FD, with where to
+      connect in CELLARENA_HOST and _PORT, for bots written before the connection was handed over."""
     become_subreaper()
     launch = Launch(limits or Limits(), isolate=isolate)
     launch.prepare()
-    # The token waits in a pipe the bot inherits: unlike the environment, another bot cannot read it
-    # from /proc (its descriptors are its own to open once isolated, and it is gone once read).
-    read_end, write_end = os.pipe()
+    env = {k: v for k, v in os.environ.items() if k not in ("CELLARENA_TOKEN", "CELLARENA_TOKEN_FD")}
+    env.update(CELLARENA_HOST=host, CELLARENA_PORT=str(port), CELLARENA_NAME=bot.name, PYTHONUNBUFFERED="1")
+    env.update(launch.env())
+    pass_fds: tuple[int, ...] = ()
+    read_end = None
+    if token is not None:
+        # Not in the environment, which any process of the same user can read (/proc/PID/environ).
+        read_end, write_end = os.pipe()
+        try:
+            os.write(write_end, token.encode() + b"\n")
+        finally:
+            os.close(write_end)
+        env["CELLARENA_TOKEN_FD"] = str(read_end)
+        pass_fds = (read_end,)
+    if connection is not None:
+        env["CELLARENA_SOCKET_FD"] = "0"
     try:
-        os.write(write_end, token.encode() + b"\n")
-    finally:
-        os.close(write_end)
-    env = {k: v for k, v in os.environ.items() if k != "CELLARENA_TOKEN"}
-    env.update(
-        CELLARENA_HOST=host,
-        CELLARENA_PORT=str(port),
-        CELLARENA_TOKEN_FD=str(read_end),
-        CELLARENA_NAME=bot.name,
-        PYTHONUNBUFFERED="1",
-        **launch.env(),
-    )
-    try:
-        proc = await trio.lowlevel.open_process(
+        proc = await spawn(
             launch.argv(bot.argv(), bot.cwd),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stdin=connection.fileno() if connection is not None else subprocess.DEVNULL,
             env=env,
             cwd=bot.cwd,
-            start_new_session=True,
-            pass_fds=(read_end,),
+            pass_fds=pass_fds,
             **launch.popen_kwargs(),
         )
     except BaseException:
         launch.cleanup()
         raise
     finally:
-        os.close(read_end)
+        if read_end is not None:
+            os.close(read_end)
     return BotProcess(proc, ProcessTree(proc.pid, launch.marker), launch)
 
 

@@ -220,12 +220,17 @@ class Lobby:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer)
         try:
             if self.config.tls is not None:
-                return TlsConnection(sock, self._poller, self.config.tls, max_backlog=self.config.max_backlog)
-            return Connection(sock, self._poller, max_backlog=self.config.max_backlog)
+                conn: Connection = TlsConnection(
+                    sock, self._poller, self.config.tls, max_backlog=self.config.max_backlog
+                )
+            else:
+                conn = Connection(sock, self._poller, max_backlog=self.config.max_backlog)
         except OSError as exc:  # reset before we even looked at it
             log.info("lost a new connection at once: %s", exc)
             sock.close()
             return None
+        self.seating.connected(conn)
+        return conn
 
     async def shutdown(self, grace: float = 2.0) -> int:
         """Stop serving: running matches end now, without a result (they are nobody's fault, so no

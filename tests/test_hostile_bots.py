@@ -109,6 +109,132 @@ def test_a_bot_cannot_read_another_bots_token_and_take_its_seat(tmp_path: Path) 
     assert launched.outcome.result.winner == 1
 
 
+PROC_THIEF = """
+import json, os, socket, sys, time
+from cellarena.sdk import protocol
+
+out, victim = sys.argv[1], sys.argv[2]
+report = {"victim_seen": False, "stolen": None, "stolen_reply": None}
+
+def victim_pids():
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\\0")
+        except OSError:
+            continue
+        if ("CELLARENA_NAME=" + victim).encode() in env:
+            yield pid
+
+# Every descriptor of the victim that can be opened and read (pipes; a socket cannot be opened).
+deadline = time.time() + 10
+while time.time() < deadline and report["stolen"] is None:
+    for pid in victim_pids():
+        report["victim_seen"] = True
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                handle = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            try:
+                text = os.read(handle, 4096).decode("latin-1").strip()
+            except OSError:
+                text = ""
+            finally:
+                os.close(handle)
+            if len(text) == 32 and all(c in "0123456789abcdef" for c in text):
+                report["stolen"] = text
+    time.sleep(0.002)
+
+def reply(sock, wait):
+    reader = protocol.FrameReader(protocol.MAX_SERVER_FRAME)
+    sock.settimeout(wait)
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return "closed"
+            got = reader.feed(data)
+            if got:
+                return got[0].get("code", got[0]["type"])
+    except socket.timeout:
+        return "seated"  # a reserved seat says nothing until its match starts
+
+held = []
+if report["stolen"]:
+    sock = socket.create_connection((os.environ["CELLARENA_HOST"], int(os.environ["CELLARENA_PORT"])))
+    sock.sendall(protocol.encode(protocol.hello(victim, "rezzo", token=report["stolen"])))
+    report["stolen_reply"] = reply(sock, 1.0)
+    held.append(sock)
+with open(out, "w") as f:
+    json.dump(report, f)
+time.sleep(3)  # holds what it took while the match would start
+"""
+
+SLOW_VICTIM = """
+import runpy, sys, time
+time.sleep(1.5)  # its handover waits, unread, meanwhile
+sys.argv = [sys.argv[1]]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_a_bot_cannot_take_a_seat_by_reading_another_bots_descriptors(tmp_path: Path) -> None:
+    """Without --isolate, a bot of the same user opens /proc/VICTIM/fd/N of a bot that has not read its
+    handover yet: it learns nothing that seats it (before: the victim's token, its seat, its result)."""
+    from bot_files import example_bot
+
+    thief = _write(tmp_path, "thief.py", PROC_THIEF)
+    victim = _write(tmp_path, "victim.py", SLOW_VICTIM)
+    walker = shlex.split(example_bot("rezzo", "random_walker"))[1]
+    report_file = tmp_path / "thief.json"
+    launched = trio.run(
+        lambda: play_match(
+            "rezzo",
+            QUICK,
+            [
+                BotSpec("thief", f"python {shlex.quote(str(thief))} {report_file} victim"),
+                BotSpec("victim", f"python {shlex.quote(str(victim))} {shlex.quote(walker)}"),
+            ],
+            TickSettings(fast=True, budget_ms=2000),
+            seed=0,
+            log_dir=tmp_path / "logs",
+        )
+    )
+    report = json.loads(report_file.read_text())
+    assert report["victim_seen"], launched.logs["thief"].read_text()
+    # Whatever it read (an unread legacy token pipe), it is no use from the thief's own processes.
+    assert report["stolen_reply"] in (None, "bad_hello"), report
+    assert launched.refused == {}, launched.refused
+    assert launched.outcome.forfeits == [0], launched.logs["victim"].read_text()
+    assert launched.outcome.result.winner == 1
+
+
+def test_a_bot_written_before_the_handover_still_plays_with_its_token_pipe(tmp_path: Path) -> None:
+    """A bot that ignores the connection it is handed and connects to CELLARENA_PORT with the token
+    from CELLARENA_TOKEN_FD (as bots did before) still takes its seat without --isolate: its own
+    process holds the connection. Here it even connects from a child process."""
+    raw = f"{shlex.quote(sys.executable)} {shlex.quote(shlex.split(RAW_BOT)[1])} random"
+    legacy = f"env -u CELLARENA_SOCKET_FD sh -c {shlex.quote(raw)}"
+    launched = trio.run(
+        lambda: play_match(
+            "rezzo",
+            QUICK,
+            [BotSpec("legacy", legacy), BotSpec("handed", RAW_BOT)],
+            TickSettings(fast=True, budget_ms=2000),
+            seed=0,
+            log_dir=tmp_path / "logs",
+        )
+    )
+    said = launched.logs["legacy"].read_text()
+    assert launched.refused == {} and launched.stopped == {} and launched.outcome.forfeits == [], said
+
+
 ORPHANER = """
 import os, sys, time
 pids = sys.argv[1]
@@ -253,15 +379,17 @@ def test_the_token_is_not_in_a_launched_bots_environment(tmp_path: Path) -> None
 PEEKER = """
 import json, os, sys, time
 results = sys.argv[1]
-fd = os.environ["CELLARENA_TOKEN_FD"]
-mine = os.fdopen(int(fd), "rb").readline().decode().strip()
 report = {"read": [], "results_writable": None, "home_writable": None}
 deadline = time.time() + 1.5
 while time.time() < deadline and not report["read"]:
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
-        for path in (f"/proc/{pid}/fd/{fd}", f"/proc/{pid}/environ"):
+        try:
+            fds = [f"/proc/{pid}/fd/{fd}" for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            fds = []
+        for path in fds + [f"/proc/{pid}/environ"]:
             try:  # non-blocking: another process's fd may be a pipe nobody writes to
                 handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
             except OSError:
@@ -272,7 +400,7 @@ while time.time() < deadline and not report["read"]:
                 continue
             finally:
                 os.close(handle)
-            if len(text.strip()) == 32 and text.strip() != mine:
+            if len(text.strip()) == 32 and all(c in "0123456789abcdef" for c in text.strip()):
                 report["read"].append(path)
     time.sleep(0.01)
 try:
@@ -291,10 +419,11 @@ print("REPORT " + json.dumps(report), flush=True)  # to its log: with bubblewrap
 """
 
 HOLDER = """
-import os, sys, time
-time.sleep(1.5)  # holds its token unread in its inherited pipe meanwhile
-token = os.fdopen(int(os.environ["CELLARENA_TOKEN_FD"]), "rb").readline().decode().strip()
-print("read my token:", len(token) == 32)
+import os, socket, sys, time
+time.sleep(1.5)  # holds what it was handed, unread, meanwhile
+handed = socket.socket(fileno=int(os.environ["CELLARENA_SOCKET_FD"]))
+print("handed a connection:", handed.getpeername()[0] == "127.0.0.1")
+print("token pipe:", "CELLARENA_TOKEN_FD" in os.environ)
 """
 
 
@@ -351,13 +480,19 @@ def test_an_isolated_bot_cannot_read_another_bots_token_or_write_the_results(
         assert "REPORT " in said, (launched.stopped, said)
         report = json.loads(said.split("REPORT ", 1)[1].splitlines()[0])
         assert report["home_writable"] is True
+        held = launched.logs["holder"].read_text()
+        assert "handed a connection: True" in held, held
         if isolate:
+            # Nothing to read, and no token handed over (an isolated bot reaches only its connection).
             assert report["read"] == [] and report["results_writable"] is False
-            assert "read my token: True" in launched.logs["holder"].read_text()
+            assert "token pipe: False" in held
         else:
-            # Without --isolate every bot runs as this user, here root: a token not yet read can be taken
-            # from the pipe, and files written (docs/security.md says so).
+            # Without --isolate every bot runs as this user, here root: the token pipe kept for bots
+            # written before can be read (it seats only the holder's own processes, see
+            # test_a_bot_cannot_take_a_seat_by_reading_another_bots_descriptors), and files written
+            # (docs/security.md says so).
             assert report["read"] and report["results_writable"] is True
+            assert "token pipe: True" in held
     finally:
         shutil.rmtree(shared, ignore_errors=True)
 
