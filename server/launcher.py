@@ -1,11 +1,15 @@
 """`cellarena match`: a server on a free loopback port, one process per bot, one match.
 
-Each bot gets the connection details in its environment (CELLARENA_HOST, _PORT, _NAME) and its seat
-token through an inherited pipe whose descriptor number is CELLARENA_TOKEN_FD: another process can
-read a bot's environment (``/proc/PID/environ``), so a secret never goes there (docs/protocol.md).
-Each process starts in a session of its own and is confined (`cellarena.server.confinement`): limits
-on memory, CPU time, processes and open files, optionally a user of its own, and when the match ends,
-or on Ctrl-C, every process it started, double-forked or not, is killed. No process is left behind.
+Each bot is handed a connection to the server that already owns its seat, as its standard input
+(CELLARENA_SOCKET_FD=0), and its name in CELLARENA_NAME. Without --isolate it also gets the server's
+address (CELLARENA_HOST, _PORT) and its seat token through an inherited pipe (CELLARENA_TOKEN_FD),
+for bots written before the connection was handed over; that token seats only a connection that the
+bot's own processes hold. Nothing secret goes in the environment, which other processes can read
+(docs/protocol.md). Each process starts in a session of its own, in a cgroup of its own where the host
+offers one, and is confined (`cellarena.server.confinement`): limits on memory, CPU time, processes
+and open files, optionally a user and a network of its own; when the match ends, on Ctrl-C, or when
+cellarena itself is killed (the parent-death signal and `cellarena.server.reaper`), every process it
+started, double-forked or not, is killed. No process is left behind.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from cellarena.server.confinement import (
     Limits,
     ProcessTree,
     become_subreaper,
+    cgroup_reason,
     check_isolation,
     exit_reason,
     over_limit,
@@ -42,6 +47,7 @@ from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import MatchOutcome, Recorder, TickSettings
+from cellarena.server.reaper import Reaper
 from cellarena.server.seating import Refusal, ReservedSeating
 from cellarena.server.socket_owner import holds, tcp_inode
 from cellarena.server.spawn import Child, spawn
@@ -274,6 +280,12 @@ async def play_match(
     return LaunchedMatch(outcomes[0], logs, exit_codes, refused, stopped)
 
 
+#: What a launched bot is told by cellarena alone, never inherited from cellarena's own environment.
+_HANDOVER_VARIABLES = (
+    "CELLARENA_TOKEN", "CELLARENA_TOKEN_FD", "CELLARENA_SOCKET_FD", "CELLARENA_HOST", "CELLARENA_PORT",
+)  # fmt: skip
+
+
 def _handover(seating: ReservedSeating, seat: int, port: int) -> socket.socket:
     """A connection to the match server for ``seat``, made here and handed to its bot: the seat is
     the connection's (`ReservedSeating.expect`), so the bot has no secret that another could read.
@@ -316,10 +328,12 @@ async def start_bot(
     - ``token``, when given, through an inherited pipe named by CELLARENA_TOKEN_FD, with where to
       connect in CELLARENA_HOST and _PORT, for bots written before the connection was handed over."""
     become_subreaper()
-    launch = Launch(limits or Limits(), isolate=isolate)
+    launch = Launch(limits or Limits(), isolate=isolate, handed_connection=connection is not None)
     launch.prepare()
-    env = {k: v for k, v in os.environ.items() if k not in ("CELLARENA_TOKEN", "CELLARENA_TOKEN_FD")}
-    env.update(CELLARENA_HOST=host, CELLARENA_PORT=str(port), CELLARENA_NAME=bot.name, PYTHONUNBUFFERED="1")
+    env = {k: v for k, v in os.environ.items() if k not in _HANDOVER_VARIABLES}
+    env.update(CELLARENA_NAME=bot.name, PYTHONUNBUFFERED="1")
+    if not launch.private_network:  # an address it could reach
+        env.update(CELLARENA_HOST=host, CELLARENA_PORT=str(port))
     env.update(launch.env())
     pass_fds: tuple[int, ...] = ()
     read_end = None
@@ -349,6 +363,9 @@ async def start_bot(
     finally:
         if read_end is not None:
             os.close(read_end)
+    launch.started()
+    # Should cellarena be killed, the reaper stops what the bot started (`cellarena.server.reaper`).
+    Reaper.add(launch.marker, proc.pid, launch.marker, launch.cgroup)
     return BotProcess(proc, ProcessTree(proc.pid, launch.marker), launch)
 
 
@@ -362,7 +379,11 @@ async def watch_limits(bots: list[BotProcess], limits: Limits) -> None:
         table = await trio.to_thread.run_sync(process_table)
         for bot in running:
             rss, cpu, count = bot.tree.usage(table)
-            why = over_limit(limits, rss, cpu, count)
+            group = bot.launch.cgroup
+            if group is not None:  # the kernel's count: every process the bot ever ran, however detached
+                cpu = group.cpu_seconds() or cpu
+                count = max(count, len(group.pids()))
+            why = over_limit(limits, rss, cpu, count) or cgroup_reason(group, limits)
             if why is not None:
                 bot.stopped_for = why
                 logging.getLogger("cellarena.server").warning(
@@ -370,6 +391,8 @@ async def watch_limits(bots: list[BotProcess], limits: Limits) -> None:
                     bot.pid, why, rss / 2**20, cpu, count,
                 )  # fmt: skip
                 _signal_group(bot, signal.SIGKILL)
+                if group is not None:
+                    await trio.to_thread.run_sync(group.kill)
                 await trio.to_thread.run_sync(bot.tree.kill)
 
 
@@ -422,8 +445,15 @@ async def stop_bot(proc: BotProcess, *, patience: float, grace: float = 2.0) -> 
         await proc.wait()
     else:
         _signal_group(proc, signal.SIGKILL)  # children the bot left behind in its group
+    group = proc.launch.cgroup
+    if group is not None:
+        await trio.to_thread.run_sync(group.kill)  # all of it at once, wherever it went
+        # A limit the kernel held it to, read before its cgroup goes (its out-of-memory killer may
+        # have ended the bot between two looks of the watcher).
+        proc.stopped_for = proc.stopped_for or cgroup_reason(group, proc.launch.limits)
     await trio.to_thread.run_sync(proc.tree.kill)
     proc.launch.cleanup()
+    Reaper.done(proc.launch.marker)
     return proc.returncode
 
 

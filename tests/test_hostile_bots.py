@@ -6,11 +6,14 @@ Each hostile bot is a small script written to the test's tmp folder and started 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,37 @@ from cellarena.server.match import TickSettings
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 QUICK = {"map": "duel", "max_ticks": 30}
+
+
+def _need_cgroups() -> None:
+    """The cgroup path needs cgroups that this user may write (root on the project's machines, where
+    cgroup v1's memory, pids, freezer and cpuacct are mounted); under CI their absence fails."""
+    from cellarena.server.cgroups import detect
+
+    detect.cache_clear()
+    if {"memory", "pids", "freezer", "cpuacct"} <= set(detect()) or "unified" in detect():
+        return
+    why = "no writable cgroups here (run as root on a host that mounts them)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(why, pytrace=False)
+    pytest.skip(why)
+
+
+@pytest.fixture(params=["cgroups", "no cgroups"])
+def cgroups(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[bool]:
+    """Both ways a host confines bots: a cgroup per bot, and the fallback without (CELLARENA_CGROUPS=off)."""
+    from cellarena.server.cgroups import detect
+
+    with_cgroups = request.param == "cgroups"
+    if with_cgroups:
+        _need_cgroups()
+    else:
+        monkeypatch.setenv("CELLARENA_CGROUPS", "off")
+    detect.cache_clear()
+    yield with_cgroups
+    monkeypatch.undo()
+    detect.cache_clear()
+
 
 THIEF = """
 import json, os, socket, sys, time
@@ -280,6 +314,59 @@ def test_every_process_a_bot_starts_is_gone_when_its_match_ends(tmp_path: Path) 
     assert len(started) == 2
     time.sleep(0.2)
     assert [p for p in started if alive(p)] == []
+
+
+@pytest.mark.parametrize("cgroups", ["auto", "off"])
+@pytest.mark.parametrize("command", ["match", "tournament"])
+def test_nothing_a_bot_started_outlives_a_killed_cellarena(
+    tmp_path: Path, command: str, cgroups: str
+) -> None:
+    """SIGKILL every process of a running `cellarena match` or `tournament` (its workers too, as the
+    kernel's out-of-memory killer or `kill -9 -PGID` would): each bot's first process, the children
+    it left in its session and the grandchild it double-forked into a session of its own all end
+    within seconds (before: they ran on, re-parented to init). With a cgroup per bot, and without."""
+    if cgroups == "auto":
+        _need_cgroups()
+    import signal
+
+    from bot_processes import BotPids
+    from cellarena_cli import start_cellarena
+
+    orphaner = _write(tmp_path, "orphaner.py", ORPHANER)
+    pids = BotPids(tmp_path / "pids")
+    raw = shlex.split(RAW_BOT)[1]
+    bots = [
+        "--bot", f"orphaner=python {shlex.quote(str(orphaner))} {pids.path} {shlex.quote(raw)} forever",
+        "--bot", f"plain={RAW_BOT} forever",
+    ]  # fmt: skip
+    if command == "tournament":
+        bots += ["--out", str(tmp_path / "out"), "--jobs", "2"]
+    else:
+        bots += ["--log-dir", str(tmp_path / "logs")]
+    proc = start_cellarena(
+        command, "rezzo", *bots, "--max-ticks", "100000",
+        env={**pids.env, "CELLARENA_CGROUPS": cgroups},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        # The orphaner's two children and the raw bot it becomes, and the plain bot: one match's.
+        wanted = 4
+        deadline = time.monotonic() + 60
+        while len(pids.running()) < wanted and time.monotonic() < deadline:
+            assert proc.poll() is None, "cellarena ended before it could be killed"
+            time.sleep(0.05)
+        assert len(pids.running()) >= wanted, pids.listed()
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    left = pids.wait_until_dead(10.0)
+    survivors = subprocess.run(
+        ["ps", "-o", "pid,ppid,sid,cmd", "-p", ",".join(map(str, left or [0]))],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert left == [], survivors.stdout
 
 
 HOG = """
@@ -557,3 +644,250 @@ def test_a_tournament_names_the_limit_a_bot_went_over(tmp_path: Path) -> None:
     assert problem["matches"] == 4 and problem["reason"].startswith("memory limit exceeded")
     assert "(100 MiB resident)" in problem["reason"] and set(result["problems"]) == {"hog"}
     assert next(s for s in result["standings"] if s["bot"] == "hog")["crashes"] == 4
+
+
+# ------------------------------------------------------------------ cgroups and --isolate's network
+TREE = """
+f() { if [ "$1" -gt 0 ]; then f $(($1 - 1)) & f $(($1 - 1)) & fi; sleep 60; }
+f 5
+"""
+
+
+@pytest.mark.parametrize("hierarchy", ["v1", "v2"])
+def test_a_bots_cgroup_is_killed_as_a_whole(hierarchy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bot's cgroup ends every process in it at once, however many forked meanwhile: v1 freezes
+    them first (it has no `cgroup.kill`), v2 kills them in one write."""
+    import secrets
+    import subprocess
+
+    from cellarena.server.cgroups import UNIFIED, BotCgroup, detect
+
+    monkeypatch.setenv("CELLARENA_CGROUPS", hierarchy)
+    detect.cache_clear()
+    try:
+        wanted = "freezer" if hierarchy == "v1" else UNIFIED
+        if wanted not in detect():
+            why = f"no writable cgroup {hierarchy} with {wanted} here"
+            if os.environ.get("CI") == "true":
+                pytest.fail(why, pytrace=False)
+            pytest.skip(why)
+        group = BotCgroup.make(f"test-{secrets.token_hex(4)}")
+        assert group is not None
+        fds = group.join_descriptors()
+
+        def join() -> None:
+            for fd in fds:
+                os.write(fd, b"0")
+
+        proc = subprocess.Popen(["sh", "-c", TREE], preexec_fn=join, start_new_session=True)  # noqa: PLW1509
+        for fd in fds:
+            os.close(fd)
+        deadline = time.monotonic() + 30
+        while len(group.pids()) < 100 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(group.pids()) >= 100
+        group.kill()
+        assert group.pids() == set()
+        assert proc.wait(timeout=10) == -9
+        group.remove()
+        assert not any(os.path.exists(folder) for folder in group.folders.values())
+    finally:
+        detect.cache_clear()
+
+
+DETACHED_CPU = """
+import os, time
+# Each burst of CPU runs in a grandchild detached into a session of its own, which ends by itself.
+while True:
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            end = time.process_time() + 0.3
+            while time.process_time() < end:
+                pass
+            os._exit(0)
+        os._exit(0)
+    os.wait()
+    time.sleep(0.35)
+"""
+
+
+def test_cpu_time_of_processes_that_ended_detached_counts_in_a_cgroup(tmp_path: Path, cgroups: bool) -> None:
+    """CPU time spent in processes that left the bot's session and ended is counted by the bot's
+    cgroup (cpuacct, cpu.stat); looking at the process table sees only the live ones, so without
+    cgroups such a bot never reaches its CPU limit (docs/security.md says so)."""
+    hog = _write(tmp_path, "hog.py", DETACHED_CPU)
+    launched = trio.run(
+        lambda: play_match(
+            "rezzo",
+            {"map": "duel", "max_ticks": 100_000},
+            [BotSpec("hog", f"python {shlex.quote(str(hog))}"), BotSpec("plain", RAW_BOT)],
+            TickSettings(fast=True, budget_ms=20_000),
+            seed=0,
+            log_dir=tmp_path / "logs",
+            limits=Limits(cpu_seconds=1.0),
+            connect_timeout=8,
+        )
+    )
+    assert launched.outcome.forfeits == [0]
+    if cgroups:
+        assert "CPU time limit exceeded (1 s)" in launched.stopped["hog"], launched.stopped
+    else:
+        assert "hog" not in launched.stopped  # it forfeits for never connecting, not for its CPU
+
+
+BURST = """
+import time
+block = b"\\x01" * (150 * 2**20)  # resident at once, in a few hundredths of a second
+del block
+print("had 150 MiB", flush=True)
+time.sleep(3)
+"""
+
+
+def _shared_folder() -> Path:
+    """A folder everyone may enter, as a tournament's --out usually is (pytest's tmp_path is private)."""
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="cellarena-isolate-test-"))
+    shared.chmod(0o755)
+    return shared
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="runs bots as other users")
+def test_an_isolated_bots_memory_is_held_by_the_kernel(cgroups: bool) -> None:
+    """With --isolate a bot is held to its memory limit and the result names it: by the kernel where
+    there is a cgroup (its out-of-memory killer ends the bot while it fills the block: it never has
+    it, not even between two looks), else by the watcher's looks, five a second."""
+    import shutil
+
+    python = _public_python()
+    assert python is not None, "no Python that another user may run (/usr/bin/python3 on Debian)"
+    shared = _shared_folder()
+    try:
+        burst = _write(shared, "burst.py", BURST)
+        launched = trio.run(
+            lambda: play_match(
+                "rezzo",
+                QUICK,
+                [BotSpec("burst", f"{python} {burst}"), BotSpec("idle", f"{python} -c pass")],
+                TickSettings(fast=True, budget_ms=2000),
+                seed=0,
+                log_dir=shared / "logs",
+                limits=Limits(memory_mb=100),
+                isolate=True,
+                connect_timeout=3,
+            )
+        )
+        said = launched.logs["burst"].read_text()
+        assert launched.stopped.get("burst") == "memory limit exceeded (100 MiB resident)", said
+        if cgroups:
+            assert "had 150 MiB" not in said  # the kernel refused it the block
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="runs bots as other users")
+def test_an_isolated_bots_processes_are_held_by_the_kernel(cgroups: bool) -> None:
+    """With --isolate and a cgroup the kernel refuses a bot's fork past its process limit (pids.max)
+    and the result names the limit; without, RLIMIT_NPROC refuses it (the bot's own user has no
+    other process) and the watcher kills a bot that has more."""
+    import shutil
+
+    python = _public_python()
+    assert python is not None, "no Python that another user may run (/usr/bin/python3 on Debian)"
+    shared = _shared_folder()
+    try:
+        hog = _write(shared, "hog.py", HOG)
+        launched = trio.run(
+            lambda: play_match(
+                "rezzo",
+                QUICK,
+                [BotSpec("hog", f"{python} {hog} processes"), BotSpec("idle", f"{python} -c pass")],
+                TickSettings(fast=True, budget_ms=2000),
+                seed=0,
+                log_dir=shared / "logs",
+                limits=Limits(processes=10),
+                isolate=True,
+                connect_timeout=3,
+            )
+        )
+        said = launched.logs["hog"].read_text()
+        if cgroups:
+            assert launched.stopped.get("hog") == "process limit exceeded (10 processes)", said
+        else:
+            assert "Resource temporarily unavailable" in said or "hog" in launched.stopped, said
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+NETWORK_PROBE = """
+import json, os, socket, sys
+report = {"address_given": "CELLARENA_PORT" in os.environ, "reached": []}
+for host in sys.argv[2:]:
+    try:
+        socket.create_connection((host, int(sys.argv[1])), timeout=2).close()
+        report["reached"].append(host)
+    except OSError:
+        pass
+handed = socket.socket(fileno=int(os.environ["CELLARENA_SOCKET_FD"]))
+report["handed"] = handed.getpeername()[0]
+print("REPORT " + json.dumps(report), flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="runs bots as other users")
+@pytest.mark.parametrize("method", ["user", "bwrap", None])
+def test_an_isolated_bot_reaches_nothing_but_its_connection(
+    method: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An isolated bot has a network of its own with nothing in it: a server listening on this host's
+    loopback and on its other addresses is out of its reach; its handed connection works. Without
+    --isolate the same bot reaches them (so the probe is sound)."""
+    import shutil
+    import socket
+
+    if method == "bwrap":
+        assert shutil.which("bwrap"), "bubblewrap is not installed: apt-get install bubblewrap"
+        monkeypatch.setattr("cellarena.server.confinement.isolation_method", lambda: "bwrap")
+    python = _public_python()
+    assert python is not None, "no Python that another user may run (/usr/bin/python3 on Debian)"
+    listener = socket.socket()
+    listener.bind(("0.0.0.0", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    hosts = ["127.0.0.1"]
+    with contextlib.suppress(OSError):
+        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        probe.connect(("192.0.2.1", 9))  # no packet: only which address a route out would use
+        hosts.append(probe.getsockname()[0])
+        probe.close()
+    shared = _shared_folder()
+    try:
+        script = _write(shared, "probe.py", NETWORK_PROBE)
+        launched = trio.run(
+            lambda: play_match(
+                "rezzo",
+                QUICK,
+                [
+                    BotSpec("probe", f"{python} {script} {port} {' '.join(hosts)}"),
+                    BotSpec("idle", f"{python} -c pass"),
+                ],
+                TickSettings(fast=True, budget_ms=2000),
+                seed=0,
+                log_dir=shared / "logs",
+                isolate=method is not None,
+                connect_timeout=5,
+            )
+        )
+        said = launched.logs["probe"].read_text()
+        assert "REPORT " in said, (launched.stopped, said)
+        report = json.loads(said.split("REPORT ", 1)[1].splitlines()[0])
+        assert report["handed"] == "127.0.0.1"
+        if method is None:
+            assert report["reached"] == hosts and report["address_given"]
+        else:
+            assert report["reached"] == [] and not report["address_given"]
+    finally:
+        listener.close()
+        shutil.rmtree(shared, ignore_errors=True)
