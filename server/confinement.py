@@ -129,10 +129,7 @@ class Launch:
         elif self.method == "bwrap" or can_unshare_network():
             self.private_network = True
         else:
-            logging.getLogger("cellarena.server").warning(
-                "--isolate: this host refuses a network namespace (no CAP_SYS_ADMIN?): the bots share "
-                "the host's network (docs/security.md)"
-            )
+            _warn_shared_network()
         import tempfile
 
         # The homes share a parent that bubblewrap hides behind an empty tmpfs, so a bot sees only its own.
@@ -200,6 +197,15 @@ class Launch:
             self.home = None
         if self.cgroup is not None:
             self.cgroup.remove()
+
+
+@functools.cache
+def _warn_shared_network() -> None:
+    """Once per process: the bots of this host share its network, even isolated."""
+    logging.getLogger("cellarena.server").warning(
+        "--isolate: this host refuses a network namespace (no CAP_SYS_ADMIN?): the bots share the "
+        "host's network (docs/security.md)"
+    )
 
 
 @functools.cache

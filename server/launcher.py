@@ -329,7 +329,11 @@ async def start_bot(
       connect in CELLARENA_HOST and _PORT, for bots written before the connection was handed over."""
     become_subreaper()
     launch = Launch(limits or Limits(), isolate=isolate, handed_connection=connection is not None)
-    launch.prepare()
+    try:
+        launch.prepare()
+    except BaseException:
+        launch.cleanup()  # its cgroup, made before the isolation was refused
+        raise
     env = {k: v for k, v in os.environ.items() if k not in _HANDOVER_VARIABLES}
     env.update(CELLARENA_NAME=bot.name, PYTHONUNBUFFERED="1")
     if not launch.private_network:  # an address it could reach
