@@ -43,6 +43,7 @@ from cellarena.sdk.client import (
     ServerError,
     TLSError,
     connect,
+    handed_connection,
     is_loopback,
     tls_context,
 )
@@ -391,6 +392,18 @@ def _seat_token() -> str | None:
         return _env("CELLARENA_TOKEN")
 
 
+def _handed_connection() -> Client | None:
+    """The connection that the program which started this bot handed over, already owning its seat
+    (descriptor CELLARENA_SOCKET_FD, usually 0: `cellarena match`, tournaments; docs/protocol.md), or
+    None. ValueError when the variable names no open socket."""
+    fd = _env("CELLARENA_SOCKET_FD")
+    if fd is None:
+        return None
+    if not fd.isdigit():
+        raise ValueError(f"{fd!r} is not a descriptor number")
+    return handed_connection(int(fd))
+
+
 def parse_args(
     argv: Sequence[str] | None, default_name: str, *, matches: int = 1, ladder: bool = False
 ) -> argparse.Namespace:
@@ -469,7 +482,14 @@ def parse_args(
     if args.matches is None:
         args.matches = None if args.ladder else matches
     try:
-        args.token = read_token(args.token, args.token_file)
+        args.connection = _handed_connection()
+    except ValueError as exc:
+        parser.error(f"CELLARENA_SOCKET_FD: {exc}; unset it to connect to --host/--port instead")
+    try:
+        if args.connection is not None and args.token is None and args.token_file is None:
+            args.token = None  # the handed connection owns the seat: no token needed, none read
+        else:
+            args.token = read_token(args.token, args.token_file)
         args.tls = tls_context(args.tls_ca) if args.tls or args.tls_ca is not None else None
     except ValueError as exc:
         parser.error(str(exc))
@@ -560,6 +580,14 @@ class _Series:
     ) -> None:
         """Connect to ``host``:``port``, say hello (following redirects), and play one match there."""
         args = self.args
+        handed: Client | None = args.connection
+        if handed is not None and (host, port) == (args.host, args.port):
+            # The first match on the connection the launcher made: it owns the seat, no token is sent.
+            args.connection = None
+            with handed as client:
+                client.hello(args.name, self.bot_class.game, accepts=protocol.ACCEPTS)
+                play(instance, client, name=args.name, quiet=args.quiet)
+            return
         with connect(
             host,
             port,

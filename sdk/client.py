@@ -18,6 +18,7 @@ write your own loop.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import select
 import socket
@@ -297,6 +298,27 @@ def open_connection(
     # Reads wait for as long as the match takes.
     sock.settimeout(None)
     return Client(sock, host, port)
+
+
+def handed_connection(fd: int) -> Client:
+    """A `Client` over descriptor ``fd``: a connection to the match server that the program which
+    started this bot made and handed over (CELLARENA_SOCKET_FD, docs/protocol.md). It already owns the
+    bot's seat: send ``hello`` on it, without a token. ValueError when ``fd`` is not an open socket."""
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError as exc:
+        raise ValueError(f"descriptor {fd} is not an open socket ({exc.strerror or exc})") from None
+    if sock.type != socket.SOCK_STREAM:
+        sock.detach()
+        raise ValueError(f"descriptor {fd} is not a stream socket")
+    sock.settimeout(None)
+    with contextlib.suppress(OSError):  # a Unix socket has no Nagle to turn off
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        host, port = sock.getpeername()[:2]
+    except (OSError, ValueError):
+        host, port = "the handed-over connection", 0
+    return Client(sock, str(host), int(port))
 
 
 def _keep_alive(sock: socket.socket) -> None:

@@ -1,30 +1,39 @@
-"""Confining a bot that cellarena launches: limits on what it may use, another user when asked, and every
-process it starts found and stopped (docs/security.md).
+"""Confining a bot that cellarena launches: limits on what it may use, another user and network when
+asked, and every process it starts found and stopped (docs/security.md).
 
-Why polling ``/proc`` rather than cgroups: cgroups need privileges or a delegated subtree that most
-hosts running cellarena do not give, and `RLIMIT_AS` breaks runtimes that reserve large address
-spaces (node, the JVM). So the launcher reads the process table a few times a second: a bot's
-processes are its own process, their children, anything in the sessions they started, and orphans
-that carry the bot's marker in their environment (the launcher is a child subreaper, so orphans come
-to it instead of to init). Memory (resident, summed over the tree), CPU time and the number of
-processes are checked against `Limits` there, and a bot over one is killed with a reason that names
-the limit. Open files, and CPU time per process as a backstop, are kernel rlimits set before exec.
+Each bot gets a cgroup of its own where the host lets cellarena make one (`cellarena.server.cgroups`):
+it holds every process the bot starts, counts their CPU time, is killed as a whole and, with
+isolation, holds the bot to its memory and process limits in the kernel. But cgroups need
+privileges or a delegated subtree that many hosts running cellarena do not give, and `RLIMIT_AS`
+breaks runtimes that reserve large address spaces (node, the JVM). So the launcher also reads the
+process table a few times a second: a bot's processes are its own process, their children,
+anything in the sessions they started, and orphans that carry the bot's marker in their environment
+(the launcher is a child subreaper, so orphans come to it instead of to init). Memory (resident,
+summed over the tree), CPU time and the number of processes are checked against `Limits` there, and
+a bot over one is killed with a reason that names the limit. Open files, and CPU time per process as
+a backstop, are kernel rlimits set before exec, with the parent-death signal that ends a bot's first
+process with cellarena.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
+import logging
 import os
 import pwd
 import resource
 import secrets
 import shutil
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from cellarena.server.cgroups import BotCgroup
 
 #: Seconds between two looks at a bot's processes.
 POLL_SECONDS = 0.2
@@ -92,16 +101,35 @@ class Launch:
 
     limits: Limits
     isolate: bool = False
+    #: The bot is handed its connection: isolated, it gets a network of its own with nothing in it.
+    handed_connection: bool = False
     marker: str = field(default_factory=lambda: secrets.token_hex(8))
     method: str | None = None
     uid: int | None = None
     home: str | None = None
+    #: The bot's cgroup, where the host lets cellarena make one (`cellarena.server.cgroups`).
+    cgroup: BotCgroup | None = None
+    #: The bot gets a network namespace of its own (nothing to reach but the connection it is handed).
+    private_network: bool = False
+    _join_fds: list[int] = field(default_factory=list)
 
     def prepare(self) -> None:
-        """With isolation, pick the bot's user and make its private writable folder (mode 700)."""
+        """Make the bot's cgroup where the host offers one; with isolation, also hold it to its limits
+        there, pick the bot's user and network and make its private writable folder (mode 700)."""
+        self.cgroup = BotCgroup.make(self.marker)
+        if self.cgroup is not None:
+            if self.isolate:
+                self.cgroup.limit(self.limits.memory_mb, self.limits.processes)
+            self._join_fds = self.cgroup.join_descriptors()
         if not self.isolate:
             return
         self.method = check_isolation()
+        if not self.handed_connection:
+            pass  # a bot that must connect itself (a ladder's house bot) keeps the host's network
+        elif self.method == "bwrap" or can_unshare_network():
+            self.private_network = True
+        else:
+            _warn_shared_network()
         import tempfile
 
         # The homes share a parent that bubblewrap hides behind an empty tmpfs, so a bot sees only its own.
@@ -120,14 +148,17 @@ class Launch:
     def argv(self, argv: list[str], cwd: str | None) -> list[str]:
         """The command line to run: under bubblewrap, the bot's behind it. Everything is read-only but
         its private folder (its HOME and TMPDIR) and a /dev and /proc of its own; it sees no other process
-        and no other bot's folder."""
+        and no other bot's folder, and has a network of its own with nothing in it (its connection to
+        the match is handed over)."""
         if self.method != "bwrap" or self.home is None:
             return argv
         where = os.path.abspath(cwd or os.getcwd())
+        network = ["--unshare-net"] if self.private_network else []
         return [
             "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", os.path.dirname(self.home), "--bind", self.home, self.home,
-            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--cap-drop", "ALL",
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", *network,
+            "--die-with-parent", "--cap-drop", "ALL",
             "--chdir", where,
             "--", *argv,
         ]  # fmt: skip
@@ -139,28 +170,73 @@ class Launch:
         return extra
 
     def popen_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"preexec_fn": _rlimits(self.limits, isolated=self.uid is not None)}
+        new_network = self.private_network and self.method == "user"
+        # RLIMIT_NPROC only where no cgroup counts the bot's processes: it would refuse the fork first,
+        # and the cgroup's refusal is the one the watcher can name.
+        nproc = self.uid is not None and not (self.cgroup is not None and self.cgroup.processes_limited)
+        setup = _child_setup(
+            self.limits, uid=self.uid, nproc=nproc, join_fds=self._join_fds, new_network=new_network
+        )
+        kwargs: dict[str, Any] = {"preexec_fn": setup}
         if self.uid is not None:
-            kwargs.update(user=self.uid, group=self.uid, extra_groups=[], umask=0o077)
+            kwargs.update(umask=0o077)
         return kwargs
 
+    def started(self) -> None:
+        """The bot's first process has started (and joined its cgroup): close what it needed."""
+        for fd in self._join_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._join_fds = []
+
     def cleanup(self) -> None:
-        """Remove the private folder (whatever the bot left in it)."""
+        """Remove the private folder (whatever the bot left in it) and the cgroup (killed before)."""
+        self.started()
         if self.home is not None:
             shutil.rmtree(self.home, ignore_errors=True)
             self.home = None
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
 
-def _rlimits(limits: Limits, *, isolated: bool) -> Callable[[], None]:
-    """The child's last step before exec: kernel limits. Only `setrlimit` calls (safe after fork), with
-    values worked out here, each at most the current hard limit (which an unprivileged host cannot raise)."""
+@functools.cache
+def _warn_shared_network() -> None:
+    """Once per process: the bots of this host share its network, even isolated."""
+    logging.getLogger("cellarena.server").warning(
+        "--isolate: this host refuses a network namespace (no CAP_SYS_ADMIN?): the bots share the "
+        "host's network (docs/security.md)"
+    )
+
+
+@functools.cache
+def can_unshare_network() -> bool:
+    """Whether this process may give a child a network namespace of its own (root with
+    CAP_SYS_ADMIN: not in every container). Tried once, in a throw-away process."""
+    if not sys.platform.startswith("linux"):
+        return False
+    probe = "import ctypes, sys; sys.exit(ctypes.CDLL(None, use_errno=True).unshare(0x40000000) != 0)"
+    try:
+        return subprocess.run([sys.executable, "-c", probe], timeout=30, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _child_setup(
+    limits: Limits, *, uid: int | None, nproc: bool, join_fds: list[int], new_network: bool
+) -> Callable[[], None]:
+    """The bot's first process's last steps before exec, in this order: join its cgroup (writing "0"
+    to each descriptor of ``join_fds``), a network namespace of its own (``new_network``), its user
+    (``uid``: no groups, that uid and gid), kernel limits (RLIMIT_NPROC with ``nproc``, meaningful
+    only for a user of its own), and the parent-death signal. Only system
+    calls, safe after a fork, with everything worked out here; rlimits are each at most the current
+    hard limit (which an unprivileged host cannot raise)."""
     wanted: list[tuple[int, int]] = []
     if limits.open_files is not None:
         wanted.append((resource.RLIMIT_NOFILE, limits.open_files))
     if limits.cpu_seconds is not None:
         # A backstop per process; the tree's total is checked by the watcher, which names the limit.
         wanted.append((resource.RLIMIT_CPU, int(limits.cpu_seconds) + 2))
-    if limits.processes is not None and isolated:
+    if limits.processes is not None and nproc:
         # RLIMIT_NPROC counts every process of the user: only meaningful when the bot has a user of its own.
         wanted.append((resource.RLIMIT_NPROC, limits.processes))
     settings = []
@@ -172,11 +248,49 @@ def _rlimits(limits: Limits, *, isolated: bool) -> Callable[[], None]:
             high = top + 5 if hard == resource.RLIM_INFINITY else min(top + 5, hard)
         settings.append((which, (top, high)))
 
+    parent = os.getpid()
+    prctl = _libc_function("prctl")
+    unshare = _libc_function("unshare") if new_network else None
+
     def apply() -> None:
+        for fd in join_fds:
+            with contextlib.suppress(OSError):  # outside its cgroup, the process tracking still finds it
+                os.write(fd, b"0")
+        if unshare is not None and unshare(CLONE_NEWNET) != 0:
+            raise OSError("cannot give the bot a network namespace of its own")
+        if uid is not None:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
         for which, pair in settings:
             resource.setrlimit(which, pair)
+        # Killed when cellarena ends, even by SIGKILL: the forking thread lives as long as cellarena
+        # (`cellarena.server.spawn`). Asked for last, as a change of user would clear it.
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != parent:  # cellarena died before the request was made
+                os._exit(1)
 
     return apply
+
+
+#: unshare(2): a new network namespace.
+CLONE_NEWNET = 0x40000000
+#: prctl(2) options.
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _libc_function(name: str) -> Callable[..., int] | None:
+    """A libc function, looked up before a fork (after it, in a child of a threaded process, a lookup
+    could wait on a lock that another thread held), or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function: Callable[..., int] = getattr(ctypes.CDLL(None, use_errno=True), name)
+    except (OSError, AttributeError):
+        return None
+    return function
 
 
 def become_subreaper() -> None:
@@ -186,7 +300,7 @@ def become_subreaper() -> None:
         return
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -246,8 +360,11 @@ def _has_marker(pid: int, marker: bytes) -> bool:
 class ProcessTree:
     """The processes of one launched bot, found in snapshots of the process table, and stopped."""
 
-    def __init__(self, root: int, marker: str) -> None:
+    def __init__(self, root: int, marker: str, *, orphans_anywhere: bool = False) -> None:
         self.root = root
+        #: Look for the marker in every process, not only in those re-parented to this one or to init:
+        #: the reaper, after cellarena died, has orphans re-parented to whichever subreaper is above.
+        self.orphans_anywhere = orphans_anywhere
         self.marker = f"{MARKER_VAR}={marker}".encode()
         #: (pid, start) of every process seen as the bot's, so a reused pid is never mistaken for one.
         self.known: set[tuple[int, int]] = set()
@@ -273,7 +390,11 @@ class ProcessTree:
                 if s.ppid in found or (s.session in self.sessions and s.pgrp != 0 and pid != 1):
                     found.add(pid)
                     changed = True
-                elif s.ppid in (me, 1) and pid != self.root and (pid, s.start) not in self.unmarked:
+                elif (
+                    (self.orphans_anywhere or s.ppid in (me, 1))
+                    and pid != self.root
+                    and (pid, s.start) not in self.unmarked
+                ):
                     if _has_marker(pid, self.marker):
                         found.add(pid)
                         changed = True
@@ -283,6 +404,24 @@ class ProcessTree:
             self.known.add((pid, table[pid].start))
             self.sessions.add(table[pid].session)
         return [table[pid] for pid in sorted(found)]
+
+    def lineage(self, table: dict[int, _Stat]) -> list[int]:
+        """The bot's first process and what descends from it (children, and its sessions), without
+        the processes found by the marker alone: a marker is in the environment, which another
+        process of the same user can read and copy, so it proves no kinship."""
+        if self.root not in table:
+            return []
+        found = {self.root}
+        sessions = {table[self.root].session}
+        changed = True
+        while changed:
+            changed = False
+            for pid, s in table.items():
+                if pid not in found and pid != 1 and (s.ppid in found or s.session in sessions):
+                    found.add(pid)
+                    sessions.add(s.session)
+                    changed = True
+        return sorted(found)
 
     def usage(self, table: dict[int, _Stat]) -> tuple[int, float, int]:
         """(resident bytes, CPU seconds, live processes) of the bot now."""
@@ -328,6 +467,18 @@ def over_limit(limits: Limits, rss: int, cpu: float, processes: int) -> str | No
         return f"CPU time limit exceeded ({limits.cpu_seconds:g} s)"
     if limits.processes is not None and processes > limits.processes:
         return f"process limit exceeded ({limits.processes} processes)"
+    return None
+
+
+def cgroup_reason(cgroup: BotCgroup | None, limits: Limits) -> str | None:
+    """The limit the kernel held a bot to in its cgroup, when the bot ran into it (its out-of-memory
+    killer ended one of its processes, or it refused a fork), said as `over_limit` says it; or None."""
+    if cgroup is None:
+        return None
+    if cgroup.memory_limited and limits.memory_mb is not None and cgroup.memory_hit():
+        return over_limit(limits, limits.memory_mb * 2**20 + 1, 0.0, 0)
+    if cgroup.processes_limited and limits.processes is not None and cgroup.processes_hit():
+        return over_limit(limits, 0, 0.0, limits.processes + 1)
     return None
 
 

@@ -112,11 +112,16 @@ class Connection:
                 pass
         self.sock = sock
         self._fd = sock.fileno()  # kept: a closed socket's fileno() is -1
+        #: The peer's TCP port on this socket (None where there is none): how a launcher's handed-over
+        #: socket is known. The socket's own, also behind a trusted proxy.
+        self.peer_port: int | None = None
+        try:
+            own = sock.getpeername()[:2]
+            self.peer_port = own[1]
+        except (OSError, ValueError, IndexError):  # a Unix socket's peer has no (host, port)
+            own = None
         if peer is None:
-            try:
-                peer = sock.getpeername()[:2]
-            except OSError:
-                peer = None
+            peer = own
         #: The client's address (its IP address alone): what per-address limits count.
         self.host = "?" if peer is None else peer[0]
         self.peer = "?" if peer is None else f"{peer[0]}:{peer[1]}"

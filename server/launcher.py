@@ -1,11 +1,15 @@
 """`cellarena match`: a server on a free loopback port, one process per bot, one match.
 
-Each bot gets the connection details in its environment (CELLARENA_HOST, _PORT, _NAME) and its seat
-token through an inherited pipe whose descriptor number is CELLARENA_TOKEN_FD: another process can
-read a bot's environment (``/proc/PID/environ``), so a secret never goes there (docs/protocol.md).
-Each process starts in a session of its own and is confined (`cellarena.server.confinement`): limits
-on memory, CPU time, processes and open files, optionally a user of its own, and when the match ends,
-or on Ctrl-C, every process it started, double-forked or not, is killed. No process is left behind.
+Each bot is handed a connection to the server that already owns its seat, as its standard input
+(CELLARENA_SOCKET_FD=0), and its name in CELLARENA_NAME. Without --isolate it also gets the server's
+address (CELLARENA_HOST, _PORT) and its seat token through an inherited pipe (CELLARENA_TOKEN_FD),
+for bots written before the connection was handed over; that token seats only a connection that the
+bot's own processes hold. Nothing secret goes in the environment, which other processes can read
+(docs/protocol.md). Each process starts in a session of its own, in a cgroup of its own where the host
+offers one, and is confined (`cellarena.server.confinement`): limits on memory, CPU time, processes
+and open files, optionally a user and a network of its own; when the match ends, on Ctrl-C, or when
+cellarena itself is killed (the parent-death signal and `cellarena.server.reaper`), every process it
+started, double-forked or not, is killed. No process is left behind.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import os
 import secrets
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -32,15 +37,20 @@ from cellarena.server.confinement import (
     Limits,
     ProcessTree,
     become_subreaper,
+    cgroup_reason,
     check_isolation,
     exit_reason,
     over_limit,
     process_table,
 )
+from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import MatchOutcome, Recorder, TickSettings
+from cellarena.server.reaper import Reaper
 from cellarena.server.seating import Refusal, ReservedSeating
+from cellarena.server.socket_owner import holds, tcp_inode
+from cellarena.server.spawn import Child, spawn
 
 #: Seconds a bot has, from the start of its process, to connect and send hello.
 DEFAULT_CONNECT_TIMEOUT = 15.0
@@ -114,7 +124,7 @@ class LaunchedMatch:
 class BotProcess:
     """A launched bot: its first process, everything it started (`tree`), and how it was confined."""
 
-    proc: trio.Process
+    proc: Child
     tree: ProcessTree
     launch: Launch
     #: Why the launcher stopped it (a limit), or None.
@@ -161,7 +171,18 @@ async def play_match(
     tokens = {secrets.token_hex(16): seat for seat in range(len(bots))}
     by_seat = {seat: token for token, seat in tokens.items()}
     outcomes: list[MatchOutcome] = []
-    seating = ReservedSeating(tokens, [b.name for b in bots], timeout=connect_timeout)
+    procs: dict[str, BotProcess] = {}
+
+    def owner(seat: int, conn: Connection) -> bool:
+        """Whether a connection that came with seat ``seat``'s token is held by that bot's processes."""
+        proc = procs.get(bots[seat].name)
+        server_port = _local_port(conn)
+        if proc is None or conn.peer_port is None or server_port is None:
+            return False
+        inode = tcp_inode(conn.peer_port, server_port)
+        return inode is not None and holds(proc.tree.lineage(process_table()), inode)
+
+    seating = ReservedSeating(tokens, [b.name for b in bots], timeout=connect_timeout, owner=owner)
     lobby = Lobby(
         LobbyConfig(
             game,
@@ -174,6 +195,9 @@ async def play_match(
             recorder=recorder,
             on_result=outcomes.append,
             on_tick=on_tick,
+            # A handed-over connection is accepted before its bot's process starts: it has as long
+            # to say hello as a bot has to connect.
+            hello_timeout=max(connect_timeout, LobbyConfig.hello_timeout),
         ),
         seating,
     )
@@ -184,7 +208,6 @@ async def play_match(
         )
     log_dir.mkdir(parents=True, exist_ok=True)
     logs = _log_paths(log_dir, [b.name for b in bots])
-    procs: dict[str, BotProcess] = {}
     exit_codes: dict[str, int | None] = {}
     stopped: dict[str, str] = {}
     # Each bot's output goes through a pipe to its log, so that a bot that prints without end cannot
@@ -202,9 +225,21 @@ async def play_match(
                     on_listening(port)
                 for seat, bot in enumerate(bots):
                     try:
-                        proc = await start_bot(
-                            bot, "127.0.0.1", port, by_seat[seat], limits=limits, isolate=isolate
-                        )
+                        connection = _handover(seating, seat, port)
+                        try:
+                            # Isolated, a bot reaches no network (and so no port): the connection is
+                            # its only way in, and no token is handed over.
+                            proc = await start_bot(
+                                bot,
+                                "127.0.0.1",
+                                port,
+                                None if isolate else by_seat[seat],
+                                limits=limits,
+                                isolate=isolate,
+                                connection=connection,
+                            )
+                        finally:
+                            connection.close()  # the bot has its own copy; ours would keep the seat open
                     except OSError as exc:
                         why = f"cannot start {bot.command!r}: {exc}"
                         if isolate and isinstance(exc, PermissionError):
@@ -245,54 +280,96 @@ async def play_match(
     return LaunchedMatch(outcomes[0], logs, exit_codes, refused, stopped)
 
 
+#: What a launched bot is told by cellarena alone, never inherited from cellarena's own environment.
+_HANDOVER_VARIABLES = (
+    "CELLARENA_TOKEN", "CELLARENA_TOKEN_FD", "CELLARENA_SOCKET_FD", "CELLARENA_HOST", "CELLARENA_PORT",
+)  # fmt: skip
+
+
+def _handover(seating: ReservedSeating, seat: int, port: int) -> socket.socket:
+    """A connection to the match server for ``seat``, made here and handed to its bot: the seat is
+    the connection's (`ReservedSeating.expect`), so the bot has no secret that another could read.
+    Bound before it connects, so that the server knows its source port before it can accept it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("127.0.0.1", 0))
+        seating.expect(sock.getsockname()[1], seat)
+        sock.settimeout(5.0)  # loopback: the kernel completes it at once unless the backlog is full
+        sock.connect(("127.0.0.1", port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(None)  # the bot gets it blocking, as a socket it made itself would be
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _local_port(conn: Connection) -> int | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int(conn.sock.getsockname()[1])
+    return None
+
+
 async def start_bot(
     bot: BotSpec,
     host: str,
     port: int,
-    token: str,
+    token: str | None,
     *,
     limits: Limits | None = None,
     isolate: bool = False,
+    connection: socket.socket | None = None,
 ) -> BotProcess:
-    """Start ``bot`` in a session of its own, confined by ``limits`` (and as a user of its own with
-    ``isolate``), told where to connect in its environment and its token through an inherited pipe
-    (docs/protocol.md), its output piped for `copy_log`."""
+    """Start ``bot`` in a session of its own, confined by ``limits`` (and isolated with ``isolate``),
+    its output piped for `copy_log` (docs/protocol.md says what a bot is handed):
+
+    - ``connection``, when given, as its standard input, descriptor 0, named by CELLARENA_SOCKET_FD:
+      a connection to the match server that already owns the bot's seat, with nothing secret in it;
+    - ``token``, when given, through an inherited pipe named by CELLARENA_TOKEN_FD, with where to
+      connect in CELLARENA_HOST and _PORT, for bots written before the connection was handed over."""
     become_subreaper()
-    launch = Launch(limits or Limits(), isolate=isolate)
-    launch.prepare()
-    # The token waits in a pipe the bot inherits: unlike the environment, another bot cannot read it
-    # from /proc (its descriptors are its own to open once isolated, and it is gone once read).
-    read_end, write_end = os.pipe()
+    launch = Launch(limits or Limits(), isolate=isolate, handed_connection=connection is not None)
     try:
-        os.write(write_end, token.encode() + b"\n")
-    finally:
-        os.close(write_end)
-    env = {k: v for k, v in os.environ.items() if k != "CELLARENA_TOKEN"}
-    env.update(
-        CELLARENA_HOST=host,
-        CELLARENA_PORT=str(port),
-        CELLARENA_TOKEN_FD=str(read_end),
-        CELLARENA_NAME=bot.name,
-        PYTHONUNBUFFERED="1",
-        **launch.env(),
-    )
+        launch.prepare()
+    except BaseException:
+        launch.cleanup()  # its cgroup, made before the isolation was refused
+        raise
+    env = {k: v for k, v in os.environ.items() if k not in _HANDOVER_VARIABLES}
+    env.update(CELLARENA_NAME=bot.name, PYTHONUNBUFFERED="1")
+    if not launch.private_network:  # an address it could reach
+        env.update(CELLARENA_HOST=host, CELLARENA_PORT=str(port))
+    env.update(launch.env())
+    pass_fds: tuple[int, ...] = ()
+    read_end = None
+    if token is not None:
+        # Not in the environment, which any process of the same user can read (/proc/PID/environ).
+        read_end, write_end = os.pipe()
+        try:
+            os.write(write_end, token.encode() + b"\n")
+        finally:
+            os.close(write_end)
+        env["CELLARENA_TOKEN_FD"] = str(read_end)
+        pass_fds = (read_end,)
+    if connection is not None:
+        env["CELLARENA_SOCKET_FD"] = "0"
     try:
-        proc = await trio.lowlevel.open_process(
+        proc = await spawn(
             launch.argv(bot.argv(), bot.cwd),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stdin=connection.fileno() if connection is not None else subprocess.DEVNULL,
             env=env,
             cwd=bot.cwd,
-            start_new_session=True,
-            pass_fds=(read_end,),
+            pass_fds=pass_fds,
             **launch.popen_kwargs(),
         )
     except BaseException:
         launch.cleanup()
         raise
     finally:
-        os.close(read_end)
+        if read_end is not None:
+            os.close(read_end)
+    launch.started()
+    # Should cellarena be killed, the reaper stops what the bot started (`cellarena.server.reaper`).
+    Reaper.add(launch.marker, proc.pid, launch.marker, launch.cgroup)
     return BotProcess(proc, ProcessTree(proc.pid, launch.marker), launch)
 
 
@@ -306,7 +383,11 @@ async def watch_limits(bots: list[BotProcess], limits: Limits) -> None:
         table = await trio.to_thread.run_sync(process_table)
         for bot in running:
             rss, cpu, count = bot.tree.usage(table)
-            why = over_limit(limits, rss, cpu, count)
+            group = bot.launch.cgroup
+            if group is not None:  # the kernel's count: every process the bot ever ran, however detached
+                cpu = group.cpu_seconds() or cpu
+                count = max(count, len(group.pids()))
+            why = over_limit(limits, rss, cpu, count) or cgroup_reason(group, limits)
             if why is not None:
                 bot.stopped_for = why
                 logging.getLogger("cellarena.server").warning(
@@ -314,6 +395,8 @@ async def watch_limits(bots: list[BotProcess], limits: Limits) -> None:
                     bot.pid, why, rss / 2**20, cpu, count,
                 )  # fmt: skip
                 _signal_group(bot, signal.SIGKILL)
+                if group is not None:
+                    await trio.to_thread.run_sync(group.kill)
                 await trio.to_thread.run_sync(bot.tree.kill)
 
 
@@ -366,8 +449,15 @@ async def stop_bot(proc: BotProcess, *, patience: float, grace: float = 2.0) -> 
         await proc.wait()
     else:
         _signal_group(proc, signal.SIGKILL)  # children the bot left behind in its group
+    group = proc.launch.cgroup
+    if group is not None:
+        await trio.to_thread.run_sync(group.kill)  # all of it at once, wherever it went
+        # A limit the kernel held it to, read before its cgroup goes (its out-of-memory killer may
+        # have ended the bot between two looks of the watcher).
+        proc.stopped_for = proc.stopped_for or cgroup_reason(group, proc.launch.limits)
     await trio.to_thread.run_sync(proc.tree.kill)
     proc.launch.cleanup()
+    Reaper.done(proc.launch.marker)
     return proc.returncode
 
 

@@ -347,6 +347,7 @@ class Lobby:
                 conn.fail(*refusal, level=logging.INFO)
                 return None
             self._over_cap[conn] = refusal  # told at its hello, once TLS can carry the frame
+        self.seating.connected(conn)
         return conn
 
     def _gone(self, conn: Connection) -> None:

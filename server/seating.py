@@ -121,6 +121,10 @@ class Seating:
         """Join ``lobby``; called once, before it serves."""
         self.lobby = lobby
 
+    def connected(self, conn: Connection) -> None:
+        """A connection was accepted (before its hello): a mode that knows connections by who made
+        them looks at it here, where its peer address cannot have changed hands yet."""
+
     def check(self, conn: Connection, hello: dict[str, Any]) -> tuple[str, str] | None:
         """What this mode refuses in a bot's hello that the lobby accepted: (code, message), or None."""
         return None
@@ -174,17 +178,38 @@ class Refusal:
 
 
 class ReservedSeating(Seating):
-    """One match whose seats are reserved by secret tokens (token -> seat), for bots we launched.
+    """One match whose seats are reserved for bots we launched: each seat by the connection the
+    launcher made for it (`expect`), or by a secret token (token -> seat).
+
+    A connection made by the launcher and handed to the bot carries no secret: the seat is the
+    connection's, from its source port, which no other socket can hold while it is open. A token is
+    what bots written before that use; ``owner`` (seat, connection) -> bool, when given, then says
+    whether the connection belongs to that seat's own processes, so that a token read by another
+    process (an unread pipe in /proc/PID/fd) seats nobody.
 
     ``names`` are the seats' names in results, whatever name each bot says in its hello. With a
     ``timeout`` the match starts that many seconds after the lobby opens even if some bots never
     connected (they forfeit); `seat_gone` says a seat's bot will never come (its process ended).
     """
 
-    def __init__(self, tokens: dict[str, int], names: list[str], *, timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        tokens: dict[str, int],
+        names: list[str],
+        *,
+        timeout: float | None = None,
+        owner: Callable[[int, Connection], bool] | None = None,
+    ) -> None:
         self.tokens = tokens
         self.names = names
         self.timeout = timeout
+        self.owner = owner
+        #: Source ports of the connections the launcher made, by seat, until the lobby accepts them.
+        self._expected: dict[int, int] = {}
+        #: Accepted connections that the launcher made: each is its seat's, whatever its hello says.
+        self._handed: dict[Connection, int] = {}
+        #: Connections whose token is a seat's but which that seat's processes do not hold.
+        self._foreign: set[Connection] = set()
         #: Reserved seats whose bot's hello was refused, so the launcher can say why.
         self.refusals: dict[int, Refusal] = {}
         self.seated: dict[int, Connection] = {}
@@ -193,20 +218,45 @@ class ReservedSeating(Seating):
         self._gone: set[int] = set()
         self._room = WaitingRoom(on_leave=self._unseat)
 
-    def check(self, conn: Connection, hello: dict[str, Any]) -> tuple[str, str] | None:
+    def expect(self, source_port: int, seat: int) -> None:
+        """The launcher is about to connect from loopback port ``source_port`` for ``seat`` (its
+        socket is bound there already, so no other socket can connect from that port meanwhile)."""
+        self._expected[source_port] = seat
+
+    def connected(self, conn: Connection) -> None:
+        port = conn.peer_port
+        if port is not None and port in self._expected:
+            self._handed[conn] = self._expected.pop(port)  # once: a later socket on that port gets nothing
+
+    def _reserved_seat(self, conn: Connection, hello: dict[str, Any]) -> int | None:
+        if conn in self._handed:
+            return self._handed[conn]
         token = hello.get("token")
-        if not isinstance(token, str) or token not in self.tokens:
+        if isinstance(token, str) and token in self.tokens and conn not in self._foreign:
+            return self.tokens[token]
+        return None
+
+    def check(self, conn: Connection, hello: dict[str, Any]) -> tuple[str, str] | None:
+        seat = self._reserved_seat(conn, hello)
+        if seat is None:
             return protocol.BAD_HELLO, "this server reserves its seats: send the 'token' you were given"
-        if self.tokens[token] in self.seated or self.tokens[token] in self._played:
+        if conn not in self._handed and self.owner is not None and not self.owner(seat, conn):
+            self._foreign.add(conn)
+            log.warning("%s came with seat %d's token from another process: refused", conn.peer, seat)
+            return (
+                protocol.BAD_HELLO,
+                "that token is another bot's: a seat's token seats only a connection of that bot's own "
+                "processes (docs/security.md)",
+            )
+        if seat in self.seated or seat in self._played:
             return protocol.SEAT_TAKEN, "that token's seat already has its bot; a token seats one connection"
         return None
 
     def refused(self, conn: Connection, hello: dict[str, Any], code: str, message: str) -> None:
-        """Blame a refused hello on its reserved seat when it carried one's token."""
-        token = hello.get("token")
-        if not isinstance(token, str) or token not in self.tokens:
-            return
-        seat = self.tokens[token]
+        """Blame a refused hello on its reserved seat when it came from that seat's bot."""
+        seat = self._reserved_seat(conn, hello)
+        if seat is None:
+            return  # no seat's, or another process holding a seat's token: the seat itself is fine
         if seat in self.seated or self.lobby.matches_started:
             return  # a second connection for a seat that is taken: the seat itself is fine
         conn.name = self.names[seat]  # the log line then names the bot
@@ -214,8 +264,10 @@ class ReservedSeating(Seating):
 
     def admit(self, conn: Connection, hello: dict[str, Any]) -> None:
         log.info("%s (%s) is waiting for a match", conn.name, conn.peer)
+        seat = self._reserved_seat(conn, hello)
+        assert seat is not None  # `check` accepted it
         if self._room.add(conn):
-            self.seated[self.tokens[hello["token"]]] = conn
+            self.seated[seat] = conn
             self._start_if_ready()
 
     def waiting(self) -> list[Connection]:

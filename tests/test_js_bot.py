@@ -229,6 +229,45 @@ def test_flags_override_environment(bot_dir: Path, free_port: int) -> None:
     check_answers(session)
 
 
+def test_plays_on_the_connection_it_was_handed(bot_dir: Path, free_port: int) -> None:
+    """How `cellarena match` starts it: an open connection on standard input (CELLARENA_SOCKET_FD=0)
+    that owns its seat. It plays there, sends no token, and leaves the token pipe and the port of its
+    environment alone (nothing listens on that port)."""
+    server = FakeServer(lambda c: play_match(c, ticks=3))
+    handed = socket.create_connection(("127.0.0.1", server.port))
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"0123456789abcdef0123456789abcdef\n")
+    os.close(write_end)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CELLARENA_")}
+    env.update(
+        CELLARENA_SOCKET_FD="0",
+        CELLARENA_HOST="127.0.0.1",
+        CELLARENA_PORT=str(free_port),
+        CELLARENA_TOKEN_FD=str(read_end),
+        CELLARENA_NAME="handed",
+    )
+    try:
+        proc = subprocess.run(
+            ["node", "bot.js"],
+            cwd=bot_dir,
+            env=env,
+            stdin=handed.fileno(),
+            pass_fds=(read_end,),
+            capture_output=True,
+            text=True,
+            timeout=IO_TIMEOUT * 2,
+            check=False,
+        )
+    finally:
+        handed.close()
+    session = server.join()
+    assert proc.returncode == 0, proc.stderr
+    check_hello(session.hello, "handed", None)
+    check_answers(session)
+    assert os.read(read_end, 100) == b"0123456789abcdef0123456789abcdef\n"  # not read
+    os.close(read_end)
+
+
 def test_frames_split_into_single_bytes(bot_dir: Path) -> None:
     run = run_bot(bot_dir, lambda c: play_match(c, game_map="duel2", ticks=8), write="bytewise")
     assert run.returncode == 0, run.stderr

@@ -831,7 +831,10 @@ def test_tick_before_welcome_and_malformed_messages_are_protocol_errors() -> Non
 # ======================================================================================== run()
 @pytest.fixture
 def no_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for key in ("CELLARENA_HOST", "CELLARENA_PORT", "CELLARENA_TOKEN", "CELLARENA_NAME"):
+    for key in (
+        "CELLARENA_HOST", "CELLARENA_PORT", "CELLARENA_TOKEN", "CELLARENA_TOKEN_FD", "CELLARENA_SOCKET_FD",
+        "CELLARENA_NAME",
+    ):  # fmt: skip
         monkeypatch.delenv(key, raising=False)
     return monkeypatch
 
@@ -852,6 +855,48 @@ def test_run_reads_the_environment(no_env: pytest.MonkeyPatch) -> None:
         "envname", "rezzo", token="seat-token", accepts=protocol.ACCEPTS
     )
     assert [a["tick"] for a in server.session.answers] == [1]
+
+
+def test_run_plays_on_the_connection_it_was_handed(
+    no_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cellarena match` hands its bots an open connection that owns the seat (CELLARENA_SOCKET_FD):
+    the SDK plays the match on it and sends no token, and leaves the token pipe unread; with two
+    matches, the second connects to CELLARENA_HOST/_PORT."""
+    import socket
+
+    handed_server = scripted([WELCOME, tick(1), END])
+    second_server = scripted([WELCOME, tick(1), END])
+    handed = socket.create_connection(("127.0.0.1", handed_server.port))
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"pipe-token\n")
+    os.close(write_end)
+    no_env.setenv("CELLARENA_SOCKET_FD", str(handed.detach()))
+    no_env.setenv("CELLARENA_TOKEN_FD", str(read_end))
+    no_env.setenv("CELLARENA_HOST", "127.0.0.1")
+    no_env.setenv("CELLARENA_PORT", str(second_server.port))
+    assert run(MyDemoBot, ["--quiet", "--matches", "2"]) == 0, capsys.readouterr().err
+    handed_server.join()
+    second_server.join()
+    assert handed_server.session.hello == protocol.hello("mydemobot", "rezzo", accepts=protocol.ACCEPTS)
+    assert second_server.session.hello == protocol.hello("mydemobot", "rezzo", accepts=protocol.ACCEPTS)
+    assert os.read(read_end, 100) == b"pipe-token\n"  # the seat needed no token: none was read
+    os.close(read_end)
+
+
+def test_run_says_when_the_handed_connection_is_not_a_socket(
+    no_env: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    read_end, write_end = os.pipe()
+    try:
+        no_env.setenv("CELLARENA_SOCKET_FD", str(read_end))
+        with pytest.raises(SystemExit) as exited:
+            run(MyDemoBot, ["--quiet"])
+        assert exited.value.code == 2
+        assert f"CELLARENA_SOCKET_FD: descriptor {read_end} is not an open socket" in capfd.readouterr().err
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def test_flags_win_over_the_environment(no_env: pytest.MonkeyPatch) -> None:

@@ -51,19 +51,26 @@ def confine_options() -> list[Any]:
             "--isolate",
             is_flag=True,
             help="Run each bot as a user of its own (as root) or under bubblewrap, with a private writable "
-            "folder, so it cannot read other bots' tokens or write the results (docs/security.md).",
+            "folder and no network but its match's connection, held to its limits by the kernel where "
+            "cgroups allow, so it cannot reach other bots or write the results (docs/security.md).",
         ),
     ]
 
 
 def confine(values: dict[str, Any]) -> tuple[Limits, bool]:
-    """Pop the options' values from ``values``: (the limits, whether to isolate). Checks --isolate now,
-    so that a host that cannot honour it is told before anything starts."""
+    """Pop the options' values from ``values``: (the limits, whether to isolate). Checks --isolate and
+    CELLARENA_CGROUPS now, so that a host that cannot honour them is told before anything starts."""
     from cellarena.server.confinement import IsolationError, Limits, check_isolation
 
     memory, cpu = values.pop("memory_mb"), values.pop("cpu_seconds")
     processes, files = values.pop("max_processes"), values.pop("max_open_files")
     isolate = bool(values.pop("isolate"))
+    from cellarena.server.cgroups import detect
+
+    try:
+        detect()
+    except ValueError as exc:
+        raise click.UsageError(f"{exc} (the environment variable; docs/security.md)") from None
     if isolate:
         try:
             check_isolation()

@@ -27,7 +27,7 @@ SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value where Py
 
 
 def _token() -> str | None:
-    """The seat token from the pipe the launcher hands over (docs/protocol.md), read once."""
+    """The seat token from the pipe a launcher hands over (a ladder's house bots), read once."""
     fd = os.environ.get("CELLARENA_TOKEN_FD")
     if not fd:
         return os.environ.get("CELLARENA_TOKEN")
@@ -46,10 +46,16 @@ def main() -> int:
     reader = protocol.FrameReader(protocol.MAX_SERVER_FRAME)
     rng = random.Random(name)
     reader.feed(protocol.encode(protocol.moves(0, [0])))
-    sock = socket.create_connection((os.environ["CELLARENA_HOST"], int(os.environ["CELLARENA_PORT"])))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     game = mode[5:] if mode.startswith("game:") else "rezzo"
-    sock.sendall(protocol.encode(protocol.hello(name, game, token=_token())))
+    if os.environ.get("CELLARENA_SOCKET_FD"):
+        # The launcher's connection, which already owns this bot's seat: no token (docs/protocol.md).
+        sock = socket.socket(fileno=int(os.environ["CELLARENA_SOCKET_FD"]))
+        token = None
+    else:
+        sock = socket.create_connection((os.environ["CELLARENA_HOST"], int(os.environ["CELLARENA_PORT"])))
+        token = _token()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.sendall(protocol.encode(protocol.hello(name, game, token=token)))
     answered = 0
     timing = open(os.environ["BOT_TIMING_FILE"], "a") if os.environ.get("BOT_TIMING_FILE") else None  # noqa: SIM115
     if timing is not None:

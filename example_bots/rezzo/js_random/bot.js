@@ -16,6 +16,8 @@
 //   --name / CELLARENA_NAME    bot name, 1-64 chars    (js_random)
 //   --token / CELLARENA_TOKEN_FD (a pipe to read it from) / CELLARENA_TOKEN  seat token  (none)
 //   --seed / CELLARENA_SEED    random seed, an integer (0)
+//   CELLARENA_SOCKET_FD        a connection already open to the match server, owning this bot's seat
+//                              (how `cellarena match` starts it): the first match is played on it
 //   --tls                      connect over TLS, checking the certificate against Node's CA store
 //   --tls-ca PATH              ... against the CA certificates in this PEM file only (implies --tls)
 //   --matches N                play N matches in a row (1)
@@ -125,6 +127,16 @@ function seatToken(env) {
   return env.CELLARENA_TOKEN || undefined;
 }
 
+// The connection `cellarena match` and tournaments hand over: an open socket to the match server on
+// the descriptor CELLARENA_SOCKET_FD names (0, standard input), which already owns this bot's seat, so
+// that there is no secret for another process to read. Used for the first match only.
+function handedConnection(env) {
+  if (!env.CELLARENA_SOCKET_FD) return undefined;
+  const fd = Number(env.CELLARENA_SOCKET_FD);
+  if (!Number.isInteger(fd) || fd < 0) usage(`CELLARENA_SOCKET_FD must be a descriptor number, got ${JSON.stringify(env.CELLARENA_SOCKET_FD)}`);
+  return fd;
+}
+
 function settings() {
   const args = parseArgs(process.argv.slice(2));
   const env = process.env;
@@ -137,7 +149,9 @@ function settings() {
   const name = pick("name", "CELLARENA_NAME", "js_random");
   const nameLength = [...name].length;
   if (nameLength < 1 || nameLength > 64) usage("the name must be 1 to 64 characters");
-  const token = args.token !== undefined ? args.token : seatToken(env);
+  // A connection handed over by the program that started this bot already owns its seat: no token.
+  const handedFd = handedConnection(env);
+  const token = args.token !== undefined ? args.token : handedFd !== undefined ? undefined : seatToken(env);
   const seedText = pick("seed", "CELLARENA_SEED", "0");
   const seed = Number(seedText);
   if (!Number.isInteger(seed)) usage(`bad seed ${JSON.stringify(seedText)}`);
@@ -155,7 +169,7 @@ function settings() {
     }
   }
   const useTls = Boolean(args.tls) || ca !== undefined;
-  return { host, port, name, token, seed, matches, ladder: Boolean(args.ladder), tls: useTls, ca };
+  return { host, port, name, token, seed, matches, ladder: Boolean(args.ladder), tls: useTls, ca, handedFd };
 }
 
 // ------------------------------------------------------------------ deterministic randomness
@@ -334,7 +348,12 @@ function playOnce(cfg, rng, log, track) {
       send(hello);
     }
 
-    if (cfg.tls) {
+    if (cfg.handedFd !== undefined) {
+      // Connected already: say hello once the handlers below are in place.
+      sock = new net.Socket({ fd: cfg.handedFd, readable: true, writable: true });
+      cfg.handedFd = undefined;
+      process.nextTick(onReady);
+    } else if (cfg.tls) {
       // Node checks the certificate against its CA store (or only --tls-ca's) and the server's name.
       const options = { host: cfg.host, port: cfg.port, ca: cfg.ca };
       if (!net.isIP(cfg.host)) options.servername = cfg.host; // SNI takes names, not addresses
