@@ -37,14 +37,15 @@ def replay() -> None:
     "--json",
     "as_json",
     is_flag=True,
-    help="Print one JSON object: ok, and per file its path, ok, complete, ticks_verified, summary, "
-    "mismatch, or error.",
+    help="Print one JSON object: ok, and per file its path, ok, complete, ticks_verified (as the match's "
+    "result counts them), moves_verified (ticks whose moves were re-applied), summary, mismatch, or error.",
 )
 def replay_verify(paths: tuple[str, ...], allow_incomplete: bool, as_json: bool) -> None:
     """Re-simulate each replay and check every tick's state hash and the result.
 
-    Prints "ok: N ticks verified", or where the first mismatch is. Exit status 0 if every file
-    verifies, 1 if any has a mismatch, cannot be read, or is incomplete (unless --allow-incomplete).
+    Prints "ok: N ticks verified" (N as `cellarena match` counts the match's ticks), or where the
+    first mismatch is. Exit status 0 if every file verifies, 1 if any has a mismatch, cannot be
+    read, or is incomplete (unless --allow-incomplete).
     """
     from cellarena.server.replay import ReplayError, read_replay, verify
 
@@ -79,6 +80,7 @@ def _verified(report: VerifyReport, passed: bool) -> dict[str, Any]:
         "ok": passed,
         "complete": report.complete,
         "ticks_verified": report.ticks_verified,
+        "moves_verified": report.ticks_verified if report.moves_verified is None else report.moves_verified,
         "summary": report.summary(),
         "mismatch": None
         if m is None
