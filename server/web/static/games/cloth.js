@@ -5,7 +5,7 @@
   C.cloth_a = C.seat0; C.cloth_b = C.seat1;
   C.cloth_neutral = "#a8a8a8"; C.cloth_dead = "#5b4a63";
   C.cloth_empty = "#17191e"; C.cloth_terr_a = P.mix(C.seat0, "#17191e", 0.72);
-  C.cloth_terr_b = P.mix(C.seat1, "#17191e", 0.72); C.cloth_terr_ab = "#3c3c44";
+  C.cloth_terr_b = P.mix(C.seat1, "#17191e", 0.72); C.cloth_terr_ab = "#4a4a50";
   const EMPTY = ["cloth_empty", "cloth_terr_a", "cloth_terr_b", "cloth_terr_ab"];
   const CELL = [null, "cloth_a", "cloth_b", "cloth_neutral", "cloth_dead"];
   const rgb = {};
