@@ -4,15 +4,21 @@ last frames that read "? generations, ended ?" and "turn 31 of 30", the tourname
 
 from __future__ import annotations
 
+import base64
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from browser import hex_rgb, launched, page_of, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena, start_cellarena
 from colour_distance import ciede2000, ciede2000_lab
+
+from cellarena.sdk.games.cloth import step
+from cellarena.server.games import get_engine
+from cellarena.server.replay import board_at, read_replay, verify
 
 BOTS = ROOT / "example_bots"
 PLAYER = "document.getElementById('player')"
@@ -251,4 +257,58 @@ def test_the_results_page_says_what_its_counts_are_and_drop2df_ends_at_its_last_
         watch = page.locator("#matches tr[data-match] a", has_text="watch").first.get_attribute("href")
         events = _last_frame_events(page, url.rstrip("/").rsplit("/t/", 1)[0] + watch)
         assert "all 30 turns played" in events and "turn 31" not in events, events
+        console.assert_clean()
+
+
+# ------------------------------------------------------------------------------- cloth's generations
+def _cells(page: Any, index: int) -> np.ndarray:
+    """The board of frame ``index`` as the page holds it."""
+    frame = page.evaluate(f"window.cellarenaPlayer.state.frames[{index}].frame")
+    cells = np.frombuffer(base64.b64decode(frame["cells"]["b64"]), np.uint8)
+    return cells.reshape(frame["height"], frame["width"])
+
+
+def test_a_cloth_replay_steps_through_each_generation(browser: Any, tmp_path: Path) -> None:
+    """A replay holds decision points (4 frames for a round's 168 generations); the player shows every
+    generation between them, each the SDK's step of the one before, and the count after the last
+    one is the replay's own (hash-checked) decision point."""
+    replay = tmp_path / "cloth.replay"
+    bots = [
+        "--bot", f"a=python {BOTS / 'cloth' / 'planner.py'}",
+        "--bot", f"b=python {BOTS / 'cloth' / 'random_placer.py'}",
+    ]  # fmt: skip
+    played = cellarena(
+        "match", "cloth", *bots, "--width", "32", "--height", "32", "--fast", "--replay", str(replay)
+    )
+    assert played.returncode == 0, played.stderr
+    rep = read_replay(str(replay))
+    assert verify(rep).ok  # the file is as any replay: nothing added to it
+    engine = get_engine("cloth").new(rep.config, rep.seed)
+    for rec in rep.ticks:
+        engine.apply(rec.moves)
+    rounds = len(engine.frame()["history"])
+    generations = rep.config["generations"]
+    with viewer("replay", "view", str(replay), "--port", "0") as url, page_of(browser) as (page, console):
+        page.goto(url)
+        page.wait_for_function(f"{PLAYER}?.dataset.shown === '0'")
+        meta = page.evaluate("window.cellarenaPlayer.state.meta")
+        assert meta["frames"] == len(rep.ticks) + 1 + rounds * generations
+        page.evaluate("window.cellarenaPlayer.seek(2)")  # both seats placed: round 1's generation 0
+        page.wait_for_function(f"{PLAYER}?.dataset.shown === '2'")
+        assert "round 1: generation 0 of 168 (the units just placed)" in page.inner_text("#events")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"{PLAYER}?.dataset.shown === '3'")
+        assert "generation 1 of 168" in page.inner_text("#tick")
+        assert np.array_equal(_cells(page, 3), step(_cells(page, 2)))
+        for index in (2 + 97, 2 + generations - 1):  # two more, up to the last before the count
+            page.evaluate(f"window.cellarenaPlayer.seek({index})")
+            page.wait_for_function(f"{PLAYER}?.dataset.shown === '{index}'")
+            assert np.array_equal(_cells(page, index), step(_cells(page, index - 1)))
+        after = 2 + generations  # the decision point the round's count leads to
+        page.evaluate(f"window.cellarenaPlayer.seek({after})")
+        page.wait_for_function(f"{PLAYER}?.dataset.shown === '{after}'")
+        assert page.evaluate(f"window.cellarenaPlayer.state.frames[{after}].sub") is None
+        assert np.array_equal(_cells(page, after), step(_cells(page, after - 1)))
+        assert np.array_equal(_cells(page, after), board_at(rep, rep.ticks[2].tick).board)
+        page.screenshot(path=str(shot_dir(tmp_path) / "cloth-generations.png"))
         console.assert_clean()

@@ -189,7 +189,8 @@
     if (api_.firstFrameMs === null) api_.firstFrameMs = performance.now();
     seek.value = String(state.index);
     const last = state.index === state.meta.frames - 1;
-    tickLabel.textContent = !f.live ? `tick ${f.tick}` + (last ? " (end)" : "") + `  ·  ${state.index + 1}/${state.meta.frames}`
+    const sub = f.sub === undefined || f.sub === null ? "" : `, ${G.subName ? G.subName(f.frame) : "between decision points"}`;
+    tickLabel.textContent = !f.live ? `tick ${f.tick}${sub}` + (last ? " (end)" : "") + `  ·  ${state.index + 1}/${state.meta.frames}`
       : live.following ? `tick ${f.tick} (live)`
         : `tick ${f.tick} (paused: frame ${state.index + 1} of ${state.meta.frames} received)`;
     updateSeats(f);

@@ -29,8 +29,14 @@
       for (let i = 0, n = cells.length; i < n; i++) px[i] = lut[(cells[i] << 2) | (terr[i] & 3)];
     },
     scores: (f) => f.scores,
+    // Frames between decision points (a round's generations) name theirs.
+    subName: (f) => `generation ${f.generation} of ${f.generations}`,
     events(fr, meta) {
       const f = fr.frame;
+      if (f.generation !== undefined) {
+        return [`round ${f.round}: generation ${f.generation} of ${f.generations}` +
+          (f.generation === 0 ? " (the units just placed)" : "") + `; units ${f.units.join(" / ")}`];
+      }
       const who = f.to_place === null || f.to_place === undefined ? "" : `, ${meta.names[f.to_place] ?? f.to_place} to place`;
       return [`round ${f.round}${who}; units ${f.units.join(" / ")}`];
     },
