@@ -1,5 +1,7 @@
 """What a newcomer tripped over on the way to a first bot (issue 27, point 6), each fixed and held
-here: two commands that named one match's length with two numbers, ..."""
+here: two commands that named one match's length with two numbers, `replay show` without a legend
+or owners, and `match --web` ending in a traceback on Ctrl-C. (The browser's trips are in
+tests/test_web_newcomer.py.)"""
 
 from __future__ import annotations
 
@@ -15,28 +17,9 @@ from bot_files import RAW_BOT
 from bot_processes import BotPids
 from cellarena_cli import ROOT, cellarena, start_cellarena
 
+from cellarena.server.replay import read_replay
+
 BOTS = ROOT / "example_bots"
-
-
-def test_match_and_replay_verify_count_one_match_the_same(tmp_path: Path) -> None:
-    """A Rezzo loss happens in a tick before that tick's moves: the match's result counts that tick
-    (179), the replay holds 178 ticks of moves. `verify` printed 178 where `match` printed 179."""
-    replay = tmp_path / "m.replay"
-    bots = ["--bot", f"builder=python {BOTS / 'rezzo' / 'builder.py'}"]
-    bots += ["--bot", f"raider=python {BOTS / 'rezzo' / 'raider.py'}"]
-    played = cellarena("match", "rezzo", *bots, "--fast", "--replay", str(replay))
-    assert played.returncode == 0, played.stderr
-    verified = cellarena("replay", "verify", str(replay))
-    assert verified.returncode == 0, verified.stderr
-    report = json.loads(cellarena("replay", "verify", "--json", str(replay)).stdout)["replays"][0]
-    ticks = report["ticks_verified"]
-    assert report["moves_verified"] == ticks - 1  # the case in point: ended by a loss, before the moves
-    assert f"after {ticks} ticks" in played.stdout.splitlines()[0]
-    assert verified.stdout.strip() == (
-        f"ok: {ticks} ticks verified, {ticks - 1} with moves (the game ended before the last one's moves)"
-    )
-    as_json = json.loads(cellarena("match", "rezzo", *bots, "--fast", "--json").stdout)
-    assert as_json["ticks"] == ticks
 
 
 #: game -> (bot a, bot b, options of a short match)
@@ -49,9 +32,14 @@ MATCHES: dict[str, tuple[str, str, list[str]]] = {
 }
 
 
+#: What `cellarena match` printed for each game's match.
+PRINTED: dict[str, str] = {}
+
+
 @pytest.fixture(scope="module")
 def replays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One replay per game, played by the example bots (named alpha and beta) through `cellarena match`."""
+    """One replay per game, played by the example bots (named alpha and beta) through `cellarena match`;
+    Rezzo's builder beats the raider on the duel map by a loss at tick 179."""
     out = tmp_path_factory.mktemp("replays")
     made = {}
     for game, (a, b, options) in MATCHES.items():
@@ -62,7 +50,24 @@ def replays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         )  # fmt: skip
         assert proc.returncode == 0, proc.stdout + proc.stderr
         made[game] = path
+        PRINTED[game] = proc.stdout
     return made
+
+
+def test_match_and_replay_verify_count_one_match_the_same(replays: dict[str, Path]) -> None:
+    """A Rezzo loss happens in a tick before that tick's moves: the match's result counts that tick
+    (179), the replay holds 178 ticks of moves. `verify` printed 178 where `match` printed 179."""
+    replay = replays["rezzo"]
+    verified = cellarena("replay", "verify", str(replay))
+    assert verified.returncode == 0, verified.stderr
+    report = json.loads(cellarena("replay", "verify", "--json", str(replay)).stdout)["replays"][0]
+    ticks = report["ticks_verified"]
+    assert report["moves_verified"] == ticks - 1  # the case in point: ended by a loss, before the moves
+    assert PRINTED["rezzo"].splitlines()[0].startswith(f"alpha wins after {ticks} ticks")
+    assert verified.stdout.strip() == (
+        f"ok: {ticks} ticks verified, {ticks - 1} with moves (the game ended before the last one's moves)"
+    )
+    assert read_replay(str(replay)).result["ticks"] == ticks  # what `match --json` says: its result's
 
 
 @pytest.mark.parametrize("game", sorted(MATCHES))
