@@ -81,9 +81,9 @@ class Timeline:
         cost of `replay verify`); a replay that stops re-simulating counts up to there."""
         if not hasattr(get_engine(self.replay.game), "substeps"):
             return
+        extra = 0
         try:
             cursor = _Cursor(self._rebuild())
-            extra = 0
             while cursor.applied < len(self.replay.ticks):
                 self._step(cursor)
                 extra += _substeps(cursor.engine)
