@@ -595,24 +595,38 @@ class VerifyReport:
     """What `verify` found. ``ok``: everything in the file re-simulates; ``complete``: it has a result."""
 
     path: str
+    #: Ticks counted as the match's result counts them (`cellarena match` prints the same number):
+    #: a game that ends in a tick before that tick's moves (Rezzo's losses come first) counts that
+    #: tick too, so it can be one more than ``moves_verified``.
     ticks_verified: int
     complete: bool
     mismatch: Mismatch | None = None
     incomplete_reason: str = ""
     #: Why a mismatch may be no fault of the file: the game's rules changed since it was recorded.
     rules_note: str = ""
+    #: Tick records (one tick's moves each) re-simulated; None: as many as ``ticks_verified``.
+    moves_verified: int | None = None
 
     @property
     def ok(self) -> bool:
         return self.mismatch is None
+
+    def _counted(self) -> str:
+        moves = self.ticks_verified if self.moves_verified is None else self.moves_verified
+        if moves == self.ticks_verified:
+            return f"{self.ticks_verified} ticks verified"
+        return (
+            f"{self.ticks_verified} ticks verified, {moves} with moves "
+            "(the game ended before the last one's moves)"
+        )
 
     def summary(self) -> str:
         if self.mismatch is not None:
             note = f"; {self.rules_note}" if self.rules_note else ""
             return f"mismatch at {self.mismatch} ({self.ticks_verified} ticks verified before it){note}"
         if not self.complete:
-            return f"incomplete: {self.ticks_verified} ticks verified; {self.incomplete_reason}"
-        return f"ok: {self.ticks_verified} ticks verified"
+            return f"incomplete: {self._counted()}; {self.incomplete_reason}"
+        return f"ok: {self._counted()}"
 
 
 def hash_version(engine_class: type[Engine]) -> int:
@@ -727,6 +741,10 @@ def verify(replay: Replay) -> VerifyReport:
             report.mismatch = Mismatch(last, "engine result", want, got_fields)
     if report.mismatch is not None:
         report.rules_note = _rules_note(replay)
+    elif (ended := engine.result()) is not None and ended.ticks > done:
+        # Count as the result does, so that `verify` and `match` give one number for one match.
+        report.moves_verified = done
+        report.ticks_verified = ended.ticks
     return report
 
 

@@ -73,7 +73,7 @@ def test_replay_verify_and_show(replay_file: Path, tmp_path: Path) -> None:
     verified = _json("replay", "verify", str(replay_file))
     assert verified["ok"] is True
     assert verified["replays"] == [
-        {"path": str(replay_file), "ok": True, "complete": True, "ticks_verified": 40,
+        {"path": str(replay_file), "ok": True, "complete": True, "ticks_verified": 40, "moves_verified": 40,
          "summary": "ok: 40 ticks verified", "mismatch": None, "incomplete_reason": None},
     ]  # fmt: skip
     missing = tmp_path / "missing.replay"

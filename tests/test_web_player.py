@@ -135,6 +135,21 @@ def _pick_index(rep: Replay, names_of: Callable[[Any], np.ndarray]) -> int:
     return best
 
 
+def _frame_index(rep: Replay, records: int) -> tuple[int, int]:
+    """The player's frame after ``records`` tick records, and its number of frames: a game whose engine
+    shows substeps (Cloth's generations) has those frames before each decision point's."""
+    engine = get_engine(rep.game).new(rep.config, rep.seed)
+    extra, at = 0, 0
+    for i, rec in enumerate(rep.ticks):
+        if i == records:
+            at = records + extra
+        engine.apply(rec.moves)
+        extra += getattr(engine, "substeps", lambda: 0)()
+    if records == len(rep.ticks):
+        at = records + extra
+    return at, len(rep.ticks) + 1 + extra
+
+
 @pytest.mark.parametrize("game", list(MATCHES))
 def test_the_canvas_shows_the_engine_state_at_the_tick_sought(
     game: str, replays: dict[str, Path], browser: Any, tmp_path: Path
@@ -145,11 +160,12 @@ def test_the_canvas_shows_the_engine_state_at_the_tick_sought(
     tick = rep.ticks[index].tick  # frame i is the state at decision point ticks[i]
     engine = board_at(rep, tick)
     names = EXPECTED[game](engine)
+    frame, frames = _frame_index(rep, index)
     with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
         meta = _open(page, url)
-        assert meta["game"] == game and meta["frames"] == len(rep.ticks) + 1
-        _seek(page, index)
-        assert page.evaluate(f"window.cellarenaPlayer.state.frames[{index}].tick") == tick
+        assert meta["game"] == game and meta["frames"] == frames
+        _seek(page, frame)
+        assert page.evaluate(f"window.cellarenaPlayer.state.frames[{frame}].tick") == tick
         assert f"tick {tick}" in page.inner_text("#tick")
         palette = page.evaluate("window.CellarenaPalette.colors")
         scale = page.evaluate("window.cellarenaPlayer.view.cell")

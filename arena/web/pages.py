@@ -112,9 +112,15 @@ def tournament_html(tid: str, source: ResultsSource) -> str:
         f"{rating_chart(source.rating_history(), bots)}</section>"
         "<section class=panel><h2>Matches</h2><table class=list id=matches><tr><th>final board</th><th>#</th>"
         "<th>round</th><th>map</th><th>seats (rank)</th><th>winner</th><th>how it ended</th><th>ticks</th>"
-        '<th title="late / invalid / illegal, per seat">l / i / i</th><th></th></tr>'
+        '<th title="late / invalid / illegal, per seat">late / invalid / illegal</th><th></th></tr>'
         + "".join(match_rows)
-        + "</table></section></main>"
+        + "</table>"
+        # The counts column's three numbers, said once for the whole table.
+        + "<p class=legend id=counts-legend><b>late / invalid / illegal</b>, one line per seat in the "
+        "order of the seats column: <b>late</b> ticks whose answer came after the budget or never; "
+        "<b>invalid</b> answers the server could not read (not a well-formed answer, or a move code "
+        "that does not exist); <b>illegal</b> moves the game refused and played as a no-op.</p>"
+        "</section></main>"
         '<script src="/static/palette.js"></script>'
         f'<script src="/static/games/{escape(source.game)}.js"></script>'
         '<script src="/static/thumbs.js"></script>'

@@ -126,7 +126,13 @@ def _match_command(game: str) -> click.Command:
             )
 
         async def play_and_show() -> None:
-            """The match with its live view, which stays up after it (until Ctrl-C)."""
+            """The match with its live view, which stays up after it (until Ctrl-C).
+
+            Ctrl-C is taken as a signal and cancels the lot: a KeyboardInterrupt raised into
+            whichever task trio was running could land in a page's request, where hypercorn turned
+            it into an error of its own and the command ended in a traceback.
+            """
+            import signal
             from functools import partial
 
             import trio
@@ -136,16 +142,29 @@ def _match_command(game: str) -> click.Command:
 
             assert web_sock is not None
             feed = LiveFeed(game)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(serve_live, web_sock, feed)
-                click.echo(f"live view at {url_of(web_sock, '/live/')}", err=True)
-                launched = await play(
-                    lambda port: nursery.start_soon(partial(relay, "127.0.0.1", port, feed, follow=False))
-                )
-                feed.publish_result(launched.outcome.number, launched.outcome.to_json())
-                report(launched)
-                click.echo("the live page stays up; Ctrl-C stops", err=True)
-                await trio.sleep_forever()
+            interrupted = False
+
+            async def stop_on_ctrl_c(signals: Any, scope: trio.CancelScope) -> None:
+                nonlocal interrupted
+                async for _ in signals:
+                    interrupted = True
+                    scope.cancel()
+                    return
+
+            with trio.open_signal_receiver(signal.SIGINT) as signals:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(stop_on_ctrl_c, signals, nursery.cancel_scope)
+                    nursery.start_soon(serve_live, web_sock, feed)
+                    click.echo(f"live view at {url_of(web_sock, '/live/')}", err=True)
+                    launched = await play(
+                        lambda port: nursery.start_soon(partial(relay, "127.0.0.1", port, feed, follow=False))
+                    )
+                    feed.publish_result(launched.outcome.number, launched.outcome.to_json())
+                    report(launched)
+                    click.echo("the live page stays up; Ctrl-C stops", err=True)
+                    await trio.sleep_forever()
+            if interrupted:
+                raise KeyboardInterrupt
 
         try:
             if web_sock is not None:
@@ -160,9 +179,12 @@ def _match_command(game: str) -> click.Command:
             hint = kept or "; rerun with --keep-temp to keep the bots' logs"
             raise click.ClickException(f"{exc}{hint}") from None
         except KeyboardInterrupt:
-            if finished:  # the match was over; Ctrl-C closed its live view
-                sys.exit(SEAT_FAILED if failed_seats(finished[0]) else 0)
-            click.echo("interrupted; every bot process was stopped", err=True)
+            # An interrupted command exits 130, also after the match (its result is printed above):
+            # the live page it closed was the command still running.
+            if finished:
+                click.echo("interrupted; the live view was stopped", err=True)
+            else:
+                click.echo("interrupted; every bot process was stopped", err=True)
             sys.exit(130)
         finally:
             if watcher:

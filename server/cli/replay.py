@@ -37,14 +37,15 @@ def replay() -> None:
     "--json",
     "as_json",
     is_flag=True,
-    help="Print one JSON object: ok, and per file its path, ok, complete, ticks_verified, summary, "
-    "mismatch, or error.",
+    help="Print one JSON object: ok, and per file its path, ok, complete, ticks_verified (as the match's "
+    "result counts them), moves_verified (ticks whose moves were re-applied), summary, mismatch, or error.",
 )
 def replay_verify(paths: tuple[str, ...], allow_incomplete: bool, as_json: bool) -> None:
     """Re-simulate each replay and check every tick's state hash and the result.
 
-    Prints "ok: N ticks verified", or where the first mismatch is. Exit status 0 if every file
-    verifies, 1 if any has a mismatch, cannot be read, or is incomplete (unless --allow-incomplete).
+    Prints "ok: N ticks verified" (N as `cellarena match` counts the match's ticks), or where the
+    first mismatch is. Exit status 0 if every file verifies, 1 if any has a mismatch, cannot be
+    read, or is incomplete (unless --allow-incomplete).
     """
     from cellarena.server.replay import ReplayError, read_replay, verify
 
@@ -79,6 +80,7 @@ def _verified(report: VerifyReport, passed: bool) -> dict[str, Any]:
         "ok": passed,
         "complete": report.complete,
         "ticks_verified": report.ticks_verified,
+        "moves_verified": report.ticks_verified if report.moves_verified is None else report.moves_verified,
         "summary": report.summary(),
         "mismatch": None
         if m is None
@@ -116,7 +118,8 @@ def _plain(value: Any) -> Any:
     "as_json",
     is_flag=True,
     help="Print one JSON object: the replay's game, config, seed and names, the tick, the game's "
-    "frame at that tick (bytes as lists of byte values), its result and the picture's lines.",
+    "frame at that tick (bytes as lists of byte values), its result, the picture's lines and the "
+    "legend's.",
 )
 def replay_show(path: str, tick: int | None, as_json: bool) -> None:
     """Print the board at tick T of a replay, with who is still in and where the agents are.
@@ -147,6 +150,7 @@ def _shown(rep: Replay, engine: Engine) -> dict[str, Any]:
 
     result = engine.result()
     render = plugin(rep.game).renderer()
+    legend = plugin(rep.game).render_legend()
     return {
         "path": rep.path,
         "game": rep.game,
@@ -166,6 +170,7 @@ def _shown(rep: Replay, engine: Engine) -> dict[str, Any]:
         },
         "match_result": _plain(rep.result),
         "picture": None if render is None else render(engine).plain.splitlines(),
+        "legend": None if legend is None else legend(rep.names).plain.splitlines(),
     }
 
 
@@ -209,16 +214,18 @@ def _show_state(console: Console, rep: Replay, engine: Engine) -> None:
 
     game = plugin(rep.game)
     viewer = game.replay_viewer()
+    render = game.renderer()
     if viewer is not None:
         viewer(console, engine, lambda seat: _seat(rep, seat))
-        return
-    render = game.renderer()
-    if render is not None:
+    elif render is not None:
         console.print(render(engine), soft_wrap=True)
-        return
-    for key, value in engine.frame().items():
-        if not isinstance(value, bytes | bytearray):
-            console.print(f"{key}: {value}", soft_wrap=True)
+    else:
+        for key, value in engine.frame().items():
+            if not isinstance(value, bytes | bytearray):
+                console.print(f"{key}: {value}", soft_wrap=True)
+    legend = game.render_legend()
+    if legend is not None:
+        console.print(legend(rep.names), soft_wrap=True)
 
 
 @replay.command("view")

@@ -10,7 +10,7 @@ anything heavy is a ``"module:attr"`` string, loaded on first use: listing the g
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -65,6 +65,8 @@ class GamePlugin:
     - ``root_commands``: command name -> a click command added at the root (Rezzo's ``maps``).
     - ``render``: engine -> a rich renderable of its state, for ``match --watch`` and ``replay show``.
     - ``viewer``: a `Viewer` for ``replay show`` when the game says more there than ``render`` draws.
+    - ``legend``: the seats' names -> a rich renderable saying what each character and colour of
+      ``render`` means, owners by seat and name (``replay show`` prints it under the picture).
     - ``bench_load``: a `BenchLoad`, if the load benchmarks can play this game.
     - ``batching``: a `Batching`, if the match server may step this game's worlds in batches.
     """
@@ -79,6 +81,7 @@ class GamePlugin:
     root_commands: Mapping[str, str] = field(default_factory=dict)
     render: str | None = None
     viewer: str | None = None
+    legend: str | None = None
     bench_load: str | None = None
     batching: str | None = None
 
@@ -102,6 +105,9 @@ class GamePlugin:
 
     def replay_viewer(self) -> Viewer | None:
         return None if self.viewer is None else load(self.viewer)
+
+    def render_legend(self) -> Callable[[Sequence[str]], Any] | None:
+        return None if self.legend is None else load(self.legend)
 
     def load_profile(self) -> BenchLoad | None:
         return None if self.bench_load is None else load(self.bench_load)

@@ -63,6 +63,7 @@ class ReplayLibrary:
                 raise HTTPException(404, f"no replay {rid!r}")
             replay = await trio.to_thread.run_sync(read_replay, path)
             timeline = Timeline(replay)
+            await trio.to_thread.run_sync(timeline.count_frames)
             self._open[rid] = timeline
             while len(self._open) > KEEP:
                 self._open.popitem(last=False)

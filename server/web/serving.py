@@ -7,6 +7,7 @@ command line (not a traceback from inside the server), and ``--port 0`` reports 
 from __future__ import annotations
 
 import errno
+import os
 import socket
 from collections.abc import Callable
 
@@ -51,7 +52,10 @@ def url_of(sock: socket.socket, path: str = "/") -> str:
 async def run(app: Starlette, sock: socket.socket, ready: Callable[[], None] | None = None) -> None:
     """Serve ``app`` on the bound ``sock`` until cancelled."""
     config = Config()
-    config.bind = [f"fd://{sock.fileno()}"]
+    # hypercorn wraps the fd in a socket of its own and closes it when it stops: hand it a duplicate,
+    # so that the caller's `sock.close()` afterwards closes its own fd, not a number by then free
+    # (EBADF on Ctrl-C) or reused by another file.
+    config.bind = [f"fd://{os.dup(sock.fileno())}"]
     config.accesslog = None
     config.errorlog = "-"
     config.loglevel = "WARNING"

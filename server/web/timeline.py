@@ -2,7 +2,12 @@
 
 Frame ``i`` is the match after ``i`` of the replay's tick records were applied (frame 0: the start).
 Each holds the engine's public ``frame()``, the moves that led to it, what happened in that step
-(illegal moves, late and invalid answers, seats that lost) and every seat's running totals. Frames
+(illegal moves, late and invalid answers, seats that lost) and every seat's running totals. An
+engine that passes through states between its decision points (Cloth's generations) may show them:
+its optional ``substeps()`` (how many the last ``apply`` passed through) and ``substep_frames()``
+(their frames) put them before the frame of the decision point they lead to, as frames with
+``"sub": k`` (their state is the engine's own step from a verified one, and the decision point after
+them is checked against the replay's hash). Frames
 are made forward on demand and kept zlib-compressed, so a long match starts playing at once and
 seeking back costs nothing. Every state hash is checked on the way: a replay that does not
 re-simulate stops with a `ReplayError` at the first bad tick, never a wrong picture.
@@ -10,6 +15,7 @@ re-simulate stops with a `ReplayError` at the first bad tick, never a wrong pict
 
 from __future__ import annotations
 
+import json
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,18 +54,42 @@ class _Cursor:
     totals: dict[str, list[int]] = field(default_factory=dict)
 
 
+def _substeps(engine: Engine) -> int:
+    """How many states the engine's last `apply` passed through before its decision point (0 for a
+    game that does not say)."""
+    count = getattr(engine, "substeps", None)
+    return 0 if count is None else int(count())
+
+
 class Timeline:
     """The frames of one replay. Thread-confined: every method runs under this object's trio lock."""
 
     def __init__(self, replay: Replay) -> None:
         self.replay = replay
+        #: Frames: one per decision point, until `count_frames` adds the engine's substeps.
         self.count = len(replay.ticks) + 1
         self._frames: list[bytes] = []  # zlib of each frame's JSON, in order
+        self._applied: list[int] = []  # how many tick records each frame comes after
         self._cursor: _Cursor | None = None
         self._probe: _Cursor | None = None
         #: The first re-simulation failure: frames past it are never made, and asking for one repeats it.
         self._broken: ReplayError | None = None
         self.lock = trio.Lock()
+
+    def count_frames(self) -> None:
+        """Count the frames of a game whose engine shows substeps, which takes a re-simulation (the
+        cost of `replay verify`); a replay that stops re-simulating counts up to there."""
+        if not hasattr(get_engine(self.replay.game), "substeps"):
+            return
+        extra = 0
+        try:
+            cursor = _Cursor(self._rebuild())
+            while cursor.applied < len(self.replay.ticks):
+                self._step(cursor)
+                extra += _substeps(cursor.engine)
+        except ReplayError:
+            pass  # the frames before the bad tick still show; asking past it gives the error
+        self.count = len(self.replay.ticks) + 1 + extra
 
     # ------------------------------------------------------------------------ what the page asks
     def meta(self) -> dict[str, Any]:
@@ -108,10 +138,14 @@ class Timeline:
         """What ``seat`` was sent at frame ``index`` (its ``pending()`` request), as JSON; null if nothing."""
         if not 0 <= index < self.count:
             raise ReplayError(f"{self.replay.path}: no frame {index}; the replay has {self.count}")
-        if self._probe is None or self._probe.applied > index:
+        self._frame(index)
+        if json.loads(zlib.decompress(self._frames[index])).get("sub") is not None:
+            return dumps(None)  # between decision points: nobody was asked anything
+        records = self._applied[index]
+        if self._probe is None or self._probe.applied > records:
             self._probe = _Cursor(self._rebuild())
         try:
-            while self._probe.applied < index:
+            while self._probe.applied < records:
                 self._step(self._probe)
         except ReplayError:
             self._probe = None  # its engine is past the bad tick: start again next time
@@ -174,6 +208,22 @@ class Timeline:
                     if 0 <= seat < players:
                         cur.totals[key][seat] += n
             last = cur.applied == len(self.replay.ticks)
+            subs = getattr(cur.engine, "substep_frames", None) if cur.applied else None
+            for sub, shown in enumerate(subs() if subs is not None else []):
+                between = {
+                    "i": len(self._frames),
+                    "tick": cur.engine.tick,
+                    "sub": sub,
+                    "frame": shown,
+                    # The record's late, invalid and illegal counts show once, where its moves land.
+                    "step": {k: v for k, v in step.items() if k != "losers"} if sub == 0 else {},
+                    "totals": {k: list(v) for k, v in cur.totals.items()},
+                    "result": None,
+                }
+                self._frames.append(zlib.compress(dumps(between), 1))
+                self._applied.append(cur.applied)
+                if sub == 0:
+                    step = {"losers": step.get("losers", [])}
             frame = {
                 "i": len(self._frames),
                 "tick": cur.engine.tick,
@@ -183,6 +233,7 @@ class Timeline:
                 "result": _outcome(cur.engine.result()) if last else None,
             }
             self._frames.append(zlib.compress(dumps(frame), 1))
+            self._applied.append(cur.applied)
         return self._frames[index]
 
 

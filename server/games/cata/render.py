@@ -3,6 +3,7 @@ board and the health."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -31,4 +32,12 @@ def render(engine: Any) -> Text:
         f"turn {engine.turn} move {engine.move}  health black {engine.health[0] / q:.2f}"
         f"  white {engine.health[1] / q:.2f}\n"
     )
+    return out
+
+
+def legend(names: Sequence[str]) -> Text:
+    """What the picture's characters mean, and whose colour is which."""
+    out = Text("█ ▀ ▄ white cells, blank black (two cells to a character: top and bottom)\n")
+    out.append(f"black: seat 0 ({names[0]})'s colour, health black; ")
+    out.append(f"white: seat 1 ({names[1]})'s, health white\n")
     return out

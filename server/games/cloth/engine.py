@@ -11,7 +11,7 @@ that plans with the SDK sees exactly what the engine will do.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -91,6 +91,9 @@ class ClothEngine:
     name: ClassVar[str] = "cloth"
     default_tick_rate: ClassVar[float] = 1.0
     default_budget_ms: ClassVar[float | None] = 1500.0
+    #: Boards up to this many cells show each generation in the player (`substep_frames`); past it a
+    #: round's 168 frames would be hundreds of MB (a 1024x1024 frame is 2.7 MB of JSON).
+    SUBSTEP_CELLS: ClassVar[int] = 256 * 256
 
     def __init__(self, cfg: ClothConfig, board: np.ndarray) -> None:
         self.config = cfg
@@ -105,6 +108,8 @@ class ClothEngine:
         self.history: list[RoundScore] = []
         self._result: Result | None = None
         self._world = ClothWorld(self.height, self.width)
+        #: The runs of generations the last `apply` made: (round, the board before, the history then).
+        self._runs: list[tuple[int, np.ndarray, list[RoundScore]]] = []
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -191,6 +196,7 @@ class ClothEngine:
     def apply(self, actions: Mapping[int, Any]) -> Events:
         """Place the asked seat's batch, then run on to the next decision point (or the end)."""
         events = Events()
+        self._runs = []
         seat = self.to_place()
         if seat is None:
             return events
@@ -229,6 +235,7 @@ class ClothEngine:
                 self._rejected[seat] = []
                 self._turn += 1
                 continue
+            self._runs.append((self.round, self.board.copy(), list(self.history)))
             self._world.load(self.board)
             self._world.run(self.config.generations)
             self.board = self._world.codes()
@@ -290,6 +297,46 @@ class ClothEngine:
             "to_place": self.to_place(),
             "history": [[*h.units, *h.territory] for h in self.history],
         }
+
+    def substeps(self) -> int:
+        """How many frames `substep_frames` gives (none for a board past `SUBSTEP_CELLS`)."""
+        if self.width * self.height > self.SUBSTEP_CELLS:
+            return 0
+        return len(self._runs) * self.config.generations
+
+    def substep_frames(self) -> Iterator[dict[str, Any]]:
+        """The boards the last `apply` passed through on its way to the next decision point: each
+        generation of the round it ran, from generation 0 (the units just placed) to the one before
+        the count, drawn as `frame` draws a decision point (plus ``generation``, ``generations``).
+
+        A replay holds decision points only (4 frames for a round's 168 generations); the player
+        computes these again from the board before the run, with the same step, and the decision
+        point after them is checked against the replay's state hash. Lazy: one board at a time.
+        """
+        if not self.substeps():
+            return
+        for round_, before, history in self._runs:
+            world = ClothWorld(self.height, self.width)
+            world.load(before)
+            board = before
+            for generation in range(self.config.generations):
+                if generation:
+                    world.run(1)
+                    board = world.codes()
+                yield {
+                    "tick": self.tick,
+                    "round": round_,
+                    "width": self.width,
+                    "height": self.height,
+                    "cells": board.tobytes(),
+                    "territory": territory_plane(board).tobytes(),
+                    "units": [int(np.count_nonzero(board == A)), int(np.count_nonzero(board == B))],
+                    "scores": list(history[-1].scores if history else (0, 0)),
+                    "to_place": None,
+                    "history": [[*h.units, *h.territory] for h in history],
+                    "generation": generation,
+                    "generations": self.config.generations,
+                }
 
     def public_config(self) -> dict[str, Any]:
         """What every seat learns at the start: the board's size and the rule options."""

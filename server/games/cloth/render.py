@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
 
 from cellarena.sdk.games.cloth import CHARS, territory_plane
 
-#: Cell code -> style; territory (bit 0: A's, bit 1: B's) -> background.
+#: Cell code -> style; territory (bit 0: A's, bit 1: B's) -> background, tinted with its owner's
+#: colour: two greys were too close to tell whose territory a cell is in.
 STYLES = ("grey30", "bold red", "bold blue", "green", "grey50")
-BACKGROUNDS = ("", "on grey11", "on grey15", "on grey23")
+BACKGROUNDS = ("", "on rgb(72,16,16)", "on rgb(16,24,88)", "on rgb(64,64,64)")
 
 
 def render(engine: Any) -> Text:
@@ -26,3 +28,18 @@ def render(engine: Any) -> Text:
             text.append(CHARS[code], style=style)
         text.append("\n")
     return text
+
+
+def legend(names: Sequence[str]) -> Text:
+    """Each character and background of the picture, the seats by name."""
+    out = Text()
+    seats = [f"seat {s} ({name})'s cell" for s, name in enumerate(names[:2])]
+    words = ("empty", *seats, "neutral cell", "killed cell")
+    for code, word in enumerate(words):
+        out.append(CHARS[code], style=STYLES[code]).append(f" {word}  ")
+    out.append("\n")
+    territories = (f"{names[0]}'s territory", f"{names[1]}'s territory", "both territories")
+    for terr, word in enumerate(territories, 1):
+        out.append("  ", style=BACKGROUNDS[terr]).append(f" {word}  ")
+    out.append("\n")
+    return out

@@ -17,4 +17,5 @@ PLUGIN = GamePlugin(
     cli=f"{_HERE}.options:CLI",
     commands={"bench": f"{_HERE}.bench:command"},
     render=f"{_HERE}.render:render_engine",
+    legend=f"{_HERE}.render:legend",
 )

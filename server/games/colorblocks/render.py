@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -43,3 +44,18 @@ def render(board: Board, turn: int, to_move: int) -> Text:
 def render_engine(engine: Any) -> Text:
     """An engine's board and whose turn it is, for `cellarena match --watch` and `replay show`."""
     return render(engine.board, engine.turn, engine.to_move)
+
+
+def legend(names: Sequence[str]) -> Text:
+    """The map's characters, the units' letters, and which seat is red and which blue."""
+    out = Text()
+    out.append("R", STYLES[Block.RED]).append(f" seat 0 ({names[0]})'s block  ")
+    out.append("B", STYLES[Block.BLUE]).append(f" seat 1 ({names[1]})'s block  ")
+    out.append("1", STYLES[Block.OBJECTIVE_RED]).append(" 2", STYLES[Block.OBJECTIVE_BLUE])
+    out.append(" objectives  ")
+    out.append("s t spawns  . neutral  T true neutral  X dead\n")
+    for seat, name in enumerate(names[:2]):
+        out.append(" ".join(UNIT_LETTERS.values()) + " G", SEAT_STYLES[seat])
+        out.append(f" seat {seat} ({name})'s units and guards\n")
+    out.append("units: " + ", ".join(f"{letter} {kind}" for kind, letter in UNIT_LETTERS.items()) + "\n")
+    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -14,4 +15,12 @@ def render(engine: Any) -> Text:
     out = Text(f"turn {min(engine.tick + 1, engine.turns)}/{engine.turns}\n", style="bold")
     for seat, score in enumerate(engine.scores()):
         out.append(f"seat {seat}  {text(engine.row(seat))}  score {score}\n")
+    return out
+
+
+def legend(names: Sequence[str]) -> Text:
+    """The cells' characters as the rules print them, and each seat's name."""
+    out = Text("[ ] empty  [+] positive charge  [-] negative charge  [#] block  [@] the r@bbit wave  ")
+    out.append("[0] hole\n")
+    out.append("  ".join(f"seat {seat}: {name}" for seat, name in enumerate(names)) + "\n")
     return out

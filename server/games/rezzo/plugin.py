@@ -24,6 +24,7 @@ PLUGIN = GamePlugin(
     root_commands={"maps": f"{_HERE}.cli:maps"},
     render=f"{_HERE}.render:render_engine",
     viewer=f"{_HERE}.render:show",
+    legend=f"{_HERE}.render:legend",
     bench_load=f"{_HERE}.load:LOAD",
     batching=f"{_HERE}.slot_batch:BATCHING",
 )

@@ -2,12 +2,13 @@
 
 One character per cell, coloured by owner where the terminal allows. The characters follow the map
 format where it has one (`.` `#` `@` `~`, bases `A`-`H`, geysers `a`-`h`); states a map cannot hold
-get their own: `*` photon, `f` flag, and an arrow for an agent's facing.
+get their own: `*` photon, a flag its owner's seat number `0`-`7` (so that owners show without
+colour too: base `A`, geyser `a` and flag `0` are seat 0's), and an arrow for an agent's facing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,9 +53,9 @@ def cell_char(code: int, facing: Facing | None = None) -> str:
         return PLAIN.get(Cell(code), "?")
     kind, owner = code & 0xF8, code & 7
     if kind == Cell.AGENT:
-        return ARROWS[facing] if facing is not None else str(owner)
+        return ARROWS[facing] if facing is not None else "&"
     if kind == Cell.FLAG:
-        return "f"
+        return str(owner)
     if kind == Cell.GEYSER:
         return "abcdefgh"[owner]
     return "ABCDEFGH"[owner]
@@ -77,6 +78,28 @@ def render(cells: np.ndarray, agents: Iterable[tuple[int, int, Facing]] = ()) ->
 def render_engine(engine: Any) -> Text:
     """An engine's world with its live agents, for `cellarena match --watch`."""
     return render(engine.cells(), [(a.x, a.y, a.facing) for a in engine.agents() if a.alive])
+
+
+PLAIN_WORDS = {
+    Cell.BLANK: "blank",
+    Cell.CONDUCTOR: "wire",
+    Cell.ELECTRON: "electron",
+    Cell.TAIL: "tail",
+    Cell.PHOTON: "photon",
+}
+
+
+def legend(names: Sequence[str]) -> Text:
+    """What `render` draws, each character in its own style; one line per seat names its owner."""
+    out = Text()
+    for code, word in PLAIN_WORDS.items():
+        out.append(PLAIN[code], style=PLAIN_STYLES[code])
+        out.append(f" {word}" + ("\n" if code == Cell.PHOTON else "  "))
+    for owner, name in enumerate(names):
+        style = OWNER_STYLES[owner]
+        out.append(f"{'ABCDEFGH'[owner]} {'abcdefgh'[owner]} {owner} ^>v<", style=style)
+        out.append(f"  seat {owner} ({name}): base, geyser, flag, agents (pointing where they face)\n")
+    return out
 
 
 def show(console: Console, engine: Any, seat: Callable[[int], str]) -> None:

@@ -1,6 +1,7 @@
 // Colours shared by every game's drawing. Seats use the Okabe-Ito palette, which stays
-// distinguishable under the common colour-vision deficiencies; board states are greys and pale tones
-// that never compete with a seat's colour.
+// distinguishable under the common colour-vision deficiencies; board states take hues no seat of a
+// match of up to four has (a grey-mauve wire, a violet tail, a pink photon), so that none is taken
+// for a seat's base, geyser or flag (tests/test_web_newcomer.py measures every pair, CIEDE2000).
 "use strict";
 (function () {
   const seats = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#BBBBBB"];
@@ -15,11 +16,11 @@
   const colors = {
     background: "#101216",
     blank: "#1c1f25",
-    conductor: "#7a6a4a",
+    conductor: "#8a7f8f",
     electron: "#ffffff",
-    tail: "#8fa3bf",
-    photon: "#fff3b0",
-    oob: "#000000",
+    tail: "#b05cc8",
+    photon: "#ff9ff3",
+    oob: "#4a1020",
     grid: "#2a2e36",
   };
   seats.forEach((c, s) => {
@@ -27,7 +28,7 @@
     colors["agent" + s] = c;
     colors["base" + s] = mix(c, "#000000", 0.5);
     colors["geyser" + s] = mix(c, "#000000", 0.28);
-    colors["flag" + s] = mix(c, "#ffffff", 0.55);
+    colors["flag" + s] = mix(c, "#ffffff", 0.45);
     colors["territory" + s] = mix(c, "#101216", 0.78);
   });
   // A bytes field of a frame ({"b64": ...}) as a Uint8Array, decoded once.

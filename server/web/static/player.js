@@ -189,8 +189,10 @@
     if (api_.firstFrameMs === null) api_.firstFrameMs = performance.now();
     seek.value = String(state.index);
     const last = state.index === state.meta.frames - 1;
-    tickLabel.textContent = f.live ? `tick ${f.tick} (live)`
-      : `tick ${f.tick}` + (last ? " (end)" : "") + `  ·  ${state.index + 1}/${state.meta.frames}`;
+    const sub = f.sub === undefined || f.sub === null ? "" : `, ${G.subName ? G.subName(f.frame) : "between decision points"}`;
+    tickLabel.textContent = !f.live ? `tick ${f.tick}${sub}` + (last ? " (end)" : "") + `  ·  ${state.index + 1}/${state.meta.frames}`
+      : live.following ? `tick ${f.tick} (live)`
+        : `tick ${f.tick} (paused: frame ${state.index + 1} of ${state.meta.frames} received)`;
     updateSeats(f);
     updateEvents(f);
     if (state.selected) updateViewport();
@@ -276,11 +278,13 @@
   // ------------------------------------------------------------------ controls
   function go(i) {
     if (!state.meta) return;
+    if (state.meta.live && live.following) follow(false); // looking back pauses the live view
     state.index = Math.max(0, Math.min(state.meta.frames - 1, i));
     ensure(state.index);
     draw(false);
   }
   function setPlaying(on) {
+    if (state.meta && state.meta.live) { follow(on); return; }
     state.playing = on && !state.error;
     playBtn.textContent = state.playing ? "⏸" : "▶";
     if (state.playing && state.index >= state.meta.frames - 1) go(0);
@@ -290,7 +294,8 @@
     state.speed = SPEEDS[idx];
     speedSel.value = String(state.speed);
   }
-  playBtn.onclick = () => setPlaying(!state.playing);
+  const playOrPause = () => setPlaying(state.meta && state.meta.live ? !live.following : !state.playing);
+  playBtn.onclick = playOrPause;
   backBtn.onclick = () => { setPlaying(false); go(state.index - 1); };
   fwdBtn.onclick = () => { setPlaying(false); go(state.index + 1); };
   seek.oninput = () => go(Number(seek.value));
@@ -302,7 +307,7 @@
     if (e.target === speedSel) return;
     const step = e.shiftKey ? 10 : 1;
     const keys = {
-      " ": () => setPlaying(!state.playing),
+      " ": playOrPause,
       ArrowRight: () => { setPlaying(false); go(state.index + step); },
       ArrowLeft: () => { setPlaying(false); go(state.index - step); },
       Home: () => go(0),
@@ -360,8 +365,18 @@
   }
 
   // ------------------------------------------------------------------ live
-  // The live page: frames arrive over a WebSocket; only the newest is kept and drawn.
-  const live = { ended: false, result: null, frames: 0 };
+  // The live page: frames arrive over a WebSocket and are kept (the oldest dropped past LIVE_KEEP_BYTES),
+  // so that the view can be paused and stepped or sought through what arrived; play follows the newest
+  // again. Speed means nothing here (frames come at the match's pace), so its control is hidden.
+  const LIVE_KEEP_BYTES = 64 * 1024 * 1024;
+  const live = { ended: false, result: null, frames: 0, following: true, bytes: 0, sizes: [] };
+  function follow(on) {
+    live.following = on;
+    playBtn.textContent = on ? "⏸" : "▶";
+    playBtn.title = on ? "Pause the view (space); the match goes on" : "Follow the match live again (space)";
+    if (on && state.frames.length) state.index = state.frames.length - 1;
+    draw(true);
+  }
   function liveNotes(f) {
     const notes = [];
     if (f.frame.final) notes.push("the final state of the match");
@@ -379,14 +394,16 @@
   function startLive(path) {
     const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path;
     status.textContent = "waiting for a match to start…";
-    seek.disabled = true; playBtn.disabled = true; backBtn.disabled = true; fwdBtn.disabled = true;
+    speedSel.hidden = true;
+    follow(true);
     const ws = new WebSocket(url);
     ws.onmessage = (event) => {
       const m = JSON.parse(event.data);
       if (m.type === "welcome") {
-        live.ended = false; live.result = null;
-        state.meta = { game: m.game, names: m.names, players: m.players, frames: 1, result: null,
-          complete: false, path: `live match ${m.match}`, seed: null };
+        live.ended = false; live.result = null; live.bytes = 0; live.sizes = [];
+        state.frames = []; state.index = 0;
+        state.meta = { game: m.game, names: m.names, players: m.players, frames: 0, result: null,
+          complete: false, path: `live match ${m.match}`, seed: null, live: true };
         title.textContent = `${m.game}: ${m.names.join(" vs ")} (live)`;
         subtitle.textContent = `match ${m.match} · ${m.tick_rate ? m.tick_rate + " ticks a second" : "fast"}`;
         legend.replaceChildren(...G.legend(state.meta).map(([color, label]) =>
@@ -394,8 +411,15 @@
         status.textContent = "waiting for the first frame…";
       } else if (m.type === "frame" && state.meta) {
         live.frames += 1;
-        state.frames = [{ i: 0, tick: m.tick, frame: m, step: {}, totals: liveTotals(), result: null, live: true }];
-        state.index = 0;
+        const size = event.data.length;
+        state.frames.push({ i: state.frames.length, tick: m.tick, frame: m, step: {}, totals: liveTotals(), result: null, live: true });
+        live.sizes.push(size); live.bytes += size;
+        let dropped = 0;
+        while (live.bytes > LIVE_KEEP_BYTES && state.frames.length > 1) { live.bytes -= live.sizes.shift(); state.frames.shift(); dropped += 1; }
+        if (dropped) state.frames.forEach((f, i) => { f.i = i; });
+        state.meta.frames = state.frames.length;
+        seek.max = String(state.frames.length - 1);
+        state.index = live.following ? state.frames.length - 1 : Math.max(0, state.index - dropped);
         root.dataset.liveTick = String(m.tick);
         root.dataset.liveFrames = String(live.frames);
         draw(true);
@@ -405,7 +429,7 @@
       } else if (m.type === "result") {
         live.result = m;
         live.ended = true;
-        if (state.frames[0]) state.frames[0].totals = liveTotals();
+        if (state.frames.length) state.frames[state.frames.length - 1].totals = liveTotals();
         root.dataset.liveResult = m.winner === null ? "draw" : m.winner;
         subtitle.textContent += ` · ${m.winner === null ? "draw" : m.winner + " wins"} (${m.reason})`;
         draw(true);

@@ -23,8 +23,10 @@
       const out = [`turn ${f.turn}, move ${f.move}` + (f.to_move === null ? "" : `, ${meta.names[f.to_move]} to move`),
         `rule: black ${rule(0, 16)} · white ${rule(16, 32)}`];
       const r = f.last_reaction;
-      if (r) out.push(`last reaction (turn ${r.turn}): ${r.generations ?? "?"} generations, ended ${r.ended ?? "?"}` +
-        (r.tally ? `, tally ${r.tally.join(" / ")}` : ""));
+      // A reaction that ends the match (health at 0, the turn cap) stops after its tally: no run.
+      const run = r && (r.generations === undefined ? "the match ended before its run"
+        : `${r.generations} generations, ended ${r.ended}`);
+      if (r) out.push(`last reaction (turn ${r.turn}): ${run}` + (r.tally ? `, tally ${r.tally.join(" / ")}` : ""));
       return out;
     },
     legend(meta) {

@@ -5,7 +5,7 @@
   C.cloth_a = C.seat0; C.cloth_b = C.seat1;
   C.cloth_neutral = "#a8a8a8"; C.cloth_dead = "#5b4a63";
   C.cloth_empty = "#17191e"; C.cloth_terr_a = P.mix(C.seat0, "#17191e", 0.72);
-  C.cloth_terr_b = P.mix(C.seat1, "#17191e", 0.72); C.cloth_terr_ab = "#3c3c44";
+  C.cloth_terr_b = P.mix(C.seat1, "#17191e", 0.72); C.cloth_terr_ab = "#4a4a50";
   const EMPTY = ["cloth_empty", "cloth_terr_a", "cloth_terr_b", "cloth_terr_ab"];
   const CELL = [null, "cloth_a", "cloth_b", "cloth_neutral", "cloth_dead"];
   const rgb = {};
@@ -29,8 +29,14 @@
       for (let i = 0, n = cells.length; i < n; i++) px[i] = lut[(cells[i] << 2) | (terr[i] & 3)];
     },
     scores: (f) => f.scores,
+    // Frames between decision points (a round's generations) name theirs.
+    subName: (f) => `generation ${f.generation} of ${f.generations}`,
     events(fr, meta) {
       const f = fr.frame;
+      if (f.generation !== undefined) {
+        return [`round ${f.round}: generation ${f.generation} of ${f.generations}` +
+          (f.generation === 0 ? " (the units just placed)" : "") + `; units ${f.units.join(" / ")}`];
+      }
       const who = f.to_place === null || f.to_place === undefined ? "" : `, ${meta.names[f.to_place] ?? f.to_place} to place`;
       return [`round ${f.round}${who}; units ${f.units.join(" / ")}`];
     },

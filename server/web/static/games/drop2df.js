@@ -4,7 +4,7 @@
   const P = window.CellarenaPalette, C = P.colors;
   const NAMES = ["d_empty", "d_plus", "d_minus", "d_block", "d_rabbit", "d_hole"];
   Object.assign(C, {
-    d_empty: "#23262d", d_plus: "#009E73", d_minus: "#D55E00", d_block: "#8a8f99",
+    d_empty: "#30343d", d_plus: "#009E73", d_minus: "#D55E00", d_block: "#8a8f99",
     d_rabbit: "#F0E442", d_hole: "#000000",
   });
   const table = { fallback: P.hex(C.oob) };
@@ -59,7 +59,11 @@
       });
     },
     scores: (f) => f.scores,
-    events(fr) { return [`turn ${fr.frame.turn} of ${fr.frame.turns}`]; },
+    // The frame after the last turn names the turn that would come next: say the turns are done.
+    events(fr) {
+      const f = fr.frame;
+      return [f.turn > f.turns ? `all ${f.turns} turns played` : `turn ${f.turn} of ${f.turns}`];
+    },
     legend() {
       return [[C.d_empty, "[ ] empty"], [C.d_plus, "[+] positive charge"], [C.d_minus, "[-] negative charge"],
         [C.d_block, "[#] block"], [C.d_rabbit, "[@] the r@bbit wave"], [C.d_hole, "[0] hole"]];
