@@ -45,8 +45,8 @@ def _replay(path: Path, game: str, config: dict[str, Any], ticks: int) -> Path:
         if engine.result() is not None:
             break
         tick = engine.tick
-        engine.apply({})
-        writer.record(tick, {}, engine)
+        events = engine.apply({})
+        writer.record(tick, {}, engine, events=events.log)
     result = engine.result()
     if result is not None:
         writer.finish(result)
