@@ -22,8 +22,8 @@ import click
 
 from cellarena.arena.cluster import ClusterSpec, cluster_option
 from cellarena.arena.discovery import discover, prepare
-from cellarena.arena.runner import MISSED_IN_A_ROW, TournamentSpec, local_pool, run_tournament
-from cellarena.server.match import TickSettings
+from cellarena.arena.runner import TournamentSpec, local_pool, run_tournament
+from cellarena.server.match import MISSED_IN_A_ROW, TickSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_SECONDS = 60.0

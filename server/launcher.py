@@ -113,6 +113,8 @@ class LaunchedMatch:
     #: forfeit's process that exited (status or signal, the last line of its log), went over a
     #: limit, could not start, or whose hello was refused. `match` and tournaments both show these.
     causes: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: Each bot's last log line (`last_log_line`), read before a temporary log folder goes.
+    last_lines: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -251,6 +253,7 @@ async def play_match(
     refused = {bots[seat].name: refusal for seat, refusal in sorted(seating.refusals.items())}
     launched = LaunchedMatch(outcomes[0], logs, exit_codes, refused, stopped)
     launched.causes = launch_causes(launched, game, [b.name for b in bots], exited)
+    launched.last_lines = {name: last_log_line(path) for name, path in logs.items()}
     return launched
 
 

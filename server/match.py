@@ -40,6 +40,9 @@ _MISSING: Any = object()
 #: keep the nominal rate. Measured with `cellarena bench server` (its "rate" table): see
 #: docs/protocol.md#timing for the figures and how they were taken.
 SERVER_MARGIN_MS = 3
+#: Late (or missing) answers in a row after which `match` and tournaments forfeit a seat as
+#: unresponsive (docs/protocol.md#timing): about 2 s at Rezzo's 15 ticks a second.
+MISSED_IN_A_ROW = 25
 
 
 def whole_ms(ms: float) -> int:
@@ -399,8 +402,8 @@ class Match:
         if self.recorder is not None:
             try:
                 # Exactly what apply() got, and the game's events (old plugins' Events may lack them).
-                log = getattr(events, "log", None) or ()
-                self.recorder.record(self._tick, self._actions, self.engine, events=log)
+                happened = getattr(events, "log", None) or ()
+                self.recorder.record(self._tick, self._actions, self.engine, events=happened)
             except OSError as exc:  # a full disk must not cost the match its result
                 tick = self._tick
                 log.error("match %d: its replay stops at tick %d (%s); play goes on", self.number, tick, exc)

@@ -494,10 +494,11 @@ class ReplayWriter:
         seed: int,
         names: Sequence[str],
         extra: Mapping[str, Any] | None = None,
-        events: bool = True,
+        events: bool = False,
     ) -> None:
-        """``events``: whether every `record` call will give the tick's game events (the header
-        then lists the ``events`` section, and `verify` checks them; a tick without is one with none)."""
+        """``events``: every `record` call will give the tick's game events (`Events.log`): the header
+        then lists the ``events`` section, and `verify` checks them (a tick without any has none).
+        Off by default, so that a writer that never gives them does not promise them."""
         game = type(engine).name
         if not is_game(game):
             raise ValueError(

@@ -510,7 +510,7 @@ def make_v1_database(target: str, *, extra: tuple[str, ...] = ()) -> tuple[str, 
 
 def test_released_migrations_never_change() -> None:
     assert [" ".join(s.split()) for s in MIGRATIONS[0].statements] == [" ".join(s.split()) for s in V1]
-    assert CURRENT_VERSION == len(MIGRATIONS) == 2
+    assert CURRENT_VERSION == len(MIGRATIONS) == 3
 
 
 def test_opening_a_v1_database_upgrades_it_and_keeps_everything(ladder_db: str) -> None:
@@ -529,20 +529,48 @@ def test_opening_a_v1_database_upgrades_it_and_keeps_everything(ladder_db: str) 
             running is not None and running.status == "running"
         )  # an upgrade voids nothing; the server does
         assert store.set_max_matches("bob", 2).max_matches == 2
+        # v3: a match finished before causes were kept reads "unknown"; one running has none yet.
+        old = store.match(1)
+        assert old is not None and [s.to_json()["cause"] for s in old.seats] == [{"cause": "unknown"}] * 2
+        assert [s.to_json()["cause"] for s in running.seats] == [None, None]
         carol, _ = store.add_bot("carol", GAME)
         play(store, [carol, alice], [1, 2])
     with raw(ladder_db) as db:
         versions = db.query("SELECT version, cellarena FROM schema_version ORDER BY version")
         assert db.query("SELECT * FROM ratings WHERE bot_id = ?", (table_before[1][0],)) == table_before[1:]
-    assert versions == [(1, "0.1.0"), (2, cellarena_release())]
+    assert versions == [(1, "0.1.0"), (2, cellarena_release()), (3, cellarena_release())]
     assert_consistent(ladder_db, GAME)
+
+
+def test_a_seats_cause_is_kept_with_its_result(ladder_db: str) -> None:
+    with LadderStore(ladder_db) as store:
+        alice, _ = store.add_bot("alice", GAME)
+        bob, _ = store.add_bot("bob", GAME)
+        match_id = store.begin_match(GAME, "arena", 7, [alice.id, bob.id])
+        lost = {
+            "cause": "flag_at_base",
+            "tick": 9,
+            "flag": [1, 2],
+            "base": [2, 2],
+            "by": 0,
+            "text": "bob is out",
+        }
+        won = {"cause": "last_player_standing", "tick": 9, "text": "alice is the last player standing"}
+        store.finish_match(
+            match_id, [SeatResult(1, cause=won), SeatResult(2, cause=lost)], reason="r", ticks=9
+        )
+        done = store.match(match_id)
+        assert done is not None and [s.cause for s in done.seats] == [won, lost]
+        assert done.to_json()["seats"][1]["cause"] == lost
 
 
 def test_an_upgrade_that_fails_half_way_leaves_the_old_version_whole(ladder_db: str) -> None:
     """The migration runs in one transaction: here its second statement fails (an index of that name is
     already there), and its first (a new column) must be undone with it."""
     make_v1_database(ladder_db, extra=("CREATE INDEX seats_by_bot ON seats (seat)",))
-    with pytest.raises(LadderStoreError, match="cannot upgrade the ladder database to schema version 2"):
+    with pytest.raises(
+        LadderStoreError, match=f"cannot upgrade the ladder database to schema version {CURRENT_VERSION}"
+    ):
         LadderStore(ladder_db)
     with raw(ladder_db) as db:
         assert db.query("SELECT MAX(version) FROM schema_version") == [(1,)]

@@ -57,7 +57,7 @@ def play(
     rng = np.random.default_rng(seed)
     names = [f"bot{i}" for i in range(engine.players)]
     played = []
-    writer = ReplayWriter(path, engine, seed=seed, names=names, extra={"match": 1})
+    writer = ReplayWriter(path, engine, seed=seed, names=names, extra={"match": 1}, events=True)
     for _ in range(ticks):
         if engine.result() is not None:
             break
@@ -256,7 +256,7 @@ def test_match_result_may_differ_from_the_engines(tmp_path: Path) -> None:
     """A match the server decides (every other seat left) before the game does: both results are kept."""
     path = tmp_path / "forfeit.replay"
     engine = RezzoEngine.new({"map": "duel"})
-    writer = ReplayWriter(path, engine, seed=0, names=["stayed", "left"])
+    writer = ReplayWriter(path, engine, seed=0, names=["stayed", "left"], events=True)
     for _ in range(20):
         tick = engine.tick
         log = engine.apply({0: [2]}).log

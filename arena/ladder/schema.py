@@ -11,7 +11,7 @@ autoincrementing id column, written ``{id}`` here and filled in by the backend. 
 in UTC (sortable, and the same in both); booleans are BOOLEAN, which SQLite stores as 0/1; reals are
 DOUBLE PRECISION (PostgreSQL's REAL would be 4 bytes and round the ratings).
 
-Tables (version 2):
+Tables (version 3):
 
 - ``schema_version``: one row per migration applied: version, cellarena release, when.
 - ``bots``: name (unique), game, the SHA-256 of its token (never the token), kind ``outside`` (runs on
@@ -20,8 +20,10 @@ Tables (version 2):
 - ``matches``: game, map, seed, status ``running`` / ``finished`` / ``void``, ``seq`` (the order results
   were counted in: ratings are a function of the results in that order), winner (NULL for a draw),
   reason, ticks, replay path, started, ended.
-- ``seats``: per seat of a match, in seat order: bot, rank, late/invalid/illegal counts, forfeit, and the
-  bot's rating before and after the match (NULL until it is finished): the rating history.
+- ``seats``: per seat of a match, in seat order: bot, rank, late/invalid/illegal counts, forfeit, the
+  bot's rating before and after the match (NULL until it is finished): the rating history; and its
+  cause (version 3: JSON text, `cellarena.server.games.causes`, sentence included; NULL for matches
+  finished before, which read as cause "unknown").
 - ``ratings``: each bot's current openskill rating and its match/win/draw/loss counts, updated in the
   transaction that finishes a match. A bot without a row has the initial rating and no matches.
 """
@@ -102,6 +104,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE bots ADD COLUMN max_matches INTEGER NOT NULL DEFAULT 1 CHECK (max_matches >= 1)",
             "CREATE INDEX seats_by_bot ON seats (bot_id, match_id)",
         ),
+    ),
+    Migration(
+        3,
+        "why each seat's match ended: its cause (matches from before: unknown)",
+        ("ALTER TABLE seats ADD COLUMN cause TEXT",),
     ),
 )
 

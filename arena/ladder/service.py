@@ -95,7 +95,7 @@ def build(
             return None
         path = config.replay_dir / f"ladder-{ladder_id:06d}.replay"
         seating.replays[ladder_id] = str(path)
-        return ReplayWriter(path, engine, seed=seed, names=names)
+        return ReplayWriter(path, engine, seed=seed, names=names, events=True)
 
     lobby_config = LobbyConfig(
         config.game,

@@ -1,0 +1,145 @@
+"""Why it ended, where people look (issue 27): `cellarena match` text and --json, a tournament's
+standings and `cellarena results`; a bot that raises in on_tick and one that sleeps past its budget are
+reported in the same words in a match and in a tournament; results databases made before causes
+were kept still open, and their matches read "unknown"."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+from bot_files import RAW_BOT, example_bot
+from cellarena_cli import cellarena
+
+from cellarena.arena.results import TournamentResults
+from cellarena.arena.schedule import Scheduled
+from cellarena.arena.store import SCHEMA, MatchRecord, SeatRecord, Store, fingerprint
+
+RAISER = """
+from cellarena.sdk import Bot, run
+
+
+class Raiser(Bot):
+    def on_tick(self, view):
+        raise ValueError("broken on purpose")
+
+
+if __name__ == "__main__":
+    raise SystemExit(run(Raiser))
+"""
+TICKS = 40
+
+
+def _raiser(tmp_path: Path) -> str:
+    path = tmp_path / "raiser.py"
+    path.write_text(RAISER)
+    return f"{sys.executable} {path}"
+
+
+def _match(tmp_path: Path, *bots: str, extra: tuple[str, ...] = ()) -> tuple[int, dict, str]:
+    args = ["match", "rezzo", "--max-ticks", str(TICKS), "--log-dir", str(tmp_path / "logs")]
+    for bot in bots:
+        args += ["--bot", bot]
+    proc = cellarena(*args, *extra, "--json")
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+def _tournament(tmp_path: Path, *bots: str, extra: tuple[str, ...] = ()) -> dict:
+    out = tmp_path / "cup"
+    args = ["tournament", "rezzo", "--maps", "duel", "--rounds", "1", "--max-ticks", str(TICKS)]
+    for bot in bots:
+        args += ["--bot", bot]
+    proc = cellarena(*args, "--jobs", "1", "--out", str(out), *extra, "--json")
+    assert proc.returncode in (0, 3), proc.stderr
+    results = cellarena("results", str(out), "--json")
+    assert results.returncode == 0, results.stderr
+    data: dict = json.loads(results.stdout)
+    return data
+
+
+def test_a_bot_that_raises_is_invalid_in_the_same_words_in_a_match_and_a_tournament(tmp_path: Path) -> None:
+    raiser, walker = f"raiser={_raiser(tmp_path)}", f"walker={example_bot('rezzo', 'random_walker')}"
+    code, match, _ = _match(tmp_path / "m", raiser, walker, extra=("--fast",))
+    assert code == 0  # it played every tick: no forfeit, but every answer was invalid
+    assert match["invalid"]["raiser"] == match["ticks"] and match["invalid"]["walker"] == 0
+    assert match["causes"]["raiser"]["cause"] in ("tick_cap", "flag_at_base", "last_player_standing")
+    log = Path(match["logs"]["raiser"]).read_text()
+    assert log.count("Traceback (most recent call last)") == 1, log  # once, then a count
+    assert f"{match['ticks']} invalid answers of its own" in log
+
+    cup = _tournament(tmp_path / "t", raiser, walker)
+    seats = [s for m in cup["matches"] for s in m["seats"] if s["bot"] == "raiser"]
+    assert seats and all(s["invalid"] > 0 and not s["forfeit"] for s in seats)
+    standing = next(s for s in cup["standings"] if s["bot"] == "raiser")
+    assert standing["invalid_rate"] == 1.0 and standing["crashes"] == 0
+    assert not [f for f in cup["failures"] if f["bot"] == "raiser"]
+
+
+def test_a_bot_that_sleeps_past_its_budget_is_unresponsive_in_a_match_and_a_tournament(
+    tmp_path: Path,
+) -> None:
+    sleeper, walker = f"sleeper={RAW_BOT} delay:80", f"walker={example_bot('rezzo', 'random_walker')}"
+    pacing = ("--fast", "--budget-ms", "20")
+    code, match, _ = _match(tmp_path / "m", sleeper, walker, extra=pacing)
+    assert code == 3 and match["forfeits"] == ["sleeper"]
+    cause = match["causes"]["sleeper"]
+    assert cause["cause"] == "unresponsive" and cause["ticks"] == 25
+    assert "forfeits" in cause["text"] and "25 ticks in a row" in cause["text"]
+    assert match["late_in_a_row"]["sleeper"]["ticks"] >= 25
+
+    cup = _tournament(tmp_path / "t", sleeper, walker, extra=pacing)
+    failures = [f for f in cup["failures"] if f["bot"] == "sleeper"]
+    assert failures and all(f["cause"]["cause"] == "unresponsive" for f in failures)
+    seats = [s for m in cup["matches"] for s in m["seats"] if s["bot"] == "sleeper"]
+    assert all(s["cause"]["cause"] == "unresponsive" and s["forfeit"] for s in seats)
+
+
+def test_match_text_says_why_and_warns_of_invalid_answers(tmp_path: Path) -> None:
+    raiser, walker = f"raiser={_raiser(tmp_path)}", f"walker={example_bot('rezzo', 'random_walker')}"
+    args = ["match", "rezzo", "--max-ticks", "20", "--fast", "--bot", raiser, "--bot", walker]
+    proc = cellarena(*args)
+    assert proc.returncode == 0, proc.stderr
+    assert "why: " in proc.stdout and "tick cap" in proc.stdout
+    assert "raiser sent 20 invalid answers" in proc.stdout
+
+
+def _old_database(path: Path, spec: dict) -> None:
+    """A results database as cellarena wrote it before causes (and notes): seats without them."""
+    old = SCHEMA.replace("    note TEXT,\n    cause TEXT,\n", "")
+    assert "cause" not in old
+    db = sqlite3.connect(path)
+    db.executescript(old)
+    db.execute(
+        "INSERT INTO tournament VALUES (1, ?, ?, '2026-01-01T00:00:00+00:00')",
+        (fingerprint(spec), json.dumps(spec, sort_keys=True)),
+    )
+    db.execute(
+        "INSERT INTO matches VALUES (0, 'k0', 0, 'duel', 1, 'a', 'last player standing', 9, 0.1, NULL, 'x')"
+    )
+    for seat, (bot, rank) in enumerate((("a", 1), ("b", 2))):
+        db.execute("INSERT INTO seats VALUES (0, ?, ?, ?, 0, 0, 0, 0, 0, 0, NULL)", (seat, bot, rank))
+    db.commit()
+    db.close()
+
+
+def test_a_results_database_from_before_causes_reads_unknown_then_gains_them(tmp_path: Path) -> None:
+    spec = {"game": "rezzo", "bots": [["a", "x", None], ["b", "y", None]]}
+    _old_database(tmp_path / "results.sqlite", spec)
+    before = TournamentResults(tmp_path)  # read-only: no migration, the column is missing
+    assert [s.cause_json()["cause"] for s in before.matches()[0].seats] == ["unknown", "unknown"]
+    assert before.report()["standings"][0]["invalid_rate"] == 0.0
+
+    with Store(tmp_path / "results.sqlite", spec) as store:  # the migration
+        cause = {"cause": "flag_at_base", "tick": 5, "text": "b is out at tick 5"}
+        seats = (
+            SeatRecord("a", 1, 0, 2, 0, False, False, 0, None),
+            SeatRecord("b", 2, 1, 0, 0, False, False, 0, None, cause=cause),
+        )
+        store.commit(Scheduled(1, 0, "duel", ("a", "b"), 2), MatchRecord("a", "why", 9, 0.1, None, seats))
+    after = TournamentResults(tmp_path)
+    rows = after.matches()
+    assert [s.cause_json()["cause"] for s in rows[0].seats] == ["unknown", "unknown"]  # history: unknown
+    assert rows[1].seats[1].cause == cause
+    assert after.report()["matches"][1]["seats"][1]["cause"]["text"] == "b is out at tick 5"
