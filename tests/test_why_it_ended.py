@@ -143,3 +143,27 @@ def test_a_results_database_from_before_causes_reads_unknown_then_gains_them(tmp
     assert [s.cause_json()["cause"] for s in rows[0].seats] == ["unknown", "unknown"]  # history: unknown
     assert rows[1].seats[1].cause == cause
     assert after.report()["matches"][1]["seats"][1]["cause"]["text"] == "b is out at tick 5"
+
+
+def test_the_ladders_match_and_bot_pages_and_json_carry_each_seats_cause(tmp_path: Path) -> None:
+    from cellarena.arena.ladder.records import SeatResult
+    from cellarena.arena.ladder.store import LadderStore
+    from cellarena.arena.ladder.web import LadderSite, match_json
+
+    with LadderStore(str(tmp_path / "ladder.sqlite")) as store:
+        alice, _ = store.add_bot("alice", "rezzo")
+        bob, _ = store.add_bot("bob", "rezzo")
+        match_id = store.begin_match("rezzo", "duel", 1, [alice.id, bob.id])
+        lost = {"cause": "unresponsive", "tick": 30, "ticks": 25, "text": "bob forfeits at tick 30: <late>"}
+        won = {"cause": "last_player_standing", "tick": 30, "text": "alice is the last seat still playing"}
+        seats = [SeatResult(1, cause=won), SeatResult(2, late=25, forfeit=True, cause=lost)]
+        store.finish_match(match_id, seats, reason="every other seat disconnected", ticks=30)
+        site = LadderSite(store, "rezzo")
+        page = site.match_html(match_id)
+        assert "bob forfeits at tick 30: &lt;late&gt;" in page and "<th>why</th>" in page  # escaped
+        record = store.match(match_id)
+        assert record is not None
+        assert [s["cause"] for s in match_json(record)["seats"]] == [won, lost]
+        assert "bob forfeits at tick 30" in site.bot_html("bob")
+        recent = site.bot_json("bob")["recent"]
+        assert recent[0]["seats"][1]["cause"]["cause"] == "unresponsive"
