@@ -476,8 +476,8 @@ class BatchedRezzo:
         """
         running = ~self.done if worlds is None else worlds & ~self.done
         moves = np.asarray(moves)
-        for b in self._with_events:
-            self.events[b] = []
+        for world in self._with_events:
+            self.events[world] = []
         self._with_events = set()
         self.cuts.fill(-1)
         if self.backend == "numba" and moves.dtype.kind in "iu":
