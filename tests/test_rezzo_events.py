@@ -106,8 +106,10 @@ def test_slot_batch_and_vector_env_give_the_engines_events(backend: str) -> None
     engine, twin = RezzoEngine.new(config), RezzoEngine.new(config)
     world = SlotBatch(twin, 2, backend=backend).join(twin)
     assert world is not None
-    env = RezzoVectorEnv(1, config, backend=backend)
+    env = RezzoVectorEnv(1, config, backend=backend, events=True)
     env.reset(seed=0)
+    quiet = RezzoVectorEnv(1, config, backend=backend)
+    quiet.reset(seed=0)
     seen = 0
     while engine.result() is None:
         moves = rng.choice([0, 1, 2, 3, 4, 5, 5], size=env.num_envs)
@@ -117,6 +119,7 @@ def test_slot_batch_and_vector_env_give_the_engines_events(backend: str) -> None
         assert world.apply(actions).log == log
         *_, infos = env.step(moves)
         assert infos.get("events", {}).get(0, []) == log
+        assert "events" not in quiet.step(moves)[-1]  # off unless asked for
         seen += len(log)
     assert seen > 0
     assert world.result() == engine.result()

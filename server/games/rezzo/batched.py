@@ -169,12 +169,15 @@ class BatchedRezzo:
     is not done what `RezzoEngine.apply` does: that world's agent phase, then the next transition and
     loss processing. `views` gives every agent's viewport as a bot would receive it.
 
+    ``events``: whether each step's game events (`events`, as `RezzoEngine.apply` reports them) and
+    the losers' causes are made.
+
     ``backend``: "numba" runs the transition, viewports and agent phase as compiled loops (`batched_kernel`),
     "numpy" as the array passes below; "auto" picks numba where it is installed, unless the
     environment variable CELLARENA_NO_NUMBA is 1. Both give the same results bit for bit.
     """
 
-    def __init__(self, engines: Sequence[RezzoEngine], *, backend: str = "auto") -> None:
+    def __init__(self, engines: Sequence[RezzoEngine], *, backend: str = "auto", events: bool = True) -> None:
         #: "numpy" or "numba", as resolved from ``backend``.
         self.backend = resolve_backend(backend)
         if not engines:
@@ -212,6 +215,9 @@ class BatchedRezzo:
         self.illegal = np.zeros((b, p), np.int64)
         #: Per world, the game events of its last `step` (`Events.log`, as `RezzoEngine.apply` gives
         #: them, bit for bit), and each loser's cause (`engine.loss_events`).
+        #: Whether `step` makes them: building them costs about as much as the numba step itself in a
+        #: busy duel (a training loop that does not read them turns them off).
+        self.record_events = events
         self.events: list[list[dict[str, Any]]] = [[] for _ in range(b)]
         self.lost_causes: list[dict[int, dict[str, Any]]] = [{} for _ in range(b)]
         self._with_events: set[int] = set()
@@ -488,7 +494,8 @@ class BatchedRezzo:
             _kernels().agent_phase(state, codes, running, shape, self._t["hittable"], self.illegal, self.cuts)
         else:
             self._agent_phase(moves, running)
-        self._hit_events()
+        if self.record_events:
+            self._hit_events()
         capped = running & (self.tick >= self.max_ticks)
         advancing = running & ~capped
         ended = capped.copy()
@@ -619,7 +626,7 @@ class BatchedRezzo:
                 self._transition_chunk(c0, min(self.batch, c0 + self.chunk), advancing)
             rows = self._numpy_found(advancing)
         self.tick[advancing] += 1
-        if rows.size:
+        if rows.size and self.record_events:
             self._flag_events(rows)
         lost = advancing & (self._loss_any != 0)
         for b in np.flatnonzero(lost):
