@@ -10,6 +10,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+import pytest
 from bot_files import RAW_BOT, example_bot
 from cellarena_cli import cellarena
 
@@ -167,3 +168,44 @@ def test_the_ladders_match_and_bot_pages_and_json_carry_each_seats_cause(tmp_pat
         assert "bob forfeits at tick 30" in site.bot_html("bob")
         recent = site.bot_json("bob")["recent"]
         assert recent[0]["seats"][1]["cause"]["cause"] == "unresponsive"
+
+
+GAME_MATCHES = {
+    "rezzo": (
+        ["builder", "raider"],
+        ["--max-ticks", "400"],
+        {"flag_at_base", "last_player_standing", "tick_cap"},
+    ),
+    "cata": (["lookahead", "random_legal"], [], {"health_zero", "tick_cap"}),
+    "cloth": (
+        ["planner", "random_placer"],
+        [],
+        {"fell_behind", "score", "territory", "died_out", "tick_cap"},
+    ),
+    "colorblocks": (["greedy", "random_legal"], [], {"objective_captured", "tick_cap"}),
+    "drop2df": (["planner", "passer"], [], {"score"}),
+}
+
+
+@pytest.mark.parametrize("game", sorted(GAME_MATCHES))
+def test_every_games_match_says_why_in_json_and_its_replay_agrees(game: str, tmp_path: Path) -> None:
+    from cellarena.server.replay import read_replay, verify
+
+    bots, extra, words = GAME_MATCHES[game]
+    args = ["match", game, "--fast", "--replay", str(tmp_path / "m.replay"), *extra]
+    for i, bot in enumerate(bots):
+        args += ["--bot", f"{chr(97 + i)}={example_bot(game, bot)}"]
+    proc = cellarena(*args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    names = sorted(out["ranks"])
+    assert sorted(out["causes"]) == names
+    for name in names:
+        cause = out["causes"][name]
+        assert cause["cause"] in words and cause["text"] and "{" not in cause["text"], cause
+    replay = read_replay(tmp_path / "m.replay")
+    assert verify(replay).ok and replay.events()
+    stored = replay.causes()
+    assert {replay.names[s]: c["cause"] for s, c in stored.items()} == {
+        n: c["cause"] for n, c in out["causes"].items()
+    }
