@@ -126,6 +126,8 @@ class BotProcess:
     launch: Launch
     #: Why the launcher stopped it (a limit), or None.
     stopped_for: str | None = None
+    #: `stop_bot` had to signal it (it did not exit by itself when its match ended).
+    signalled: bool = False
 
     @property
     def pid(self) -> int:
@@ -252,6 +254,11 @@ async def play_match(
         raise MatchFailedError("the match ended without a result (a server error, logged above)")
     refused = {bots[seat].name: refusal for seat, refusal in sorted(seating.refusals.items())}
     launched = LaunchedMatch(outcomes[0], logs, exit_codes, refused, stopped)
+    for seat, bot in enumerate(bots):  # exits the watcher had no time to see: the match ended with them
+        proc = procs.get(bot.name)
+        code = exit_codes.get(bot.name)
+        if proc is not None and not proc.signalled and code is not None and seat not in exited:
+            exited[seat] = code
     launched.causes = launch_causes(launched, game, [b.name for b in bots], exited)
     launched.last_lines = {name: last_log_line(path) for name, path in logs.items()}
     return launched
@@ -429,6 +436,7 @@ async def stop_bot(proc: BotProcess, *, patience: float, grace: float = 2.0) -> 
     with trio.move_on_after(patience):
         await proc.wait()
     if proc.returncode is None:
+        proc.signalled = True
         _signal_group(proc, signal.SIGTERM)
         with trio.move_on_after(grace):
             await proc.wait()

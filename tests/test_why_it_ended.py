@@ -9,6 +9,7 @@ import json
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bot_files import RAW_BOT, example_bot
@@ -209,3 +210,44 @@ def test_every_games_match_says_why_in_json_and_its_replay_agrees(game: str, tmp
     assert {replay.names[s]: c["cause"] for s, c in stored.items()} == {
         n: c["cause"] for n, c in out["causes"].items()
     }
+
+
+FORFEITS = [
+    ("crash", "exited", lambda c: c["status"] == 3),
+    ("game:cata", "wrong_game", lambda c: c["asked"] == "cata" and c["game"] == "rezzo"),
+    ("silent", "unresponsive", lambda c: c["ticks"] == 25),
+]
+
+
+@pytest.mark.parametrize(("mode", "word", "check"), FORFEITS)
+def test_each_forfeit_is_named_by_its_cause(mode: str, word: str, check: Any, tmp_path: Path) -> None:
+    bots = (f"bad={RAW_BOT} {mode}", f"good={RAW_BOT} random")
+    code, match, _ = _match(tmp_path, *bots, extra=("--fast", "--budget-ms", "30", "--connect-timeout", "5"))
+    assert code == 3 and "bad" in match["failed"]
+    cause = match["causes"]["bad"]
+    assert cause["cause"] == word and check(cause), cause
+    assert cause["text"].startswith("bad forfeits"), cause
+    assert match["causes"]["good"]["cause"] == "last_player_standing"
+
+
+def test_a_bot_that_exits_says_its_last_log_line(tmp_path: Path) -> None:
+    script = tmp_path / "dies.py"
+    script.write_text(
+        "import sys\nfrom cellarena.sdk import Bot, run\n\n"
+        "class Dies(Bot):\n"
+        "    def on_tick(self, view):\n"
+        "        if view.tick > 3:\n"
+        "            print('giving up: out of ideas', file=sys.stderr, flush=True)\n"
+        "            sys.exit(7)\n"
+        "        return 0\n\n"
+        "raise SystemExit(run(Dies))\n"
+    )
+    code, match, _ = _match(
+        tmp_path, f"dies={sys.executable} {script}", f"good={RAW_BOT} random", extra=("--fast",)
+    )
+    assert code == 3
+    cause = match["causes"]["dies"]
+    assert cause["cause"] == "exited" and cause["status"] == 7, cause
+    assert cause["last_log_line"].endswith("giving up: out of ideas"), cause
+    assert "exited with status 7" in cause["text"] and "giving up: out of ideas" in cause["text"]
+    assert match["last_log_line"]["dies"].endswith("giving up: out of ideas")
