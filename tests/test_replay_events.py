@@ -130,3 +130,25 @@ def test_a_bad_event_names_the_record(tmp_path: Path) -> None:
         ReplayError, match=r"record 2 at byte \d+: event 0 must be a map with a string 'kind'"
     ):
         read_replay(path)
+
+
+def test_the_web_players_data_carries_events_and_causes(tmp_path: Path) -> None:
+    """What the browser player reads (its meta and frames): every event with the frame it leads to,
+    for timeline marks, and the causes as sentences; an old file gives none and still plays."""
+    import json
+    import zlib
+
+    from cellarena.server.web.timeline import Timeline
+
+    path = tmp_path / "rezzo.replay"
+    write(path, "rezzo")
+    timeline = Timeline(read_replay(path))
+    meta = timeline.meta()
+    out = [e for e in meta["events"] if e["kind"] == "flag_at_base"]
+    assert len(out) == 1 and out[0]["seat"] == 1 and out[0]["flag"] and out[0]["base"]
+    said = meta["result"]["causes"]
+    assert said["1"]["cause"] == "flag_at_base" and said["1"]["text"].startswith("raider is out at tick")
+    last = json.loads(zlib.decompress(timeline._frame(out[0]["frame"])))
+    assert any(e["kind"] == "out" for e in last["step"]["events"])
+    old = Timeline(read_replay(FIXTURES / "rezzo.replay")).meta()
+    assert old["events"] == [] and old["result"]["causes"] == {}
