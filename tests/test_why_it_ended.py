@@ -251,3 +251,14 @@ def test_a_bot_that_exits_says_its_last_log_line(tmp_path: Path) -> None:
     assert cause["last_log_line"].endswith("giving up: out of ideas"), cause
     assert "exited with status 7" in cause["text"] and "giving up: out of ideas" in cause["text"]
     assert match["last_log_line"]["dies"].endswith("giving up: out of ideas")
+
+
+def test_a_causes_sentence_fills_in_names_only() -> None:
+    """Causes come from replay files too, which are untrusted: only {N} is filled in."""
+    from cellarena.server.games.causes import sentence
+
+    names = ["alice", "{0} bob"]
+    assert sentence(1, {"cause": "x", "text": "{1} lost to {0}"}, names) == "{0} bob lost to alice"
+    hostile = "{0:>999999999}{0.__class__}{7}{}"
+    assert sentence(0, {"cause": "x", "text": hostile}, names) == "{0:>999999999}{0.__class__}seat 7{}"
+    assert "unknown" in sentence(0, None, names)

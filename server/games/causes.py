@@ -10,6 +10,7 @@ are said here, so that a plugin needs no text for them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,6 +44,10 @@ def cause(kind: str, tick: int | None = None, *, text: str | None = None, **fiel
     return out
 
 
+#: A seat's place in a cause's sentence: ``{0}`` is seat 0's name.
+_PLACEHOLDER = re.compile(r"\{(\d{1,3})\}")
+
+
 def _seat_name(names: Sequence[str], seat: Any) -> str:
     if isinstance(seat, int) and 0 <= seat < len(names):
         return names[seat]
@@ -60,10 +65,9 @@ def sentence(seat: int, c: Mapping[str, Any] | None, names: Sequence[str]) -> st
         return f"{name}: why it ended is unknown (recorded before causes were kept)"
     template = c.get("text")
     if isinstance(template, str):
-        try:
-            return template.format(*(names or ()))
-        except (IndexError, KeyError, ValueError):  # a plugin's bad template: its raw words, not a crash
-            return template
+        # Only plain {N} is filled in, never str.format: a cause may come from an untrusted replay
+        # file, where a format spec ({0:>999999999}, {0.__class__}) would cost memory or leak.
+        return _PLACEHOLDER.sub(lambda m: _seat_name(names, int(m.group(1))), template[:1000])
     kind = str(c.get("cause", UNKNOWN))
     at = _at(c)
     if kind == TICK_CAP:
