@@ -255,9 +255,9 @@ async def play_match(
     refused = {bots[seat].name: refusal for seat, refusal in sorted(seating.refusals.items())}
     launched = LaunchedMatch(outcomes[0], logs, exit_codes, refused, stopped)
     for seat, bot in enumerate(bots):  # exits the watcher had no time to see: the match ended with them
-        proc = procs.get(bot.name)
+        ended = procs.get(bot.name)
         code = exit_codes.get(bot.name)
-        if proc is not None and not proc.signalled and code is not None and seat not in exited:
+        if ended is not None and not ended.signalled and code is not None and seat not in exited:
             exited[seat] = code
     launched.causes = launch_causes(launched, game, [b.name for b in bots], exited)
     launched.last_lines = {name: last_log_line(path) for name, path in logs.items()}

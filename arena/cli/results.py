@@ -33,7 +33,8 @@ def _print(data: dict[str, Any]) -> None:
 
     console = Console(highlight=False)
     standings = Table(title="standings")
-    for col in ("#", "bot", "rating", "matches", "wins", "draws", "losses", "late", "invalid", "crashes"):
+    # W/D/L as in the tournament's own table: ten columns fit an 80-column terminal unfolded.
+    for col in ("#", "bot", "rating", "matches", "W", "D", "L", "late", "invalid", "crashes"):
         # Names fold onto more lines rather than being cut: a table never hides a bot's name.
         standings.add_column(col, justify="left" if col == "bot" else "right", overflow="fold")
     for i, s in enumerate(data["standings"], 1):
@@ -56,7 +57,9 @@ def _print(data: dict[str, Any]) -> None:
             cells.append("·" if r is None else f"{r['wins']}-{r['draws']}-{r['losses']}")
         matrix.add_row(str(i), a, *cells)
     console.print(matrix)
-    console.print("late, invalid: late (or missing) and invalid answers per tick played")
+    console.print(
+        "W/D/L: wins, draws, losses; late, invalid: late (or missing) and invalid answers per tick played"
+    )
     # Each match's cause, one line a match: what decided it, in the words `cellarena match` uses.
     for m in data.get("matches", []):
         losers = [s for s in m["seats"] if s["rank"] > 1] or m["seats"]
