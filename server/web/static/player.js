@@ -215,16 +215,30 @@
     seatsTable.replaceChildren(head, ...rows);
   }
   function name(s) { return `${state.meta.names[s] ?? "?"} (seat ${s})`; }
+  // A game event (docs/replays.md#events) as a line: whose, what, then its fields; cells as (x, y).
+  function eventText(e) {
+    const show = (k, v) => {
+      if (Array.isArray(v) && v.length === 2 && v.every((n) => typeof n === "number")) return `(${v[0]}, ${v[1]})`;
+      if (k === "by" && typeof v === "number") return name(v);
+      return Array.isArray(v) ? v.join(" / ") : String(v);
+    };
+    const fields = Object.entries(e).filter(([k]) => !["kind", "tick", "seat"].includes(k))
+      .map(([k, v]) => `${k} ${show(k, v)}`);
+    const who = typeof e.seat === "number" ? `${name(e.seat)}: ` : "";
+    return `${who}${String(e.kind).replaceAll("_", " ")}${fields.length ? ` (${fields.join(", ")})` : ""}`;
+  }
   function updateEvents(f) {
     const items = [];
     const st = f.step || {};
     const each = (m, what) => Object.entries(m || {}).forEach(([s, n]) => items.push(`${name(+s)}: ${n} ${what}`));
     each(st.late, "late"); each(st.invalid, "invalid"); each(st.illegal, "illegal"); each(st.malformed, "malformed");
     (st.losers || []).forEach((s) => items.push(`${name(s)} is out`));
+    (st.events || []).forEach((e) => items.push(eventText(e)));
     if (G.events) G.events(f, state.meta).forEach((e) => items.push(e));
     const res = f.result || (f.i === state.meta.frames - 1 ? state.meta.result : null);
     if (res) {
       items.push(res.winner === null || res.winner === undefined ? `draw: ${res.reason}` : `${name(res.winner)} wins: ${res.reason}`);
+      Object.values(res.causes || {}).forEach((c) => items.push(`why: ${c.text || c.cause}`));
     } else if (!f.live && f.i === state.meta.frames - 1 && !state.meta.complete) {
       items.push(`the replay ends here without a result: ${state.meta.incomplete}`);
     }
