@@ -575,9 +575,9 @@ class Match:
         if game is not None:
             reason = game.reason + (f"; forfeited: {', '.join(self.seats[i].name for i in forfeits)}")
         elif len(stayed) == 1:
-            reason = "every other seat forfeited"
+            reason = "every other seat disconnected"
         else:
-            reason = "every seat forfeited"
+            reason = "every seat disconnected"
         ends: dict[int, dict[str, Any]] = {}
         for seat in self.seats:
             i = seat.index
