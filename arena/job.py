@@ -146,7 +146,9 @@ def _play(job: MatchJob, root: Path) -> MatchRecord:
     replay = folder / "match.replay"
 
     def recorder(_number: int, engine: Any, names: list[str], seed: int) -> ReplayWriter:
-        return ReplayWriter(replay, engine, seed=seed, names=names, extra={"tournament_key": job.key})
+        return ReplayWriter(
+            replay, engine, seed=seed, names=names, extra={"tournament_key": job.key}, events=True
+        )
 
     async def main() -> Any:
         with trio.move_on_after(job.wall_limit):
@@ -189,6 +191,13 @@ def mark_cut_short(folder: Path, what: str, why: str) -> None:
         folder.rename(folder.with_name(folder.name + CUT_SHORT))
 
 
+def _with_sentence(seat: int, cause: dict[str, Any] | None, names: list[str]) -> dict[str, Any] | None:
+    """A seat's cause as stored: its sentence made with the bots' names (the results need no replay)."""
+    from cellarena.server.games.causes import sentence
+
+    return None if cause is None else {**cause, "text": sentence(seat, cause, names)}
+
+
 def _record(job: MatchJob, launched: LaunchedMatch, replay: Path, started: float) -> MatchRecord:
     """The record of a match that ended, with a note per seat that forfeited for a known reason."""
     notes = dict(launched.stopped)
@@ -222,6 +231,7 @@ def _record(job: MatchJob, launched: LaunchedMatch, replay: Path, started: float
                 exit_code=code,
                 log=str(launched.logs[bot.name]),
                 note=notes.get(bot.name),
+                cause=_with_sentence(seat, launched.causes.get(seat), [b.name for b in job.bots]),
             )
         )
     winner = outcome.result.winner

@@ -34,6 +34,18 @@ class SeatRow:
     illegal: int
     forfeit: bool
     crashed: bool
+    #: Why the match ended so for this seat (`causes`, with its sentence in ``text``); None for matches
+    #: recorded before causes were kept.
+    cause: dict[str, Any] | None = None
+
+    def cause_json(self) -> dict[str, Any]:
+        """The cause for output: ``{"cause": "unknown", ...}`` for a match from before causes."""
+        if self.cause is not None:
+            return self.cause
+        return {
+            "cause": "unknown",
+            "text": f"{self.bot}: why it ended is unknown (recorded before causes were kept)",
+        }
 
 
 @dataclass(frozen=True)
@@ -119,12 +131,23 @@ class TournamentResults:
                 args,
             ).fetchall()
             seats: dict[int, list[SeatRow]] = {}
-            for m, bot, rank, late, invalid, illegal, forfeit, crashed in db.execute(
-                "SELECT match, bot, rank, late, invalid, illegal, forfeit, crashed FROM seats"
-                " ORDER BY match, seat"
+            # A database from before causes has no such column (read-only here: no migration).
+            has_cause = "cause" in {row[1] for row in db.execute("PRAGMA table_info(seats)")}
+            for m, bot, rank, late, invalid, illegal, forfeit, crashed, cause in db.execute(
+                "SELECT match, bot, rank, late, invalid, illegal, forfeit, crashed, "
+                f"{'cause' if has_cause else 'NULL'} FROM seats ORDER BY match, seat"
             ):
                 seats.setdefault(m, []).append(
-                    SeatRow(bot, rank, late, invalid, illegal, bool(forfeit), bool(crashed))
+                    SeatRow(
+                        bot,
+                        rank,
+                        late,
+                        invalid,
+                        illegal,
+                        bool(forfeit),
+                        bool(crashed),
+                        None if cause is None else json.loads(cause),
+                    )
                 )
         return [
             MatchRow(i, k, r, mp, w, why, t, self._replay(rp), f, tuple(seats.get(i, ())))
@@ -172,8 +195,34 @@ class TournamentResults:
             item = {k: row[k] for k in row.keys() if k not in ("match", "key")}  # noqa: SIM118 -- sqlite3.Row
             item["match"] = row["key"]
             item["forfeit"], item["crashed"] = bool(row["forfeit"]), bool(row["crashed"])
+            raw = item.get("cause")
+            item["cause"] = json.loads(raw) if raw else {"cause": "unknown"}
             out.append(item)
         return out
+
+    def match_causes(self) -> list[dict[str, Any]]:
+        """Every match with each seat's result, counts and cause: what `results` shows per match."""
+        return [
+            {
+                "match": m.key,
+                "winner": m.winner,
+                "reason": m.reason,
+                "ticks": m.ticks,
+                "seats": [
+                    {
+                        "bot": s.bot,
+                        "rank": s.rank,
+                        "late": s.late,
+                        "invalid": s.invalid,
+                        "illegal": s.illegal,
+                        "forfeit": s.forfeit,
+                        "cause": s.cause_json(),
+                    }
+                    for s in m.seats
+                ],
+            }
+            for m in self.matches()
+        ]
 
     def report(self) -> dict[str, Any]:
         """Everything `cellarena results` prints, as JSON-ready data."""
@@ -183,6 +232,7 @@ class TournamentResults:
             "standings": [s.to_json() for s in self.standings()],
             "head_to_head": self.head_to_head(),
             "failures": self.failures(),
+            "matches": self.match_causes(),
         }
 
 

@@ -30,9 +30,6 @@ from cellarena.server.match import TickSettings
 
 log = logging.getLogger("cellarena.arena")
 
-#: A seat that misses this many ticks in a row is taken for hung and forfeits (see docs/protocol.md).
-MISSED_IN_A_ROW = 25
-
 
 @dataclass(frozen=True)
 class TournamentSpec:
@@ -104,6 +101,8 @@ class RunReport:
     #: Per bot, why its seats forfeited or crashed when the launcher knew (over a limit, could not
     #: start, asked for another game), with how many times.
     notes: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    #: Per bot, the causes of its forfeits (`cellarena match`'s words: unresponsive, exited...) and counts.
+    forfeits: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
 def default_jobs() -> int:
@@ -222,6 +221,7 @@ def run_tournament(
             raise
         report.standings = store.standings([b.name for b in spec.bots])
         report.notes = store.notes()
+        report.forfeits = store.forfeit_causes()
     report.seconds = time.perf_counter() - started
     return report
 

@@ -7,7 +7,9 @@ Tables (``docs/tournaments.md`` has the details):
   difference allowed is more bots (the old ones unchanged): the spec grows, the finished matches are
   renumbered to their places in the grown schedule, and only the new bots' matches are left to play.
 - ``matches``: one row per finished match, keyed by its schedule key; result, replay and timings.
-- ``seats``: one row per seat of a finished match: bot, rank, late/invalid/illegal counts, crash, log.
+- ``seats``: one row per seat of a finished match: bot, rank, late/invalid/illegal counts, crash, log,
+  and its cause (JSON, `cellarena.server.games.causes`; NULL for matches recorded before causes were
+  kept, which read as "unknown").
 - ``ratings``: the rating history, each finished match's new ratings in schedule order (see
   `cellarena.arena.ratings`), rebuilt from the first affected match in the same transaction.
 
@@ -64,6 +66,8 @@ CREATE TABLE IF NOT EXISTS seats (
     crashed INTEGER NOT NULL,
     exit_code INTEGER,
     log TEXT,
+    note TEXT,
+    cause TEXT,
     PRIMARY KEY (match, seat)
 );
 CREATE TABLE IF NOT EXISTS ratings (
@@ -93,6 +97,8 @@ class SeatRecord:
     log: str | None
     #: Why the seat forfeited or crashed, when the launcher knows (a limit, a bot that could not start).
     note: str | None = None
+    #: Why the match ended as it did for this seat: its cause map (`causes`), sentence included.
+    cause: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,8 @@ class Standing:
     losses: int
     late_rate: float
     crashes: int
+    #: Invalid answers per tick (on_tick raised, or an answer the game cannot read), beside late_rate.
+    invalid_rate: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -134,6 +142,7 @@ class Standing:
             "draws": self.draws,
             "losses": self.losses,
             "late_rate": round(self.late_rate, 6),
+            "invalid_rate": round(self.invalid_rate, 6),
             "crashes": self.crashes,
         }
 
@@ -172,8 +181,10 @@ class Store:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(seats)")}
-            if "note" not in columns:  # a results folder from before seats had notes
-                self._db.execute("ALTER TABLE seats ADD COLUMN note TEXT")
+            # Results folders from before: seats gained notes, then causes (NULL: cause unknown).
+            for column in ("note", "cause"):
+                if column not in columns:
+                    self._db.execute(f"ALTER TABLE seats ADD COLUMN {column} TEXT")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{path}: not a usable results database ({exc}); use another --out") from None
         mine = fingerprint(spec)
@@ -265,7 +276,7 @@ class Store:
             )
             db.executemany(
                 "INSERT INTO seats (match, seat, bot, rank, late, invalid, illegal, forfeit, crashed,"
-                " exit_code, log, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " exit_code, log, note, cause) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         match.index,
@@ -280,6 +291,7 @@ class Store:
                         s.exit_code,
                         s.log,
                         s.note,
+                        None if s.cause is None else json.dumps(s.cause, sort_keys=True),
                     )
                     for seat, s in enumerate(record.seats)
                 ],
@@ -338,12 +350,30 @@ class Store:
             out.setdefault(bot, []).append((note, n))
         return out
 
+    def forfeit_causes(self) -> dict[str, list[tuple[str, int]]]:
+        """Per bot, the causes of its forfeits (the same words `cellarena match` prints), with counts."""
+        return forfeit_causes_of(self._db)
+
     def finished_keys(self) -> set[str]:
         return {k for (k,) in self._db.execute("SELECT key FROM matches")}
 
     def standings(self, bots: Sequence[str]) -> list[Standing]:
         """Every bot in ``bots``, best first: by rating, then fewer late moves, fewer crashes, name."""
         return standings_of(self._db, bots)
+
+
+def forfeit_causes_of(db: sqlite3.Connection) -> dict[str, list[tuple[str, int]]]:
+    """`Store.forfeit_causes` on an open results database (of any age: no cause column, none)."""
+    from cellarena.server.games import causes
+
+    if "cause" not in {row[1] for row in db.execute("PRAGMA table_info(seats)")}:
+        return {}
+    counts: dict[str, dict[str, int]] = {}
+    for bot, raw in db.execute("SELECT bot, cause FROM seats WHERE forfeit AND cause IS NOT NULL"):
+        word = str(json.loads(raw).get("cause", causes.UNKNOWN))
+        counts.setdefault(bot, {}).setdefault(word, 0)
+        counts[bot][word] += 1
+    return {bot: sorted(words.items()) for bot, words in sorted(counts.items())}
 
 
 def standings_of(db: sqlite3.Connection, bots: Sequence[str]) -> list[Standing]:
@@ -357,11 +387,11 @@ def standings_of(db: sqlite3.Connection, bots: Sequence[str]) -> list[Standing]:
         )
     }
     tallies = {
-        bot: (n, wins, draws, late, ticks, crashes)
-        for bot, n, wins, draws, late, ticks, crashes in db.execute(
+        bot: (n, wins, draws, late, ticks, crashes, invalid)
+        for bot, n, wins, draws, late, ticks, crashes, invalid in db.execute(
             "WITH firsts AS (SELECT match, COUNT(*) AS n FROM seats WHERE rank = 1 GROUP BY match)"
             " SELECT s.bot, COUNT(*), SUM(s.rank = 1 AND f.n = 1), SUM(s.rank = 1 AND f.n > 1),"
-            " SUM(s.late), SUM(m.ticks), SUM(s.crashed)"
+            " SUM(s.late), SUM(m.ticks), SUM(s.crashed), SUM(s.invalid)"
             " FROM seats s JOIN matches m ON m.idx = s.match LEFT JOIN firsts f ON f.match = s.match"
             " GROUP BY s.bot"
         )
@@ -369,7 +399,7 @@ def standings_of(db: sqlite3.Connection, bots: Sequence[str]) -> list[Standing]:
     out = []
     for bot in bots:
         r = latest.get(bot, ratings.initial())
-        n, wins, draws, late, ticks, crashes = tallies.get(bot, (0, 0, 0, 0, 0, 0))
+        n, wins, draws, late, ticks, crashes, invalid = tallies.get(bot, (0, 0, 0, 0, 0, 0, 0))
         out.append(
             Standing(
                 bot=bot,
@@ -382,6 +412,7 @@ def standings_of(db: sqlite3.Connection, bots: Sequence[str]) -> list[Standing]:
                 losses=n - wins - draws,
                 late_rate=late / ticks if ticks else 0.0,
                 crashes=crashes,
+                invalid_rate=invalid / ticks if ticks else 0.0,
             )
         )
     out.sort(key=lambda s: (-s.rating, s.late_rate, s.crashes, s.bot))

@@ -228,10 +228,23 @@ class _Log:
     def __init__(self, name: str, quiet: bool) -> None:
         self.name = name
         self.quiet = quiet
+        #: Ticks whose answer went invalid (on_tick raised, or its answer could not be encoded).
+        self.invalid = 0
 
     def __call__(self, text: str, *, always: bool = True) -> None:
         if always or not self.quiet:
             print(f"{self.name}: {text}", file=sys.stderr, flush=True)
+
+    def invalid_answer(self, tick: int, text: str, detail: str = "") -> None:
+        """An answer that went invalid: the first in full (``detail``: a traceback), then a count at
+        10, 100, 1000... and in the match's last line, so a bot that fails every tick writes a handful
+        of lines instead of one traceback per tick."""
+        self.invalid += 1
+        n = self.invalid
+        if n == 1:
+            self(f"tick {tick}: {text}; this tick counts as invalid" + (f"\n{detail}" if detail else ""))
+        elif n >= 10 and str(n).strip("0") == "1":
+            self(f"tick {tick}: {n} invalid answers so far (the first is reported above); latest: {text}")
 
 
 def play(bot: AnyBot, client: Client, *, name: str = "bot", quiet: bool = False) -> MatchResult:
@@ -281,7 +294,11 @@ def play(bot: AnyBot, client: Client, *, name: str = "bot", quiet: bool = False)
                     )
         elif kind == "end":
             result = MatchResult.from_end(message)
-            log(result.summary() + (f"; {slow} slow ticks" if slow else ""), always=False)
+            said = result.summary() + (f"; {slow} slow ticks" if slow else "")
+            if log.invalid:  # always said: the bot's own failures must not pass unseen
+                log(f"{said}; {log.invalid} invalid answers of its own (on_tick raised or sent no moves)")
+            else:
+                log(said, always=False)
             _guarded(log, "on_end", bot.on_end, result)
             return result
         elif kind == "redirect":  # the client refuses one in the middle of a match (protocol.states)
@@ -313,13 +330,14 @@ def _answer(bot: GameBot[ViewT, AnswerT], client: Client, message: dict[str, Any
     reply: dict[str, Any] = {"type": "moves", "tick": tick}
     try:
         answer = bot.on_tick(view)
-    except Exception:
-        log(f"tick {tick}: on_tick raised; this tick counts as invalid\n{traceback.format_exc().rstrip()}")
+    except Exception as exc:
+        why = f"on_tick raised {type(exc).__name__}: {exc}"
+        log.invalid_answer(tick, why, traceback.format_exc().rstrip())
     else:
         try:
             reply["moves"] = bot.encode_answer(answer, message)
         except MovesError as exc:
-            log(f"tick {tick}: {exc}; this tick counts as invalid")
+            log.invalid_answer(tick, str(exc))
     took_ms = (time.monotonic() - started) * 1000.0
     client.send(reply)
     return took_ms

@@ -183,7 +183,7 @@ async def _host(job: HostedMatch, publish: Callable[[str, int], None], host: str
         replay = Path(folder) / "match.replay"
 
         def recorder(_number: int, engine: Engine, names: list[str], seed: int) -> Recorder:
-            return ReplayWriter(replay, engine, seed=seed, names=names)
+            return ReplayWriter(replay, engine, seed=seed, names=names, events=True)
 
         lobby = Lobby(
             LobbyConfig(

@@ -23,7 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -44,6 +44,7 @@ from cellarena.server.confinement import (
     process_table,
 )
 from cellarena.server.connection import Connection
+from cellarena.server.games import causes
 from cellarena.server.games.base import Engine
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import MatchOutcome, Recorder, TickSettings
@@ -118,6 +119,12 @@ class LaunchedMatch:
     refused: dict[str, Refusal] = field(default_factory=dict)
     #: Bots that could not start, or were stopped for going over a limit, by name: why, for a person.
     stopped: dict[str, str] = field(default_factory=dict)
+    #: Each seat's cause (`causes`): the match's, with what only the launcher knows put in: a
+    #: forfeit's process that exited (status or signal, the last line of its log), went over a
+    #: limit, could not start, or whose hello was refused. `match` and tournaments both show these.
+    causes: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: Each bot's last log line (`last_log_line`), read before a temporary log folder goes.
+    last_lines: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -129,6 +136,8 @@ class BotProcess:
     launch: Launch
     #: Why the launcher stopped it (a limit), or None.
     stopped_for: str | None = None
+    #: `stop_bot` had to signal it (it did not exit by itself when its match ended).
+    signalled: bool = False
 
     @property
     def pid(self) -> int:
@@ -210,6 +219,8 @@ async def play_match(
     logs = _log_paths(log_dir, [b.name for b in bots])
     exit_codes: dict[str, int | None] = {}
     stopped: dict[str, str] = {}
+    #: Seats whose bot exited while the match went on, and how (before `stop_bot` at the end).
+    exited: dict[int, int] = {}
     # Each bot's output goes through a pipe to its log, so that a bot that prints without end cannot
     # fill the disk. The copiers outlive the match: a bot's last words come after `end`.
     async with trio.open_nursery() as copiers:
@@ -255,7 +266,7 @@ async def play_match(
                     procs[bot.name] = proc
                     assert proc.stdout is not None
                     copiers.start_soon(copy_log, proc.stdout, logs[bot.name], LOG_LIMIT)
-                    nursery.start_soon(_watch_process, proc, seat, seating)
+                    nursery.start_soon(_watch_process, proc, seat, seating, exited)
                 nursery.start_soon(watch_limits, list(procs.values()), limits)
         except BaseException:
             with trio.CancelScope(shield=True):  # interrupted: stop everything at once
@@ -277,7 +288,72 @@ async def play_match(
     if not outcomes:
         raise MatchFailedError("the match ended without a result (a server error, logged above)")
     refused = {bots[seat].name: refusal for seat, refusal in sorted(seating.refusals.items())}
-    return LaunchedMatch(outcomes[0], logs, exit_codes, refused, stopped)
+    launched = LaunchedMatch(outcomes[0], logs, exit_codes, refused, stopped)
+    for seat, bot in enumerate(bots):  # exits the watcher had no time to see: the match ended with them
+        ended = procs.get(bot.name)
+        code = exit_codes.get(bot.name)
+        if ended is not None and not ended.signalled and code is not None and seat not in exited:
+            exited[seat] = code
+    launched.causes = launch_causes(launched, game, [b.name for b in bots], exited)
+    launched.last_lines = {name: last_log_line(path) for name, path in logs.items()}
+    return launched
+
+
+def last_log_line(path: Path) -> str | None:
+    """The last line a bot wrote to its log (not the launcher's own notes), cut to 200 characters."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 8192))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    lines = [ln.strip() for ln in tail.splitlines() if ln.strip() and not ln.startswith("[cellarena:")]
+    return lines[-1][:200] if lines else None
+
+
+def _exit_fields(code: int | None) -> dict[str, Any]:
+    if code is not None and code < 0:
+        try:
+            return {"signal": signal.Signals(-code).name}
+        except ValueError:
+            return {"signal": str(-code)}
+    return {"status": code}
+
+
+def launch_causes(
+    launched: LaunchedMatch, game: str, names: list[str], exited: Mapping[int, int]
+) -> dict[int, dict[str, Any]]:
+    """Each seat's cause: the match's, and for a seat that forfeited, what the launcher knows of why
+    (its hello refused, a limit, its process gone while the match went on, or it could not start)."""
+    result = launched.outcome.result
+    out = {seat: dict(c) for seat, c in result.causes.items()}
+    forfeits = set(launched.outcome.forfeits)
+    for seat, name in enumerate(names):
+        if seat not in forfeits and name not in launched.refused:
+            continue
+        was = out.get(seat, {})
+        tick = was.get("tick")
+        if name in launched.refused:
+            refusal = launched.refused[name]
+            if refusal.game != game:
+                out[seat] = causes.cause(causes.WRONG_GAME, tick, asked=str(refusal.game), game=game)
+            else:
+                out[seat] = causes.cause(causes.REFUSED, tick, code=refusal.code, message=refusal.message)
+            continue
+        if was.get("cause") == causes.UNRESPONSIVE:
+            continue  # hung: the process was alive until the launcher stopped it
+        line = last_log_line(launched.logs[name]) if name in launched.logs else None
+        why = launched.stopped.get(name)
+        if why is not None and name in launched.exit_codes and launched.exit_codes[name] is None:
+            out[seat] = causes.cause(causes.NEVER_CONNECTED, tick, detail=why)
+        elif why is not None:
+            out[seat] = causes.cause(
+                causes.LIMIT, tick, limit=why.split(" ")[0], detail=why, last_log_line=line
+            )
+        elif seat in exited:
+            out[seat] = causes.cause(causes.EXITED, tick, **_exit_fields(exited[seat]), last_log_line=line)
+    return out
 
 
 #: What a launched bot is told by cellarena alone, never inherited from cellarena's own environment.
@@ -429,8 +505,10 @@ async def copy_log(output: trio.abc.ReceiveStream, path: Path, limit: int) -> No
                 log_file.close()
 
 
-async def _watch_process(proc: BotProcess, seat: int, seating: ReservedSeating) -> None:
-    await proc.wait()
+async def _watch_process(
+    proc: BotProcess, seat: int, seating: ReservedSeating, exited: dict[int, int]
+) -> None:
+    exited[seat] = await proc.wait()
     seating.seat_gone(seat)  # if it never connected, do not keep the others waiting
 
 
@@ -441,6 +519,7 @@ async def stop_bot(proc: BotProcess, *, patience: float, grace: float = 2.0) -> 
     with trio.move_on_after(patience):
         await proc.wait()
     if proc.returncode is None:
+        proc.signalled = True
         _signal_group(proc, signal.SIGTERM)
         with trio.move_on_after(grace):
             await proc.wait()

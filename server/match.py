@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,6 +27,7 @@ import trio
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol.fields import is_int
 from cellarena.server.connection import Connection
+from cellarena.server.games import causes
 from cellarena.server.games.base import Engine, Events, Result, sole_first
 
 log = logging.getLogger("cellarena.server")
@@ -39,6 +40,9 @@ _MISSING: Any = object()
 #: keep the nominal rate. Measured with `cellarena bench server` (its "rate" table): see
 #: docs/protocol.md#timing for the figures and how they were taken.
 SERVER_MARGIN_MS = 3
+#: Late (or missing) answers in a row after which `match` and tournaments forfeit a seat as
+#: unresponsive (docs/protocol.md#timing): about 2 s at Rezzo's 15 ticks a second.
+MISSED_IN_A_ROW = 25
 
 
 def whole_ms(ms: float) -> int:
@@ -94,7 +98,9 @@ class TickSettings:
 class Recorder(Protocol):
     """Where a match's moves go, tick by tick (a replay file)."""
 
-    def record(self, tick: int, moves: dict[int, Any], engine: Engine) -> None: ...
+    def record(
+        self, tick: int, moves: dict[int, Any], engine: Engine, *, events: Sequence[Mapping[str, Any]] = ()
+    ) -> None: ...
 
     def finish(self, result: Result, extra: dict[str, Any]) -> None: ...
 
@@ -115,7 +121,12 @@ class Seat:
     invalid: int = 0
     illegal: int = 0
     forfeit_tick: int | None = None
+    #: Why the seat forfeits (or will, once its connection is gone): a cause map (`causes`).
+    forfeit_cause: dict[str, Any] | None = None
     missed_in_a_row: int = 0
+    #: The longest run of late ticks so far, and the tick it ended (or goes on) at.
+    longest_late_run: int = 0
+    longest_late_run_end: int = 0
     #: trio time the connection was lost, while the seat waits for its bot to come back.
     lost_at: float | None = None
     # the tick being answered, and what the seat was asked
@@ -207,6 +218,9 @@ class MatchOutcome:
     illegal: list[int]
     forfeits: list[int]
     ticks: int
+    #: Per seat, the longest run of ticks in a row it was late for (a hung or slow bot), and the tick
+    #: that run ended at.
+    late_runs: list[tuple[int, int]] = field(default_factory=list)
     #: Ticks in which at least one connected seat's answer was late or missing.
     late_ticks: int = 0
     #: Fixed-rate ticks that started more than a quarter period after their slot (server overload).
@@ -225,6 +239,7 @@ class MatchOutcome:
             "invalid": dict(zip(names, self.invalid, strict=True)),
             "illegal": dict(zip(names, self.illegal, strict=True)),
             "forfeits": [names[s] for s in self.forfeits],
+            "causes": {names[s]: c for s, c in causes.with_sentences(self.result.causes, names).items()},
         }
 
 
@@ -395,7 +410,9 @@ class Match:
             self.seats[s].invalid += count
         if self.recorder is not None:
             try:
-                self.recorder.record(self._tick, self._actions, self.engine)  # exactly what apply() got
+                # Exactly what apply() got, and the game's events (old plugins' Events may lack them).
+                happened = getattr(events, "log", None) or ()
+                self.recorder.record(self._tick, self._actions, self.engine, events=happened)
             except OSError as exc:  # a full disk must not cost the match its result
                 tick = self._tick
                 log.error("match %d: its replay stops at tick %d (%s); play goes on", self.number, tick, exc)
@@ -416,16 +433,24 @@ class Match:
             connected = conn is not None and not conn.closed
             if not connected and seat.forfeit_tick is None and not self._may_come_back(seat):
                 seat.forfeit_tick = seat.tick
+                if seat.forfeit_cause is None:
+                    seat.forfeit_cause = self._gone_cause(seat)
+                else:
+                    seat.forfeit_cause["tick"] = seat.tick
                 log.info(
-                    "match %d: %s disconnected at tick %d and forfeits", self.number, seat.name, seat.tick
-                )
+                    "match %d: %s forfeits at tick %d (%s)",
+                    self.number, seat.name, seat.tick, seat.forfeit_cause["cause"],
+                )  # fmt: skip
             if not seat.answered or seat.arrival > seat.sent_wall + budget:
                 seat.late += 1
                 any_late = any_late or seat.forfeit_tick is None
                 seat.missed_in_a_row += 1
+                if seat.forfeit_tick is None and seat.missed_in_a_row > seat.longest_late_run:
+                    seat.longest_late_run, seat.longest_late_run_end = seat.missed_in_a_row, seat.tick
                 limit = self.settings.max_missed_in_a_row
                 hung = limit is not None and seat.missed_in_a_row >= limit
                 if hung and conn is not None and not conn.closed:
+                    seat.forfeit_cause = causes.cause(causes.UNRESPONSIVE, seat.tick, ticks=limit)
                     conn.fail(
                         protocol.UNRESPONSIVE,
                         f"no answer within the budget for {limit} ticks in a row; this seat forfeits",
@@ -442,6 +467,12 @@ class Match:
             actions[seat.index] = action
         self.late_ticks += any_late
         return actions
+
+    def _gone_cause(self, seat: Seat) -> dict[str, Any]:
+        """Why a seat with no connection forfeits: it never had one, or lost it past the grace."""
+        if seat.conn is None:
+            return causes.cause(causes.NEVER_CONNECTED, seat.tick)
+        return causes.cause(causes.DISCONNECTED, seat.tick, grace=self.settings.reconnect_grace)
 
     def _may_come_back(self, seat: Seat) -> bool:
         """A seat that lost its connection within the reconnect grace keeps its seat for now."""
@@ -522,6 +553,7 @@ class Match:
             illegal,
             forfeits,
             result.ticks,
+            late_runs=[(s.longest_late_run, s.longest_late_run_end) for s in self.seats],
             late_ticks=self.late_ticks,
             behind_ticks=self.behind_ticks,
             bad_ticks=self.bad_ticks,
@@ -555,4 +587,14 @@ class Match:
             reason = "every other seat disconnected"
         else:
             reason = "every seat disconnected"
-        return Result(ranks=ranks, winner=winner, reason=reason, ticks=ticks)
+        ends: dict[int, dict[str, Any]] = {}
+        for seat in self.seats:
+            i = seat.index
+            if i in forfeits:
+                ends[i] = dict(seat.forfeit_cause or causes.cause(causes.DISCONNECTED, forfeits[i]))
+            elif game is not None and i in game.causes:
+                ends[i] = dict(game.causes[i])
+            else:
+                text = f"{{{i}}} is the last seat still playing at tick {ticks}: every other seat forfeited"
+                ends[i] = causes.cause(causes.LAST_STANDING, ticks, text=text)
+        return Result(ranks=ranks, winner=winner, reason=reason, ticks=ticks, causes=ends)

@@ -30,7 +30,13 @@ from cellarena.sdk.protocol import is_int, is_number
 from cellarena.server.games import ConfigError, Engine, Result, game_names, get_engine, is_game
 
 FORMAT = "cellarena-replay"
-VERSION = 1
+#: The version this cellarena writes. 2 added the game's events to tick records and each seat's
+#: cause to the result, and made every later addition an optional section: a reader of version 2
+#: ignores fields and record types it does not know, so a new section (the debug layer's per-seat,
+#: per-tick annotations) needs no version step. docs/replays.md has both versions.
+VERSION = 2
+#: The versions this cellarena reads.
+READS = (1, 2)
 LENGTH = struct.Struct(">I")
 #: Largest record a reader accepts. The header carries the map text (up to 32 MiB for a 4096x4096
 #: map), so this matches the server's largest frame rather than a tick record's few hundred bytes.
@@ -52,6 +58,8 @@ class TickRecord:
     hash: str
     late: dict[int, int] = field(default_factory=dict)
     invalid: dict[int, int] = field(default_factory=dict)
+    #: The game's events of this ``apply()`` (`Events.log`); None in version 1 files, which kept none.
+    events: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -68,6 +76,27 @@ class Replay:
     @property
     def game(self) -> str:
         return self.header["game"]
+
+    @property
+    def sections(self) -> list[str]:
+        """The optional sections the writer kept for every tick (version 2: ``events``)."""
+        sections = self.header.get("sections")
+        return [x for x in sections if isinstance(x, str)] if isinstance(sections, list) else []
+
+    @property
+    def version(self) -> int:
+        """The file's format version (1: no events nor causes)."""
+        version: int = self.header["version"]
+        return version
+
+    def events(self) -> list[dict[str, Any]]:
+        """Every recorded game event, in order (empty for a version 1 file)."""
+        return [e for t in self.ticks for e in (t.events or ())]
+
+    def causes(self) -> dict[int, dict[str, Any]]:
+        """Each seat's cause as the match ended (forfeits included); empty if the file has none."""
+        raw = (self.result or {}).get("causes") or {}
+        return {int(k): v for k, v in raw.items()}
 
     @property
     def config(self) -> dict[str, Any]:
@@ -263,11 +292,13 @@ def _check_header(path: str, record: dict[Any, Any]) -> dict[str, Any]:
         )
     c = _Checker(path, "header", record)
     version = c.get("version", "int")
-    if version != VERSION:
+    if version not in READS:
         by = record.get("cellarena")
         raise ReplayError(
-            f"{path}: replay format version {version} is not supported; this cellarena reads version "
-            f"{VERSION}" + (f" (the file was written by cellarena {by})" if isinstance(by, str) else "")
+            f"{path}: replay format version {version} is not supported; this cellarena reads versions "
+            f"{', '.join(map(str, READS))}"
+            + (f" (the file was written by cellarena {by})" if isinstance(by, str) else "")
+            + "; read it with a newer cellarena"
         )
     game = c.get("game", "str")
     if not is_game(game):
@@ -294,16 +325,36 @@ def _check_header(path: str, record: dict[Any, Any]) -> dict[str, Any]:
     hashes = c.get("hashes", "int", optional=True)
     if hashes is not None and hashes < 1:
         raise c.fail(f"field 'hashes' must be 1 or more, got {hashes}")
+    c.get("sections", "list", optional=True)
     return record
 
 
-def _check_tick(c: _Checker) -> TickRecord:
+def _check_events(c: _Checker) -> list[dict[str, Any]]:
+    events = c.get("events", "list", optional=True)
+    if events is None:
+        return []
+    for i, e in enumerate(events):
+        if not isinstance(e, dict) or not isinstance(e.get("kind"), str) or not is_int(e.get("tick")):
+            raise c.fail(f"event {i} must be a map with a string 'kind' and an int 'tick', got {e!r:.80}")
+    return events
+
+
+def _check_causes(c: _Checker) -> None:
+    for seat, cause in c.int_map("causes", values="any", optional=True).items():
+        if not isinstance(cause, dict) or not isinstance(cause.get("cause"), str):
+            raise c.fail(
+                f"field 'causes': seat {seat} must map to a map with a string 'cause', got {cause!r:.80}"
+            )
+
+
+def _check_tick(c: _Checker, events: bool) -> TickRecord:
     return TickRecord(
         tick=c.get("tick", "int"),
         moves=c.int_map("moves", values="any"),
         hash=c.get("hash", "str"),
         late=c.int_map("late", optional=True),
         invalid=c.int_map("invalid", optional=True),
+        events=_check_events(c) if events else None,
     )
 
 
@@ -314,6 +365,7 @@ def _check_outcome(c: _Checker) -> None:
     c.get("winner", "int or nil")
     c.get("reason", "str")
     c.int_map("scores", values="number", optional=True)
+    _check_causes(c)
 
 
 def _check_result(c: _Checker) -> dict[str, Any]:
@@ -369,13 +421,16 @@ def read_replay(path: str | os.PathLike[str]) -> Replay:
             c = _Checker(name, where, record)
             kind = record.get("type")
             if kind == "tick":
-                tick = _check_tick(c)
+                sections = header.get("sections")
+                tick = _check_tick(c, isinstance(sections, list) and "events" in sections)
                 last = ticks[-1].tick if ticks else None
                 if last is not None and tick.tick <= last:
                     raise c.fail(f"tick {tick.tick} does not come after tick {last}")
                 ticks.append(tick)
             elif kind == "result":
                 result = _check_result(c)
+            elif header["version"] >= 2 and isinstance(kind, str):
+                continue  # a later section (version 2 readers skip what they do not know)
             else:
                 raise c.fail(f"unknown record type {kind!r:.40}; expected 'tick' or 'result'")
     assert header is not None  # _raw_records raises rather than end before the header
@@ -419,6 +474,7 @@ def _outcome(result: Result) -> dict[str, Any]:
         "winner": result.winner,
         "reason": result.reason,
         "scores": dict(sorted(result.scores.items())),
+        "causes": dict(sorted(result.causes.items())),
     }
 
 
@@ -439,7 +495,11 @@ class ReplayWriter:
         names: Sequence[str],
         extra: Mapping[str, Any] | None = None,
         exclusive: bool = False,
+        events: bool = False,
     ) -> None:
+        """``events``: every `record` call will give the tick's game events (`Events.log`): the header
+        then lists the ``events`` section, and `verify` checks them (a tick without any has none).
+        Off by default, so that a writer that never gives them does not promise them."""
         game = type(engine).name
         if not is_game(game):
             raise ValueError(
@@ -466,6 +526,8 @@ class ReplayWriter:
             "protocol": PROTOCOL_VERSION,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
         }
+        if events:
+            header["sections"] = ["events"]
         if extra:
             header["extra"] = dict(extra)
         self.path = os.fspath(path)
@@ -499,11 +561,14 @@ class ReplayWriter:
         *,
         late: Mapping[int, int] | None = None,
         invalid: Mapping[int, int] | None = None,
+        events: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         """Append decision point ``tick``: ``moves`` exactly as ``apply()`` got them, after that call.
 
         ``late`` and ``invalid`` are the match server's per-seat counts for this tick (zeros are
-        dropped); they are kept for the record and are not re-simulated.
+        dropped); they are kept for the record and are not re-simulated. ``events`` are the game's
+        events that ``apply()`` reported (`Events.log`), which `verify` checks against re-simulation;
+        the field is left out when there are none.
         """
         if self._finished:
             raise ValueError(f"replay {self.path} already has its result")
@@ -519,6 +584,8 @@ class ReplayWriter:
             record["late"] = late_counts
         if invalid_counts := _seat_counts(invalid):
             record["invalid"] = invalid_counts
+        if events:
+            record["events"] = [dict(e) for e in events]
         self._write(self._pack(record, f"the moves of tick {tick}"))
 
     def finish(
@@ -682,6 +749,8 @@ def _rebuild(replay: Replay) -> Engine:
 
 
 _OUTCOME_FIELDS = ("ticks", "ranks", "winner", "reason", "scores")
+#: Version 2 results also carry each seat's cause.
+_OUTCOME_FIELDS_2 = (*_OUTCOME_FIELDS, "causes")
 
 
 def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | None]:
@@ -709,7 +778,7 @@ def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | Non
         if engine.tick != rec.tick:
             return engine, done, Mismatch(rec.tick, "decision point", rec.tick, engine.tick)
         try:
-            engine.apply(rec.moves)
+            events = engine.apply(rec.moves)
         except Exception as exc:  # a replay file is untrusted input: report, never crash
             return (
                 engine,
@@ -719,6 +788,10 @@ def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | Non
         got = state_hash()
         if got != rec.hash:
             return engine, done, Mismatch(rec.tick, "state hash", rec.hash, got)
+        if rec.events is not None:
+            log = list(getattr(events, "log", None) or ())
+            if log != rec.events:
+                return engine, done, Mismatch(rec.tick, "events", rec.events, log)
         done += 1
     return engine, done, None
 
@@ -733,9 +806,10 @@ def verify(replay: Replay) -> VerifyReport:
     if mismatch is None and replay.result is not None:
         got = engine.result()
         want = replay.result["engine_result"]
+        fields = _OUTCOME_FIELDS_2 if replay.version >= 2 else _OUTCOME_FIELDS
         if want is not None:
-            want = {k: want.get(k, {} if k == "scores" else None) for k in _OUTCOME_FIELDS}
-        got_fields = None if got is None else _outcome(got)
+            want = {k: want.get(k, {} if k in ("scores", "causes") else None) for k in fields}
+        got_fields = None if got is None else {k: v for k, v in _outcome(got).items() if k in fields}
         if want != got_fields:
             last = replay.ticks[-1].tick if replay.ticks else replay.start_tick
             report.mismatch = Mismatch(last, "engine result", want, got_fields)

@@ -420,6 +420,8 @@ def test_a_bot_over_a_limit_is_stopped_with_the_limit_named(
     assert words in said
     assert f"open files ({limits.open_files}, {limits.open_files})" in said  # a kernel limit per process
     assert "plain" not in launched.stopped
+    cause = launched.causes[0]  # the forfeit is named by its cause, the limit in its detail
+    assert cause["cause"] == "limit" and words in cause["detail"], cause
 
 
 def test_a_bot_that_cannot_start_is_named_with_the_reason(tmp_path: Path) -> None:
@@ -435,6 +437,8 @@ def test_a_bot_that_cannot_start_is_named_with_the_reason(tmp_path: Path) -> Non
     )
     assert "cannot start" in launched.stopped["ghost"] and "No such file" in launched.stopped["ghost"]
     assert launched.outcome.forfeits == [0]
+    cause = launched.causes[0]
+    assert cause["cause"] == "never_connected" and "cannot start" in cause["detail"], cause
 
 
 def test_the_token_is_not_in_a_launched_bots_environment(tmp_path: Path) -> None:

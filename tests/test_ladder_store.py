@@ -469,6 +469,7 @@ V3 = (
     "CREATE TABLE changes ( id {id}, kind TEXT NOT NULL, bot_id BIGINT REFERENCES bots (id),"
     " at TEXT NOT NULL)",
 )
+V4 = ("ALTER TABLE seats ADD COLUMN cause TEXT",)
 T0 = "2026-01-02T03:04:05.000000+00:00"
 
 
@@ -519,8 +520,8 @@ def make_v1_database(target: str, *, extra: tuple[str, ...] = ()) -> tuple[str, 
 
 def test_released_migrations_never_change() -> None:
     assert [" ".join(s.split()) for s in MIGRATIONS[0].statements] == [" ".join(s.split()) for s in V1]
-    assert [m.statements for m in MIGRATIONS[1:3]] == [V2, V3]
-    assert CURRENT_VERSION == len(MIGRATIONS) == 3
+    assert [m.statements for m in MIGRATIONS[1:4]] == [V2, V3, V4]
+    assert CURRENT_VERSION == len(MIGRATIONS) == 4
 
 
 def test_opening_a_v1_database_upgrades_it_and_keeps_everything(ladder_db: str) -> None:
@@ -539,13 +540,39 @@ def test_opening_a_v1_database_upgrades_it_and_keeps_everything(ladder_db: str) 
             running is not None and running.status == "running"
         )  # an upgrade voids nothing; the server does
         assert store.set_max_matches("bob", 2).max_matches == 2
+        # v4: a match finished before causes were kept reads "unknown"; one running has none yet.
+        old = store.match(1)
+        assert old is not None and [s.to_json()["cause"] for s in old.seats] == [{"cause": "unknown"}] * 2
+        assert [s.to_json()["cause"] for s in running.seats] == [None, None]
         carol, _ = store.add_bot("carol", GAME)
         play(store, [carol, alice], [1, 2])
     with raw(ladder_db) as db:
         versions = db.query("SELECT version, cellarena FROM schema_version ORDER BY version")
         assert db.query("SELECT * FROM ratings WHERE bot_id = ?", (table_before[1][0],)) == table_before[1:]
-    assert versions == [(1, "0.1.0"), (2, cellarena_release()), (3, cellarena_release())]
+    assert versions == [(1, "0.1.0"), *((v, cellarena_release()) for v in (2, 3, 4))]
     assert_consistent(ladder_db, GAME)
+
+
+def test_a_seats_cause_is_kept_with_its_result(ladder_db: str) -> None:
+    with LadderStore(ladder_db) as store:
+        alice, _ = store.add_bot("alice", GAME)
+        bob, _ = store.add_bot("bob", GAME)
+        match_id = store.begin_match(GAME, "arena", 7, [alice.id, bob.id])
+        lost = {
+            "cause": "flag_at_base",
+            "tick": 9,
+            "flag": [1, 2],
+            "base": [2, 2],
+            "by": 0,
+            "text": "bob is out",
+        }
+        won = {"cause": "last_player_standing", "tick": 9, "text": "alice is the last player standing"}
+        store.finish_match(
+            match_id, [SeatResult(1, cause=won), SeatResult(2, cause=lost)], reason="r", ticks=9
+        )
+        done = store.match(match_id)
+        assert done is not None and [s.cause for s in done.seats] == [won, lost]
+        assert done.to_json()["seats"][1]["cause"] == lost
 
 
 def test_an_upgrade_that_fails_half_way_leaves_the_old_version_whole(ladder_db: str) -> None:
@@ -720,7 +747,7 @@ def test_opening_a_v2_database_adds_the_change_log(ladder_db: str) -> None:
         db.execute("INSERT INTO schema_version VALUES (2, '0.1.0', ?)", (T0,))
         assert "changes" not in db.table_names()
     with LadderStore(ladder_db) as store:
-        assert store.schema_version == 3
+        assert store.schema_version == CURRENT_VERSION
         assert store.last_change() == 0 and store.changes_since(0) == []
         alice = store.authenticate(alice_token)
         assert alice is not None and alice.name == "alice"
@@ -733,7 +760,7 @@ def test_opening_a_v2_database_adds_the_change_log(ladder_db: str) -> None:
         assert store.last_change() == changes[-1].id
     with raw(ladder_db) as db:
         versions = db.query("SELECT version, cellarena FROM schema_version ORDER BY version")
-    assert versions == [(1, "0.1.0"), (2, "0.1.0"), (3, cellarena_release())]
+    assert versions == [(1, "0.1.0"), (2, "0.1.0"), (3, cellarena_release()), (4, cellarena_release())]
     assert_consistent(ladder_db, GAME)
 
 

@@ -226,3 +226,91 @@ def test_a_load_benchmark_names_the_games_that_have_a_workload(command: str) -> 
     done = CliRunner().invoke(main, ["bench", command, "--game", "cata"])
     assert done.exit_code == 2
     assert "cata gives no load benchmark workload; these do: rezzo" in done.output
+
+
+PLUGINS_OF_TWO_AGES = '''
+from dataclasses import replace
+
+from cellarena.server.games.base import Events, Result, event
+from cellarena.server.games.drop2df.engine import Drop2dfEngine
+from cellarena.server.games.plugin import GamePlugin
+
+
+class OldEngine(Drop2dfEngine):
+    """A plugin written before events and causes: its Events and Result have neither."""
+
+    name = "oldtoy"
+
+    def apply(self, actions):
+        got = super().apply(actions)
+        return Events(got.malformed, got.illegal, got.losers)
+
+    def result(self):
+        done = super().result()
+        return None if done is None else Result(done.ranks, done.winner, done.reason, done.ticks, done.scores)
+
+
+class NewEngine(Drop2dfEngine):
+    """A plugin that reports events and a cause of its own."""
+
+    name = "newtoy"
+
+    def apply(self, actions):
+        got = super().apply(actions)
+        got.log.append(event("toy_ping", self.tick, seat=0))
+        return got
+
+    def result(self):
+        done = super().result()
+        if done is None:
+            return None
+        mine = {"cause": "toy_rule", "tick": done.ticks, "text": "{0} met the toy rule"}
+        return replace(done, causes={s: dict(mine) for s in done.ranks})
+
+
+def plugin(name, engine):
+    return GamePlugin(
+        name=name,
+        summary="a toy",
+        engine=f"toyages:{engine}",
+        config="cellarena.server.games.drop2df.engine:Drop2dfConfig",
+        cli="cellarena.server.games.drop2df.options:CLI",
+    )
+
+
+OLD = plugin("oldtoy", "OldEngine")
+NEW = plugin("newtoy", "NewEngine")
+'''
+
+
+def test_plugins_without_events_still_run_and_plugins_with_their_own_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry: None
+) -> None:
+    from cellarena.server.games.causes import sentence
+    from cellarena.server.replay import ReplayWriter, read_replay, verify
+
+    (tmp_path / "toyages.py").write_text(PLUGINS_OF_TWO_AGES)
+    info = tmp_path / "toyages-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toyages\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[cellarena.games]\noldtoy = toyages:OLD\nnewtoy = toyages:NEW\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry._entry_points.cache_clear()
+    for game in ("oldtoy", "newtoy"):
+        engine = get_engine(game).new({}, 1)
+        path = tmp_path / f"{game}.replay"
+        writer = ReplayWriter(path, engine, seed=1, names=["a", "b"], events=True)
+        while engine.result() is None:
+            tick = engine.tick
+            writer.record(tick, {}, engine, events=engine.apply({}).log)
+        result = engine.result()
+        assert result is not None
+        writer.finish(result)
+        replay = read_replay(path)
+        assert verify(replay).ok
+        if game == "oldtoy":
+            assert replay.events() == [] and replay.causes() == {}
+            assert "unknown" in sentence(0, replay.causes().get(0), replay.names)
+        else:
+            assert {e["kind"] for e in replay.events()} == {"toy_ping"}
+            assert sentence(0, replay.causes()[0], replay.names) == "a met the toy rule"

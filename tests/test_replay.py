@@ -57,14 +57,14 @@ def play(
     rng = np.random.default_rng(seed)
     names = [f"bot{i}" for i in range(engine.players)]
     played = []
-    writer = ReplayWriter(path, engine, seed=seed, names=names, extra={"match": 1})
+    writer = ReplayWriter(path, engine, seed=seed, names=names, extra={"match": 1}, events=True)
     for _ in range(ticks):
         if engine.result() is not None:
             break
         tick = engine.tick
         moves = random_moves(rng, engine, as_dict)
-        engine.apply(moves)
-        writer.record(tick, moves, engine, late={0: 1} if tick % 50 == 0 else None)
+        log = engine.apply(moves).log
+        writer.record(tick, moves, engine, late={0: 1} if tick % 50 == 0 else None, events=log)
         played.append(moves)
     if finish:
         result = engine.result()
@@ -129,7 +129,7 @@ def test_replay_reads_back_what_was_written(made: tuple[Path, list[dict[int, Any
     rep = read_replay(path)
     assert rep.game == "rezzo" and rep.seed == 7 and rep.players == 2
     assert rep.names == ["bot0", "bot1"]
-    assert rep.header["format"] == "cellarena-replay" and rep.header["version"] == 1
+    assert rep.header["format"] == "cellarena-replay" and rep.header["version"] == 2
     assert rep.header["extra"] == {"match": 1}
     assert rep.config["map_text"] == read_map("duel")[0]  # self-contained
     assert rep.start_tick == 1
@@ -256,11 +256,11 @@ def test_match_result_may_differ_from_the_engines(tmp_path: Path) -> None:
     """A match the server decides (every other seat left) before the game does: both results are kept."""
     path = tmp_path / "forfeit.replay"
     engine = RezzoEngine.new({"map": "duel"})
-    writer = ReplayWriter(path, engine, seed=0, names=["stayed", "left"])
+    writer = ReplayWriter(path, engine, seed=0, names=["stayed", "left"], events=True)
     for _ in range(20):
         tick = engine.tick
-        engine.apply({0: [2]})
-        writer.record(tick, {0: [2]}, engine)
+        log = engine.apply({0: [2]}).log
+        writer.record(tick, {0: [2]}, engine, events=log)
     told = Result(ranks={0: 1, 1: 2}, winner=0, reason="every other seat disconnected", ticks=engine.tick)
     # As the match server calls it: extra positionally, late/invalid as lists by seat.
     writer.finish(told, {"late": [0, 20], "invalid": [0, 0], "illegal": [0, 0], "forfeits": [1]})
@@ -364,7 +364,7 @@ def test_missing_file_and_directory_are_replay_errors(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("record", "change", "message"),
     [
-        (0, {"version": 2}, "replay format version 2 is not supported; this cellarena reads version 1"),
+        (0, {"version": 3}, "replay format version 3 is not supported; this cellarena reads versions 1, 2"),
         (0, {"game": "chess"}, "unknown game 'chess'; known games: cata, cloth, colorblocks, drop2df, rezzo"),
         (0, {"seed": "x"}, "header: field 'seed' must be int, got str 'x'"),
         (0, {"names": ["only one"]}, "header: field 'names' must list 2 strings"),
@@ -372,7 +372,7 @@ def test_missing_file_and_directory_are_replay_errors(tmp_path: Path) -> None:
         (5, {"hash": 12}, "record 6 at byte [0-9]+: field 'hash' must be str, got int 12"),
         (5, {"moves": {"zero": [1]}}, "record 6 at byte [0-9]+: field 'moves' must map seat numbers"),
         (5, {"tick": 2}, "record 6 at byte [0-9]+: tick 2 does not come after tick 4"),
-        (5, {"type": "chat"}, "record 6 at byte [0-9]+: unknown record type 'chat'"),
+        (5, {"type": 5}, "record 6 at byte [0-9]+: unknown record type 5"),
         (-1, {"ranks": {0: "first"}}, "field 'ranks': seat 0 must map to int"),
         (-1, {"engine_result": {"ticks": 1}}, "engine_result: missing field 'ranks'"),
         (-1, {"engine_result": 5}, "field 'engine_result' must be map or nil"),

@@ -717,7 +717,7 @@ class _FailingRecorder:
     def __init__(self, tick: int) -> None:
         self.tick, self.ticks, self.finished = tick, 0, False
 
-    def record(self, tick: int, moves: dict[int, Any], engine: Any) -> None:
+    def record(self, tick: int, moves: dict[int, Any], engine: Any, **_: Any) -> None:
         if tick >= self.tick:
             raise OSError(28, "No space left on device")
         self.ticks += 1

@@ -65,7 +65,7 @@ async def test_matches_of_a_slot_step_as_one_and_their_replays_verify(
     matches = PHASES + 4
 
     def recorder(number: int, engine: Engine, names: list[str], seed: int) -> ReplayWriter:
-        return ReplayWriter(tmp_path / f"m{number}.replay", engine, seed=seed, names=names)
+        return ReplayWriter(tmp_path / f"m{number}.replay", engine, seed=seed, names=names, events=True)
 
     config = LobbyConfig(
         "rezzo",

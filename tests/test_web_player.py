@@ -378,3 +378,62 @@ def test_seat_counts_and_events_follow_the_ticks(browser: Any, tmp_path: Path) -
         _seek(page, 40)
         assert "the replay ends here without a result" in page.inner_text("#events")
         console.assert_clean()
+
+
+def test_the_events_list_shows_the_games_events_and_why_it_ended(browser: Any, tmp_path: Path) -> None:
+    """Issue 27: the player lists each step's game events, and on the last frame each seat's cause."""
+
+    old = read_replay(ROOT / "tests" / "fixtures" / "replays_v1" / "rezzo.replay")
+    engine = get_engine("rezzo").new(old.config, old.seed)
+    path = tmp_path / "why.replay"
+    writer = ReplayWriter(path, engine, seed=old.seed, names=old.names, events=True)
+    out_frame = 0
+    for i, t in enumerate(old.ticks):
+        log = engine.apply(t.moves).log
+        writer.record(t.tick, t.moves, engine, events=log)
+        if any(e["kind"] == "out" for e in log):
+            out_frame = i + 1
+    result = engine.result()
+    assert result is not None and out_frame
+    writer.finish(result)
+    with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
+        _open(page, url)
+        _seek(page, out_frame)
+        said = page.inner_text("#events")
+        assert "raider (seat 1): flag at base (flag (17, 4), base (16, 3), by raider (seat 1))" in said
+        assert "raider (seat 1): out (cause flag_at_base)" in said
+        assert "why: raider is out at tick 179: its flag at (17, 4) touched its own base at (16, 3)" in said
+        assert "why: builder is the last player standing at tick 179" in said
+        console.assert_clean()
+
+
+def test_deciding_events_are_marks_that_seek_and_their_cells_are_outlined(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Issue 27: a mark on the timeline per deciding event (Rezzo: the flag at the base, the player
+    out), a click jumps to its frame, and there the flag's and the base's cells are outlined."""
+    old = read_replay(ROOT / "tests" / "fixtures" / "replays_v1" / "rezzo.replay")
+    engine = get_engine("rezzo").new(old.config, old.seed)
+    path = tmp_path / "marks.replay"
+    writer = ReplayWriter(path, engine, seed=old.seed, names=old.names, events=True)
+    for t in old.ticks:
+        writer.record(t.tick, t.moves, engine, events=engine.apply(t.moves).log)
+    result = engine.result()
+    assert result is not None
+    writer.finish(result)
+    with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
+        _open(page, url)
+        marks = page.locator("#marks .mark")
+        assert marks.count() == 1  # flag_at_base and out lead to the same frame: one mark says both
+        said = marks.first.get_attribute("title") or ""
+        assert "flag at base (flag (17, 4), base (16, 3)" in said and "out (cause flag_at_base)" in said
+        frame = int(marks.first.get_attribute("data-frame") or 0)
+        _seek(page, 3)
+        marks.first.click()
+        page.wait_for_function(f"document.getElementById('player')?.dataset.shown === '{frame}'")
+        assert page.evaluate("window.cellarenaPlayer.highlighted") == [[17, 4], [16, 3]]
+        _seek(page, frame - 1)  # the world before the loss conversion: marked too
+        assert page.evaluate("window.cellarenaPlayer.highlighted") == [[17, 4], [16, 3]]
+        _seek(page, 5)
+        assert page.evaluate("window.cellarenaPlayer.highlighted") == []
+        console.assert_clean()

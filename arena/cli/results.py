@@ -33,13 +33,14 @@ def _print(data: dict[str, Any]) -> None:
 
     console = Console(highlight=False)
     standings = Table(title="standings")
-    for col in ("#", "bot", "rating", "matches", "wins", "draws", "losses", "late", "crashes"):
+    # W/D/L as in the tournament's own table: ten columns fit an 80-column terminal unfolded.
+    for col in ("#", "bot", "rating", "matches", "W", "D", "L", "late", "invalid", "crashes"):
         # Names fold onto more lines rather than being cut: a table never hides a bot's name.
         standings.add_column(col, justify="left" if col == "bot" else "right", overflow="fold")
     for i, s in enumerate(data["standings"], 1):
         standings.add_row(
             str(i), s["bot"], f"{s['rating']:.2f}", str(s["matches"]), str(s["wins"]), str(s["draws"]),
-            str(s["losses"]), f"{s['late_rate']:.1%}", str(s["crashes"]),
+            str(s["losses"]), f"{s['late_rate']:.1%}", f"{s.get('invalid_rate', 0.0):.1%}", str(s["crashes"]),
         )  # fmt: skip
     console.print(standings)
     order = [s["bot"] for s in data["standings"]]
@@ -56,13 +57,22 @@ def _print(data: dict[str, Any]) -> None:
             cells.append("·" if r is None else f"{r['wins']}-{r['draws']}-{r['losses']}")
         matrix.add_row(str(i), a, *cells)
     console.print(matrix)
+    console.print(
+        "W/D/L: wins, draws, losses; late, invalid: late (or missing) and invalid answers per tick played"
+    )
+    # Each match's cause, one line a match: what decided it, in the words `cellarena match` uses.
+    for m in data.get("matches", []):
+        losers = [s for s in m["seats"] if s["rank"] > 1] or m["seats"]
+        said = "; ".join(s["cause"].get("text") or s["cause"]["cause"] for s in losers)
+        click.echo(f"{m['match']}: {m['winner'] or 'draw'} after {m['ticks']} ticks: {said}")
     failures = data["failures"]
     if not failures:
         click.echo("failures: none")
         return
     click.echo(f"failures: {len(failures)}")
     for f in failures:
-        what = "crashed" if f["crashed"] else "forfeited"
+        word = f.get("cause", {}).get("cause", "unknown")
+        what = f"forfeited ({word})" if f["forfeit"] else "crashed"
         why = f"; {f['reason']}" if f.get("reason") else ""
         code = f" (exit status {f['exit_code']})" if f.get("exit_code") is not None else ""
         # One line each, unwrapped, so the log path can be copied.

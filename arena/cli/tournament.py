@@ -88,14 +88,13 @@ def _tournament_command(game: str) -> click.Command:
     ) -> None:
         from cellarena.arena.job import WrongGameError
         from cellarena.arena.runner import (
-            MISSED_IN_A_ROW,
             TournamentSpec,
             default_jobs,
             local_pool,
             run_tournament,
         )
         from cellarena.arena.store import StoreError
-        from cellarena.server.match import TickSettings
+        from cellarena.server.match import MISSED_IN_A_ROW, TickSettings
 
         limits, isolate = confine(game_values)
         specs = _bots(bots, bots_dir, exclude, game)
@@ -202,6 +201,10 @@ def _tournament_command(game: str) -> click.Command:
                         "problems": {
                             bot: [{"reason": why, "matches": n} for why, n in notes]
                             for bot, notes in report.notes.items()
+                        },
+                        "forfeits": {
+                            bot: [{"cause": word, "matches": n} for word, n in words]
+                            for bot, words in report.forfeits.items()
                         },
                         "results": str(folder / "results.sqlite"),
                     }
@@ -351,7 +354,7 @@ def _print_standings(report: Any, folder: Path) -> None:
 
     console = Console(highlight=False)
     table = Table(title=f"Standings after {report.already + report.played} of {report.total} matches")
-    for col in ("rank", "bot", "rating", "mu", "sigma", "W", "D", "L", "late", "crashes"):
+    for col in ("rank", "bot", "rating", "mu", "sigma", "W", "D", "L", "late", "invalid", "crashes"):
         table.add_column(col, justify="left" if col == "bot" else "right")
     for i, s in enumerate(report.standings, 1):
         table.add_row(
@@ -364,10 +367,17 @@ def _print_standings(report: Any, folder: Path) -> None:
             str(s.draws),
             str(s.losses),
             f"{s.late_rate:.1%}",
+            f"{s.invalid_rate:.1%}",
             str(s.crashes),
         )
     console.print(table)
-    console.print("rating = mu - 3 sigma (openskill, Plackett-Luce); late = late or missing moves per tick")
+    console.print(
+        "rating = mu - 3 sigma (openskill, Plackett-Luce); late = late or missing moves per tick; "
+        "invalid = invalid answers per tick (on_tick raised, or an answer the game cannot read)"
+    )
+    for bot, words in report.forfeits.items():
+        said = ", ".join(f"{word} {n}x" for word, n in words)
+        console.print(f"[red]{bot}[/] forfeited: {said}")
     for bot, notes in report.notes.items():
         for why, n in notes:
             console.print(f"[red]{bot}[/] forfeited or crashed in {n} match{'es' if n > 1 else ''}: {why}")

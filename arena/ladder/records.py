@@ -66,6 +66,8 @@ class SeatResult:
     invalid: int = 0
     illegal: int = 0
     forfeit: bool = False
+    #: Why the match ended so for this seat (`cellarena.server.games.causes`, sentence in ``text``).
+    cause: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,16 @@ class SeatRecord:
     forfeit: bool | None
     before: Rating | None
     after: Rating | None
+    #: Why the match ended so for this seat; None while it runs, in a void match, and for matches
+    #: finished before causes were kept (`cause_json` says "unknown" for those).
+    cause: dict[str, Any] | None = None
+
+    def cause_json(self) -> dict[str, Any] | None:
+        """The cause as the pages and the API show it: ``{"cause": "unknown"}`` for a finished match
+        from before causes were kept; None while there is none to give (running, void)."""
+        if self.cause is not None:
+            return self.cause
+        return None if self.rank is None else {"cause": "unknown"}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +105,7 @@ class SeatRecord:
             "forfeit": self.forfeit,
             "before": _rating(self.before),
             "after": _rating(self.after),
+            "cause": self.cause_json(),
         }
 
 

@@ -20,8 +20,10 @@ Tables (version 3):
 - ``matches``: game, map, seed, status ``running`` / ``finished`` / ``void``, ``seq`` (the order results
   were counted in: ratings are a function of the results in that order), winner (NULL for a draw),
   reason, ticks, replay path, started, ended.
-- ``seats``: per seat of a match, in seat order: bot, rank, late/invalid/illegal counts, forfeit, and the
-  bot's rating before and after the match (NULL until it is finished): the rating history.
+- ``seats``: per seat of a match, in seat order: bot, rank, late/invalid/illegal counts, forfeit, the
+  bot's rating before and after the match (NULL until it is finished): the rating history; and its
+  cause (version 3: JSON text, `cellarena.server.games.causes`, sentence included; NULL for matches
+  finished before, which read as cause "unknown").
 - ``ratings``: each bot's current openskill rating and its match/win/draw/loss counts, updated in the
   transaction that finishes a match. A bot without a row has the initial rating and no matches.
 - ``changes`` (version 3): one row per change that a running ``ladder serve`` must act on (a bot added,
@@ -117,6 +119,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             " bot_id BIGINT REFERENCES bots (id),"
             " at TEXT NOT NULL)",
         ),
+    ),
+    Migration(
+        4,
+        "why each seat's match ended: its cause (matches from before: unknown)",
+        ("ALTER TABLE seats ADD COLUMN cause TEXT",),
     ),
 )
 

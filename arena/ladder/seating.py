@@ -53,6 +53,7 @@ from cellarena.arena.ratings import Rating, initial
 from cellarena.sdk import protocol
 from cellarena.sdk.client import is_loopback
 from cellarena.server.connection import Connection
+from cellarena.server.games.causes import with_sentences
 from cellarena.server.hosted import HostedMatch, token_digest
 from cellarena.server.match import Match, MatchOutcome
 from cellarena.server.seating import Seating, WaitingRoom
@@ -768,6 +769,7 @@ class LadderSeating(Seating):
     async def _record_results(self) -> None:
         async for ended in self._results[1]:
             outcome = ended.outcome
+            said = with_sentences(outcome.result.causes, outcome.names)
             seats = [
                 SeatResult(
                     rank=outcome.result.ranks[i],
@@ -775,6 +777,7 @@ class LadderSeating(Seating):
                     invalid=outcome.invalid[i],
                     illegal=outcome.illegal[i],
                     forfeit=i in outcome.forfeits,
+                    cause=said.get(i),
                 )
                 for i in range(len(ended.bots))
             ]

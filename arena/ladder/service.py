@@ -107,7 +107,7 @@ def build(
         path = replay_path(config.replay_dir, ladder_id)
         # Exclusive: a replay of another ladder under that name stays (the lobby logs it, and the
         # match is played without one).
-        writer = ReplayWriter(path, engine, seed=seed, names=names, exclusive=True)
+        writer = ReplayWriter(path, engine, seed=seed, names=names, exclusive=True, events=True)
         seating.replays[ladder_id] = str(path)
         return writer
 

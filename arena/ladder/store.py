@@ -27,6 +27,7 @@ saying what to do; a write that fails leaves nothing half-written.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import threading
@@ -99,14 +100,15 @@ _BOT_COLUMNS = "id, name, game, kind, house_command, max_matches, created, revok
 _MATCH_QUERY = (
     "SELECT m.id, m.game, m.map, m.seed, m.status, m.seq, w.name, m.reason, m.ticks, m.replay,"
     " m.started, m.ended, s.seat, b.name, s.bot_id, s.rank, s.late, s.invalid, s.illegal, s.forfeit,"
-    " s.mu_before, s.sigma_before, s.mu_after, s.sigma_after"
+    " s.mu_before, s.sigma_before, s.mu_after, s.sigma_after, s.cause"
     " FROM matches m JOIN seats s ON s.match_id = m.id JOIN bots b ON b.id = s.bot_id"
     " LEFT JOIN bots w ON w.id = m.winner"
 )
 
 _FINISH_SEAT = (
     "UPDATE seats SET rank = ?, late = ?, invalid = ?, illegal = ?, forfeit = ?,"
-    " mu_before = ?, sigma_before = ?, mu_after = ?, sigma_after = ? WHERE match_id = ? AND seat = ?"
+    " mu_before = ?, sigma_before = ?, mu_after = ?, sigma_after = ?, cause = ?"
+    " WHERE match_id = ? AND seat = ?"
 )
 #: A bot's new rating and one more win, draw or loss (a bot's first match creates its row).
 _ADD_RESULT = (
@@ -557,7 +559,8 @@ class LadderStore:
                 old, now = before[name], new[name]
                 counts = (r.rank, r.late, r.invalid, r.illegal, bool(r.forfeit))
                 change = (old.mu, old.sigma, now.mu, now.sigma)
-                db.execute(_FINISH_SEAT, (*counts, *change, match_id, seat))
+                cause = None if r.cause is None else json.dumps(r.cause, sort_keys=True)
+                db.execute(_FINISH_SEAT, (*counts, *change, cause, match_id, seat))
                 result = outcome(r.rank, ranks)
                 if result == "win":
                     winner = bot_id
@@ -761,7 +764,7 @@ class LadderStore:
 
     @staticmethod
     def _seat_record(row: Row) -> SeatRecord:
-        seat, name, bot_id, rank, late, invalid, illegal, forfeit, mu0, s0, mu1, s1 = row
+        seat, name, bot_id, rank, late, invalid, illegal, forfeit, mu0, s0, mu1, s1, cause = row
         return SeatRecord(
             seat=int(seat),
             bot=name,
@@ -773,4 +776,5 @@ class LadderStore:
             forfeit=None if forfeit is None else bool(forfeit),
             before=_rating(mu0, s0),
             after=_rating(mu1, s1),
+            cause=None if cause is None else json.loads(cause),
         )

@@ -154,12 +154,12 @@ class LadderSite:
             f"<tr><td>{_match_link(b.match)}</td><td>{' '.join(_bot_link(o) for o in b.opponents)}</td>"
             f"<td>{b.seat}</td><td>{escape(b.outcome or b.match.status)}</td>"
             f"<td>{'' if b.rating_after is None else f'{b.rating_after.conservative:.2f}'}</td>"
-            f"<td>{_replay_links(b.match)}</td></tr>"
+            f"<td>{_why(b.me.cause_json())}</td><td>{_replay_links(b.match)}</td></tr>"
             for b in recent
         )
         return (
             "<table class=list id=bot-matches><tr><th>match</th><th>against</th><th>seat</th>"
-            f"<th>result</th><th>rating after</th><th>replay</th></tr>{rows}</table>"
+            f"<th>result</th><th>rating after</th><th>why</th><th>replay</th></tr>{rows}</table>"
         )
 
     def matches_html(self, before: int | None) -> str:
@@ -180,7 +180,8 @@ class LadderSite:
             f"<td>{'' if s.late is None else s.late}</td><td>{'' if s.invalid is None else s.invalid}</td>"
             f"<td>{'' if s.illegal is None else s.illegal}</td><td>{'yes' if s.forfeit else ''}</td>"
             f"<td>{'' if s.before is None else f'{s.before.conservative:.2f}'}</td>"
-            f"<td>{'' if s.after is None else f'{s.after.conservative:.2f}'}</td></tr>"
+            f"<td>{'' if s.after is None else f'{s.after.conservative:.2f}'}</td>"
+            f"<td>{_why(s.cause_json())}</td></tr>"
             for s in m.seats
         )
         body = (
@@ -188,7 +189,8 @@ class LadderSite:
             f"{'' if m.ticks is None else f' after {m.ticks} ticks'}"
             f"{'' if not m.reason else f' ({escape(m.reason)})'}. {_replay_links(m)}</p>"
             "<table class=list id=seats><tr><th>seat</th><th>bot</th><th>rank</th><th>late</th>"
-            "<th>invalid</th><th>illegal</th><th>forfeit</th><th>rating before</th><th>after</th></tr>"
+            "<th>invalid</th><th>illegal</th><th>forfeit</th><th>rating before</th><th>after</th>"
+            "<th>why</th></tr>"
             f"{seats}</table></section>"
         )
         return self._page(f"match #{m.id}", body)
@@ -297,3 +299,14 @@ def _before(request: Request) -> int | None:
     if number is None:
         raise HTTPException(404, f"before={text[:40]}: no match number is that large")
     return number
+
+
+def _why(cause: dict[str, Any] | None) -> str:
+    """A seat's cause for a page: its sentence (escaped), the bare word when it has none, or nothing."""
+    if cause is None:
+        return ""
+    word = escape(str(cause.get("cause", "unknown")))
+    text = cause.get("text")
+    if cause.get("cause") == "unknown":
+        return "<span title='finished before causes were kept'>unknown</span>"
+    return f"<span class=cause title='{word}'>{escape(str(text))}</span>" if text else word

@@ -40,13 +40,14 @@ def _replay(path: Path, game: str, config: dict[str, Any], ticks: int) -> Path:
     from cellarena.server.replay import ReplayWriter
 
     engine = get_engine(game).new(config, 1)
-    writer = ReplayWriter(path, engine, seed=1, names=[f"seat{s}" for s in range(engine.players)])
+    names = [f"seat{s}" for s in range(engine.players)]
+    writer = ReplayWriter(path, engine, seed=1, names=names, events=True)
     for _ in range(ticks):
         if engine.result() is not None:
             break
         tick = engine.tick
-        engine.apply({})
-        writer.record(tick, {}, engine)
+        events = engine.apply({})
+        writer.record(tick, {}, engine, events=events.log)
     result = engine.result()
     if result is not None:
         writer.finish(result)

@@ -25,6 +25,12 @@ from cellarena.server.cli.params import (
 from cellarena.server.cli.run import configure_logging, run_trio
 from cellarena.server.cli.web_options import bind_web, web_options
 from cellarena.server.games.base import ConfigError
+from cellarena.server.games.causes import with_sentences
+
+#: `server.match.MISSED_IN_A_ROW` (that module pulls in trio, which `cellarena --help` does not load).
+MISSED_IN_A_ROW = 25
+#: Late ticks in a row from which `match` warns of a slow bot (below the forfeit).
+WARN_LATE_IN_A_ROW = 5
 
 #: `cellarena match`'s exit status when the match was played but a seat failed in it: forfeited
 #: (crashed, never connected, hung), was refused by the server or stopped by a limit, or its bot
@@ -51,6 +57,7 @@ def _match_command(game: str) -> click.Command:
         budget_ms: float | None,
         fast: bool,
         first_budget_ms: float | None,
+        max_late_in_a_row: int,
         replay_path: str | None,
         log_dir: str | None,
         connect_timeout: float,
@@ -94,10 +101,19 @@ def _match_command(game: str) -> click.Command:
         def report(launched: Any) -> None:
             outcome = launched.outcome
             replay_kept = replay_path is not None or not temporary
+            failed = failed_seats(launched)
+            names = outcome.names
             summary = {
-                "failed": failed_seats(launched),
+                "failed": failed,
                 "exit_codes": dict(launched.exit_codes),
                 **outcome.to_json(),
+                # The launcher's causes: the match's, with what it knows of a forfeit's process.
+                "causes": {names[s]: c for s, c in with_sentences(launched.causes, names).items()},
+                "late_in_a_row": {
+                    names[s]: {"ticks": n, "until_tick": until}
+                    for s, (n, until) in enumerate(outcome.late_runs)
+                },
+                "last_log_line": {name: launched.last_lines.get(name) for name in failed},
                 "replay": str(replay_file) if replay_kept else None,
                 "logs": {} if temporary else {name: str(path) for name, path in launched.logs.items()},
                 "refused": {name: f"{r.code}: {r.message}" for name, r in launched.refused.items()},
@@ -114,7 +130,7 @@ def _match_command(game: str) -> click.Command:
                 game,
                 config,
                 specs,
-                tick_settings(tick_rate, budget_ms, fast, first_budget_ms),
+                tick_settings(tick_rate, budget_ms, fast, first_budget_ms, max_late_in_a_row),
                 seed=seed,
                 log_dir=folder,
                 connect_timeout=connect_timeout,
@@ -211,6 +227,14 @@ def _match_command(game: str) -> click.Command:
         *tick_options(game_plugin.engine_class()),
         first_budget_option(),
         click.option(
+            "--max-late-in-a-row",
+            default=MISSED_IN_A_ROW,
+            show_default=True,
+            type=click.IntRange(0),
+            help="A bot late (or silent) for this many ticks in a row forfeits as unresponsive, as in a "
+            "tournament (0: never; it then plays no-ops for as long as it is late).",
+        ),
+        click.option(
             "--replay",
             "replay_path",
             type=click.Path(dir_okay=False),
@@ -268,32 +292,55 @@ def failed_seats(launched: Any) -> list[str]:
 
 def _print_match(summary: dict[str, Any]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(highlight=False)
-    verdict = f"[bold]{summary['winner']}[/] wins" if summary["winner"] else "draw"
-    console.print(f"{verdict} after {summary['ticks']} ticks ({summary['reason']})")
+    verdict = f"[bold]{escape(summary['winner'])}[/] wins" if summary["winner"] else "draw"
+    console.print(f"{verdict} after {summary['ticks']} ticks ({escape(summary['reason'])})")
+    causes = summary.get("causes", {})
+    order = sorted(summary["ranks"].items(), key=lambda kv: kv[1])
+    for name, _rank in reversed(order):  # why, one sentence a seat, the losers first
+        if name in causes:
+            click.echo(f"  why: {causes[name]['text']}")
     table = Table()
-    for col in ("bot", "rank", "late", "invalid", "illegal"):
-        table.add_column(col, justify="left" if col == "bot" else "right")
-    for name, rank in sorted(summary["ranks"].items(), key=lambda kv: kv[1]):
+    for col in ("bot", "rank", "late", "invalid", "illegal", "cause"):
+        table.add_column(col, justify="left" if col in ("bot", "cause") else "right")
+    for name, rank in order:
         forfeit = " (forfeit)" if name in summary["forfeits"] else ""
         table.add_row(
-            name + forfeit,
+            escape(name + forfeit),
             str(rank),
             str(summary["late"][name]),
             str(summary["invalid"][name]),
             str(summary["illegal"][name]),
+            escape(causes.get(name, {}).get("cause", "")),
         )
     console.print(table)
+    for name, run in summary.get("late_in_a_row", {}).items():
+        forfeited = causes.get(name, {}).get("cause") == "unresponsive"
+        if run["ticks"] >= WARN_LATE_IN_A_ROW and not forfeited:
+            console.print(
+                f"[yellow]{escape(name)} was late {run['ticks']} ticks in a row[/] (up to tick "
+                f"{run['until_tick']}): its on_tick is too slow for the budget; a late tick plays no move"
+            )
+    for name, count in summary["invalid"].items():
+        if count:
+            console.print(
+                f"[yellow]{escape(name)} sent {count} invalid answers[/] (on_tick raised, or an answer the "
+                "game cannot read: each played no move); its log says why"
+            )
     for name, why in summary["refused"].items():
-        console.print(f"[red]{name} was refused by the server[/] ({why}); it forfeits")
+        console.print(f"[red]{escape(name)} was refused by the server[/] ({escape(why)}); it forfeits")
     for name, why in summary["stopped"].items():
-        console.print(f"[red]{name} was stopped[/]: {why}")
+        console.print(f"[red]{escape(name)} was stopped[/]: {escape(why)}")
     for name in summary["failed"]:
         code = summary["exit_codes"].get(name)
         if code is not None and code > 0:
-            console.print(f"[red]{name} exited with status {code}[/] (its log says why)")
+            console.print(f"[red]{escape(name)} exited with status {code}[/] (its log says why)")
+        line = summary.get("last_log_line", {}).get(name)
+        if line:
+            click.echo(f"last line of {name}'s log: {line}")
     # Paths go on lines of their own, unwrapped, so they can be copied.
     for name, path in summary["logs"].items():
         click.echo(f"log of {name}: {path}")
@@ -309,7 +356,7 @@ def _single_replay(path: Any) -> Any:
 
     def make(_number: int, engine: Any, names: list[str], seed: int) -> Any:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return ReplayWriter(path, engine, seed=seed, names=names)
+        return ReplayWriter(path, engine, seed=seed, names=names, events=True)
 
     return make
 

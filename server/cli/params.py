@@ -108,12 +108,23 @@ def first_budget_option() -> Any:
 
 
 def tick_settings(
-    tick_rate: float, budget_ms: float | None, fast: bool, first_budget_ms: float | None = None
+    tick_rate: float,
+    budget_ms: float | None,
+    fast: bool,
+    first_budget_ms: float | None = None,
+    max_late_in_a_row: int | None = None,
 ) -> TickSettings:
-    """The pacing that `tick_options` asked for. Imported here: the match module pulls in trio."""
+    """The pacing that `tick_options` asked for. Imported here: the match module pulls in trio.
+    ``max_late_in_a_row``: forfeit a seat after that many late ticks in a row (None or 0: never)."""
     from cellarena.server.match import TickSettings
 
-    return TickSettings(tick_rate=tick_rate, budget_ms=budget_ms, fast=fast, first_budget_ms=first_budget_ms)
+    return TickSettings(
+        tick_rate=tick_rate,
+        budget_ms=budget_ms,
+        fast=fast,
+        first_budget_ms=first_budget_ms,
+        max_missed_in_a_row=max_late_in_a_row or None,
+    )
 
 
 def decorate(command: Any, options: list[Any]) -> Any:

@@ -205,6 +205,8 @@ def _replay_recorder(replay_dir: str | None) -> Any:
     folder = writable_folder(Path(replay_dir), "--replay-dir")
 
     def make(number: int, engine: Any, names: list[str], seed: int) -> Any:
-        return ReplayWriter(folder / f"match-{number:05d}.replay", engine, seed=seed, names=names)
+        return ReplayWriter(
+            folder / f"match-{number:05d}.replay", engine, seed=seed, names=names, events=True
+        )
 
     return make

@@ -44,6 +44,11 @@ class Result:
     reason: str
     ticks: int
     scores: dict[int, float] = field(default_factory=dict)
+    #: Why each seat ended where it did: seat -> a cause (`causes.cause`), msgpack-ready, e.g.
+    #: ``{"cause": "flag_at_base", "tick": 178, "flag": [12, 7], "base": [13, 7], "by": 0, "text": ...}``.
+    #: Optional, so that a plugin written before causes still gives a valid result (its seats' cause
+    #: reads "unknown"); `causes.sentence` makes the sentence a user reads.
+    causes: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def draw(self) -> bool:
@@ -58,14 +63,28 @@ def sole_first(ranks: Mapping[int, int]) -> int | None:
 
 @dataclass
 class Events:
-    """What happened in one `apply()`: per-seat counts of no-op'd actions and the seats that lost."""
+    """What happened in one `apply()`: per-seat counts of no-op'd actions, the seats that lost, and
+    the game's own events (``log``) that decide or shape the match, for replays, the match's causes
+    and a trained policy's rewards.
+
+    Each entry of ``log`` is a msgpack-ready map made by `event`: at least ``kind`` (a snake_case
+    name the game documents) and ``tick``, usually ``seat`` and cells as ``[x, y]``. A plugin written
+    before ``log`` existed leaves it empty and still runs; its replays just carry no events.
+    """
 
     malformed: dict[int, int] = field(default_factory=dict)
     illegal: dict[int, int] = field(default_factory=dict)
     losers: list[int] = field(default_factory=list)
+    log: list[dict[str, Any]] = field(default_factory=list)
 
     def count(self, which: dict[int, int], seat: int) -> None:
         which[seat] = which.get(seat, 0) + 1
+
+
+def event(kind: str, tick: int, **fields: Any) -> dict[str, Any]:
+    """One game event for `Events.log`: ``{"kind": kind, "tick": tick, **fields}`` (msgpack-ready
+    values only: ints, strings, lists of them)."""
+    return {"kind": kind, "tick": tick, **fields}
 
 
 @runtime_checkable

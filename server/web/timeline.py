@@ -24,6 +24,7 @@ from typing import Any
 import trio
 
 from cellarena.server.games import Engine, get_engine
+from cellarena.server.games.causes import with_sentences
 from cellarena.server.replay import Replay, ReplayError, board_at, read_replay
 from cellarena.server.web.jsonable import dumps, jsonable
 
@@ -33,15 +34,18 @@ CHUNK_BYTES = 4 * 1024 * 1024
 CHUNK_FRAMES = 256
 
 
-def _outcome(result: Any) -> dict[str, Any] | None:
+def _outcome(result: Any, names: list[str]) -> dict[str, Any] | None:
     if result is None:
         return None
+    said = result.get("causes") if isinstance(result, dict) else result.causes
     return {
         "ranks": dict(result["ranks"]) if isinstance(result, dict) else dict(result.ranks),
         "winner": result["winner"] if isinstance(result, dict) else result.winner,
         "reason": result["reason"] if isinstance(result, dict) else result.reason,
         "ticks": result["ticks"] if isinstance(result, dict) else result.ticks,
         "scores": dict(result.get("scores") or {}) if isinstance(result, dict) else dict(result.scores),
+        # Each seat's cause with its sentence (none in files from before causes were kept).
+        "causes": with_sentences({int(k): v for k, v in (said or {}).items()}, names),
     }
 
 
@@ -108,7 +112,10 @@ class Timeline:
                 "ticks": [t.tick for t in r.ticks],
                 "complete": r.complete,
                 "incomplete": r.incomplete_reason(),
-                "result": _outcome(r.result),
+                "result": _outcome(r.result, r.names),
+                # The recorded game events, each with the frame it leads to (frame i follows tick
+                # record i - 1): the player's timeline marks. Empty for files without events.
+                "events": [{"frame": i + 1, **e} for i, t in enumerate(r.ticks) for e in (t.events or ())],
                 "path": r.path,
             }
         )
@@ -184,6 +191,7 @@ class Timeline:
             "illegal": events.illegal,
             "malformed": events.malformed,
             "losers": list(events.losers),
+            "events": list(getattr(events, "log", None) or ()),
         }
 
     def _frame(self, index: int) -> bytes:
@@ -195,7 +203,9 @@ class Timeline:
             if self._cursor is None:
                 self._cursor = _Cursor(self._rebuild())
                 self._cursor.totals = {k: [0] * players for k in ("late", "invalid", "illegal")}
-                step: dict[str, Any] = {"moves": {}, "late": {}, "invalid": {}, "illegal": {}, "losers": []}
+                step: dict[str, Any] = {
+                    "moves": {}, "late": {}, "invalid": {}, "illegal": {}, "losers": [], "events": []
+                }  # fmt: skip
             else:
                 try:
                     step = self._step(self._cursor)
@@ -230,7 +240,7 @@ class Timeline:
                 "frame": cur.engine.frame(),
                 "step": step,
                 "totals": {k: list(v) for k, v in cur.totals.items()},
-                "result": _outcome(cur.engine.result()) if last else None,
+                "result": _outcome(cur.engine.result(), self.replay.names) if last else None,
             }
             self._frames.append(zlib.compress(dumps(frame), 1))
             self._applied.append(cur.applied)

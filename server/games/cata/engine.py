@@ -10,7 +10,7 @@ the cap the losing seat's favourite state is kept. `docs/games/cata.md` is the r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -33,7 +33,8 @@ from cellarena.sdk.games.cata import (
     white_count,
 )
 from cellarena.sdk.protocol import is_int
-from cellarena.server.games.base import ConfigError, Events, Result
+from cellarena.server.games import causes
+from cellarena.server.games.base import ConfigError, Events, Result, event
 from cellarena.server.games.config import GameConfig, option
 
 MAX_SIZE = 1024
@@ -90,6 +91,7 @@ class CataEngine:
         self.crossed: list[set[int]] = [set(), set()]
         self.refused: list[dict[str, Any] | None] = [None, None]
         self.last_reaction: dict[str, Any] | None = None
+        self._log: list[dict[str, Any]] = []  # the events of the `apply` under way
         self._result: Result | None = None
 
     @classmethod
@@ -158,6 +160,7 @@ class CataEngine:
         events = Events()
         if self._result is not None:
             return events
+        self._log = events.log
         seat = self.seat_to_move()
         for other in actions:
             if other != seat:
@@ -225,6 +228,7 @@ class CataEngine:
         }
         self.last_reaction = report
         if min(self.health) <= 0:
+            self._log.append(self._reaction_event(report, before))
             self._finish("health reached 0")
             return
         strength = 0  # the strongest reset triggered: 0 none, 1 the board, 2 the board and the rule
@@ -240,6 +244,7 @@ class CataEngine:
             self.rule[:] = identity_rule()
         report["reset"] = ("none", "board", "board_and_rule")[strength]
         if self.turn >= self.config.max_turns:
+            self._log.append(self._reaction_event(report, before))
             self._finish(f"turn cap {self.config.max_turns} reached")
             return
         loser = None if self.health[0] == self.health[1] else int(np.argmin(self.health))
@@ -251,6 +256,22 @@ class CataEngine:
             pick_window=self.config.pick_window,
         )
         report |= reaction.to_mapping()
+        self._log.append(self._reaction_event(report, before))
+
+    def _reaction_event(self, report: Mapping[str, Any], before: Sequence[int]) -> dict[str, Any]:
+        """The turn's reaction as an event: the health each seat lost and has, the resets, and the
+        reaction's generations and how it ended (absent when the match ended before it ran)."""
+        return event(
+            "reaction",
+            self.tick,
+            turn=report["turn"],
+            damage=[before[s] - self.health[s] for s in (0, 1)],
+            health=list(self.health),
+            crossed=[list(c) for c in report["crossed"]],
+            reset=report["reset"],
+            generations=report.get("generations"),
+            ended=report.get("ended"),
+        )
 
     def _finish(self, reason: str) -> None:
         h0, h1 = self.health
@@ -262,7 +283,28 @@ class CataEngine:
             ranks = {winner: 1, 1 - winner: 2}
             reason += f", seat {winner} has more health"
         scores = {s: self.health[s] / self.q for s in (0, 1)}
-        self._result = Result(ranks=ranks, winner=winner, reason=reason, ticks=self.tick, scores=scores)
+        t = self.tick
+        if min(self.health) <= 0:
+            low = [s for s in (0, 1) if self.health[s] <= 0]
+            who = " and ".join(f"{{{s}}}'s" for s in low)
+            c = causes.cause(
+                "health_zero",
+                t,
+                health=[h0, h1],
+                text=f"{who} health reached 0 at tick {t} (health {h0} to {h1})",
+            )
+        else:
+            cap = self.config.max_turns
+            text = f"the turn cap {cap} was reached at tick {t}: health {h0} to {h1}, more health wins"
+            c = causes.cause(causes.TICK_CAP, t, health=[h0, h1], text=text)
+        self._result = Result(
+            ranks=ranks,
+            winner=winner,
+            reason=reason,
+            ticks=t,
+            scores=scores,
+            causes=causes.for_every_seat(2, c),
+        )
 
     # ----------------------------------------------------------------- frames and hashes
     def frame(self) -> dict[str, Any]:

@@ -34,7 +34,8 @@ from cellarena.sdk.games.cloth import (
     territory_plane,
 )
 from cellarena.sdk.protocol import is_int
-from cellarena.server.games.base import Events, Result
+from cellarena.server.games import causes
+from cellarena.server.games.base import Events, Result, event
 from cellarena.server.games.config import GameConfig, option
 
 
@@ -102,6 +103,7 @@ class ClothEngine:
         self.board = np.array(board, np.uint8)
         self.height, self.width = self.board.shape
         self.round = 1
+        self._log: list[dict[str, Any]] = []  # the events of the `apply` under way
         self._turn = 0  # index into the round's order of placers
         self.placed_any = [False, False]
         self._rejected: dict[int, list[Rejection]] = {0: [], 1: []}
@@ -200,6 +202,7 @@ class ClothEngine:
         seat = self.to_place()
         if seat is None:
             return events
+        self._log = events.log
         for other in actions:
             if other != seat:
                 events.count(events.malformed, other)  # nobody asked it
@@ -242,6 +245,17 @@ class ClothEngine:
             units = self.units()
             terr = (int(territory(self.board, A).sum()), int(territory(self.board, B).sum()))
             self.history.append(RoundScore(units, terr))
+            score = self.history[-1].scores
+            self._log.append(
+                event(
+                    "round",
+                    self.tick,
+                    round=self.round,
+                    units=[int(u) for u in units],
+                    territory=list(terr),
+                    scores=[int(v) for v in score],
+                )
+            )
             self._check_end()
             if self._result is None:
                 self.round += 1
@@ -252,10 +266,12 @@ class ClothEngine:
         now = self.history[-1]
         a, b = now.units
         if a == b == 0:
-            self._finish(None, f"both populations died out in round {self.round}")
+            self._finish(None, f"both populations died out in round {self.round}", "died_out")
             return
         if self.config.strict_mutual_loss and a == b:
-            self._finish(None, f"equal populations ({a}) after round {self.round}: mutual loss")
+            self._finish(
+                None, f"equal populations ({a}) after round {self.round}: mutual loss", "mutual_loss"
+            )
             return
         if len(self.history) >= 2:
             before = self.history[-2].scores
@@ -263,23 +279,40 @@ class ClothEngine:
                 # Seat wins when the opponent was not ahead, is now behind, and did not recover.
                 opp_now, opp_before = now.scores[1 - seat], before[1 - seat]
                 if opp_now <= opp_before <= 0 and opp_now < 0:
-                    self._finish(seat, f"round {self.round}: the opponent fell behind and did not recover")
+                    why = f"round {self.round}: the opponent fell behind and did not recover"
+                    self._finish(seat, why, "fell_behind")
                     return
         if self.round >= self.config.max_rounds:
             s_a = now.scores[0]
             t_a, t_b = now.territory
+            cap = self.config.max_rounds
             if s_a != 0:
-                self._finish(0 if s_a > 0 else 1, f"round cap {self.config.max_rounds}: higher score")
+                self._finish(0 if s_a > 0 else 1, f"round cap {cap}: higher score", causes.SCORE)
             elif t_a != t_b:
-                self._finish(0 if t_a > t_b else 1, f"round cap {self.config.max_rounds}: larger territory")
+                self._finish(0 if t_a > t_b else 1, f"round cap {cap}: larger territory", "territory")
             else:
-                self._finish(None, f"round cap {self.config.max_rounds}: level on score and territory")
+                self._finish(None, f"round cap {cap}: level on score and territory", causes.TICK_CAP)
 
-    def _finish(self, winner: int | None, reason: str) -> None:
+    def _finish(self, winner: int | None, reason: str, kind: str) -> None:
         ranks = {0: 1, 1: 1} if winner is None else {winner: 1, 1 - winner: 2}
-        s_a, s_b = self.history[-1].scores
+        now = self.history[-1]
+        s_a, s_b = now.scores
+        a, b = (int(u) for u in now.units)
+        loser = None if winner is None else 1 - winner
+        said = {
+            "fell_behind": f"{{{loser}}} fell behind in round {self.round} and did not recover",
+            causes.SCORE: f"{{{winner}}} has the higher score at the round cap",
+            "territory": f"{{{winner}}} has the larger territory at the round cap (scores level)",
+        }.get(kind, reason)
+        text = f"{said} (tick {self.tick}: populations {a} to {b}, scores {s_a} to {s_b})"
+        c = causes.cause(kind, self.tick, units=[a, b], scores=[int(s_a), int(s_b)], loser=loser, text=text)
         self._result = Result(
-            ranks=ranks, winner=winner, reason=reason, ticks=self.tick, scores={0: float(s_a), 1: float(s_b)}
+            ranks=ranks,
+            winner=winner,
+            reason=reason,
+            ticks=self.tick,
+            scores={0: float(s_a), 1: float(s_b)},
+            causes=causes.for_every_seat(2, c),
         )
 
     # ----------------------------------------------------------------- frames and hashes

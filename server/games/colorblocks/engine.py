@@ -14,8 +14,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from cellarena.sdk.games.colorblocks import GUARDS, MAX_ACTIONS, MAX_TURNS, PLAYERS, Board, Refused, color
-from cellarena.server.games.base import Events, Result
+from cellarena.sdk.games.colorblocks import (
+    GUARDS,
+    MAX_ACTIONS,
+    MAX_TURNS,
+    PLAYERS,
+    Board,
+    Refused,
+    color,
+    objective,
+)
+from cellarena.server.games import causes
+from cellarena.server.games.base import Events, Result, event
 from cellarena.server.games.colorblocks.maps import parse_map, read_map
 from cellarena.server.games.config import GameConfig, option
 
@@ -111,6 +121,7 @@ class ColorblocksEngine:
             events.count(events.malformed, seat)
             refused.append([-1, "the moves field must be a list of actions"])
             raw = None
+        before = self._tally()
         for i, action in enumerate(raw or ()):
             if i >= MAX_ACTIONS:
                 events.count(events.malformed, seat)
@@ -124,6 +135,7 @@ class ColorblocksEngine:
             if self.board.winner is not None:
                 break
         self.refused[seat] = refused
+        events.log.extend(self._turn_events(seat, before))
         self.tick += 1
         if self.board.winner is not None:
             events.losers = [1 - seat]
@@ -134,10 +146,58 @@ class ColorblocksEngine:
             self.board.begin_turn(self.to_move)
         return events
 
+    def _tally(self) -> tuple[list[int], list[set[Any]], list[set[tuple[int, int]]]]:
+        """Per seat: its colour blocks, its units' ids and its objectives' cells."""
+        blocks = self.board.blocks
+        counts = [int(np.count_nonzero(blocks == color(s))) for s in range(PLAYERS)]
+        units: list[set[Any]] = [set() for _ in range(PLAYERS)]
+        for uid, unit in self.board.units.items():
+            units[unit.owner].add(uid)
+        cells = []
+        for s in range(PLAYERS):
+            ys, xs = np.nonzero(blocks == objective(s))
+            cells.append({(int(x), int(y)) for y, x in zip(ys, xs, strict=True)})
+        return counts, units, cells
+
+    def _turn_events(
+        self, seat: int, before: tuple[list[int], list[set[Any]], list[set[tuple[int, int]]]]
+    ) -> list[dict[str, Any]]:
+        """What ``seat``'s turn did: blocks of each colour won or lost, units removed (eliminations)
+        and objectives captured."""
+        counts, units, cells = self._tally()
+        out = []
+        change = [counts[s] - before[0][s] for s in range(PLAYERS)]
+        if any(change):
+            out.append(event("blocks", self.tick, seat=seat, change=change, blocks=counts))
+        for s in range(PLAYERS):
+            for uid in sorted(before[1][s] - units[s], key=str):
+                out.append(event("unit_removed", self.tick, seat=s, unit=uid, by=seat))
+            for x, y in sorted(before[2][s] - cells[s], key=lambda c: (c[1], c[0])):
+                out.append(event("objective_captured", self.tick, seat=s, cell=[x, y], by=seat))
+        return out
+
     def _finish(self, winner: int | None, reason: str) -> None:
         ranks = {s: 1 if winner is None or s == winner else 2 for s in range(PLAYERS)}
         scores = {s: float(np.count_nonzero(self.board.blocks == color(s))) for s in range(PLAYERS)}
-        self._result = Result(ranks=ranks, winner=winner, reason=reason, ticks=self.tick, scores=scores)
+        blocks = [int(scores[s]) for s in range(PLAYERS)]
+        if winner is not None:
+            loser = 1 - winner
+            text = f"{{{winner}}} captured {{{loser}}}'s last objective at tick {self.tick}"
+            c = causes.cause("objective_captured", self.tick, by=winner, loser=loser, text=text)
+        else:
+            text = (
+                f"the turn limit {self.max_turns} was reached at tick {self.tick} "
+                f"(blocks {blocks[0]} to {blocks[1]})"
+            )
+            c = causes.cause(causes.TICK_CAP, self.tick, blocks=blocks, text=text)
+        self._result = Result(
+            ranks=ranks,
+            winner=winner,
+            reason=reason,
+            ticks=self.tick,
+            scores=scores,
+            causes=causes.for_every_seat(PLAYERS, c),
+        )
 
     def result(self) -> Result | None:
         return self._result

@@ -31,7 +31,8 @@ from cellarena.sdk.games.drop2df import (
     play_ops,
     step_many,
 )
-from cellarena.server.games.base import ConfigError, Events, Result
+from cellarena.server.games import causes
+from cellarena.server.games.base import ConfigError, Events, Result, event
 from cellarena.server.games.config import GameConfig, option
 
 MAX_PLAYERS = 8
@@ -189,6 +190,9 @@ class Drop2dfEngine:
         for seat in range(self.players):
             if self._rows[seat, -2] == RABBIT:
                 self._scores[seat] += 1
+                events.log.append(
+                    event("scored", self.tick, seat=seat, points=1, score=int(self._scores[seat]))
+                )
         step_many(self._rows, self._next, self._scratch)
         self._rows, self._next = self._next, self._rows
         self.tick += 1
@@ -207,12 +211,16 @@ class Drop2dfEngine:
             reason = f"all scored {s[0]} in {self.turns} turns"
         else:
             reason = "scores " + " to ".join(str(v) for v in s) + f" after {self.turns} turns"
+        points = [int(v) for v in s]
+        text = f"the {self.turns} turns were played: points " + " to ".join(map(str, points))
+        c = causes.cause(causes.SCORE, self.tick, scores=points, text=text)
         self._result = Result(
             ranks=ranks,
             winner=winner,
             reason=reason,
             ticks=self.tick,
             scores={i: float(v) for i, v in enumerate(s)},
+            causes=causes.for_every_seat(self.players, c),
         )
 
     # ----------------------------------------------------------------- frames and hashes

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,7 +43,13 @@ from cellarena.sdk.games.rezzo import (
     Facing,
     Move,
 )
-from cellarena.server.games.rezzo.engine import RezzoEngine
+from cellarena.server.games.rezzo.ca import AT_BASE, BURNT, FORMED
+from cellarena.server.games.rezzo.engine import (
+    RezzoEngine,
+    hit_event,
+    loss_events,
+    transition_events,
+)
 
 if TYPE_CHECKING:
     from cellarena.server.games.rezzo import batched_kernel
@@ -163,12 +169,15 @@ class BatchedRezzo:
     is not done what `RezzoEngine.apply` does: that world's agent phase, then the next transition and
     loss processing. `views` gives every agent's viewport as a bot would receive it.
 
+    ``events``: whether each step's game events (`events`, as `RezzoEngine.apply` reports them) and
+    the losers' causes are made.
+
     ``backend``: "numba" runs the transition, viewports and agent phase as compiled loops (`batched_kernel`),
     "numpy" as the array passes below; "auto" picks numba where it is installed, unless the
     environment variable CELLARENA_NO_NUMBA is 1. Both give the same results bit for bit.
     """
 
-    def __init__(self, engines: Sequence[RezzoEngine], *, backend: str = "auto") -> None:
+    def __init__(self, engines: Sequence[RezzoEngine], *, backend: str = "auto", events: bool = True) -> None:
         #: "numpy" or "numba", as resolved from ``backend``.
         self.backend = resolve_backend(backend)
         if not engines:
@@ -204,6 +213,19 @@ class BatchedRezzo:
         self.done = np.zeros(b, bool)
         #: Illegal moves per world and player since the last `clear_counts`.
         self.illegal = np.zeros((b, p), np.int64)
+        #: Per world, the game events of its last `step` (`Events.log`, as `RezzoEngine.apply` gives
+        #: them, bit for bit), and each loser's cause (`engine.loss_events`).
+        #: Whether `step` makes them: building them costs about as much as the numba step itself in a
+        #: busy duel (a training loop that does not read them turns them off).
+        self.record_events = events
+        self.events: list[list[dict[str, Any]]] = [[] for _ in range(b)]
+        self.lost_causes: list[dict[int, dict[str, Any]]] = [{} for _ in range(b)]
+        self._with_events: set[int] = set()
+        # Per agent whose hit blanked a cell this step: the cell (flat, in its world's state) and the
+        # code it held; -1 elsewhere. The transition's flags found: rows (world, cell, kind, owner).
+        self.cuts = np.full((b, n, 2), -1, np.int64)
+        self._found = np.zeros((2 * self.plane + 16 * b + 1, 4), np.int64)
+        self._found_np: list[tuple[np.ndarray, int, np.ndarray]] = []
         # The transition runs on chunks of worlds whose scratch fits in the CPU caches. A chunk is one
         # flat run of its worlds' states ("span"), and its "inner" part leaves out the first and last
         # row, so that every inner cell has its 3x3 block in the span; contiguous 1-D arrays take
@@ -311,6 +333,7 @@ class BatchedRezzo:
         self.player_alive[b], self.lost_at[b], self.ranks[b] = True, 0, 0
         self.done[b] = False
         self.illegal[b] = 0
+        self.events[b], self.lost_causes[b] = [], {}
         self._update_near(b)
 
     def restore(self, worlds: np.ndarray, template: BatchedRezzo) -> None:
@@ -333,6 +356,8 @@ class BatchedRezzo:
             getattr(self, name)[worlds] = getattr(template, name)[0]
         for name in ("player_alive", "lost_at", "ranks", "illegal"):
             getattr(self, name)[worlds] = getattr(template, name)[0]
+        for b in np.arange(self.batch)[worlds].tolist():
+            self.events[b], self.lost_causes[b] = [], {}
 
     def cells(self, b: int) -> np.ndarray:
         """World ``b`` as (H, W) public codes with absolute owners (a copy)."""
@@ -457,14 +482,20 @@ class BatchedRezzo:
         """
         running = ~self.done if worlds is None else worlds & ~self.done
         moves = np.asarray(moves)
+        for world in self._with_events:
+            self.events[world] = []
+        self._with_events = set()
+        self.cuts.fill(-1)
         if self.backend == "numba" and moves.dtype.kind in "iu":
             # Any integer codes as int64 (one compiled loop; out-of-range codes stay no move).
             state = (self.codes, self.dmg, self.x, self.y, self.facing, self.alive, self.tick)
             shape = (self.players, self.agents_per_player, self.pw)
             codes = moves.astype(np.int64, copy=False)
-            _kernels().agent_phase(state, codes, running, shape, self._t["hittable"], self.illegal)
+            _kernels().agent_phase(state, codes, running, shape, self._t["hittable"], self.illegal, self.cuts)
         else:
             self._agent_phase(moves, running)
+        if self.record_events:
+            self._hit_events()
         capped = running & (self.tick >= self.max_ticks)
         advancing = running & ~capped
         ended = capped.copy()
@@ -517,8 +548,59 @@ class BatchedRezzo:
                 if ok_hit.any():
                     h = front[ok_hit]
                     cut = dmg[h] >= MAX_DAMAGE
+                    if cut.any():
+                        wc = np.flatnonzero(ok_hit)[cut]
+                        self.cuts[wc, a[wc], 0] = front[wc] - self._world_base[wc]
+                        self.cuts[wc, a[wc], 1] = target[wc]
                     flat[h[cut]] = _BLANK
                     dmg[h] = np.where(cut, 0, dmg[h] + 1)
+
+    def last_events(self) -> dict[int, list[dict[str, Any]]]:
+        """The events of the last `step`, by world, for the worlds that had any."""
+        return {b: self.events[b] for b in sorted(self._with_events) if self.events[b]}
+
+    def _cell(self, flat: int) -> tuple[int, int]:
+        """(x, y) of a cell given by its index in a world's state."""
+        y, x = divmod(flat, self.pw)
+        return x - BORDER, y - BORDER
+
+    def _hit_events(self) -> None:
+        """The agent phase's events from `cuts`, in `RezzoEngine.apply`'s order (by cell)."""
+        worlds, agents = np.nonzero(self.cuts[:, :, 0] >= 0)
+        if not worlds.size:
+            return
+        k = self.agents_per_player
+        for b, a in zip(worlds.tolist(), agents.tolist(), strict=True):
+            flat, code = self.cuts[b, a].tolist()
+            x, y = self._cell(flat)
+            self.events[b].append(hit_event(int(self.tick[b]), a // k, x, y, code))
+            self._with_events.add(b)
+        for b in set(worlds.tolist()):
+            self.events[b].sort(key=lambda e: (e["cell"][1], e["cell"][0]))
+
+    def _flag_events(self, rows: np.ndarray) -> None:
+        """The transition's events from the flags it touched, ``rows`` of (world, cell, kind, owner)
+        of the advancing worlds, and each new loser's ``out`` and cause; before loss conversion."""
+        by_world: dict[int, list[tuple[int, int, int, int]]] = {}
+        for b, flat, kind, owner in rows.tolist():
+            x, y = self._cell(flat)
+            by_world.setdefault(b, []).append((kind, owner, x, y))
+        size = (self.width, self.height, False)
+        p = self.players
+        for b, found in by_world.items():
+            tick = int(self.tick[b])
+            bases: list[tuple[int, int, int]] = []
+            if any(f[0] == AT_BASE for f in found):
+                grid = self._interior(self.codes, b)
+                ys, xs = np.nonzero((grid >= Cell.BASE) & (grid < Cell.BASE + p))
+                bases = [(int(x), int(y), int(grid[y, x]) & 7) for y, x in zip(ys, xs, strict=True)]
+            log = self.events[b]
+            log.extend(transition_events(found, tick, bases, self.own_base_counts, size))
+            self._with_events.add(b)
+            mask = int(self._loss_any[b])
+            if mask:
+                losers = [o for o in range(p) if mask >> o & 1]
+                loss_events(log, losers, tick, self.lost_causes[b])
 
     def _transition(self, advancing: np.ndarray) -> None:
         """The CA transition and loss processing of every world (those not advancing are put back).
@@ -528,14 +610,39 @@ class BatchedRezzo:
         """
         if self.backend == "numba":
             photon, scratch = self._t["photon"], self._kernel_scratch
-            _kernels().transition(self.codes, self._near, advancing, self.pw, photon, self._loss_any, scratch)
+            found, start, parts = self._found, 0, []
+            while True:
+                found[0, 0] = 0
+                start = _kernels().transition(
+                    self.codes, self._near, advancing, self.pw, photon, self._loss_any, scratch, start, found
+                )
+                parts.append(found[1 : found[0, 0] + 1].copy())
+                if start >= self.batch:
+                    break
+            rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
         else:
+            self._found_np = []
             for c0 in range(0, self.batch, self.chunk):
                 self._transition_chunk(c0, min(self.batch, c0 + self.chunk), advancing)
+            rows = self._numpy_found(advancing)
         self.tick[advancing] += 1
+        if rows.size and self.record_events:
+            self._flag_events(rows)
         lost = advancing & (self._loss_any != 0)
         for b in np.flatnonzero(lost):
             self._process_losses(int(b), int(self._loss_any[b]))
+
+    def _numpy_found(self, advancing: np.ndarray) -> np.ndarray:
+        """The numpy chunks' flags found, as the kernel's rows (world, cell, kind, owner), of the
+        advancing worlds only (a chunk computes every world of it)."""
+        if not self._found_np:
+            return np.zeros((0, 4), np.int64)
+        flat = np.concatenate([f for f, _, _ in self._found_np])
+        kind = np.concatenate([np.full(len(f), k, np.int64) for f, k, _ in self._found_np])
+        owner = np.concatenate([o.astype(np.int64) for _, _, o in self._found_np])
+        world = flat // self.plane
+        keep = advancing[world]
+        return np.stack([world, flat % self.plane, kind, owner], axis=1)[keep]
 
     def _transition_chunk(self, c0: int, c1: int, advancing: np.ndarray) -> None:
         """`_transition` for worlds c0..c1-1; losses are only detected here, into ``_loss_any``.
@@ -608,6 +715,9 @@ class BatchedRezzo:
         less(u2, 8, out=is_flag)
         np.not_equal(es, 0, out=m1)
         band(m1, is_flag, out=m1)
+        if m1.any():  # flags burnt by an electron (events)
+            at = np.flatnonzero(m1)
+            self._found_np.append((base + pw + at, BURNT, inner[at] & 7))
         add(u2, _FLAG - _CONDUCTOR, out=u2)
         np.multiply(u2, m1.view(u8), out=u2)
         sub(new, u2, out=new)
@@ -620,7 +730,10 @@ class BatchedRezzo:
         eq(inner, _PHOTON, out=m1)
         if m1.any():
             at = np.flatnonzero(m1)
-            new[at] = self._photons(base + pw + at)
+            new[at] = became = self._photons(base + pw + at)
+            flags = became >= _FLAG
+            if flags.any():
+                self._found_np.append((base + pw + at[flags], FORMED, became[flags] & 7))
         moving = advancing[c0:c1]
         if moving.all():
             np.copyto(inner, new)
@@ -637,6 +750,8 @@ class BatchedRezzo:
         counts = (self._near.reshape(-1)[flat] >> owner) & 1 != 0
         worlds = flat[counts] // self.plane
         np.bitwise_or.at(self._loss_any, worlds, (1 << owner[counts]).astype(np.uint8))
+        if counts.any():
+            self._found_np.append((flat[counts], AT_BASE, owner[counts]))
 
     def _photons(self, flat: np.ndarray) -> np.ndarray:
         """What the photons at ``flat`` (indices into the flat codes) become: the flag of their single

@@ -33,12 +33,14 @@ from cellarena.sdk.games.rezzo import (
     Facing,
     Move,
 )
+from cellarena.server.games.rezzo.ca import AT_BASE, BURNT, FORMED
 
 _CONDUCTOR, _ELECTRON, _TAIL, _PHOTON = (
     int(c) for c in (Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL, Cell.PHOTON)
 )
 _BLANK, _AGENT, _FLAG, _BASE = int(Cell.BLANK), int(Cell.AGENT), int(Cell.FLAG), int(Cell.BASE)
 _NOOP, _ADVANCE, _LEFT, _RIGHT, _BUILD, _HIT = (int(m) for m in Move)
+_AT_BASE, _BURNT, _FORMED = AT_BASE, BURNT, FORMED
 #: Per facing N, E, S, W: (dy, dx) of a step forward, and of a step to the right (along a viewport row).
 _FWD = np.array([[FORWARD[f][1], FORWARD[f][0]] for f in Facing], np.intp)
 _SIDE = np.array([[RIGHTWARD[f][1], RIGHTWARD[f][0]] for f in Facing], np.intp)
@@ -52,11 +54,18 @@ def _transition(
     photon: np.ndarray,
     loss_any: np.ndarray,
     scratch: np.ndarray,
-) -> None:
-    """`BatchedRezzo._transition_chunk` for every world: the next codes of the advancing worlds of
-    ``codes`` (B, plane) in place, and their loss bits (judged on the old state) in ``loss_any``.
-    ``near``: `BatchedRezzo._near`; ``photon``: its photon table; ``scratch``: (5, plane rounded up
-    to a multiple of 8) zeros."""
+    start: int,
+    found: np.ndarray,
+) -> int:
+    """`BatchedRezzo._transition_chunk` for worlds ``start``.. : the next codes of the advancing
+    worlds of ``codes`` (B, plane) in place, and their loss bits (judged on the old state) in
+    ``loss_any``. ``near``: `BatchedRezzo._near`; ``photon``: its photon table; ``scratch``: (5,
+    plane rounded up to a multiple of 8) zeros.
+
+    The flags touched go to ``found`` as rows (world, cell, kind, owner) after the count in
+    ``found[0, 0]`` (row 0 holds the count): formed, burnt, beside a base (`ca.FORMED`...). A world
+    may add up to two rows per cell, so the kernel stops before a world that might not fit and
+    returns its index (the caller makes room and calls again from there); B when all are done."""
     u8 = np.uint8
     plane = codes.shape[1]
     n = plane - 2 * pw  # the inner cells: rows 1..ph-2, whose 3x3 blocks lie within the world
@@ -65,10 +74,12 @@ def _transition(
     f_up, f_mid, f_down = scratch[2, :n], scratch[2, pw : pw + n], scratch[2, 2 * pw :]
     # Marks of the cells to resolve one by one, and the same as words (the row's tail stays 0).
     mark, words = scratch[4], scratch[4].view(np.uint64)
-    for b in range(codes.shape[0]):
+    for b in range(start, codes.shape[0]):
         loss_any[b] = 0
         if not advancing[b]:
             continue
+        if found[0, 0] + 2 * n + 1 > found.shape[0]:
+            return b
         c, inner, nb = codes[b], codes[b, pw : pw + n], near[b, pw : pw + n]
         # Electrons count 1 and tails 16, so one 3x3 sum counts both (at most 9 each); bit 7 marks a
         # flag or geyser (codes 16..31), kept out of the sums.
@@ -95,8 +106,9 @@ def _transition(
             # electron (minus code - 1).
             y = u8(x + (u8(x == u8(_CONDUCTOR)) & u8(u8(es - u8(1)) < u8(2))) + e + (e & u8(s > u8(15)) & fm))
             y = u8(y - u8(2) * u8(x == u8(_TAIL)))
-            new[i] = u8(y - (is_flag & u8(es != u8(0))) * u8(flag + u8(_FLAG - _CONDUCTOR)))
-            mark[i] = u8(x == u8(_PHOTON)) | (is_flag & u8(nb[i] != u8(0)))
+            burnt = is_flag & u8(es != u8(0))
+            new[i] = u8(y - burnt * u8(flag + u8(_FLAG - _CONDUCTOR)))
+            mark[i] = u8(x == u8(_PHOTON)) | (is_flag & u8(nb[i] != u8(0))) | burnt
         rare = np.uint64(0)  # (an OR in the loop above would stop its vectorisation)
         for w in range(words.shape[0]):
             rare |= words[w]
@@ -117,10 +129,28 @@ def _transition(
                                 if _FLAG <= a < _BASE:
                                     bits |= 1 << (a & 7)
                         new[i] = photon[bits]
-                    elif (nb[i] >> (x & 7)) & 1:
+                        if new[i] >= _FLAG:  # a row of `found` (inline: numba calls no plain function)
+                            k = found[0, 0] + 1
+                            found[k, 0], found[k, 1], found[k, 2], found[k, 3] = (
+                                b,
+                                i + pw,
+                                _FORMED,
+                                new[i] & 7,
+                            )
+                            found[0, 0] = k
+                        continue
+                    if (nb[i] >> (x & 7)) & 1:
                         loss_any[b] |= u8(1 << (x & 7))
+                        k = found[0, 0] + 1
+                        found[k, 0], found[k, 1], found[k, 2], found[k, 3] = b, i + pw, _AT_BASE, x & 7
+                        found[0, 0] = k
+                    if new[i] == _CONDUCTOR:
+                        k = found[0, 0] + 1
+                        found[k, 0], found[k, 1], found[k, 2], found[k, 3] = b, i + pw, _BURNT, x & 7
+                        found[0, 0] = k
         for i in range(n):
             inner[i] = new[i]
+    return codes.shape[0]
 
 
 def _views(
@@ -180,10 +210,12 @@ def _agent_phase(
     shape: tuple[int, int, int],
     hittable: np.ndarray,
     illegal: np.ndarray,
+    cuts: np.ndarray,
 ) -> None:
     """`BatchedRezzo._agent_phase`: each running world's agents move in resolution order (slot k of
     every player, the player whose turn it is first). ``agents``: (x, y, facing, alive) (B, N);
-    ``shape``: (players, agents per player, pw); ``hittable``: the 256 codes' table."""
+    ``shape``: (players, agents per player, pw); ``hittable``: the 256 codes' table. ``cuts`` (B, N,
+    2): per agent whose hit blanked a cell, that cell and the code it held (else left as it is)."""
     x, y, facing, alive = agents
     players, per_player, pw = shape
     for b in range(codes.shape[0]):
@@ -221,6 +253,7 @@ def _agent_phase(
                     if not hittable[target]:
                         illegal[b, player] += 1
                     elif d[front] >= MAX_DAMAGE:
+                        cuts[b, a, 0], cuts[b, a, 1] = front, target
                         c[front] = _BLANK
                         d[front] = 0
                     else:
@@ -253,10 +286,12 @@ class Kernels:
         shape: tuple[int, int, int],
         hittable: np.ndarray,
         illegal: np.ndarray,
+        cuts: np.ndarray,
     ) -> None:
         """``state``: codes, damage, x, y, facing, alive, tick; ``moves``: (B, N) int64."""
         codes, dmg, x, y, facing, alive, tick = state
-        self._agent_phase(codes, dmg, moves, running, (x, y, facing, alive), tick, shape, hittable, illegal)
+        agents = (x, y, facing, alive)
+        self._agent_phase(codes, dmg, moves, running, agents, tick, shape, hittable, illegal, cuts)
 
     def transition(
         self,
@@ -267,8 +302,11 @@ class Kernels:
         photon: np.ndarray,
         loss_any: np.ndarray,
         scratch: np.ndarray,
-    ) -> None:
-        self._transition(codes, near, advancing, pw, photon, loss_any, scratch)
+        start: int,
+        found: np.ndarray,
+    ) -> int:
+        stopped: int = self._transition(codes, near, advancing, pw, photon, loss_any, scratch, start, found)
+        return stopped
 
     def views(
         self,

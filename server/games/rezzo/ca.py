@@ -38,6 +38,9 @@ E, T, C, PH = 0, 1, 2, 3
 DYN_FIXED = 4
 # The static stack is kind-major: all geysers, then all bases, then all agents, one plane per player.
 G_KIND, B_KIND, A_KIND = 0, 1, 2
+#: What `BitWorld.step` reports about a flag (and `batched` likewise): beside a base, burnt by an
+#: electron, formed from a photon.
+AT_BASE, BURNT, FORMED = 0, 1, 2
 
 
 class BitWorld:
@@ -328,8 +331,13 @@ class BitWorld:
         out[:] = 0
         out[1 + s : 1 + (h + 1) * s] = acc[: h * s] | acc[s : (h + 1) * s] | acc[2 * s :]
 
-    def step(self) -> list[int]:
-        """One CA transition and loss processing. Returns the players who lost, sorted."""
+    def step(self, found: list[tuple[int, int, int, int]] | None = None) -> list[int]:
+        """One CA transition and loss processing. Returns the players who lost, sorted.
+
+        ``found``, if given, gets the flags this transition touched as (kind, player, x, y):
+        `AT_BASE` (judged on the old state: the flag beside a base that makes its player lose),
+        `BURNT` (a flag next to an electron, now a conductor) and `FORMED` (a photon now a flag).
+        """
         v = self._plans[self._cur]
         band, bor, bxor = np.bitwise_and, np.bitwise_or, np.bitwise_xor
         if self._near_base_dirty:
@@ -341,6 +349,8 @@ class BitWorld:
         if np.count_nonzero(v.loss_tmp):  # much cheaper than .any() on uint64
             per_player = v.loss_tmp.reshape(self.players, -1).any(axis=1)
             losers = [int(i) for i in np.flatnonzero(per_player)]
+            if found is not None:
+                self._bits(v.loss_tmp, AT_BASE, found)
 
         np.copyto(v.nb_et, v.old_et)
         bor(v.old_fl, v.geysers, out=v.nb_fg)
@@ -424,12 +434,16 @@ class BitWorld:
         # flags: next to an electron -> conductor; photons with a single owner become that owner's flag
         self._repeat(v, v.e1_plane)
         band(v.fl_old_flat, v.rep, out=v.tmp_flat)
+        if found is not None and np.count_nonzero(v.tmp_flat):
+            self._bits(v.tmp_flat, BURNT, found)
         bxor(v.fl_old_flat, v.tmp_flat, out=v.nfl_flat)
         for kept, folded in v.tmp_levels:
             bor(kept, folded, out=kept)
         bor(v.nc, v.tmp_first, out=v.nc)
         self._repeat(v, v.single_plane)
         band(v.dil_fg_flat, v.rep, out=v.tmp_flat)
+        if found is not None and np.count_nonzero(v.tmp_flat):
+            self._bits(v.tmp_flat, FORMED, found)
         bor(v.nfl_flat, v.tmp_flat, out=v.nfl_flat)
 
         self._cur = 1 - self._cur
@@ -437,6 +451,16 @@ class BitWorld:
         for i in losers:
             self._convert_loser(i)
         return losers
+
+    def _bits(self, planes: np.ndarray, kind: int, found: list[tuple[int, int, int, int]]) -> None:
+        """Append (kind, player, x, y) for every set bit of ``planes``, one plane per player, flat."""
+        ln, s = self.length, self.stride
+        for i in np.flatnonzero(planes).tolist():
+            player, w = divmod(i, ln)
+            row, col = divmod(w - 1, s)
+            word = np.array([planes[i]], WORD).view(np.uint8)
+            for bit in np.flatnonzero(np.unpackbits(word, bitorder="little")).tolist():
+                found.append((kind, player, col * 64 + bit, row - 1))
 
     @staticmethod
     def _repeat(v: SimpleNamespace, plane: np.ndarray) -> None:

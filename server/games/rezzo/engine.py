@@ -28,9 +28,10 @@ from cellarena.sdk.games.rezzo import (
     Move,
 )
 from cellarena.sdk.protocol import is_int
-from cellarena.server.games.base import ConfigError, Events, Result, sole_first
+from cellarena.server.games import causes
+from cellarena.server.games.base import ConfigError, Events, Result, event, sole_first
 from cellarena.server.games.config import GameConfig, option
-from cellarena.server.games.rezzo.ca import BitWorld
+from cellarena.server.games.rezzo.ca import AT_BASE, BURNT, BitWorld
 from cellarena.server.games.rezzo.maps import parse_embedded_map, parse_map, read_map
 
 #: Below this many world cells per viewing agent, decoding the whole world beats per-cell gathers.
@@ -110,6 +111,93 @@ def state_digest(
     return h.hexdigest()
 
 
+_CELL_NAMES = {int(Cell.CONDUCTOR): "conductor", int(Cell.ELECTRON): "electron", int(Cell.TAIL): "tail"}
+
+
+def hit_event(tick: int, hitter: int, x: int, y: int, code: int) -> dict[str, Any]:
+    """The event of a hit that blanked cell (x, y), which held ``code``: a flag destroyed (its owner's
+    event) or a wire cell destroyed (the hitter's)."""
+    if Cell.FLAG <= code < Cell.GEYSER:
+        return event("flag_destroyed", tick, seat=code & 7, cell=[x, y], how="hit", by=hitter)
+    return event("cell_destroyed", tick, seat=hitter, cell=[x, y], was=_CELL_NAMES.get(code, str(code)))
+
+
+def base_touching(
+    x: int,
+    y: int,
+    owner: int,
+    bases: Sequence[tuple[int, int, int]],
+    own_base_counts: bool,
+    size: tuple[int, int, bool],
+) -> tuple[int, int, int]:
+    """The base (x, y, its owner) beside which ``owner``'s flag at (x, y) loses: the first in reading
+    order of ``bases`` (x, y, owner, sorted by y then x) that counts against it. ``size``: (width,
+    height, torus)."""
+    width, height, torus = size
+    for bx, by, bo in bases:
+        if bo == owner and not own_base_counts:
+            continue
+        dx, dy = abs(bx - x), abs(by - y)
+        if torus:
+            dx, dy = min(dx, width - dx), min(dy, height - dy)
+        if dx <= 1 and dy <= 1:
+            return bx, by, bo
+    raise ValueError(f"no base beside the flag of player {owner} at ({x}, {y})")  # a bug, never input
+
+
+def transition_events(
+    found: Sequence[tuple[int, int, int, int]],
+    tick: int,
+    bases: Sequence[tuple[int, int, int]],
+    own_base_counts: bool,
+    size: tuple[int, int, bool],
+) -> list[dict[str, Any]]:
+    """The events of one transition from the flags it touched, (kind, player, x, y) as `BitWorld.step`
+    finds them, in one order whatever found them: by cell (row, then column), then kind. Every
+    path that steps Rezzo (the engine, `batched` with numpy or numba) reports through this."""
+    out = []
+    for kind, o, x, y in sorted(found, key=lambda f: (f[3], f[2], f[0])):
+        if kind == AT_BASE:
+            bx, by, bo = base_touching(x, y, o, bases, own_base_counts, size)
+            out.append(event("flag_at_base", tick, seat=o, flag=[x, y], base=[bx, by], by=bo))
+        elif kind == BURNT:
+            out.append(event("flag_destroyed", tick, seat=o, cell=[x, y], how="electron"))
+        else:
+            out.append(event("flag_formed", tick, seat=o, cell=[x, y]))
+    return out
+
+
+def loss_events(
+    log: list[dict[str, Any]], losers: Sequence[int], tick: int, lost: dict[int, dict[str, Any]]
+) -> None:
+    """Append an ``out`` event per loser to ``log``, and put each loser's cause in ``lost``: its first
+    flag beside a base (in `transition_events`' order)."""
+    for o in sorted(losers):
+        first = next(e for e in log if e["kind"] == "flag_at_base" and e["seat"] == o)
+        log.append(event("out", tick, seat=o, cause="flag_at_base"))
+        fx, fy = first["flag"]
+        bx, by = first["base"]
+        whose = "its own base" if first["by"] == o else f"{{{first['by']}}}'s base"
+        text = f"{{{o}}} is out at tick {tick}: its flag at ({fx}, {fy}) touched {whose} at ({bx}, {by})"
+        lost[o] = causes.cause("flag_at_base", tick, flag=[fx, fy], base=[bx, by], by=first["by"], text=text)
+
+
+def end_causes(
+    players: int, alive: Sequence[int], lost: Mapping[int, dict[str, Any]], capped: bool, tick: int
+) -> dict[int, dict[str, Any]]:
+    """Every seat's cause at the end: the losers' own, and for the players still in the tick cap or
+    last player standing."""
+    out = {}
+    for i in range(players):
+        if i in lost:
+            out[i] = dict(lost[i])
+        elif capped:
+            out[i] = causes.cause(causes.TICK_CAP, tick)
+        else:
+            out[i] = causes.cause(causes.LAST_STANDING, tick)
+    return out
+
+
 def loss_reason(players_left: int) -> str:
     """Why a match ended once losses left ``players_left`` (0 or 1) players in."""
     return "last player standing" if players_left else "all remaining players lost in the same tick"
@@ -186,6 +274,11 @@ class RezzoEngine:
         self.agents_per_player = max((a.index + 1 for a in agents), default=0)
         self._alive_players = set(range(self.players))
         self._lost_at: dict[int, int] = {}
+        #: Each loser's cause (`loss_events`), and the events of the `apply` under way.
+        self._lost: dict[int, dict[str, Any]] = {}
+        self._log: list[dict[str, Any]] = []
+        #: The bases of the players still in, (x, y, owner) in reading order: only a loss changes them.
+        self._base_cells = self._bases()
         self._result: Result | None = None
         self._view_offsets = self._make_view_offsets()
         # Per-tick work that only changes when an agent moves, turns or dies is cached:
@@ -465,6 +558,7 @@ class RezzoEngine:
         if not (target in HITTABLE or Cell.FLAG <= target < Cell.GEYSER):
             return False
         if self._damage[fy, fx] >= MAX_DAMAGE:
+            self._log.append(hit_event(self.tick, a.player, fx, fy, target))
             self.world.set_code(fx, fy, Cell.BLANK)
             self._damage[fy, fx] = 0
         else:
@@ -479,6 +573,7 @@ class RezzoEngine:
         events = Events()
         if self._result is not None:
             return events
+        self._log = events.log
         moves: dict[int, dict[int, int]] = {}
         for seat, raw in actions.items():
             if seat in self._alive_players:
@@ -495,6 +590,8 @@ class RezzoEngine:
                 move = seat_moves.get(a.index, _NOOP)
                 if not self._move(a, move):
                     events.count(events.illegal, a.player)
+            if len(events.log) > 1:  # one order on every path: by cell (a cell is blanked once a phase)
+                events.log.sort(key=lambda e: (e["cell"][1], e["cell"][0]))
         if self.tick >= self.max_ticks:
             self._finish(cap_reason(self.max_ticks))
             return events
@@ -503,9 +600,16 @@ class RezzoEngine:
 
     def _advance(self) -> list[int]:
         """The next tick's transition and loss processing."""
-        losers = self.world.step()
+        found: list[tuple[int, int, int, int]] = []
+        losers = self.world.step(found)
         self.tick += 1
+        if found:
+            size = (self.width, self.height, self.torus)
+            own = self.world.own_base_counts
+            self._log.extend(transition_events(found, self.tick, self._base_cells, own, size))
         if losers:
+            loss_events(self._log, losers, self.tick, self._lost)
+            self._base_cells = [b for b in self._base_cells if b[2] not in losers]
             for a in self._agents:
                 if a.player in losers and a.alive:
                     a.alive = False
@@ -521,13 +625,23 @@ class RezzoEngine:
             self._finish(cap_reason(self.max_ticks))
         return losers
 
+    def _bases(self) -> list[tuple[int, int, int]]:
+        """Every base on the board as (x, y, owner), in reading order."""
+        grid = self.world.codes_view()
+        ys, xs = np.nonzero((grid >= Cell.BASE) & (grid < Cell.BASE + self.players))
+        return [(int(x), int(y), int(grid[y, x]) & 7) for y, x in zip(ys, xs, strict=True)]
+
     def _finish(self, reason: str) -> None:
         # Survivors share first place; the eliminated rank by how late they lost.
         key = {
             i: (self.tick + 1 if i in self._alive_players else self._lost_at[i]) for i in range(self.players)
         }
         ranks = {i: 1 + sum(1 for j in key if key[j] > key[i]) for i in key}
-        self._result = Result(ranks=ranks, winner=sole_first(ranks), reason=reason, ticks=self.tick)
+        capped = reason == cap_reason(self.max_ticks)
+        ends = end_causes(self.players, sorted(self._alive_players), self._lost, capped, self.tick)
+        self._result = Result(
+            ranks=ranks, winner=sole_first(ranks), reason=reason, ticks=self.tick, causes=ends
+        )
 
     # ----------------------------------------------------------------- batches
     def batch_key(self) -> tuple[Any, ...] | None:

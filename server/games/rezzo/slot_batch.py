@@ -25,6 +25,7 @@ from cellarena.server.games.rezzo.engine import (
     RezzoEngine,
     cap_reason,
     decode_moves,
+    end_causes,
     loss_reason,
     parse_moves,
     state_digest,
@@ -230,15 +231,20 @@ class BatchedWorld:
                     events.illegal[player] = count
         if losers:
             events.losers = losers
+        worlds, b = self.batch.worlds, self.index
+        if worlds.events[b]:
+            events.log.extend(worlds.events[b])
         self.tick = tick
         if done and self._result is None:
-            worlds, b = self.batch.worlds, self.index
-            still_in = int(worlds.player_alive[b].sum())
+            alive = np.flatnonzero(worlds.player_alive[b]).tolist()
             # As `RezzoEngine` ends: by losses that left one player or none, else at the tick cap.
-            by_losses = events.losers and still_in <= 1
-            reason = loss_reason(still_in) if by_losses else cap_reason(self.max_ticks)
+            by_losses = bool(events.losers) and len(alive) <= 1
+            reason = loss_reason(len(alive)) if by_losses else cap_reason(self.max_ticks)
             ranks = {p: int(r) for p, r in enumerate(worlds.ranks[b].tolist())}
-            self._result = Result(ranks=ranks, winner=sole_first(ranks), reason=reason, ticks=self.tick)
+            ends = end_causes(self.players, alive, worlds.lost_causes[b], not by_losses, self.tick)
+            self._result = Result(
+                ranks=ranks, winner=sole_first(ranks), reason=reason, ticks=self.tick, causes=ends
+            )
 
     def result(self) -> Result | None:
         return self._result

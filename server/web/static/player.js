@@ -41,8 +41,11 @@
   const zoomOut = h("button", { id: "zoom-out", title: "Zoom out (-)" }, "−");
   const zoomFit = h("button", { id: "zoom-fit", title: "Fit the board (0)" }, "fit");
   const zoomIn = h("button", { id: "zoom-in", title: "Zoom in (+)" }, "+");
+  // The deciding events as marks under the seek bar (a click jumps to the frame they lead to).
+  const marks = h("div", { class: "marks", id: "marks" });
+  const seekWrap = h("div", { class: "seekwrap" }, seek, marks);
   const controls = h("div", { class: "controls" },
-    backBtn, playBtn, fwdBtn, seek, tickLabel, speedSel, zoomOut, zoomFit, zoomIn);
+    backBtn, playBtn, fwdBtn, seekWrap, tickLabel, speedSel, zoomOut, zoomFit, zoomIn);
   const seatsTable = h("table", { class: "seats", id: "seats" });
   const events = h("ul", { class: "events", id: "events" });
   const legend = h("ul", { class: "legend", id: "legend" });
@@ -183,6 +186,7 @@
     ctx.lineWidth = 1;
     ctx.strokeRect(state.ox - 1.5, state.oy - 1.5, w * state.scale + 3, hh * state.scale + 3);
     if (G.overlay) G.overlay(ctx, f.frame, view, state.meta, state.selected);
+    highlight(f);
     state.shown = state.index;
     const api_ = window.cellarenaPlayer;
     api_.paints += 1;
@@ -217,16 +221,63 @@
     seatsTable.replaceChildren(head, ...rows);
   }
   function name(s) { return `${state.meta.names[s] ?? "?"} (seat ${s})`; }
+  // The events that decided the match: those whose kind is a seat's cause, and players out; if a
+  // match has none, every event of a short list (docs/web.md).
+  function decidingEvents(m) {
+    const all = m.events || [];
+    const kinds = new Set(Object.values((m.result && m.result.causes) || {}).map((c) => c.cause));
+    kinds.add("out");
+    const picked = all.filter((e) => kinds.has(e.kind));
+    return picked.length || all.length > 120 ? picked : all;
+  }
+  // Cells of the deciding events ([x, y] fields) outlined on their frame, the frame before (the
+  // world before the loss conversion) and the last frame.
+  function highlight(f) {
+    const m = state.meta, last = f.i === m.frames - 1;
+    const cells = [];
+    decidingEvents(m).filter((e) => last || e.frame === f.i || e.frame === f.i + 1).forEach((e) =>
+      Object.values(e).forEach((v) => {
+        if (Array.isArray(v) && v.length === 2 && v.every((n) => Number.isInteger(n))) cells.push(v);
+      }));
+    window.cellarenaPlayer.highlighted = cells;
+    if (!cells.length) return;
+    ctx.strokeStyle = "#ff2d55";
+    ctx.lineWidth = Math.max(2, state.scale / 6);
+    const sc = state.scale;
+    cells.forEach(([x, y]) => ctx.strokeRect(state.ox + x * sc - 1, state.oy + y * sc - 1, sc + 2, sc + 2));
+  }
+  function showMarks(m) {
+    const n = Math.max(1, m.frames - 1), byFrame = new Map();
+    decidingEvents(m).forEach((e) => byFrame.set(e.frame, [...(byFrame.get(e.frame) || []), eventText(e)]));
+    marks.replaceChildren(...[...byFrame].map(([frame, said]) => h("button", {
+      class: "mark", title: `frame ${frame}: ${said.join("; ")}`, "data-frame": String(frame),
+      style: `left: calc(${(100 * frame) / n}% - 4px)`, onclick: () => go(frame),
+    })));
+  }
+  // A game event (docs/replays.md#events) as a line: whose, what, then its fields; cells as (x, y).
+  function eventText(e) {
+    const show = (k, v) => {
+      if (Array.isArray(v) && v.length === 2 && v.every((n) => typeof n === "number")) return `(${v[0]}, ${v[1]})`;
+      if (k === "by" && typeof v === "number") return name(v);
+      return Array.isArray(v) ? v.join(" / ") : String(v);
+    };
+    const fields = Object.entries(e).filter(([k]) => !["kind", "tick", "seat", "frame"].includes(k))
+      .map(([k, v]) => `${k} ${show(k, v)}`);
+    const who = typeof e.seat === "number" ? `${name(e.seat)}: ` : "";
+    return `${who}${String(e.kind).replaceAll("_", " ")}${fields.length ? ` (${fields.join(", ")})` : ""}`;
+  }
   function updateEvents(f) {
     const items = [];
     const st = f.step || {};
     const each = (m, what) => Object.entries(m || {}).forEach(([s, n]) => items.push(`${name(+s)}: ${n} ${what}`));
     each(st.late, "late"); each(st.invalid, "invalid"); each(st.illegal, "illegal"); each(st.malformed, "malformed");
     (st.losers || []).forEach((s) => items.push(`${name(s)} is out`));
+    (st.events || []).forEach((e) => items.push(eventText(e)));
     if (G.events) G.events(f, state.meta).forEach((e) => items.push(e));
     const res = f.result || (f.i === state.meta.frames - 1 ? state.meta.result : null);
     if (res) {
       items.push(res.winner === null || res.winner === undefined ? `draw: ${res.reason}` : `${name(res.winner)} wins: ${res.reason}`);
+      Object.values(res.causes || {}).forEach((c) => items.push(`why: ${c.text || c.cause}`));
     } else if (!f.live && f.i === state.meta.frames - 1 && !state.meta.complete) {
       items.push(`the replay ends here without a result: ${state.meta.incomplete}`);
     }
@@ -440,7 +491,7 @@
 
   // ------------------------------------------------------------------ start
   window.cellarenaPlayer = {
-    state, view, drawn: 0, paints: 0, firstFrameMs: null,
+    state, view, drawn: 0, paints: 0, firstFrameMs: null, highlighted: [],
     redraw: () => draw(true),
     seek: go,
     play: () => setPlaying(true),
@@ -458,6 +509,7 @@
     const res = m.result ? (m.result.winner === null ? `draw (${m.result.reason})` : `${m.names[m.result.winner]} wins (${m.result.reason})`) : "no result (incomplete replay)";
     subtitle.textContent = `${m.path} · seed ${m.seed} · ${m.frames} frames · ${res}`;
     seek.max = String(m.frames - 1);
+    showMarks(m);
     legend.replaceChildren(...G.legend(m).map(([color, label]) =>
       h("li", {}, h("span", { class: "swatch", style: `background:${color}` }), " " + label)));
     fetchChunk(0, FIRST_CHUNK);
