@@ -185,13 +185,13 @@ class FixedRateDriver:
             if driven.waiting is not None:
                 self._unwait(driven)  # it no longer counts towards a batch of its slot
             return False
-        open_ = [b for b in self._batches.get((driven.slot, key), ()) if b.batch.room]
-        # On time, the slot's batch begins period n right after this match's turn. A server running
-        # behind may still be collecting an earlier period of it: joining then, the match begins with
-        # the batch as soon as the batch can, rather than opening a batch of its own.
-        ready = [b for b in open_ if b.n < n or (b.n == n and not b.collecting)]
-        if not ready and any(b.n == n for b in open_):
-            return False  # its batch has begun this period: next period
+        # On time, the slot's batch begins period n right after this match's turn, and the match joins
+        # it for this period. A batch that is collecting (an earlier period, on a server running
+        # behind; or this one, when this match's last answer came after the slot's time, as a late
+        # deadline on a busy host makes it) takes the match from its next period: joining now costs
+        # the match at most one period's wait once, where waiting for an exact turn could miss the
+        # batch period after period.
+        ready = [b for b in self._batches.get((driven.slot, key), ()) if b.batch.room]
         if not ready:
             # A new batch only once it pays: the game says from how many worlds on (`batch_from`).
             waiting = self._waiting.setdefault((driven.slot, key), set())
