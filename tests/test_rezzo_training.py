@@ -248,3 +248,74 @@ def test_flag_shaping_pays_for_enemy_flags_and_unknown_terms_are_refused() -> No
     assert total < final - 0.05
     with pytest.raises(ValueError, match="unknown reward term 'wire'"):
         RezzoVectorEnv(1, reward_weights={"wire": 1.0})
+
+
+# ======================================================================================== the worked example
+TRAINED = Path(__file__).resolve().parent.parent / "example_bots" / "rezzo" / "trained"
+
+
+def test_the_example_trainer_fits_together_and_its_bot_plays_over_tcp(tmp_path: Path) -> None:
+    """A few seconds of example_bots/rezzo/trained/train.py (builder's teaching, DAgger rounds in the
+    vector environment, the fit), then its weights played by bot.py, as an SDK bot over TCP, in a
+    match that `cellarena match` runs. Whether it wins is `cellarena bench train`'s question."""
+    import json
+    import subprocess
+    import sys
+
+    weights = tmp_path / "quick.npz"
+    quick = ["--rounds", "2", "--worlds", "2", "--exact-worlds", "1", "--steps", "12", "--epochs", "1"]
+    proc = subprocess.run(
+        [sys.executable, str(TRAINED / "train.py"), "--out", str(weights), "--eval", "0", "--json", *quick],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["agent_steps"] == 2 * 12 * 3 and report["steps_per_s"] > 0
+    assert "round 2/2" in proc.stdout and weights.stat().st_size < 1_000_000
+    bot = f"trained={sys.executable} {TRAINED / 'bot.py'} --weights {weights}"
+    walker = f"walker={sys.executable} {TRAINED.parent / 'random_walker.py'}"
+    out = cellarena(
+        *("match", "rezzo", "--fast", "--max-ticks", "40", "--json", "--log-dir", str(tmp_path)),
+        *("--bot", bot, "--bot", walker),
+    )
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert summary["ticks"] == 40 and summary["invalid"]["trained"] == 0 and summary["forfeits"] == []
+    assert "Traceback" not in (tmp_path / "trained.log").read_text()
+
+
+def test_the_trained_bot_refuses_weights_it_cannot_read(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not weights")
+    proc = subprocess.run(
+        [sys.executable, str(TRAINED / "bot.py"), "--weights", str(bad)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert f"{bad} is not a weights file" in proc.stderr and "train.py" in proc.stderr
+
+
+def test_bench_train_trains_then_plays_both_opponents_over_tcp(tmp_path: Path) -> None:
+    """`cellarena bench train` with a tiny recipe (not the goal's): its JSON has the training's time
+    and rate and a tournament's win counts against each opponent; outside a checkout it says why."""
+    import json
+
+    tiny = "--rounds 1 --worlds 1 --exact-worlds 1 --steps 5 --epochs 1"
+    args = ("--bots-dir", str(TRAINED.parent.parent), "--out", str(tmp_path / "b"), "--matches", "2")
+    out = cellarena("bench", "train", *args, "--max-ticks", "30", "--train-args", tiny, "--json", timeout=600)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["agent_steps"] == 10 and result["train_seconds"] > 0 and result["weights_bytes"] > 0
+    for name in ("random_walker", "raider"):
+        assert sum(result["matches"][name].values()) == 2, result
+    missing = cellarena("bench", "train", "--bots-dir", str(tmp_path), "--out", str(tmp_path / "c"))
+    assert missing.returncode != 0
+    assert "train.py not found: run this from the root of a cellarena checkout" in missing.stderr

@@ -177,7 +177,10 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self.single_action_space = spaces.Discrete(len(Move))
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self._obs = np.zeros((self.num_envs, *OBS_SHAPE), np.uint8)
+        if opponent is None:  # every agent is the learner's: the batch's own viewports, in order
+            self._obs = self.worlds.observations.reshape(self.num_envs, *OBS_SHAPE)
+        else:
+            self._obs = np.zeros((self.num_envs, *OBS_SHAPE), np.uint8)
         self._player_of = self._l_cols // k  # (B, per world): each learner agent's player
         self._rewards = np.zeros(self.num_envs, np.float32)
         self._terminations = np.zeros(self.num_envs, bool)
@@ -324,6 +327,8 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         return array.copy() if self.copy else array
 
     def _observe(self) -> None:
+        if self.opponent is None:
+            return  # `_obs` is the batch's observations array itself
         obs = self.worlds.observations
         self._obs.reshape(self.batch, self._per_world, 2, -1)[:] = obs[self._l_rows, self._l_cols]
 
