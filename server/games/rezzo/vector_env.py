@@ -192,6 +192,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._configs: list[dict[str, Any]] = [dict(self._pool[0][1]) if self._pool else {}] * worlds
         self._map_names = [self._pool[0][0] if self._pool else ""] * worlds
         self._started = np.ones(worlds, bool)
+        self._welcomes: list[dict[str, Any]] = [{} for _ in range(worlds)]
         self._flags = np.zeros((worlds, self.players), np.int64)
         self._pending: dict[int, tuple[str, list[str] | None]] = {}
         self._recording: dict[int, _Recording] = {}
@@ -256,6 +257,8 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
                 )
         self._episodes[worlds] += 1
         self._started[worlds] = True
+        for b in worlds.tolist():
+            self._welcomes[b] = self._episode_config(b)
         if self.weights.get("enemy_flags") or self.weights.get("own_flags"):
             self._flags[worlds] = self._count_flags(worlds)
         for b in worlds.tolist():
@@ -407,7 +410,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             tick=w.tick[rows],
             started=self._started[rows],
             players=self.players,
-            config=[self._episode_config(b) for b in range(self.batch)],
+            config=self._welcomes,
         )
         obs = w.observations[rows, cols].reshape(-1, *OBS_SHAPE)
         moves = np.asarray(self.opponent(obs, seats))
