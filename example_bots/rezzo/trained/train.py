@@ -256,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             np.array(data[3], np.int64),
         )
         acc = fit(policy, arrays, args.epochs, rng)
+        policy.save(args.out)  # after every round: a run cut short leaves its latest weights
         print(
             f"round {r + 1}/{args.rounds}  teacher share {beta:.2f}  samples {len(arrays[3]):6d}  "
             f"fit {acc:.1%}  episodes won/lost/drawn {won['won']}/{won['lost']}/{won['drawn']}  "
