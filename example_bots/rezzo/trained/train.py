@@ -265,9 +265,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     policy.save(args.out)
     seconds = time.monotonic() - began
-    print(f"wrote {args.out} after {steps} agent-steps in {seconds:.1f} s")
+    print(
+        f"wrote {args.out} after {steps} agent-steps in {seconds:.1f} s ({time.process_time():.1f} s of CPU)"
+    )
     report: dict[str, Any] = {
         "seconds": seconds,
+        # On a busy machine wall time says little; CPU time is what a quiet one would need (about).
+        "cpu_seconds": time.process_time(),
         "agent_steps": steps,
         "steps_per_s": steps / seconds,
         "wins": {},

@@ -11,6 +11,7 @@ of training, at least 16 wins of 20 against each.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -91,6 +92,7 @@ def run(bots_dir: Path, out: Path, matches: int, max_ticks: int, train_args: lis
     trained = _train(trainer, weights, train_args)
     result: dict[str, Any] = {
         "train_seconds": trained["seconds"],
+        "train_cpu_seconds": trained.get("cpu_seconds"),
         "agent_steps": trained["agent_steps"],
         "steps_per_s": trained["steps_per_s"],
         "weights_bytes": weights.stat().st_size,
@@ -102,6 +104,7 @@ def run(bots_dir: Path, out: Path, matches: int, max_ticks: int, train_args: lis
             bot, weights, bots_dir / "rezzo" / f"{name}.py", rounds, out / f"vs-{name}", max_ticks
         )
     result["seconds"] = time.monotonic() - began
+    result["load_average"] = os.getloadavg()[1]  # the last 5 minutes': a busy machine stretches wall time
     return result
 
 
@@ -137,9 +140,10 @@ def command(bots_dir: Path, out: Path, matches: int, max_ticks: int, train_args:
         click.echo(json.dumps(result))
         return
     games = 2 * max(1, matches // 2)
+    cpu = result["train_cpu_seconds"]
     rows = [
-        ["training", f"{result['train_seconds']:.0f} s", f"{result['agent_steps']:,} agent-steps",
-         f"{result['steps_per_s']:,.0f} agent-steps/s"],
+        ["training", f"{result['train_seconds']:.0f} s" + (f" ({cpu:.0f} s CPU)" if cpu is not None else ""),
+         f"{result['agent_steps']:,} agent-steps", f"{result['steps_per_s']:,.0f} agent-steps/s"],
     ]  # fmt: skip
     for name, m in result["matches"].items():
         rows.append(
@@ -150,7 +154,11 @@ def command(bots_dir: Path, out: Path, matches: int, max_ticks: int, train_args:
         (f"at least {GOAL_WINS:.0%} won against {name}", m["wins"] >= GOAL_WINS * games)
         for name, m in result["matches"].items()
     ]
-    notes = [f"weights: {out / 'rezzo.npz'} ({result['weights_bytes']:,} bytes)"]
+    notes = [
+        f"weights: {out / 'rezzo.npz'} ({result['weights_bytes']:,} bytes)",
+        f"load average {result['load_average']:.1f} on {os.cpu_count()} cores at the end: on a busy machine "
+        "the training's CPU time is closer to what a quiet one takes than its wall time",
+    ]
     if train_args:
         notes.append(f"train.py ran with {train_args!r}: not the documented recipe")
     report("cellarena bench train rezzo", ["", "", "", ""], rows, goals, notes)
