@@ -128,7 +128,6 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self.batch = worlds
         self.weights = self._check_weights(reward_weights)
         base = dict(config or {})
-        self._fixed_start = start
         if start is not None:
             if maps is not None or random_start:
                 raise ValueError("give either start or maps/random_start: a start is one fixed board")
