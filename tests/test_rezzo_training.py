@@ -320,3 +320,24 @@ def test_bench_train_trains_then_plays_both_opponents_over_tcp(tmp_path: Path) -
     missing = cellarena("bench", "train", "--bots-dir", str(tmp_path), "--out", str(tmp_path / "c"))
     assert missing.returncode != 0
     assert "train.py not found: run this from the root of a cellarena checkout" in missing.stderr
+
+
+def test_seats_seeds_and_starts_are_checked_with_what_to_change() -> None:
+    env = RezzoVectorEnv(3, {"map": "duel"}, opponent=BotOpponent(RandomRezzo), learner_seat=[1, 1, 0])
+    assert env.learner_seats.tolist() == [1, 1, 0]
+    obs, _ = env.reset(seed=[5, 6, 7])
+    engine = RezzoEngine.new({"map": "duel"})
+    assert np.array_equal(obs[0], views(engine, 1)[0]) and np.array_equal(obs[2], views(engine, 0)[0])
+    with pytest.raises(ValueError, match=r"one seed per world \(3\), got 2"):
+        env.reset(seed=[1, 2])
+    with pytest.raises(ValueError, match="unknown reset options"):
+        env.reset(options={"seed": 1})
+    board = RezzoEngine.new({"map": "duel"})
+    with pytest.raises(ValueError, match="give either start or maps/random_start"):
+        RezzoVectorEnv(1, start=board, random_start=2)
+    with pytest.raises(ValueError, match="made from start= has no map to put in a replay"):
+        RezzoVectorEnv(1, start=board).record(0, "x.replay")
+    with pytest.raises(ValueError, match=r"world must be 0\.\.2, got 3"):
+        env.record(3, "x.replay")
+    with pytest.raises(ValueError, match="learner_seat must be a seat, 'alternate' or one seat per world"):
+        RezzoVectorEnv(1, opponent=BotOpponent(RandomRezzo), learner_seat="first")
