@@ -184,12 +184,16 @@ def test_one_coordinator_at_a_time_per_results_folder(tmp_path: Path) -> None:
 def test_example_bots_are_found_for_rezzo_from_the_top_folder() -> None:
     bots = discover(ROOT / "example_bots", "rezzo")
     names = [b.spec.name for b in bots]
-    assert names == ["builder", "js_random", "raider", "random_walker"]
+    assert names == ["builder", "js_random", "raider", "random_walker", "trained"]
     js = bots[1]
     assert js.spec.command == "node bot.js" and js.spec.cwd == str(
         ROOT / "example_bots" / "rezzo" / "js_random"
     )
     assert bots[0].spec.command.startswith("python ") and bots[0].spec.cwd is None
+    trained = bots[4].spec  # a folder with its bot.toml and committed weights: nothing to set up
+    assert trained.command == "python bot.py --weights rezzo.npz" and trained.cwd == str(
+        ROOT / "example_bots" / "rezzo" / "trained"
+    )
 
 
 @pytest.mark.parametrize(

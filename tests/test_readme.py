@@ -36,7 +36,13 @@ def test_the_first_command_runs_a_tournament_of_the_example_bots(tmp_path: Path)
     proc = cellarena(*args, "--json", "--out", str(tmp_path), timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["matches"] == result["total"] == 12 and result["failed"] == []
+    assert result["matches"] == result["total"] == 20 and result["failed"] == []
     standings = result["standings"]
-    assert sorted(s["bot"] for s in standings) == ["builder", "js_random", "raider", "random_walker"]
-    assert all(s["crashes"] == 0 and s["matches"] == 6 for s in standings)
+    assert sorted(s["bot"] for s in standings) == [
+        "builder",
+        "js_random",
+        "raider",
+        "random_walker",
+        "trained",
+    ]
+    assert all(s["crashes"] == 0 and s["matches"] == 8 for s in standings)

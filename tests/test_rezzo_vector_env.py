@@ -54,7 +54,8 @@ def test_spaces_follow_the_vector_api() -> None:
     assert env.observation_space == spaces.Box(0, 255, (12, 2, VIEW_SIZE, VIEW_SIZE), np.uint8)
     assert env.action_space == spaces.MultiDiscrete([len(Move)] * 12)
     obs, infos = env.reset(seed=1)
-    assert obs in env.observation_space and infos == {}
+    assert obs in env.observation_space
+    assert list(infos["map"]) == ["duel2"] * 12 and infos["_map"].all()
     env.action_space.seed(2)
     for _ in range(5):
         obs, rewards, terminations, truncations, infos = env.step(env.action_space.sample())
@@ -74,6 +75,7 @@ def test_autoreset_same_step_against_engines(copy: bool, backend: str) -> None:
     env = RezzoVectorEnv(worlds, config, copy=copy, backend=use(backend))
     assert env.worlds.backend == env.template.backend == backend
     obs, _ = env.reset(seed=0)
+    own = obs
     engines = [RezzoEngine.new(config) for _ in range(worlds)]
     env.action_space.seed(0)
     endings = 0
@@ -86,7 +88,7 @@ def test_autoreset_same_step_against_engines(copy: bool, backend: str) -> None:
             engine.apply({p: [int(actions[2 * b + p])] for p in engine.frame()["alive"]})
         obs, rewards, terminations, truncations, infos = env.step(actions)
         if not copy:
-            assert np.shares_memory(obs, env.worlds.observations)  # the environment's own buffer
+            assert obs is own and np.shares_memory(obs, env.worlds.observations)  # refilled in place
         else:
             assert not np.shares_memory(kept, obs)
         for b, engine in enumerate(engines):
@@ -134,7 +136,7 @@ def test_bad_actions_and_options_are_refused() -> None:
     env.reset()
     with pytest.raises(ValueError, match=r"actions must have shape \(4,\)"):
         env.step(np.zeros(3, np.int64))
-    with pytest.raises(ValueError, match="takes no options"):
+    with pytest.raises(ValueError, match="unknown reset options"):
         env.reset(options={"worlds": [0]})
     with pytest.raises(ValueError, match="at least one world"):
         RezzoVectorEnv(0)

@@ -90,8 +90,8 @@ def test_every_command_of_the_tutorial_runs_in_order(tmp_path: Path) -> None:
         [*CLI, "results", "runs/my-cup", "--json"], cwd=tmp_path, capture_output=True, text=True, check=True
     )
     standings = {s["bot"]: s for s in json.loads(results.stdout)["standings"]}
-    assert set(standings) == {"my_bot", "builder", "raider", "random_walker"}
-    assert standings["my_bot"]["matches"] == 6 and standings["my_bot"]["crashes"] == 0
+    assert set(standings) == {"my_bot", "builder", "raider", "random_walker", "trained"}
+    assert standings["my_bot"]["matches"] == 8 and standings["my_bot"]["crashes"] == 0
 
 
 def _against_a_server(command: str, folder: Path) -> str:

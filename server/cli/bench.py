@@ -14,5 +14,6 @@ bench = GameGroup(
         "server": "cellarena.server.bench.server:command",
         "web": "cellarena.server.bench.web:command",
         "env": "cellarena.server.bench.env:command",
+        "train": "cellarena.server.bench.train:command",
     },
 )

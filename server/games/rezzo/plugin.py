@@ -15,11 +15,12 @@ PLUGIN = GamePlugin(
     engine=f"{_HERE}.engine:RezzoEngine",
     config=f"{_HERE}.engine:RezzoConfig",
     cli=f"{_HERE}.options:CLI",
-    # "bench env": `cellarena bench env` runs the env benchmark of every game that has one.
+    # "bench env", "bench train": `cellarena bench env|train` runs that benchmark of every game that has one.
     commands={
         "bench": f"{_HERE}.bench:command",
         "sim": f"{_HERE}.cli:sim",
         "bench env": f"{_HERE}.env_bench:command",
+        "bench train": f"{_HERE}.train_bench:command",
     },
     root_commands={"maps": f"{_HERE}.cli:maps"},
     render=f"{_HERE}.render:render_engine",

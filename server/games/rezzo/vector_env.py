@@ -1,22 +1,28 @@
-"""Rezzo as a Gymnasium vector environment on `BatchedRezzo`: B worlds of one map stepped at once.
+"""Rezzo as a Gymnasium vector environment on `BatchedRezzo`: B worlds stepped at once.
 
-**Each agent is a sub-environment.** A world of N agents (a duel: 2) gives N sub-environments, so
+**Each learner agent is a sub-environment.** Without an opponent every agent of every world is one
+(self-play with one policy): a world of N agents (a duel: 2) gives N sub-environments, so
 ``num_envs = B * N`` and sub-environment ``b * N + p * K + k`` is world b's agent k of player p (K
-agents per player). This is the shape self-play training wants: one policy maps a (num_envs, 2, 13, 13)
-batch of observations to num_envs moves, whichever player each agent plays for, and every standard
-Gymnasium learner takes it as it is. (The alternative, one sub-environment per world with a
-multi-agent observation, would make every learner unpack the agents itself.)
+agents per player). With an ``opponent`` the learner plays one seat per world and the opponent all
+the others: ``num_envs = B * K`` and sub-environment ``b * K + k`` is the learner's agent k in world
+b, whose seat is ``learner_seats[b]`` (``learner_seat="alternate"``: seat b mod players, so the
+learner plays every side). An opponent is any callable over batched observations (`opponents`:
+SDK bots, a trained policy, frozen snapshots of the learner, a mix of them). Either way one policy
+maps a (num_envs, 2, 13, 13) batch to num_envs moves, as every standard Gymnasium learner does.
 
 - Observation (`single_observation_space`): Box(0, 255, (2, 13, 13), uint8), what that agent's bot
   receives over the wire: the viewport's cell codes with owners relative to the viewer (0 is always
   the viewer's own player), then its damage. The same layout as the PettingZoo environment's.
 - Action (`single_action_space`): Discrete(6), the move codes of `cellarena.sdk.games.rezzo.Move`.
 - Reward: 0 until the agent's world ends; then +1 for the sole winner's agents, -1 for every other
-  agent of that world, and 0 for all in a draw.
+  agent of that world, and 0 for all in a draw (``reward_weights["outcome"]``, 1 by default, scales
+  it). Shaping from the board, off by default: ``"enemy_flags"`` pays its weight for each flag of
+  another player that forms (and takes it back when one goes), ``"own_flags"`` the same for the
+  agent's own player's flags. Rewards from the game's events (issue 27's) will join as more keys.
 - Termination: the world ended by losses (at most one player left). Truncation: the world reached
   its tick cap (`max_ticks`) with two or more players in. Both apply to every agent of that world.
-- Autoreset: ``metadata["autoreset_mode"]`` is `AutoresetMode.SAME_STEP`. A world that ends is reset
-  to the map's start within the same `step`: the observations returned for its agents are the new
+- Autoreset: ``metadata["autoreset_mode"]`` is `AutoresetMode.SAME_STEP`. A world that ends starts
+  its next episode within the same `step`: the observations returned for its agents are the new
   episode's first, and the last ones of the episode that ended are in ``infos["final_obs"]`` (an
   object array with an observation where ``infos["_final_obs"]`` is True, as Gymnasium's
   `SyncVectorEnv` gives them in this mode). The next step's actions play the new episode.
@@ -24,15 +30,28 @@ multi-agent observation, would make every learner unpack the agents itself.)
   game events of its step (`Events.log`, exactly as `RezzoEngine.apply` reports them: flags formed,
   destroyed and beside a base, players out, cells blanked by hits), for rewards shaped on them. Off
   by default: making them halves the numba step's rate in a busy duel.
+- Partial reset: ``reset(options={"reset_mask": mask})``, a (num_envs,) bool array as Gymnasium's
+  vector API has it, starts the worlds whose agents are True again (all the agents of a world, or
+  none of them, since they share it); the other worlds' observations come back as they were.
+- Maps and starts: each world has a seed (``reset(seed=s)`` gives world b the seed s + b, or pass a
+  list of one seed per world) from which it draws every episode's map from ``maps`` (a pool of map
+  names or paths, all of one size and player and agent count, since the worlds share one batch)
+  and, with ``random_start`` > 0, a randomised start of it (`starts`: agents moved up to that many
+  cells and turned, keeping the map's symmetry). ``infos["map"]`` names each world's map on reset.
 - In maps of more than two players, the agents of a player who lost while the others play on keep
   their last observation, get reward 0 and have their actions ignored until their world resets.
+- ``render_mode="rgb_array"``: `render` returns one RGB picture per world in ``render_worlds``
+  (`picture.rgb_frame`). `record` writes a world's next episode as a replay file that `cellarena
+  replay verify` and `replay view` play (`server/replay.py`'s writer, as the match server's).
 
-Rezzo is deterministic and every world starts from the map: ``reset(seed=...)`` seeds `np_random`
-only. Needs the ``[rl]`` extra (gymnasium).
+Needs the ``[rl]`` extra (gymnasium).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,70 +59,287 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from cellarena.sdk.games.rezzo import VIEW_SIZE, Move
+from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell, Move
 from cellarena.server.games.rezzo.batched import BatchedRezzo
-from cellarena.server.games.rezzo.engine import RezzoEngine
+from cellarena.server.games.rezzo.engine import RezzoConfig, RezzoEngine
+from cellarena.server.games.rezzo.maps import read_map
+from cellarena.server.games.rezzo.opponents import Opponent, OpponentSeats
+from cellarena.server.games.rezzo.picture import rgb_frame
+from cellarena.server.games.rezzo.starts import random_start
+from cellarena.server.replay import ReplayWriter
 
 #: One agent's observation: cell codes, then damage, each 13x13 (the PettingZoo environment's layout).
 OBS_SHAPE = (2, VIEW_SIZE, VIEW_SIZE)
+#: The reward terms `reward_weights` may weigh (events' terms come with the events).
+REWARD_TERMS = ("outcome", "enemy_flags", "own_flags")
+#: Distinct starts whose one-world template batch is kept (random starts of a duel: about 200).
+START_CACHE = 512
+
+
+@dataclass
+class _Recording:
+    """A world's episode being written as a replay: an engine that plays the same moves beside it."""
+
+    writer: ReplayWriter
+    engine: RezzoEngine
 
 
 class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
-    """``worlds`` worlds of one Rezzo map (the options of `RezzoConfig`), every agent a sub-environment.
+    """``worlds`` Rezzo worlds (the options of `RezzoConfig`), every learner agent a sub-environment.
 
-    ``copy``: return fresh arrays from `reset` and `step` (as Gymnasium's vector environments do by
-    default); False returns the environment's own buffers, which the next call overwrites. ``start``:
-    every episode's first state, instead of the config's map (e.g. `RezzoEngine.from_board`).
-    ``backend``: `BatchedRezzo`'s ("auto": numba where it is installed, else numpy; same results).
+    ``maps``: the pool each world draws its map from per episode (default: the config's map).
+    ``random_start``: how far (cells) a start may move the agents (0: the map's start). ``opponent``:
+    who plays the seats the learner does not (None: the learner plays every agent); ``learner_seat``
+    an int, "alternate", or one seat per world. ``copy``: return fresh arrays from `reset` and `step`
+    (as Gymnasium's vector environments do by default); False returns the environment's own buffers,
+    which the next call overwrites. ``start``: every episode's first state instead of a map (e.g.
+    `RezzoEngine.from_board`; no pool, random starts or replays then). ``backend``: `BatchedRezzo`'s.
     """
 
-    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}  # noqa: RUF012
+    metadata: dict[str, Any] = {  # noqa: RUF012
+        "autoreset_mode": AutoresetMode.SAME_STEP,
+        "render_modes": ["rgb_array"],
+    }
 
     def __init__(
         self,
         worlds: int,
         config: dict[str, Any] | None = None,
         *,
+        maps: Sequence[str] | None = None,
+        random_start: int = 0,
+        opponent: Opponent | None = None,
+        learner_seat: int | str | Sequence[int] = "alternate",
+        reward_weights: Mapping[str, float] | None = None,
         copy: bool = True,
         start: RezzoEngine | None = None,
         backend: str = "auto",
         events: bool = False,
+        render_mode: str | None = None,
+        render_worlds: Sequence[int] = (0,),
+        render_scale: int = 8,
     ) -> None:
         if worlds < 1:
             raise ValueError(f"a vector environment needs at least one world, got {worlds}")
-        if start is None:
-            start = RezzoEngine.new(dict(config or {}))
-        self.template = BatchedRezzo([start], backend=backend)
-        self.worlds = BatchedRezzo([start] * worlds, backend=backend, events=events)
-        self.batch, self.n_agents = worlds, self.worlds.n_agents
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode {render_mode!r} is not offered; use 'rgb_array' or None")
+        if random_start < 0:
+            raise ValueError(f"random_start must be 0 or more (cells), got {random_start}")
+        self.render_mode = render_mode
+        self.render_worlds = [int(b) for b in render_worlds]
+        self.render_scale = render_scale
+        self.backend = backend
+        self.random_start = random_start
+        self.batch = worlds
+        self.weights = self._check_weights(reward_weights)
+        base = dict(config or {})
+        if start is not None:
+            if maps is not None or random_start:
+                raise ValueError("give either start or maps/random_start: a start is one fixed board")
+            self._pool: list[tuple[str, dict[str, Any]]] = []
+            first = start
+        else:
+            names = list(maps) if maps is not None else [str(base.get("map", RezzoConfig.map))]
+            if not names:
+                raise ValueError("maps must name at least one map")
+            self._pool = []
+            for name in names:
+                text = read_map(name)[0] if "map_text" not in base or maps is not None else base["map_text"]
+                self._pool.append((name, {**base, "map": name, "map_text": text}))
+            first = self._engine_for(self._pool[0][1])
+            shape = (first.height, first.width, first.players, first.agents_per_player)
+            for name, cfg in self._pool[1:]:
+                other = self._engine_for(cfg)
+                got = (other.height, other.width, other.players, other.agents_per_player)
+                if got != shape:
+                    raise ValueError(
+                        f"map {name!r} is {got[1]}x{got[0]} with {got[2]} players of {got[3]} agent(s), but "
+                        f"{names[0]!r} is {shape[1]}x{shape[0]} with {shape[2]} of {shape[3]}: the maps of "
+                        "one vector environment share one batch, so they need the same size and seats"
+                    )
+        self._templates: dict[str, BatchedRezzo] = {}
+        self.template = BatchedRezzo([first], backend=backend)
+        self.worlds = BatchedRezzo([first] * worlds, backend=backend, events=events)
+        self.n_agents = self.worlds.n_agents
         self.players, self.agents_per_player = self.worlds.players, self.worlds.agents_per_player
-        self.num_envs = worlds * self.n_agents
+        self.opponent = opponent
+        k, n = self.agents_per_player, self.n_agents
+        self.learner_seats = self._seats(learner_seat)
+        rows = np.arange(worlds)[:, None]
+        if opponent is None:
+            self._l_rows, self._l_cols = np.repeat(rows, n, 1), np.tile(np.arange(n), (worlds, 1))
+        else:
+            self._l_rows = np.repeat(rows, k, 1)
+            self._l_cols = self.learner_seats[:, None] * k + np.arange(k)
+            others = [[c for c in range(n) if c // k != s] for s in self.learner_seats.tolist()]
+            self._o_rows = np.repeat(rows, n - k, 1).reshape(-1)
+            self._o_cols = np.array(others, np.intp).reshape(-1)
+        self._per_world = self._l_cols.shape[1]
+        self.num_envs = worlds * self._per_world
         self.copy = copy
         self.single_observation_space = spaces.Box(0, 255, OBS_SHAPE, np.uint8)
         self.single_action_space = spaces.Discrete(len(Move))
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self._obs = self.worlds.observations.reshape(self.num_envs, *OBS_SHAPE)
-        self._player_of = np.arange(self.n_agents) // self.agents_per_player
+        if opponent is None:  # every agent is the learner's: the batch's own viewports, in order
+            self._obs = self.worlds.observations.reshape(self.num_envs, *OBS_SHAPE)
+        else:
+            self._obs = np.zeros((self.num_envs, *OBS_SHAPE), np.uint8)
+        self._player_of = self._l_cols // k  # (B, per world): each learner agent's player
         self._rewards = np.zeros(self.num_envs, np.float32)
         self._terminations = np.zeros(self.num_envs, bool)
         self._truncations = np.zeros(self.num_envs, bool)
-        self._all = np.arange(worlds)
+        self._moves = np.zeros((worlds, n), np.int64)
+        self._rngs = [np.random.default_rng() for _ in range(worlds)]
+        self._seeds = [0] * worlds
+        self._episodes = np.zeros(worlds, np.int64)
+        self._configs: list[dict[str, Any]] = [dict(self._pool[0][1]) if self._pool else {}] * worlds
+        self._map_names = [self._pool[0][0] if self._pool else ""] * worlds
+        self._started = np.ones(worlds, bool)
+        self._welcomes: list[dict[str, Any]] = [{} for _ in range(worlds)]
+        self._flags = np.zeros((worlds, self.players), np.int64)
+        self._pending: dict[int, tuple[str, list[str] | None]] = {}
+        self._recording: dict[int, _Recording] = {}
+
+    # ------------------------------------------------------------------------------- set-up
+    @staticmethod
+    def _check_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
+        out = {"outcome": 1.0}
+        for key, value in (weights or {}).items():
+            if key not in REWARD_TERMS:
+                raise ValueError(
+                    f"unknown reward term {key!r} in reward_weights; the terms are {', '.join(REWARD_TERMS)}"
+                )
+            out[key] = float(value)
+        return out
+
+    def _seats(self, learner_seat: int | str | Sequence[int]) -> np.ndarray:
+        b, p = self.batch, self.players
+        if learner_seat == "alternate":
+            return np.arange(b) % p
+        if isinstance(learner_seat, str):
+            raise ValueError(
+                f"learner_seat must be a seat, 'alternate' or one seat per world, got {learner_seat!r}"
+            )
+        seats = np.broadcast_to(np.asarray(learner_seat, np.intp), (b,)).copy()
+        if seats.min() < 0 or seats.max() >= p:
+            raise ValueError(f"learner_seat: seats are 0..{p - 1} on this map, got {learner_seat!r}")
+        return seats
+
+    def _engine_for(self, config: dict[str, Any]) -> RezzoEngine:
+        return RezzoEngine.new(config)
+
+    def _template_for(self, text: str, config: dict[str, Any]) -> BatchedRezzo:
+        """A one-world batch at the start of the map ``text``, made once (the distinct starts are few)."""
+        found = self._templates.pop(text, None)
+        if found is None:
+            found = BatchedRezzo([self._engine_for({**config, "map_text": text})], backend=self.backend)
+            if len(self._templates) >= START_CACHE:
+                self._templates.pop(next(iter(self._templates)))
+        self._templates[text] = found  # most recently used last
+        return found
+
+    # ------------------------------------------------------------------------------- episodes
+    def _begin(self, worlds: np.ndarray) -> None:
+        """Start the next episode of each world in ``worlds``: its map and start from its own dice."""
+        if not self._pool:
+            self.worlds.restore(worlds, self.template)
+        else:
+            by_text: dict[str, list[int]] = {}
+            for b in worlds.tolist():
+                rng = self._rngs[b]
+                name, config = (
+                    self._pool[int(rng.integers(len(self._pool)))] if len(self._pool) > 1 else self._pool[0]
+                )
+                text = random_start(config["map_text"], rng, self.random_start)
+                self._configs[b] = {**config, "map_text": text}
+                self._map_names[b] = name
+                by_text.setdefault(text, []).append(b)
+            for text, group in by_text.items():
+                self.worlds.restore(
+                    np.array(group, np.intp), self._template_for(text, self._configs[group[0]])
+                )
+        self._episodes[worlds] += 1
+        self._started[worlds] = True
+        for b in worlds.tolist():
+            self._welcomes[b] = self._episode_config(b)
+        if self.weights.get("enemy_flags") or self.weights.get("own_flags"):
+            self._flags[worlds] = self._count_flags(worlds)
+        for b in worlds.tolist():
+            self._recording.pop(b, None)  # an episode cut short by reset() keeps its file, incomplete
+            if b in self._pending:
+                self._start_recording(b, *self._pending.pop(b))
+
+    def reset(
+        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start worlds again (all, or those of ``options["reset_mask"]``): (observations, infos).
+
+        ``seed``: an int gives world b the seed seed + b; a list gives one per world (None: fresh
+        dice); None leaves the worlds' dice as they are (fresh ones before the first seed).
+        ``infos["map"]``: per sub-environment, the name of its world's map (object array; None and
+        False in ``infos["_map"]`` where a partial reset left the world alone).
+        """
+        super().reset(seed=seed if isinstance(seed, int) else None)
+        options = dict(options or {})
+        mask = options.pop("reset_mask", None)
+        if options:
+            raise ValueError(
+                f"unknown reset options {sorted(options)}; RezzoVectorEnv.reset takes reset_mask"
+            )
+        worlds = np.arange(self.batch) if mask is None else self._worlds_of(mask)
+        if seed is not None:
+            seeds = [seed + b for b in range(self.batch)] if isinstance(seed, int) else list(seed)
+            if len(seeds) != self.batch:
+                raise ValueError(f"seed: give one seed per world ({self.batch}), got {len(seeds)}")
+            for b in worlds.tolist():
+                given = seeds[b]
+                self._rngs[b] = np.random.default_rng(given)
+                self._seeds[b] = 0 if given is None else int(given)
+        for b in worlds.tolist():
+            rec = self._recording.get(b)
+            if rec is not None:
+                rec.writer.close()
+        self._begin(worlds)
+        self.worlds.views()
+        self._observe()
+        if mask is not None:
+            self._terminations[mask] = False
+            self._truncations[mask] = False
+        names = np.array([self._map_names[b] for b in self._l_rows.reshape(-1).tolist()], dtype=object)
+        marked = np.ones(self.num_envs, bool) if mask is None else mask.copy()
+        names[~marked] = None
+        return self._out(self._obs), {"map": names, "_map": marked}
+
+    def _worlds_of(self, mask: Any) -> np.ndarray:
+        """The worlds a ``reset_mask`` names; ValueError if it splits a world's agents."""
+        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+            got = f"{type(mask).__name__} {getattr(mask, 'dtype', '')} {getattr(mask, 'shape', '')}".strip()
+            raise ValueError(
+                f"options['reset_mask'] must be a bool numpy array of shape ({self.num_envs},), got {got}"
+            )
+        per = mask.reshape(self.batch, self._per_world)
+        split = np.flatnonzero(per.any(axis=1) & ~per.all(axis=1))
+        if split.size:
+            raise ValueError(
+                f"reset_mask splits world {int(split[0])}: its agents (sub-environments "
+                f"{int(split[0]) * self._per_world}..{(int(split[0]) + 1) * self._per_world - 1}) share one "
+                "world, so mark all of them or none"
+            )
+        if not per.any():
+            raise ValueError("options['reset_mask'] must mark at least one sub-environment")
+        return np.flatnonzero(per[:, 0])
 
     def _out(self, array: np.ndarray) -> np.ndarray:
         return array.copy() if self.copy else array
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Every world back to the map's start: (observations (num_envs, 2, 13, 13), infos {})."""
-        super().reset(seed=seed)
-        if options:
-            raise ValueError(f"RezzoVectorEnv.reset takes no options, got {sorted(options)}")
-        self.worlds.restore(self._all, self.template)
-        self.worlds.views()
-        return self._out(self._obs), {}
+    def _observe(self) -> None:
+        if self.opponent is None:
+            return  # `_obs` is the batch's observations array itself
+        obs = self.worlds.observations
+        self._obs.reshape(self.batch, self._per_world, 2, -1)[:] = obs[self._l_rows, self._l_cols]
 
+    # ------------------------------------------------------------------------------- stepping
     def step(
         self, actions: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -115,36 +351,50 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         if moves.size != self.num_envs or moves.ndim not in (1, 2):
             raise ValueError(
                 f"actions must have shape ({self.num_envs},): one move code for each of the "
-                f"{self.batch} worlds' {self.n_agents} agents; got shape {moves.shape}"
+                f"{self.batch} worlds' {self._per_world} learner agents; got shape {moves.shape}"
             )
         worlds = self.worlds
-        ended = worlds.step(moves.reshape(self.batch, self.n_agents))
-        rewards = self._rewards.reshape(self.batch, self.n_agents)
+        full = self._moves
+        full[self._l_rows, self._l_cols] = moves.reshape(self.batch, self._per_world)
+        if self.opponent is not None:
+            full[self._o_rows, self._o_cols] = self._opponent_moves()
+        self._started[:] = False
+        for b, rec in self._recording.items():
+            self._record_tick(b, rec, full[b])
+        ended = worlds.step(full)
+        rewards = self._rewards.reshape(self.batch, self._per_world)
         rewards.fill(0.0)
         self._terminations.fill(False)
         self._truncations.fill(False)
+        if self.weights.get("enemy_flags") or self.weights.get("own_flags"):
+            self._shape_rewards(rewards)
         infos: dict[str, Any] = {}
         if happened := worlds.last_events():  # before the reset below forgets them
             infos["events"] = happened
         if ended.any():
             done = np.flatnonzero(ended)
-            for b in done:
-                winner = worlds.winner(int(b))
+            outcome = self.weights["outcome"]
+            for b in done.tolist():
+                winner = worlds.winner(b)
                 if winner is not None:
-                    rewards[b] = np.where(self._player_of == winner, 1.0, -1.0)
+                    rewards[b] += outcome * np.where(self._player_of[b] == winner, 1.0, -1.0)
+                if b in self._recording:
+                    self._finish_recording(b, self._recording.pop(b))
             capped = worlds.player_alive[done].sum(axis=1) > 1
-            self._truncations.reshape(self.batch, self.n_agents)[done[capped]] = True
-            self._terminations.reshape(self.batch, self.n_agents)[done[~capped]] = True
-            final = worlds.views_of(done).reshape(-1, *OBS_SHAPE)
+            self._truncations.reshape(self.batch, -1)[done[capped]] = True
+            self._terminations.reshape(self.batch, -1)[done[~capped]] = True
+            views = worlds.views_of(done)
+            final = views[np.arange(len(done))[:, None], self._l_cols[done]].reshape(-1, *OBS_SHAPE)
             final_obs = np.full(self.num_envs, None, dtype=object)
-            agents = (done[:, None] * self.n_agents + np.arange(self.n_agents)).reshape(-1)
-            for i, agent in enumerate(agents):
+            agents = (done[:, None] * self._per_world + np.arange(self._per_world)).reshape(-1)
+            for i, agent in enumerate(agents.tolist()):
                 final_obs[agent] = final[i]
             mask = np.zeros(self.num_envs, bool)
             mask[agents] = True
             infos.update({"final_obs": final_obs, "_final_obs": mask})
-            worlds.restore(done, self.template)
+            self._begin(done)
         worlds.views()
+        self._observe()
         return (
             self._out(self._obs),
             self._out(self._rewards),
@@ -152,3 +402,109 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             self._out(self._truncations),
             infos,
         )
+
+    def _opponent_moves(self) -> np.ndarray:
+        assert self.opponent is not None
+        w = self.worlds
+        rows, cols = self._o_rows, self._o_cols
+        k = self.agents_per_player
+        seats = OpponentSeats(
+            world=rows,
+            seat=cols // k,
+            agent=cols % k,
+            alive=w.alive[rows, cols],
+            tick=w.tick[rows],
+            started=self._started[rows],
+            players=self.players,
+            config=self._welcomes,
+        )
+        obs = w.observations[rows, cols].reshape(-1, *OBS_SHAPE)
+        moves = np.asarray(self.opponent(obs, seats))
+        if moves.shape != (len(rows),):
+            raise ValueError(
+                f"the opponent answered {moves.shape} moves for {len(rows)} agents: "
+                "return one move code per row"
+            )
+        return moves
+
+    def _episode_config(self, b: int) -> dict[str, Any]:
+        """World ``b``'s options as a bot's welcome has them (no map text: bots get no map)."""
+        config = self._configs[b]
+        out = {k: v for k, v in config.items() if k != "map_text"}
+        out.update(
+            width=self.worlds.width, height=self.worlds.height, agents_per_player=self.agents_per_player
+        )
+        out.setdefault("own_base_counts", True)
+        out.setdefault("max_ticks", int(self.worlds.max_ticks[b]))
+        return out
+
+    def _count_flags(self, worlds: np.ndarray) -> np.ndarray:
+        codes = self.worlds.codes[worlds]
+        return np.stack([(codes == Cell.FLAG + p).sum(axis=1) for p in range(self.players)], axis=1)
+
+    def _shape_rewards(self, rewards: np.ndarray) -> None:
+        """Flag shaping: the change of every player's flags on the board this step, weighed per agent."""
+        everyone = np.arange(self.batch)
+        now = self._count_flags(everyone)
+        delta = now - self._flags
+        self._flags = now
+        own = np.take_along_axis(delta, self._player_of, axis=1)
+        rewards += self.weights.get("own_flags", 0.0) * own
+        rewards += self.weights.get("enemy_flags", 0.0) * (delta.sum(axis=1, keepdims=True) - own)
+
+    # ------------------------------------------------------------------------------- watching
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """With ``render_mode="rgb_array"``: one (H * scale, W * scale, 3) uint8 picture per world in
+        ``render_worlds`` (the worlds' agents share their world's picture); else None."""
+        if self.render_mode != "rgb_array":
+            return None
+        return tuple(rgb_frame(self.worlds.cells(b), self.render_scale) for b in self.render_worlds)
+
+    def record(self, world: int, path: str | os.PathLike[str], names: Sequence[str] | None = None) -> None:
+        """Write world ``world``'s next episode, from its first tick, to the replay file ``path``.
+
+        The episode begins at the world's next reset (an autoreset, or `reset`); the file is complete
+        once the episode ends. ``names``: one per seat (default: "learner" and "opponent").
+        """
+        if not 0 <= world < self.batch:
+            raise ValueError(f"world must be 0..{self.batch - 1}, got {world}")
+        if not self._pool:
+            raise ValueError("a vector environment made from start= has no map to put in a replay")
+        if names is not None and len(names) != self.players:
+            raise ValueError(f"names lists {len(names)} bots for {self.players} seats")
+        self._pending[world] = (os.fspath(path), list(names) if names is not None else None)
+
+    def _start_recording(self, b: int, path: str, names: list[str] | None) -> None:
+        engine = self._engine_for(self._configs[b])
+        if names is None:
+            learner = int(self.learner_seats[b]) if self.opponent is not None else -1
+            names = [
+                "learner" if self.opponent is None or p == learner else "opponent"
+                for p in range(self.players)
+            ]
+        extra = {"vector_env": {"world": b, "episode": int(self._episodes[b]), "map": self._map_names[b]}}
+        writer = ReplayWriter(path, engine, seed=self._seeds[b], names=names, extra=extra, events=True)
+        self._recording[b] = _Recording(writer, engine)
+
+    def _record_tick(self, b: int, rec: _Recording, moves: np.ndarray) -> None:
+        engine, k = rec.engine, self.agents_per_player
+        alive = {a.player for a in engine.agents() if a.alive}
+        actions = {p: [int(m) for m in moves[p * k : (p + 1) * k]] for p in sorted(alive)}
+        tick = engine.tick
+        engine.apply(actions)
+        rec.writer.record(tick, actions, engine)
+
+    def _finish_recording(self, b: int, rec: _Recording) -> None:
+        result = rec.engine.result()
+        if result is None:  # the batch and the engine agree bit for bit (tests): this is a bug
+            rec.writer.close()
+            raise RuntimeError(
+                f"world {b} ended but its recording engine did not; {rec.writer.path} is incomplete"
+            )
+        rec.writer.finish(result)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close the replays still being written; they read as incomplete."""
+        for rec in self._recording.values():
+            rec.writer.close()
+        self._recording.clear()
