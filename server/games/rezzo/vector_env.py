@@ -491,8 +491,8 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         alive = {a.player for a in engine.agents() if a.alive}
         actions = {p: [int(m) for m in moves[p * k : (p + 1) * k]] for p in sorted(alive)}
         tick = engine.tick
-        engine.apply(actions)
-        rec.writer.record(tick, actions, engine)
+        happened = engine.apply(actions)
+        rec.writer.record(tick, actions, engine, events=happened.log)
 
     def _finish_recording(self, b: int, rec: _Recording) -> None:
         result = rec.engine.result()
