@@ -58,6 +58,25 @@ export function inTerritory(view: View, x: number, y: number): boolean {
   return (at(view.territory, view, x, y) & view.you) !== 0;
 }
 
+/** Whether a unit may go on (x, y) now, by the request's planes: the cell is empty, no opponent's cell is
+ * among its 8 neighbours, it is not contested, and it is in your territory (unless `first`). A cell legal
+ * now may stop being legal after your earlier units of the same batch; those come back in `rejected`. */
+export function canPlace(view: View, x: number, y: number): boolean {
+  if (x < 0 || y < 0 || x >= view.width || y >= view.height) return false;
+  if (at(view.cells, view, x, y) !== Cell.EMPTY) return false;
+  const them = view.you === Cell.A ? Cell.B : Cell.A;
+  for (let dy = -1; dy <= 1; dy++) {
+    for (let dx = -1; dx <= 1; dx++) {
+      const nx = x + dx;
+      const ny = y + dy;
+      if (nx >= 0 && ny >= 0 && nx < view.width && ny < view.height && at(view.cells, view, nx, ny) === them) return false;
+    }
+  }
+  const territory = at(view.territory, view, x, y);
+  if (territory === (TERRITORY_A | TERRITORY_B)) return false;
+  return view.first || (territory & view.you) !== 0;
+}
+
 export const game: Game<View, Answer, Settings> = {
   name: "cloth",
   makeView(m: Fields): View {

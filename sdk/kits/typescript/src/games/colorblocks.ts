@@ -76,6 +76,33 @@ export function at(view: Pick<View, "board" | "width">, x: number, y: number): n
   return view.board[y * view.width + x];
 }
 
+/** How many blocks a colour block of yours placed on (x, y) would convert now (docs/games/colorblocks.md,
+ * "Colour change"); 0 where a placement is not allowed (not neutral nor yours, a unit or guard there) or
+ * would convert nothing, which the rules refuse. */
+export function converts(view: View, x: number, y: number): number {
+  const mine = view.seat === 0 ? Block.RED : Block.BLUE;
+  const theirs = view.seat === 0 ? Block.BLUE : Block.RED;
+  const here = at(view, x, y);
+  if (here !== Block.NEUTRAL && here !== mine) return 0;
+  const taken = (cx: number, cy: number): boolean => view.guards.some(([, gx, gy]) => gx === cx && gy === cy);
+  if (taken(x, y) || view.units.some((u) => u.x === x && u.y === y)) return 0;
+  let total = 0;
+  for (const [dx, dy] of [[1, 0], [-1, 0], [0, 1], [0, -1]]) {
+    let collected = 0;
+    for (let cx = x + dx, cy = y + dy; cx >= 0 && cy >= 0 && cx < view.width && cy < view.height; cx += dx, cy += dy) {
+      const block = at(view, cx, cy);
+      if (taken(cx, cy)) break;
+      if (block === Block.NEUTRAL || block === theirs) {
+        collected += 1;
+        continue;
+      }
+      if (block === mine) total += collected;
+      break;
+    }
+  }
+  return total;
+}
+
 const SHAPES: Record<string, number[]> = { place: [3], move: [4, 5], act: [4], destruct: [2], guard: [3, 5], spawn: [2] };
 
 export const game: Game<View, Answer, Settings> = {
