@@ -36,6 +36,7 @@ export const USAGE =
   "                   [--matches N | --ladder] [--tls] [--tls-ca PATH] [-q]\n" +
   "--host, --port, --name and the token default to CELLARENA_HOST, CELLARENA_PORT, CELLARENA_NAME and\n" +
   "CELLARENA_TOKEN_FD (a pipe holding the seat token) or CELLARENA_TOKEN; `cellarena match` sets them.\n" +
+  "Other users can read a command line: give a ladder token with --token-file, not --token.\n" +
   "--matches N plays N matches in a row; --ladder keeps playing until stopped, waiting 0.5-1 s after a\n" +
   "lost connection or a 'not now' refusal, twice as long after each failure in a row (at most 60 s).\n";
 
