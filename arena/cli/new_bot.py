@@ -240,6 +240,7 @@ def _node_files(name: str, lang: str, command: str) -> dict[str, str]:
         "lib": ["ES2022"],
         "types": ["node"],
         "strict": True,
+        "noEmitOnError": True,  # a bot that does not type-check is not built, so it is not played
         "skipLibCheck": True,  # @msgpack/msgpack's types name a DOM type that node's lack
         "outDir": "dist",
         "rootDir": ".",
