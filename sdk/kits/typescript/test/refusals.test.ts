@@ -96,3 +96,34 @@ test("a real ladder refuses a wrong token with bad_hello, and the bot stops inst
     await ladder.stop();
   }
 });
+
+test("a ladder's redirect is followed: the match is played at the address given, with the token given", async () => {
+  const host = await startServer(["serve", "rezzo", "--port", "0", "--max-ticks", "30", "--tick-rate", "30", "--budget-ms", "25"]);
+  const hellos: Array<Record<string, unknown>> = [];
+  const ladder = net.createServer((sock) => {
+    const reader = new FrameReader();
+    sock.on("data", (chunk) => {
+      for (const message of reader.feed(chunk)) {
+        hellos.push(message);
+        send(sock, { type: "redirect", host: "127.0.0.1", port: host.port, token: "match-token", tls: false });
+      }
+    });
+    sock.on("error", () => undefined);
+  });
+  await new Promise<void>((resolve) => ladder.listen(0, "127.0.0.1", resolve));
+  try {
+    const port = (ladder.address() as net.AddressInfo).port;
+    const [sent, direct] = await Promise.all([
+      runCommand([...BOT, "--port", String(port), "--name", "sent", "--token", "ladder-token"]),
+      runCommand([...BOT, "--port", String(host.port), "--name", "direct"]),
+    ]);
+    assert.equal(sent.code, 0, sent.stderr);
+    assert.equal(direct.code, 0, direct.stderr);
+    assert.match(sent.stderr, new RegExp(`playing this match at 127\\.0\\.0\\.1:${host.port}`));
+    assert.match(sent.stderr, /REPORT end/);
+    assert.deepEqual(hellos.map((h) => [h.token, h.accepts]), [["ladder-token", ["redirect"]]]);
+  } finally {
+    ladder.close();
+    await host.stop();
+  }
+});
