@@ -168,6 +168,7 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
             else ""
         ),
         "SETUP_LINES": "npm ci\n" if node else "",
+        "NEEDS": ", Node.js 18 or newer and npm" if node else "",
         "BUILD_ARGS": ", ".join(json.dumps(a) for a in NODE_BUILD) if node else "",
         "BOT_FILE_LINE": (
             f"The bot is `{bot_file}`: change its strategy there."
@@ -286,13 +287,18 @@ def new_bot(game: str, name: str, lang: str, folder: Path | None, as_json: bool)
     """Write a runnable bot for GAME named NAME: the bot, a test that plays it against cellarena's
     random GAME bot, and a README with the commands to run it.
 
-    Then: cd NAME && python -m pytest
+    Then: cd NAME && python -m pytest (for ts and js, `npm ci` first)
     """
     done = write_bot(game, name, lang, folder if folder is not None else Path(name))
     if as_json:
         click.echo(json.dumps({"game": game, "name": name, "lang": lang, **done.to_json()}))
         return
-    click.echo(f"wrote {done.folder}/: " + ", ".join(p.name for p in done.files))
+    # Top-level entries only: a bot on the TypeScript kit has a folder of the kit's sources.
+    entries = {
+        p.relative_to(done.folder).parts[0] + ("/" if p.parent != done.folder else ""): None
+        for p in done.files
+    }
+    click.echo(f"wrote {done.folder}/: " + ", ".join(entries))
     click.echo("next, in that folder:")
     for command in done.commands:
         click.echo(f"  {command}")
