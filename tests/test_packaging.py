@@ -115,3 +115,10 @@ def test_plain_install_into_fresh_venv(tmp_path: Path) -> None:
         timeout=600,
     )
     assert probe.returncode == 0 and "2 passed" in probe.stdout, probe.stdout + probe.stderr
+    # The TypeScript kit ships too: `new-bot --lang ts` copies it from the installed package (its
+    # folders are built and played in tests/test_new_bot_node.py and tests/test_ts_kit.py).
+    run("new-bot", "cata", "tsprobe", "--lang", "ts")
+    kit = elsewhere / "tsprobe" / "cellarena"
+    assert all((kit / f).is_file() for f in ("index.ts", "games/cata.ts", "README.md"))
+    lock = json.loads((elsewhere / "tsprobe" / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/typescript"]["version"] == "5.9.3"

@@ -146,7 +146,14 @@ def test_the_wheel_ships_py_typed_and_mypy_reads_the_installed_sdk(tmp_path: Pat
     pip = [sys.executable, "-m", "pip"]
     subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)], check=True, timeout=600)
     (wheel,) = wheels.glob("cellarena-*.whl")
-    assert "cellarena/sdk/py.typed" in zipfile.ZipFile(wheel).namelist()
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "cellarena/sdk/py.typed" in names
+    # The TypeScript kit, which `new-bot --lang ts|js` copies from the installed package.
+    kit = "cellarena/sdk/kits/typescript/"
+    assert {
+        kit + f for f in ("package.json", "package-lock.json", "src/index.ts", "src/games/rezzo.ts")
+    } <= set(names)
+    assert not any(n.startswith((kit + "node_modules/", kit + "dist/")) for n in names)
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"

@@ -4,9 +4,14 @@ The folder holds the bot, a pytest file that plays it against the SDK's random o
 (`cellarena.sdk.opponents`, which ships with cellarena, so the test needs no checkout) and a README
 with the commands to run it. The templates are package data: ``templates/GAME/`` holds a game's
 ``game.toml`` (its title, options for a short match) and one bot template per language it is offered
-in, ``templates/common/`` what every bot shares (the test, the README, JavaScript's protocol code).
-So this module names no game, and a game gets templates by getting a folder. A placeholder is a
-word such as ``__BOT_NAME__``, which neither Python nor JavaScript code uses.
+in, ``templates/common/`` what every bot shares (the test, the README). So this module names no game,
+and a game gets templates by getting a folder. A placeholder is a word such as ``__BOT_NAME__``,
+which no language's code uses.
+
+A TypeScript or JavaScript bot is built on the TypeScript kit (``cellarena/sdk/kits/typescript``,
+package data too): its folder gets a copy of the kit's sources in ``cellarena/``, the kit's pinned
+packages (``package.json`` and ``package-lock.json``, for ``npm ci``) and a ``tsconfig.json``, so it
+builds anywhere with Node.js alone, and keeps building when cellarena is upgraded.
 """
 
 from __future__ import annotations
@@ -27,8 +32,18 @@ import click
 #: Language -> (its name for people, the template file of a game's bot, the file written).
 LANGUAGES = {
     "python": ("Python", "bot.py.tmpl", "{name}.py"),
-    "js": ("JavaScript (Node.js 18 or newer)", "bot.js.tmpl", "bot.js"),
+    "js": ("JavaScript (Node.js 18 or newer)", "bot.js.tmpl", "src/bot.js"),
+    "ts": ("TypeScript (Node.js 18 or newer)", "bot.ts.tmpl", "src/bot.ts"),
 }
+#: Languages whose bots are built on the TypeScript kit, and run by node from its build.
+NODE_LANGUAGES = ("js", "ts")
+#: The kit's node modules: what a bot folder copies (its sources, pinned packages).
+NODE_KIT = ("kits", "typescript")
+#: How a bot on the kit is built (its test does it before it plays): tsc from its own packages, run by
+#: node itself, as are the setup's steps. No npm script runs on the way: npm has been seen to hang
+#: after a lifecycle script ends, and a tournament or a test must not.
+NODE_BUILD = ("node", "node_modules/typescript/bin/tsc", "-b")
+NODE_SETUP = f"npm ci --no-audit --no-fund --ignore-scripts && {' '.join(NODE_BUILD)}"
 NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: The folder of templates shared by every game; every other folder is one game's.
 COMMON = "common"
@@ -133,7 +148,8 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
     short = about.short
     language, template, target = LANGUAGES[lang]
     bot_file = target.format(name=name)
-    command = f"python {bot_file}" if lang == "python" else f"node {bot_file}"
+    node = lang in NODE_LANGUAGES
+    command = "node dist/src/bot.js" if node else f"python {bot_file}"
     values = {
         "BOT_NAME": name,
         "BOT_CLASS": class_name(name),
@@ -151,36 +167,101 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
             if short
             else ""
         ),
+        "SETUP_LINES": "npm ci\n" if node else "",
+        "NEEDS": ", Node.js 18 or newer and npm" if node else "",
+        "BUILD_ARGS": ", ".join(json.dumps(a) for a in NODE_BUILD) if node else "",
         "BOT_FILE_LINE": (
             f"The bot is `{bot_file}`: change its strategy there."
-            if lang == "python"
-            else "The bot is `bot.js`, with no dependencies (`msgpack.js` is a small msgpack codec):\n"
-            "change its strategy in `chooseMoves`."
+            if not node
+            else f"The bot is `{bot_file}`, on cellarena's TypeScript kit (`cellarena/`, whose README shows "
+            "each game's view):\nchange its strategy there. `npm ci` installs the pinned packages, "
+            "`npm run build` builds the bot\ninto `dist/` (the test builds it before it plays)."
         ),
     }
     files: dict[str, str] = {
         "README.md": _fill(_template(COMMON, "README.md.tmpl"), values),
         f"test_{name}.py": _fill(_template(COMMON, "test_bot.py.tmpl"), values),
+        bot_file: _fill(_template(game, template), values),
     }
-    if lang == "python":
-        files[bot_file] = _fill(_template(game, template), values)
-    else:  # the game's strategy inside the protocol code every JavaScript bot shares
-        strategy = _fill(_template(game, template), values)
-        files[bot_file] = _fill(_template(COMMON, "connection.js.tmpl"), {**values, "STRATEGY": strategy})
-        files["msgpack.js"] = _template(COMMON, "msgpack.js")
-        files["bot.toml"] = f'# How cellarena starts this bot (inside this folder).\ncommand = "{command}"\n'
+    if node:
+        files.update(_node_files(name, lang, command))
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        written = []
         for rel, text in files.items():
             path = folder / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-            written.append(path)
+        written = [folder / rel for rel in files]
     except OSError as exc:
         raise NewBotError(f"{folder}: cannot write there ({exc.strerror})", param_hint="--dir") from None
     readme = files["README.md"]
-    commands = re.findall(r"^(?:python -m pytest|cellarena .*)$", readme, re.MULTILINE)
+    commands = re.findall(r"^(?:npm .*|python -m pytest|cellarena .*)$", readme, re.MULTILINE)
     return Written(folder, written, commands)
+
+
+def _kit() -> Traversable:
+    return resources.files("cellarena.sdk").joinpath(*NODE_KIT)
+
+
+def _kit_sources(root: Traversable, into: str) -> dict[str, str]:
+    """The kit's ``.ts`` sources under ``root``, as files of the bot's folder under ``into``."""
+    found: dict[str, str] = {}
+    for entry in root.iterdir():
+        if entry.is_dir():
+            found.update(_kit_sources(entry, f"{into}/{entry.name}"))
+        elif entry.name.endswith(".ts"):
+            found[f"{into}/{entry.name}"] = entry.read_text(encoding="utf-8")
+    return found
+
+
+def _node_files(name: str, lang: str, command: str) -> dict[str, str]:
+    """What a bot on the TypeScript kit needs beside its source: the kit, its pinned packages, the build
+    and how the arena starts it (``setup``: `npm ci` once, which builds it too)."""
+    kit = _kit()
+    package = json.loads(kit.joinpath("package.json").read_text(encoding="utf-8"))
+    lock = json.loads(kit.joinpath("package-lock.json").read_text(encoding="utf-8"))
+    mine = {
+        "name": name,
+        "version": "0.1.0",
+        "private": True,
+        "description": f"A cellarena bot in {LANGUAGES[lang][0].split(' (')[0]}.",
+        "scripts": {"build": "tsc -b", "start": command},
+        "engines": package["engines"],
+        "dependencies": package["dependencies"],
+        "devDependencies": package["devDependencies"],
+    }
+    # The kit's lock pins the very same packages: only the root entry is this bot's.
+    lock["name"], lock["version"] = name, "0.1.0"
+    root = lock["packages"][""]
+    root.update({"name": name, "version": "0.1.0"})
+    root.pop("license", None)
+    options: dict[str, object] = {
+        "target": "ES2022",
+        "module": "node16",
+        "moduleResolution": "node16",
+        "lib": ["ES2022"],
+        "types": ["node"],
+        "strict": True,
+        "noEmitOnError": True,  # a bot that does not type-check is not built, so it is not played
+        "skipLibCheck": True,  # @msgpack/msgpack's types name a DOM type that node's lack
+        "outDir": "dist",
+        "rootDir": ".",
+    }
+    if lang == "js":
+        options.update({"allowJs": True, "checkJs": True})
+    tsconfig = {"compilerOptions": options, "include": ["src", "cellarena"]}
+    return {
+        "package.json": json.dumps(mine, indent=2) + "\n",
+        "package-lock.json": json.dumps(lock, indent=2) + "\n",
+        "tsconfig.json": json.dumps(tsconfig, indent=2) + "\n",
+        ".gitignore": "node_modules/\ndist/\n*.tsbuildinfo\n",
+        "bot.toml": (
+            "# How cellarena starts this bot (inside this folder). `setup` installs the pinned packages and\n"
+            "# builds the bot into dist/, once, before a tournament: when dist/src/bot.js is missing.\n"
+            f'command = "{command}"\nsetup = "sh -c \'{NODE_SETUP}\'"\ncreates = "dist/src/bot.js"\n'
+        ),
+        "cellarena/README.md": kit.joinpath("README.md").read_text(encoding="utf-8"),
+        **_kit_sources(kit.joinpath("src"), "cellarena"),
+    }
 
 
 @click.command("new-bot")
@@ -191,8 +272,8 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
     type=click.Choice(sorted(LANGUAGES)),
     default="python",
     show_default=True,
-    help=f"The bot's language: python ({', '.join(offered('python'))}) or js (Node.js 18+: "
-    f"{', '.join(offered('js'))}).",
+    help=f"The bot's language: python ({', '.join(offered('python'))}), or ts or js (Node.js 18+, on "
+    f"cellarena's TypeScript kit: {', '.join(offered('ts'))}).",
 )
 @click.option(
     "--dir",
@@ -206,13 +287,18 @@ def new_bot(game: str, name: str, lang: str, folder: Path | None, as_json: bool)
     """Write a runnable bot for GAME named NAME: the bot, a test that plays it against cellarena's
     random GAME bot, and a README with the commands to run it.
 
-    Then: cd NAME && python -m pytest
+    Then: cd NAME && python -m pytest (for ts and js, `npm ci` first)
     """
     done = write_bot(game, name, lang, folder if folder is not None else Path(name))
     if as_json:
         click.echo(json.dumps({"game": game, "name": name, "lang": lang, **done.to_json()}))
         return
-    click.echo(f"wrote {done.folder}/: " + ", ".join(p.name for p in done.files))
+    # Top-level entries only: a bot on the TypeScript kit has a folder of the kit's sources.
+    entries = {
+        p.relative_to(done.folder).parts[0] + ("/" if p.parent != done.folder else ""): None
+        for p in done.files
+    }
+    click.echo(f"wrote {done.folder}/: " + ", ".join(entries))
     click.echo("next, in that folder:")
     for command in done.commands:
         click.echo(f"  {command}")
