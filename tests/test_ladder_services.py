@@ -18,6 +18,7 @@ import trio
 from cellarena.arena.ladder import lifecycle
 from cellarena.arena.ladder.admission import Admission
 from cellarena.arena.ladder.changes import DatabaseWatch
+from cellarena.arena.ladder.hand_off import Hosting
 from cellarena.arena.ladder.lifecycle import LadderService, Services
 from cellarena.arena.ladder.matchmaker import Pairing, Policy
 from cellarena.arena.ladder.matchmaking import MatchQueue, Queued
@@ -30,6 +31,7 @@ from cellarena.arena.ladder.starter import MatchStarter
 from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.sdk import protocol
 from cellarena.server.games.base import Result
+from cellarena.server.hosted import HostedMatch, HostedResult
 from cellarena.server.match import MatchOutcome, TickSettings
 
 POLICY = Policy(seats=2, maps=("duel",))
@@ -53,6 +55,7 @@ class FakeConn:
         self.closed = False
         self.failed: tuple[str, str] | None = None
         self.owner: Any = None
+        self.sent: list[dict[str, Any]] = []
 
     def attach(self, owner: Any) -> bool:
         self.owner = owner
@@ -60,6 +63,16 @@ class FakeConn:
 
     def fail(self, code: str, message: str, level: int = logging.WARNING) -> None:
         self.failed = (code, message)
+        self.closed = True
+
+    def send_message(self, message: dict[str, Any]) -> bool:
+        self.sent.append(message)
+        return True
+
+    async def flush(self, timeout: float) -> None:
+        pass
+
+    def close(self, why: str) -> None:
         self.closed = True
 
 
@@ -412,3 +425,56 @@ async def test_results_initialize_voids_what_a_previous_run_left_under_way(tmp_p
     await ladder.results.initialize()
     assert ladder.store.match(left).status == "void"  # type: ignore[union-attr]
     assert said == ["voided 1 match(es) a previous run left under way"]
+
+
+class LocalWorkers:
+    """A stand-in for a pool of local worker processes (the every-core issue): it hosts each match
+    it is handed at a made-up address and ends it with the first seat winning."""
+
+    def __init__(self) -> None:
+        self.jobs: list[HostedMatch] = []
+        self.done: dict[int, trio.Event] = {}
+
+    async def start(self, match: HostedMatch) -> Hosting:
+        self.jobs.append(match)
+        self.done[match.ladder_id] = trio.Event()
+        return Hosting("127.0.0.1", 9100 + len(self.jobs), tls=False)
+
+    async def result(self, ladder_id: int) -> HostedResult:
+        await self.done[ladder_id].wait()
+        (job,) = [j for j in self.jobs if j.ladder_id == ladder_id]
+        played = outcome(list(job.names))
+        return HostedResult(ladder_id, played, (True, True), b"replay bytes", "127.0.0.1", 9101)
+
+    def cancel(self, ladder_id: int) -> None:
+        pass
+
+
+async def test_the_starter_hands_a_match_to_workers_elsewhere_and_its_result_comes_back(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "replays").mkdir()
+    workers = LocalWorkers()
+    ladder = services(tmp_path, "alice", "bob", hand_off=workers, replay_dir=tmp_path / "replays")
+    ladder.starter.bind(FakeHost())  # type: ignore[arg-type]
+    conns = [FakeConn(), FakeConn()]
+    seated = [
+        Queued(c, bot_record(ladder.store, n), 0.0, follows_redirect=True)  # type: ignore[arg-type]
+        for c, n in zip(conns, ("alice", "bob"), strict=True)
+    ]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(ladder.results.run)
+        await nursery.start(ladder.starter.run)
+        await ladder.starter.start(Pairing(("alice", "bob"), "duel", 5), seated)
+        await wait_for(lambda: all(c.closed for c in conns))
+        (job,) = workers.jobs
+        assert job.names == ("alice", "bob") and job.seed == 5 and job.engine_config == {"map": "duel"}
+        redirects = [c.sent[-1] for c in conns]
+        assert all(r["type"] == "redirect" and r["host"] == "127.0.0.1" for r in redirects)
+        assert ladder.starter.playing() == {"alice", "bob"}  # under way there
+        workers.done[job.ladder_id].set()
+        await wait_for(lambda: ladder.store.match(job.ladder_id).status == "finished")  # type: ignore[union-attr]
+        nursery.cancel_scope.cancel()
+    match = ladder.store.match(job.ladder_id)
+    assert match is not None and match.winner == "alice" and not ladder.starter.remote
+    assert match.replay is not None and Path(match.replay).read_bytes() == b"replay bytes"

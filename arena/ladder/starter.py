@@ -2,10 +2,10 @@
 
 Each pairing is written to the store as a running match before it starts. Where it is played is the
 starter's one choice: in this process's lobby (`MatchHost.start_match`, with a replay writer for that
-ladder match), or, when every bot of the pairing follows redirects and a `HandOff` is given, on a
-cluster's worker, whose bots are sent there with seat tokens of that match alone and whose result
-and replay come back here. A local worker process would be one more `HandOff`: the queue, admission
-and results do not know where a match is played.
+ladder match), or, when every bot of the pairing follows redirects and a hand-off is given
+(`HandsOff`), on a cluster's worker, whose bots are sent there with seat tokens of that match alone
+and whose result and replay come back here. A pool of local worker processes would be one more
+`HandsOff`: the queue, admission and results do not know where a match is played.
 
 The starter owns the matches under way: it gives a bot that comes back within the grace its seat
 again, hands each result to the results service, voids the matches that left without one, and, as
@@ -21,13 +21,13 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
 from cellarena.arena.ladder import identity
 from cellarena.arena.ladder.errors import SeatRefusedError
-from cellarena.arena.ladder.hand_off import HandOff, HandOffError
+from cellarena.arena.ladder.hand_off import HandOffError, Hosting
 from cellarena.arena.ladder.lifecycle import LadderService
 from cellarena.arena.ladder.matchmaker import Pairing
 from cellarena.arena.ladder.matchmaking import MatchQueue, Queued
@@ -40,12 +40,25 @@ from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.sdk import protocol
 from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine
-from cellarena.server.hosted import HostedMatch, token_digest
+from cellarena.server.hosted import HostedMatch, HostedResult, token_digest
 from cellarena.server.match import Match, MatchOutcome, Recorder
 from cellarena.server.replay import ReplayWriter
 from cellarena.server.seating import MatchHost
 
 log = logging.getLogger("cellarena.ladder")
+
+
+class HandsOff(Protocol):
+    """Where the starter can send a match to be played away from this process: Dask's cluster
+    (`hand_off.HandOff`) today; a pool of local worker processes would be another, unseen by the
+    queue, admission and results. `start` says where the match listens for its bots (`HandOffError`
+    if nobody hosts it), `result` waits for its end, `cancel` gives it up."""
+
+    async def start(self, match: HostedMatch) -> Hosting: ...
+
+    async def result(self, ladder_id: int) -> HostedResult: ...
+
+    def cancel(self, ladder_id: int) -> None: ...
 
 
 @dataclass
@@ -77,7 +90,7 @@ class MatchStarter(LadderService):
         results: Results,
         *,
         every: float,
-        hand_off: HandOff | None = None,
+        hand_off: HandsOff | None = None,
         replay_dir: Path | None = None,
         stats: LadderStats | None = None,
         on_match: Callable[[int, Match], None] | None = None,
