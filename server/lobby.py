@@ -511,8 +511,8 @@ class Lobby:
         for spectator in self._spectators.take():
             match.add_spectator(spectator)
         self._running[match] = trio.CancelScope()
-        about = "".join(f", {key} {value}" for key, value in (meta or {}).items())
-        log.info("match %d starts: %s%s", number, ", ".join(names), about and f" ({about[2:]})")
+        about = ", ".join(f"{key} {value}" for key, value in (meta or {}).items())
+        log.info("match %d starts: %s%s", number, ", ".join(names), f" ({about})" if about else "")
         self._nursery.start_soon(self._run_match, match)
         return match
 
