@@ -26,7 +26,7 @@ import logging
 import socket
 import ssl
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,7 @@ from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection, TlsConn
 from cellarena.server.file_limit import raise_file_limit
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import Engine
-from cellarena.server.match import Match, MatchOutcome, Recorder, TickSettings
+from cellarena.server.match import Match, MatchOutcome, Recorder, RecorderFactory, TickSettings
 from cellarena.server.poller import Poller
 from cellarena.server.proxy_protocol import ProxyHeaderError, read_proxy_header
 from cellarena.server.seating import FirstComeSeating, Seating, WaitingRoom
@@ -111,7 +111,7 @@ class LobbyConfig:
     #: The kernel's send buffer per client (SO_SNDBUF), or None for the system default.
     send_buffer: int | None = None
     #: Makes the replay writer of a match: (match number, engine, seat names, seed) -> writer.
-    recorder: Callable[[int, Engine, list[str], int], Recorder | None] | None = None
+    recorder: RecorderFactory | None = None
     on_result: Callable[[MatchOutcome], None] | None = None
     on_tick: Callable[[Engine], None] | None = None
     #: Serve TLS with this context (`server.tls.server_context`), or plain TCP when None.
@@ -471,13 +471,17 @@ class Lobby:
         *,
         engine_config: dict[str, Any] | None = None,
         seed: int | None = None,
+        recorder: RecorderFactory | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> Match | None:
         """Start a match with ``conns`` in seat order (None: a seat whose bot never came, which
         forfeits); the match, or None if it could not start (its seats are told `internal`).
 
         ``names`` are the seats' names in results (default: what each bot said). ``engine_config``
         and ``seed`` default to the lobby's config and its seed plus the match's number minus one;
-        a seating that draws maps from a pool gives its own."""
+        a seating that draws maps from a pool gives its own. ``recorder`` makes this match's replay
+        writer instead of the config's (a ladder names each replay for its own match id); ``meta``
+        says what the match is to its seating, in the log line of its start (its ladder match id)."""
         assert self._nursery is not None
         self._started += 1
         number = self._started
@@ -494,7 +498,7 @@ class Lobby:
                 engine,
                 list(zip(names, conns, strict=True)),
                 self.config.settings,
-                recorder=self._recorder(number, engine, names, seed),
+                recorder=self._recorder(recorder, number, engine, names, seed),
                 on_tick=self.config.on_tick,
             )
         except Exception:  # a bug must cost this match, not the server or the bots waiting for others
@@ -508,16 +512,21 @@ class Lobby:
         for spectator in self._spectators.take():
             match.add_spectator(spectator)
         self._running[match] = trio.CancelScope()
-        log.info("match %d starts: %s", number, ", ".join(names))
+        about = ", ".join(f"{key} {value}" for key, value in (meta or {}).items())
+        log.info("match %d starts: %s%s", number, ", ".join(names), f" ({about})" if about else "")
         self._nursery.start_soon(self._run_match, match)
         return match
 
-    def _recorder(self, number: int, engine: Engine, names: list[str], seed: int) -> Recorder | None:
-        """The match's replay writer; without one if it cannot be made (the match is what counts)."""
-        if self.config.recorder is None:
+    def _recorder(
+        self, given: RecorderFactory | None, number: int, engine: Engine, names: list[str], seed: int
+    ) -> Recorder | None:
+        """The match's replay writer, from ``given`` or the config's maker; without one if it cannot
+        be made (the match is what counts)."""
+        make = given if given is not None else self.config.recorder
+        if make is None:
             return None
         try:
-            return self.config.recorder(number, engine, names, seed)
+            return make(number, engine, names, seed)
         except OSError as exc:
             log.error("match %d: cannot write its replay (%s); it is played unrecorded", number, exc)
             return None

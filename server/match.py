@@ -105,6 +105,10 @@ class Recorder(Protocol):
     def finish(self, result: Result, extra: dict[str, Any]) -> None: ...
 
 
+#: Makes a match's replay writer: (match number, engine, seat names, seed) -> writer, or None for none.
+RecorderFactory = Callable[[int, Engine, list[str], int], Recorder | None]
+
+
 @dataclass(eq=False)
 class Seat:
     """One player of a match: the owner of its bot's connection, and its accounting.

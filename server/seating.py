@@ -11,14 +11,15 @@ the bot waits and when a match starts. Two modes exist today:
   seat is taken, or when the bots missing have ended or run out of time.
 
 A ladder's matchmaking queue is a third mode over the same core: it admits bots, keeps them in a
-`WaitingRoom`, and calls `Lobby.start_match` with the bots it pairs.
+`WaitingRoom`, and calls `MatchHost.start_match` with the bots it pairs, each match's replay writer
+and its ladder match id as arguments.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,7 +30,7 @@ from cellarena.sdk.protocol import State
 from cellarena.server.connection import Connection
 
 if TYPE_CHECKING:
-    from cellarena.server.match import Match, TickSettings
+    from cellarena.server.match import Match, RecorderFactory, TickSettings
 
 log = logging.getLogger("cellarena.server")
 
@@ -107,8 +108,11 @@ class MatchHost(Protocol):
         *,
         engine_config: dict[str, Any] | None = None,
         seed: int | None = None,
+        recorder: RecorderFactory | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> Match | None:
-        """Start a match with ``conns`` in seat order (None: a seat whose bot never came)."""
+        """Start a match with ``conns`` in seat order (None: a seat whose bot never came), with its
+        own replay writer's maker and what it is to the seating (``meta``, logged) if given."""
         ...
 
 

@@ -8,7 +8,7 @@ knows nothing of click, so it is tested on its own.
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
 import trio
@@ -25,12 +25,14 @@ async def serve_until_signalled(
     on_listening: Callable[[int], None] = lambda port: None,
     notify: Callable[[str], None] = lambda text: None,
     signals: Iterable[signal.Signals] = STOP_SIGNALS,
+    on_stop: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Serve ``lobby`` until it ends by itself (its match count is reached) or a signal stops it.
 
     ``on_listening(port)`` is called once the lobby listens; ``notify`` gets a line for the operator
     at each step of stopping. The first signal stops gracefully; a second one while that is under
-    way (a client slow to take its last frame) cancels everything at once.
+    way (a client slow to take its last frame) cancels everything at once. ``on_stop`` runs at the
+    first signal, before the lobby stops (a ladder's services take no new work from then on).
     """
     with trio.open_signal_receiver(*signals) as received:
         async with trio.open_nursery() as nursery:
@@ -52,6 +54,8 @@ async def serve_until_signalled(
                     nursery.start_soon(stop_gracefully)
 
             async def stop_gracefully() -> None:
+                if on_stop is not None:
+                    await on_stop()
                 cut = await lobby.shutdown()
                 notify(f"stopped; {cut} match(es) under way ended without a result")
 

@@ -24,7 +24,7 @@ from test_proxy_protocol import v2_tcp4
 from tls_proxy import certificates
 from wire_client import Client
 
-from cellarena.arena.ladder.seating import LadderRules
+from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.sdk import protocol
@@ -212,8 +212,8 @@ async def test_a_ladder_behind_a_proxy_locks_out_the_guesser_alone(
     await (await hello("198.51.100.5", "cla_" + "z" * 43)).expect_error(protocol.BAD_HELLO)
     # ...and its good one queues.
     alice = await hello("198.51.100.5", tokens["alice"])
-    await wait_for(lambda: "alice" in seating.queue)
-    assert seating.queue["alice"].conn.host == "198.51.100.5"
+    await wait_for(lambda: "alice" in seating.queue.waiting)
+    assert seating.queue.waiting["alice"].conn.host == "198.51.100.5"
     await alice.stream.aclose()
     store.close()
 

@@ -31,7 +31,8 @@ from wire_client import Client
 
 from cellarena.arena.cluster import ClusterSpec
 from cellarena.arena.ladder.hand_off import HandOff, HandOffConfig, open_hand_off, worker_host
-from cellarena.arena.ladder.seating import LadderRules, LadderSeating
+from cellarena.arena.ladder.rules import LadderRules
+from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.sdk import Bot, protocol
@@ -195,7 +196,7 @@ async def test_bots_that_follow_redirects_play_on_the_cluster(
     assert to_alice["host"] == "127.0.0.1" and to_alice["tls"] is False
     assert to_alice["port"] != ladder.lobby.port and to_alice["token"] != to_bob["token"]
     assert not ladder.lobby.running  # nothing is played on the ladder's own host
-    assert ladder.seating.playing() == {"alice", "bob"}
+    assert ladder.seating.starter.playing() == {"alice", "bob"}
     ends = []
     async with trio.open_nursery() as n:
         for name, target in (("alice", to_alice), ("bob", to_bob)):
@@ -208,7 +209,7 @@ async def test_bots_that_follow_redirects_play_on_the_cluster(
     (match,) = await settle(ladder.store, 1)
     assert [s.bot for s in match.seats] == ["alice", "bob"] and match.ticks == 20
     assert match.replay is not None and verify(read_replay(Path(match.replay))).ok
-    assert ladder.seating.playing() == set()
+    assert ladder.seating.starter.playing() == set()
     # The seat tokens went to their bots only: not in the ladder's log, not in the store.
     for secret in (to_alice["token"], to_bob["token"], *ladder.tokens.values()):
         assert secret not in caplog.text
@@ -225,7 +226,7 @@ async def test_a_bot_that_does_not_follow_redirects_plays_on_the_ladder(
         n.start_soon(alice.play)
         n.start_soon(bob.play)
     (match,) = await settle(ladder.store, 1)
-    assert match.ticks == 20 and not ladder.seating.remote
+    assert match.ticks == 20 and not ladder.seating.starter.remote
 
 
 async def test_a_bot_that_never_reaches_the_match_host_forfeits(
@@ -251,7 +252,7 @@ async def test_a_match_nobody_reaches_is_void(
     await redirected(bob)
     (match,) = await settle(ladder.store, 1, "void")
     assert "no bot reached the match host" in (match.reason or "")
-    assert ladder.seating.playing() == set()
+    assert ladder.seating.starter.playing() == set()
 
 
 async def test_a_bot_that_drops_at_the_match_host_comes_back_to_its_seat(
@@ -319,10 +320,10 @@ async def test_a_match_whose_worker_dies_is_void(
                 pass  # the match host is gone
     (match,) = await settle(ladder.store, 1, "void")
     assert match.reason in ("no bot reached the match host",) or "the worker failed" in (match.reason or "")
-    assert ladder.seating.playing() == set()
+    assert ladder.seating.starter.playing() == set()
     back = await join(ladder, "alice")  # and queued at once, not refused as busy
     with trio.fail_after(10):
-        while "alice" not in ladder.seating.queue:
+        while "alice" not in ladder.seating.queue.waiting:
             await trio.sleep(0.05)
     await back.stream.aclose()
 

@@ -29,7 +29,7 @@ from cellarena.arena.ladder.changes import DatabaseWatch
 from cellarena.arena.ladder.errors import LadderStoreError, ServerClaimLostError
 from cellarena.arena.ladder.health import serve_health
 from cellarena.arena.ladder.records import Change, SeatResult
-from cellarena.arena.ladder.seating import LadderRules
+from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.service import LadderConfig, build, prepare
 from cellarena.arena.ladder.spool import ResultSpool
 from cellarena.arena.ladder.store import LadderStore
@@ -78,7 +78,7 @@ async def open_pg_ladder(nursery: trio.Nursery, tmp_path: Path, url: str, ticks:
     )
     (tmp_path / "replays").mkdir()
     lobby, seating = build(store, config)
-    prepare(store, config, seating.spool)
+    prepare(store, config, seating.results.spool)
     await nursery.start(lobby.serve)
     return Ladder(lobby, seating, store, tokens)
 
@@ -137,7 +137,7 @@ async def test_a_database_outage_mid_match_loses_no_result_and_bots_play_again(
 
     nursery.start_soon(alice_drops_during_the_outage, await join(ladder, "alice"))
     nursery.start_soon(play, await join(ladder, "bob"))
-    await wait_for(lambda: bool(ladder.seating.live))
+    await wait_for(lambda: bool(ladder.seating.starter.live))
     await trio.to_thread.run_sync(own_postgres.pause)  # mid-match
 
     await wait_for(lambda: not ladder.seating.database.up)
@@ -154,13 +154,17 @@ async def test_a_database_outage_mid_match_loses_no_result_and_bots_play_again(
     await wait_for(lambda: len(ends) == 2, timeout=60)
     assert sorted(e["type"] for e in ends) == ["end", "end"]
     assert [m["type"] for m in welcomed_again] == ["welcome"]  # back to its seat without the database
-    await wait_for(lambda: ladder.seating.spool is not None and len(ladder.seating.spool) == 1)
+    await wait_for(
+        lambda: ladder.seating.results.spool is not None and len(ladder.seating.results.spool) == 1
+    )
     assert (await get_health(health_port))[1]["pending_results"] == 1
 
     await trio.to_thread.run_sync(own_postgres.resume)
     back = trio.current_time()
     await wait_for(lambda: ladder.seating.database.up, timeout=BACK_WITHIN)
-    await wait_for(lambda: ladder.seating.spool is not None and len(ladder.seating.spool) == 0)
+    await wait_for(
+        lambda: ladder.seating.results.spool is not None and len(ladder.seating.results.spool) == 0
+    )
     (match,) = await trio.to_thread.run_sync(ladder.store.matches, "rezzo")
     assert match.status == "finished" and match.ticks == 240  # the result is there, whole
     assert not any(s.forfeit for s in match.seats)
@@ -174,7 +178,7 @@ async def test_a_database_outage_mid_match_loses_no_result_and_bots_play_again(
     ends.clear()  # and the bots play again, within seconds of the database's return
     nursery.start_soon(play, await join(ladder, "alice"))
     nursery.start_soon(play, await join(ladder, "carol"))
-    await wait_for(lambda: bool(ladder.seating.live), timeout=BACK_WITHIN)
+    await wait_for(lambda: bool(ladder.seating.starter.live), timeout=BACK_WITHIN)
     assert trio.current_time() - back < BACK_WITHIN
     # Written down as running in the database (the match is under way; no need to play it out).
     assert [m.status for m in ladder.store.matches("rezzo")] == ["running", "finished"]

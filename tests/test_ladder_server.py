@@ -19,7 +19,8 @@ import trio
 from cellarena_cli import cellarena
 from wire_client import Client
 
-from cellarena.arena.ladder.seating import LadderRules, LadderSeating
+from cellarena.arena.ladder.rules import LadderRules
+from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.sdk import protocol
@@ -121,7 +122,7 @@ async def test_two_bots_play_rated_matches_and_queue_again(nursery: trio.Nursery
             bots.start_soon(bot, "alice")
             bots.start_soon(bot, "bob")
     assert all(e["type"] == "end" for e in ends["alice"] + ends["bob"])
-    await wait_for(lambda: len(ladder.store.matches("rezzo")) == 3 and not ladder.seating.live)
+    await wait_for(lambda: len(ladder.store.matches("rezzo")) == 3 and not ladder.seating.starter.live)
     await wait_for(lambda: all(m.status == "finished" for m in ladder.store.matches("rezzo")))
     matches = ladder.store.matches("rezzo")
     assert [s.matches for s in ladder.store.standings("rezzo")] == [3, 3]
@@ -170,7 +171,7 @@ async def test_a_lock_out_refuses_guesses_not_good_tokens(nursery: trio.Nursery,
         await (await join(ladder, "alice", "cla_" + "x" * 43)).expect_error(
             protocol.BAD_HELLO, protocol.LOCKED_OUT
         )
-    assert ladder.seating._failures["127.0.0.1"].locked_until > trio.current_time()
+    assert ladder.seating.admission.failures["127.0.0.1"].locked_until > trio.current_time()
     await both_play(ladder)
     await (await join(ladder, "alice", "cla_" + "z" * 43)).expect_error(protocol.LOCKED_OUT)
 
@@ -183,9 +184,9 @@ async def test_a_good_token_does_not_reset_the_count_of_wrong_ones(
     for attempt in range(1, 21):  # a good token every fourth: the wrong ones still add up
         if attempt % 4 == 0:
             alice = await join(ladder, "alice")
-            await wait_for(lambda: "alice" in ladder.seating.queue)
+            await wait_for(lambda: "alice" in ladder.seating.queue.waiting)
             await alice.stream.aclose()
-            await wait_for(lambda: "alice" not in ladder.seating.queue)
+            await wait_for(lambda: "alice" not in ladder.seating.queue.waiting)
             continue
         client = await join(ladder, "alice", "cla_" + "x" * 43)
         codes.append((await client.expect_error(protocol.BAD_HELLO, protocol.LOCKED_OUT))["code"])
@@ -219,13 +220,13 @@ async def test_a_missing_or_revoked_token_is_a_bad_hello(nursery: trio.Nursery, 
 async def test_a_bot_may_queue_once(nursery: trio.Nursery, tmp_path: Path) -> None:
     ladder = await open_ladder(nursery, tmp_path)
     first = await join(ladder, "alice")
-    await wait_for(lambda: "alice" in ladder.seating.queue)
+    await wait_for(lambda: "alice" in ladder.seating.queue.waiting)
     second = await join(ladder, "alice")
     msg = await second.expect_error(protocol.BUSY)
     assert "already has a connection in the queue" in msg["message"]
-    assert not ladder.seating.queue["alice"].conn.closed  # the first one still waits
+    assert not ladder.seating.queue.waiting["alice"].conn.closed  # the first one still waits
     await first.stream.aclose()
-    await wait_for(lambda: "alice" not in ladder.seating.queue)  # and a bot that leaves is forgotten
+    await wait_for(lambda: "alice" not in ladder.seating.queue.waiting)  # and a bot that leaves is forgotten
 
 
 async def test_a_bot_being_seated_may_not_queue_again(
@@ -263,14 +264,18 @@ async def test_a_bot_being_seated_may_not_queue_again(
 async def test_the_queue_has_a_cap(nursery: trio.Nursery, tmp_path: Path) -> None:
     ladder = await open_ladder(nursery, tmp_path, ("alice", "bob", "carol"), max_queue=1)
     alice = await join(ladder, "alice")
-    await wait_for(lambda: "alice" in ladder.seating.queue)
+    await wait_for(lambda: "alice" in ladder.seating.queue.waiting)
     msg = await (await join(ladder, "carol")).expect_error(protocol.QUEUE_FULL)
     assert "come back" in msg["message"]
     assert not alice.stream.socket.is_readable()  # alice still waits, untouched
 
 
 async def test_tokens_cross_a_network_only_over_tls() -> None:
-    seating = LadderSeating(None, "rezzo", None, dict)  # type: ignore[arg-type]
+    from cellarena.arena.ladder.admission import Admission
+
+    # Admission alone, over an empty queue, no matches and a database that is up.
+    queue, database = SimpleNamespace(waiting={}), SimpleNamespace(up=True)
+    seating = Admission(None, "rezzo", queue, None, database)  # type: ignore[arg-type]
     hello = {**protocol.hello("alice", "rezzo"), "token": "cla_x"}
 
     def conn(host: str, tls: bool, via: str | None = None) -> Any:
@@ -332,9 +337,9 @@ async def test_a_match_cut_short_by_a_stop_is_void(nursery: trio.Nursery, tmp_pa
     ladder = await open_ladder(nursery, tmp_path, settings=REALTIME, ticks=100_000)
     for name in ("alice", "bob"):
         nursery.start_soon(play_one, await join(ladder, name))
-    await wait_for(lambda: bool(ladder.seating.live))
+    await wait_for(lambda: bool(ladder.seating.starter.live))
     assert await ladder.lobby.shutdown() == 1
-    await ladder.seating.void_unfinished("the ladder stopped")
+    await ladder.seating.starter.void_unfinished("the ladder stopped")
     (match,) = ladder.store.matches("rezzo")
     assert match.status == "void"
     assert all(s.matches == 0 for s in ladder.store.standings("rezzo"))  # no rating changed
@@ -353,7 +358,7 @@ async def test_one_address_may_hold_only_so_many_connections(nursery: trio.Nurse
         await client.stream.aclose()
     await wait_for(lambda: ladder.lobby.connections_from("127.0.0.1") == 0)
     calm = await join(ladder, "alice")  # once they are gone, the address may connect again
-    await wait_for(lambda: "alice" in ladder.seating.queue)
+    await wait_for(lambda: "alice" in ladder.seating.queue.waiting)
     await calm.stream.aclose()
 
 
@@ -374,7 +379,7 @@ async def test_a_database_that_stops_taking_writes_costs_no_match_and_no_half_re
         async with trio.open_nursery() as bots:
             for name in ("alice", "bob"):
                 bots.start_soon(play_one, await join(ladder, name))
-    await wait_for(lambda: not ladder.seating.live)
+    await wait_for(lambda: not ladder.seating.starter.live)
     (match,) = ladder.store.matches("rezzo")
     assert match.status == "running" and all(s.rank is None for s in match.seats)
     # New matches cannot be written down either: the bots are told to come back later.
@@ -407,12 +412,12 @@ async def test_a_store_refusal_drops_that_pairing_and_the_ladder_plays_on(
     hour), bob comes; the store refuses the pairing. Only alice goes, told why; bob plays carol."""
     ladder = await open_ladder(nursery, tmp_path, ("alice", "bob", "carol"), poll_every=3600.0)
     alice = await join(ladder, "alice")
-    await wait_for(lambda: "alice" in ladder.seating.queue)
+    await wait_for(lambda: "alice" in ladder.seating.queue.waiting)
     await trio.to_thread.run_sync(ladder.store.revoke, "alice")
     bob = await join(ladder, "bob")
     msg = await alice.expect_error(protocol.REVOKED)
     assert "revoked alice" in msg["message"]
-    await wait_for(lambda: "bob" in ladder.seating.queue)  # put back, still waiting
+    await wait_for(lambda: "bob" in ladder.seating.queue.waiting)  # put back, still waiting
     with trio.fail_after(30):
         async with trio.open_nursery() as bots:
             bots.start_soon(play_one, bob)
@@ -427,12 +432,12 @@ async def test_a_revoke_from_another_process_ends_the_queued_session_at_once(
 ) -> None:
     ladder = await open_ladder(nursery, tmp_path)
     alice = await join(ladder, "alice")
-    await wait_for(lambda: "alice" in ladder.seating.queue)
+    await wait_for(lambda: "alice" in ladder.seating.queue.waiting)
     revoked_at = await other_process(tmp_path, "bot", "revoke", "alice")
     with trio.fail_after(CHANGE_MARGIN):
         msg = await alice.expect_error(protocol.REVOKED)
     assert trio.current_time() - revoked_at < CHANGE_MARGIN
-    assert "revoked alice" in msg["message"] and "alice" not in ladder.seating.queue
+    assert "revoked alice" in msg["message"] and "alice" not in ladder.seating.queue.waiting
     await (await join(ladder, "alice")).expect_error(protocol.BAD_HELLO)  # and cannot come back
 
 
@@ -441,7 +446,7 @@ async def test_a_rotation_from_another_process_ends_the_old_tokens_session(
 ) -> None:
     ladder = await open_ladder(nursery, tmp_path)
     old = await join(ladder, "alice")
-    await wait_for(lambda: "alice" in ladder.seating.queue)
+    await wait_for(lambda: "alice" in ladder.seating.queue.waiting)
     done = await trio.to_thread.run_sync(
         lambda: cellarena("ladder", "--dir", str(tmp_path), "bot", "rotate", "alice")
     )
@@ -464,11 +469,11 @@ async def test_a_rotation_beats_a_queued_old_token_to_the_pairing(
     the store refuses the pairing, since the token alice identified herself with is no longer hers."""
     ladder = await open_ladder(nursery, tmp_path, poll_every=3600.0)
     old = await join(ladder, "alice")
-    await wait_for(lambda: "alice" in ladder.seating.queue)
+    await wait_for(lambda: "alice" in ladder.seating.queue.waiting)
     await trio.to_thread.run_sync(ladder.store.rotate, "alice")
     bob = await join(ladder, "bob")
     assert "new token" in (await old.expect_error(protocol.REVOKED))["message"]
-    await wait_for(lambda: "bob" in ladder.seating.queue)
+    await wait_for(lambda: "bob" in ladder.seating.queue.waiting)
     assert ladder.store.matches("rezzo") == []
     await bob.stream.aclose()
 
@@ -486,7 +491,7 @@ async def test_revoking_a_bot_mid_match_forfeits_its_seat_at_once(
 
     nursery.start_soon(play, "alice", alice)
     nursery.start_soon(play, "bob", bob)
-    await wait_for(lambda: bool(ladder.seating.live))
+    await wait_for(lambda: bool(ladder.seating.starter.live))
     await other_process(tmp_path, "bot", "revoke", "alice")
     # Within the poll, not after the 60 s grace a dropped bot would get.
     await wait_for(lambda: "alice" in seen and "bob" in seen, timeout=CHANGE_MARGIN + 5)
@@ -504,7 +509,7 @@ async def test_rotating_mid_match_ends_the_old_connection_and_the_new_token_take
     ladder = await open_ladder(nursery, tmp_path, settings=settings, ticks=200)
     nursery.start_soon(play_one, await join(ladder, "bob"))
     old = await join(ladder, "alice")
-    await wait_for(lambda: bool(ladder.seating.live))
+    await wait_for(lambda: bool(ladder.seating.starter.live))
     new_token = (await trio.to_thread.run_sync(ladder.store.rotate, "alice")).secret
     with trio.fail_after(CHANGE_MARGIN + 5):
         seen = await play_one(old)
@@ -520,9 +525,9 @@ async def test_rotating_mid_match_ends_the_old_connection_and_the_new_token_take
 async def test_a_revoked_house_bot_is_not_started(nursery: trio.Nursery, tmp_path: Path) -> None:
     ladder = await open_ladder(nursery, tmp_path, ("alice",))
     ladder.store.add_bot("builder", "rezzo", house_command=f'"{sys.executable}" -c "pass"')
-    await wait_for(lambda: [b.name for b in ladder.seating.house_bots()] == ["builder"])
+    await wait_for(lambda: [b.name for b in ladder.seating.results.house_bots()] == ["builder"])
     await other_process(tmp_path, "bot", "revoke", "builder")
-    await wait_for(lambda: ladder.seating.house_bots() == [], timeout=CHANGE_MARGIN)
+    await wait_for(lambda: ladder.seating.results.house_bots() == [], timeout=CHANGE_MARGIN)
 
 
 # ------------------------------------------------------------------------------------------ replays
@@ -558,7 +563,7 @@ async def test_a_void_the_database_refused_is_done_when_it_answers_again(
 
     with monkeypatch.context() as patch:
         patch.setattr(ladder.store, "void_match", down)
-        await ladder.seating._void(match_id, "a bot left before the start")
+        await ladder.seating.results.void(match_id, "a bot left before the start")
     assert ladder.store.match(match_id).status == "running"  # type: ignore[union-attr]
     await ladder.seating.on_back()  # what the database watch calls once it answers again
     match = ladder.store.match(match_id)
@@ -574,7 +579,7 @@ async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
     ladder = await open_ladder(nursery, tmp_path, ("alice",))
     mute = f'"{sys.executable}" -c "import time; time.sleep(600)"'
     ladder.store.add_bot("mute", "rezzo", house_command=mute)
-    await ladder.seating._load_ratings()
+    await ladder.seating.results.load_ratings()
     house = HouseBots(ladder.store, ladder.seating, tmp_path, after=0.0, every=0.05, idle_limit=0.5)
     nursery.start_soon(house.run, ladder.port)
     alice = await join(ladder, "alice")
@@ -582,5 +587,5 @@ async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
     first = house.running["mute"]
     await wait_for(lambda: first.returncode is not None, timeout=10)  # stopped after idle_limit
     await wait_for(lambda: "mute" in house.running and house.running["mute"] is not first)  # started again
-    assert "alice" in ladder.seating.queue  # alice still waits, unharmed
+    assert "alice" in ladder.seating.queue.waiting  # alice still waits, unharmed
     await alice.stream.aclose()

@@ -171,3 +171,24 @@ async def test_a_lobby_that_ends_by_itself_ends_the_service() -> None:
             for bot in bots:
                 assert (await bot.until("end"))["type"] == "end"
     assert notes == [] and len(lobby.outcomes) == 1
+
+
+async def test_on_stop_runs_at_the_first_signal_before_the_lobby_stops() -> None:
+    # A ladder's services take no new work from here on (`Services.graceful_shutdown`).
+    lobby = _lobby()
+    seen: list[bool] = []
+
+    async def on_stop() -> None:
+        seen.append(lobby.stopping)
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            listening = trio.Event()
+            nursery.start_soon(
+                lambda: serve_until_signalled(
+                    lobby, on_listening=lambda port: listening.set(), on_stop=on_stop
+                )
+            )
+            await listening.wait()
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert seen == [False] and lobby.stopping

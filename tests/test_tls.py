@@ -213,8 +213,8 @@ async def test_a_ladder_takes_tokens_over_tls_from_another_address_and_refuses_t
         await stream.send_all(hello)
         seating = ladders["tls"][1]
         with trio.fail_after(10):
-            while "alice" not in seating.queue:
+            while "alice" not in seating.queue.waiting:
                 await trio.sleep(0.02)
-        assert seating.queue["alice"].conn.tls
+        assert seating.queue.waiting["alice"].conn.tls
         nursery.cancel_scope.cancel()
     store.close()

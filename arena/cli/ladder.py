@@ -388,7 +388,7 @@ def _serve_command(game: str) -> click.Command:
     ) -> None:
         import gc
 
-        from cellarena.arena.ladder.seating import LadderRules
+        from cellarena.arena.ladder.rules import LadderRules
         from cellarena.arena.ladder.service import LadderConfig, build, run_ladder
         from cellarena.arena.ladder.spool import FOLDER as SPOOL_FOLDER
         from cellarena.arena.ladder.store import LadderStoreError

@@ -32,7 +32,7 @@ import trio
 
 from cellarena.arena.cluster import ClusterError, ClusterSpec, cluster_option
 from cellarena.arena.ladder.hand_off import HandOff, HandOffConfig, open_hand_off
-from cellarena.arena.ladder.seating import LadderRules
+from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.server.bench.harness import raise_file_limit
@@ -63,7 +63,7 @@ async def _run(
     hand_off: HandOff | None = None,
 ) -> dict[str, Any]:
     lobby, seating = build(store, config, hand_off)
-    stats = seating.stats
+    stats = seating.queue.stats  # one LadderStats, shared by the queue and the starter (`build`)
     taken: dict[str, Any] = {}
     async with trio.open_nursery() as nursery:
         port = await nursery.start(lobby.serve)  # which runs the seating's matchmaker too

@@ -22,13 +22,13 @@ if TYPE_CHECKING:
 
 def health(seating: LadderSeating) -> dict[str, Any]:
     """What ``/health`` says (see the module docstring)."""
-    spool = seating.spool
+    spool = seating.results.spool
     return {
         "status": "ok" if seating.database.up else "degraded",
         "database": seating.database.to_json(),
         "pending_results": 0 if spool is None else len(spool),
-        "queue": len(seating.queue),
-        "matches": len(seating.live) + len(seating.remote),
+        "queue": len(seating.queue.waiting),
+        "matches": len(seating.starter.live) + len(seating.starter.remote),
     }
 
 

@@ -85,16 +85,18 @@ class HouseBots:
         """The idle house bot to start now, or None: nobody waited long enough, or no house bot is free."""
         now = trio.current_time()
         waiting = [
-            q for q in self.seating.queue.values() if now - q.since >= self.after and q.bot.kind != "house"
+            q
+            for q in self.seating.queue.waiting.values()
+            if now - q.since >= self.after and q.bot.kind != "house"
         ]
         if not waiting:
             return None
-        busy = set(self.running) | set(self.seating.queue) | self.seating.playing()
-        idle = [b for b in self.seating.house_bots() if b.name not in busy]
+        busy = set(self.running) | set(self.seating.queue.waiting) | self.seating.starter.playing()
+        idle = [b for b in self.seating.results.house_bots() if b.name not in busy]
         if not idle:
             return None
         longest = min(waiting, key=lambda q: q.since)
-        ratings = self.seating.ratings
+        ratings = self.seating.results.ratings
         target = ratings.get(longest.bot.name, initial()).mu
         return min(idle, key=lambda b: (abs(ratings.get(b.name, initial()).mu - target), b.name))
 
@@ -130,7 +132,7 @@ class HouseBots:
                 with trio.move_on_after(self.every):
                     await proc.wait()
                 now = trio.current_time()
-                if name in self.seating.queue or name in self.seating.playing():
+                if name in self.seating.queue.waiting or name in self.seating.starter.playing():
                     idle_since = now
                 elif now - idle_since >= self.idle_limit:
                     log.warning(

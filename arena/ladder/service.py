@@ -1,10 +1,18 @@
 """A ladder as a service: the store, a lobby seating from the rated queue, until a signal stops it.
 
-Start-up, in this order: claim the database as its one server; refuse a database whose match ids stop
-below the replays beside it (`replay_files.check_replays`); write the results a previous run kept on
-disk during a database outage (`spool.ResultSpool`); then void the matches a previous run left under
-way (a SIGKILL, a power cut): they have no result and change no rating. A graceful stop voids the ones
-it cuts short the same way, so every match in the store ends either finished, whole, or void.
+`build` makes the ladder's services (`seating`: admission, the queue, the match starter, results) and
+wires them to each other and to a lobby; `run_ladder` drives their one lifecycle (`lifecycle`):
+
+- initialize, before the lobby listens: the results service claims the database as its one server,
+  refuses a database whose match ids stop below the replays beside it (`replay_files.check_replays`),
+  writes the results a previous run kept on disk during a database outage (`spool.ResultSpool`), then
+  voids the matches a previous run left under way (a SIGKILL, a power cut): they have no result and
+  change no rating; admission starts reading the change log from its newest entry;
+- run, in the lobby's nursery (`LadderSeating.run`);
+- graceful shutdown, at the first stop signal: admission takes no more bots, the queue pairs no more;
+- shutdown, once the lobby has stopped: the starter voids the matches it cut short, here and on the
+  cluster, and the results service writes those handed to it; so every match in the store ends either
+  finished, whole, or void.
 """
 
 from __future__ import annotations
@@ -19,19 +27,25 @@ from typing import Any
 
 import trio
 
+from cellarena.arena.ladder.admission import Admission
+from cellarena.arena.ladder.changes import DatabaseWatch
 from cellarena.arena.ladder.hand_off import HandOff
 from cellarena.arena.ladder.house import HouseBots
 from cellarena.arena.ladder.matchmaker import Policy
-from cellarena.arena.ladder.replay_files import check_replays, replay_path
-from cellarena.arena.ladder.seating import LadderRules, LadderSeating
+from cellarena.arena.ladder.matchmaking import MatchQueue
+from cellarena.arena.ladder.results import Results
+from cellarena.arena.ladder.results import prepare as results_prepare
+from cellarena.arena.ladder.rules import LadderRules
+from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.spool import ResultSpool
-from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.starter import MatchStarter
+from cellarena.arena.ladder.stats import LadderStats
+from cellarena.arena.ladder.store import LadderStore
 from cellarena.server.confinement import Limits
 from cellarena.server.games import get_engine
-from cellarena.server.games.base import ConfigError, Engine
+from cellarena.server.games.base import ConfigError
 from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import Recorder, TickSettings
-from cellarena.server.replay import ReplayWriter
+from cellarena.server.match import TickSettings
 from cellarena.server.service import serve_until_signalled
 from cellarena.server.trusted_proxies import TrustedProxies
 
@@ -77,40 +91,48 @@ class LadderConfig:
 
 
 def build(
-    store: LadderStore, config: LadderConfig, hand_off: HandOff | None = None
+    store: LadderStore,
+    config: LadderConfig,
+    hand_off: HandOff | None = None,
+    *,
+    notify: Callable[[str], None] = lambda text: None,
 ) -> tuple[Lobby, LadderSeating]:
-    """The lobby and its ladder seating (which hands matches to ``hand_off``'s cluster when given).
-    Every map of the pool is loaded here, so a bad config or map fails (ConfigError) before anyone
-    connects."""
+    """The lobby and the ladder's services, wired (`seating`; the starter hands matches to
+    ``hand_off``'s cluster when given). Every map of the pool is loaded here, so a bad config or map
+    fails (ConfigError) before anyone connects."""
     engine_class = get_engine(config.game)
     players = {engine_class.new(config.config_for(m), config.seed).players for m in config.maps}
     if len(players) != 1:
         raise ConfigError(
             f"the maps of a ladder's pool must have the same seats; these have {sorted(players)}"
         )
-    seating = LadderSeating(
+    rules = config.rules
+    database = DatabaseWatch(store, every=rules.poll_every)
+    stats = LadderStats()
+    results = Results(
         store,
         config.game,
-        Policy(seats=players.pop(), maps=config.maps),
+        database,
+        spool=None if config.spool_dir is None else ResultSpool(config.spool_dir),
+        replay_dir=config.replay_dir,
+        notify=notify,
+    )
+    policy = Policy(seats=players.pop(), maps=config.maps)
+    queue = MatchQueue(policy, results, database, every=rules.match_every, seed=config.seed, stats=stats)
+    starter = MatchStarter(
+        store,
+        config.game,
         config.config_for,
-        rules=config.rules,
-        seed=config.seed,
+        queue,
+        results,
+        every=rules.match_every,
         hand_off=hand_off,
         replay_dir=config.replay_dir,
-        spool=None if config.spool_dir is None else ResultSpool(config.spool_dir),
+        stats=stats,
     )
-
-    def recorder(number: int, engine: Engine, names: list[str], seed: int) -> Recorder | None:
-        ladder_id = seating.starting_id
-        if config.replay_dir is None or ladder_id is None:
-            return None
-        path = replay_path(config.replay_dir, ladder_id)
-        # Exclusive: a replay of another ladder under that name stays (the lobby logs it, and the
-        # match is played without one).
-        writer = ReplayWriter(path, engine, seed=seed, names=names, exclusive=True, events=True)
-        seating.replays[ladder_id] = str(path)
-        return writer
-
+    queue.bind(starter)
+    admission = Admission(store, config.game, queue, starter, database, rules=rules)
+    seating = LadderSeating(admission, queue, starter, results, database)
     lobby_config = LobbyConfig(
         config.game,
         config.config_for(config.maps[0]),
@@ -119,11 +141,10 @@ def build(
         port=config.port,
         matches=None,
         seed=config.seed,
-        recorder=recorder,
-        on_result=seating.record,
+        on_result=starter.record,
         tls=config.tls,
-        max_connections_per_address=config.rules.max_connections_per_address,
-        max_spectators_per_address=config.rules.max_spectators_per_address,
+        max_connections_per_address=rules.max_connections_per_address,
+        max_spectators_per_address=rules.max_spectators_per_address,
         trusted_proxies=config.trusted_proxies,
     )
     return Lobby(lobby_config, seating), seating
@@ -135,23 +156,9 @@ def prepare(
     spool: ResultSpool | None,
     notify: Callable[[str], None] = lambda text: None,
 ) -> None:
-    """What a ladder server does before it serves (the module docstring's order); LadderStoreError
-    when it must not serve, with nothing voided."""
-    store.claim_server()
-    if config.replay_dir is not None:
-        check_replays(store, config.replay_dir)
-    if spool is not None and spool.pending():
-        try:
-            written = spool.flush(store)
-        except LadderStoreError as exc:
-            raise LadderStoreError(
-                f"{exc}; results of matches played by the last run wait in {spool.folder} and must be "
-                "written before anything is voided: start again once the database takes writes"
-            ) from None
-        notify(f"wrote {written} result(s) a previous run kept on disk")
-    voided = store.void_running()
-    if voided:
-        notify(f"voided {len(voided)} match(es) a previous run left under way")
+    """What a ladder server does to its store before it serves (`results.prepare`, which the results
+    service's `initialize` runs); LadderStoreError when it must not serve, with nothing voided."""
+    results_prepare(store, config.replay_dir, spool, notify)
 
 
 async def run_ladder(
@@ -166,9 +173,9 @@ async def run_ladder(
     """Serve the ladder until a signal (or cancellation) stops it; see the module docstring. With
     ``hand_off``, matches between bots that follow redirects are played on its cluster; with
     ``health_sock`` (bound), ``/health`` is served there (`cellarena.arena.ladder.health`)."""
-    lobby, seating = build(store, config, hand_off)
-    await trio.to_thread.run_sync(prepare, store, config, seating.spool, notify)
-    await seating.database.start()  # changes from now on: what came before is in the store already
+    lobby, seating = build(store, config, hand_off, notify=notify)
+    services = seating.services
+    await services.initialize()
     try:
         async with trio.open_nursery() as nursery:
             if health_sock is not None:
@@ -189,8 +196,9 @@ async def run_ladder(
                     )
                     nursery.start_soon(house.run, port)
 
-            await serve_until_signalled(lobby, on_listening=listening, notify=notify)
+            await serve_until_signalled(
+                lobby, on_listening=listening, notify=notify, on_stop=services.graceful_shutdown
+            )
             nursery.cancel_scope.cancel()  # the house bots' task, which stops them
     finally:
-        with trio.CancelScope(shield=True):
-            await seating.void_unfinished("the ladder stopped while it was under way")
+        await services.shutdown()  # shielded: voids what was cut short, writes the last results

@@ -1,0 +1,176 @@
+"""The ladder's queue service: the bots that wait, and the pass timer that pairs them.
+
+Every ``match_every`` seconds the matchmaker (`matchmaker.match_up`, a pure seeded function) pairs
+the bots that wait, by the ratings the results service keeps; each pairing is handed to the match
+starter (`Starts`), which writes it down and starts it, or gives its bots back. The queue remembers
+each bot's last seat and opponents for the next pairings. During a database outage it pairs nobody:
+its bots play as soon as the database is back.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+import trio
+
+from cellarena.arena.ladder.changes import DatabaseWatch
+from cellarena.arena.ladder.lifecycle import LadderService
+from cellarena.arena.ladder.matchmaker import Pairing, Policy, Waiting, match_up
+from cellarena.arena.ladder.records import BotRecord
+from cellarena.arena.ladder.results import Results
+from cellarena.arena.ladder.stats import LadderStats
+from cellarena.arena.ratings import initial
+from cellarena.server.connection import Connection
+
+log = logging.getLogger("cellarena.ladder")
+
+
+@dataclass
+class Queued:
+    """A bot in the queue: its connection, when it joined (trio's clock), and whether it follows a
+    ``redirect`` (its hello's ``accepts``)."""
+
+    conn: Connection
+    bot: BotRecord
+    since: float
+    follows_redirect: bool = False
+    #: The digest of the token the connection identified itself with (a rotation ends it).
+    digest: str | None = None
+
+
+@dataclass
+class BotState:
+    """What the matchmaker remembers of a bot between its matches."""
+
+    last_seat: int | None = None
+    last_opponents: tuple[str, ...] = ()
+
+
+class Starts(Protocol):
+    """What the queue needs of the match starter: a protocol, so the queue can be tested on its own."""
+
+    async def start(self, pairing: Pairing, seated: list[Queued]) -> None:
+        """Write the pairing down and start it; give back (`MatchQueue.requeue`) the bots that wait on."""
+        ...
+
+    def busy(self, waiting: dict[str, Queued]) -> set[str]:
+        """Which of the ``waiting`` bots play as many matches as they may."""
+        ...
+
+
+class MatchQueue(LadderService):
+    """The queue of identified bots and its matchmaking passes (see the module docstring).
+
+    ``seed`` makes the matchmaker's choices (and so the maps and match seeds) reproducible from the
+    same queue. `bind` gives it the starter it hands pairings to.
+    """
+
+    name = "queue"
+
+    def __init__(
+        self,
+        policy: Policy,
+        results: Results,
+        database: DatabaseWatch,
+        *,
+        every: float,
+        seed: int = 0,
+        stats: LadderStats | None = None,
+    ) -> None:
+        self.policy = policy
+        self.results = results
+        self.database = database
+        self.every = every
+        self.seed = seed
+        self.stats = stats if stats is not None else LadderStats()
+        self.starter: Starts | None = None
+        #: The bots waiting, by name.
+        self.waiting: dict[str, Queued] = {}
+        #: Bots taken from the queue for a match that is being written down and started.
+        self.starting: set[str] = set()
+        #: False once the ladder stops: no more pairings.
+        self.open = True
+        self._bots: dict[str, BotState] = {}
+        self._rounds = 0
+
+    def bind(self, starter: Starts) -> None:
+        self.starter = starter
+
+    # ----------------------------------------------------------------- lifecycle
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The pass timer: match up the queue every ``every`` seconds, until cancelled."""
+        assert self.starter is not None, "bind the queue to a starter first"
+        task_status.started()
+        while True:
+            await trio.sleep(self.every)
+            for pairing in self.pairings():
+                await self._start(pairing)
+
+    async def graceful_shutdown(self) -> None:
+        self.open = False
+
+    # ----------------------------------------------------------------- the queue
+    def add(self, queued: Queued) -> None:
+        self.waiting[queued.bot.name] = queued
+        log.info("%s (%s) joins the queue (%d waiting)", queued.bot.name, queued.conn.peer, len(self.waiting))
+
+    def left(self, conn: Connection) -> None:
+        """``conn`` closed: its bot waits no longer."""
+        for name, queued in list(self.waiting.items()):
+            if queued.conn is conn:
+                del self.waiting[name]
+
+    def requeue(self, queued: list[Queued]) -> None:
+        for q in queued:
+            self.waiting[q.bot.name] = q
+
+    def note_seats(self, bots: tuple[BotRecord, ...]) -> None:
+        """Remember each bot's seat and opponents, for the matchmaker's next pairings."""
+        names = [b.name for b in bots]
+        for i, b in enumerate(bots):
+            self._bots[b.name] = BotState(last_seat=i, last_opponents=tuple(n for n in names if n != b.name))
+
+    def pairings(self) -> list[Pairing]:
+        """One matchmaking pass over the bots that wait (none while stopping or the database is down)."""
+        if len(self.waiting) < self.policy.seats or not self.database.up or not self.open:
+            return []  # during an outage the queue waits: its bots play as soon as the database is back
+        assert self.starter is not None
+        now = trio.current_time()
+        busy = self.starter.busy(self.waiting)
+        ratings = self.results.ratings
+        queue = [
+            Waiting(
+                bot=name,
+                since=q.since,
+                rating=ratings.get(name, initial()),
+                last_seat=self._bots.get(name, BotState()).last_seat,
+                last_opponents=self._bots.get(name, BotState()).last_opponents,
+            )
+            for name, q in self.waiting.items()
+            if name not in busy
+        ]
+        if len(queue) < self.policy.seats:
+            return []
+        self._rounds += 1
+        cpu = time.thread_time()
+        pairings = match_up(queue, now, self.policy, hash((self.seed, self._rounds)) & 0x7FFFFFFF)
+        self.stats.matchmaking_cpu += time.thread_time() - cpu
+        self.stats.matchmaking_passes += 1
+        return pairings
+
+    async def _start(self, pairing: Pairing) -> None:
+        assert self.starter is not None
+        self.starting.update(pairing.bots)
+        try:
+            seated = [self.waiting.pop(name) for name in pairing.bots if name in self.waiting]
+            now = trio.current_time()
+            self.stats.waits.extend(max(0.0, now - q.since) for q in seated)
+            if len(seated) != len(pairing.bots):  # cannot happen: the pairing came from this queue
+                self.requeue(seated)
+                return
+            await self.starter.start(pairing, seated)
+        finally:
+            self.starting.difference_update(pairing.bots)

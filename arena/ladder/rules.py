@@ -1,0 +1,32 @@
+"""The limits of a public ladder, which its services share (`admission`, `matchmaking`, `changes`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cellarena.arena.ladder.changes import POLL_EVERY
+
+
+@dataclass(frozen=True)
+class LadderRules:
+    """The limits of a public ladder; the defaults suit one host on the internet."""
+
+    #: Bots queued at most; more are refused with `queue_full`.
+    max_queue: int = 1000
+    #: Connections open at once from one address (a bot, its reconnections, a few spectators),
+    #: counted from accept on (`LobbyConfig.max_connections_per_address`).
+    max_connections_per_address: int = 16
+    #: Of those, spectators.
+    max_spectators_per_address: int = 4
+    #: Wrong tokens from one address before it is locked out...
+    failed_tokens: int = 5
+    #: ...for this many seconds, doubled at each further lock-out, up to max_lockout.
+    lockout: float = 60.0
+    max_lockout: float = 3600.0
+    #: Accept tokens over a plain (not TLS) connection from another machine. Off: a token must not
+    #: cross a network in clear.
+    insecure: bool = False
+    #: How often the matchmaker looks at the queue (seconds).
+    match_every: float = 0.1
+    #: How often the server polls the database's change log (a revoke takes effect within this).
+    poll_every: float = POLL_EVERY
