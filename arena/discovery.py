@@ -153,7 +153,7 @@ def _from_manifest(folder: Path) -> FoundBot:
             raise DiscoveryError(f"{manifest}: {key} must be a non-empty string, got {data[key]!r}")
     if "command" not in data:
         raise DiscoveryError(f'{manifest}: missing command, e.g. command = "node bot.js"')
-    name = data.get("name", folder.name)
+    name = data.get("name", folder.resolve().name)  # `--bots-dir .` is named after the folder
     try:
         spec = BotSpec.parse(f"{name}={data['command']}")
     except ValueError as exc:

@@ -28,6 +28,17 @@ import click
 LANGUAGES = {
     "python": ("Python", "bot.py.tmpl", "{name}.py"),
     "js": ("JavaScript (Node.js 18 or newer)", "bot.js.tmpl", "bot.js"),
+    "cpp": ("C++17 (CMake, msgpack-cxx)", "bot.cpp.tmpl", "bot.cpp"),
+    "rust": ("Rust (cargo, rmp-serde)", "bot.rs.tmpl", "src/main.rs"),
+    "java": ("Java 17 (msgpack-java)", "Bot.java.tmpl", "src/{cls}.java"),
+}
+#: Compiled languages: their starter is the kit of `cellarena.sdk`'s ``kits/<lang>/`` (copied into the
+#: bot's ``cellarena/`` folder), the files of its ``starter/`` (templates), and the game's bot.
+#: Their bot.toml builds them (`setup`) before a tournament; the command they run is built output.
+COMPILED = {
+    "cpp": "build/{name}",
+    "rust": "target/release/{name}",
+    "java": "java -jar build/{name}.jar",
 }
 NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: The folder of templates shared by every game; every other folder is one game's.
@@ -132,8 +143,10 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
     about = GameTemplate.of(game)
     short = about.short
     language, template, target = LANGUAGES[lang]
-    bot_file = target.format(name=name)
+    bot_file = target.format(name=name, cls=class_name(name))
     command = f"python {bot_file}" if lang == "python" else f"node {bot_file}"
+    if lang in COMPILED:
+        command = COMPILED[lang].format(name=name)
     values = {
         "BOT_NAME": name,
         "BOT_CLASS": class_name(name),
@@ -164,6 +177,9 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
     }
     if lang == "python":
         files[bot_file] = _fill(_template(game, template), values)
+    elif lang in COMPILED:
+        files = _compiled_files(lang, values)
+        files[bot_file] = _fill(_template(game, template), values)
     else:  # the game's strategy inside the protocol code every JavaScript bot shares
         strategy = _fill(_template(game, template), values)
         files[bot_file] = _fill(_template(COMMON, "connection.js.tmpl"), {**values, "STRATEGY": strategy})
@@ -174,13 +190,53 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
         written = []
         for rel, text in files.items():
             path = folder / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             written.append(path)
     except OSError as exc:
         raise NewBotError(f"{folder}: cannot write there ({exc.strerror})", param_hint="--dir") from None
     readme = files["README.md"]
     commands = re.findall(r"^(?:python -m pytest|cellarena .*)$", readme, re.MULTILINE)
+    if lang in COMPILED:  # every line of the README's shell block: build, the kit's tests, play
+        block = re.search(r"```sh\n(.*?)```", readme, re.DOTALL)
+        commands = [line for line in (block.group(1) if block else "").splitlines() if line.strip()]
     return Written(folder, written, commands)
+
+
+#: What a kit's folder may hold after someone built it in place: never copied into a starter.
+_NOT_KIT = {"build", "target", "__pycache__", "Cargo.lock"}
+
+
+def _kit(lang: str) -> Traversable:
+    return resources.files("cellarena.sdk").joinpath("kits", lang)
+
+
+def _compiled_files(lang: str, values: dict[str, str]) -> dict[str, str]:
+    """A compiled language's folder: the kit under ``cellarena/``, its starter's files filled in, the
+    README and the test that builds the bot and plays it."""
+    files: dict[str, str] = {}
+
+    def copy(node: Traversable, rel: str) -> None:
+        for entry in sorted(node.iterdir(), key=lambda e: e.name):
+            if entry.name in _NOT_KIT:
+                continue
+            if entry.is_dir():
+                if rel or entry.name != "starter":
+                    copy(entry, f"{rel}{entry.name}/")
+            elif rel.startswith("@starter/"):
+                name = entry.name.removesuffix(".tmpl")
+                files[rel.removeprefix("@starter/") + name] = _fill(entry.read_text(encoding="utf-8"), values)
+            else:
+                files[f"cellarena/{rel}{entry.name}"] = entry.read_text(encoding="utf-8")
+
+    kit = _kit(lang)
+    copy(kit, "")
+    copy(kit.joinpath("starter"), "@starter/")
+    files[f"test_{values['BOT_NAME']}.py"] = _fill(
+        resources.files("cellarena.sdk").joinpath("kits", "test_bot.py.tmpl").read_text(encoding="utf-8"),
+        values,
+    )
+    return files
 
 
 @click.command("new-bot")
