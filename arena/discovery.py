@@ -187,7 +187,13 @@ def prepare(bots: list[FoundBot], *, timeout: float = 600.0) -> None:
                 f"{bot.source / MANIFEST}: setup {bot.setup!r} could not run: {exc}"
             ) from None
         if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+            lines = (proc.stderr or proc.stdout).strip().splitlines()
+            tail = lines[-3:]
+            # A compiler names the file and line at fault in its first error, which a long build's
+            # last lines ("1 error", make's summary) do not: show that one too.
+            first = next((line for line in lines if "error" in line.lower()), None)
+            if first is not None and first not in tail:
+                tail = [first.strip(), "...", *tail]
             raise DiscoveryError(
                 f"{bot.source / MANIFEST}: setup {bot.setup!r} failed with exit status {proc.returncode}: "
                 + " / ".join(tail)

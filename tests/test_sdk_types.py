@@ -146,7 +146,13 @@ def test_the_wheel_ships_py_typed_and_mypy_reads_the_installed_sdk(tmp_path: Pat
     pip = [sys.executable, "-m", "pip"]
     subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)], check=True, timeout=600)
     (wheel,) = wheels.glob("cellarena-*.whl")
-    assert "cellarena/sdk/py.typed" in zipfile.ZipFile(wheel).namelist()
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "cellarena/sdk/py.typed" in names
+    # The language kits ship too (`cellarena new-bot --lang cpp|rust|java` copies them), dot-folders
+    # such as the Rust starter's .cargo/ included.
+    kits = [p.relative_to(src).as_posix() for p in (src / "sdk" / "kits").rglob("*") if p.is_file()]
+    assert "sdk/kits/rust/starter/.cargo/config.toml" in kits
+    assert not [k for k in kits if "cellarena/" + k not in names]
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
