@@ -16,6 +16,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +32,6 @@ from cellarena.arena.cli.new_bot import COMPILED
 from cellarena.sdk import protocol
 
 LANGS = sorted(COMPILED)
-GAMES = ("rezzo", "cata")
 #: What each toolchain needs on this machine, and the Debian packages .ci/run installs for it.
 TOOLS = {
     "cpp": (["g++", "cmake", "ctest"], "/usr/include/msgpack.hpp"),
@@ -43,7 +43,6 @@ OPPONENT = {
     "rezzo": ROOT / "example_bots" / "rezzo" / "random_walker.py",
     "cata": ROOT / "example_bots" / "cata" / "random_legal.py",
 }
-SHORT = {"rezzo": ["--max-ticks", "100"], "cata": []}
 #: Each kit's unit-test runner prints this when every test passed.
 PASSED = {
     "cpp": r"100% tests passed, 0 tests failed out of 1",
@@ -108,7 +107,7 @@ def readme_commands(folder: Path) -> list[str]:
 
 # ------------------------------------------------------------------ the starters and their own tests
 @pytest.mark.parametrize("lang", LANGS)
-def test_the_kits_own_tests_pass_with_their_own_runner(starters: Starters, lang: str) -> None:
+def test_the_kits_own_tests_and_the_starters_test_pass(starters: Starters, lang: str) -> None:
     folder = starters.get(lang, "rezzo")
     commands = readme_commands(folder)
     # The README's order: build, the kit's tests, the pytest match test, a match, a tournament.
@@ -119,9 +118,16 @@ def test_the_kits_own_tests_pass_with_their_own_runner(starters: Starters, lang:
     out = runner.stdout + runner.stderr
     assert runner.returncode == 0, out
     assert re.search(PASSED[lang], out), out
+    # The starter's own pytest file: it builds (bot.toml's setup, incremental here) and plays both seats.
+    own = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=folder, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert own.returncode == 0 and "2 passed" in own.stdout, own.stdout + own.stderr
 
 
-@pytest.mark.parametrize("game", GAMES)
+# Rezzo's starters play the example bots in the tournament below, and the random bot in their own test.
+@pytest.mark.parametrize("game", ["cata"])
 @pytest.mark.parametrize("lang", LANGS)
 def test_each_starter_plays_a_real_match_against_an_example_bot(
     starters: Starters, lang: str, game: str, tmp_path: Path
@@ -133,7 +139,7 @@ def test_each_starter_plays_a_real_match_against_an_example_bot(
     bot = f"{folder.name}={command}"
     other = f"example=python {OPPONENT[game]}"
     proc = subprocess.run(
-        [*CLI, "match", game, "--bot", bot, "--bot", other, "--fast", *SHORT[game],
+        [*CLI, "match", game, "--bot", bot, "--bot", other, "--fast",
          "--log-dir", str(tmp_path), "--json"],
         cwd=folder, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
@@ -144,8 +150,6 @@ def test_each_starter_plays_a_real_match_against_an_example_bot(
     assert result["forfeits"] == [] and result["exit_codes"][folder.name] == 0, said
     assert result["ticks"] > 0 and set(result["ranks"]) == {folder.name, "example"}
     assert result["invalid"][folder.name] == 0, said
-    if game == "rezzo":
-        assert result["ticks"] == 100  # the tick cap: both bots played every tick
     assert f"{folder.name}: error" not in said
 
 
@@ -158,7 +162,7 @@ def test_a_tournament_of_one_starter_per_language_and_the_python_example_bots(
     dirs = [arg for f in folders for arg in ("--bots-dir", str(f))]
     proc = cellarena(
         "tournament", "rezzo", "--bots-dir", str(ROOT / "example_bots"), "--exclude", "js_random", *dirs,
-        "--fast", "--max-ticks", "60", "--out", str(tmp_path / "runs"), "--json",
+        "--fast", "--max-ticks", "30", "--out", str(tmp_path / "runs"), "--json",
         timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -170,6 +174,9 @@ def test_a_tournament_of_one_starter_per_language_and_the_python_example_bots(
         "random_walker",
     }
     assert all(s["crashes"] == 0 for s in standings), standings
+    # Every starter played every example bot, in both seats, and each of its answers could be read.
+    played = {s["bot"]: s["matches"] for s in standings}
+    assert all(played[f.name] == 2 * (len(standings) - 1) for f in folders), standings
 
 
 def test_a_starter_that_does_not_build_stops_the_tournament_naming_its_folder(
@@ -323,3 +330,21 @@ def test_new_bot_offers_the_compiled_languages_for_the_typed_games_only(tmp_path
         assert proc.returncode == 2
         error = json.loads(proc.stdout)
         assert error["option"] == "--lang" and f"--lang {lang} is offered for cata, rezzo" in error["error"]
+
+
+KIT_SOURCES = ROOT / "sdk" / "kits"
+#: Where each kit lists the refusals that mean "not now".
+RETRY_LISTS = {
+    "cpp": ("cpp/include/cellarena/bot.hpp", r"std::vector<std::string> codes\{([^}]*)\}"),
+    "rust": ("rust/src/bot.rs", r"RETRY_LATER: \[&str; \d+\] = \[([^\]]*)\]"),
+    "java": ("java/src/cellarena/Runner.java", r"RETRY_LATER = Arrays\.asList\(([^)]*)\)"),
+}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_kit_comes_back_after_exactly_the_sdks_retry_later_codes(lang: str) -> None:
+    """One registry of refusal codes (sdk/protocol/codes.py): a code added there must reach every kit."""
+    path, pattern = RETRY_LISTS[lang]
+    found = re.search(pattern, (KIT_SOURCES / path).read_text())
+    assert found is not None, f"{path}: no RETRY_LATER list matching {pattern}"
+    assert tuple(re.findall(r'"(\w+)"', found.group(1))) == protocol.RETRY_LATER

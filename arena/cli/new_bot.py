@@ -247,8 +247,9 @@ def _compiled_files(lang: str, values: dict[str, str]) -> dict[str, str]:
     type=click.Choice(sorted(LANGUAGES)),
     default="python",
     show_default=True,
-    help=f"The bot's language: python ({', '.join(offered('python'))}) or js (Node.js 18+: "
-    f"{', '.join(offered('js'))}).",
+    help=f"The bot's language: python ({', '.join(offered('python'))}), js (Node.js 18+: "
+    f"{', '.join(offered('js'))}), or cpp, rust, java on cellarena's kits ({', '.join(offered('cpp'))}; "
+    "built by the folder's bot.toml setup).",
 )
 @click.option(
     "--dir",
