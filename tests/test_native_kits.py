@@ -24,11 +24,12 @@ from pathlib import Path
 import pytest
 import trio
 from cellarena_cli import CLI, ROOT, cellarena
-from game_servers import Process, serve, start
+from game_servers import Process, add_ladder_bot, ladder_serve, serve, start, wait_for
 from scripted_server import ScriptedServer, match, refuse
 from tls_proxy import TLSProxy, certificates
 
 from cellarena.arena.cli.new_bot import COMPILED
+from cellarena.arena.ladder.store import LadderStore
 from cellarena.sdk import protocol
 
 LANGS = sorted(COMPILED)
@@ -285,6 +286,37 @@ def test_matches_2_against_cellarena_serve(starters: Starters, lang: str, tmp_pa
         assert (
             b.stderr().count("end after ") == 2 and b.stderr().count("played; connecting for the next") == 1
         )
+
+
+def test_one_bot_of_each_kit_keeps_playing_on_a_real_ladder(starters: Starters, tmp_path: Path) -> None:
+    """`--ladder --token-file` against `cellarena ladder serve`: one match per connection, and the bot
+    queues again after each `end`; the token stays out of every log."""
+    tokens = {lang: add_ladder_bot(tmp_path, f"{lang}_kit") for lang in LANGS}
+    for lang in LANGS:
+        starters.get(lang, "rezzo")
+    ladder = ladder_serve(tmp_path)
+    bots = {
+        lang: kit_bot(starters, lang, tmp_path / "bots", f"{lang}_kit", ladder.port, "--ladder",
+                      "--token-file", str(tokens[lang]))
+        for lang in LANGS
+    }  # fmt: skip
+    try:
+        wait_for(
+            lambda: all(b.stderr().count("end after ") >= 2 for b in bots.values()),
+            "two ladder matches of every kit's bot",
+            240,
+        )
+    finally:
+        for bot in bots.values():
+            bot.stop()  # SIGTERM ends a kit bot mid-wait (it has no handler: the default kills it)
+        ladder.stop()
+    for lang, bot in bots.items():
+        token = tokens[lang].read_text().strip()
+        assert "error" not in bot.stderr() and "played; connecting for the next" in bot.stderr(), bot.stderr()
+        assert token not in bot.stderr() and token not in ladder.stderr()
+    with LadderStore(tmp_path / "ladder.sqlite") as store:
+        finished = [m for m in store.matches("rezzo") if m.status == "finished"]
+    assert {name for m in finished for name in m.bots} == {f"{lang}_kit" for lang in LANGS}
 
 
 @pytest.mark.parametrize("lang", ["cpp", "rust"])
