@@ -356,6 +356,44 @@ async def test_the_java_kit_plays_over_tls_and_checks_the_certificate(
     assert "trying again" not in err
 
 
+#: Bot names whose classes share a name with the kit's (Bot, Runner, Cata).
+CLASHING = [
+    ("cpp", "rezzo", "bot"),
+    ("rust", "rezzo", "bot"),
+    ("java", "rezzo", "runner"),
+    ("java", "cata", "cata"),
+]
+
+
+def test_a_bot_may_be_named_like_a_kit_class(starters: Starters, tmp_path: Path) -> None:
+    """The starters write the kit's names in full (no using-directive, no imports), so `new-bot rezzo
+    bot` compiles in every language: only the bot itself is compiled here."""
+    builds = {
+        "cpp": ["sh", "-c", "cmake -S . -B build >/dev/null && cmake --build build --target $0"],
+        "rust": ["cargo", "build", "--release", "--offline", "--quiet"],
+        "java": ["sh", "build.sh"],
+    }
+    for lang, game, name in CLASHING:
+        starters.get(lang, "rezzo")  # the toolchain is there, and (Rust) the crates are compiled
+        folder = tmp_path / f"{lang}-{name}"
+        made = cellarena("new-bot", game, name, "--lang", lang, "--dir", str(folder))
+        assert made.returncode == 0, made.stderr
+        if lang == "rust":
+            (folder / "target").symlink_to(starters.root / "cargo-target")
+        argv = [*builds[lang], name] if lang == "cpp" else builds[lang]
+        done = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, f"{lang} {name}:\n{done.stdout}\n{done.stderr}"
+
+
+def test_a_rust_bot_cannot_take_the_name_of_a_crate_it_needs(tmp_path: Path) -> None:
+    folder = tmp_path / "x"
+    proc = cellarena("new-bot", "rezzo", "cellarena", "--lang", "rust", "--dir", str(folder), "--json")
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)
+    assert error["option"] == "NAME" and "clash with the crate cellarena" in error["error"]
+    assert not folder.exists()
+
+
 def test_new_bot_offers_the_compiled_languages_for_the_typed_games_only(tmp_path: Path) -> None:
     for lang in LANGS:
         proc = cellarena("new-bot", "cloth", "x", "--lang", lang, "--dir", str(tmp_path / lang), "--json")

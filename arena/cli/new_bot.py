@@ -6,7 +6,9 @@ with the commands to run it. The templates are package data: ``templates/GAME/``
 ``game.toml`` (its title, options for a short match) and one bot template per language it is offered
 in, ``templates/common/`` what every bot shares (the test, the README, JavaScript's protocol code).
 So this module names no game, and a game gets templates by getting a folder. A placeholder is a
-word such as ``__BOT_NAME__``, which neither Python nor JavaScript code uses.
+word such as ``__BOT_NAME__``, which no language's code here uses. The compiled languages (C++,
+Rust, Java) take their library, build files, README and test from the kits of ``cellarena.sdk``
+(``kits/<lang>/``), and only their bot from ``templates/GAME/``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ COMPILED = {
     "rust": "target/release/{name}",
     "java": "java -jar build/{name}.jar",
 }
+#: Names a Rust package cannot take: the kit's own crate, and the crates Rust itself ships.
+RUST_TAKEN = {"cellarena", "std", "core", "alloc", "test", "proc_macro"}
 NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: The folder of templates shared by every game; every other folder is one game's.
 COMMON = "common"
@@ -134,6 +138,12 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
     """Write the bot folder; NewBotError (naming the option) if it cannot."""
     check_name(name)
     check_game(game, lang)
+    if lang == "rust" and name in RUST_TAKEN:
+        raise NewBotError(
+            f"{name!r} cannot name a Rust bot: its crate would clash with the crate {name} "
+            f"(taken: {', '.join(sorted(RUST_TAKEN))}); give another NAME, e.g. my_{name}",
+            param_hint="NAME",
+        )
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise NewBotError(
             f"{folder} already exists and is not an empty folder; give another NAME or --dir",
