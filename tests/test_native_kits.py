@@ -154,6 +154,26 @@ def test_each_starter_plays_a_real_match_against_an_example_bot(
     assert f"{folder.name}: error" not in said
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_seat_token_handover_is_what_seats_a_kit_bot(
+    starters: Starters, lang: str, tmp_path: Path
+) -> None:
+    """The same bot with CELLARENA_TOKEN_FD taken from its environment has no token, and the match,
+    which reserves its seats, refuses it: the handover in the matches above is real."""
+    folder = starters.get(lang, "rezzo")
+    command = tomllib.loads((folder / "bot.toml").read_text())["command"]
+    proc = subprocess.run(
+        [*CLI, "match", "rezzo", "--bot", f"kit=env -u CELLARENA_TOKEN_FD {command}",
+         "--bot", f"example=python {OPPONENT['rezzo']}", "--fast", "--max-ticks", "20",
+         "--log-dir", str(tmp_path), "--json"],
+        cwd=folder, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    result = json.loads(proc.stdout)
+    said = (tmp_path / "kit.log").read_text()
+    assert result["forfeits"] == ["kit"] and result["exit_codes"]["kit"] == 1, said
+    assert "kit: error: the server sent error bad_hello" in said and "check the bot's token" in said
+
+
 def test_a_tournament_of_one_starter_per_language_and_the_python_example_bots(
     starters: Starters, tmp_path: Path
 ) -> None:
