@@ -153,7 +153,7 @@ def _from_manifest(folder: Path) -> FoundBot:
             raise DiscoveryError(f"{manifest}: {key} must be a non-empty string, got {data[key]!r}")
     if "command" not in data:
         raise DiscoveryError(f'{manifest}: missing command, e.g. command = "node bot.js"')
-    name = data.get("name", folder.name)
+    name = data.get("name", folder.resolve().name)  # `--bots-dir .` is named after the folder
     try:
         spec = BotSpec.parse(f"{name}={data['command']}")
     except ValueError as exc:
@@ -187,7 +187,13 @@ def prepare(bots: list[FoundBot], *, timeout: float = 600.0) -> None:
                 f"{bot.source / MANIFEST}: setup {bot.setup!r} could not run: {exc}"
             ) from None
         if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+            lines = (proc.stderr or proc.stdout).strip().splitlines()
+            tail = lines[-3:]
+            # A compiler names the file and line at fault in its first error, which a long build's
+            # last lines ("1 error", make's summary) do not: show that one too.
+            first = next((line for line in lines if "error" in line.lower()), None)
+            if first is not None and first not in tail:
+                tail = [first.strip(), "...", *tail]
             raise DiscoveryError(
                 f"{bot.source / MANIFEST}: setup {bot.setup!r} failed with exit status {proc.returncode}: "
                 + " / ".join(tail)

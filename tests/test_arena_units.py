@@ -196,6 +196,16 @@ def test_example_bots_are_found_for_rezzo_from_the_top_folder() -> None:
     )
 
 
+def test_a_bot_folder_given_as_dot_is_named_after_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A starter's README says `cellarena tournament --bots-dir .`: the bot is the folder's, by name."""
+    _manifest(tmp_path, "my_bot", 'command = "build/my_bot"\n')
+    monkeypatch.chdir(tmp_path / "my_bot")
+    (bot,) = discover(Path("."), "rezzo")
+    assert bot.spec.name == "my_bot" and bot.spec.cwd == str(tmp_path / "my_bot")
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [

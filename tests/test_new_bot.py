@@ -15,10 +15,16 @@ import pytest
 import typecheck
 from cellarena_cli import CLI, ROOT, cellarena
 
-from cellarena.arena.cli.new_bot import LANGUAGES, NODE_LANGUAGES, GameTemplate, offered
+from cellarena.arena.cli.new_bot import COMPILED, LANGUAGES, NODE_LANGUAGES, GameTemplate, offered
 
-#: TypeScript and JavaScript bots are tested in test_new_bot_node.py, which builds them together.
-COMBINATIONS = [(game, lang) for lang in LANGUAGES if lang not in NODE_LANGUAGES for game in offered(lang)]
+#: TypeScript and JavaScript bots are tested in test_new_bot_node.py, which builds them together; the
+#: compiled languages' starters are built once and tested in test_native_kits.py.
+COMBINATIONS = [
+    (game, lang)
+    for lang in LANGUAGES
+    if lang not in NODE_LANGUAGES and lang not in COMPILED
+    for game in offered(lang)
+]
 
 
 def _readme_commands(folder: Path) -> list[str]:

@@ -146,13 +146,15 @@ def test_the_wheel_ships_py_typed_and_mypy_reads_the_installed_sdk(tmp_path: Pat
     pip = [sys.executable, "-m", "pip"]
     subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)], check=True, timeout=600)
     (wheel,) = wheels.glob("cellarena-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
+    names = set(zipfile.ZipFile(wheel).namelist())
     assert "cellarena/sdk/py.typed" in names
-    # The TypeScript kit, which `new-bot --lang ts|js` copies from the installed package.
+    # The language kits ship too (`cellarena new-bot --lang ...` copies them from the installed
+    # package), dot-folders such as the Rust starter's .cargo/ included, and no npm or tsc output.
+    kits = [p.relative_to(src).as_posix() for p in (src / "sdk" / "kits").rglob("*") if p.is_file()]
+    assert "sdk/kits/rust/starter/.cargo/config.toml" in kits
+    assert "sdk/kits/typescript/src/games/rezzo.ts" in kits
+    assert not [k for k in kits if "cellarena/" + k not in names]
     kit = "cellarena/sdk/kits/typescript/"
-    assert {
-        kit + f for f in ("package.json", "package-lock.json", "src/index.ts", "src/games/rezzo.ts")
-    } <= set(names)
     assert not any(n.startswith((kit + "node_modules/", kit + "dist/")) for n in names)
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)

@@ -28,6 +28,14 @@ NOT_RUN = {
     ". .venv/bin/activate": "shell state; each command here runs with the suite's interpreter",
     "python my_bot/my_bot.py --ladder --host ladder.example.org --tls --token-file alice.token": "needs a "
     "public ladder with a certificate; tests/test_sdk_ladder.py plays --ladder --tls-ca --token-file",
+    # The kits' section: tests/test_native_kits.py builds every kit's starters once per run (a Rust
+    # build is the suite's slowest compile) and plays them, in a tournament beside the example bots too.
+    "cellarena new-bot rezzo my_rust_bot --lang rust": "tests/test_native_kits.py writes the starters",
+    "cd my_rust_bot && cargo build --release --offline && python -m pytest": "tests/test_native_kits.py "
+    "builds each starter and runs its kit's tests and its pytest file",
+    "cellarena tournament rezzo --bots-dir my_rust_bot --bots-dir example_bots --exclude js_random "
+    "--max-ticks 300 --out runs/kits": "tests/test_native_kits.py plays one starter per language in a "
+    "tournament beside the example bots",
 }
 #: Run against a `cellarena serve` on a free port in place of 7777 (another test may hold 7777).
 NEEDS_SERVER = "python my_bot/my_bot.py --matches 10 --port 7777"

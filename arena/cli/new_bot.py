@@ -11,7 +11,9 @@ which no language's code uses.
 A TypeScript or JavaScript bot is built on the TypeScript kit (``cellarena/sdk/kits/typescript``,
 package data too): its folder gets a copy of the kit's sources in ``cellarena/``, the kit's pinned
 packages (``package.json`` and ``package-lock.json``, for ``npm ci``) and a ``tsconfig.json``, so it
-builds anywhere with Node.js alone, and keeps building when cellarena is upgraded.
+builds anywhere with Node.js alone, and keeps building when cellarena is upgraded. The compiled
+languages (C++, Rust, Java) take their library, build files, README and test from the kits of
+``cellarena.sdk`` (``kits/<lang>/``), and only their bot from ``templates/GAME/``.
 """
 
 from __future__ import annotations
@@ -34,16 +36,27 @@ LANGUAGES = {
     "python": ("Python", "bot.py.tmpl", "{name}.py"),
     "js": ("JavaScript (Node.js 18 or newer)", "bot.js.tmpl", "src/bot.js"),
     "ts": ("TypeScript (Node.js 18 or newer)", "bot.ts.tmpl", "src/bot.ts"),
+    "cpp": ("C++17 (CMake, msgpack-cxx)", "bot.cpp.tmpl", "bot.cpp"),
+    "rust": ("Rust (cargo, rmp-serde)", "bot.rs.tmpl", "src/main.rs"),
+    "java": ("Java 17 (msgpack-java)", "Bot.java.tmpl", "src/{cls}.java"),
 }
 #: Languages whose bots are built on the TypeScript kit, and run by node from its build.
 NODE_LANGUAGES = ("js", "ts")
-#: The kit's node modules: what a bot folder copies (its sources, pinned packages).
-NODE_KIT = ("kits", "typescript")
 #: How a bot on the kit is built (its test does it before it plays): tsc from its own packages, run by
 #: node itself, as are the setup's steps. No npm script runs on the way: npm has been seen to hang
 #: after a lifecycle script ends, and a tournament or a test must not.
 NODE_BUILD = ("node", "node_modules/typescript/bin/tsc", "-b")
 NODE_SETUP = f"npm ci --no-audit --no-fund --ignore-scripts && {' '.join(NODE_BUILD)}"
+#: Compiled languages: their starter is the kit of `cellarena.sdk`'s ``kits/<lang>/`` (copied into the
+#: bot's ``cellarena/`` folder), the files of its ``starter/`` (templates), and the game's bot.
+#: Their bot.toml builds them (`setup`) before a tournament; the command they run is built output.
+COMPILED = {
+    "cpp": "build/{name}",
+    "rust": "target/release/{name}",
+    "java": "java -jar build/{name}.jar",
+}
+#: Names a Rust package cannot take: the kit's own crate, and the crates Rust itself ships.
+RUST_TAKEN = {"cellarena", "std", "core", "alloc", "test", "proc_macro"}
 NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: The folder of templates shared by every game; every other folder is one game's.
 COMMON = "common"
@@ -138,6 +151,12 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
     """Write the bot folder; NewBotError (naming the option) if it cannot."""
     check_name(name)
     check_game(game, lang)
+    if lang == "rust" and name in RUST_TAKEN:
+        raise NewBotError(
+            f"{name!r} cannot name a Rust bot: its crate would clash with the crate {name} "
+            f"(taken: {', '.join(sorted(RUST_TAKEN))}); give another NAME, e.g. my_{name}",
+            param_hint="NAME",
+        )
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise NewBotError(
             f"{folder} already exists and is not an empty folder; give another NAME or --dir",
@@ -147,9 +166,11 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
     about = GameTemplate.of(game)
     short = about.short
     language, template, target = LANGUAGES[lang]
-    bot_file = target.format(name=name)
+    bot_file = target.format(name=name, cls=class_name(name))
     node = lang in NODE_LANGUAGES
     command = "node dist/src/bot.js" if node else f"python {bot_file}"
+    if lang in COMPILED:
+        command = COMPILED[lang].format(name=name)
     values = {
         "BOT_NAME": name,
         "BOT_CLASS": class_name(name),
@@ -185,6 +206,9 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
     }
     if node:
         files.update(_node_files(name, lang, command))
+    elif lang in COMPILED:
+        files = _compiled_files(lang, values)
+        files[bot_file] = _fill(_template(game, template), values)
     try:
         for rel, text in files.items():
             path = folder / rel
@@ -195,11 +219,15 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
         raise NewBotError(f"{folder}: cannot write there ({exc.strerror})", param_hint="--dir") from None
     readme = files["README.md"]
     commands = re.findall(r"^(?:npm .*|python -m pytest|cellarena .*)$", readme, re.MULTILINE)
+    if lang in COMPILED:  # every line of the README's shell block: build, the kit's tests, play
+        block = re.search(r"```sh\n(.*?)```", readme, re.DOTALL)
+        commands = [line for line in (block.group(1) if block else "").splitlines() if line.strip()]
     return Written(folder, written, commands)
 
 
-def _kit() -> Traversable:
-    return resources.files("cellarena.sdk").joinpath(*NODE_KIT)
+def _kit(lang: str) -> Traversable:
+    """The kit of ``lang`` (``typescript`` for js and ts bots) in the installed package."""
+    return resources.files("cellarena.sdk").joinpath("kits", lang)
 
 
 def _kit_sources(root: Traversable, into: str) -> dict[str, str]:
@@ -216,7 +244,7 @@ def _kit_sources(root: Traversable, into: str) -> dict[str, str]:
 def _node_files(name: str, lang: str, command: str) -> dict[str, str]:
     """What a bot on the TypeScript kit needs beside its source: the kit, its pinned packages, the build
     and how the arena starts it (``setup``: `npm ci` once, which builds it too)."""
-    kit = _kit()
+    kit = _kit("typescript")
     package = json.loads(kit.joinpath("package.json").read_text(encoding="utf-8"))
     lock = json.loads(kit.joinpath("package-lock.json").read_text(encoding="utf-8"))
     mine = {
@@ -264,6 +292,38 @@ def _node_files(name: str, lang: str, command: str) -> dict[str, str]:
     }
 
 
+#: What a kit's folder may hold after someone built it in place: never copied into a starter.
+_NOT_KIT = {"build", "target", "__pycache__", "Cargo.lock"}
+
+
+def _compiled_files(lang: str, values: dict[str, str]) -> dict[str, str]:
+    """A compiled language's folder: the kit under ``cellarena/``, its starter's files filled in, the
+    README and the test that builds the bot and plays it."""
+    files: dict[str, str] = {}
+
+    def copy(node: Traversable, rel: str) -> None:
+        for entry in sorted(node.iterdir(), key=lambda e: e.name):
+            if entry.name in _NOT_KIT:
+                continue
+            if entry.is_dir():
+                if rel or entry.name != "starter":
+                    copy(entry, f"{rel}{entry.name}/")
+            elif rel.startswith("@starter/"):
+                name = entry.name.removesuffix(".tmpl")
+                files[rel.removeprefix("@starter/") + name] = _fill(entry.read_text(encoding="utf-8"), values)
+            else:
+                files[f"cellarena/{rel}{entry.name}"] = entry.read_text(encoding="utf-8")
+
+    kit = _kit(lang)
+    copy(kit, "")
+    copy(kit.joinpath("starter"), "@starter/")
+    files[f"test_{values['BOT_NAME']}.py"] = _fill(
+        resources.files("cellarena.sdk").joinpath("kits", "test_bot.py.tmpl").read_text(encoding="utf-8"),
+        values,
+    )
+    return files
+
+
 @click.command("new-bot")
 @click.argument("game")
 @click.argument("name")
@@ -272,8 +332,9 @@ def _node_files(name: str, lang: str, command: str) -> dict[str, str]:
     type=click.Choice(sorted(LANGUAGES)),
     default="python",
     show_default=True,
-    help=f"The bot's language: python ({', '.join(offered('python'))}), or ts or js (Node.js 18+, on "
-    f"cellarena's TypeScript kit: {', '.join(offered('ts'))}).",
+    help=f"The bot's language: python ({', '.join(offered('python'))}), ts or js (Node.js 18+, on "
+    f"cellarena's TypeScript kit: {', '.join(offered('ts'))}), or cpp, rust, java on cellarena's kits "
+    f"({', '.join(offered('cpp'))}; built by the folder's bot.toml setup).",
 )
 @click.option(
     "--dir",

@@ -1,0 +1,177 @@
+package cellarena;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import org.msgpack.core.MessageBufferPacker;
+import org.msgpack.core.MessagePack;
+import org.msgpack.value.ValueFactory;
+
+/** The kit's unit tests, a plain main (no JUnit download): framing, the views, the retry rule, the back-off, options. */
+public final class KitTest {
+    private static int checks, failures;
+
+    private static void check(boolean ok, String what) {
+        checks++;
+        if (!ok) {
+            failures++;
+            System.err.println("failed: " + what);
+        }
+    }
+
+    private static Message one(MessageBufferPacker p) throws Exception {
+        byte[] f = Frames.frame(p);
+        List<Message> got = new Frames.Reader().feed(f, f.length);
+        return got.get(0);
+    }
+
+    private static String raises(ThrowingRunnable r) {
+        try {
+            r.run();
+        } catch (Exception e) {
+            return String.valueOf(e.getMessage());
+        }
+        return "";
+    }
+
+    interface ThrowingRunnable {
+        void run() throws Exception;
+    }
+
+    private static Welcome welcome() throws Exception {
+        MessageBufferPacker p = MessagePack.newDefaultBufferPacker();
+        p.packMapHeader(10);
+        p.packString("type").packString("welcome");
+        p.packString("protocol").packInt(1);
+        p.packString("seat").packInt(1);
+        p.packString("game").packString("rezzo");
+        p.packString("match").packInt(3);
+        p.packString("players").packInt(2);
+        p.packString("names").packArrayHeader(2).packString("a").packString("b");
+        p.packString("tick_rate").packDouble(15.0);
+        p.packString("budget_ms").packInt(63);
+        p.packString("config").packMapHeader(1).packString("view_size").packInt(13);
+        return new Welcome(one(p));
+    }
+
+    static void framesSplitAnywhere() throws Exception {
+        MessageBufferPacker p = MessagePack.newDefaultBufferPacker();
+        p.packMapHeader(1).packString("type").packString("end");
+        byte[] f = Frames.frame(p);
+        byte[] two = new byte[f.length * 2];
+        System.arraycopy(f, 0, two, 0, f.length);
+        System.arraycopy(f, 0, two, f.length, f.length);
+        Frames.Reader r = new Frames.Reader();
+        int got = 0;
+        for (byte b : two) got += r.feed(new byte[] {b}, 1).size();
+        check(got == 2, "two frames fed a byte at a time");
+        check(raises(() -> new Frames.Reader().feed(new byte[] {0x16, 0x03, 0x01, 0x02}, 4)).contains("over the limit"), "a TLS record");
+        MessageBufferPacker arr = MessagePack.newDefaultBufferPacker();
+        arr.packArrayHeader(1).packInt(1);
+        byte[] af = Frames.frame(arr);
+        check(raises(() -> new Frames.Reader().feed(af, af.length)).contains("not a map"), "not a map");
+        MessageBufferPacker huge = MessagePack.newDefaultBufferPacker();
+        huge.packString("x".repeat(70_000));
+        check(raises(() -> Frames.frame(huge)).contains("65536"), "a client frame over the limit");
+    }
+
+    static void rezzoView() throws Exception {
+        Welcome w = welcome();
+        check(w.seat == 1 && w.match == 3 && w.names.equals(Arrays.asList("a", "b")) && w.tickRate == 15.0, "welcome");
+        byte[] cells = new byte[2 * 169];
+        cells[169 + 11 * 13 + 6] = (byte) Rezzo.FLAG;
+        cells[169 + 12] = (byte) (Rezzo.BASE + 2);
+        MessageBufferPacker p = MessagePack.newDefaultBufferPacker();
+        p.packMapHeader(6);
+        p.packString("type").packString("tick");
+        p.packString("tick").packInt(41);
+        p.packString("budget_ms").packInt(63);
+        p.packString("agents").packArrayHeader(2).packInt(0).packInt(3);
+        p.packString("cells").packBinaryHeader(cells.length).writePayload(cells);
+        p.packString("damage").packBinaryHeader(cells.length).writePayload(new byte[cells.length]);
+        Rezzo.View v = Rezzo.GAME.view(one(p), w);
+        check(v.tick == 41 && v.agents.length == 2 && v.agents[1] == 3, "agents");
+        check(v.ahead(1) == Rezzo.FLAG && v.ahead(0) == Rezzo.BLANK, "ahead");
+        check(Rezzo.kind(v.at(1, 12, 6)) == Rezzo.BASE && Rezzo.owner(v.at(1, 12, 6)) == 2, "a base of seat 2");
+        Message moves = one(Runner.moves(Rezzo.GAME, 41, new int[] {1, 5}));
+        check(moves.getLong("tick") == 41 && Arrays.equals(moves.getLongs("moves"), new long[] {1, 5}), "moves");
+    }
+
+    static void cataView() throws Exception {
+        byte[] board = new byte[512];
+        board[0] = (byte) 0x80;
+        MessageBufferPacker p = MessagePack.newDefaultBufferPacker();
+        p.packMapHeader(16);
+        p.packString("type").packString("tick");
+        p.packString("tick").packInt(5);
+        p.packString("budget_ms").packInt(1000);
+        p.packString("seat").packInt(0);
+        p.packString("size").packInt(64);
+        p.packString("board").packBinaryHeader(512).writePayload(board);
+        p.packString("rule").packArrayHeader(32);
+        for (int i = 0; i < 32; i++) p.packInt(i >= 16 ? 1 : 0);
+        p.packString("health").packArrayHeader(2).packInt(100).packInt(200);
+        p.packString("cells_per_hp").packInt(1024);
+        p.packString("turn").packInt(2);
+        p.packString("move").packInt(1);
+        p.packString("moves_left").packInt(2);
+        p.packString("blocked").packBoolean(false);
+        p.packString("meditated").packBoolean(false);
+        p.packString("opponent_meditated").packBoolean(false);
+        p.packString("refused").packMapHeader(3);
+        p.packString("tick").packInt(3).packString("move").packArrayHeader(2).packInt(1).packInt(2);
+        p.packString("reason").packString("own half");
+        Cata.View v = Cata.GAME.view(one(p), welcome());
+        check(v.white(0, 0) && !v.white(0, 1) && !v.white(63, 63), "board bits");
+        check(v.refused != null && v.refused.move.equals(new Cata.Move(1, 2)) && v.refused.reason.equals("own half"), "refused");
+        List<Cata.Move> legal = v.legalMoves();
+        check(legal.size() == 18 && legal.get(0).equals(new Cata.Move(Cata.STRIKE, 16)), "strikes first");
+        check(legal.get(16).equals(new Cata.Move(Cata.MEDITATE, 0)) && legal.get(17).equals(new Cata.Move(Cata.PASS, 0)), "meditate, pass");
+        Message moves = one(Runner.moves(Cata.GAME, 5, new Cata.Move(1, 18)));
+        check(Arrays.equals(moves.getLongs("moves"), new long[] {1, 18}), "a cata answer");
+        Plain plain = new Plain("drop2df");
+        Message any = one(Runner.moves(plain, 0, ValueFactory.newArray(ValueFactory.newInteger(4))));
+        check(Arrays.equals(any.getLongs("moves"), new long[] {4}) && plain.name().equals("drop2df"), "a plain answer");
+    }
+
+    static void retryRuleAndBackoff() {
+        for (String code : new String[] {"shutdown", "busy", "queue_full", "too_many_connections", "locked_out"})
+            check(Runner.comesBack(code), code + " comes back");
+        for (String code : new String[] {"bad_hello", "tls_required", "bad_version", "internal", "seat_taken"})
+            check(!Runner.comesBack(code), code + " stops");
+        Backoff b = new Backoff(1.0, 60.0, new Random(7));
+        double w1 = b.next(""), w2 = b.next(""), w3 = b.next("");
+        check(w1 >= 0.5 && w1 <= 1 && w2 >= 1 && w2 <= 2 && w3 >= 2 && w3 <= 4, "doubling waits");
+        for (int i = 0; i < 20; i++) check(b.next("") <= 60, "the cap");
+        check(b.next("too many wrong tokens; refused for another 90 s") >= 90, "the lock-out's time");
+        b.reset();
+        double again = b.next("");
+        check(again >= 0.5 && again <= 1, "reset");
+    }
+
+    static void optionsAndHello() throws Exception {
+        check(raises(() -> Runner.Options.parse(new String[] {"--port", "99999"}, "b")).contains("1-65535"), "port range");
+        check(raises(() -> Runner.Options.parse(new String[] {"--ladder", "--matches", "2"}, "b")).contains("give one of them"), "ladder or matches");
+        Path file = Files.createTempFile("token", ".txt");
+        Files.writeString(file, "0123456789abcdef\n");
+        Runner.Options o = Runner.Options.parse(new String[] {"--name", "x", "--matches", "3", "--token-file", file.toString()}, "b");
+        Files.delete(file);
+        check(o.name.equals("x") && o.matches == 3 && !o.ladder && o.token.equals("0123456789abcdef"), "options");
+        Message hello = one(Runner.hello(o, "rezzo"));
+        check(hello.getLong("protocol") == 1 && hello.getString("token").equals("0123456789abcdef") && hello.getString("game").equals("rezzo"), "hello");
+        check(raises(() -> Runner.tlsContext("/nonexistent/ca.pem")).contains("/nonexistent/ca.pem"), "a CA file that is not there");
+    }
+
+    public static void main(String[] args) throws Exception {
+        framesSplitAnywhere();
+        rezzoView();
+        cataView();
+        retryRuleAndBackoff();
+        optionsAndHello();
+        System.out.println((checks - failures) + " of " + checks + " checks passed");
+        System.exit(failures == 0 ? 0 : 1);
+    }
+}
