@@ -248,6 +248,7 @@ async def play_match(
                                 limits=limits,
                                 isolate=isolate,
                                 connection=connection,
+                                on_started=lambda p, name=bot.name: procs.__setitem__(name, p),
                             )
                         finally:
                             connection.close()  # the bot has its own copy; ours would keep the seat open
@@ -395,6 +396,7 @@ async def start_bot(
     limits: Limits | None = None,
     isolate: bool = False,
     connection: socket.socket | None = None,
+    on_started: Callable[[BotProcess], None] | None = None,
 ) -> BotProcess:
     """Start ``bot`` in a session of its own, confined by ``limits`` (and isolated with ``isolate``),
     its output piped for `copy_log` (docs/protocol.md says what a bot is handed):
@@ -402,7 +404,10 @@ async def start_bot(
     - ``connection``, when given, as its standard input, descriptor 0, named by CELLARENA_SOCKET_FD:
       a connection to the match server that already owns the bot's seat, with nothing secret in it;
     - ``token``, when given, through an inherited pipe named by CELLARENA_TOKEN_FD, with where to
-      connect in CELLARENA_HOST and _PORT, for bots written before the connection was handed over."""
+      connect in CELLARENA_HOST and _PORT, for bots written before the connection was handed over.
+      The token goes into the pipe only after ``on_started`` has the process: a bot that can read it
+      is known, so its hello is judged by its own processes however fast it comes (a compiled bot
+      says hello before an awaited start returns)."""
     become_subreaper()
     launch = Launch(limits or Limits(), isolate=isolate, handed_connection=connection is not None)
     try:
@@ -416,14 +421,13 @@ async def start_bot(
         env.update(CELLARENA_HOST=host, CELLARENA_PORT=str(port))
     env.update(launch.env())
     pass_fds: tuple[int, ...] = ()
-    read_end = None
+    read_end = write_end = None
+    payload = b""
     if token is not None:
+        payload = token.encode() + b"\n"
         # Not in the environment, which any process of the same user can read (/proc/PID/environ).
         read_end, write_end = os.pipe()
-        try:
-            os.write(write_end, token.encode() + b"\n")
-        finally:
-            os.close(write_end)
+        os.set_inheritable(write_end, False)
         env["CELLARENA_TOKEN_FD"] = str(read_end)
         pass_fds = (read_end,)
     if connection is not None:
@@ -439,6 +443,8 @@ async def start_bot(
         )
     except BaseException:
         launch.cleanup()
+        if write_end is not None:
+            os.close(write_end)
         raise
     finally:
         if read_end is not None:
@@ -446,7 +452,17 @@ async def start_bot(
     launch.started()
     # Should cellarena be killed, the reaper stops what the bot started (`cellarena.server.reaper`).
     Reaper.add(launch.marker, proc.pid, launch.marker, launch.cgroup)
-    return BotProcess(proc, ProcessTree(proc.pid, launch.marker), launch)
+    started = BotProcess(proc, ProcessTree(proc.pid, launch.marker), launch)
+    if on_started is not None:
+        on_started(started)
+    if write_end is not None:
+        try:
+            os.write(write_end, payload)
+        except OSError:
+            pass  # the bot is gone already: its exit tells the rest
+        finally:
+            os.close(write_end)
+    return started
 
 
 async def watch_limits(bots: list[BotProcess], limits: Limits) -> None:
