@@ -22,15 +22,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgpack
 import trio
 
 from cellarena.sdk import protocol
+from cellarena.sdk.protocol import debug as debug_layer
 from cellarena.sdk.protocol.fields import is_int
 from cellarena.server.connection import Connection
 from cellarena.server.games import causes
 from cellarena.server.games.base import Engine, Events, Result, sole_first
 
 log = logging.getLogger("cellarena.server")
+_pack = msgpack.Packer(use_bin_type=True).pack
 #: The `moves` of an answer without that field: no game reads it as an action, so it is invalid.
 _MISSING: Any = object()
 
@@ -99,7 +102,13 @@ class Recorder(Protocol):
     """Where a match's moves go, tick by tick (a replay file)."""
 
     def record(
-        self, tick: int, moves: dict[int, Any], engine: Engine, *, events: Sequence[Mapping[str, Any]] = ()
+        self,
+        tick: int,
+        moves: dict[int, Any],
+        engine: Engine,
+        *,
+        events: Sequence[Mapping[str, Any]] = (),
+        debug: Mapping[int, Mapping[str, Any]] | None = None,
     ) -> None: ...
 
     def finish(self, result: Result, extra: dict[str, Any]) -> None: ...
@@ -139,6 +148,11 @@ class Seat:
     arrival: float = 0.0
     #: Messages the seat may still send: the flood limit's token bucket.
     allowance: float = 0.0
+    #: The ``debug`` map of this tick's answer, as sent (None: none).
+    debug: Any = None
+    #: Bytes of debug kept so far (against `debug_layer.MAX_MATCH_BYTES`), and entries dropped.
+    debug_bytes: int = 0
+    debug_dropped: int = 0
 
     @property
     def connected(self) -> bool:
@@ -171,6 +185,8 @@ class Seat:
             return  # an old tick's answer, or a second: only the first counts
         # A missing `moves` is a malformed answer (invalid), never a silent one (late): `decode` judges.
         self.answer = message.get("moves", _MISSING)
+        if "debug" in message:  # one lookup: a bot that never draws pays nothing more
+            self.debug = message["debug"]
         self.answered = True
         self.arrival = arrival
         match.answer_came()
@@ -228,6 +244,8 @@ class MatchOutcome:
     behind_ticks: int = 0
     #: Ticks that were late or behind (each counted once): 1 - bad_ticks / ticks is the on-time rate.
     bad_ticks: int = 0
+    #: Per seat, debug entries dropped (malformed or past the caps; docs/protocol.md#debug).
+    debug_dropped: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         names = self.names
@@ -278,6 +296,8 @@ class Match:
         #: The tick being collected and its actions, between `collect_tick` and `finish_tick`.
         self._tick = 0
         self._actions: dict[int, Any] = {}
+        #: The debug drawings kept this tick, by seat (`_keep_debug`).
+        self._debug: dict[int, dict[str, Any]] = {}
         #: Ticks begun so far (the first may have its own budget), and the budget of the one under way.
         self._ticks_begun = 0
         self._budget = settings.budget
@@ -369,7 +389,7 @@ class Match:
         burst, refill = settings.message_burst, settings.messages_per_tick
         encode_tick = protocol.encode_tick
         for seat in self.seats:
-            seat.tick, seat.answer, seat.answered, seat.sent_wall = tick, None, False, 0.0
+            seat.tick, seat.answer, seat.answered, seat.sent_wall, seat.debug = tick, None, False, 0.0, None
             seat.allowance = min(burst, seat.allowance + refill)
             request = seat.request = requests.get(seat.index)
             conn = seat.conn
@@ -403,7 +423,12 @@ class Match:
             try:
                 # Exactly what apply() got, and the game's events (old plugins' Events may lack them).
                 happened = getattr(events, "log", None) or ()
-                self.recorder.record(self._tick, self._actions, self.engine, events=happened)
+                if self._debug:  # only then: recorders from before the debug layer take no `debug`
+                    self.recorder.record(
+                        self._tick, self._actions, self.engine, events=happened, debug=self._debug
+                    )
+                else:
+                    self.recorder.record(self._tick, self._actions, self.engine, events=happened)
             except OSError as exc:  # a full disk must not cost the match its result
                 tick = self._tick
                 log.error("match %d: its replay stops at tick %d (%s); play goes on", self.number, tick, exc)
@@ -415,12 +440,16 @@ class Match:
         """Every seat's action for this tick; late, missing and invalid answers become no-ops."""
         actions: dict[int, Any] = {}
         any_late = False
+        if self._debug:
+            self._debug = {}
         for seat in self.seats:
             if seat.index not in requests:
                 continue
             conn = seat.conn
             if conn is not None and not conn.closed and not seat.answered:
                 conn.drain()  # what the kernel holds now; each answer is judged by its arrival stamp
+            if seat.debug is not None:
+                self._keep_debug(seat, requests[seat.index])
             connected = conn is not None and not conn.closed
             if not connected and seat.forfeit_tick is None and not self._may_come_back(seat):
                 seat.forfeit_tick = seat.tick
@@ -459,6 +488,29 @@ class Match:
         self.late_ticks += any_late
         return actions
 
+    def _keep_debug(self, seat: Seat, request: Mapping[str, Any]) -> None:
+        """Keep what may be kept of the seat's debug drawing this tick (even with a late answer: why
+        it was slow is what its author wants to see), placed on the board by the engine if it places
+        cells (Rezzo: viewport cells); the rest, and all past the match's cap, dropped and counted."""
+        raw, seat.debug = seat.debug, None
+        placer = getattr(self.engine, "debug_placer", None)
+        try:
+            cleaned = debug_layer.clean(raw, placer(seat.index, request) if placer is not None else None)
+        except Exception:  # a drawing must never cost the move, nor the match
+            log.exception("match %d: %s's debug drawing could not be read; dropped", self.number, seat.name)
+            seat.debug_dropped += 1
+            return
+        seat.debug_dropped += cleaned.dropped
+        kept = cleaned.kept
+        if kept is None:
+            return
+        size = len(_pack(kept))
+        if seat.debug_bytes + size > debug_layer.MAX_MATCH_BYTES:
+            seat.debug_dropped += sum(len(v) for v in kept.values())
+            return
+        seat.debug_bytes += size
+        self._debug[seat.index] = kept
+
     def _gone_cause(self, seat: Seat) -> dict[str, Any]:
         """Why a seat with no connection forfeits: it never had one, or lost it past the grace."""
         if seat.conn is None:
@@ -492,7 +544,19 @@ class Match:
         illegal = [s.illegal for s in self.seats]
         names = [s.name for s in self.seats]
         forfeits = [s.index for s in self.seats if s.forfeit_tick is not None]
-        extra = {"late": late, "invalid": invalid, "illegal": illegal, "names": names, "forfeits": forfeits}
+        extra: dict[str, Any] = {
+            "late": late, "invalid": invalid, "illegal": illegal, "names": names, "forfeits": forfeits
+        }  # fmt: skip
+        debug_dropped = [s.debug_dropped for s in self.seats]
+        if any(debug_dropped):  # said only when it happened, so other replays stay as they were
+            extra["debug_dropped"] = debug_dropped
+            for seat in self.seats:
+                if seat.debug_dropped:
+                    log.info(
+                        "match %d: %s: %d debug entries dropped (malformed, or past the caps of "
+                        "docs/protocol.md#debug); its moves were all taken",
+                        self.number, seat.name, seat.debug_dropped,
+                    )  # fmt: skip
         if self.recorder is not None:
             try:
                 self.recorder.finish(result, extra)
@@ -548,6 +612,7 @@ class Match:
             late_ticks=self.late_ticks,
             behind_ticks=self.behind_ticks,
             bad_ticks=self.bad_ticks,
+            debug_dropped=debug_dropped,
         )
 
     def connections(self) -> list[Connection]:

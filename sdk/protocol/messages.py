@@ -87,6 +87,9 @@ class Moves(TypedDict):
     type: Literal["moves"]
     tick: int
     moves: Any
+    # What the bot drew for its own eyes (`debug.clean` says what is kept); servers have always
+    # ignored unknown fields, so a malformed one is dropped, never refused.
+    debug: NotRequired[Annotated[dict[str, Any], Lenient()]]
 
 
 class End(TypedDict):

@@ -71,6 +71,32 @@ def replay_verify(paths: tuple[str, ...], allow_incomplete: bool, as_json: bool)
         sys.exit(1)
 
 
+@replay.command("strip-debug")
+@click.argument("src", metavar="IN", type=click.Path(dir_okay=False))
+@click.argument("dst", metavar="OUT", type=click.Path(dir_okay=False))
+def replay_strip_debug(src: str, dst: str) -> None:
+    """Copy replay IN to OUT without the bots' debug drawings (docs/replays.md#debug).
+
+    Everything else is copied byte for byte, so OUT verifies as IN does. OUT may not be IN.
+    """
+    import os
+
+    from cellarena.server.replay import ReplayError, strip_debug
+
+    if os.path.exists(dst) and os.path.samefile(src, dst):
+        click.echo(f"error: OUT ({dst}) is IN; give another file to write", err=True)
+        sys.exit(1)
+    try:
+        stripped = strip_debug(src, dst)
+    except ReplayError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except OSError as exc:
+        click.echo(f"error: {dst}: cannot write it ({exc.strerror or exc})", err=True)
+        sys.exit(1)
+    click.echo(f"{dst}: written; debug drawings removed from {stripped} ticks")
+
+
 def _verified(report: VerifyReport, passed: bool) -> dict[str, Any]:
     """One file's verification as JSON; ``ok`` is whether it passes (the exit status's view)."""
     m = report.mismatch
