@@ -76,6 +76,8 @@ class MatchInfo:
     budget_ms: int = 0
     config: dict[str, Any] = field(default_factory=dict)
     role: str = "bot"
+    #: Your time bank at the start, in ms (0: the match has none; docs/protocol.md#the-time-bank).
+    time_bank_ms: int = 0
     #: Read from ``config`` by the game's SDK module unless given.
     settings: Any = None
 
@@ -118,6 +120,7 @@ class MatchInfo:
             budget_ms=welcome["budget_ms"],
             config=dict(welcome["config"]),
             role=welcome["role"],
+            time_bank_ms=welcome.get("time_bank_ms", 0),
         )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -72,6 +73,14 @@ class TickSettings:
     #: Seconds a seat whose connection dropped keeps its seat, playing no-ops counted as late, for its
     #: bot to come back (`Match.reattach`). 0: a lost connection forfeits at the next tick.
     reconnect_grace: float = 0.0
+    #: Each seat's time bank in ms (docs/protocol.md#the-time-bank): an answer after its budget is
+    #: taken while the bank lasts, which shrinks by the time over budget. 0: none.
+    time_bank_ms: float = 0.0
+
+    @property
+    def time_bank(self) -> float:
+        """Each seat's time bank in seconds, exactly the whole ms the welcome says."""
+        return whole_ms(self.time_bank_ms) / 1000.0 if self.time_bank_ms > 0 else 0.0
 
     @property
     def period(self) -> float:
@@ -109,6 +118,7 @@ class Recorder(Protocol):
         *,
         events: Sequence[Mapping[str, Any]] = (),
         debug: Mapping[int, Mapping[str, Any]] | None = None,
+        bank: Mapping[int, int] | None = None,
     ) -> None: ...
 
     def finish(self, result: Result, extra: dict[str, Any]) -> None: ...
@@ -153,6 +163,10 @@ class Seat:
     #: Bytes of debug kept so far (against `debug_layer.MAX_MATCH_BYTES`), and entries dropped.
     debug_bytes: int = 0
     debug_dropped: int = 0
+    #: Whole ms of time bank left, and drawn so far (each late answer charged its ms over, rounded
+    #: up, so that the replay's per-tick figures add up to the total).
+    bank_ms: int = 0
+    bank_drawn_ms: int = 0
 
     @property
     def connected(self) -> bool:
@@ -246,6 +260,8 @@ class MatchOutcome:
     bad_ticks: int = 0
     #: Per seat, debug entries dropped (malformed or past the caps; docs/protocol.md#debug).
     debug_dropped: list[int] = field(default_factory=list)
+    #: Per seat, ms of time bank drawn; None when the match had no bank.
+    bank_drawn_ms: list[int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         names = self.names
@@ -259,6 +275,11 @@ class MatchOutcome:
             "illegal": dict(zip(names, self.illegal, strict=True)),
             "forfeits": [names[s] for s in self.forfeits],
             "causes": {names[s]: c for s, c in causes.with_sentences(self.result.causes, names).items()},
+            **(
+                {"bank_drawn_ms": dict(zip(names, self.bank_drawn_ms, strict=True))}
+                if self.bank_drawn_ms is not None
+                else {}
+            ),
         }
 
 
@@ -298,10 +319,13 @@ class Match:
         self._actions: dict[int, Any] = {}
         #: The debug drawings kept this tick, by seat (`_keep_debug`).
         self._debug: dict[int, dict[str, Any]] = {}
+        #: Ms of time bank each seat drew this tick.
+        self._bank_drawn: dict[int, int] = {}
         #: Ticks begun so far (the first may have its own budget), and the budget of the one under way.
         self._ticks_begun = 0
         self._budget = settings.budget
         for seat, (_, conn) in zip(self.seats, seats, strict=True):
+            seat.bank_ms = round(settings.time_bank * 1000)
             if conn is not None and conn.attach(seat):
                 seat.conn = conn
 
@@ -341,7 +365,9 @@ class Match:
             seat.conn.pause_reading()
 
     def _welcome(self, seat: int | None) -> protocol.Welcome:
+        bank = self.settings.time_bank
         return protocol.welcome(
+            time_bank_ms=round(bank * 1000) if bank else None,
             seat=seat,
             game=self.engine.name,
             match=self.number,
@@ -388,6 +414,7 @@ class Match:
         budget = self._budget = budget_ms / 1000.0
         burst, refill = settings.message_burst, settings.messages_per_tick
         encode_tick = protocol.encode_tick
+        banked = settings.time_bank > 0
         for seat in self.seats:
             seat.tick, seat.answer, seat.answered, seat.sent_wall, seat.debug = tick, None, False, 0.0, None
             seat.allowance = min(burst, seat.allowance + refill)
@@ -395,7 +422,8 @@ class Match:
             conn = seat.conn
             if request is None or conn is None or conn.closed:
                 continue
-            if conn.send(encode_tick(tick, budget_ms, request)):
+            bank_ms = seat.bank_ms if banked else None
+            if conn.send(encode_tick(tick, budget_ms, request, bank_ms=bank_ms)):
                 seat.sent_wall = conn.last_send
                 self.outstanding += 1
         # Read after the last send, so no seat's deadline comes before its budget has run out.
@@ -423,9 +451,14 @@ class Match:
             try:
                 # Exactly what apply() got, and the game's events (old plugins' Events may lack them).
                 happened = getattr(events, "log", None) or ()
-                if self._debug:  # only then: recorders from before the debug layer take no `debug`
+                if self._debug or self._bank_drawn:  # only then: recorders from before take neither
                     self.recorder.record(
-                        self._tick, self._actions, self.engine, events=happened, debug=self._debug
+                        self._tick,
+                        self._actions,
+                        self.engine,
+                        events=happened,
+                        debug=self._debug or None,
+                        bank=self._bank_drawn or None,
                     )
                 else:
                     self.recorder.record(self._tick, self._actions, self.engine, events=happened)
@@ -442,6 +475,8 @@ class Match:
         any_late = False
         if self._debug:
             self._debug = {}
+        if self._bank_drawn:
+            self._bank_drawn = {}
         for seat in self.seats:
             if seat.index not in requests:
                 continue
@@ -461,7 +496,13 @@ class Match:
                     "match %d: %s forfeits at tick %d (%s)",
                     self.number, seat.name, seat.tick, seat.forfeit_cause["cause"],
                 )  # fmt: skip
-            if not seat.answered or seat.arrival > seat.sent_wall + budget:
+            over = seat.arrival - (seat.sent_wall + budget) if seat.answered else math.inf
+            over_ms = math.ceil(over * 1000) if over < math.inf else 0
+            if over > 0 and 0 < over_ms <= seat.bank_ms:  # late, but the bank pays for it
+                seat.bank_ms -= over_ms
+                seat.bank_drawn_ms += over_ms
+                self._bank_drawn[seat.index] = over_ms
+            elif over > 0:
                 seat.late += 1
                 any_late = any_late or seat.forfeit_tick is None
                 seat.missed_in_a_row += 1
@@ -487,6 +528,27 @@ class Match:
             actions[seat.index] = action
         self.late_ticks += any_late
         return actions
+
+    def waiting_on_bank(self) -> float | None:
+        """At the budget's end: the trio time until which a seat asked this tick may still answer on
+        its time bank (the latest such), or None when no seat can (all answered, no bank left,
+        gone). Reads what the kernel holds for those seats first, so an answer already there is seen.
+        The driver waits until then, or until they have answered, and asks again."""
+        if self.settings.time_bank <= 0:
+            return None
+        wall, now = time.time(), trio.current_time()
+        until: float | None = None
+        for seat in self.seats:
+            conn = seat.conn
+            if seat.answered or not seat.sent_wall or conn is None or conn.closed or seat.bank_ms <= 0:
+                continue
+            conn.drain()
+            if seat.answered or conn.closed:
+                continue
+            end = seat.sent_wall + self._budget + seat.bank_ms / 1000.0 - wall
+            if end > 0:
+                until = max(until or now, now + end)
+        return until
 
     def _keep_debug(self, seat: Seat, request: Mapping[str, Any]) -> None:
         """Keep what may be kept of the seat's debug drawing this tick (even with a late answer: why
@@ -548,6 +610,10 @@ class Match:
             "late": late, "invalid": invalid, "illegal": illegal, "names": names, "forfeits": forfeits
         }  # fmt: skip
         debug_dropped = [s.debug_dropped for s in self.seats]
+        bank_drawn_ms: list[int] | None = None
+        if self.settings.time_bank:
+            bank_drawn_ms = [s.bank_drawn_ms for s in self.seats]
+            extra["bank_drawn_ms"] = bank_drawn_ms
         if any(debug_dropped):  # said only when it happened, so other replays stay as they were
             extra["debug_dropped"] = debug_dropped
             for seat in self.seats:
@@ -613,6 +679,7 @@ class Match:
             behind_ticks=self.behind_ticks,
             bad_ticks=self.bad_ticks,
             debug_dropped=debug_dropped,
+            bank_drawn_ms=bank_drawn_ms,
         )
 
     def connections(self) -> list[Connection]:

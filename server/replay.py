@@ -63,6 +63,8 @@ class TickRecord:
     events: list[dict[str, Any]] | None = None
     #: What each seat drew this tick (docs/protocol.md#debug), board cells; empty when none did.
     debug: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: Ms of time bank each seat drew this tick; empty when none did.
+    bank: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -370,6 +372,7 @@ def _check_tick(c: _Checker, events: bool) -> TickRecord:
         invalid=c.int_map("invalid", optional=True),
         events=_check_events(c) if events else None,
         debug=_check_debug(c) if "debug" in c.record else {},
+        bank=c.int_map("bank", optional=True),
     )
 
 
@@ -623,6 +626,7 @@ class ReplayWriter:
         invalid: Mapping[int, int] | None = None,
         events: Sequence[Mapping[str, Any]] | None = None,
         debug: Mapping[int, Mapping[str, Any]] | None = None,
+        bank: Mapping[int, int] | None = None,
     ) -> None:
         """Append decision point ``tick``: ``moves`` exactly as ``apply()`` got them, after that call.
 
@@ -631,7 +635,8 @@ class ReplayWriter:
         events that ``apply()`` reported (`Events.log`), which `verify` checks against re-simulation;
         the field is left out when there are none. ``debug`` is what each seat drew this tick, as
         the match kept it (board cells, within the caps); left out when no seat drew. It is an optional
-        field of version 2: older readers skip it, and `verify` does not look at it.
+        field of version 2: older readers skip it, and `verify` does not look at it. ``bank``: the
+        ms of time bank each seat drew this tick (an optional field too, zeros left out).
         """
         if self._finished:
             raise ValueError(f"replay {self.path} already has its result")
@@ -649,6 +654,8 @@ class ReplayWriter:
             record["invalid"] = invalid_counts
         if events:
             record["events"] = [dict(e) for e in events]
+        if bank_drawn := _seat_counts(bank):
+            record["bank"] = bank_drawn
         if debug:
             record["debug"] = {operator.index(s): dict(d) for s, d in sorted(debug.items())}
         self._write(self._pack(record, f"the moves of tick {tick}"))

@@ -252,3 +252,5 @@ def test_sdk_drawings_are_recorded_per_seat_and_tick_and_strip_debug_removes_the
     assert same.returncode == 1 and "OUT" in same.stderr
     bad = cellarena("replay", "strip-debug", str(tmp_path / "none.replay"), str(tmp_path / "x"))
     assert bad.returncode == 1 and "none.replay" in bad.stderr
+    as_json = cellarena("replay", "strip-debug", str(path), str(tmp_path / "j.replay"), "--json")
+    assert json.loads(as_json.stdout) == {"ok": True, "out": str(tmp_path / "j.replay"), "ticks": 12}

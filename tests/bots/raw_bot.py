@@ -7,6 +7,7 @@ crash    send hello, answer two ticks, then exit with status 3
 forever  answer every tick, and ignore `end` (never exit by itself)
 game:G   as random, but say in hello that it plays game G
 chatty   as random, but print 100 kB to stdout before every answer
+slow:MS:N as random, but answer ticks whose number N divides MS milliseconds after receiving them
 flood    as random, with a `debug` map far past every cap (and every third tick a malformed one)
 Writes its pid to $BOT_PID_FILE when set, so tests can check nothing is left running, and with
 $BOT_TIMING_FILE set, one line per answer: the tick, and the ms from the tick's arrival (the
@@ -78,6 +79,10 @@ def main() -> int:
                     return 3
                 if mode.startswith("delay:"):
                     time.sleep(max(0.0, received + float(mode[6:]) / 1000 - time.monotonic()))
+                if mode.startswith("slow:"):
+                    ms, every = mode[5:].split(":")
+                    if msg["tick"] % int(every) == 0:
+                        time.sleep(max(0.0, received + float(ms) / 1000 - time.monotonic()))
                 if mode == "chatty":
                     sys.stdout.write("x" * 99_999 + "\n")
                     sys.stdout.flush()
