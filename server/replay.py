@@ -19,7 +19,7 @@ import operator
 import os
 import struct
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any, Self
@@ -455,11 +455,13 @@ def read_replay(path: str | os.PathLike[str]) -> Replay:
     return Replay(name, header, ticks, result, truncated)
 
 
-def strip_debug_bytes(data: bytes, path: str = "<replay>") -> tuple[bytes, int]:
-    """A replay's records (plain, or gzip as it came) without the bots' debug drawings, and how many
-    tick records had one. Every other record keeps its exact bytes, so the copy verifies as the
-    original does. For the ladder's public downloads as for `strip_debug`; ``path`` names the file
-    in a ReplayError."""
+def strip_debug_bytes(
+    data: bytes, path: str = "<replay>", *, keep: Collection[int] = ()
+) -> tuple[bytes, int]:
+    """A replay's records (plain, or gzip as it came) without the bots' debug drawings, but those of
+    the seats in ``keep`` (a ladder bot's owner gets their own), and how many tick records lost one.
+    Every other record keeps its exact bytes, so the copy verifies as the original does. For the
+    ladder's downloads as for `strip_debug`; ``path`` names the file in a ReplayError."""
     gz = data[: len(GZIP_MAGIC)] == GZIP_MAGIC
     if gz:
         try:
@@ -479,9 +481,13 @@ def strip_debug_bytes(data: bytes, path: str = "<replay>") -> tuple[bytes, int]:
             except (ValueError, TypeError, msgpack.UnpackException) as exc:
                 raise ReplayError(f"{path}: a record at byte {at} is not valid msgpack ({exc})") from None
             if isinstance(record, dict) and record.get("type") == "tick" and "debug" in record:
-                del record["debug"]
-                body = msgpack.packb(record, use_bin_type=True)
-                stripped += 1
+                drawn = record.pop("debug")
+                mine = {s: d for s, d in drawn.items() if s in keep} if isinstance(drawn, dict) else {}
+                if mine:
+                    record["debug"] = mine
+                if mine != drawn:
+                    body = msgpack.packb(record, use_bin_type=True)
+                    stripped += 1
         out += LENGTH.pack(len(body)) + body
         at = end
     out += data[at:]

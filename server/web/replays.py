@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from cellarena.server.replay import read_replay
+from cellarena.server.replay import read_replay, strip_debug_bytes
 from cellarena.server.web.pages import page
 from cellarena.server.web.timeline import Timeline, final_frame
 
@@ -98,8 +98,11 @@ def player_html(title: str, api: str, game: str, *, live: str = "") -> str:
     return page(title, body)
 
 
-def replay_routes(library: ReplayLibrary, prefix: str = "/replays") -> list[BaseRoute]:
-    """The player's page at ``{prefix}/{id}/`` and its API at ``/api{prefix}/{id}/...``."""
+def replay_routes(
+    library: ReplayLibrary, prefix: str = "/replays", *, public_debug: bool = True
+) -> list[BaseRoute]:
+    """The player's page at ``{prefix}/{id}/`` and its API at ``/api{prefix}/{id}/...``. With
+    ``public_debug`` False the file download carries none of the bots' debug drawings."""
 
     async def player(request: Request) -> Response:
         rid = request.path_params["rid"]
@@ -135,6 +138,8 @@ def replay_routes(library: ReplayLibrary, prefix: str = "/replays") -> list[Base
     async def download(request: Request) -> Response:
         timeline = await library.timeline(request.path_params["rid"])
         data = await trio.Path(timeline.replay.path).read_bytes()
+        if not public_debug:  # the bots' drawings belong to their owners (a ladder's choice)
+            data, _ = await trio.to_thread.run_sync(strip_debug_bytes, data)
         name = Path(timeline.replay.path).name
         return Response(
             data,
