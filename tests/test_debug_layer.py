@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from bot_files import RAW_BOT
 from cellarena_cli import cellarena
+from game_servers import js_bot_folder
 
 from cellarena.sdk import Bot, protocol
 from cellarena.sdk.bot import _add_debug, _Log
@@ -254,3 +255,19 @@ def test_sdk_drawings_are_recorded_per_seat_and_tick_and_strip_debug_removes_the
     assert bad.returncode == 1 and "none.replay" in bad.stderr
     as_json = cellarena("replay", "strip-debug", str(path), str(tmp_path / "j.replay"), "--json")
     assert json.loads(as_json.stdout) == {"ok": True, "out": str(tmp_path / "j.replay"), "ticks": 12}
+
+
+def test_the_js_example_bot_and_the_rezzo_template_send_drawings(tmp_path: Path) -> None:
+    made = cellarena("new-bot", "rezzo", "my_bot", "--dir", str(tmp_path / "my_bot"))
+    assert made.returncode == 0, made.stderr
+    folder = js_bot_folder()
+    result, path = _match(
+        tmp_path, f"node {folder / 'bot.js'}", f"python {tmp_path / 'my_bot' / 'my_bot.py'}"
+    )
+    assert result["invalid"] == {"s0": 0, "s1": 0}
+    rep = read_replay(path)
+    js = [t.debug[0] for t in rep.ticks]  # every tick: a text line, and a mark ahead of its agent
+    assert all(" agents, moves " in d["text"][0] for d in js)
+    assert all(d["marks"][0]["colour"] == "#ffe119" for d in js)
+    template = [t.debug[1]["text"][0] for t in rep.ticks]
+    assert template[0].startswith(f"tick {rep.ticks[0].tick}: ")

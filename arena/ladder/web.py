@@ -303,7 +303,7 @@ class LadderSite:
             disposition = {"content-disposition": f'attachment; filename="{name}"'}
             return Response(data, media_type="application/octet-stream", headers=disposition)
 
-        library = ReplayLibrary(self.replay_path)
+        library = ReplayLibrary(self.replay_path, debug=self.public_debug)
         return [
             Route("/", standings),
             Route("/bots/{name:path}", bot),

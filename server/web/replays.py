@@ -31,8 +31,10 @@ class ReplayLibrary:
     """Replay files by id, read and re-simulated on first use. ``find(id)`` gives a path or None; it
     runs in a worker thread, so it may read a database."""
 
-    def __init__(self, find: Callable[[str], Path | None]) -> None:
+    def __init__(self, find: Callable[[str], Path | None], *, debug: bool = True) -> None:
         self.find = find
+        #: Whether the frames carry the bots' debug drawings (`Timeline`).
+        self.debug = debug
         self._open: OrderedDict[str, Timeline] = OrderedDict()
         self._lock = trio.Lock()
         self._finals: dict[str, bytes] = {}
@@ -62,7 +64,7 @@ class ReplayLibrary:
             if path is None:
                 raise HTTPException(404, f"no replay {rid!r}")
             replay = await trio.to_thread.run_sync(read_replay, path)
-            timeline = Timeline(replay)
+            timeline = Timeline(replay, debug=self.debug)
             self._open[rid] = timeline
             while len(self._open) > KEEP:
                 self._open.popitem(last=False)

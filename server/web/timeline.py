@@ -55,8 +55,10 @@ class _Cursor:
 class Timeline:
     """The frames of one replay. Thread-confined: every method runs under this object's trio lock."""
 
-    def __init__(self, replay: Replay) -> None:
+    def __init__(self, replay: Replay, *, debug: bool = True) -> None:
+        """``debug``: whether frames carry the bots' debug drawings (a ladder's public pages: not)."""
         self.replay = replay
+        self.debug = debug
         self.count = len(replay.ticks) + 1
         self._frames: list[bytes] = []  # zlib of each frame's JSON, in order
         self._cursor: _Cursor | None = None
@@ -184,6 +186,10 @@ class Timeline:
                     if 0 <= seat < players:
                         cur.totals[key][seat] += n
             last = cur.applied == len(self.replay.ticks)
+            index = len(self._frames)
+            # What each bot drew while it looked at this frame's world (tick record ``index``).
+            ticks = self.replay.ticks
+            drawn = ticks[index].debug if self.debug and index < len(ticks) else {}
             frame = {
                 "i": len(self._frames),
                 "tick": cur.engine.tick,
@@ -191,6 +197,7 @@ class Timeline:
                 "step": step,
                 "totals": {k: list(v) for k, v in cur.totals.items()},
                 "result": _outcome(cur.engine.result(), self.replay.names) if last else None,
+                "debug": drawn,
             }
             self._frames.append(zlib.compress(dumps(frame), 1))
         return self._frames[index]
