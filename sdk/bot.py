@@ -302,9 +302,15 @@ def play(bot: AnyBot, client: Client, *, name: str = "bot", quiet: bool = False)
             if took_ms > budget:
                 slow += 1
                 if slow == 1:
+                    bank = request.get("bank_ms")
                     log(
                         f"tick {request['tick']}: on_tick took {took_ms:.0f} ms, over the {budget} ms "
-                        "budget; late answers are noops (only the first is reported)"
+                        + (
+                            f"budget; the time bank ({bank} ms left) pays while it lasts, then late "
+                            "answers are noops (only the first is reported)"
+                            if bank is not None
+                            else "budget; late answers are noops (only the first is reported)"
+                        )
                     )
         elif kind == "end":
             result = MatchResult.from_end(message)

@@ -271,3 +271,28 @@ def test_the_js_example_bot_and_the_rezzo_template_send_drawings(tmp_path: Path)
     assert all(d["marks"][0]["colour"] == "#ffe119" for d in js)
     template = [t.debug[1]["text"][0] for t in rep.ticks]
     assert template[0].startswith(f"tick {rep.ticks[0].tick}: ")
+
+
+def test_a_replay_with_malformed_drawings_reads_them_cleaned_and_the_player_takes_it(tmp_path: Path) -> None:
+    """A replay is untrusted input that the web player draws: junk in its ``debug`` is left out."""
+    from cellarena.server.replay import ReplayWriter
+    from cellarena.server.web.timeline import Timeline
+
+    engine = RezzoEngine.new({}, seed=3)
+    path = tmp_path / "junk.replay"
+    with ReplayWriter(path, engine, seed=3, names=["a", "b"]) as writer:
+        for junk in ("junk", {"marks": [{"cell": "x", "colour": "<script>"}], "text": ["ok", 5]}):
+            tick = engine.tick
+            engine.apply({})
+            # As a hand-made file would hold it: the writer itself only takes the match's clean maps.
+            record = {"type": "tick", "tick": tick, "moves": {}, "hash": engine.state_hash()}
+            writer._write(writer._pack({**record, "debug": {0: junk, 1: {"text": ["fine"]}}}, "junk"))
+    rep = read_replay(path)
+    assert [t.debug for t in rep.ticks] == [
+        {1: {"text": ["fine"]}},
+        {0: {"text": ["ok"]}, 1: {"text": ["fine"]}},
+    ]
+    assert verify(rep).complete is False and verify(rep).ok
+    frames = json.loads(Timeline(rep).chunk(0, 3))
+    assert frames[1]["debug"] == {"0": {"text": ["ok"]}, "1": {"text": ["fine"]}}
+    assert all(f["debug"] == {} for f in json.loads(Timeline(rep, debug=False).chunk(0, 3)))
