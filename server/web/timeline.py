@@ -186,10 +186,10 @@ class Timeline:
                     if 0 <= seat < players:
                         cur.totals[key][seat] += n
             last = cur.applied == len(self.replay.ticks)
-            index = len(self._frames)
-            # What each bot drew while it looked at this frame's world (tick record ``index``).
+            made = len(self._frames)
+            # What each bot drew while it looked at this frame's world (tick record ``made``).
             ticks = self.replay.ticks
-            drawn = ticks[index].debug if self.debug and index < len(ticks) else {}
+            drawn = ticks[made].debug if self.debug and made < len(ticks) else {}
             frame = {
                 "i": len(self._frames),
                 "tick": cur.engine.tick,
