@@ -59,7 +59,8 @@ class TournamentSpec:
             "seed": self.seed,
             # A first-tick budget only when given, so that results folders from before it resume.
             "pacing": [s.fast, s.tick_rate, s.budget_ms, s.max_missed_in_a_row]
-            + ([s.first_budget_ms] if s.first_budget_ms is not None else []),
+            + ([s.first_budget_ms] if s.first_budget_ms is not None else [])
+            + ([{"time_bank_ms": s.time_bank_ms}] if s.time_bank_ms else []),
         }
 
     def matches(self) -> list[Scheduled]:

@@ -47,6 +47,7 @@ from cellarena.sdk.client import (
     is_loopback,
     tls_context,
 )
+from cellarena.sdk.debug import DebugLayer
 from cellarena.sdk.games import DEFAULT_GAME, MovesError, adapter, parse_settings
 from cellarena.sdk.protocol import ProtocolError
 from cellarena.sdk.reconnect import Backoff
@@ -76,6 +77,8 @@ class MatchInfo:
     budget_ms: int = 0
     config: dict[str, Any] = field(default_factory=dict)
     role: str = "bot"
+    #: Your time bank at the start, in ms (0: the match has none; docs/protocol.md#the-time-bank).
+    time_bank_ms: int = 0
     #: Read from ``config`` by the game's SDK module unless given.
     settings: Any = None
 
@@ -118,6 +121,7 @@ class MatchInfo:
             budget_ms=welcome["budget_ms"],
             config=dict(welcome["config"]),
             role=welcome["role"],
+            time_bank_ms=welcome.get("time_bank_ms", 0),
         )
 
 
@@ -183,6 +187,16 @@ class GameBot(Generic[ViewT, AnswerT]):
     game: ClassVar[str] = DEFAULT_GAME
     info: MatchInfo | None = None
 
+    @property
+    def debug(self) -> DebugLayer:
+        """This tick's debug drawing: ``self.debug.mark(cell, colour, label)``, ``.line(a, b, colour)``
+        and ``.log(text)`` during ``on_tick`` go out with its answer (docs/sdk.md#debugging). Made on
+        first use, so a bot that never draws sends and pays nothing."""
+        layer: DebugLayer | None = self.__dict__.get("_debug")
+        if layer is None:
+            layer = self.__dict__["_debug"] = DebugLayer()
+        return layer
+
     def on_start(self, info: MatchInfo) -> None:
         """The match begins: your seat, the players, the game's settings."""
 
@@ -230,6 +244,8 @@ class _Log:
         self.quiet = quiet
         #: Ticks whose answer went invalid (on_tick raised, or its answer could not be encoded).
         self.invalid = 0
+        #: Whether a dropped debug drawing was reported (once a match).
+        self.debug_said = False
 
     def __call__(self, text: str, *, always: bool = True) -> None:
         if always or not self.quiet:
@@ -288,9 +304,15 @@ def play(bot: AnyBot, client: Client, *, name: str = "bot", quiet: bool = False)
             if took_ms > budget:
                 slow += 1
                 if slow == 1:
+                    bank = request.get("bank_ms")
                     log(
                         f"tick {request['tick']}: on_tick took {took_ms:.0f} ms, over the {budget} ms "
-                        "budget; late answers are noops (only the first is reported)"
+                        + (
+                            f"budget; the time bank ({bank} ms left) pays while it lasts, then late "
+                            "answers are noops (only the first is reported)"
+                            if bank is not None
+                            else "budget; late answers are noops (only the first is reported)"
+                        )
                     )
         elif kind == "end":
             result = MatchResult.from_end(message)
@@ -339,8 +361,29 @@ def _answer(bot: GameBot[ViewT, AnswerT], client: Client, message: dict[str, Any
         except MovesError as exc:
             log.invalid_answer(tick, str(exc))
     took_ms = (time.monotonic() - started) * 1000.0
+    layer: DebugLayer | None = getattr(bot, "__dict__", {}).get("_debug")
+    if layer is not None:  # only a bot that drew pays for it
+        _add_debug(reply, layer, log)
     client.send(reply)
     return took_ms
+
+
+def _add_debug(reply: dict[str, Any], layer: DebugLayer, log: _Log) -> None:
+    """Put this tick's drawing in ``reply``, unless the frame would pass the protocol's limit (the
+    caps keep it far below; a huge ``moves`` could not): then the drawing goes, never the move."""
+    if layer.first_problem is not None and not log.debug_said:
+        log.debug_said = True
+        log(f"debug drawing dropped: {layer.first_problem} (only the first is reported; the move is kept)")
+    drawn = layer.take()
+    if drawn is None:
+        return
+    reply["debug"] = drawn
+    if len(protocol.encode(reply)) > protocol.MAX_CLIENT_FRAME:
+        del reply["debug"]
+        layer.dropped += 1
+        if not log.debug_said:
+            log.debug_said = True
+            log(f"tick {reply['tick']}: the debug drawing would make the answer too large; sent without it")
 
 
 def _guarded(log: _Log, what: str, fn: Any, arg: Any) -> None:

@@ -18,19 +18,23 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgpack
 import trio
 
 from cellarena.sdk import protocol
+from cellarena.sdk.protocol import debug as debug_layer
 from cellarena.sdk.protocol.fields import is_int
 from cellarena.server.connection import Connection
 from cellarena.server.games import causes
 from cellarena.server.games.base import Engine, Events, Result, sole_first
 
 log = logging.getLogger("cellarena.server")
+_pack = msgpack.Packer(use_bin_type=True).pack
 #: The `moves` of an answer without that field: no game reads it as an action, so it is invalid.
 _MISSING: Any = object()
 
@@ -69,6 +73,14 @@ class TickSettings:
     #: Seconds a seat whose connection dropped keeps its seat, playing no-ops counted as late, for its
     #: bot to come back (`Match.reattach`). 0: a lost connection forfeits at the next tick.
     reconnect_grace: float = 0.0
+    #: Each seat's time bank in ms (docs/protocol.md#the-time-bank): an answer after its budget is
+    #: taken while the bank lasts, which shrinks by the time over budget. 0: none.
+    time_bank_ms: float = 0.0
+
+    @property
+    def time_bank(self) -> float:
+        """Each seat's time bank in seconds, exactly the whole ms the welcome says."""
+        return whole_ms(self.time_bank_ms) / 1000.0 if self.time_bank_ms > 0 else 0.0
 
     @property
     def period(self) -> float:
@@ -99,7 +111,14 @@ class Recorder(Protocol):
     """Where a match's moves go, tick by tick (a replay file)."""
 
     def record(
-        self, tick: int, moves: dict[int, Any], engine: Engine, *, events: Sequence[Mapping[str, Any]] = ()
+        self,
+        tick: int,
+        moves: dict[int, Any],
+        engine: Engine,
+        *,
+        events: Sequence[Mapping[str, Any]] = (),
+        debug: Mapping[int, Mapping[str, Any]] | None = None,
+        bank: Mapping[int, int] | None = None,
     ) -> None: ...
 
     def finish(self, result: Result, extra: dict[str, Any]) -> None: ...
@@ -143,6 +162,15 @@ class Seat:
     arrival: float = 0.0
     #: Messages the seat may still send: the flood limit's token bucket.
     allowance: float = 0.0
+    #: The ``debug`` map of this tick's answer, as sent (None: none).
+    debug: Any = None
+    #: Bytes of debug kept so far (against `debug_layer.MAX_MATCH_BYTES`), and entries dropped.
+    debug_bytes: int = 0
+    debug_dropped: int = 0
+    #: Whole ms of time bank left, and drawn so far (each late answer charged its ms over, rounded
+    #: up, so that the replay's per-tick figures add up to the total).
+    bank_ms: int = 0
+    bank_drawn_ms: int = 0
 
     @property
     def connected(self) -> bool:
@@ -172,6 +200,8 @@ class Seat:
             return  # an old tick's answer, or a second: only the first counts
         # A missing `moves` is a malformed answer (invalid), never a silent one (late): `decode` judges.
         self.answer = message.get("moves", _MISSING)
+        if "debug" in message:  # one lookup: a bot that never draws pays nothing more
+            self.debug = message["debug"]
         self.answered = True
         self.arrival = arrival
         match.answer_came()
@@ -231,6 +261,10 @@ class MatchOutcome:
     behind_ticks: int = 0
     #: Ticks that were late or behind (each counted once): 1 - bad_ticks / ticks is the on-time rate.
     bad_ticks: int = 0
+    #: Per seat, debug entries dropped (malformed or past the caps; docs/protocol.md#debug).
+    debug_dropped: list[int] = field(default_factory=list)
+    #: Per seat, ms of time bank drawn; None when the match had no bank.
+    bank_drawn_ms: list[int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         names = self.names
@@ -244,6 +278,11 @@ class MatchOutcome:
             "illegal": dict(zip(names, self.illegal, strict=True)),
             "forfeits": [names[s] for s in self.forfeits],
             "causes": {names[s]: c for s, c in causes.with_sentences(self.result.causes, names).items()},
+            **(
+                {"bank_drawn_ms": dict(zip(names, self.bank_drawn_ms, strict=True))}
+                if self.bank_drawn_ms is not None
+                else {}
+            ),
         }
 
 
@@ -281,10 +320,15 @@ class Match:
         #: The tick being collected and its actions, between `collect_tick` and `finish_tick`.
         self._tick = 0
         self._actions: dict[int, Any] = {}
+        #: The debug drawings kept this tick, by seat (`_keep_debug`).
+        self._debug: dict[int, dict[str, Any]] = {}
+        #: Ms of time bank each seat drew this tick.
+        self._bank_drawn: dict[int, int] = {}
         #: Ticks begun so far (the first may have its own budget), and the budget of the one under way.
         self._ticks_begun = 0
         self._budget = settings.budget
         for seat, (_, conn) in zip(self.seats, seats, strict=True):
+            seat.bank_ms = round(settings.time_bank * 1000)
             if conn is not None and conn.attach(seat):
                 seat.conn = conn
 
@@ -334,7 +378,9 @@ class Match:
             seat.conn.pause_reading()
 
     def _welcome(self, seat: int | None) -> protocol.Welcome:
+        bank = self.settings.time_bank
         return protocol.welcome(
+            time_bank_ms=round(bank * 1000) if bank else None,
             seat=seat,
             game=self.engine.name,
             match=self.number,
@@ -381,14 +427,16 @@ class Match:
         budget = self._budget = budget_ms / 1000.0
         burst, refill = settings.message_burst, settings.messages_per_tick
         encode_tick = protocol.encode_tick
+        banked = settings.time_bank > 0
         for seat in self.seats:
-            seat.tick, seat.answer, seat.answered, seat.sent_wall = tick, None, False, 0.0
+            seat.tick, seat.answer, seat.answered, seat.sent_wall, seat.debug = tick, None, False, 0.0, None
             seat.allowance = min(burst, seat.allowance + refill)
             request = seat.request = requests.get(seat.index)
             conn = seat.conn
             if request is None or conn is None or conn.closed:
                 continue
-            if conn.send(encode_tick(tick, budget_ms, request)):
+            bank_ms = seat.bank_ms if banked else None
+            if conn.send(encode_tick(tick, budget_ms, request, bank_ms=bank_ms)):
                 seat.sent_wall = conn.last_send
                 self.outstanding += 1
         # Read after the last send, so no seat's deadline comes before its budget has run out.
@@ -416,7 +464,17 @@ class Match:
             try:
                 # Exactly what apply() got, and the game's events (old plugins' Events may lack them).
                 happened = getattr(events, "log", None) or ()
-                self.recorder.record(self._tick, self._actions, self.engine, events=happened)
+                if self._debug or self._bank_drawn:  # only then: recorders from before take neither
+                    self.recorder.record(
+                        self._tick,
+                        self._actions,
+                        self.engine,
+                        events=happened,
+                        debug=self._debug or None,
+                        bank=self._bank_drawn or None,
+                    )
+                else:
+                    self.recorder.record(self._tick, self._actions, self.engine, events=happened)
             except OSError as exc:  # a full disk must not cost the match its result
                 tick = self._tick
                 log.error("match %d: its replay stops at tick %d (%s); play goes on", self.number, tick, exc)
@@ -428,12 +486,18 @@ class Match:
         """Every seat's action for this tick; late, missing and invalid answers become no-ops."""
         actions: dict[int, Any] = {}
         any_late = False
+        if self._debug:
+            self._debug = {}
+        if self._bank_drawn:
+            self._bank_drawn = {}
         for seat in self.seats:
             if seat.index not in requests:
                 continue
             conn = seat.conn
             if conn is not None and not conn.closed and not seat.answered:
                 conn.drain()  # what the kernel holds now; each answer is judged by its arrival stamp
+            if seat.debug is not None:
+                self._keep_debug(seat, requests[seat.index])
             connected = conn is not None and not conn.closed
             if not connected and seat.forfeit_tick is None and not self._may_come_back(seat):
                 seat.forfeit_tick = seat.tick
@@ -445,7 +509,13 @@ class Match:
                     "match %d: %s forfeits at tick %d (%s)",
                     self.number, seat.name, seat.tick, seat.forfeit_cause["cause"],
                 )  # fmt: skip
-            if not seat.answered or seat.arrival > seat.sent_wall + budget:
+            over = seat.arrival - (seat.sent_wall + budget) if seat.answered else math.inf
+            over_ms = math.ceil(over * 1000) if over < math.inf else 0
+            if over > 0 and 0 < over_ms <= seat.bank_ms:  # late, but the bank pays for it
+                seat.bank_ms -= over_ms
+                seat.bank_drawn_ms += over_ms
+                self._bank_drawn[seat.index] = over_ms
+            elif over > 0:
                 seat.late += 1
                 any_late = any_late or seat.forfeit_tick is None
                 seat.missed_in_a_row += 1
@@ -471,6 +541,50 @@ class Match:
             actions[seat.index] = action
         self.late_ticks += any_late
         return actions
+
+    def waiting_on_bank(self) -> float | None:
+        """At the budget's end: the trio time until which a seat asked this tick may still answer on
+        its time bank (the latest such), or None when no seat can (all answered, no bank left,
+        gone). Reads what the kernel holds for those seats first, so an answer already there is seen.
+        The driver waits until then, or until they have answered, and asks again."""
+        if self.settings.time_bank <= 0:
+            return None
+        wall, now = time.time(), trio.current_time()
+        until: float | None = None
+        for seat in self.seats:
+            conn = seat.conn
+            if seat.answered or not seat.sent_wall or conn is None or conn.closed or seat.bank_ms <= 0:
+                continue
+            conn.drain()
+            if seat.answered or conn.closed:
+                continue
+            end = seat.sent_wall + self._budget + seat.bank_ms / 1000.0 - wall
+            if end > 0:
+                until = max(until or now, now + end)
+        return until
+
+    def _keep_debug(self, seat: Seat, request: Mapping[str, Any]) -> None:
+        """Keep what may be kept of the seat's debug drawing this tick (even with a late answer: why
+        it was slow is what its author wants to see), placed on the board by the engine if it places
+        cells (Rezzo: viewport cells); the rest, and all past the match's cap, dropped and counted."""
+        raw, seat.debug = seat.debug, None
+        placer = getattr(self.engine, "debug_placer", None)
+        try:
+            cleaned = debug_layer.clean(raw, placer(seat.index, request) if placer is not None else None)
+        except Exception:  # a drawing must never cost the move, nor the match
+            log.exception("match %d: %s's debug drawing could not be read; dropped", self.number, seat.name)
+            seat.debug_dropped += 1
+            return
+        seat.debug_dropped += cleaned.dropped
+        kept = cleaned.kept
+        if kept is None:
+            return
+        size = len(_pack(kept))
+        if seat.debug_bytes + size > debug_layer.MAX_MATCH_BYTES:
+            seat.debug_dropped += sum(len(v) for v in kept.values())
+            return
+        seat.debug_bytes += size
+        self._debug[seat.index] = kept
 
     def _gone_cause(self, seat: Seat) -> dict[str, Any]:
         """Why a seat with no connection forfeits: it never had one, or lost it past the grace."""
@@ -505,7 +619,23 @@ class Match:
         illegal = [s.illegal for s in self.seats]
         names = [s.name for s in self.seats]
         forfeits = [s.index for s in self.seats if s.forfeit_tick is not None]
-        extra = {"late": late, "invalid": invalid, "illegal": illegal, "names": names, "forfeits": forfeits}
+        extra: dict[str, Any] = {
+            "late": late, "invalid": invalid, "illegal": illegal, "names": names, "forfeits": forfeits
+        }  # fmt: skip
+        debug_dropped = [s.debug_dropped for s in self.seats]
+        bank_drawn_ms: list[int] | None = None
+        if self.settings.time_bank:
+            bank_drawn_ms = [s.bank_drawn_ms for s in self.seats]
+            extra["bank_drawn_ms"] = bank_drawn_ms
+        if any(debug_dropped):  # said only when it happened, so other replays stay as they were
+            extra["debug_dropped"] = debug_dropped
+            for seat in self.seats:
+                if seat.debug_dropped:
+                    log.info(
+                        "match %d: %s: %d debug entries dropped (malformed, or past the caps of "
+                        "docs/protocol.md#debug); its moves were all taken",
+                        self.number, seat.name, seat.debug_dropped,
+                    )  # fmt: skip
         if self.recorder is not None:
             try:
                 self.recorder.finish(result, extra)
@@ -561,6 +691,8 @@ class Match:
             late_ticks=self.late_ticks,
             behind_ticks=self.behind_ticks,
             bad_ticks=self.bad_ticks,
+            debug_dropped=debug_dropped,
+            bank_drawn_ms=bank_drawn_ms,
         )
 
     def connections(self) -> list[Connection]:

@@ -19,13 +19,14 @@ import operator
 import os
 import struct
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any, Self
 
 import msgpack
 
+from cellarena.sdk.protocol import debug as debug_layer
 from cellarena.sdk.protocol import is_int, is_number
 from cellarena.server.games import ConfigError, Engine, Result, game_names, get_engine, is_game
 
@@ -60,6 +61,10 @@ class TickRecord:
     invalid: dict[int, int] = field(default_factory=dict)
     #: The game's events of this ``apply()`` (`Events.log`); None in version 1 files, which kept none.
     events: list[dict[str, Any]] | None = None
+    #: What each seat drew this tick (docs/protocol.md#debug), board cells; empty when none did.
+    debug: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: Ms of time bank each seat drew this tick; empty when none did.
+    bank: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -347,6 +352,17 @@ def _check_causes(c: _Checker) -> None:
             )
 
 
+def _check_debug(c: _Checker) -> dict[int, dict[str, Any]]:
+    """Each seat's debug drawing, cleaned as the server cleans a bot's (a replay is untrusted input
+    that the web player draws): what is malformed is left out, never an error."""
+    out: dict[int, dict[str, Any]] = {}
+    for seat, drawn in c.int_map("debug", values="any", optional=True).items():
+        kept = debug_layer.clean(drawn).kept
+        if kept is not None:
+            out[seat] = kept
+    return out
+
+
 def _check_tick(c: _Checker, events: bool) -> TickRecord:
     return TickRecord(
         tick=c.get("tick", "int"),
@@ -355,6 +371,8 @@ def _check_tick(c: _Checker, events: bool) -> TickRecord:
         late=c.int_map("late", optional=True),
         invalid=c.int_map("invalid", optional=True),
         events=_check_events(c) if events else None,
+        debug=_check_debug(c) if "debug" in c.record else {},
+        bank=c.int_map("bank", optional=True),
     )
 
 
@@ -435,6 +453,60 @@ def read_replay(path: str | os.PathLike[str]) -> Replay:
                 raise c.fail(f"unknown record type {kind!r:.40}; expected 'tick' or 'result'")
     assert header is not None  # _raw_records raises rather than end before the header
     return Replay(name, header, ticks, result, truncated)
+
+
+def strip_debug_bytes(
+    data: bytes, path: str = "<replay>", *, keep: Collection[int] = ()
+) -> tuple[bytes, int]:
+    """A replay's records (plain, or gzip as it came) without the bots' debug drawings, but those of
+    the seats in ``keep`` (a ladder bot's owner gets their own), and how many tick records lost one.
+    Every other record keeps its exact bytes, so the copy verifies as the original does. For the
+    ladder's downloads as for `strip_debug`; ``path`` names the file in a ReplayError."""
+    gz = data[: len(GZIP_MAGIC)] == GZIP_MAGIC
+    if gz:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ReplayError(f"{path}: corrupt gzip data ({exc})") from None
+    out, stripped, at = bytearray(), 0, 0
+    while at + LENGTH.size <= len(data):
+        (size,) = LENGTH.unpack_from(data, at)
+        end = at + LENGTH.size + size
+        if size > MAX_RECORD or end > len(data):
+            break  # a cut record: the copy is cut where the original is
+        body = data[at + LENGTH.size : end]
+        if b"debug" in body:  # most records cannot hold a drawing: only those are decoded
+            try:
+                record = msgpack.unpackb(body, raw=False, strict_map_key=False)
+            except (ValueError, TypeError, msgpack.UnpackException) as exc:
+                raise ReplayError(f"{path}: a record at byte {at} is not valid msgpack ({exc})") from None
+            if isinstance(record, dict) and record.get("type") == "tick" and "debug" in record:
+                drawn = record.pop("debug")
+                mine = {s: d for s, d in drawn.items() if s in keep} if isinstance(drawn, dict) else {}
+                if mine:
+                    record["debug"] = mine
+                if mine != drawn:
+                    body = msgpack.packb(record, use_bin_type=True)
+                    stripped += 1
+        out += LENGTH.pack(len(body)) + body
+        at = end
+    out += data[at:]
+    result = bytes(out)
+    return (gzip.compress(result, mtime=0) if gz else result), stripped
+
+
+def strip_debug(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> int:
+    """Copy replay ``src`` to ``dst`` without the bots' debug drawings (`cellarena replay
+    strip-debug`); the number of ticks that had one. ``src`` is checked as `read_replay` does first."""
+    read_replay(src)
+    name = os.fspath(src)
+    with open(name, "rb") as f:
+        data, stripped = strip_debug_bytes(f.read(), name)
+    tmp = f"{os.fspath(dst)}.part"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, dst)  # never a half-written copy under the name asked for
+    return stripped
 
 
 # ---------------------------------------------------------------------------------------- writing
@@ -562,13 +634,18 @@ class ReplayWriter:
         late: Mapping[int, int] | None = None,
         invalid: Mapping[int, int] | None = None,
         events: Sequence[Mapping[str, Any]] | None = None,
+        debug: Mapping[int, Mapping[str, Any]] | None = None,
+        bank: Mapping[int, int] | None = None,
     ) -> None:
         """Append decision point ``tick``: ``moves`` exactly as ``apply()`` got them, after that call.
 
         ``late`` and ``invalid`` are the match server's per-seat counts for this tick (zeros are
         dropped); they are kept for the record and are not re-simulated. ``events`` are the game's
         events that ``apply()`` reported (`Events.log`), which `verify` checks against re-simulation;
-        the field is left out when there are none.
+        the field is left out when there are none. ``debug`` is what each seat drew this tick, as
+        the match kept it (board cells, within the caps); left out when no seat drew. It is an optional
+        field of version 2: older readers skip it, and `verify` does not look at it. ``bank``: the
+        ms of time bank each seat drew this tick (an optional field too, zeros left out).
         """
         if self._finished:
             raise ValueError(f"replay {self.path} already has its result")
@@ -586,6 +663,10 @@ class ReplayWriter:
             record["invalid"] = invalid_counts
         if events:
             record["events"] = [dict(e) for e in events]
+        if bank_drawn := _seat_counts(bank):
+            record["bank"] = bank_drawn
+        if debug:
+            record["debug"] = {operator.index(s): dict(d) for s, d in sorted(debug.items())}
         self._write(self._pack(record, f"the moves of tick {tick}"))
 
     def finish(

@@ -32,6 +32,10 @@ PHASES = 16
 _BITS = (PHASES - 1).bit_length()
 #: Slots in bit-reversed order (0, 1/2, 1/4, 3/4, ...): each next one in the widest gap left.
 _SLOT_ORDER = sorted(range(PHASES), key=lambda i: int(f"{i:0{_BITS}b}"[::-1], 2))
+#: Seconds between looks at the seats a fixed-rate tick waits for on their time bank: their sockets
+#: are read at each look, and each answer is charged by its kernel stamp, so this only bounds how
+#: much longer than the answer itself the tick lasts.
+BANK_POLL = 0.002
 # At one moment, single matches run before batches, so that a match joining a batch joins before it begins.
 _SINGLE, _BATCH = 0, 1
 
@@ -42,6 +46,11 @@ async def play_fast(match: Match) -> None:
         if match.outstanding:
             with trio.move_on_at(deadline):
                 await match.answered.wait()
+            # A seat with time bank left may answer later still; its answer wakes us (fast mode reads
+            # as messages come), else the bank's end does.
+            while not match.answered.is_set() and (until := match.waiting_on_bank()) is not None:
+                with trio.move_on_at(until):
+                    await match.answered.wait()
         match.end_tick()
         await trio.lowlevel.checkpoint()  # let the poller and other matches run
 
@@ -112,7 +121,9 @@ class FixedRateDriver:
         slot = self.take_slot()
         first = math.ceil((trio.current_time() - self._slot_time(slot, 0)) / self.period)
         driven = _Driven(match, slot, first)
-        driven.batchable = self.batch
+        # A match with a time bank is never batched: a seat drawing on its bank stretches that tick,
+        # which must stretch no other match's (docs/protocol.md#the-time-bank).
+        driven.batchable = self.batch and match.settings.time_bank <= 0
         self._push(self._slot_time(slot, first), driven)
         try:
             await driven.done.wait()
@@ -143,6 +154,10 @@ class FixedRateDriver:
         match = driven.match
         try:
             if driven.collecting:
+                until = match.waiting_on_bank()
+                if until is not None:  # a seat answers on its time bank: this match's tick waits
+                    self._push(min(until, trio.current_time() + BANK_POLL), driven)
+                    return
                 driven.collecting = False
                 match.end_tick()
                 driven.ticks += 1

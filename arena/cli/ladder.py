@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -26,6 +27,7 @@ from cellarena.server.cli.params import (
     listen_options,
     map_list,
     tick_options,
+    time_bank_option,
     tls_context,
     tls_options,
     writable_folder,
@@ -264,8 +266,22 @@ def standings(where: _Where, game: str, as_json: bool) -> None:
     help="The ladder's bot port (its `serve --port`): /live/ then shows its newest match as it is played.",
 )
 @click.option("--live-host", default="127.0.0.1", show_default=True, help="Where that ladder listens.")
+@click.option(
+    "--public-debug",
+    is_flag=True,
+    help="Let anyone download the bots' debug drawings with the replays. By default they are removed "
+    "from every public download; each bot's owner gets their own with `ladder replay ID --token-file`.",
+)
 @click.pass_obj
-def web(where: _Where, game: str, host: str, port: int, live_port: int | None, live_host: str) -> None:
+def web(
+    where: _Where,
+    game: str,
+    host: str,
+    port: int,
+    live_port: int | None,
+    live_host: str,
+    public_debug: bool,
+) -> None:
     """Serve GAME's standings, bot pages, matches and replays (and the live match) over HTTP.
 
     A process of its own beside `ladder serve`, reading the same database: re-simulating replays for
@@ -285,7 +301,7 @@ def web(where: _Where, game: str, host: str, port: int, live_port: int | None, l
     except BindError as exc:
         store.close()
         raise click.UsageError(str(exc)) from None
-    site = LadderSite(store, game, live=live_port is not None)
+    site = LadderSite(store, game, live=live_port is not None, public_debug=public_debug)
     routes = site.routes()
     feed = None
     if live_port is not None:
@@ -316,6 +332,76 @@ def web(where: _Where, game: str, host: str, port: int, live_port: int | None, l
     finally:
         sock.close()
         store.close()
+
+
+# ----------------------------------------------------------------------------------------- replay
+@ladder.command("replay")
+@click.argument("match_id", metavar="ID", type=click.IntRange(1))
+@click.option(
+    "--token-file",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The file holding your bot's ladder token (never give a token on the command line).",
+)
+@click.option(
+    "--url",
+    default="http://127.0.0.1:8080",
+    show_default=True,
+    help="The ladder's pages (`ladder web`).",
+)
+@click.option("--out", type=click.Path(dir_okay=False), help="Where to write it. [default: ladder-ID.replay]")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: ok and out, or error.")
+def replay_download(match_id: int, token_file: str, url: str, out: str | None, as_json: bool) -> None:
+    """Download match ID's replay with your bot's debug drawings (the public copy has none).
+
+    The token goes in an Authorization header, never in the URL; over anything but loopback use an
+    https URL, or the token crosses the network in clear. Exit status 0 once the file is written,
+    1 when the ladder refuses (a wrong token, not your bot's match) or cannot be reached.
+    """
+    import urllib.error
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    from cellarena.sdk.bot import read_token
+    from cellarena.sdk.client import is_loopback
+
+    try:
+        token = read_token(None, token_file)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--token-file") from None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(f"{url!r} is not an http(s) address", param_hint="--url")
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise click.BadParameter(
+            f"{url}: plain http off this machine would send the token in clear; use https",
+            param_hint="--url",
+        )
+    target = Path(out) if out else Path(f"ladder-{match_id}.replay")
+    request = urllib.request.Request(
+        f"{url.rstrip('/')}/api/replays/{match_id}/owner", headers={"Authorization": f"Bearer {token}"}
+    )
+
+    def fail(text: str) -> NoReturn:
+        click.echo(json.dumps({"ok": False, "error": text}) if as_json else f"error: {text}", err=not as_json)
+        sys.exit(1)
+
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            data = answer.read()
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode("utf-8", "replace").strip()[:300]
+        fail(f"the ladder refused (HTTP {exc.code}): {detail}")
+    except (urllib.error.URLError, OSError) as exc:
+        fail(f"cannot reach the ladder at {url} ({getattr(exc, 'reason', exc)})")
+    try:
+        target.write_bytes(data)
+    except OSError as exc:
+        fail(f"{target}: cannot write it ({exc.strerror or exc})")
+    if as_json:
+        click.echo(json.dumps({"ok": True, "out": str(target), "match": match_id}))
+    else:
+        click.echo(f"{target}: match {match_id}'s replay, with your bot's debug drawings")
 
 
 # ------------------------------------------------------------------------------------------ serve
@@ -370,6 +456,7 @@ def _serve_command(game: str) -> click.Command:
         budget_ms: float | None,
         fast: bool,
         first_budget_ms: float | None,
+        time_bank_ms: float,
         host: str,
         port: int,
         grace: float,
@@ -424,6 +511,7 @@ def _serve_command(game: str) -> click.Command:
                 fast=fast,
                 first_budget_ms=first_budget_ms,
                 reconnect_grace=grace,
+                time_bank_ms=time_bank_ms,
             ),
             host=host,
             port=port,
@@ -509,6 +597,7 @@ def _serve_command(game: str) -> click.Command:
         ),
         *tick_options(game_plugin.engine_class()),
         first_budget_option(),
+        time_bank_option(),
         *listen_options(),
         click.option(
             "--grace",

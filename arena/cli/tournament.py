@@ -18,6 +18,7 @@ from cellarena.server.cli.params import (
     first_budget_option,
     map_list,
     tick_options,
+    time_bank_option,
     writable_folder,
 )
 from cellarena.server.games import ConfigError
@@ -80,6 +81,7 @@ def _tournament_command(game: str) -> click.Command:
         tick_rate: float,
         budget_ms: float | None,
         first_budget_ms: float | None,
+        time_bank_ms: float,
         connect_timeout: float,
         as_json: bool,
         cluster: ClusterSpec | None,
@@ -124,6 +126,7 @@ def _tournament_command(game: str) -> click.Command:
             fast=fast,
             first_budget_ms=first_budget_ms,
             max_missed_in_a_row=MISSED_IN_A_ROW,
+            time_bank_ms=time_bank_ms,
         )
         spec = TournamentSpec(
             game=game,
@@ -270,6 +273,7 @@ def _tournament_command(game: str) -> click.Command:
         click.option("--seed", default=0, show_default=True, type=int, help="Seeds every match."),
         *tick_options(engine_class, fast_by_default=True),
         first_budget_option(),
+        time_bank_option(),
         click.option(
             "--connect-timeout",
             default=15.0,

@@ -28,6 +28,7 @@ from cellarena.arena.ladder.records import STANDINGS_COLUMNS, BotMatch, MatchRec
 from cellarena.arena.ladder.store import MAX_ID, LadderStore
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint
+from cellarena.server.replay import strip_debug_bytes
 from cellarena.server.web.pages import page
 from cellarena.server.web.replays import ReplayLibrary, replay_routes
 
@@ -99,10 +100,15 @@ def _standings_table(table: Sequence[Standing]) -> str:
 class LadderSite:
     """The pages of one ladder's game, read from its store."""
 
-    def __init__(self, store: LadderStore, game: str, *, live: bool = False) -> None:
+    def __init__(
+        self, store: LadderStore, game: str, *, live: bool = False, public_debug: bool = False
+    ) -> None:
         self.store = store
         self.game = game
         self.live = live
+        #: Whether anyone may download the bots' debug drawings; else only each bot's owner gets its
+        #: own, with the bot's token (`owner_replay`).
+        self.public_debug = public_debug
 
     def _nav(self) -> str:
         links = ['<a href="/">standings</a>', '<a href="/matches">matches</a>']
@@ -233,6 +239,26 @@ class LadderSite:
             return None
         return Path(m.replay)
 
+    def owner_replay(self, rid: str, token: str) -> bytes:
+        """Replay ``rid`` as the owner of the bot whose ``token`` this is gets it: with that bot's
+        debug drawings and no other bot's. An HTTPException when the token is not a bot's (401) or
+        the bot did not play a match of that number with a replay (404: the same answer whether the
+        match exists or not, so a token cannot probe other bots' matches)."""
+        bot = self.store.authenticate(token)
+        if bot is None:
+            raise HTTPException(401, "that token is no active bot's; give the bot's token (--token-file)")
+        m = self.store.match(int(rid)) if rid.isdigit() else None
+        seats = [s.seat for s in m.seats if s.bot_id == bot.id] if m is not None else []
+        path = self.replay_path(rid)
+        if not seats or path is None:
+            raise HTTPException(404, f"bot {bot.name} has no match {rid!r} with a replay here")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise HTTPException(404, f"the replay of match {rid} cannot be read ({exc.strerror})") from None
+        stripped, _ = strip_debug_bytes(data, path.name, keep=seats)
+        return stripped
+
     # -- routes ---------------------------------------------------------------------------------------
     def routes(self) -> list[BaseRoute]:
         async def html(fn: Any, *args: Any) -> Response:
@@ -267,7 +293,18 @@ class LadderSite:
             m = await trio.to_thread.run_sync(self._match, request.path_params["id"])
             return JSONResponse(match_json(m))
 
-        library = ReplayLibrary(self.replay_path)
+        async def api_owner_replay(request: Request) -> Response:
+            # The token comes in a header, never the URL (URLs end up in logs and histories).
+            scheme, _, token = request.headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise HTTPException(401, "send the bot's token as 'Authorization: Bearer TOKEN'")
+            rid = request.path_params["rid"]
+            data = await trio.to_thread.run_sync(self.owner_replay, rid, token.strip())
+            name = f"ladder-{rid}.replay"
+            disposition = {"content-disposition": f'attachment; filename="{name}"'}
+            return Response(data, media_type="application/octet-stream", headers=disposition)
+
+        library = ReplayLibrary(self.replay_path, debug=self.public_debug)
         return [
             Route("/", standings),
             Route("/bots/{name:path}", bot),
@@ -277,7 +314,8 @@ class LadderSite:
             Route("/api/bots/{name:path}", api_bot),
             Route("/api/matches", api_matches),
             Route("/api/matches/{id:int}", api_match),
-            *replay_routes(library, prefix="/replays"),
+            Route("/api/replays/{rid}/owner", api_owner_replay),
+            *replay_routes(library, prefix="/replays", public_debug=self.public_debug),
         ]
 
 

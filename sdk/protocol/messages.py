@@ -72,6 +72,8 @@ class Welcome(TypedDict):
     budget_ms: int
     config: dict[str, Any]
     seat: NotRequired[int]  # absent for spectators; a bot's welcome always has one
+    # Each seat's time bank at the start, in ms; absent when the match has none.
+    time_bank_ms: NotRequired[int]
 
 
 class Tick(TypedDict):
@@ -80,6 +82,8 @@ class Tick(TypedDict):
     type: Literal["tick"]
     tick: int
     budget_ms: int
+    # What is left of this seat's time bank, in ms; absent when the match has none.
+    bank_ms: NotRequired[int]
 
 
 class Moves(TypedDict):
@@ -88,6 +92,9 @@ class Moves(TypedDict):
     type: Literal["moves"]
     tick: int
     moves: Any
+    # What the bot drew for its own eyes (`debug.clean` says what is kept); servers have always
+    # ignored unknown fields, so a malformed one is dropped, never refused.
+    debug: NotRequired[Annotated[dict[str, Any], Lenient()]]
 
 
 class End(TypedDict):
@@ -187,8 +194,10 @@ def welcome(
     tick_rate: float,
     budget_ms: int,
     config: dict[str, Any],
+    time_bank_ms: int | None = None,
 ) -> Welcome:
-    """A seat's welcome, or a spectator's when ``seat`` is None."""
+    """A seat's welcome, or a spectator's when ``seat`` is None; ``time_bank_ms`` only when the
+    match has a time bank."""
     msg: Welcome = {
         "type": "welcome",
         "protocol": PROTOCOL_VERSION,
@@ -203,6 +212,8 @@ def welcome(
     }
     if seat is not None:
         msg["seat"] = seat
+    if time_bank_ms is not None:
+        msg["time_bank_ms"] = time_bank_ms
     return msg
 
 
@@ -215,9 +226,16 @@ _pack = msgpack.Packer(use_bin_type=True).pack
 _pack_header = HEADER.pack
 
 
-def encode_tick(tick: int, budget_ms: int, observation: Mapping[str, Any]) -> bytes:
-    """The frame of ``tick(tick, budget_ms, observation)``, built in one call: the server's hot path."""
-    body: bytes = _pack({"type": "tick", "tick": tick, "budget_ms": budget_ms, **observation})
+def encode_tick(
+    tick: int, budget_ms: int, observation: Mapping[str, Any], *, bank_ms: int | None = None
+) -> bytes:
+    """The frame of ``tick(tick, budget_ms, observation)``, built in one call: the server's hot path.
+    ``bank_ms``: what is left of the seat's time bank, sent only when the match has one."""
+    if bank_ms is None:
+        body: bytes = _pack({"type": "tick", "tick": tick, "budget_ms": budget_ms, **observation})
+    else:
+        common = {"type": "tick", "tick": tick, "budget_ms": budget_ms, "bank_ms": bank_ms}
+        body = _pack({**common, **observation})
     return _pack_header(len(body)) + body
 
 

@@ -20,6 +20,7 @@ from cellarena.server.cli.params import (
     first_budget_option,
     tick_options,
     tick_settings,
+    time_bank_option,
     writable_folder,
 )
 from cellarena.server.cli.run import configure_logging, run_trio
@@ -58,6 +59,7 @@ def _match_command(game: str) -> click.Command:
         fast: bool,
         first_budget_ms: float | None,
         max_late_in_a_row: int,
+        time_bank_ms: float,
         replay_path: str | None,
         log_dir: str | None,
         connect_timeout: float,
@@ -130,7 +132,7 @@ def _match_command(game: str) -> click.Command:
                 game,
                 config,
                 specs,
-                tick_settings(tick_rate, budget_ms, fast, first_budget_ms, max_late_in_a_row),
+                tick_settings(tick_rate, budget_ms, fast, first_budget_ms, max_late_in_a_row, time_bank_ms),
                 seed=seed,
                 log_dir=folder,
                 connect_timeout=connect_timeout,
@@ -234,6 +236,7 @@ def _match_command(game: str) -> click.Command:
             help="A bot late (or silent) for this many ticks in a row forfeits as unresponsive, as in a "
             "tournament (0: never; it then plays no-ops for as long as it is late).",
         ),
+        time_bank_option(),
         click.option(
             "--replay",
             "replay_path",
@@ -317,6 +320,9 @@ def _print_match(summary: dict[str, Any]) -> None:
             escape(causes.get(name, {}).get("cause", "")),
         )
     console.print(table)
+    for name, drawn in summary.get("bank_drawn_ms", {}).items():
+        if drawn:
+            click.echo(f"{escape(name)} drew {drawn} ms of its time bank")
     for name, run in summary.get("late_in_a_row", {}).items():
         forfeited = causes.get(name, {}).get("cause") == "unresponsive"
         if run["ticks"] >= WARN_LATE_IN_A_ROW and not forfeited:

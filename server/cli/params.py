@@ -107,12 +107,26 @@ def first_budget_option() -> Any:
     )
 
 
+def time_bank_option() -> Any:
+    """--time-bank-ms: each seat's time bank, for the moments a bot needs longer than its budget."""
+    return click.option(
+        "--time-bank-ms",
+        default=0.0,
+        show_default=True,
+        type=FiniteFloatRange(0, 3_600_000),
+        help="Each seat's time bank in milliseconds: an answer after its budget is still taken while "
+        "the bank lasts, and the bank shrinks by the time over budget; the tick waits for it. "
+        "0: no bank (docs/protocol.md#the-time-bank).",
+    )
+
+
 def tick_settings(
     tick_rate: float,
     budget_ms: float | None,
     fast: bool,
     first_budget_ms: float | None = None,
     max_late_in_a_row: int | None = None,
+    time_bank_ms: float = 0.0,
 ) -> TickSettings:
     """The pacing that `tick_options` asked for. Imported here: the match module pulls in trio.
     ``max_late_in_a_row``: forfeit a seat after that many late ticks in a row (None or 0: never)."""
@@ -124,6 +138,7 @@ def tick_settings(
         fast=fast,
         first_budget_ms=first_budget_ms,
         max_missed_in_a_row=max_late_in_a_row or None,
+        time_bank_ms=time_bank_ms,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -70,6 +70,46 @@ def replay_verify(paths: tuple[str, ...], allow_incomplete: bool, as_json: bool)
         click.echo(json.dumps({"ok": not failed, "replays": found}))
     if failed:
         sys.exit(1)
+
+
+@replay.command("strip-debug")
+@click.argument("src", metavar="IN", type=click.Path(dir_okay=False))
+@click.argument("dst", metavar="OUT", type=click.Path(dir_okay=False))
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object: ok, out and ticks (the ticks that had a drawing), or error.",
+)
+def replay_strip_debug(src: str, dst: str, as_json: bool) -> None:
+    """Copy replay IN to OUT without the bots' debug drawings (docs/replays.md).
+
+    Everything else is copied byte for byte, so OUT verifies as IN does. OUT may not be IN.
+    Exit status 0 once OUT is written, 1 if IN cannot be read or OUT cannot be written.
+    """
+    import os
+
+    from cellarena.server.replay import ReplayError, strip_debug
+
+    def fail(text: str) -> NoReturn:
+        if as_json:
+            click.echo(json.dumps({"ok": False, "error": text, "code": "file"}))
+        else:
+            click.echo(f"error: {text}", err=True)
+        sys.exit(1)
+
+    if os.path.exists(dst) and os.path.exists(src) and os.path.samefile(src, dst):
+        fail(f"OUT ({dst}) is IN; give another file to write")
+    try:
+        stripped = strip_debug(src, dst)
+    except ReplayError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{dst}: cannot write it ({exc.strerror or exc})")
+    if as_json:
+        click.echo(json.dumps({"ok": True, "out": dst, "ticks": stripped}))
+    else:
+        click.echo(f"{dst}: written; debug drawings removed from {stripped} ticks")
 
 
 def _verified(report: VerifyReport, passed: bool) -> dict[str, Any]:

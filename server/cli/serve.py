@@ -18,6 +18,7 @@ from cellarena.server.cli.params import (
     listen_options,
     tick_options,
     tick_settings,
+    time_bank_option,
     tls_context,
     tls_options,
     writable_folder,
@@ -39,6 +40,7 @@ def _serve_command(game: str) -> click.Command:
         budget_ms: float | None,
         fast: bool,
         first_budget_ms: float | None,
+        time_bank_ms: float,
         host: str,
         port: int,
         matches: int | None,
@@ -75,7 +77,7 @@ def _serve_command(game: str) -> click.Command:
         config = LobbyConfig(
             game,
             engine_config(game, game_values),
-            tick_settings(tick_rate, budget_ms, fast, first_budget_ms),
+            tick_settings(tick_rate, budget_ms, fast, first_budget_ms, time_bank_ms=time_bank_ms),
             host=host,
             port=port,
             matches=matches,
@@ -152,6 +154,7 @@ def _serve_command(game: str) -> click.Command:
         ),
         *tick_options(game_plugin.engine_class()),
         first_budget_option(),
+        time_bank_option(),
         *listen_options(),
         click.option(
             "--matches",

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from cellarena.server.replay import read_replay
+from cellarena.server.replay import read_replay, strip_debug_bytes
 from cellarena.server.web.pages import page
 from cellarena.server.web.timeline import Timeline, final_frame
 
@@ -31,8 +31,10 @@ class ReplayLibrary:
     """Replay files by id, read and re-simulated on first use. ``find(id)`` gives a path or None; it
     runs in a worker thread, so it may read a database."""
 
-    def __init__(self, find: Callable[[str], Path | None]) -> None:
+    def __init__(self, find: Callable[[str], Path | None], *, debug: bool = True) -> None:
         self.find = find
+        #: Whether the frames carry the bots' debug drawings (`Timeline`).
+        self.debug = debug
         self._open: OrderedDict[str, Timeline] = OrderedDict()
         self._lock = trio.Lock()
         self._finals: dict[str, bytes] = {}
@@ -62,7 +64,7 @@ class ReplayLibrary:
             if path is None:
                 raise HTTPException(404, f"no replay {rid!r}")
             replay = await trio.to_thread.run_sync(read_replay, path)
-            timeline = Timeline(replay)
+            timeline = Timeline(replay, debug=self.debug)
             await trio.to_thread.run_sync(timeline.count_frames)
             self._open[rid] = timeline
             while len(self._open) > KEEP:
@@ -99,8 +101,11 @@ def player_html(title: str, api: str, game: str, *, live: str = "") -> str:
     return page(title, body)
 
 
-def replay_routes(library: ReplayLibrary, prefix: str = "/replays") -> list[BaseRoute]:
-    """The player's page at ``{prefix}/{id}/`` and its API at ``/api{prefix}/{id}/...``."""
+def replay_routes(
+    library: ReplayLibrary, prefix: str = "/replays", *, public_debug: bool = True
+) -> list[BaseRoute]:
+    """The player's page at ``{prefix}/{id}/`` and its API at ``/api{prefix}/{id}/...``. With
+    ``public_debug`` False the file download carries none of the bots' debug drawings."""
 
     async def player(request: Request) -> Response:
         rid = request.path_params["rid"]
@@ -136,6 +141,8 @@ def replay_routes(library: ReplayLibrary, prefix: str = "/replays") -> list[Base
     async def download(request: Request) -> Response:
         timeline = await library.timeline(request.path_params["rid"])
         data = await trio.Path(timeline.replay.path).read_bytes()
+        if not public_debug:  # the bots' drawings belong to their owners (a ladder's choice)
+            data, _ = await trio.to_thread.run_sync(strip_debug_bytes, data)
         name = Path(timeline.replay.path).name
         return Response(
             data,

@@ -68,8 +68,10 @@ def _substeps(engine: Engine) -> int:
 class Timeline:
     """The frames of one replay. Thread-confined: every method runs under this object's trio lock."""
 
-    def __init__(self, replay: Replay) -> None:
+    def __init__(self, replay: Replay, *, debug: bool = True) -> None:
+        """``debug``: whether frames carry the bots' debug drawings (a ladder's public pages: not)."""
         self.replay = replay
+        self.debug = debug
         #: Frames: one per decision point, until `count_frames` adds the engine's substeps.
         self.count = len(replay.ticks) + 1
         self._frames: list[bytes] = []  # zlib of each frame's JSON, in order
@@ -229,11 +231,15 @@ class Timeline:
                     "step": {k: v for k, v in step.items() if k != "losers"} if sub == 0 else {},
                     "totals": {k: list(v) for k, v in cur.totals.items()},
                     "result": None,
+                    "debug": {},  # drawings belong to the decision point, the frame after these
                 }
                 self._frames.append(zlib.compress(dumps(between), 1))
                 self._applied.append(cur.applied)
                 if sub == 0:
                     step = {"losers": step.get("losers", [])}
+            # What each bot drew while it looked at this frame's world (tick record ``cur.applied``).
+            ticks = self.replay.ticks
+            drawn = ticks[cur.applied].debug if self.debug and cur.applied < len(ticks) else {}
             frame = {
                 "i": len(self._frames),
                 "tick": cur.engine.tick,
@@ -241,6 +247,7 @@ class Timeline:
                 "step": step,
                 "totals": {k: list(v) for k, v in cur.totals.items()},
                 "result": _outcome(cur.engine.result(), self.replay.names) if last else None,
+                "debug": drawn,
             }
             self._frames.append(zlib.compress(dumps(frame), 1))
             self._applied.append(cur.applied)

@@ -7,6 +7,8 @@ crash    send hello, answer two ticks, then exit with status 3
 forever  answer every tick, and ignore `end` (never exit by itself)
 game:G   as random, but say in hello that it plays game G
 chatty   as random, but print 100 kB to stdout before every answer
+slow:MS:N as random, but answer ticks whose number N divides MS milliseconds after receiving them
+flood    as random, with a `debug` map far past every cap (and every third tick a malformed one)
 Writes its pid to $BOT_PID_FILE when set, so tests can check nothing is left running, and with
 $BOT_TIMING_FILE set, one line per answer: the tick, and the ms from the tick's arrival (the
 kernel's receive stamp, so time the bot spent descheduled counts too) to sending the answer.
@@ -83,11 +85,18 @@ def main() -> int:
                     return 3
                 if mode.startswith("delay:"):
                     time.sleep(max(0.0, received + float(mode[6:]) / 1000 - time.monotonic()))
+                if mode.startswith("slow:"):
+                    ms, every = mode[5:].split(":")
+                    if msg["tick"] % int(every) == 0:
+                        time.sleep(max(0.0, received + float(ms) / 1000 - time.monotonic()))
                 if mode == "chatty":
                     sys.stdout.write("x" * 99_999 + "\n")
                     sys.stdout.flush()
                 moves = [rng.randrange(6) for _ in msg["agents"]]
-                sock.sendall(protocol.encode(protocol.moves(msg["tick"], moves)))
+                answer: dict[str, object] = dict(protocol.moves(msg["tick"], moves))
+                if mode == "flood":
+                    answer["debug"] = _flood(msg["tick"])
+                sock.sendall(protocol.encode(answer))
                 if timing is not None:
                     print(msg["tick"], (time.time() - arrival) * 1000, file=timing, flush=True)
                 answered += 1
@@ -99,6 +108,16 @@ def main() -> int:
             elif msg["type"] == "error":
                 print("error", msg, file=sys.stderr, flush=True)
                 return 2
+
+
+def _flood(tick: int) -> object:
+    """A drawing past the caps of docs/protocol.md#debug, with malformed entries among the good."""
+    if tick % 3 == 0:
+        return ["not", "a", "map"]
+    marks: list[object] = [{"cell": [i % 13, i // 13 % 13], "colour": "#ff0000"} for i in range(400)]
+    marks[1:3] = [{"cell": "x", "colour": "#ff0000"}, {"cell": [1, 1], "colour": "red!"}]
+    lines = [{"from": [0, 0], "to": [12, 12], "colour": "#00ff00"} for _ in range(100)]
+    return {"marks": marks, "lines": lines, "text": ["y" * 100] * 30}
 
 
 if __name__ == "__main__":

@@ -291,7 +291,15 @@ function playOnce(cfg, rng, log, track) {
       const moves = agents.map((_, i) =>
         (i + 1) * plane <= cells.length ? chooseMove(cells, i * plane, viewSize, rng) : MOVE.NOOP,
       );
-      send({ type: "moves", tick: msg.tick, moves });
+      // The optional `debug` map (docs/protocol.md#debug-drawing): drawn by the web player over the
+      // board, kept in the replay, never judged with the moves. Here: the cell ahead of the first
+      // agent ([row, col] of its viewport; the agent is at row viewSize - 1, the middle column).
+      const debug = { text: [`${agents.length} agents, moves ${moves.join(" ")}`] };
+      if (agents.length) {
+        const ahead = [viewSize - 2, (viewSize - 1) >> 1];
+        debug.marks = [{ cell: ahead, colour: "#ffe119", label: "ahead", agent: agents[0] }];
+      }
+      send({ type: "moves", tick: msg.tick, moves, debug });
     }
 
     function onMessage(msg) {

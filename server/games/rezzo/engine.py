@@ -9,7 +9,7 @@ rulebook's tick order (transition, losses, agents).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -234,6 +234,35 @@ class Agent:
     y: int
     facing: Facing
     alive: bool = True
+
+
+def viewport_placer(
+    agents: Sequence[Agent], seat: int, request: Mapping[str, Any], size: tuple[int, int, bool]
+) -> Callable[[int | None, list[int]], list[int] | None]:
+    """A bot's debug cells, ``[row, col]`` of one of its agents' viewports (the wire layout), as
+    board cells ``[x, y]`` (the match's ``debug_placer``). ``agent`` None: the request's first agent;
+    an agent not in the request, or a cell off the viewport or off a bounded board, places nowhere.
+
+    Read before ``apply()``, so each agent stands where its viewport was taken."""
+    width, height, torus = size
+    asked = request.get("agents") or []
+    mine = {a.index: a for a in agents if a.player == seat and a.alive and a.index in asked}
+    first = asked[0] if asked else None
+
+    def place(agent: int | None, cell: list[int]) -> list[int] | None:
+        k = first if agent is None else agent
+        a = mine.get(k) if k is not None else None
+        row, col = cell
+        if a is None or not (0 <= row < VIEW_SIZE and 0 <= col < VIEW_SIZE):
+            return None
+        (fx, fy), (rx, ry) = FORWARD[a.facing], RIGHTWARD[a.facing]
+        ahead, right = VIEW_AGENT_ROW - row, col - VIEW_AGENT_COL
+        x, y = a.x + ahead * fx + right * rx, a.y + ahead * fy + right * ry
+        if torus:
+            return [x % width, y % height]
+        return [x, y] if 0 <= x < width and 0 <= y < height else None
+
+    return place
 
 
 class RezzoEngine:
@@ -567,6 +596,12 @@ class RezzoEngine:
 
     def decode(self, seat: int, request: Mapping[str, Any], answer: Any) -> dict[int, Any] | None:
         return decode_moves(request, answer)
+
+    def debug_placer(
+        self, seat: int, request: Mapping[str, Any]
+    ) -> Callable[[int | None, list[int]], list[int] | None]:
+        """Where a seat's debug cells are on the board (`viewport_placer`)."""
+        return viewport_placer(self._agents, seat, request, (self.width, self.height, self.torus))
 
     def apply(self, actions: Mapping[int, Any]) -> Events:
         """Tick t's agent phase on W_t, then tick t+1's transition and losses (see module docstring)."""

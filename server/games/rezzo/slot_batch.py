@@ -11,7 +11,7 @@ numba's) per-call cost is paid once per slot instead of once per match.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,6 +29,7 @@ from cellarena.server.games.rezzo.engine import (
     loss_reason,
     parse_moves,
     state_digest,
+    viewport_placer,
 )
 
 #: Without numba, the numpy batch pays from about this many worlds on (`slot_bench`, per match-tick
@@ -197,6 +198,12 @@ class BatchedWorld:
 
     def decode(self, seat: int, request: Mapping[str, Any], answer: Any) -> dict[int, Any] | None:
         return decode_moves(request, answer)
+
+    def debug_placer(
+        self, seat: int, request: Mapping[str, Any]
+    ) -> Callable[[int | None, list[int]], list[int] | None]:
+        """Where a seat's debug cells are on the board (`viewport_placer`), as `RezzoEngine` says."""
+        return viewport_placer(self.agents(), seat, request, (self.width, self.height, self.torus))
 
     def stage(self, actions: Mapping[int, Any]) -> Events:
         if self._final is not None:

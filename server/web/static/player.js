@@ -56,9 +56,15 @@
   const keys = h("details", { class: "panel keys" }, h("summary", {}, "Keyboard"),
     h("p", {}, "space play/pause · ←/→ step · shift+←/→ 10 steps · Home/End · [ ] speed · + − 0 zoom · " +
       "drag to pan · wheel to zoom" + (G && G.click ? " · click an agent to see its viewport, Esc to close" : "")));
+  // The bots' debug drawings (docs/protocol.md#debug-drawing): a layer per seat, each with its toggle.
+  const debugToggles = h("div", { class: "debug-toggles", id: "debug-toggles" });
+  const debugText = h("ul", { class: "events", id: "debug-text" });
+  const debugPanel = h("section", { class: "panel hidden", id: "debug-panel" },
+    h("h2", {}, "What the bots drew"), debugToggles, debugText);
   const side = h("aside", {},
     h("section", { class: "panel" }, h("h2", {}, "Seats"), seatsTable),
     h("section", { class: "panel" }, h("h2", {}, "This tick"), events),
+    debugPanel,
     vpPanel,
     h("section", { class: "panel" }, h("h2", {}, "Legend"), legend),
     keys);
@@ -69,6 +75,7 @@
     meta: null, frames: [], bytes: 0, sizes: [], index: 0, shown: -1, playing: false, speed: 1,
     acc: 0, inflight: new Map(), error: null, scale: 1, ox: 0, oy: 0, fitted: false,
     selected: null, observation: null, obsKey: "",
+    hiddenDebug: new Set(), // seats whose drawing layer is off (every layer is on at first)
   };
   const off = document.createElement("canvas");
   const offCtx = off.getContext("2d");
@@ -97,6 +104,7 @@
         if (!state.frames[f.i]) {
           const size = JSON.stringify(f.frame).length;
           state.frames[f.i] = f;
+          for (const s of Object.keys(f.debug || {})) state.meta.debugSeats.add(Number(s));
           state.sizes[f.i] = size;
           state.bytes += size;
         }
@@ -187,6 +195,7 @@
     ctx.strokeRect(state.ox - 1.5, state.oy - 1.5, w * state.scale + 3, hh * state.scale + 3);
     if (G.overlay) G.overlay(ctx, f.frame, view, state.meta, state.selected);
     highlight(f);
+    drawDebug(f);
     state.shown = state.index;
     const api_ = window.cellarenaPlayer;
     api_.paints += 1;
@@ -201,6 +210,62 @@
     updateEvents(f);
     if (state.selected) updateViewport();
     root.dataset.shown = String(state.index);
+  }
+
+  // Marks fill most of their cell (a border of the board's colour stays), lines join cell centres.
+  function drawDebug(f) {
+    const drawn = f.debug || {};
+    const seats = Object.keys(drawn).map(Number).filter((s) => !state.hiddenDebug.has(s));
+    const s = view.cell;
+    for (const seat of seats) {
+      const d = drawn[seat];
+      ctx.lineWidth = Math.max(1, s * 0.15);
+      for (const ln of d.lines || []) {
+        ctx.strokeStyle = ln.colour;
+        ctx.beginPath();
+        ctx.moveTo(...view.cellCenter(ln.from[0], ln.from[1]));
+        ctx.lineTo(...view.cellCenter(ln.to[0], ln.to[1]));
+        ctx.stroke();
+      }
+      for (const m of d.marks || []) {
+        const [x0, y0] = view.cellCorner(m.cell[0], m.cell[1]);
+        const pad = s >= 6 ? s * 0.1 : 0;
+        ctx.fillStyle = m.colour;
+        ctx.fillRect(x0 + pad, y0 + pad, s - 2 * pad, s - 2 * pad);
+        if (m.label && s >= 10) {
+          ctx.font = `${Math.max(10, Math.round(s * 0.5))}px sans-serif`;
+          ctx.fillStyle = "#ffffff";
+          ctx.strokeStyle = "#000000";
+          ctx.lineWidth = 3;
+          ctx.strokeText(m.label, x0 + s, y0);
+          ctx.fillText(m.label, x0 + s, y0);
+        }
+      }
+    }
+    updateDebugPanel(f);
+  }
+  function updateDebugPanel(f) {
+    const drawn = f.debug || {};
+    const any = state.meta.debugSeats.size > 0;
+    debugPanel.classList.toggle("hidden", !any);
+    if (!any) return;
+    const toggles = [...state.meta.debugSeats].sort((a, b) => a - b).map((s) => {
+      const box = h("input", { type: "checkbox", id: `debug-seat-${s}`, "data-seat": String(s) });
+      box.checked = !state.hiddenDebug.has(s);
+      box.onchange = () => {
+        if (box.checked) state.hiddenDebug.delete(s); else state.hiddenDebug.add(s);
+        draw(true);
+      };
+      return h("label", {}, box, " ", seatCell(s).firstChild, ` ${state.meta.names[s]}`);
+    });
+    debugToggles.replaceChildren(...toggles);
+    const lines = [];
+    for (const [s, d] of Object.entries(drawn)) {
+      if (state.hiddenDebug.has(+s)) continue;
+      for (const t of d.text || []) lines.push(`${state.meta.names[+s]}: ${t}`);
+    }
+    if (!lines.length) lines.push("no text this tick");
+    debugText.replaceChildren(...lines.map((t) => h("li", {}, t)));
   }
 
   function seatCell(s) {
@@ -454,7 +519,8 @@
         live.ended = false; live.result = null; live.bytes = 0; live.sizes = [];
         state.frames = []; state.index = 0;
         state.meta = { game: m.game, names: m.names, players: m.players, frames: 0, result: null,
-          complete: false, path: `live match ${m.match}`, seed: null, live: true };
+          complete: false, path: `live match ${m.match}`, seed: null, live: true,
+          debugSeats: new Set() };
         title.textContent = `${m.game}: ${m.names.join(" vs ")} (live)`;
         subtitle.textContent = `match ${m.match} · ${m.tick_rate ? m.tick_rate + " ticks a second" : "fast"}`;
         legend.replaceChildren(...G.legend(state.meta).map(([color, label]) =>
@@ -503,6 +569,7 @@
     if (root.dataset.live) { startLive(root.dataset.live); requestAnimationFrame(loop); return; }
     try {
       state.meta = await getJSON(`${api}/meta`);
+      state.meta.debugSeats = new Set(); // the seats seen drawing so far, each with its toggle
     } catch (e) { showError(e.message); return; }
     const m = state.meta;
     title.textContent = `${m.game}: ${m.names.join(" vs ")}`;

@@ -1,0 +1,153 @@
+"""The optional ``debug`` map of a ``moves`` answer: what a bot drew for its own eyes, and its caps.
+
+A bot may add to its answer::
+
+    "debug": {
+        "marks": [{"cell": [a, b], "colour": "#rrggbb", "label": "str", "agent": k}, ...],
+        "lines": [{"from": [a, b], "to": [a, b], "colour": "#rrggbb", "agent": k}, ...],
+        "text": ["a line", ...],
+    }
+
+Every key is optional. ``cell``, ``from`` and ``to`` are board cells ``[x, y]``, except in a game
+whose engine places cells relative to an agent (Rezzo: ``[row, col]`` of agent ``agent``'s
+viewport, as on the wire; the seat's first agent of the request when ``agent`` is left out).
+
+Why here, in the sans-IO protocol package: the server keeps what it may of a ``debug`` map with
+`clean`, and the SDK holds its own drawing to the same caps (`DebugLayer` in ``cellarena.sdk.debug``),
+so the two cannot disagree on them. What is past a cap or malformed is dropped and counted, never
+refused: a bad ``debug`` never costs the move it came with (docs/protocol.md#debug).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cellarena.sdk.protocol.fields import is_int
+
+#: Marks kept of one answer; the rest are dropped and counted.
+MAX_MARKS = 256
+#: Lines kept of one answer.
+MAX_LINES = 64
+#: Bytes of text (UTF-8, all lines together) kept of one answer.
+MAX_TEXT_BYTES = 1024
+#: Characters of a mark's label; a longer label is cut to this.
+MAX_LABEL = 16
+#: Bytes of debug (as msgpack) a seat may have kept over one match; later ones are dropped whole.
+MAX_MATCH_BYTES = 1024 * 1024
+#: A colour on the wire: ``#rrggbb``.
+COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
+
+#: Turns a drawn cell into a board cell ``[x, y]``, or None if it is none (off the viewport, no such
+#: agent): an engine's ``debug_cell(seat, request, agent, cell)`` bound to a seat and its request.
+Place = Callable[[int | None, list[int]], list[int] | None]
+
+
+def _as_cell(value: Any) -> list[int] | None:
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(is_int(v) for v in value):
+        return [int(value[0]), int(value[1])]
+    return None
+
+
+def _as_colour(value: Any) -> str | None:
+    return value.lower() if isinstance(value, str) and COLOUR.fullmatch(value) else None
+
+
+def _as_agent(value: Any) -> tuple[bool, int | None]:
+    """(ok, agent): absent is ok (None); anything but an int is not."""
+    if value is None:
+        return True, None
+    return (True, int(value)) if is_int(value) else (False, None)
+
+
+@dataclass
+class Cleaned:
+    """What `clean` kept of one ``debug`` map (None: nothing), and how many entries it dropped."""
+
+    kept: dict[str, Any] | None
+    dropped: int
+
+
+def clean(debug: Any, place: Place | None = None) -> Cleaned:
+    """The well-formed part of one answer's ``debug`` within the per-answer caps, its cells placed on
+    the board by ``place`` (None: kept as sent). Each mark, line or text line that is malformed or
+    past a cap counts one dropped; a ``debug`` that is not a map drops as one."""
+    if not isinstance(debug, dict):
+        return Cleaned(None, 1)
+    dropped = 0
+    kept: dict[str, Any] = {}
+
+    def where(agent: int | None, cell: list[int]) -> list[int] | None:
+        return cell if place is None else place(agent, cell)
+
+    raw_marks = debug.get("marks")
+    if raw_marks is not None:
+        marks: list[dict[str, Any]] = []
+        if not isinstance(raw_marks, list):
+            dropped += 1
+        else:
+            for m in raw_marks:
+                if len(marks) >= MAX_MARKS:
+                    dropped += 1
+                    continue
+                ok = isinstance(m, dict)
+                cell = _as_cell(m.get("cell")) if ok else None
+                colour = _as_colour(m.get("colour")) if ok else None
+                agent_ok, agent = _as_agent(m.get("agent")) if ok else (False, None)
+                label = m.get("label") if ok else None
+                if label is not None and not (isinstance(label, str) and label.isprintable()):
+                    ok = False
+                board = where(agent, cell) if ok and cell is not None and agent_ok else None
+                if board is None or colour is None:
+                    dropped += 1
+                    continue
+                mark: dict[str, Any] = {"cell": board, "colour": colour}
+                if label:
+                    mark["label"] = label[:MAX_LABEL]
+                marks.append(mark)
+            if marks:
+                kept["marks"] = marks
+    raw_lines = debug.get("lines")
+    if raw_lines is not None:
+        lines: list[dict[str, Any]] = []
+        if not isinstance(raw_lines, list):
+            dropped += 1
+        else:
+            for ln in raw_lines:
+                if len(lines) >= MAX_LINES:
+                    dropped += 1
+                    continue
+                ok = isinstance(ln, dict)
+                a = _as_cell(ln.get("from")) if ok else None
+                b = _as_cell(ln.get("to")) if ok else None
+                colour = _as_colour(ln.get("colour")) if ok else None
+                agent_ok, agent = _as_agent(ln.get("agent")) if ok else (False, None)
+                if a is None or b is None or colour is None or not agent_ok:
+                    dropped += 1
+                    continue
+                pa, pb = where(agent, a), where(agent, b)
+                if pa is None or pb is None:
+                    dropped += 1
+                    continue
+                lines.append({"from": pa, "to": pb, "colour": colour})
+            if lines:
+                kept["lines"] = lines
+    raw_text = debug.get("text")
+    if raw_text is not None:
+        text: list[str] = []
+        if not isinstance(raw_text, list):
+            dropped += 1
+        else:
+            room = MAX_TEXT_BYTES
+            for t in raw_text:
+                size = len(t.encode("utf-8", "replace")) if isinstance(t, str) else 0
+                if not isinstance(t, str) or size > room or not t.isprintable():
+                    dropped += 1
+                    continue
+                room -= size
+                text.append(t)
+            if text:
+                kept["text"] = text
+    return Cleaned(kept or None, dropped)
