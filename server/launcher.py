@@ -15,6 +15,7 @@ started, double-forked or not, is killed. No process is left behind.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import secrets
@@ -248,7 +249,7 @@ async def play_match(
                                 limits=limits,
                                 isolate=isolate,
                                 connection=connection,
-                                on_started=lambda p, name=bot.name: procs.__setitem__(name, p),
+                                on_started=functools.partial(procs.__setitem__, bot.name),
                             )
                         finally:
                             connection.close()  # the bot has its own copy; ours would keep the seat open

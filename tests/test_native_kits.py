@@ -204,6 +204,7 @@ def test_a_tournament_of_one_starter_per_language_and_the_python_example_bots(
         "builder",
         "raider",
         "random_walker",
+        "trained",
     }
     assert all(s["crashes"] == 0 for s in standings), standings
     # Every starter played every example bot, in both seats, and each of its answers could be read.

@@ -73,6 +73,7 @@ const FIX: Record<string, string> = {
   bad_hello: "check the bot's token (--token-file, --token or CELLARENA_TOKEN) and its game",
   bad_version: `this kit speaks protocol ${PROTOCOL_VERSION}; update it`,
   tls_required: "connect with --tls",
+  revoked: "ask the ladder's host for the bot's current token",
 };
 
 export type Log = (text: string) => void;

@@ -36,6 +36,7 @@ export const ERROR_CODES = [
   "too_many_connections",
   "locked_out",
   "tls_required",
+  "revoked",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
