@@ -186,11 +186,7 @@ async def play_match(
     def owner(seat: int, conn: Connection) -> bool:
         """Whether a connection that came with seat ``seat``'s token is held by that bot's processes."""
         proc = procs.get(bots[seat].name)
-        server_port = _local_port(conn)
-        if proc is None or conn.peer_port is None or server_port is None:
-            return False
-        inode = tcp_inode(conn.peer_port, server_port)
-        return inode is not None and holds(proc.tree.lineage(process_table()), inode)
+        return proc is not None and holds_connection(proc, conn)
 
     seating = ReservedSeating(tokens, [b.name for b in bots], timeout=connect_timeout, owner=owner)
     lobby = Lobby(
@@ -380,6 +376,17 @@ def _handover(seating: ReservedSeating, seat: int, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def holds_connection(proc: BotProcess, conn: Connection) -> bool:
+    """Whether one of ``proc``'s own processes (not those found by its marker alone, which another
+    process can copy) holds the loopback connection ``conn``: how a token read from a bot's pipe by
+    another process of the same user seats nobody (docs/security.md)."""
+    server_port = _local_port(conn)
+    if conn.peer_port is None or server_port is None:
+        return False
+    inode = tcp_inode(conn.peer_port, server_port)
+    return inode is not None and holds(proc.tree.lineage(process_table()), inode)
 
 
 def _local_port(conn: Connection) -> int | None:

@@ -571,6 +571,40 @@ async def test_a_void_the_database_refused_is_done_when_it_answers_again(
 
 
 # ------------------------------------------------------------------------------------------ house bots
+async def test_a_house_bots_token_read_from_its_pipe_by_another_process_seats_nobody(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Issue 25, point 7, for house bots: a process of the same user opens the house bot's unread
+    token pipe through /proc/PID/fd/N, as any same-user process may, and says hello with the token.
+    Its connection is not the house bot's: refused (before: it took the house bot's place)."""
+    import os
+
+    from cellarena.arena.ladder.house import HouseBots
+
+    ladder = await open_ladder(nursery, tmp_path, ("alice",))
+    mute = f'"{sys.executable}" -c "import time; time.sleep(600)"'  # never reads its pipe
+    ladder.store.add_bot("mute", "rezzo", house_command=mute)
+    await ladder.seating.results.load_ratings()
+    house = HouseBots(ladder.store, ladder.seating, tmp_path, after=0.0, every=0.05, idle_limit=30)
+    nursery.start_soon(house.run, ladder.port)
+    alice = await join(ladder, "alice")
+    await wait_for(lambda: "mute" in house.running)
+    pid = house.running["mute"].pid
+    environ = dict(
+        line.split("=", 1) for line in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in line
+    )
+    with open(f"/proc/{pid}/fd/{environ['CELLARENA_TOKEN_FD']}") as pipe:
+        stolen = pipe.readline().strip()
+    assert stolen.startswith("cla_")
+    assert os.getpid() != pid
+    thief = await Client.connect(ladder.port)
+    await thief.hello("thief", token=stolen)
+    error = await thief.expect_error(protocol.BAD_HELLO)
+    assert "house bot's" in error["message"]
+    assert "mute" not in ladder.seating.queue.waiting and "alice" in ladder.seating.queue.waiting
+    await alice.stream.aclose()
+
+
 async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +100,9 @@ class Admission(LadderService):
         self.starter = starter
         self.database = database
         self.rules = rules if rules is not None else LadderRules()
+        #: (house bot's name, connection) -> whether that house bot's own processes hold it (set by
+        #: `house.HouseBots`): a house bot's token read from its pipe by another process seats nobody.
+        self.house_owner: Callable[[str, Connection], bool] | None = None
         #: False once the ladder stops: hellos are told `shutdown`.
         self.open = True
         self._room = WaitingRoom(on_leave=self._left)
@@ -232,6 +236,16 @@ class Admission(LadderService):
         if bot.game != self.game:
             conn.fail(
                 protocol.BAD_HELLO, f"{bot.name} is registered for {bot.game}; this ladder plays {self.game}"
+            )
+            return
+        if bot.kind == "house" and self.house_owner is not None and not self.house_owner(bot.name, conn):
+            log.warning(
+                "%s came with house bot %s's token from another process: refused", conn.peer, bot.name
+            )
+            conn.fail(
+                protocol.BAD_HELLO,
+                "that token is a house bot's: it seats only a connection of that house bot's own "
+                "processes (docs/security.md)",
             )
             return
         if self.starter.reattach(conn, bot, digest):

@@ -16,6 +16,7 @@ The store keeps only a hash of every token, so each launch gives the house bot a
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 
@@ -26,11 +27,13 @@ from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.arena.ratings import initial
 from cellarena.server.confinement import Limits
+from cellarena.server.connection import Connection
 from cellarena.server.launcher import (
     LOG_LIMIT,
     BotProcess,
     BotSpec,
     copy_log,
+    holds_connection,
     start_bot,
     stop_bot,
     watch_limits,
@@ -64,6 +67,7 @@ class HouseBots:
         self.host = host
         self.limits = limits or Limits()
         self.isolate = isolate
+        seating.admission.house_owner = self.holds
         #: House bots whose process runs, by name.
         self.running: dict[str, BotProcess] = {}
 
@@ -111,7 +115,14 @@ class HouseBots:
         path = self.log_dir / f"house-{bot.name}.log"
         try:
             proc = await start_bot(
-                spec, self.host, port, token.secret, limits=self.limits, isolate=self.isolate
+                spec,
+                self.host,
+                port,
+                token.secret,
+                limits=self.limits,
+                isolate=self.isolate,
+                # Known before its token is in the pipe: its hello is judged by its own processes.
+                on_started=functools.partial(self.running.__setitem__, bot.name),
             )
         except OSError as exc:
             log.error("cannot start house bot %s (%r): %s", bot.name, bot.house_command, exc)
@@ -122,6 +133,11 @@ class HouseBots:
         nursery.start_soon(copy_log, proc.stdout, path, LOG_LIMIT)
         nursery.start_soon(self._reap, bot.name, proc)
         nursery.start_soon(watch_limits, [proc], self.limits)
+
+    def holds(self, name: str, conn: Connection) -> bool:
+        """Whether house bot ``name``'s own processes hold ``conn`` (`Admission.house_owner`)."""
+        proc = self.running.get(name)
+        return proc is not None and holds_connection(proc, conn)
 
     async def _reap(self, name: str, proc: BotProcess) -> None:
         """Wait for a house bot to end its match and exit, or to sit idle (neither queued nor playing)
