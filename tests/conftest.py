@@ -57,3 +57,27 @@ def ladder_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return str(tmp_path / "ladder.db")
     server: PostgresServer = request.getfixturevalue("postgres_server")
     return server.create_database()
+
+
+#: The suite's longest files (builds of the language kits, trainings, browsers), each about a minute
+#: or more on one process. pytest-xdist hands out whole files (``--dist loadfile``) in collection
+#: order, so these go first: started last (alphabetically, most are late), one of them kept a
+#: process busy minutes after the other had run out of work.
+LONGEST_FIRST = (
+    "test_native_kits.py",
+    "test_new_bot_node.py",
+    "test_ts_kit.py",
+    "test_sdk_walkthrough.py",
+    "test_rezzo_training.py",
+    "test_hostile_bots.py",
+    "test_web_player.py",
+    "test_training_doc.py",
+    "test_js_bot.py",
+    "test_ladder_server.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the longest files first (see `LONGEST_FIRST`); the order within a file is kept."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
