@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from bot_files import RAW_BOT as RAW
 from bot_processes import BotPids
 from cellarena_cli import cellarena, start_cellarena
@@ -207,3 +208,31 @@ def test_a_bad_bot_forfeits_its_matches_and_the_others_go_on(tmp_path: Path) -> 
     assert table.returncode == 0, table.stderr
     said = " ".join(table.stdout.split())  # rich wraps long lines
     assert "stray forfeited or crashed in 6 matches: asked to play 'cata', not 'rezzo'" in said
+
+
+def test_the_standings_fit_80_columns_with_whole_names(capsys: pytest.CaptureFixture[str]) -> None:
+    """Eleven columns and whole bot names in an 80-column terminal (rich's width off a terminal):
+    each name and each heading printed whole, no line wider than 80."""
+    from types import SimpleNamespace
+
+    from cellarena.arena.cli.tournament import _print_standings
+
+    names = ["random_walker", "trained", "js_random"]
+    row = dict(rating=-0.58, mu=19.31, sigma=6.63, wins=0, draws=4, losses=4, late_rate=0.0, invalid_rate=0.0)
+    report = SimpleNamespace(
+        already=0,
+        played=6,
+        total=6,
+        standings=[SimpleNamespace(bot=n, crashes=0, **row) for n in names],
+        forfeits={},
+        notes={},
+        failed=[],
+    )
+    _print_standings(report, Path("runs"))
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    heading = out.splitlines()[2].split()
+    assert heading == ["rank", "bot", "rating", "mu", "sigma", "W", "D", "L", "late", "invalid", "crashes"], (
+        out
+    )
+    assert all(f" {n} " in out for n in names) and "…" not in out, out

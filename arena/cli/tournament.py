@@ -353,13 +353,24 @@ class _Display:
 
 
 def _print_standings(report: Any, folder: Path) -> None:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     console = Console(highlight=False)
-    table = Table(title=f"Standings after {report.already + report.played} of {report.total} matches")
+    # No rules between columns: the eleven columns and whole bot names fit an 80-column terminal.
+    table = Table(
+        title=f"Standings after {report.already + report.played} of {report.total} matches",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    longest = max((len(s.bot) for s in report.standings), default=3)
     for col in ("rank", "bot", "rating", "mu", "sigma", "W", "D", "L", "late", "invalid", "crashes"):
-        table.add_column(col, justify="left" if col == "bot" else "right")
+        if col == "bot":
+            table.add_column(col, no_wrap=True, min_width=min(longest, 24))
+        else:
+            table.add_column(col, justify="right", no_wrap=True)
     for i, s in enumerate(report.standings, 1):
         table.add_row(
             str(i),
