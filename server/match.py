@@ -37,6 +37,8 @@ log = logging.getLogger("cellarena.server")
 _pack = msgpack.Packer(use_bin_type=True).pack
 #: The `moves` of an answer without that field: no game reads it as an action, so it is invalid.
 _MISSING: Any = object()
+#: What a seated bot may send (the protocol's state table): its answers.
+_PLAYING_SENDS = protocol.client_sends(protocol.State.PLAYING)
 
 
 #: Milliseconds of each tick period the default budget leaves to the server (send the requests, read
@@ -187,8 +189,10 @@ class Seat:
                 f"(bursts up to {settings.message_burst:g}); send one answer per tick",
             )
             return
-        refusal = protocol.client_refusal(protocol.State.PLAYING, message["type"])
-        if refusal is not None:
+        kind = message["type"]
+        if kind not in _PLAYING_SENDS:  # one set lookup per answer: the table is asked only then
+            refusal = protocol.client_refusal(protocol.State.PLAYING, kind)
+            assert refusal is not None
             conn.fail(*refusal)
             return
         tick = message.get("tick")

@@ -70,6 +70,11 @@ def test_each_client_message_out_of_order_has_its_code_and_words(
 
 
 def test_what_a_client_may_send() -> None:
+    assert protocol.client_sends(S.PLAYING) == {"moves"} and protocol.client_sends(S.HELLO) == {"hello"}
+    assert protocol.client_sends(S.WAITING) == protocol.client_sends(S.WATCHING) == frozenset()
+    for state in S:
+        for kind in protocol.CLIENT_TYPES:
+            assert (kind in protocol.client_sends(state)) == (client_refusal(state, kind) is None)
     assert client_refusal(S.HELLO, "hello") is None
     assert client_refusal(S.PLAYING, "moves") is None
     allowed = {(st, k) for st in S for k in protocol.CLIENT_TYPES if client_refusal(st, k) is None}

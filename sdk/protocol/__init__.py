@@ -9,8 +9,8 @@ one implementation of the rules, including the error for every kind of bad input
 - `messages`: one TypedDict per message (`Hello`, `Welcome`, `Tick`, `Moves`, `End`, `Error`,
   `Redirect`, `Frame`), its constructor (`hello()`, ..., and `encode_tick()` for the server's hot
   path) and its check (`check_hello()`, ..., `validate()`).
-- `states`: which message may come when (`State`, `advance`, `client_refusal`, `server_refusal`):
-  one table that the server's connection owners and the SDK's client both follow.
+- `states`: which message may come when (`State`, `advance`, `client_sends`, `client_refusal`,
+  `server_refusal`): one table that the server's connection owners and the SDK's client both follow.
 - `fields`: the one validator behind those checks, and `is_int`, the one spelling of "an int that is
   not a bool".
 
@@ -86,6 +86,7 @@ from cellarena.sdk.protocol.states import (
     State,
     advance,
     client_refusal,
+    client_sends,
     server_refusal,
 )
 
@@ -148,6 +149,7 @@ __all__ = [
     "check_tick",
     "check_welcome",
     "client_refusal",
+    "client_sends",
     "decode_body",
     "encode",
     "encode_tick",

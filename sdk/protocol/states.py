@@ -95,6 +95,14 @@ def advance(state: State, sender: Sender, kind: str, *, role: str = "bot") -> St
     return TRANSITIONS.get((state, sender, kind), state)
 
 
+def client_sends(state: State) -> frozenset[str]:
+    """The message types a client may send in ``state``, for a hot path to test one message against
+    (a set lookup) before it asks `client_refusal` what to answer."""
+    if state is State.HELLO:
+        return frozenset({"hello"})
+    return frozenset(kind for (at, sender, kind) in TRANSITIONS if at is state and sender == "client")
+
+
 def client_refusal(state: State, kind: object) -> tuple[str, str] | None:
     """(code, message) if a client may not send a ``kind`` message in ``state``; None if it may.
     ``kind`` is the message's ``type`` as it came, whatever it is (a str in a well-formed message)."""
