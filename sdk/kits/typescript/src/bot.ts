@@ -40,18 +40,8 @@ export interface MatchInfo<S> {
   settings: S;
 }
 
-/** The `end`: how the match ended for you. */
-export interface MatchResult {
-  ticks: number;
-  result: "win" | "loss" | "draw";
-  rank: number;
-  ranks: number[];
-  winner: number | null;
-  reason: string;
-  late: number;
-  invalid: number;
-  illegal: number;
-}
+/** The `end`: how the match ended for you (the message's fields, without its type). */
+export type MatchResult = Omit<End, "type">;
 
 /** A bot of a game: each game module names its own (`RezzoBot`, `CataBot`, ...). onTick may be async. */
 export interface Bot<View, Answer, S> {
