@@ -7,6 +7,8 @@ from html import escape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from cellarena.server.web.templating import render
+
 
 def page(title: str, body: str, *, head: str = "") -> str:
     """A whole HTML document with the viewer's stylesheet; ``body`` is trusted HTML."""
@@ -24,10 +26,5 @@ def error_response(request: Request, status: int, message: str, hint: str = "") 
     wants_json = "application/json" in request.headers.get("accept", "") or "/api/" in request.url.path
     if wants_json:
         return JSONResponse({"error": message, "hint": hint}, status_code=status)
-    body = (
-        '<main class="error"><h1>cellarena: this page cannot be shown</h1>'
-        f'<p class="message">{escape(message)}</p>'
-        + (f'<p class="hint">{escape(hint)}</p>' if hint else "")
-        + '<p><a href="/">Back to the start page</a></p></main>'
-    )
-    return HTMLResponse(page("error", body), status_code=status)
+    html = render("error.html", title="error", message=message, hint=hint)
+    return HTMLResponse(html, status_code=status)
