@@ -19,6 +19,11 @@ class BadNameError(LadderStoreError, ValueError):
     """A name the ladder refuses (empty, too long, unprintable, ``..``): the message says which rule."""
 
 
+class ChallengeRefusedError(LadderStoreError):
+    """A challenge the ladder does not take (quota, a refusing opponent, a paused bot...): the message
+    says which rule, to the API's caller or on the terminal."""
+
+
 class DatabaseUnavailableError(LadderStoreError):
     """The connection to the database is lost; the store reconnects when `LadderStore.reconnect` is
     called (the ladder server does so with back-off), and fails fast until then."""
@@ -30,7 +35,8 @@ class ServerClaimLostError(LadderStoreError):
 
 class SeatRefusedError(ValueError):
     """A bot of a pairing cannot play (revoked, its token replaced, another game): the store refuses that
-    match, and the server drops the pairing, not the process. ``why``: revoked, rotated or game."""
+    match, and the server drops the pairing, not the process. ``why``: revoked, rotated,
+    game, or paused (paused or banned)."""
 
     def __init__(self, bot: str, why: str, message: str) -> None:
         super().__init__(message)

@@ -37,10 +37,32 @@ class BotRecord:
     max_matches: int
     created: datetime
     revoked: datetime | None
+    #: Why the ladder paused it (failed matches in a row, or the host), or None: a paused bot is
+    #: refused at hello with `paused` until it is resumed.
+    paused: str | None = None
+    paused_at: datetime | None = None
+    #: Why the host banned it, or None; refused like a paused bot until unbanned.
+    banned: str | None = None
+    #: Its failed matches in a row (`failures.failure_of`): at the host's ``--pause-after`` it pauses.
+    failures: int = 0
+    #: Whether it refuses challenges from other bots.
+    refuses_challenges: bool = False
 
     @property
     def active(self) -> bool:
         return self.revoked is None
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the bot may not play now though its token is good (banned or paused), or None."""
+        if self.banned is not None:
+            return f"the ladder's host banned {self.name}: {self.banned}; ask the host"
+        if self.paused is not None:
+            return (
+                f"{self.name} is paused: {self.paused}; fix it, then resume it (its owner with the "
+                "ladder's API, POST /api/bots/NAME/resume, or the host with `cellarena ladder resume`)"
+            )
+        return None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -51,6 +73,11 @@ class BotRecord:
             "max_matches": self.max_matches,
             "created": _time(self.created),
             "revoked": _time(self.revoked),
+            "paused": self.paused,
+            "paused_at": _time(self.paused_at),
+            "banned": self.banned,
+            "failures": self.failures,
+            "refuses_challenges": self.refuses_challenges,
         }
 
 
@@ -86,6 +113,8 @@ class SeatRecord:
     #: Why the match ended so for this seat; None while it runs, in a void match, and for matches
     #: finished before causes were kept (`cause_json` says "unknown" for those).
     cause: dict[str, Any] | None = None
+    #: The version its bot's hello carried; None: none given (or from before versions were kept).
+    version: str | None = None
 
     def cause_json(self) -> dict[str, Any] | None:
         """The cause as the pages and the API show it: ``{"cause": "unknown"}`` for a finished match
@@ -106,6 +135,7 @@ class SeatRecord:
             "before": _rating(self.before),
             "after": _rating(self.after),
             "cause": self.cause_json(),
+            "version": self.version,
         }
 
 
@@ -126,6 +156,8 @@ class MatchRecord:
     started: datetime
     ended: datetime | None
     seats: tuple[SeatRecord, ...]
+    #: False for an unrated challenge: it changed no rating.
+    rated: bool = True
 
     @property
     def bots(self) -> tuple[str, ...]:
@@ -145,6 +177,7 @@ class MatchRecord:
             "started": _time(self.started),
             "ended": _time(self.ended),
             "seats": [s.to_json() for s in self.seats],
+            "rated": self.rated,
         }
 
 
@@ -243,7 +276,19 @@ class Standing:
 
 
 #: What a row of the ``changes`` table says happened (`LadderStore.changes_since`).
-ChangeKind = Literal["bot_added", "bot_revoked", "token_rotated", "bot_changed"]
+ChangeKind = Literal[
+    "bot_added",
+    "bot_revoked",
+    "token_rotated",
+    "bot_changed",
+    # The community ladder (schema version 5): each ends or frees the bot's sessions, or (a
+    # challenge) has the queue read the pending challenges again.
+    "bot_paused",
+    "bot_resumed",
+    "bot_banned",
+    "bot_unbanned",
+    "challenge",
+]
 
 
 @dataclass(frozen=True)
@@ -254,3 +299,53 @@ class Change:
     kind: ChangeKind
     #: The bot it is about (None for a change about the ladder as a whole).
     bot: str | None
+
+
+ChallengeStatus = Literal["pending", "played", "cancelled"]
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """A bot's request for a match against a named bot (`LadderStore.challenge`)."""
+
+    id: int
+    challenger: str
+    opponent: str
+    rated: bool
+    status: ChallengeStatus
+    created: datetime
+    #: The ladder match that played it, once played.
+    match_id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "challenger": self.challenger,
+            "opponent": self.opponent,
+            "rated": self.rated,
+            "status": self.status,
+            "created": _time(self.created),
+            "match": self.match_id,
+        }
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One admin action: who did what to which bot, and when (`cellarena ladder audit`)."""
+
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    bot: str | None
+    detail: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "at": _time(self.at),
+            "actor": self.actor,
+            "action": self.action,
+            "bot": self.bot,
+            "detail": self.detail,
+        }

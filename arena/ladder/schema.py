@@ -30,6 +30,19 @@ Tables (version 3):
   revoked, its token rotated, its limits changed), written in the transaction that makes the change.
   It is the one channel from the ladder's commands and pages to the server, which polls it
   (`cellarena.arena.ladder.changes`). Kept short: each write drops rows far behind the newest.
+
+Version 5 (the community ladder, docs/ladder.md "Running a community ladder"):
+
+- ``seats.version``: the version string the bot's ``hello`` carried (NULL: none given, or a match from
+  before versions were kept, which reads as "unknown"); ``matches.rated`` (FALSE for an unrated
+  challenge: no rating changes, before = after).
+- ``bots``: ``paused`` (why it is paused, or NULL) and ``paused_at``; ``banned`` (why the host banned
+  it, or NULL); ``failures`` (failed matches in a row, the count that pauses it); ``refuses_challenges``.
+- ``challenges``: a bot's request for a match against a named bot: challenger, opponent, rated,
+  status ``pending`` / ``played`` / ``cancelled``, created, the match that played it.
+- ``settings``: the host's policy as ``ladder serve`` last started with it (name, value as text), so
+  that the pages and commands that take challenges apply the same quota as the server.
+- ``audit``: one row per admin action (who, what, which bot, details, when).
 """
 
 from __future__ import annotations
@@ -124,6 +137,37 @@ MIGRATIONS: tuple[Migration, ...] = (
         4,
         "why each seat's match ended: its cause (matches from before: unknown)",
         ("ALTER TABLE seats ADD COLUMN cause TEXT",),
+    ),
+    Migration(
+        5,
+        "a community ladder: versions, pauses, bans, challenges, the host's policy, an audit log",
+        (
+            "ALTER TABLE seats ADD COLUMN version TEXT",
+            "ALTER TABLE matches ADD COLUMN rated BOOLEAN NOT NULL DEFAULT TRUE",
+            "ALTER TABLE bots ADD COLUMN paused TEXT",
+            "ALTER TABLE bots ADD COLUMN paused_at TEXT",
+            "ALTER TABLE bots ADD COLUMN banned TEXT",
+            "ALTER TABLE bots ADD COLUMN failures INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE bots ADD COLUMN refuses_challenges BOOLEAN NOT NULL DEFAULT FALSE",
+            "CREATE TABLE challenges ("
+            " id {id},"
+            " challenger BIGINT NOT NULL REFERENCES bots (id),"
+            " opponent BIGINT NOT NULL REFERENCES bots (id),"
+            " rated BOOLEAN NOT NULL,"
+            " status TEXT NOT NULL CHECK (status IN ('pending', 'played', 'cancelled')),"
+            " created TEXT NOT NULL,"
+            " match_id BIGINT REFERENCES matches (id))",
+            "CREATE INDEX challenges_by_challenger ON challenges (challenger, created)",
+            "CREATE INDEX challenges_by_status ON challenges (status)",
+            "CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            "CREATE TABLE audit ("
+            " id {id},"
+            " at TEXT NOT NULL,"
+            " actor TEXT NOT NULL,"
+            " action TEXT NOT NULL,"
+            " bot TEXT,"
+            " detail TEXT)",
+        ),
     ),
 )
 

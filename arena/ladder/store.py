@@ -33,7 +33,7 @@ import math
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
 from typing import cast
@@ -43,15 +43,20 @@ from cellarena.arena.ladder import identity
 from cellarena.arena.ladder.backends import Backend, Row, open_backend
 from cellarena.arena.ladder.errors import (
     BadNameError,
+    ChallengeRefusedError,
     LadderStoreError,
     MatchNotRunningError,
     SeatRefusedError,
     UnknownBotError,
 )
+from cellarena.arena.ladder.failures import failure_of, pause_reason
+from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.records import (
+    AuditEntry,
     BotKind,
     BotMatch,
     BotRecord,
+    Challenge,
     Change,
     ChangeKind,
     MatchRecord,
@@ -96,11 +101,14 @@ VOID_ON_START = "the ladder server stopped before the match ended"
 #: this far behind; a server that was away (a database outage) re-reads every bot it holds instead.
 CHANGES_KEPT = 10_000
 
-_BOT_COLUMNS = "id, name, game, kind, house_command, max_matches, created, revoked"
+_BOT_COLUMNS = (
+    "id, name, game, kind, house_command, max_matches, created, revoked,"
+    " paused, paused_at, banned, failures, refuses_challenges"
+)
 _MATCH_QUERY = (
     "SELECT m.id, m.game, m.map, m.seed, m.status, m.seq, w.name, m.reason, m.ticks, m.replay,"
     " m.started, m.ended, s.seat, b.name, s.bot_id, s.rank, s.late, s.invalid, s.illegal, s.forfeit,"
-    " s.mu_before, s.sigma_before, s.mu_after, s.sigma_after, s.cause"
+    " s.mu_before, s.sigma_before, s.mu_after, s.sigma_after, s.cause, s.version, m.rated"
     " FROM matches m JOIN seats s ON s.match_id = m.id JOIN bots b ON b.id = s.bot_id"
     " LEFT JOIN bots w ON w.id = m.winner"
 )
@@ -360,6 +368,218 @@ class LadderStore:
             self._note_change(db, "bot_changed", name)
         return self._bot_or_raise(name)
 
+    # ------------------------------------------------------------------ a community ladder
+    def _policy(self, db: Backend) -> CommunityPolicy:
+        return CommunityPolicy.from_settings(
+            {str(k): str(v) for k, v in db.query("SELECT name, value FROM settings")}
+        )
+
+    def policy(self) -> CommunityPolicy:
+        """The host's policy as ``ladder serve`` last wrote it (the defaults before it ever did)."""
+        with self._reading("read the ladder's settings") as db:
+            return self._policy(db)
+
+    def set_policy(self, policy: CommunityPolicy) -> None:
+        """Write the host's policy (``ladder serve`` does as it starts), for every process to read."""
+        with self._writing("write the ladder's settings") as db:
+            for name, value in policy.to_settings().items():
+                db.execute(
+                    "INSERT INTO settings (name, value) VALUES (?, ?)"
+                    " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                    (name, value),
+                )
+
+    def _audit(
+        self, db: Backend, actor: str | None, action: str, bot: str | None, detail: str | None
+    ) -> None:
+        if actor is not None:
+            db.execute(
+                "INSERT INTO audit (at, actor, action, bot, detail) VALUES (?, ?, ?, ?, ?)",
+                (_now(), actor, action, bot, detail),
+            )
+
+    def audit_log(self, limit: int = 100) -> list[AuditEntry]:
+        """The newest admin actions first, at most ``limit``."""
+        with self._reading("read the audit log") as db:
+            rows = db.query(
+                "SELECT id, at, actor, action, bot, detail FROM audit ORDER BY id DESC LIMIT ?",
+                (max(0, limit),),
+            )
+        return [
+            AuditEntry(int(i), _time(at), actor, action, bot, detail)
+            for i, at, actor, action, bot, detail in rows
+        ]
+
+    def _set_bot(
+        self,
+        name: str,
+        action: str,
+        sql: str,
+        params: tuple[object, ...],
+        change: ChangeKind | None,
+        actor: str | None,
+        detail: str | None = None,
+    ) -> BotRecord:
+        """One change to one bot: its row, the change log (when the server must act), the audit log."""
+        with self._writing(f"{action} bot {name!r}") as db:
+            if db.execute(f"UPDATE bots SET {sql} WHERE name = ?", (*params, name)) != 1:
+                raise self._unknown(name)
+            if change is not None:
+                self._note_change(db, change, name)
+            self._audit(db, actor, action, name, detail)
+        log.info("ladder: %s bot %r%s", action, name, f" ({detail})" if detail else "")
+        return self._bot_or_raise(name)
+
+    def pause(self, name: str, reason: str, *, actor: str | None = None) -> BotRecord:
+        """Pause the bot (the host's hand; the ladder pauses one itself in `finish_match`): refused at
+        hello with `paused` until resumed; a match it is playing plays on."""
+        why = " ".join(reason.split())[:200] or "paused by the ladder's host"
+        return self._set_bot(
+            name, "pause", "paused = ?, paused_at = ?", (why, _now()), "bot_paused", actor, why
+        )
+
+    def resume(self, name: str, *, actor: str | None = None) -> BotRecord:
+        """Resume a paused bot: it may queue again, with its failures in a row counted from 0."""
+        return self._set_bot(
+            name, "resume", "paused = NULL, paused_at = NULL, failures = 0", (), "bot_resumed", actor
+        )
+
+    def ban(self, name: str, reason: str, *, actor: str | None = None) -> BotRecord:
+        """Ban the bot: refused at hello with `paused` (saying it is banned) until unbanned; its queued
+        connection ends at the server's next poll, a match it is playing plays on."""
+        why = " ".join(reason.split())[:200] or "no reason given"
+        return self._set_bot(name, "ban", "banned = ?", (why,), "bot_banned", actor, why)
+
+    def unban(self, name: str, *, actor: str | None = None) -> BotRecord:
+        return self._set_bot(name, "unban", "banned = NULL", (), "bot_unbanned", actor)
+
+    def refuse_challenges(self, name: str, refuse: bool, *, actor: str | None = None) -> BotRecord:
+        """Whether ``name`` refuses challenges from now on (pending ones against it are cancelled)."""
+        bot = self._set_bot(
+            name,
+            "refuse challenges" if refuse else "accept challenges",
+            "refuses_challenges = ?",
+            (refuse,),
+            None,
+            actor,
+        )
+        if refuse:
+            with self._writing(f"cancel the challenges against {name!r}") as db:
+                if db.execute(
+                    "UPDATE challenges SET status = 'cancelled' WHERE opponent = ? AND status = 'pending'",
+                    (bot.id,),
+                ):
+                    self._note_change(db, "challenge", name)
+        return bot
+
+    def challenge(self, challenger: str, opponent: str, *, actor: str | None = None) -> Challenge:
+        """A pending challenge of ``challenger`` against ``opponent``, within the policy's quota;
+        `ChallengeRefusedError` saying why not (unknown, revoked, paused or banned bots, another game,
+        an opponent that refuses challenges, the quota used up, the same challenge pending)."""
+        with self._writing(f"record a challenge of {challenger!r} against {opponent!r}") as db:
+            policy = self._policy(db)
+            found = {
+                str(row[1]): self._bot_record(row)
+                for row in db.query(
+                    f"SELECT {_BOT_COLUMNS} FROM bots WHERE name IN (?, ?)", (challenger, opponent)
+                )
+            }
+            if challenger == opponent:
+                raise ChallengeRefusedError(f"{challenger} cannot challenge itself; name another bot")
+            for name in (challenger, opponent):
+                bot = found.get(name)
+                if bot is None:
+                    raise ChallengeRefusedError(f"there is no bot named {name!r}; check the name")
+                if not bot.active:
+                    raise ChallengeRefusedError(f"{name} is revoked and plays no more")
+                if bot.stopped is not None:
+                    raise ChallengeRefusedError(f"{name} cannot play now: {bot.stopped}")
+            me, them = found[challenger], found[opponent]
+            if me.game != them.game:
+                raise ChallengeRefusedError(f"{challenger} plays {me.game} and {opponent} plays {them.game}")
+            if them.refuses_challenges:
+                raise ChallengeRefusedError(f"{opponent} refuses challenges (its owner's setting)")
+            since = (datetime.now(UTC) - timedelta(days=1)).isoformat(timespec="microseconds")
+            made = db.query(
+                "SELECT COUNT(*), MIN(created) FROM challenges WHERE challenger = ? AND created > ?",
+                (me.id, since),
+            )[0]
+            if int(made[0]) >= policy.challenges_per_day:
+                again = (
+                    ""
+                    if made[1] is None
+                    else f"; next possible after {_time(made[1]) + timedelta(days=1):%Y-%m-%d %H:%M:%S} UTC"
+                )
+                raise ChallengeRefusedError(
+                    f"{challenger} has made {made[0]} challenge(s) in the last 24 hours, this ladder's quota "
+                    f"(its host's --challenges-per-day {policy.challenges_per_day}){again}"
+                )
+            if db.query(
+                "SELECT 1 FROM challenges WHERE challenger = ? AND opponent = ? AND status = 'pending'",
+                (me.id, them.id),
+            ):
+                raise ChallengeRefusedError(
+                    f"{challenger} already has a challenge against {opponent} waiting to be played"
+                )
+            challenge_id = int(
+                db.query(
+                    "INSERT INTO challenges (challenger, opponent, rated, status, created)"
+                    " VALUES (?, ?, ?, 'pending', ?) RETURNING id",
+                    (me.id, them.id, policy.challenges_rated, _now()),
+                )[0][0]
+            )
+            self._note_change(db, "challenge", challenger)
+            self._audit(db, actor, "challenge", challenger, f"against {opponent}")
+        log.info("ladder: %s challenges %s (challenge %d)", challenger, opponent, challenge_id)
+        return self._challenges_where("c.id = ?", (challenge_id,))[0]
+
+    def pending_challenges(self, game: str) -> list[Challenge]:
+        """``game``'s challenges waiting to be played, oldest first: what the queue plays first."""
+        with self._reading(f"read the {game} challenges") as db:
+            ids = [
+                int(i)
+                for (i,) in db.query(
+                    "SELECT c.id FROM challenges c JOIN bots b ON b.id = c.challenger"
+                    " WHERE c.status = 'pending' AND b.game = ? ORDER BY c.id",
+                    (game,),
+                )
+            ]
+        if not ids:
+            return []
+        return self._challenges_where(f"c.id IN ({', '.join('?' * len(ids))})", ids, oldest_first=True)
+
+    def challenges_of(self, name: str, limit: int = 50) -> list[Challenge]:
+        """The bot's challenges, made or received, newest first."""
+        bot = self._bot_or_raise(name)
+        return self._challenges_where("(c.challenger = ? OR c.opponent = ?)", (bot.id, bot.id), limit)
+
+    def _challenges_where(
+        self, condition: str, params: Sequence[object], limit: int = 1000, *, oldest_first: bool = False
+    ) -> list[Challenge]:
+        order = "ASC" if oldest_first else "DESC"
+        with self._reading("read the challenges") as db:
+            rows = db.query(
+                "SELECT c.id, a.name, b.name, c.rated, c.status, c.created, c.match_id FROM challenges c"
+                " JOIN bots a ON a.id = c.challenger JOIN bots b ON b.id = c.opponent"
+                f" WHERE {condition} ORDER BY c.id {order} LIMIT ?",
+                (*params, limit),
+            )
+        return [
+            Challenge(int(i), a, b, bool(rated), status, _time(created), None if m is None else int(m))
+            for i, a, b, rated, status, created, m in rows
+        ]
+
+    def bot_seats(self, name: str) -> list[BotMatch]:
+        """Every finished match of the bot, oldest first: what its statistics are made of."""
+        bot = self._bot_or_raise(name)
+        found = self._matches_where(
+            "m.status = 'finished' AND m.id IN (SELECT match_id FROM seats WHERE bot_id = ?)",
+            (bot.id,),
+            f"read the matches of bot {name!r}",
+        )
+        found.sort(key=lambda m: m.seq or 0)
+        return [BotMatch(m, next(s.seat for s in m.seats if s.bot_id == bot.id)) for m in found]
+
     # ------------------------------------------------------------------ the change log
     def _note_change(self, db: Backend, kind: ChangeKind, bot: str | None) -> None:
         """Log a change for the running server, in the caller's write transaction (so it is seen exactly
@@ -453,7 +673,8 @@ class LadderStore:
 
     @staticmethod
     def _bot_record(row: Row) -> BotRecord:
-        id_, name, game, kind, house_command, max_matches, created, revoked = row
+        id_, name, game, kind, house_command, max_matches, created, revoked = row[:8]
+        paused, paused_at, banned, failures, refuses = row[8:]
         return BotRecord(
             id=int(id_),
             name=name,
@@ -463,6 +684,11 @@ class LadderStore:
             max_matches=int(max_matches),
             created=_time(created),
             revoked=_maybe_time(revoked),
+            paused=paused,
+            paused_at=_maybe_time(paused_at),
+            banned=banned,
+            failures=int(failures or 0),
+            refuses_challenges=bool(refuses),
         )
 
     # ------------------------------------------------------------------ matches
@@ -473,13 +699,21 @@ class LadderStore:
         seed: int,
         bot_ids: Sequence[int],
         digests: Sequence[str | None] | None = None,
+        *,
+        versions: Sequence[str | None] | None = None,
+        challenge: int | None = None,
     ) -> int:
         """Record a match as ``running`` (committed at once, so a crash mid-match leaves a trace); its id.
 
         ``bot_ids`` are the seats in order: active bots of ``game``, at least two, each once. With
         ``digests`` (per seat, the digest of the token its connection gave, or None), a seat whose bot's
         token has been rotated since is refused too. A seat that cannot play raises `SeatRefusedError`
-        (a ValueError) naming its bot, and nothing is written: the caller drops that pairing.
+        (a ValueError) naming its bot, and nothing is written: the caller drops that pairing. A paused
+        or banned bot is refused likewise (``why`` "paused").
+
+        ``versions`` are per seat, the version each bot's hello carried (None: none). With
+        ``challenge``, the match plays that pending challenge: it is marked played, in the same
+        transaction, and the match is rated as the challenge says.
         """
         ids = list(bot_ids)
         if len(ids) < 2 or len(set(ids)) != len(ids):
@@ -489,12 +723,17 @@ class LadderStore:
         with self._writing(f"record the start of a {game} match") as db:
             given = list(digests) if digests is not None else [None] * len(ids)
             for bot_id, digest in zip(ids, given, strict=True):
-                rows = db.query("SELECT name, game, revoked, token_digest FROM bots WHERE id = ?", (bot_id,))
+                rows = db.query(
+                    "SELECT name, game, revoked, token_digest, paused, banned FROM bots WHERE id = ?",
+                    (bot_id,),
+                )
                 if not rows:
                     raise ValueError(f"there is no bot with id {bot_id}")
-                name, bot_game, revoked, current = rows[0]
+                name, bot_game, revoked, current, paused, banned = rows[0]
                 if revoked is not None:
                     why, text = "revoked", "is revoked"
+                elif banned is not None or paused is not None:
+                    why, text = "paused", "is banned" if banned is not None else f"is paused ({paused})"
                 elif bot_game != game:
                     why, text = "game", f"plays {bot_game}"
                 elif digest is not None and not identity.digests_equal(digest, str(current)):
@@ -502,16 +741,31 @@ class LadderStore:
                 else:
                     continue
                 raise SeatRefusedError(name, why, f"bot {name!r} cannot play this {game} match: it {text}")
+            rated = True
+            if challenge is not None:
+                found = db.query(
+                    "SELECT rated FROM challenges WHERE id = ? AND status = 'pending'", (challenge,)
+                )
+                if not found:
+                    raise ValueError(f"challenge {challenge} is not pending")
+                rated = bool(found[0][0])
             match_id = int(
                 db.query(
-                    "INSERT INTO matches (game, map, seed, status, started) VALUES (?, ?, ?, 'running', ?)"
-                    " RETURNING id",
-                    (game, map, seed, _now()),
+                    "INSERT INTO matches (game, map, seed, status, started, rated)"
+                    " VALUES (?, ?, ?, 'running', ?, ?) RETURNING id",
+                    (game, map, seed, _now(), rated),
                 )[0][0]
             )
-            for seat, bot_id in enumerate(ids):
+            said = list(versions) if versions is not None else [None] * len(ids)
+            for seat, (bot_id, version) in enumerate(zip(ids, said, strict=True)):
                 db.execute(
-                    "INSERT INTO seats (match_id, seat, bot_id) VALUES (?, ?, ?)", (match_id, seat, bot_id)
+                    "INSERT INTO seats (match_id, seat, bot_id, version) VALUES (?, ?, ?, ?)",
+                    (match_id, seat, bot_id, version),
+                )
+            if challenge is not None:
+                db.execute(
+                    "UPDATE challenges SET status = 'played', match_id = ? WHERE id = ?",
+                    (match_id, challenge),
                 )
         return match_id
 
@@ -527,6 +781,12 @@ class LadderStore:
         """Count a running match's result, all in one transaction: the match row, each seat's result and
         rating before/after, and the bots' new ratings. The finished match.
 
+        The host's policy (`policy`, as the server last wrote it) applies in the same transaction: an
+        unrated match (a challenge) changes no rating (before = after); under ``reset`` a bot playing
+        under a new version starts again from the initial rating; each seat's failure
+        (`failures.failure_of`) adds to its bot's failures in a row, and a bot that reaches
+        ``pause_after`` is paused with the reason, logged to the change log for the server.
+
         ``seats`` are in seat order. A match that is not running (finished already, or void) raises
         `MatchNotRunningError` and nothing changes. A database fault raises `LadderStoreError` and
         nothing is written: the match stays running, to be finished again or voided at the next start.
@@ -540,22 +800,29 @@ class LadderStore:
         after = "; the match stays running until its result is recorded (a restart of the server voids it)"
         with self._writing(f"record the result of match {match_id}", after) as db:
             self._check_running(db, match_id, "finish")
+            policy = self._policy(db)
+            rated = bool(db.query("SELECT rated FROM matches WHERE id = ?", (match_id,))[0][0])
             rows = db.query(
-                "SELECT s.seat, s.bot_id, b.name, r.mu, r.sigma FROM seats s JOIN bots b ON b.id = s.bot_id"
+                "SELECT s.seat, s.bot_id, b.name, r.mu, r.sigma, s.version FROM seats s"
+                " JOIN bots b ON b.id = s.bot_id"
                 " LEFT JOIN ratings r ON r.bot_id = s.bot_id WHERE s.match_id = ? ORDER BY s.seat",
                 (match_id,),
             )
             if len(rows) != len(results):
                 raise ValueError(f"match {match_id} has {len(rows)} seats, not {len(results)}")
-            names = [str(name) for _, _, name, _, _ in rows]
+            names = [str(name) for _, _, name, _, _, _ in rows]
             before = {
                 str(name): ratings.initial() if mu is None else Rating(float(mu), float(sigma))
-                for _, _, name, mu, sigma in rows
+                for _, _, name, mu, sigma, _ in rows
             }
+            if rated and policy.new_version_rating == "reset":
+                for _, bot_id, name, _, _, version in rows:
+                    if version is not None and self._new_version(db, int(bot_id), version, match_id):
+                        before[str(name)] = ratings.initial()
             ranks = [r.rank for r in results]
-            new = ratings.update(before, names, ranks)
+            new = ratings.update(before, names, ranks) if rated else dict(before)
             winner = None
-            for (seat, bot_id, name, _, _), r in zip(rows, results, strict=True):
+            for (seat, bot_id, name, _, _, _), r in zip(rows, results, strict=True):
                 old, now = before[name], new[name]
                 counts = (r.rank, r.late, r.invalid, r.illegal, bool(r.forfeit))
                 change = (old.mu, old.sigma, now.mu, now.sigma)
@@ -564,6 +831,9 @@ class LadderStore:
                 result = outcome(r.rank, ranks)
                 if result == "win":
                     winner = bot_id
+                self._count_failure(db, str(name), failure_of(r.cause, r.late, r.invalid, ticks), policy)
+                if not rated:
+                    continue
                 db.execute(
                     _ADD_RESULT,
                     (
@@ -585,6 +855,29 @@ class LadderStore:
                     f"{self.where}: match {match_id} stopped running while being finished"
                 )
         return self._match_or_raise(match_id)
+
+    def _new_version(self, db: Backend, bot_id: int, version: str, match_id: int) -> bool:
+        """Whether ``version`` differs from the one the bot played its last finished match under (a
+        bot's first versioned match after unversioned ones is no new version: nothing to compare)."""
+        last = db.query(
+            "SELECT s.version FROM seats s JOIN matches m ON m.id = s.match_id"
+            " WHERE s.bot_id = ? AND m.status = 'finished' AND m.id <> ? ORDER BY m.seq DESC LIMIT 1",
+            (bot_id, match_id),
+        )
+        return bool(last) and last[0][0] is not None and last[0][0] != version
+
+    def _count_failure(self, db: Backend, name: str, failure: str | None, policy: CommunityPolicy) -> None:
+        """One more failure in a row for ``name`` (pausing it at the policy's count), or none: reset."""
+        if failure is None:
+            db.execute("UPDATE bots SET failures = 0 WHERE name = ? AND failures <> 0", (name,))
+            return
+        db.execute("UPDATE bots SET failures = failures + 1 WHERE name = ?", (name,))
+        count, paused = db.query("SELECT failures, paused FROM bots WHERE name = ?", (name,))[0]
+        if paused is None and policy.pause_after and int(count) >= policy.pause_after:
+            reason = pause_reason(failure, int(count))
+            db.execute("UPDATE bots SET paused = ?, paused_at = ? WHERE name = ?", (reason, _now(), name))
+            self._note_change(db, "bot_paused", name)
+            log.warning("ladder: paused bot %r: %s", name, reason)
 
     def void_match(self, match_id: int, reason: str) -> MatchRecord:
         """Mark a running match void: it ended without a result that counts (no rating changes)."""
@@ -737,14 +1030,14 @@ class LadderStore:
         out: list[MatchRecord] = []
         seats: list[SeatRecord] = []
         for i, row in enumerate(rows):
-            seats.append(self._seat_record(row[12:]))
+            seats.append(self._seat_record(row[12:-1]))
             if i + 1 == len(rows) or rows[i + 1][0] != row[0]:
-                out.append(self._match_record(row[:12], tuple(seats)))
+                out.append(self._match_record(row[:12], tuple(seats), rated=bool(row[-1])))
                 seats = []
         return out
 
     @staticmethod
-    def _match_record(row: Row, seats: tuple[SeatRecord, ...]) -> MatchRecord:
+    def _match_record(row: Row, seats: tuple[SeatRecord, ...], *, rated: bool = True) -> MatchRecord:
         id_, game, map_, seed, status, seq, winner, reason, ticks, replay, started, ended = row
         return MatchRecord(
             id=int(id_),
@@ -760,11 +1053,12 @@ class LadderStore:
             started=_time(started),
             ended=_maybe_time(ended),
             seats=seats,
+            rated=rated,
         )
 
     @staticmethod
     def _seat_record(row: Row) -> SeatRecord:
-        seat, name, bot_id, rank, late, invalid, illegal, forfeit, mu0, s0, mu1, s1, cause = row
+        seat, name, bot_id, rank, late, invalid, illegal, forfeit, mu0, s0, mu1, s1, cause, version = row
         return SeatRecord(
             seat=int(seat),
             bot=name,
@@ -777,4 +1071,5 @@ class LadderStore:
             before=_rating(mu0, s0),
             after=_rating(mu1, s1),
             cause=None if cause is None else json.loads(cause),
+            version=version,
         )
