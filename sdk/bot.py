@@ -186,6 +186,13 @@ class GameBot(Generic[ViewT, AnswerT]):
 
     game: ClassVar[str] = DEFAULT_GAME
     info: MatchInfo | None = None
+    #: The bot's version, said in ``hello``: a ladder records it with each match and shows results per
+    #: version. Set it on the class, or ``MyBot(version="1.2")``; ``--version`` overrides both.
+    version: str | None = None
+
+    def __init__(self, *, version: str | None = None) -> None:
+        if version is not None:
+            self.version = version
 
     @property
     def debug(self) -> DebugLayer:
@@ -409,6 +416,7 @@ _FIX = {
     protocol.BAD_VERSION: f"this SDK speaks protocol {protocol.PROTOCOL_VERSION}; update cellarena",
     protocol.TLS_REQUIRED: "connect with --tls",
     protocol.REVOKED: "ask the ladder's host for the bot's current token",
+    protocol.PAUSED: "fix the bot, then resume it on the ladder (its owner) or ask the ladder's host",
 }
 
 
@@ -498,6 +506,13 @@ def parse_args(
     parser.add_argument(
         "--name", default=_env("CELLARENA_NAME") or default_name, help="bot name (CELLARENA_NAME)"
     )
+    parser.add_argument(
+        "--version",
+        dest="bot_version",
+        default=_env("CELLARENA_BOT_VERSION"),
+        help=f"the bot's version, said in hello (1 to {protocol.MAX_VERSION} printable characters; a "
+        "ladder shows results per version; CELLARENA_BOT_VERSION) [default: the bot's own `version`]",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="only report problems on stderr")
     many = parser.add_argument_group(
         "playing many matches",
@@ -538,6 +553,10 @@ def parse_args(
         parser.error(f"--matches must be 1 or more, got {args.matches}")
     if args.token is not None and args.token_file is not None:
         parser.error("--token and --token-file: give one of them")
+    version = args.bot_version
+    if version is not None and not (1 <= len(version) <= protocol.MAX_VERSION and version.isprintable()):
+        shown = f"{version[:20]!r}... ({len(version)} characters)" if len(version) > 20 else repr(version)
+        parser.error(f"--version must be 1 to {protocol.MAX_VERSION} printable characters, got {shown}")
     # --ladder --matches N: a ladder bot (it queues again and rides out refusals) that stops after N.
     args.ladder = ladder if args.ladder is None else args.ladder
     if args.matches is None:
@@ -636,6 +655,11 @@ class _Series:
             self.log(f"match {self.played}{of} played; connecting for the next", always=False)
         return EXIT_OK
 
+    def version(self, instance: AnyBot) -> str | None:
+        """The version the hello says: ``--version``, else the bot's own."""
+        given: str | None = self.args.bot_version
+        return given if given is not None else instance.version
+
     def play_at(
         self, instance: AnyBot, host: str, port: int, token: str | None, tls: ssl.SSLContext | None
     ) -> None:
@@ -646,7 +670,9 @@ class _Series:
             # The first match on the connection the launcher made: it owns the seat, no token is sent.
             args.connection = None
             with handed as client:
-                client.hello(args.name, self.bot_class.game, accepts=protocol.ACCEPTS)
+                client.hello(
+                    args.name, self.bot_class.game, accepts=protocol.ACCEPTS, version=self.version(instance)
+                )
                 play(instance, client, name=args.name, quiet=args.quiet)
             return
         with connect(
@@ -657,6 +683,7 @@ class _Series:
             token=token,
             tls=tls,
             accepts=protocol.ACCEPTS,
+            version=self.version(instance),
         ) as client:
             play(instance, client, name=args.name, quiet=args.quiet)
 

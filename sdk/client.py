@@ -121,9 +121,11 @@ class Client:
         token: str | None = None,
         role: protocol.Role = "bot",
         accepts: Sequence[str] = (),
+        version: str | None = None,
     ) -> None:
-        """Send the ``hello`` that must open every connection (``accepts``: see `protocol.Hello`)."""
-        self.send(protocol.hello(name, game, token=token, role=role, accepts=accepts))
+        """Send the ``hello`` that must open every connection (``accepts``, ``version``: see
+        `protocol.Hello`)."""
+        self.send(protocol.hello(name, game, token=token, role=role, accepts=accepts, version=version))
 
     # ------------------------------------------------------------------ receiving
     def recv(self) -> dict[str, Any]:
@@ -375,12 +377,14 @@ def connect(
     timeout: float = CONNECT_TIMEOUT,
     tls: ssl.SSLContext | None = None,
     accepts: Sequence[str] = (),
+    version: str | None = None,
 ) -> Client:
     """Open a connection (over TLS when ``tls`` is given, see `tls_context`) and send ``hello`` at once
-    (the server wants it within 10 s); ``accepts`` lists the later messages the caller handles."""
+    (the server wants it within 10 s); ``accepts`` lists the later messages the caller handles, and
+    ``version`` is the bot's version."""
     client = open_connection(host, port, timeout=timeout, game=game, tls=tls)
     try:
-        client.hello(name, game, token=token, role=role, accepts=accepts)
+        client.hello(name, game, token=token, role=role, accepts=accepts, version=version)
     except BaseException:
         client.close()
         raise

@@ -237,12 +237,12 @@ async def test_a_bot_being_seated_may_not_queue_again(
     writing = trio.Event()
     token = trio.lowlevel.current_trio_token()
 
-    def slow_begin(*args: Any) -> int:
+    def slow_begin(*args: Any, **kw: Any) -> int:
         token.run_sync_soon(writing.set)
         import time
 
         time.sleep(0.5)  # the store is slow: alice is out of the queue and not yet in a match
-        return begin(*args)
+        return begin(*args, **kw)
 
     monkeypatch.setattr(ladder.store, "begin_match", slow_begin)
     alice, bob = await join(ladder, "alice"), await join(ladder, "bob")

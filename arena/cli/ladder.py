@@ -444,6 +444,41 @@ def _health_socket(host: str, port: int | None) -> Any:
         raise click.BadParameter(str(exc), param_hint="--health-port") from None
 
 
+def _community_options() -> list[Any]:
+    """A community ladder's policy (docs/ladder.md), written to the database as the server starts."""
+    return [
+        click.option(
+            "--pause-after",
+            default=5,
+            show_default=True,
+            type=click.IntRange(0, 1000),
+            help="Pause a bot after this many failed matches in a row (crashes, disconnects not back "
+            "within the grace, long late or invalid runs; not losses); 0: never.",
+        ),
+        click.option(
+            "--new-version-rating",
+            type=click.Choice(["keep", "reset"]),
+            default="keep",
+            show_default=True,
+            help="When a bot plays under a new version (its hello's version): keep its rating, or "
+            "reset it to the initial rating.",
+        ),
+        click.option(
+            "--challenges-per-day",
+            default=10,
+            show_default=True,
+            type=click.IntRange(0, 100_000),
+            help="Challenges a bot may make in any 24 hours (`ladder challenge`, the API).",
+        ),
+        click.option(
+            "--challenges-rated/--challenges-unrated",
+            default=False,
+            show_default=True,
+            help="Whether a challenge's match changes ratings.",
+        ),
+    ]
+
+
 def _serve_command(game: str) -> click.Command:
     from cellarena.server.games import plugin
 
@@ -471,10 +506,15 @@ def _serve_command(game: str) -> click.Command:
         trusted_proxy: tuple[str, ...],
         health_port: int | None,
         health_host: str,
+        pause_after: int,
+        new_version_rating: str,
+        challenges_per_day: int,
+        challenges_rated: bool,
         **game_values: Any,
     ) -> None:
         import gc
 
+        from cellarena.arena.ladder.policy import CommunityPolicy
         from cellarena.arena.ladder.rules import LadderRules
         from cellarena.arena.ladder.service import LadderConfig, build, run_ladder
         from cellarena.arena.ladder.spool import FOLDER as SPOOL_FOLDER
@@ -525,6 +565,12 @@ def _serve_command(game: str) -> click.Command:
             house_limits=house_limits,
             isolate=isolate,
             seed=seed,
+            policy=CommunityPolicy(
+                pause_after=pause_after,
+                new_version_rating="reset" if new_version_rating == "reset" else "keep",
+                challenges_per_day=challenges_per_day,
+                challenges_rated=challenges_rated,
+            ),
         )
         if not is_loopback(host) and not insecure and config.tls is None:
             click.echo(
@@ -653,6 +699,7 @@ def _serve_command(game: str) -> click.Command:
         click.option(
             "--health-host", default="127.0.0.1", show_default=True, help="Address /health listens on."
         ),
+        *_community_options(),
         click.option("-v", "--verbose", is_flag=True, help="Log connections, the queue and matches."),
     ]
     doc = (
@@ -664,3 +711,9 @@ def _serve_command(game: str) -> click.Command:
 
 
 ladder.add_command(GameGroup("serve", factory=_serve_command, help="Serve a ladder of one game."))
+
+# The community ladder's commands (pauses, bans, challenges, the audit log) live in their own module.
+from cellarena.arena.cli.ladder_community import COMMANDS as _COMMUNITY  # noqa: E402
+
+for _command in _COMMUNITY:
+    ladder.add_command(_command)

@@ -21,7 +21,9 @@ with its own error code (docs/ladder.md):
 
 Admission also keeps the sessions in line with the store after the ladder's commands change it
 (`on_changes`, fed by the database's change log): a revoked bot's connections end, a rotated token's
-connection ends, a changed limit applies from the next pairing.
+connection ends, a changed limit applies from the next pairing, a paused or banned bot's queued
+connection ends (`paused`; a match it plays goes on), and such a bot's hellos are refused `paused`
+with the reason until it is resumed or unbanned.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ class _Pending:
     follows_redirect: bool
     host: str
     over_limit: bool
+    #: The version its hello said (None: none).
+    version: str | None = None
 
 
 def peer_host(conn: Connection) -> str:
@@ -172,7 +176,7 @@ class Admission(LadderService):
             over = failures.count + failures.checking >= self.rules.failed_tokens
             failures.checking += 1
             follows = "redirect" in hello.get("accepts", ())
-            self._pending[conn] = _Pending(follows, host, over)
+            self._pending[conn] = _Pending(follows, host, over, hello.get("version"))
             self._checks[0].send_nowait((conn, hello["token"]))
 
     def _checked(self, conn: Connection) -> _Pending | None:
@@ -206,7 +210,14 @@ class Admission(LadderService):
             if pending is None or conn.closed:
                 continue  # gone meanwhile
             digest = identity.token_digest(token) if identity.looks_like_token(token) else None
-            self._identified(conn, bot, pending.follows_redirect, digest, over_limit=pending.over_limit)
+            self._identified(
+                conn,
+                bot,
+                pending.follows_redirect,
+                digest,
+                over_limit=pending.over_limit,
+                version=pending.version,
+            )
 
     def _identified(
         self,
@@ -216,6 +227,7 @@ class Admission(LadderService):
         digest: str | None = None,
         *,
         over_limit: bool = False,
+        version: str | None = None,
     ) -> None:
         host = peer_host(conn)
         if bot is None or not bot.active:
@@ -249,6 +261,9 @@ class Admission(LadderService):
             )
             return
         if self.starter.reattach(conn, bot, digest):
+            return  # a paused bot still finishes the match it was playing
+        if bot.stopped is not None:
+            conn.fail(protocol.PAUSED, bot.stopped)
             return
         if bot.name in self.queue.waiting or bot.name in self.queue.starting:
             conn.fail(protocol.BUSY, f"{bot.name} already has a connection in the queue")
@@ -262,7 +277,7 @@ class Admission(LadderService):
                 f"{bot.name} is playing {playing} match(es), its limit; come back when one ends",
             )
             return
-        self.queue.add(Queued(conn, bot, trio.current_time(), follows_redirect, digest))
+        self.queue.add(Queued(conn, bot, trio.current_time(), follows_redirect, digest, version))
 
     def _failed_token(self, host: str, over_limit: bool) -> float | None:
         """Count a wrong token from ``host``; the seconds its lock-out has left if it came while the
@@ -327,6 +342,10 @@ class Admission(LadderService):
             why = stale(current.get(name), queued.digest)
             if why is None:
                 queued.bot = current[name][0]
+                stopped = queued.bot.stopped
+                if stopped is not None:  # paused or banned: it leaves the queue, saying why
+                    del self.queue.waiting[name]
+                    queued.conn.fail(protocol.PAUSED, stopped)
                 continue
             del self.queue.waiting[name]
             queued.conn.fail(protocol.REVOKED, why)

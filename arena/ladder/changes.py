@@ -66,6 +66,8 @@ class DatabaseWatch:
         self.last_change: int | None = None
         self._failures = 0
         self._reminded = -math.inf
+        #: Failed polls and connection attempts since the server started (``/metrics``).
+        self.errors = 0
 
     @property
     def up(self) -> bool:
@@ -110,6 +112,7 @@ class DatabaseWatch:
 
     def _down(self, exc: LadderStoreError) -> None:
         now = trio.current_time()
+        self.errors += 1
         self.error = str(exc)
         if self.up:
             self.state, self.since = "down", datetime.now(UTC)

@@ -3,8 +3,9 @@
 ``GET /health`` answers JSON: the database's state (up or down, since when, the error), the results
 kept on disk waiting for it, the bots queued and the matches under way. The status is 200 while the
 database is up and 503 while it is down, so a load balancer or a monitor needs to read no body. It is
-the one endpoint the server's figures grow on (``/metrics`` joins it later). It serves on loopback by
-default and shows no token, bot command or path beyond the database's redacted address.
+the one endpoint the server's figures grow on: ``GET /metrics`` serves them in the Prometheus text
+format on the same port (`cellarena.arena.ladder.metrics`). It serves on loopback by default and
+shows no token, bot command or path beyond the database's redacted address.
 """
 
 from __future__ import annotations
@@ -34,13 +35,19 @@ def health(seating: LadderSeating) -> dict[str, Any]:
 
 def health_routes(seating: LadderSeating) -> list[BaseRoute]:
     from starlette.responses import JSONResponse
+    from starlette.responses import Response as PlainResponse
     from starlette.routing import Route
+
+    from cellarena.arena.ladder.metrics import CONTENT_TYPE, metrics_text
 
     async def endpoint(request: Request) -> Response:
         body = health(seating)
         return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)
 
-    return [Route("/health", endpoint)]
+    async def metrics(request: Request) -> Response:
+        return PlainResponse(metrics_text(seating), media_type=CONTENT_TYPE)
+
+    return [Route("/health", endpoint), Route("/metrics", metrics)]
 
 
 async def serve_health(seating: LadderSeating, sock: socket.socket) -> None:

@@ -135,6 +135,8 @@ class Pairing(NamedTuple):
     bots: tuple[str, ...]
     map: str | None
     seed: int
+    #: The pending challenge this pairing plays (`challenges.challenge_pairings`), or None.
+    challenge: int | None = None
 
 
 def match_up(queue: Sequence[Waiting], now: float, policy: Policy, seed: int) -> list[Pairing]:

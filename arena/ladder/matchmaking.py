@@ -4,24 +4,28 @@ Every ``match_every`` seconds the matchmaker (`matchmaker.match_up`, a pure seed
 the bots that wait, by the ratings the results service keeps; each pairing is handed to the match
 starter (`Starts`), which writes it down and starts it, or gives its bots back. The queue remembers
 each bot's last seat and opponents for the next pairings. During a database outage it pairs nobody:
-its bots play as soon as the database is back.
+its bots play as soon as the database is back. Pending challenges (`challenges`) go first: a
+challenge whose two bots wait and are free is played before the matchmaker pairs the rest.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 import trio
 
+from cellarena.arena.ladder.challenges import challenge_pairings
 from cellarena.arena.ladder.changes import DatabaseWatch
 from cellarena.arena.ladder.lifecycle import LadderService
 from cellarena.arena.ladder.matchmaker import Pairing, Policy, Waiting, match_up
-from cellarena.arena.ladder.records import BotRecord
+from cellarena.arena.ladder.records import BotRecord, Challenge
 from cellarena.arena.ladder.results import Results
 from cellarena.arena.ladder.stats import LadderStats
+from cellarena.arena.ladder.store import LadderStoreError
 from cellarena.arena.ratings import initial
 from cellarena.server.connection import Connection
 
@@ -39,6 +43,8 @@ class Queued:
     follows_redirect: bool = False
     #: The digest of the token the connection identified itself with (a rotation ends it).
     digest: str | None = None
+    #: The version its hello said, recorded with its matches (None: none).
+    version: str | None = None
 
 
 @dataclass
@@ -79,6 +85,7 @@ class MatchQueue(LadderService):
         every: float,
         seed: int = 0,
         stats: LadderStats | None = None,
+        pending_challenges: Callable[[], list[Challenge]] | None = None,
     ) -> None:
         self.policy = policy
         self.results = results
@@ -95,6 +102,10 @@ class MatchQueue(LadderService):
         self.open = True
         self._bots: dict[str, BotState] = {}
         self._rounds = 0
+        #: The game's pending challenges, as the store had them at the last change of them.
+        self.challenges: list[Challenge] = []
+        #: Reads the game's pending challenges from the store (None: this queue plays none).
+        self.pending_challenges = pending_challenges
 
     def bind(self, starter: Starts) -> None:
         self.starter = starter
@@ -103,6 +114,7 @@ class MatchQueue(LadderService):
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The pass timer: match up the queue every ``every`` seconds, until cancelled."""
         assert self.starter is not None, "bind the queue to a starter first"
+        await self.load_challenges()
         task_status.started()
         while True:
             await trio.sleep(self.every)
@@ -111,6 +123,20 @@ class MatchQueue(LadderService):
 
     async def graceful_shutdown(self) -> None:
         self.open = False
+
+    # ----------------------------------------------------------------- challenges
+    async def load_challenges(self) -> None:
+        """Read the pending challenges (at start, and when the change log says they changed)."""
+        if self.pending_challenges is None:
+            return
+        try:
+            self.challenges = await trio.to_thread.run_sync(self.pending_challenges)
+        except LadderStoreError as exc:
+            log.error("cannot read the pending challenges: %s", exc)
+
+    def forget_challenge(self, challenge: int) -> None:
+        """A challenge played (or gone meanwhile): not offered again."""
+        self.challenges = [c for c in self.challenges if c.id != challenge]
 
     # ----------------------------------------------------------------- the queue
     def add(self, queued: Queued) -> None:
@@ -140,6 +166,12 @@ class MatchQueue(LadderService):
         assert self.starter is not None
         now = trio.current_time()
         busy = self.starter.busy(self.waiting)
+        self._rounds += 1
+        round_seed = hash((self.seed, self._rounds)) & 0x7FFFFFFF
+        challenged = challenge_pairings(
+            self.challenges, [n for n in self.waiting if n not in busy], self.policy, round_seed
+        )
+        busy = busy | {name for pairing in challenged for name in pairing.bots}
         ratings = self.results.ratings
         queue = [
             Waiting(
@@ -153,13 +185,12 @@ class MatchQueue(LadderService):
             if name not in busy
         ]
         if len(queue) < self.policy.seats:
-            return []
-        self._rounds += 1
+            return challenged
         cpu = time.thread_time()
-        pairings = match_up(queue, now, self.policy, hash((self.seed, self._rounds)) & 0x7FFFFFFF)
+        pairings = match_up(queue, now, self.policy, round_seed)
         self.stats.matchmaking_cpu += time.thread_time() - cpu
         self.stats.matchmaking_passes += 1
-        return pairings
+        return challenged + pairings
 
     async def _start(self, pairing: Pairing) -> None:
         assert self.starter is not None
@@ -171,6 +202,8 @@ class MatchQueue(LadderService):
             if len(seated) != len(pairing.bots):  # cannot happen: the pairing came from this queue
                 self.requeue(seated)
                 return
+            if pairing.challenge is not None:
+                self.forget_challenge(pairing.challenge)
             await self.starter.start(pairing, seated)
         finally:
             self.starting.difference_update(pairing.bots)

@@ -76,6 +76,9 @@ class LadderSeating(Seating):
         await self.admission.check_bots(names)
         if any(c.kind in ("bot_added", "bot_revoked") for c in changes):
             await self.results.load_ratings()  # house bots come and go with the table
+        self.queue.stats.pauses += sum(1 for c in changes if c.kind == "bot_paused")
+        if any(c.kind in ("challenge", "bot_paused", "bot_banned") for c in changes):
+            await self.queue.load_challenges()
 
     async def on_back(self) -> None:
         """The database answers again: write the results kept on disk, and check every session

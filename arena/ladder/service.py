@@ -17,6 +17,7 @@ wires them to each other and to a lobby; `run_ladder` drives their one lifecycle
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import ssl
@@ -33,6 +34,7 @@ from cellarena.arena.ladder.hand_off import HandOff
 from cellarena.arena.ladder.house import HouseBots
 from cellarena.arena.ladder.matchmaker import Policy
 from cellarena.arena.ladder.matchmaking import MatchQueue
+from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.results import Results
 from cellarena.arena.ladder.results import prepare as results_prepare
 from cellarena.arena.ladder.rules import LadderRules
@@ -83,6 +85,8 @@ class LadderConfig:
     house_limits: Limits = field(default_factory=Limits)
     isolate: bool = False
     seed: int = 0
+    #: Pausing, versions and challenges (written to the database as the server starts).
+    policy: CommunityPolicy = field(default_factory=CommunityPolicy)
 
     def config_for(self, map_name: str | None) -> dict[str, Any]:
         if map_name is None or self.map_key is None:
@@ -118,7 +122,15 @@ def build(
         notify=notify,
     )
     policy = Policy(seats=players.pop(), maps=config.maps)
-    queue = MatchQueue(policy, results, database, every=rules.match_every, seed=config.seed, stats=stats)
+    queue = MatchQueue(
+        policy,
+        results,
+        database,
+        every=rules.match_every,
+        seed=config.seed,
+        stats=stats,
+        pending_challenges=functools.partial(store.pending_challenges, config.game),
+    )
     starter = MatchStarter(
         store,
         config.game,
@@ -175,6 +187,9 @@ async def run_ladder(
     ``health_sock`` (bound), ``/health`` is served there (`cellarena.arena.ladder.health`)."""
     lobby, seating = build(store, config, hand_off, notify=notify)
     services = seating.services
+    # The policy first: the pages and commands that take challenges, and a result counted from the
+    # spool at start, read it from the database.
+    await trio.to_thread.run_sync(store.set_policy, config.policy)
     await services.initialize()
     try:
         async with trio.open_nursery() as nursery:

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import trio
 
 from cellarena.arena.ladder import identity
-from cellarena.arena.ladder.errors import SeatRefusedError
+from cellarena.arena.ladder.errors import ChallengeRefusedError, SeatRefusedError
 from cellarena.arena.ladder.hand_off import HandOffError, Hosting
 from cellarena.arena.ladder.lifecycle import LadderService
 from cellarena.arena.ladder.matchmaker import Pairing
@@ -155,9 +155,16 @@ class MatchStarter(LadderService):
             pairing.seed,
             [b.id for b in bots],
             [q.digest for q in seated],
+            versions=[q.version for q in seated],
+            challenge=pairing.challenge,
         )
         try:
             ladder_id = await trio.to_thread.run_sync(begin)
+        except ChallengeRefusedError as exc:
+            # Cancelled or played meanwhile (the opponent began refusing challenges): its bots wait on.
+            log.warning("ladder: challenge %s is not played: %s", pairing.challenge, exc)
+            self.queue.requeue(seated)
+            return
         except SeatRefusedError as exc:
             # The store knows better than the queue (a revoke or rotation not yet seen here): that bot
             # goes, the others wait on. Never the process: one bot's refusal is no reason to stop.
@@ -192,6 +199,8 @@ class MatchStarter(LadderService):
                 q.conn.fail(protocol.BAD_HELLO, f"{q.bot.name} no longer plays {self.game} here")
             elif exc.why == "rotated":
                 q.conn.fail(protocol.REVOKED, rotated_message(q.bot.name))
+            elif exc.why == "paused":
+                q.conn.fail(protocol.PAUSED, str(exc))
             else:
                 q.conn.fail(protocol.REVOKED, revoked_message(q.bot.name))
         self.queue.requeue([q for q in back if not q.conn.closed])
@@ -331,6 +340,7 @@ class MatchStarter(LadderService):
     def _count(self, outcome: MatchOutcome) -> None:
         stats = self.stats
         stats.matches_ended += 1
+        stats.recent_ends.append(trio.current_time())
         stats.ticks += outcome.ticks
         stats.agent_ticks += outcome.ticks * len(outcome.names)
         stats.late_ticks += outcome.late_ticks

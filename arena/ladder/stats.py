@@ -31,6 +31,18 @@ class LadderStats:
     behind_ticks: int = 0
     #: Ticks late or behind, each counted once: 1 - bad_ticks / ticks is the on-time rate.
     bad_ticks: int = 0
+    #: Bots the ladder paused (failed matches in a row) or its host paused, since the server started.
+    pauses: int = 0
+    #: When recent matches ended (trio's clock), for the matches per minute of ``/metrics``.
+    recent_ends: collections.deque[float] = field(
+        default_factory=lambda: collections.deque(maxlen=RECENT_WAITS)
+    )
+
+    def matches_per_minute(self, now: float) -> int:
+        """How many matches ended in the minute before ``now``."""
+        while self.recent_ends and self.recent_ends[0] < now - 60.0:
+            self.recent_ends.popleft()
+        return len(self.recent_ends)
 
     def wait_percentile(self, q: float) -> float | None:
         """The ``q``-th percentile (0-100) of the recent waits, or None before any match."""

@@ -747,7 +747,7 @@ class LadderStore:
                     "SELECT rated FROM challenges WHERE id = ? AND status = 'pending'", (challenge,)
                 )
                 if not found:
-                    raise ValueError(f"challenge {challenge} is not pending")
+                    raise ChallengeRefusedError(f"{self.where}: challenge {challenge} is no longer pending")
                 rated = bool(found[0][0])
             match_id = int(
                 db.query(

@@ -26,6 +26,7 @@ from starlette.routing import BaseRoute, Route
 
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS, BotMatch, MatchRecord, Standing
 from cellarena.arena.ladder.store import MAX_ID, LadderStore
+from cellarena.arena.ladder.web_community import CommunityApi
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint
 from cellarena.server.replay import strip_debug_bytes
@@ -306,6 +307,7 @@ class LadderSite:
 
         library = ReplayLibrary(self.replay_path, debug=self.public_debug)
         return [
+            *CommunityApi(self.store, self.game).routes(),  # first: /bots/{name:path} would take them
             Route("/", standings),
             Route("/bots/{name:path}", bot),
             Route("/matches", matches),

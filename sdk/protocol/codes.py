@@ -13,6 +13,8 @@ MAX_CLIENT_FRAME = 64 * 1024
 MAX_SERVER_FRAME = 64 * 1024 * 1024
 #: Longest bot name, in characters (Unicode code points), that a ``hello`` may carry.
 MAX_NAME = 64
+#: Longest ``version`` a ``hello`` may carry (characters).
+MAX_VERSION = 64
 
 # Error codes carried by an `error` message; docs/protocol.md explains each.
 BAD_FRAME = "bad_frame"
@@ -38,6 +40,10 @@ TLS_REQUIRED = "tls_required"
 #: A ladder ended this connection: its bot was revoked, or its token was replaced (rotated). Not "not
 #: now": the token this bot has will not work again.
 REVOKED = "revoked"
+#: A ladder paused this bot (failed matches in a row) or its host banned it: the message says why.
+#: A stop, not "not now": coming back cannot help until its owner fixes it and resumes it (or the
+#: host lifts the ban).
+PAUSED = "paused"
 
 #: Every error code, in the order docs/protocol.md lists them.
 ERROR_CODES = (
@@ -60,6 +66,7 @@ ERROR_CODES = (
     LOCKED_OUT,
     TLS_REQUIRED,
     REVOKED,
+    PAUSED,
 )
 #: Refusals that say "not now": a ladder bot waits and comes back (`cellarena.sdk.run(ladder=True)`).
 #: Any other error before a match starts means the bot or its token is wrong, and retrying cannot help.

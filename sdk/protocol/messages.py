@@ -27,6 +27,7 @@ from cellarena.sdk.protocol.codes import (
     BAD_MESSAGE,
     BAD_VERSION,
     MAX_NAME,
+    MAX_VERSION,
     PROTOCOL_VERSION,
     UNKNOWN_TYPE,
     ProtocolError,
@@ -56,6 +57,9 @@ class Hello(TypedDict):
     # Server messages beyond the first version's that the client handles (["redirect"]); a server
     # sends one only to a client that named it, so older clients never see it.
     accepts: NotRequired[list[str]]
+    # The bot's version, as its author names it ("1.4.2", a commit): a ladder records it with each
+    # match and shows results per version. Optional: a server that does not read it ignores it.
+    version: NotRequired[Annotated[str, Printable(), Length(1, MAX_VERSION)]]
 
 
 class Welcome(TypedDict):
@@ -171,9 +175,11 @@ def hello(
     role: Role = "bot",
     match: int | None = None,
     accepts: Sequence[str] = (),
+    version: str | None = None,
 ) -> Hello:
-    """The client's first message; a spectator may name the running ``match`` it wants to watch, and a
-    client lists the later server messages it handles in ``accepts``."""
+    """The client's first message; a spectator may name the running ``match`` it wants to watch, a
+    client lists the later server messages it handles in ``accepts``, and a bot may say its
+    ``version``."""
     msg: Hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "name": name, "game": game, "role": role}
     if token is not None:
         msg["token"] = token
@@ -181,6 +187,8 @@ def hello(
         msg["match"] = match
     if accepts:
         msg["accepts"] = list(accepts)
+    if version is not None:
+        msg["version"] = version
     return msg
 
 

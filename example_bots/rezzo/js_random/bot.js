@@ -59,6 +59,8 @@ const FIX = {
   bad_version: `this bot speaks protocol ${PROTOCOL_VERSION}`,
   tls_required: "connect with --tls",
   revoked: "ask the ladder's host for the bot's current token",
+  // Not in RETRY_LATER: a paused (or banned) bot stops until its owner resumes it.
+  paused: "fix the bot, then resume it on the ladder (its owner) or ask the ladder's host",
 };
 // Errors of the network itself, which another try may not meet (any other error before a TLS
 // handshake ends is the handshake refused).
