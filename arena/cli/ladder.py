@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from cellarena.arena.cli import ladder_community
 from cellarena.arena.cluster import ClusterSpec, cluster_option
 from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
@@ -713,7 +714,7 @@ def _serve_command(game: str) -> click.Command:
 ladder.add_command(GameGroup("serve", factory=_serve_command, help="Serve a ladder of one game."))
 
 # The community ladder's commands (pauses, bans, challenges, the audit log) live in their own module.
-from cellarena.arena.cli.ladder_community import COMMANDS as _COMMUNITY  # noqa: E402
-
-for _command in _COMMUNITY:
+for _command in ladder_community.COMMANDS:
     ladder.add_command(_command)
+for _command in ladder_community.BOT_COMMANDS:
+    bot.add_command(_command)

@@ -15,12 +15,23 @@ import json
 import sys
 import urllib.error
 import urllib.request
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import quote, urlsplit
 
 import click
 
-from cellarena.arena.cli.ladder import _known, _Where, bot
+if TYPE_CHECKING:
+    from cellarena.arena.cli.ladder import _Where
+
+
+def _known(action: Any, name: str) -> Any:
+    """``action(name)``; an unknown bot is NAME's error (exit status 2), as in `ladder bot`."""
+    from cellarena.arena.ladder.store import UnknownBotError
+
+    try:
+        return action(name)
+    except UnknownBotError as exc:
+        raise click.BadParameter(str(exc), param_hint="NAME") from None
 
 
 def _actor() -> str:
@@ -228,5 +239,6 @@ def bot_challenges(
     _echo(as_json, answer, f"{name} {'refuses' if refuse else 'accepts'} challenges")
 
 
+#: `cellarena ladder` commands, and `cellarena ladder bot` commands (ladder.py adds them).
 COMMANDS = (pause, resume, ban, unban, challenge, audit)
-bot.add_command(bot_challenges)
+BOT_COMMANDS = (bot_challenges,)
