@@ -15,13 +15,20 @@ import json
 import sys
 import urllib.error
 import urllib.request
-from typing import TYPE_CHECKING, Any, NoReturn
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from urllib.parse import quote, urlsplit
 
 import click
 
 if TYPE_CHECKING:
-    from cellarena.arena.cli.ladder import _Where
+    from cellarena.arena.ladder.store import LadderStore
+
+
+class _Where(Protocol):
+    """What these commands need of `ladder`'s group object (ladder.py's ``_Where``)."""
+
+    def store(self, *, create: bool = True) -> AbstractContextManager[LadderStore]: ...
 
 
 def _known(action: Any, name: str) -> Any:
