@@ -7,6 +7,7 @@ docs/protocol.md; the commands run as processes of their own, as a host runs the
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from functools import partial
@@ -185,3 +186,30 @@ async def test_the_sdk_says_its_version_and_stops_on_paused(nursery: trio.Nurser
     assert "fix the bot, then resume it" in stopped.stderr
     long = await trio.to_thread.run_sync(lambda: run("--version", "x" * 10_240))
     assert long.returncode == 2 and "--version must be 1 to 64 printable characters" in long.stderr
+
+
+async def test_a_paused_house_bot_is_not_started_until_resumed(nursery: trio.Nursery, tmp_path: Path) -> None:
+    ladder = await open_ladder(nursery, tmp_path, ("alice",))
+    ladder.store.add_bot("builder", "rezzo", house_command=f'"{sys.executable}" -c "pass"')
+    await wait_for(lambda: [b.name for b in ladder.seating.results.house_bots()] == ["builder"])
+    await other_process(tmp_path, "pause", "builder")
+    await wait_for(lambda: ladder.seating.results.house_bots() == [], timeout=CHANGE_MARGIN)
+    listed = cellarena("ladder", "--dir", str(tmp_path), "bot", "list")
+    assert re.search(r"^builder\s+rezzo\s+paused", listed.stdout, re.MULTILINE), listed.stdout
+    await other_process(tmp_path, "resume", "builder")
+    await wait_for(
+        lambda: [b.name for b in ladder.seating.results.house_bots()] == ["builder"], timeout=CHANGE_MARGIN
+    )
+
+
+def test_a_bot_says_its_version_from_its_class_or_instance() -> None:
+    from cellarena.sdk import Bot
+
+    class Walker(Bot):
+        version = "class-1"
+
+    assert Walker().version == "class-1" and Walker(version="2.0").version == "2.0"
+    assert Bot().version is None
+    hello = protocol.hello("w", "rezzo", version=Walker(version="2.0").version)
+    assert protocol.check_hello(hello, game="rezzo")["version"] == "2.0"
+    assert "version" not in protocol.hello("w", "rezzo")  # none given: the field is left out

@@ -183,7 +183,10 @@ def bot_list(where: _Where, game: str | None, as_json: bool) -> None:
         click.echo(json.dumps({"bots": [record.to_json() for record in bots]}))
         return
     for record in bots:
-        state = "revoked" if record.revoked else "active"
+        state = (
+            "revoked" if record.revoked else "banned" if record.banned else "paused" if record.paused else ""
+        )
+        state = state or "active"
         house = f"  house: {record.house_command}" if record.house_command else ""
         click.echo(f"{record.name:24} {record.game:12} {state:8} max {record.max_matches}{house}")
 

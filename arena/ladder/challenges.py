@@ -2,7 +2,7 @@
 
 A challenge is played when both its bots wait in the queue and are free (not at their limit of
 matches), each bot in at most one match per pass; the matchmaker then pairs the bots left. Challenges
-are for two-seat games: in a game of more seats a challenge waits (the host is told at start).
+are for two-seat games: in a game of more seats a challenge waits (docs/ladder.md says so).
 The challenger takes seat 0. The map and seed are drawn like the matchmaker's (``random.Random``
 from the pass's seed), so a pass stays a function of its inputs.
 """

@@ -240,7 +240,8 @@ class Results(LadderService):
             log.error("cannot read the ratings: %s", exc)
             return
         self.ratings = {s.bot: Rating(s.mu, s.sigma) for s in table}
-        self._house = [b for b in bots if b.house_command is not None and b.active]
+        # A paused or banned house bot is not started: it would be refused at its hello.
+        self._house = [b for b in bots if b.house_command is not None and b.active and b.stopped is None]
 
     def house_bots(self) -> list[BotRecord]:
         """The game's house bots (`house`), as of the last result."""

@@ -28,6 +28,11 @@ from cellarena.arena.ladder.starter import MatchStarter
 from cellarena.server.connection import Connection
 from cellarena.server.seating import MatchHost, Seating
 
+#: Changes after which the house bots are read again (added, revoked, paused, banned, back).
+_HOUSE_CHANGES = frozenset(
+    {"bot_added", "bot_revoked", "bot_paused", "bot_resumed", "bot_banned", "bot_unbanned"}
+)
+
 
 class LadderSeating(Seating):
     """Seats identified bots from a rated queue, through the ladder's services (module docstring)."""
@@ -74,10 +79,10 @@ class LadderSeating(Seating):
         """`DatabaseWatch`'s listener: act on what the ladder's commands (other processes) changed."""
         names = {c.bot for c in changes if c.bot is not None}
         await self.admission.check_bots(names)
-        if any(c.kind in ("bot_added", "bot_revoked") for c in changes):
+        if any(c.kind in _HOUSE_CHANGES for c in changes):
             await self.results.load_ratings()  # house bots come and go with the table
         self.queue.stats.pauses += sum(1 for c in changes if c.kind == "bot_paused")
-        if any(c.kind in ("challenge", "bot_paused", "bot_banned") for c in changes):
+        if any(c.kind == "challenge" for c in changes):
             await self.queue.load_challenges()
 
     async def on_back(self) -> None:
