@@ -459,6 +459,7 @@ async def test_ladder_with_matches_n_rides_out_refusals_and_stops_after_n(
     [
         (protocol.BAD_HELLO, "check the bot's token"),
         (protocol.REVOKED, "current token"),
+        (protocol.PAUSED, "fix the bot, then resume it"),
         (protocol.INTERNAL, ""),
     ],
 )
