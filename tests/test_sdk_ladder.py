@@ -183,6 +183,7 @@ async def test_ladder_with_matches_n_rides_out_refusals_and_stops_after_n(
         (protocol.BAD_VERSION, "update cellarena"),
         (protocol.TLS_REQUIRED, "connect with --tls"),
         (protocol.REVOKED, "current token"),
+        (protocol.PAUSED, "fix the bot, then resume it"),
         (protocol.INTERNAL, "waiting cannot fix this"),
     ],
 )
