@@ -147,6 +147,10 @@ async def test_serve_web_and_commands_share_one_community_ladder(
             assert stats["maps"] and stats["seats"] and stats["rating"][-1]["sigma"] > 0
             status, page = await trio.to_thread.run_sync(http, f"{site}/bots/alice/stats")
             assert status == 200 and "Head to head" in page and "bob" in page
+            status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/alice")
+            assert json.loads(body)["stats"] == "/api/bots/alice/stats" and json.loads(body)["paused"] is None
+            status, page = await trio.to_thread.run_sync(http, f"{site}/bots/alice")
+            assert 'href="/bots/alice/stats"' in page
 
             # A challenge over the API with alice's token; the server (another process) plays it.
             status, body = await trio.to_thread.run_sync(

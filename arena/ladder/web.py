@@ -150,7 +150,8 @@ class LadderSite:
             else "not ranked" + (" (revoked)" if not bot.active else " yet")
         )
         body = (
-            f"<section class=panel><p>{escape(bot.kind)} bot, {escape(summary)}</p>"
+            f"<section class=panel><p>{escape(bot.kind)} bot, {escape(summary)} · "
+            f'<a href="/bots/{quote(name, safe="")}/stats">statistics, per version too</a></p>'
             f"<h2>Rating after each match</h2>{rating_chart(points, [name])}</section>"
             f"<section class=panel><h2>Recent matches</h2>{self._bot_matches(recent)}</section>"
         )
@@ -229,6 +230,10 @@ class LadderSite:
                 for p in self.store.rating_history(name)
             ],
             "recent": [match_json(b.match) for b in self.store.bot_history(name, limit=PAGE)],
+            # The community ladder: why it may not play now, and its statistics (per version too).
+            "paused": bot.paused,
+            "banned": bot.banned,
+            "stats": f"/api/bots/{quote(name, safe='')}/stats",
         }
 
     def replay_path(self, rid: str) -> Path | None:
