@@ -227,3 +227,18 @@ def test_statistics_head_to_head_maps_seats(store: LadderStore) -> None:
         (round(p["sigma"], 3) for p in stats["rating"]), reverse=True
     )  # the uncertainty shrinks as it plays
     assert bot_stats("c", store.bot_seats("c"))["failures"] == {"exited": 1}
+
+
+def test_the_hosts_bot_commands_are_audited_and_nothing_secret_is(store: LadderStore) -> None:
+    _, token = store.add_bot("a", GAME, actor="root (cli)")
+    new = store.rotate("a", actor="root (cli)")
+    store.revoke("a", actor="root (cli)")
+    store.add_bot("b", GAME)  # a call without an actor (a test, a script) is not an admin action
+    entries = store.audit_log()
+    assert [(e.actor, e.action, e.bot, e.detail) for e in entries] == [
+        ("root (cli)", "revoke", "a", None),
+        ("root (cli)", "rotate", "a", None),
+        ("root (cli)", "add", "a", "outside bot for rezzo"),
+    ]
+    shown = repr([e.to_json() for e in entries])
+    assert token.secret not in shown and new.secret not in shown and new.digest not in shown

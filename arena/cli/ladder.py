@@ -137,7 +137,7 @@ def bot_add(where: _Where, name: str, game: str, max_matches: int, as_json: bool
     """Register NAME and print its token, once: give it to the bot's author over a private channel."""
     _game_argument(game)
     with where.store() as store:
-        record, token = store.add_bot(name, game, max_matches=max_matches)
+        record, token = store.add_bot(name, game, max_matches=max_matches, actor=ladder_community.actor())
     click.echo(
         f"registered {record.name} for {record.game}; its token (shown once, keep it secret):", err=True
     )
@@ -155,7 +155,7 @@ def bot_add(where: _Where, name: str, game: str, max_matches: int, as_json: bool
 def bot_rotate(where: _Where, name: str, as_json: bool) -> None:
     """Give NAME a new token (printed once); the old one stops working at once."""
     with where.store() as store:
-        token = _known(store.rotate, name)
+        token = _known(lambda n: store.rotate(n, actor=ladder_community.actor()), name)
     click.echo(f"new token for {name} (the old one no longer works):", err=True)
     click.echo(json.dumps({"name": name, "token": token.secret}) if as_json else token.secret)
 
@@ -167,7 +167,7 @@ def bot_rotate(where: _Where, name: str, as_json: bool) -> None:
 def bot_revoke(where: _Where, name: str, as_json: bool) -> None:
     """Stop NAME from playing: its token no longer works; its matches stay in the history."""
     with where.store() as store:
-        _known(store.revoke, name)
+        _known(lambda n: store.revoke(n, actor=ladder_community.actor()), name)
     click.echo(json.dumps({"name": name, "revoked": True}) if as_json else f"revoked {name}")
 
 
@@ -223,7 +223,7 @@ def house_add(where: _Where, name: str, command: str, game: str, as_json: bool) 
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="COMMAND") from None
     with where.store() as store:
-        record, _ = store.add_bot(name, game, house_command=command)
+        record, _ = store.add_bot(name, game, house_command=command, actor=ladder_community.actor())
     if as_json:
         click.echo(json.dumps({"name": record.name, "game": record.game, "command": command}))
         return

@@ -41,7 +41,7 @@ def _known(action: Any, name: str) -> Any:
         raise click.BadParameter(str(exc), param_hint="NAME") from None
 
 
-def _actor() -> str:
+def actor() -> str:
     """Who ran an admin command: the OS user (the audit log's "who")."""
     try:
         return f"{getpass.getuser()} (cli)"
@@ -124,7 +124,7 @@ def _remote_args(url: str | None, token_file: str | None) -> bool:
 def pause(where: _Where, name: str, reason: str, as_json: bool) -> None:
     """Pause NAME (host): its hellos are refused `paused` with the reason until it is resumed."""
     with where.store() as store:
-        record = _known(lambda n: store.pause(n, reason, actor=_actor()), name)
+        record = _known(lambda n: store.pause(n, reason, actor=actor()), name)
     _echo(as_json, record.to_json(), f"paused {name}: {record.paused}")
 
 
@@ -145,7 +145,7 @@ def resume(where: _Where, name: str, url: str | None, token_file: str | None, as
         was = _known(store.bot, name)
         if was is None:
             raise click.BadParameter(f"there is no bot named {name!r}", param_hint="NAME")
-        record = store.resume(name, actor=_actor())
+        record = store.resume(name, actor=actor())
     text = f"resumed {name}" if was.paused else f"{name} was not paused"
     _echo(as_json, {**record.to_json(), "resumed": was.paused is not None}, text)
 
@@ -160,7 +160,7 @@ def resume(where: _Where, name: str, url: str | None, token_file: str | None, as
 def ban(where: _Where, name: str, reason: str, as_json: bool) -> None:
     """Ban NAME: refused `paused` (saying it is banned) until unbanned; its owner cannot resume it."""
     with where.store() as store:
-        record = _known(lambda n: store.ban(n, reason, actor=_actor()), name)
+        record = _known(lambda n: store.ban(n, reason, actor=actor()), name)
     _echo(as_json, record.to_json(), f"banned {name}: {record.banned}")
 
 
@@ -171,7 +171,7 @@ def ban(where: _Where, name: str, reason: str, as_json: bool) -> None:
 def unban(where: _Where, name: str, as_json: bool) -> None:
     """Lift NAME's ban."""
     with where.store() as store:
-        record = _known(lambda n: store.unban(n, actor=_actor()), name)
+        record = _known(lambda n: store.unban(n, actor=actor()), name)
     _echo(as_json, record.to_json(), f"unbanned {name}")
 
 
@@ -197,7 +197,7 @@ def challenge(
     else:
         with where.store() as store:
             try:
-                made = store.challenge(name, opponent, actor=_actor()).to_json()
+                made = store.challenge(name, opponent, actor=actor()).to_json()
             except ChallengeRefusedError as exc:
                 _fail(as_json, str(exc))
     rated = "rated" if made["rated"] else "unrated"
@@ -242,7 +242,7 @@ def bot_challenges(
         answer = _remote(url, path, token_file, {"refuse": refuse}, as_json)
     else:
         with where.store() as store:
-            answer = _known(lambda n: store.refuse_challenges(n, refuse, actor=_actor()), name).to_json()
+            answer = _known(lambda n: store.refuse_challenges(n, refuse, actor=actor()), name).to_json()
     _echo(as_json, answer, f"{name} {'refuses' if refuse else 'accepts'} challenges")
 
 

@@ -305,7 +305,13 @@ class LadderStore:
 
     # ------------------------------------------------------------------ bots
     def add_bot(
-        self, name: str, game: str, *, house_command: str | None = None, max_matches: int = 1
+        self,
+        name: str,
+        game: str,
+        *,
+        house_command: str | None = None,
+        max_matches: int = 1,
+        actor: str | None = None,
     ) -> tuple[BotRecord, identity.Token]:
         """Register a bot; its token, which is shown this once and then known only by its hash.
 
@@ -335,20 +341,22 @@ class LadderStore:
                 (name, game, token.digest, kind, house_command, _now(), max_matches),
             )
             self._note_change(db, "bot_added", name)
+            self._audit(db, actor, "add", name, f"{kind} bot for {game}")
         log.info("ladder: added %s bot %r for %s", kind, name, game)
         return self._bot_or_raise(name), token
 
-    def rotate(self, name: str) -> identity.Token:
+    def rotate(self, name: str, *, actor: str | None = None) -> identity.Token:
         """Give the bot a new token; the old one stops working at once. The new one is shown this once."""
         token = identity.new_token()
         with self._writing(f"rotate the token of bot {name!r}") as db:
             if db.execute("UPDATE bots SET token_digest = ? WHERE name = ?", (token.digest, name)) != 1:
                 raise self._unknown(name)
             self._note_change(db, "token_rotated", name)
+            self._audit(db, actor, "rotate", name, None)
         log.info("ladder: rotated the token of bot %r", name)
         return token
 
-    def revoke(self, name: str) -> BotRecord:
+    def revoke(self, name: str, *, actor: str | None = None) -> BotRecord:
         """Revoke the bot: its token stops working and it leaves the standings; its matches stay.
         Revoking a revoked bot changes nothing."""
         with self._writing(f"revoke bot {name!r}") as db:
@@ -356,6 +364,7 @@ class LadderStore:
                 raise self._unknown(name)
             if db.execute("UPDATE bots SET revoked = ? WHERE name = ? AND revoked IS NULL", (_now(), name)):
                 self._note_change(db, "bot_revoked", name)
+                self._audit(db, actor, "revoke", name, None)
         log.info("ladder: revoked bot %r", name)
         return self._bot_or_raise(name)
 
