@@ -213,3 +213,21 @@ def test_a_bot_says_its_version_from_its_class_or_instance() -> None:
     hello = protocol.hello("w", "rezzo", version=Walker(version="2.0").version)
     assert protocol.check_hello(hello, game="rezzo")["version"] == "2.0"
     assert "version" not in protocol.hello("w", "rezzo")  # none given: the field is left out
+
+
+async def test_metrics_count_each_connected_bot_once(nursery: trio.Nursery, tmp_path: Path) -> None:
+    from cellarena.arena.ladder.metrics import metrics_text
+
+    ladder = await open_ladder(nursery, tmp_path, match_every=3600.0)  # nobody is paired
+    clients = [await join(ladder, name) for name in ("alice", "bob")]
+    await wait_for(lambda: len(ladder.seating.queue.waiting) == 2)
+    text = metrics_text(ladder.seating).decode()
+    assert (
+        "\ncellarena_ladder_bots_connected 2.0\n" in text and "\ncellarena_ladder_queue_length 2.0\n" in text
+    )
+    assert (
+        "\ncellarena_ladder_database_up 1.0\n" in text
+        and "\ncellarena_ladder_matches_ended_total 0.0\n" in text
+    )
+    await clients[0].stream.aclose()
+    await wait_for(lambda: "\ncellarena_ladder_bots_connected 1.0\n" in metrics_text(ladder.seating).decode())

@@ -49,9 +49,17 @@ class LadderCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         seating = self.seating
         stats, starter, queue = seating.queue.stats, seating.starter, seating.queue
-        seated = sum(1 for live in starter.live.values() for seat in live.match.seats if seat.connected)
-        yield _gauge("bots_connected", "Bots connected: queued, being checked, seated.", len(queue.waiting)
-                     + len(seating.admission.waiting()) + seated)  # fmt: skip
+        # Distinct open connections: admission holds each from its hello until it closes, so one
+        # may be in its room and in the queue or a seat at once.
+        conns = {c for c in seating.admission.waiting() if not c.closed}
+        conns.update(q.conn for q in queue.waiting.values() if not q.conn.closed)
+        conns.update(
+            seat.conn
+            for live in starter.live.values()
+            for seat in live.match.seats
+            if seat.connected and seat.conn is not None
+        )
+        yield _gauge("bots_connected", "Bots connected: queued, being checked, seated.", len(conns))
         yield _gauge("queue_length", "Bots waiting in the queue.", len(queue.waiting))
         waits = GaugeMetricFamily(
             "cellarena_ladder_queue_wait_seconds", "Recent queue waits, by quantile.", labels=["quantile"]
