@@ -14,6 +14,7 @@ import re
 import signal
 import socket
 import threading
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -129,11 +130,16 @@ def test_matches_in_two_workers_give_the_results_and_replays_of_one_process(tmp_
 
 
 def test_a_killed_worker_costs_only_its_match_and_is_started_again(tmp_path: Path) -> None:
-    server = serve(tmp_path, "--workers", "2", "-v", "--max-ticks", "240")
+    server = serve(tmp_path, "--workers", "2", "-v", "--max-ticks", "240", "--web", "--web-port", "0")
     try:
         pids = _worker_pids(server)
+        every = re.search(r"every match under way at (\S+)/live/all", server.stderr())
+        assert every, server.stderr()
         _bots(server.port, 4)
         wait_for(lambda: "match 2 starts in worker" in server.stderr(), "both matches to start", 60)
+        # The live view lists the matches of every worker.
+        with urllib.request.urlopen(f"{every.group(1)}/api/live", timeout=30) as page:
+            assert [m["match"] for m in json.load(page)] == [1, 2]
         found = re.search(r"match 1 starts in worker (\d)", server.stderr())
         assert found, server.stderr()
         doomed = int(found.group(1))
