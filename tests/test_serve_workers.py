@@ -204,3 +204,18 @@ def test_auto_is_one_worker_per_usable_core() -> None:
     assert worker_count("auto") == len(os.sched_getaffinity(0))
     assert worker_count(" AUTO ") == worker_count("auto")
     assert worker_count("3") == 3
+
+
+def test_bench_server_compares_workers_with_one_process_in_json() -> None:
+    code, out = invoke("bench", "server", "--workers", "2", "--levels", "16", "--seconds", "1", "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    assert report["workers"] == 2 and set(report["max_agents_at_15hz"]) == {"one", "workers"}
+    (level,) = report["levels"]
+    one, many = level["one"], level["workers"]
+    assert (one["workers"], many["workers"]) == (1, 2)
+    for run in (one, many):
+        # Every match played to its end; the server's CPU and the load generator's are read apart.
+        assert run["agents"] == 16 and run["ticks"] == 2 * 15, run
+        assert run["server_cpu_share"] > 0 and run["load_cpu_share"] > 0, run
+    assert level["cpu_workers_over_one"] == many["cpu_us_per_agent_tick"] / one["cpu_us_per_agent_tick"]
