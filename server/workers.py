@@ -241,6 +241,8 @@ class WorkerPool:
             raise ValueError(f"a worker pool needs at least one worker, not {count}")
         self.worker_config = dataclasses.replace(
             config,
+            # A server of one match batches nothing (`Lobby`); its workers, told no match limit, would.
+            batch=config.batch and (config.matches is None or config.matches > 1),
             on_result=None,
             on_tick=None,
             on_finished=None,
