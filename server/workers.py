@@ -145,7 +145,7 @@ class Channel:
     def _drop(self) -> None:
         self.gone = True
         while self._outbox:
-            _close_all(self._outbox.popleft()[1])
+            _close_all(self._outbox.popleft()[1], told=_UNDELIVERED)
 
     async def receive(self) -> tuple[dict[str, Any], list[socket.socket]] | None:
         """The next message and the sockets it carries; None once the peer is gone."""
@@ -176,8 +176,22 @@ class Channel:
         self.sock.close()
 
 
-def _close_all(socks: Sequence[socket.socket]) -> None:
+#: What a client whose socket never reached its worker (the worker died first) is told, if it can be.
+_UNDELIVERED = protocol.encode(
+    protocol.error(
+        protocol.INTERNAL,
+        "the server process that was to serve this connection is gone; connect again in a few seconds",
+    )
+)
+
+
+def _close_all(socks: Sequence[socket.socket], *, told: bytes = b"") -> None:
+    """Close ``socks``, having tried to send ``told`` on each first (never waiting)."""
     for sock in socks:
+        if told:
+            with contextlib.suppress(OSError):
+                sock.setblocking(False)
+                sock.send(told)
         with contextlib.suppress(OSError):
             sock.close()
 
@@ -262,6 +276,7 @@ class WorkerPool:
         self._where: dict[int, Worker] = {}
         self._stopping = False
         self._exited = [trio.Event() for _ in range(count)]
+        self._stop_requested = trio.Event()
 
     # ----------------------------------------------------------------- the service
     async def run(self, *, task_status: trio.TaskStatus[list[int]] = trio.TASK_STATUS_IGNORED) -> None:
@@ -293,7 +308,8 @@ class WorkerPool:
                 if first:
                     raise
                 log.error("%s; trying again in %.1f s", exc, backoff)
-                await trio.sleep(backoff)
+                with trio.move_on_after(backoff):
+                    await self._stop_requested.wait()
                 backoff = min(RESTART_BACKOFF_MAX, backoff * 2)
                 continue
             first = False
@@ -335,15 +351,21 @@ class WorkerPool:
                 else:
                     log.info("worker %d started (pid %d)", index, worker.pid)
                     ready.release()
+                if self._stopping:  # told to stop while it started
+                    worker.channel.post({"kind": "stop", "grace": 0.0})
                 while (got := await worker.channel.receive()) is not None:
                     self._heard(worker, *got)
                 nursery.cancel_scope.cancel()
         finally:
             self.workers[index] = None
+            # Its end of the pair closed: it is exiting (or dead), and may finish. Otherwise this is
+            # cancellation (a second signal) or an error here: it is killed at once.
+            exiting = worker.channel.gone
             worker.channel.close()
             with trio.CancelScope(shield=True):
-                with trio.move_on_after(STOP_TIMEOUT if self._stopping else 2.0):
-                    await process.wait()
+                if exiting:
+                    with trio.move_on_after(STOP_TIMEOUT):
+                        await process.wait()
                 if process.returncode is None:
                     process.kill()
                     await process.wait()
@@ -393,10 +415,18 @@ class WorkerPool:
         if self._stopping:
             return 0
         self._stopping = True
+        self._stop_requested.set()
         cut = len(self._where)
         for worker in self.workers:
             if worker is not None:
                 worker.channel.post({"kind": "stop", "grace": grace})
+        with trio.move_on_after(grace + STOP_TIMEOUT):
+            for exited in self._exited:
+                await exited.wait()
+        for worker in self.workers:
+            if worker is not None and worker.process.returncode is None:
+                log.warning("worker %d (pid %d) did not stop in time; killing it", worker.index, worker.pid)
+                worker.process.kill()
         for exited in self._exited:
             await exited.wait()
         return cut

@@ -16,7 +16,7 @@ import socket
 import threading
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from cellarena_cli import invoke
@@ -37,11 +37,15 @@ def _bots(port: int, count: int) -> threading.Thread:
 
 
 class Spectator:
-    """A spectator's connection, read in a thread: every message it got, until the end or an error."""
+    """A spectator's connection (or a bot's that never answers), read in a thread: every message it
+    got, until the end or an error."""
 
-    def __init__(self, port: int, match: int | None = None) -> None:
+    def __init__(
+        self, port: int, match: int | None = None, *, role: Literal["bot", "spectator"] = "spectator"
+    ) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=120)
-        self.sock.sendall(protocol.encode(protocol.hello("watcher", "rezzo", role="spectator", match=match)))
+        hello = protocol.hello("watcher" if role == "spectator" else "mute", "rezzo", role=role, match=match)
+        self.sock.sendall(protocol.encode(hello))
         self.messages: list[dict[str, Any]] = []
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
@@ -174,6 +178,21 @@ def test_a_killed_worker_costs_only_its_match_and_is_started_again(tmp_path: Pat
     finally:
         status = server.stop()
     assert status == 0, server.stderr()
+    assert all(_gone(pid) for pid in pids), "a worker outlived its server"
+
+
+def test_a_stopped_server_stops_its_workers_and_tells_every_client(tmp_path: Path) -> None:
+    server = serve(tmp_path, "--workers", "2", "-v", "--max-ticks", "3000")
+    pids = _worker_pids(server)
+    bots = [Spectator(server.port, role="bot") for _ in range(4)]
+    wait_for(lambda: "match 2 starts in worker" in server.stderr(), "both matches to start", 60)
+    assert server.stop() == 0, server.stderr()
+    assert "stopped; 2 match(es) under way ended without a result" in server.stderr()
+    for bot in bots:
+        bot.thread.join(30)
+        last = bot.messages[-1]
+        assert last["type"] == "error" and last["code"] == protocol.SHUTDOWN, bot.messages[-2:]
+        assert "your match ends without a result" in last["message"]
     assert all(_gone(pid) for pid in pids), "a worker outlived its server"
 
 
