@@ -12,6 +12,12 @@ side by side, the server stepping the matches of a phase slot as one batch and o
 (`ticking`), after an unreported warm-up level. Each level starts from a collected and
 frozen heap (`gc.freeze`, as a long-running server would after start-up), so that the garbage of the
 previous level and the objects of the imports are not scanned by the level's own collections.
+
+With ``--workers N`` (`run_workers`), each level is served twice side by side instead: by one process
+and by a server that plays its matches in N worker processes (`workers`, as `serve --workers N`
+does), batched both. The CPU of the server's process tree (this process and its workers) and of the
+load process are read apart over the same window (`cpu`), and the report gives the ratios of agents
+served at 15 Hz and of CPU per agent-tick against the goals (1.25x the agents, CPU within 15%).
 """
 
 from __future__ import annotations
