@@ -176,6 +176,11 @@ async def run_level(
         "behind_schedule": behind / played if played else 0.0,
         "cpu_us_per_agent_tick": server / agent_ticks * 1e6 if agent_ticks else 0.0,
         "server_cpu_share": server / wall,
+        # Of which this process's (the front, with workers) and the worker processes' (None: none).
+        "front_cpu_share": (_spent(cpu, "") or 0.0) / wall,
+        "workers_cpu_share": (w / wall if (w := _spent(cpu, "workers")) is not None else None)
+        if workers > 1
+        else None,
         "load_cpu_share": load_cpu / wall if load_cpu is not None else None,
     }
 
