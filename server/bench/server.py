@@ -348,7 +348,8 @@ def run_workers(
     warm_up = min(WARM_UP_AGENTS, max(levels, default=WARM_UP_AGENTS))
     trio.run(run_level, game, warm_up, 1.0, tick_rate, BUDGET_MS, batch)
     results = []
-    best: dict[int, dict[str, Any] | None] = {1: None, workers: None}
+    #: The most agents each served on time so far, by worker count.
+    most = {1: 0, workers: 0}
     for i, agents in enumerate(levels):
         order = [1, workers] if i % 2 == 0 else [workers, 1]
         runs: dict[int, dict[str, Any]] = {}
@@ -370,11 +371,10 @@ def run_workers(
         results.append(level)
         for count, run_ in runs.items():
             if run_["on_time"] >= ON_TIME_GOAL:
-                best[count] = run_
+                most[count] = run_["agents"]
         if one["on_time"] < ON_TIME_GOAL and many["on_time"] < ON_TIME_GOAL:
             break
-    most_one = best[1]["agents"] if best[1] else 0
-    most_many = best[workers]["agents"] if best[workers] else 0
+    most_one, most_many = most[1], most[workers]
     # CPU per agent-tick compared at the largest level both served on time.
     both = [lv for lv in results if min(lv["one"]["on_time"], lv["workers"]["on_time"]) >= ON_TIME_GOAL]
     cpu_ratio = both[-1]["cpu_workers_over_one"] if both else None
