@@ -74,7 +74,7 @@ async def serve(sock: socket.socket) -> int:
         init = first[0]
         index = init["index"]
         logging.basicConfig(
-            level=logging.INFO if init["verbose"] else logging.WARNING,
+            level=init["log_level"],
             stream=sys.stderr,
             format=f"%(asctime)s %(levelname)s worker {index}: %(message)s",
         )

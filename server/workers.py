@@ -249,7 +249,6 @@ class WorkerPool:
         count: int,
         *,
         on_finished: Callable[[int, MatchOutcome | None], None],
-        verbose: bool = False,
     ) -> None:
         if count < 1:
             raise ValueError(f"a worker pool needs at least one worker, not {count}")
@@ -270,7 +269,9 @@ class WorkerPool:
         except Exception as exc:
             raise ValueError(f"this server's config cannot go to a worker process: {exc}") from None
         self.count = count
-        self.verbose = verbose
+        #: The workers log at this process's level for the server's logger (`serve -v`: every
+        #: connection; a benchmark: errors only).
+        self.log_level = log.getEffectiveLevel()
         self.on_finished = on_finished
         self.workers: list[Worker | None] = [None] * count
         self._where: dict[int, Worker] = {}
@@ -334,7 +335,12 @@ class WorkerPool:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(worker.channel.send_all)
                 worker.channel.post(
-                    {"kind": "config", "config": self.worker_config, "index": index, "verbose": self.verbose}
+                    {
+                        "kind": "config",
+                        "config": self.worker_config,
+                        "index": index,
+                        "log_level": self.log_level,
+                    }
                 )
                 with trio.move_on_after(START_TIMEOUT):
                     first = await worker.channel.receive()
@@ -508,16 +514,14 @@ class WorkerLobby(Lobby):
 
     plays_matches = False
 
-    def __init__(
-        self, config: LobbyConfig, workers: int, *, seating: Seating | None = None, verbose: bool = False
-    ) -> None:
+    def __init__(self, config: LobbyConfig, workers: int, *, seating: Seating | None = None) -> None:
         if config.tls is not None:
             raise ValueError(
                 "a TLS session cannot move to a worker process: serve TLS with one worker, or run "
                 "the workers behind a proxy that ends TLS"
             )
         super().__init__(config, seating)
-        self.pool = WorkerPool(config, workers, on_finished=self._finished, verbose=verbose)
+        self.pool = WorkerPool(config, workers, on_finished=self._finished)
         self.worker_pids: list[int] = []
 
     async def serve(

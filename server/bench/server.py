@@ -449,14 +449,19 @@ def command(
         bench_load(game)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--game") from None
-    logging.getLogger("cellarena.server").setLevel(logging.ERROR)  # the load's own disconnects are expected
-    if workers > 1:
-        _report_workers(
-            run_workers(levels, seconds, game=game, workers=workers, batch=batch != "off"), as_json
-        )
-        return
-    result = run(levels, seconds=seconds, game=game, batch=batch)
-    result["rate"] = run_rates(game, seconds=seconds)
+    server_log = logging.getLogger("cellarena.server")
+    level_before = server_log.level
+    server_log.setLevel(logging.ERROR)  # the load's own disconnects are expected
+    try:  # and the level is given back: a test runs this command in its own process
+        if workers > 1:
+            _report_workers(
+                run_workers(levels, seconds, game=game, workers=workers, batch=batch != "off"), as_json
+            )
+            return
+        result = run(levels, seconds=seconds, game=game, batch=batch)
+        result["rate"] = run_rates(game, seconds=seconds)
+    finally:
+        server_log.setLevel(level_before)
     if as_json:
         click.echo(json.dumps(result))
         return

@@ -98,7 +98,7 @@ def _serve_command(game: str) -> click.Command:
             if workers > 1:
                 from cellarena.server.workers import WorkerLobby
 
-                lobby: Lobby = WorkerLobby(config, workers, verbose=verbose)
+                lobby: Lobby = WorkerLobby(config, workers)
             else:
                 lobby = Lobby(config)
         except ConfigError as exc:
