@@ -101,7 +101,10 @@ async def serve(sock: socket.socket) -> int:
             elif kind == "watch":
                 conn = adopt(lobby, message["conn"], socks[0])
                 if conn is not None:
-                    lobby.watch(conn, message["number"])
+                    number = message["number"]
+                    if not message["asked"] and all(m.number != number for m in lobby.running):
+                        number = None  # the newest ended on the way: this worker's newest, or its next
+                    lobby.watch(conn, number)
             elif kind == "stop":
                 cut = await lobby.shutdown(message.get("grace", 2.0))
                 channel.post({"kind": "stopped", "cut": cut})

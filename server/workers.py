@@ -490,16 +490,21 @@ class WorkerPool:
     def hand_spectator(self, conn: Connection, number: int | None) -> bool:
         """Hand spectator ``conn`` to the worker of match ``number`` (None: the newest match); False
         if no such match is under way (the connection stays here)."""
-        if number is None:
-            number = max(self._where, default=None)
-        worker = self._where.get(number) if number is not None else None
+        chosen = max(self._where, default=None) if number is None else number
+        worker = self._where.get(chosen) if chosen is not None else None
         if worker is None or worker.channel.gone:
             return False
         try:
             sock, leftover = conn.release()
         except ValueError:
             return True  # closed meanwhile: nobody to hand
-        worker.channel.post({"kind": "watch", "number": number, "conn": handed(conn, leftover)}, [sock])
+        message = {
+            "kind": "watch",
+            "number": chosen,
+            "asked": number is not None,
+            "conn": handed(conn, leftover),
+        }
+        worker.channel.post(message, [sock])
         return True
 
     def running_names(self) -> list[tuple[int, list[str]]]:
