@@ -241,3 +241,15 @@ def test_bench_server_compares_workers_with_one_process_in_json() -> None:
     assert one["workers_cpu_share"] is None and many["workers_cpu_share"] is not None
     assert many["server_cpu_share"] == pytest.approx(many["front_cpu_share"] + many["workers_cpu_share"])
     assert level["cpu_workers_over_one"] == many["cpu_us_per_agent_tick"] / one["cpu_us_per_agent_tick"]
+
+
+def test_a_config_that_cannot_reach_a_worker_is_refused_before_any_worker_starts() -> None:
+    from cellarena.server.lobby import LobbyConfig
+    from cellarena.server.workers import WorkerLobby
+
+    def recorder(number: int, engine: Any, names: list[str], seed: int) -> None:  # a closure: no pickle
+        return None
+
+    config = LobbyConfig("rezzo", {}, recorder=recorder)
+    with pytest.raises(ValueError, match="cannot go to a worker process"):
+        WorkerLobby(config, 2)
