@@ -123,9 +123,13 @@ class Channel:
                     continue
                 except OSError as exc:
                     if exc.errno == errno.EMSGSIZE:  # one message too big: it alone is lost
-                        log.error("a message of %d bytes to another process is over the limit", len(data))
+                        log.error(
+                            "a message of %d bytes to a worker process is over what this system's socket "
+                            "buffers take (sysctl net.core.wmem_max); it is lost, with its connections",
+                            len(data),
+                        )
                         self._outbox.popleft()
-                        _close_all(socks)
+                        _close_all(socks, told=_UNDELIVERED)
                         continue
                     self._drop()
                     return
