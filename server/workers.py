@@ -282,6 +282,7 @@ class WorkerPool:
         self._stopping = False
         self._exited = [trio.Event() for _ in range(count)]
         self._stop_requested = trio.Event()
+        self._start_errors: list[str] = []
 
     # ----------------------------------------------------------------- the service
     async def run(self, *, task_status: trio.TaskStatus[list[int]] = trio.TASK_STATUS_IGNORED) -> None:
@@ -295,6 +296,8 @@ class WorkerPool:
             with trio.fail_after(START_TIMEOUT + 5):
                 for _ in range(self.count):
                     await ready.acquire()
+            if self._start_errors:  # one error, however many failed (the others are stopped)
+                raise WorkerStartError("; ".join(self._start_errors))
             task_status.started(self.pids)
 
     @property
@@ -311,7 +314,9 @@ class WorkerPool:
                 await self._serve_one(index, ready if first else None)
             except WorkerStartError as exc:
                 if first:
-                    raise
+                    self._start_errors.append(str(exc))
+                    ready.release()
+                    break
                 log.error("%s; trying again in %.1f s", exc, backoff)
                 with trio.move_on_after(backoff):
                     await self._stop_requested.wait()
@@ -346,26 +351,19 @@ class WorkerPool:
                         "log_level": self.log_level,
                     }
                 )
+                first, failed = None, ""
                 with trio.move_on_after(START_TIMEOUT):
                     first = await worker.channel.receive()
                 if first is None or first[0].get("kind") != "ready":
                     with trio.move_on_after(5):
                         await process.wait()
-                    raise WorkerStartError(
-                        f"worker {index} (pid {process.pid}) did not start: it {worker.describe_exit()}"
-                    )
-                worker.pid, worker.ready = first[0]["pid"], True
-                self.workers[index] = worker
-                if ready is None:
-                    log.warning("worker %d started again (pid %d)", index, worker.pid)
+                    failed = f"worker {index} (pid {process.pid}) did not start: it {worker.describe_exit()}"
+                    nursery.cancel_scope.cancel()
                 else:
-                    log.info("worker %d started (pid %d)", index, worker.pid)
-                    ready.release()
-                if self._stopping:  # told to stop while it started
-                    worker.channel.post({"kind": "stop", "grace": 0.0})
-                while (got := await worker.channel.receive()) is not None:
-                    self._heard(worker, *got)
-                nursery.cancel_scope.cancel()
+                    await self._serve_ready(worker, first[0]["pid"], ready)
+                    nursery.cancel_scope.cancel()
+            if failed:  # raised here, not in the nursery, so that it is not wrapped in a group
+                raise WorkerStartError(failed)
         finally:
             self.workers[index] = None
             # Its end of the pair closed: it is exiting (or dead), and may finish. Otherwise this is
@@ -382,6 +380,20 @@ class WorkerPool:
         if worker.ready:
             self._lost(worker)
 
+    async def _serve_ready(self, worker: Worker, pid: int, ready: trio.Semaphore | None) -> None:
+        """A worker that said it is ready: hear it until it ends."""
+        worker.pid, worker.ready = pid, True
+        self.workers[worker.index] = worker
+        if ready is None:
+            log.warning("worker %d started again (pid %d)", worker.index, pid)
+        else:
+            log.info("worker %d started (pid %d)", worker.index, pid)
+            ready.release()
+        if self._stopping:  # told to stop while it started
+            worker.channel.post({"kind": "stop", "grace": 0.0})
+        while (got := await worker.channel.receive()) is not None:
+            self._heard(worker, *got)
+
     def _heard(self, worker: Worker, message: dict[str, Any], socks: list[socket.socket]) -> None:
         _close_all(socks)  # a worker hands nothing back
         kind = message.get("kind")
@@ -389,7 +401,7 @@ class WorkerPool:
             number = message["number"]
             worker.matches.pop(number, None)
             self._where.pop(number, None)
-            self.on_finished(number, message["outcome"])
+            self._report(number, message["outcome"])
         elif kind == "stopped":
             worker.cut = message["cut"]
 
@@ -416,7 +428,13 @@ class WorkerPool:
                 ", ".join(names),
                 worker.index,
             )
-            self.on_finished(number, None)
+            self._report(number, None)
+
+    def _report(self, number: int, outcome: MatchOutcome | None) -> None:
+        try:
+            self.on_finished(number, outcome)
+        except Exception:  # a bug in reporting one match must not cost a worker its other matches
+            log.exception("match %d: its end could not be reported", number)
 
     async def stop(self, grace: float = 2.0) -> int:
         """Tell every worker to stop (its matches end without a result, its clients are told

@@ -253,3 +253,17 @@ def test_a_config_that_cannot_reach_a_worker_is_refused_before_any_worker_starts
     config = LobbyConfig("rezzo", {}, recorder=recorder)
     with pytest.raises(ValueError, match="cannot go to a worker process"):
         WorkerLobby(config, 2)
+
+
+def test_workers_that_cannot_start_are_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from cellarena.server.cli.run import run_trio
+    from cellarena.server.lobby import LobbyConfig
+    from cellarena.server.workers import WorkerPool, WorkerStartError
+
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # each worker exits at once with status 1
+    pool = WorkerPool(LobbyConfig("rezzo", {}), 2, on_finished=lambda number, outcome: None)
+    with pytest.raises(WorkerStartError) as raised:  # one error, as `serve` reports it, not a group
+        run_trio(pool.run)
+    assert "did not start: it exited with status 1" in str(raised.value)
