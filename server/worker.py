@@ -106,8 +106,8 @@ async def serve(sock: socket.socket) -> int:
                         number = None  # the newest ended on the way: this worker's newest, or its next
                     lobby.watch(conn, number)
             elif kind == "stop":
-                cut = await lobby.shutdown(message.get("grace", 2.0))
-                channel.post({"kind": "stopped", "cut": cut})
+                # Each match cut short is told to the front as it ends (`finished`, no outcome).
+                await lobby.shutdown(message.get("grace", 2.0))
                 break
         await channel.flush(5.0)
         nursery.cancel_scope.cancel()

@@ -221,7 +221,6 @@ class Worker:
     matches: dict[int, list[str]] = field(default_factory=dict)
     pid: int = 0
     ready: bool = False
-    cut: int = 0
 
     def describe_exit(self) -> str:
         code = self.process.returncode
@@ -402,8 +401,6 @@ class WorkerPool:
             worker.matches.pop(number, None)
             self._where.pop(number, None)
             self._report(number, message["outcome"])
-        elif kind == "stopped":
-            worker.cut = message["cut"]
 
     def _lost(self, worker: Worker) -> None:
         """``worker`` ended: each match it still held ends without a result, reported here."""
