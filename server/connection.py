@@ -342,6 +342,24 @@ class Connection:
         with trio.move_on_after(timeout):
             await self._flushed.wait()
 
+    def release(self) -> tuple[socket.socket, bytes]:
+        """Give the socket up without closing it, for another process to serve (`workers`): the socket
+        and the bytes read from it that no frame holds yet. The connection is closed here from then on;
+        no owner is told. ValueError if it cannot move: closed, under TLS (a session cannot move), or
+        with bytes still waiting to be sent."""
+        if self.closed or self.tls or self._backlog:
+            raise ValueError(f"connection {self.name} ({self.peer}) cannot be handed over")
+        self.closed = True
+        self.close_reason = "handed over to another process"
+        self.owner = UNOWNED
+        self._socket_open = False
+        self._poller.remove(self)
+        leftover = self.frames.take()
+        if self.on_gone is not None:
+            gone, self.on_gone = self.on_gone, None
+            gone(self)
+        return self.sock, leftover
+
     # ----------------------------------------------------------------- closing
     def fail(self, code: str, message: str, *, level: int = logging.WARNING) -> None:
         """Tell the peer what it did wrong and close (see the class docstring for the lingering).

@@ -114,6 +114,11 @@ class LobbyConfig:
     recorder: RecorderFactory | None = None
     on_result: Callable[[MatchOutcome], None] | None = None
     on_tick: Callable[[Engine], None] | None = None
+    #: Called once per match as it ends, with its outcome or None (cut short, or an internal error):
+    #: a worker process tells its front this way (`workers`).
+    on_finished: Callable[[int, MatchOutcome | None], None] | None = None
+    #: Listen on host:port. A worker process does not: its connections are handed to it (`adopt`).
+    listen: bool = True
     #: Serve TLS with this context (`server.tls.server_context`), or plain TCP when None.
     tls: ssl.SSLContext | None = None
     #: Step the fixed-rate matches of a phase slot together where the game offers batches (Rezzo);
@@ -151,6 +156,10 @@ class Lobby:
     ``seating`` decides where bots wait and which play together (default: first come, first seated).
     """
 
+    #: Whether this process plays the matches it starts (a front that hands them to worker processes
+    #: does not, and needs no tick driver).
+    plays_matches = True
+
     def __init__(self, config: LobbyConfig, seating: Seating | None = None) -> None:
         self.config = config
         self.engine_class = get_engine(config.game)
@@ -184,7 +193,7 @@ class Lobby:
         self._nursery: trio.Nursery | None = None
         # Runs every fixed-rate match's ticks from one task.
         self._driver = None
-        if not config.settings.fast:
+        if not config.settings.fast and self.plays_matches:
             # A lobby of one match (`cellarena match`, a hosted ladder match) has nothing to batch it
             # with, and need not load the batch's compiled kernels.
             batch = config.batch and (config.matches is None or config.matches > 1)
@@ -214,11 +223,28 @@ class Lobby:
         """The matches under way, oldest first."""
         return list(self._running)
 
+    def running_names(self) -> list[tuple[int, list[str]]]:
+        """The matches under way, oldest first, as (number, seat names): what the live view lists."""
+        return [(m.number, [seat.name for seat in m.seats]) for m in self._running]
+
     # ----------------------------------------------------------------- serving
     async def serve(
         self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
     ) -> list[MatchOutcome]:
-        """Listen, report the bound port through ``task_status``, and return every match's outcome."""
+        """Listen, report the bound port through ``task_status``, and return every match's outcome.
+        Without `LobbyConfig.listen`, reports port 0 and serves only the connections it is handed."""
+        if not self.config.listen:
+            self._poller = Poller[Connection]()
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                await nursery.start(self._poller.serve)
+                if self._driver is not None:
+                    await nursery.start(self._driver.serve)
+                nursery.start_soon(self.seating.run)
+                task_status.started(0)
+                await self._all_done.wait()
+                nursery.cancel_scope.cancel()
+            return list(self.outcomes)
         listener = socket.socket(socket.AF_INET6 if ":" in self.config.host else socket.AF_INET)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -298,6 +324,13 @@ class Lobby:
                 with contextlib.suppress(RuntimeError):
                     trio.lowlevel.notify_closing(sock)
                 sock.close()
+
+    def adopt(
+        self, sock: socket.socket, *, peer: tuple[str, int] | None = None, via: str | None = None
+    ) -> Connection | None:
+        """A connection another process accepted (and handed over a Unix socket), served here from
+        now on as if accepted here; None if it was lost meanwhile (`workers`)."""
+        return self._connect(sock, peer=peer, via=via)
 
     def _connect(
         self, sock: socket.socket, *, peer: tuple[str, int] | None = None, via: str | None = None
@@ -428,22 +461,7 @@ class Lobby:
                 return
             self._watchers.add(conn)
             self._watching_from[conn.host] += 1
-            wanted = hello.get("match")
-            if wanted is not None:
-                chosen = next((m for m in self._running if m.number == wanted), None)
-                if chosen is None:
-                    running = ", ".join(str(m.number) for m in self._running) or "none"
-                    conn.fail(
-                        protocol.BAD_HELLO,
-                        f"no match {wanted} is running here (running: {running}); leave 'match' out to "
-                        "watch the newest",
-                    )
-                else:
-                    chosen.add_spectator(conn)
-            elif self._running:
-                next(reversed(self._running)).add_spectator(conn)
-            else:
-                self._spectators.add(conn)
+            self.watch(conn, hello.get("match"))
             return
         if self.stopping:
             conn.fail(protocol.SHUTDOWN, "the server is stopping")
@@ -451,6 +469,24 @@ class Lobby:
             conn.fail(protocol.SHUTDOWN, "this server has started all the matches it will play")
         else:
             self.seating.admit(conn, hello)
+
+    def watch(self, conn: Connection, wanted: int | None) -> None:
+        """Give spectator ``conn`` match ``wanted`` (None: the newest), or the next match if none runs."""
+        if wanted is not None:
+            chosen = next((m for m in self._running if m.number == wanted), None)
+            if chosen is None:
+                running = ", ".join(str(m.number) for m in self._running) or "none"
+                conn.fail(
+                    protocol.BAD_HELLO,
+                    f"no match {wanted} is running here (running: {running}); leave 'match' out to "
+                    "watch the newest",
+                )
+            else:
+                chosen.add_spectator(conn)
+        elif self._running:
+            next(reversed(self._running)).add_spectator(conn)
+        else:
+            self._spectators.add(conn)
 
     def _check_hello(self, hello: dict[str, Any]) -> tuple[str, str] | None:
         """What every server refuses in a hello (the protocol module's one check), as (code, text)."""
@@ -473,6 +509,7 @@ class Lobby:
         seed: int | None = None,
         recorder: RecorderFactory | None = None,
         meta: Mapping[str, Any] | None = None,
+        number: int | None = None,
     ) -> Match | None:
         """Start a match with ``conns`` in seat order (None: a seat whose bot never came, which
         forfeits); the match, or None if it could not start (its seats are told `internal`).
@@ -481,10 +518,12 @@ class Lobby:
         and ``seed`` default to the lobby's config and its seed plus the match's number minus one;
         a seating that draws maps from a pool gives its own. ``recorder`` makes this match's replay
         writer instead of the config's (a ladder names each replay for its own match id); ``meta``
-        says what the match is to its seating, in the log line of its start (its ladder match id)."""
+        says what the match is to its seating, in the log line of its start (its ladder match id).
+        ``number``: the match's number, when another process numbers them (a worker's front)."""
         assert self._nursery is not None
         self._started += 1
-        number = self._started
+        if number is None:
+            number = self._started
         if seed is None:
             seed = self.config.seed + number - 1
         if names is None:
@@ -506,6 +545,8 @@ class Lobby:
             for conn in conns:
                 if conn is not None:
                     conn.fail(protocol.INTERNAL, "the server could not start this match (an internal error)")
+            if self.config.on_finished is not None:
+                self.config.on_finished(number, None)
             if self._limit_reached() and not self._running:
                 self._all_done.set()
             return None
@@ -551,6 +592,8 @@ class Lobby:
             self.outcomes.append(outcome)
             if self.config.on_result is not None:
                 self.config.on_result(outcome)
+        if self.config.on_finished is not None:
+            self.config.on_finished(match.number, outcome)
         if self._limit_reached() and not self._running:
             self._all_done.set()
 

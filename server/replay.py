@@ -550,6 +550,18 @@ def _outcome(result: Result) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class ReplayFolder:
+    """`cellarena serve --replay-dir`'s replay writers: ``match-NNNNN.replay`` per match, with events.
+    Plain data, so that a worker process gets it pickled and names each replay as one process would."""
+
+    folder: str
+
+    def __call__(self, number: int, engine: Engine, names: list[str], seed: int) -> ReplayWriter:
+        path = os.path.join(self.folder, f"match-{number:05d}.replay")
+        return ReplayWriter(path, engine, seed=seed, names=names, events=True)
+
+
 class ReplayWriter:
     """Writes one match's replay as it is played.
 

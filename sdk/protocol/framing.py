@@ -80,3 +80,9 @@ class FrameReader:
     def buffered(self) -> int:
         """Bytes received but not yet part of a complete frame."""
         return len(self._buf)
+
+    def take(self) -> bytes:
+        """The bytes received but not yet part of a complete frame, out of the reader: a server that
+        hands a connection to another process hands them along (`feed` them there)."""
+        data, self._buf = bytes(self._buf), bytearray()
+        return data

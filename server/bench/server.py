@@ -12,6 +12,12 @@ side by side, the server stepping the matches of a phase slot as one batch and o
 (`ticking`), after an unreported warm-up level. Each level starts from a collected and
 frozen heap (`gc.freeze`, as a long-running server would after start-up), so that the garbage of the
 previous level and the objects of the imports are not scanned by the level's own collections.
+
+With ``--workers N`` (`run_workers`), each level is served twice side by side instead: by one process
+and by a server that plays its matches in N worker processes (`workers`, as `serve --workers N`
+does), batched both. The CPU of the server's process tree (this process and its workers) and of the
+load process are read apart over the same window (`cpu`), and the report gives the ratios of agents
+served at 15 Hz and of CPU per agent-tick against the goals (1.25x the agents, CPU within 15%).
 """
 
 from __future__ import annotations
@@ -28,12 +34,14 @@ from typing import Any
 import click
 import trio
 
+from cellarena.server.bench.cpu import cpu_seconds, tree_cpu
 from cellarena.server.bench.harness import raise_file_limit
 from cellarena.server.cli.params import FiniteFloatRange
 from cellarena.server.games import plugin, plugins
 from cellarena.server.games.plugin import BenchLoad
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import TickSettings
+from cellarena.server.workers import WorkerLobby
 
 ON_TIME_GOAL = 0.99
 #: Agent counts tried, in rising order, when the command line does not say.
@@ -81,26 +89,45 @@ async def run_level(
     tick_rate: float = 15.0,
     budget_ms: float = BUDGET_MS,
     batch: bool = True,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """One load level: ``agents`` connections in matches of ``game``, for ``seconds`` of play;
-    ``batch``: whether the server steps the matches of a phase slot as one (`ticking`)."""
+    ``batch``: whether the server steps the matches of a phase slot as one (`ticking`); ``workers``:
+    the server's worker processes (1: this process plays the matches, as `serve` does by default).
+
+    The server's CPU is its process tree's (this process, and its workers), the load generator's
+    apart, both over the same window: from the first match's start to the last one's end."""
     workload = bench_load(game)
     seats = workload.server_seats
     matches = math.ceil(agents / seats)
     ticks = max(2, round(seconds * tick_rate))
-    lobby = Lobby(
-        LobbyConfig(
-            game,
-            workload.server_config(ticks),
-            TickSettings(tick_rate=tick_rate, budget_ms=budget_ms),
-            host="127.0.0.1",
-            port=0,
-            matches=matches,
-            hello_timeout=120.0,
-            batch=batch,
-        )
+    ended = 0
+
+    def snapshot(key: str) -> None:
+        cpu[key] = time.process_time()
+        cpu[f"{key}_workers"] = tree_cpu(getattr(lobby, "worker_pids", []))
+        cpu[f"{key}_load"] = cpu_seconds(load.pid)
+        cpu[f"{key}_wall"] = time.perf_counter()
+
+    def finished(_number: int, _outcome: Any) -> None:
+        nonlocal ended
+        ended += 1
+        if ended == matches:  # before the workers stop (their CPU is read while they live)
+            snapshot("end")
+
+    config = LobbyConfig(
+        game,
+        workload.server_config(ticks),
+        TickSettings(tick_rate=tick_rate, budget_ms=budget_ms),
+        host="127.0.0.1",
+        port=0,
+        matches=matches,
+        hello_timeout=120.0,
+        batch=batch,
+        on_finished=finished,
     )
-    cpu = {}
+    lobby = Lobby(config) if workers == 1 else WorkerLobby(config, workers)
+    cpu: dict[str, float | None] = {}
     async with trio.open_nursery() as nursery:
         port = await nursery.start(lobby.serve)
         load = await trio.lowlevel.open_process(
@@ -120,10 +147,11 @@ async def run_level(
             # CPU from the first match's start to the last one's end, against every agent-tick played.
             while not lobby.matches_started:
                 await trio.sleep(0.005)
-            cpu["start"], cpu["wall"] = time.process_time(), time.perf_counter()
+            snapshot("start")
 
         nursery.start_soon(measure)
-    cpu["end"], cpu["wall_end"] = time.process_time(), time.perf_counter()
+    if "end" not in cpu:
+        snapshot("end")
     with trio.move_on_after(30):
         await load.wait()
     if load.returncode is None:
@@ -133,17 +161,35 @@ async def run_level(
     behind = sum(o.behind_ticks for o in lobby.outcomes)
     agent_ticks = sum(o.ticks * len(o.names) for o in lobby.outcomes)
     driver = lobby.driver
+    wall = _spent(cpu, "wall") or 1e-9
+    server = (_spent(cpu, "") or 0.0) + (_spent(cpu, "workers") or 0.0)
+    load_cpu = _spent(cpu, "load")
     return {
         "batch": batch,
-        "batched_share": driver.batched_ticks / played if driver is not None and played else 0.0,
+        "workers": workers,
+        # A worker's batches are its own: counted here for the server of one process only.
+        "batched_share": driver.batched_ticks / played if driver is not None and played else None,
         "agents": matches * seats,
         "matches": matches,
         "ticks": played,
         "on_time": 1 - late / played if played else 0.0,
         "behind_schedule": behind / played if played else 0.0,
-        "cpu_us_per_agent_tick": (cpu["end"] - cpu["start"]) / agent_ticks * 1e6 if agent_ticks else 0.0,
-        "server_cpu_share": (cpu["end"] - cpu["start"]) / (cpu["wall_end"] - cpu["wall"]),
+        "cpu_us_per_agent_tick": server / agent_ticks * 1e6 if agent_ticks else 0.0,
+        "server_cpu_share": server / wall,
+        # Of which this process's (the front, with workers) and the worker processes' (None: none).
+        "front_cpu_share": (_spent(cpu, "") or 0.0) / wall,
+        "workers_cpu_share": (w / wall if (w := _spent(cpu, "workers")) is not None else None)
+        if workers > 1
+        else None,
+        "load_cpu_share": load_cpu / wall if load_cpu is not None else None,
     }
+
+
+def _spent(cpu: dict[str, float | None], key: str) -> float | None:
+    """``end`` less ``start`` of one of `run_level`'s readings (None where one is missing)."""
+    suffix = f"_{key}" if key else ""
+    start, end = cpu.get(f"start{suffix}"), cpu.get(f"end{suffix}")
+    return end - start if start is not None and end is not None else None
 
 
 #: Bots of the rate measurement answer this long before their budget runs out: at the very end, less
@@ -277,6 +323,76 @@ def run(
     }
 
 
+#: Server CPU per agent-tick of N workers may exceed one worker's by this share at most (so that a
+#: host of many cores scales), and N workers should serve this many times the agents of one.
+WORKERS_CPU_GOAL = 1.15
+WORKERS_AGENTS_GOAL = 1.25
+
+
+def run_workers(
+    levels: Iterable[int] = DEFAULT_LEVELS,
+    seconds: float = 4.0,
+    tick_rate: float = 15.0,
+    game: str | None = None,
+    workers: int = 2,
+    batch: bool = True,
+) -> dict[str, Any]:
+    """Each level served by one process and by ``workers`` worker processes, side by side (in
+    alternating order, so that neither always runs first), until both miss the on-time goal; the
+    dict is the --json output. A worker server is made afresh per level: its start is not measured.
+    """
+    game = game or load_games()[0]
+    raise_file_limit()
+    gc.collect()
+    levels = list(levels)
+    warm_up = min(WARM_UP_AGENTS, max(levels, default=WARM_UP_AGENTS))
+    trio.run(run_level, game, warm_up, 1.0, tick_rate, BUDGET_MS, batch)
+    results = []
+    #: The most agents each served on time so far, by worker count.
+    most = {1: 0, workers: 0}
+    for i, agents in enumerate(levels):
+        order = [1, workers] if i % 2 == 0 else [workers, 1]
+        runs: dict[int, dict[str, Any]] = {}
+        for count in order:
+            gc.collect()
+            gc.freeze()
+            runs[count] = trio.run(run_level, game, agents, seconds, tick_rate, BUDGET_MS, batch, count)
+        one, many = runs[1], runs[workers]
+        level = {
+            "agents": one["agents"],
+            "one": one,
+            "workers": many,
+            "cpu_workers_over_one": (
+                many["cpu_us_per_agent_tick"] / one["cpu_us_per_agent_tick"]
+                if one["cpu_us_per_agent_tick"]
+                else None
+            ),
+        }
+        results.append(level)
+        for count, run_ in runs.items():
+            if run_["on_time"] >= ON_TIME_GOAL:
+                most[count] = run_["agents"]
+        if one["on_time"] < ON_TIME_GOAL and many["on_time"] < ON_TIME_GOAL:
+            break
+    most_one, most_many = most[1], most[workers]
+    # CPU per agent-tick compared at the largest level both served on time.
+    both = [lv for lv in results if min(lv["one"]["on_time"], lv["workers"]["on_time"]) >= ON_TIME_GOAL]
+    cpu_ratio = both[-1]["cpu_workers_over_one"] if both else None
+    return {
+        "budget_ms": BUDGET_MS,
+        "batch": "on" if batch else "off",
+        "workers": workers,
+        "max_agents_at_15hz": {"one": most_one, "workers": most_many},
+        "agents_workers_over_one": most_many / most_one if most_one else None,
+        "cpu_workers_over_one": cpu_ratio,
+        "goals_met": {
+            "agents": bool(most_one) and most_many >= WORKERS_AGENTS_GOAL * most_one,
+            "cpu": cpu_ratio is not None and cpu_ratio <= WORKERS_CPU_GOAL,
+        },
+        "levels": results,
+    }
+
+
 def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
     try:
         levels = [int(v) for v in value.split(",") if v.strip()]
@@ -313,8 +429,18 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[in
     help="Step the matches of a phase slot as one batch (on), one at a time (off), or each level both "
     "ways side by side (both; the batched run is the result).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Compare one server process with one that plays its matches in N worker processes "
+    "(`serve --workers N`), each level side by side; --batch both then means on.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def command(levels: list[int], seconds: float, game: str | None, batch: str, as_json: bool) -> None:
+def command(
+    levels: list[int], seconds: float, game: str | None, batch: str, workers: int, as_json: bool
+) -> None:
     """Agents one server process serves at 15 Hz (99% of ticks in their slot and every answer in time)."""
     import logging
 
@@ -323,9 +449,19 @@ def command(levels: list[int], seconds: float, game: str | None, batch: str, as_
         bench_load(game)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--game") from None
-    logging.getLogger("cellarena.server").setLevel(logging.ERROR)  # the load's own disconnects are expected
-    result = run(levels, seconds=seconds, game=game, batch=batch)
-    result["rate"] = run_rates(game, seconds=seconds)
+    server_log = logging.getLogger("cellarena.server")
+    level_before = server_log.level
+    server_log.setLevel(logging.ERROR)  # the load's own disconnects are expected
+    try:  # and the level is given back: a test runs this command in its own process
+        if workers > 1:
+            _report_workers(
+                run_workers(levels, seconds, game=game, workers=workers, batch=batch != "off"), as_json
+            )
+            return
+        result = run(levels, seconds=seconds, game=game, batch=batch)
+        result["rate"] = run_rates(game, seconds=seconds)
+    finally:
+        server_log.setLevel(level_before)
     if as_json:
         click.echo(json.dumps(result))
         return
@@ -380,4 +516,55 @@ def command(levels: list[int], seconds: float, game: str | None, batch: str, as_
     console.print(
         f"default budget keeps the rate within {RATE_GOAL:.0%}: "
         f"{'[green]met[/]' if rate['goal_met'] else '[red]missed[/]'}"
+    )
+
+
+def _report_workers(result: dict[str, Any], as_json: bool) -> None:
+    """`command`'s report of `run_workers`."""
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    n = result["workers"]
+    table = Table(
+        title=f"One server process beside {n} worker processes at 15 Hz; load bots in another process "
+        "(CPU shares: of one core, over the same window)"
+    )
+    for col in ("agents", "1: on time", "CPU/agent-tick", "server CPU", "load CPU"):
+        table.add_column(col, justify="right")
+    for col in (f"{n}: on time", "CPU/agent-tick", "server CPU", "load CPU", "CPU ratio"):
+        table.add_column(col, justify="right")
+
+    def share(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0%}"
+
+    for level in result["levels"]:
+        one, many, ratio = level["one"], level["workers"], level["cpu_workers_over_one"]
+        table.add_row(
+            str(level["agents"]),
+            f"{one['on_time']:.1%}",
+            f"{one['cpu_us_per_agent_tick']:.0f} µs",
+            share(one["server_cpu_share"]),
+            share(one["load_cpu_share"]),
+            f"{many['on_time']:.1%}",
+            f"{many['cpu_us_per_agent_tick']:.0f} µs",
+            share(many["server_cpu_share"]),
+            share(many["load_cpu_share"]),
+            f"{ratio:.2f}x" if ratio is not None else "-",
+        )
+    console = Console()
+    console.print(table)
+    most, goals = result["max_agents_at_15hz"], result["goals_met"]
+    ratio = result["agents_workers_over_one"]
+    console.print(
+        f"served at 15 Hz: {most['one']} agents by one process, {most['workers']} by {n} workers "
+        f"({f'{ratio:.2f}x' if ratio is not None else '-'}; goal {WORKERS_AGENTS_GOAL}x: "
+        f"{'[green]met[/]' if goals['agents'] else '[red]missed[/]'})"
+    )
+    cpu = result["cpu_workers_over_one"]
+    console.print(
+        f"server CPU per agent-tick, {n} workers over one: {f'{cpu:.2f}x' if cpu is not None else '-'} "
+        f"(goal at most {WORKERS_CPU_GOAL}x: {'[green]met[/]' if goals['cpu'] else '[red]missed[/]'})"
     )

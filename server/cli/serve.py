@@ -52,6 +52,7 @@ def _serve_command(game: str) -> click.Command:
         tls_cert: str | None,
         tls_key: str | None,
         batch: bool,
+        workers: int,
         **game_values: Any,
     ) -> None:
         import gc
@@ -87,8 +88,19 @@ def _serve_command(game: str) -> click.Command:
             tls=tls_context(tls_cert, tls_key),
             batch=batch,
         )
+        if workers > 1 and config.tls is not None:
+            raise click.BadParameter(
+                f"{workers} workers cannot serve TLS: a TLS session cannot move to a worker process; "
+                "leave --workers out (one process), or end TLS in a proxy in front of the port",
+                param_hint="--workers",
+            )
         try:
-            lobby = Lobby(config)
+            if workers > 1:
+                from cellarena.server.workers import WorkerLobby
+
+                lobby: Lobby = WorkerLobby(config, workers)
+            else:
+                lobby = Lobby(config)
         except ConfigError as exc:
             raise config_error(game, exc) from None
         if players is not None and players != lobby.players:
@@ -101,9 +113,13 @@ def _serve_command(game: str) -> click.Command:
         gc.freeze()
 
         def listening(port: int) -> None:
+            pids = getattr(lobby, "worker_pids", None)
+            in_workers = (
+                f", in {len(pids)} worker processes (pids {', '.join(map(str, pids))})" if pids else ""
+            )
             click.echo(
                 f"serving {game} on {host}:{port}{' (TLS)' if config.tls else ''} "
-                f"({lobby.players} seats per match); Ctrl-C stops",
+                f"({lobby.players} seats per match{in_workers}); Ctrl-C stops",
                 err=True,
             )
 
@@ -119,7 +135,7 @@ def _serve_command(game: str) -> click.Command:
             from cellarena.server.web.serving import url_of
 
             def running() -> list[tuple[int, list[str]]]:
-                return [(m.number, [seat.name for seat in m.seats]) for m in lobby.running]
+                return lobby.running_names()
 
             matches = LiveMatches(game, loopback_for(host), running)
             async with trio.open_nursery() as nursery:
@@ -137,8 +153,12 @@ def _serve_command(game: str) -> click.Command:
                 )
                 nursery.cancel_scope.cancel()
 
+        from cellarena.server.workers import WorkerStartError
+
         try:
             run_trio(main)
+        except WorkerStartError as exc:
+            raise click.ClickException(f"{exc} (its error is above)") from None
         except OSError as exc:
             raise click.ClickException(str(exc)) from None
         except KeyboardInterrupt:
@@ -185,6 +205,15 @@ def _serve_command(game: str) -> click.Command:
             help="Step the fixed-rate matches of a phase slot as one batch, where the game offers it "
             "(Rezzo): the same results, less CPU. --no-batch steps each match on its own.",
         ),
+        click.option(
+            "--workers",
+            default="1",
+            show_default=True,
+            callback=_workers,
+            metavar="N|auto",
+            help="Play the matches in N worker processes (auto: one per core this process may use); "
+            "this process accepts the bots and hands each match's connections to a worker. Not with TLS.",
+        ),
     ]
     doc = (
         f"Serve {game} ({game_plugin.summary}): wait for bots, seat them in arrival order, run matches. "
@@ -197,19 +226,21 @@ def _serve_command(game: str) -> click.Command:
 serve = GameGroup("serve", factory=_serve_command, help="Host matches that bots connect to over TCP.")
 
 
+def _workers(_ctx: click.Context, _param: click.Parameter, value: str) -> int:
+    from cellarena.server.workers import worker_count
+
+    try:
+        return worker_count(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _replay_recorder(replay_dir: str | None) -> Any:
-    """A factory of replay writers for the lobby, or None."""
+    """A factory of replay writers for the lobby (picklable, for worker processes), or None."""
     if replay_dir is None:
         return None
     from pathlib import Path
 
-    from cellarena.server.replay import ReplayWriter
+    from cellarena.server.replay import ReplayFolder
 
-    folder = writable_folder(Path(replay_dir), "--replay-dir")
-
-    def make(number: int, engine: Any, names: list[str], seed: int) -> Any:
-        return ReplayWriter(
-            folder / f"match-{number:05d}.replay", engine, seed=seed, names=names, events=True
-        )
-
-    return make
+    return ReplayFolder(str(writable_folder(Path(replay_dir), "--replay-dir")))
