@@ -86,9 +86,7 @@ class Browser:
         )
         self.csrf = ""
 
-    def request(
-        self, path: str, data: bytes | None = None, headers: dict[str, str] | None = None
-    ) -> Answer:
+    def request(self, path: str, data: bytes | None = None, headers: dict[str, str] | None = None) -> Answer:
         req = urllib.request.Request(self.pages.url + path, data=data, headers=headers or {})
         try:
             with self.opener.open(req, timeout=30) as answer:
