@@ -478,14 +478,14 @@ class AccountSite:
                     error=str(exc),
                     **context,
                 )
-            return self.token_page(request, bot.name, token, "made")
+            return self.token_page(request, owner, bot.name, token, "made")
 
         async def rotate(request: Request) -> Response:
             owner, _, _ = await self.owner_post(request)
             name = request.path_params["name"]
             token = await self.bot_action(lambda: self.accounts.rotate_bot(owner, name))
             assert isinstance(token, Token)
-            return self.token_page(request, name, token, "rotated")
+            return self.token_page(request, owner, name, token, "rotated")
 
         async def revoke(request: Request) -> Response:
             owner, _, _ = await self.owner_post(request)
@@ -566,10 +566,11 @@ class AccountSite:
         except AccountError as exc:
             raise HTTPException(400, str(exc)) from None
 
-    def token_page(self, request: Request, name: str, token: Token, what: str) -> HTMLResponse:
+    def token_page(self, request: Request, owner: Owner, name: str, token: Token, what: str) -> HTMLResponse:
         response = self.page(
             "account/token.html",
             request,
+            owner=owner,
             title=f"{name}'s token",
             bot=name,
             token=token.secret,
