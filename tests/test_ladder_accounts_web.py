@@ -284,3 +284,40 @@ def test_a_closed_ladder_lets_owners_log_in_but_takes_no_sign_up(tmp_path: Path,
         status, body = api(browser, "/api/signup", {"name": "ann", "password": PASSWORD})
         assert status == 403 and "takes no sign-ups" in body["error"]
         assert browser.get("/login").status == 200
+
+
+def test_behind_a_trusted_tls_proxy_the_forwarded_origin_is_the_sites(tmp_path: Path) -> None:
+    """A TLS proxy at ladder.example.org forwards to the pages: forms posted from its pages carry that
+    origin, which the pages take for their own only because the proxy is trusted."""
+    forwarded = {"x-forwarded-proto": "https", "x-forwarded-host": "ladder.example.org"}
+    origin = "https://ladder.example.org"
+    for trusted, expected in ((("--trusted-proxy", "127.0.0.1"), 303), ((), 403)):
+        folder = tmp_path / str(expected)
+        folder.mkdir()
+        with ladder_pages(folder, "--signup", "open", *trusted) as pages:
+            browser = Browser(pages)
+            browser.get("/signup")
+            body = f"name=ann&password={PASSWORD.replace(' ', '+')}&csrf={browser.csrf}".encode()
+            headers = {**forwarded, "origin": origin, "content-type": "application/x-www-form-urlencoded"}
+            answer = browser.request("/signup", body, headers)
+            assert answer.status == expected, answer.body
+            if expected == 403:
+                assert f"posted from another site ({origin})" in answer.body
+
+
+def test_the_api_refuses_a_wrong_password_and_names_the_limit(tmp_path: Path) -> None:
+    with ladder_pages(tmp_path, "--signup", "open", "--max-bots-per-owner", "1") as pages:
+        browser = Browser(pages)
+        assert api(browser, "/api/signup", {"name": "ann", "password": PASSWORD})[0] == 201
+        status, body = api(
+            browser, "/api/owner/bots", {"owner": "ann", "password": "wrong password", "name": "x"}
+        )
+        assert status == 401 and body["error"] == "wrong name or password"
+        status, body = api(browser, "/api/owner/bots", {"owner": "ann", "password": PASSWORD, "name": "x"})
+        assert status == 201 and body["token"].startswith("cla_") and body["name"] == "x"
+        status, body = api(browser, "/api/owner/bots", {"owner": "ann", "password": PASSWORD, "name": "y"})
+        assert status == 400 and "--max-bots-per-owner 1" in body["error"]
+        status, body = api(
+            browser, "/api/signup", {"name": "ben", "password": PASSWORD}, {"origin": "https://evil.example"}
+        )
+        assert status == 403 and "posted from another site" in body["error"]

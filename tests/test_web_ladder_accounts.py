@@ -1,6 +1,7 @@
 """A stranger joins a community ladder in Chromium (issue 29): signs up on the pages, makes a bot, copies
-its token (shown once), runs a real bot with it against a real `ladder serve`, and reads the private side
-of its match, the replay with their bot's debug drawings. And the attacks on those flows, in the
+its token (shown once), runs a real bot with it against a real `ladder serve`, reads the private side
+of its match, the replay with their bot's debug drawings, and revokes the bot, which the running
+server ends. And the attacks on those flows, in the
 browser: a page of another site that posts the owner's form, and a session cookie replayed after logout.
 Screenshots of each page go to the test's folder (or CELLARENA_SCREENSHOTS)."""
 
@@ -131,6 +132,15 @@ def test_a_stranger_signs_up_runs_a_bot_and_reads_its_private_side(browser: Any,
             page.goto(f"{pages.url}/bots/mybot")
             assert "bot of stranger" in page.inner_text("main")
             page.screenshot(path=str(shots / "ladder-bot.png"), full_page=True)
+
+            # Revoked on the page: the running ladder serve hears it through the change log and
+            # ends the bot's connection with `revoked`, a code the SDK does not retry.
+            page.goto(f"{pages.url}/account")
+            page.click("section[data-bot=mybot] button:text('Revoke')")
+            page.wait_for_url("**/account")
+            assert "revoked" in page.inner_text("section[data-bot=mybot] h2").lower()
+            wait_for(lambda: bot is not None and bot.proc.poll() is not None, "the revoked bot to stop", 60)
+            assert "revoked" in bot.stderr()
             console.assert_clean()
             context.close()
     finally:
