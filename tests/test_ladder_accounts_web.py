@@ -321,3 +321,20 @@ def test_the_api_refuses_a_wrong_password_and_names_the_limit(tmp_path: Path) ->
             browser, "/api/signup", {"name": "ben", "password": PASSWORD}, {"origin": "https://evil.example"}
         )
         assert status == 403 and "posted from another site" in body["error"]
+
+
+def test_an_owner_deletes_their_own_account_with_their_password(tmp_path: Path) -> None:
+    with ladder_pages(tmp_path, "--signup", "open") as pages:
+        browser = signed_up(pages)
+        browser.get("/account")
+        browser.post("/account/bots", {"name": "annbot"})
+        browser.get("/account")
+        wrong = browser.post("/account/delete", {"password": "not my password"})
+        assert wrong.status == 403 and "your account is not deleted" in wrong.body
+        done = browser.post("/account/delete", {"password": PASSWORD})
+        assert done.status == 200 and "ann&#39;s account is deleted and annbot revoked" in done.body
+        assert browser.get("/account").status == 303
+        with store_of(pages) as store:
+            bot = store.bot("annbot")
+            assert bot is not None and not bot.active
+        assert signed_up(pages).get("/account").status == 200  # the name is free again

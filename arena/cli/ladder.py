@@ -564,7 +564,7 @@ def web(
     account_settings = None
     if signup is not None:
         account_settings = _account_settings(
-            where, signup, max_bots_per_owner, session_key_file, session_days, signups_per_hour, trusted, tls
+            where, signup, max_bots_per_owner, session_key_file, session_days, signups_per_hour, trusted
         )
         from cellarena.sdk.client import is_loopback
 
@@ -636,7 +636,6 @@ def _account_settings(
     session_days: float,
     signups_per_hour: int,
     trusted: Any,
-    tls: tuple[str, str] | None,
 ) -> Any:
     from datetime import timedelta
 
@@ -659,7 +658,6 @@ def _account_settings(
         session_lifetime=timedelta(days=session_days),
         trusted=trusted,
         signups_per_hour=signups_per_hour,
-        tls=tls is not None,
     )
 
 

@@ -151,8 +151,6 @@ class AccountSettings:
     signups_per_hour: int = 5
     #: Password checks (logins, the API's) per address per hour.
     logins_per_hour: int = 30
-    #: Whether the pages are served over TLS by this process (else a trusted proxy must).
-    tls: bool = False
 
 
 def _hmac(key: bytes, purpose: str, value: str) -> str:
@@ -493,6 +491,31 @@ class AccountSite:
             await self.bot_action(lambda: self.accounts.revoke_bot(owner, name))
             return RedirectResponse("/account", status_code=303)
 
+        async def delete_account(request: Request) -> Response:
+            owner, session, fields = await self.owner_post(request)
+            try:
+                await self.do_check_password(
+                    request, {"name": owner.name, "password": fields.get("password", "")}
+                )
+            except AccountError:
+                context = await trio.to_thread.run_sync(self.account_context, owner)
+                return self.page(
+                    "account/account.html", request, 403, title=f"{owner.name}'s bots",
+                    csrf=self.csrf_for(session),
+                    error="the password is wrong: your account is not deleted", **context,
+                )  # fmt: skip
+            revoked = await trio.to_thread.run_sync(self.accounts.delete_owner, owner.name)
+            response = self.page(
+                "account/message.html",
+                request,
+                title="Account deleted",
+                message=f"{owner.name}'s account is deleted"
+                + (f" and {', '.join(revoked)} revoked" if revoked else "")
+                + "; their matches stay in the history.",
+            )
+            response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
+            return response
+
         async def replay(request: Request) -> Response:
             owner, _ = await self.logged_in(request)
             match_id = request.path_params["id"]
@@ -541,6 +564,7 @@ class AccountSite:
             Route("/account/bots/{name:path}/rotate", rotate, methods=["POST"]),
             Route("/account/bots/{name:path}/revoke", revoke, methods=["POST"]),
             Route("/account/replays/{id:int}", replay, methods=["GET"]),
+            Route("/account/delete", delete_account, methods=["POST"]),
             Route("/api/signup", api_signup, methods=["POST"]),
             Route("/api/owner/bots", api_bots, methods=["POST"]),
         ]
