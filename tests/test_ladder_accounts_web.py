@@ -338,3 +338,18 @@ def test_an_owner_deletes_their_own_account_with_their_password(tmp_path: Path) 
             bot = store.bot("annbot")
             assert bot is not None and not bot.active
         assert signed_up(pages).get("/account").status == 200  # the name is free again
+
+
+def test_names_are_data_on_every_page_and_the_header_knows_who_is_logged_in(tmp_path: Path) -> None:
+    with ladder_pages(tmp_path, "--signup", "open") as pages:
+        browser = signed_up(pages, "<b>ann</b>")
+        browser.get("/account")
+        made = browser.post("/account/bots", {"name": "<script>x</script>"})
+        assert made.status == 200 and "<script>x</script>" not in made.body
+        for path in ("/", "/bots/%3Cscript%3Ex%3C%2Fscript%3E", "/account"):
+            page = browser.get(path)
+            assert page.status == 200 and "<b>ann</b>" not in page.body and "<script>x" not in page.body
+            assert "&lt;b&gt;ann&lt;/b&gt;" in page.body  # the header names the owner, escaped
+        assert "bot of &lt;b&gt;ann&lt;/b&gt;" in browser.get("/bots/%3Cscript%3Ex%3C%2Fscript%3E").body
+        stranger = Browser(pages).get("/")
+        assert "&lt;b&gt;ann" not in stranger.body and 'href="/login"' in stranger.body

@@ -593,7 +593,9 @@ def web(
     if account_settings is not None:
         from cellarena.arena.ladder.web_accounts import AccountSite
 
-        routes = AccountSite(store, game, account_settings).routes() + routes
+        account_site = AccountSite(store, game, account_settings)
+        site.who = account_site.owner  # the header names who is logged in
+        routes = account_site.routes() + routes
     feed = None
     if live_port is not None:
         from cellarena.server.web.live import LiveFeed, live_routes

@@ -15,6 +15,8 @@ Nothing secret is shown: the store's records hold no token or digest, and a hous
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -76,6 +78,8 @@ class LadderSite:
         #: Whether owners' pages are served beside (`web_accounts`): the header links to them.
         self.accounts = accounts
         self.policy = policy
+        #: Who is logged in, for the header (`AccountSite.owner`); None without accounts.
+        self.who: Callable[[Request], Awaitable[Any]] | None = None
         #: Whether anyone may download the bots' debug drawings; else only each bot's owner gets its
         #: own, with the bot's token (`owner_replay`).
         self.public_debug = public_debug
@@ -95,16 +99,17 @@ class LadderSite:
         )
 
     # -- pages (run in a worker thread: the store blocks) --------------------------------------------
-    def standings_html(self) -> str:
+    def standings_html(self, owner: object = None) -> str:
         return self._render(
             "standings.html",
             f"{self.game} ladder",
+            owner=owner,
             columns=STANDINGS_COLUMNS,
             table=self.store.standings(self.game),
             recent=self.store.matches(self.game, limit=10),
         )
 
-    def bot_html(self, name: str) -> str:
+    def bot_html(self, name: str, owner: object = None) -> str:
         bot = self.store.bot(name)
         if bot is None or bot.game != self.game:
             raise HTTPException(404, f"no bot {name!r} on this ladder")
@@ -120,6 +125,7 @@ class LadderSite:
         return self._render(
             "bot.html",
             name,
+            owner=owner,
             bot=bot,
             owner_name=self._owner_of(name) if self.accounts else None,
             summary=summary,
@@ -132,17 +138,18 @@ class LadderSite:
 
         return Accounts(self.store).owner_of(name)
 
-    def matches_html(self, before: int | None) -> str:
+    def matches_html(self, before: int | None, owner: object = None) -> str:
         matches = self.store.matches(self.game, limit=PAGE, before=before)
         return self._render(
             "matches.html",
             f"{self.game} ladder: matches",
+            owner=owner,
             matches=matches,
             more=matches[-1].id if len(matches) == PAGE else None,
         )
 
-    def match_html(self, match_id: int) -> str:
-        return self._render("match.html", f"match #{match_id}", m=self._match(match_id))
+    def match_html(self, match_id: int, owner: object = None) -> str:
+        return self._render("match.html", f"match #{match_id}", m=self._match(match_id), owner=owner)
 
     def _match(self, match_id: int) -> MatchRecord:
         m = self.store.match(match_id)
@@ -204,20 +211,21 @@ class LadderSite:
 
     # -- routes ---------------------------------------------------------------------------------------
     def routes(self) -> list[BaseRoute]:
-        async def html(fn: Any, *args: Any) -> Response:
-            return HTMLResponse(await trio.to_thread.run_sync(fn, *args))
+        async def html(request: Request, fn: Any, *args: Any) -> Response:
+            owner = None if self.who is None else await self.who(request)
+            return HTMLResponse(await trio.to_thread.run_sync(partial(fn, *args, owner=owner)))
 
-        async def standings(_request: Request) -> Response:
-            return await html(self.standings_html)
+        async def standings(request: Request) -> Response:
+            return await html(request, self.standings_html)
 
         async def bot(request: Request) -> Response:
-            return await html(self.bot_html, request.path_params["name"])
+            return await html(request, self.bot_html, request.path_params["name"])
 
         async def matches(request: Request) -> Response:
-            return await html(self.matches_html, _before(request))
+            return await html(request, self.matches_html, _before(request))
 
         async def match(request: Request) -> Response:
-            return await html(self.match_html, request.path_params["id"])
+            return await html(request, self.match_html, request.path_params["id"])
 
         async def api_standings(_request: Request) -> Response:
             table = await trio.to_thread.run_sync(self.store.standings, self.game)
