@@ -6,6 +6,7 @@ database made by version 4. Every test runs on SQLite and on a real PostgreSQL s
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from ladder_checks import assert_consistent, raw
@@ -196,3 +197,33 @@ def test_deleting_an_account_revokes_its_bots_and_keeps_their_matches(accounts: 
     assert bot is not None and not bot.active and accounts.owner_of("one") is None
     assert store.match(match_id) is not None
     assert accounts.sign_up("ann", PASSWORD, policy="open").active  # the name is free again
+
+
+def test_an_address_limit_counts_a_sliding_window_per_address() -> None:
+    from cellarena.arena.ladder.web_accounts import AddressLimit
+
+    now = [0.0]
+    limit = AddressLimit(2, window=60.0, clock=lambda: now[0])
+    assert limit.allow("203.0.113.5") and limit.allow("203.0.113.5")
+    assert not limit.allow("203.0.113.5")  # the third within the hour
+    assert limit.allow("203.0.113.6")  # another address has its own count
+    now[0] = 59.0
+    assert not limit.allow("203.0.113.5")  # refusals are not counted, nor do they reset it
+    now[0] = 60.5
+    assert limit.allow("203.0.113.5")  # the first has left the window
+
+
+def test_the_session_key_file_is_made_private_and_checked(tmp_path: Path) -> None:
+    import stat
+
+    from cellarena.arena.ladder.web_accounts import KeyFileError, load_key
+
+    path = tmp_path / "session.key"
+    key = load_key(path)
+    assert len(key) == 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_key(path) == key  # kept across restarts: sessions survive them
+    path.write_text("not hex")
+    with pytest.raises(KeyFileError, match=r"not a session key .* delete it and a new one is made"):
+        load_key(path)
+    with pytest.raises(KeyFileError, match="cannot create the session key"):
+        load_key(tmp_path / "missing" / "session.key")
