@@ -227,3 +227,37 @@ def test_the_session_key_file_is_made_private_and_checked(tmp_path: Path) -> Non
         load_key(path)
     with pytest.raises(KeyFileError, match="cannot create the session key"):
         load_key(tmp_path / "missing" / "session.key")
+
+
+async def test_a_database_fault_on_the_owners_pages_is_a_503_that_shows_no_path() -> None:
+    import logging
+
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+
+    from cellarena.arena.ladder.errors import LadderStoreError
+    from cellarena.arena.ladder.web_accounts import guarded
+
+    async def down(_request: Request) -> None:
+        raise LadderStoreError("/srv/ladder/ladder.sqlite: cannot log in: the disk is full")
+
+    async def refused(_request: Request) -> None:
+        raise AccountError("you have no bot named 'x'")
+
+    request = Request({"type": "http", "method": "POST", "path": "/login", "headers": []})
+    # A handler on the logger itself: another test in this process may have stopped it propagating.
+    logged: list[str] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = lambda record: logged.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("cellarena.ladder")
+    logger.addHandler(handler)
+    try:
+        with pytest.raises(HTTPException) as fault:
+            await guarded(down)(request)  # type: ignore[arg-type]
+    finally:
+        logger.removeHandler(handler)
+    assert fault.value.status_code == 503 and "try again in a minute" in fault.value.detail
+    assert "/srv/ladder" not in fault.value.detail and any("disk is full" in line for line in logged)
+    with pytest.raises(HTTPException) as bad:
+        await guarded(refused)(request)  # type: ignore[arg-type]
+    assert bad.value.status_code == 400 and bad.value.detail == "you have no bot named 'x'"

@@ -353,3 +353,17 @@ def test_names_are_data_on_every_page_and_the_header_knows_who_is_logged_in(tmp_
         assert "bot of &lt;b&gt;ann&lt;/b&gt;" in browser.get("/bots/%3Cscript%3Ex%3C%2Fscript%3E").body
         stranger = Browser(pages).get("/")
         assert "&lt;b&gt;ann" not in stranger.body and 'href="/login"' in stranger.body
+
+
+def test_password_guesses_from_one_address_are_limited(tmp_path: Path) -> None:
+    with ladder_pages(tmp_path, "--signup", "open") as pages:
+        browser = Browser(pages)
+        assert api(browser, "/api/signup", {"name": "ann", "password": PASSWORD})[0] == 201
+        guess = {"owner": "ann", "password": "guess number n", "name": "x"}
+        statuses = [api(browser, "/api/owner/bots", guess)[0] for _ in range(30)]
+        assert statuses == [401] * 30
+        status, body = api(browser, "/api/owner/bots", {**guess, "password": PASSWORD})
+        assert status == 429 and "too many password checks from your address (30 an hour)" in body["error"]
+        browser.get("/login")
+        page = browser.post("/login", {"name": "ann", "password": PASSWORD})
+        assert page.status == 429 and browser.session_cookie() is None

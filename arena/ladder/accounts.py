@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -36,6 +37,8 @@ from cellarena.arena.ladder.errors import BadNameError, LadderStoreError, Unknow
 from cellarena.arena.ladder.lookalikes import name_key
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.store import LadderStore, check_name
+
+log = logging.getLogger("cellarena.ladder")
 
 Policy = Literal["open", "invite", "approval"]
 POLICIES: tuple[Policy, ...] = ("open", "invite", "approval")
@@ -146,6 +149,7 @@ class Accounts:
                         "that invite code is not one this ladder made, or it was used already: "
                         "ask the ladder's host for a new one"
                     )
+        log.info("ladder: %r signed up (%s, %s)", name, policy, status)
         return self._owner_or_raise(name)
 
     def make_invite(self) -> str:
@@ -159,6 +163,7 @@ class Accounts:
         with self.store._writing(f"approve owner {name!r}") as db:
             if db.execute("UPDATE owners SET status = 'active' WHERE name = ?", (name,)) != 1:
                 raise AccountError(_no_owner(name))
+        log.info("ladder: owner %r approved", name)
         return self._owner_or_raise(name)
 
     def owners(self) -> list[Owner]:
@@ -259,6 +264,7 @@ class Accounts:
             )
             if changed != 1:
                 raise AccountError(_no_owner(name))
+        log.info("ladder: a password reset code was made for %r", name)
         return code
 
     def reset_password(self, name: str, code: str, password: str) -> Owner:
@@ -302,6 +308,7 @@ class Accounts:
             db.execute("DELETE FROM sessions WHERE owner_id = ?", (owner.id,))
             db.execute("UPDATE invites SET used_by = NULL WHERE used_by = ?", (owner.id,))
             db.execute("DELETE FROM owners WHERE id = ?", (owner.id,))
+        log.info("ladder: owner %r deleted, bots revoked: %s", name, [b.name for b in bots] or "none")
         return [b.name for b in bots if b.active]
 
     # ------------------------------------------------------------------ an owner's bots

@@ -28,12 +28,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
 import stat
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -54,7 +55,7 @@ from cellarena.arena.ladder.accounts import (
     Owner,
     Policy,
 )
-from cellarena.arena.ladder.errors import BadNameError
+from cellarena.arena.ladder.errors import BadNameError, LadderStoreError
 from cellarena.arena.ladder.identity import Token
 from cellarena.arena.ladder.records import BotMatch
 from cellarena.arena.ladder.store import LadderStore
@@ -62,6 +63,9 @@ from cellarena.arena.ladder.web import bot_href
 from cellarena.server.replay import strip_debug_bytes
 from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.templating import render
+
+log = logging.getLogger("cellarena.ladder")
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 SESSION_COOKIE = "cellarena_session"
 FORM_COOKIE = "cellarena_form"
@@ -71,6 +75,25 @@ MAX_BODY = 16 * 1024
 #: Matches of each bot on the owner's page.
 RECENT = 20
 KEY_BYTES = 32
+
+
+def guarded(endpoint: Endpoint) -> Endpoint:
+    """``endpoint`` with the store's faults as pages: an `AccountError` that escaped it is a 400 with
+    its message; a database fault (down, full, read-only) a 503 that asks to come back, its details
+    in the log only (they name the database's path or host, which visitors have no business seeing)."""
+
+    async def run(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except AccountError as exc:
+            raise HTTPException(400, str(exc)) from None
+        except LadderStoreError as exc:
+            log.error("ladder pages: %s %s: %s", request.method, request.url.path, exc)
+            raise HTTPException(
+                503, "the ladder's database is not answering just now; try again in a minute"
+            ) from None
+
+    return run
 
 
 class KeyFileError(Exception):
@@ -551,23 +574,24 @@ class AccountSite:
                 return JSONResponse({"error": str(exc)}, status_code=status)
             return JSONResponse({"name": bot.name, "game": bot.game, "token": token.secret}, status_code=201)
 
-        return [
-            Route("/signup", signup_page, methods=["GET"]),
-            Route("/signup", signup, methods=["POST"]),
-            Route("/login", login_page, methods=["GET"]),
-            Route("/login", login, methods=["POST"]),
-            Route("/logout", logout, methods=["POST"]),
-            Route("/reset", reset_page, methods=["GET"]),
-            Route("/reset", reset, methods=["POST"]),
-            Route("/account", account, methods=["GET"]),
-            Route("/account/bots", create_bot, methods=["POST"]),
-            Route("/account/bots/{name:path}/rotate", rotate, methods=["POST"]),
-            Route("/account/bots/{name:path}/revoke", revoke, methods=["POST"]),
-            Route("/account/replays/{id:int}", replay, methods=["GET"]),
-            Route("/account/delete", delete_account, methods=["POST"]),
-            Route("/api/signup", api_signup, methods=["POST"]),
-            Route("/api/owner/bots", api_bots, methods=["POST"]),
+        endpoints = [
+            ("/signup", signup_page, "GET"),
+            ("/signup", signup, "POST"),
+            ("/login", login_page, "GET"),
+            ("/login", login, "POST"),
+            ("/logout", logout, "POST"),
+            ("/reset", reset_page, "GET"),
+            ("/reset", reset, "POST"),
+            ("/account", account, "GET"),
+            ("/account/bots", create_bot, "POST"),
+            ("/account/bots/{name:path}/rotate", rotate, "POST"),
+            ("/account/bots/{name:path}/revoke", revoke, "POST"),
+            ("/account/replays/{id:int}", replay, "GET"),
+            ("/account/delete", delete_account, "POST"),
+            ("/api/signup", api_signup, "POST"),
+            ("/api/owner/bots", api_bots, "POST"),
         ]
+        return [Route(path, guarded(endpoint), methods=[method]) for path, endpoint, method in endpoints]
 
     def check_api_origin(self, request: Request) -> None:
         """The API takes no cookie, so a browser on another site gains nothing by posting to it; a
