@@ -6,8 +6,9 @@ is data wherever it is shown. The owners' pages (`web_accounts`) share their hea
 Served by the ladder process itself (`cellarena ladder serve --web-port`), on the web app the replay
 viewer uses (`cellarena.server.web`): every page is also JSON under ``/api/``, every finished
 match's replay plays in the viewer and downloads, and ``/live/`` shows the newest match as it is
-played. The pages read the store in worker threads (it blocks), and only read: the HTTP port takes
-no input but page addresses, so a stranger can do nothing there but look.
+played. The pages read the store in worker threads (it blocks), and only read: these routes take
+no input but page addresses, so a stranger can do nothing here but look. Signing up, logging in and
+owning bots are `web_accounts`'s routes, served beside these only with ``ladder web --signup``.
 
 Nothing secret is shown: the store's records hold no token or digest, and a house bot's command
 (which may name paths on the host) is left out; replays are offered by match id, never by path.
