@@ -141,6 +141,15 @@ def test_logout_revokes_the_session_everywhere(accounts: Accounts, ladder_db: st
     assert accounts.session_owner("x" * 10240) is None
 
 
+def test_a_session_ends_when_its_lifetime_does(accounts: Accounts) -> None:
+    from datetime import timedelta
+
+    ann = accounts.sign_up("ann", PASSWORD, policy="open")
+    short = accounts.new_session(ann, timedelta(seconds=-1))  # already past its lifetime
+    long = accounts.new_session(ann, timedelta(days=14))
+    assert accounts.session_owner(short) is None and accounts.session_owner(long) == ann
+
+
 def test_a_reset_code_sets_a_new_password_once_and_ends_sessions(accounts: Accounts) -> None:
     ann = accounts.sign_up("ann", PASSWORD, policy="open")
     session = accounts.new_session(ann)
