@@ -593,7 +593,7 @@ def web(
     if account_settings is not None:
         from cellarena.arena.ladder.web_accounts import AccountSite
 
-        account_site = AccountSite(store, game, account_settings)
+        account_site = AccountSite(store, game, account_settings, live=live_port is not None)
         site.who = account_site.owner  # the header names who is logged in
         routes = account_site.routes() + routes
     feed = None

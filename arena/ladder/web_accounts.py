@@ -183,8 +183,12 @@ def _hmac(key: bytes, purpose: str, value: str) -> str:
 class AccountSite:
     """The owners' routes of one ladder's game."""
 
-    def __init__(self, store: LadderStore, game: str, settings: AccountSettings) -> None:
+    def __init__(
+        self, store: LadderStore, game: str, settings: AccountSettings, *, live: bool = False
+    ) -> None:
         self.store = store
+        #: Whether the header links to /live/ (`ladder web --live-port`), as the public pages' does.
+        self.live = live
         self.accounts = Accounts(store)
         self.game = game
         self.settings = settings
@@ -309,7 +313,7 @@ class AccountSite:
             game=self.game,
             policy=self.settings.policy,
             accounts=True,
-            live=False,
+            live=self.live,
             bot_href=bot_href,
             **context,
         )
