@@ -200,6 +200,204 @@ def _known(action: Any, name: str) -> Any:
         raise click.BadParameter(str(exc), param_hint="NAME") from None
 
 
+# ------------------------------------------------------------------------------------------ owners
+@ladder.group()
+def owner() -> None:
+    """People who sign up on the pages (`ladder web --signup`): invites, approvals, lost passwords."""
+
+
+@contextlib.contextmanager
+def _accounts(where: _Where) -> Iterator[Any]:
+    try:
+        from cellarena.arena.ladder.accounts import AccountError, Accounts
+    except ImportError as exc:
+        raise click.UsageError(f"owners need the 'web' extra ({exc}); pip install 'cellarena[web]'") from None
+    with where.store() as store:
+        try:
+            yield Accounts(store)
+        except AccountError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@owner.command("list")
+@click.option("--json", "as_json", is_flag=True, help='Print one JSON object: {"owners": [...]}.')
+@click.pass_obj
+def owner_list(where: _Where, as_json: bool) -> None:
+    """Every owner, with their status (active, or pending the host's approval) and bots."""
+    with _accounts(where) as accounts:
+        rows = [(o, [b.name for b in accounts.bots(o)]) for o in accounts.owners()]
+    if as_json:
+        click.echo(json.dumps({"owners": [{**o.to_json(), "bots": bots} for o, bots in rows]}))
+        return
+    for o, bots in rows:
+        click.echo(f"{o.name:24} {o.status:8} {', '.join(bots)}")
+
+
+@owner.command("invite")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: invite.")
+@click.pass_obj
+def owner_invite(where: _Where, as_json: bool) -> None:
+    """Make an invite code (for `--signup invite`), printed once; each signs one owner up."""
+    with _accounts(where) as accounts:
+        code = accounts.make_invite()
+    click.echo("an invite code (shown once; it signs up one owner):", err=True)
+    click.echo(json.dumps({"invite": code}) if as_json else code)
+
+
+@owner.command("approve")
+@click.argument("name")
+@click.pass_obj
+def owner_approve(where: _Where, name: str) -> None:
+    """Let NAME, who signed up under `--signup approval`, log in."""
+    with _accounts(where) as accounts:
+        accounts.approve(name)
+    click.echo(f"approved {name}: they can log in now")
+
+
+@owner.command("reset")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: name, code, expires_in.")
+@click.pass_obj
+def owner_reset(where: _Where, name: str, as_json: bool) -> None:
+    """NAME lost their password: print a one-time code (24 h) to send them over a channel you trust;
+    they set a new password with it at the pages' /reset, which logs out all their sessions."""
+    with _accounts(where) as accounts:
+        code = accounts.make_reset_code(name)
+    click.echo(f"a one-time code for {name} (shown once, works for 24 hours, at /reset):", err=True)
+    click.echo(json.dumps({"name": name, "code": code, "expires_in": "24h"}) if as_json else code)
+
+
+@owner.command("delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask.")
+@click.pass_obj
+def owner_delete(where: _Where, name: str, yes: bool) -> None:
+    """Delete NAME's account: their bots are revoked (their matches stay in the history, ownerless),
+    their sessions end, the name is free again."""
+    if not yes:
+        click.confirm(f"delete {name} and revoke their bots?", abort=True)
+    with _accounts(where) as accounts:
+        revoked = accounts.delete_owner(name)
+    click.echo(f"deleted {name}" + (f"; revoked {', '.join(revoked)}" if revoked else ""))
+
+
+@ladder.command("register")
+@click.argument("url")
+@click.option("--name", required=True, help="Your owner name on that ladder.")
+@click.option(
+    "--password-file",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="A file holding your password (never give a password on the command line).",
+)
+@click.option(
+    "--invite-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A file holding the host's invite code.",
+)
+@click.option("--bot", default=None, help="Also make a bot of this name (once your account is active).")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Where to write the bot's token (made 0600). [default: BOT.token]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: owner, bot, or error.")
+def register(
+    url: str,
+    name: str,
+    password_file: str,
+    invite_file: str | None,
+    bot: str | None,
+    token_file: str | None,
+    as_json: bool,
+) -> None:
+    """Sign up to the ladder whose pages are at URL (https), and with --bot make your first bot.
+
+    Your password and the bot's token cross the network, so URL must be https (plain http only to this
+    machine). The token is written to --token-file, never printed. Exit status 0 when done; 1 when the
+    ladder refuses (a taken name, a wrong invite, too many sign-ups) or cannot be reached."""
+    import os
+    import urllib.error
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    from cellarena.sdk.client import is_loopback
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(f"{url!r} is not an http(s) address", param_hint="URL")
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise click.BadParameter(
+            f"{url}: plain http off this machine would send your password in clear; use https",
+            param_hint="URL",
+        )
+
+    def secret(path: str, option: str) -> str:
+        try:
+            text = Path(path).read_text("utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise click.BadParameter(f"{path}: cannot read it ({exc})", param_hint=option) from None
+        if not text:
+            raise click.BadParameter(f"{path}: the file is empty", param_hint=option)
+        return text
+
+    password = secret(password_file, "--password-file")
+    invite = secret(invite_file, "--invite-file") if invite_file else None
+    target = Path(token_file) if token_file else Path(f"{bot}.token")
+
+    def fail(text: str) -> NoReturn:
+        click.echo(json.dumps({"ok": False, "error": text}) if as_json else f"error: {text}", err=not as_json)
+        sys.exit(1)
+
+    def post(path: str, body: dict[str, str | None]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            f"{url.rstrip('/')}{path}",
+            data=json.dumps(body).encode(),
+            headers={"content-type": "application/json", "accept": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                return dict(json.loads(answer.read()))
+        except urllib.error.HTTPError as exc:
+            try:
+                detail = str(json.loads(exc.read()).get("error", ""))
+            except (ValueError, AttributeError):
+                detail = ""
+            fail(f"the ladder refused (HTTP {exc.code}): {detail[:300] or exc.reason}")
+        except (urllib.error.URLError, OSError) as exc:
+            fail(f"cannot reach the ladder at {url} ({getattr(exc, 'reason', exc)})")
+
+    signed = post("/api/signup", {"name": name, "password": password, "invite": invite})
+    status = signed["owner"]["status"]
+    out: dict[str, Any] = {"ok": True, "owner": signed["owner"]}
+    if status != "active":
+        if not as_json:
+            click.echo(f"signed up as {name}; the ladder's host approves new owners: wait for them")
+        else:
+            click.echo(json.dumps(out))
+        return
+    if bot is not None:
+        made = post("/api/owner/bots", {"owner": name, "password": password, "name": bot})
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(made["token"] + "\n")
+        except OSError as exc:
+            fail(f"{target}: cannot write the token ({exc.strerror or exc}); rotate it on the pages")
+        out["bot"] = {"name": made["name"], "game": made["game"], "token_file": str(target)}
+    if as_json:
+        click.echo(json.dumps(out))
+        return
+    click.echo(f"signed up as {name}")
+    if bot is not None:
+        click.echo(
+            f"made bot {bot}; its token is in {target} (0600): connect with --ladder --token-file {target}"
+        )
+
+
 # ------------------------------------------------------------------------------------------ house bots
 @ladder.group()
 def house() -> None:
@@ -276,6 +474,56 @@ def standings(where: _Where, game: str, as_json: bool) -> None:
     help="Let anyone download the bots' debug drawings with the replays. By default they are removed "
     "from every public download; each bot's owner gets their own with `ladder replay ID --token-file`.",
 )
+@click.option(
+    "--signup",
+    type=click.Choice(["open", "invite", "approval", "closed"]),
+    default=None,
+    help="Let people sign up and own bots (docs/ladder.md#running-a-community-ladder): open to anyone, "
+    "with an invite code (`ladder owner invite`), or pending the host's approval (`ladder owner approve`); "
+    "closed: owners log in, nobody new signs up. Without it the pages only show the ladder.",
+)
+@click.option(
+    "--max-bots-per-owner",
+    type=click.IntRange(1, 1000),
+    default=5,
+    show_default=True,
+    help="Active bots each.",
+)
+@click.option(
+    "--session-key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The key that signs login cookies: a file only the ladder's user reads, made (0600) if absent. "
+    "[default: DIR/session.key]",
+)
+@click.option(
+    "--session-days",
+    type=FiniteFloatRange(0.01, 365),
+    default=14.0,
+    show_default=True,
+    help="How long a login lasts (logout ends it sooner).",
+)
+@click.option(
+    "--signups-per-hour",
+    type=click.IntRange(1, 10_000),
+    default=5,
+    show_default=True,
+    help="Sign-ups from one address in an hour (behind a proxy, the client's address: --trusted-proxy).",
+)
+@click.option(
+    "--tls-cert",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Serve the pages over HTTPS with this certificate chain (the ladder's own, as for its bot port).",
+)
+@click.option("--tls-key", type=click.Path(dir_okay=False), default=None, help="The certificate's key.")
+@click.option(
+    "--trusted-proxy",
+    metavar="ADDRESS",
+    multiple=True,
+    help="A TLS proxy in front of the pages (an address or network; repeat for more): its "
+    "X-Forwarded-For, -Proto and -Host are believed, so per-address limits count clients.",
+)
 @click.pass_obj
 def web(
     where: _Where,
@@ -285,11 +533,21 @@ def web(
     live_port: int | None,
     live_host: str,
     public_debug: bool,
+    signup: str | None,
+    max_bots_per_owner: int,
+    session_key_file: Path | None,
+    session_days: float,
+    signups_per_hour: int,
+    tls_cert: str | None,
+    tls_key: str | None,
+    trusted_proxy: tuple[str, ...],
 ) -> None:
-    """Serve GAME's standings, bot pages, matches and replays (and the live match) over HTTP.
+    """Serve GAME's standings, bot pages, matches and replays (and the live match) over HTTP(S); with
+    --signup, the owners' pages too: sign-up, login, their bots and tokens.
 
     A process of its own beside `ladder serve`, reading the same database: re-simulating replays for
-    viewers then never takes the CPU the matches need, and the pages restart on their own."""
+    viewers then never takes the CPU the matches need, and the pages restart on their own. What the
+    owners' pages change reaches `ladder serve` through the database's change log."""
     _game_argument(game)
     try:
         from cellarena.arena.ladder.web import LadderSite
@@ -299,14 +557,49 @@ def web(
         raise click.UsageError(
             f"ladder web needs the 'web' extra ({exc}); pip install 'cellarena[web]'"
         ) from None
+    from cellarena.server.trusted_proxies import TrustedProxies
+
+    tls_context(tls_cert, tls_key)  # both or neither, and usable: a clear error before serving
+    tls = (tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
+    try:
+        trusted = TrustedProxies.parse(trusted_proxy)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--trusted-proxy") from None
+    account_settings = None
+    if signup is not None:
+        account_settings = _account_settings(
+            where, signup, max_bots_per_owner, session_key_file, session_days, signups_per_hour, trusted
+        )
+        from cellarena.sdk.client import is_loopback
+
+        if tls is None and not trusted and not is_loopback(host):
+            click.echo(
+                f"warning: the pages on {host} are plain HTTP and no --trusted-proxy is named: login cookies "
+                "are Secure, so browsers send them over HTTPS only; give --tls-cert/--tls-key, or put a TLS "
+                "proxy in front and name it with --trusted-proxy",
+                err=True,
+            )
     store = where.open(create=False, reconnect_every=1.0)  # pages come back after a database outage
     try:
         sock = bind(host, port)
     except BindError as exc:
         store.close()
         raise click.UsageError(str(exc)) from None
-    site = LadderSite(store, game, live=live_port is not None, public_debug=public_debug)
+    site = LadderSite(
+        store,
+        game,
+        live=live_port is not None,
+        public_debug=public_debug,
+        policy=None if account_settings is None else account_settings.policy,
+        accounts=account_settings is not None,
+    )
     routes = site.routes()
+    if account_settings is not None:
+        from cellarena.arena.ladder.web_accounts import AccountSite
+
+        account_site = AccountSite(store, game, account_settings, live=live_port is not None)
+        site.who = account_site.owner  # the header names who is logged in
+        routes = account_site.routes() + routes
     feed = None
     if live_port is not None:
         from cellarena.server.web.live import LiveFeed, live_routes
@@ -326,7 +619,10 @@ def web(
             await run(
                 app,
                 sock,
-                lambda: click.echo(f"{game} ladder pages at {url_of(sock)} (Ctrl-C stops)"),
+                lambda: click.echo(
+                    f"{game} ladder pages at {url_of(sock, tls=tls is not None)} (Ctrl-C stops)"
+                ),
+                tls=tls,
             )
 
     try:
@@ -336,6 +632,39 @@ def web(
     finally:
         sock.close()
         store.close()
+
+
+def _account_settings(
+    where: _Where,
+    signup: str,
+    max_bots: int,
+    key_file: Path | None,
+    session_days: float,
+    signups_per_hour: int,
+    trusted: Any,
+) -> Any:
+    from datetime import timedelta
+
+    try:
+        from cellarena.arena.ladder.web_accounts import AccountSettings, KeyFileError, load_key
+    except ImportError as exc:
+        raise click.UsageError(
+            f"--signup needs the 'web' extra ({exc}); pip install 'cellarena[web]'"
+        ) from None
+    if key_file is None:
+        key_file = writable_folder(where.folder, "--dir") / "session.key"
+    try:
+        key = load_key(key_file)
+    except KeyFileError as exc:
+        raise click.BadParameter(str(exc), param_hint="--session-key-file") from None
+    return AccountSettings(
+        policy=None if signup == "closed" else signup,  # type: ignore[arg-type]
+        key=key,
+        max_bots=max_bots,
+        session_lifetime=timedelta(days=session_days),
+        trusted=trusted,
+        signups_per_hour=signups_per_hour,
+    )
 
 
 # ----------------------------------------------------------------------------------------- replay

@@ -11,7 +11,7 @@ autoincrementing id column, written ``{id}`` here and filled in by the backend. 
 in UTC (sortable, and the same in both); booleans are BOOLEAN, which SQLite stores as 0/1; reals are
 DOUBLE PRECISION (PostgreSQL's REAL would be 4 bytes and round the ratings).
 
-Tables (version 3):
+Tables (version 6):
 
 - ``schema_version``: one row per migration applied: version, cellarena release, when.
 - ``bots``: name (unique), game, the SHA-256 of its token (never the token), kind ``outside`` (runs on
@@ -43,6 +43,17 @@ Version 5 (the community ladder, docs/ladder.md "Running a community ladder"):
 - ``settings``: the host's policy as ``ladder serve`` last started with it (name, value as text), so
   that the pages and commands that take challenges apply the same quota as the server.
 - ``audit``: one row per admin action (who, what, which bot, details, when).
+
+Version 6 (owners, docs/ladder.md "Running a community ladder"):
+
+- ``owners`` (version 6): people who signed up (`cellarena.arena.ladder.accounts`): name, ``name_key``
+  (the name folded for case and Unicode confusables: unique, so ``Alice`` and ``Аlice`` with a Cyrillic
+  A are one name), the argon2 hash of the password, status ``active`` / ``pending`` (waiting for the
+  host's approval), and a one-time password-reset code's SHA-256 and expiry. ``bots.owner_id`` names a
+  bot's owner (NULL for the bots the host registers).
+- ``sessions`` (version 6): logins: the SHA-256 of the random session id (the cookie carries the id;
+  the database never does), its owner, expiry, and when logout revoked it.
+- ``invites`` (version 6): the SHA-256 of each invite code the host made, and who used it.
 """
 
 from __future__ import annotations
@@ -167,6 +178,35 @@ MIGRATIONS: tuple[Migration, ...] = (
             " action TEXT NOT NULL,"
             " bot TEXT,"
             " detail TEXT)",
+        ),
+    ),
+    Migration(
+        6,
+        "owners who sign up and own bots, their login sessions, invite codes",
+        (
+            "CREATE TABLE owners ("
+            " id {id},"
+            " name TEXT NOT NULL UNIQUE,"
+            " name_key TEXT NOT NULL UNIQUE,"
+            " password_hash TEXT NOT NULL,"
+            " status TEXT NOT NULL CHECK (status IN ('active', 'pending')),"
+            " created TEXT NOT NULL,"
+            " reset_digest TEXT,"
+            " reset_expires TEXT)",
+            "ALTER TABLE bots ADD COLUMN owner_id BIGINT REFERENCES owners (id)",
+            "CREATE INDEX bots_by_owner ON bots (owner_id)",
+            "CREATE TABLE sessions ("
+            " digest TEXT PRIMARY KEY,"
+            " owner_id BIGINT NOT NULL REFERENCES owners (id),"
+            " created TEXT NOT NULL,"
+            " expires TEXT NOT NULL,"
+            " revoked TEXT)",
+            "CREATE INDEX sessions_by_owner ON sessions (owner_id)",
+            "CREATE TABLE invites ("
+            " digest TEXT PRIMARY KEY,"
+            " created TEXT NOT NULL,"
+            " used_by BIGINT REFERENCES owners (id),"
+            " used TEXT)",
         ),
     ),
 )

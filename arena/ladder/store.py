@@ -312,11 +312,13 @@ class LadderStore:
         house_command: str | None = None,
         max_matches: int = 1,
         actor: str | None = None,
+        owner_id: int | None = None,
     ) -> tuple[BotRecord, identity.Token]:
         """Register a bot; its token, which is shown this once and then known only by its hash.
 
         With ``house_command`` the bot is a house bot, which the ladder launches itself with that
-        command; without, an outside bot that its owner runs and connects.
+        command; without, an outside bot that its owner runs and connects. ``owner_id``: the owner who
+        made it on the pages (`cellarena.arena.ladder.accounts`); None for the host's bots.
         """
         check_name(name)
         check_name(game, "game")
@@ -336,9 +338,9 @@ class LadderStore:
                         f"{self.where}: there is already a bot named {taken!r}{also}; choose another name"
                     )
             db.execute(
-                "INSERT INTO bots (name, game, token_digest, kind, house_command, created, max_matches)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (name, game, token.digest, kind, house_command, _now(), max_matches),
+                "INSERT INTO bots (name, game, token_digest, kind, house_command, created, max_matches,"
+                " owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (name, game, token.digest, kind, house_command, _now(), max_matches, owner_id),
             )
             self._note_change(db, "bot_added", name)
             self._audit(db, actor, "add", name, f"{kind} bot for {game}")

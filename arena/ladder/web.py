@@ -1,10 +1,14 @@
 """The ladder's public pages: standings, bot pages, the match list, replays and the live match.
 
+Pages render from Jinja2 templates (``templates/*.html`` beside this module, autoescaped): a bot's name
+is data wherever it is shown. The owners' pages (`web_accounts`) share their header (``ladder.html``).
+
 Served by the ladder process itself (`cellarena ladder serve --web-port`), on the web app the replay
 viewer uses (`cellarena.server.web`): every page is also JSON under ``/api/``, every finished
 match's replay plays in the viewer and downloads, and ``/live/`` shows the newest match as it is
-played. The pages read the store in worker threads (it blocks), and only read: the HTTP port takes
-no input but page addresses, so a stranger can do nothing there but look.
+played. The pages read the store in worker threads (it blocks), and only read: these routes take
+no input but page addresses, so a stranger can do nothing here but look. Signing up, logging in and
+owning bots are `web_accounts`'s routes, served beside these only with ``ladder web --signup``.
 
 Nothing secret is shown: the store's records hold no token or digest, and a house bot's command
 (which may name paths on the host) is left out; replays are offered by match id, never by path.
@@ -12,43 +16,36 @@ Nothing secret is shown: the store's records hold no token or digest, and a hous
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from html import escape
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import trio
+from markupsafe import Markup
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from cellarena.arena.ladder.records import STANDINGS_COLUMNS, BotMatch, MatchRecord, Standing
+from cellarena.arena.ladder.records import STANDINGS_COLUMNS, MatchRecord
 from cellarena.arena.ladder.store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web_community import CommunityApi
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint
 from cellarena.server.replay import strip_debug_bytes
-from cellarena.server.web.pages import page
 from cellarena.server.web.replays import ReplayLibrary, replay_routes
+from cellarena.server.web.templating import render
 
 #: Matches per page of the match list, and on a bot's page.
 PAGE = 50
 
 
-def _bot_link(name: str) -> str:
-    return f'<a href="/bots/{quote(name, safe="")}">{escape(name)}</a>'
-
-
-def _match_link(m: MatchRecord) -> str:
-    return f'<a href="/matches/{m.id}">#{m.id}</a>'
-
-
-def _replay_links(m: MatchRecord) -> str:
-    if not _has_replay(m):
-        return ""
-    return f'<a href="/replays/{m.id}/">watch</a> · <a href="/api/replays/{m.id}/file">download</a>'
+def bot_href(name: str) -> str:
+    """A bot's page: every character but the unreserved ones escaped, ``/`` too (a name ``a/..``
+    would otherwise be resolved away by the browser)."""
+    return f"/bots/{quote(name, safe='')}"
 
 
 def _has_replay(m: MatchRecord) -> bool:
@@ -64,84 +61,62 @@ def match_json(m: MatchRecord) -> dict[str, Any]:
     return data
 
 
-def _result(m: MatchRecord) -> str:
-    if m.status != "finished":
-        return escape(m.status)
-    if m.winner is None:
-        return "draw"
-    return f"{_bot_link(m.winner)} won"
-
-
-def _matches_table(matches: Sequence[MatchRecord]) -> str:
-    rows = "".join(
-        f"<tr><td>{_match_link(m)}</td><td>{' vs '.join(_bot_link(b) for b in m.bots)}</td>"
-        f"<td>{escape(m.map or 'default')}</td><td>{_result(m)}</td><td>{m.ticks or ''}</td>"
-        f"<td>{escape(m.reason or '')}</td><td>{_replay_links(m)}</td></tr>"
-        for m in matches
-    )
-    return (
-        "<table class=list id=matches><tr><th>match</th><th>bots</th><th>map</th><th>result</th>"
-        f"<th>ticks</th><th>why</th><th>replay</th></tr>{rows}</table>"
-    )
-
-
-def _standings_table(table: Sequence[Standing]) -> str:
-    head = "".join(f"<th>{c}</th>" for c in STANDINGS_COLUMNS)
-    rows = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{_bot_link(cell) if i == 1 else escape(cell)}</td>" for i, cell in enumerate(s.cells())
-        )
-        + "</tr>"
-        for s in table
-    )
-    return f"<table class=list id=standings><tr>{head}</tr>{rows}</table>"
-
-
 class LadderSite:
     """The pages of one ladder's game, read from its store."""
 
     def __init__(
-        self, store: LadderStore, game: str, *, live: bool = False, public_debug: bool = False
+        self,
+        store: LadderStore,
+        game: str,
+        *,
+        live: bool = False,
+        public_debug: bool = False,
+        accounts: bool = False,
+        policy: str | None = None,
     ) -> None:
         self.store = store
         self.game = game
         self.live = live
+        #: Whether owners' pages are served beside (`web_accounts`): the header links to them.
+        self.accounts = accounts
+        self.policy = policy
+        #: Who is logged in, for the header (`AccountSite.owner`); None without accounts.
+        self.who: Callable[[Request], Awaitable[Any]] | None = None
         #: Whether anyone may download the bots' debug drawings; else only each bot's owner gets its
         #: own, with the bot's token (`owner_replay`).
         self.public_debug = public_debug
 
-    def _nav(self) -> str:
-        links = ['<a href="/">standings</a>', '<a href="/matches">matches</a>']
-        if self.live:
-            links.append('<a href="/live/">watch live</a>')
-        return f"<nav>{' · '.join(links)}</nav>"
-
-    def _page(self, title: str, body: str) -> str:
-        header = f"<header><h1>{escape(title)}</h1>{self._nav()}</header>"
-        return page(title, f"{header}<main class=results>{body}</main>")
+    def _render(self, template: str, title: str, **context: Any) -> str:
+        return render(
+            template,
+            "cellarena.arena.ladder",
+            title=title,
+            game=self.game,
+            live=self.live,
+            accounts=self.accounts,
+            policy=self.policy,
+            has_replay=_has_replay,
+            bot_href=bot_href,
+            **context,
+        )
 
     # -- pages (run in a worker thread: the store blocks) --------------------------------------------
-    def standings_html(self) -> str:
-        table = self.store.standings(self.game)
-        recent = self.store.matches(self.game, limit=10)
-        body = (
-            f"<section class=panel><h2>Standings</h2>{_standings_table(table)}"
-            "<p class=dim>rating = mu - 3 sigma (openskill); ranked by rating. Every match, its seats and "
-            "rating changes are in <a href='/api/standings'>/api/standings</a> and "
-            "<a href='/api/matches'>/api/matches</a>.</p></section>"
-            f"<section class=panel><h2>Recent matches</h2>{_matches_table(recent)}"
-            "<p><a href='/matches'>all matches</a></p></section>"
+    def standings_html(self, owner: object = None) -> str:
+        return self._render(
+            "standings.html",
+            f"{self.game} ladder",
+            owner=owner,
+            columns=STANDINGS_COLUMNS,
+            table=self.store.standings(self.game),
+            recent=self.store.matches(self.game, limit=10),
         )
-        return self._page(f"{self.game} ladder", body)
 
-    def bot_html(self, name: str) -> str:
+    def bot_html(self, name: str, owner: object = None) -> str:
         bot = self.store.bot(name)
         if bot is None or bot.game != self.game:
             raise HTTPException(404, f"no bot {name!r} on this ladder")
         history = self.store.rating_history(name)
         points = [RatingPoint(p.match_id, name, p.rating.conservative) for p in history]
-        recent = self.store.bot_history(name, limit=PAGE)
         standing = next((s for s in self.store.standings(self.game) if s.bot == name), None)
         summary = (
             f"rank {standing.rank}, rating {standing.rating:.2f} over {standing.matches} matches "
@@ -149,59 +124,34 @@ class LadderSite:
             if standing is not None
             else "not ranked" + (" (revoked)" if not bot.active else " yet")
         )
-        body = (
-            f"<section class=panel><p>{escape(bot.kind)} bot, {escape(summary)} · "
-            f'<a href="/bots/{quote(name, safe="")}/stats">statistics, per version too</a></p>'
-            f"<h2>Rating after each match</h2>{rating_chart(points, [name])}</section>"
-            f"<section class=panel><h2>Recent matches</h2>{self._bot_matches(recent)}</section>"
-        )
-        return self._page(name, body)
-
-    def _bot_matches(self, recent: Sequence[BotMatch]) -> str:
-        rows = "".join(
-            f"<tr><td>{_match_link(b.match)}</td><td>{' '.join(_bot_link(o) for o in b.opponents)}</td>"
-            f"<td>{b.seat}</td><td>{escape(b.outcome or b.match.status)}</td>"
-            f"<td>{'' if b.rating_after is None else f'{b.rating_after.conservative:.2f}'}</td>"
-            f"<td>{_why(b.me.cause_json())}</td><td>{_replay_links(b.match)}</td></tr>"
-            for b in recent
-        )
-        return (
-            "<table class=list id=bot-matches><tr><th>match</th><th>against</th><th>seat</th>"
-            f"<th>result</th><th>rating after</th><th>why</th><th>replay</th></tr>{rows}</table>"
+        return self._render(
+            "bot.html",
+            name,
+            owner=owner,
+            bot=bot,
+            owner_name=self._owner_of(name) if self.accounts else None,
+            summary=summary,
+            chart=Markup(rating_chart(points, [name])),  # SVG the code drew; it escapes the names
+            recent=self.store.bot_history(name, limit=PAGE),
         )
 
-    def matches_html(self, before: int | None) -> str:
+    def _owner_of(self, name: str) -> str | None:
+        from cellarena.arena.ladder.accounts import Accounts
+
+        return Accounts(self.store).owner_of(name)
+
+    def matches_html(self, before: int | None, owner: object = None) -> str:
         matches = self.store.matches(self.game, limit=PAGE, before=before)
-        more = (
-            f'<p><a href="/matches?before={matches[-1].id}">older matches</a></p>'
-            if len(matches) == PAGE
-            else ""
-        )
-        return self._page(
-            f"{self.game} ladder: matches", f"<section class=panel>{_matches_table(matches)}{more}"
+        return self._render(
+            "matches.html",
+            f"{self.game} ladder: matches",
+            owner=owner,
+            matches=matches,
+            more=matches[-1].id if len(matches) == PAGE else None,
         )
 
-    def match_html(self, match_id: int) -> str:
-        m = self._match(match_id)
-        seats = "".join(
-            f"<tr><td>{s.seat}</td><td>{_bot_link(s.bot)}</td><td>{'' if s.rank is None else s.rank}</td>"
-            f"<td>{'' if s.late is None else s.late}</td><td>{'' if s.invalid is None else s.invalid}</td>"
-            f"<td>{'' if s.illegal is None else s.illegal}</td><td>{'yes' if s.forfeit else ''}</td>"
-            f"<td>{'' if s.before is None else f'{s.before.conservative:.2f}'}</td>"
-            f"<td>{'' if s.after is None else f'{s.after.conservative:.2f}'}</td>"
-            f"<td>{_why(s.cause_json())}</td></tr>"
-            for s in m.seats
-        )
-        body = (
-            f"<section class=panel><p>{_result(m)} on {escape(m.map or 'the default map')}"
-            f"{'' if m.ticks is None else f' after {m.ticks} ticks'}"
-            f"{'' if not m.reason else f' ({escape(m.reason)})'}. {_replay_links(m)}</p>"
-            "<table class=list id=seats><tr><th>seat</th><th>bot</th><th>rank</th><th>late</th>"
-            "<th>invalid</th><th>illegal</th><th>forfeit</th><th>rating before</th><th>after</th>"
-            "<th>why</th></tr>"
-            f"{seats}</table></section>"
-        )
-        return self._page(f"match #{m.id}", body)
+    def match_html(self, match_id: int, owner: object = None) -> str:
+        return self._render("match.html", f"match #{match_id}", m=self._match(match_id), owner=owner)
 
     def _match(self, match_id: int) -> MatchRecord:
         m = self.store.match(match_id)
@@ -267,20 +217,21 @@ class LadderSite:
 
     # -- routes ---------------------------------------------------------------------------------------
     def routes(self) -> list[BaseRoute]:
-        async def html(fn: Any, *args: Any) -> Response:
-            return HTMLResponse(await trio.to_thread.run_sync(fn, *args))
+        async def html(request: Request, fn: Any, *args: Any) -> Response:
+            owner = None if self.who is None else await self.who(request)
+            return HTMLResponse(await trio.to_thread.run_sync(partial(fn, *args, owner=owner)))
 
-        async def standings(_request: Request) -> Response:
-            return await html(self.standings_html)
+        async def standings(request: Request) -> Response:
+            return await html(request, self.standings_html)
 
         async def bot(request: Request) -> Response:
-            return await html(self.bot_html, request.path_params["name"])
+            return await html(request, self.bot_html, request.path_params["name"])
 
         async def matches(request: Request) -> Response:
-            return await html(self.matches_html, _before(request))
+            return await html(request, self.matches_html, _before(request))
 
         async def match(request: Request) -> Response:
-            return await html(self.match_html, request.path_params["id"])
+            return await html(request, self.match_html, request.path_params["id"])
 
         async def api_standings(_request: Request) -> Response:
             table = await trio.to_thread.run_sync(self.store.standings, self.game)
@@ -344,14 +295,3 @@ def _before(request: Request) -> int | None:
     if number is None:
         raise HTTPException(404, f"before={text[:40]}: no match number is that large")
     return number
-
-
-def _why(cause: dict[str, Any] | None) -> str:
-    """A seat's cause for a page: its sentence (escaped), the bare word when it has none, or nothing."""
-    if cause is None:
-        return ""
-    word = escape(str(cause.get("cause", "unknown")))
-    text = cause.get("text")
-    if cause.get("cause") == "unknown":
-        return "<span title='finished before causes were kept'>unknown</span>"
-    return f"<span class=cause title='{word}'>{escape(str(text))}</span>" if text else word

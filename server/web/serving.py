@@ -43,15 +43,24 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def url_of(sock: socket.socket, path: str = "/") -> str:
+def url_of(sock: socket.socket, path: str = "/", *, tls: bool = False) -> str:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{path}"
+    return f"{'https' if tls else 'http'}://{shown}:{port}{path}"
 
 
-async def run(app: Starlette, sock: socket.socket, ready: Callable[[], None] | None = None) -> None:
-    """Serve ``app`` on the bound ``sock`` until cancelled."""
+async def run(
+    app: Starlette,
+    sock: socket.socket,
+    ready: Callable[[], None] | None = None,
+    *,
+    tls: tuple[str, str] | None = None,
+) -> None:
+    """Serve ``app`` on the bound ``sock`` until cancelled; with ``tls`` (certificate chain, key: PEM
+    files, checked by the caller), over HTTPS only."""
     config = Config()
+    if tls is not None:
+        config.certfile, config.keyfile = tls
     # hypercorn wraps the fd in a socket of its own and closes it when it stops: hand it a duplicate,
     # so that the caller's `sock.close()` afterwards closes its own fd, not a number by then free
     # (EBADF on Ctrl-C) or reused by another file.
