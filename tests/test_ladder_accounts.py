@@ -1,6 +1,6 @@
 """Owners on the ladder's database: sign-up under the host's policy, names unique up to case and
 look-alikes, passwords, sessions that logout ends, the host's reset code, deleting an account, an
-owner's bots (limit, rotate, revoke through the change log), and schema version 5's upgrade of a
+owner's bots (limit, rotate, revoke through the change log), and schema version 6's upgrade of a
 database made by version 4. Every test runs on SQLite and on a real PostgreSQL server (`ladder_db`)."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from cellarena.arena.ladder.store import LadderStore, cellarena_release
 GAME = "rezzo"
 PASSWORD = "correct horse battery"
 
-#: Version 5 as this branch made it, frozen: a released migration never changes.
-V5 = (
+#: Version 6 as it was released, frozen: a released migration never changes.
+V6 = (
     "CREATE TABLE owners ( id {id}, name TEXT NOT NULL UNIQUE, name_key TEXT NOT NULL UNIQUE,"
     " password_hash TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('active', 'pending')),"
     " created TEXT NOT NULL, reset_digest TEXT, reset_expires TEXT)",
@@ -42,8 +42,8 @@ def accounts(ladder_db: str) -> Iterator[Accounts]:
         yield Accounts(store)
 
 
-def test_version_5_is_frozen() -> None:
-    assert [" ".join(s.split()) for s in MIGRATIONS[4].statements] == [" ".join(s.split()) for s in V5]
+def test_version_6_is_frozen() -> None:
+    assert [" ".join(s.split()) for s in MIGRATIONS[5].statements] == [" ".join(s.split()) for s in V6]
 
 
 def test_a_version_4_database_made_today_gains_owners_and_keeps_everything(ladder_db: str) -> None:
@@ -55,7 +55,7 @@ def test_a_version_4_database_made_today_gains_owners_and_keeps_everything(ladde
             db.execute("INSERT INTO schema_version VALUES (?, '0.1.0', ?)", (version, T0))
         assert "owners" not in db.table_names()
     with LadderStore(ladder_db) as store:
-        assert store.schema_version == CURRENT_VERSION == 5
+        assert store.schema_version == CURRENT_VERSION == 6
         alice = store.authenticate(alice_token)
         assert alice is not None and alice.name == "alice"
         accounts = Accounts(store)
@@ -69,7 +69,14 @@ def test_a_version_4_database_made_today_gains_owners_and_keeps_everything(ladde
             ("alice",),
             ("bob",),
         ]
-    assert versions == [(1, "0.1.0"), (2, "0.1.0"), (3, "0.1.0"), (4, "0.1.0"), (5, cellarena_release())]
+    assert versions == [
+        (1, "0.1.0"),
+        (2, "0.1.0"),
+        (3, "0.1.0"),
+        (4, "0.1.0"),
+        (5, cellarena_release()),
+        (6, cellarena_release()),
+    ]
     assert_consistent(ladder_db, GAME)
 
 

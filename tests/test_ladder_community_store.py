@@ -59,7 +59,7 @@ def test_a_v4_database_upgrades_to_version_5_and_keeps_everything(ladder_db: str
         for version in (2, 3, 4):
             db.execute("INSERT INTO schema_version VALUES (?, '0.1.0', ?)", (version, T0))
     with LadderStore(ladder_db) as store:
-        assert store.schema_version == CURRENT_VERSION == 5
+        assert store.schema_version == CURRENT_VERSION == 6
         alice = store.authenticate(alice_token)
         assert alice is not None and alice.paused is None and alice.banned is None and alice.failures == 0
         assert not alice.refuses_challenges
@@ -77,7 +77,7 @@ def test_a_v4_database_upgrades_to_version_5_and_keeps_everything(ladder_db: str
         assert [e.action for e in store.audit_log()] == ["pause"]
     with raw(ladder_db) as db:
         versions = db.query("SELECT version, cellarena FROM schema_version ORDER BY version")
-    assert versions[-1] == (5, cellarena_release())
+    assert versions[4] == (5, cellarena_release())
 
 
 def test_versions_are_recorded_per_seat_and_shown_per_version(store: LadderStore) -> None:
