@@ -30,6 +30,7 @@ import trio
 
 from cellarena.server.bench.harness import raise_file_limit
 from cellarena.server.cli.params import FiniteFloatRange
+from cellarena.server.cli.run import quiet_logger
 from cellarena.server.games import plugin, plugins
 from cellarena.server.games.plugin import BenchLoad
 from cellarena.server.lobby import Lobby, LobbyConfig
@@ -316,14 +317,12 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[in
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(levels: list[int], seconds: float, game: str | None, batch: str, as_json: bool) -> None:
     """Agents one server process serves at 15 Hz (99% of ticks in their slot and every answer in time)."""
-    import logging
-
     game = game or load_games()[0]
     try:
         bench_load(game)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--game") from None
-    logging.getLogger("cellarena.server").setLevel(logging.ERROR)  # the load's own disconnects are expected
+    quiet_logger("cellarena.server")  # the load's own disconnects are expected
     result = run(levels, seconds=seconds, game=game, batch=batch)
     result["rate"] = run_rates(game, seconds=seconds)
     if as_json:
