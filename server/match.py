@@ -31,7 +31,7 @@ from cellarena.sdk.protocol import debug as debug_layer
 from cellarena.sdk.protocol.fields import is_int
 from cellarena.server.connection import Connection
 from cellarena.server.games import causes
-from cellarena.server.games.base import Engine, Events, Result, sole_first
+from cellarena.server.games.base import Engine, Events, Result, debug_placer, sole_first
 
 log = logging.getLogger("cellarena.server")
 _pack = msgpack.Packer(use_bin_type=True).pack
@@ -466,8 +466,8 @@ class Match:
             self.seats[s].invalid += count
         if self.recorder is not None:
             try:
-                # Exactly what apply() got, and the game's events (old plugins' Events may lack them).
-                happened = getattr(events, "log", None) or ()
+                # Exactly what apply() got, and the game's events.
+                happened = events.log
                 if self._debug or self._bank_drawn:  # only then: recorders from before take neither
                     self.recorder.record(
                         self._tick,
@@ -572,9 +572,8 @@ class Match:
         it was slow is what its author wants to see), placed on the board by the engine if it places
         cells (Rezzo: viewport cells); the rest, and all past the match's cap, dropped and counted."""
         raw, seat.debug = seat.debug, None
-        placer = getattr(self.engine, "debug_placer", None)
         try:
-            cleaned = debug_layer.clean(raw, placer(seat.index, request) if placer is not None else None)
+            cleaned = debug_layer.clean(raw, debug_placer(self.engine, seat.index, request))
         except Exception:  # a drawing must never cost the move, nor the match
             log.exception("match %d: %s's debug drawing could not be read; dropped", self.number, seat.name)
             seat.debug_dropped += 1
