@@ -648,17 +648,10 @@ class Match:
         for seat in self.seats:
             if seat.conn is None or seat.conn.closed:
                 continue
-            outcome: protocol.Outcome = (
-                "win"
-                if result.winner == seat.index
-                else "draw"
-                if result.winner is None and ranks[seat.index] == 1
-                else "loss"
-            )
             seat.conn.send_message(
                 protocol.end(
                     ticks=result.ticks,
-                    result=outcome,
+                    result=protocol.outcome_of(ranks[seat.index], ranks),
                     rank=ranks[seat.index],
                     ranks=ranks,
                     winner=result.winner,
