@@ -121,6 +121,8 @@ class Recorder(Protocol):
         events: Sequence[Mapping[str, Any]] = (),
         debug: Mapping[int, Mapping[str, Any]] | None = None,
         bank: Mapping[int, int] | None = None,
+        late: Mapping[int, int] | None = None,
+        invalid: Mapping[int, int] | None = None,
     ) -> None: ...
 
     def finish(self, result: Result, extra: dict[str, Any]) -> None: ...
@@ -323,6 +325,8 @@ class Match:
         self._requests: dict[int, dict[str, Any]] = {}
         #: The tick being collected and its actions, between `collect_tick` and `finish_tick`.
         self._tick = 0
+        #: Each seat's (late, invalid) before this tick's answers, for the tick's record.
+        self._counts_before: list[tuple[int, int]] = []
         self._actions: dict[int, Any] = {}
         #: The debug drawings kept this tick, by seat (`_keep_debug`).
         self._debug: dict[int, dict[str, Any]] = {}
@@ -454,6 +458,8 @@ class Match:
         """`end_tick` up to the engine: every seat's action for this tick. A driver that steps the
         worlds of several matches as one (`ticking`) stages these, steps, then calls `finish_tick`."""
         self._tick = self.engine.tick
+        if self.recorder is not None:  # the tick's own counts go into its record (`finish_tick`)
+            self._counts_before = [(s.late, s.invalid) for s in self.seats]
         actions = self._actions = self._collect(self._requests, self._budget)
         self.bad_ticks += self._behind or self.late_ticks > self._late_before
         return actions
@@ -466,9 +472,16 @@ class Match:
             self.seats[s].invalid += count
         if self.recorder is not None:
             try:
-                # Exactly what apply() got, and the game's events.
+                # Exactly what apply() got, the game's events, and this tick's late and invalid answers.
                 happened = events.log
-                if self._debug or self._bank_drawn:  # only then: recorders from before take neither
+                late, invalid = {}, {}
+                for seat, (late_before, invalid_before) in zip(self.seats, self._counts_before, strict=True):
+                    if seat.late > late_before:
+                        late[seat.index] = seat.late - late_before
+                    if seat.invalid > invalid_before:
+                        invalid[seat.index] = seat.invalid - invalid_before
+                # Only then: a recorder from before these fields still records the ticks that need none.
+                if self._debug or self._bank_drawn or late or invalid:
                     self.recorder.record(
                         self._tick,
                         self._actions,
@@ -476,6 +489,8 @@ class Match:
                         events=happened,
                         debug=self._debug or None,
                         bank=self._bank_drawn or None,
+                        late=late or None,
+                        invalid=invalid or None,
                     )
                 else:
                     self.recorder.record(self._tick, self._actions, self.engine, events=happened)
