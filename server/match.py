@@ -31,7 +31,7 @@ from cellarena.sdk.protocol import debug as debug_layer
 from cellarena.sdk.protocol.fields import is_int
 from cellarena.server.connection import Connection
 from cellarena.server.games import causes
-from cellarena.server.games.base import Engine, Events, Result, sole_first
+from cellarena.server.games.base import Engine, Events, Result, debug_placer, sole_first
 
 log = logging.getLogger("cellarena.server")
 _pack = msgpack.Packer(use_bin_type=True).pack
@@ -121,6 +121,8 @@ class Recorder(Protocol):
         events: Sequence[Mapping[str, Any]] = (),
         debug: Mapping[int, Mapping[str, Any]] | None = None,
         bank: Mapping[int, int] | None = None,
+        late: Mapping[int, int] | None = None,
+        invalid: Mapping[int, int] | None = None,
     ) -> None: ...
 
     def finish(self, result: Result, extra: dict[str, Any]) -> None: ...
@@ -323,6 +325,8 @@ class Match:
         self._requests: dict[int, dict[str, Any]] = {}
         #: The tick being collected and its actions, between `collect_tick` and `finish_tick`.
         self._tick = 0
+        #: Each seat's (late, invalid) before this tick's answers, for the tick's record.
+        self._counts_before: list[tuple[int, int]] = []
         self._actions: dict[int, Any] = {}
         #: The debug drawings kept this tick, by seat (`_keep_debug`).
         self._debug: dict[int, dict[str, Any]] = {}
@@ -454,6 +458,8 @@ class Match:
         """`end_tick` up to the engine: every seat's action for this tick. A driver that steps the
         worlds of several matches as one (`ticking`) stages these, steps, then calls `finish_tick`."""
         self._tick = self.engine.tick
+        if self.recorder is not None:  # the tick's own counts go into its record (`finish_tick`)
+            self._counts_before = [(s.late, s.invalid) for s in self.seats]
         actions = self._actions = self._collect(self._requests, self._budget)
         self.bad_ticks += self._behind or self.late_ticks > self._late_before
         return actions
@@ -466,9 +472,16 @@ class Match:
             self.seats[s].invalid += count
         if self.recorder is not None:
             try:
-                # Exactly what apply() got, and the game's events (old plugins' Events may lack them).
-                happened = getattr(events, "log", None) or ()
-                if self._debug or self._bank_drawn:  # only then: recorders from before take neither
+                # Exactly what apply() got, the game's events, and this tick's late and invalid answers.
+                happened = events.log
+                late, invalid = {}, {}
+                for seat, (late_before, invalid_before) in zip(self.seats, self._counts_before, strict=True):
+                    if seat.late > late_before:
+                        late[seat.index] = seat.late - late_before
+                    if seat.invalid > invalid_before:
+                        invalid[seat.index] = seat.invalid - invalid_before
+                # Only then: a recorder from before these fields still records the ticks that need none.
+                if self._debug or self._bank_drawn or late or invalid:
                     self.recorder.record(
                         self._tick,
                         self._actions,
@@ -476,6 +489,8 @@ class Match:
                         events=happened,
                         debug=self._debug or None,
                         bank=self._bank_drawn or None,
+                        late=late or None,
+                        invalid=invalid or None,
                     )
                 else:
                     self.recorder.record(self._tick, self._actions, self.engine, events=happened)
@@ -572,9 +587,8 @@ class Match:
         it was slow is what its author wants to see), placed on the board by the engine if it places
         cells (Rezzo: viewport cells); the rest, and all past the match's cap, dropped and counted."""
         raw, seat.debug = seat.debug, None
-        placer = getattr(self.engine, "debug_placer", None)
         try:
-            cleaned = debug_layer.clean(raw, placer(seat.index, request) if placer is not None else None)
+            cleaned = debug_layer.clean(raw, debug_placer(self.engine, seat.index, request))
         except Exception:  # a drawing must never cost the move, nor the match
             log.exception("match %d: %s's debug drawing could not be read; dropped", self.number, seat.name)
             seat.debug_dropped += 1
@@ -649,17 +663,10 @@ class Match:
         for seat in self.seats:
             if seat.conn is None or seat.conn.closed:
                 continue
-            outcome: protocol.Outcome = (
-                "win"
-                if result.winner == seat.index
-                else "draw"
-                if result.winner is None and ranks[seat.index] == 1
-                else "loss"
-            )
             seat.conn.send_message(
                 protocol.end(
                     ticks=result.ticks,
-                    result=outcome,
+                    result=protocol.outcome_of(ranks[seat.index], ranks),
                     rank=ranks[seat.index],
                     ranks=ranks,
                     winner=result.winner,

@@ -29,6 +29,13 @@ import msgpack
 from cellarena.sdk.protocol import debug as debug_layer
 from cellarena.sdk.protocol import is_int, is_number
 from cellarena.server.games import ConfigError, Engine, Result, game_names, get_engine, is_game
+from cellarena.server.games.base import (
+    config_mapping,
+    hash_version,
+    older_hash_scheme,
+    rules_changes,
+    rules_version,
+)
 
 FORMAT = "cellarena-replay"
 #: The version this cellarena writes. 2 added the game's events to tick records and each seat's
@@ -519,19 +526,6 @@ def _package_version() -> str:
         return "unknown"
 
 
-def _effective_config(engine: Engine) -> dict[str, Any]:
-    """The options the engine really runs with, map text included, so the replay is self-contained."""
-    config: Any = getattr(engine, "config", None)
-    if hasattr(config, "to_mapping"):
-        return dict(config.to_mapping())
-    if isinstance(config, Mapping):
-        return dict(config)
-    raise TypeError(
-        f"{type(engine).__name__} has no effective config (engine.config from new()); "
-        "a replay needs it to rebuild the match"
-    )
-
-
 def _seat_counts(counts: Mapping[int, int] | Sequence[int] | None) -> dict[int, int]:
     """Per-seat counts (a seat map, or a list by seat) as a sorted seat map without the zeros."""
     pairs = counts.items() if isinstance(counts, Mapping) else enumerate(counts or ())
@@ -598,14 +592,14 @@ class ReplayWriter:
             "format": FORMAT,
             "version": VERSION,
             "game": game,
-            "config": _effective_config(engine),
+            "config": config_mapping(engine),
             "seed": operator.index(seed),
             "players": engine.players,
             "names": [str(n) for n in names],
             "start_tick": engine.tick,
             "start_hash": engine.state_hash(),
-            "rules": rules_version(type(engine)),
-            "hashes": hash_version(type(engine)),
+            "rules": rules_version(engine),
+            "hashes": hash_version(engine),
             "cellarena": _package_version(),
             "protocol": PROTOCOL_VERSION,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -789,41 +783,27 @@ class VerifyReport:
         return f"ok: {self._counted()}"
 
 
-def hash_version(engine_class: type[Engine]) -> int:
-    """The scheme of a game's `state_hash`: an engine that changed how it hashes says so in
-    ``HASH_VERSION`` and computes older schemes with ``state_hash_of(version)``; 1 if it never did."""
-    version: int = getattr(engine_class, "HASH_VERSION", 1)
-    return version
-
-
 def _hasher(engine: Engine, replay: Replay) -> Callable[[], str]:
     """The state hash in the scheme the file was written in (older files verify as they were)."""
-    if replay.hashes == hash_version(type(engine)):
+    now = hash_version(engine)
+    if replay.hashes == now:
         return engine.state_hash
-    state_hash_of = getattr(engine, "state_hash_of", None)
-    if state_hash_of is None or replay.hashes > hash_version(type(engine)):
+    older = older_hash_scheme(engine)
+    if older is None or replay.hashes > now:
         raise ReplayError(
             f"{replay.path}: its state hashes are in {replay.game} hash scheme {replay.hashes}, which "
-            f"this cellarena cannot compute (it knows up to {hash_version(type(engine))}); "
+            f"this cellarena cannot compute (it knows up to {now}); "
             "verify it with the cellarena that wrote it"
         )
-    return functools.partial(state_hash_of, replay.hashes)
+    return functools.partial(older, replay.hashes)
 
 
-def rules_version(engine_class: type[Engine]) -> int:
-    """The version of a game's rules: an engine whose rules changed since replays were recorded
-    says so in ``RULES_VERSION`` (and what changed in ``RULES_CHANGES``); 1 if it never did."""
-    version: int = getattr(engine_class, "RULES_VERSION", 1)
-    return version
-
-
-def _rules_note(replay: Replay) -> str:
+def _rules_note(replay: Replay, engine: Engine) -> str:
     """For a replay that does not re-simulate: the rule changes since it was recorded, if any."""
-    engine_class = get_engine(replay.game)
-    now = rules_version(engine_class)
+    now = rules_version(engine)
     if replay.rules >= now:
         return ""
-    changes: dict[int, str] = getattr(engine_class, "RULES_CHANGES", {})
+    changes = rules_changes(engine)
     said = "; ".join(f"v{v}: {changes[v]}" for v in range(replay.rules + 1, now + 1) if v in changes)
     return (
         f"the match was played under {replay.game} rules v{replay.rules} and this cellarena plays v{now}"
@@ -881,10 +861,8 @@ def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | Non
         got = state_hash()
         if got != rec.hash:
             return engine, done, Mismatch(rec.tick, "state hash", rec.hash, got)
-        if rec.events is not None:
-            log = list(getattr(events, "log", None) or ())
-            if log != rec.events:
-                return engine, done, Mismatch(rec.tick, "events", rec.events, log)
+        if rec.events is not None and events.log != rec.events:
+            return engine, done, Mismatch(rec.tick, "events", rec.events, events.log)
         done += 1
     return engine, done, None
 
@@ -907,7 +885,7 @@ def verify(replay: Replay) -> VerifyReport:
             last = replay.ticks[-1].tick if replay.ticks else replay.start_tick
             report.mismatch = Mismatch(last, "engine result", want, got_fields)
     if report.mismatch is not None:
-        report.rules_note = _rules_note(replay)
+        report.rules_note = _rules_note(replay, engine)
     elif (ended := engine.result()) is not None and ended.ticks > done:
         # Count as the result does, so that `verify` and `match` give one number for one match.
         report.moves_verified = done
@@ -928,7 +906,7 @@ def board_at(replay: Replay, tick: int | None = None) -> Engine:
         )
     engine, _done, mismatch = _run(replay, tick)
     if mismatch is not None:
-        note = _rules_note(replay)
+        note = _rules_note(replay, engine)
         raise ReplayError(
             f"{replay.path}: does not re-simulate (at {mismatch}"
             + (f"; {note}" if note else "")

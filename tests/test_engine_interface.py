@@ -103,8 +103,9 @@ def test_map_text_errors_name_the_map() -> None:
         RezzoEngine.new({"map": "mine", "map_text": "rezzo-map 1\nnot a header\n"})
 
 
-def test_bench_server_reports_levels_in_json() -> None:
+def test_bench_server_reports_levels_in_json(caplog: pytest.LogCaptureFixture) -> None:
     import json
+    import logging
 
     from cellarena_cli import invoke
 
@@ -112,6 +113,9 @@ def test_bench_server_reports_levels_in_json() -> None:
 
     code, out = invoke("bench", "server", "--levels", "16", "--seconds", "1", "--json")
     assert code == 0, out
+    # The command quieted "cellarena.server" for its load only: a later warning is logged.
+    logging.getLogger("cellarena.server").warning("after the benchmark")
+    assert "after the benchmark" in caplog.text
     report = json.loads(out)
     assert set(report) >= {"max_agents_at_15hz", "cpu_us_per_agent_tick", "levels"}
     (level,) = report["levels"]

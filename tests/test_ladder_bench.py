@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import logging
 
+import pytest
 from cellarena_cli import invoke
 
 from cellarena.arena.ladder.stats import LadderStats
 
 
-def test_bench_ladder_plays_rated_matches_and_reports_them() -> None:
+def test_bench_ladder_plays_rated_matches_and_reports_them(caplog: pytest.LogCaptureFixture) -> None:
     code, out = invoke(
         "bench", "ladder", "--bots", "8", "--seconds", "3", "--warmup", "1", "--ticks", "15", "--json"
     )
     assert code == 0, out
+    # The command quieted "cellarena" for its load only: a later warning in this process is logged.
+    logging.getLogger("cellarena.server").warning("after the benchmark")
+    assert "after the benchmark" in caplog.text
     report = json.loads(out)
     assert report["bots"] == 8
     # 15-tick matches at 15 Hz last about a second: four pairs play several each in 3 s.

@@ -365,13 +365,20 @@ def test_ladder_serve_on_a_cluster_with_example_bots(tmp_path: Path, tls: bool, 
         ]
         for bot in bots:
             assert bot.wait(90) == 0, bot.stderr()
-            assert bot.stderr().count("playing this match at 127.0.0.1:") == 2, bot.stderr()
     finally:
         server.stop()
     with sqlite3.connect(tmp_path / "ladder.sqlite") as db:
-        rows = db.execute("SELECT status, replay FROM matches ORDER BY id").fetchall()
-    assert [status for status, _ in rows] == ["finished", "finished"]
-    for _, replay in rows:
+        rows = db.execute("SELECT status, reason, replay FROM matches ORDER BY id").fetchall()
+    # Each bot played its two matches at a match host. On a busy host a match may be void (no bot
+    # reached its host in time), and the bots play another: the ladder's records say how many they
+    # were sent to, and why any did not count.
+    finished = [replay for status, _, replay in rows if status == "finished"]
+    assert len(finished) == 2, rows
+    voids = [reason for status, reason, _ in rows if status == "void"]
+    assert set(voids) <= {"no bot reached the match host"}, rows
+    for bot in bots:
+        assert bot.stderr().count("playing this match at 127.0.0.1:") == len(rows), (rows, bot.stderr())
+    for replay in finished:
         verified = cellarena("replay", "verify", replay)
         assert verified.returncode == 0, verified.stderr
     for token in tokens.values():  # no ladder token in the ladder's output

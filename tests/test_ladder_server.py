@@ -586,6 +586,7 @@ async def test_a_house_bots_token_read_from_its_pipe_by_another_process_seats_no
     ladder.store.add_bot("mute", "rezzo", house_command=mute)
     await ladder.seating.results.load_ratings()
     house = HouseBots(ladder.store, ladder.seating, tmp_path, after=0.0, every=0.05, idle_limit=30)
+    ladder.seating.admission.house_owner = house.holds  # as run_ladder wires them
     nursery.start_soon(house.run, ladder.port)
     alice = await join(ladder, "alice")
     await wait_for(lambda: "mute" in house.running)
@@ -605,6 +606,69 @@ async def test_a_house_bots_token_read_from_its_pipe_by_another_process_seats_no
     await alice.stream.aclose()
 
 
+async def test_run_ladder_wires_the_house_bots_ownership_into_admission(tmp_path: Path) -> None:
+    """The same theft as above through `run_ladder`, which wires the house bots' ownership of their
+    connections into admission (HouseBots no longer reaches into admission itself)."""
+    import os
+
+    from cellarena.arena.ladder.service import run_ladder
+
+    store = LadderStore(tmp_path / "ladder.sqlite")
+    alice_token = store.add_bot("alice", "rezzo")[1].secret
+    marker = f"arch-house-{os.getpid()}"
+    mute = f'"{sys.executable}" -c "import time; time.sleep(600)" {marker}'  # never reads its pipe
+    store.add_bot("mute", "rezzo", house_command=mute)
+    config = LadderConfig(
+        "rezzo",
+        {"map": "duel", "max_ticks": 20},
+        map_key="map",
+        maps=("duel",),
+        settings=FAST,
+        port=0,
+        rules=LadderRules(match_every=0.02),
+        log_dir=tmp_path / "logs",
+        house_after=0.0,
+    )
+    (tmp_path / "logs").mkdir()
+    ports: list[int] = []
+
+    def house_bot_pid() -> int | None:
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and marker in (entry / "cmdline").read_text():
+                    return int(entry.name)
+            except OSError:
+                continue  # gone meanwhile
+        return None
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(run_ladder, store, config, on_listening=ports.append))
+        await wait_for(lambda: bool(ports))
+        alice = await Client.connect(ports[0])
+        await alice.hello("alice", token=alice_token)
+        await wait_for(lambda: house_bot_pid() is not None, timeout=10)
+        pid = house_bot_pid()
+        environ = dict(
+            line.split("=", 1) for line in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in line
+        )
+
+        def steal() -> str:
+            with open(f"/proc/{pid}/fd/{environ['CELLARENA_TOKEN_FD']}") as pipe:
+                return pipe.readline().strip()
+
+        # In a thread: the token goes into the pipe from this event loop, once the process is known.
+        with trio.fail_after(10):
+            stolen = await trio.to_thread.run_sync(steal, abandon_on_cancel=True)
+        assert stolen.startswith("cla_")
+        thief = await Client.connect(ports[0])
+        await thief.hello("thief", token=stolen)
+        error = await thief.expect_error(protocol.BAD_HELLO)
+        assert "house bot's" in error["message"]
+        await alice.stream.aclose()
+        nursery.cancel_scope.cancel()
+    await wait_for(lambda: house_bot_pid() is None, timeout=10)  # stopped with the ladder
+
+
 async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:
@@ -615,6 +679,7 @@ async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
     ladder.store.add_bot("mute", "rezzo", house_command=mute)
     await ladder.seating.results.load_ratings()
     house = HouseBots(ladder.store, ladder.seating, tmp_path, after=0.0, every=0.05, idle_limit=0.5)
+    ladder.seating.admission.house_owner = house.holds  # as run_ladder wires them
     nursery.start_soon(house.run, ladder.port)
     alice = await join(ladder, "alice")
     await wait_for(lambda: "mute" in house.running)

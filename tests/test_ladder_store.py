@@ -781,3 +781,16 @@ def test_the_change_log_keeps_only_its_newest_rows(
     changes = store.changes_since(0)
     assert [c.kind for c in changes] == ["token_rotated"] * 3  # the bot_added and two rotations went
     assert changes[-1].id == store.last_change() == 6
+
+
+def test_a_bool_is_no_seed_nor_rank(store: LadderStore) -> None:
+    """The store's int fields are checked by the protocol's validator (`protocol.is_int`): True is an
+    int to isinstance, and is refused as one, as seats and concurrency limits are."""
+    alice, bob = add(store, "alice", "bob")
+    with pytest.raises(ValueError, match="seed True: give an int"):
+        store.begin_match(GAME, "arena", True, [alice.id, bob.id])
+    match_id = store.begin_match(GAME, "arena", 7, [alice.id, bob.id])
+    with pytest.raises(ValueError, match="rank True: ranks are 1"):
+        store.finish_match(match_id, [SeatResult(True), SeatResult(2)], reason="x", ticks=1)
+    store.finish_match(match_id, [SeatResult(1), SeatResult(2)], reason="x", ticks=1)
+    assert [m.outcome for m in store.bot_history("alice")] == ["win"]

@@ -265,19 +265,17 @@ def test_ctrl_c_stops_every_bot_process(tmp_path: Path, bot_pids: BotPids) -> No
     assert bot_pids.listed() and bot_pids.running() == []
 
 
-@pytest.mark.parametrize(("delay_ms", "late"), [(45, False), (55, True)])
-def test_budget_is_counted_from_the_send_with_5ms_tolerance(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, delay_ms: int, late: bool
-) -> None:
-    """A bot answering 5 ms before its 50 ms budget is never late; 5 ms after, always.
+def _timed_match(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, delay_ms: int, ticks: int
+) -> tuple[list[int], dict[int, tuple[float, float]], dict[int, int]]:
+    """A match at 10 Hz and a 50 ms budget of a bot answering ``delay_ms`` after each tick arrives,
+    recorded: the server's late counts per seat, and per tick the ms the timed bot took on its side
+    (to after its send, and to just before it) and whether the server counted that answer late (its
+    replay's tick records)."""
+    from cellarena.server.replay import ReplayWriter, read_replay
 
-    The bot sleeps, and a sleep on a busy machine may overshoot, which makes that answer truly late.
-    So the bot logs how long each answer really took on its side (from the kernel's stamp of the
-    tick's arrival to sending), and the server's count is checked against that with no slack for
-    noise: every answer sent within 46 ms is on time, and every one that took over 52 ms is late.
-    """
-    ticks = 20
-    timing = tmp_path / "timing"
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    timing, replay = tmp_path / "timing", tmp_path / "match.replay"
     monkeypatch.setenv("BOT_TIMING_FILE", str(timing))
     launched = trio.run(
         lambda: play_match(
@@ -287,21 +285,56 @@ def test_budget_is_counted_from_the_send_with_5ms_tolerance(
             TickSettings(tick_rate=10.0, budget_ms=50),
             seed=0,
             log_dir=tmp_path,
+            recorder=lambda _n, engine, names, seed: ReplayWriter(replay, engine, seed=seed, names=names),
         )
     )
     outcome = launched.outcome
     assert outcome.ticks == ticks
-    taken = [float(line.split()[1]) for line in timing.read_text().splitlines()]
-    assert len(taken) >= ticks  # both bots log; the quick one answers in well under a millisecond
-    timed = sorted(taken)[-ticks:]  # the timed bot's answers are the slow ones
-    surely_late = sum(t > 52 for t in timed)
-    maybe_late = sum(t > 46 for t in timed)
-    assert surely_late <= outcome.late[0] <= maybe_late, (outcome.late, timed)
-    assert outcome.late[1] == 0
-    if late:
-        assert outcome.late[0] == ticks
-    else:
-        assert maybe_late < ticks // 2, timed  # the machine was calm enough for the test to mean something
+    lines = [line.split() for line in timing.read_text().splitlines()]
+    assert len(lines) == 2 * ticks  # both bots log each answer; the quick one's take well under 1 ms
+    by_tick: dict[int, list[tuple[float, float]]] = {}
+    for tick, after, before in lines:
+        by_tick.setdefault(int(tick), []).append((float(after), float(before)))
+    taken = {tick: max(both) for tick, both in by_tick.items()}  # the timed bot's is the slow one
+    late_at = {rec.tick: rec.late.get(0, 0) for rec in read_replay(replay).ticks}
+    assert sum(late_at.values()) == outcome.late[0]  # the tick records add up to the match's count
+    assert all(rec.late.get(1, 0) == 0 for rec in read_replay(replay).ticks)
+    return outcome.late, taken, late_at
+
+
+@pytest.mark.parametrize(("delay_ms", "late"), [(45, False), (55, True)])
+def test_budget_is_counted_from_the_send_with_5ms_tolerance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, delay_ms: int, late: bool
+) -> None:
+    """A bot answering 5 ms before its 50 ms budget is never late; 5 ms after, always.
+
+    The bot sleeps, and a sleep on a busy machine may overshoot, which makes that answer truly late.
+    So the bot logs how long each answer really took on its side (from the kernel's stamp of the
+    tick's arrival to after sending, and to just before), and each answer is checked against the
+    server's own record of that tick, with no slack for noise: an answer sent within 46 ms is on
+    time, one not yet sent at 52 ms late. (The server's span, from its stamp after its send to the
+    answer's arrival, is at most the bot's first, and at least its second less the moment between
+    that send and its stamp.) A host too busy for any answer within 46 ms proves nothing of the
+    first, so the early bot plays until half a match's answers, 10, were that quick (three matches
+    at most).
+    """
+    ticks = 20
+    decisive = 0
+    for attempt in range(3 if not late else 1):
+        late_counts, taken, late_at = _timed_match(tmp_path / str(attempt), monkeypatch, delay_ms, ticks)
+        assert late_counts[1] == 0
+        for tick, (after, before) in taken.items():
+            if after <= 46:
+                assert late_at[tick] == 0, (tick, taken, late_at)
+            elif before > 52:
+                assert late_at[tick] == 1, (tick, taken, late_at)
+        if late:
+            assert late_counts[0] == ticks and set(late_at.values()) == {1}
+            return
+        decisive += sum(after <= 46 for after, _ in taken.values())
+        if decisive >= ticks // 2:
+            return
+    pytest.fail(f"only {decisive} of the early bot's answers took 46 ms or less in 3 matches: {taken}")
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")

@@ -314,3 +314,120 @@ def test_plugins_without_events_still_run_and_plugins_with_their_own_are_kept(
         else:
             assert {e["kind"] for e in replay.events()} == {"toy_ping"}
             assert sentence(0, replay.causes()[0], replay.names) == "a met the toy rule"
+
+
+PLAIN = '''
+from cellarena.server.games.drop2df.engine import Drop2dfEngine
+from cellarena.server.games.plugin import GamePlugin
+
+
+class PlainEngine:
+    """An engine written before the optional capabilities (base.HashScheme, RulesHistory, Substeps,
+    DebugPlacing): only what `Engine` asks, no base class, none of their members."""
+
+    name = "plaintoy"
+    default_tick_rate = 2.0
+    default_budget_ms = None
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    @classmethod
+    def new(cls, config, seed=0):
+        return cls(Drop2dfEngine.new(config, seed))
+
+    players = property(lambda self: self._inner.players)
+    tick = property(lambda self: self._inner.tick)
+    config = property(lambda self: self._inner.config)
+
+    def pending(self):
+        return self._inner.pending()
+
+    def decode(self, seat, request, answer):
+        return self._inner.decode(seat, request, answer)
+
+    def apply(self, actions):
+        return self._inner.apply(actions)
+
+    def result(self):
+        return self._inner.result()
+
+    def frame(self):
+        return self._inner.frame()
+
+    def public_config(self):
+        return self._inner.public_config()
+
+    def state_hash(self):
+        return self._inner.state_hash()
+
+
+PLAIN = GamePlugin(
+    name="plaintoy",
+    summary="a toy from before the capabilities",
+    engine="plaintoy:PlainEngine",
+    config="cellarena.server.games.drop2df.engine:Drop2dfConfig",
+    cli="cellarena.server.games.drop2df.options:CLI",
+)
+'''
+
+
+def test_an_engine_without_the_optional_capabilities_gets_their_defaults_and_still_plays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry: None
+) -> None:
+    from cellarena.server.games import base
+    from cellarena.server.replay import ReplayWriter, board_at, read_replay, verify
+    from cellarena.server.web.timeline import Timeline
+
+    (tmp_path / "plaintoy.py").write_text(PLAIN)
+    info = tmp_path / "plaintoy-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plaintoy\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[cellarena.games]\nplaintoy = plaintoy:PLAIN\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry._entry_points.cache_clear()
+    engine = get_engine("plaintoy").new({}, 1)
+    request = engine.pending()[0]
+    assert (base.hash_version(engine), base.rules_version(engine), base.rules_changes(engine)) == (1, 1, {})
+    assert base.older_hash_scheme(engine) is None and base.debug_placer(engine, 0, request) is None
+    path = tmp_path / "plain.replay"
+    writer = ReplayWriter(path, engine, seed=1, names=["a", "b"], events=True)
+    while engine.result() is None:
+        tick = engine.tick
+        writer.record(tick, {}, engine, events=engine.apply({}).log)
+        assert base.substeps(engine) == 0 and list(base.substep_frames(engine)) == []
+    result = engine.result()
+    assert result is not None
+    writer.finish(result)
+    replay = read_replay(path)
+    assert (replay.rules, replay.hashes) == (1, 1)
+    assert verify(replay).ok
+    assert board_at(replay).state_hash() == engine.state_hash()
+    assert not base.shows_substeps(type(engine))
+    timeline = Timeline(replay)
+    timeline.count_frames()
+    assert timeline.count == len(replay.ticks) + 1  # no frames between decision points
+
+
+def test_the_built_in_engines_offer_their_capabilities_as_typed_protocols() -> None:
+    """The games that changed their hashes or rules, or show states between decision points, say so
+    through the protocols of `base` (which mypy checks their members against), not loose names."""
+    from cellarena.server.games import base
+    from cellarena.server.games.rezzo.slot_batch import BatchedWorld
+
+    rezzo = get_engine("rezzo").new({"map": "duel"}, 0)
+    assert base.hash_version(rezzo) == 2
+    older = base.older_hash_scheme(rezzo)
+    assert older is not None and older(2) == rezzo.state_hash() and older(1) != rezzo.state_hash()
+    batched = BatchedWorld.new({"map": "duel"}, 0)
+    assert base.hash_version(batched) == 2 and batched.state_hash() == rezzo.state_hash()
+    seat, request = next(iter(rezzo.pending().items()))
+    place = base.debug_placer(rezzo, seat, request)
+    assert place is not None and place(None, [-1, 0]) is None  # a cell off the viewport: nowhere
+    drop2df = get_engine("drop2df").new({}, 0)
+    assert base.rules_version(drop2df) == 2 and 2 in base.rules_changes(drop2df)
+    assert base.rules_version(rezzo) == 1 and base.rules_changes(rezzo) == {}
+    cloth = get_engine("cloth").new({}, 0)
+    assert base.substeps(cloth) == 0  # nothing applied yet
+    assert base.shows_substeps(type(cloth)) and not base.shows_substeps(type(rezzo))
+    assert base.substeps(drop2df) == 0 and base.debug_placer(drop2df, 0, {}) is None

@@ -331,3 +331,16 @@ def test_rules_read_from_type_hints() -> None:
     with pytest.raises(TypeError, match="no wire form"):
         rule_for(set[int])
     assert describe(None) == "nil" and describe(b"ab") == "bin b'ab'" and describe([1]) == "array [1]"
+
+
+@pytest.mark.parametrize(
+    ("rank", "ranks", "outcome"),
+    [(1, [1, 2], "win"), (2, [1, 2], "loss"), (1, [1, 1], "draw"), (1, [1, 1, 3], "draw"),
+     (3, [1, 1, 3], "loss"), (1, [2, 1, 3], "win"), (2, [2, 2, 1], "loss")],
+)  # fmt: skip
+def test_one_rule_gives_a_seats_result_from_the_ranks(rank: int, ranks: list[int], outcome: str) -> None:
+    """First alone wins, first shared draws, the rest lose: the server's `end` and the ladder's records."""
+    from cellarena.arena.ladder import records
+
+    assert protocol.outcome_of(rank, ranks) == outcome
+    assert records.outcome is protocol.outcome_of

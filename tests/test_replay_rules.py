@@ -34,8 +34,8 @@ def drop2df_replay(path: Path) -> Path:
 
 def test_a_replay_records_its_rules_and_old_files_read_as_version_1(tmp_path: Path) -> None:
     replay = read_replay(drop2df_replay(tmp_path / "m.replay"))
-    assert replay.rules == rules_version(get_engine("drop2df")) == 2
-    assert rules_version(get_engine("rezzo")) == 1
+    assert replay.rules == rules_version(get_engine("drop2df").new({})) == 2
+    assert rules_version(get_engine("rezzo").new({"map": "duel"})) == 1
     old = replace(replay, header={k: v for k, v in replay.header.items() if k != "rules"})
     assert old.rules == 1
     assert verify(old).ok  # a match no rule change touched still re-simulates
@@ -71,7 +71,7 @@ def test_a_replay_records_its_hash_scheme_and_files_in_the_old_one_still_verify(
     """Rezzo's hashes moved from bit planes (1) to public codes (2); a file written before says
     nothing of its scheme, and is checked in scheme 1."""
     replay = read_replay(rezzo_replay(tmp_path / "m.replay"))
-    assert replay.hashes == hash_version(get_engine("rezzo")) == 2
+    assert replay.hashes == hash_version(get_engine("rezzo").new({"map": "duel"})) == 2
     assert verify(replay).ok
     # The same match as the older cellarena wrote it: scheme-1 hashes and no 'hashes' field.
     rebuilt = get_engine("rezzo").new(replay.config, replay.seed)

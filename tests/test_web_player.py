@@ -19,6 +19,7 @@ from cellarena_cli import ROOT, cellarena
 
 from cellarena.sdk.games.cloth import SEAT_CODE, legal_cells, place, territory_plane
 from cellarena.server.games import get_engine
+from cellarena.server.games.base import substeps
 from cellarena.server.replay import Replay, ReplayWriter, board_at, read_replay
 
 BOTS = ROOT / "example_bots"
@@ -144,7 +145,7 @@ def _frame_index(rep: Replay, records: int) -> tuple[int, int]:
         if i == records:
             at = records + extra
         engine.apply(rec.moves)
-        extra += getattr(engine, "substeps", lambda: 0)()
+        extra += substeps(engine)
     if records == len(rep.ticks):
         at = records + extra
     return at, len(rep.ticks) + 1 + extra

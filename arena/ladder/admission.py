@@ -104,8 +104,9 @@ class Admission(LadderService):
         self.starter = starter
         self.database = database
         self.rules = rules if rules is not None else LadderRules()
-        #: (house bot's name, connection) -> whether that house bot's own processes hold it (set by
-        #: `house.HouseBots`): a house bot's token read from its pipe by another process seats nobody.
+        #: (house bot's name, connection) -> whether that house bot's own processes hold it
+        #: (`house.HouseBots.holds`, wired by `service.run_ladder`): a house bot's token read from its
+        #: pipe by another process seats nobody.
         self.house_owner: Callable[[str, Connection], bool] | None = None
         #: False once the ladder stops: hellos are told `shutdown`.
         self.open = True

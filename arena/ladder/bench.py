@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import logging
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,7 @@ from cellarena.arena.ladder.store import LadderStore
 from cellarena.server.bench.harness import raise_file_limit
 from cellarena.server.bench.server import load_games
 from cellarena.server.cli.params import FiniteFloatRange
+from cellarena.server.cli.run import quiet_logger
 from cellarena.server.games import plugin
 from cellarena.server.match import TickSettings
 
@@ -248,8 +248,8 @@ def command(
             f"{game} gives no load benchmark workload; these do: {', '.join(load_games())}",
             param_hint="--game",
         )
-    logging.getLogger("cellarena").setLevel(logging.ERROR)  # the load's own disconnects are expected
-    logging.getLogger("distributed").setLevel(logging.ERROR)
+    quiet_logger("cellarena")  # the load's own disconnects are expected
+    quiet_logger("distributed")
     result = run(bots, seconds, ticks, warmup, game)
     runs = [("here", result)]
     if cluster is not None:

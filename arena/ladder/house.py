@@ -67,7 +67,6 @@ class HouseBots:
         self.host = host
         self.limits = limits or Limits()
         self.isolate = isolate
-        seating.admission.house_owner = self.holds
         #: House bots whose process runs, by name.
         self.running: dict[str, BotProcess] = {}
 

@@ -60,6 +60,7 @@ from operator import attrgetter
 from typing import NamedTuple
 
 from cellarena.arena.ratings import Rating
+from cellarena.sdk.protocol import is_int
 
 #: Match seeds are non-negative 31-bit ints, as every engine accepts.
 _SEED_MASK = (1 << 31) - 1
@@ -99,7 +100,7 @@ class Policy:
 
     def __post_init__(self) -> None:
         # A bad ladder configuration is refused when it is read, not on the first matchmaking pass.
-        if isinstance(self.seats, bool) or not isinstance(self.seats, int) or self.seats < 2:
+        if not is_int(self.seats) or self.seats < 2:
             raise ValueError(f"Policy.seats must be an int of at least 2, got {self.seats!r}")
         if not self.maps:
             raise ValueError("Policy.maps is empty: give at least one map (None for the game's default)")

@@ -5,16 +5,17 @@ No record holds a token or its digest, so printing one can never leak a secret.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from cellarena.arena.ratings import Rating
+from cellarena.sdk.protocol import Outcome, outcome_of  # a seat's result: the protocol's (`end`)
 
 BotKind = Literal["outside", "house"]
 MatchStatus = Literal["running", "finished", "void"]
-Outcome = Literal["win", "draw", "loss"]
+#: A seat's result from the ranks: the protocol's one rule, which the match server's `end` follows too.
+outcome = outcome_of
 
 
 def _time(t: datetime | None) -> str | None:
@@ -179,13 +180,6 @@ class MatchRecord:
             "seats": [s.to_json() for s in self.seats],
             "rated": self.rated,
         }
-
-
-def outcome(rank: int, ranks: Sequence[int]) -> Outcome:
-    """A seat's result: first alone is a win, first shared is a draw, anything else a loss."""
-    if rank != 1:
-        return "loss"
-    return "win" if ranks.count(1) == 1 else "draw"
 
 
 @dataclass(frozen=True)

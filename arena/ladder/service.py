@@ -209,6 +209,8 @@ async def run_ladder(
                         limits=config.house_limits,
                         isolate=config.isolate,
                     )
+                    # A house bot's token seats only a connection its own processes hold.
+                    seating.admission.house_owner = house.holds
                     nursery.start_soon(house.run, port)
 
             await serve_until_signalled(

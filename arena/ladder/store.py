@@ -69,6 +69,7 @@ from cellarena.arena.ladder.records import (
 )
 from cellarena.arena.ladder.schema import CURRENT_VERSION, MIGRATIONS
 from cellarena.arena.ratings import Rating
+from cellarena.sdk.protocol import is_int
 
 __all__ = [
     "MAX_ID",
@@ -637,7 +638,7 @@ class LadderStore:
         return {str(row[2]): (self._bot_record(row[1:]), str(row[0])) for row in rows}
 
     def _check_max_matches(self, name: str, max_matches: int) -> None:
-        if isinstance(max_matches, bool) or not isinstance(max_matches, int) or max_matches < 1:
+        if not is_int(max_matches) or max_matches < 1:
             raise LadderStoreError(f"bot {name!r}: the number of concurrent matches must be 1 or more")
 
     def list_bots(self, game: str | None = None) -> list[BotRecord]:
@@ -729,7 +730,7 @@ class LadderStore:
         ids = list(bot_ids)
         if len(ids) < 2 or len(set(ids)) != len(ids):
             raise ValueError(f"a match needs two or more different bots, not {ids}")
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
+        if not is_int(seed) or not 0 <= seed < SEED_LIMIT:
             raise ValueError(f"seed {seed!r}: give an int from 0 to 2**63 - 1")
         with self._writing(f"record the start of a {game} match") as db:
             given = list(digests) if digests is not None else [None] * len(ids)
@@ -804,7 +805,7 @@ class LadderStore:
         """
         results = list(seats)
         for r in results:
-            if isinstance(r.rank, bool) or not isinstance(r.rank, int) or r.rank < 1:
+            if not is_int(r.rank) or r.rank < 1:
                 raise ValueError(f"match {match_id}: rank {r.rank!r}: ranks are 1 for first place, 2, ...")
             if min(r.late, r.invalid, r.illegal) < 0:
                 raise ValueError(f"match {match_id}: negative counts in {r}")

@@ -280,6 +280,15 @@ def end(
     }
 
 
+def outcome_of(rank: int, ranks: Sequence[int]) -> Outcome:
+    """A seat's ``result`` in `end` from its rank among every seat's: first alone is a win, first
+    shared a draw, anything else a loss. The one rule: the match server's `end` and the ladder's
+    records of finished matches both count by it."""
+    if rank != 1:
+        return "loss"
+    return "win" if list(ranks).count(1) == 1 else "draw"
+
+
 def error(code: str, message: str) -> Error:
     """Sent before the server closes a connection because of ``code``."""
     return {"type": "error", "code": code, "message": message}

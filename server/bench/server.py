@@ -37,6 +37,7 @@ import trio
 from cellarena.server.bench.cpu import cpu_seconds, tree_cpu
 from cellarena.server.bench.harness import raise_file_limit
 from cellarena.server.cli.params import FiniteFloatRange
+from cellarena.server.cli.run import quiet_logger
 from cellarena.server.games import plugin, plugins
 from cellarena.server.games.plugin import BenchLoad
 from cellarena.server.lobby import Lobby, LobbyConfig
@@ -442,26 +443,17 @@ def command(
     levels: list[int], seconds: float, game: str | None, batch: str, workers: int, as_json: bool
 ) -> None:
     """Agents one server process serves at 15 Hz (99% of ticks in their slot and every answer in time)."""
-    import logging
-
     game = game or load_games()[0]
     try:
         bench_load(game)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--game") from None
-    server_log = logging.getLogger("cellarena.server")
-    level_before = server_log.level
-    server_log.setLevel(logging.ERROR)  # the load's own disconnects are expected
-    try:  # and the level is given back: a test runs this command in its own process
-        if workers > 1:
-            _report_workers(
-                run_workers(levels, seconds, game=game, workers=workers, batch=batch != "off"), as_json
-            )
-            return
-        result = run(levels, seconds=seconds, game=game, batch=batch)
-        result["rate"] = run_rates(game, seconds=seconds)
-    finally:
-        server_log.setLevel(level_before)
+    quiet_logger("cellarena.server")  # the load's own disconnects are expected
+    if workers > 1:
+        _report_workers(run_workers(levels, seconds, game=game, workers=workers, batch=batch != "off"), as_json)
+        return
+    result = run(levels, seconds=seconds, game=game, batch=batch)
+    result["rate"] = run_rates(game, seconds=seconds)
     if as_json:
         click.echo(json.dumps(result))
         return

@@ -10,9 +10,9 @@ able to crash the server through its moves.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, Self, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, TypeAlias, cast, runtime_checkable
 
 
 class ConfigError(ValueError):
@@ -99,9 +99,13 @@ class Engine(Protocol):
     default_budget_ms: ClassVar[float | None]
     players: int
     tick: int
-    #: The effective config after defaults (a Mapping, or an object with ``to_mapping()``), msgpack-ready:
-    #: replays store it so that ``new(config, seed)`` rebuilds the very same match.
-    config: Any
+
+    @property
+    def config(self) -> EngineConfig | None:
+        """The effective config after defaults, msgpack-ready: replays store it so that
+        ``new(config, seed)`` rebuilds the very same match. None for an engine made some other way
+        than `new` (Rezzo's from a board), which a replay cannot record."""
+        ...
 
     @classmethod
     def new(cls, config: Mapping[str, Any], seed: int = 0) -> Self:
@@ -141,6 +145,149 @@ class Engine(Protocol):
     def state_hash(self) -> str:
         """A hex digest of the complete state; equal states give equal hashes across runs and machines."""
         ...
+
+
+class ConfigMapping(Protocol):
+    """A config object (`config.GameConfig`) that says its options as a mapping."""
+
+    def to_mapping(self) -> Mapping[str, Any]: ...
+
+
+#: What `Engine.config` holds: the options as a mapping, or an object that gives them as one.
+EngineConfig: TypeAlias = Mapping[str, Any] | ConfigMapping
+
+
+def config_mapping(engine: Engine) -> dict[str, Any]:
+    """The options ``engine`` really runs with, as a plain dict (what a replay's header keeps)."""
+    config = engine.config
+    if config is None:
+        raise TypeError(
+            f"{type(engine).__name__} has no effective config (engine.config from new()); "
+            "a replay needs it to rebuild the match"
+        )
+    return dict(config) if isinstance(config, Mapping) else dict(config.to_mapping())
+
+
+# ------------------------------------------------------------------ optional capabilities
+# What an engine may offer beyond `Engine`. Each is a protocol of class-level members (methods and
+# class constants) that the engines offering it name as a base, so that mypy checks them against it,
+# and that is read only through the function beside it, which checks the engine structurally (an
+# engine of a third-party plugin written before the protocol still loads, and gets that function's
+# default).
+
+
+def _offers(engine: object, capability: type) -> bool:
+    """Whether ``engine`` has every member of the runtime protocol ``capability``, checked once per
+    class (the members are class-level): CPython 3.11 checks an object against a runtime protocol in
+    15-45 µs, and the match asks for each seat's debug drawing of each tick."""
+    key = (type(engine), capability)
+    offered = _OFFERED.get(key)
+    if offered is None:
+        offered = _OFFERED[key] = isinstance(engine, capability)
+    return offered
+
+
+_OFFERED: dict[tuple[type, type], bool] = {}
+
+
+@runtime_checkable
+class HashScheme(Protocol):
+    """An engine whose `Engine.state_hash` is not in scheme 1, the first: ``HASH_VERSION`` names its
+    scheme, which a replay's header records (`Replay.hashes`)."""
+
+    HASH_VERSION: ClassVar[int]
+
+
+def hash_version(engine: Engine) -> int:
+    """The scheme of ``engine``'s `state_hash` (`HashScheme`; 1 for an engine that never changed it)."""
+    return cast(HashScheme, engine).HASH_VERSION if _offers(engine, HashScheme) else 1
+
+
+@runtime_checkable
+class OlderHashSchemes(HashScheme, Protocol):
+    """An engine that changed how it hashes its state since replays were recorded, and still computes
+    the schemes before: ``state_hash_of(v)``, so that a file in an older scheme verifies as written."""
+
+    def state_hash_of(self, version: int) -> str:
+        """The state's digest in hash scheme ``version``; ValueError for a scheme it does not know."""
+        ...
+
+
+def older_hash_scheme(engine: Engine) -> Callable[[int], str] | None:
+    """``engine``'s hash in a scheme of one's choice (`OlderHashSchemes`), or None if it computes only
+    the one of `Engine.state_hash`."""
+    return cast(OlderHashSchemes, engine).state_hash_of if _offers(engine, OlderHashSchemes) else None
+
+
+@runtime_checkable
+class RulesHistory(Protocol):
+    """An engine whose rules changed since replays were recorded: ``RULES_VERSION`` is the version it
+    plays (a replay's header records it) and ``RULES_CHANGES`` says what changed at each version after
+    1, so that a replay of older rules that no longer re-simulates says why. Without: version 1."""
+
+    RULES_VERSION: ClassVar[int]
+    RULES_CHANGES: ClassVar[Mapping[int, str]]
+
+
+def rules_version(engine: Engine) -> int:
+    """The version of the rules ``engine`` plays (`RulesHistory`; 1 if they never changed)."""
+    return cast(RulesHistory, engine).RULES_VERSION if _offers(engine, RulesHistory) else 1
+
+
+def rules_changes(engine: Engine) -> Mapping[int, str]:
+    """What changed in ``engine``'s rules at each version after 1 (`RulesHistory`; none if none)."""
+    return cast(RulesHistory, engine).RULES_CHANGES if _offers(engine, RulesHistory) else {}
+
+
+@runtime_checkable
+class Substeps(Protocol):
+    """An engine that can show the states it passes through between two decision points, for the
+    replay player (docs/web.md, "Between decision points"). Replays are unchanged: they hold
+    decision points only, and these are computed again when shown."""
+
+    def substeps(self) -> int:
+        """How many states the last `Engine.apply` passed through before its decision point."""
+        ...
+
+    def substep_frames(self) -> Iterable[dict[str, Any]]:
+        """Those states' public frames (as `Engine.frame` draws one), in order; may be lazy."""
+        ...
+
+
+def substeps(engine: Engine) -> int:
+    """How many states ``engine``'s last apply passed through (`Substeps`; 0 for a game that does not say)."""
+    return cast(Substeps, engine).substeps() if _offers(engine, Substeps) else 0
+
+
+def shows_substeps(engine_class: type[Engine]) -> bool:
+    """Whether ``engine_class``'s engines show substeps (`Substeps`), asked before one is built (a
+    protocol of methods only: issubclass checks it, structurally)."""
+    return issubclass(engine_class, Substeps)
+
+
+def substep_frames(engine: Engine) -> Iterable[dict[str, Any]]:
+    """The frames of those states (`Substeps`; none for a game that does not say)."""
+    return cast(Substeps, engine).substep_frames() if _offers(engine, Substeps) else ()
+
+
+#: Where a bot's debug cell, given in its own frame as (agent or None, ``[row, col]``), is on the board
+#: as ``[x, y]``; None: nowhere (docs/protocol.md#debug).
+DebugPlacer: TypeAlias = Callable[[int | None, list[int]], list[int] | None]
+
+
+@runtime_checkable
+class DebugPlacing(Protocol):
+    """An engine whose bots draw their debug cells in a frame of their own (Rezzo's viewports), not
+    in board cells: it places them on the board. Without: the cells are board cells already."""
+
+    def debug_placer(self, seat: int, request: Mapping[str, Any]) -> DebugPlacer:
+        """Where ``seat``'s debug cells are, for its answer to ``request`` (read before `apply`)."""
+        ...
+
+
+def debug_placer(engine: Engine, seat: int, request: Mapping[str, Any]) -> DebugPlacer | None:
+    """``engine``'s `DebugPlacing` for ``seat`` and ``request``, or None if its cells are board cells."""
+    return cast(DebugPlacing, engine).debug_placer(seat, request) if _offers(engine, DebugPlacing) else None
 
 
 class BatchedEngine(Engine, Protocol):

@@ -24,6 +24,7 @@ from typing import Any
 import trio
 
 from cellarena.server.games import Engine, get_engine
+from cellarena.server.games.base import shows_substeps, substep_frames, substeps
 from cellarena.server.games.causes import with_sentences
 from cellarena.server.replay import Replay, ReplayError, board_at, read_replay
 from cellarena.server.web.jsonable import dumps, jsonable
@@ -58,13 +59,6 @@ class _Cursor:
     totals: dict[str, list[int]] = field(default_factory=dict)
 
 
-def _substeps(engine: Engine) -> int:
-    """How many states the engine's last `apply` passed through before its decision point (0 for a
-    game that does not say)."""
-    count = getattr(engine, "substeps", None)
-    return 0 if count is None else int(count())
-
-
 class Timeline:
     """The frames of one replay. Thread-confined: every method runs under this object's trio lock."""
 
@@ -85,14 +79,14 @@ class Timeline:
     def count_frames(self) -> None:
         """Count the frames of a game whose engine shows substeps, which takes a re-simulation (the
         cost of `replay verify`); a replay that stops re-simulating counts up to there."""
-        if not hasattr(get_engine(self.replay.game), "substeps"):
+        if not shows_substeps(get_engine(self.replay.game)):
             return
         extra = 0
         try:
             cursor = _Cursor(self._rebuild())
             while cursor.applied < len(self.replay.ticks):
                 self._step(cursor)
-                extra += _substeps(cursor.engine)
+                extra += substeps(cursor.engine)
         except ReplayError:
             pass  # the frames before the bad tick still show; asking past it gives the error
         self.count = len(self.replay.ticks) + 1 + extra
@@ -193,7 +187,7 @@ class Timeline:
             "illegal": events.illegal,
             "malformed": events.malformed,
             "losers": list(events.losers),
-            "events": list(getattr(events, "log", None) or ()),
+            "events": list(events.log),
         }
 
     def _frame(self, index: int) -> bytes:
@@ -220,8 +214,7 @@ class Timeline:
                     if 0 <= seat < players:
                         cur.totals[key][seat] += n
             last = cur.applied == len(self.replay.ticks)
-            subs = getattr(cur.engine, "substep_frames", None) if cur.applied else None
-            for sub, shown in enumerate(subs() if subs is not None else []):
+            for sub, shown in enumerate(substep_frames(cur.engine) if cur.applied else ()):
                 between = {
                     "i": len(self._frames),
                     "tick": cur.engine.tick,

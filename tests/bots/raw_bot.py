@@ -11,7 +11,8 @@ slow:MS:N as random, but answer ticks whose number N divides MS milliseconds aft
 flood    as random, with a `debug` map far past every cap (and every third tick a malformed one)
 Writes its pid to $BOT_PID_FILE when set, so tests can check nothing is left running, and with
 $BOT_TIMING_FILE set, one line per answer: the tick, and the ms from the tick's arrival (the
-kernel's receive stamp, so time the bot spent descheduled counts too) to sending the answer.
+kernel's receive stamp, so time the bot spent descheduled counts too) to sending the answer, then
+to just before sending it (the server saw the answer between the two).
 """
 
 from __future__ import annotations
@@ -96,9 +97,12 @@ def main() -> int:
                 answer: dict[str, object] = dict(protocol.moves(msg["tick"], moves))
                 if mode == "flood":
                     answer["debug"] = _flood(msg["tick"])
+                before = time.time()
                 sock.sendall(protocol.encode(answer))
                 if timing is not None:
-                    print(msg["tick"], (time.time() - arrival) * 1000, file=timing, flush=True)
+                    after = time.time()
+                    ms = ((after - arrival) * 1000, (before - arrival) * 1000)
+                    print(msg["tick"], *ms, file=timing, flush=True)
                 answered += 1
             elif msg["type"] == "end":
                 print("end", msg, flush=True)

@@ -35,7 +35,7 @@ from cellarena.sdk.games.cloth import (
 )
 from cellarena.sdk.protocol import is_int
 from cellarena.server.games import causes
-from cellarena.server.games.base import Events, Result, event
+from cellarena.server.games.base import Events, Result, Substeps, event
 from cellarena.server.games.config import GameConfig, option
 
 
@@ -86,7 +86,7 @@ class RoundScore:
         return a - b, b - a
 
 
-class ClothEngine:
+class ClothEngine(Substeps):
     """One Cloth of Gold match between seat 0 (code a) and seat 1 (code b)."""
 
     name: ClassVar[str] = "cloth"

@@ -32,7 +32,7 @@ from cellarena.sdk.games.drop2df import (
     step_many,
 )
 from cellarena.server.games import causes
-from cellarena.server.games.base import ConfigError, Events, Result, event
+from cellarena.server.games.base import ConfigError, Events, Result, RulesHistory, event
 from cellarena.server.games.config import GameConfig, option
 
 MAX_PLAYERS = 8
@@ -83,13 +83,13 @@ def setup(cfg: Drop2dfConfig, seed: int) -> tuple[bytes, tuple[int, ...]]:
     return bytes(row), tokens
 
 
-class Drop2dfEngine:
+class Drop2dfEngine(RulesHistory):
     """One duplicate match of 2dFDCAL. See the module docstring for the turn order."""
 
     name: ClassVar[str] = "drop2df"
-    #: Replays record the rules they were played under (`server.replay.rules_version`).
+    #: Replays record the rules they were played under (`base.RulesHistory`).
     RULES_VERSION: ClassVar[int] = 2
-    RULES_CHANGES: ClassVar[dict[int, str]] = {
+    RULES_CHANGES: ClassVar[Mapping[int, str]] = {
         2: "a refused edit or token op no longer uses up the turn's edit or token",
     }
     default_tick_rate: ClassVar[float] = 2.0

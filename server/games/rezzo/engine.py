@@ -29,7 +29,15 @@ from cellarena.sdk.games.rezzo import (
 )
 from cellarena.sdk.protocol import is_int
 from cellarena.server.games import causes
-from cellarena.server.games.base import ConfigError, Events, Result, event, sole_first
+from cellarena.server.games.base import (
+    ConfigError,
+    DebugPlacing,
+    Events,
+    OlderHashSchemes,
+    Result,
+    event,
+    sole_first,
+)
 from cellarena.server.games.config import GameConfig, option
 from cellarena.server.games.rezzo.ca import AT_BASE, BURNT, BitWorld
 from cellarena.server.games.rezzo.maps import parse_embedded_map, parse_map, read_map
@@ -265,11 +273,11 @@ def viewport_placer(
     return place
 
 
-class RezzoEngine:
+class RezzoEngine(OlderHashSchemes, DebugPlacing):
     """One Rezzo match. See the module docstring for the tick order."""
 
     name: ClassVar[str] = "rezzo"
-    #: The scheme of `state_hash` (replays record it, and verify older files in theirs).
+    #: The scheme of `state_hash` (replays record it, and verify older files in theirs: `OlderHashSchemes`).
     HASH_VERSION: ClassVar[int] = HASH_VERSION
     default_tick_rate: ClassVar[float] = 15.0
     default_budget_ms: ClassVar[float | None] = None

@@ -17,7 +17,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from cellarena.sdk.games.rezzo import Facing
-from cellarena.server.games.base import BATCH_CAPACITY, Batching, Engine, Events, Result, sole_first
+from cellarena.server.games.base import (
+    BATCH_CAPACITY,
+    Batching,
+    DebugPlacing,
+    Engine,
+    Events,
+    HashScheme,
+    Result,
+    sole_first,
+)
 from cellarena.server.games.rezzo.batched import BatchedRezzo, resolve_backend
 from cellarena.server.games.rezzo.engine import (
     HASH_VERSION,
@@ -126,7 +135,7 @@ class SlotBatch:
         self._staged[b] = True
 
 
-class BatchedWorld:
+class BatchedWorld(HashScheme, DebugPlacing):
     """One match's world in a `SlotBatch`, behind the engine interface: what `RezzoEngine` would say.
 
     `apply` is split: `stage` takes the actions and the batch's `step` resolves them (with the other
