@@ -450,7 +450,8 @@ def command(
         raise click.BadParameter(str(exc), param_hint="--game") from None
     quiet_logger("cellarena.server")  # the load's own disconnects are expected
     if workers > 1:
-        _report_workers(run_workers(levels, seconds, game=game, workers=workers, batch=batch != "off"), as_json)
+        runs = run_workers(levels, seconds, game=game, workers=workers, batch=batch != "off")
+        _report_workers(runs, as_json)
         return
     result = run(levels, seconds=seconds, game=game, batch=batch)
     result["rate"] = run_rates(game, seconds=seconds)
