@@ -110,3 +110,21 @@ async def test_bank_matches_are_not_batched_and_every_seat_is_told_its_bank() ->
     control = await serve(0)
     assert control.driver is not None and control.driver.batched_ticks > 0
     assert all("time_bank_ms" not in m and "bank_ms" not in m for m in seen["b0-1"])
+
+
+@pytest.mark.parametrize("game", ["rezzo", "cata", "drop2df", "colorblocks", "cloth"])
+def test_every_games_view_shows_what_is_left_of_the_bank(game: str) -> None:
+    """``view.bank_ms`` is the tick's ``bank_ms``, read from the bytes the server sends (its engine's
+    request, encoded as the match server encodes it), in every game; None when the match has none."""
+    from cellarena.sdk.games import adapter
+    from cellarena.server.games import get_engine
+
+    engine = get_engine(game).new({}, seed=3)
+    seat, request = next(iter(engine.pending().items()))
+    sdk = adapter(game)
+    for bank, want in ((750, 750), (0, 0), (None, None)):
+        sent = protocol.encode_tick(4, 60, request, bank_ms=bank)
+        message = protocol.decode_body(sent[protocol.HEADER.size :])
+        view = sdk.make_view(message)
+        assert view.bank_ms == want, (game, seat, bank)
+        assert view.budget_ms == 60
