@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -246,6 +246,15 @@ class Spectators:
             self.conns.remove(conn)
 
 
+#: Seat index -> what the host knows of why its connection went (a cause map), or None. The launcher
+#: gives one: a bot whose process exited is ``exited`` with its status and its log's last line.
+ExplainGone = Callable[[int], Awaitable[dict[str, Any] | None]]
+#: Seconds the end of a match waits, for all its seats, for `ExplainGone`'s answers.
+EXPLAIN_WITHIN = 2.0
+#: The causes a host may know more of than the match (it only saw the connection go).
+_EXPLAINABLE = frozenset({causes.DISCONNECTED, causes.NEVER_CONNECTED})
+
+
 @dataclass
 class MatchOutcome:
     number: int
@@ -303,6 +312,7 @@ class Match:
         *,
         recorder: Recorder | None = None,
         on_tick: Callable[[Engine], None] | None = None,
+        explain_gone: ExplainGone | None = None,
     ) -> None:
         self.number = number
         self.engine = engine
@@ -311,6 +321,8 @@ class Match:
         self.spectators = Spectators()
         self.recorder = recorder
         self.on_tick = on_tick
+        #: Asked at the end why a seat's connection went (`ExplainGone`), or None.
+        self.explain_gone = explain_gone
         #: Set once every seat asked this tick has answered or can no longer answer.
         self.answered = trio.Event()
         #: Seats asked this tick that have not answered yet.
@@ -615,8 +627,26 @@ class Match:
         return sum(1 for s in self.seats if s.forfeit_tick is None) < 2
 
     # ----------------------------------------------------------------- the end
+    async def _explain_forfeits(self) -> None:
+        """A seat whose connection went may have gone because its process exited: ask the host who
+        started it (`explain_gone`), within `EXPLAIN_WITHIN` seconds for all, so that the replay
+        and the result say why (``exited`` with its status) rather than ``disconnected``."""
+        if self.explain_gone is None:
+            return
+        gone = [
+            s for s in self.seats
+            if s.forfeit_tick is not None
+            and (s.forfeit_cause is None or s.forfeit_cause.get("cause") in _EXPLAINABLE)
+        ]  # fmt: skip
+        with trio.move_on_after(EXPLAIN_WITHIN):
+            for seat in gone:
+                found = await self.explain_gone(seat.index)
+                if found is not None:
+                    seat.forfeit_cause = {**found, "tick": seat.forfeit_tick}
+
     async def close(self) -> MatchOutcome:
         """Record the result, tell every seat and spectator, let their last frames leave, hang up."""
+        await self._explain_forfeits()
         result = self._final_result()
         late = [s.late for s in self.seats]
         invalid = [s.invalid for s in self.seats]
