@@ -289,9 +289,7 @@ async def play_match(
                         continue
                     procs[bot.name] = proc
                     assert proc.stdout is not None
-                    copiers.start_soon(
-                        _copy_then_set, proc.stdout, logs[bot.name], log_done[bot.name]
-                    )
+                    copiers.start_soon(_copy_then_set, proc.stdout, logs[bot.name], log_done[bot.name])
                     nursery.start_soon(_watch_process, proc, seat, seating, exited, exit_seen[seat])
                 nursery.start_soon(watch_limits, list(procs.values()), limits)
         except BaseException:
