@@ -142,7 +142,9 @@ class LadderSite:
         recent = self.store.matches(self.game, limit=10)
         body = (
             f"<section class=panel><h2>Standings</h2>{_standings_table(table)}"
-            "<p class=dim>rating = mu - 3 sigma (openskill); ranked by rating. Every match, its seats and "
+            "<p class=dim>rating = mu - 3 sigma (openskill); ranked by rating. late, invalid: answers "
+            "that came after the budget, answers the game could not read (the bot's own failures), over "
+            "all its matches; bank ms: time bank drawn (docs/protocol.md#the-time-bank). Every match, its seats and "
             "rating changes are in <a href='/api/standings'>/api/standings</a> and "
             "<a href='/api/matches'>/api/matches</a>.</p></section>"
             f"<section class=panel><h2>Recent matches</h2>{_matches_table(recent)}"
@@ -201,6 +203,7 @@ class LadderSite:
             f"<tr><td>{s.seat}</td><td>{_bot_link(s.bot)}</td><td>{'' if s.rank is None else s.rank}</td>"
             f"<td>{'' if s.late is None else s.late}</td><td>{'' if s.invalid is None else s.invalid}</td>"
             f"<td>{'' if s.illegal is None else s.illegal}</td><td>{'yes' if s.forfeit else ''}</td>"
+            f"<td>{'' if s.bank_drawn_ms is None else s.bank_drawn_ms}</td>"
             f"<td>{'' if s.before is None else f'{s.before.conservative:.2f}'}</td>"
             f"<td>{'' if s.after is None else f'{s.after.conservative:.2f}'}</td>"
             f"<td>{_why(s.cause_json())}</td></tr>"
@@ -211,8 +214,9 @@ class LadderSite:
             f"{'' if m.ticks is None else f' after {m.ticks} ticks'}"
             f"{'' if not m.reason else f' ({escape(m.reason)})'}. {_replay_links(m)}</p>"
             "<table class=list id=seats><tr><th>seat</th><th>bot</th><th>rank</th><th>late</th>"
-            "<th>invalid</th><th>illegal</th><th>forfeit</th><th>rating before</th><th>after</th>"
-            "<th>why</th></tr>"
+            "<th>invalid</th><th>illegal</th><th>forfeit</th>"
+            "<th title='ms of time bank drawn (empty: the match had none)'>bank ms</th>"
+            "<th>rating before</th><th>after</th><th>why</th></tr>"
             f"{seats}</table></section>"
         )
         return self._page(f"match #{m.id}", body)
