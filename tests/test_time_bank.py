@@ -128,3 +128,28 @@ def test_every_games_view_shows_what_is_left_of_the_bank(game: str) -> None:
         view = sdk.make_view(message)
         assert view.bank_ms == want, (game, seat, bank)
         assert view.budget_ms == 60
+
+
+def test_a_tournament_and_its_results_show_the_time_bank_drawn(tmp_path: Path) -> None:
+    """A tournament with a bank keeps what each seat drew: per match seat and summed per bot in
+    `results --json`, and said under the standings in `results` and the tournament's own table."""
+    out = tmp_path / "cup"
+    proc = cellarena(
+        "tournament", "rezzo", "--maps", "duel", "--rounds", "1", "--max-ticks", "20",
+        "--bot", f"slow={RAW_BOT} slow:{SLOW_MS}:{EVERY}", "--bot", f"quick={RAW_BOT} random",
+        "--fast", "--budget-ms", str(BUDGET_MS), "--time-bank-ms", "1000",
+        "--jobs", "1", "--out", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    results = cellarena("results", str(out), "--json")
+    assert results.returncode == 0, results.stderr
+    data = json.loads(results.stdout)
+    seats = [s for m in data["matches"] for s in m["seats"]]
+    slow = [s["bank_drawn_ms"] for s in seats if s["bot"] == "slow"]
+    assert slow and all(d > 0 for d in slow), seats  # each match has slow ticks (10 and 20)
+    assert all(isinstance(s["bank_drawn_ms"], int) for s in seats)
+    standing = {s["bot"]: s for s in data["standings"]}
+    assert standing["slow"]["bank_drawn_ms"] == sum(slow)
+    assert "time bank drawn" in proc.stdout and f"slow {sum(slow)} ms" in proc.stdout
+    text = cellarena("results", str(out))
+    assert f"slow {sum(slow)} ms" in text.stdout, text.stdout

@@ -78,7 +78,8 @@ def tournament_html(tid: str, source: ResultsSource) -> str:
         f"<td class=num>{s.rating:.2f}</td><td class=num>{s.mu:.2f}</td><td class=num>{s.sigma:.2f}</td>"
         f"<td class=num>{s.matches}</td><td class=num>{s.wins}</td><td class=num>{s.draws}</td>"
         f"<td class=num>{s.losses}</td><td class=num>{s.late_rate:.2%}</td>"
-        f"<td class=num>{s.crashes}</td></tr>"
+        f"<td class=num>{s.invalid_rate:.2%}</td><td class=num>{s.crashes}</td>"
+        f"<td class=num>{s.bank_drawn_ms}</td></tr>"
         for n, s in enumerate(standings, 1)
     )
     matches = source.matches()
@@ -106,7 +107,10 @@ def tournament_html(tid: str, source: ResultsSource) -> str:
         "<section class=panel><h2>Standings</h2>"
         "<table class=list id=standings><tr><th>#</th><th>bot</th>"
         '<th title="mu - 3 sigma: the rating the standings sort by">rating</th><th>mu</th><th>sigma</th>'
-        "<th>matches</th><th>wins</th><th>draws</th><th>losses</th><th>late</th><th>crashes</th></tr>"
+        "<th>matches</th><th>wins</th><th>draws</th><th>losses</th>"
+        '<th title="late or missing answers per tick">late</th>'
+        '<th title="answers the server could not read, per tick">invalid</th><th>crashes</th>'
+        '<th title="ms of time bank drawn (docs/protocol.md#the-time-bank)">bank ms</th></tr>'
         f"{rows}</table></section>"
         "<section class=panel><h2>Rating after each match</h2>"
         f"{rating_chart(source.rating_history(), bots)}</section>"
