@@ -79,3 +79,37 @@ def test_the_written_test_builds_the_bot_first_and_fails_a_bot_that_does_not_com
     done = run_readme_line("python -m pytest", folder)
     assert done.returncode == 1 and "error TS" in done.stdout, done.stdout
     assert "tsc -b` failed" in done.stdout and not (folder / "dist" / "src" / "bot.js").exists()
+
+
+def test_the_rezzo_js_and_ts_templates_draw_through_the_kits_debug(tmp_path: Path) -> None:
+    """The kit's `onTick(view, debug)` (sdk/kits/typescript/src/debug.ts): the JavaScript and the
+    TypeScript Rezzo templates send a text line each tick, and mark the enemy geysers they see, which
+    the server places on the board (a replay's marks are board cells)."""
+    import json
+
+    from cellarena_cli import cellarena
+
+    from cellarena.server.replay import read_replay
+
+    need_node()
+    made = {
+        lang: write_bot("rezzo", f"d_{lang}", lang, tmp_path / f"d_{lang}").folder for lang in ("js", "ts")
+    }
+    build_bot_folders(made.values())
+    replay = tmp_path / "m.replay"
+    proc = cellarena(
+        "match", "rezzo", "--map", "duel", "--max-ticks", "60", "--fast",
+        "--bot", f"js=node {made['js'] / 'dist' / 'src' / 'bot.js'}",
+        "--bot", f"ts=node {made['ts'] / 'dist' / 'src' / 'bot.js'}",
+        "--replay", str(replay), "--log-dir", str(tmp_path / "logs"), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["invalid"] == {"js": 0, "ts": 0}
+    rep = read_replay(replay)
+    for seat in (0, 1):
+        drawn = [(t, t.debug.get(seat)) for t in rep.ticks if seat in t.moves]
+        assert drawn and all(d is not None and d["text"][0].startswith(f"tick {t.tick}: ") for t, d in drawn)
+        names = {w for _, d in drawn if d for w in d["text"][0].split(": ")[1].split()}
+        assert names <= {"noop", "advance", "left", "right", "build", "hit"}, names
+    marks = [m for t in rep.ticks for d in t.debug.values() for m in d.get("marks", [])]
+    assert marks and all(m["colour"] == "#ffe119" and m["label"] == "target" for m in marks)
