@@ -78,6 +78,10 @@ class TickSettings:
     #: Each seat's time bank in ms (docs/protocol.md#the-time-bank): an answer after its budget is
     #: taken while the bank lasts, which shrinks by the time over budget. 0: none.
     time_bank_ms: float = 0.0
+    #: Spectator frames carry the bots' debug drawings (docs/protocol.md#spectators): only where every
+    #: spectator may see them (`cellarena match`, whose spectator is its user's live view). Off: a
+    #: public server's spectators never get a bot's drawings.
+    spectator_debug: bool = False
 
     @property
     def time_bank(self) -> float:
@@ -618,7 +622,11 @@ class Match:
 
     def _broadcast_frame(self, *, final: bool = False) -> None:
         if self.spectators:
-            self.spectators.broadcast(protocol.encode(protocol.frame(self.engine.frame(), final=final)))
+            # The drawings of the tick just played (a bot draws while it answers, after its tick's
+            # frame went out), to spectators only where the host shows them (`TickSettings`).
+            drawn = self._debug if self.settings.spectator_debug else None
+            message = protocol.frame(self.engine.frame(), final=final, debug=drawn, debug_tick=self._tick)
+            self.spectators.broadcast(protocol.encode(message))
 
     def _decided_by_forfeits(self) -> bool:
         """A match with seats to spare ends once fewer than two seats are still connected."""
