@@ -81,9 +81,11 @@ async def run_level(
     tick_rate: float = 15.0,
     budget_ms: float = BUDGET_MS,
     batch: bool = True,
+    debug: str = "none",
 ) -> dict[str, Any]:
     """One load level: ``agents`` connections in matches of ``game``, for ``seconds`` of play;
-    ``batch``: whether the server steps the matches of a phase slot as one (`ticking`)."""
+    ``batch``: whether the server steps the matches of a phase slot as one (`ticking`); ``debug``:
+    what the load's bots draw with every answer (`loadgen.DRAWINGS`)."""
     workload = bench_load(game)
     seats = workload.server_seats
     matches = math.ceil(agents / seats)
@@ -112,6 +114,8 @@ async def run_level(
                 str(port),
                 str(matches * seats),
                 game,
+                "-",
+                debug,
             ],
             stdin=subprocess.DEVNULL,
         )
@@ -143,7 +147,31 @@ async def run_level(
         "behind_schedule": behind / played if played else 0.0,
         "cpu_us_per_agent_tick": (cpu["end"] - cpu["start"]) / agent_ticks * 1e6 if agent_ticks else 0.0,
         "server_cpu_share": (cpu["end"] - cpu["start"]) / (cpu["wall_end"] - cpu["wall"]),
+        "debug": debug,
+        "debug_dropped": sum(sum(o.debug_dropped) for o in lobby.outcomes),
     }
+
+
+#: Agents of the debug layer's measurement unless the command line says.
+DEBUG_AGENTS = 512
+
+
+def run_debug_cost(
+    game: str, agents: int = DEBUG_AGENTS, seconds: float = 4.0, tick_rate: float = 15.0
+) -> dict[str, Any]:
+    """The debug layer's cost, side by side: one load level played with bots that draw nothing, that
+    draw a typical drawing, and that flood past every cap, each answer (`loadgen.DRAWINGS`); the
+    server's CPU per agent-tick of each, and the two ratios to the level without drawings."""
+    out: dict[str, Any] = {"agents": agents}
+    for drawing in ("none", "typical", "flood"):
+        gc.collect()
+        gc.freeze()
+        out[drawing] = trio.run(run_level, game, agents, seconds, tick_rate, BUDGET_MS, True, drawing)
+    base = out["none"]["cpu_us_per_agent_tick"]
+    for drawing in ("typical", "flood"):
+        cost = out[drawing]["cpu_us_per_agent_tick"]
+        out[f"{drawing}_over_none"] = cost / base if base else None
+    return out
 
 
 #: Bots of the rate measurement answer this long before their budget runs out: at the very end, less
@@ -313,8 +341,18 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[in
     help="Step the matches of a phase slot as one batch (on), one at a time (off), or each level both "
     "ways side by side (both; the batched run is the result).",
 )
+@click.option(
+    "--debug-agents",
+    default=DEBUG_AGENTS,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Agents of the debug layer's measurement: one level played without drawings, with a typical "
+    "drawing and with a flood past the caps in every answer (0: skip it).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def command(levels: list[int], seconds: float, game: str | None, batch: str, as_json: bool) -> None:
+def command(
+    levels: list[int], seconds: float, game: str | None, batch: str, debug_agents: int, as_json: bool
+) -> None:
     """Agents one server process serves at 15 Hz (99% of ticks in their slot and every answer in time)."""
     import logging
 
@@ -326,6 +364,8 @@ def command(levels: list[int], seconds: float, game: str | None, batch: str, as_
     logging.getLogger("cellarena.server").setLevel(logging.ERROR)  # the load's own disconnects are expected
     result = run(levels, seconds=seconds, game=game, batch=batch)
     result["rate"] = run_rates(game, seconds=seconds)
+    if debug_agents:
+        result["debug"] = run_debug_cost(game, max(debug_agents, bench_load(game).server_seats), seconds)
     if as_json:
         click.echo(json.dumps(result))
         return
@@ -381,3 +421,23 @@ def command(levels: list[int], seconds: float, game: str | None, batch: str, as_
         f"default budget keeps the rate within {RATE_GOAL:.0%}: "
         f"{'[green]met[/]' if rate['goal_met'] else '[red]missed[/]'}"
     )
+    if "debug" in result:
+        cost = result["debug"]
+        table = Table(title=f"The debug layer's cost at {cost['agents']} agents (docs/protocol.md#debug)")
+        for col in ("each answer draws", "on time", "server CPU/agent-tick", "of none", "dropped"):
+            table.add_column(col, justify="right")
+        for drawing, label in (
+            ("none", "nothing"),
+            ("typical", "8 marks, a line, 2 texts"),
+            ("flood", "past every cap"),
+        ):
+            row = cost[drawing]
+            ratio = cost.get(f"{drawing}_over_none")
+            table.add_row(
+                label,
+                f"{row['on_time']:.1%}",
+                f"{row['cpu_us_per_agent_tick']:.0f} µs",
+                "1.00x" if drawing == "none" else (f"{ratio:.2f}x" if ratio is not None else "-"),
+                str(row["debug_dropped"]),
+            )
+        console.print(table)
