@@ -73,9 +73,9 @@ def test_the_written_test_builds_the_bot_first_and_fails_a_bot_that_does_not_com
     folder = write_bot("cata", "broken", "ts", tmp_path / "broken").folder
     (folder / "node_modules").symlink_to(built_kit() / "node_modules", target_is_directory=True)
     source = folder / "src" / "bot.ts"
-    source.write_text(
-        source.read_text().replace("return options[", "return 42 as unknown as string; options[")
-    )
+    text = source.read_text()
+    assert "const move = options[" in text  # the template's line this test breaks
+    source.write_text(text.replace("const move = options[", "const move = 42 as unknown as string; options["))
     done = run_readme_line("python -m pytest", folder)
     assert done.returncode == 1 and "error TS" in done.stdout, done.stdout
     assert "tsc -b` failed" in done.stdout and not (folder / "dist" / "src" / "bot.js").exists()
