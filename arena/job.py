@@ -232,6 +232,7 @@ def _record(job: MatchJob, launched: LaunchedMatch, replay: Path, started: float
                 log=str(launched.logs[bot.name]),
                 note=notes.get(bot.name),
                 cause=_with_sentence(seat, launched.causes.get(seat), [b.name for b in job.bots]),
+                bank_drawn_ms=None if outcome.bank_drawn_ms is None else outcome.bank_drawn_ms[seat],
             )
         )
     winner = outcome.result.winner

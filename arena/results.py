@@ -37,6 +37,8 @@ class SeatRow:
     #: Why the match ended so for this seat (`causes`, with its sentence in ``text``); None for matches
     #: recorded before causes were kept.
     cause: dict[str, Any] | None = None
+    #: Ms of time bank drawn; None when the match had no bank (or was recorded before banks were kept).
+    bank_drawn_ms: int | None = None
 
     def cause_json(self) -> dict[str, Any]:
         """The cause for output: ``{"cause": "unknown", ...}`` for a match from before causes."""
@@ -132,10 +134,12 @@ class TournamentResults:
             ).fetchall()
             seats: dict[int, list[SeatRow]] = {}
             # A database from before causes has no such column (read-only here: no migration).
-            has_cause = "cause" in {row[1] for row in db.execute("PRAGMA table_info(seats)")}
-            for m, bot, rank, late, invalid, illegal, forfeit, crashed, cause in db.execute(
+            columns = {row[1] for row in db.execute("PRAGMA table_info(seats)")}
+            has_cause, has_bank = "cause" in columns, "bank_drawn_ms" in columns
+            for m, bot, rank, late, invalid, illegal, forfeit, crashed, cause, bank in db.execute(
                 "SELECT match, bot, rank, late, invalid, illegal, forfeit, crashed, "
-                f"{'cause' if has_cause else 'NULL'} FROM seats ORDER BY match, seat"
+                f"{'cause' if has_cause else 'NULL'}, {'bank_drawn_ms' if has_bank else 'NULL'}"
+                " FROM seats ORDER BY match, seat"
             ):
                 seats.setdefault(m, []).append(
                     SeatRow(
@@ -147,6 +151,7 @@ class TournamentResults:
                         bool(forfeit),
                         bool(crashed),
                         None if cause is None else json.loads(cause),
+                        bank,
                     )
                 )
         return [
@@ -217,6 +222,7 @@ class TournamentResults:
                         "illegal": s.illegal,
                         "forfeit": s.forfeit,
                         "cause": s.cause_json(),
+                        "bank_drawn_ms": s.bank_drawn_ms,
                     }
                     for s in m.seats
                 ],

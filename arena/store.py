@@ -9,7 +9,8 @@ Tables (``docs/tournaments.md`` has the details):
 - ``matches``: one row per finished match, keyed by its schedule key; result, replay and timings.
 - ``seats``: one row per seat of a finished match: bot, rank, late/invalid/illegal counts, crash, log,
   and its cause (JSON, `cellarena.server.games.causes`; NULL for matches recorded before causes were
-  kept, which read as "unknown").
+  kept, which read as "unknown"), and the ms of time bank it drew (NULL: the match had no bank, or
+  was recorded before banks were kept).
 - ``ratings``: the rating history, each finished match's new ratings in schedule order (see
   `cellarena.arena.ratings`), rebuilt from the first affected match in the same transaction.
 
@@ -68,6 +69,7 @@ CREATE TABLE IF NOT EXISTS seats (
     log TEXT,
     note TEXT,
     cause TEXT,
+    bank_drawn_ms INTEGER,
     PRIMARY KEY (match, seat)
 );
 CREATE TABLE IF NOT EXISTS ratings (
@@ -99,6 +101,8 @@ class SeatRecord:
     note: str | None = None
     #: Why the match ended as it did for this seat: its cause map (`causes`), sentence included.
     cause: dict[str, Any] | None = None
+    #: Ms of time bank the seat drew (docs/protocol.md#the-time-bank); None when the match had none.
+    bank_drawn_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,8 @@ class Standing:
     crashes: int
     #: Invalid answers per tick (on_tick raised, or an answer the game cannot read), beside late_rate.
     invalid_rate: float = 0.0
+    #: Ms of time bank drawn over all its matches (0 also when the tournament gave none).
+    bank_drawn_ms: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -144,6 +150,7 @@ class Standing:
             "late_rate": round(self.late_rate, 6),
             "invalid_rate": round(self.invalid_rate, 6),
             "crashes": self.crashes,
+            "bank_drawn_ms": self.bank_drawn_ms,
         }
 
 
@@ -181,10 +188,11 @@ class Store:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(seats)")}
-            # Results folders from before: seats gained notes, then causes (NULL: cause unknown).
-            for column in ("note", "cause"):
+            # Results folders from before: seats gained notes, then causes (NULL: cause unknown),
+            # then the time bank drawn (NULL: none known).
+            for column, kind in (("note", "TEXT"), ("cause", "TEXT"), ("bank_drawn_ms", "INTEGER")):
                 if column not in columns:
-                    self._db.execute(f"ALTER TABLE seats ADD COLUMN {column} TEXT")
+                    self._db.execute(f"ALTER TABLE seats ADD COLUMN {column} {kind}")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{path}: not a usable results database ({exc}); use another --out") from None
         mine = fingerprint(spec)
@@ -276,7 +284,8 @@ class Store:
             )
             db.executemany(
                 "INSERT INTO seats (match, seat, bot, rank, late, invalid, illegal, forfeit, crashed,"
-                " exit_code, log, note, cause) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " exit_code, log, note, cause, bank_drawn_ms)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         match.index,
@@ -292,6 +301,7 @@ class Store:
                         s.log,
                         s.note,
                         None if s.cause is None else json.dumps(s.cause, sort_keys=True),
+                        s.bank_drawn_ms,
                     )
                     for seat, s in enumerate(record.seats)
                 ],
@@ -386,12 +396,15 @@ def standings_of(db: sqlite3.Connection, bots: Sequence[str]) -> list[Standing]:
             ") l ON r.bot = l.bot AND r.match = l.last"
         )
     }
+    # The web pages read folders of any age without migrating them: no bank column, no bank drawn.
+    has_bank = "bank_drawn_ms" in {row[1] for row in db.execute("PRAGMA table_info(seats)")}
     tallies = {
-        bot: (n, wins, draws, late, ticks, crashes, invalid)
-        for bot, n, wins, draws, late, ticks, crashes, invalid in db.execute(
+        bot: (n, wins, draws, late, ticks, crashes, invalid, bank)
+        for bot, n, wins, draws, late, ticks, crashes, invalid, bank in db.execute(
             "WITH firsts AS (SELECT match, COUNT(*) AS n FROM seats WHERE rank = 1 GROUP BY match)"
             " SELECT s.bot, COUNT(*), SUM(s.rank = 1 AND f.n = 1), SUM(s.rank = 1 AND f.n > 1),"
-            " SUM(s.late), SUM(m.ticks), SUM(s.crashed), SUM(s.invalid)"
+            " SUM(s.late), SUM(m.ticks), SUM(s.crashed), SUM(s.invalid),"
+            f" {'SUM(s.bank_drawn_ms)' if has_bank else 'NULL'}"
             " FROM seats s JOIN matches m ON m.idx = s.match LEFT JOIN firsts f ON f.match = s.match"
             " GROUP BY s.bot"
         )
@@ -399,7 +412,7 @@ def standings_of(db: sqlite3.Connection, bots: Sequence[str]) -> list[Standing]:
     out = []
     for bot in bots:
         r = latest.get(bot, ratings.initial())
-        n, wins, draws, late, ticks, crashes, invalid = tallies.get(bot, (0, 0, 0, 0, 0, 0, 0))
+        n, wins, draws, late, ticks, crashes, invalid, bank = tallies.get(bot, (0, 0, 0, 0, 0, 0, 0, 0))
         out.append(
             Standing(
                 bot=bot,
@@ -413,6 +426,7 @@ def standings_of(db: sqlite3.Connection, bots: Sequence[str]) -> list[Standing]:
                 late_rate=late / ticks if ticks else 0.0,
                 crashes=crashes,
                 invalid_rate=invalid / ticks if ticks else 0.0,
+                bank_drawn_ms=int(bank or 0),
             )
         )
     out.sort(key=lambda s: (-s.rating, s.late_rate, s.crashes, s.bot))

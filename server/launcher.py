@@ -18,13 +18,14 @@ import contextlib
 import functools
 import logging
 import os
+import re
 import secrets
 import shlex
 import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -189,6 +190,33 @@ async def play_match(
         return proc is not None and holds_connection(proc, conn)
 
     seating = ReservedSeating(tokens, [b.name for b in bots], timeout=connect_timeout, owner=owner)
+    #: Seats whose bot exited while the match went on, and how (before `stop_bot` at the end), and
+    #: an event per seat set when its exit is known; an event per bot set once its log is complete.
+    exited: dict[int, int] = {}
+    exit_seen = {seat: trio.Event() for seat in range(len(bots))}
+    log_done = {b.name: trio.Event() for b in bots}
+    logs = _log_paths(log_dir, [b.name for b in bots])
+
+    async def explain_gone(seat: int) -> dict[str, Any] | None:
+        """Why seat ``seat``'s connection went, if its process exited (the match asks at its end, so
+        that its replay says ``exited`` rather than ``disconnected``): its status or signal, and its
+        log's last line once the log is complete. None while the process still runs."""
+        name = bots[seat].name
+        proc = procs.get(name)
+        if proc is None:
+            return None  # it never started: the launcher says why once the match is over
+        with trio.move_on_after(EXIT_WAIT):  # the socket closes a moment before the exit is seen
+            await exit_seen[seat].wait()
+        if seat not in exited:
+            return None
+        with trio.move_on_after(EXIT_WAIT):
+            await log_done[name].wait()
+        line = last_log_line(logs[name], secrets=tokens)
+        limit = proc.stopped_for or exit_reason(exited[seat], limits)
+        if limit is not None:
+            return causes.cause(causes.LIMIT, limit=limit.split(" ")[0], detail=limit, last_log_line=line)
+        return causes.cause(causes.EXITED, **_exit_fields(exited[seat]), last_log_line=line)
+
     lobby = Lobby(
         LobbyConfig(
             game,
@@ -204,6 +232,7 @@ async def play_match(
             # A handed-over connection is accepted before its bot's process starts: it has as long
             # to say hello as a bot has to connect.
             hello_timeout=max(connect_timeout, LobbyConfig.hello_timeout),
+            explain_gone=explain_gone,
         ),
         seating,
     )
@@ -213,11 +242,8 @@ async def play_match(
             f"give exactly {lobby.players} --bot options"
         )
     log_dir.mkdir(parents=True, exist_ok=True)
-    logs = _log_paths(log_dir, [b.name for b in bots])
     exit_codes: dict[str, int | None] = {}
     stopped: dict[str, str] = {}
-    #: Seats whose bot exited while the match went on, and how (before `stop_bot` at the end).
-    exited: dict[int, int] = {}
     # Each bot's output goes through a pipe to its log, so that a bot that prints without end cannot
     # fill the disk. The copiers outlive the match: a bot's last words come after `end`.
     async with trio.open_nursery() as copiers:
@@ -263,8 +289,8 @@ async def play_match(
                         continue
                     procs[bot.name] = proc
                     assert proc.stdout is not None
-                    copiers.start_soon(copy_log, proc.stdout, logs[bot.name], LOG_LIMIT)
-                    nursery.start_soon(_watch_process, proc, seat, seating, exited)
+                    copiers.start_soon(_copy_then_set, proc.stdout, logs[bot.name], log_done[bot.name])
+                    nursery.start_soon(_watch_process, proc, seat, seating, exited, exit_seen[seat])
                 nursery.start_soon(watch_limits, list(procs.values()), limits)
         except BaseException:
             with trio.CancelScope(shield=True):  # interrupted: stop everything at once
@@ -292,13 +318,24 @@ async def play_match(
         code = exit_codes.get(bot.name)
         if ended is not None and not ended.signalled and code is not None and seat not in exited:
             exited[seat] = code
-    launched.causes = launch_causes(launched, game, [b.name for b in bots], exited)
-    launched.last_lines = {name: last_log_line(path) for name, path in logs.items()}
+    launched.causes = launch_causes(launched, game, [b.name for b in bots], exited, secrets=tokens)
+    launched.last_lines = {name: last_log_line(path, secrets=tokens) for name, path in logs.items()}
     return launched
 
 
-def last_log_line(path: Path) -> str | None:
-    """The last line a bot wrote to its log (not the launcher's own notes), cut to 200 characters."""
+#: Seconds the end of a match waits for a gone bot's exit to be seen, and then for its log's end.
+EXIT_WAIT = 0.8
+#: A run of token-like characters this long reads as a secret in a log line (tokens are 32 hex
+#: digits here, longer on a ladder); paths and sentences have separators long before.
+_SECRET_LIKE = re.compile(r"[A-Za-z0-9_+=-]{32,}")
+
+
+def last_log_line(path: Path, secrets: Iterable[str] = ()) -> str | None:
+    """The last line a bot wrote to its log (not the launcher's own notes), cut to 200 characters.
+
+    It goes into results and replays, which others read: a bot that printed its token must not
+    publish it, so ``secrets`` (the match's tokens) and anything that looks like a token are
+    replaced by ``[redacted]`` before the cut."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -307,7 +344,13 @@ def last_log_line(path: Path) -> str | None:
     except OSError:
         return None
     lines = [ln.strip() for ln in tail.splitlines() if ln.strip() and not ln.startswith("[cellarena:")]
-    return lines[-1][:200] if lines else None
+    if not lines:
+        return None
+    line = lines[-1]
+    for secret in secrets:
+        if secret:
+            line = line.replace(secret, "[redacted]")
+    return _SECRET_LIKE.sub("[redacted]", line)[:200]
 
 
 def _exit_fields(code: int | None) -> dict[str, Any]:
@@ -320,7 +363,12 @@ def _exit_fields(code: int | None) -> dict[str, Any]:
 
 
 def launch_causes(
-    launched: LaunchedMatch, game: str, names: list[str], exited: Mapping[int, int]
+    launched: LaunchedMatch,
+    game: str,
+    names: list[str],
+    exited: Mapping[int, int],
+    *,
+    secrets: Iterable[str] = (),
 ) -> dict[int, dict[str, Any]]:
     """Each seat's cause: the match's, and for a seat that forfeited, what the launcher knows of why
     (its hello refused, a limit, its process gone while the match went on, or it could not start)."""
@@ -341,7 +389,7 @@ def launch_causes(
             continue
         if was.get("cause") == causes.UNRESPONSIVE:
             continue  # hung: the process was alive until the launcher stopped it
-        line = last_log_line(launched.logs[name]) if name in launched.logs else None
+        line = last_log_line(launched.logs[name], secrets) if name in launched.logs else None
         why = launched.stopped.get(name)
         if why is not None and name in launched.exit_codes and launched.exit_codes[name] is None:
             out[seat] = causes.cause(causes.NEVER_CONNECTED, tick, detail=why)
@@ -530,10 +578,18 @@ async def copy_log(output: trio.abc.ReceiveStream, path: Path, limit: int) -> No
 
 
 async def _watch_process(
-    proc: BotProcess, seat: int, seating: ReservedSeating, exited: dict[int, int]
+    proc: BotProcess, seat: int, seating: ReservedSeating, exited: dict[int, int], seen: trio.Event
 ) -> None:
     exited[seat] = await proc.wait()
+    seen.set()
     seating.seat_gone(seat)  # if it never connected, do not keep the others waiting
+
+
+async def _copy_then_set(output: trio.abc.ReceiveStream, path: Path, done: trio.Event) -> None:
+    try:
+        await copy_log(output, path, LOG_LIMIT)
+    finally:
+        done.set()
 
 
 async def stop_bot(proc: BotProcess, *, patience: float, grace: float = 2.0) -> int | None:

@@ -37,7 +37,7 @@ from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection, TlsConn
 from cellarena.server.file_limit import raise_file_limit
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import Engine
-from cellarena.server.match import Match, MatchOutcome, Recorder, RecorderFactory, TickSettings
+from cellarena.server.match import ExplainGone, Match, MatchOutcome, Recorder, RecorderFactory, TickSettings
 from cellarena.server.poller import Poller
 from cellarena.server.proxy_protocol import ProxyHeaderError, read_proxy_header
 from cellarena.server.seating import FirstComeSeating, Seating, WaitingRoom
@@ -119,6 +119,9 @@ class LobbyConfig:
     on_finished: Callable[[int, MatchOutcome | None], None] | None = None
     #: Listen on host:port. A worker process does not: its connections are handed to it (`adopt`).
     listen: bool = True
+    #: Asked at each match's end why a seat's connection went (`match.ExplainGone`; the launcher's
+    #: lobby plays one match, so a seat index names one bot).
+    explain_gone: ExplainGone | None = None
     #: Serve TLS with this context (`server.tls.server_context`), or plain TCP when None.
     tls: ssl.SSLContext | None = None
     #: Step the fixed-rate matches of a phase slot together where the game offers batches (Rezzo);
@@ -539,6 +542,7 @@ class Lobby:
                 self.config.settings,
                 recorder=self._recorder(recorder, number, engine, names, seed),
                 on_tick=self.config.on_tick,
+                explain_gone=self.config.explain_gone,
             )
         except Exception:  # a bug must cost this match, not the server or the bots waiting for others
             log.exception("match %d could not start", number)

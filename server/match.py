@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -78,6 +78,10 @@ class TickSettings:
     #: Each seat's time bank in ms (docs/protocol.md#the-time-bank): an answer after its budget is
     #: taken while the bank lasts, which shrinks by the time over budget. 0: none.
     time_bank_ms: float = 0.0
+    #: Spectator frames carry the bots' debug drawings (docs/protocol.md#spectators): only where every
+    #: spectator may see them (`cellarena match`, whose spectator is its user's live view). Off: a
+    #: public server's spectators never get a bot's drawings.
+    spectator_debug: bool = False
 
     @property
     def time_bank(self) -> float:
@@ -248,6 +252,15 @@ class Spectators:
             self.conns.remove(conn)
 
 
+#: Seat index -> what the host knows of why its connection went (a cause map), or None. The launcher
+#: gives one: a bot whose process exited is ``exited`` with its status and its log's last line.
+ExplainGone = Callable[[int], Awaitable[dict[str, Any] | None]]
+#: Seconds the end of a match waits, for all its seats, for `ExplainGone`'s answers.
+EXPLAIN_WITHIN = 2.0
+#: The causes a host may know more of than the match (it only saw the connection go).
+_EXPLAINABLE = frozenset({causes.DISCONNECTED, causes.NEVER_CONNECTED})
+
+
 @dataclass
 class MatchOutcome:
     number: int
@@ -305,6 +318,7 @@ class Match:
         *,
         recorder: Recorder | None = None,
         on_tick: Callable[[Engine], None] | None = None,
+        explain_gone: ExplainGone | None = None,
     ) -> None:
         self.number = number
         self.engine = engine
@@ -313,6 +327,8 @@ class Match:
         self.spectators = Spectators()
         self.recorder = recorder
         self.on_tick = on_tick
+        #: Asked at the end why a seat's connection went (`ExplainGone`), or None.
+        self.explain_gone = explain_gone
         #: Set once every seat asked this tick has answered or can no longer answer.
         self.answered = trio.Event()
         #: Seats asked this tick that have not answered yet.
@@ -620,7 +636,11 @@ class Match:
 
     def _broadcast_frame(self, *, final: bool = False) -> None:
         if self.spectators:
-            self.spectators.broadcast(protocol.encode(protocol.frame(self.engine.frame(), final=final)))
+            # The drawings of the tick just played (a bot draws while it answers, after its tick's
+            # frame went out), to spectators only where the host shows them (`TickSettings`).
+            drawn = self._debug if self.settings.spectator_debug else None
+            message = protocol.frame(self.engine.frame(), final=final, debug=drawn, debug_tick=self._tick)
+            self.spectators.broadcast(protocol.encode(message))
 
     def _decided_by_forfeits(self) -> bool:
         """A match with seats to spare ends once fewer than two seats are still connected."""
@@ -629,8 +649,26 @@ class Match:
         return sum(1 for s in self.seats if s.forfeit_tick is None) < 2
 
     # ----------------------------------------------------------------- the end
+    async def _explain_forfeits(self) -> None:
+        """A seat whose connection went may have gone because its process exited: ask the host who
+        started it (`explain_gone`), within `EXPLAIN_WITHIN` seconds for all, so that the replay
+        and the result say why (``exited`` with its status) rather than ``disconnected``."""
+        if self.explain_gone is None:
+            return
+        gone = [
+            s for s in self.seats
+            if s.forfeit_tick is not None
+            and (s.forfeit_cause is None or s.forfeit_cause.get("cause") in _EXPLAINABLE)
+        ]  # fmt: skip
+        with trio.move_on_after(EXPLAIN_WITHIN):
+            for seat in gone:
+                found = await self.explain_gone(seat.index)
+                if found is not None:
+                    seat.forfeit_cause = {**found, "tick": seat.forfeit_tick}
+
     async def close(self) -> MatchOutcome:
         """Record the result, tell every seat and spectator, let their last frames leave, hang up."""
+        await self._explain_forfeits()
         result = self._final_result()
         late = [s.late for s in self.seats]
         invalid = [s.invalid for s in self.seats]

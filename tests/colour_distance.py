@@ -82,3 +82,38 @@ def ciede2000_lab(one: tuple[float, float, float], other: tuple[float, float, fl
         * math.sin(math.radians(60 * math.exp(-(((h_bar - 275) / 25) ** 2))))
     )
     return math.sqrt((dl / sl) ** 2 + (dc / sc) ** 2 + (dhh / sh) ** 2 + rt * (dc / sc) * (dhh / sh))
+
+
+#: Machado, Oliveira and Fernandes, "A physiologically-based model for simulation of color vision
+#: deficiency" (2009), severity 1.0: each deficiency as a 3x3 matrix over linear sRGB.
+DEFICIENCIES: dict[str, tuple[tuple[float, float, float], ...]] = {
+    "protanopia": (
+        (0.152286, 1.052583, -0.204868),
+        (0.114503, 0.786281, 0.099216),
+        (-0.003882, -0.048116, 1.051998),
+    ),
+    "deuteranopia": (
+        (0.367322, 0.860646, -0.227968),
+        (0.280085, 0.672501, 0.047413),
+        (-0.011820, 0.042940, 0.968881),
+    ),
+    "tritanopia": (
+        (1.255528, -0.076749, -0.178779),
+        (-0.078411, 0.930809, 0.147602),
+        (0.004733, 0.691367, 0.303900),
+    ),
+}
+
+
+def _encode(value: float) -> int:
+    v = min(1.0, max(0.0, value))
+    v = v * 12.92 if v <= 0.0031308 else 1.055 * v ** (1 / 2.4) - 0.055
+    return round(v * 255)
+
+
+def as_seen_with(deficiency: str, rgb: RGB) -> RGB:
+    """``rgb`` as a viewer with ``deficiency`` (a key of `DEFICIENCIES`) sees it, in sRGB."""
+    linear = [_linear(c) for c in rgb]
+    m = DEFICIENCIES[deficiency]
+    r, g, b = (_encode(sum(m[i][j] * linear[j] for j in range(3))) for i in range(3))
+    return r, g, b

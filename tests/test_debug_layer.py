@@ -296,3 +296,36 @@ def test_a_replay_with_malformed_drawings_reads_them_cleaned_and_the_player_take
     frames = json.loads(Timeline(rep).chunk(0, 3))
     assert frames[1]["debug"] == {"0": {"text": ["ok"]}, "1": {"text": ["fine"]}}
     assert all(f["debug"] == {} for f in json.loads(Timeline(rep, debug=False).chunk(0, 3)))
+
+
+@pytest.mark.parametrize("game", ["cata", "cloth", "colorblocks", "drop2df"])
+def test_every_games_python_template_draws_what_it_decided(tmp_path: Path, game: str) -> None:
+    """Each game's `new-bot` template draws, not only Rezzo's: a text line for each decision, and
+    where the game has cells to point at, marks on the board cells it acted on (cloth: each unit
+    placed; colorblocks: each placement; drop2df: the cell it edits, on its own row)."""
+    made = cellarena("new-bot", game, "mine", "--dir", str(tmp_path / "mine"))
+    assert made.returncode == 0, made.stderr
+    replay = tmp_path / "m.replay"
+    proc = cellarena(
+        "match", game, "--bot", f"mine=python {tmp_path / 'mine' / 'mine.py'}",
+        "--bot", f"rnd=python -m cellarena.sdk.opponents {game}", "--fast", "--replay", str(replay),
+        "--log-dir", str(tmp_path / "logs"), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["invalid"]["mine"] == 0
+    rep = read_replay(replay)
+    drawn = [(t, t.debug[0]) for t in rep.ticks if 0 in t.debug]
+    asked = [t for t in rep.ticks if 0 in t.moves]
+    assert drawn and len(drawn) == len(asked)  # a drawing with every answer it gave
+    assert all(d["text"][0].startswith(("turn ", "round ")) for _, d in drawn), drawn[:2]
+    assert 1 not in {s for t in rep.ticks for s in t.debug}  # the random opponent draws nothing
+    marks = [(t, m) for t, d in drawn for m in d.get("marks", [])]
+    if game == "cloth":
+        assert marks and all([m["cell"] for m in d["marks"]] == t.moves[0] for t, d in drawn if "marks" in d)
+    elif game == "colorblocks":
+        placed = [[a[1], a[2]] for t, _ in drawn for a in t.moves[0] if a[0] == "place"]
+        assert marks and [m["cell"] for _, m in marks] == placed
+    elif game == "drop2df":
+        assert all(m["cell"] == [t.moves[0], 0] for t, m in marks)  # its edit, on row 0 (seat 0)
+    else:
+        assert marks == []  # cata's moves are rule entries, not cells: said in text

@@ -111,7 +111,9 @@ def test_bench_server_reports_levels_in_json(caplog: pytest.LogCaptureFixture) -
 
     from cellarena.server.games.rezzo import batched
 
-    code, out = invoke("bench", "server", "--levels", "16", "--seconds", "1", "--json")
+    code, out = invoke(
+        "bench", "server", "--levels", "16", "--seconds", "1", "--debug-agents", "16", "--json"
+    )
     assert code == 0, out
     # The command quieted "cellarena.server" for its load only: a later warning is logged.
     logging.getLogger("cellarena.server").warning("after the benchmark")
@@ -130,3 +132,15 @@ def test_bench_server_reports_levels_in_json(caplog: pytest.LogCaptureFixture) -
     alone = level["one_by_one"]
     assert alone["batch"] is False and alone["batched_share"] == 0 and alone["ticks"] == 2 * 15
     assert level["cpu_one_by_one_over_batched"] > 0
+    # The debug layer's cost, side by side: the same level without drawings, with a typical one and
+    # with a flood past the caps in every answer, which the server did read (it cut the flood).
+    debug = report["debug"]
+    assert debug["agents"] == 16
+    for drawing in ("none", "typical", "flood"):
+        assert debug[drawing]["debug"] == drawing and debug[drawing]["ticks"] == 2 * 15
+        assert debug[drawing]["cpu_us_per_agent_tick"] > 0
+    # A typical drawing loses only the cells that fall off the bounded board near an edge.
+    answers = 16 * 2 * 15  # 16 agents, one a connection, for 30 ticks
+    assert debug["none"]["debug_dropped"] == 0 and debug["typical"]["debug_dropped"] < answers * 9
+    assert debug["flood"]["debug_dropped"] >= answers * 44  # at least its 44 marks past the cap of 256
+    assert debug["typical_over_none"] > 0 and debug["flood_over_none"] > 0

@@ -81,11 +81,38 @@ def test_a_strangers_download_has_no_drawings_and_each_owner_gets_all_of_their_o
             raise AssertionError("the owner's endpoint answered without a token")
         except urllib.error.HTTPError as exc:
             assert exc.code == 401
+        _wrong_tokens_are_locked_out_like_the_bot_ports(url, match_id, alice, tmp_path)
 
     published = ("ladder", "--dir", str(tmp_path), "web", "rezzo", "--port", "0", "--public-debug")
     with viewer(*published) as url:
         data = urllib.request.urlopen(f"{url}api/replays/{match_id}/file", timeout=30).read()
     assert data == original.read_bytes()  # the host chose to publish them
+
+
+def _owner_status(url: str, match_id: int, token: str) -> int:
+    request = urllib.request.Request(
+        f"{url}api/replays/{match_id}/owner", headers={"Authorization": f"Bearer {token}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def _wrong_tokens_are_locked_out_like_the_bot_ports(
+    url: str, match_id: int, alice: Path, tmp_path: Path
+) -> None:
+    """The owner's endpoint counts wrong tokens by address as the bot port does (LadderRules: 5, then
+    a lock-out): the wrong token sent above was the first, four more are still told 401, the next is
+    refused 429 as a guess from a locked-out address, and a good token still gets its replay."""
+    assert [_owner_status(url, match_id, f"cla_guess{i}") for i in range(4)] == [401] * 4
+    assert _owner_status(url, match_id, "cla_guess5") == 429
+    locked = cellarena(
+        "ladder", "replay", str(match_id), "--token-file", str(tmp_path / "wrong.token"), "--url", url
+    )
+    assert locked.returncode == 1 and "429" in locked.stderr, locked.stderr
+    assert _owner_status(url, match_id, alice.read_text().strip()) == 200
 
 
 def test_ladder_replay_sends_no_token_in_clear_off_this_machine(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from postgres_server import PostgresServer
 
 from cellarena.arena import ratings
 from cellarena.arena.ladder import backends, identity
+from cellarena.arena.ladder.records import STANDINGS_COLUMNS
 from cellarena.arena.ladder.schema import CURRENT_VERSION, MIGRATIONS
 from cellarena.arena.ladder.store import (
     BotRecord,
@@ -470,6 +471,35 @@ V3 = (
     " at TEXT NOT NULL)",
 )
 V4 = ("ALTER TABLE seats ADD COLUMN cause TEXT",)
+#: Version 5: the community ladder (versions, pauses, bans, challenges, settings, audit).
+V5 = (
+    "ALTER TABLE seats ADD COLUMN version TEXT",
+    "ALTER TABLE matches ADD COLUMN rated BOOLEAN NOT NULL DEFAULT TRUE",
+    "ALTER TABLE bots ADD COLUMN paused TEXT",
+    "ALTER TABLE bots ADD COLUMN paused_at TEXT",
+    "ALTER TABLE bots ADD COLUMN banned TEXT",
+    "ALTER TABLE bots ADD COLUMN failures INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE bots ADD COLUMN refuses_challenges BOOLEAN NOT NULL DEFAULT FALSE",
+    "CREATE TABLE challenges ("
+    " id {id},"
+    " challenger BIGINT NOT NULL REFERENCES bots (id),"
+    " opponent BIGINT NOT NULL REFERENCES bots (id),"
+    " rated BOOLEAN NOT NULL,"
+    " status TEXT NOT NULL CHECK (status IN ('pending', 'played', 'cancelled')),"
+    " created TEXT NOT NULL,"
+    " match_id BIGINT REFERENCES matches (id))",
+    "CREATE INDEX challenges_by_challenger ON challenges (challenger, created)",
+    "CREATE INDEX challenges_by_status ON challenges (status)",
+    "CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE audit ("
+    " id {id},"
+    " at TEXT NOT NULL,"
+    " actor TEXT NOT NULL,"
+    " action TEXT NOT NULL,"
+    " bot TEXT,"
+    " detail TEXT)",
+)
+V7 = ("ALTER TABLE seats ADD COLUMN bank_drawn_ms BIGINT",)
 T0 = "2026-01-02T03:04:05.000000+00:00"
 
 
@@ -521,8 +551,10 @@ def make_v1_database(target: str, *, extra: tuple[str, ...] = ()) -> tuple[str, 
 def test_released_migrations_never_change() -> None:
     assert [" ".join(s.split()) for s in MIGRATIONS[0].statements] == [" ".join(s.split()) for s in V1]
     assert [m.statements for m in MIGRATIONS[1:4]] == [V2, V3, V4]
+    assert MIGRATIONS[4].statements == V5
     # Version 6 (owners, sessions, invites) is frozen in test_ladder_accounts.py.
-    assert CURRENT_VERSION == len(MIGRATIONS) == 6
+    assert MIGRATIONS[6].statements == V7
+    assert CURRENT_VERSION == len(MIGRATIONS) == 7
 
 
 def test_opening_a_v1_database_upgrades_it_and_keeps_everything(ladder_db: str) -> None:
@@ -545,6 +577,9 @@ def test_opening_a_v1_database_upgrades_it_and_keeps_everything(ladder_db: str) 
         old = store.match(1)
         assert old is not None and [s.to_json()["cause"] for s in old.seats] == [{"cause": "unknown"}] * 2
         assert [s.to_json()["cause"] for s in running.seats] == [None, None]
+        # v5: no bank drawn is known of a match from before; the standings' counts are its seats'.
+        assert [s.to_json()["bank_drawn_ms"] for s in old.seats] == [None, None]
+        assert [(s.late, s.invalid, s.bank_drawn_ms) for s in store.standings(GAME)] == [(0, 0, 0)] * 2
         carol, _ = store.add_bot("carol", GAME)
         play(store, [carol, alice], [1, 2])
     with raw(ladder_db) as db:
@@ -574,6 +609,34 @@ def test_a_seats_cause_is_kept_with_its_result(ladder_db: str) -> None:
         done = store.match(match_id)
         assert done is not None and [s.cause for s in done.seats] == [won, lost]
         assert done.to_json()["seats"][1]["cause"] == lost
+
+
+def test_standings_count_late_invalid_answers_and_the_bank_drawn(ladder_db: str) -> None:
+    """The standings sum each bot's late and invalid answers and its time bank drawn over its finished
+    matches (a bot whose every answer failed must not look fine there), and each seat keeps its own."""
+    with LadderStore(ladder_db) as store:
+        alice, _ = store.add_bot("alice", GAME)
+        bob, _ = store.add_bot("bob", GAME)
+        for late, invalid, bank in ((3, 0, 120), (1, 100, None)):
+            match_id = store.begin_match(GAME, "arena", 7, [alice.id, bob.id])
+            seats = [
+                SeatResult(1, late=late, bank_drawn_ms=bank),
+                SeatResult(2, invalid=invalid, bank_drawn_ms=None if bank is None else 7),
+            ]
+            store.finish_match(match_id, seats, reason="r", ticks=9)
+        running = store.begin_match(GAME, "arena", 8, [alice.id, bob.id])  # counts nothing yet
+        table = {s.bot: s for s in store.standings(GAME)}
+        assert (table["alice"].late, table["alice"].invalid, table["alice"].bank_drawn_ms) == (4, 0, 120)
+        assert (table["bob"].late, table["bob"].invalid, table["bob"].bank_drawn_ms) == (0, 100, 7)
+        row = dict(zip(STANDINGS_COLUMNS, table["bob"].cells(), strict=True))
+        assert (row["late"], row["invalid"], row["bank ms"]) == ("0", "100", "7")
+        assert table["bob"].to_json()["invalid"] == 100
+        first = store.match(match_id - 1)
+        assert first is not None and [s.bank_drawn_ms for s in first.seats] == [120, 7]
+        assert first.to_json()["seats"][0]["bank_drawn_ms"] == 120
+        last = store.match(match_id)
+        assert last is not None and [s.to_json()["bank_drawn_ms"] for s in last.seats] == [None, None]
+        assert store.match(running) is not None
 
 
 def test_an_upgrade_that_fails_half_way_leaves_the_old_version_whole(ladder_db: str) -> None:

@@ -454,3 +454,28 @@ def test_serve_on_a_busy_port_says_so(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_bot_whose_process_exits_is_exited_in_the_replay_and_the_results(tmp_path: Path) -> None:
+    """Its process ended mid-match: the replay's result (what the web player and `replay show` read)
+    and `match --json` both say ``exited``, with its status and its log's last line, where the
+    match server alone saw only a closed connection (``disconnected``). The line is bounded and
+    anything that looks like a secret in it is redacted: replays are published."""
+    from cellarena.server.replay import read_replay
+
+    replay = tmp_path / "m.replay"
+    proc = cellarena(
+        "match", "rezzo", "--bot", f"steady={RAW_BOT}", "--bot", f"crashy={RAW_BOT} crashlog",
+        "--fast", "--log-dir", str(tmp_path / "logs"), "--replay", str(replay), "--json",
+    )  # fmt: skip
+    assert proc.returncode == SEAT_FAILED, proc.stderr
+    result = json.loads(proc.stdout)
+    said = result["causes"]["crashy"]
+    assert said["cause"] == "exited" and said["status"] == 3, said
+    assert said["last_log_line"] == "giving up: map too big; key [redacted] rejected"
+    assert "c0ffee" * 8 not in proc.stdout + replay.read_bytes().decode("latin-1")
+    rep = read_replay(replay)
+    stored = rep.causes()[1]
+    assert stored["cause"] == "exited" and stored["status"] == 3
+    assert stored["last_log_line"] == said["last_log_line"] and stored["tick"] == said["tick"]
+    assert "exited with status 3" in said["text"] and "giving up" in said["text"]

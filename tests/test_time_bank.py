@@ -110,3 +110,46 @@ async def test_bank_matches_are_not_batched_and_every_seat_is_told_its_bank() ->
     control = await serve(0)
     assert control.driver is not None and control.driver.batched_ticks > 0
     assert all("time_bank_ms" not in m and "bank_ms" not in m for m in seen["b0-1"])
+
+
+@pytest.mark.parametrize("game", ["rezzo", "cata", "drop2df", "colorblocks", "cloth"])
+def test_every_games_view_shows_what_is_left_of_the_bank(game: str) -> None:
+    """``view.bank_ms`` is the tick's ``bank_ms``, read from the bytes the server sends (its engine's
+    request, encoded as the match server encodes it), in every game; None when the match has none."""
+    from cellarena.sdk.games import adapter
+    from cellarena.server.games import get_engine
+
+    engine = get_engine(game).new({}, seed=3)
+    seat, request = next(iter(engine.pending().items()))
+    sdk = adapter(game)
+    for bank, want in ((750, 750), (0, 0), (None, None)):
+        sent = protocol.encode_tick(4, 60, request, bank_ms=bank)
+        message = protocol.decode_body(sent[protocol.HEADER.size :])
+        view = sdk.make_view(message)
+        assert view.bank_ms == want, (game, seat, bank)
+        assert view.budget_ms == 60
+
+
+def test_a_tournament_and_its_results_show_the_time_bank_drawn(tmp_path: Path) -> None:
+    """A tournament with a bank keeps what each seat drew: per match seat and summed per bot in
+    `results --json`, and said under the standings in `results` and the tournament's own table."""
+    out = tmp_path / "cup"
+    proc = cellarena(
+        "tournament", "rezzo", "--maps", "duel", "--rounds", "1", "--max-ticks", "20",
+        "--bot", f"slow={RAW_BOT} slow:{SLOW_MS}:{EVERY}", "--bot", f"quick={RAW_BOT} random",
+        "--fast", "--budget-ms", str(BUDGET_MS), "--time-bank-ms", "1000",
+        "--jobs", "1", "--out", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    results = cellarena("results", str(out), "--json")
+    assert results.returncode == 0, results.stderr
+    data = json.loads(results.stdout)
+    seats = [s for m in data["matches"] for s in m["seats"]]
+    slow = [s["bank_drawn_ms"] for s in seats if s["bot"] == "slow"]
+    assert slow and all(d > 0 for d in slow), seats  # each match has slow ticks (10 and 20)
+    assert all(isinstance(s["bank_drawn_ms"], int) for s in seats)
+    standing = {s["bot"]: s for s in data["standings"]}
+    assert standing["slow"]["bank_drawn_ms"] == sum(slow)
+    assert "time bank drawn" in proc.stdout and f"slow {sum(slow)} ms" in proc.stdout
+    text = cellarena("results", str(out))
+    assert f"slow {sum(slow)} ms" in text.stdout, text.stdout

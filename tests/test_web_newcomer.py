@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from browser import hex_rgb, launched, page_of, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena, start_cellarena
-from colour_distance import ciede2000, ciede2000_lab
+from colour_distance import DEFICIENCIES, as_seen_with, ciede2000, ciede2000_lab
 
 from cellarena.sdk.games.cloth import step
 from cellarena.server.games import get_engine
@@ -134,8 +134,11 @@ def _too_close(rows: list[tuple[str, str]], players: int, nobody: float) -> list
 
 @pytest.mark.parametrize(
     ("game", "players"),
-    [("rezzo", 2), ("rezzo", 3), ("rezzo", 4), ("cata", 2), ("cloth", 2), ("colorblocks", 2), ("drop2df", 2)],
-)
+    [
+        *(("rezzo", n) for n in range(2, 9)),  # Rezzo's maps have 2 to 8 seats
+        ("cata", 2), ("cloth", 2), ("colorblocks", 2), ("drop2df", 2),
+    ],
+)  # fmt: skip
 def test_every_pair_of_web_cell_colours_is_told_apart(browser: Any, game: str, players: int) -> None:
     """Every colour of the player's legend (each cell kind, each seat's) against every other, in a
     match of each size the built-in maps have."""
@@ -143,6 +146,54 @@ def test_every_pair_of_web_cell_colours_is_told_apart(browser: Any, game: str, p
     assert len(rows) >= 2
     nobody = APART_FROM_NOBODY if game == "rezzo" else APART
     assert _too_close(rows, players, nobody) == []
+
+
+#: CIEDE2000 under simulated colour-vision deficiency, where everything is closer: each seat's own
+#: colour (its agents) against every other seat's, and each kind of owned cell (base, geyser, flag)
+#: against the same kind of every other seat. The just-noticeable difference is about 2.3.
+APART_SEEN_WITH_CVD = 8.0
+KIND_APART_SEEN_WITH_CVD = 4.0
+
+
+def test_rezzos_eight_seats_stay_apart_for_colour_blind_viewers(browser: Any) -> None:
+    """The legend of an 8-seat Rezzo match, as viewers with protanopia, deuteranopia and tritanopia
+    see it (Machado et al. 2009): seats' colours stay apart, and so does each kind of cell by owner.
+    Seats 0-3 (Okabe-Ito) are further apart still: their worst pair is checked at 11."""
+    rows = _web_legend(browser, "rezzo", 8)
+    close = []
+    for kind in ("agent", "base", "geyser", "flag"):
+        of_kind = [(colour, label) for colour, label in rows if f": {kind}" in label]
+        assert len(of_kind) == 8, rows
+        for deficiency in DEFICIENCIES:
+            for (c1, l1), (c2, l2) in itertools.combinations(of_kind, 2):
+                seen = ciede2000(as_seen_with(deficiency, hex_rgb(c1)), as_seen_with(deficiency, hex_rgb(c2)))
+                seats = [_owner(l1, 8), _owner(l2, 8)]
+                need = KIND_APART_SEEN_WITH_CVD if kind != "agent" else APART_SEEN_WITH_CVD
+                if kind == "agent" and all(s is not None and s < 4 for s in seats):
+                    need = APART
+                if seen < need:
+                    close.append(f"{deficiency}: {l1} {c1} / {l2} {c2}: {seen:.1f} < {need}")
+    assert close == []
+
+
+def test_the_training_picture_has_the_players_colours(browser: Any) -> None:
+    """`render_mode="rgb_array"` (server/games/rezzo/picture.py) draws in the player's colours."""
+    from cellarena.sdk.games.rezzo import Cell
+    from cellarena.server.games.rezzo.picture import _palette
+
+    table = _palette()
+    rows = dict((label, colour) for colour, label in _web_legend(browser, "rezzo", 8))
+    for seat in range(8):
+        for kind, code in (
+            ("agent", Cell.AGENT),
+            ("base", Cell.BASE),
+            ("geyser", Cell.GEYSER),
+            ("flag", Cell.FLAG),
+        ):
+            label = next(lb for lb in rows if lb.startswith(f"bot{seat}: {kind}"))
+            assert tuple(table[code + seat]) == hex_rgb(rows[label]), (seat, kind)
+    for kind in ("conductor", "electron", "tail", "photon"):
+        assert tuple(table[getattr(Cell, kind.upper())]) == hex_rgb(rows[kind]), kind
 
 
 def test_the_issues_rezzo_pairs_are_far_apart(browser: Any) -> None:

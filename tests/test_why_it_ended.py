@@ -109,8 +109,8 @@ def test_match_text_says_why_and_warns_of_invalid_answers(tmp_path: Path) -> Non
 
 def _old_database(path: Path, spec: dict) -> None:
     """A results database as cellarena wrote it before causes (and notes): seats without them."""
-    old = SCHEMA.replace("    note TEXT,\n    cause TEXT,\n", "")
-    assert "cause" not in old
+    old = SCHEMA.replace("    note TEXT,\n    cause TEXT,\n    bank_drawn_ms INTEGER,\n", "")
+    assert "cause" not in old and "bank_drawn_ms" not in old
     db = sqlite3.connect(path)
     db.executescript(old)
     db.execute(
@@ -132,12 +132,14 @@ def test_a_results_database_from_before_causes_reads_unknown_then_gains_them(tmp
     before = TournamentResults(tmp_path)  # read-only: no migration, the column is missing
     assert [s.cause_json()["cause"] for s in before.matches()[0].seats] == ["unknown", "unknown"]
     assert before.report()["standings"][0]["invalid_rate"] == 0.0
+    assert before.report()["standings"][0]["bank_drawn_ms"] == 0  # no bank column: none drawn
+    assert before.matches()[0].seats[0].bank_drawn_ms is None
 
     with Store(tmp_path / "results.sqlite", spec) as store:  # the migration
         cause = {"cause": "flag_at_base", "tick": 5, "text": "b is out at tick 5"}
         seats = (
             SeatRecord("a", 1, 0, 2, 0, False, False, 0, None),
-            SeatRecord("b", 2, 1, 0, 0, False, False, 0, None, cause=cause),
+            SeatRecord("b", 2, 1, 0, 0, False, False, 0, None, cause=cause, bank_drawn_ms=40),
         )
         store.commit(Scheduled(1, 0, "duel", ("a", "b"), 2), MatchRecord("a", "why", 9, 0.1, None, seats))
     after = TournamentResults(tmp_path)
@@ -145,6 +147,7 @@ def test_a_results_database_from_before_causes_reads_unknown_then_gains_them(tmp
     assert [s.cause_json()["cause"] for s in rows[0].seats] == ["unknown", "unknown"]  # history: unknown
     assert rows[1].seats[1].cause == cause
     assert after.report()["matches"][1]["seats"][1]["cause"]["text"] == "b is out at tick 5"
+    assert [s.bank_drawn_ms for s in rows[0].seats + rows[1].seats] == [None, None, None, 40]
 
 
 def test_the_ladders_match_and_bot_pages_and_json_carry_each_seats_cause(tmp_path: Path) -> None:

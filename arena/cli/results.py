@@ -43,6 +43,11 @@ def _print(data: dict[str, Any]) -> None:
             str(s["losses"]), f"{s['late_rate']:.1%}", f"{s.get('invalid_rate', 0.0):.1%}", str(s["crashes"]),
         )  # fmt: skip
     console.print(standings)
+    if drawn := [s for s in data["standings"] if s.get("bank_drawn_ms")]:
+        console.print(
+            "time bank drawn (docs/protocol.md#the-time-bank): "
+            + ", ".join(f"{s['bot']} {s['bank_drawn_ms']} ms" for s in drawn)
+        )
     order = [s["bot"] for s in data["standings"]]
     h2h = data["head_to_head"]
     matrix = Table(title="head to head (row bot against column #: wins-draws-losses)")

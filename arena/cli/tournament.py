@@ -390,6 +390,12 @@ def _print_standings(report: Any, folder: Path) -> None:
         "rating = mu - 3 sigma (openskill, Plackett-Luce); late = late or missing moves per tick; "
         "invalid = invalid answers per tick (on_tick raised, or an answer the game cannot read)"
     )
+    if drawn := [s for s in report.standings if getattr(s, "bank_drawn_ms", 0)]:
+        # A line of its own rather than a twelfth column: the table keeps to 80 columns.
+        console.print(
+            "time bank drawn (docs/protocol.md#the-time-bank): "
+            + ", ".join(f"{s.bot} {s.bank_drawn_ms} ms" for s in drawn)
+        )
     for bot, words in report.forfeits.items():
         said = ", ".join(f"{word} {n}x" for word, n in words)
         console.print(f"[red]{bot}[/] forfeited: {said}")

@@ -6,9 +6,10 @@ takes back its seat in a match under way (`starter`). The limits a public server
 with its own error code (docs/ladder.md):
 
 - a wrong token is `bad_hello`; too many from one address lock that address's wrong tokens out
-  (`locked_out`), for a time that doubles with each lock-out. A lock-out refuses guesses, not good
-  tokens: a valid token from a locked address still plays (a bot reconnecting mid-match keeps its
-  seat), and does not reset the count. Tokens are counted as they arrive, before their check, so
+  (`locked_out`; `lockout.TokenLockout`, which the owner's replay endpoint shares), for a time
+  that doubles with each lock-out. A lock-out refuses guesses, not good tokens: a valid token
+  from a locked address still plays (a bot reconnecting mid-match keeps its seat), and does not
+  reset the count. Tokens are counted as they arrive, before their check, so
   that wrong tokens sent at once are refused `locked_out` past the limit, whatever order their
   checks finish in;
 - a token sent in clear over a network (plain listener, peer not on this machine) is refused
@@ -39,6 +40,7 @@ import trio
 from cellarena.arena.ladder import identity
 from cellarena.arena.ladder.changes import DatabaseWatch
 from cellarena.arena.ladder.lifecycle import LadderService
+from cellarena.arena.ladder.lockout import Failures, TokenLockout
 from cellarena.arena.ladder.matchmaking import MatchQueue, Queued
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.revocations import stale
@@ -51,19 +53,6 @@ from cellarena.server.connection import Connection
 from cellarena.server.seating import WaitingRoom
 
 log = logging.getLogger("cellarena.ladder")
-
-
-@dataclass
-class Failures:
-    """Wrong tokens from one address, and its lock-out."""
-
-    #: Wrong tokens since the last lock-out (a valid token does not take any back).
-    count: int = 0
-    #: Tokens from the address being checked now: counted before their check finishes.
-    checking: int = 0
-    lockouts: int = 0
-    locked_until: float = -math.inf
-    last: float = 0.0
 
 
 @dataclass
@@ -113,8 +102,8 @@ class Admission(LadderService):
         self._room = WaitingRoom(on_leave=self._left)
         #: Token checks under way, by connection.
         self._pending: dict[Connection, _Pending] = {}
-        #: Wrong tokens and lock-outs, by client address.
-        self.failures: dict[str, Failures] = {}
+        #: Wrong tokens and lock-outs, by client address (the owner's endpoint keeps its own alike).
+        self.lockout = TokenLockout(self.rules)
         self._checks: tuple[
             trio.MemorySendChannel[tuple[Connection, str]], trio.MemoryReceiveChannel[tuple[Connection, str]]
         ]
@@ -173,9 +162,7 @@ class Admission(LadderService):
         sent at once would all be checked before any of them started the lock-out."""
         if self._room.add(conn):
             host = peer_host(conn)
-            failures = self.failures.setdefault(host, Failures())
-            over = failures.count + failures.checking >= self.rules.failed_tokens
-            failures.checking += 1
+            over = self.lockout.arriving(host)
             follows = "redirect" in hello.get("accepts", ())
             self._pending[conn] = _Pending(follows, host, over, hello.get("version"))
             self._checks[0].send_nowait((conn, hello["token"]))
@@ -184,9 +171,7 @@ class Admission(LadderService):
         """``conn``'s token check is over (or it left): no longer counted as being checked."""
         pending = self._pending.pop(conn, None)
         if pending is not None:
-            failures = self.failures.get(pending.host)
-            if failures is not None:
-                failures.checking -= 1
+            self.lockout.checked(pending.host)
         return pending
 
     def waiting(self) -> list[Connection]:
@@ -280,36 +265,17 @@ class Admission(LadderService):
             return
         self.queue.add(Queued(conn, bot, trio.current_time(), follows_redirect, digest, version))
 
-    def _failed_token(self, host: str, over_limit: bool) -> float | None:
-        """Count a wrong token from ``host``; the seconds its lock-out has left if it came while the
-        address was locked out, or past the limit (which starts the lock-out now); else None (the
-        limit's own last token is still told `bad_hello`)."""
-        now = trio.current_time()
-        failures = self.failures.setdefault(host, Failures())
-        failures.last = now
-        if failures.locked_until > now:
-            return failures.locked_until - now
-        if over_limit:
-            return self._lock_out(host, failures, now)
-        failures.count += 1
-        if failures.count >= self.rules.failed_tokens:
-            self._lock_out(host, failures, now)
-        return None
+    @property
+    def failures(self) -> dict[str, Failures]:
+        """Wrong tokens and lock-outs, by client address."""
+        return self.lockout.failures
 
-    def _lock_out(self, host: str, failures: Failures, now: float) -> float:
-        seconds = min(self.rules.max_lockout, self.rules.lockout * 2**failures.lockouts)
-        failures.locked_until = now + seconds
-        failures.lockouts += 1
-        failures.count = 0
-        log.warning("%s sent %d wrong tokens: locked out for %g s", host, self.rules.failed_tokens, seconds)
-        return seconds
+    def _failed_token(self, host: str, over_limit: bool) -> float | None:
+        """Count a wrong token from ``host`` (`TokenLockout.failed`)."""
+        return self.lockout.failed(host, over_limit, trio.current_time())
 
     def _forget_old_failures(self) -> None:
-        """Addresses that stopped sending wrong tokens an hour ago are forgotten (memory stays bounded)."""
-        now = trio.current_time()
-        for host, f in list(self.failures.items()):
-            if not f.checking and f.locked_until < now and now - f.last > self.rules.max_lockout:
-                del self.failures[host]
+        self.lockout.forget_old(trio.current_time())
 
     # ----------------------------------------------------------------- changes made elsewhere
     async def check_bots(self, names: set[str]) -> None:

@@ -96,6 +96,8 @@ class SeatResult:
     forfeit: bool = False
     #: Why the match ended so for this seat (`cellarena.server.games.causes`, sentence in ``text``).
     cause: dict[str, Any] | None = None
+    #: Ms of time bank the seat drew (docs/protocol.md#the-time-bank); None when the match had none.
+    bank_drawn_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,8 @@ class SeatRecord:
     cause: dict[str, Any] | None = None
     #: The version its bot's hello carried; None: none given (or from before versions were kept).
     version: str | None = None
+    #: Ms of time bank drawn; None without a bank (and for matches from before it was kept).
+    bank_drawn_ms: int | None = None
 
     def cause_json(self) -> dict[str, Any] | None:
         """The cause as the pages and the API show it: ``{"cause": "unknown"}`` for a finished match
@@ -137,6 +141,7 @@ class SeatRecord:
             "after": _rating(self.after),
             "cause": self.cause_json(),
             "version": self.version,
+            "bank_drawn_ms": self.bank_drawn_ms,
         }
 
 
@@ -219,7 +224,9 @@ class RatingPoint:
 
 
 #: The columns of a ladder's standings table (`Standing.cells`).
-STANDINGS_COLUMNS = ("rank", "bot", "rating", "mu", "sigma", "matches", "W", "D", "L")
+STANDINGS_COLUMNS = (
+    "rank", "bot", "rating", "mu", "sigma", "matches", "W", "D", "L", "late", "invalid", "bank ms"
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -233,6 +240,11 @@ class Standing:
     wins: int
     draws: int
     losses: int
+    #: Over its finished matches: answers that came too late, answers the game could not read
+    #: (a bot's own failures, which ratings alone hide), and ms of time bank drawn.
+    late: int = 0
+    invalid: int = 0
+    bank_drawn_ms: int = 0
 
     @property
     def rating(self) -> float:
@@ -252,6 +264,9 @@ class Standing:
             str(self.wins),
             str(self.draws),
             str(self.losses),
+            str(self.late),
+            str(self.invalid),
+            str(self.bank_drawn_ms),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -266,6 +281,9 @@ class Standing:
             "wins": self.wins,
             "draws": self.draws,
             "losses": self.losses,
+            "late": self.late,
+            "invalid": self.invalid,
+            "bank_drawn_ms": self.bank_drawn_ms,
         }
 
 

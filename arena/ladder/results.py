@@ -145,6 +145,7 @@ class Results(LadderService):
                 illegal=outcome.illegal[i],
                 forfeit=i in outcome.forfeits,
                 cause=said.get(i),
+                bank_drawn_ms=None if outcome.bank_drawn_ms is None else outcome.bank_drawn_ms[i],
             )
             for i in range(len(ended.bots))
         ]

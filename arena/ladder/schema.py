@@ -11,7 +11,7 @@ autoincrementing id column, written ``{id}`` here and filled in by the backend. 
 in UTC (sortable, and the same in both); booleans are BOOLEAN, which SQLite stores as 0/1; reals are
 DOUBLE PRECISION (PostgreSQL's REAL would be 4 bytes and round the ratings).
 
-Tables (version 6):
+Tables (version 7):
 
 - ``schema_version``: one row per migration applied: version, cellarena release, when.
 - ``bots``: name (unique), game, the SHA-256 of its token (never the token), kind ``outside`` (runs on
@@ -23,7 +23,8 @@ Tables (version 6):
 - ``seats``: per seat of a match, in seat order: bot, rank, late/invalid/illegal counts, forfeit, the
   bot's rating before and after the match (NULL until it is finished): the rating history; and its
   cause (version 3: JSON text, `cellarena.server.games.causes`, sentence included; NULL for matches
-  finished before, which read as cause "unknown").
+  finished before, which read as cause "unknown"); and the ms of time bank it drew (version 7; NULL
+  when the match had no bank, or was finished before).
 - ``ratings``: each bot's current openskill rating and its match/win/draw/loss counts, updated in the
   transaction that finishes a match. A bot without a row has the initial rating and no matches.
 - ``changes`` (version 3): one row per change that a running ``ladder serve`` must act on (a bot added,
@@ -208,6 +209,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             " used_by BIGINT REFERENCES owners (id),"
             " used TEXT)",
         ),
+    ),
+    Migration(
+        7,
+        "the ms of time bank each seat drew (matches from before, or without a bank: NULL)",
+        ("ALTER TABLE seats ADD COLUMN bank_drawn_ms BIGINT",),
     ),
 )
 

@@ -109,14 +109,14 @@ _BOT_COLUMNS = (
 _MATCH_QUERY = (
     "SELECT m.id, m.game, m.map, m.seed, m.status, m.seq, w.name, m.reason, m.ticks, m.replay,"
     " m.started, m.ended, s.seat, b.name, s.bot_id, s.rank, s.late, s.invalid, s.illegal, s.forfeit,"
-    " s.mu_before, s.sigma_before, s.mu_after, s.sigma_after, s.cause, s.version, m.rated"
+    " s.mu_before, s.sigma_before, s.mu_after, s.sigma_after, s.cause, s.version, s.bank_drawn_ms, m.rated"
     " FROM matches m JOIN seats s ON s.match_id = m.id JOIN bots b ON b.id = s.bot_id"
     " LEFT JOIN bots w ON w.id = m.winner"
 )
 
 _FINISH_SEAT = (
     "UPDATE seats SET rank = ?, late = ?, invalid = ?, illegal = ?, forfeit = ?,"
-    " mu_before = ?, sigma_before = ?, mu_after = ?, sigma_after = ?, cause = ?"
+    " mu_before = ?, sigma_before = ?, mu_after = ?, sigma_after = ?, cause = ?, bank_drawn_ms = ?"
     " WHERE match_id = ? AND seat = ?"
 )
 #: A bot's new rating and one more win, draw or loss (a bot's first match creates its row).
@@ -839,7 +839,7 @@ class LadderStore:
                 counts = (r.rank, r.late, r.invalid, r.illegal, bool(r.forfeit))
                 change = (old.mu, old.sigma, now.mu, now.sigma)
                 cause = None if r.cause is None else json.dumps(r.cause, sort_keys=True)
-                db.execute(_FINISH_SEAT, (*counts, *change, cause, match_id, seat))
+                db.execute(_FINISH_SEAT, (*counts, *change, cause, r.bank_drawn_ms, match_id, seat))
                 result = outcome(r.rank, ranks)
                 if result == "win":
                     winner = bot_id
@@ -1017,23 +1017,27 @@ class LadderStore:
         finished match has the initial rating."""
         with self._reading(f"read the {game} standings") as db:
             rows = db.query(
-                "SELECT b.name, b.kind, b.revoked, r.mu, r.sigma, r.matches, r.wins, r.draws, r.losses"
-                " FROM bots b LEFT JOIN ratings r ON r.bot_id = b.id WHERE b.game = ?",
+                "SELECT b.name, b.kind, b.revoked, r.mu, r.sigma, r.matches, r.wins, r.draws, r.losses,"
+                " t.late, t.invalid, t.bank"
+                " FROM bots b LEFT JOIN ratings r ON r.bot_id = b.id"
+                " LEFT JOIN (SELECT s.bot_id, SUM(s.late) AS late, SUM(s.invalid) AS invalid,"
+                " SUM(s.bank_drawn_ms) AS bank FROM seats s JOIN matches m ON m.id = s.match_id"
+                " WHERE m.status = 'finished' GROUP BY s.bot_id) t ON t.bot_id = b.id"
+                " WHERE b.game = ?",
                 (game,),
             )
         start = ratings.initial()
         table = []
-        for name, kind, revoked, mu, sigma, n, wins, draws, losses in rows:
+        for name, kind, revoked, mu, sigma, n, wins, draws, losses, late, invalid, bank in rows:
             if revoked is not None and not include_revoked:
                 continue
             rating = start if mu is None else Rating(mu, sigma)
-            table.append(
-                (rating.conservative, name, kind, rating, n or 0, wins or 0, draws or 0, losses or 0)
-            )
+            counts = (n or 0, wins or 0, draws or 0, losses or 0, int(late or 0), int(invalid or 0))
+            table.append((rating.conservative, name, kind, rating, *counts, int(bank or 0)))
         table.sort(key=lambda t: (-t[0], t[1]))
         return [
-            Standing(i, name, kind, r.mu, r.sigma, n, wins, draws, losses)
-            for i, (_, name, kind, r, n, wins, draws, losses) in enumerate(table, 1)
+            Standing(i, name, kind, r.mu, r.sigma, n, wins, draws, losses, late, invalid, bank)
+            for i, (_, name, kind, r, n, wins, draws, losses, late, invalid, bank) in enumerate(table, 1)
         ]
 
     def _matches_where(self, condition: str, params: Sequence[object], action: str) -> list[MatchRecord]:
@@ -1070,7 +1074,9 @@ class LadderStore:
 
     @staticmethod
     def _seat_record(row: Row) -> SeatRecord:
-        seat, name, bot_id, rank, late, invalid, illegal, forfeit, mu0, s0, mu1, s1, cause, version = row
+        seat, name, bot_id, rank, late, invalid, illegal, forfeit, mu0, s0, mu1, s1, cause, version, bank = (
+            row
+        )
         return SeatRecord(
             seat=int(seat),
             bot=name,
@@ -1084,4 +1090,5 @@ class LadderStore:
             after=_rating(mu1, s1),
             cause=None if cause is None else json.loads(cause),
             version=version,
+            bank_drawn_ms=None if bank is None else int(bank),
         )

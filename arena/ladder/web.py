@@ -16,6 +16,7 @@ Nothing secret is shown: the store's records hold no token or digest, and a hous
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
@@ -29,12 +30,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from cellarena.arena.ladder.lockout import TokenLockout
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS, MatchRecord
+from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web_community import CommunityApi
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint
 from cellarena.server.replay import strip_debug_bytes
+from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.replays import ReplayLibrary, replay_routes
 from cellarena.server.web.templating import render
 
@@ -73,6 +77,8 @@ class LadderSite:
         public_debug: bool = False,
         accounts: bool = False,
         policy: str | None = None,
+        rules: LadderRules | None = None,
+        trusted_proxies: TrustedProxies | None = None,
     ) -> None:
         self.store = store
         self.game = game
@@ -85,6 +91,11 @@ class LadderSite:
         #: Whether anyone may download the bots' debug drawings; else only each bot's owner gets its
         #: own, with the bot's token (`owner_replay`).
         self.public_debug = public_debug
+        #: Wrong tokens sent to the owner's endpoint, by address: locked out as on the bot port.
+        self.lockout = TokenLockout(rules or LadderRules(), "wrong tokens to the owner's replay endpoint")
+        self._forgotten_at = 0.0
+        #: Proxies whose X-Forwarded-For names the client (none by default: the peer is the client).
+        self.trusted_proxies = trusted_proxies or TrustedProxies()
 
     def _render(self, template: str, title: str, **context: Any) -> str:
         return render(
@@ -215,6 +226,31 @@ class LadderSite:
         stripped, _ = strip_debug_bytes(data, path.name, keep=seats)
         return stripped
 
+    async def _owner_replay_counted(self, host: str, rid: str, token: str) -> bytes:
+        """`owner_replay`, with a wrong token counted against ``host`` as the bot port counts it
+        (`TokenLockout`): past the limit the address gets 429 for its guesses, while a good token
+        still gets its replay."""
+        now = trio.current_time()
+        if now - self._forgotten_at > 60.0:  # now and then, not on every request
+            self._forgotten_at = now
+            self.lockout.forget_old(now)
+        over = self.lockout.arriving(host)
+        try:
+            return await trio.to_thread.run_sync(self.owner_replay, rid, token.strip())
+        except HTTPException as exc:
+            if exc.status_code == 401:
+                locked = self.lockout.failed(host, over, trio.current_time())
+                if locked is not None:
+                    wait = math.ceil(locked)
+                    raise HTTPException(
+                        429,
+                        f"too many wrong tokens from {host}; refused for another {wait} s",
+                        headers={"retry-after": str(wait)},
+                    ) from None
+            raise
+        finally:
+            self.lockout.checked(host)
+
     # -- routes ---------------------------------------------------------------------------------------
     def routes(self) -> list[BaseRoute]:
         async def html(request: Request, fn: Any, *args: Any) -> Response:
@@ -256,7 +292,7 @@ class LadderSite:
             if scheme.lower() != "bearer" or not token.strip():
                 raise HTTPException(401, "send the bot's token as 'Authorization: Bearer TOKEN'")
             rid = request.path_params["rid"]
-            data = await trio.to_thread.run_sync(self.owner_replay, rid, token.strip())
+            data = await self._owner_replay_counted(_client_host(request, self.trusted_proxies), rid, token)
             name = f"ladder-{rid}.replay"
             disposition = {"content-disposition": f'attachment; filename="{name}"'}
             return Response(data, media_type="application/octet-stream", headers=disposition)
@@ -275,6 +311,15 @@ class LadderSite:
             Route("/api/replays/{rid}/owner", api_owner_replay),
             *replay_routes(library, prefix="/replays", public_debug=self.public_debug),
         ]
+
+
+def _client_host(request: Request, trusted: TrustedProxies) -> str:
+    """The client's address: the peer, or whom a trusted proxy's X-Forwarded-For names."""
+    peer = request.client.host if request.client is not None else "unknown"
+    if not trusted:
+        return peer
+    chain = [h for v in request.headers.getlist("x-forwarded-for") for h in v.split(",")]
+    return trusted.client_of(peer, chain)
 
 
 def _match_number(text: str) -> int | None:

@@ -8,7 +8,7 @@ from html import escape
 from cellarena.arena.web.results import RatingPoint
 
 #: The viewer's seat colours (server/web/static/palette.js): Okabe-Ito, safe for colour-blind readers.
-COLORS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#BBBBBB")
+COLORS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#7788EE", "#EE5511", "#BBEE99", "#64DADE")
 W, H = 720, 260
 LEFT, RIGHT, TOP, BOTTOM = 48, 150, 14, 30
 

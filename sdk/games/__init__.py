@@ -68,6 +68,16 @@ def adapter(game: str) -> GameAdapter[Any, Any]:
     return module
 
 
+def bank_ms_of(message: Mapping[str, Any]) -> int | None:
+    """A ``tick``'s ``bank_ms`` (what is left of the seat's time bank), or None when the match has no
+    bank (the field is absent); a malformed value reads as None rather than failing the tick, since
+    the bank is advice to the bot, not part of what it must answer."""
+    value = message.get("bank_ms")
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return max(0, value)
+
+
 class GameSettings(Protocol):
     """What a game module's ``parse_config`` returns: the game's settings, as typed attributes."""
 

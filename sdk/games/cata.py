@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeAlias
 import numpy as np
 
 from cellarena.sdk.bot import GameBot
-from cellarena.sdk.games import MovesError
+from cellarena.sdk.games import MovesError, bank_ms_of
 from cellarena.sdk.protocol import Length, Tick, is_int
 
 BLACK = 0
@@ -316,6 +316,9 @@ class View:
     refused: dict[str, Any] | None = None
     last_reaction: dict[str, Any] | None = None
     budget_ms: int = 0
+    #: What is left of your time bank, in ms (docs/protocol.md#the-time-bank); None when the match
+    #: has none. An answer after ``budget_ms`` is still taken while this lasts.
+    bank_ms: int | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -382,6 +385,7 @@ class View:
                 refused=message.get("refused"),
                 last_reaction=message.get("last_reaction"),
                 budget_ms=int(message.get("budget_ms") or 0),
+                bank_ms=bank_ms_of(message),
                 raw=message,
             )
         except (KeyError, TypeError) as exc:

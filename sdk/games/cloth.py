@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeAlias
 import numpy as np
 
 from cellarena.sdk.bot import GameBot
-from cellarena.sdk.games import MovesError
+from cellarena.sdk.games import MovesError, bank_ms_of
 from cellarena.sdk.protocol import Length, Tick, as_int, is_int
 
 # ---------------------------------------------------------------------------------------- codes
@@ -556,6 +556,9 @@ class View:
     places_first: bool
     rejected: list[Rejection] = dc_field(default_factory=list)
     budget_ms: int = 0
+    #: What is left of your time bank, in ms (docs/protocol.md#the-time-bank); None when the match
+    #: has none. An answer after ``budget_ms`` is still taken while this lasts.
+    bank_ms: int | None = None
     received_at: float = dc_field(default_factory=time.monotonic, compare=False, repr=False)
 
     @property
@@ -613,6 +616,7 @@ class View:
             places_first=get("places_first", bool),
             rejected=rejected,
             budget_ms=int(message.get("budget_ms", 0) or 0),
+            bank_ms=bank_ms_of(message),
         )
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import numpy as np
 
 from cellarena.sdk.bot import GameBot
-from cellarena.sdk.games import MovesError
+from cellarena.sdk.games import MovesError, bank_ms_of
 from cellarena.sdk.protocol import Tick, is_int
 
 WIDTH = HEIGHT = 9
@@ -633,6 +633,11 @@ class View:
     turn: int
     max_turns: int
     refused: list[tuple[int, str]]
+    #: Your time to answer, counted from when the server sent the tick.
+    budget_ms: int = 0
+    #: What is left of your time bank, in ms (docs/protocol.md#the-time-bank); None when the match
+    #: has none. An answer after ``budget_ms`` is still taken while this lasts.
+    bank_ms: int | None = None
 
     @classmethod
     def from_message(cls, message: Mapping[str, Any]) -> View:
@@ -642,7 +647,9 @@ class View:
             refused = [(int(i), str(r)) for i, r in message.get("refused", [])]
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"colorblocks tick message is malformed: {exc}") from None
-        return cls(board, seat, turn, max_turns, refused)
+        budget = message.get("budget_ms", 0)
+        budget_ms = int(budget) if isinstance(budget, int) and not isinstance(budget, bool) else 0
+        return cls(board, seat, turn, max_turns, refused, budget_ms, bank_ms_of(message))
 
     @property
     def my_units(self) -> list[Unit]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from cellarena.sdk.bot import GameBot
-from cellarena.sdk.games import MovesError
+from cellarena.sdk.games import MovesError, bank_ms_of
 from cellarena.sdk.protocol import Tick, as_int
 
 # ---------------------------------------------------------------------------------------- codes
@@ -274,6 +274,9 @@ class View:
     tokens: tuple[int, ...] = ()
     refused: tuple[str, ...] = ()
     budget_ms: int = 0
+    #: What is left of your time bank, in ms (docs/protocol.md#the-time-bank); None when the match
+    #: has none. An answer after ``budget_ms`` is still taken while this lasts.
+    bank_ms: int | None = None
 
     @property
     def turns_left(self) -> int:
@@ -311,6 +314,7 @@ class View:
             tokens=tuple(int(t) for t in tokens),
             refused=tuple(refused),
             budget_ms=budget if as_int(budget) is not None else 0,
+            bank_ms=bank_ms_of(message),
             **fields,
         )
 

@@ -18,7 +18,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, get_type_hints
 
 from cellarena.sdk.bot import GameBot
-from cellarena.sdk.games import MovesError
+from cellarena.sdk.games import MovesError, bank_ms_of
 from cellarena.sdk.protocol import Frame, Tick, as_int, is_int, is_number
 from cellarena.sdk.protocol.fields import conforms
 
@@ -402,6 +402,9 @@ class View:
     agents: list[int]
     viewports: list[Viewport]
     budget_ms: int = 0
+    #: What is left of your time bank, in ms (docs/protocol.md#the-time-bank); None when the match
+    #: has none. An answer after ``budget_ms`` is still taken while this lasts.
+    bank_ms: int | None = None
     received_at: float = field(default_factory=time.monotonic, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -449,7 +452,7 @@ class View:
             planes.append(bytes(plane))
         spans = [slice(i * VIEW_CELLS, (i + 1) * VIEW_CELLS) for i in range(len(agents))]
         viewports = [Viewport(planes[0][s], planes[1][s]) for s in spans]
-        return cls(tick, list(agents), viewports, int(budget))
+        return cls(tick, list(agents), viewports, int(budget), bank_ms_of(message))
 
     @classmethod
     def from_ascii(

@@ -144,6 +144,11 @@ class Frame(TypedDict):
     type: Literal["frame"]
     tick: int
     final: bool
+    # The bots' debug drawings of the tick before, by seat; only where the host shows them to
+    # spectators (a local match), never on a public server.
+    debug: NotRequired[dict[int, dict[str, Any]]]
+    # The tick those drawings were made for (the frame's tick less one, as a rule).
+    debug_tick: NotRequired[int]
 
 
 Message = Hello | Welcome | Tick | Moves | End | Error | Redirect | Frame
@@ -299,9 +304,21 @@ def redirect(host: str, port: int, token: str, *, tls: bool) -> Redirect:
     return {"type": "redirect", "host": host, "port": port, "token": token, "tls": tls}
 
 
-def frame(world: Mapping[str, Any], *, final: bool) -> Frame:
-    """A spectator frame: the game's ``world`` (which carries ``tick``), and whether it is the last."""
-    return {"type": "frame", **world, "final": final}  # type: ignore[typeddict-item]
+def frame(
+    world: Mapping[str, Any],
+    *,
+    final: bool,
+    debug: Mapping[int, Mapping[str, Any]] | None = None,
+    debug_tick: int | None = None,
+) -> Frame:
+    """A spectator frame: the game's ``world`` (which carries ``tick``), and whether it is the last;
+    ``debug``: the seats' drawings made for tick ``debug_tick``, for a spectator allowed them."""
+    out: Frame = {"type": "frame", **world, "final": final}  # type: ignore[typeddict-item]
+    if debug:
+        out["debug"] = {int(s): dict(d) for s, d in debug.items()}
+        if debug_tick is not None:
+            out["debug_tick"] = debug_tick
+    return out
 
 
 # ------------------------------------------------------------------ checks

@@ -5,6 +5,9 @@ Plain epoll in one thread, so that the load costs as little CPU as possible and 
 measures the server, which runs in another process. Every bot answers a tick with its game's no-op
 (the SDK's ``noop_answer``), and a frame already encoded for the same tick and answer is sent again
 rather than encoded once more: in a benchmark of thousands of bots most answers are alike.
+
+With a drawing (`DRAWINGS`), every answer also carries that ``debug`` map (docs/protocol.md#debug),
+so that `bench server` can measure what the debug layer costs the server beside answers without one.
 """
 
 from __future__ import annotations
@@ -23,6 +26,27 @@ from cellarena.sdk import protocol
 from cellarena.sdk.games import adapter
 
 
+def _drawing(marks: int, lines: int, text: list[str]) -> dict[str, Any]:
+    """A ``debug`` map of cells every game takes (Rezzo: viewport cells of the first agent)."""
+    return {
+        "marks": [
+            {"cell": [i % 13, (i * 5) % 13], "colour": "#ffe119", "label": f"mark {i}"} for i in range(marks)
+        ],
+        "lines": [{"from": [0, i % 13], "to": [12, (i * 3) % 13], "colour": "#42d4f4"} for i in range(lines)],
+        "text": text,
+    }
+
+
+#: What the load's bots draw with each answer: nothing; what a bot author might draw (a few marks, a
+#: line, two text lines); or a flood past every cap (300 marks, 80 lines, 2 KiB of text), which the
+#: server cuts at the caps (its cost is the ceiling of the layer's).
+DRAWINGS: dict[str, dict[str, Any] | None] = {
+    "none": None,
+    "typical": _drawing(8, 1, ["heading north", "target at (4, 7)"]),
+    "flood": _drawing(300, 80, ["x" * 100] * 20),
+}
+
+
 def _key(tick: int, answer: Any) -> Hashable | None:
     """A cache key for the frame answering ``tick`` with ``answer``, or None if it cannot have one."""
     if isinstance(answer, list) and all(type(v) is int for v in answer):
@@ -30,12 +54,15 @@ def _key(tick: int, answer: Any) -> Hashable | None:
     return None
 
 
-def run(host: str, port: int, connections: int, game: str, lead_ms: float | None = None) -> int:
+def run(
+    host: str, port: int, connections: int, game: str, lead_ms: float | None = None, debug: str = "none"
+) -> int:
     """Connect ``connections`` bots, answer every tick with no-ops, return when every match ended.
 
     ``lead_ms``: answer that long before the tick's budget runs out (counted from the frame's
-    arrival), instead of at once."""
+    arrival), instead of at once. ``debug``: the drawing sent with every answer (`DRAWINGS`)."""
     noop = adapter(game).noop_answer
+    drawing = DRAWINGS[debug]
     epoll = select.epoll()
     bots: dict[int, tuple[socket.socket, protocol.FrameReader]] = {}
     answers: dict[Hashable, bytes] = {}
@@ -69,7 +96,10 @@ def run(host: str, port: int, connections: int, game: str, lead_ms: float | None
                     key = _key(msg["tick"], answer)
                     frame = answers.get(key) if key is not None else None
                     if frame is None:
-                        frame = protocol.encode(protocol.moves(msg["tick"], answer))
+                        reply: dict[str, Any] = dict(protocol.moves(msg["tick"], answer))
+                        if drawing is not None:
+                            reply["debug"] = drawing
+                        frame = protocol.encode(reply)
                         if key is not None:
                             if len(answers) > 64:
                                 answers.clear()
@@ -102,5 +132,7 @@ def run(host: str, port: int, connections: int, game: str, lead_ms: float | None
 
 
 if __name__ == "__main__":
-    lead = float(sys.argv[5]) if len(sys.argv) > 5 else None
-    raise SystemExit(run(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], lead))
+    # HOST PORT CONNECTIONS GAME [LEAD_MS or -] [DRAWING]
+    lead = float(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5] != "-" else None
+    drawn = sys.argv[6] if len(sys.argv) > 6 else "none"
+    raise SystemExit(run(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], lead, drawn))

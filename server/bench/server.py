@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 import click
@@ -91,10 +92,12 @@ async def run_level(
     budget_ms: float = BUDGET_MS,
     batch: bool = True,
     workers: int = 1,
+    debug: str = "none",
 ) -> dict[str, Any]:
     """One load level: ``agents`` connections in matches of ``game``, for ``seconds`` of play;
     ``batch``: whether the server steps the matches of a phase slot as one (`ticking`); ``workers``:
-    the server's worker processes (1: this process plays the matches, as `serve` does by default).
+    the server's worker processes (1: this process plays the matches, as `serve` does by default);
+    ``debug``: what the load's bots draw with every answer (`loadgen.DRAWINGS`).
 
     The server's CPU is its process tree's (this process, and its workers), the load generator's
     apart, both over the same window: from the first match's start to the last one's end."""
@@ -140,6 +143,8 @@ async def run_level(
                 str(port),
                 str(matches * seats),
                 game,
+                "-",
+                debug,
             ],
             stdin=subprocess.DEVNULL,
         )
@@ -183,6 +188,8 @@ async def run_level(
         if workers > 1
         else None,
         "load_cpu_share": load_cpu / wall if load_cpu is not None else None,
+        "debug": debug,
+        "debug_dropped": sum(sum(o.debug_dropped) for o in lobby.outcomes),
     }
 
 
@@ -191,6 +198,30 @@ def _spent(cpu: dict[str, float | None], key: str) -> float | None:
     suffix = f"_{key}" if key else ""
     start, end = cpu.get(f"start{suffix}"), cpu.get(f"end{suffix}")
     return end - start if start is not None and end is not None else None
+
+
+#: Agents of the debug layer's measurement unless the command line says.
+DEBUG_AGENTS = 512
+
+
+def run_debug_cost(
+    game: str, agents: int = DEBUG_AGENTS, seconds: float = 4.0, tick_rate: float = 15.0
+) -> dict[str, Any]:
+    """The debug layer's cost, side by side: one load level played with bots that draw nothing, that
+    draw a typical drawing, and that flood past every cap, each answer (`loadgen.DRAWINGS`); the
+    server's CPU per agent-tick of each, and the two ratios to the level without drawings."""
+    out: dict[str, Any] = {"agents": agents}
+    for drawing in ("none", "typical", "flood"):
+        gc.collect()
+        gc.freeze()
+        out[drawing] = trio.run(
+            partial(run_level, game, agents, seconds, tick_rate, BUDGET_MS, True, debug=drawing)
+        )
+    base = out["none"]["cpu_us_per_agent_tick"]
+    for drawing in ("typical", "flood"):
+        cost = out[drawing]["cpu_us_per_agent_tick"]
+        out[f"{drawing}_over_none"] = cost / base if base else None
+    return out
 
 
 #: Bots of the rate measurement answer this long before their budget runs out: at the very end, less
@@ -438,9 +469,23 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[in
     help="Compare one server process with one that plays its matches in N worker processes "
     "(`serve --workers N`), each level side by side; --batch both then means on.",
 )
+@click.option(
+    "--debug-agents",
+    default=DEBUG_AGENTS,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Agents of the debug layer's measurement: one level played without drawings, with a typical "
+    "drawing and with a flood past the caps in every answer (0: skip it).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(
-    levels: list[int], seconds: float, game: str | None, batch: str, workers: int, as_json: bool
+    levels: list[int],
+    seconds: float,
+    game: str | None,
+    batch: str,
+    workers: int,
+    debug_agents: int,
+    as_json: bool,
 ) -> None:
     """Agents one server process serves at 15 Hz (99% of ticks in their slot and every answer in time)."""
     game = game or load_games()[0]
@@ -455,6 +500,8 @@ def command(
         return
     result = run(levels, seconds=seconds, game=game, batch=batch)
     result["rate"] = run_rates(game, seconds=seconds)
+    if debug_agents:
+        result["debug"] = run_debug_cost(game, max(debug_agents, bench_load(game).server_seats), seconds)
     if as_json:
         click.echo(json.dumps(result))
         return
@@ -510,6 +557,26 @@ def command(
         f"default budget keeps the rate within {RATE_GOAL:.0%}: "
         f"{'[green]met[/]' if rate['goal_met'] else '[red]missed[/]'}"
     )
+    if "debug" in result:
+        cost = result["debug"]
+        table = Table(title=f"The debug layer's cost at {cost['agents']} agents (docs/protocol.md#debug)")
+        for col in ("each answer draws", "on time", "server CPU/agent-tick", "of none", "dropped"):
+            table.add_column(col, justify="right")
+        for drawing, label in (
+            ("none", "nothing"),
+            ("typical", "8 marks, a line, 2 texts"),
+            ("flood", "past every cap"),
+        ):
+            row = cost[drawing]
+            ratio = cost.get(f"{drawing}_over_none")
+            table.add_row(
+                label,
+                f"{row['on_time']:.1%}",
+                f"{row['cpu_us_per_agent_tick']:.0f} µs",
+                "1.00x" if drawing == "none" else (f"{ratio:.2f}x" if ratio is not None else "-"),
+                str(row["debug_dropped"]),
+            )
+        console.print(table)
 
 
 def _report_workers(result: dict[str, Any], as_json: bool) -> None:

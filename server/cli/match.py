@@ -6,6 +6,7 @@ its plugin names.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -127,12 +128,16 @@ def _match_command(game: str) -> click.Command:
                 _print_match(summary)
             finished.append(launched)
 
+        pacing = tick_settings(tick_rate, budget_ms, fast, first_budget_ms, max_late_in_a_row, time_bank_ms)
+
         async def play(on_listening: Any = None) -> Any:
             return await play_match(
                 game,
                 config,
                 specs,
-                tick_settings(tick_rate, budget_ms, fast, first_budget_ms, max_late_in_a_row, time_bank_ms),
+                # The match's only spectator is its user's live view (the server listens on loopback
+                # for this match alone): it gets the bots' drawings (docs/web.md).
+                dataclasses.replace(pacing, spectator_debug=True),
                 seed=seed,
                 log_dir=folder,
                 connect_timeout=connect_timeout,

@@ -31,7 +31,9 @@ STATIC = files("cellarena.server.web") / "static"
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     hint = "Check the address." if exc.status_code == 404 else ""
-    return error_response(request, exc.status_code, f"{request.url.path}: {exc.detail}", hint)
+    response = error_response(request, exc.status_code, f"{request.url.path}: {exc.detail}", hint)
+    response.headers.update(exc.headers or {})  # e.g. a lock-out's Retry-After
+    return response
 
 
 async def _replay_error(request: Request, exc: Exception) -> Response:

@@ -4,6 +4,7 @@ random   answer every tick at once with seeded random moves
 delay:MS answer every tick MS milliseconds after receiving it
 silent   send hello, then never answer
 crash    send hello, answer two ticks, then exit with status 3
+crashlog as crash, writing a last line to stderr first, a token-like secret in it
 forever  answer every tick, and ignore `end` (never exit by itself)
 game:G   as random, but say in hello that it plays game G
 chatty   as random, but print 100 kB to stdout before every answer
@@ -82,7 +83,10 @@ def main() -> int:
             if msg["type"] == "tick":
                 if mode == "silent":
                     continue
-                if mode == "crash" and answered == 2:
+                if mode in ("crash", "crashlog") and answered == 2:
+                    if mode == "crashlog":
+                        print("warming up", file=sys.stderr)
+                        print(f"giving up: map too big; key {'c0ffee' * 8} rejected", file=sys.stderr)
                     return 3
                 if mode.startswith("delay:"):
                     time.sleep(max(0.0, received + float(mode[6:]) / 1000 - time.monotonic()))

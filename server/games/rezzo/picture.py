@@ -1,8 +1,9 @@
 """A Rezzo world as an RGB image (``render_mode="rgb_array"``), in the browser viewer's colours.
 
-The colours are those of `server/web/static/palette.js` (seats in the Okabe-Ito palette, board states
-in greys and pale tones), so a frame from training looks like the same world in `cellarena replay
-view`. Each cell is a ``scale`` x ``scale`` square; agents are their seat's colour.
+The colours are those of `server/web/static/palette.js` (seats 0-3 in the Okabe-Ito palette, 4-7
+chosen to stay apart from them; tests/test_web_newcomer.py holds the two equal), so a frame from
+training looks like the same world in `cellarena replay view`. Each cell is a ``scale`` x ``scale``
+square; agents are their seat's colour.
 """
 
 from __future__ import annotations
@@ -11,17 +12,17 @@ import numpy as np
 
 from cellarena.sdk.games.rezzo import Cell
 
-_SEATS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#BBBBBB")
+_SEATS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#7788EE", "#EE5511", "#BBEE99", "#64DADE")
 _PLAIN = {
     Cell.BLANK: "#1c1f25",
-    Cell.CONDUCTOR: "#7a6a4a",
+    Cell.CONDUCTOR: "#8a7f8f",
     Cell.ELECTRON: "#ffffff",
-    Cell.TAIL: "#8fa3bf",
-    Cell.PHOTON: "#fff3b0",
-    Cell.OOB: "#000000",
+    Cell.TAIL: "#b05cc8",
+    Cell.PHOTON: "#ff9ff3",
+    Cell.OOB: "#4a1020",
 }
 #: Per owned kind, how far the seat's colour is mixed towards black (-) or white (+), as palette.js.
-_MIX = {Cell.AGENT: 0.0, Cell.FLAG: 0.55, Cell.GEYSER: -0.28, Cell.BASE: -0.5}
+_MIX = {Cell.AGENT: 0.0, Cell.FLAG: 0.45, Cell.GEYSER: -0.28, Cell.BASE: -0.5}
 
 
 def _rgb(hex_colour: str) -> np.ndarray:
@@ -37,7 +38,7 @@ def _palette() -> np.ndarray:
         for owner, seat in enumerate(_SEATS):
             c = _rgb(seat)
             toward = 255.0 if t > 0 else 0.0
-            table[kind + owner] = np.round(c + (toward - c) * abs(t))
+            table[kind + owner] = np.floor(c + (toward - c) * abs(t) + 0.5)  # JS's Math.round
     return table.astype(np.uint8)
 
 

@@ -1,10 +1,12 @@
-// Colours shared by every game's drawing. Seats use the Okabe-Ito palette, which stays
-// distinguishable under the common colour-vision deficiencies; board states take hues no seat of a
-// match of up to four has (a grey-mauve wire, a violet tail, a pink photon), so that none is taken
-// for a seat's base, geyser or flag (tests/test_web_newcomer.py measures every pair, CIEDE2000).
+// Colours shared by every game's drawing. Seats 0-3 use the Okabe-Ito palette, which stays
+// distinguishable under the common colour-vision deficiencies; seats 4-7 (Rezzo maps have up to 8)
+// were searched for to stay apart from every other cell colour, and from each other under simulated
+// protanopia, deuteranopia and tritanopia. Board states take hues no seat has (a grey-mauve wire, a
+// violet tail, a pink photon), so that none is taken for a seat's base, geyser or flag
+// (tests/test_web_newcomer.py measures every pair, CIEDE2000, for 2 to 8 seats).
 "use strict";
 (function () {
-  const seats = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#BBBBBB"];
+  const seats = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#7788EE", "#EE5511", "#BBEE99", "#64DADE"];
   function hex(c) {
     return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
   }

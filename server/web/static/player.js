@@ -213,8 +213,15 @@
   }
 
   // Marks fill most of their cell (a border of the board's colour stays), lines join cell centres.
+  // What to draw over frame f: its tick's drawings. Live, a bot draws while the world moves on, so its
+  // drawing comes with the next frame: while following, the newest frame shows the newest drawing.
+  function shownDebug(f) {
+    const own = f.debug || {};
+    if (!f.live || !live.following || f.i !== state.frames.length - 1 || Object.keys(own).length) return own;
+    return live.lastDebug ? live.lastDebug.debug : own;
+  }
   function drawDebug(f) {
-    const drawn = f.debug || {};
+    const drawn = shownDebug(f);
     const seats = Object.keys(drawn).map(Number).filter((s) => !state.hiddenDebug.has(s));
     const s = view.cell;
     for (const seat of seats) {
@@ -245,7 +252,7 @@
     updateDebugPanel(f);
   }
   function updateDebugPanel(f) {
-    const drawn = f.debug || {};
+    const drawn = shownDebug(f);
     const any = state.meta.debugSeats.size > 0;
     debugPanel.classList.toggle("hidden", !any);
     if (!any) return;
@@ -485,7 +492,7 @@
   // so that the view can be paused and stepped or sought through what arrived; play follows the newest
   // again. Speed means nothing here (frames come at the match's pace), so its control is hidden.
   const LIVE_KEEP_BYTES = 64 * 1024 * 1024;
-  const live = { ended: false, result: null, frames: 0, following: true, bytes: 0, sizes: [] };
+  const live = { ended: false, result: null, frames: 0, following: true, bytes: 0, sizes: [], lastDebug: null };
   function follow(on) {
     live.following = on;
     playBtn.textContent = on ? "⏸" : "▶";
@@ -516,7 +523,7 @@
     ws.onmessage = (event) => {
       const m = JSON.parse(event.data);
       if (m.type === "welcome") {
-        live.ended = false; live.result = null; live.bytes = 0; live.sizes = [];
+        live.ended = false; live.result = null; live.bytes = 0; live.sizes = []; live.lastDebug = null;
         state.frames = []; state.index = 0;
         state.meta = { game: m.game, names: m.names, players: m.players, frames: 0, result: null,
           complete: false, path: `live match ${m.match}`, seed: null, live: true,
@@ -529,7 +536,15 @@
       } else if (m.type === "frame" && state.meta) {
         live.frames += 1;
         const size = event.data.length;
-        state.frames.push({ i: state.frames.length, tick: m.tick, frame: m, step: {}, totals: liveTotals(), result: null, live: true });
+        if (m.debug) { // the drawings of tick m.debug_tick (docs/protocol.md#spectators), on its frame
+          for (let i = state.frames.length - 1; i >= 0; i--) {
+            if (state.frames[i].tick === m.debug_tick) { state.frames[i].debug = m.debug; break; }
+          }
+          live.lastDebug = { tick: m.debug_tick, debug: m.debug };
+          for (const s of Object.keys(m.debug)) state.meta.debugSeats.add(Number(s));
+          root.dataset.liveDebugTick = String(m.debug_tick);
+        }
+        state.frames.push({ i: state.frames.length, tick: m.tick, frame: m, step: {}, totals: liveTotals(), result: null, live: true, debug: {} });
         live.sizes.push(size); live.bytes += size;
         let dropped = 0;
         while (live.bytes > LIVE_KEEP_BYTES && state.frames.length > 1) { live.bytes -= live.sizes.shift(); state.frames.shift(); dropped += 1; }

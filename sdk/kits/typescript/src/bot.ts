@@ -8,10 +8,12 @@
 
 import { Backoff } from "./backoff.js";
 import { ClientError, Connection, ConnectionClosedError, ServerError, TLSError } from "./connection.js";
+import { Debug } from "./debug.js";
 import { type Game, MovesError } from "./game.js";
 import {
   ACCEPTS,
   checkEnd,
+  encodeFrame,
   checkRedirect,
   checkTick,
   checkWelcome,
@@ -43,10 +45,12 @@ export interface MatchInfo<S> {
 /** The `end`: how the match ended for you (the message's fields, without its type). */
 export type MatchResult = Omit<End, "type">;
 
-/** A bot of a game: each game module names its own (`RezzoBot`, `CataBot`, ...). onTick may be async. */
+/** A bot of a game: each game module names its own (`RezzoBot`, `CataBot`, ...). onTick may be async.
+ * `debug` is this tick's drawing for your own eyes (`debug.mark`, `debug.line`, `debug.log`; see
+ * debug.ts): sent with the answer, kept in the replay, drawn by the web player. A bot may leave it out. */
 export interface Bot<View, Answer, S> {
   onStart?(info: MatchInfo<S>): void;
-  onTick(view: View): Answer | Promise<Answer>;
+  onTick(view: View, debug: Debug): Answer | Promise<Answer>;
   onEnd?(result: MatchResult): void;
 }
 
@@ -93,6 +97,8 @@ export async function play<View, Answer, S>(
   let started = false;
   let slow = 0;
   let skipped = 0;
+  const debug = new Debug();
+  const said = { debug: false };
   const unknown = new Set<string>();
   for (;;) {
     let message: Fields;
@@ -131,7 +137,7 @@ export async function play<View, Answer, S>(
         const next = conn.peek()?.type;
         if (next === "end" || next === "error") break; // the match ended meanwhile: that comes next
         const request = checkTick(message);
-        const took = await answer(game, bot, conn, message, log);
+        const took = await answer(game, bot, conn, message, log, debug, said);
         if (took > request.budget_ms && ++slow === 1) {
           log(`tick ${request.tick}: onTick took ${took.toFixed(0)} ms, over the ${request.budget_ms} ms budget; late answers are noops (only the first is reported)`);
         }
@@ -168,20 +174,46 @@ async function answer<View, Answer, S>(
   conn: Connection,
   message: Fields,
   log: Log,
+  debug: Debug = new Debug(),
+  said: { debug: boolean } = { debug: false },
 ): Promise<number> {
   const view = game.makeView(message);
   const started = performance.now();
   const reply: Fields = { type: "moves", tick: message.tick };
+  debug.clear();
   try {
-    const moves = game.encodeAnswer(await bot.onTick(view), message);
+    const moves = game.encodeAnswer(await bot.onTick(view, debug), message);
     reply.moves = moves;
   } catch (err) {
     const why = err instanceof MovesError ? err.message : `onTick threw\n${(err as Error).stack ?? err}`;
     log(`tick ${String(message.tick)}: ${why}; this tick counts as invalid`);
   }
   const took = performance.now() - started;
+  addDebug(reply, debug, log, said);
   conn.send(reply);
   return took;
+}
+
+/** Puts this tick's drawing in `reply`, unless the frame would pass the protocol's limit (the caps keep
+ * it far below; a huge `moves` could not): then the drawing goes, never the move. */
+function addDebug(reply: Fields, debug: Debug, log: Log, said: { debug: boolean }): void {
+  if (debug.firstProblem !== undefined && !said.debug) {
+    said.debug = true;
+    log(`debug drawing dropped: ${debug.firstProblem} (only the first is reported; the move is kept)`);
+  }
+  const drawn = debug.take();
+  if (drawn === undefined) return;
+  reply.debug = drawn;
+  try {
+    encodeFrame(reply);
+  } catch {
+    delete reply.debug;
+    debug.dropped += 1;
+    if (!said.debug) {
+      said.debug = true;
+      log(`tick ${String(reply.tick)}: the debug drawing would make the answer too large; sent without it`);
+    }
+  }
 }
 
 function guarded(log: Log, what: string, hook: () => void): void {

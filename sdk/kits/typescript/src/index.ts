@@ -11,6 +11,7 @@
 export * from "./backoff.js";
 export * from "./bot.js";
 export * from "./connection.js";
+export * from "./debug.js";
 export * from "./game.js";
 export * from "./protocol.js";
 export * from "./settings.js";

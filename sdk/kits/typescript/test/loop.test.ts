@@ -10,7 +10,7 @@ import { test } from "node:test";
 
 import { encode } from "@msgpack/msgpack";
 
-import { cata, Connection, type Fields, FrameReader, hello, parseSettings, play, UsageError } from "../src/index.js";
+import { cata, Connection, Debug, type Fields, FrameReader, hello, MAX_MARKS, parseSettings, play, UsageError } from "../src/index.js";
 import { tempDir } from "./helpers.js";
 
 function frame(message: object): Buffer {
@@ -74,6 +74,46 @@ test("a bot that throws or answers nonsense loses that tick, not the match", asy
   assert.deepEqual(server.answers[2].moves, [cata.Action.STRIKE, 16]);
   assert.match(said.join("\n"), /tick 0: onTick threw\nError: boom/);
   assert.match(said.join("\n"), /tick 1: 9 is no move code/);
+});
+
+test("what onTick draws rides with its answer, within the caps; a bad drawing never costs the move", async () => {
+  const server = await scripted([[WELCOME, tick(0)], [tick(1)], [tick(2)], [END]]);
+  const conn = await Connection.open("127.0.0.1", server.port);
+  conn.send(hello("me", "cata"));
+  const said: string[] = [];
+  const bot: cata.CataBot = {
+    onTick(view, debug) {
+      if (view.tick === 0) {
+        debug.mark([3, 4], "yellow", "a label longer than sixteen");
+        debug.line([0, 0], [7, 7], "#00FF00");
+        debug.log("thinking\nhard");
+      }
+      if (view.tick === 1) {
+        for (let i = 0; i < MAX_MARKS + 5; i++) debug.mark([i, 0], "red");
+        debug.mark([1.5, 2], "red"); // no cell: dropped and counted, the move still goes
+        debug.log("x".repeat(2000)); // past the text cap: dropped
+      }
+      return cata.legalMoves(view)[0];
+    },
+  };
+  await play(cata.game, bot, conn, (t) => said.push(t), true);
+  const [first, second, third] = server.answers;
+  assert.deepEqual(first.debug, {
+    marks: [{ cell: [3, 4], colour: "#ffe119", label: "a label longer t" }],
+    lines: [{ from: [0, 0], to: [7, 7], colour: "#00ff00" }],
+    text: ["thinking", "hard"],
+  });
+  const kept = second.debug as { marks: unknown[]; text?: unknown };
+  assert.equal(kept.marks.length, MAX_MARKS);
+  assert.ok(!("text" in kept));
+  assert.ok(!("debug" in third)); // nothing drawn: no field, as from a bot that never draws
+  assert.ok([first, second, third].every((a) => Array.isArray(a.moves)));
+  assert.match(said.join("\n"), /debug drawing dropped: more than 256 marks in one tick/);
+  const alone = new Debug();
+  alone.mark([1, 1], "no such colour");
+  alone.mark([1, 1], "red", "tab\there");
+  assert.equal(alone.take(), undefined);
+  assert.equal(alone.dropped, 2);
 });
 
 test("ticks that queued up while the bot was busy are skipped for the newest", async () => {
