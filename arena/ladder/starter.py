@@ -3,9 +3,9 @@
 Each pairing is written to the store as a running match before it starts. Where it is played is the
 starter's one choice: in this process's lobby (`MatchHost.start_match`, with a replay writer for that
 ladder match), or, when every bot of the pairing follows redirects and a hand-off is given
-(`HandsOff`), on a cluster's worker, whose bots are sent there with seat tokens of that match alone
-and whose result and replay come back here. A pool of local worker processes would be one more
-`HandsOff`: the queue, admission and results do not know where a match is played.
+(`HandsOff`), on a cluster's worker or a local worker process, whose bots are sent there with seat
+tokens of that match alone and whose result and replay come back here: the queue, admission and
+results do not know where a match is played.
 
 The starter owns the matches under way: it gives a bot that comes back within the grace its seat
 again, hands each result to the results service, voids the matches that left without one, and, as
@@ -50,7 +50,7 @@ log = logging.getLogger("cellarena.ladder")
 
 class HandsOff(Protocol):
     """Where the starter can send a match to be played away from this process: Dask's cluster
-    (`hand_off.HandOff`) today; a pool of local worker processes would be another, unseen by the
+    (`hand_off.HandOff`) and local worker processes (`local_workers.LocalWorkers`), unseen by the
     queue, admission and results. `start` says where the match listens for its bots (`HandOffError`
     if nobody hosts it), `result` waits for its end, `cancel` gives it up."""
 
@@ -259,12 +259,10 @@ class MatchStarter(LadderService):
         except HandOffError as exc:
             del self.remote[ladder_id]
             if any(q.conn.closed for q in seated):
-                await self.results.void(
-                    ladder_id, f"the cluster did not host it ({exc}) and a bot left meanwhile"
-                )
+                await self.results.void(ladder_id, f"no worker hosted it ({exc}) and a bot left meanwhile")
                 self.queue.requeue([q for q in seated if not q.conn.closed])
                 return
-            log.warning("ladder match %d: the cluster did not host it (%s); playing it here", ladder_id, exc)
+            log.warning("ladder match %d: no worker hosted it (%s); playing it here", ladder_id, exc)
             self._play_here(ladder_id, pairing, seated)
             return
         self.stats.matches_started += 1
