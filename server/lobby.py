@@ -428,6 +428,8 @@ class Lobby:
                 return
             self._watchers.add(conn)
             self._watching_from[conn.host] += 1
+            if self.seating.spectate(conn, hello):
+                return
             wanted = hello.get("match")
             if wanted is not None:
                 chosen = next((m for m in self._running if m.number == wanted), None)

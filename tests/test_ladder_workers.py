@@ -204,6 +204,55 @@ async def test_a_worker_killed_mid_match_costs_its_match_and_is_started_again(
     assert finished.replay is not None and verify(read_replay(Path(finished.replay))).ok
 
 
+async def watch(ladder: Ladder) -> Client:
+    assert ladder.lobby.port is not None
+    viewer = await Client.connect(ladder.lobby.port)
+    await viewer.hello("viewer", role="spectator")
+    return viewer
+
+
+async def watched(viewer: Client) -> list[dict[str, Any]]:
+    """Everything a spectator is sent, until the server closes its connection."""
+    seen = []
+    while (message := await viewer.recv(timeout=30)) is not None:
+        seen.append(message)
+    return seen
+
+
+async def test_spectators_of_the_ladders_port_watch_the_matches_in_workers(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """A spectator that came before any match waits for the next one, and one that comes during it
+    watches it: both on the ladder's own port, though the match is played in a worker."""
+    ladder = await open_ladder(nursery, tmp_path, settings=PACED, config={"map": "duel", "max_ticks": 45})
+    early = await watch(ladder)
+    alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
+    to_alice, to_bob = await redirected(alice), await redirected(bob)
+    clients = [await go(to_alice, "alice"), await go(to_bob, "bob")]
+    for client in clients:
+        while (msg := await client.recv(timeout=10)) is not None and msg["type"] != "welcome":
+            pass
+    late = await watch(ladder)
+    views: dict[str, list[dict[str, Any]]] = {}
+    async with trio.open_nursery() as n:
+        for client in clients:
+            n.start_soon(client.play)
+
+        async def see(name: str, viewer: Client) -> None:
+            views[name] = await watched(viewer)
+
+        n.start_soon(see, "early", early)
+        n.start_soon(see, "late", late)
+    for name, seen in views.items():
+        kinds = [m["type"] for m in seen]
+        assert kinds[0] == "welcome" and seen[0]["role"] == "spectator" and "seat" not in seen[0], name
+        assert kinds[-1] == "end" and "frame" in kinds, (name, kinds)
+        assert seen[-2]["type"] == "frame" and seen[-2]["final"] is True, name
+    assert ladder.lobby.matches_started == 0
+    (match,) = await settle(ladder.store, 1)
+    assert match.ticks == 45
+
+
 def test_workers_values() -> None:
     assert parse_workers("1") == 1 and parse_workers(" 4 ") == 4
     assert parse_workers("auto") == parse_workers("AUTO") == usable_cores() >= 1

@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import signal
+import ssl
 import subprocess
 import sys
 from collections.abc import Callable
@@ -31,7 +32,11 @@ import trio
 
 from cellarena.arena.ladder.hand_off import HandOffError, Hosting
 from cellarena.arena.ladder.worker import MessageReader, WorkerSetup, encode_message
+from cellarena.sdk import protocol
+from cellarena.sdk.protocol import State
+from cellarena.server.connection import Connection
 from cellarena.server.hosted import HostedMatch, HostedResult
+from cellarena.server.seating import WaitingRoom
 
 log = logging.getLogger("cellarena.ladder")
 
@@ -84,9 +89,17 @@ class _Pending:
     """A match handed to a worker: its reservation, then its result (or why it has none)."""
 
     reserved: trio.Event = field(default_factory=trio.Event)
+    #: Set when its match starts in the worker (``number``: its number there), or ends before that.
+    started: trio.Event = field(default_factory=trio.Event)
     done: trio.Event = field(default_factory=trio.Event)
+    number: int | None = None
     result: HostedResult | None = None
     failed: str | None = None
+
+    def end(self) -> None:
+        self.reserved.set()
+        self.started.set()
+        self.done.set()
 
 
 @dataclass
@@ -246,6 +259,11 @@ class LocalWorkers:
             pending = worker.pending.get(int(message[1]))  # type: ignore[call-overload]
             if pending is not None:
                 pending.reserved.set()
+        elif kind == "started":
+            pending = worker.pending.get(int(message[1]))  # type: ignore[call-overload]
+            if pending is not None:
+                pending.number = int(message[2])  # type: ignore[call-overload]
+                pending.started.set()
         elif kind == "result":
             result = message[1]
             assert isinstance(result, HostedResult)
@@ -253,8 +271,7 @@ class LocalWorkers:
             self._where.pop(result.ladder_id, None)
             if pending is not None:
                 pending.result = result
-                pending.reserved.set()
-                pending.done.set()
+                pending.end()
 
     def _lost(self, worker: _Worker, why: str) -> None:
         """``worker`` ended: every match it held ends without a result."""
@@ -263,8 +280,7 @@ class LocalWorkers:
         for ladder_id, pending in lost:
             self._where.pop(ladder_id, None)
             pending.failed = f"{why} while it hosted the match"
-            pending.reserved.set()
-            pending.done.set()
+            pending.end()
         if lost and not self._stopping:
             log.error("ladder: %s; its %d match(es) under way are void", why, len(lost))
 
@@ -311,8 +327,63 @@ class LocalWorkers:
                 worker.send.send_nowait(("cancel", ladder_id))
         if pending is not None:
             pending.failed = "the ladder gave the match up"
-            pending.reserved.set()
-            pending.done.set()
+            pending.end()
+
+    # ----------------------------------------------------------------- spectators
+    async def relay(self, ladder_id: int, conn: Connection) -> bool:
+        """Let spectator ``conn`` (on the ladder's port) watch match ``ladder_id`` in its worker: the
+        ladder watches it there as a spectator and passes the worker's bytes on unchanged (its
+        welcome, frames and end), then closes ``conn``. False, with ``conn`` untouched, if the match
+        ended before it started."""
+        pending = self._pending.get(ladder_id)
+        worker = self._where.get(ladder_id)
+        if pending is None or worker is None or worker.port is None:
+            return False
+        port = worker.port
+        await pending.started.wait()
+        if pending.number is None or conn.closed:
+            return False
+        room = WaitingRoom(state=State.WATCHING)  # owns ``conn``: a spectator may say nothing more
+        if not room.add(conn):
+            return True
+        try:
+            stream = await self._open(port)
+        except OSError as exc:
+            log.warning("ladder: cannot watch match %d in worker %d: %s", ladder_id, worker.number, exc)
+            conn.close("its match's worker cannot be watched")
+            return True
+        async with stream:
+            try:
+                hello = protocol.hello(
+                    "ladder relay", self.setup.game, role="spectator", match=pending.number
+                )
+                await stream.send_all(protocol.encode(hello))
+                while not conn.closed and (data := await stream.receive_some(1 << 16)):
+                    conn.send(bytes(data))  # frames pass through whole or in pieces: the bytes are the stream
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                log.info("ladder: the relay of match %d broke: %s", ladder_id, exc)
+        await conn.flush(1.0)
+        conn.close("its match is over")
+        return True
+
+    async def _open(self, port: int) -> trio.abc.Stream:
+        """A connection to a worker's lobby, from this machine."""
+        host = self.setup.bind_host
+        if host in ("0.0.0.0", ""):
+            host = "127.0.0.1"
+        elif host == "::":
+            host = "::1"
+        stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
+        if self.tls:
+            # Our own child on this machine, reached at the address it binds, which the certificate
+            # (made for the public name) need not name: the hop is encrypted, not authenticated.
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            tls = trio.SSLStream(stream, context, server_hostname=host)
+            await tls.do_handshake()
+            stream = tls
+        return stream
 
 
 def _status(returncode: int | None) -> str:

@@ -25,6 +25,7 @@ import pickle
 import struct
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,10 +85,11 @@ class HostedMatches(Seating):
     all its seats are in, or at its connect deadline with those that came (the others forfeit); a
     bot back within the grace takes its seat again, as in `cellarena.server.hosted.HostedSeating`.
 
-    ``report(result)`` is called once per job: its outcome and replay, or no outcome (nobody came,
-    or the match ended without a result)."""
+    ``report(message)`` tells the ladder ``("started", ladder id, match number)`` as a match starts
+    (its spectators ask for that number), and ``("result", HostedResult)`` once per job: its outcome
+    and replay, or no outcome (nobody came, or the match ended without a result)."""
 
-    def __init__(self, folder: Path, report: Any) -> None:
+    def __init__(self, folder: Path, report: Callable[[tuple[Any, ...]], None]) -> None:
         self.folder = folder
         self.report = report
         self.reservations: dict[int, _Reservation] = {}
@@ -138,7 +140,9 @@ class HostedMatches(Seating):
                 data = res.replay.read_bytes()
         self._forget(res)
         came = tuple(seat in res.came for seat in range(len(res.job.names)))
-        self.report(HostedResult(res.job.ladder_id, outcome, came, data, res.job.public_host or "", 0))
+        self.report(
+            ("result", HostedResult(res.job.ladder_id, outcome, came, data, res.job.public_host or "", 0))
+        )
 
     # ----------------------------------------------------------------- the lobby's seating
     def _seat_of(self, hello: dict[str, Any]) -> tuple[_Reservation, int] | None:
@@ -218,6 +222,7 @@ class HostedMatches(Seating):
             return
         res.match = match
         self._by_number[match.number] = res
+        self.report(("started", job.ladder_id, match.number))
 
     def on_result(self, outcome: MatchOutcome) -> None:
         """The lobby's ``on_result``: a match ended with a result."""
@@ -295,11 +300,8 @@ async def serve_worker(inbox: trio.abc.ReceiveStream, outbox: trio.abc.SendStrea
         tls = server_context(setup.tls_cert, setup.tls_key or setup.tls_cert)
     send, outgoing = trio.open_memory_channel[object](float("inf"))
 
-    def report(result: HostedResult) -> None:
-        send.send_nowait(("result", result))
-
     with tempfile.TemporaryDirectory(prefix="cellarena-ladder-worker-") as folder:
-        seating = HostedMatches(Path(folder), report)
+        seating = HostedMatches(Path(folder), send.send_nowait)
         lobby = Lobby(
             LobbyConfig(
                 setup.game,
