@@ -229,6 +229,8 @@ class LocalWorkers:
                     self._received(worker, message)
                 nursery.cancel_scope.cancel()
         finally:
+            if trio.current_effective_deadline() == -math.inf:  # cancelled: the ladder stops its workers
+                self._stopping = True
             worker.port = worker.send = None
             send.close()
             with trio.CancelScope(shield=True):

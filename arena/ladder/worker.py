@@ -65,6 +65,8 @@ class WorkerSetup:
     #: The worker's number (1..N), in its log lines.
     number: int = 1
     verbose: bool = False
+    #: The level of the 'cellarena' logger, when the ladder's is not the default (a benchmark's).
+    log_level: int | None = None
 
 
 @dataclass
@@ -293,6 +295,8 @@ async def serve_worker(inbox: trio.abc.ReceiveStream, outbox: trio.abc.SendStrea
     setup = await reader.receive()
     if not isinstance(setup, WorkerSetup):
         raise SystemExit("cellarena ladder worker: the first message must be its setup")
+    if setup.log_level is not None:
+        logging.getLogger("cellarena").setLevel(setup.log_level)
     tls = None
     if setup.tls_cert is not None:
         from cellarena.server.tls import server_context
