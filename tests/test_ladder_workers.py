@@ -23,7 +23,7 @@ from cellarena_cli import cellarena
 from game_servers import PACING, Process, add_ladder_bot, ladder_serve, start, wait_for
 from wire_client import Client
 
-from cellarena.arena.ladder.local_workers import LocalWorkers, parse_workers, usable_cores
+from cellarena.arena.ladder.local_workers import LocalWorkers, WorkerStartError, parse_workers, usable_cores
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.service import LadderConfig, build
@@ -251,6 +251,22 @@ async def test_spectators_of_the_ladders_port_watch_the_matches_in_workers(
     assert ladder.lobby.matches_started == 0
     (match,) = await settle(ladder.store, 1)
     assert match.ticks == 45
+
+
+async def test_a_worker_that_cannot_start_stops_the_ladder_before_it_serves() -> None:
+    """A worker that dies before it listens (here: a game it does not know) is the ladder's error at
+    start-up, said plainly (`ladder serve` prints it and exits 1); no worker is left running."""
+    setup = WorkerSetup("nosuchgame", {}, FAST, bind_host="127.0.0.1")
+    workers = LocalWorkers(2, setup, public_host="127.0.0.1")
+    with pytest.raises(BaseException) as caught:
+        async with trio.open_nursery() as n:
+            await n.start(workers.run)
+    leaf = caught.value
+    while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+        leaf = leaf.exceptions[0]
+    assert isinstance(leaf, WorkerStartError), caught.value
+    assert str(leaf).startswith("worker 1 did not start (pid ") and "see the errors above" in str(leaf)
+    assert workers.pids() == [] and all(w.process is None for w in workers.workers)
 
 
 def test_workers_values() -> None:

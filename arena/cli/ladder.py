@@ -494,7 +494,6 @@ def _local_workers(
         tls_cert=str(Path(cert).resolve()) if cert else None,
         tls_key=str(Path(key).resolve()) if key else None,
         max_connections_per_address=config.rules.max_connections_per_address,
-        max_spectators_per_address=config.rules.max_spectators_per_address,
         verbose=verbose,
     )
     return LocalWorkers(workers, setup, public_host=public, notify=lambda text: click.echo(text, err=True))

@@ -212,7 +212,6 @@ def run(
                         config.settings,
                         bind_host=config.host,
                         max_connections_per_address=config.rules.max_connections_per_address,
-                        max_spectators_per_address=config.rules.max_spectators_per_address,
                         log_level=logging.getLogger("cellarena").getEffectiveLevel(),
                     )
                     hand_off = LocalWorkers(workers, setup, public_host=config.host)

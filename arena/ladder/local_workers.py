@@ -18,6 +18,7 @@ own, so a Ctrl-C at the terminal stops the ladder, which then stops them in orde
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -191,13 +192,20 @@ class LocalWorkers:
         command = [sys.executable, "-m", "cellarena.arena.ladder.worker"]
         if self.setup.verbose:
             command.append("-v")
-        process = await trio.lowlevel.open_process(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
-        )
+        try:
+            process = await trio.lowlevel.open_process(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
+            )
+        except OSError as exc:  # no process left to start (EAGAIN, EMFILE): try again later
+            why = f"could not be started ({exc})"
+            if first:
+                raise WorkerStartError(f"worker {worker.number} {why}") from None
+            return why
         assert process.stdin is not None and process.stdout is not None
         worker.process, worker.pid, worker.started_at = process, process.pid, trio.current_time()
         send, outgoing = trio.open_memory_channel[object](math.inf)
         reader = MessageReader(process.stdout)
+        why = ""
         try:
             async with trio.open_nursery() as nursery:
 
@@ -211,22 +219,7 @@ class LocalWorkers:
 
                 nursery.start_soon(write)
                 send.send_nowait(self._setup_for(worker))
-                hello = None
-                with trio.move_on_after(READY_TIMEOUT):
-                    hello = await reader.receive()
-                if hello is None or hello[0] != "ready":
-                    why = f"did not start (pid {process.pid}): see the errors above"
-                    if first:
-                        raise WorkerStartError(f"worker {worker.number} {why}")
-                    return why
-                worker.port, worker.send = hello[2], send
-                self.notify(
-                    f"ladder: worker {worker.number} (pid {process.pid}) ready at "
-                    f"{self.setup.bind_host}:{worker.port}"
-                )
-                task_status.started()
-                while (message := await reader.receive()) is not None:
-                    self._received(worker, message)
+                why = await self._serve(worker, process, reader, send, task_status, first=first)
                 nursery.cancel_scope.cancel()
         finally:
             if trio.current_effective_deadline() == -math.inf:  # cancelled: the ladder stops its workers
@@ -236,13 +229,53 @@ class LocalWorkers:
             with trio.CancelScope(shield=True):
                 await self._stop(process)
             worker.process = None
-            self._lost(worker, f"worker {worker.number} (pid {process.pid}) {_status(process.returncode)}")
-        return _status(process.returncode)
+            self._lost(
+                worker, f"worker {worker.number} (pid {process.pid}) {why or _status(process.returncode)}"
+            )
+        return why or _status(process.returncode)
+
+    async def _serve(
+        self,
+        worker: _Worker,
+        process: trio.Process,
+        reader: MessageReader,
+        send: trio.MemorySendChannel[object],
+        task_status: trio.TaskStatus[None],
+        *,
+        first: bool,
+    ) -> str:
+        """Wait for the worker to listen, then take its messages until it ends; "" when its output
+        ended (`_status` says how it ended), or what else went wrong."""
+        hello = None
+        try:
+            with trio.move_on_after(READY_TIMEOUT):
+                hello = await reader.receive()
+        except Exception as exc:  # what it printed instead: a start that failed, not the ladder's error
+            hello = ("garbled", exc)
+        if hello is None or hello[0] != "ready":
+            why = f"did not start (pid {process.pid}): see the errors above"
+            if first:
+                raise WorkerStartError(f"worker {worker.number} {why}")
+            return why
+        worker.port, worker.send = hello[2], send
+        self.notify(
+            f"ladder: worker {worker.number} (pid {process.pid}) ready at "
+            f"{self.setup.bind_host}:{worker.port}"
+        )
+        task_status.started()
+        try:
+            while (message := await reader.receive()) is not None:
+                self._received(worker, message)
+        except Exception as exc:  # a garbled message costs that worker, not the ladder
+            log.exception("ladder: worker %d sent what the ladder cannot read", worker.number)
+            return f"sent what the ladder cannot read ({type(exc).__name__}) and was stopped"
+        return ""
 
     async def _stop(self, process: trio.Process) -> None:
         """Close the worker's input (it stops by itself), and kill it if it has not within `STOP_TIMEOUT`."""
         if process.stdin is not None:
-            await process.stdin.aclose()
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                await process.stdin.aclose()
         with trio.move_on_after(STOP_TIMEOUT):
             await process.wait()
         if process.returncode is None:
@@ -302,6 +335,7 @@ class LocalWorkers:
         with trio.move_on_after(RESERVE_TIMEOUT):
             await pending.reserved.wait()
         if pending.failed is not None:
+            self._pending.pop(match.ladder_id, None)
             raise HandOffError(pending.failed)
         if not pending.reserved.is_set():
             self.cancel(match.ladder_id)

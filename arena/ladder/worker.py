@@ -61,6 +61,8 @@ class WorkerSetup:
     tls_cert: str | None = None
     tls_key: str | None = None
     max_connections_per_address: int | None = None
+    #: None as a rule: the ladder relays its spectators from here, from one address, having counted
+    #: them by theirs; a direct one still counts in ``max_connections_per_address``.
     max_spectators_per_address: int | None = None
     #: The worker's number (1..N), in its log lines.
     number: int = 1
