@@ -253,6 +253,18 @@ async def test_spectators_of_the_ladders_port_watch_the_matches_in_workers(
     assert match.ticks == 45
 
 
+async def test_workers_leave_sigterm_to_their_ladder(nursery: trio.Nursery, tmp_path: Path) -> None:
+    """A SIGTERM meant for the whole service (systemd signals every process of a unit) does not stop
+    the workers: the ladder stops them once it has stopped taking matches."""
+    ladder = await open_ladder(nursery, tmp_path)
+    pids = ladder.workers.pids()
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+    await play_redirected(ladder)  # in a worker that got the signal
+    await settle(ladder.store, 1)
+    assert ladder.workers.pids() == pids and all(w.restarts == 0 for w in ladder.workers.workers)
+
+
 async def test_a_worker_that_cannot_start_stops_the_ladder_before_it_serves() -> None:
     """A worker that dies before it listens (here: a game it does not know) is the ladder's error at
     start-up, said plainly (`ladder serve` prints it and exits 1); no worker is left running."""

@@ -13,7 +13,8 @@ starts once its bots are in, so the lobby's one poller, one tick driver and its 
 every match of the process.
 
 The worker stops when its standard input ends: the ladder closed it, or the ladder died (its end of
-the pipe closes with it), so a worker never outlives its ladder.
+the pipe closes with it), so a worker never outlives its ladder. It ignores SIGTERM and SIGINT, which
+are the ladder's to act on.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import contextlib
 import logging
 import os
 import pickle
+import signal
 import struct
 import sys
 import tempfile
@@ -356,6 +358,11 @@ def main() -> None:
 
     from cellarena.server.cli.run import configure_logging
 
+    # The ladder stops its workers, by closing their input: a SIGTERM meant for the whole service
+    # (systemd signals every process of the unit) must not kill them before the ladder voids and
+    # records what they cut short. A kill -9 of the ladder still ends them, through the pipe.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out_fd = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
