@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import sqlite3
+import ssl
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 import trio
 from cellarena_cli import cellarena
+from certificates import pem_files
 from game_servers import PACING, Process, add_ladder_bot, ladder_serve, start, wait_for
 from wire_client import Client
 
@@ -33,6 +35,7 @@ from cellarena.sdk import protocol
 from cellarena.server.lobby import Lobby
 from cellarena.server.match import TickSettings
 from cellarena.server.replay import read_replay, verify
+from cellarena.server.tls import server_context
 
 FAST = TickSettings(fast=True, budget_ms=1000, reconnect_grace=5.0)
 #: Paced, so that a match is still under way when a test kills its worker.
@@ -56,8 +59,15 @@ async def nursery() -> AsyncIterator[trio.Nursery]:
 
 
 async def open_ladder(
-    nursery: trio.Nursery, tmp_path: Path, *, settings: TickSettings = FAST, config: dict[str, Any] = CONFIG
+    nursery: trio.Nursery,
+    tmp_path: Path,
+    *,
+    settings: TickSettings = FAST,
+    config: dict[str, Any] = CONFIG,
+    tls: tuple[Path, Path] | None = None,
 ) -> Ladder:
+    """A ladder of two bots, alice and bob, whose matches go to two workers; with ``tls`` (chain,
+    key), the ladder and its workers serve TLS."""
     store = LadderStore(tmp_path / "ladder.sqlite")
     store.void_running()
     tokens = {name: store.add_bot(name, "rezzo")[1].secret for name in ("alice", "bob")}
@@ -71,8 +81,16 @@ async def open_ladder(
         port=0,
         rules=LadderRules(match_every=0.02),
         replay_dir=tmp_path / "replays",
+        tls=None if tls is None else server_context(*tls),
     )
-    setup = WorkerSetup("rezzo", ladder_config.config_for("duel"), settings, bind_host="127.0.0.1")
+    setup = WorkerSetup(
+        "rezzo",
+        ladder_config.config_for("duel"),
+        settings,
+        bind_host="127.0.0.1",
+        tls_cert=None if tls is None else str(tls[0]),
+        tls_key=None if tls is None else str(tls[1]),
+    )
     workers = LocalWorkers(2, setup, public_host="127.0.0.1", connect_timeout=3.0)
     await nursery.start(workers.run)
     lobby, seating = build(store, ladder_config, workers)
@@ -279,6 +297,52 @@ async def test_a_worker_that_cannot_start_stops_the_ladder_before_it_serves() ->
     assert isinstance(leaf, WorkerStartError), caught.value
     assert str(leaf).startswith("worker 1 did not start (pid ") and "see the errors above" in str(leaf)
     assert workers.pids() == [] and all(w.process is None for w in workers.workers)
+
+
+async def test_with_tls_the_workers_serve_the_ladders_certificate(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """The redirect says TLS, the worker serves the ladder's certificate (checked by the bots as the
+    ladder's was), and a spectator on the ladder's TLS port watches the match in the worker."""
+    ca_file, chain, key = pem_files(tmp_path, "127.0.0.1")
+    client_tls = ssl.create_default_context(cafile=str(ca_file))
+    ladder = await open_ladder(
+        nursery, tmp_path, settings=PACED, config={"map": "duel", "max_ticks": 30}, tls=(chain, key)
+    )
+    assert ladder.lobby.port is not None
+
+    async def open_tls(port: int) -> Client:
+        stream = trio.SSLStream(
+            await trio.open_tcp_stream("127.0.0.1", port), client_tls, server_hostname="127.0.0.1"
+        )
+        return Client(stream)  # type: ignore[arg-type]
+
+    viewer = await open_tls(ladder.lobby.port)
+    await viewer.hello("viewer", role="spectator")
+    queued = {}
+    for name in ("alice", "bob"):
+        queued[name] = client = await open_tls(ladder.lobby.port)
+        await client.hello(name, token=ladder.tokens[name], accepts=["redirect"])
+    targets = []
+    for name, client in queued.items():
+        message = await client.recv(timeout=40)
+        assert message is not None and message["type"] == "redirect" and message["tls"] is True, message
+        targets.append((name, message))
+    ends: list[dict[str, Any]] = []
+    async with trio.open_nursery() as n:
+        for name, target in targets:
+
+            async def play(name: str = name, target: dict[str, Any] = target) -> None:
+                client = await open_tls(target["port"])
+                await client.hello(name, token=target["token"])
+                ends.append(await client.play())
+
+            n.start_soon(play)
+        seen = await watched(viewer)
+    assert [e["ticks"] for e in ends] == [30, 30]
+    assert seen[0]["type"] == "welcome" and seen[-1]["type"] == "end"
+    (match,) = await settle(ladder.store, 1)
+    assert match.replay is not None and verify(read_replay(Path(match.replay))).ok
 
 
 def test_workers_values() -> None:
