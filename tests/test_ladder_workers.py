@@ -7,6 +7,7 @@ ladder serve --workers 2` with the SDK's example bots, and check what the comman
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -65,6 +66,7 @@ async def open_ladder(
     settings: TickSettings = FAST,
     config: dict[str, Any] = CONFIG,
     tls: tuple[Path, Path] | None = None,
+    time_limit: float = 3600.0,
 ) -> Ladder:
     """A ladder of two bots, alice and bob, whose matches go to two workers; with ``tls`` (chain,
     key), the ladder and its workers serve TLS."""
@@ -91,7 +93,7 @@ async def open_ladder(
         tls_cert=None if tls is None else str(tls[0]),
         tls_key=None if tls is None else str(tls[1]),
     )
-    workers = LocalWorkers(2, setup, public_host="127.0.0.1", connect_timeout=3.0)
+    workers = LocalWorkers(2, setup, public_host="127.0.0.1", connect_timeout=3.0, time_limit=time_limit)
     await nursery.start(workers.run)
     lobby, seating = build(store, ladder_config, workers)
     await nursery.start(lobby.serve)
@@ -343,6 +345,28 @@ async def test_with_tls_the_workers_serve_the_ladders_certificate(
     assert seen[0]["type"] == "welcome" and seen[-1]["type"] == "end"
     (match,) = await settle(ladder.store, 1)
     assert match.replay is not None and verify(read_replay(Path(match.replay))).ok
+
+
+async def test_a_match_past_its_time_limit_is_given_up(nursery: trio.Nursery, tmp_path: Path) -> None:
+    """Every match in a worker has a time limit (an hour, as on a cluster): past it, it ends there
+    without a result and the ladder voids it. Here the limit is 1 s and the match 150 ticks at 15 Hz."""
+    ladder = await open_ladder(
+        nursery, tmp_path, settings=PACED, config={"map": "duel", "max_ticks": 150}, time_limit=1.0
+    )
+    alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
+    to_alice, to_bob = await redirected(alice), await redirected(bob)
+    clients = [await go(to_alice, "alice"), await go(to_bob, "bob")]
+    async with trio.open_nursery() as n:
+        for client in clients:
+
+            async def play(client: Client = client) -> None:
+                with contextlib.suppress(AssertionError):  # closed mid-match, without an end
+                    await client.play()
+
+            n.start_soon(play)
+    (match,) = await settle(ladder.store, 1, "void")
+    assert match.reason == "it ended without a result"
+    assert ladder.workers.pids() and all(w.restarts == 0 for w in ladder.workers.workers)
 
 
 def test_workers_values() -> None:

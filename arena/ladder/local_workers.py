@@ -132,11 +132,14 @@ class LocalWorkers:
         *,
         public_host: str,
         connect_timeout: float = 15.0,
+        time_limit: float = 3600.0,
         notify: Callable[[str], None] = lambda text: None,
     ) -> None:
         self.count = count
         #: Seconds the bots of a match have to reach their worker (the cluster's 15 s).
         self.connect_timeout = connect_timeout
+        #: Seconds after which a match is given up in its worker, whatever happens (a stuck match).
+        self.time_limit = time_limit
         self.setup = setup
         self.public_host = public_host
         self.notify = notify
@@ -331,7 +334,8 @@ class LocalWorkers:
         pending = worker.pending[match.ladder_id] = self._pending[match.ladder_id] = _Pending()
         self._where[match.ladder_id] = worker
         port = worker.port
-        worker.send.send_nowait(("host", replace(match, connect_timeout=self.connect_timeout)))
+        job = replace(match, connect_timeout=self.connect_timeout, time_limit=self.time_limit)
+        worker.send.send_nowait(("host", job))
         with trio.move_on_after(RESERVE_TIMEOUT):
             await pending.reserved.wait()
         if pending.failed is not None:

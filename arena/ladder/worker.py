@@ -84,6 +84,8 @@ class _Reservation:
     seated: dict[int, Connection] = field(default_factory=dict)
     came: set[int] = field(default_factory=set)
     match: Match | None = None
+    #: When its match started (trio's clock), for the job's time limit.
+    started: float = 0.0
 
 
 class HostedMatches(Seating):
@@ -226,7 +228,7 @@ class HostedMatches(Seating):
         if match is None:  # the lobby logged why and told the bots
             self._finish(res, None)
             return
-        res.match = match
+        res.match, res.started = match, trio.current_time()
         self._by_number[match.number] = res
         self.report(("started", job.ladder_id, match.number))
 
@@ -257,6 +259,17 @@ class HostedMatches(Seating):
                     else:
                         self._finish(res, None)
                 elif res.match is not None and res.match not in running:
+                    self._finish(res, None)
+                elif res.match is not None and now - res.started > res.job.time_limit:
+                    # A bound on a stuck match: it ends here without a result (the ladder voids it);
+                    # its seats, their connections closed, forfeit in the lobby unheard.
+                    log.error(
+                        "ladder match %d outlasted its %g s limit; it ends without a result",
+                        res.job.ladder_id,
+                        res.job.time_limit,
+                    )
+                    for conn in res.match.connections():
+                        conn.close("the match outlasted its time limit")
                     self._finish(res, None)
 
 
