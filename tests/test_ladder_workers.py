@@ -417,6 +417,29 @@ def test_ladder_serve_with_two_workers_and_example_bots(tmp_path: Path) -> None:
             assert not Path(f"/proc/{started}").exists()
 
 
+def gone(pid: int) -> bool:
+    """Process ``pid`` has ended (a zombie whose new parent has not reaped it yet counts)."""
+    try:
+        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+
+
+def test_a_ladder_killed_with_sigkill_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """The workers' lifeline is their pipe from the ladder: a kill -9 of the ladder closes it, and
+    they stop."""
+    server = ladder_serve(tmp_path, "--workers", "2")
+    try:
+        wait_for(lambda: server.stderr().count(" ready at 127.0.0.1:") == 2, "both workers", 60)
+        pids = [int(part.split(")", 1)[0]) for part in server.stderr().split("(pid ")[1:]]
+        assert len(pids) == 2 and not any(gone(pid) for pid in pids)
+        server.proc.kill()
+        server.proc.wait()
+        wait_for(lambda: all(gone(pid) for pid in pids), "the workers to stop", 30)
+    finally:
+        server.stop()
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [
