@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import ssl
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -218,6 +219,10 @@ async def test_a_worker_killed_mid_match_costs_its_match_and_is_started_again(
             await trio.sleep(0.05)
     after = set(ladder.workers.pids())
     assert killed not in after and after - before == {playing.pid} and playing.restarts == 1
+    assert ladder.workers.folder is not None  # the dead worker's files went with it
+    assert sorted(p.name for p in ladder.workers.folder.iterdir()) == sorted(
+        f"worker-{w.number}-{w.pid}" for w in ladder.workers.workers
+    )
     # The ladder goes on: the next pairing is played in a worker and recorded.
     await play_redirected(ladder)
     (finished,) = await settle(ladder.store, 1, "finished")
@@ -433,9 +438,16 @@ def test_a_ladder_killed_with_sigkill_leaves_no_worker_behind(tmp_path: Path) ->
         wait_for(lambda: server.stderr().count(" ready at 127.0.0.1:") == 2, "both workers", 60)
         pids = [int(part.split(")", 1)[0]) for part in server.stderr().split("(pid ")[1:]]
         assert len(pids) == 2 and not any(gone(pid) for pid in pids)
+        folders = [
+            f
+            for pid in pids
+            for f in Path(tempfile.gettempdir()).glob(f"cellarena-ladder-workers-*/worker-*-{pid}")
+        ]
+        assert len(folders) == 2 and folders[0].parent == folders[1].parent
         server.proc.kill()
         server.proc.wait()
         wait_for(lambda: all(gone(pid) for pid in pids), "the workers to stop", 30)
+        assert not folders[0].parent.exists()  # they removed their folder, which the ladder could not
     finally:
         server.stop()
 

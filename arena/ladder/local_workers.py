@@ -22,12 +22,15 @@ import contextlib
 import logging
 import math
 import os
+import shutil
 import signal
 import ssl
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import trio
 
@@ -149,6 +152,8 @@ class LocalWorkers:
         #: Every match handed to a worker until `result` or `cancel` takes it (it may end first).
         self._pending: dict[int, _Pending] = {}
         self._stopping = False
+        #: The workers' folders (replays being written), each removed when its worker ends; made by `run`.
+        self.folder: Path | None = None
 
     @property
     def tls(self) -> bool:
@@ -162,6 +167,7 @@ class LocalWorkers:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Start every worker, report started once all listen (`WorkerStartError` if one cannot),
         then keep them running until cancelled, which stops them."""
+        self.folder = Path(tempfile.mkdtemp(prefix="cellarena-ladder-workers-"))
         try:
             async with trio.open_nursery() as nursery:
                 for worker in self.workers:
@@ -169,6 +175,7 @@ class LocalWorkers:
                 task_status.started()
         finally:
             self._stopping = True
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     async def _keep(
         self, worker: _Worker, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -206,6 +213,9 @@ class LocalWorkers:
             return why
         assert process.stdin is not None and process.stdout is not None
         worker.process, worker.pid, worker.started_at = process, process.pid, trio.current_time()
+        assert self.folder is not None  # `run` made it
+        folder = self.folder / f"worker-{worker.number}-{process.pid}"  # what it leaves goes with it
+        folder.mkdir(parents=True)  # the last worker to stop removes the parent
         send, outgoing = trio.open_memory_channel[object](math.inf)
         reader = MessageReader(process.stdout)
         why = ""
@@ -221,7 +231,7 @@ class LocalWorkers:
                         pass  # it died: its reader says so
 
                 nursery.start_soon(write)
-                send.send_nowait(self._setup_for(worker))
+                send.send_nowait(replace(self.setup, number=worker.number, folder=str(folder)))
                 why = await self._serve(worker, process, reader, send, task_status, first=first)
                 nursery.cancel_scope.cancel()
         finally:
@@ -232,6 +242,7 @@ class LocalWorkers:
             with trio.CancelScope(shield=True):
                 await self._stop(process)
             worker.process = None
+            shutil.rmtree(folder, ignore_errors=True)
             self._lost(
                 worker, f"worker {worker.number} (pid {process.pid}) {why or _status(process.returncode)}"
             )
@@ -287,9 +298,6 @@ class LocalWorkers:
             await process.wait()
         if process.stdout is not None:
             await process.stdout.aclose()
-
-    def _setup_for(self, worker: _Worker) -> WorkerSetup:
-        return replace(self.setup, number=worker.number)
 
     def _received(self, worker: _Worker, message: tuple[object, ...]) -> None:
         kind = message[0]

@@ -23,6 +23,7 @@ import contextlib
 import logging
 import os
 import pickle
+import shutil
 import signal
 import struct
 import sys
@@ -71,6 +72,9 @@ class WorkerSetup:
     verbose: bool = False
     #: The level of the 'cellarena' logger, when the ladder's is not the default (a benchmark's).
     log_level: int | None = None
+    #: Where the worker writes its matches' replays until it sends them (the ladder's, so that the
+    #: ladder removes what a killed worker left); None: a temporary folder of its own.
+    folder: str | None = None
 
 
 @dataclass
@@ -321,7 +325,10 @@ async def serve_worker(inbox: trio.abc.ReceiveStream, outbox: trio.abc.SendStrea
         tls = server_context(setup.tls_cert, setup.tls_key or setup.tls_cert)
     send, outgoing = trio.open_memory_channel[object](float("inf"))
 
-    with tempfile.TemporaryDirectory(prefix="cellarena-ladder-worker-") as folder:
+    with contextlib.ExitStack() as stack:
+        if setup.folder is not None:
+            stack.callback(_remove, Path(setup.folder))
+        folder = setup.folder or stack.enter_context(tempfile.TemporaryDirectory(prefix="cellarena-worker-"))
         seating = HostedMatches(Path(folder), send.send_nowait)
         lobby = Lobby(
             LobbyConfig(
@@ -362,6 +369,14 @@ async def serve_worker(inbox: trio.abc.ReceiveStream, outbox: trio.abc.SendStrea
             with trio.move_on_after(2):
                 await lobby.shutdown(1.0)
             nursery.cancel_scope.cancel()
+
+
+def _remove(folder: Path) -> None:
+    """Remove the worker's folder, and the ladder's folder of workers if it is the last (a ladder
+    killed with SIGKILL cannot: its workers, which stop then, clean up after it)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        folder.parent.rmdir()
 
 
 def main() -> None:
