@@ -203,6 +203,11 @@ async def run_ladder(
             await serve_until_signalled(
                 lobby, on_listening=listening, notify=notify, on_stop=services.graceful_shutdown
             )
+            if isinstance(hand_off, LocalWorkers) and seating.starter.remote:
+                # The line above counted the lobby's own matches; these end as the workers stop.
+                notify(
+                    f"and {len(seating.starter.remote)} match(es) under way in workers ended without a result"
+                )
             nursery.cancel_scope.cancel()  # the house bots' task and the workers, which stops them
     finally:
         await services.shutdown()  # shielded: voids what was cut short, writes the last results
