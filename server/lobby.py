@@ -464,6 +464,8 @@ class Lobby:
                 return
             self._watchers.add(conn)
             self._watching_from[conn.host] += 1
+            if self.seating.spectate(conn, hello):
+                return
             self.watch(conn, hello.get("match"))
             return
         if self.stopping:

@@ -149,6 +149,11 @@ class Seating:
         """The bots waiting for a match now."""
         return []
 
+    def spectate(self, conn: Connection, hello: dict[str, Any]) -> bool:
+        """A spectator's accepted hello: True if this mode sees to it (a ladder whose matches are
+        played in worker processes relays them); False, the default, leaves it to the lobby."""
+        return False
+
     async def run(self) -> None:
         """A background task of the mode, in the lobby's nursery (default: none needed)."""
 

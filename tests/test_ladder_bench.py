@@ -47,11 +47,33 @@ def test_bench_ladder_on_a_cluster_compares_the_ladders_cpu_per_match() -> None:
     )
 
 
+def test_bench_ladder_with_workers_runs_one_beside_n_and_reports_cpu_apart() -> None:
+    """With --workers 2 the load runs twice: every match in the ladder's process, then in two worker
+    processes, where the load bots follow the redirects; the server's CPU (the ladder's and its
+    workers') and the load generator's are reported apart."""
+    args = ["--bots", "4", "--seconds", "3", "--warmup", "2", "--ticks", "15", "--workers", "2"]
+    code, out = invoke("bench", "ladder", *args, "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    there = report["in_workers"]
+    assert report["workers"] == 1 and there["workers"] == 2
+    assert report["load"]["redirects"] == 0 and there["load"]["redirects"] > 0
+    assert report["workers_cpu_share"] == 0 and there["workers_cpu_share"] > 0
+    assert there["matches_per_minute"] > 0 and there["cpu_us_per_agent_tick"] > 0
+    for run in (report, there):
+        assert run["load_cpu_share"] > 0 and run["ladder_cpu_share"] > 0
+        assert run["server_cpu_share"] == pytest.approx(run["ladder_cpu_share"] + run["workers_cpu_share"])
+
+
 def test_bench_ladder_refuses_bad_options() -> None:
     code, out = invoke("bench", "ladder", "--bots", "1")
     assert code == 2 and "--bots" in out
     code, out = invoke("bench", "ladder", "--cluster", "local:0")
     assert code == 2 and "--cluster" in out
+    code, out = invoke("bench", "ladder", "--workers", "0")
+    assert code == 2 and "--workers" in out
+    code, out = invoke("bench", "ladder", "--workers", "2", "--cluster", "local:1")
+    assert code == 2 and "--workers" in out and "not both" in out
 
 
 def test_wait_percentiles() -> None:

@@ -761,6 +761,77 @@ def _open_hand_off(
         raise click.ClickException(str(exc)) from None
 
 
+class WorkersParam(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2; we take 8.1
+    """``--workers``: a number of worker processes, or ``auto`` (`local_workers.parse_workers`)."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        from cellarena.arena.ladder.local_workers import parse_workers
+
+        try:
+            return parse_workers(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _local_workers(
+    workers: int,
+    workers_host: str | None,
+    config: Any,
+    cluster: ClusterSpec | None,
+    cert: str | None,
+    key: str | None,
+    insecure: bool,
+    verbose: bool,
+) -> Any:
+    """The ladder's worker processes for ``--workers`` (None for 1), or a clear error naming the option."""
+    from cellarena.sdk.client import is_loopback
+
+    if workers == 1:
+        if workers_host is not None:
+            raise click.BadParameter(
+                "it names where bots reach the worker processes: give --workers 2 or more too",
+                param_hint="--workers-host",
+            )
+        return None
+    if cluster is not None:
+        raise click.BadParameter(
+            "the matches go either to a cluster or to worker processes here: give --cluster or --workers, "
+            "not both",
+            param_hint="--workers",
+        )
+    from cellarena.arena.ladder.local_workers import LocalWorkers
+    from cellarena.arena.ladder.worker import WorkerSetup
+
+    public = workers_host or config.host
+    if public in ("0.0.0.0", "::", ""):
+        raise click.BadParameter(
+            f"bots cannot be sent to {public or 'an empty address'}: give --workers-host, the name or "
+            "address bots reach this machine at (the one on the TLS certificate)",
+            param_hint="--workers-host",
+        )
+    if cert is None and not insecure and not (is_loopback(public) and is_loopback(config.host)):
+        raise click.BadParameter(
+            f"the workers would take seat tokens in clear at {public}: give --tls-cert/--tls-key, or "
+            "--insecure on a network you trust",
+            param_hint="--workers",
+        )
+    setup = WorkerSetup(
+        config.game,
+        config.config_for(config.maps[0]),
+        config.settings,
+        bind_host=config.host,
+        tls_cert=str(Path(cert).resolve()) if cert else None,
+        tls_key=str(Path(key).resolve()) if key else None,
+        max_connections_per_address=config.rules.max_connections_per_address,
+        verbose=verbose,
+    )
+    return LocalWorkers(workers, setup, public_host=public, notify=lambda text: click.echo(text, err=True))
+
+
 def _health_socket(host: str, port: int | None) -> Any:
     """The bound socket of ``--health-port``, or None without it; a clear error if it cannot be."""
     if port is None:
@@ -843,6 +914,8 @@ def _serve_command(game: str) -> click.Command:
         new_version_rating: str,
         challenges_per_day: int,
         challenges_rated: bool,
+        workers: int,
+        workers_host: str | None,
         **game_values: Any,
     ) -> None:
         import gc
@@ -912,6 +985,9 @@ def _serve_command(game: str) -> click.Command:
                 "--tls-cert/--tls-key (or --insecure to allow tokens in clear)",
                 err=True,
             )
+        local_workers = _local_workers(
+            workers, workers_host, config, cluster, tls_cert, tls_key, insecure, verbose
+        )
         if cluster is None and cluster_host is not None:
             raise click.BadParameter(
                 "it names where bots reach the cluster's workers: give --cluster too",
@@ -927,7 +1003,7 @@ def _serve_command(game: str) -> click.Command:
             with contextlib.ExitStack() as stack:
                 if health_sock is not None:
                     stack.callback(health_sock.close)
-                hand_off = None
+                hand_off: Any = local_workers
                 if cluster is not None:
                     hand_off = stack.enter_context(
                         _open_hand_off(cluster, config, cluster_host, tls_cert, tls_key, insecure)
@@ -937,6 +1013,9 @@ def _serve_command(game: str) -> click.Command:
 
                 def listening(bound: int) -> None:
                     on = f"; matches played on the cluster {cluster}" if cluster else ""
+                    if local_workers is not None:
+                        on = f"; matches played in {workers} worker processes"
+
                     if health_sock is not None:
                         from cellarena.server.web.serving import url_of
 
@@ -958,9 +1037,11 @@ def _serve_command(game: str) -> click.Command:
                         health_sock=health_sock,
                     )
 
+                from cellarena.arena.ladder.local_workers import WorkerStartError
+
                 try:
                     run_trio(main)
-                except (OSError, LadderStoreError) as exc:
+                except (OSError, LadderStoreError, WorkerStartError) as exc:
                     raise click.ClickException(str(exc)) from None
                 except KeyboardInterrupt:
                     click.echo("stopped", err=True)
@@ -1018,6 +1099,23 @@ def _serve_command(game: str) -> click.Command:
             metavar="HOST",
             default=None,
             help="The address bots reach the workers at. [default: each worker's address on the cluster]",
+        ),
+        click.option(
+            "--workers",
+            type=WorkersParam(),
+            default="1",
+            show_default=True,
+            metavar="N|auto",
+            help="Worker processes that play the matches (auto: one per core). 1: every match in this "
+            "process. With more, this process keeps the queue and the database, and bots that follow "
+            "redirects play in the workers, each a lobby on a free port of --host.",
+        ),
+        click.option(
+            "--workers-host",
+            metavar="HOST",
+            default=None,
+            help="The address bots reach the workers at (the name on the TLS certificate). "
+            "[default: --host; needed when --host is 0.0.0.0 or ::]",
         ),
         click.option(
             "--seed", default=0, show_default=True, type=int, help="Seed of the matchmaker's draws."

@@ -12,6 +12,11 @@ With ``--cluster``, the same load runs twice, side by side in one run: first wit
 played in the ladder's process, then with the matches handed to the cluster's workers (the load
 bots follow redirects). The figure that says how far one ladder process then goes is its own CPU
 per match: the ratio of the two is printed.
+
+With ``--workers N`` the load runs with one worker (every match in the ladder's process) and then
+with N worker processes on this machine (`local_workers`, as ``ladder serve --workers N``). Each run
+reports the CPU of the server (the ladder's process and its workers, each read from /proc) apart
+from the load generator's, since on one machine they share the cores.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import logging
+import os
 import subprocess
 import sys
 import tempfile
@@ -30,10 +37,13 @@ import click
 import trio
 
 from cellarena.arena.cluster import ClusterError, ClusterSpec, cluster_option
-from cellarena.arena.ladder.hand_off import HandOff, HandOffConfig, open_hand_off
+from cellarena.arena.ladder.hand_off import HandOffConfig, open_hand_off
+from cellarena.arena.ladder.local_workers import MAX_WORKERS, LocalWorkers
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.service import LadderConfig, build
+from cellarena.arena.ladder.starter import HandsOff
 from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.worker import WorkerSetup
 from cellarena.server.bench.harness import raise_file_limit
 from cellarena.server.bench.server import load_games
 from cellarena.server.cli.params import FiniteFloatRange
@@ -41,13 +51,24 @@ from cellarena.server.cli.run import quiet_logger
 from cellarena.server.games import plugin
 from cellarena.server.match import TickSettings
 
-#: The issue's goals on a 2-core host, at 500 bots.
+#: The issue's goals on a 2-core host: 500 bots in one process, 1,000 with workers.
 GOAL_BOTS = 500
+GOAL_BOTS_WORKERS = 1000
 GOAL_ON_TIME = 0.99
 GOAL_WAIT_P95_S = 5.0
 GOAL_MATCHMAKING_SHARE = 0.02
 #: The bots' budget at 15 Hz: the period less the server's own share of it (see `bench server`).
 BUDGET_MS = 50.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) process ``pid`` has used, from /proc; 0 if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # After the name: state is field 3 of stat(5), so utime (14) and stime (15) are at 11 and 12.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _register(store: LadderStore, game: str, bots: int) -> list[str]:
@@ -60,12 +81,15 @@ async def _run(
     tokens: list[str],
     seconds: float,
     warmup: float,
-    hand_off: HandOff | None = None,
+    hand_off: HandsOff | None = None,
 ) -> dict[str, Any]:
     lobby, seating = build(store, config, hand_off)
     stats = seating.queue.stats  # one LadderStats, shared by the queue and the starter (`build`)
     taken: dict[str, Any] = {}
+    workers = hand_off if isinstance(hand_off, LocalWorkers) else None
     async with trio.open_nursery() as nursery:
+        if workers is not None:
+            await nursery.start(workers.run)
         port = await nursery.start(lobby.serve)  # which runs the seating's matchmaker too
         load = await trio.lowlevel.open_process(
             [
@@ -89,6 +113,8 @@ async def _run(
         def snapshot() -> dict[str, Any]:
             return {
                 "cpu": time.process_time(),
+                "workers_cpu": sum(cpu_seconds(pid) for pid in workers.pids()) if workers else 0.0,
+                "load_cpu": cpu_seconds(load.pid),
                 "wall": time.perf_counter(),
                 "mm_cpu": stats.matchmaking_cpu,
                 "ended": stats.matches_ended,
@@ -113,7 +139,10 @@ async def _run(
         taken["load"] = json.loads(out or b"{}")
         nursery.cancel_scope.cancel()
     start, end = taken["start"], taken["end"]
-    cpu = end["cpu"] - start["cpu"]
+    wall = end["wall"] - start["wall"]
+    ladder_cpu = end["cpu"] - start["cpu"]
+    workers_cpu = max(0.0, end["workers_cpu"] - start["workers_cpu"])  # a restarted worker starts at 0
+    cpu = ladder_cpu + workers_cpu
     agent_ticks = end["agent_ticks"] - start["agent_ticks"]
     ticks = end["ticks"] - start["ticks"]
     ended = end["ended"] - start["ended"]
@@ -122,14 +151,18 @@ async def _run(
         "bots": len(tokens),
         "seconds": seconds,
         "matches_per_minute": ended / (end["wall"] - start["wall"]) * 60,
-        "ladder_cpu_ms_per_match": cpu / ended * 1e3 if ended else None,
+        "workers": workers.count if workers is not None else 1,
+        "ladder_cpu_ms_per_match": ladder_cpu / ended * 1e3 if ended else None,
         "queue_wait_p50_s": taken["p50"],
         "queue_wait_p95_s": taken["p95"],
         "on_time": 1 - (end["bad"] - start["bad"]) / ticks if ticks else 0.0,
         "behind_schedule": (end["behind"] - start["behind"]) / ticks if ticks else 0.0,
         "cpu_us_per_agent_tick": cpu / agent_ticks * 1e6 if agent_ticks else None,
-        "server_cpu_share": cpu / (end["wall"] - start["wall"]),
-        "matchmaking_share": (end["mm_cpu"] - start["mm_cpu"]) / cpu if cpu else 0.0,
+        "server_cpu_share": cpu / wall,
+        "ladder_cpu_share": ladder_cpu / wall,
+        "workers_cpu_share": workers_cpu / wall,
+        "load_cpu_share": (end["load_cpu"] - start["load_cpu"]) / wall,
+        "matchmaking_share": (end["mm_cpu"] - start["mm_cpu"]) / ladder_cpu if ladder_cpu else 0.0,
         "load": taken["load"],
     }
 
@@ -141,9 +174,11 @@ def run(
     warmup: float,
     game: str | None = None,
     cluster: ClusterSpec | None = None,
+    workers: int = 1,
 ) -> dict[str, Any]:
-    """One measured run (matches on the ``cluster`` if given); the dict is the --json output.
-    ``game``: the first of `load_games` unless given."""
+    """One measured run (matches on the ``cluster`` if given, or in ``workers`` local worker
+    processes if more than one); the dict is the --json output. ``game``: the first of `load_games`
+    unless given."""
     game = game or load_games()[0]
     game_plugin = plugin(game)
     workload = game_plugin.load_profile()
@@ -170,7 +205,17 @@ def run(
             )
             config.replay_dir.mkdir()  # type: ignore[union-attr]
             with contextlib.ExitStack() as stack:
-                hand_off = None
+                hand_off: HandsOff | None = None
+                if workers > 1:
+                    setup = WorkerSetup(
+                        game,
+                        config.config_for(config.maps[0]),
+                        config.settings,
+                        bind_host=config.host,
+                        max_connections_per_address=config.rules.max_connections_per_address,
+                        log_level=logging.getLogger("cellarena").getEffectiveLevel(),
+                    )
+                    hand_off = LocalWorkers(workers, setup, public_host=config.host)
                 if cluster is not None:
                     configs = [config.config_for(m) for m in config.maps]
                     hand_off = stack.enter_context(open_hand_off(cluster, game, configs, HandOffConfig()))
@@ -184,10 +229,11 @@ def run(
             store.close()
 
 
-def goals(result: dict[str, Any]) -> list[tuple[str, bool]]:
+def goals(result: dict[str, Any], bots: int = GOAL_BOTS) -> list[tuple[str, bool]]:
+    """The goals at ``bots`` bots (`GOAL_BOTS` in one process, `GOAL_BOTS_WORKERS` with workers)."""
     p95 = result["queue_wait_p95_s"]
     return [
-        (f"{GOAL_BOTS} bots connected", result["bots"] >= GOAL_BOTS),
+        (f"{bots} bots connected", result["bots"] >= bots),
         (f">= {GOAL_ON_TIME:.0%} of ticks on time", result["on_time"] >= GOAL_ON_TIME),
         (f"queue wait p95 < {GOAL_WAIT_P95_S:g} s", p95 is not None and p95 < GOAL_WAIT_P95_S),
         (
@@ -231,6 +277,14 @@ def goals(result: dict[str, Any]) -> list[tuple[str, bool]]:
     "Also run the load with the matches on this Dask cluster (local:N or tcp://HOST:PORT), and "
     "compare the ladder's own CPU per match."
 )
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, MAX_WORKERS),
+    help="Also run the load with the matches in this many worker processes here (`ladder serve "
+    "--workers`), after the run with every match in the ladder's process.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(
     bots: int,
@@ -239,6 +293,7 @@ def command(
     warmup: float,
     game: str | None,
     cluster: ClusterSpec | None,
+    workers: int,
     as_json: bool,
 ) -> None:
     """A ladder at 15 Hz under bots that queue again after every match: throughput, waits, CPU."""
@@ -250,8 +305,16 @@ def command(
         )
     quiet_logger("cellarena")  # the load's own disconnects are expected
     quiet_logger("distributed")
+    if workers > 1 and cluster is not None:
+        raise click.BadParameter(
+            "compare one worker with either a cluster or workers here, not both", param_hint="--workers"
+        )
     result = run(bots, seconds, ticks, warmup, game)
-    runs = [("here", result)]
+    runs = [("1 worker" if workers > 1 else "here", result)]
+    if workers > 1:
+        in_workers = run(bots, seconds, ticks, warmup, game, workers=workers)
+        runs.append((f"{workers} workers", in_workers))
+        result = {**result, "in_workers": in_workers}
     if cluster is not None:
         try:
             on_cluster = run(bots, seconds, ticks, warmup, game, cluster)
@@ -281,16 +344,16 @@ def command(
             f"the ladder's own CPU per match is {fmt(ratio, '.1f')}x smaller with the matches on the cluster"
         )
     report(
-        f"One ladder process, {bots} bots re-queuing after each {ticks}-tick {game} match at 15 Hz",
+        f"One ladder, {bots} bots re-queuing after each {ticks}-tick {game} match at 15 Hz",
         (
             "where",
             "matches/min",
             "wait p50",
             "wait p95",
             "on time",
-            "CPU/agent-tick",
-            "CPU share",
-            "CPU/match",
+            "server CPU/agent-tick",
+            "CPU: ladder+workers, load",
+            "ladder CPU/match",
             "matchmaking",
         ),
         [
@@ -301,12 +364,16 @@ def command(
                 fmt(r["queue_wait_p95_s"], ".2f") + " s",
                 f"{r['on_time']:.1%}",
                 fmt(r["cpu_us_per_agent_tick"], ".0f") + " µs",
-                f"{r['server_cpu_share']:.0%}",
+                f"{r['ladder_cpu_share']:.0%}+{r['workers_cpu_share']:.0%}, {r['load_cpu_share']:.0%}",
                 fmt(r["ladder_cpu_ms_per_match"], ".1f") + " ms",
                 f"{r['matchmaking_share']:.2%}",
             )
             for where, r in runs
         ],
-        goals(runs[0][1]),
-        notes,
+        goals(runs[-1][1], GOAL_BOTS_WORKERS) if workers > 1 else goals(runs[0][1]),
+        [
+            *notes,
+            "CPU: shares of one core over the measured time (ladder: its process; workers: theirs, "
+            "summed; load: the load bots' process)",
+        ],
     )

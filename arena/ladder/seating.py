@@ -68,6 +68,9 @@ class LadderSeating(Seating):
     def waiting(self) -> list[Connection]:
         return self.admission.waiting()
 
+    def spectate(self, conn: Connection, hello: dict[str, Any]) -> bool:
+        return self.starter.spectate(conn, hello)
+
     async def run(self) -> None:
         """Run the services and the change log's poller, until cancelled."""
         async with trio.open_nursery() as nursery:

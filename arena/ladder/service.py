@@ -30,8 +30,8 @@ import trio
 
 from cellarena.arena.ladder.admission import Admission
 from cellarena.arena.ladder.changes import DatabaseWatch
-from cellarena.arena.ladder.hand_off import HandOff
 from cellarena.arena.ladder.house import HouseBots
+from cellarena.arena.ladder.local_workers import LocalWorkers
 from cellarena.arena.ladder.matchmaker import Policy
 from cellarena.arena.ladder.matchmaking import MatchQueue
 from cellarena.arena.ladder.policy import CommunityPolicy
@@ -40,7 +40,7 @@ from cellarena.arena.ladder.results import prepare as results_prepare
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.spool import ResultSpool
-from cellarena.arena.ladder.starter import MatchStarter
+from cellarena.arena.ladder.starter import HandsOff, MatchStarter
 from cellarena.arena.ladder.stats import LadderStats
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.server.confinement import Limits
@@ -97,13 +97,13 @@ class LadderConfig:
 def build(
     store: LadderStore,
     config: LadderConfig,
-    hand_off: HandOff | None = None,
+    hand_off: HandsOff | None = None,
     *,
     notify: Callable[[str], None] = lambda text: None,
 ) -> tuple[Lobby, LadderSeating]:
     """The lobby and the ladder's services, wired (`seating`; the starter hands matches to
-    ``hand_off``'s cluster when given). Every map of the pool is loaded here, so a bad config or map
-    fails (ConfigError) before anyone connects."""
+    ``hand_off``, a cluster or local workers, when given). Every map of the pool is loaded here, so
+    a bad config or map fails (ConfigError) before anyone connects."""
     engine_class = get_engine(config.game)
     players = {engine_class.new(config.config_for(m), config.seed).players for m in config.maps}
     if len(players) != 1:
@@ -179,11 +179,13 @@ async def run_ladder(
     *,
     on_listening: Callable[[int], None] = lambda port: None,
     notify: Callable[[str], None] = lambda text: None,
-    hand_off: HandOff | None = None,
+    hand_off: HandsOff | None = None,
     health_sock: socket.socket | None = None,
 ) -> None:
     """Serve the ladder until a signal (or cancellation) stops it; see the module docstring. With
-    ``hand_off``, matches between bots that follow redirects are played on its cluster; with
+    ``hand_off``, matches between bots that follow redirects are played on its cluster, or in its
+    worker processes (`local_workers.LocalWorkers`, started here before the lobby listens and
+    stopped after it; `WorkerStartError` if one cannot start); with
     ``health_sock`` (bound), ``/health`` is served there (`cellarena.arena.ladder.health`)."""
     lobby, seating = build(store, config, hand_off, notify=notify)
     services = seating.services
@@ -193,6 +195,8 @@ async def run_ladder(
     await services.initialize()
     try:
         async with trio.open_nursery() as nursery:
+            if isinstance(hand_off, LocalWorkers):
+                await nursery.start(hand_off.run)
             if health_sock is not None:
                 from cellarena.arena.ladder.health import serve_health
 
@@ -216,6 +220,11 @@ async def run_ladder(
             await serve_until_signalled(
                 lobby, on_listening=listening, notify=notify, on_stop=services.graceful_shutdown
             )
-            nursery.cancel_scope.cancel()  # the house bots' task, which stops them
+            if isinstance(hand_off, LocalWorkers) and seating.starter.remote:
+                # The line above counted the lobby's own matches; these end as the workers stop.
+                notify(
+                    f"and {len(seating.starter.remote)} match(es) under way in workers ended without a result"
+                )
+            nursery.cancel_scope.cancel()  # the house bots' task and the workers, which stops them
     finally:
         await services.shutdown()  # shielded: voids what was cut short, writes the last results

@@ -3,9 +3,9 @@
 Each pairing is written to the store as a running match before it starts. Where it is played is the
 starter's one choice: in this process's lobby (`MatchHost.start_match`, with a replay writer for that
 ladder match), or, when every bot of the pairing follows redirects and a hand-off is given
-(`HandsOff`), on a cluster's worker, whose bots are sent there with seat tokens of that match alone
-and whose result and replay come back here. A pool of local worker processes would be one more
-`HandsOff`: the queue, admission and results do not know where a match is played.
+(`HandsOff`), on a cluster's worker or a local worker process, whose bots are sent there with seat
+tokens of that match alone and whose result and replay come back here: the queue, admission and
+results do not know where a match is played.
 
 The starter owns the matches under way: it gives a bot that comes back within the grace its seat
 again, hands each result to the results service, voids the matches that left without one, and, as
@@ -21,7 +21,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import trio
 
@@ -43,14 +43,14 @@ from cellarena.server.games.base import Engine
 from cellarena.server.hosted import HostedMatch, HostedResult, token_digest
 from cellarena.server.match import Match, MatchOutcome, Recorder
 from cellarena.server.replay import ReplayWriter
-from cellarena.server.seating import MatchHost
+from cellarena.server.seating import MatchHost, WaitingRoom
 
 log = logging.getLogger("cellarena.ladder")
 
 
 class HandsOff(Protocol):
     """Where the starter can send a match to be played away from this process: Dask's cluster
-    (`hand_off.HandOff`) today; a pool of local worker processes would be another, unseen by the
+    (`hand_off.HandOff`) and local worker processes (`local_workers.LocalWorkers`), unseen by the
     queue, admission and results. `start` says where the match listens for its bots (`HandOffError`
     if nobody hosts it), `result` waits for its end, `cancel` gives it up."""
 
@@ -59,6 +59,15 @@ class HandsOff(Protocol):
     async def result(self, ladder_id: int) -> HostedResult: ...
 
     def cancel(self, ladder_id: int) -> None: ...
+
+
+@runtime_checkable
+class Relays(Protocol):
+    """A `HandsOff` whose matches spectators of the ladder's port can watch (`LocalWorkers`): `relay`
+    passes match ``ladder_id``'s spectator stream to ``conn`` until it ends (False: it ended before
+    it started, and ``conn`` is untouched)."""
+
+    async def relay(self, ladder_id: int, conn: Connection) -> bool: ...
 
 
 @dataclass
@@ -118,6 +127,8 @@ class MatchStarter(LadderService):
         self.replays: dict[int, str] = {}
         #: False once the ladder stops: pairings still handed over are given back.
         self.open = True
+        #: Spectators waiting for the next match, here or relayed from a worker (only with `Relays`).
+        self.watchers = WaitingRoom(state=protocol.State.WATCHING_SOON)
         self._nursery: trio.Nursery | None = None
 
     def bind(self, lobby: MatchHost) -> None:
@@ -236,6 +247,8 @@ class MatchStarter(LadderService):
         if match is None:  # the lobby logged why and told the bots
             self._nursery_void(ladder_id, "the match could not start (an internal error)")
             return
+        for spectator in self.watchers.take():
+            match.add_spectator(spectator)
         self.live[match] = Live(match, ladder_id, bots, [q.digest for q in seated])
         self.stats.matches_started += 1
         self.queue.note_seats(bots)
@@ -268,12 +281,10 @@ class MatchStarter(LadderService):
         except HandOffError as exc:
             del self.remote[ladder_id]
             if any(q.conn.closed for q in seated):
-                await self.results.void(
-                    ladder_id, f"the cluster did not host it ({exc}) and a bot left meanwhile"
-                )
+                await self.results.void(ladder_id, f"no worker hosted it ({exc}) and a bot left meanwhile")
                 self.queue.requeue([q for q in seated if not q.conn.closed])
                 return
-            log.warning("ladder match %d: the cluster did not host it (%s); playing it here", ladder_id, exc)
+            log.warning("ladder match %d: no worker hosted it (%s); playing it here", ladder_id, exc)
             self._play_here(ladder_id, pairing, seated)
             return
         self.stats.matches_started += 1
@@ -288,6 +299,8 @@ class MatchStarter(LadderService):
         for q, token in zip(seated, tokens, strict=True):
             q.conn.send_message(protocol.redirect(where.host, where.port, token, tls=where.tls))
             self._nursery_close(q.conn)
+        for spectator in self.watchers.take():
+            self._nursery_relay(ladder_id, spectator)
         try:
             result = await self.hand_off.result(ladder_id)
         except HandOffError as exc:
@@ -324,6 +337,36 @@ class MatchStarter(LadderService):
             log.error("ladder match %d: cannot write its replay %s (%s)", ladder_id, path, exc)
             return None
         return str(path)
+
+    # ----------------------------------------------------------------- spectators
+    def spectate(self, conn: Connection, hello: dict[str, Any]) -> bool:
+        """A spectator's hello that names no match, when matches are played in workers that relay:
+        True if the starter sees to it (the newest match is in a worker, or none is under way and
+        it waits for the next, wherever that is played); False leaves it to the lobby (the newest
+        match is here, or it names a match, which means one here)."""
+        if not isinstance(self.hand_off, Relays) or hello.get("match") is not None:
+            return False
+        newest_here = max((live.ladder_id for live in self.live.values()), default=0)
+        newest_there = max(self.remote, default=0)
+        if newest_here > newest_there:
+            return False
+        if newest_there:
+            self._nursery_relay(newest_there, conn)
+        else:
+            self.watchers.add(conn)
+        return True
+
+    def _nursery_relay(self, ladder_id: int, conn: Connection) -> None:
+        """Relay match ``ladder_id`` to spectator ``conn``; if it ended before it started, ``conn``
+        waits for the next match."""
+        assert isinstance(self.hand_off, Relays) and self._nursery is not None
+        relays = self.hand_off
+
+        async def relay() -> None:
+            if not await relays.relay(ladder_id, conn) and not conn.closed:
+                self.watchers.add(conn)
+
+        self._nursery.start_soon(relay)
 
     # ----------------------------------------------------------------- ending
     def record(self, outcome: MatchOutcome) -> None:
