@@ -43,6 +43,12 @@ maps a (num_envs, 2, 13, 13) batch to num_envs moves, as every standard Gymnasiu
 - ``render_mode="rgb_array"``: `render` returns one RGB picture per world in ``render_worlds``
   (`picture.rgb_frame`). `record` writes a world's next episode as a replay file that `cellarena
   replay verify` and `replay view` play (`server/replay.py`'s writer, as the match server's).
+- ``threads``: with numba, the worlds are stepped on this many threads at once (`BatchedRezzo`'s
+  ``threads``: split into runs, the same results bit for bit); "all" is every thread numba has (its
+  NUMBA_NUM_THREADS, the cores by default). "auto", the default, is "all" from `THREADS_FROM` worlds
+  up and 1 below, where starting the threads costs more than they save. On a machine whose cores are
+  busy with other work, a step on two threads waits for the slower one: pass 1 there (`cellarena
+  bench env` measures both side by side; docs/architecture.md has the figures).
 
 Needs the ``[rl]`` extra (gymnasium).
 """
@@ -68,6 +74,9 @@ from cellarena.server.games.rezzo.picture import rgb_frame
 from cellarena.server.games.rezzo.starts import random_start
 from cellarena.server.replay import ReplayWriter
 
+#: From this many worlds up, threads="auto" steps them on all of numba's threads: a step of 512 duels
+#: takes about 1 ms on one thread, against some tens of microseconds to start the others.
+THREADS_FROM = 512
 #: One agent's observation: cell codes, then damage, each 13x13 (the PettingZoo environment's layout).
 OBS_SHAPE = (2, VIEW_SIZE, VIEW_SIZE)
 #: The reward terms `reward_weights` may weigh (events' terms come with the events).
@@ -118,6 +127,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         render_mode: str | None = None,
         render_worlds: Sequence[int] = (0,),
         render_scale: int = 8,
+        threads: int | str = "auto",
     ) -> None:
         if worlds < 1:
             raise ValueError(f"a vector environment needs at least one world, got {worlds}")
@@ -159,7 +169,8 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
                     )
         self._templates: dict[str, BatchedRezzo] = {}
         self.template = BatchedRezzo([first], backend=backend)
-        self.worlds = BatchedRezzo([first] * worlds, backend=backend, events=events)
+        n_threads = self._threads(threads, worlds)
+        self.worlds = BatchedRezzo([first] * worlds, backend=backend, events=events, threads=n_threads)
         self.n_agents = self.worlds.n_agents
         self.players, self.agents_per_player = self.worlds.players, self.worlds.agents_per_player
         self.opponent = opponent
@@ -202,6 +213,21 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._recording: dict[int, _Recording] = {}
 
     # ------------------------------------------------------------------------------- set-up
+    @staticmethod
+    def _threads(threads: int | str, worlds: int) -> int:
+        """``threads`` as a count for ``worlds`` worlds (see the module's docstring)."""
+        if threads == "auto":
+            threads = "all" if worlds >= THREADS_FROM else 1
+        if threads == "all":
+            try:
+                from cellarena.server.games.rezzo.batched_parallel import threads_available
+            except ImportError:
+                return 1  # no numba: the numpy backend has one thread
+            return threads_available()
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a count of 1 or more, 'all' or 'auto', got {threads!r}")
+        return threads
+
     @staticmethod
     def _check_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
         out = {"outcome": 1.0}
