@@ -158,3 +158,16 @@ def test_bench_rezzo_times_both_backends_and_the_baseline(monkeypatch: pytest.Mo
     off = bench.run([16], budget_s=0.05)
     assert off["numba"] is False
     assert off["sizes"]["16"]["numba_cells_per_s"] is None and off["sizes"]["16"]["backend"] == "numpy"
+
+
+def test_auto_compiles_the_step_of_big_worlds_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small worlds (every built-in map) step on numpy, so a match never imports numba for them."""
+    from cellarena.server.games.rezzo.ca import COMPILED_FROM
+
+    use("numba")
+    assert BitWorld(32, 32, 2).backend == "numpy"
+    assert BitWorld(1, COMPILED_FROM - 1, 2).backend == "numpy"
+    assert BitWorld(128, 128, 2).backend == "numba" and COMPILED_FROM == 128 * 128
+    assert BitWorld(8, 8, 2, backend="numba").backend == "numba"  # asked for by name
+    monkeypatch.setenv("CELLARENA_NO_NUMBA", "1")
+    assert BitWorld(256, 256, 2).backend == "numpy"

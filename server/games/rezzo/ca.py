@@ -21,9 +21,9 @@ Planes that the CA changes (conductor, electron, tail, photon, one flag plane pe
 buffered and ping-ponged; geysers, bases and agents never change in a transition and live in a single
 "static" stack that the agent phase and loss processing edit in place.
 
-Where numba is installed the step runs as one compiled call (`ca_kernel`, about 3x the numpy step at
-256x256 and more on small worlds, where the ~90 ufunc calls' overhead is most of the numpy step); the
-numpy step stays the fallback and the reference it is tested against.
+Where numba is installed, the step of a big world runs as one compiled call (`ca_kernel`, 3.5x to
+25x the numpy step at 256x256 on a busy machine); the numpy step stays the fallback, the step of
+small worlds (`COMPILED_FROM`) and the reference the compiled one is tested against.
 """
 
 from __future__ import annotations
@@ -52,6 +52,12 @@ G_KIND, B_KIND, A_KIND = 0, 1, 2
 AT_BASE, BURNT, FORMED = 0, 1, 2
 
 
+#: From this many cells up, a world's step is compiled where numba is installed ("auto"). Below, the
+#: numpy step's ~0.1 ms or less is nothing at a match's 15 Hz, and importing numba would cost a
+#: process about 0.9 s and 110 MB (every `cellarena match`, every replay check).
+COMPILED_FROM = 128 * 128
+
+
 @functools.cache
 def _kernel() -> ca_kernel.Kernel:
     """The compiled step of `ca_kernel`, loaded once per process (ImportError without numba)."""
@@ -74,8 +80,9 @@ class BitWorld:
     """The CA state of one Rezzo world and its step. Damage, agents and moves live in the engine.
 
     ``backend``: "numba" steps through the compiled `ca_kernel`, "numpy" through the ufunc passes of
-    `step`; "auto" picks numba where it is installed, unless CELLARENA_NO_NUMBA is 1 (`backends`).
-    Both give the same states and the same flags found, bit for bit."""
+    `step`; "auto" picks numba for a world of `COMPILED_FROM` cells or more where it is installed,
+    unless CELLARENA_NO_NUMBA is 1 (`backends`), and numpy for smaller ones. Both give the same
+    states and the same flags found, bit for bit."""
 
     def __init__(
         self,
@@ -90,6 +97,8 @@ class BitWorld:
         if height < 1 or width < 1:
             raise ValueError(f"world size {width}x{height} must be at least 1x1")
         #: "numpy" or "numba", as resolved from ``backend``.
+        if backend == "auto" and height * width < COMPILED_FROM:
+            backend = "numpy"
         self.backend = backends.resolve(backend, numba_available, "BitWorld")
         self.height, self.width, self.players = height, width, players
         self.torus, self.own_base_counts = torus, own_base_counts
