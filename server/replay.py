@@ -134,6 +134,13 @@ class Replay:
         return hashes
 
     @property
+    def event_kinds(self) -> int:
+        """Which of the game's event kinds the file's events include (an engine's `EVENTS_VERSION`;
+        1 in files from before it was recorded): `verify` leaves later kinds out of its comparison."""
+        version: int = self.header.get("events_version", 1)
+        return version
+
+    @property
     def start_tick(self) -> int:
         return self.header["start_tick"]
 
@@ -330,6 +337,9 @@ def _check_header(path: str, record: dict[Any, Any]) -> dict[str, Any]:
     hashes = c.get("hashes", "int", optional=True)
     if hashes is not None and hashes < 1:
         raise c.fail(f"field 'hashes' must be 1 or more, got {hashes}")
+    events_version = c.get("events_version", "int", optional=True)
+    if events_version is not None and events_version < 1:
+        raise c.fail(f"field 'events_version' must be 1 or more, got {events_version}")
     c.get("sections", "list", optional=True)
     return record
 
@@ -600,6 +610,7 @@ class ReplayWriter:
         }
         if events:
             header["sections"] = ["events"]
+            header["events_version"] = events_version(type(engine))
         if extra:
             header["extra"] = dict(extra)
         self.path = os.fspath(path)
@@ -798,6 +809,23 @@ def _hasher(engine: Engine, replay: Replay) -> Callable[[], str]:
     return functools.partial(state_hash_of, replay.hashes)
 
 
+def events_version(engine_class: type[Engine]) -> int:
+    """Which event kinds a game reports: an engine that added kinds after replays began to carry
+    events says so in ``EVENTS_VERSION``, and in ``EVENT_KINDS_SINCE`` (kind -> the version that
+    added it); 1 if it never did."""
+    version: int = getattr(engine_class, "EVENTS_VERSION", 1)
+    return version
+
+
+def _known_events(engine: Engine, replay: Replay) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """The re-simulated events as the file's writer reported them: kinds added since left out."""
+    since: Mapping[str, int] = getattr(type(engine), "EVENT_KINDS_SINCE", {})
+    later = {kind for kind, version in since.items() if version > replay.event_kinds}
+    if not later:
+        return lambda log: log
+    return lambda log: [e for e in log if e.get("kind") not in later]
+
+
 def rules_version(engine_class: type[Engine]) -> int:
     """The version of a game's rules: an engine whose rules changed since replays were recorded
     says so in ``RULES_VERSION`` (and what changed in ``RULES_CHANGES``); 1 if it never did."""
@@ -841,6 +869,7 @@ def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | Non
     """
     engine = _rebuild(replay)
     state_hash = _hasher(engine, replay)
+    known = _known_events(engine, replay)
     if engine.tick != replay.start_tick:
         return engine, 0, Mismatch(replay.start_tick, "starting tick", replay.start_tick, engine.tick)
     if (got := state_hash()) != replay.header["start_hash"]:
@@ -870,7 +899,7 @@ def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | Non
         if got != rec.hash:
             return engine, done, Mismatch(rec.tick, "state hash", rec.hash, got)
         if rec.events is not None:
-            log = list(getattr(events, "log", None) or ())
+            log = known(list(getattr(events, "log", None) or ()))
             if log != rec.events:
                 return engine, done, Mismatch(rec.tick, "events", rec.events, log)
         done += 1

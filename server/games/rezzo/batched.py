@@ -46,6 +46,7 @@ from cellarena.server.games.rezzo import backends
 from cellarena.server.games.rezzo.ca import AT_BASE, BURNT, FORMED
 from cellarena.server.games.rezzo.engine import (
     RezzoEngine,
+    blocked_event,
     hit_event,
     loss_events,
     transition_events,
@@ -213,6 +214,9 @@ class BatchedRezzo:
         self.done = np.zeros(b, bool)
         #: Illegal moves per world and player since the last `clear_counts`.
         self.illegal = np.zeros((b, p), np.int64)
+        #: Per world and player, the agents that could not move in the last `step` (an advance or build
+        #: refused: the cell in front not blank), as `RezzoEngine.apply`'s ``blocked`` events count them.
+        self.blocked = np.zeros((b, p), np.int64)
         #: Per world, the game events of its last `step` (`Events.log`, as `RezzoEngine.apply` gives
         #: them, bit for bit), and each loser's cause (`engine.loss_events`).
         #: Whether `step` makes them: building them costs about as much as the numba step itself in a
@@ -491,17 +495,20 @@ class BatchedRezzo:
             self.events[world] = []
         self._with_events = set()
         self.cuts.fill(-1)
+        self.blocked.fill(0)
         if self.backend == "numba" and moves.dtype.kind in "iu":
             # Any integer codes as int64 (one compiled loop; out-of-range codes stay no move).
             state = (self.codes, self.dmg, self.x, self.y, self.facing, self.alive, self.tick)
             shape = (self.players, self.agents_per_player, self.pw)
             codes = moves.astype(np.int64, copy=False)
             kernels = _kernels() if self._parallel is None else self._parallel
-            kernels.agent_phase(state, codes, running, shape, self._t["hittable"], self.illegal, self.cuts)
+            counts = (self.illegal, self.blocked)
+            kernels.agent_phase(state, codes, running, shape, self._t["hittable"], counts, self.cuts)
         else:
             self._agent_phase(moves, running)
         if self.record_events:
             self._hit_events()
+            self._blocked_events()
         capped = running & (self.tick >= self.max_ticks)
         advancing = running & ~capped
         ended = capped.copy()
@@ -540,9 +547,11 @@ class BatchedRezzo:
                 ok_walk = walk & (target == _BLANK)
                 hit = act & (m == _HIT)
                 ok_hit = hit & hittable[target]
-                bad = (walk & ~ok_walk) | (hit & ~ok_hit)
+                blocked = walk & ~ok_walk
+                bad = blocked | (hit & ~ok_hit)
                 if bad.any():
                     np.add.at(self.illegal, (rows[bad], player[bad]), 1)
+                    np.add.at(self.blocked, (rows[blocked], player[blocked]), 1)
                 if ok_walk.any():
                     w = np.flatnonzero(ok_walk)
                     flat[front[w]] = _AGENT + player[w]
@@ -583,6 +592,16 @@ class BatchedRezzo:
             self._with_events.add(b)
         for b in set(worlds.tolist()):
             self.events[b].sort(key=lambda e: (e["cell"][1], e["cell"][0]))
+
+    def _blocked_events(self) -> None:
+        """One ``blocked`` event per world and player whose agents could not move, by seat, after the
+        agent phase's hits (as `RezzoEngine.apply` orders them)."""
+        worlds, players = np.nonzero(self.blocked)
+        for b, p, n in zip(
+            worlds.tolist(), players.tolist(), self.blocked[worlds, players].tolist(), strict=True
+        ):
+            self.events[b].append(blocked_event(int(self.tick[b]), p, n))
+            self._with_events.add(b)
 
     def _flag_events(self, rows: np.ndarray) -> None:
         """The transition's events from the flags it touched, ``rows`` of (world, cell, kind, owner)

@@ -111,6 +111,7 @@ def _agent_phase_runs(
     shape: tuple[int, int, int],
     hittable: np.ndarray,
     illegal: np.ndarray,
+    blocked: np.ndarray,
     cuts: np.ndarray,
     bounds: np.ndarray,
 ) -> None:
@@ -128,6 +129,7 @@ def _agent_phase_runs(
             shape,
             hittable,
             illegal[lo:hi],
+            blocked[lo:hi],
             cuts[lo:hi],
         )
 
@@ -203,11 +205,26 @@ class ParallelKernels:
         running: np.ndarray,
         shape: tuple[int, int, int],
         hittable: np.ndarray,
-        illegal: np.ndarray,
+        counts: tuple[np.ndarray, np.ndarray],
         cuts: np.ndarray,
     ) -> None:
         """`Kernels.agent_phase`, the worlds split into runs."""
         codes, dmg, x, y, facing, alive, tick = state
+        illegal, blocked = counts
         _agent_phase_runs(
-            codes, dmg, moves, running, x, y, facing, alive, tick, shape, hittable, illegal, cuts, self.bounds
+            codes,
+            dmg,
+            moves,
+            running,
+            x,
+            y,
+            facing,
+            alive,
+            tick,
+            shape,
+            hittable,
+            illegal,
+            blocked,
+            cuts,
+            self.bounds,
         )

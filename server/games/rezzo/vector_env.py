@@ -28,8 +28,8 @@ maps a (num_envs, 2, 13, 13) batch to num_envs moves, as every standard Gymnasiu
   `SyncVectorEnv` gives them in this mode). The next step's actions play the new episode.
 - Events: with ``events=True``, ``infos["events"]``, when a step had any, maps a world's index to the
   game events of its step (`Events.log`, exactly as `RezzoEngine.apply` reports them: flags formed,
-  destroyed and beside a base, players out, cells blanked by hits), for rewards shaped on them. Off
-  by default: making them halves the numba step's rate in a busy duel.
+  destroyed and beside a base, players out, cells blanked by hits, agents blocked), for rewards
+  shaped on them. Off by default: making them halves the numba step's rate in a busy duel.
 - Partial reset: ``reset(options={"reset_mask": mask})``, a (num_envs,) bool array as Gymnasium's
   vector API has it, starts the worlds whose agents are True again (all the agents of a world, or
   none of them, since they share it); the other worlds' observations come back as they were.
