@@ -16,9 +16,12 @@ maps a (num_envs, 2, 13, 13) batch to num_envs moves, as every standard Gymnasiu
 - Action (`single_action_space`): Discrete(6), the move codes of `cellarena.sdk.games.rezzo.Move`.
 - Reward: 0 until the agent's world ends; then +1 for the sole winner's agents, -1 for every other
   agent of that world, and 0 for all in a draw (``reward_weights["outcome"]``, 1 by default, scales
-  it). Shaping from the board, off by default: ``"enemy_flags"`` pays its weight for each flag of
-  another player that forms (and takes it back when one goes), ``"own_flags"`` the same for the
-  agent's own player's flags. Rewards from the game's events (issue 27's) will join as more keys.
+  it). Shaping terms, off by default, each paying its weight per unit of what it counts (`rewards`
+  lists them): flags on the board (``own_flags``, ``enemy_flags``), flags formed and destroyed
+  (``flag_formed``, ``own_flag_destroyed``, ``enemy_flag_destroyed``, from the game's events, which
+  the batch then makes whether or not ``events`` asks for them in ``infos``), flags' distance to a
+  base that counts against them (``own_flag_distance``, ``enemy_flag_distance``) and wire built
+  (``wire_built``).
 - Termination: the world ended by losses (at most one player left). Truncation: the world reached
   its tick cap (`max_ticks`) with two or more players in. Both apply to every agent of that world.
 - Autoreset: ``metadata["autoreset_mode"]`` is `AutoresetMode.SAME_STEP`. A world that ends starts
@@ -65,12 +68,13 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell, Move
+from cellarena.sdk.games.rezzo import VIEW_SIZE, Move
 from cellarena.server.games.rezzo.batched import BatchedRezzo
 from cellarena.server.games.rezzo.engine import RezzoConfig, RezzoEngine
 from cellarena.server.games.rezzo.maps import read_map
 from cellarena.server.games.rezzo.opponents import Opponent, OpponentSeats
 from cellarena.server.games.rezzo.picture import rgb_frame
+from cellarena.server.games.rezzo.rewards import EVENT_TERMS, SHAPING_TERMS, RewardShaper
 from cellarena.server.games.rezzo.starts import random_start
 from cellarena.server.replay import ReplayWriter
 
@@ -79,8 +83,8 @@ from cellarena.server.replay import ReplayWriter
 THREADS_FROM = 512
 #: One agent's observation: cell codes, then damage, each 13x13 (the PettingZoo environment's layout).
 OBS_SHAPE = (2, VIEW_SIZE, VIEW_SIZE)
-#: The reward terms `reward_weights` may weigh (events' terms come with the events).
-REWARD_TERMS = ("outcome", "enemy_flags", "own_flags")
+#: The reward terms `reward_weights` may weigh: the outcome, and the shaping terms of `rewards`.
+REWARD_TERMS = ("outcome", *SHAPING_TERMS)
 #: Distinct starts whose one-world template batch is kept (random starts of a duel: about 200).
 START_CACHE = 512
 
@@ -170,7 +174,11 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._templates: dict[str, BatchedRezzo] = {}
         self.template = BatchedRezzo([first], backend=backend)
         n_threads = self._threads(threads, worlds)
-        self.worlds = BatchedRezzo([first] * worlds, backend=backend, events=events, threads=n_threads)
+        needs_events = any(self.weights.get(t) for t in EVENT_TERMS)
+        self._events_in_infos = events
+        self.worlds = BatchedRezzo(
+            [first] * worlds, backend=backend, events=events or needs_events, threads=n_threads
+        )
         self.n_agents = self.worlds.n_agents
         self.players, self.agents_per_player = self.worlds.players, self.worlds.agents_per_player
         self.opponent = opponent
@@ -208,7 +216,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._map_names = [self._pool[0][0] if self._pool else ""] * worlds
         self._started = np.ones(worlds, bool)
         self._welcomes: list[dict[str, Any]] = [{} for _ in range(worlds)]
-        self._flags = np.zeros((worlds, self.players), np.int64)
+        self._shaper = RewardShaper(self.worlds, self.weights, self._player_of)
         self._pending: dict[int, tuple[str, list[str] | None]] = {}
         self._recording: dict[int, _Recording] = {}
 
@@ -289,8 +297,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._started[worlds] = True
         for b in worlds.tolist():
             self._welcomes[b] = self._episode_config(b)
-        if self.weights.get("enemy_flags") or self.weights.get("own_flags"):
-            self._flags[worlds] = self._count_flags(worlds)
+        self._shaper.begin(worlds)
         for b in worlds.tolist():
             self._recording.pop(b, None)  # an episode cut short by reset() keeps its file, incomplete
             if b in self._pending:
@@ -387,15 +394,16 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._started[:] = False
         for b, rec in self._recording.items():
             self._record_tick(b, rec, full[b])
+        self._shaper.before()
         ended = worlds.step(full)
         rewards = self._rewards.reshape(self.batch, self._per_world)
         rewards.fill(0.0)
         self._terminations.fill(False)
         self._truncations.fill(False)
-        if self.weights.get("enemy_flags") or self.weights.get("own_flags"):
-            self._shape_rewards(rewards)
+        happened = worlds.last_events()  # before the reset below forgets them
+        self._shaper.add(rewards, full, happened, ended)
         infos: dict[str, Any] = {}
-        if happened := worlds.last_events():  # before the reset below forgets them
+        if happened and self._events_in_infos:
             infos["events"] = happened
         if ended.any():
             done = np.flatnonzero(ended)
@@ -463,20 +471,6 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         out.setdefault("own_base_counts", True)
         out.setdefault("max_ticks", int(self.worlds.max_ticks[b]))
         return out
-
-    def _count_flags(self, worlds: np.ndarray) -> np.ndarray:
-        codes = self.worlds.codes[worlds]
-        return np.stack([(codes == Cell.FLAG + p).sum(axis=1) for p in range(self.players)], axis=1)
-
-    def _shape_rewards(self, rewards: np.ndarray) -> None:
-        """Flag shaping: the change of every player's flags on the board this step, weighed per agent."""
-        everyone = np.arange(self.batch)
-        now = self._count_flags(everyone)
-        delta = now - self._flags
-        self._flags = now
-        own = np.take_along_axis(delta, self._player_of, axis=1)
-        rewards += self.weights.get("own_flags", 0.0) * own
-        rewards += self.weights.get("enemy_flags", 0.0) * (delta.sum(axis=1, keepdims=True) - own)
 
     # ------------------------------------------------------------------------------- watching
     def render(self) -> tuple[np.ndarray, ...] | None:
