@@ -50,8 +50,9 @@ maps a (num_envs, 2, 13, 13) batch to num_envs moves, as every standard Gymnasiu
   ``threads``: split into runs, the same results bit for bit); "all" is every thread numba has (its
   NUMBA_NUM_THREADS, the cores by default). "auto", the default, is "all" from `THREADS_FROM` worlds
   up and 1 below, where starting the threads costs more than they save. On a machine whose cores are
-  busy with other work, a step on two threads waits for the slower one: pass 1 there (`cellarena
-  bench env` measures both side by side; docs/architecture.md has the figures).
+  busy with other work, a step on two threads waits for the slower one, and ran up to 25 times
+  slower than on one: pass 1 there (`cellarena bench env` measures both side by side;
+  docs/architecture.md has the figures).
 
 Needs the ``[rl]`` extra (gymnasium).
 """
