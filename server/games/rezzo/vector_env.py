@@ -174,7 +174,12 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
                     )
         self._templates: dict[str, BatchedRezzo] = {}
         self.template = BatchedRezzo([first], backend=backend)
-        n_threads = self._threads(threads, worlds)
+        if self.template.backend == "numba":
+            n_threads = self._threads(threads, worlds)
+        else:  # one thread; asking numba how many it has would import it for nothing
+            if threads not in ("auto", "all"):
+                self._threads(threads, worlds)  # a bad count is refused whatever the backend
+            n_threads = 1
         needs_events = any(self.weights.get(t) for t in EVENT_TERMS)
         self._events_in_infos = events
         self.worlds = BatchedRezzo(
