@@ -2,8 +2,9 @@
 
 All contenders do the same work per step for B duels: every live agent's viewport as a bot receives
 it, then one move per agent, the agent phase, the next transition and loss processing. The vector
-environment does it for all B worlds at once on `BatchedRezzo` (and resets ended worlds), twice: on
-the backend a user gets ("auto": numba where it is installed) and on the numpy one; the last contender
+environment does it for all B worlds at once on `BatchedRezzo` (and resets ended worlds): on the
+backend a user gets ("auto": numba where it is installed) on one thread, and with numba on all of its
+threads (``threads="all"``) where it has more than one, and on the numpy one; the last contender
 loops over B separate `RezzoEngine`s (`pending()` then `apply()`), as a server or a naive trainer
 would. All are timed in the same run, so the ratios hold on a noisy machine.
 """
