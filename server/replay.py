@@ -31,6 +31,8 @@ from cellarena.sdk.protocol import is_int, is_number
 from cellarena.server.games import ConfigError, Engine, Result, game_names, get_engine, is_game
 from cellarena.server.games.base import (
     config_mapping,
+    event_kinds_since,
+    events_version,
     hash_version,
     older_hash_scheme,
     rules_changes,
@@ -139,6 +141,13 @@ class Replay:
         schemes were recorded)."""
         hashes: int = self.header.get("hashes", 1)
         return hashes
+
+    @property
+    def event_kinds(self) -> int:
+        """Which of the game's event kinds the file's events include (an engine's `EVENTS_VERSION`;
+        1 in files from before it was recorded): `verify` leaves later kinds out of its comparison."""
+        version: int = self.header.get("events_version", 1)
+        return version
 
     @property
     def start_tick(self) -> int:
@@ -337,6 +346,9 @@ def _check_header(path: str, record: dict[Any, Any]) -> dict[str, Any]:
     hashes = c.get("hashes", "int", optional=True)
     if hashes is not None and hashes < 1:
         raise c.fail(f"field 'hashes' must be 1 or more, got {hashes}")
+    events_version = c.get("events_version", "int", optional=True)
+    if events_version is not None and events_version < 1:
+        raise c.fail(f"field 'events_version' must be 1 or more, got {events_version}")
     c.get("sections", "list", optional=True)
     return record
 
@@ -606,6 +618,7 @@ class ReplayWriter:
         }
         if events:
             header["sections"] = ["events"]
+            header["events_version"] = events_version(engine)
         if extra:
             header["extra"] = dict(extra)
         self.path = os.fspath(path)
@@ -798,6 +811,14 @@ def _hasher(engine: Engine, replay: Replay) -> Callable[[], str]:
     return functools.partial(older, replay.hashes)
 
 
+def _known_events(engine: Engine, replay: Replay) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """The re-simulated events as the file's writer reported them: kinds added since left out."""
+    later = {kind for kind, version in event_kinds_since(engine).items() if version > replay.event_kinds}
+    if not later:
+        return lambda log: log
+    return lambda log: [e for e in log if e.get("kind") not in later]
+
+
 def _rules_note(replay: Replay, engine: Engine) -> str:
     """For a replay that does not re-simulate: the rule changes since it was recorded, if any."""
     now = rules_version(engine)
@@ -833,6 +854,7 @@ def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | Non
     """
     engine = _rebuild(replay)
     state_hash = _hasher(engine, replay)
+    known = _known_events(engine, replay)
     if engine.tick != replay.start_tick:
         return engine, 0, Mismatch(replay.start_tick, "starting tick", replay.start_tick, engine.tick)
     if (got := state_hash()) != replay.header["start_hash"]:
@@ -861,8 +883,10 @@ def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | Non
         got = state_hash()
         if got != rec.hash:
             return engine, done, Mismatch(rec.tick, "state hash", rec.hash, got)
-        if rec.events is not None and events.log != rec.events:
-            return engine, done, Mismatch(rec.tick, "events", rec.events, events.log)
+        if rec.events is not None:
+            log = known(events.log)
+            if log != rec.events:
+                return engine, done, Mismatch(rec.tick, "events", rec.events, log)
         done += 1
     return engine, done, None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rezzo_backends import use
 
 from cellarena.server.games import ConfigError, Engine, get_engine
 from cellarena.server.games.rezzo.bench import allocations, engine_footprint, random_rezzo_codes
@@ -64,7 +65,8 @@ def test_tick_cap_ends_in_a_draw_among_survivors() -> None:
 
 @pytest.mark.parametrize("size", [16, 64, 100])
 def test_step_allocates_nothing_world_sized_and_keeps_nothing(size: int) -> None:
-    world = BitWorld.from_codes(random_rezzo_codes(size, 3, np.random.default_rng(size)), 3)
+    rng = np.random.default_rng(size)
+    world = BitWorld.from_codes(random_rezzo_codes(size, 3, rng), 3, backend="numpy")
     peak, kept = allocations(world, 20)
     # A world-sized temporary would be at least one plane; small Python objects are far below it.
     one_plane = world.length * 8
@@ -72,10 +74,25 @@ def test_step_allocates_nothing_world_sized_and_keeps_nothing(size: int) -> None
     assert kept == 0
 
 
-def test_footprint_is_a_small_constant_per_cell() -> None:
+def test_the_compiled_step_allocates_the_same_small_amount_at_every_size() -> None:
+    """numba's call allocates a few hundred bytes of Python objects (more than a 16x16 plane), the
+    same at every size: nothing of the world's size, and nothing kept."""
+    peaks = []
+    for size in (16, 64, 256):
+        rng = np.random.default_rng(size)
+        world = BitWorld.from_codes(random_rezzo_codes(size, 3, rng), 3, backend=use("numba"))
+        peak, kept = allocations(world, 20)
+        assert kept == 0
+        peaks.append(peak)
+    assert max(peaks) < 4096 and max(peaks) - min(peaks) < 256, peaks
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_footprint_is_a_small_constant_per_cell(backend: str) -> None:
+    backend = use(backend)
     per_cell = []
     for size in (256, 512):
-        world = BitWorld.from_codes(np.zeros((size, size), np.uint8), 2)
+        world = BitWorld.from_codes(np.zeros((size, size), np.uint8), 2, backend=backend)
         per_cell.append(engine_footprint(world) / (size * size))
     # About a bit per plane per cell: (double-buffered dynamic + static + scratch planes) / 8.
     assert max(per_cell) < 12
@@ -144,3 +161,31 @@ def test_bench_server_reports_levels_in_json(caplog: pytest.LogCaptureFixture) -
     assert debug["none"]["debug_dropped"] == 0 and debug["typical"]["debug_dropped"] < answers * 9
     assert debug["flood"]["debug_dropped"] >= answers * 44  # at least its 44 marks past the cap of 256
     assert debug["typical_over_none"] > 0 and debug["flood_over_none"] > 0
+
+
+def test_bench_rezzo_times_both_backends_and_the_baseline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cellarena bench rezzo` reports the numba step beside the numpy one, and only numpy when numba
+    is off (the figures themselves are the benchmark's business, not a timed test's)."""
+    from cellarena.server.games.rezzo import bench
+
+    use("numba")
+    r = bench.run([16], budget_s=0.05)["sizes"]["16"]
+    assert r["backend"] == "numba" and r["cells_per_s"] == r["numba_cells_per_s"]
+    assert r["numpy_cells_per_s"] > 0 and r["baseline_cells_per_s"] > 0
+    monkeypatch.setattr(bench, "numba_available", lambda: False)
+    off = bench.run([16], budget_s=0.05)
+    assert off["numba"] is False
+    assert off["sizes"]["16"]["numba_cells_per_s"] is None and off["sizes"]["16"]["backend"] == "numpy"
+
+
+def test_auto_compiles_the_step_of_big_worlds_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small worlds (every built-in map) step on numpy, so a match never imports numba for them."""
+    from cellarena.server.games.rezzo.ca import COMPILED_FROM
+
+    use("numba")
+    assert BitWorld(32, 32, 2).backend == "numpy"
+    assert BitWorld(1, COMPILED_FROM - 1, 2).backend == "numpy"
+    assert BitWorld(128, 128, 2).backend == "numba" and COMPILED_FROM == 128 * 128
+    assert BitWorld(8, 8, 2, backend="numba").backend == "numba"  # asked for by name
+    monkeypatch.setenv("CELLARENA_NO_NUMBA", "1")
+    assert BitWorld(256, 256, 2).backend == "numpy"

@@ -152,3 +152,44 @@ def test_the_web_players_data_carries_events_and_causes(tmp_path: Path) -> None:
     assert any(e["kind"] == "out" for e in last["step"]["events"])
     old = Timeline(read_replay(FIXTURES / "rezzo.replay")).meta()
     assert old["events"] == [] and old["result"]["causes"] == {}
+
+
+def test_a_replay_written_before_blocked_events_still_verifies(tmp_path: Path) -> None:
+    """Rezzo's ``blocked`` events (EVENTS_VERSION 2) came after replays began to carry events: a file
+    without them, and without ``events_version`` in its header, verifies as it was written."""
+    import numpy as np
+
+    path = tmp_path / "rezzo.replay"
+    engine = get_engine("rezzo").new({"map": "duel", "max_ticks": 60}, 0)
+    writer = ReplayWriter(path, engine, seed=0, names=["a", "b"], events=True)
+    rng = np.random.default_rng(1)
+    while engine.result() is None:  # mostly advances: agents walk into walls and wire
+        moves = {p: [int(m) for m in rng.choice([1, 1, 1, 2, 4], size=2)] for p in (0, 1)}
+        writer.record(engine.tick, moves, engine, events=engine.apply(moves).log)
+    writer.finish(engine.result())
+    rep = read_replay(path)
+    assert rep.header["events_version"] == 2 == rep.event_kinds
+    assert any(e["kind"] == "blocked" for e in rep.events()), "the match has blocked agents"
+    assert verify(rep).ok
+    from cellarena.server.web.timeline import Timeline
+
+    # The web player lists them like the others, each with the frame it leads to.
+    shown = [e for e in Timeline(rep).meta()["events"] if e["kind"] == "blocked"]
+    assert shown and all(e["count"] >= 1 and isinstance(e["frame"], int) for e in shown)
+    records = frames(path)
+    del records[0]["events_version"]
+    for r in records:
+        if r.get("events"):
+            r["events"] = [e for e in r["events"] if e["kind"] != "blocked"]
+            if not r["events"]:
+                del r["events"]
+    rewrite(path, records)
+    old = read_replay(path)
+    assert old.event_kinds == 1 and not any(e["kind"] == "blocked" for e in old.events())
+    report = verify(old)
+    assert report.ok and report.complete, report.summary()
+    # A file that says it has them must have them.
+    records[0]["events_version"] = 2
+    rewrite(path, records)
+    report = verify(read_replay(path))
+    assert report.mismatch is not None and report.mismatch.what == "events"

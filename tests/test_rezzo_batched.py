@@ -8,13 +8,13 @@ and without moves against `reference_step`. Every such test runs on both backend
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rezzo_backends import both_backends, use
 from rezzo_reference import reference_step
 from test_rezzo_differential import KINDS, random_board
 
@@ -24,20 +24,6 @@ from cellarena.server.games.rezzo.batched import BatchedRezzo
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
 VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
-
-
-def use(backend: str) -> str:
-    """``backend`` if it can run here: numba is in the [rl] extra, so under CI its absence is a failure."""
-    if backend == "numba" and not batched.numba_available():
-        why = "numba is not installed (the [rl] extra)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{why}; under CI the numba backend must be tested", pytrace=False)
-        pytest.skip(why)
-    return backend
-
-
-#: Both backends, for tests that take a ``backend`` argument.
-both_backends = pytest.mark.parametrize("backend", ["numpy", "numba"])
 
 
 def slow(examples: int) -> settings:
@@ -227,10 +213,14 @@ def test_duel_many_worlds_match_engines_over_a_long_game(backend: str) -> None:
 @given(case=batches(), steps=st.integers(1, 8))
 def test_backends_agree_on_every_array(case: tuple[list[RezzoEngine], int], steps: int) -> None:
     """numba and numpy side by side: the whole state, results, illegal-move counts and every viewport
-    after each step, including the rows of dead agents and the border cells that no engine compares."""
+    after each step, including the rows of dead agents and the border cells that no engine compares.
+    numba on two threads (its worlds split into two runs, where there are two) gives the same, and
+    the same events."""
     engines, seed = case
     fast, ref = BatchedRezzo(engines, backend=use("numba")), BatchedRezzo(engines, backend="numpy")
+    split = BatchedRezzo(engines, backend="numba", threads=2)
     assert (fast.backend, ref.backend) == ("numba", "numpy")
+    assert split.threads == min(2, len(engines))
     rng = np.random.default_rng(seed)
     names = ("codes", "dmg", "x", "y", "facing", "alive", "tick", "player_alive", "lost_at", "ranks", "done")
     for step in range(steps):
@@ -242,9 +232,16 @@ def test_backends_agree_on_every_array(case: tuple[list[RezzoEngine], int], step
         # Codes that are no move too, in any integer type a learner may hand over.
         moves = rng.choice([0, 1, 2, 3, 4, 5, 5, 9], size=(fast.batch, fast.n_agents))
         moves = moves.astype(rng.choice([np.uint8, np.int16, np.int32, np.int64]))
-        assert np.array_equal(fast.step(moves), ref.step(moves)), f"step {step}: ended"
+        ended = fast.step(moves)
+        assert np.array_equal(ended, ref.step(moves)), f"step {step}: ended"
+        assert np.array_equal(ended, split.step(moves)), f"step {step}: ended on two threads"
+        assert split.events == fast.events == ref.events, f"step {step}: events"
         for name in (*names, "illegal"):
             assert np.array_equal(getattr(fast, name), getattr(ref, name)), f"step {step}: {name}"
+            assert np.array_equal(getattr(split, name), getattr(fast, name)), (
+                f"step {step}: {name}, 2 threads"
+            )
+        assert np.array_equal(split.views_of(mask), fast.views_of(mask)), f"step {step}: views on 2 threads"
 
 
 def test_the_backend_is_chosen_by_argument_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:

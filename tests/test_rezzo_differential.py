@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rezzo_backends import use
 from rezzo_boards import render
 from rezzo_reference import RefAgent, reference_agent_phase, reference_step, reference_viewport
 
@@ -121,8 +122,17 @@ def assert_same_board(
 @slow(300)
 @given(world=worlds(), steps=st.integers(1, 4))
 def test_bitworld_step_matches_reference(world: World, steps: int) -> None:
-    fast = BitWorld.from_codes(
-        world.cells.copy(), world.players, torus=world.torus, own_base_counts=world.own_base_counts
+    """Both backends (numpy's ufunc passes, numba's compiled step) against the reference, and the
+    flags each finds (the events' source) against each other."""
+    fast, compiled = (
+        BitWorld.from_codes(
+            world.cells.copy(),
+            world.players,
+            torus=world.torus,
+            own_base_counts=world.own_base_counts,
+            backend=backend,
+        )
+        for backend in ("numpy", use("numba"))
     )
     assert np.array_equal(fast.codes(), world.cells), "from_codes/codes() does not round-trip"
     cells, damage = world.cells, world.damage
@@ -130,22 +140,28 @@ def test_bitworld_step_matches_reference(world: World, steps: int) -> None:
         want, want_damage, want_losers = reference_step(
             cells, damage, world.players, own_base_counts=world.own_base_counts, torus=world.torus
         )
-        losers = fast.step()
-        assert_same_board(cells, damage, want, fast.codes(), what="cells", step=step)
+        found: list[tuple[int, int, int, int]] = []
+        found_compiled: list[tuple[int, int, int, int]] = []
+        losers = fast.step(found)
+        assert compiled.step(found_compiled) == losers, f"step {step}: the backends' losers differ"
+        assert found_compiled == found, f"step {step}: the backends found different flags"
+        for got in (fast, compiled):
+            assert_same_board(cells, damage, want, got.codes(), what=f"{got.backend} cells", step=step)
         assert sorted(losers) == want_losers, f"step {step}: losers {losers} != reference {want_losers}"
         cells, damage = want, want_damage
 
 
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
 @pytest.mark.parametrize("width", [63, 64, 65, 127, 128, 129, 130])
 @pytest.mark.parametrize("torus", [False, True])
-def test_bitworld_word_boundaries(width: int, torus: bool) -> None:
+def test_bitworld_word_boundaries(width: int, torus: bool, backend: str) -> None:
     """Busy wire-heavy boards exactly at and around 64-bit word edges, for several steps."""
     rng = np.random.default_rng(width * 2 + torus)
     cells, damage = random_board(rng, 6, width, 3, [2, 10, 4, 3, 2, 1, 2, 1, 0])
     # One base far from everything would end the game early for someone; keep a few anyway.
     cells[0, width - 1] = Cell.BASE + 1
     cells[5, 0] = Cell.BASE + 2
-    fast = BitWorld.from_codes(cells.copy(), 3, torus=torus)
+    fast = BitWorld.from_codes(cells.copy(), 3, torus=torus, backend=use(backend))
     for step in range(1, 7):
         want, want_damage, want_losers = reference_step(cells, damage, 3, torus=torus)
         losers = fast.step()

@@ -123,3 +123,37 @@ def test_slot_batch_and_vector_env_give_the_engines_events(backend: str) -> None
         seen += len(log)
     assert seen > 0
     assert world.result() == engine.result()
+
+
+BLOCKED_BOARD = """
+A0^ # A1<
+A0^ . A1<
+"""
+
+
+def test_agents_that_could_not_move_are_one_event_per_seat_and_tick() -> None:
+    # Seat 0: one agent advances off the world, the other into its teammate; seat 1: one builds into
+    # wire, the other hits a blank cell (illegal, but it was no move, so not blocked).
+    engine = engine_from(BLOCKED_BOARD, 2, max_ticks=10)
+    adv, build, hit = int(Move.ADVANCE), int(Move.BUILD), int(Move.HIT)
+    events = engine.apply({0: {0: adv, 1: build}, 1: {0: build, 1: hit}})
+    assert events.illegal == {0: 2, 1: 2}
+    assert events.log == [
+        {"kind": "blocked", "tick": 0, "seat": 0, "count": 2},
+        {"kind": "blocked", "tick": 0, "seat": 1, "count": 1},
+    ]
+    assert engine.apply({0: {0: int(Move.RIGHT)}}).log == []  # turning is never blocked
+
+
+@both_backends
+def test_the_batched_step_counts_blocked_agents_as_the_engine_does(backend: str) -> None:
+    engine = engine_from(BLOCKED_BOARD, 2, max_ticks=10)
+    batch = BatchedRezzo([engine_from(BLOCKED_BOARD, 2, max_ticks=10)] * 3, backend=use(backend))
+    adv, build, hit = int(Move.ADVANCE), int(Move.BUILD), int(Move.HIT)
+    want = engine.apply({0: {0: adv, 1: build}, 1: {0: build, 1: hit}}).log
+    moves = np.array([[adv, build, build, hit], [0, 0, 0, 0], [0, adv, 0, 0]])
+    batch.step(moves)
+    assert batch.events[0] == want
+    assert batch.blocked.tolist() == [[2, 1], [0, 0], [1, 0]]
+    assert batch.events[1] == []
+    assert batch.events[2] == [{"kind": "blocked", "tick": 0, "seat": 0, "count": 1}]

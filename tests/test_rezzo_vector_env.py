@@ -19,7 +19,7 @@ from test_rezzo_batched import both_backends, use
 from cellarena.arena.cli import main
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell, Move
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.games.rezzo.vector_env import RezzoVectorEnv
+from cellarena.server.games.rezzo.vector_env import THREADS_FROM, RezzoVectorEnv
 
 CELLS = VIEW_SIZE * VIEW_SIZE
 
@@ -161,6 +161,32 @@ def test_bench_env_times_both_backends_and_the_engines() -> None:
     assert min(vector, numpy_vector, engines) > 0
     assert row["ratio"] == pytest.approx(vector / engines)
     assert row["over_numpy"] == pytest.approx(vector / numpy_vector)
+    # On more than one core, the same environment on all of numba's threads beside it.
+    if result["threads"] > 1:
+        assert row["threaded_agent_steps_per_s"] > 0
+        assert row["threads_over_one"] == pytest.approx(row["threaded_agent_steps_per_s"] / vector)
+
+
+def test_threads_split_the_worlds_with_the_same_results() -> None:
+    """threads=2: the worlds stepped in two runs on two threads give what one thread gives (the
+    batch's own comparison is tests/test_rezzo_batched.py's; here through the environment)."""
+    from cellarena.server.games.rezzo.batched_parallel import threads_available
+
+    one = RezzoVectorEnv(6, {"map": "duel"}, backend=use("numba"))
+    two = RezzoVectorEnv(6, {"map": "duel"}, backend="numba", threads=2)
+    assert two.worlds.threads == 2 and one.worlds.threads == 1
+    assert RezzoVectorEnv(1, {"map": "duel"}, threads="all").worlds.threads == 1  # one world, one run
+    assert RezzoVectorEnv(6, {"map": "duel"}).worlds.threads == 1  # "auto": few worlds, one thread
+    assert RezzoVectorEnv._threads("auto", THREADS_FROM) == threads_available()
+    rng = np.random.default_rng(3)
+    for got, want in zip(two.reset(seed=5), one.reset(seed=5), strict=True):
+        assert np.array_equal(got, want) if isinstance(got, np.ndarray) else got.keys() == want.keys()
+    for _ in range(30):
+        actions = rng.integers(0, 6, size=one.num_envs)
+        for got, want in zip(two.step(actions)[:4], one.step(actions)[:4], strict=True):
+            assert np.array_equal(got, want)
+    with pytest.raises(ValueError, match="threads must be a count of 1 or more, 'all' or 'auto', got 0"):
+        RezzoVectorEnv(2, {"map": "duel"}, threads=0)
 
 
 def test_bench_env_says_when_numba_is_off(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -438,3 +438,32 @@ def test_deciding_events_are_marks_that_seek_and_their_cells_are_outlined(
         _seek(page, 5)
         assert page.evaluate("window.cellarenaPlayer.highlighted") == []
         console.assert_clean()
+
+
+def test_blocked_agents_are_listed_but_are_no_marks(browser: Any, tmp_path: Path) -> None:
+    """Rezzo's ``blocked`` tallies (nearly one a tick in a match of walkers) show in the tick's list;
+    in a match without deciding events, whose every event would be a mark, they are none."""
+    engine = get_engine("rezzo").new({"map": "duel", "max_ticks": 12}, 0)
+    path = tmp_path / "walkers.replay"
+    writer = ReplayWriter(path, engine, seed=0, names=["alpha", "beta"], events=True)
+    records = 0
+    while engine.result() is None:
+        moves = {0: [1, 1], 1: [1, 1]}  # everyone walks on, into whatever is ahead
+        tick = engine.tick
+        writer.record(tick, moves, engine, events=engine.apply(moves).log)
+        records += 1
+    result = engine.result()
+    assert result is not None
+    writer.finish(result)
+    assert any(e["kind"] == "blocked" for e in read_replay(path).events())
+    with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
+        _open(page, url)
+        marks = page.locator("#marks .mark")
+        titles = [marks.nth(i).get_attribute("title") or "" for i in range(marks.count())]
+        assert not any("blocked" in t for t in titles), titles
+        listed = []
+        for frame in range(1, records + 1):
+            _seek(page, frame)
+            listed.append(page.inner_text("#events"))
+        assert any("blocked (count" in text for text in listed), listed
+        console.assert_clean()

@@ -240,6 +240,27 @@ def rules_changes(engine: Engine) -> Mapping[int, str]:
 
 
 @runtime_checkable
+class EventsHistory(Protocol):
+    """An engine that added event kinds after replays began to carry events: ``EVENTS_VERSION`` is the
+    version of its kinds (a replay's header records it) and ``EVENT_KINDS_SINCE`` names the version
+    that added each later kind, so that `replay verify` leaves out of an older file's comparison the
+    kinds its writer did not report. Without: version 1."""
+
+    EVENTS_VERSION: ClassVar[int]
+    EVENT_KINDS_SINCE: ClassVar[Mapping[str, int]]
+
+
+def events_version(engine: Engine) -> int:
+    """The version of the event kinds ``engine`` reports (`EventsHistory`; 1 if they never grew)."""
+    return cast(EventsHistory, engine).EVENTS_VERSION if _offers(engine, EventsHistory) else 1
+
+
+def event_kinds_since(engine: Engine) -> Mapping[str, int]:
+    """Each event kind ``engine`` added after version 1, with its version (`EventsHistory`)."""
+    return cast(EventsHistory, engine).EVENT_KINDS_SINCE if _offers(engine, EventsHistory) else {}
+
+
+@runtime_checkable
 class Substeps(Protocol):
     """An engine that can show the states it passes through between two decision points, for the
     replay player (docs/web.md, "Between decision points"). Replays are unchanged: they hold

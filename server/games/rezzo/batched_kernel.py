@@ -210,12 +210,15 @@ def _agent_phase(
     shape: tuple[int, int, int],
     hittable: np.ndarray,
     illegal: np.ndarray,
+    blocked: np.ndarray,
     cuts: np.ndarray,
 ) -> None:
     """`BatchedRezzo._agent_phase`: each running world's agents move in resolution order (slot k of
     every player, the player whose turn it is first). ``agents``: (x, y, facing, alive) (B, N);
-    ``shape``: (players, agents per player, pw); ``hittable``: the 256 codes' table. ``cuts`` (B, N,
-    2): per agent whose hit blanked a cell, that cell and the code it held (else left as it is)."""
+    ``shape``: (players, agents per player, pw); ``hittable``: the 256 codes' table. ``illegal``
+    and ``blocked`` (B, P) count each player's illegal moves and, of those, advances and builds
+    refused. ``cuts`` (B, N, 2): per agent whose hit blanked a cell, that cell and the code it held
+    (else left as it is)."""
     x, y, facing, alive = agents
     players, per_player, pw = shape
     for b in range(codes.shape[0]):
@@ -243,6 +246,7 @@ def _agent_phase(
                 if m in (_ADVANCE, _BUILD):
                     if target != _BLANK:
                         illegal[b, player] += 1
+                        blocked[b, player] += 1
                         continue
                     c[front] = _AGENT + player
                     c[here] = _CONDUCTOR if m == _BUILD else _BLANK
@@ -285,13 +289,15 @@ class Kernels:
         running: np.ndarray,
         shape: tuple[int, int, int],
         hittable: np.ndarray,
-        illegal: np.ndarray,
+        counts: tuple[np.ndarray, np.ndarray],
         cuts: np.ndarray,
     ) -> None:
-        """``state``: codes, damage, x, y, facing, alive, tick; ``moves``: (B, N) int64."""
+        """``state``: codes, damage, x, y, facing, alive, tick; ``moves``: (B, N) int64; ``counts``:
+        the illegal moves and the blocked agents, per world and player."""
         codes, dmg, x, y, facing, alive, tick = state
         agents = (x, y, facing, alive)
-        self._agent_phase(codes, dmg, moves, running, agents, tick, shape, hittable, illegal, cuts)
+        illegal, blocked = counts
+        self._agent_phase(codes, dmg, moves, running, agents, tick, shape, hittable, illegal, blocked, cuts)
 
     def transition(
         self,

@@ -33,6 +33,7 @@ from cellarena.server.games.base import (
     ConfigError,
     DebugPlacing,
     Events,
+    EventsHistory,
     OlderHashSchemes,
     Result,
     event,
@@ -128,6 +129,13 @@ def hit_event(tick: int, hitter: int, x: int, y: int, code: int) -> dict[str, An
     if Cell.FLAG <= code < Cell.GEYSER:
         return event("flag_destroyed", tick, seat=code & 7, cell=[x, y], how="hit", by=hitter)
     return event("cell_destroyed", tick, seat=hitter, cell=[x, y], was=_CELL_NAMES.get(code, str(code)))
+
+
+def blocked_event(tick: int, seat: int, count: int) -> dict[str, Any]:
+    """The event of ``count`` agents of ``seat`` that could not move at decision point ``tick``: an
+    advance or build refused because the cell in front was not blank (or off the world). One per seat
+    and tick, after the agent phase's hits, so a bot that walks into a wall shows without flooding."""
+    return event("blocked", tick, seat=seat, count=count)
 
 
 def base_touching(
@@ -273,12 +281,16 @@ def viewport_placer(
     return place
 
 
-class RezzoEngine(OlderHashSchemes, DebugPlacing):
+class RezzoEngine(OlderHashSchemes, EventsHistory, DebugPlacing):
     """One Rezzo match. See the module docstring for the tick order."""
 
     name: ClassVar[str] = "rezzo"
     #: The scheme of `state_hash` (replays record it, and verify older files in theirs: `OlderHashSchemes`).
     HASH_VERSION: ClassVar[int] = HASH_VERSION
+    #: Event kinds added since replays began to carry events (2: ``blocked``): a replay written before
+    #: verifies without them (`games.base.EventsHistory`).
+    EVENTS_VERSION: ClassVar[int] = 2
+    EVENT_KINDS_SINCE: ClassVar[dict[str, int]] = {"blocked": 2}
     default_tick_rate: ClassVar[float] = 15.0
     default_budget_ms: ClassVar[float | None] = None
 
@@ -626,6 +638,7 @@ class RezzoEngine(OlderHashSchemes, DebugPlacing):
             else:
                 events.count(events.malformed, seat)
         if moves:  # no-ops are always legal and change nothing: skip the walk when all are no-ops
+            blocked: dict[int, int] = {}
             for a in self._order(self.tick):
                 seat_moves = moves.get(a.player)
                 if seat_moves is None:
@@ -633,8 +646,11 @@ class RezzoEngine(OlderHashSchemes, DebugPlacing):
                 move = seat_moves.get(a.index, _NOOP)
                 if not self._move(a, move):
                     events.count(events.illegal, a.player)
+                    if move in (_ADVANCE, _BUILD):
+                        events.count(blocked, a.player)
             if len(events.log) > 1:  # one order on every path: by cell (a cell is blanked once a phase)
                 events.log.sort(key=lambda e: (e["cell"][1], e["cell"][0]))
+            events.log.extend(blocked_event(self.tick, seat, blocked[seat]) for seat in sorted(blocked))
         if self.tick >= self.max_ticks:
             self._finish(cap_reason(self.max_ticks))
             return events

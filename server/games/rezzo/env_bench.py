@@ -2,8 +2,9 @@
 
 All contenders do the same work per step for B duels: every live agent's viewport as a bot receives
 it, then one move per agent, the agent phase, the next transition and loss processing. The vector
-environment does it for all B worlds at once on `BatchedRezzo` (and resets ended worlds), twice: on
-the backend a user gets ("auto": numba where it is installed) and on the numpy one; the last contender
+environment does it for all B worlds at once on `BatchedRezzo` (and resets ended worlds): on the
+backend a user gets ("auto": numba where it is installed) on one thread, and with numba on all of its
+threads (``threads="all"``) where it has more than one, and on the numpy one; the last contender
 loops over B separate `RezzoEngine`s (`pending()` then `apply()`), as a server or a naive trainer
 would. All are timed in the same run, so the ratios hold on a noisy machine.
 """
@@ -30,13 +31,13 @@ BANK = 16  # distinct move arrays cycled through
 
 
 def _vector_step(
-    batch: int, config: dict[str, Any], rng: np.random.Generator, backend: str
+    batch: int, config: dict[str, Any], rng: np.random.Generator, backend: str, threads: int | str = 1
 ) -> tuple[Callable[[], object], int, str]:
     """One step of a vector environment of ``batch`` worlds, its agents per world, and its backend."""
     from cellarena.server.games.rezzo.vector_env import RezzoVectorEnv
 
     # copy=False: a trainer copies the observations into its rollout buffer itself.
-    env = RezzoVectorEnv(batch, config, copy=False, backend=backend)
+    env = RezzoVectorEnv(batch, config, copy=False, backend=backend, threads=threads)
     env.reset()
     bank = [rng.choice(MOVE_MIX, size=env.num_envs) for _ in range(BANK)]
     state = {"i": 0}
@@ -73,30 +74,48 @@ def run(
 ) -> dict[str, Any]:
     """Measure every batch size; the dict is what `cellarena bench env --json` prints.
 
-    ``backend``: what "vector" ran on (numba, or numpy where numba is missing); "ratio" is vector over
-    the separate engines, "over_numpy" vector over the same environment on the numpy backend.
+    ``backend``: what "vector" ran on (numba, or numpy where numba is missing), on one thread;
+    "ratio" is vector over the separate engines, "over_numpy" vector over the same environment on
+    the numpy backend. With numba and more than one thread (``threads``, numba's), "threaded" is the
+    same environment on all of them (``threads="all"``), and "threads_over_one" its rate over one
+    thread's; both are None otherwise.
     """
     config: dict[str, Any] = {"map": map_name, "max_ticks": 3000}
     rng = np.random.default_rng(0)
-    out: dict[str, Any] = {"map": map_name, "batches": {}}
+    out: dict[str, Any] = {"map": map_name, "batches": {}, "threads": 1}
     for batch in batches:
-        vector, n_agents, backend = _vector_step(batch, config, rng, "auto")
-        numpy_vector, _, _ = _vector_step(batch, config, rng, "numpy")
+        vector, n_agents, backend = _vector_step(batch, config, rng, "auto", 1)
+        threads = _threads() if backend == "numba" else 1
+        out["threads"] = threads
+        threaded = _vector_step(batch, config, rng, "auto", "all")[0] if threads > 1 else None
+        numpy_vector, _, _ = _vector_step(batch, config, rng, "numpy", 1)
         engines = _engines_step(batch, config, rng)
         agent_steps = batch * n_agents
         vec = calls_per_second(vector, budget_s) * agent_steps
+        vec_threads = None if threaded is None else calls_per_second(threaded, budget_s) * agent_steps
         vec_numpy = calls_per_second(numpy_vector, budget_s) * agent_steps
         sep = calls_per_second(engines, budget_s) * agent_steps
         out["backend"] = backend
         out["batches"][str(batch)] = {
             "agents": agent_steps,
             "vector_agent_steps_per_s": vec,
+            "threaded_agent_steps_per_s": vec_threads,
             "numpy_agent_steps_per_s": vec_numpy,
             "engines_agent_steps_per_s": sep,
             "ratio": vec / sep,
             "over_numpy": vec / vec_numpy,
+            "threads_over_one": None if vec_threads is None else vec_threads / vec,
         }
     return out
+
+
+def _threads() -> int:
+    """The threads numba runs a parallel loop on (1 without numba)."""
+    try:
+        from cellarena.server.games.rezzo.batched_parallel import threads_available
+    except ImportError:
+        return 1
+    return threads_available()
 
 
 def _parse_batches(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
@@ -151,12 +170,21 @@ def command(batches: list[int], map_name: str, seconds: float, as_json: bool) ->
             f"Both vector columns ran on numpy: {NO_NUMBA_VARIABLE}=1 is set, or numba is not installed "
             "(install the \\[rl] extra).",
         )
+    threads = result["threads"]
+    if threads > 1:
+        notes.insert(
+            0,
+            f"{threads} threads: the same environment with threads='all' (numba's {threads} threads); x1: "
+            "its rate over one thread's. On a machine busy with other work it waits for its slower thread.",
+        )
     report(
         f"Rezzo vector env on {backend} and on numpy vs separate engines ({map_name}, with viewports)",
         (
             "worlds",
             "agents",
             f"{backend} /s",
+            f"{threads} threads /s",
+            "x1",
             "numpy /s",
             "engines /s",
             "vs numpy",
@@ -167,6 +195,8 @@ def command(batches: list[int], map_name: str, seconds: float, as_json: bool) ->
                 b,
                 str(r["agents"]),
                 f"{r['vector_agent_steps_per_s']:,.0f}",
+                "-" if r["threaded_agent_steps_per_s"] is None else f"{r['threaded_agent_steps_per_s']:,.0f}",
+                "-" if r["threads_over_one"] is None else f"{r['threads_over_one']:.2f}x",
                 f"{r['numpy_agent_steps_per_s']:,.0f}",
                 f"{r['engines_agent_steps_per_s']:,.0f}",
                 f"{r['over_numpy']:.2f}x",

@@ -16,9 +16,12 @@ maps a (num_envs, 2, 13, 13) batch to num_envs moves, as every standard Gymnasiu
 - Action (`single_action_space`): Discrete(6), the move codes of `cellarena.sdk.games.rezzo.Move`.
 - Reward: 0 until the agent's world ends; then +1 for the sole winner's agents, -1 for every other
   agent of that world, and 0 for all in a draw (``reward_weights["outcome"]``, 1 by default, scales
-  it). Shaping from the board, off by default: ``"enemy_flags"`` pays its weight for each flag of
-  another player that forms (and takes it back when one goes), ``"own_flags"`` the same for the
-  agent's own player's flags. Rewards from the game's events (issue 27's) will join as more keys.
+  it). Shaping terms, off by default, each paying its weight per unit of what it counts (`rewards`
+  lists them): flags on the board (``own_flags``, ``enemy_flags``), flags formed and destroyed
+  (``flag_formed``, ``own_flag_destroyed``, ``enemy_flag_destroyed``, from the game's events, which
+  the batch then makes whether or not ``events`` asks for them in ``infos``), flags' distance to a
+  base that counts against them (``own_flag_distance``, ``enemy_flag_distance``) and wire built
+  (``wire_built``).
 - Termination: the world ended by losses (at most one player left). Truncation: the world reached
   its tick cap (`max_ticks`) with two or more players in. Both apply to every agent of that world.
 - Autoreset: ``metadata["autoreset_mode"]`` is `AutoresetMode.SAME_STEP`. A world that ends starts
@@ -28,8 +31,8 @@ maps a (num_envs, 2, 13, 13) batch to num_envs moves, as every standard Gymnasiu
   `SyncVectorEnv` gives them in this mode). The next step's actions play the new episode.
 - Events: with ``events=True``, ``infos["events"]``, when a step had any, maps a world's index to the
   game events of its step (`Events.log`, exactly as `RezzoEngine.apply` reports them: flags formed,
-  destroyed and beside a base, players out, cells blanked by hits), for rewards shaped on them. Off
-  by default: making them halves the numba step's rate in a busy duel.
+  destroyed and beside a base, players out, cells blanked by hits, agents blocked), for rewards
+  shaped on them. Off by default: making them halves the numba step's rate in a busy duel.
 - Partial reset: ``reset(options={"reset_mask": mask})``, a (num_envs,) bool array as Gymnasium's
   vector API has it, starts the worlds whose agents are True again (all the agents of a world, or
   none of them, since they share it); the other worlds' observations come back as they were.
@@ -43,6 +46,13 @@ maps a (num_envs, 2, 13, 13) batch to num_envs moves, as every standard Gymnasiu
 - ``render_mode="rgb_array"``: `render` returns one RGB picture per world in ``render_worlds``
   (`picture.rgb_frame`). `record` writes a world's next episode as a replay file that `cellarena
   replay verify` and `replay view` play (`server/replay.py`'s writer, as the match server's).
+- ``threads``: with numba, the worlds are stepped on this many threads at once (`BatchedRezzo`'s
+  ``threads``: split into runs, the same results bit for bit); "all" is every thread numba has (its
+  NUMBA_NUM_THREADS, the cores by default). "auto", the default, is "all" from `THREADS_FROM` worlds
+  up and 1 below, where starting the threads costs more than they save. On a machine whose cores are
+  busy with other work, a step on two threads waits for the slower one, and ran up to 25 times
+  slower than on one: pass 1 there (`cellarena bench env` measures both side by side;
+  docs/architecture.md has the figures).
 
 Needs the ``[rl]`` extra (gymnasium).
 """
@@ -59,19 +69,23 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell, Move
+from cellarena.sdk.games.rezzo import VIEW_SIZE, Move
 from cellarena.server.games.rezzo.batched import BatchedRezzo
 from cellarena.server.games.rezzo.engine import RezzoConfig, RezzoEngine
 from cellarena.server.games.rezzo.maps import read_map
 from cellarena.server.games.rezzo.opponents import Opponent, OpponentSeats
 from cellarena.server.games.rezzo.picture import rgb_frame
+from cellarena.server.games.rezzo.rewards import EVENT_TERMS, SHAPING_TERMS, RewardShaper
 from cellarena.server.games.rezzo.starts import random_start
 from cellarena.server.replay import ReplayWriter
 
+#: From this many worlds up, threads="auto" steps them on all of numba's threads: a step of 512 duels
+#: takes about 1 ms on one thread, against some tens of microseconds to start the others.
+THREADS_FROM = 512
 #: One agent's observation: cell codes, then damage, each 13x13 (the PettingZoo environment's layout).
 OBS_SHAPE = (2, VIEW_SIZE, VIEW_SIZE)
-#: The reward terms `reward_weights` may weigh (events' terms come with the events).
-REWARD_TERMS = ("outcome", "enemy_flags", "own_flags")
+#: The reward terms `reward_weights` may weigh: the outcome, and the shaping terms of `rewards`.
+REWARD_TERMS = ("outcome", *SHAPING_TERMS)
 #: Distinct starts whose one-world template batch is kept (random starts of a duel: about 200).
 START_CACHE = 512
 
@@ -118,6 +132,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         render_mode: str | None = None,
         render_worlds: Sequence[int] = (0,),
         render_scale: int = 8,
+        threads: int | str = "auto",
     ) -> None:
         if worlds < 1:
             raise ValueError(f"a vector environment needs at least one world, got {worlds}")
@@ -159,7 +174,17 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
                     )
         self._templates: dict[str, BatchedRezzo] = {}
         self.template = BatchedRezzo([first], backend=backend)
-        self.worlds = BatchedRezzo([first] * worlds, backend=backend, events=events)
+        if self.template.backend == "numba":
+            n_threads = self._threads(threads, worlds)
+        else:  # one thread; asking numba how many it has would import it for nothing
+            if threads not in ("auto", "all"):
+                self._threads(threads, worlds)  # a bad count is refused whatever the backend
+            n_threads = 1
+        needs_events = any(self.weights.get(t) for t in EVENT_TERMS)
+        self._events_in_infos = events
+        self.worlds = BatchedRezzo(
+            [first] * worlds, backend=backend, events=events or needs_events, threads=n_threads
+        )
         self.n_agents = self.worlds.n_agents
         self.players, self.agents_per_player = self.worlds.players, self.worlds.agents_per_player
         self.opponent = opponent
@@ -197,11 +222,26 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._map_names = [self._pool[0][0] if self._pool else ""] * worlds
         self._started = np.ones(worlds, bool)
         self._welcomes: list[dict[str, Any]] = [{} for _ in range(worlds)]
-        self._flags = np.zeros((worlds, self.players), np.int64)
+        self._shaper = RewardShaper(self.worlds, self.weights, self._player_of)
         self._pending: dict[int, tuple[str, list[str] | None]] = {}
         self._recording: dict[int, _Recording] = {}
 
     # ------------------------------------------------------------------------------- set-up
+    @staticmethod
+    def _threads(threads: int | str, worlds: int) -> int:
+        """``threads`` as a count for ``worlds`` worlds (see the module's docstring)."""
+        if threads == "auto":
+            threads = "all" if worlds >= THREADS_FROM else 1
+        if threads == "all":
+            try:
+                from cellarena.server.games.rezzo.batched_parallel import threads_available
+            except ImportError:
+                return 1  # no numba: the numpy backend has one thread
+            return threads_available()
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a count of 1 or more, 'all' or 'auto', got {threads!r}")
+        return threads
+
     @staticmethod
     def _check_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
         out = {"outcome": 1.0}
@@ -263,8 +303,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._started[worlds] = True
         for b in worlds.tolist():
             self._welcomes[b] = self._episode_config(b)
-        if self.weights.get("enemy_flags") or self.weights.get("own_flags"):
-            self._flags[worlds] = self._count_flags(worlds)
+        self._shaper.begin(worlds)
         for b in worlds.tolist():
             self._recording.pop(b, None)  # an episode cut short by reset() keeps its file, incomplete
             if b in self._pending:
@@ -361,15 +400,16 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._started[:] = False
         for b, rec in self._recording.items():
             self._record_tick(b, rec, full[b])
+        self._shaper.before()
         ended = worlds.step(full)
         rewards = self._rewards.reshape(self.batch, self._per_world)
         rewards.fill(0.0)
         self._terminations.fill(False)
         self._truncations.fill(False)
-        if self.weights.get("enemy_flags") or self.weights.get("own_flags"):
-            self._shape_rewards(rewards)
+        happened = worlds.last_events()  # before the reset below forgets them
+        self._shaper.add(rewards, full, happened, ended)
         infos: dict[str, Any] = {}
-        if happened := worlds.last_events():  # before the reset below forgets them
+        if happened and self._events_in_infos:
             infos["events"] = happened
         if ended.any():
             done = np.flatnonzero(ended)
@@ -437,20 +477,6 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         out.setdefault("own_base_counts", True)
         out.setdefault("max_ticks", int(self.worlds.max_ticks[b]))
         return out
-
-    def _count_flags(self, worlds: np.ndarray) -> np.ndarray:
-        codes = self.worlds.codes[worlds]
-        return np.stack([(codes == Cell.FLAG + p).sum(axis=1) for p in range(self.players)], axis=1)
-
-    def _shape_rewards(self, rewards: np.ndarray) -> None:
-        """Flag shaping: the change of every player's flags on the board this step, weighed per agent."""
-        everyone = np.arange(self.batch)
-        now = self._count_flags(everyone)
-        delta = now - self._flags
-        self._flags = now
-        own = np.take_along_axis(delta, self._player_of, axis=1)
-        rewards += self.weights.get("own_flags", 0.0) * own
-        rewards += self.weights.get("enemy_flags", 0.0) * (delta.sum(axis=1, keepdims=True) - own)
 
     # ------------------------------------------------------------------------------- watching
     def render(self) -> tuple[np.ndarray, ...] | None:

@@ -294,9 +294,10 @@
   }
   function name(s) { return `${state.meta.names[s] ?? "?"} (seat ${s})`; }
   // The events that decided the match: those whose kind is a seat's cause, and players out; if a
-  // match has none, every event of a short list (docs/web.md).
+  // match has none, every event of a short list but tallies (a `count`, as Rezzo's blocked agents:
+  // one nearly every tick would crowd out the rest) (docs/web.md).
   function decidingEvents(m) {
-    const all = m.events || [];
+    const all = (m.events || []).filter((e) => !("count" in e));
     const kinds = new Set(Object.values((m.result && m.result.causes) || {}).map((c) => c.cause));
     kinds.add("out");
     const picked = all.filter((e) => kinds.has(e.kind));

@@ -1,0 +1,230 @@
+"""`batched_kernel`'s loops on every core: the worlds split into one run per thread (numba's prange).
+
+Worlds are independent within a step, so each thread steps its own run of worlds with the serial
+loops themselves, on slices of the batch's arrays: the results are those of one thread, bit for bit.
+What is shared is split too: each thread has its own transition scratch and its own buffer of flags
+found, whose world indices it makes absolute before returning.
+
+Imported only by `batched` for a batch asked to use more than one thread, since it imports numba
+at once (the ``[rl]`` extra). Starting the threads costs some tens of microseconds per loop, so it
+pays for large batches only (`cellarena bench env` measures both).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from cellarena.server.games.rezzo import batched_kernel
+
+_transition = numba.njit(cache=True)(batched_kernel._transition)
+_views = numba.njit(cache=True)(batched_kernel._views)
+_agent_phase = numba.njit(cache=True)(batched_kernel._agent_phase)
+
+
+@numba.njit(parallel=True, cache=True)
+def _transition_runs(
+    codes: np.ndarray,
+    near: np.ndarray,
+    advancing: np.ndarray,
+    pw: int,
+    photon: np.ndarray,
+    loss_any: np.ndarray,
+    scratch: np.ndarray,
+    bounds: np.ndarray,
+    at: np.ndarray,
+    found: np.ndarray,
+) -> None:
+    """`batched_kernel._transition` per run r of worlds ``bounds[r]``..``bounds[r + 1]``, from world
+    ``at[r]`` on, with ``scratch[r]`` and ``found[r]``; ``at[r]`` becomes where it stopped (the end
+    of its run when done)."""
+    for r in numba.prange(bounds.shape[0] - 1):
+        lo, hi = bounds[r], bounds[r + 1]
+        if at[r] >= hi:
+            continue
+        f = found[r]
+        stop = _transition(
+            codes[lo:hi],
+            near[lo:hi],
+            advancing[lo:hi],
+            pw,
+            photon,
+            loss_any[lo:hi],
+            scratch[r],
+            at[r] - lo,
+            f,
+        )
+        at[r] = lo + stop
+        for k in range(1, f[0, 0] + 1):
+            f[k, 0] += lo
+
+
+@numba.njit(parallel=True, cache=True)
+def _views_runs(
+    codes: np.ndarray,
+    dmg: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    facing: np.ndarray,
+    worlds: np.ndarray,
+    fwd: np.ndarray,
+    right: np.ndarray,
+    height: int,
+    width: int,
+    relative: np.ndarray,
+    per_player: int,
+    out: np.ndarray,
+    runs: int,
+) -> None:
+    """`batched_kernel._views` over ``runs`` runs of the rows of ``worlds`` and ``out``."""
+    n = worlds.shape[0]
+    for r in numba.prange(runs):
+        lo, hi = r * n // runs, (r + 1) * n // runs
+        _views(
+            codes,
+            dmg,
+            x,
+            y,
+            facing,
+            worlds[lo:hi],
+            fwd,
+            right,
+            height,
+            width,
+            relative,
+            per_player,
+            out[lo:hi],
+        )
+
+
+@numba.njit(parallel=True, cache=True)
+def _agent_phase_runs(
+    codes: np.ndarray,
+    dmg: np.ndarray,
+    moves: np.ndarray,
+    running: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    facing: np.ndarray,
+    alive: np.ndarray,
+    tick: np.ndarray,
+    shape: tuple[int, int, int],
+    hittable: np.ndarray,
+    illegal: np.ndarray,
+    blocked: np.ndarray,
+    cuts: np.ndarray,
+    bounds: np.ndarray,
+) -> None:
+    """`batched_kernel._agent_phase` per run of worlds ``bounds[r]``..``bounds[r + 1]``."""
+    for r in numba.prange(bounds.shape[0] - 1):
+        lo, hi = bounds[r], bounds[r + 1]
+        agents = (x[lo:hi], y[lo:hi], facing[lo:hi], alive[lo:hi])
+        _agent_phase(
+            codes[lo:hi],
+            dmg[lo:hi],
+            moves[lo:hi],
+            running[lo:hi],
+            agents,
+            tick[lo:hi],
+            shape,
+            hittable,
+            illegal[lo:hi],
+            blocked[lo:hi],
+            cuts[lo:hi],
+        )
+
+
+def threads_available() -> int:
+    """The threads numba runs a parallel loop on here (NUMBA_NUM_THREADS, the cores, unless
+    `numba.set_num_threads` asked for fewer)."""
+    return int(numba.get_num_threads())
+
+
+class ParallelKernels:
+    """`batched_kernel.Kernels`' three loops over ``runs`` runs of a batch of ``batch`` worlds of
+    ``plane`` cells each; it holds each run's transition scratch and flags buffer."""
+
+    def __init__(self, batch: int, plane: int, runs: int) -> None:
+        self.runs = runs = max(1, min(runs, batch))
+        self.bounds = np.array([r * batch // runs for r in range(runs + 1)], np.int64)
+        longest = int(np.diff(self.bounds).max())
+        self.scratch = np.zeros((runs, 5, -(-plane // 8) * 8), np.uint8)
+        # As `BatchedRezzo._found`, per run: a world adds up to 2 rows per cell.
+        self.found = np.zeros((runs, 2 * plane + 16 * longest + 1, 4), np.int64)
+        self._at = np.zeros(runs, np.int64)
+
+    def transition(
+        self,
+        codes: np.ndarray,
+        near: np.ndarray,
+        advancing: np.ndarray,
+        pw: int,
+        photon: np.ndarray,
+        loss_any: np.ndarray,
+    ) -> np.ndarray:
+        """`Kernels.transition` over every world; returns the flags found, rows (world, cell, kind,
+        owner), as the serial loop finds them (a run whose buffer filled goes on from where it
+        stopped)."""
+        at, ends, found = self._at, self.bounds[1:], self.found
+        at[:] = self.bounds[:-1]
+        parts = []
+        while True:
+            found[:, 0, 0] = 0
+            _transition_runs(
+                codes, near, advancing, pw, photon, loss_any, self.scratch, self.bounds, at, found
+            )
+            for r in range(self.runs):
+                count = int(found[r, 0, 0])
+                if count:
+                    parts.append(found[r, 1 : count + 1].copy())
+            if (at >= ends).all():
+                break
+        return np.concatenate(parts) if parts else np.zeros((0, 4), np.int64)
+
+    def views(
+        self,
+        state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        worlds: np.ndarray,
+        size: tuple[int, int],
+        relative: np.ndarray,
+        per_player: int,
+        out: np.ndarray,
+    ) -> None:
+        """`Kernels.views`, the rows of ``worlds`` split into runs."""
+        codes, dmg, x, y, facing = state
+        fwd, side = batched_kernel._FWD, batched_kernel._SIDE
+        runs = max(1, min(self.runs, worlds.shape[0]))
+        _views_runs(
+            codes, dmg, x, y, facing, worlds, fwd, side, size[0], size[1], relative, per_player, out, runs
+        )
+
+    def agent_phase(
+        self,
+        state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        moves: np.ndarray,
+        running: np.ndarray,
+        shape: tuple[int, int, int],
+        hittable: np.ndarray,
+        counts: tuple[np.ndarray, np.ndarray],
+        cuts: np.ndarray,
+    ) -> None:
+        """`Kernels.agent_phase`, the worlds split into runs."""
+        codes, dmg, x, y, facing, alive, tick = state
+        illegal, blocked = counts
+        _agent_phase_runs(
+            codes,
+            dmg,
+            moves,
+            running,
+            x,
+            y,
+            facing,
+            alive,
+            tick,
+            shape,
+            hittable,
+            illegal,
+            blocked,
+            cuts,
+            self.bounds,
+        )
