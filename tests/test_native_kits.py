@@ -28,7 +28,7 @@ from game_servers import Process, add_ladder_bot, ladder_serve, serve, start, wa
 from scripted_server import ScriptedServer, match, refuse
 from tls_proxy import TLSProxy, certificates
 
-from cellarena.arena.cli.new_bot import COMPILED
+from cellarena.arena.cli.new_bot import COMPILED, GameTemplate, offered
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.sdk import protocol
 
@@ -43,6 +43,9 @@ TOOLS = {
 OPPONENT = {
     "rezzo": ROOT / "example_bots" / "rezzo" / "random_walker.py",
     "cata": ROOT / "example_bots" / "cata" / "random_legal.py",
+    "cloth": ROOT / "example_bots" / "cloth" / "random_placer.py",
+    "drop2df": ROOT / "example_bots" / "drop2df" / "passer.py",
+    "colorblocks": ROOT / "example_bots" / "colorblocks" / "random_legal.py",
 }
 #: Each kit's unit-test runner prints this when every test passed.
 PASSED = {
@@ -139,7 +142,7 @@ def test_the_kits_own_tests_and_the_starters_test_pass(starters: Starters, lang:
 
 
 # Rezzo's starters play the example bots in the tournament below, and the random bot in their own test.
-@pytest.mark.parametrize("game", ["cata"])
+@pytest.mark.parametrize("game", ["cata", "cloth", "drop2df", "colorblocks"])
 @pytest.mark.parametrize("lang", LANGS)
 def test_each_starter_plays_a_real_match_against_an_example_bot(
     starters: Starters, lang: str, game: str, tmp_path: Path
@@ -151,7 +154,7 @@ def test_each_starter_plays_a_real_match_against_an_example_bot(
     bot = f"{folder.name}={command}"
     other = f"example=python {OPPONENT[game]}"
     proc = subprocess.run(
-        [*CLI, "match", game, "--bot", bot, "--bot", other, "--fast",
+        [*CLI, "match", game, "--bot", bot, "--bot", other, "--fast", *GameTemplate.of(game).short,
          "--log-dir", str(tmp_path), "--json"],
         cwd=folder, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
@@ -397,12 +400,10 @@ def test_a_rust_bot_cannot_take_the_name_of_a_crate_it_needs(tmp_path: Path) -> 
     assert not folder.exists()
 
 
-def test_new_bot_offers_the_compiled_languages_for_the_typed_games_only(tmp_path: Path) -> None:
-    for lang in LANGS:
-        proc = cellarena("new-bot", "cloth", "x", "--lang", lang, "--dir", str(tmp_path / lang), "--json")
-        assert proc.returncode == 2
-        error = json.loads(proc.stdout)
-        assert error["option"] == "--lang" and f"--lang {lang} is offered for cata, rezzo" in error["error"]
+def test_new_bot_offers_every_game_in_the_compiled_languages() -> None:
+    from cellarena.server.games import game_names
+
+    assert offered("cpp") == offered("rust") == offered("java") == game_names()
 
 
 KIT_SOURCES = ROOT / "sdk" / "kits"
