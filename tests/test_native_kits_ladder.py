@@ -288,6 +288,37 @@ async def test_a_kit_bot_follows_a_redirect_and_takes_its_seat_back_after_a_lost
     assert "stopped by SIGTERM after 1 matches" in err and "seat-token-1" not in err
 
 
+@pytest.mark.parametrize("lang", ["cpp", "rust"])
+async def test_a_kit_without_tls_gives_a_tls_match_host_up_and_queues_again(
+    starters: Starters, lang: str, tmp_path: Path
+) -> None:
+    """The C++ and Rust kits speak plain TCP: a redirect to a match host that speaks TLS is not followed
+    (nothing is sent there), the bot says why and what to do, and goes back to the ladder's queue."""
+    starters.get(lang, "rezzo")
+
+    async def to_tls_host(peer: Peer) -> None:
+        await peer.send(protocol.redirect("127.0.0.1", 9, "seat-token-2", tls=True))
+
+    server = ScriptedServer([to_tls_host, hold])
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        bot = kit_bot(starters, lang, tmp_path, "kit", port, "--ladder", token="cla_ladder_token")
+        with trio.fail_after(60):
+            while len(server.seen) < 2:
+                await trio.sleep(0.05)
+        bot.proc.send_signal(signal.SIGTERM)
+        code = await exited(bot, 30)
+        nursery.cancel_scope.cancel()
+    err = bot.stderr()
+    assert code == 0 and server.failures == [], err
+    assert (
+        "the match host 127.0.0.1:9 speaks TLS" in err
+        and "local TLS proxy" in err
+        and "trying again in" in err
+    )
+    assert "seat-token-2" not in err
+
+
 @pytest.mark.parametrize("lang", LANGS)
 async def test_sigterm_stops_a_waiting_kit_bot_with_status_0(
     starters: Starters, lang: str, tmp_path: Path
