@@ -384,3 +384,30 @@ async def test_every_refusal_outside_retry_later_stops_a_kit_ladder_bot(
         err = bot.stderr()
         assert statuses[code] == 1, (code, err)
         assert f"the server sent error {code}" in err and "not trying again" in err, (code, err)
+
+
+def test_kit_bots_follow_a_real_ladder_to_its_cluster(starters: Starters, tmp_path: Path) -> None:
+    """`ladder serve --cluster local:2` hands every match to a worker process and redirects the bots
+    there: a C++ bot and a Rust bot (--matches 2) follow, play both matches at the workers, and the
+    ladder records them."""
+    tokens = {lang: add_ladder_bot(tmp_path, f"{lang}_kit") for lang in ("cpp", "rust")}
+    for lang in tokens:
+        starters.get(lang, "rezzo")
+    ladder = ladder_serve(tmp_path, "--cluster", "local:2", "--grace", "2")
+    try:
+        assert "matches played on the cluster local:2" in ladder.stderr()
+        bots = [
+            kit_bot(starters, lang, tmp_path / "bots", f"{lang}_kit", ladder.port, "--matches", "2",
+                    "--token-file", str(token))
+            for lang, token in tokens.items()
+        ]  # fmt: skip
+        codes = [bot.wait(120) for bot in bots]
+    finally:
+        ladder.stop()
+    assert codes == [0, 0], [bot.stderr() for bot in bots]
+    for bot in bots:
+        assert bot.stderr().count("playing this match at 127.0.0.1:") == 2, bot.stderr()
+        assert bot.stderr().count("end after ") == 2, bot.stderr()
+    with LadderStore(tmp_path / "ladder.sqlite") as store:
+        finished = [m for m in store.matches("rezzo") if m.status == "finished"]
+    assert len(finished) == 2 and all(set(m.bots) == {"cpp_kit", "rust_kit"} for m in finished)
