@@ -27,7 +27,7 @@ from node_kit import built_kit
 from scripted_server import Peer, Script, ScriptedServer, match, refuse
 from tls_proxy import TLSProxy, certificates
 
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store import LadderStore, MatchRecord
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import codes
 
@@ -402,12 +402,17 @@ def test_kit_bots_follow_a_real_ladder_to_its_cluster(starters: Starters, tmp_pa
             for lang, token in tokens.items()
         ]  # fmt: skip
         codes = [bot.wait(120) for bot in bots]
+
+        def finished() -> list[MatchRecord]:
+            with LadderStore(tmp_path / "ladder.sqlite") as store:
+                return [m for m in store.matches("rezzo") if m.status == "finished"]
+
+        # A bot has its `end` before the worker's result reaches the ladder's store.
+        wait_for(lambda: len(finished()) == 2, "both matches recorded by the ladder", 60)
     finally:
         ladder.stop()
     assert codes == [0, 0], [bot.stderr() for bot in bots]
     for bot in bots:
         assert bot.stderr().count("playing this match at 127.0.0.1:") == 2, bot.stderr()
         assert bot.stderr().count("end after ") == 2, bot.stderr()
-    with LadderStore(tmp_path / "ladder.sqlite") as store:
-        finished = [m for m in store.matches("rezzo") if m.status == "finished"]
-    assert len(finished) == 2 and all(set(m.bots) == {"cpp_kit", "rust_kit"} for m in finished)
+    assert all(set(m.bots) == {"cpp_kit", "rust_kit"} for m in finished())
