@@ -65,7 +65,9 @@ def ladder_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 #: process busy minutes after the other had run out of work.
 LONGEST_FIRST = (
     "test_native_kits.py",
+    "test_native_kits_ladder.py",
     "test_new_bot_node.py",
+    "test_new_bot_node_js.py",
     "test_ts_kit.py",
     "test_sdk_walkthrough.py",
     "test_rezzo_training.py",

@@ -1,32 +1,25 @@
-"""`cellarena new-bot GAME NAME --lang ts|js`: a bot folder on the TypeScript kit for every game, which
+"""`cellarena new-bot GAME NAME --lang ts`: a bot folder on the TypeScript kit for every game, which
 builds, passes its own test (a match in each seat against cellarena's random bot), and whose README's
-commands run. The folders are written and built together once (node_kit.build_bot_folders: one `tsc`
-for all, on the kit's installed packages); test_ts_kit.py runs a folder's own `npm ci` for real."""
+commands run. The folders are written and built together once (node_bot_folders.py: one `tsc` for
+all, on the kit's installed packages); test_ts_kit.py runs a folder's own `npm ci` for real, and
+test_new_bot_node_js.py checks the JavaScript folders (a file of its own, so that pytest-xdist's two
+processes share the work)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
-from node_kit import build_bot_folders, built_kit, need_node
+from node_bot_folders import check_folder, written_and_built
+from node_kit import built_kit, need_node
 from test_new_bot import run_readme_line
 
-from cellarena.arena.cli.new_bot import NODE_LANGUAGES, offered, write_bot
-
-COMBINATIONS = [(game, lang) for lang in NODE_LANGUAGES for game in offered(lang)]
+from cellarena.arena.cli.new_bot import offered, write_bot
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
-    """Every game's bot in both languages, as `new-bot` wrote them, built."""
-    need_node()
-    root = tmp_path_factory.mktemp("node_bots")
-    # Written in this process: test_ts_kit.py runs the command itself for these languages.
-    made = {(game, lang): write_bot(game, f"my_{lang}_{game}", lang, root / f"my_{lang}_{game}").folder
-            for game, lang in COMBINATIONS}  # fmt: skip
-    build_bot_folders(made.values())
-    return made
+def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return written_and_built(tmp_path_factory.mktemp("ts_bots"), "ts")
 
 
 def test_every_game_has_a_ts_and_a_js_template() -> None:
@@ -35,36 +28,11 @@ def test_every_game_has_a_ts_and_a_js_template() -> None:
     assert offered("ts") == offered("js") == game_names()
 
 
-@pytest.mark.parametrize(("game", "lang"), COMBINATIONS)
+@pytest.mark.parametrize("game", offered("ts"))
 def test_the_folder_builds_passes_its_own_test_and_its_readme_runs(
-    folders: dict[tuple[str, str], Path], game: str, lang: str
+    folders: dict[str, Path], game: str
 ) -> None:
-    folder = folders[(game, lang)]
-    name = folder.name
-    files = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if "node_modules" not in p.parts}
-    source = "src/bot.ts" if lang == "ts" else "src/bot.js"
-    assert {
-        source,
-        "bot.toml",
-        "package.json",
-        "package-lock.json",
-        "tsconfig.json",
-        f"test_{name}.py",
-    } <= files
-    assert {"cellarena/index.ts", f"cellarena/games/{game}.ts", "cellarena/README.md"} <= files
-    assert "dist/src/bot.js" in files
-    readme = (folder / "README.md").read_text()
-    commands = re.search(r"```sh\n(.*?)```", readme, re.DOTALL).group(1).splitlines()  # type: ignore[union-attr]
-    assert commands[:2] == ["npm ci", "python -m pytest"] and len(commands) == 4
-    # `npm ci` was done for all folders at once (the fixture); the rest run as a user runs them. To keep
-    # the suite quick, the `cellarena match` line runs for one folder (it is the Python bots' line with
-    # another command, and each folder's own test plays its bot already), and the tournament line is
-    # left to the tournament test of test_ts_kit.py.
-    for command in commands[1:3] if (game, lang) == ("rezzo", "ts") else commands[1:2]:
-        done = run_readme_line(command, folder)
-        assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
-        if command == "python -m pytest":
-            assert "2 passed" in done.stdout  # a match in each seat
+    check_folder(folders[game], game, "ts")
 
 
 def test_the_written_test_builds_the_bot_first_and_fails_a_bot_that_does_not_compile(tmp_path: Path) -> None:

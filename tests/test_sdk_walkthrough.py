@@ -36,6 +36,10 @@ NOT_RUN = {
     "cellarena tournament rezzo --bots-dir my_rust_bot --bots-dir example_bots --exclude js_random "
     "--max-ticks 300 --out runs/kits": "tests/test_native_kits.py plays one starter per language in a "
     "tournament beside the example bots",
+    "cellarena tournament rezzo --bots-dir my_cpp_bot --bots-dir my_rust_bot --bots-dir my_java_bot "
+    "--bots-dir my_ts_bot --bots-dir example_bots --exclude js_random --out runs/all": "tests/"
+    "test_native_kits.py plays a C++, a Rust, a Java and a TypeScript starter in one tournament beside the "
+    "example bots",
 }
 #: Run against a `cellarena serve` on a free port in place of 7777 (another test may hold 7777).
 NEEDS_SERVER = "python my_bot/my_bot.py --matches 10 --port 7777"

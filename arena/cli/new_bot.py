@@ -317,11 +317,24 @@ def _compiled_files(lang: str, values: dict[str, str]) -> dict[str, str]:
     kit = _kit(lang)
     copy(kit, "")
     copy(kit.joinpath("starter"), "@starter/")
+    if "Cargo.lock" in files:
+        files["Cargo.lock"] = _with_bot_in_lock(files["Cargo.lock"], values["BOT_NAME"])
     files[f"test_{values['BOT_NAME']}.py"] = _fill(
         resources.files("cellarena.sdk").joinpath("kits", "test_bot.py.tmpl").read_text(encoding="utf-8"),
         values,
     )
     return files
+
+
+def _with_bot_in_lock(lock: str, name: str) -> str:
+    """The Rust kit's committed Cargo.lock (the crates of Debian 12's cargo registry, pinned) with the
+    bot's own package added where cargo keeps it, in name order: cargo then builds from it as it is,
+    without rewriting it."""
+    blocks = [block.strip("\n") for block in lock.split("\n[[package]]\n")]
+    head, packages = blocks[0], blocks[1:]
+    packages.append(f'name = "{name}"\nversion = "0.1.0"\ndependencies = [\n "cellarena",\n]')
+    packages.sort(key=lambda block: block.split('"', 2)[1])
+    return "\n\n[[package]]\n".join([head, *packages]) + "\n"
 
 
 @click.command("new-bot")

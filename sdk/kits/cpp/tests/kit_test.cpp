@@ -198,10 +198,22 @@ static void test_options() {
         Options t = o;
         t.token = "secret";
         FrameReader r;
-        const std::string f = framed(hello_body(t, "rezzo"));
+        const std::string f = framed(hello_body(t.name, t.token, "rezzo"));
         return r.feed(f.data(), f.size()).at(0);
     }();
     CHECK(hello.get<int>("protocol") == 1 && hello.get<std::string>("token") == "secret" && hello.get<std::string>("game") == "rezzo");
+    CHECK(hello.get<std::vector<std::string>>("accepts") == std::vector<std::string>{"redirect"});
+    // A handed connection owns the seat: the token pipe is not read, and a bad descriptor is refused.
+    ::setenv("CELLARENA_SOCKET_FD", "0", 1);
+    const char* plain[] = {"bot"};
+    CHECK(Options::parse(1, const_cast<char**>(plain), "b").handed_fd == 0 && Options::parse(1, const_cast<char**>(plain), "b").token.empty());
+    ::setenv("CELLARENA_SOCKET_FD", "zero", 1);
+    CHECK(raises([&] { Options::parse(1, const_cast<char**>(plain), "b"); }).find("not a descriptor number") != std::string::npos);
+    ::unsetenv("CELLARENA_SOCKET_FD");
+    int pipe_ends[2];
+    CHECK(::pipe(pipe_ends) == 0);
+    CHECK(raises([&] { Connection::adopt(pipe_ends[0]); }).find("not an open stream socket") != std::string::npos);
+    ::close(pipe_ends[0]), ::close(pipe_ends[1]);
 }
 
 int main() {

@@ -1,5 +1,6 @@
-//! The bot loop: the command line and CELLARENA_* variables, the seat token a launcher hands over, one
-//! match or many, ladder mode with back-off, and the retry rule of RETRY_LATER.
+//! The bot loop: the command line and CELLARENA_* variables, the connection (or else the seat token) a
+//! launcher hands over, one match or many, ladder mode with back-off and the retry rule of
+//! RETRY_LATER, a ladder's redirects, a seat taken back after a lost connection, and SIGTERM.
 
 use crate::games::{End, Game, Welcome};
 use crate::wire::{ClientError, Connection, PROTOCOL};
@@ -106,7 +107,8 @@ pub fn seat_token() -> Option<String> {
 
 pub const USAGE: &str = "options: --host H --port P (CELLARENA_HOST/PORT, default 127.0.0.1:7777) --name N (CELLARENA_NAME)
          --token T | --token-file PATH (else the launcher's CELLARENA_TOKEN_FD, or CELLARENA_TOKEN)
-         --matches N (play N matches) | --ladder (play until stopped, backing off after refusals) -q";
+         --matches N (play N matches) | --ladder (play until stopped, backing off after refusals) -q
+         CELLARENA_SOCKET_FD: a connection the launcher made, owning the seat (the first match)";
 
 /// What the command line and the environment say.
 #[derive(Clone, Debug, PartialEq)]
@@ -118,6 +120,8 @@ pub struct Options {
     pub matches: u32,
     pub ladder: bool,
     pub quiet: bool,
+    /// CELLARENA_SOCKET_FD: a connection the launcher made, owning the seat (the first match).
+    pub handed_fd: Option<i32>,
 }
 
 fn port_of(v: &str, what: &str) -> Result<u16, String> {
@@ -138,6 +142,7 @@ impl Options {
             matches: 1,
             ladder: false,
             quiet: false,
+            handed_fd: None,
         };
         let (mut token_flag, mut token_file, mut matches_given) = (None, None, false);
         let mut i = 0;
@@ -180,6 +185,11 @@ impl Options {
         if o.name.is_empty() || o.name.chars().count() > 64 {
             return Err("--name must be 1 to 64 characters".into());
         }
+        if let Some(fd) = env("CELLARENA_SOCKET_FD") {
+            o.handed_fd = Some(fd.parse::<i32>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+                format!("CELLARENA_SOCKET_FD: '{}' is not a descriptor number; unset it to connect to --host/--port instead", fd)
+            })?);
+        }
         o.token = if let Some(path) = token_file {
             let text = std::fs::read_to_string(&path).map_err(|e| format!("--token-file {}: cannot read it ({})", path, e))?;
             let text = text.trim().to_owned();
@@ -189,6 +199,8 @@ impl Options {
             Some(text)
         } else if let Some(t) = token_flag.filter(|t: &String| !t.trim().is_empty()) {
             Some(t.trim().to_owned())
+        } else if o.handed_fd.is_some() {
+            None // the handed connection owns the seat: no token needed, none read
         } else {
             seat_token()
         };
@@ -203,13 +215,36 @@ pub(crate) struct Hello<'a> {
     protocol: i64,
     name: &'a str,
     game: &'a str,
+    /// The later messages this kit handles: a ladder's `redirect`.
+    accepts: [&'static str; 1],
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<&'a str>,
 }
 
 impl<'a> Hello<'a> {
-    pub(crate) fn new(o: &'a Options, game: &'a str) -> Hello<'a> {
-        Hello { kind: "hello", protocol: PROTOCOL, name: &o.name, game, token: o.token.as_deref() }
+    pub(crate) fn new(name: &'a str, game: &'a str, token: Option<&'a str>) -> Hello<'a> {
+        Hello { kind: "hello", protocol: PROTOCOL, name, game, accepts: ["redirect"], token }
+    }
+}
+
+/// Where a ladder sends this bot's match (docs/protocol.md, "redirect"): another address, not a failure.
+#[derive(serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct Redirect {
+    pub host: String,
+    pub port: u16,
+    pub token: String,
+    pub tls: bool,
+}
+
+/// How one match ended when it was not played to its `end`.
+enum Outcome {
+    Failed(ClientError),
+    Redirected(Redirect),
+}
+
+impl From<ClientError> for Outcome {
+    fn from(e: ClientError) -> Outcome {
+        Outcome::Failed(e)
     }
 }
 
@@ -239,13 +274,14 @@ fn tick_of(view_tick: &crate::wire::Message) -> i64 {
 }
 
 /// One match on an open connection, `hello` sent: welcome, ticks, end.
-fn play<G: Game, B: Bot<G>>(bot: &mut B, conn: &mut Connection, log: &Log) -> Result<End, ClientError> {
+fn play<G: Game, B: Bot<G>>(bot: &mut B, conn: &mut Connection, log: &Log) -> Result<End, Outcome> {
     let mut welcome: Option<Welcome> = None;
     loop {
         let message = conn.recv()?;
         match message.kind.as_str() {
             "welcome" => {
                 let w: Welcome = message.decode()?;
+                conn.started();
                 log.say(&format!("seat {} of match {}", w.seat, w.match_number), false);
                 if catch_unwind(AssertUnwindSafe(|| bot.on_start(&w))).is_err() {
                     log.say("on_start panicked", true);
@@ -279,6 +315,16 @@ fn play<G: Game, B: Bot<G>>(bot: &mut B, conn: &mut Connection, log: &Log) -> Re
                 }
                 return Ok(end);
             }
+            "redirect" => {
+                if welcome.is_some() {
+                    return Err(ClientError::Protocol("a redirect arrived in the middle of a match".into()).into());
+                }
+                let target: Redirect = message.decode()?;
+                if target.host.is_empty() || target.port == 0 {
+                    return Err(ClientError::Protocol(format!("redirect: no host, or a port outside 1-65535 ({})", target.port)).into());
+                }
+                return Err(Outcome::Redirected(target));
+            }
             other => log.say(&format!("ignoring a message of type '{}' (a later protocol's)", other), false),
         }
     }
@@ -289,17 +335,240 @@ fn fix_for(code: &str) -> &'static str {
         "bad_hello" => "; check the bot's token (--token-file, --token or CELLARENA_TOKEN) and its game",
         "bad_version" => "; this kit speaks protocol 1: update it",
         "tls_required" => "; connect through a local TLS proxy (see the kit's README)",
+        "revoked" => "; ask the ladder's host for the bot's current token",
         _ => "",
     }
 }
 
+/// Connections to a match host tried before a redirected match is given up.
+pub const FOLLOW_ATTEMPTS: u32 = 3;
+/// The waits (s) before each try to take back a seat lost mid-match, while a ladder keeps it (its
+/// grace, a few seconds: docs/protocol.md, "Joining a ladder").
+pub const REJOIN_WAITS: [f64; 3] = [0.25, 0.5, 1.0];
+
+/// Matches played so far, for the SIGTERM handler's line.
+static PLAYED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// The SIGTERM handler's line, without the count: written before the handler is set.
+static mut STOP_LINE: [u8; 96] = [0; 96];
+static mut STOP_LEN: usize = 0;
+
+extern "C" {
+    fn signal(signum: i32, handler: extern "C" fn(i32)) -> usize;
+    fn write(fd: i32, buf: *const u8, count: usize) -> isize;
+    fn _exit(status: i32) -> !;
+}
+const SIGTERM: i32 = 15;
+
+/// SIGTERM stops the bot as asked, a normal exit (status 0) whatever it was waiting for. Only
+/// async-signal-safe calls: write and _exit.
+extern "C" fn on_sigterm(_: i32) {
+    let mut text = [0u8; 160];
+    // SAFETY: STOP_LINE is written once, before the handler is set, and only read here.
+    let (line, len) = unsafe { (&*std::ptr::addr_of!(STOP_LINE), STOP_LEN) };
+    text[..len].copy_from_slice(&line[..len]);
+    let mut n = len;
+    let mut digits = [0u8; 10];
+    let mut d = 0;
+    let mut v = PLAYED.load(std::sync::atomic::Ordering::Relaxed);
+    loop {
+        digits[d] = b'0' + (v % 10) as u8;
+        d += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    while d > 0 {
+        d -= 1;
+        text[n] = digits[d];
+        n += 1;
+    }
+    for b in b" matches\n" {
+        text[n] = *b;
+        n += 1;
+    }
+    // SAFETY: plain system calls on a buffer of ours.
+    unsafe {
+        write(2, text.as_ptr(), n);
+        _exit(0)
+    }
+}
+
+fn stop_on_sigterm(name: &str) {
+    let line = format!("{}: stopped by SIGTERM after ", name);
+    let bytes = &line.as_bytes()[..line.len().min(96)];
+    // SAFETY: written before the handler that reads it is set; one thread.
+    unsafe {
+        let buf = &mut *std::ptr::addr_of_mut!(STOP_LINE);
+        buf[..bytes.len()].copy_from_slice(bytes);
+        STOP_LEN = bytes.len();
+        signal(SIGTERM, on_sigterm);
+    }
+}
+
+/// The matches one `run` plays, one connection each, with back-off between failed attempts.
+struct Series<'a> {
+    o: &'a Options,
+    game: &'a str,
+    log: Log,
+    keep_trying: bool,
+    backoff: Backoff,
+    played: u32,
+}
+
+impl<'a> Series<'a> {
+    /// Connect, say hello, play one match. A connection lost mid-match takes its seat back (the same
+    /// bot, the same token) while the host keeps it, then counts as a lost connection.
+    fn play_at<G: Game, B: Bot<G>>(&self, bot: &mut B, host: &str, port: u16, token: Option<&str>) -> Result<End, Outcome> {
+        let mut lost: Option<String> = None;
+        let mut attempt = 0;
+        loop {
+            let result = Connection::open(host, port).map_err(Outcome::from).and_then(|mut conn| {
+                conn.send(&Hello::new(&self.o.name, self.game, token))?;
+                play::<G, B>(bot, &mut conn, &self.log)
+            });
+            match result {
+                Err(Outcome::Failed(ClientError::Lost(text))) => {
+                    // Without a token the seat is no one's to take back (`cellarena serve` seats whoever comes).
+                    if token.is_none() || attempt >= REJOIN_WAITS.len() {
+                        return Err(ClientError::Closed(text).into());
+                    }
+                    self.log.say(&format!("{}; taking the seat back", text), true);
+                    std::thread::sleep(Duration::from_secs_f64(REJOIN_WAITS[attempt]));
+                    lost = Some(text);
+                    attempt += 1;
+                }
+                // The grace was over: the loss is the news, not the refusal.
+                Err(Outcome::Failed(ClientError::Server { .. })) if lost.is_some() => {
+                    return Err(ClientError::Closed(lost.unwrap_or_default()).into())
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Play the match a ladder sent this bot to: Ok(true) when played, Ok(false) when given up (after a
+    /// wait, to go back to the ladder). A failure there is the match's, not the bot's.
+    fn follow<G: Game, B: Bot<G>>(&mut self, bot: &mut B, target: &Redirect) -> Result<bool, ClientError> {
+        let where_ = format!("the match host {}:{}", target.host, target.port);
+        if target.tls {
+            return self.give_up(format!(
+                "{} speaks TLS, which the Rust kit does not: reach it through a local TLS proxy (see the kit's README), or ask the ladder's host for plain matches",
+                where_
+            ));
+        }
+        self.log.say(&format!("playing this match at {}:{}", target.host, target.port), false);
+        for attempt in 1..=FOLLOW_ATTEMPTS {
+            match self.play_at::<G, B>(bot, &target.host, target.port, Some(&target.token)) {
+                Ok(_) => return Ok(true),
+                Err(Outcome::Redirected(_)) => {
+                    return self.give_up(format!("{} redirected this bot again; a match host must not", where_))
+                }
+                Err(Outcome::Failed(ClientError::Server { code, message })) => {
+                    return self.give_up(format!("{} refused this bot: the server sent error {}: {}", where_, code, message))
+                }
+                Err(Outcome::Failed(e @ ClientError::Protocol(_))) => return Err(e),
+                Err(Outcome::Failed(e)) => {
+                    if attempt == FOLLOW_ATTEMPTS {
+                        return self.give_up(format!("lost {} ({})", where_, e));
+                    }
+                    self.log.say(&format!("lost {} ({}); connecting there again", where_, e), true);
+                    std::thread::sleep(Duration::from_millis(200 * attempt as u64));
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    fn give_up(&mut self, text: String) -> Result<bool, ClientError> {
+        if !self.keep_trying {
+            return Err(ClientError::Closed(text));
+        }
+        self.wait(&text, "");
+        Ok(false)
+    }
+
+    fn wait(&mut self, why: &str, server_message: &str) {
+        let delay = self.backoff.next(server_message);
+        self.log.say(&format!("{}; trying again in {:.1} s", why, delay), true);
+        std::thread::sleep(Duration::from_secs_f64(delay));
+    }
+
+    fn fail(&self, text: String) -> i32 {
+        let after = if self.keep_trying { format!(" (after {} matches)", self.played) } else { String::new() };
+        self.log.say(&format!("error: {}{}", text, after), true);
+        1
+    }
+
+    fn play_all<G: Game, B: Bot<G>, F: FnMut() -> B>(&mut self, mut make: F, mut handed: Option<Connection>) -> i32 {
+        let o = self.o;
+        let mut bot = make(); // a new bot per match; a match cut short keeps its bot
+        while o.ladder || self.played < o.matches {
+            let outcome = match handed.take() {
+                // The first match on the connection the launcher made: it owns the seat.
+                Some(mut conn) => conn
+                    .send(&Hello::new(&o.name, self.game, None))
+                    .map_err(Outcome::from)
+                    .and_then(|_| play::<G, B>(&mut bot, &mut conn, &self.log)),
+                None => self.play_at::<G, B>(&mut bot, &o.host, o.port, o.token.as_deref()),
+            };
+            let failure = match outcome {
+                Ok(_) => None,
+                Err(Outcome::Redirected(target)) => match self.follow::<G, B>(&mut bot, &target) {
+                    Ok(true) => None,
+                    Ok(false) => continue,
+                    Err(e) => Some(e),
+                },
+                Err(Outcome::Failed(e)) => Some(e),
+            };
+            match failure {
+                None => {
+                    self.played += 1;
+                    PLAYED.store(self.played, std::sync::atomic::Ordering::Relaxed);
+                    self.backoff.reset();
+                    bot = make();
+                    if !o.ladder && self.played >= o.matches {
+                        break;
+                    }
+                    let of = if o.ladder { String::new() } else { format!(" of {}", o.matches) };
+                    self.log.say(&format!("match {}{} played; connecting for the next", self.played, of), false);
+                }
+                Some(ClientError::Server { code, message }) => {
+                    let text = format!("the server sent error {}: {}", code, message);
+                    if !(self.keep_trying && comes_back(&code)) {
+                        let stop = if self.keep_trying { "; not trying again: waiting cannot fix this" } else { "" };
+                        return self.fail(format!("{}{}{}", text, fix_for(&code), stop));
+                    }
+                    self.wait(&text, &message);
+                }
+                Some(ClientError::Protocol(e)) => {
+                    return self.fail(format!("the server sent something this kit cannot read ({})", e))
+                }
+                Some(e) => {
+                    if !self.keep_trying {
+                        return self.fail(e.to_string());
+                    }
+                    self.wait(&e.to_string(), "");
+                }
+            }
+        }
+        0
+    }
+}
+
 /// Play as the command line says: one match, `--matches N`, or `--ladder`; `make` gives a new bot for
-/// each match. Returns the exit status: 0 when played, 1 (one line on stderr) when it cannot go on,
-/// 64 for a bad command line.
-pub fn run<G: Game, B: Bot<G>, F: FnMut() -> B>(game: &str, default_name: &str, mut make: F) -> i32 {
+/// each match. Returns the exit status: 0 when played or stopped by SIGTERM, 1 (one line on stderr)
+/// when it cannot go on, 64 for a bad command line.
+pub fn run<G: Game, B: Bot<G>, F: FnMut() -> B>(game: &str, default_name: &str, make: F) -> i32 {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let o = match Options::parse(&args, default_name) {
-        Ok(o) => o,
+    let parsed = Options::parse(&args, default_name).and_then(|o| match o.handed_fd {
+        Some(fd) => Connection::adopt(fd)
+            .map(|c| (o, Some(c)))
+            .map_err(|e| format!("CELLARENA_SOCKET_FD: {}; unset it to connect to --host/--port instead", e)),
+        None => Ok((o, None)),
+    });
+    let (o, handed) = match parsed {
+        Ok(found) => found,
         Err(e) if e == "help" => {
             println!("{}", USAGE);
             return 0;
@@ -311,52 +580,15 @@ pub fn run<G: Game, B: Bot<G>, F: FnMut() -> B>(game: &str, default_name: &str, 
     };
     // Panics are caught and reported by the loop; the default hook would print each one twice.
     std::panic::set_hook(Box::new(|info| eprintln!("panic: {}", info)));
-    let log = Log { name: o.name.clone(), quiet: o.quiet };
-    let keep_trying = o.ladder || o.matches > 1;
+    stop_on_sigterm(&o.name);
     let seed = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1) ^ (std::process::id() as u64) << 32;
-    let mut backoff = Backoff::new(1.0, 60.0, seed);
-    let mut played = 0u32;
-    let fail = |text: String, played: u32| {
-        let after = if keep_trying { format!(" (after {} matches)", played) } else { String::new() };
-        log.say(&format!("error: {}{}", text, after), true);
-        1
+    let mut series = Series {
+        o: &o,
+        game,
+        log: Log { name: o.name.clone(), quiet: o.quiet },
+        keep_trying: o.ladder || o.matches > 1,
+        backoff: Backoff::new(1.0, 60.0, seed),
+        played: 0,
     };
-    while o.ladder || played < o.matches {
-        let outcome = Connection::open(&o.host, o.port).and_then(|mut conn| {
-            conn.send(&Hello::new(&o, game))?;
-            let mut bot = make();
-            play::<G, B>(&mut bot, &mut conn, &log)
-        });
-        let (why, server_message) = match outcome {
-            Ok(_) => {
-                played += 1;
-                backoff.reset();
-                if !o.ladder && played >= o.matches {
-                    break;
-                }
-                let of = if o.ladder { String::new() } else { format!(" of {}", o.matches) };
-                log.say(&format!("match {}{} played; connecting for the next", played, of), false);
-                continue;
-            }
-            Err(ClientError::Server { code, message }) => {
-                let text = format!("the server sent error {}: {}", code, message);
-                if !(keep_trying && comes_back(&code)) {
-                    let stop = if keep_trying { "; not trying again: waiting cannot fix this" } else { "" };
-                    return fail(format!("{}{}{}", text, fix_for(&code), stop), played);
-                }
-                (text, message)
-            }
-            Err(ClientError::Protocol(e)) => return fail(format!("the server sent something this kit cannot read ({})", e), played),
-            Err(e) => {
-                if !keep_trying {
-                    return fail(e.to_string(), played);
-                }
-                (e.to_string(), String::new())
-            }
-        };
-        let delay = backoff.next(&server_message);
-        log.say(&format!("{}; trying again in {:.1} s", why, delay), true);
-        std::thread::sleep(Duration::from_secs_f64(delay));
-    }
-    0
+    series.play_all::<G, B, F>(make, handed)
 }

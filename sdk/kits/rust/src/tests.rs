@@ -200,8 +200,19 @@ fn options_the_handover_and_hello() {
     assert_eq!(seat_token().as_deref(), Some("from-env"));
     std::env::remove_var("CELLARENA_TOKEN");
     std::env::remove_var("CELLARENA_PORT");
-    let hello = one(&Hello::new(&o, "rezzo"));
+    let hello = one(&Hello::new(&o.name, "rezzo", o.token.as_deref()));
     assert_eq!(hello.value.get("protocol"), Some(&Value::Int(1)));
     assert_eq!(hello.value.get("token").and_then(Value::as_str), Some("0123456789abcdef0123456789abcdef"));
+    assert_eq!(hello.value.get("accepts"), Some(&Value::Array(vec![Value::Str("redirect".into())])));
+    // A handed connection owns the seat: no token is read; a descriptor that is no socket is refused.
+    std::env::set_var("CELLARENA_SOCKET_FD", "0");
+    let handed = Options::parse(&args(&[]), "b").unwrap();
+    assert_eq!((handed.handed_fd, handed.token), (Some(0), None));
+    std::env::set_var("CELLARENA_SOCKET_FD", "zero");
+    assert!(Options::parse(&args(&[]), "b").unwrap_err().contains("not a descriptor number"));
+    std::env::remove_var("CELLARENA_SOCKET_FD");
+    let file = std::fs::File::open("/proc/self/status").unwrap();
+    use std::os::unix::io::AsRawFd;
+    assert!(crate::wire::Connection::adopt(file.as_raw_fd()).err().unwrap().to_string().contains("not a socket"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -21,6 +21,9 @@ pub enum ClientError {
     Connect(String),
     /// The connection ended without `end` or `error`.
     Closed(String),
+    /// The connection was lost after the match's `welcome`: a ladder keeps the seat for its grace,
+    /// and the bot may take it back with the same token (docs/protocol.md, "Joining a ladder").
+    Lost(String),
     /// The server sent bytes this kit cannot read: retrying cannot help.
     Protocol(String),
     /// The server sent an `error` message.
@@ -30,7 +33,9 @@ pub enum ClientError {
 impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
-            ClientError::Connect(s) | ClientError::Closed(s) | ClientError::Protocol(s) => f.write_str(s),
+            ClientError::Connect(s) | ClientError::Closed(s) | ClientError::Lost(s) | ClientError::Protocol(s) => {
+                f.write_str(s)
+            }
             ClientError::Server { code, message } => write!(f, "the server sent error {}: {}", code, message),
         }
     }
@@ -115,6 +120,7 @@ pub struct Connection {
     inbox: VecDeque<Message>,
     eof: bool,
     ended: bool,
+    started: bool,
     first_read: bool,
     send_failed: Option<String>,
 }
@@ -140,6 +146,7 @@ impl Connection {
                         inbox: VecDeque::new(),
                         eof: false,
                         ended: false,
+                        started: false,
                         first_read: true,
                         send_failed: None,
                     });
@@ -148,6 +155,40 @@ impl Connection {
             }
         }
         Err(ClientError::Connect(format!("could not connect to {}: {}; {}", address, why, hint)))
+    }
+
+    /// Adopt descriptor `fd`, a connected stream socket that the program which started this bot handed
+    /// over (CELLARENA_SOCKET_FD, docs/protocol.md): it already owns the bot's seat. Err when `fd` is
+    /// not an open socket.
+    pub fn adopt(fd: i32) -> Result<Connection, ClientError> {
+        use std::os::unix::io::FromRawFd;
+        // Only an open socket: taking ownership of anything else would be unsound or useless.
+        let target = std::fs::read_link(format!("/proc/self/fd/{}", fd))
+            .map_err(|_| ClientError::Connect(format!("descriptor {} is not open", fd)))?;
+        if !target.to_string_lossy().starts_with("socket:") {
+            return Err(ClientError::Connect(format!("descriptor {} is not a socket ({})", fd, target.display())));
+        }
+        // SAFETY: the launcher gave this process the descriptor, an open socket that nothing else in it
+        // uses; the stream closes it when dropped.
+        let stream = unsafe { TcpStream::from_raw_fd(fd) };
+        let _ = stream.set_nodelay(true); // fails harmlessly on a Unix socket
+        let address = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "the handed-over connection".into());
+        Ok(Connection {
+            stream,
+            address,
+            reader: FrameReader::default(),
+            inbox: VecDeque::new(),
+            eof: false,
+            ended: false,
+            started: false,
+            first_read: true,
+            send_failed: None,
+        })
+    }
+
+    /// A `welcome` came: a connection lost from now on is a seat that may be taken back.
+    pub fn started(&mut self) {
+        self.started = true;
     }
 
     pub fn address(&self) -> &str {
@@ -170,10 +211,8 @@ impl Connection {
             if self.eof {
                 let when = if self.ended { "after" } else { "before" };
                 let extra = self.send_failed.as_ref().map(|e| format!(" (a send failed: {})", e)).unwrap_or_default();
-                return Err(ClientError::Closed(format!(
-                    "the server at {} closed the connection {} the match ended{}",
-                    self.address, when, extra
-                )));
+                let text = format!("the server at {} closed the connection {} the match ended{}", self.address, when, extra);
+                return Err(if self.started && !self.ended { ClientError::Lost(text) } else { ClientError::Closed(text) });
             }
             let mut buf = [0u8; 1 << 16];
             let n = match self.stream.read(&mut buf) {

@@ -265,11 +265,18 @@ class Series<View, Answer, S> {
 
   async playAll(): Promise<number> {
     const s = this.settings;
+    let handed = s.handedFd;
     while (!this.done()) {
       const bot = this.makeBot(); // a new bot per match: no state leaks from one match to the next
       try {
         try {
-          await this.playAt(bot, s.host, s.port, s.token, s.tls);
+          if (handed !== undefined) {
+            const fd = handed;
+            handed = undefined; // the launcher's connection is for the first match only
+            await this.playHanded(bot, fd);
+          } else {
+            await this.playAt(bot, s.host, s.port, s.token, s.tls);
+          }
         } catch (err) {
           if (!(err instanceof Redirected)) throw err;
           if (!(await this.follow(bot, err.target))) continue;
@@ -299,6 +306,23 @@ class Series<View, Answer, S> {
       }
     }
     return EXIT.OK;
+  }
+
+  /** Plays the first match on the connection the launcher made (descriptor `fd`): it owns the seat, so
+   * the hello carries no token, and a seat lost mid-match is no one's to take back. */
+  async playHanded(bot: Bot<View, Answer, S>, fd: number): Promise<void> {
+    const conn = Connection.adopt(fd);
+    this.current = conn;
+    try {
+      conn.send(hello(this.settings.name, this.game.name, undefined, ACCEPTS));
+      await play(this.game, bot, conn, this.log, this.settings.quiet);
+    } catch (err) {
+      if (err instanceof LostMidMatch) throw new ConnectionClosedError(err.message);
+      throw err;
+    } finally {
+      conn.close();
+      this.current = undefined;
+    }
   }
 
   /** Connects, says hello, plays one match; a connection lost mid-match takes its seat back (the same

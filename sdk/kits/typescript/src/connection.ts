@@ -98,6 +98,22 @@ export class Connection {
     return `${this.host}:${this.port}`;
   }
 
+  /** Adopts descriptor `fd`, a connection to the match server that the program which started this bot
+   * made and handed over (CELLARENA_SOCKET_FD, docs/protocol.md): it already owns the bot's seat. A
+   * ConnectError when `fd` is not an open socket. */
+  static adopt(fd: number): Connection {
+    let sock: net.Socket;
+    try {
+      const stat = fs.fstatSync(fd);
+      if (!stat.isSocket()) throw new Error("not a socket");
+      sock = new net.Socket({ fd, readable: true, writable: true });
+    } catch (err) {
+      throw new ConnectError(`descriptor ${fd} is not an open socket (${(err as Error).message})`);
+    }
+    sock.setNoDelay(true);
+    return new Connection(sock, sock.remoteAddress ?? "the handed-over connection", sock.remotePort ?? 0, false);
+  }
+
   /** Opens a connection (with a TLS handshake when `tlsOptions` is given, checking the server's
    * certificate and name); a ConnectError or TLSError says what failed and what to try. */
   static open(host: string, port: number, tlsOptions?: TlsOptions, game = "GAME"): Promise<Connection> {

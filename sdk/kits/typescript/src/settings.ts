@@ -1,7 +1,8 @@
 // A bot's settings: flags first, then the CELLARENA_* variables that `cellarena match`, tournaments and
-// a ladder's house bots set, then the defaults. The seat token comes through the handover of
-// docs/protocol.md ("Bots that cellarena starts"): a pipe whose descriptor CELLARENA_TOKEN_FD names, read
-// once and closed, so that no other process finds the token in this one's environment.
+// a ladder's house bots set, then the defaults. A launcher hands over the seat as docs/protocol.md says
+// ("Bots that cellarena starts"): a connection that owns it (CELLARENA_SOCKET_FD), or else its token in
+// a pipe whose descriptor CELLARENA_TOKEN_FD names, read once and closed, so that no other process finds
+// the token in this one's environment.
 
 import * as fs from "node:fs";
 
@@ -24,6 +25,9 @@ export interface Settings {
   tls?: { ca?: string };
   /** Only report problems on stderr. */
   quiet: boolean;
+  /** CELLARENA_SOCKET_FD: a connection the launcher made (usually descriptor 0), which owns the seat; the
+   * first match is played on it, without a token. */
+  handedFd?: number;
 }
 
 /** A command line or variable that cannot be used; `run` prints it with the usage and exits 2. */
@@ -36,6 +40,7 @@ export const USAGE =
   "                   [--matches N | --ladder] [--tls] [--tls-ca PATH] [-q]\n" +
   "--host, --port, --name and the token default to CELLARENA_HOST, CELLARENA_PORT, CELLARENA_NAME and\n" +
   "CELLARENA_TOKEN_FD (a pipe holding the seat token) or CELLARENA_TOKEN; `cellarena match` sets them.\n" +
+  "CELLARENA_SOCKET_FD names a connection the launcher made, owning the seat: the first match is played on it.\n" +
   "Other users can read a command line: give a ladder token with --token-file, not --token.\n" +
   "--matches N plays N matches in a row; --ladder keeps playing until stopped, waiting 0.5-1 s after a\n" +
   "lost connection or a 'not now' refusal, twice as long after each failure in a row (at most 60 s).\n";
@@ -100,6 +105,14 @@ export function parseSettings(
     }
   }
   if (flags.has("ladder")) ladder = true;
+  let handedFd: number | undefined;
+  const handed = (env.CELLARENA_SOCKET_FD ?? "").trim();
+  if (handed) {
+    if (!/^\d{1,9}$/.test(handed)) {
+      throw new UsageError(`CELLARENA_SOCKET_FD: ${JSON.stringify(handed)} is not a descriptor number; unset it to connect to --host/--port instead`);
+    }
+    handedFd = Number(handed);
+  }
   let token: string | undefined;
   const tokenFile = flags.get("token-file");
   const tokenFlag = flags.get("token");
@@ -107,8 +120,8 @@ export function parseSettings(
     token = readTokenFile(tokenFile);
   } else if (typeof tokenFlag === "string" && tokenFlag.trim()) {
     token = tokenFlag.trim();
-  } else {
-    token = readToken(env);
+  } else if (handedFd === undefined) {
+    token = readToken(env); // with a handed connection, which owns the seat, no token is needed or read
   }
   const ca = flags.get("tls-ca");
   let tls: Settings["tls"];
@@ -118,7 +131,7 @@ export function parseSettings(
   } else if (flags.has("tls")) {
     tls = {};
   }
-  return { host, port, name, token, matches, ladder, tls, quiet: flags.has("quiet") };
+  return { host, port, name, token, matches, ladder, tls, quiet: flags.has("quiet"), handedFd };
 }
 
 function readTokenFile(path: string): string {

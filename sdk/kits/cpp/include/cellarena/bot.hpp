@@ -1,13 +1,18 @@
-// cellarena C++ kit: the bot loop. Command line and CELLARENA_* variables, the seat token a launcher
-// hands over, one match or many, ladder mode with back-off, and the retry rule of RETRY_LATER.
+// cellarena C++ kit: the bot loop. Command line and CELLARENA_* variables, the connection (or else the
+// seat token) a launcher hands over, one match or many, ladder mode with back-off and the retry rule
+// of RETRY_LATER, a ladder's redirects, a seat taken back after a lost connection, SIGTERM.
 #pragma once
 
 #include "games.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <iterator>
+#include <memory>
 #include <functional>
 #include <iostream>
 #include <random>
@@ -89,6 +94,7 @@ struct Options {
     int matches = 1;
     bool ladder = false;
     bool quiet = false;
+    int handed_fd = -1;  // CELLARENA_SOCKET_FD: a connection the launcher made, owning the seat
 
     // Flags win over CELLARENA_* variables, which win over the defaults.
     static Options parse(int argc, char** argv, const std::string& default_name) {
@@ -128,6 +134,12 @@ struct Options {
         if (matches_given && o.ladder) throw UsageError("--matches N plays N matches and --ladder plays until stopped: give one of them");
         if (!token_flag.empty() && !token_file.empty()) throw UsageError("--token and --token-file: give one of them");
         if (o.name.empty() || o.name.size() > 64) throw UsageError("--name must be 1 to 64 characters");
+        const std::string handed = env("CELLARENA_SOCKET_FD");
+        if (!handed.empty()) {
+            if (!std::all_of(handed.begin(), handed.end(), ::isdigit) || handed.size() > 9)
+                throw UsageError("CELLARENA_SOCKET_FD: '" + handed + "' is not a descriptor number; unset it to connect to --host/--port instead");
+            o.handed_fd = std::stoi(handed);
+        }
         if (!token_file.empty()) {
             std::FILE* f = std::fopen(token_file.c_str(), "r");
             if (!f) throw UsageError("--token-file " + token_file + ": cannot read it (" + std::strerror(errno) + ")");
@@ -141,7 +153,7 @@ struct Options {
             o.token = t;
         } else if (!token_flag.empty()) {
             o.token = token_flag;
-        } else {
+        } else if (o.handed_fd < 0) {  // the handed connection owns the seat: no token needed, none read
             o.token = seat_token();
         }
         return o;
@@ -158,6 +170,7 @@ struct Options {
 inline const char* kUsage =
     "options: --host H --port P (CELLARENA_HOST/PORT, default 127.0.0.1:7777) --name N (CELLARENA_NAME)\n"
     "         --token T | --token-file PATH (else the launcher's CELLARENA_TOKEN_FD, or CELLARENA_TOKEN)\n"
+    "         CELLARENA_SOCKET_FD: a connection the launcher made, owning the seat (the first match)\n"
     "         --matches N (play N matches) | --ladder (play until stopped, backing off after refusals) -q\n";
 
 // A bot for Game: override on_tick (and, if you like, on_start and on_end).
@@ -171,17 +184,35 @@ class Bot {
     virtual void on_end(const End&) {}
 };
 
-inline msgpack::sbuffer hello_body(const Options& o, const std::string& game) {
+// The hello: `accepts` says this kit follows a ladder's `redirect` (docs/protocol.md).
+inline msgpack::sbuffer hello_body(const std::string& name, const std::string& token, const std::string& game) {
     msgpack::sbuffer buf;
     msgpack::packer<msgpack::sbuffer> pk(buf);
-    pk.pack_map(o.token.empty() ? 4 : 5);
+    pk.pack_map(token.empty() ? 5 : 6);
     pk.pack(std::string("type")), pk.pack(std::string("hello"));
     pk.pack(std::string("protocol")), pk.pack(kProtocol);
-    pk.pack(std::string("name")), pk.pack(o.name);
+    pk.pack(std::string("name")), pk.pack(name);
     pk.pack(std::string("game")), pk.pack(game);
-    if (!o.token.empty()) pk.pack(std::string("token")), pk.pack(o.token);
+    pk.pack(std::string("accepts")), pk.pack(std::vector<std::string>{"redirect"});
+    if (!token.empty()) pk.pack(std::string("token")), pk.pack(token);
     return buf;
 }
+
+// Where a ladder sends this bot's match (docs/protocol.md, "redirect"): not a failure, another address.
+struct Redirected : std::runtime_error {
+    std::string host, token;
+    int port = 0;
+    bool tls = false;
+    explicit Redirected(const Message& m)
+        : std::runtime_error("redirected"),
+          host(m.get<std::string>("host")),
+          token(m.get<std::string>("token")),
+          port(m.get<int>("port")),
+          tls(m.get<bool>("tls")) {
+        if (host.empty() || port < 1 || port > 65535)
+            throw ProtocolError("redirect: no host, or a port outside 1-65535 (" + std::to_string(port) + ")");
+    }
+};
 
 template <class G>
 msgpack::sbuffer moves_body(int64_t tick, const typename G::Answer& answer) {
@@ -217,6 +248,7 @@ End play(B& bot, Connection& conn, const Log& log, const std::string& game) {
         const std::string type = m.type();
         if (type == "welcome") {
             welcome.emplace(m);
+            conn.started();
             log("seat " + std::to_string(welcome->seat) + " of match " + std::to_string(welcome->match), false);
             try {
                 bot.on_start(*welcome);
@@ -245,6 +277,9 @@ End play(B& bot, Connection& conn, const Log& log, const std::string& game) {
                 log(std::string("on_end failed: ") + e.what());
             }
             return end;
+        } else if (type == "redirect") {
+            if (welcome) throw ProtocolError("a redirect arrived in the middle of a match");
+            throw Redirected(m);
         } else {
             log("ignoring a message of type '" + type + "' (a later protocol's)", false);
         }
@@ -257,16 +292,182 @@ inline std::string fix_for(const std::string& code) {
     if (code == "bad_hello") return "; check the bot's token (--token-file, --token or CELLARENA_TOKEN) and its game";
     if (code == "bad_version") return "; this kit speaks protocol 1: update it";
     if (code == "tls_required") return "; connect through a local TLS proxy (see the kit's README)";
+    if (code == "revoked") return "; ask the ladder's host for the bot's current token";
     return "";
 }
 
+// Connections to a match host tried before a redirected match is given up; the waits (s) before each
+// try to take back a seat lost mid-match, while a ladder keeps it (its grace, a few seconds).
+constexpr int kFollowAttempts = 3;
+constexpr double kRejoinWaits[] = {0.25, 0.5, 1.0};
+
+namespace detail {
+// What the SIGTERM handler says: only async-signal-safe calls there, so the text is ready beforehand.
+inline char sigterm_name[80] = "cpp_bot";
+inline volatile std::sig_atomic_t played = 0;
+
+extern "C" inline void on_sigterm(int) {
+    char text[160];
+    std::size_t n = 0;
+    auto put = [&](const char* s) {
+        while (*s && n < sizeof text - 1) text[n++] = *s++;
+    };
+    put(sigterm_name);
+    put(": stopped by SIGTERM after ");
+    char digits[16];
+    int d = 0;
+    long v = played;
+    do digits[d++] = char('0' + v % 10), v /= 10;
+    while (v && d < 15);
+    while (d) text[n++] = digits[--d];
+    put(" matches\n");
+    (void)!::write(2, text, n);
+    ::_exit(0);  // stopped as asked: a normal exit (docs/protocol.md), whatever it was waiting for
+}
+}  // namespace detail
+
+// The matches one run() plays, one connection each, with back-off between failed attempts.
+template <class B>
+class Series {
+  public:
+    Series(const Options& o, const Log& log, std::string game) : o_(o), log_(log), game_(std::move(game)) {}
+
+    int play_all(std::unique_ptr<Connection> handed) {
+        auto bot = std::make_unique<B>();  // a new bot per match; a match cut short keeps its bot
+        while (o_.ladder || played_ < o_.matches) {
+            try {
+                try {
+                    if (handed) {
+                        // The first match on the connection the launcher made: it owns the seat.
+                        auto conn = std::move(handed);
+                        conn->send(hello_body(o_.name, "", game_));
+                        play(*bot, *conn, log_, game_);
+                    } else {
+                        play_at(*bot, o_.host, o_.port, o_.token);
+                    }
+                } catch (const Redirected& r) {
+                    if (!follow(*bot, r)) continue;
+                }
+            } catch (const ServerError& e) {
+                if (keep_trying_ && comes_back(e.code)) {
+                    wait(std::string(e.what()), e.message);
+                    continue;
+                }
+                return fail(std::string(e.what()) + fix_for(e.code) +
+                            (keep_trying_ ? "; not trying again: waiting cannot fix this" : ""));
+            } catch (const ProtocolError& e) {
+                return fail(std::string("the server sent something this kit cannot read (") + e.what() + ")");
+            } catch (const ClientError& e) {
+                if (!keep_trying_) return fail(e.what());
+                wait(e.what());
+                continue;
+            }
+            detail::played = ++played_;
+            backoff_.reset();
+            bot = std::make_unique<B>();
+            if (!o_.ladder && played_ >= o_.matches) break;
+            log_("match " + std::to_string(played_) + (o_.ladder ? "" : " of " + std::to_string(o_.matches)) +
+                     " played; connecting for the next",
+                 false);
+        }
+        return 0;
+    }
+
+  private:
+    // Connect, say hello, play one match. A connection lost mid-match takes its seat back (the same
+    // bot, the same token) while the host keeps it, then counts as a lost connection.
+    void play_at(B& bot, const std::string& host, int port, const std::string& token) {
+        std::string lost;
+        for (std::size_t attempt = 0;; ++attempt) {
+            try {
+                Connection conn(host, port);
+                conn.send(hello_body(o_.name, token, game_));
+                play(bot, conn, log_, game_);
+                return;
+            } catch (const LostMidMatch& e) {
+                // Without a token the seat is no one's to take back (`cellarena serve` seats whoever comes).
+                if (token.empty() || attempt >= std::size(kRejoinWaits)) throw ClosedError(e.what());
+                lost = e.what();
+                log_(lost + "; taking the seat back");
+                std::this_thread::sleep_for(std::chrono::duration<double>(kRejoinWaits[attempt]));
+            } catch (const ServerError&) {
+                if (!lost.empty()) throw ClosedError(lost);  // the grace was over: the loss is the news
+                throw;
+            }
+        }
+    }
+
+    // Play the match a ladder sent this bot to; whether it was played. A failure there is the match's,
+    // not the bot's: with more matches to play the bot goes back to the ladder after a wait.
+    bool follow(B& bot, const Redirected& target) {
+        const std::string where = "the match host " + target.host + ":" + std::to_string(target.port);
+        if (target.tls)
+            return give_up(where + " speaks TLS, which the C++ kit does not: reach it through a local TLS proxy "
+                                   "(see the kit's README), or ask the ladder's host for plain matches");
+        log_("playing this match at " + target.host + ":" + std::to_string(target.port), false);
+        for (int attempt = 1; attempt <= kFollowAttempts; ++attempt) {
+            try {
+                play_at(bot, target.host, target.port, target.token);
+                return true;
+            } catch (const Redirected&) {
+                return give_up(where + " redirected this bot again; a match host must not");
+            } catch (const ServerError& e) {
+                return give_up(where + " refused this bot: " + e.what());
+            } catch (const ProtocolError&) {
+                throw;
+            } catch (const ClientError& e) {
+                if (attempt == kFollowAttempts) return give_up("lost " + where + " (" + e.what() + ")");
+                log_("lost " + where + " (" + e.what() + "); connecting there again");
+                std::this_thread::sleep_for(std::chrono::milliseconds(200 * attempt));
+            }
+        }
+        return false;
+    }
+
+    bool give_up(const std::string& text) {
+        if (!keep_trying_) throw ClientError(text);
+        wait(text);
+        return false;
+    }
+
+    void wait(const std::string& why, const std::string& server_message = "") {
+        const double delay = backoff_.next(server_message);
+        char text[32];
+        std::snprintf(text, sizeof text, "%.1f", delay);
+        log_(why + "; trying again in " + text + " s");
+        std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+    }
+
+    int fail(const std::string& text) {
+        log_("error: " + text + (keep_trying_ ? " (after " + std::to_string(played_) + " matches)" : ""));
+        return 1;
+    }
+
+    const Options& o_;
+    const Log& log_;
+    std::string game_;
+    bool keep_trying_ = o_.ladder || o_.matches > 1;
+    Backoff backoff_;
+    int played_ = 0;
+};
+
 // Play as the command line says: one match, --matches N, or --ladder; a new B for each match. The exit
-// status: 0 when played, 1 (one line on stderr) when it cannot go on, 64 for a bad command line.
+// status: 0 when played or stopped by SIGTERM, 1 (one line on stderr) when it cannot go on, 64 for a
+// bad command line.
 template <class B>
 int run(int argc, char** argv, const std::string& game = B::Game::kName, const std::string& default_name = "cpp_bot") {
     Options o;
+    std::unique_ptr<Connection> handed;
     try {
         o = Options::parse(argc, argv, default_name);
+        if (o.handed_fd >= 0) {
+            try {
+                handed = Connection::adopt(o.handed_fd);
+            } catch (const ClientError& e) {
+                throw UsageError(std::string("CELLARENA_SOCKET_FD: ") + e.what() +
+                                 "; unset it to connect to --host/--port instead");
+            }
+        }
     } catch (const UsageError& e) {
         if (std::string(e.what()) == "help") {
             std::cout << kUsage;
@@ -275,48 +476,10 @@ int run(int argc, char** argv, const std::string& game = B::Game::kName, const s
         std::cerr << default_name << ": " << e.what() << "\n" << kUsage;
         return 64;
     }
+    std::snprintf(detail::sigterm_name, sizeof detail::sigterm_name, "%s", o.name.c_str());
+    std::signal(SIGTERM, detail::on_sigterm);
     const Log log(o.name, o.quiet);
-    const bool keep_trying = o.ladder || o.matches > 1;
-    Backoff backoff;
-    int played = 0;
-    auto wait = [&](const std::string& why, const std::string& server_message = "") {
-        const double delay = backoff.next(server_message);
-        char text[32];
-        std::snprintf(text, sizeof text, "%.1f", delay);
-        log(why + "; trying again in " + text + " s");
-        std::this_thread::sleep_for(std::chrono::duration<double>(delay));
-    };
-    auto fail = [&](const std::string& text) {
-        log("error: " + text + (keep_trying ? " (after " + std::to_string(played) + " matches)" : ""));
-        return 1;
-    };
-    while (o.ladder || played < o.matches) {
-        try {
-            Connection conn(o.host, o.port);
-            conn.send(hello_body(o, game));
-            B bot;
-            play(bot, conn, log, game);
-        } catch (const ServerError& e) {
-            if (keep_trying && comes_back(e.code)) {
-                wait(std::string(e.what()), e.message);
-                continue;
-            }
-            return fail(std::string(e.what()) + fix_for(e.code) + (keep_trying ? "; not trying again: waiting cannot fix this" : ""));
-        } catch (const ProtocolError& e) {
-            return fail(std::string("the server sent something this kit cannot read (") + e.what() + ")");
-        } catch (const ClientError& e) {
-            if (!keep_trying) return fail(e.what());
-            wait(e.what());
-            continue;
-        }
-        ++played;
-        backoff.reset();
-        if (!o.ladder && played >= o.matches) break;
-        log("match " + std::to_string(played) + (o.ladder ? "" : " of " + std::to_string(o.matches)) +
-                " played; connecting for the next",
-            false);
-    }
-    return 0;
+    return Series<B>(o, log, game).play_all(std::move(handed));
 }
 
 }  // namespace cellarena

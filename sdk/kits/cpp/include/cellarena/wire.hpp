@@ -45,6 +45,11 @@ struct ClosedError : ClientError {
 struct ProtocolError : ClientError {
     using ClientError::ClientError;
 };
+// The connection was lost after the match's `welcome`: a ladder keeps the seat for its grace, and the
+// bot may take it back with the same token (docs/protocol.md, "Joining a ladder").
+struct LostMidMatch : ClosedError {
+    using ClosedError::ClosedError;
+};
 // The server sent an `error` message; `code` is one of docs/protocol.md's codes.
 struct ServerError : ClientError {
     std::string code, message;
@@ -174,12 +179,37 @@ class Connection {
         ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         ::setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     }
+    // Adopt `fd`, a connected stream socket that the program which started this bot handed over
+    // (CELLARENA_SOCKET_FD, docs/protocol.md): it already owns the bot's seat. ClientError when `fd` is
+    // not an open stream socket.
+    static std::unique_ptr<Connection> adopt(int fd) {
+        int type = 0;
+        socklen_t len = sizeof type;
+        if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)
+            throw ClientError("descriptor " + std::to_string(fd) + " is not an open stream socket");
+        std::unique_ptr<Connection> c(new Connection());
+        c->fd_ = fd;
+        c->address_ = "the handed-over connection";
+        sockaddr_storage peer{};
+        socklen_t peer_len = sizeof peer;
+        char host[NI_MAXHOST], port[NI_MAXSERV];
+        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0 &&
+            ::getnameinfo(reinterpret_cast<sockaddr*>(&peer), peer_len, host, sizeof host, port, sizeof port,
+                          NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+            c->address_ = std::string(host) + ":" + port;
+        ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // not for any program the bot starts
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on a Unix socket
+        return c;
+    }
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
     ~Connection() { close(); }
 
     const std::string& address() const { return address_; }
     bool ended() const { return ended_; }
+    // Whether a `welcome` came: a connection lost after it is a seat that may be taken back.
+    void started() { started_ = true; }
 
     void send(const msgpack::sbuffer& body) {
         const std::string bytes = frame(body);
@@ -203,6 +233,8 @@ class Connection {
                 close();
                 std::string when = ended_ ? "after" : "before";
                 std::string extra = send_failed_.empty() ? "" : " (a send failed: " + send_failed_ + ")";
+                if (started_ && !ended_)
+                    throw LostMidMatch("the server at " + address_ + " closed the connection before the match ended" + extra);
                 throw ClosedError("the server at " + address_ + " closed the connection " + when +
                                   " the match ended" + extra);
             }
@@ -239,6 +271,7 @@ class Connection {
     }
 
   private:
+    Connection() = default;
     static bool connect_within(int fd, addrinfo* a, int timeout_ms, std::string& why) {
         const int flags = ::fcntl(fd, F_GETFL);
         ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
@@ -271,7 +304,7 @@ class Connection {
     int fd_ = -1;
     FrameReader reader_;
     std::deque<Message> inbox_;
-    bool eof_ = false, ended_ = false, first_read_ = true;
+    bool eof_ = false, ended_ = false, started_ = false, first_read_ = true;
     std::string send_failed_;
 };
 

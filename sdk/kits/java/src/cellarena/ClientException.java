@@ -27,6 +27,16 @@ public class ClientException extends Exception {
         }
     }
 
+    /**
+     * The connection was lost after the match's {@code welcome}: a ladder keeps the seat for its grace, and
+     * the bot may take it back with the same token (docs/protocol.md, "Joining a ladder").
+     */
+    public static class Lost extends Closed {
+        public Lost(String message) {
+            super(message);
+        }
+    }
+
     /** The server sent bytes this kit cannot read: retrying cannot help. */
     public static class Protocol extends ClientException {
         public Protocol(String message) {

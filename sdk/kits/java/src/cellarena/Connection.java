@@ -8,6 +8,8 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.net.UnknownHostException;
+import java.nio.channels.Channel;
+import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import javax.net.ssl.SSLContext;
@@ -26,7 +28,7 @@ public final class Connection implements AutoCloseable {
     private final boolean tls;
     private final Frames.Reader reader = new Frames.Reader();
     private final Deque<Message> inbox = new ArrayDeque<>();
-    private boolean eof, ended, firstRead = true;
+    private boolean eof, ended, started, firstRead = true;
     private String sendFailed;
 
     /** Connect within 10 s; with {@code tls}, do the handshake and check the certificate is for {@code host}. */
@@ -64,6 +66,53 @@ public final class Connection implements AutoCloseable {
             closeQuietly(s);
             throw new ClientException.Connect("could not connect to " + address + ": " + e.getMessage());
         }
+    }
+
+    private Connection(Socket s, String address) throws ClientException {
+        this.address = address;
+        this.tls = false;
+        this.socket = s;
+        try {
+            s.setTcpNoDelay(true);
+            this.in = s.getInputStream();
+            this.out = s.getOutputStream();
+        } catch (IOException e) {
+            closeQuietly(s);
+            throw new ClientException.Connect("cannot use " + address + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * The connection the program which started this bot made and handed over as standard input
+     * (CELLARENA_SOCKET_FD=0, docs/protocol.md): it already owns the bot's seat. Java adopts an inherited
+     * socket only as standard input, System.inheritedChannel(). Connect when that is no connected socket.
+     */
+    public static Connection adopt() throws ClientException {
+        Channel channel;
+        try {
+            channel = System.inheritedChannel();
+        } catch (IOException e) {
+            throw new ClientException.Connect("standard input is not a socket (" + e.getMessage() + ")");
+        }
+        if (!(channel instanceof SocketChannel) || !((SocketChannel) channel).isConnected())
+            throw new ClientException.Connect("standard input is not a connected socket");
+        SocketChannel socket = (SocketChannel) channel;
+        String address = "the handed-over connection";
+        try {
+            socket.configureBlocking(true);
+            if (socket.getRemoteAddress() instanceof InetSocketAddress) {
+                InetSocketAddress peer = (InetSocketAddress) socket.getRemoteAddress();
+                address = peer.getAddress().getHostAddress() + ":" + peer.getPort();
+            }
+        } catch (IOException e) {
+            // the address is only for messages
+        }
+        return new Connection(socket.socket(), address);
+    }
+
+    /** A {@code welcome} came: a connection lost from now on is a seat that may be taken back. */
+    public void started() {
+        started = true;
     }
 
     private SSLSocket handshake(Socket plain, SSLContext tls, String host, int port) throws ClientException {
@@ -110,9 +159,10 @@ public final class Connection implements AutoCloseable {
         while (inbox.isEmpty()) {
             if (eof) {
                 close();
-                throw new ClientException.Closed("the server at " + address + " closed the connection "
-                        + (ended ? "after" : "before") + " the match ended"
-                        + (sendFailed != null ? " (a send failed: " + sendFailed + ")" : ""));
+                String text = "the server at " + address + " closed the connection " + (ended ? "after" : "before")
+                        + " the match ended" + (sendFailed != null ? " (a send failed: " + sendFailed + ")" : "");
+                if (started && !ended) throw new ClientException.Lost(text);
+                throw new ClientException.Closed(text);
             }
             int n;
             try {

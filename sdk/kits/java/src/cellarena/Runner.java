@@ -21,8 +21,9 @@ import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
 
 /**
- * The bot loop: the command line and CELLARENA_* variables, the seat token a launcher hands over, TLS,
- * one match or many, ladder mode with back-off, and the retry rule of RETRY_LATER.
+ * The bot loop: the command line and CELLARENA_* variables, the connection (or else the seat token) a
+ * launcher hands over, TLS, one match or many, ladder mode with back-off and the retry rule of RETRY_LATER,
+ * a ladder's redirects, a seat taken back after a lost connection, and SIGTERM.
  */
 public final class Runner {
     /**
@@ -35,7 +36,12 @@ public final class Runner {
     public static final String USAGE = "options: --host H --port P (CELLARENA_HOST/PORT, default 127.0.0.1:7777) --name N (CELLARENA_NAME)\n"
             + "         --token T | --token-file PATH (else the launcher's CELLARENA_TOKEN_FD, or CELLARENA_TOKEN)\n"
             + "         --matches N (play N matches) | --ladder (play until stopped, backing off after refusals)\n"
-            + "         --tls (the system's trust store) | --tls-ca PATH (trust only this PEM CA file) -q";
+            + "         --tls (the system's trust store) | --tls-ca PATH (trust only this PEM CA file) -q\n"
+            + "         CELLARENA_SOCKET_FD=0: standard input is a connection the launcher made, owning the seat (the first match)";
+    /** Connections to a match host tried before a redirected match is given up. */
+    public static final int FOLLOW_ATTEMPTS = 3;
+    /** The waits (ms) before each try to take back a seat lost mid-match, while a ladder keeps it (its grace). */
+    static final long[] REJOIN_WAITS_MS = {250, 500, 1000};
 
     private Runner() {}
 
@@ -111,6 +117,8 @@ public final class Runner {
         public String token;
         public int matches = 1;
         public boolean ladder, quiet, tls;
+        /** CELLARENA_SOCKET_FD=0: standard input is a connection the launcher made, owning the seat. */
+        public boolean handed;
         public String tlsCa;
 
         public static Options parse(String[] args, String defaultName) throws UsageException {
@@ -154,6 +162,13 @@ public final class Runner {
             if (tokenFlag != null && tokenFile != null) throw new UsageException("--token and --token-file: give one of them");
             if (o.name.isEmpty() || o.name.codePointCount(0, o.name.length()) > 64)
                 throw new UsageException("--name must be 1 to 64 characters");
+            String handed = env("CELLARENA_SOCKET_FD");
+            if (!handed.isEmpty()) {
+                if (!handed.equals("0"))
+                    throw new UsageException("CELLARENA_SOCKET_FD: Java adopts a handed connection only as descriptor 0 "
+                            + "(standard input), got '" + handed + "'; unset it to connect to --host/--port instead");
+                o.handed = true;
+            }
             if (tokenFile != null) {
                 try {
                     o.token = new String(Files.readAllBytes(Path.of(tokenFile)), StandardCharsets.UTF_8).trim();
@@ -163,7 +178,7 @@ public final class Runner {
                 if (o.token.isEmpty()) throw new UsageException("--token-file " + tokenFile + ": the file is empty");
             } else if (tokenFlag != null && !tokenFlag.trim().isEmpty()) {
                 o.token = tokenFlag.trim();
-            } else {
+            } else if (!o.handed) {  // the handed connection owns the seat: no token needed, none read
                 o.token = seatToken();
             }
             return o;
@@ -180,14 +195,16 @@ public final class Runner {
         }
     }
 
-    static MessageBufferPacker hello(Options o, String game) throws IOException {
+    /** The hello: {@code accepts} says this kit follows a ladder's {@code redirect} (docs/protocol.md). */
+    static MessageBufferPacker hello(String name, String game, String token) throws IOException {
         MessageBufferPacker p = MessagePack.newDefaultBufferPacker();
-        p.packMapHeader(o.token == null ? 4 : 5);
+        p.packMapHeader(token == null ? 5 : 6);
         p.packString("type").packString("hello");
         p.packString("protocol").packInt(Frames.PROTOCOL);
-        p.packString("name").packString(o.name);
+        p.packString("name").packString(name);
         p.packString("game").packString(game);
-        if (o.token != null) p.packString("token").packString(o.token);
+        p.packString("accepts").packArrayHeader(1).packString("redirect");
+        if (token != null) p.packString("token").packString(token);
         return p;
     }
 
@@ -216,13 +233,14 @@ public final class Runner {
     }
 
     /** One match on an open connection, hello sent: welcome, ticks, end. */
-    static <V, A> End play(Game<V, A> game, Bot<V, A> bot, Connection conn, Log log) throws ClientException, IOException {
+    static <V, A> End play(Game<V, A> game, Bot<V, A> bot, Connection conn, Log log) throws ClientException, IOException, Redirected {
         Welcome welcome = null;
         while (true) {
             Message m = conn.recv();
             switch (m.type) {
                 case "welcome":
                     welcome = new Welcome(m);
+                    conn.started();
                     log.say("seat " + welcome.seat + " of match " + welcome.match, false);
                     try {
                         bot.onStart(welcome);
@@ -252,6 +270,9 @@ public final class Runner {
                         log.say("onEnd failed: " + e, true);
                     }
                     return end;
+                case "redirect":
+                    if (welcome != null) throw new ClientException.Protocol("a redirect arrived in the middle of a match");
+                    throw new Redirected(m);
                 default:
                     log.say("ignoring a message of type '" + m.type + "' (a later protocol's)", false);
             }
@@ -263,21 +284,34 @@ public final class Runner {
             case "bad_hello": return "; check the bot's token (--token-file, --token or CELLARENA_TOKEN) and its game";
             case "bad_version": return "; this kit speaks protocol 1: update it";
             case "tls_required": return "; connect with --tls";
+            case "revoked": return "; ask the ladder's host for the bot's current token";
             default: return "";
         }
     }
 
+    /** Whether run() is playing: SIGTERM then stops the bot with status 0 (after run() it is the JVM's). */
+    private static volatile boolean running;
+    private static volatile int playedSoFar;
+
     /**
      * Play as the command line says: one match, --matches N, or --ladder; {@code make} gives a new bot
-     * for each match. Returns the exit status: 0 when played, 1 (one line on stderr) when it cannot go
-     * on, 64 for a bad command line.
+     * for each match. Returns the exit status: 0 when played or stopped by SIGTERM, 1 (one line on
+     * stderr) when it cannot go on, 64 for a bad command line.
      */
     public static <V, A> int run(Game<V, A> game, String[] args, String defaultName, Supplier<? extends Bot<V, A>> make) {
         Options o;
         SSLContext tls = null;
+        Connection handed = null;
         try {
             o = Options.parse(args, defaultName);
             if (o.tls) tls = tlsContext(o.tlsCa);
+            if (o.handed) {
+                try {
+                    handed = Connection.adopt();
+                } catch (ClientException e) {
+                    throw new UsageException("CELLARENA_SOCKET_FD: " + e.getMessage() + "; unset it to connect to --host/--port instead");
+                }
+            }
         } catch (UsageException e) {
             if (e.getMessage().equals("help")) {
                 System.out.println(USAGE);
@@ -290,43 +324,167 @@ public final class Runner {
             return 64;
         }
         Log log = new Log(o.name, o.quiet);
-        boolean keepTrying = o.ladder || o.matches > 1;
-        Backoff backoff = new Backoff();
-        int played = 0;
-        while (o.ladder || played < o.matches) {
-            String why, serverMessage = "";
-            try (Connection conn = new Connection(o.host, o.port, tls)) {
-                conn.send(hello(o, game.name()));
-                play(game, make.get(), conn, log);
-                played++;
-                backoff.reset();
-                if (!o.ladder && played >= o.matches) break;
-                log.say("match " + played + (o.ladder ? "" : " of " + o.matches) + " played; connecting for the next", false);
-                continue;
-            } catch (ClientException.Server e) {
-                if (!(keepTrying && comesBack(e.code))) {
-                    return fail(log, e.getMessage() + fixFor(e.code) + (keepTrying ? "; not trying again: waiting cannot fix this" : ""), keepTrying, played);
+        // SIGTERM runs the shutdown hooks: stop as asked, a normal exit, whatever the bot was waiting for.
+        running = true;
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (!running) return;
+            log.say("stopped by SIGTERM after " + playedSoFar + " matches", true);
+            Runtime.getRuntime().halt(0);
+        }));
+        try {
+            return new Series<>(game, make, o, tls, log).playAll(handed);
+        } finally {
+            running = false;
+        }
+    }
+
+    /** The matches one run() plays, one connection each, with back-off between failed attempts. */
+    private static final class Series<V, A> {
+        final Game<V, A> game;
+        final Supplier<? extends Bot<V, A>> make;
+        final Options o;
+        final SSLContext tls;
+        final Log log;
+        final boolean keepTrying;
+        final Backoff backoff = new Backoff();
+        int played;
+
+        Series(Game<V, A> game, Supplier<? extends Bot<V, A>> make, Options o, SSLContext tls, Log log) {
+            this.game = game;
+            this.make = make;
+            this.o = o;
+            this.tls = tls;
+            this.log = log;
+            this.keepTrying = o.ladder || o.matches > 1;
+        }
+
+        int playAll(Connection handed) {
+            Bot<V, A> bot = make.get();  // a new bot per match; a match cut short keeps its bot
+            while (o.ladder || played < o.matches) {
+                String why, serverMessage = "";
+                try {
+                    try {
+                        if (handed != null) {
+                            // The first match on the connection the launcher made: it owns the seat.
+                            try (Connection conn = handed) {
+                                handed = null;
+                                conn.send(hello(o.name, game.name(), null));
+                                play(game, bot, conn, log);
+                            }
+                        } else {
+                            playAt(bot, o.host, o.port, o.token, tls);
+                        }
+                    } catch (Redirected r) {
+                        if (!follow(bot, r)) continue;
+                    }
+                    playedSoFar = ++played;
+                    backoff.reset();
+                    bot = make.get();
+                    if (!o.ladder && played >= o.matches) break;
+                    log.say("match " + played + (o.ladder ? "" : " of " + o.matches) + " played; connecting for the next", false);
+                    continue;
+                } catch (ClientException.Server e) {
+                    if (!(keepTrying && comesBack(e.code))) {
+                        return fail(log, e.getMessage() + fixFor(e.code) + (keepTrying ? "; not trying again: waiting cannot fix this" : ""), keepTrying, played);
+                    }
+                    why = e.getMessage();
+                    serverMessage = e.serverMessage;
+                } catch (ClientException.Tls e) {
+                    return fail(log, e.getMessage(), keepTrying, played);
+                } catch (ClientException.Protocol e) {
+                    return fail(log, "the server sent something this kit cannot read (" + e.getMessage() + ")", keepTrying, played);
+                } catch (ClientException | IOException e) {
+                    if (!keepTrying) return fail(log, e.getMessage(), false, played);
+                    why = e.getMessage();
                 }
-                why = e.getMessage();
-                serverMessage = e.serverMessage;
-            } catch (ClientException.Tls e) {
-                return fail(log, e.getMessage(), keepTrying, played);
-            } catch (ClientException.Protocol e) {
-                return fail(log, "the server sent something this kit cannot read (" + e.getMessage() + ")", keepTrying, played);
-            } catch (ClientException | IOException e) {
-                if (!keepTrying) return fail(log, e.getMessage(), false, played);
-                why = e.getMessage();
+                if (!sleep(backoffWait(why, serverMessage))) return 0;
             }
-            double delay = backoff.next(serverMessage);
-            log.say(why + String.format("; trying again in %.1f s", delay), true);
-            try {
-                Thread.sleep((long) (delay * 1000));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return 0;
+            return 0;
+        }
+
+        /**
+         * Connect, say hello, play one match. A connection lost mid-match takes its seat back (the same bot,
+         * the same token) while the host keeps it, then counts as a lost connection.
+         */
+        void playAt(Bot<V, A> bot, String host, int port, String token, SSLContext context)
+                throws ClientException, IOException, Redirected {
+            String lost = null;
+            for (int attempt = 0; ; attempt++) {
+                try (Connection conn = new Connection(host, port, context)) {
+                    conn.send(hello(o.name, game.name(), token));
+                    play(game, bot, conn, log);
+                    return;
+                } catch (ClientException.Lost e) {
+                    // Without a token the seat is no one's to take back (`cellarena serve` seats whoever comes).
+                    if (token == null || attempt >= REJOIN_WAITS_MS.length) throw new ClientException.Closed(e.getMessage());
+                    lost = e.getMessage();
+                    log.say(lost + "; taking the seat back", true);
+                    if (!sleep(REJOIN_WAITS_MS[attempt] / 1000.0)) throw new ClientException.Closed(lost);
+                } catch (ClientException.Server e) {
+                    if (lost != null) throw new ClientException.Closed(lost);  // the grace was over: the loss is the news
+                    throw e;
+                }
             }
         }
-        return 0;
+
+        /**
+         * Play the match a ladder sent this bot to; whether it was played. A failure there is the match's,
+         * not the bot's: with more matches to play the bot goes back to the ladder after a wait.
+         */
+        boolean follow(Bot<V, A> bot, Redirected target) throws ClientException, IOException {
+            String where = "the match host " + target.host + ":" + target.port;
+            if (!target.tls && tls != null && !isLoopback(target.host))
+                return giveUp("the ladder sent this bot to " + target.host + ":" + target.port
+                        + " without TLS, which would send its seat token in clear; not going (tell the ladder's host)");
+            SSLContext context = target.tls ? (tls != null ? tls : tlsContext(null)) : null;
+            log.say("playing this match at " + target.host + ":" + target.port, false);
+            for (int attempt = 1; attempt <= FOLLOW_ATTEMPTS; attempt++) {
+                try {
+                    playAt(bot, target.host, target.port, target.token, context);
+                    return true;
+                } catch (Redirected e) {
+                    return giveUp(where + " redirected this bot again; a match host must not");
+                } catch (ClientException.Server e) {
+                    return giveUp(where + " refused this bot: " + e.getMessage());
+                } catch (ClientException.Tls e) {
+                    return giveUp(where + ": " + e.getMessage());
+                } catch (ClientException.Protocol e) {
+                    throw e;
+                } catch (ClientException e) {
+                    if (attempt == FOLLOW_ATTEMPTS) return giveUp("lost " + where + " (" + e.getMessage() + ")");
+                    log.say("lost " + where + " (" + e.getMessage() + "); connecting there again", true);
+                    sleep(0.2 * attempt);
+                }
+            }
+            return false;
+        }
+
+        boolean giveUp(String text) throws ClientException {
+            if (!keepTrying) throw new ClientException.Closed(text);
+            sleep(backoffWait(text, ""));
+            return false;
+        }
+
+        double backoffWait(String why, String serverMessage) {
+            double delay = backoff.next(serverMessage);
+            log.say(why + String.format("; trying again in %.1f s", delay), true);
+            return delay;
+        }
+    }
+
+    static boolean isLoopback(String host) {
+        return host.equals("localhost") || host.equals("::1") || host.startsWith("127.");
+    }
+
+    /** Whether the whole wait passed (not interrupted). */
+    static boolean sleep(double seconds) {
+        try {
+            Thread.sleep((long) (seconds * 1000));
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     private static int fail(Log log, String text, boolean keepTrying, int played) {

@@ -160,8 +160,9 @@ public final class KitTest {
         Runner.Options o = Runner.Options.parse(new String[] {"--name", "x", "--matches", "3", "--token-file", file.toString()}, "b");
         Files.delete(file);
         check(o.name.equals("x") && o.matches == 3 && !o.ladder && o.token.equals("0123456789abcdef"), "options");
-        Message hello = one(Runner.hello(o, "rezzo"));
+        Message hello = one(Runner.hello(o.name, "rezzo", o.token));
         check(hello.getLong("protocol") == 1 && hello.getString("token").equals("0123456789abcdef") && hello.getString("game").equals("rezzo"), "hello");
+        check(hello.getStrings("accepts").equals(java.util.List.of("redirect")), "hello accepts redirect");
         check(raises(() -> Runner.tlsContext("/nonexistent/ca.pem")).contains("/nonexistent/ca.pem"), "a CA file that is not there");
     }
 

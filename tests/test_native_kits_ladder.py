@@ -1,0 +1,418 @@
+"""The C++, Rust and Java kits on a ladder's side, with the Rezzo starters `cellarena new-bot` writes:
+many matches in a row, refusals that mean "not now" (waited out) and every other code (a stop), a real
+ladder, a redirect followed and a seat taken back after a lost connection, SIGTERM, TLS (Java) or the
+advice to use a local TLS proxy, and (with the TypeScript kit) a match under --isolate, where the
+handed connection is the only way to play.
+
+The starters are built once and shared with test_native_kits.py (tests/native_starters.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+from cellarena_cli import CLI, ROOT
+from game_servers import Process, add_ladder_bot, ladder_serve, serve, start, wait_for
+from native_starters import LANGS, Starters, starters_of
+from node_kit import built_kit
+from scripted_server import Peer, Script, ScriptedServer, match, refuse
+from tls_proxy import TLSProxy, certificates
+
+from cellarena.arena.ladder.store import LadderStore, MatchRecord
+from cellarena.sdk import protocol
+from cellarena.sdk.protocol import codes
+
+RANDOM_WALKER = ROOT / "example_bots" / "rezzo" / "random_walker.py"
+
+
+@pytest.fixture(scope="module")
+def starters(request: pytest.FixtureRequest) -> Iterator[Starters]:
+    yield starters_of(request.config)
+
+
+# ------------------------------------------------------------------ many matches, ladders, TLS
+def kit_bot(
+    starters: Starters, lang: str, folder: Path, name: str, port: int, *flags: str, token: str | None = None
+) -> Process:
+    """A built Rezzo starter as its author starts it; a token goes through the environment."""
+    env = {"CELLARENA_TOKEN": token} if token is not None else None
+    command = [*starters.command(lang, "rezzo"), "--port", str(port), "--name", name, *flags]
+    return start(command, folder, name, cwd=starters.get(lang, "rezzo"), env=env)
+
+
+async def exited(proc: Process, timeout: float) -> int:
+    """Wait without blocking trio (a server in this process serves the bot meanwhile)."""
+    with trio.fail_after(timeout):
+        while proc.proc.poll() is None:
+            await trio.sleep(0.05)
+    return proc.proc.returncode
+
+
+@pytest.mark.parametrize("lang", LANGS)
+async def test_not_now_refusals_are_retried_with_back_off(
+    starters: Starters, lang: str, tmp_path: Path
+) -> None:
+    starters.get(lang, "rezzo")  # built before the server's clock starts
+    server = ScriptedServer(
+        [
+            refuse(protocol.BUSY, "kit already has a connection in the queue"),
+            refuse(protocol.LOCKED_OUT, "too many wrong tokens from 127.0.0.1; refused for another 2 s"),
+            match(3),
+            refuse(protocol.QUEUE_FULL, "the queue holds 1000 bots; come back in a few seconds"),
+            match(3),
+        ]
+    )
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        bot = kit_bot(starters, lang, tmp_path, "kit", port, "--matches", "2")
+        code = await exited(bot, 90)
+        nursery.cancel_scope.cancel()
+    err = bot.stderr()
+    assert code == 0, err
+    assert server.failures == [] and len(server.seen) == 5
+    assert all(
+        hello is not None and hello["name"] == "kit" and hello["game"] == "rezzo" for _, hello in server.seen
+    )
+    times = [t for t, _ in server.seen]
+    assert times[1] - times[0] >= 0.5  # the first failure in a row waits 0.5-1 s
+    assert times[2] - times[1] >= 2.0  # the lock-out said 2 s: no sooner
+    assert times[4] - times[3] >= 0.5  # a match was played: the count started again
+    assert "the server sent error busy" in err and "trying again in" in err
+    assert err.count("end after 3 ticks") == 2 and "match 1 of 2 played" in err
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize(
+    ("code", "fix"), [(protocol.BAD_HELLO, "check the bot's token"), (protocol.INTERNAL, "")]
+)
+async def test_an_error_that_waiting_cannot_fix_stops_a_ladder_bot(
+    starters: Starters, lang: str, code: str, fix: str, tmp_path: Path
+) -> None:
+    starters.get(lang, "rezzo")
+    server = ScriptedServer([refuse(code, "as the test says")])
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        bot = kit_bot(starters, lang, tmp_path, "kit", port, "--ladder", token="cla_wrong_secret")
+        status = await exited(bot, 60)
+        nursery.cancel_scope.cancel()
+    err = bot.stderr()
+    assert status == 1, err
+    assert (
+        f"the server sent error {code}: as the test says" in err and fix in err and "not trying again" in err
+    )
+    assert len(server.seen) == 1 and server.seen[0][1] is not None
+    assert server.seen[0][1]["token"] == "cla_wrong_secret" and "cla_wrong_secret" not in err
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_matches_2_against_cellarena_serve(starters: Starters, lang: str, tmp_path: Path) -> None:
+    server = serve(tmp_path)
+    try:
+        bots = [
+            kit_bot(starters, lang, tmp_path, name, server.port, "--matches", "2") for name in ("k1", "k2")
+        ]
+        codes = [b.wait(120) for b in bots]
+    finally:
+        server.stop()
+    assert codes == [0, 0], [b.stderr() for b in bots]
+    for b in bots:
+        assert (
+            b.stderr().count("end after ") == 2 and b.stderr().count("played; connecting for the next") == 1
+        )
+
+
+def test_one_bot_of_each_kit_keeps_playing_on_a_real_ladder(starters: Starters, tmp_path: Path) -> None:
+    """`--ladder --token-file` against `cellarena ladder serve`: one match per connection, and the bot
+    queues again after each `end`; the token stays out of every log."""
+    tokens = {lang: add_ladder_bot(tmp_path, f"{lang}_kit") for lang in LANGS}
+    for lang in LANGS:
+        starters.get(lang, "rezzo")
+    ladder = ladder_serve(tmp_path)
+    bots = {
+        lang: kit_bot(starters, lang, tmp_path / "bots", f"{lang}_kit", ladder.port, "--ladder",
+                      "--token-file", str(tokens[lang]))
+        for lang in LANGS
+    }  # fmt: skip
+    try:
+        wait_for(
+            lambda: all(b.stderr().count("end after ") >= 2 for b in bots.values()),
+            "two ladder matches of every kit's bot",
+            240,
+        )
+    finally:
+        for bot in bots.values():
+            bot.stop()  # SIGTERM ends a kit bot mid-wait, with status 0
+        ladder.stop()
+    for lang, bot in bots.items():
+        token = tokens[lang].read_text().strip()
+        assert "error" not in bot.stderr() and "played; connecting for the next" in bot.stderr(), bot.stderr()
+        assert token not in bot.stderr() and token not in ladder.stderr()
+    with LadderStore(tmp_path / "ladder.sqlite") as store:
+        finished = [m for m in store.matches("rezzo") if m.status == "finished"]
+    assert {name for m in finished for name in m.bots} == {f"{lang}_kit" for lang in LANGS}
+
+
+@pytest.mark.parametrize("lang", ["cpp", "rust"])
+def test_kits_without_tls_say_to_use_a_local_tls_proxy(starters: Starters, lang: str) -> None:
+    proc = subprocess.run(
+        [*starters.command(lang, "rezzo"), "--tls"],
+        cwd=starters.get(lang, "rezzo"), capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 64 and "local TLS proxy" in proc.stderr and "README" in proc.stderr
+
+
+async def test_the_java_kit_plays_over_tls_and_checks_the_certificate(
+    starters: Starters, tmp_path: Path
+) -> None:
+    starters.get("java", "rezzo")
+    certs = certificates(tmp_path, "127.0.0.1")
+    server = serve(tmp_path)
+    try:
+        proxy = TLSProxy(certs.server, server.port)
+        async with trio.open_nursery() as nursery:
+            port = await proxy.start(nursery)
+            flags = ["--host", "127.0.0.1", "--tls-ca", str(certs.ca_file)]
+            bots = [kit_bot(starters, "java", tmp_path, name, port, *flags) for name in ("j1", "j2")]
+            codes = [await exited(b, 60) for b in bots]
+            # A CA that signed nothing the proxy shows: the handshake is refused, and the bot says why.
+            wrong = kit_bot(
+                starters, "java", tmp_path, "j3", port, "--ladder", "--tls-ca", str(certs.other_ca_file)
+            )
+            wrong_code = await exited(wrong, 60)
+            nursery.cancel_scope.cancel()
+    finally:
+        server.stop()
+    assert codes == [0, 0], [b.stderr() for b in bots]
+    assert proxy.handshakes == 2 and all(b.stderr().count("end after ") == 1 for b in bots)
+    err = wrong.stderr()
+    assert wrong_code == 1 and f"TLS handshake with 127.0.0.1:{port} failed" in err and "--tls-ca" in err, err
+    assert "trying again" not in err
+
+
+# ------------------------------------------------------------------ the handed connection, redirects, SIGTERM
+def _portable(starters: Starters, lang: str, into: Path) -> str:
+    """What a Rezzo bot of ``lang`` needs to run, copied ``into`` a folder every user may read (under
+    --isolate as root each bot is a user of its own, and a checkout or pytest's folders may be
+    private), and its command line there."""
+    if lang == "ts":
+        kit = built_kit()
+        shutil.copytree(kit / "dist", into / "dist")
+        shutil.copytree(kit / "node_modules" / "@msgpack", into / "node_modules" / "@msgpack")
+        return "node dist/test/bots/rezzo.js"
+    folder = starters.get(lang, "rezzo")
+    command = starters.command(lang, "rezzo")
+    built = command[-1] if lang == "java" else command[0]  # java -jar build/x.jar; build/x; target/...
+    (into / built).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(folder / built, into / built)
+    return " ".join(command)
+
+
+@pytest.mark.parametrize("lang", [*LANGS, "ts"])
+def test_each_kit_plays_on_the_connection_it_is_handed_under_isolate(starters: Starters, lang: str) -> None:
+    """`--isolate`: each bot has an empty network of its own and no token pipe, so the match is played
+    on the connection the launcher hands over (CELLARENA_SOCKET_FD=0) or not at all. Two bots of the
+    kit play each other; neither could reach the server by address."""
+    shared = Path(tempfile.mkdtemp(prefix="cellarena-kits-isolate-"))
+    try:
+        shared.chmod(0o755)
+        command = _portable(starters, lang, shared / "bot")
+        logs = shared / "logs"
+        proc = subprocess.run(
+            [*CLI, "match", "rezzo", "--bot", f"a={command}", "--bot", f"b={command}", "--isolate",
+             "--fast", "--max-ticks", "30", "--log-dir", str(logs), "--json"],
+            cwd=shared / "bot", capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        said = {n: (logs / f"{n}.log").read_text() if (logs / f"{n}.log").is_file() else "" for n in "ab"}
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{said}"
+    result = json.loads(proc.stdout)
+    assert result["forfeits"] == [] and result["ticks"] == 30, said
+    assert result["exit_codes"] == {"a": 0, "b": 0} and result["invalid"] == {"a": 0, "b": 0}, said
+    assert not any("error" in text for text in said.values()), said
+
+
+async def hold(peer: Peer) -> None:
+    """Say nothing after the hello, as a ladder's queue does while no opponent comes."""
+    await trio.sleep_forever()
+
+
+def redirect_to(port: int, token: str) -> Script:
+    """Answer the hello with a redirect to ``port`` on this host (docs/protocol.md, `redirect`)."""
+
+    async def script(peer: Peer) -> None:
+        await peer.send(protocol.redirect("127.0.0.1", port, token, tls=False))
+
+    return script
+
+
+@pytest.mark.parametrize("lang", LANGS)
+async def test_a_kit_bot_follows_a_redirect_and_takes_its_seat_back_after_a_lost_connection(
+    starters: Starters, lang: str, tmp_path: Path
+) -> None:
+    """The ladder redirects (the hello says it accepts that), the match host drops the connection after
+    a tick, and the bot comes back with the redirect's token, the same bot, and plays the match out."""
+    starters.get(lang, "rezzo")
+    server = ScriptedServer([])
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        # ...and after its match the bot queues on the ladder again, where it waits.
+        server.scripts.extend([redirect_to(port, "seat-token-1"), match(3, drop_after=1), match(3), hold])
+        bot = kit_bot(starters, lang, tmp_path, "kit", port, "--ladder", token="cla_ladder_token")
+        with trio.fail_after(60):
+            while len(server.seen) < 4:
+                await trio.sleep(0.05)
+        bot.proc.send_signal(signal.SIGTERM)
+        code = await exited(bot, 30)
+        nursery.cancel_scope.cancel()
+    err = bot.stderr()
+    assert server.failures == [] and code == 0, err
+    hellos = [hello for _, hello in server.seen[:3]]
+    assert all(h is not None and h.get("accepts") == ["redirect"] for h in hellos), hellos
+    assert [h["token"] for h in hellos if h is not None] == [
+        "cla_ladder_token",
+        "seat-token-1",
+        "seat-token-1",
+    ]
+    assert f"playing this match at 127.0.0.1:{port}" in err
+    assert "closed the connection before the match ended; taking the seat back" in err
+    assert "stopped by SIGTERM after 1 matches" in err and "seat-token-1" not in err
+
+
+@pytest.mark.parametrize("lang", ["cpp", "rust"])
+async def test_a_kit_without_tls_gives_a_tls_match_host_up_and_queues_again(
+    starters: Starters, lang: str, tmp_path: Path
+) -> None:
+    """The C++ and Rust kits speak plain TCP: a redirect to a match host that speaks TLS is not followed
+    (nothing is sent there), the bot says why and what to do, and goes back to the ladder's queue."""
+    starters.get(lang, "rezzo")
+
+    async def to_tls_host(peer: Peer) -> None:
+        await peer.send(protocol.redirect("127.0.0.1", 9, "seat-token-2", tls=True))
+
+    server = ScriptedServer([to_tls_host, hold])
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        bot = kit_bot(starters, lang, tmp_path, "kit", port, "--ladder", token="cla_ladder_token")
+        with trio.fail_after(60):
+            while len(server.seen) < 2:
+                await trio.sleep(0.05)
+        bot.proc.send_signal(signal.SIGTERM)
+        code = await exited(bot, 30)
+        nursery.cancel_scope.cancel()
+    err = bot.stderr()
+    assert code == 0 and server.failures == [], err
+    assert (
+        "the match host 127.0.0.1:9 speaks TLS" in err
+        and "local TLS proxy" in err
+        and "trying again in" in err
+    )
+    assert "seat-token-2" not in err
+
+
+@pytest.mark.parametrize("lang", LANGS)
+async def test_sigterm_stops_a_waiting_kit_bot_with_status_0(
+    starters: Starters, lang: str, tmp_path: Path
+) -> None:
+    starters.get(lang, "rezzo")
+    server = ScriptedServer([hold])
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        bot = kit_bot(starters, lang, tmp_path, "kit", port, "--ladder")
+        with trio.fail_after(30):
+            while not server.seen:
+                await trio.sleep(0.05)
+        bot.proc.send_signal(signal.SIGTERM)
+        code = await exited(bot, 30)
+        nursery.cancel_scope.cancel()
+    assert code == 0 and "kit: stopped by SIGTERM after 0 matches" in bot.stderr(), bot.stderr()
+
+
+class RefusingServer:
+    """Refuses every hello with the error code the bot's name asks for (one connection per bot)."""
+
+    def __init__(self) -> None:
+        self.refused: list[str] = []
+
+    async def start(self, nursery: trio.Nursery) -> int:
+        listeners = await nursery.start(functools.partial(trio.serve_tcp, self._handle, 0, host="127.0.0.1"))
+        return int(listeners[0].socket.getsockname()[1])
+
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        peer = Peer(stream)
+        with trio.move_on_after(15):
+            hello = await peer.recv()
+            if hello is not None:
+                code = str(hello["name"]).removeprefix("code_")
+                self.refused.append(code)
+                await peer.send(protocol.error(code, f"as the test says ({code})"))
+        await trio.aclose_forcefully(stream)
+
+
+#: Every code of the registry that is not "not now", and one the kits have never heard of (a code a
+#: later server adds, as `paused` is): each must stop a ladder bot, since waiting would not help.
+STOPS = [c for c in codes.ERROR_CODES if c not in codes.RETRY_LATER] + ["a_later_code"]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+async def test_every_refusal_outside_retry_later_stops_a_kit_ladder_bot(
+    starters: Starters, lang: str, tmp_path: Path
+) -> None:
+    """The retry rule is the registry's (sdk/protocol/codes.py): a refusal in RETRY_LATER is waited out
+    (the test above), and every other code, today's or a later one, stops the bot with status 1."""
+    starters.get(lang, "rezzo")
+    server = RefusingServer()
+    async with trio.open_nursery() as nursery:
+        port = await server.start(nursery)
+        bots = {
+            code: kit_bot(starters, lang, tmp_path / code, f"code_{code}", port, "--ladder", token="t")
+            for code in STOPS
+        }
+        statuses = {code: await exited(bot, 60) for code, bot in bots.items()}
+        nursery.cancel_scope.cancel()
+    assert sorted(server.refused) == sorted(STOPS)  # one try each: no bot came back
+    for code, bot in bots.items():
+        err = bot.stderr()
+        assert statuses[code] == 1, (code, err)
+        assert f"the server sent error {code}" in err and "not trying again" in err, (code, err)
+
+
+def test_kit_bots_follow_a_real_ladder_to_its_cluster(starters: Starters, tmp_path: Path) -> None:
+    """`ladder serve --cluster local:2` hands every match to a worker process and redirects the bots
+    there: a C++ bot and a Rust bot (--matches 2) follow, play both matches at the workers, and the
+    ladder records them."""
+    tokens = {lang: add_ladder_bot(tmp_path, f"{lang}_kit") for lang in ("cpp", "rust")}
+    for lang in tokens:
+        starters.get(lang, "rezzo")
+    ladder = ladder_serve(tmp_path, "--cluster", "local:2", "--grace", "2")
+    try:
+        assert "matches played on the cluster local:2" in ladder.stderr()
+        bots = [
+            kit_bot(starters, lang, tmp_path / "bots", f"{lang}_kit", ladder.port, "--matches", "2",
+                    "--token-file", str(token))
+            for lang, token in tokens.items()
+        ]  # fmt: skip
+        codes = [bot.wait(120) for bot in bots]
+
+        def finished() -> list[MatchRecord]:
+            with LadderStore(tmp_path / "ladder.sqlite") as store:
+                return [m for m in store.matches("rezzo") if m.status == "finished"]
+
+        # A bot has its `end` before the worker's result reaches the ladder's store.
+        wait_for(lambda: len(finished()) == 2, "both matches recorded by the ladder", 60)
+    finally:
+        ladder.stop()
+    assert codes == [0, 0], [bot.stderr() for bot in bots]
+    for bot in bots:
+        assert bot.stderr().count("playing this match at 127.0.0.1:") == 2, bot.stderr()
+        assert bot.stderr().count("end after ") == 2, bot.stderr()
+    assert all(set(m.bots) == {"cpp_kit", "rust_kit"} for m in finished())
