@@ -14,18 +14,17 @@ Per-address limits count every open connection from the moment it is accepted, h
 the client's address: the socket's peer, or what a trusted proxy's PROXY header says
 (`trusted_proxies`, `proxy_protocol`). A server facing the internet is one that runs out of
 descriptors first, so it raises its own open-file limit at start (`file_limit`) and, when accept()
-fails all the same, backs off with one log line per burst (`AcceptErrors`).
+fails all the same, backs off with one log line per burst (`accepting`, the accept loop).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import errno
+import functools
 import logging
 import socket
 import ssl
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 import trio
 
 from cellarena.sdk import protocol
+from cellarena.server.accepting import AcceptErrors, Handler, accept_connections
 from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection, TlsConnection
 from cellarena.server.file_limit import raise_file_limit
 from cellarena.server.games import get_engine
@@ -48,50 +48,9 @@ log = logging.getLogger("cellarena.server")
 #: Outcomes an endless server keeps in memory (`on_result` sees every one as it comes).
 KEEP_OUTCOMES = 1000
 
-#: Connections accepted in one go before the running matches get their turn.
-ACCEPT_BATCH = 16
-#: Errors from accept() that concern one connection only, not the listener.
-_TRANSIENT_ACCEPT = {
-    errno.ECONNABORTED,
-    errno.EPROTO,
-    errno.EMFILE,
-    errno.ENFILE,
-    errno.ENOBUFS,
-    errno.ENOMEM,
-}
-#: The wait after a failed accept(), doubled at each failure in a row up to the longest: a full
-#: descriptor table is not freed by retrying at once (it logged 934 lines in 10 s).
-ACCEPT_BACKOFF_FIRST = 0.01
-ACCEPT_BACKOFF_MAX = 0.5
 #: Seconds a TLS connection past its address's cap has to say hello, so that it can be told why
 #: it is refused (nothing can be said before its handshake) and not take the caps' descriptors long.
 OVER_CAP_HELLO_TIMEOUT = 2.0
-
-
-class AcceptErrors:
-    """Failed accepts in a row: how long to wait before the next try, and one log line per burst
-    (at its start; its end, with how many failed and for how long, at info level)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.since = 0.0
-
-    def failed(self, exc: OSError) -> float:
-        """Note a failure; the seconds to wait before accepting again."""
-        if self.count == 0:
-            self.since = time.monotonic()
-            log.warning("accept failed: %s; waiting to accept again (failures in a row are not logged)", exc)
-        self.count += 1
-        return min(ACCEPT_BACKOFF_MAX, ACCEPT_BACKOFF_FIRST * 2 ** min(self.count - 1, 16))
-
-    def succeeded(self) -> None:
-        if self.count:
-            log.info(
-                "accepting again after %d failed accept(s) in %.1f s",
-                self.count,
-                time.monotonic() - self.since,
-            )
-            self.count = 0
 
 
 @dataclass
@@ -268,7 +227,7 @@ class Lobby:
                 await nursery.start(self._poller.serve)
                 if self._driver is not None:
                     await nursery.start(self._driver.serve)
-                nursery.start_soon(self._accept_loop, listener)
+                nursery.start_soon(accept_connections, listener, nursery, self._accepted, self._accept_errors)
                 nursery.start_soon(self.seating.run)
                 task_status.started(self.port)
                 await self._all_done.wait()
@@ -279,33 +238,16 @@ class Lobby:
             listener.close()
         return list(self.outcomes)
 
-    async def _accept_loop(self, listener: socket.socket) -> None:
-        assert self._nursery is not None
-        while True:
-            await trio.lowlevel.wait_readable(listener)
-            for _ in range(ACCEPT_BATCH):
-                try:
-                    sock, address = listener.accept()
-                except (BlockingIOError, InterruptedError):
-                    break
-                except OSError as exc:
-                    if exc.errno in _TRANSIENT_ACCEPT:
-                        # Out of descriptors: let connections close first, and say so once.
-                        await trio.sleep(self._accept_errors.failed(exc))
-                        break
-                    raise
-                self._accept_errors.succeeded()
-                if self.config.trusted_proxies and self.config.trusted_proxies.trusts(address[0]):
-                    self._nursery.start_soon(self._proxied, sock, address[0])
-                    continue
-                # Registered now, in accept order, so that hellos already waiting are read in that order.
-                conn = self._connect(sock)
-                if conn is not None:
-                    self._nursery.start_soon(self._handshake, conn)
-            else:
-                # A flood of connections is taken a batch at a time, so that the handshakes of
-                # hundreds of new clients do not hold up the ticks of the matches already running.
-                await trio.lowlevel.checkpoint()
+    def _accepted(self, sock: socket.socket, address: Any) -> Handler | None:
+        """A socket the accept loop took: its handshake's task (after its PROXY header's, from a
+        trusted proxy), or None if it was lost or refused at once."""
+        if self.config.trusted_proxies and self.config.trusted_proxies.trusts(address[0]):
+            return functools.partial(self._proxied, sock, address[0])
+        # Registered now, in accept order, so that hellos already waiting are read in that order.
+        conn = self._connect(sock)
+        if conn is not None:
+            return functools.partial(self._handshake, conn)
+        return None
 
     async def _proxied(self, sock: socket.socket, proxy: str) -> None:
         """A trusted proxy's connection: its PROXY header first (within the hello timeout), then the
