@@ -266,7 +266,9 @@ async def test_accept_errors_back_off_with_one_log_line_per_burst(
     failing = _FailingListener(listener, failures=8)
     caplog.set_level(logging.INFO, "cellarena.server")
     async with trio.open_nursery() as accepting:
-        accepting.start_soon(accept_connections, failing, accepting, lobby._accepted, AcceptErrors())
+        accepting.start_soon(
+            accept_connections, failing, accepting, lobby.handshakes.accepted, AcceptErrors()
+        )
         client = await Client.connect(listener.getsockname()[1])  # readable at once, yet accept() fails
         with trio.fail_after(10):
             await client.hello("bot")
