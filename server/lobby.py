@@ -1,31 +1,30 @@
-"""The lobby: the listener, every connection's handshake, spectators, and running the matches.
+"""The lobby: the listener, spectators, and running the matches.
 
-Every connection's handshake runs as a task in the lobby's nursery, and every match runs in it too,
-so one misbehaving client can only ever close its own connection: errors are caught per connection
-and logged, and the accept loop, the other seats and the other matches go on. Once its hello is in,
-a connection has no task of its own: the lobby's `Poller` reads and writes it when its socket is
-ready (see `poller` for why).
+The lobby binds the listener and runs, in its nursery, the accept loop (`accepting`), the poller,
+the fixed-rate driver, the seating's task, every connection's handshake (`handshake`: per-address
+caps, PROXY headers, the hello's checks) and every match, so one misbehaving client can only ever
+close its own connection: errors are caught per connection and logged, and the accept loop, the
+other seats and the other matches go on. Once its hello is in, a connection has no task of its
+own: the lobby's `Poller` reads and writes it when its socket is ready (see `poller` for why).
 
 Who a connection belongs to is always one owner (`Connection.attach`): its handshake until its
 hello, then a waiting room of the lobby's `Seating` (`seating`: first come, reserved seats, a
-ladder's queue) or the spectators' room, then a match's seat or spectator list.
+ladder's queue) or the spectators' room, then a match's seat or spectator list. The handshake
+hands each greeted connection to the lobby (`Lobby._greeted`), which routes a spectator to a
+match and gives a bot to its seating.
 
-Per-address limits count every open connection from the moment it is accepted, hello or not, by
-the client's address: the socket's peer, or what a trusted proxy's PROXY header says
-(`trusted_proxies`, `proxy_protocol`). A server facing the internet is one that runs out of
-descriptors first, so it raises its own open-file limit at start (`file_limit`) and, when accept()
-fails all the same, backs off with one log line per burst (`AcceptErrors`).
+A server facing the internet is one that runs out of descriptors first, so it raises its own
+open-file limit at start (`file_limit`) and, when accept() fails all the same, backs off with one
+log line per burst (`accepting.AcceptErrors`).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import errno
 import logging
 import socket
 import ssl
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,13 +32,14 @@ from typing import Any
 import trio
 
 from cellarena.sdk import protocol
-from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection, TlsConnection
+from cellarena.server.accepting import AcceptErrors, accept_connections
+from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection
 from cellarena.server.file_limit import raise_file_limit
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import Engine
+from cellarena.server.handshake import Handshakes
 from cellarena.server.match import ExplainGone, Match, MatchOutcome, Recorder, RecorderFactory, TickSettings
 from cellarena.server.poller import Poller
-from cellarena.server.proxy_protocol import ProxyHeaderError, read_proxy_header
 from cellarena.server.seating import FirstComeSeating, Seating, WaitingRoom
 from cellarena.server.ticking import FixedRateDriver, play_fast, warm_up_batches
 from cellarena.server.trusted_proxies import TrustedProxies
@@ -47,51 +47,6 @@ from cellarena.server.trusted_proxies import TrustedProxies
 log = logging.getLogger("cellarena.server")
 #: Outcomes an endless server keeps in memory (`on_result` sees every one as it comes).
 KEEP_OUTCOMES = 1000
-
-#: Connections accepted in one go before the running matches get their turn.
-ACCEPT_BATCH = 16
-#: Errors from accept() that concern one connection only, not the listener.
-_TRANSIENT_ACCEPT = {
-    errno.ECONNABORTED,
-    errno.EPROTO,
-    errno.EMFILE,
-    errno.ENFILE,
-    errno.ENOBUFS,
-    errno.ENOMEM,
-}
-#: The wait after a failed accept(), doubled at each failure in a row up to the longest: a full
-#: descriptor table is not freed by retrying at once (it logged 934 lines in 10 s).
-ACCEPT_BACKOFF_FIRST = 0.01
-ACCEPT_BACKOFF_MAX = 0.5
-#: Seconds a TLS connection past its address's cap has to say hello, so that it can be told why
-#: it is refused (nothing can be said before its handshake) and not take the caps' descriptors long.
-OVER_CAP_HELLO_TIMEOUT = 2.0
-
-
-class AcceptErrors:
-    """Failed accepts in a row: how long to wait before the next try, and one log line per burst
-    (at its start; its end, with how many failed and for how long, at info level)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.since = 0.0
-
-    def failed(self, exc: OSError) -> float:
-        """Note a failure; the seconds to wait before accepting again."""
-        if self.count == 0:
-            self.since = time.monotonic()
-            log.warning("accept failed: %s; waiting to accept again (failures in a row are not logged)", exc)
-        self.count += 1
-        return min(ACCEPT_BACKOFF_MAX, ACCEPT_BACKOFF_FIRST * 2 ** min(self.count - 1, 16))
-
-    def succeeded(self) -> None:
-        if self.count:
-            log.info(
-                "accepting again after %d failed accept(s) in %.1f s",
-                self.count,
-                time.monotonic() - self.since,
-            )
-            self.count = 0
 
 
 @dataclass
@@ -135,24 +90,6 @@ class LobbyConfig:
     trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
 
 
-class _Handshake:
-    """The owner of a new connection until its hello: the lobby reads the hello right where it
-    arrives (in the poller's task), so bots are seated in the order their hellos arrived."""
-
-    def __init__(self, lobby: Lobby) -> None:
-        self.lobby = lobby
-        self.done = trio.Event()
-
-    def on_message(self, conn: Connection, message: dict[str, Any], arrival: float) -> None:
-        # Called from the poller: a bug here costs this connection alone (`Connection.on_ready`).
-        self.done.set()
-        conn.detach()
-        self.lobby.hello(conn, message, arrival)
-
-    def on_closed(self, conn: Connection) -> None:
-        self.done.set()
-
-
 class Lobby:
     """Accepts bots and spectators and runs matches until ``matches`` have finished (or forever).
 
@@ -177,14 +114,8 @@ class Lobby:
             maxlen=None if config.matches is not None else KEEP_OUTCOMES
         )
         self.stopping = False
-        #: Open connections (sockets, lingering ones too) and spectators, by client address.
-        self._open_from: collections.Counter[str] = collections.Counter()
-        self._watching_from: collections.Counter[str] = collections.Counter()
-        self._watchers: set[Connection] = set()
-        #: TLS connections past their address's cap: refused at their hello, once they can be told.
-        self._over_cap: dict[Connection, tuple[str, str]] = {}
-        #: Addresses refused for their cap since they were last under it: logged once, not per refusal.
-        self._at_cap: set[str] = set()
+        #: Every new connection up to its hello, and the per-address counts (`handshake`).
+        self.handshakes = Handshakes(config, self.seating, self._greeted)
         self._accept_errors = AcceptErrors()
         # Spectators waiting for the next match.
         self._spectators = WaitingRoom(state=protocol.State.WATCHING_SOON)
@@ -219,7 +150,7 @@ class Lobby:
 
     def connections_from(self, host: str) -> int:
         """Open connections from client address ``host``, hello or not (what the per-address cap counts)."""
-        return self._open_from.get(host, 0)
+        return self.handshakes.connections_from(host)
 
     @property
     def running(self) -> list[Match]:
@@ -237,7 +168,7 @@ class Lobby:
         """Listen, report the bound port through ``task_status``, and return every match's outcome.
         Without `LobbyConfig.listen`, reports port 0 and serves only the connections it is handed."""
         if not self.config.listen:
-            self._poller = Poller[Connection]()
+            self._poller = self.handshakes.poller = Poller[Connection]()
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 await nursery.start(self._poller.serve)
@@ -262,13 +193,15 @@ class Lobby:
         raise_file_limit()
         self.port = listener.getsockname()[1]
         try:
-            self._poller = Poller[Connection]()
+            self._poller = self.handshakes.poller = Poller[Connection]()
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 await nursery.start(self._poller.serve)
                 if self._driver is not None:
                     await nursery.start(self._driver.serve)
-                nursery.start_soon(self._accept_loop, listener)
+                nursery.start_soon(
+                    accept_connections, listener, nursery, self.handshakes.accepted, self._accept_errors
+                )
                 nursery.start_soon(self.seating.run)
                 task_status.started(self.port)
                 await self._all_done.wait()
@@ -279,131 +212,12 @@ class Lobby:
             listener.close()
         return list(self.outcomes)
 
-    async def _accept_loop(self, listener: socket.socket) -> None:
-        assert self._nursery is not None
-        while True:
-            await trio.lowlevel.wait_readable(listener)
-            for _ in range(ACCEPT_BATCH):
-                try:
-                    sock, address = listener.accept()
-                except (BlockingIOError, InterruptedError):
-                    break
-                except OSError as exc:
-                    if exc.errno in _TRANSIENT_ACCEPT:
-                        # Out of descriptors: let connections close first, and say so once.
-                        await trio.sleep(self._accept_errors.failed(exc))
-                        break
-                    raise
-                self._accept_errors.succeeded()
-                if self.config.trusted_proxies and self.config.trusted_proxies.trusts(address[0]):
-                    self._nursery.start_soon(self._proxied, sock, address[0])
-                    continue
-                # Registered now, in accept order, so that hellos already waiting are read in that order.
-                conn = self._connect(sock)
-                if conn is not None:
-                    self._nursery.start_soon(self._handshake, conn)
-            else:
-                # A flood of connections is taken a batch at a time, so that the handshakes of
-                # hundreds of new clients do not hold up the ticks of the matches already running.
-                await trio.lowlevel.checkpoint()
-
-    async def _proxied(self, sock: socket.socket, proxy: str) -> None:
-        """A trusted proxy's connection: its PROXY header first (within the hello timeout), then the
-        client's connection as any other, under the client's address."""
-        handed_over = False
-        try:
-            sock.setblocking(False)
-            header = await read_proxy_header(sock, self.config.hello_timeout)
-            conn = self._connect(sock, peer=header.client or _peer_of(sock), via=proxy)
-            handed_over = True
-            if conn is not None:
-                await self._handshake(conn)
-        except ProxyHeaderError as exc:
-            log.warning("closing a connection from the trusted proxy %s: %s", proxy, exc)
-        except OSError as exc:
-            log.info("lost a new connection from the trusted proxy %s at once: %s", proxy, exc)
-        finally:
-            if not handed_over:
-                with contextlib.suppress(RuntimeError):
-                    trio.lowlevel.notify_closing(sock)
-                sock.close()
-
     def adopt(
         self, sock: socket.socket, *, peer: tuple[str, int] | None = None, via: str | None = None
     ) -> Connection | None:
         """A connection another process accepted (and handed over a Unix socket), served here from
         now on as if accepted here; None if it was lost meanwhile (`workers`)."""
-        return self._connect(sock, peer=peer, via=via)
-
-    def _connect(
-        self, sock: socket.socket, *, peer: tuple[str, int] | None = None, via: str | None = None
-    ) -> Connection | None:
-        """The connection over ``sock``, counted against its client's address; None if it was lost at
-        once or refused at once (past its address's cap: told so, unless TLS must come first)."""
-        assert self._poller is not None
-        if self.config.send_buffer is not None:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer)
-        conn: Connection
-        try:
-            if self.config.tls is not None:
-                conn = TlsConnection(
-                    sock,
-                    self._poller,
-                    self.config.tls,
-                    max_backlog=self.config.max_backlog,
-                    peer=peer,
-                    via=via,
-                )
-            else:
-                conn = Connection(sock, self._poller, max_backlog=self.config.max_backlog, peer=peer, via=via)
-        except OSError as exc:  # reset before we even looked at it
-            log.info("lost a new connection at once: %s", exc)
-            sock.close()
-            return None
-        if conn.closed:  # the poller has stopped: the server is going away
-            return None
-        cap = self.config.max_connections_per_address
-        over = cap is not None and self._open_from[conn.host] >= cap
-        self._open_from[conn.host] += 1
-        conn.on_gone = self._gone
-        if over:
-            refusal = (
-                protocol.TOO_MANY_CONNECTIONS,
-                f"{conn.host} has {cap} connections open already; close one, or come back in a few seconds",
-            )
-            if conn.host not in self._at_cap:
-                self._at_cap.add(conn.host)
-                log.warning(
-                    "%s has %d connections open, its cap: refusing more until one closes (logged once)",
-                    conn.host,
-                    cap,
-                )
-            if not conn.tls:
-                conn.fail(*refusal, level=logging.INFO)
-                return None
-            self._over_cap[conn] = refusal  # told at its hello, once TLS can carry the frame
-        self.seating.connected(conn)
-        return conn
-
-    def _gone(self, conn: Connection) -> None:
-        """A connection's socket closed: it no longer counts against its address."""
-        left = self._open_from[conn.host] - 1
-        if left > 0:
-            self._open_from[conn.host] = left
-        else:
-            del self._open_from[conn.host]
-        cap = self.config.max_connections_per_address
-        if cap is not None and left < cap:
-            self._at_cap.discard(conn.host)
-        self._over_cap.pop(conn, None)
-        if conn in self._watchers:
-            self._watchers.discard(conn)
-            left = self._watching_from[conn.host] - 1
-            if left > 0:
-                self._watching_from[conn.host] = left
-            else:
-                del self._watching_from[conn.host]
+        return self.handshakes.connect(sock, peer=peer, via=via)
 
     async def shutdown(self, grace: float = 2.0) -> int:
         """Stop serving: running matches end now, without a result (they are nobody's fault, so no
@@ -427,43 +241,10 @@ class Lobby:
         self._all_done.set()
         return cut
 
-    # ----------------------------------------------------------------- hello
-    async def _handshake(self, conn: Connection) -> None:
-        """Wait up to the hello timeout for the connection's hello; the poller serves it after that."""
-        handshake = _Handshake(self)
-        conn.attach(handshake)
-        conn.resume_reading()
-        timeout = self.config.hello_timeout
-        if conn in self._over_cap:
-            timeout = min(timeout, OVER_CAP_HELLO_TIMEOUT)
-        with trio.move_on_after(timeout):
-            await handshake.done.wait()
-        if not handshake.done.is_set():
-            conn.detach()
-            conn.fail(protocol.TIMEOUT, f"no hello within {timeout:g} s of connecting")
-
-    def hello(self, conn: Connection, hello: dict[str, Any], arrival: float) -> None:
-        """A connection's first message: refuse it, or seat the bot or spectator that sent it."""
-        problem = self._over_cap.pop(conn, None) or self._check_hello(hello)
-        if problem is None and hello.get("role", "bot") == "bot":
-            problem = self.seating.check(conn, hello)
-        if problem is not None:
-            self.seating.refused(conn, hello, *problem)
-            quiet = problem[0] == protocol.TOO_MANY_CONNECTIONS  # logged once per address at accept
-            conn.fail(*problem, level=logging.INFO if quiet else logging.WARNING)
-            return
-        conn.joined = arrival
-        conn.name = hello["name"]
+    # ----------------------------------------------------------------- greeted
+    def _greeted(self, conn: Connection, hello: dict[str, Any]) -> None:
+        """A connection whose hello the handshake accepted: route the spectator, or seat the bot."""
         if hello.get("role", "bot") == "spectator":
-            cap = self.config.max_spectators_per_address
-            if cap is not None and self._watching_from[conn.host] >= cap:
-                conn.fail(
-                    protocol.TOO_MANY_CONNECTIONS,
-                    f"{conn.host} watches with {cap} connections already; close one to watch another match",
-                )
-                return
-            self._watchers.add(conn)
-            self._watching_from[conn.host] += 1
             if self.seating.spectate(conn, hello):
                 return
             self.watch(conn, hello.get("match"))
@@ -492,14 +273,6 @@ class Lobby:
             next(reversed(self._running)).add_spectator(conn)
         else:
             self._spectators.add(conn)
-
-    def _check_hello(self, hello: dict[str, Any]) -> tuple[str, str] | None:
-        """What every server refuses in a hello (the protocol module's one check), as (code, text)."""
-        try:
-            protocol.check_hello(hello, game=self.config.game)
-        except protocol.ProtocolError as exc:
-            return exc.code, exc.message
-        return None
 
     # ----------------------------------------------------------------- matches
     def _limit_reached(self) -> bool:
@@ -602,12 +375,3 @@ class Lobby:
             self.config.on_finished(match.number, outcome)
         if self._limit_reached() and not self._running:
             self._all_done.set()
-
-
-def _peer_of(sock: socket.socket) -> tuple[str, int] | None:
-    """The socket's own peer (a proxy speaking for itself), or None if it is gone."""
-    try:
-        host, port = sock.getpeername()[:2]
-    except OSError:
-        return None
-    return host, port

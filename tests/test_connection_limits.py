@@ -28,6 +28,7 @@ from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.sdk import protocol
+from cellarena.server.accepting import AcceptErrors, accept_connections
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import TickSettings
 from cellarena.server.trusted_proxies import TrustedProxies
@@ -265,7 +266,9 @@ async def test_accept_errors_back_off_with_one_log_line_per_burst(
     failing = _FailingListener(listener, failures=8)
     caplog.set_level(logging.INFO, "cellarena.server")
     async with trio.open_nursery() as accepting:
-        accepting.start_soon(lobby._accept_loop, failing)
+        accepting.start_soon(
+            accept_connections, failing, accepting, lobby.handshakes.accepted, AcceptErrors()
+        )
         client = await Client.connect(listener.getsockname()[1])  # readable at once, yet accept() fails
         with trio.fail_after(10):
             await client.hello("bot")
