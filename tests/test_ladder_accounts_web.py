@@ -240,7 +240,8 @@ def test_register_with_an_invite_and_approval_from_the_command_line(tmp_path: Pa
         browser.get("/login")
         waiting = browser.post("/login", {"name": "cy", "password": PASSWORD})
         assert waiting.status == 401 and "waiting for the host" in waiting.body
-        assert cellarena(*where, "owner", "approve", "cy").returncode == 0
+        approved = cellarena(*where, "owner", "approve", "cy", "--json")
+        assert approved.returncode == 0 and json.loads(approved.stdout) == {"name": "cy", "approved": True}
         browser.get("/login")
         assert browser.post("/login", {"name": "cy", "password": PASSWORD}).status == 303
         listed = json.loads(cellarena(*where, "owner", "list", "--json").stdout)["owners"]
@@ -266,8 +267,11 @@ def test_a_lost_password_the_hosts_reset_code_and_deleting_an_account(tmp_path: 
         assert browser.get("/account").status == 303  # the old session ended with the reset
         other.get("/login")
         assert other.post("/login", {"name": "ann", "password": "a new password"}).status == 303
-        deleted = cellarena(*where, "owner", "delete", "ann", "--yes")
-        assert deleted.returncode == 0 and "revoked annbot" in deleted.stdout
+        deleted = cellarena(*where, "owner", "delete", "ann", "--yes", "--json")
+        assert deleted.returncode == 0 and json.loads(deleted.stdout) == {
+            "name": "ann",
+            "revoked": ["annbot"],
+        }
         assert other.get("/account").status == 303
         with store_of(pages) as store:
             bot = store.bot("annbot")

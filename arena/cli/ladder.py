@@ -246,11 +246,15 @@ def owner_invite(where: _Where, as_json: bool) -> None:
 
 @owner.command("approve")
 @click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: name, approved.")
 @click.pass_obj
-def owner_approve(where: _Where, name: str) -> None:
+def owner_approve(where: _Where, name: str, as_json: bool) -> None:
     """Let NAME, who signed up under `--signup approval`, log in."""
     with _accounts(where) as accounts:
         accounts.approve(name)
+    if as_json:
+        click.echo(json.dumps({"name": name, "approved": True}))
+        return
     click.echo(f"approved {name}: they can log in now")
 
 
@@ -270,14 +274,18 @@ def owner_reset(where: _Where, name: str, as_json: bool) -> None:
 @owner.command("delete")
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Do not ask.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: name, revoked (bot names).")
 @click.pass_obj
-def owner_delete(where: _Where, name: str, yes: bool) -> None:
+def owner_delete(where: _Where, name: str, yes: bool, as_json: bool) -> None:
     """Delete NAME's account: their bots are revoked (their matches stay in the history, ownerless),
     their sessions end, the name is free again."""
     if not yes:
         click.confirm(f"delete {name} and revoke their bots?", abort=True)
     with _accounts(where) as accounts:
         revoked = accounts.delete_owner(name)
+    if as_json:
+        click.echo(json.dumps({"name": name, "revoked": list(revoked)}))
+        return
     click.echo(f"deleted {name}" + (f"; revoked {', '.join(revoked)}" if revoked else ""))
 
 

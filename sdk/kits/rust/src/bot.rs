@@ -336,6 +336,7 @@ fn fix_for(code: &str) -> &'static str {
         "bad_version" => "; this kit speaks protocol 1: update it",
         "tls_required" => "; connect through a local TLS proxy (see the kit's README)",
         "revoked" => "; ask the ladder's host for the bot's current token",
+        "paused" => "; the ladder paused this bot (the message says why); fix it, then resume it on your page on the ladder or with `cellarena ladder resume`",
         _ => "",
     }
 }

@@ -68,6 +68,7 @@ const FIX: Record<string, string> = {
   bad_version: `this kit speaks protocol ${PROTOCOL_VERSION}; update it`,
   tls_required: "connect with --tls",
   revoked: "ask the ladder's host for the bot's current token",
+  paused: "the ladder paused this bot (the message says why); fix it, then resume it on your page on the ladder or with `cellarena ladder resume`",
 };
 
 export type Log = (text: string) => void;

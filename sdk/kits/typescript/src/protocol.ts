@@ -37,6 +37,7 @@ export const ERROR_CODES = [
   "locked_out",
   "tls_required",
   "revoked",
+  "paused",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -293,6 +293,7 @@ inline std::string fix_for(const std::string& code) {
     if (code == "bad_version") return "; this kit speaks protocol 1: update it";
     if (code == "tls_required") return "; connect through a local TLS proxy (see the kit's README)";
     if (code == "revoked") return "; ask the ladder's host for the bot's current token";
+    if (code == "paused") return "; the ladder paused this bot (the message says why); fix it, then resume it on your page on the ladder or with `cellarena ladder resume`";
     return "";
 }
 

@@ -285,6 +285,7 @@ public final class Runner {
             case "bad_version": return "; this kit speaks protocol 1: update it";
             case "tls_required": return "; connect with --tls";
             case "revoked": return "; ask the ladder's host for the bot's current token";
+            case "paused": return "; the ladder paused this bot (the message says why); fix it, then resume it on your page on the ladder or with `cellarena ladder resume`";
             default: return "";
         }
     }
