@@ -600,6 +600,7 @@ def web(
         public_debug=public_debug,
         policy=None if account_settings is None else account_settings.policy,
         accounts=account_settings is not None,
+        trusted_proxies=trusted,  # the owner endpoint's lock-out counts by the client behind them
     )
     routes = site.routes()
     if account_settings is not None:
