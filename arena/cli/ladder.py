@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
+from urllib.parse import quote
 
 import click
 
@@ -965,7 +966,9 @@ def _serve_command(game: str) -> click.Command:
             rules=LadderRules(insecure=insecure),
             trusted_proxies=trusted,
             replay_dir=replay_dir,
-            spool_dir=writable_folder(where.folder / SPOOL_FOLDER, "--dir"),
+            # A folder per game: several games' servers may share the ladder's folder and database.
+            spool_dir=writable_folder(where.folder / SPOOL_FOLDER / quote(game, safe=""), "--dir"),
+            legacy_spool_dir=where.folder / SPOOL_FOLDER,
             log_dir=writable_folder(where.folder / "logs", "--dir"),
             house_after=house_after,
             house_limits=house_limits,
