@@ -295,6 +295,45 @@ def test_results_kept_on_disk_are_written_at_start_before_anything_is_voided(
     assert_consistent(ladder_db, "rezzo")
 
 
+def test_a_servers_start_writes_its_own_games_results_kept_by_a_ladder_from_before_games(
+    ladder_db: str, tmp_path: Path
+) -> None:
+    """Before a server per game, results waited in pending-results/ itself; now each game's wait in
+    pending-results/GAME. A start writes its game's from both, and leaves the other game's matches
+    (and their kept results) to that game's server."""
+    store = LadderStore(ladder_db)
+    rezzo = [store.add_bot(name, "rezzo")[0] for name in ("alice", "bob")]
+    cata = [store.add_bot(name, "cata")[0] for name in ("carol", "dave")]
+    old_rezzo = store.begin_match("rezzo", "duel", 1, [b.id for b in rezzo])
+    old_cata = store.begin_match("cata", None, 1, [b.id for b in cata])
+    new_rezzo = store.begin_match("rezzo", "duel", 2, [b.id for b in rezzo])
+    cut_cata = store.begin_match("cata", None, 2, [b.id for b in cata])
+    legacy = ResultSpool(tmp_path / "pending-results")
+    for match in (old_rezzo, old_cata):
+        legacy.put(match, [SeatResult(rank=2), SeatResult(rank=1)], reason="won", ticks=5, replay=None)
+    own = ResultSpool(tmp_path / "pending-results" / "rezzo")
+    own.put(new_rezzo, [SeatResult(rank=1), SeatResult(rank=2)], reason="won", ticks=5, replay=None)
+    store.close()
+
+    store = LadderStore(ladder_db)  # rezzo's server starts
+    config = LadderConfig(
+        "rezzo",
+        {"map": "duel"},
+        map_key="map",
+        maps=("duel",),
+        spool_dir=own.folder,
+        legacy_spool_dir=legacy.folder,
+    )
+    prepare(store, config, ResultSpool(own.folder))
+    status = {m: (found.status if (found := store.match(m)) else None) for m in (old_rezzo, new_rezzo)}
+    assert status == {old_rezzo: "finished", new_rezzo: "finished"}
+    assert own.pending() == [] and [p.name for p in legacy.pending()] == [f"000000002-match-{old_cata}.json"]
+    for untouched in (old_cata, cut_cata):  # cata's server writes its result and voids its match
+        found = store.match(untouched)
+        assert found is not None and found.status == "running"
+    store.close()
+
+
 def test_a_start_that_cannot_write_the_kept_results_voids_nothing(
     ladder_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

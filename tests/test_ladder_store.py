@@ -381,12 +381,12 @@ def test_servers_of_two_games_share_a_database_and_void_only_their_own(
         c1, c2 = add(cata, "c1", "c2", game="cata")
         rezzo_live = rezzo.begin_match(GAME, None, 1, [r1.id, r2.id])
         cata_live = cata.begin_match("cata", None, 1, [c1.id, c2.id])
-        with LadderStore(ladder_db) as second:
-            with pytest.raises(LadderStoreError, match="another ladder server for cata is running"):
-                second.void_running(game="cata")
-        with LadderStore(ladder_db) as every:
-            with pytest.raises(LadderStoreError, match="another ladder server is running"):
-                every.void_running()
+        refused = pytest.raises(LadderStoreError, match="another ladder server for cata is running")
+        with LadderStore(ladder_db) as second, refused:
+            second.void_running(game="cata")
+        refused = pytest.raises(LadderStoreError, match="another ladder server is running")
+        with LadderStore(ladder_db) as every, refused:
+            every.void_running()
         rezzo.close()  # rezzo's server dies with its match under way; its next start voids only it
         with LadderStore(ladder_db) as restarted:
             assert [m.id for m in restarted.void_running(game=GAME)] == [rezzo_live]
@@ -395,9 +395,8 @@ def test_servers_of_two_games_share_a_database_and_void_only_their_own(
         cata.finish_match(cata_live, [SeatResult(1), SeatResult(2)], reason="score", ticks=3)
     with LadderStore(ladder_db) as every:
         assert every.void_running() == []
-        with LadderStore(ladder_db) as late:
-            with pytest.raises(LadderStoreError, match="for every game"):
-                late.void_running(game="cata")
+        with LadderStore(ladder_db) as late, pytest.raises(LadderStoreError, match="for every game"):
+            late.void_running(game="cata")
 
 
 def test_the_store_serves_several_threads(store: LadderStore, ladder_db: str) -> None:
