@@ -387,7 +387,9 @@ def register(
             click.echo(json.dumps(out))
         return
     if bot is not None:
-        asked = {"owner": name, "password": password, "name": bot} | ({} if game is None else {"game": game})
+        asked: dict[str, str | None] = {"owner": name, "password": password, "name": bot}
+        if game is not None:
+            asked["game"] = game
         made = post("/api/owner/bots", asked)
         try:
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -218,8 +218,8 @@ class SQLiteBackend(Backend):
                     refused = claim_refused(str(self.path), game, whole=len(held) == 1)
                     raise LadderStoreError(refused) from None
         except BaseException:
-            for lock in held:
-                lock.close()
+            for opened in held:
+                opened.close()
             raise
         self._server_locks = held
 
