@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 
 import trio
-from cellarena_cli import CLI, ROOT
+from cellarena_cli import CLI, ROOT, cellarena
+from ladder_pages import ladder_pages
+from test_ladder_accounts_web import signed_up
 from test_ladder_cli import ladder
 from test_ladder_community_processes import database, http, start, stop, wait_until
 
@@ -168,3 +170,38 @@ async def test_two_games_on_one_database_one_site_one_account(
         for proc in servers.values():
             stop(proc)
         stop(web)
+
+
+def test_one_account_makes_a_bot_of_each_game_on_the_pages(tmp_path: Path) -> None:
+    """The owner's page of a site of several games asks each new bot's game (a select), refuses a bot
+    without one, and lists the owner's bots of both; the games' pages are each at /GAME/."""
+    with ladder_pages(tmp_path, "cata", "--signup", "open") as pages:  # web rezzo ... cata
+        browser = signed_up(pages)
+        account = browser.get("/account")
+        assert account.status == 200 and "<select name=game required>" in account.body
+        for name, game in (("annr", "rezzo"), ("annc", "cata")):
+            made = browser.post("/account/bots", {"name": name, "game": game})
+            assert made.status == 200 and "<code id=token class=token>cla_" in made.body, made.body
+        refused = browser.post("/account/bots", {"name": "annx"})
+        assert refused.status == 400 and "choose the bot&#39;s game" in refused.body
+        refused = browser.post("/account/bots", {"name": "annx", "game": "chess"})
+        assert refused.status == 400 and "not &#39;chess&#39;" in refused.body
+        with LadderStore(tmp_path / "ladder.sqlite", create=False) as store:
+            assert {b.name: b.game for b in store.list_bots()} == {"annr": "rezzo", "annc": "cata"}
+        account = browser.get("/account").body
+        assert "annr</a> · rezzo" in account and "annc</a> · cata" in account
+        home = browser.get("/")
+        assert home.status == 200 and 'href="/rezzo/"' in home.body and 'href="/cata/"' in home.body
+        for game in ("rezzo", "cata"):
+            page = browser.get(f"/{game}/")
+            assert page.status == 200 and f"{game} ladder" in page.body
+            assert f"href='/api/{game}/standings'" in page.body and f'href="/{game}/matches"' in page.body
+        assert browser.get("/bots/annc").status == 200  # a bot's page is at its one address
+        moved = browser.get("/matches")
+        assert moved.status == 307 and moved.headers["location"] == "/"
+
+
+def test_live_port_watches_one_game(tmp_path: Path) -> None:
+    LadderStore(tmp_path / "ladder.sqlite").close()
+    refused = cellarena("ladder", "--dir", str(tmp_path), "web", "rezzo", "cata", "--live-port", "7777")
+    assert refused.returncode == 2 and "--live-port watches one ladder server" in refused.stderr
