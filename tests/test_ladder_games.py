@@ -200,6 +200,18 @@ def test_one_account_makes_a_bot_of_each_game_on_the_pages(tmp_path: Path) -> No
         moved = browser.get("/matches")
         assert moved.status == 307 and moved.headers["location"] == "/"
 
+        # `ladder register` names the game of the bot it makes.
+        password = tmp_path / "password"
+        password.write_text(PASSWORD)
+        env = {**os.environ, "SSL_CERT_FILE": str(pages.ca)}
+        register = ("ladder", "--dir", str(tmp_path), "register", pages.url, "--password-file", str(password))
+        done = cellarena(
+            *register, "--name", "bo", "--bot", "bocata", "--game", "cata", "--json",
+            "--token-file", str(tmp_path / "bocata.token"), env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert json.loads(done.stdout)["bot"]["game"] == "cata"
+
 
 def test_live_port_watches_one_game(tmp_path: Path) -> None:
     LadderStore(tmp_path / "ladder.sqlite").close()
