@@ -192,6 +192,7 @@ def test_one_account_makes_a_bot_of_each_game_on_the_pages(tmp_path: Path) -> No
         assert "annr</a> · rezzo" in account and "annc</a> · cata" in account
         home = browser.get("/")
         assert home.status == 200 and 'href="/rezzo/"' in home.body and 'href="/cata/"' in home.body
+        assert "//" not in home.body.replace("://", "")  # no link leaves the site
         for game in ("rezzo", "cata"):
             page = browser.get(f"/{game}/")
             assert page.status == 200 and f"{game} ladder" in page.body

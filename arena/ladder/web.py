@@ -112,10 +112,11 @@ class LadderSite:
     def root(self, game: str) -> str:
         """Where ``game``'s standings and match list are: ``/`` on a one-game site, else ``/GAME/``
         (without its closing slash)."""
-        return f"/{quote(game, safe='')}" if self.several else ""
+        return f"/{quote(game, safe='')}" if self.several and game else ""
 
     def _render(self, template: str, title: str, game: str | None = None, **context: Any) -> str:
-        game = game or self.game
+        """``template`` for ``game``'s pages (None: the first game's; "": the list of games)."""
+        game = self.game if game is None else game
         return render(
             template,
             "cellarena.arena.ladder",
