@@ -156,6 +156,8 @@ async def test_two_games_on_one_database_one_site_one_account(
             assert status == 200 and f"{game} ladder: matches" in page
             status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/olga-{game}")
             assert status == 200 and json.loads(body)["game"] == game
+            status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/olga-{game}/stats")
+            assert status == 200 and json.loads(body)["matches"] >= 1, body
         status, body = await trio.to_thread.run_sync(http, f"{site}/api/standings")
         assert status == 404 and "/api/rezzo/standings, /api/cata/standings" in body
     finally:
