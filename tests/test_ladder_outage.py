@@ -23,8 +23,9 @@ from postgres_server import missing as postgres_missing
 from test_ladder_server import Ladder, join, play_one, wait_for
 from wire_client import Client
 
+from cellarena.arena.ladder.backends import _GAME_LOCK_CLASS as GAME_LOCK_CLASS
 from cellarena.arena.ladder.backends import _LOCK_CLASS as LOCK_CLASS
-from cellarena.arena.ladder.backends import PostgresBackend
+from cellarena.arena.ladder.backends import PostgresBackend, game_lock_key
 from cellarena.arena.ladder.changes import DatabaseWatch
 from cellarena.arena.ladder.errors import LadderStoreError, ServerClaimLostError
 from cellarena.arena.ladder.health import serve_health
@@ -260,6 +261,46 @@ async def test_after_a_reconnect_the_lock_of_its_own_dead_session_is_taken_back(
     assert ghost.closed or ghost.broken or _is_dead(ghost)
     assert server_lock_holders(own_postgres) == [name]
     assert store.last_change() == 0
+    store.close()
+
+
+async def test_a_server_per_game_takes_its_locks_back_beside_another_games_server(
+    postgres_server: PostgresServer,
+) -> None:
+    """After a reconnect a game's server takes back the database's lock, shared with another game's
+    server (another process), and its game's lock from its own dead session; a server of its game
+    that claimed it meanwhile stops it."""
+    import psycopg
+
+    own_postgres = postgres_server
+    url = own_postgres.create_database()
+    cata = psycopg.connect(url, autocommit=True, application_name="cata's ladder server")
+    cata.execute("SELECT pg_advisory_lock_shared(%s, 2)", (LOCK_CLASS,))
+    cata.execute("SELECT pg_advisory_lock(%s, %s)", (GAME_LOCK_CLASS, game_lock_key("cata")))
+    store = LadderStore(url)
+    store.claim_server("rezzo")
+    name = _backend(store)._session_name
+    _kill_session(own_postgres, name)
+    ghost = psycopg.connect(url, autocommit=True, application_name=name)  # the session not yet gone
+    ghost.execute("SELECT pg_advisory_lock(%s, %s)", (GAME_LOCK_CLASS, game_lock_key("rezzo")))
+    with pytest.raises(LadderStoreError):
+        store.last_change()
+    store.reconnect()
+    assert _is_dead(ghost) and not _is_dead(cata)
+    assert sorted(server_lock_holders(own_postgres)) == sorted([name, "cata's ladder server"])
+    store.close()
+
+    store = LadderStore(url)
+    store.claim_server("rezzo")
+    _kill_session(own_postgres, _backend(store)._session_name)
+    other = psycopg.connect(url, autocommit=True, application_name="another rezzo server")
+    other.execute("SELECT pg_advisory_lock(%s, %s)", (GAME_LOCK_CLASS, game_lock_key("rezzo")))
+    with pytest.raises(LadderStoreError):
+        store.last_change()
+    with pytest.raises(ServerClaimLostError, match="another ladder server took the database"):
+        store.reconnect()
+    other.close()
+    cata.close()
     store.close()
 
 
