@@ -18,8 +18,10 @@ from ladder_pages import ladder_pages
 from test_ladder_accounts_web import signed_up
 from test_ladder_cli import ladder
 from test_ladder_community_processes import database, http, start, stop, wait_until
+from wire_client import Client
 
 from cellarena.arena.ladder.store import VOID_ON_START, LadderStore
+from cellarena.sdk import protocol
 
 __all__ = ["database"]  # the fixture, on SQLite and on PostgreSQL
 
@@ -111,6 +113,16 @@ async def test_two_games_on_one_database_one_site_one_account(
                 timeout=60,
             )
             assert second.returncode != 0 and "another ladder server for rezzo is running" in second.stderr
+
+        # A bot at another game's port is told where it belongs.
+        client = await Client.connect(ports["rezzo"])
+        try:
+            await client.hello("c1", token=tokens["c1"])
+            refused = await client.recv(timeout=30)
+        finally:
+            await client.stream.aclose()
+        assert refused is not None and refused["code"] == protocol.BAD_HELLO
+        assert "port of the ladder's cata server" in refused["message"]
 
         for name, game in (("r1", "rezzo"), ("olga-rezzo", "rezzo"), ("c1", "cata"), ("olga-cata", "cata")):
             bots.append(
