@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,6 +45,20 @@ CATA = [
     "100",
 ]
 LISTENING = r"on 127\.0\.0\.1:(\d+)"
+
+
+def start_reading(args: list[str], pattern: str) -> tuple[subprocess.Popen[str], str]:
+    """`start`, and what the process printed until it was ready."""
+    proc = subprocess.Popen(
+        [*CLI, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if re.search(pattern, line):
+            return proc, "".join(lines)
+    raise AssertionError(f"{args[:6]} did not start: {''.join(lines)}")
 
 
 def token_file(folder: Path, name: str, token: str) -> Path:
@@ -101,8 +116,10 @@ async def test_two_games_on_one_database_one_site_one_account(
         # A server per game on the one database; a second server of a game is refused.
         servers["rezzo"], found = start([*where, *rezzo], LISTENING)
         ports = {"rezzo": int(found.group(1))}
-        servers["cata"], found = start([*where, *CATA], LISTENING)
-        ports["cata"] = int(found.group(1))
+        # The community policy is the database's: a server that changes it says so.
+        servers["cata"], printed = start_reading([*where, *CATA, "--pause-after", "3"], LISTENING)
+        ports["cata"] = int(re.findall(LISTENING, printed)[-1])
+        assert "policy changes for every game on this database: pause_after 3 (was 5)" in printed
         if database is None:  # PostgreSQL's refusal waits out SERVER_CLAIM_WAIT: its store test has it
             second = subprocess.run(
                 [*CLI, *where, *REZZO, "--port", "0"],

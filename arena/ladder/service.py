@@ -196,7 +196,18 @@ async def run_ladder(
     lobby, seating = build(store, config, hand_off, notify=notify)
     services = seating.services
     # The policy first: the pages and commands that take challenges, and a result counted from the
-    # spool at start, read it from the database.
+    # spool at start, read it from the database. It is the database's, so every game's server's.
+    held = await trio.to_thread.run_sync(store.policy)
+    if held != config.policy:
+        changed = ", ".join(
+            f"{name} {value} (was {held.to_settings()[name]})"
+            for name, value in config.policy.to_settings().items()
+            if held.to_settings()[name] != value
+        )
+        notify(
+            f"the community policy changes for every game on this database: {changed}; give every game's "
+            "server the same options"
+        )
     await trio.to_thread.run_sync(store.set_policy, config.policy)
     await services.initialize()
     try:
