@@ -23,8 +23,9 @@ from postgres_server import missing as postgres_missing
 from test_ladder_server import Ladder, join, play_one, wait_for
 from wire_client import Client
 
+from cellarena.arena.ladder.backends import _GAME_LOCK_CLASS as GAME_LOCK_CLASS
 from cellarena.arena.ladder.backends import _LOCK_CLASS as LOCK_CLASS
-from cellarena.arena.ladder.backends import PostgresBackend
+from cellarena.arena.ladder.backends import PostgresBackend, game_lock_key
 from cellarena.arena.ladder.changes import DatabaseWatch
 from cellarena.arena.ladder.errors import LadderStoreError, ServerClaimLostError
 from cellarena.arena.ladder.health import serve_health
@@ -263,6 +264,46 @@ async def test_after_a_reconnect_the_lock_of_its_own_dead_session_is_taken_back(
     store.close()
 
 
+async def test_a_server_per_game_takes_its_locks_back_beside_another_games_server(
+    postgres_server: PostgresServer,
+) -> None:
+    """After a reconnect a game's server takes back the database's lock, shared with another game's
+    server (another process), and its game's lock from its own dead session; a server of its game
+    that claimed it meanwhile stops it."""
+    import psycopg
+
+    own_postgres = postgres_server
+    url = own_postgres.create_database()
+    cata = psycopg.connect(url, autocommit=True, application_name="cata's ladder server")
+    cata.execute("SELECT pg_advisory_lock_shared(%s, 2)", (LOCK_CLASS,))
+    cata.execute("SELECT pg_advisory_lock(%s, %s)", (GAME_LOCK_CLASS, game_lock_key("cata")))
+    store = LadderStore(url)
+    store.claim_server("rezzo")
+    name = _backend(store)._session_name
+    _kill_session(own_postgres, name)
+    ghost = psycopg.connect(url, autocommit=True, application_name=name)  # the session not yet gone
+    ghost.execute("SELECT pg_advisory_lock(%s, %s)", (GAME_LOCK_CLASS, game_lock_key("rezzo")))
+    with pytest.raises(LadderStoreError):
+        store.last_change()
+    store.reconnect()
+    assert _is_dead(ghost) and not _is_dead(cata)
+    assert sorted(server_lock_holders(own_postgres)) == sorted([name, "cata's ladder server"])
+    store.close()
+
+    store = LadderStore(url)
+    store.claim_server("rezzo")
+    _kill_session(own_postgres, _backend(store)._session_name)
+    other = psycopg.connect(url, autocommit=True, application_name="another rezzo server")
+    other.execute("SELECT pg_advisory_lock(%s, %s)", (GAME_LOCK_CLASS, game_lock_key("rezzo")))
+    with pytest.raises(LadderStoreError):
+        store.last_change()
+    with pytest.raises(ServerClaimLostError, match="another ladder server took the database"):
+        store.reconnect()
+    other.close()
+    cata.close()
+    store.close()
+
+
 def _is_dead(conn: Any) -> bool:
     try:
         conn.execute("SELECT 1")
@@ -293,6 +334,45 @@ def test_results_kept_on_disk_are_written_at_start_before_anything_is_voided(
     assert (tmp_path / "pending-results" / "000000099-garbage.json.unreadable").exists()
     store.close()
     assert_consistent(ladder_db, "rezzo")
+
+
+def test_a_servers_start_writes_its_own_games_results_kept_by_a_ladder_from_before_games(
+    ladder_db: str, tmp_path: Path
+) -> None:
+    """Before a server per game, results waited in pending-results/ itself; now each game's wait in
+    pending-results/GAME. A start writes its game's from both, and leaves the other game's matches
+    (and their kept results) to that game's server."""
+    store = LadderStore(ladder_db)
+    rezzo = [store.add_bot(name, "rezzo")[0] for name in ("alice", "bob")]
+    cata = [store.add_bot(name, "cata")[0] for name in ("carol", "dave")]
+    old_rezzo = store.begin_match("rezzo", "duel", 1, [b.id for b in rezzo])
+    old_cata = store.begin_match("cata", None, 1, [b.id for b in cata])
+    new_rezzo = store.begin_match("rezzo", "duel", 2, [b.id for b in rezzo])
+    cut_cata = store.begin_match("cata", None, 2, [b.id for b in cata])
+    legacy = ResultSpool(tmp_path / "pending-results")
+    for match in (old_rezzo, old_cata):
+        legacy.put(match, [SeatResult(rank=2), SeatResult(rank=1)], reason="won", ticks=5, replay=None)
+    own = ResultSpool(tmp_path / "pending-results" / "rezzo")
+    own.put(new_rezzo, [SeatResult(rank=1), SeatResult(rank=2)], reason="won", ticks=5, replay=None)
+    store.close()
+
+    store = LadderStore(ladder_db)  # rezzo's server starts
+    config = LadderConfig(
+        "rezzo",
+        {"map": "duel"},
+        map_key="map",
+        maps=("duel",),
+        spool_dir=own.folder,
+        legacy_spool_dir=legacy.folder,
+    )
+    prepare(store, config, ResultSpool(own.folder))
+    status = {m: (found.status if (found := store.match(m)) else None) for m in (old_rezzo, new_rezzo)}
+    assert status == {old_rezzo: "finished", new_rezzo: "finished"}
+    assert own.pending() == [] and [p.name for p in legacy.pending()] == [f"000000002-match-{old_cata}.json"]
+    for untouched in (old_cata, cut_cata):  # cata's server writes its result and voids its match
+        found = store.match(untouched)
+        assert found is not None and found.status == "running"
+    store.close()
 
 
 def test_a_start_that_cannot_write_the_kept_results_voids_nothing(

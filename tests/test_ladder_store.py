@@ -367,6 +367,38 @@ def test_a_second_server_on_the_same_database_is_refused(
         assert [m.id for m in next_server.void_running()] == [live]
 
 
+def test_servers_of_two_games_share_a_database_and_void_only_their_own(
+    ladder_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server per game (docs/ladder.md, "Several games"): each claims its game, a second server of
+    the same game is refused, and a restart voids only its own game's matches; a server of every
+    game (no game: how a cellarena from before claimed it) excludes them all, and they it."""
+    monkeypatch.setattr(backends, "SERVER_CLAIM_WAIT", 0.3)
+    with LadderStore(ladder_db) as rezzo, LadderStore(ladder_db) as cata:
+        rezzo.void_running(game=GAME)
+        assert cata.void_running(game="cata") == []
+        r1, r2 = add(rezzo, "r1", "r2")
+        c1, c2 = add(cata, "c1", "c2", game="cata")
+        rezzo_live = rezzo.begin_match(GAME, None, 1, [r1.id, r2.id])
+        cata_live = cata.begin_match("cata", None, 1, [c1.id, c2.id])
+        refused = pytest.raises(LadderStoreError, match="another ladder server for cata is running")
+        with LadderStore(ladder_db) as second, refused:
+            second.void_running(game="cata")
+        refused = pytest.raises(LadderStoreError, match="another ladder server is running")
+        with LadderStore(ladder_db) as every, refused:
+            every.void_running()
+        rezzo.close()  # rezzo's server dies with its match under way; its next start voids only it
+        with LadderStore(ladder_db) as restarted:
+            assert [m.id for m in restarted.void_running(game=GAME)] == [rezzo_live]
+        still = cata.match(cata_live)
+        assert still is not None and still.status == "running"
+        cata.finish_match(cata_live, [SeatResult(1), SeatResult(2)], reason="score", ticks=3)
+    with LadderStore(ladder_db) as every:
+        assert every.void_running() == []
+        with LadderStore(ladder_db) as late, pytest.raises(LadderStoreError, match="for every game"):
+            late.void_running(game="cata")
+
+
 def test_the_store_serves_several_threads(store: LadderStore, ladder_db: str) -> None:
     """A trio server calls it from worker threads; one lock keeps their transactions apart."""
     bots = add(store, *[f"b{i}" for i in range(6)])

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
+from urllib.parse import quote
 
 import click
 
@@ -306,6 +307,11 @@ def owner_delete(where: _Where, name: str, yes: bool, as_json: bool) -> None:
 )
 @click.option("--bot", default=None, help="Also make a bot of this name (once your account is active).")
 @click.option(
+    "--game",
+    default=None,
+    help="The bot's game, on a ladder of several games. [default: the ladder's one game]",
+)
+@click.option(
     "--token-file",
     type=click.Path(dir_okay=False),
     default=None,
@@ -318,6 +324,7 @@ def register(
     password_file: str,
     invite_file: str | None,
     bot: str | None,
+    game: str | None,
     token_file: str | None,
     as_json: bool,
 ) -> None:
@@ -388,7 +395,10 @@ def register(
             click.echo(json.dumps(out))
         return
     if bot is not None:
-        made = post("/api/owner/bots", {"owner": name, "password": password, "name": bot})
+        asked: dict[str, str | None] = {"owner": name, "password": password, "name": bot}
+        if game is not None:
+            asked["game"] = game
+        made = post("/api/owner/bots", asked)
         try:
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
@@ -464,7 +474,7 @@ def standings(where: _Where, game: str, as_json: bool) -> None:
 
 # ------------------------------------------------------------------------------------------ web
 @ladder.command()
-@click.argument("game")
+@click.argument("games", metavar="GAME...", nargs=-1, required=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address the pages listen on.")
 @click.option(
     "--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="HTTP port (0: any)."
@@ -535,7 +545,7 @@ def standings(where: _Where, game: str, as_json: bool) -> None:
 @click.pass_obj
 def web(
     where: _Where,
-    game: str,
+    games: tuple[str, ...],
     host: str,
     port: int,
     live_port: int | None,
@@ -551,12 +561,21 @@ def web(
     trusted_proxy: tuple[str, ...],
 ) -> None:
     """Serve GAME's standings, bot pages, matches and replays (and the live match) over HTTP(S); with
-    --signup, the owners' pages too: sign-up, login, their bots and tokens.
+    --signup, the owners' pages too: sign-up, login, their bots and tokens. Several games (one `ladder
+    serve` each on the same database): each game's pages at /GAME/, one account per owner across them.
 
     A process of its own beside `ladder serve`, reading the same database: re-simulating replays for
     viewers then never takes the CPU the matches need, and the pages restart on their own. What the
     owners' pages change reaches `ladder serve` through the database's change log."""
-    _game_argument(game)
+    for game in games:
+        _game_argument(game)
+    games = tuple(dict.fromkeys(games))  # a game named twice is served once
+    if live_port is not None and len(games) > 1:
+        raise click.BadParameter(
+            "--live-port watches one ladder server, so one game's: serve the pages of one game with it, "
+            "or leave it out",
+            param_hint="--live-port",
+        )
     try:
         from cellarena.arena.ladder.web import LadderSite
         from cellarena.server.web.app import build_app
@@ -595,7 +614,7 @@ def web(
         raise click.UsageError(str(exc)) from None
     site = LadderSite(
         store,
-        game,
+        games,
         live=live_port is not None,
         public_debug=public_debug,
         policy=None if account_settings is None else account_settings.policy,
@@ -606,14 +625,14 @@ def web(
     if account_settings is not None:
         from cellarena.arena.ladder.web_accounts import AccountSite
 
-        account_site = AccountSite(store, game, account_settings, live=live_port is not None)
+        account_site = AccountSite(store, games, account_settings, live=live_port is not None)
         site.who = account_site.owner  # the header names who is logged in
         routes = account_site.routes() + routes
     feed = None
     if live_port is not None:
         from cellarena.server.web.live import LiveFeed, live_routes
 
-        feed = LiveFeed(game)
+        feed = LiveFeed(games[0])
         routes += live_routes(feed)
     app = build_app(routes)
 
@@ -629,7 +648,7 @@ def web(
                 app,
                 sock,
                 lambda: click.echo(
-                    f"{game} ladder pages at {url_of(sock, tls=tls is not None)} (Ctrl-C stops)"
+                    f"{', '.join(games)} ladder pages at {url_of(sock, tls=tls is not None)} (Ctrl-C stops)"
                 ),
                 tls=tls,
             )
@@ -974,7 +993,9 @@ def _serve_command(game: str) -> click.Command:
             rules=LadderRules(insecure=insecure),
             trusted_proxies=trusted,
             replay_dir=replay_dir,
-            spool_dir=writable_folder(where.folder / SPOOL_FOLDER, "--dir"),
+            # A folder per game: several games' servers may share the ladder's folder and database.
+            spool_dir=writable_folder(where.folder / SPOOL_FOLDER / quote(game, safe=""), "--dir"),
+            legacy_spool_dir=where.folder / SPOOL_FOLDER,
             log_dir=writable_folder(where.folder / "logs", "--dir"),
             house_after=house_after,
             house_limits=house_limits,

@@ -233,7 +233,9 @@ class Admission(LadderService):
         conn.name = bot.name
         if bot.game != self.game:
             conn.fail(
-                protocol.BAD_HELLO, f"{bot.name} is registered for {bot.game}; this ladder plays {self.game}"
+                protocol.BAD_HELLO,
+                f"{bot.name} is registered for {bot.game}; this port plays {self.game}: connect to the "
+                f"port of the ladder's {bot.game} server (its host says which)",
             )
             return
         if bot.kind == "house" and self.house_owner is not None and not self.house_owner(bot.name, conn):

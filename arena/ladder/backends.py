@@ -25,11 +25,12 @@ import logging
 import os
 import socket
 import time
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from cellarena.arena.ladder.errors import DatabaseUnavailableError, LadderStoreError, ServerClaimLostError
 
@@ -46,11 +47,39 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 _LOCK_CLASS = 0x636C61
 _WRITER_LOCK = 1
 _SERVER_LOCK = 2
+#: The class of the per-game server locks ("clg"), keyed by `game_lock_key`.
+_GAME_LOCK_CLASS = 0x636C67
+
 #: How long a new server waits for the lock of one that was just killed: PostgreSQL notices the closed
 #: connection of a killed process quickly, but not at once.
 SERVER_CLAIM_WAIT = 10.0
 #: Seconds a connection attempt may take: an unreachable host must not hang the ladder for minutes.
 CONNECT_TIMEOUT = 5
+
+
+def game_lock_key(game: str) -> int:
+    """The int4 that keys ``game``'s server lock in PostgreSQL (a CRC-32 of its name, signed)."""
+    key = zlib.crc32(game.encode())
+    return key - 2**32 if key >= 2**31 else key
+
+
+def claim_refused(where: str, game: str | None, whole: bool) -> str:
+    """Why a server cannot claim the database: another holds ``game``'s lock, or (``whole``) the
+    database's own, which a server of every game holds (one started without a game)."""
+    if whole and game is not None:
+        return (
+            f"{where}: a ladder server holding the database for every game (a cellarena from before "
+            f"several games) is running on it; stop it first, then start one server per game"
+        )
+    if whole:
+        return (
+            f"{where}: another ladder server is running on this database; stop it first "
+            "(two would void each other's matches)"
+        )
+    return (
+        f"{where}: another ladder server for {game} is running on this database; stop it first "
+        "(two would void each other's matches; a server per game may share the database)"
+    )
 
 
 class Backend(ABC):
@@ -85,8 +114,9 @@ class Backend(ABC):
         """The tables there are (in PostgreSQL, in the current schema)."""
 
     @abstractmethod
-    def claim_server(self) -> None:
-        """Hold, until `close`, the lock that says this process is the database's one ladder server."""
+    def claim_server(self, game: str | None = None) -> None:
+        """Hold, until `close`, the lock that says this process is the database's one ladder server
+        for ``game`` (servers of other games may share the database), or for every game (None)."""
 
     @abstractmethod
     def is_driver_error(self, exc: BaseException) -> bool:
@@ -126,7 +156,7 @@ class SQLiteBackend(Backend):
         self._sqlite = sqlite3
         self.path = path
         self.where = str(path)
-        self._server_lock: IO[str] | None = None
+        self._server_locks: list[IO[str]] = []
         if not create and not path.exists():
             raise LadderStoreError(f"{path}: no ladder database there; check the path, or create one")
         if not path.parent.is_dir():
@@ -162,26 +192,36 @@ class SQLiteBackend(Backend):
     def table_names(self) -> set[str]:
         return {name for (name,) in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
-    def claim_server(self) -> None:
-        if self._server_lock is not None:
+    def claim_server(self, game: str | None = None) -> None:
+        if self._server_locks:
             return
-        lock_path = self.path.with_name(self.path.name + ".lock")
+        # The database's lock file, shared by the servers of one game each and taken whole by a server
+        # of every game (and by a cellarena from before games had servers of their own); then the game's.
+        locks = [(self.path.name + ".lock", game is not None)]
+        if game is not None:
+            locks.append((f"{self.path.name}.{quote(game, safe='')}.lock", False))
+        held: list[IO[str]] = []
         try:
-            lock = open(lock_path, "a")  # noqa: SIM115 -- held until close()
-        except OSError as exc:
-            raise LadderStoreError(
-                f"{lock_path}: cannot create the ladder server's lock file ({exc.strerror}); "
-                f"let the ladder's user write to {self.path.parent}"
-            ) from None
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.close()
-            raise LadderStoreError(
-                f"{self.path}: another ladder server is running on this database; stop it first "
-                "(two would void each other's matches)"
-            ) from None
-        self._server_lock = lock
+            for name, shared in locks:
+                lock_path = self.path.with_name(name)
+                try:
+                    lock = open(lock_path, "a")  # noqa: SIM115 -- held until close()
+                except OSError as exc:
+                    raise LadderStoreError(
+                        f"{lock_path}: cannot create the ladder server's lock file ({exc.strerror}); "
+                        f"let the ladder's user write to {self.path.parent}"
+                    ) from None
+                held.append(lock)
+                try:
+                    fcntl.flock(lock, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    refused = claim_refused(str(self.path), game, whole=len(held) == 1)
+                    raise LadderStoreError(refused) from None
+        except BaseException:
+            for opened in held:
+                opened.close()
+            raise
+        self._server_locks = held
 
     def is_driver_error(self, exc: BaseException) -> bool:
         return isinstance(exc, self._sqlite.Error)
@@ -209,9 +249,9 @@ class SQLiteBackend(Backend):
 
     def close(self) -> None:
         self._db.close()
-        if self._server_lock is not None:
-            self._server_lock.close()  # releases the lock
-            self._server_lock = None
+        for lock in self._server_locks:
+            lock.close()  # releases the lock
+        self._server_locks = []
 
 
 def redact_url(url: str) -> str:
@@ -239,7 +279,8 @@ class PostgresBackend(Backend):
         self._url = url
         self.where = redact_url(url)
         self._placeholders: dict[str, str] = {}
-        self._claimed = False
+        #: The server locks this process holds (`_server_keys`), taken again after a reconnect.
+        self._claimed: list[tuple[int, int, bool]] = []
         #: Names this process's sessions, so that after a reconnect the lock held by its own dead
         #: session (which the server has not noticed yet) is told from another server's.
         self._session_name = f"cellarena-ladder {socket.gethostname()}:{os.getpid()}"[:63]
@@ -308,15 +349,37 @@ class PostgresBackend(Backend):
         self._lost_at = None
         log.warning("ladder database %s: connected again", self.where)
 
+    @staticmethod
+    def _server_keys(game: str | None) -> list[tuple[int, int, bool]]:
+        """The advisory locks (class, key, shared) of a server for ``game``: the database's lock shared
+        with the other games' servers, then the game's own; for every game (None), the database's alone."""
+        if game is None:
+            return [(_LOCK_CLASS, _SERVER_LOCK, False)]
+        return [(_LOCK_CLASS, _SERVER_LOCK, True), (_GAME_LOCK_CLASS, game_lock_key(game), False)]
+
+    def _try_lock(self, key: tuple[int, int, bool]) -> bool:
+        classid, objid, shared = key
+        verb = "pg_try_advisory_lock_shared" if shared else "pg_try_advisory_lock"
+        return bool(self.query(f"SELECT {verb}(?, ?)", (classid, objid))[0][0])
+
+    def _unlock(self, key: tuple[int, int, bool]) -> None:
+        classid, objid, shared = key
+        verb = "pg_advisory_unlock_shared" if shared else "pg_advisory_unlock"
+        self.query(f"SELECT {verb}(?, ?)", (classid, objid))
+
     def _try_claim(self) -> bool:
-        """Take the one-server lock if it is free, or held by a dead session of this very process (the
+        """Take the server locks again after a reconnect (`_take_back` each)."""
+        return all(self._take_back(key) for key in self._claimed)
+
+    def _take_back(self, key: tuple[int, int, bool]) -> bool:
+        """Take a server lock if it is free, or held by a dead session of this very process (the
         server may not have noticed yet that the old connection is gone): that one is ended first."""
-        if self.query("SELECT pg_try_advisory_lock(?, ?)", (_LOCK_CLASS, _SERVER_LOCK))[0][0]:
+        if self._try_lock(key):
             return True
         holders = self.query(
             "SELECT a.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
             " WHERE l.locktype = 'advisory' AND l.classid = ? AND l.objid = ? AND l.granted",
-            (_LOCK_CLASS, _SERVER_LOCK),
+            key[:2],
         )
         mine = [int(pid) for pid, name in holders if name == self._session_name]
         if not mine or len(mine) != len(holders):
@@ -325,7 +388,7 @@ class PostgresBackend(Backend):
             self.query("SELECT pg_terminate_backend(?)", (pid,))
         deadline = time.monotonic() + SERVER_CLAIM_WAIT
         while time.monotonic() < deadline:
-            if self.query("SELECT pg_try_advisory_lock(?, ?)", (_LOCK_CLASS, _SERVER_LOCK))[0][0]:
+            if self._try_lock(key):
                 return True
             time.sleep(0.05)
         return False
@@ -376,18 +439,20 @@ class PostgresBackend(Backend):
         )
         return {name for (name,) in rows}
 
-    def claim_server(self) -> None:
+    def claim_server(self, game: str | None = None) -> None:
         if self._claimed:
             return
         deadline = time.monotonic() + SERVER_CLAIM_WAIT
-        while not self.query("SELECT pg_try_advisory_lock(?, ?)", (_LOCK_CLASS, _SERVER_LOCK))[0][0]:
-            if time.monotonic() > deadline:
-                raise LadderStoreError(
-                    f"{self.where}: another ladder server is running on this database; stop it first "
-                    "(two would void each other's matches)"
-                )
-            time.sleep(0.1)
-        self._claimed = True
+        taken: list[tuple[int, int, bool]] = []
+        for key in self._server_keys(game):
+            while not self._try_lock(key):
+                if time.monotonic() > deadline:
+                    for held in taken:
+                        self._unlock(held)
+                    raise LadderStoreError(claim_refused(self.where, game, whole=not taken))
+                time.sleep(0.1)
+            taken.append(key)
+        self._claimed = taken
 
     def is_driver_error(self, exc: BaseException) -> bool:
         return isinstance(exc, self._psycopg.Error)

@@ -7,10 +7,11 @@ without one is voided; a void the database refused is done again when it answers
 each bot's current rating, as the store had it after the last result, for the queue's pairings and
 the house bots.
 
-Start-up (`initialize`, in this order): claim the database as its one server; refuse a database whose
+Start-up (`initialize`, in this order): claim the database as its game's one server (a server per game
+may share one database); refuse a database whose
 match ids stop below the replays beside it (`replay_files.check_replays`); write the results a
-previous run kept on disk; then void the matches a previous run left under way (a SIGKILL, a power
-cut): they have no result and change no rating. On `shutdown` the results already handed to it are
+previous run kept on disk; then void the game's matches a previous run left under way (a SIGKILL, a
+power cut): they have no result and change no rating. On `shutdown` the results already handed to it are
 written (or kept on disk) before the process goes.
 """
 
@@ -58,22 +59,30 @@ def prepare(
     replay_dir: Path | None,
     spool: ResultSpool | None,
     notify: Callable[[str], None] = lambda text: None,
+    *,
+    game: str | None = None,
+    legacy_spool: ResultSpool | None = None,
 ) -> None:
-    """What a ladder server does to its store before it serves (the module docstring's order);
-    LadderStoreError when it must not serve, with nothing voided."""
-    store.claim_server()
+    """What a ladder server does to its store before it serves (the module docstring's order), as the
+    server of ``game`` (None: of every game); LadderStoreError when it must not serve, with nothing
+    voided. ``legacy_spool``: the spool folder of a ladder from before servers per game, whose results
+    of ``game``'s matches are written first."""
+    store.claim_server(game)
     if replay_dir is not None:
         check_replays(store, replay_dir)
-    if spool is not None and spool.pending():
+    for kept, only in ((legacy_spool, game), (spool, None)):
+        if kept is None or not kept.pending():
+            continue
         try:
-            written = spool.flush(store)
+            written = kept.flush(store, game=only)
         except LadderStoreError as exc:
             raise LadderStoreError(
-                f"{exc}; results of matches played by the last run wait in {spool.folder} and must be "
+                f"{exc}; results of matches played by the last run wait in {kept.folder} and must be "
                 "written before anything is voided: start again once the database takes writes"
             ) from None
-        notify(f"wrote {written} result(s) a previous run kept on disk")
-    voided = store.void_running()
+        if written:
+            notify(f"wrote {written} result(s) a previous run kept on disk")
+    voided = store.void_running(game=game)
     if voided:
         notify(f"voided {len(voided)} match(es) a previous run left under way")
 
@@ -90,6 +99,7 @@ class Results(LadderService):
         database: DatabaseWatch,
         *,
         spool: ResultSpool | None = None,
+        legacy_spool: ResultSpool | None = None,
         replay_dir: Path | None = None,
         notify: Callable[[str], None] = lambda text: None,
     ) -> None:
@@ -98,6 +108,8 @@ class Results(LadderService):
         self.database = database
         #: Where results wait that the database could not take (None: such a result is lost).
         self.spool = spool
+        #: The spool folder of a ladder from before servers per game, flushed at start (`prepare`).
+        self.legacy_spool = legacy_spool
         self.replay_dir = replay_dir
         self.notify = notify
         #: Each bot's current rating, as the store had it after the last result.
@@ -111,7 +123,17 @@ class Results(LadderService):
 
     # ----------------------------------------------------------------- lifecycle
     async def initialize(self) -> None:
-        await trio.to_thread.run_sync(prepare, self.store, self.replay_dir, self.spool, self.notify)
+        await trio.to_thread.run_sync(
+            functools.partial(
+                prepare,
+                self.store,
+                self.replay_dir,
+                self.spool,
+                self.notify,
+                game=self.game,
+                legacy_spool=self.legacy_spool,
+            )
+        )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Load the ratings (the queue pairs by them), then write results as they come."""

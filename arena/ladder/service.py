@@ -3,10 +3,11 @@
 `build` makes the ladder's services (`seating`: admission, the queue, the match starter, results) and
 wires them to each other and to a lobby; `run_ladder` drives their one lifecycle (`lifecycle`):
 
-- initialize, before the lobby listens: the results service claims the database as its one server,
+- initialize, before the lobby listens: the results service claims the database as its game's one
+  server (servers of other games may share it),
   refuses a database whose match ids stop below the replays beside it (`replay_files.check_replays`),
   writes the results a previous run kept on disk during a database outage (`spool.ResultSpool`), then
-  voids the matches a previous run left under way (a SIGKILL, a power cut): they have no result and
+  voids the game's matches a previous run left under way (a SIGKILL, a power cut): they have no result and
   change no rating; admission starts reading the change log from its newest entry;
 - run, in the lobby's nursery (`LadderSeating.run`);
 - graceful shutdown, at the first stop signal: admission takes no more bots, the queue pairs no more;
@@ -77,6 +78,9 @@ class LadderConfig:
     replay_dir: Path | None = None
     #: Where results wait that the database cannot take (an outage), or None: such results are lost.
     spool_dir: Path | None = None
+    #: The spool folder of a ladder from before servers per game (any game's results; this game's are
+    #: written at start), or None.
+    legacy_spool_dir: Path | None = None
     #: Where house bots' logs go; None: house bots are not started.
     log_dir: Path | None = None
     #: Seconds a bot waits in the queue before a house bot is started for it.
@@ -118,6 +122,7 @@ def build(
         config.game,
         database,
         spool=None if config.spool_dir is None else ResultSpool(config.spool_dir),
+        legacy_spool=None if config.legacy_spool_dir is None else ResultSpool(config.legacy_spool_dir),
         replay_dir=config.replay_dir,
         notify=notify,
     )
@@ -170,7 +175,8 @@ def prepare(
 ) -> None:
     """What a ladder server does to its store before it serves (`results.prepare`, which the results
     service's `initialize` runs); LadderStoreError when it must not serve, with nothing voided."""
-    results_prepare(store, config.replay_dir, spool, notify)
+    legacy = None if config.legacy_spool_dir is None else ResultSpool(config.legacy_spool_dir)
+    results_prepare(store, config.replay_dir, spool, notify, game=config.game, legacy_spool=legacy)
 
 
 async def run_ladder(
@@ -190,7 +196,18 @@ async def run_ladder(
     lobby, seating = build(store, config, hand_off, notify=notify)
     services = seating.services
     # The policy first: the pages and commands that take challenges, and a result counted from the
-    # spool at start, read it from the database.
+    # spool at start, read it from the database. It is the database's, so every game's server's.
+    held = await trio.to_thread.run_sync(store.policy)
+    if held != config.policy:
+        changed = ", ".join(
+            f"{name} {value} (was {held.to_settings()[name]})"
+            for name, value in config.policy.to_settings().items()
+            if held.to_settings()[name] != value
+        )
+        notify(
+            f"the community policy changes for every game on this database: {changed}; give every game's "
+            "server the same options"
+        )
     await trio.to_thread.run_sync(store.set_policy, config.policy)
     await services.initialize()
     try:

@@ -82,19 +82,28 @@ class ResultSpool:
             self._sync_folder()
         return path
 
-    def flush(self, store: LadderStore) -> int:
+    def flush(self, store: LadderStore, *, game: str | None = None) -> int:
         """Write every waiting result to ``store``, oldest first; how many were written. Stops at the
         first that the database cannot take (a `LadderStoreError`: it is still down), leaving it and
-        those after it for the next flush."""
+        those after it for the next flush. With ``game``, only that game's matches' results: the
+        folder of a ladder from before servers per game (`FOLDER` itself) may hold any game's."""
         written = 0
         for path in self.pending():
+            if game is not None and not path.exists():
+                continue  # another game's server wrote it meanwhile
             try:
                 record = _load(path)
             except ValueError as exc:
+                if game is not None and not path.exists():
+                    continue
                 aside = path.with_name(path.name + ".unreadable")
                 os.replace(path, aside)
                 log.error("%s: not a result this ladder wrote (%s); moved aside to %s", path, exc, aside.name)
                 continue
+            if game is not None:
+                found = store.match(record["match"])
+                if found is not None and found.game != game:
+                    continue  # the server of its own game writes it
             try:
                 store.finish_match(
                     record["match"],

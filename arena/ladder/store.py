@@ -12,8 +12,9 @@ How a match is recorded, and why it survives ``kill -9``:
    and rating before/after, and the new current ratings. It is refused for a match that is not
    running, so a result is never counted twice.
 3. The process that serves the ladder calls `LadderStore.void_running` when it starts: it claims the
-   database as its one server, and marks every match still ``running`` (cut short by the previous
-   server's death) ``void``, with no rating change.
+   database as its game's one server (a server per game may share a database), and marks every match
+   of its game still ``running`` (cut short by the previous server's death) ``void``, with no rating
+   change.
 
 Ratings are openskill's Plackett-Luce (`cellarena.arena.ratings`), per game (a bot plays one game),
 updated in the order results are counted (``matches.seq``), so they are a function of the results.
@@ -902,12 +903,13 @@ class LadderStore:
         log.warning("ladder: match %d void: %s", match_id, reason)
         return self._match_or_raise(match_id)
 
-    def claim_server(self) -> None:
-        """Hold, until `close`, the lock that says this process is the database's one ladder server; a
+    def claim_server(self, game: str | None = None) -> None:
+        """Hold, until `close`, the lock that says this process is the database's one ladder server for
+        ``game`` (a server per game may share the database), or for every game (None); a
         `LadderStoreError` if another holds it. Taken again by `reconnect` after a lost connection."""
         with self._lock:
             try:
-                self._db.claim_server()
+                self._db.claim_server(game)
             except LadderStoreError:
                 raise
             except Exception as exc:
@@ -929,23 +931,26 @@ class LadderStore:
         with self._reading("connect to the database again") as db:
             db.reconnect()
 
-    def void_running(self, reason: str = VOID_ON_START) -> list[MatchRecord]:
-        """Claim the database as its one ladder server, then void every match still running; those matches.
+    def void_running(self, reason: str = VOID_ON_START, *, game: str | None = None) -> list[MatchRecord]:
+        """Claim the database as its one ladder server for ``game`` (every game if None), then void
+        every match of that game still running; those matches.
 
         Call it once, when the ladder server starts, before it begins any match: matches running then
         were cut short by the previous server's death. The claim (a lock held until `close`) makes a second
-        server on the same database fail here, instead of voiding the first one's live matches. Tools that
+        server of the same game on the same database fail here, instead of voiding the first one's live
+        matches; a server of another game claims its own game and leaves these matches alone. Tools that
         only read, or add bots, never call it.
         """
         with self._lock:
-            self.claim_server()
+            self.claim_server(game)
+            which = "" if game is None else " AND game = ?"
             with self._writing("void the matches that the last server left running") as db:
                 ids = [
                     int(i)
                     for (i,) in db.query(
                         "UPDATE matches SET status = 'void', reason = ?, ended = ? WHERE status = 'running'"
-                        " RETURNING id",
-                        (reason, _now()),
+                        f"{which} RETURNING id",
+                        (reason, _now()) + (() if game is None else (game,)),
                     )
                 ]
         for match_id in sorted(ids):

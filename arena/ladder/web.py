@@ -17,7 +17,7 @@ Nothing secret is shown: the store's records hold no token or digest, and a hous
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ import trio
 from markupsafe import Markup
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from cellarena.arena.ladder.lockout import TokenLockout
@@ -66,12 +66,19 @@ def match_json(m: MatchRecord) -> dict[str, Any]:
 
 
 class LadderSite:
-    """The pages of one ladder's game, read from its store."""
+    """The pages of a ladder's games, read from its store.
+
+    One game: its standings at ``/``, its matches at ``/matches`` (and ``/api/standings``,
+    ``/api/matches``). Several games (one `ladder serve` each on the database, docs/ladder.md "Several
+    games"): ``/`` lists them, each game's standings and matches are at ``/GAME/`` and ``/GAME/matches``
+    (``/api/GAME/standings``, ``/api/GAME/matches``, ``/api/games``). Bots, matches and replays are at
+    the same addresses either way: a bot's name and a match's number are the database's, across games.
+    """
 
     def __init__(
         self,
         store: LadderStore,
-        game: str,
+        game: str | Sequence[str],
         *,
         live: bool = False,
         public_debug: bool = False,
@@ -81,7 +88,12 @@ class LadderSite:
         trusted_proxies: TrustedProxies | None = None,
     ) -> None:
         self.store = store
-        self.game = game
+        self.games = (game,) if isinstance(game, str) else tuple(game)
+        if not self.games:
+            raise ValueError("a ladder site needs a game")
+        #: The first game: the one game of a one-game site.
+        self.game = self.games[0]
+        self.several = len(self.games) > 1
         self.live = live
         #: Whether owners' pages are served beside (`web_accounts`): the header links to them.
         self.accounts = accounts
@@ -97,12 +109,22 @@ class LadderSite:
         #: Proxies whose X-Forwarded-For names the client (none by default: the peer is the client).
         self.trusted_proxies = trusted_proxies or TrustedProxies()
 
-    def _render(self, template: str, title: str, **context: Any) -> str:
+    def root(self, game: str) -> str:
+        """Where ``game``'s standings and match list are: ``/`` on a one-game site, else ``/GAME/``
+        (without its closing slash)."""
+        return f"/{quote(game, safe='')}" if self.several and game else ""
+
+    def _render(self, template: str, title: str, game: str | None = None, **context: Any) -> str:
+        """``template`` for ``game``'s pages (None: the first game's; "": the list of games)."""
+        game = self.game if game is None else game
         return render(
             template,
             "cellarena.arena.ladder",
             title=title,
-            game=self.game,
+            game=game,
+            games=self.games,
+            root=self.root(game),
+            api_root="/api" + self.root(game),
             live=self.live,
             accounts=self.accounts,
             policy=self.policy,
@@ -112,23 +134,38 @@ class LadderSite:
         )
 
     # -- pages (run in a worker thread: the store blocks) --------------------------------------------
-    def standings_html(self, owner: object = None) -> str:
+    def standings_html(self, game: str | None = None, owner: object = None) -> str:
+        game = game or self.game
         return self._render(
             "standings.html",
-            f"{self.game} ladder",
+            f"{game} ladder",
+            game,
             owner=owner,
             columns=STANDINGS_COLUMNS,
-            table=self.store.standings(self.game),
-            recent=self.store.matches(self.game, limit=10),
+            table=self.store.standings(game),
+            recent=self.store.matches(game, limit=10),
+        )
+
+    def games_html(self, owner: object = None) -> str:
+        """A site of several games: each game's first ten and its newest matches, linked."""
+        return self._render(
+            "games.html",
+            "ladder: " + ", ".join(self.games),
+            "",
+            owner=owner,
+            columns=STANDINGS_COLUMNS,
+            tables={g: self.store.standings(g)[:10] for g in self.games},
+            recent={g: self.store.matches(g, limit=5) for g in self.games},
+            root_of=self.root,
         )
 
     def bot_html(self, name: str, owner: object = None) -> str:
         bot = self.store.bot(name)
-        if bot is None or bot.game != self.game:
+        if bot is None or bot.game not in self.games:
             raise HTTPException(404, f"no bot {name!r} on this ladder")
         history = self.store.rating_history(name)
         points = [RatingPoint(p.match_id, name, p.rating.conservative) for p in history]
-        standing = next((s for s in self.store.standings(self.game) if s.bot == name), None)
+        standing = next((s for s in self.store.standings(bot.game) if s.bot == name), None)
         summary = (
             f"rank {standing.rank}, rating {standing.rating:.2f} over {standing.matches} matches "
             f"({standing.wins} won, {standing.draws} drawn, {standing.losses} lost)"
@@ -138,6 +175,7 @@ class LadderSite:
         return self._render(
             "bot.html",
             name,
+            bot.game,
             owner=owner,
             bot=bot,
             owner_name=self._owner_of(name) if self.accounts else None,
@@ -151,33 +189,37 @@ class LadderSite:
 
         return Accounts(self.store).owner_of(name)
 
-    def matches_html(self, before: int | None, owner: object = None) -> str:
-        matches = self.store.matches(self.game, limit=PAGE, before=before)
+    def matches_html(self, before: int | None, game: str | None = None, owner: object = None) -> str:
+        game = game or self.game
+        matches = self.store.matches(game, limit=PAGE, before=before)
         return self._render(
             "matches.html",
-            f"{self.game} ladder: matches",
+            f"{game} ladder: matches",
+            game,
             owner=owner,
             matches=matches,
             more=matches[-1].id if len(matches) == PAGE else None,
         )
 
     def match_html(self, match_id: int, owner: object = None) -> str:
-        return self._render("match.html", f"match #{match_id}", m=self._match(match_id), owner=owner)
+        m = self._match(match_id)
+        return self._render("match.html", f"match #{match_id}", m.game, m=m, owner=owner)
 
     def _match(self, match_id: int) -> MatchRecord:
         m = self.store.match(match_id)
-        if m is None or m.game != self.game:
+        if m is None or m.game not in self.games:
             raise HTTPException(404, f"no match #{match_id} on this ladder")
         return m
 
     # -- JSON -----------------------------------------------------------------------------------------
     def bot_json(self, name: str) -> dict[str, Any]:
         bot = self.store.bot(name)
-        if bot is None or bot.game != self.game:
+        if bot is None or bot.game not in self.games:
             raise HTTPException(404, f"no bot {name!r} on this ladder")
-        standing = next((s for s in self.store.standings(self.game) if s.bot == name), None)
+        standing = next((s for s in self.store.standings(bot.game) if s.bot == name), None)
         return {
             "name": bot.name,
+            "game": bot.game,
             "kind": bot.kind,
             "active": bot.active,
             "standing": None if standing is None else standing.to_json(),
@@ -202,7 +244,7 @@ class LadderSite:
         if match_id is None:
             return None
         m = self.store.match(match_id)
-        if m is None or m.game != self.game or not _has_replay(m) or m.replay is None:
+        if m is None or m.game not in self.games or not _has_replay(m) or m.replay is None:
             return None
         return Path(m.replay)
 
@@ -257,30 +299,60 @@ class LadderSite:
             owner = None if self.who is None else await self.who(request)
             return HTMLResponse(await trio.to_thread.run_sync(partial(fn, *args, owner=owner)))
 
-        async def standings(request: Request) -> Response:
-            return await html(request, self.standings_html)
+        def standings(game: str) -> Callable[[Request], Awaitable[Response]]:
+            async def page(request: Request) -> Response:
+                return await html(request, self.standings_html, game)
+
+            return page
+
+        async def games(request: Request) -> Response:
+            return await html(request, self.games_html)
 
         async def bot(request: Request) -> Response:
             return await html(request, self.bot_html, request.path_params["name"])
 
-        async def matches(request: Request) -> Response:
-            return await html(request, self.matches_html, _before(request))
+        def matches(game: str) -> Callable[[Request], Awaitable[Response]]:
+            async def page(request: Request) -> Response:
+                return await html(request, self.matches_html, _before(request), game)
+
+            return page
 
         async def match(request: Request) -> Response:
             return await html(request, self.match_html, request.path_params["id"])
 
-        async def api_standings(_request: Request) -> Response:
-            table = await trio.to_thread.run_sync(self.store.standings, self.game)
-            return JSONResponse({"game": self.game, "standings": [s.to_json() for s in table]})
+        def api_standings(game: str) -> Callable[[Request], Awaitable[Response]]:
+            async def answer(_request: Request) -> Response:
+                table = await trio.to_thread.run_sync(self.store.standings, game)
+                return JSONResponse({"game": game, "standings": [s.to_json() for s in table]})
+
+            return answer
 
         async def api_bot(request: Request) -> Response:
             return JSONResponse(await trio.to_thread.run_sync(self.bot_json, request.path_params["name"]))
 
-        async def api_matches(request: Request) -> Response:
-            found = await trio.to_thread.run_sync(
-                lambda: self.store.matches(self.game, limit=PAGE, before=_before(request))
+        def api_matches(game: str) -> Callable[[Request], Awaitable[Response]]:
+            async def answer(request: Request) -> Response:
+                before = _before(request)
+                found = await trio.to_thread.run_sync(
+                    lambda: self.store.matches(game, limit=PAGE, before=before)
+                )
+                return JSONResponse({"matches": [match_json(m) for m in found]})
+
+            return answer
+
+        async def api_games(_request: Request) -> Response:
+            return JSONResponse(
+                {
+                    "games": [
+                        {"game": g, "standings": f"/api{self.root(g)}/standings", "page": f"{self.root(g)}/"}
+                        for g in self.games
+                    ]
+                }
             )
-            return JSONResponse({"matches": [match_json(m) for m in found]})
+
+        async def which_game(request: Request) -> Response:
+            roots = ", ".join(f"/api{self.root(g)}{request.url.path[4:]}" for g in self.games)
+            raise HTTPException(404, f"this ladder serves several games: ask {roots}")
 
         async def api_match(request: Request) -> Response:
             m = await trio.to_thread.run_sync(self._match, request.path_params["id"])
@@ -298,19 +370,46 @@ class LadderSite:
             return Response(data, media_type="application/octet-stream", headers=disposition)
 
         library = ReplayLibrary(self.replay_path, debug=self.public_debug)
+        if self.several:
+            lists: list[BaseRoute] = [Route("/", games), Route("/api/games", api_games)]
+            for g in self.games:
+                root = self.root(g)
+                lists += [
+                    Route(f"{root}/", standings(g)),
+                    Route(root, redirect(f"{root}/")),
+                    Route(f"{root}/matches", matches(g)),
+                    Route(f"/api{root}/standings", api_standings(g)),
+                    Route(f"/api{root}/matches", api_matches(g)),
+                ]
+            lists += [
+                Route("/matches", redirect("/")),  # every game's list is its own
+                Route("/api/standings", which_game),
+                Route("/api/matches", which_game),
+            ]
+        else:
+            lists = [
+                Route("/", standings(self.game)),
+                Route("/matches", matches(self.game)),
+                Route("/api/standings", api_standings(self.game)),
+                Route("/api/matches", api_matches(self.game)),
+            ]
         return [
-            *CommunityApi(self.store, self.game).routes(),  # first: /bots/{name:path} would take them
-            Route("/", standings),
+            *CommunityApi(self.store, self.games).routes(),  # first: /bots/{name:path} would take them
+            *lists,
             Route("/bots/{name:path}", bot),
-            Route("/matches", matches),
             Route("/matches/{id:int}", match),
-            Route("/api/standings", api_standings),
             Route("/api/bots/{name:path}", api_bot),
-            Route("/api/matches", api_matches),
             Route("/api/matches/{id:int}", api_match),
             Route("/api/replays/{rid}/owner", api_owner_replay),
             *replay_routes(library, prefix="/replays", public_debug=self.public_debug),
         ]
+
+
+def redirect(to: str) -> Callable[[Request], Awaitable[Response]]:
+    async def answer(_request: Request) -> Response:
+        return RedirectResponse(to)
+
+    return answer
 
 
 def _client_host(request: Request, trusted: TrustedProxies) -> str:

@@ -34,7 +34,7 @@ import secrets
 import stat
 import time
 from collections import defaultdict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -181,16 +181,22 @@ def _hmac(key: bytes, purpose: str, value: str) -> str:
 
 
 class AccountSite:
-    """The owners' routes of one ladder's game."""
+    """The owners' routes of a ladder's game, or of its several games (one account across them)."""
 
     def __init__(
-        self, store: LadderStore, game: str, settings: AccountSettings, *, live: bool = False
+        self,
+        store: LadderStore,
+        game: str | Sequence[str],
+        settings: AccountSettings,
+        *,
+        live: bool = False,
     ) -> None:
         self.store = store
         #: Whether the header links to /live/ (`ladder web --live-port`), as the public pages' does.
         self.live = live
         self.accounts = Accounts(store)
-        self.game = game
+        self.games = (game,) if isinstance(game, str) else tuple(game)
+        self.game = self.games[0]
         self.settings = settings
         self._signer = Signer(settings.key, salt="cellarena-session")
         self.signups = AddressLimit(settings.signups_per_hour)
@@ -282,6 +288,16 @@ class AccountSite:
             raise HTTPException(401, "log in first (your session ended, or you logged out)")
         return owner, session
 
+    def game_of(self, fields: dict[str, str]) -> str:
+        """The game a new bot plays: the form's ``game``, which a site of several games needs."""
+        game = fields.get("game", "")
+        if game in self.games or (not game and len(self.games) == 1):
+            return game or self.game
+        raise AccountError(
+            f"choose the bot's game: game must be one of {', '.join(self.games)}"
+            + (f", not {game[:40]!r}" if game else "")
+        )
+
     def csrf_for(self, session: str) -> str:
         return _hmac(self.settings.key, "csrf", session)
 
@@ -310,7 +326,8 @@ class AccountSite:
         html = render(
             template,
             "cellarena.arena.ladder",
-            game=self.game,
+            game=" and ".join(self.games),
+            games=self.games,
             policy=self.settings.policy,
             accounts=True,
             live=self.live,
@@ -490,7 +507,9 @@ class AccountSite:
             name = fields.get("name", "")
             try:
                 bot, token = await trio.to_thread.run_sync(
-                    lambda: self.accounts.create_bot(owner, name, self.game, max_bots=self.settings.max_bots)
+                    lambda: self.accounts.create_bot(
+                        owner, name, self.game_of(fields), max_bots=self.settings.max_bots
+                    )
                 )
             except (AccountError, BadNameError) as exc:
                 context = await trio.to_thread.run_sync(self.account_context, owner)
@@ -570,7 +589,7 @@ class AccountSite:
                 owner = await self.do_check_password(request, {**fields, "name": fields.get("owner", "")})
                 bot, token = await trio.to_thread.run_sync(
                     lambda: self.accounts.create_bot(
-                        owner, fields.get("name", ""), self.game, max_bots=self.settings.max_bots
+                        owner, fields.get("name", ""), self.game_of(fields), max_bots=self.settings.max_bots
                     )
                 )
             except (AccountError, BadNameError) as exc:

@@ -20,6 +20,7 @@ Every refusal is JSON ``{"error": "..."}`` that says what to do.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -43,16 +44,16 @@ MAX_BODY = 4096
 
 
 class CommunityApi:
-    """The routes above, over ``store``, for ``game``'s ladder."""
+    """The routes above, over ``store``, for the ladder of ``game`` (a name, or several)."""
 
-    def __init__(self, store: LadderStore, game: str) -> None:
+    def __init__(self, store: LadderStore, game: str | Sequence[str]) -> None:
         self.store = store
-        self.game = game
+        self.games = (game,) if isinstance(game, str) else tuple(game)
 
     # -- reading --------------------------------------------------------------------------------------
     def _bot(self, name: str) -> BotRecord:
         bot = self.store.bot(name)
-        if bot is None or bot.game != self.game:
+        if bot is None or bot.game not in self.games:
             raise HTTPException(404, f"no bot {name!r} on this ladder")
         return bot
 
@@ -85,7 +86,7 @@ class CommunityApi:
     # -- changes --------------------------------------------------------------------------------------
     def _caller(self, token: str, name: str | None = None) -> BotRecord:
         bot = self.store.authenticate(token)
-        if bot is None or bot.game != self.game:
+        if bot is None or bot.game not in self.games:
             raise HTTPException(401, "that token is no active bot's on this ladder; send your bot's token")
         if name is not None and bot.name != name:
             raise HTTPException(

@@ -1,0 +1,251 @@
+"""One ladder site for several games, across real processes, on SQLite and on PostgreSQL: a `ladder
+serve` per game on one database, one `ladder web` over both with one account per owner, and SDK bots
+of each game. Stopping one game's server (kill -9, then a start that voids what it left) leaves the
+other game's matches alone (docs/ladder.md, "Several games")."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import trio
+from cellarena_cli import CLI, ROOT, cellarena
+from ladder_pages import ladder_pages
+from test_ladder_accounts_web import signed_up
+from test_ladder_cli import ladder
+from test_ladder_community_processes import database, http, start, stop, wait_until
+from wire_client import Client
+
+from cellarena.arena.ladder.store import VOID_ON_START, LadderStore
+from cellarena.sdk import protocol
+
+__all__ = ["database"]  # the fixture, on SQLite and on PostgreSQL
+
+PASSWORD = "correct horse battery"
+#: Rezzo duels of 2 s (40 ticks), cata matches of 4 s (6 turns, 24 ticks): one of each is nearly
+#: always under way.
+REZZO = ["serve", "rezzo", "--max-ticks", "40", "--tick-rate", "20", "--budget-ms", "40"]
+CATA = [
+    "serve",
+    "cata",
+    "--port",
+    "0",
+    "--size",
+    "16",
+    "--max-turns",
+    "6",
+    "--tick-rate",
+    "6",
+    "--budget-ms",
+    "100",
+]
+LISTENING = r"on 127\.0\.0\.1:(\d+)"
+
+
+def start_reading(args: list[str], pattern: str) -> tuple[subprocess.Popen[str], str]:
+    """`start`, and what the process printed until it was ready."""
+    proc = subprocess.Popen(
+        [*CLI, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if re.search(pattern, line):
+            return proc, "".join(lines)
+    raise AssertionError(f"{args[:6]} did not start: {''.join(lines)}")
+
+
+def token_file(folder: Path, name: str, token: str) -> Path:
+    path = folder / f"{name}.token"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    return path
+
+
+def sdk_bot(game: str, port: int, token: Path, log: Path) -> subprocess.Popen[bytes]:
+    """The SDK's random bot of ``game``, playing on the ladder until stopped."""
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "cellarena.sdk.opponents", game, "--ladder", "--port", str(port),
+             "--token-file", str(token)],
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+
+async def test_two_games_on_one_database_one_site_one_account(
+    tmp_path: Path, database: str | None, free_port: int
+) -> None:
+    rezzo = [*REZZO, "--port", str(free_port)]  # the same port after a restart: its bots come back
+    target = database or str(tmp_path / "ladder.sqlite")
+    where = ["ladder", "--dir", str(tmp_path)] + (["--db", database] if database else [])
+    tokens = {}
+    for name, game in (("r1", "rezzo"), ("c1", "cata")):
+        added = ladder(tmp_path, "bot", "add", name, "--game", game, "--json", db=database)
+        assert added.returncode == 0, added.stderr
+        tokens[name] = json.loads(added.stdout)["token"]
+
+    web, pages = start(
+        [*where, "web", "rezzo", "cata", "--port", "0", "--signup", "open"],
+        r"rezzo, cata ladder pages at (http://127\.0\.0\.1:\d+)",
+    )
+    site = pages.group(1)
+    servers: dict[str, subprocess.Popen[str]] = {}
+    bots: list[subprocess.Popen[bytes]] = []
+    try:
+        # One owner, one account, a bot in each game; a bot without its game is refused, saying why.
+        status, body = await trio.to_thread.run_sync(
+            http, f"{site}/api/signup", None, {"name": "olga", "password": PASSWORD}
+        )
+        assert status == 201, body
+        for game in ("rezzo", "cata"):
+            ask = {"owner": "olga", "password": PASSWORD, "name": f"olga-{game}", "game": game}
+            status, body = await trio.to_thread.run_sync(http, f"{site}/api/owner/bots", None, ask)
+            assert status == 201 and json.loads(body)["game"] == game, body
+            tokens[f"olga-{game}"] = json.loads(body)["token"]
+        ask = {"owner": "olga", "password": PASSWORD, "name": "olga-x"}
+        status, body = await trio.to_thread.run_sync(http, f"{site}/api/owner/bots", None, ask)
+        assert status == 400 and "game must be one of rezzo, cata" in body
+
+        # A server per game on the one database; a second server of a game is refused.
+        servers["rezzo"], found = start([*where, *rezzo], LISTENING)
+        ports = {"rezzo": int(found.group(1))}
+        # The community policy is the database's: a server that changes it says so.
+        servers["cata"], printed = start_reading([*where, *CATA, "--pause-after", "3"], LISTENING)
+        ports["cata"] = int(re.findall(LISTENING, printed)[-1])
+        assert "policy changes for every game on this database: pause_after 3 (was 5)" in printed
+        if database is None:  # PostgreSQL's refusal waits out SERVER_CLAIM_WAIT: its store test has it
+            second = subprocess.run(
+                [*CLI, *where, *REZZO, "--port", "0"],
+                check=False,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert second.returncode != 0 and "another ladder server for rezzo is running" in second.stderr
+
+        # A bot at another game's port is told where it belongs.
+        client = await Client.connect(ports["rezzo"])
+        try:
+            await client.hello("c1", token=tokens["c1"])
+            refused = await client.recv(timeout=30)
+        finally:
+            await client.stream.aclose()
+        assert refused is not None and refused["code"] == protocol.BAD_HELLO
+        assert "port of the ladder's cata server" in refused["message"]
+
+        for name, game in (("r1", "rezzo"), ("olga-rezzo", "rezzo"), ("c1", "cata"), ("olga-cata", "cata")):
+            bots.append(
+                sdk_bot(game, ports[game], token_file(tmp_path, name, tokens[name]), tmp_path / f"{name}.log")
+            )
+
+        store = LadderStore(target, create=False)
+
+        def matches(game: str, status: str) -> list[int]:
+            return [m.id for m in store.matches(game, limit=200) if m.status == status]
+
+        try:
+            await wait_until(lambda: matches("rezzo", "finished") and matches("cata", "finished"), 90)
+            # rezzo's server dies (kill -9) with a match under way; cata's plays on meanwhile.
+            await wait_until(lambda: matches("rezzo", "running"), 30)
+            servers["rezzo"].kill()
+            servers["rezzo"].wait()
+            cut_short = matches("rezzo", "running")
+            assert cut_short, "a rezzo match was under way when its server died"
+            await wait_until(lambda: matches("cata", "running"), 30)
+            cata_live = matches("cata", "running")
+            servers["rezzo"], _ = start([*where, *rezzo], LISTENING)  # voids only rezzo's
+            for match_id in cut_short:
+                record = store.match(match_id)
+                assert record is not None and (record.status, record.reason) == ("void", VOID_ON_START)
+            played = max(matches("rezzo", "finished"))
+            await wait_until(lambda: all(m in matches("cata", "finished") for m in cata_live), 60)
+            assert matches("cata", "void") == []  # nothing rezzo's server did touched cata's matches
+            await wait_until(lambda: max(matches("rezzo", "finished")) > played, 60)  # its bots are back
+        finally:
+            store.close()
+
+        # The pages show both games, each under its own address; bots and matches by name and number.
+        status, page = await trio.to_thread.run_sync(http, f"{site}/")
+        assert status == 200 and 'data-game="rezzo"' in page and 'data-game="cata"' in page
+        assert "olga-rezzo" in page and "olga-cata" in page
+        status, body = await trio.to_thread.run_sync(http, f"{site}/api/games")
+        assert [g["game"] for g in json.loads(body)["games"]] == ["rezzo", "cata"]
+        for game, bot in (("rezzo", "r1"), ("cata", "c1")):
+            status, body = await trio.to_thread.run_sync(http, f"{site}/api/{game}/standings")
+            assert status == 200 and bot in [s["bot"] for s in json.loads(body)["standings"]]
+            status, page = await trio.to_thread.run_sync(http, f"{site}/{game}/matches")
+            assert status == 200 and f"{game} ladder: matches" in page
+            status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/olga-{game}")
+            assert status == 200 and json.loads(body)["game"] == game
+            status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/olga-{game}/stats")
+            assert status == 200 and json.loads(body)["matches"] >= 1, body
+        status, body = await trio.to_thread.run_sync(http, f"{site}/api/standings")
+        assert status == 404 and "/api/rezzo/standings, /api/cata/standings" in body
+    finally:
+        for proc in bots:
+            proc.send_signal(signal.SIGTERM)
+        for proc in bots:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for proc in servers.values():
+            stop(proc)
+        stop(web)
+
+
+def test_one_account_makes_a_bot_of_each_game_on_the_pages(tmp_path: Path) -> None:
+    """The owner's page of a site of several games asks each new bot's game (a select), refuses a bot
+    without one, and lists the owner's bots of both; the games' pages are each at /GAME/."""
+    with ladder_pages(tmp_path, "cata", "--signup", "open") as pages:  # web rezzo ... cata
+        browser = signed_up(pages)
+        account = browser.get("/account")
+        assert account.status == 200 and "<select name=game required>" in account.body
+        for name, game in (("annr", "rezzo"), ("annc", "cata")):
+            made = browser.post("/account/bots", {"name": name, "game": game})
+            assert made.status == 200 and "<code id=token class=token>cla_" in made.body, made.body
+        refused = browser.post("/account/bots", {"name": "annx"})
+        assert refused.status == 400 and "choose the bot&#39;s game" in refused.body
+        refused = browser.post("/account/bots", {"name": "annx", "game": "chess"})
+        assert refused.status == 400 and "not &#39;chess&#39;" in refused.body
+        with LadderStore(tmp_path / "ladder.sqlite", create=False) as store:
+            assert {b.name: b.game for b in store.list_bots()} == {"annr": "rezzo", "annc": "cata"}
+        account = browser.get("/account").body
+        assert "annr</a> · rezzo" in account and "annc</a> · cata" in account
+        home = browser.get("/")
+        assert home.status == 200 and 'href="/rezzo/"' in home.body and 'href="/cata/"' in home.body
+        assert "//" not in home.body.replace("://", "")  # no link leaves the site
+        for game in ("rezzo", "cata"):
+            page = browser.get(f"/{game}/")
+            assert page.status == 200 and f"{game} ladder" in page.body
+            assert f"href='/api/{game}/standings'" in page.body and f'href="/{game}/matches"' in page.body
+        assert browser.get("/bots/annc").status == 200  # a bot's page is at its one address
+        moved = browser.get("/matches")
+        assert moved.status == 307 and moved.headers["location"] == "/"
+
+        # `ladder register` names the game of the bot it makes.
+        password = tmp_path / "password"
+        password.write_text(PASSWORD)
+        env = {**os.environ, "SSL_CERT_FILE": str(pages.ca)}
+        register = ("ladder", "--dir", str(tmp_path), "register", pages.url, "--password-file", str(password))
+        done = cellarena(
+            *register, "--name", "bo", "--bot", "bocata", "--game", "cata", "--json",
+            "--token-file", str(tmp_path / "bocata.token"), env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert json.loads(done.stdout)["bot"]["game"] == "cata"
+
+
+def test_live_port_watches_one_game(tmp_path: Path) -> None:
+    LadderStore(tmp_path / "ladder.sqlite").close()
+    refused = cellarena("ladder", "--dir", str(tmp_path), "web", "rezzo", "cata", "--live-port", "7777")
+    assert refused.returncode == 2 and "--live-port watches one ladder server" in refused.stderr
