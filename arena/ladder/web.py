@@ -3,8 +3,8 @@
 Pages render from Jinja2 templates (``templates/*.html`` beside this module, autoescaped): a bot's name
 is data wherever it is shown. The owners' pages (`web_accounts`) share their header (``ladder.html``).
 
-Served by the ladder process itself (`cellarena ladder serve --web-port`), on the web app the replay
-viewer uses (`cellarena.server.web`): every page is also JSON under ``/api/``, every finished
+Served by `cellarena ladder web GAME...`, a process of its own beside the `ladder serve` of each game,
+reading the same database, on the web app the replay viewer uses (`cellarena.server.web`): every page is also JSON under ``/api/``, every finished
 match's replay plays in the viewer and downloads, and ``/live/`` shows the newest match as it is
 played. The pages read the store in worker threads (it blocks), and only read: these routes take
 no input but page addresses, so a stranger can do nothing here but look. Signing up, logging in and
