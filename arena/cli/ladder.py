@@ -593,13 +593,15 @@ def web(
         policy=None if account_settings is None else account_settings.policy,
         accounts=account_settings is not None,
     )
-    routes = site.routes()
+    account_routes = []
     if account_settings is not None:
         from cellarena.arena.ladder.web_accounts import AccountSite
 
         account_site = AccountSite(store, game, account_settings, live=live_port is not None)
         site.who = account_site.owner  # the header names who is logged in
-        routes = account_site.routes() + routes
+        site.owner_sessions = account_site.api_owner  # owners act on the API with their login too
+        account_routes = account_site.routes()
+    routes = account_routes + site.routes()
     feed = None
     if live_port is not None:
         from cellarena.server.web.live import LiveFeed, live_routes

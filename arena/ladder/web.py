@@ -31,7 +31,7 @@ from starlette.routing import BaseRoute, Route
 
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS, MatchRecord
 from cellarena.arena.ladder.store import MAX_ID, LadderStore
-from cellarena.arena.ladder.web_community import CommunityApi
+from cellarena.arena.ladder.web_community import CommunityApi, OwnerSessions
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint
 from cellarena.server.replay import strip_debug_bytes
@@ -82,6 +82,8 @@ class LadderSite:
         self.policy = policy
         #: Who is logged in, for the header (`AccountSite.owner`); None without accounts.
         self.who: Callable[[Request], Awaitable[Any]] | None = None
+        #: Owners' sessions for the community API's changes (`AccountSite.api_owner`); None: tokens only.
+        self.owner_sessions: OwnerSessions | None = None
         #: Whether anyone may download the bots' debug drawings; else only each bot's owner gets its
         #: own, with the bot's token (`owner_replay`).
         self.public_debug = public_debug
@@ -263,7 +265,9 @@ class LadderSite:
 
         library = ReplayLibrary(self.replay_path, debug=self.public_debug)
         return [
-            *CommunityApi(self.store, self.game).routes(),  # first: /bots/{name:path} would take them
+            *CommunityApi(
+                self.store, self.game, self.owner_sessions
+            ).routes(),  # first: /bots/{name:path} would take them
             Route("/", standings),
             Route("/bots/{name:path}", bot),
             Route("/matches", matches),
