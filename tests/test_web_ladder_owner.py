@@ -2,7 +2,7 @@
 on a community ladder's pages, gets a token, runs a bot that joins and plays; the bot then crashes
 five matches and is paused; its owner reads why on their page, fixes it and resumes it; the bot plays
 again; the owner challenges a named bot and reads the head-to-head; the host sees all of it in
-``/metrics``. Real processes throughout: `ladder serve` (with a house bot and ``--health-port``),
+``/metrics``. Real processes throughout: `ladder serve` (with ``--health-port``), the host's bot ``builder``,
 `ladder web --signup open` over HTTPS, and the bot under its own supervisor (tests/bots/flaky.py),
 broken and fixed through the file it reads. The owner's page is saved as a screenshot."""
 
@@ -54,7 +54,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def ladder_serve(where: list[str], folder: Path) -> Iterator[tuple[int, str]]:
     """`ladder serve` with /metrics; its bot port and health URL."""
     served = start([*CLI, *where, "serve", "rezzo", "--port", "0", "--health-port", "0",
-                    "--house-after", "0.3", *PACING], folder, "serve")  # fmt: skip
+                    *PACING], folder, "serve")  # fmt: skip
     try:
         deadline = time.monotonic() + 60
         found = None
@@ -116,13 +116,19 @@ def test_a_stranger_runs_a_bot_that_is_paused_fixed_resumed_and_challenges(
     began = time.monotonic()
     where = ["ladder", "--dir", str(tmp_path)] + (["--db", database] if "://" in database else [])
     LadderStore(database).close()
-    builder = f"{sys.executable} {ROOT}/example_bots/rezzo/builder.py"
-    added = cellarena(*where, "house", "add", "builder", builder, "--game", "rezzo")
+    # The named opponent: the host's bot, running all along (a house bot would start a process per
+    # match, which costs the test seconds each).
+    added = cellarena(*where, "bot", "add", "builder", "--game", "rezzo")
     assert added.returncode == 0, added.stderr
+    builder_token = tmp_path / "builder.token"
+    builder_token.write_text(added.stdout)
+    builder_token.chmod(0o600)
     crash_file = tmp_path / "mode"
     crash_file.write_text("play\n")
-    bots: list[Process] = []
     with ladder_serve(where, tmp_path) as (port, health), ladder_web(where, tmp_path) as url:
+        builder = [sys.executable, str(ROOT / "example_bots" / "rezzo" / "builder.py"), "--port", str(port),
+                   "--ladder", "--name", "builder", "--token-file", str(builder_token)]  # fmt: skip
+        bots: list[Process] = [start(builder, tmp_path / "bots", "builder")]
         try:
             context = browser.new_context(viewport=VIEWPORT, ignore_https_errors=True)
             page = context.new_page()
@@ -143,16 +149,17 @@ def test_a_stranger_runs_a_bot_that_is_paused_fixed_resumed_and_challenges(
             page.click("text=Back to your bots")
 
             # The bot joins and plays.
-            bots.append(run_bot(tmp_path, port, token_file, crash_file, "1.0", 1))
+            mybot = run_bot(tmp_path, port, token_file, crash_file, "1.0", 1)
+            bots.append(mybot)
             wait_for(lambda: len(finished(database, "mybot")) >= 1, "mybot's first match", 90)
-            assert bots[0].proc.poll() is None
+            assert mybot.proc.poll() is None
 
             # Broken: it crashes each match; after five in a row the ladder pauses it, and the bot,
             # refused with `paused` (which the SDK does not retry), stops.
             crash_file.write_text("crash\n")
-            bots[0].wait(120)
-            assert "paused" in bots[0].stderr() and "5 failed matches in a row" in bots[0].stderr()
-            assert bots[0].stderr().count("crashed; starting it again") >= 5
+            mybot.wait(120)
+            assert "paused" in mybot.stderr() and "5 failed matches in a row" in mybot.stderr()
+            assert mybot.stderr().count("crashed; starting it again") >= 5
 
             # The owner reads why on their page.
             page.goto(url + "/account")
