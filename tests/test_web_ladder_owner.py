@@ -189,11 +189,13 @@ def test_a_stranger_runs_a_bot_that_is_paused_fixed_resumed_and_challenges(
             assert quota.startswith("9 of 10 challenges left"), quota
 
             def played() -> bool:
-                page.goto(url + "/account")
-                rows = page.locator("section[data-bot=mybot] table.challenges tr").all_inner_texts()
-                return any("builder" in r and "played" in r for r in rows)
+                with LadderStore(database, create=False) as store:
+                    return any(c.status == "played" for c in store.challenges_of("mybot"))
 
             wait_for(played, "the challenge to be played", 90)
+            page.goto(url + "/account")
+            rows = page.locator("section[data-bot=mybot] table.challenges tr").all_inner_texts()
+            assert any("builder" in r and "played" in r for r in rows), rows
             page.screenshot(path=str(shots / "ladder-owner-account.png"), full_page=True)
             page.locator("section[data-bot=mybot] a:text('statistics: head to head')").click()
             page.wait_for_url("**/bots/mybot/stats#head-to-head")
