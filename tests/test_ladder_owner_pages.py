@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cellarena_cli import cellarena
 from ladder_pages import Browser, Pages, ladder_pages
 
 from cellarena.arena.ladder.policy import CommunityPolicy
@@ -194,3 +195,58 @@ def test_the_api_takes_an_owners_session_for_their_own_bots_only(tmp_path: Path)
         ann.csrf = csrf
         status, body = api(ann, "/api/bots/annbot/challenges", {"refuse": False})
         assert status == 401
+
+
+def test_an_admin_the_host_names_approves_owners_pauses_bans_and_reads_the_audit_log(
+    tmp_path: Path,
+) -> None:
+    where = ("ladder", "--dir", str(tmp_path))
+    with ladder_pages(tmp_path, "--signup", "approval") as pages:
+        for name in ("ann", "cy"):
+            browser = Browser(pages)
+            browser.get("/signup")
+            assert browser.post("/signup", {"name": name, "password": PASSWORD}).status == 200
+        assert cellarena(*where, "owner", "approve", "ann").returncode == 0
+        ann = Browser(pages)
+        ann.get("/login")
+        assert ann.post("/login", {"name": "ann", "password": PASSWORD}).status == 303
+        refused = ann.get("/admin")
+        assert refused.status == 403 and "cellarena ladder owner admin NAME" in refused.body
+        with store_of(pages) as store:
+            store.add_bot("rival", "rezzo")
+        made = cellarena(*where, "owner", "admin", "ann")
+        assert made.returncode == 0 and "ann is now an admin" in made.stdout
+        assert 'href="/admin"' in ann.get("/account").body
+        page = ann.get("/admin")
+        assert page.status == 200 and "Approve cy" in page.body
+
+        assert ann.post("/admin/approve", {"name": "cy"}, csrf=None).status == 403
+        assert ann.post("/admin/approve", {"name": "cy"}).status == 303
+        assert ann.post("/admin/ban", {"name": "rival", "reason": ""}).status == 400
+        assert ann.post("/admin/ban", {"name": "rival", "reason": "copies another bot"}).status == 303
+        assert ann.post("/admin/pause", {"name": "nobody", "reason": "x"}).status == 400
+        page = ann.get("/admin")
+        assert "Unban rival" in page.body and "copies another bot" in page.body
+        assert ann.post("/admin/unban", {"name": "rival"}).status == 303
+        assert ann.post("/admin/pause", {"name": "rival", "reason": "leaks memory"}).status == 303
+        assert ann.post("/admin/resume", {"name": "rival"}).status == 303
+        with store_of(pages) as store:
+            rival = bot(store, "rival")
+            assert rival.paused is None and rival.banned is None
+            log = [(e.actor, e.action, e.bot, e.detail) for e in store.audit_log()]
+        assert log[:6] == [
+            ("ann (admin)", "resume", "rival", None),
+            ("ann (admin)", "pause", "rival", "leaks memory"),
+            ("ann (admin)", "unban", "rival", None),
+            ("ann (admin)", "ban", "rival", "copies another bot"),
+            ("ann (admin)", "approve owner", None, "cy"),
+            (log[5][0], "make admin", None, "ann"),
+        ]
+        assert log[5][0].endswith("(cli)") and log[6][1:] == ("approve owner", None, "ann")
+        audit = ann.get("/admin").body
+        assert "ann (admin)" in audit and "leaks memory" in audit
+
+        # No longer an admin: the pages refuse at once.
+        assert cellarena(*where, "owner", "admin", "ann", "--remove").returncode == 0
+        assert ann.get("/admin").status == 403
+        assert ann.post("/admin/pause", {"name": "rival", "reason": "x"}).status == 403

@@ -250,8 +250,20 @@ def owner_invite(where: _Where, as_json: bool) -> None:
 def owner_approve(where: _Where, name: str) -> None:
     """Let NAME, who signed up under `--signup approval`, log in."""
     with _accounts(where) as accounts:
-        accounts.approve(name)
+        accounts.approve(name, actor=ladder_community.actor())
     click.echo(f"approved {name}: they can log in now")
+
+
+@owner.command("admin")
+@click.argument("name")
+@click.option("--remove", is_flag=True, help="No longer an admin.")
+@click.pass_obj
+def owner_admin(where: _Where, name: str, remove: bool) -> None:
+    """Make owner NAME an admin of the ladder: the pages' /admin then lets them approve owners and
+    pause, resume, ban and unban bots, each written to the audit log under their name."""
+    with _accounts(where) as accounts:
+        accounts.set_admin(name, not remove, actor=ladder_community.actor())
+    click.echo(f"{name} is {'no longer' if remove else 'now'} an admin")
 
 
 @owner.command("reset")

@@ -62,7 +62,7 @@ from cellarena.arena.ladder.accounts import (
     Owner,
     Policy,
 )
-from cellarena.arena.ladder.errors import BadNameError, LadderStoreError
+from cellarena.arena.ladder.errors import BadNameError, LadderStoreError, UnknownBotError
 from cellarena.arena.ladder.failures import failure_of
 from cellarena.arena.ladder.identity import Token
 from cellarena.arena.ladder.records import BotMatch, BotRecord
@@ -401,6 +401,26 @@ class AccountSite:
             "max_bots": self.settings.max_bots,
             "errors": {},
             "back": "" if only is None else "bot",
+            "admin": self.accounts.is_admin(owner),
+        }
+
+    async def check_admin(self, owner: Owner) -> None:
+        """403 unless the host made ``owner`` an admin (`cellarena ladder owner admin NAME`)."""
+        if not await trio.to_thread.run_sync(self.accounts.is_admin, owner):
+            raise HTTPException(
+                403,
+                "only the ladder's admins see this page "
+                "(the host makes one: cellarena ladder owner admin NAME)",
+            )
+
+    def admin_context(self) -> dict[str, Any]:
+        """The admin page: owners waiting for approval, paused and banned bots, the audit log."""
+        bots = self.store.list_bots(self.game)
+        return {
+            "pending": [o for o in self.accounts.owners() if not o.active],
+            "stopped": [b for b in bots if b.active and (b.paused or b.banned)],
+            "audit": self.store.audit_log(100),
+            "admins": self.accounts.admins(),
         }
 
     async def api_owner(self, request: Request) -> tuple[str, frozenset[str]] | None:
@@ -643,6 +663,39 @@ class AccountSite:
                 request, lambda b, f, who: self.community.refusal_of(b, f.get("refuse") == "1", who)
             )
 
+        async def admin_page(request: Request, status: int = 200, error: str | None = None) -> Response:
+            owner, session = await self.logged_in(request)
+            await self.check_admin(owner)
+            context = await trio.to_thread.run_sync(self.admin_context)
+            return self.page(
+                "account/admin.html", request, status, title="Admin", csrf=self.csrf_for(session),
+                error=error, owner=owner, **context,
+            )  # fmt: skip
+
+        async def admin_action(request: Request) -> Response:
+            """One admin action (approve, pause, resume, ban, unban), audited as ``OWNER (admin)``."""
+            owner, _, fields = await self.owner_post(request)
+            await self.check_admin(owner)
+            action, name = request.path_params["action"], fields.get("name", "").strip()
+            reason = fields.get("reason", "").strip()
+            who = f"{owner.name} (admin)"
+            acts: dict[str, Callable[[], object]] = {
+                "approve": lambda: self.accounts.approve(name, actor=who),
+                "pause": lambda: self.store.pause(name, reason or "paused by an admin", actor=who),
+                "resume": lambda: self.store.resume(name, actor=who),
+                "ban": lambda: self.store.ban(name, reason, actor=who),
+                "unban": lambda: self.store.unban(name, actor=who),
+            }
+            if action not in acts:
+                raise HTTPException(404, f"no admin action {action[:30]!r}")
+            if action == "ban" and not reason:
+                return await admin_page(request, 400, "give the reason for a ban: the bot is told it")
+            try:
+                await trio.to_thread.run_sync(acts[action])
+            except (AccountError, UnknownBotError) as exc:
+                return await admin_page(request, 400, str(exc))
+            return RedirectResponse("/admin", status_code=303)
+
         async def replay(request: Request) -> Response:
             owner, _ = await self.logged_in(request)
             match_id = request.path_params["id"]
@@ -696,6 +749,8 @@ class AccountSite:
             ("/account/bots/{name:path}", bot_page, "GET"),
             ("/account/replays/{id:int}", replay, "GET"),
             ("/account/delete", delete_account, "POST"),
+            ("/admin", admin_page, "GET"),
+            ("/admin/{action}", admin_action, "POST"),
             ("/api/signup", api_signup, "POST"),
             ("/api/owner/bots", api_bots, "POST"),
         ]
