@@ -823,6 +823,14 @@ def _community_options() -> list[Any]:
             show_default=True,
             help="Whether a challenge's match changes ratings.",
         ),
+        click.option(
+            "--starve-after",
+            default=30.0,
+            show_default=True,
+            type=FiniteFloatRange(0.1, 3600),
+            help="Seconds a bot waits before it meets the nearest free bot whatever their ratings "
+            "(a quiet ladder of few bots far apart wants it shorter).",
+        ),
     ]
 
 
@@ -857,6 +865,7 @@ def _serve_command(game: str) -> click.Command:
         new_version_rating: str,
         challenges_per_day: int,
         challenges_rated: bool,
+        starve_after: float,
         **game_values: Any,
     ) -> None:
         import gc
@@ -903,7 +912,7 @@ def _serve_command(game: str) -> click.Command:
             host=host,
             port=port,
             tls=tls_context(tls_cert, tls_key),
-            rules=LadderRules(insecure=insecure),
+            rules=LadderRules(insecure=insecure, starve_after=starve_after),
             trusted_proxies=trusted,
             replay_dir=replay_dir,
             spool_dir=writable_folder(where.folder / SPOOL_FOLDER, "--dir"),
