@@ -252,11 +252,23 @@ def owner_invite(where: _Where, as_json: bool) -> None:
 def owner_approve(where: _Where, name: str, as_json: bool) -> None:
     """Let NAME, who signed up under `--signup approval`, log in."""
     with _accounts(where) as accounts:
-        accounts.approve(name)
+        accounts.approve(name, actor=ladder_community.actor())
     if as_json:
         click.echo(json.dumps({"name": name, "approved": True}))
         return
     click.echo(f"approved {name}: they can log in now")
+
+
+@owner.command("admin")
+@click.argument("name")
+@click.option("--remove", is_flag=True, help="No longer an admin.")
+@click.pass_obj
+def owner_admin(where: _Where, name: str, remove: bool) -> None:
+    """Make owner NAME an admin of the ladder: the pages' /admin then lets them approve owners and
+    pause, resume, ban and unban bots, each written to the audit log under their name."""
+    with _accounts(where) as accounts:
+        accounts.set_admin(name, not remove, actor=ladder_community.actor())
+    click.echo(f"{name} is {'no longer' if remove else 'now'} an admin")
 
 
 @owner.command("reset")
@@ -621,13 +633,15 @@ def web(
         accounts=account_settings is not None,
         trusted_proxies=trusted,  # the owner endpoint's lock-out counts by the client behind them
     )
-    routes = site.routes()
+    account_routes = []
     if account_settings is not None:
         from cellarena.arena.ladder.web_accounts import AccountSite
 
         account_site = AccountSite(store, games, account_settings, live=live_port is not None)
         site.who = account_site.owner  # the header names who is logged in
-        routes = account_site.routes() + routes
+        site.owner_sessions = account_site.api_owner  # owners act on the API with their login too
+        account_routes = account_site.routes()
+    routes = account_routes + site.routes()
     feed = None
     if live_port is not None:
         from cellarena.server.web.live import LiveFeed, live_routes
@@ -908,6 +922,14 @@ def _community_options() -> list[Any]:
             show_default=True,
             help="Whether a challenge's match changes ratings.",
         ),
+        click.option(
+            "--starve-after",
+            default=30.0,
+            show_default=True,
+            type=FiniteFloatRange(0.1, 3600),
+            help="Seconds a bot waits before it meets the nearest free bot whatever their ratings "
+            "(a quiet ladder of few bots far apart wants it shorter).",
+        ),
     ]
 
 
@@ -944,6 +966,7 @@ def _serve_command(game: str) -> click.Command:
         challenges_rated: bool,
         workers: int,
         workers_host: str | None,
+        starve_after: float,
         **game_values: Any,
     ) -> None:
         import gc
@@ -990,7 +1013,7 @@ def _serve_command(game: str) -> click.Command:
             host=host,
             port=port,
             tls=tls_context(tls_cert, tls_key),
-            rules=LadderRules(insecure=insecure),
+            rules=LadderRules(insecure=insecure, starve_after=starve_after),
             trusted_proxies=trusted,
             replay_dir=replay_dir,
             # A folder per game: several games' servers may share the ladder's folder and database.

@@ -55,6 +55,8 @@ SESSION_LIFETIME = timedelta(days=14)
 #: How long the host's password-reset code works.
 RESET_LIFETIME = timedelta(hours=24)
 DEFAULT_MAX_BOTS = 5
+#: The ``settings`` rows that mark an owner an admin, by owner id.
+_ADMIN = "admin_owner:"
 
 _hasher = PasswordHasher()
 #: Verified against when no owner has the name, so that a wrong name takes as long as a wrong password.
@@ -159,12 +161,37 @@ class Accounts:
             db.execute("INSERT INTO invites (digest, created) VALUES (?, ?)", (_digest(code), _iso(_now())))
         return code
 
-    def approve(self, name: str) -> Owner:
+    def approve(self, name: str, *, actor: str | None = None) -> Owner:
         with self.store._writing(f"approve owner {name!r}") as db:
             if db.execute("UPDATE owners SET status = 'active' WHERE name = ?", (name,)) != 1:
                 raise AccountError(_no_owner(name))
+            self.store._audit(db, actor, "approve owner", None, name)
         log.info("ladder: owner %r approved", name)
         return self._owner_or_raise(name)
+
+    # ------------------------------------------------------------------ admins
+    # Kept as ``settings`` rows ``admin_owner:ID`` (no schema step): removed with the owner, so an id
+    # is never an admin for someone who signs up later.
+    def set_admin(self, name: str, admin: bool, *, actor: str) -> Owner:
+        """Make owner ``name`` one of the ladder's admins (its /admin pages), or no longer; audited."""
+        owner = self._owner_or_raise(name)
+        key = f"{_ADMIN}{owner.id}"
+        with self.store._writing(f"change the admins ({name!r})") as db:
+            db.execute("DELETE FROM settings WHERE name = ?", (key,))
+            if admin:
+                db.execute("INSERT INTO settings (name, value) VALUES (?, ?)", (key, owner.name))
+            self.store._audit(db, actor, "make admin" if admin else "remove admin", None, name)
+        log.info("ladder: owner %r is %s an admin", name, "now" if admin else "no longer")
+        return owner
+
+    def is_admin(self, owner: Owner) -> bool:
+        with self.store._reading("read the admins") as db:
+            return bool(db.query("SELECT 1 FROM settings WHERE name = ?", (f"{_ADMIN}{owner.id}",)))
+
+    def admins(self) -> list[str]:
+        with self.store._reading("read the admins") as db:
+            rows = db.query("SELECT value FROM settings WHERE name LIKE ? ORDER BY value", (f"{_ADMIN}%",))
+        return [str(v) for (v,) in rows]
 
     def owners(self) -> list[Owner]:
         with self.store._reading("list the owners") as db:
@@ -307,6 +334,7 @@ class Accounts:
             db.execute("UPDATE bots SET owner_id = NULL WHERE owner_id = ?", (owner.id,))
             db.execute("DELETE FROM sessions WHERE owner_id = ?", (owner.id,))
             db.execute("UPDATE invites SET used_by = NULL WHERE used_by = ?", (owner.id,))
+            db.execute("DELETE FROM settings WHERE name = ?", (f"{_ADMIN}{owner.id}",))
             db.execute("DELETE FROM owners WHERE id = ?", (owner.id,))
         log.info("ladder: owner %r deleted, bots revoked: %s", name, [b.name for b in bots] or "none")
         return [b.name for b in bots if b.active]

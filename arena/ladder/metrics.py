@@ -4,23 +4,24 @@ Read from the services on each scrape (a `prometheus_client` collector over `Lad
 figure is kept twice), in a registry of this server's own, so nothing of the process's other
 libraries leaks in. Like ``/health`` it shows no token, bot name or path:
 
-========================================== ======= ===============================================
-``cellarena_ladder_bots_connected``        gauge   bots connected: queued, being checked, seated
-``cellarena_ladder_queue_length``          gauge   bots waiting in the queue
-``cellarena_ladder_queue_wait_seconds``    gauge   recent queue waits, by ``quantile`` 0.5/0.9/0.99
-``cellarena_ladder_matches_running``       gauge   matches under way, here and on the cluster
-``cellarena_ladder_matches_started_total`` counter matches started since the server started
-``cellarena_ladder_matches_ended_total``   counter matches ended with a result
-``cellarena_ladder_matches_per_minute``    gauge   matches that ended in the last 60 s
-``cellarena_ladder_ticks_total``           counter ticks played by the ended matches
-``cellarena_ladder_ticks_late_total``      counter of those, ticks late (an answer late) or behind
-``cellarena_ladder_ticks_on_time_ratio``   gauge   1 - late / ticks (1 before any tick)
-``cellarena_ladder_database_up``           gauge   1 while the database answers, 0 while it is down
-``cellarena_ladder_database_errors_total`` counter failed polls and reconnects of the database
-``cellarena_ladder_pending_results``       gauge   results kept on disk, waiting for the database
-``cellarena_ladder_pauses_total``          counter bots paused (automatically or by the host)
-``cellarena_ladder_challenges_pending``    gauge   challenges waiting for both bots to be free
-========================================== ======= ===============================================
+============================================ ======= ===============================================
+``cellarena_ladder_bots_connected``          gauge   bots connected: queued, being checked, seated
+``cellarena_ladder_queue_length``            gauge   bots waiting in the queue
+``cellarena_ladder_queue_wait_seconds``      gauge   recent queue waits, by ``quantile`` 0.5/0.9/0.99
+``cellarena_ladder_matches_running``         gauge   matches under way, here and on the cluster
+``cellarena_ladder_matches_started_total``   counter matches started since the server started
+``cellarena_ladder_matches_ended_total``     counter matches ended with a result
+``cellarena_ladder_matches_per_minute``      gauge   matches that ended in the last 60 s
+``cellarena_ladder_ticks_total``             counter ticks played by the ended matches
+``cellarena_ladder_ticks_late_total``        counter of those, ticks late (an answer late) or behind
+``cellarena_ladder_ticks_on_time_ratio``     gauge   1 - late / ticks (1 before any tick)
+``cellarena_ladder_database_up``             gauge   1 while the database answers, 0 while it is down
+``cellarena_ladder_database_errors_total``   counter failed polls and reconnects of the database
+``cellarena_ladder_pending_results``         gauge   results kept on disk, waiting for the database
+``cellarena_ladder_pauses_total``            counter bots paused (automatically or by the host)
+``cellarena_ladder_challenges_pending``      gauge   challenges waiting for both bots to be free
+``cellarena_ladder_challenges_played_total`` counter challenges whose match started
+============================================ ======= ===============================================
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class LadderCollector(Collector):
         yield _gauge("pending_results", "Results kept on disk.", 0 if spool is None else len(spool))
         yield _counter("pauses", "Bots paused.", stats.pauses)
         yield _gauge("challenges_pending", "Challenges waiting to be played.", len(queue.challenges))
+        yield _counter("challenges_played", "Challenges whose match started.", stats.challenges_played)
 
 
 def _gauge(name: str, text: str, value: float) -> GaugeMetricFamily:

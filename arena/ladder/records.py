@@ -60,8 +60,9 @@ class BotRecord:
             return f"the ladder's host banned {self.name}: {self.banned}; ask the host"
         if self.paused is not None:
             return (
-                f"{self.name} is paused: {self.paused}; fix it, then resume it (its owner with the "
-                "ladder's API, POST /api/bots/NAME/resume, or the host with `cellarena ladder resume`)"
+                f"{self.name} is paused: {self.paused}; fix it, then resume it (its owner on their "
+                "page /account or with POST /api/bots/NAME/resume, or the host with `cellarena ladder "
+                "resume`)"
             )
         return None
 

@@ -28,5 +28,8 @@ class LadderRules:
     insecure: bool = False
     #: How often the matchmaker looks at the queue (seconds).
     match_every: float = 0.1
+    #: Seconds of waiting after which a bot meets the nearest free bots whatever their ratings
+    #: (`matchmaker.Policy.starve_after`); a quiet ladder of few bots wants it shorter.
+    starve_after: float = 30.0
     #: How often the server polls the database's change log (a revoke takes effect within this).
     poll_every: float = POLL_EVERY

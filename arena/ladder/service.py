@@ -126,7 +126,7 @@ def build(
         replay_dir=config.replay_dir,
         notify=notify,
     )
-    policy = Policy(seats=players.pop(), maps=config.maps)
+    policy = Policy(seats=players.pop(), maps=config.maps, starve_after=rules.starve_after)
     queue = MatchQueue(
         policy,
         results,

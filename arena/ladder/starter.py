@@ -187,6 +187,8 @@ class MatchStarter(LadderService):
             for q in seated:
                 q.conn.fail(protocol.SHUTDOWN, "the ladder cannot record matches now; come back later")
             return
+        if pairing.challenge is not None:
+            self.stats.challenges_played += 1
         gone = [q for q in seated if q.conn.closed]
         if gone:  # a bot left while the match was written down: the others wait on
             await self.results.void(ladder_id, f"{', '.join(q.bot.name for q in gone)} left before the start")

@@ -33,6 +33,8 @@ class LadderStats:
     bad_ticks: int = 0
     #: Bots the ladder paused (failed matches in a row) or its host paused, since the server started.
     pauses: int = 0
+    #: Challenges whose match started, since the server started.
+    challenges_played: int = 0
     #: When recent matches ended (trio's clock), for the matches per minute of ``/metrics``.
     recent_ends: collections.deque[float] = field(
         default_factory=lambda: collections.deque(maxlen=RECENT_WAITS)

@@ -546,6 +546,18 @@ class LadderStore:
         log.info("ladder: %s challenges %s (challenge %d)", challenger, opponent, challenge_id)
         return self._challenges_where("c.id = ?", (challenge_id,))[0]
 
+    def challenges_left(self, name: str) -> int:
+        """How many more challenges ``name`` may make now: the host's quota less those it made in the
+        last 24 hours (what `challenge` counts), for the owner's page to show."""
+        bot = self._bot_or_raise(name)
+        since = (datetime.now(UTC) - timedelta(days=1)).isoformat(timespec="microseconds")
+        with self._reading(f"count the challenges of {name!r}") as db:
+            quota = self._policy(db).challenges_per_day
+            made = db.query(
+                "SELECT COUNT(*) FROM challenges WHERE challenger = ? AND created > ?", (bot.id, since)
+            )[0][0]
+        return max(0, quota - int(made))
+
     def pending_challenges(self, game: str) -> list[Challenge]:
         """``game``'s challenges waiting to be played, oldest first: what the queue plays first."""
         with self._reading(f"read the {game} challenges") as db:

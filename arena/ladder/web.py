@@ -4,11 +4,12 @@ Pages render from Jinja2 templates (``templates/*.html`` beside this module, aut
 is data wherever it is shown. The owners' pages (`web_accounts`) share their header (``ladder.html``).
 
 Served by `cellarena ladder web GAME...`, a process of its own beside the `ladder serve` of each game,
-reading the same database, on the web app the replay viewer uses (`cellarena.server.web`): every page is also JSON under ``/api/``, every finished
-match's replay plays in the viewer and downloads, and ``/live/`` shows the newest match as it is
-played. The pages read the store in worker threads (it blocks), and only read: these routes take
-no input but page addresses, so a stranger can do nothing here but look. Signing up, logging in and
-owning bots are `web_accounts`'s routes, served beside these only with ``ladder web --signup``.
+reading the same database, on the web app the replay viewer uses (`cellarena.server.web`): every page is
+also JSON under ``/api/``, every finished match's replay plays in the viewer and downloads, and
+``/live/`` shows the newest match as it is played. The pages read the store in worker threads (it
+blocks), and only read: these routes take no input but page addresses, so a stranger can do nothing here
+but look. Signing up, logging in and owning bots are `web_accounts`'s routes, served beside these only
+with ``ladder web --signup``.
 
 Nothing secret is shown: the store's records hold no token or digest, and a house bot's command
 (which may name paths on the host) is left out; replays are offered by match id, never by path.
@@ -34,7 +35,7 @@ from cellarena.arena.ladder.lockout import TokenLockout
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS, MatchRecord
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.store import MAX_ID, LadderStore
-from cellarena.arena.ladder.web_community import CommunityApi
+from cellarena.arena.ladder.web_community import CommunityApi, OwnerSessions
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint
 from cellarena.server.replay import strip_debug_bytes
@@ -100,6 +101,8 @@ class LadderSite:
         self.policy = policy
         #: Who is logged in, for the header (`AccountSite.owner`); None without accounts.
         self.who: Callable[[Request], Awaitable[Any]] | None = None
+        #: Owners' sessions for the community API's changes (`AccountSite.api_owner`); None: tokens only.
+        self.owner_sessions: OwnerSessions | None = None
         #: Whether anyone may download the bots' debug drawings; else only each bot's owner gets its
         #: own, with the bot's token (`owner_replay`).
         self.public_debug = public_debug
@@ -394,7 +397,9 @@ class LadderSite:
                 Route("/api/matches", api_matches(self.game)),
             ]
         return [
-            *CommunityApi(self.store, self.games).routes(),  # first: /bots/{name:path} would take them
+            *CommunityApi(
+                self.store, self.games, self.owner_sessions
+            ).routes(),  # first: /bots/{name:path} would take them
             *lists,
             Route("/bots/{name:path}", bot),
             Route("/matches/{id:int}", match),

@@ -21,6 +21,13 @@ it (`TrustedProxies.client_of`: the one mechanism for every by-address limit).
 
 **Input.** A POST body over `MAX_BODY` bytes is refused before it is parsed; each field is checked
 for its length (names, passwords) by `Accounts`, whose messages the page shows.
+
+**A bot's community side.** ``/account`` and ``/account/bots/NAME`` show each bot paused or banned
+with the reason and the failed matches behind it (their causes), and forms to resume it (a ban only
+the host lifts), to challenge a bot by name within the quota, and to refuse challenges: POSTs with
+the CSRF token and Origin check above, applied by `CommunityApi`'s rules as its API applies them
+(with ``owner NAME (owner)`` in the audit log). The same API accepts the owner's session instead of
+the bot's token (`api_owner`).
 """
 
 from __future__ import annotations
@@ -55,11 +62,13 @@ from cellarena.arena.ladder.accounts import (
     Owner,
     Policy,
 )
-from cellarena.arena.ladder.errors import BadNameError, LadderStoreError
+from cellarena.arena.ladder.errors import BadNameError, LadderStoreError, UnknownBotError
+from cellarena.arena.ladder.failures import failure_of
 from cellarena.arena.ladder.identity import Token
-from cellarena.arena.ladder.records import BotMatch
+from cellarena.arena.ladder.records import BotMatch, BotRecord
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.arena.ladder.web import bot_href
+from cellarena.arena.ladder.web_community import CommunityApi
 from cellarena.server.replay import strip_debug_bytes
 from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.templating import render
@@ -69,6 +78,8 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 SESSION_COOKIE = "cellarena_session"
 FORM_COOKIE = "cellarena_form"
+#: The header in which a script sends the owner's CSRF token to the community API (with the cookie).
+CSRF_HEADER = "x-csrf-token"
 #: The largest POST body read: a form of a name, a password and a code is far below it; a 10 KB field
 #: still reaches the checks that name it, a megabyte is refused unread.
 MAX_BODY = 16 * 1024
@@ -197,6 +208,8 @@ class AccountSite:
         self.accounts = Accounts(store)
         self.games = (game,) if isinstance(game, str) else tuple(game)
         self.game = self.games[0]
+        #: The community API's rules (resume, challenge, refusal), applied to the pages' forms too.
+        self.community = CommunityApi(store, self.games)
         self.settings = settings
         self._signer = Signer(settings.key, salt="cellarena-session")
         self.signups = AddressLimit(settings.signups_per_hour)
@@ -382,13 +395,69 @@ class AccountSite:
             self.accounts.check_password, fields.get("name", ""), fields.get("password", "")
         )
 
-    def account_context(self, owner: Owner) -> dict[str, Any]:
-        """What the owner's page shows: each bot, active first, with its recent matches' private side."""
-        bots = sorted(self.accounts.bots(owner), key=lambda b: (not b.active, b.name))
+    def account_context(self, owner: Owner, only: str | None = None) -> dict[str, Any]:
+        """What the owner's page shows: each bot (or the one named ``only``), active first, with its
+        recent matches' private side, the failed matches in a row behind a pause, its challenges and
+        what is left of its quota."""
+        if only is not None:
+            bots = [self.accounts.bot_of(owner, only)]
+        else:
+            bots = sorted(self.accounts.bots(owner), key=lambda b: (not b.active, b.name))
         history: dict[str, list[BotMatch]] = {
             b.name: self.store.bot_history(b.name, limit=RECENT) for b in bots
         }
-        return {"owner": owner, "bots": bots, "history": history, "max_bots": self.settings.max_bots}
+        return {
+            "owner": owner,
+            "bots": bots,
+            "history": history,
+            "failed": {b.name: failed_in_a_row(history[b.name]) for b in bots},
+            "challenges": {b.name: self.store.challenges_of(b.name, limit=10) for b in bots},
+            "quota_left": {b.name: self.store.challenges_left(b.name) for b in bots if b.active},
+            "opponents": [b.name for g in self.games for b in self.store.list_bots(g) if b.active],
+            "community": self.store.policy(),
+            "max_bots": self.settings.max_bots,
+            "errors": {},
+            "back": "" if only is None else "bot",
+            "admin": self.accounts.is_admin(owner),
+        }
+
+    async def check_admin(self, owner: Owner) -> None:
+        """403 unless the host made ``owner`` an admin (`cellarena ladder owner admin NAME`)."""
+        if not await trio.to_thread.run_sync(self.accounts.is_admin, owner):
+            raise HTTPException(
+                403,
+                "only the ladder's admins see this page "
+                "(the host makes one: cellarena ladder owner admin NAME)",
+            )
+
+    def admin_context(self) -> dict[str, Any]:
+        """The admin page: owners waiting for approval, paused and banned bots, the audit log."""
+        bots = [b for g in self.games for b in self.store.list_bots(g)]
+        return {
+            "pending": [o for o in self.accounts.owners() if not o.active],
+            "stopped": [b for b in bots if b.active and (b.paused or b.banned)],
+            "audit": self.store.audit_log(100),
+            "admins": self.accounts.admins(),
+        }
+
+    async def api_owner(self, request: Request) -> tuple[str, frozenset[str]] | None:
+        """The community API's owner (`web_community.OwnerSessions`): None without a session cookie;
+        with one, this site's Origin, a live session and its CSRF token in ``X-CSRF-Token`` are required
+        (a cookie rides along with any site's request: the header is what another site cannot send)."""
+        if SESSION_COOKIE not in request.cookies:
+            return None
+        self.check_origin(request)
+        owner, session = await self.logged_in(request)
+        if not hmac.compare_digest(
+            request.headers.get(CSRF_HEADER, "").encode(), self.csrf_for(session).encode()
+        ):
+            raise HTTPException(
+                403,
+                "with your login, send the CSRF token of your /account page in an X-CSRF-Token header "
+                "(it was missing or stale)",
+            )
+        bots = await trio.to_thread.run_sync(self.accounts.bots, owner)
+        return owner.name, frozenset(b.name for b in bots if b.active)
 
     def owner_replay(self, owner: Owner, match_id: int) -> bytes:
         """The replay of match ``match_id`` with the debug drawings of the owner's bots in it (and no one
@@ -562,6 +631,90 @@ class AccountSite:
             response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
             return response
 
+        async def bot_page(request: Request) -> Response:
+            try:
+                owner, session = await self.logged_in(request)
+            except HTTPException:
+                return RedirectResponse("/login", status_code=303)
+            name = request.path_params["name"]
+            context = await trio.to_thread.run_sync(lambda: self.account_context(owner, name))
+            return self.page(
+                "account/bot.html", request, title=f"{name} (yours)", csrf=self.csrf_for(session),
+                error=None, **context,
+            )  # fmt: skip
+
+        async def bot_change(
+            request: Request, change: Callable[[BotRecord, dict[str, str], str], object]
+        ) -> Response:
+            """A form's change to one of the owner's bots; back to the page it was posted from, which
+            shows a refusal (a ban, the quota, an unknown opponent) beside the bot."""
+            owner, session, fields = await self.owner_post(request)
+            name = request.path_params["name"]
+            bot = await self.bot_action(lambda: self.accounts.bot_of(owner, name))
+            assert isinstance(bot, BotRecord)
+            back_to_bot = fields.get("back") == "bot"
+            try:
+                await self.bot_action(lambda: change(bot, fields, f"{owner.name} (owner)"))
+            except HTTPException as exc:
+                if exc.status_code not in (400, 409, 429):
+                    raise
+                only = name if back_to_bot else None
+                context = await trio.to_thread.run_sync(lambda: self.account_context(owner, only))
+                context["errors"] = {name: exc.detail}
+                return self.page(
+                    "account/bot.html" if back_to_bot else "account/account.html", request,
+                    exc.status_code, title=f"{name} (yours)" if back_to_bot else f"{owner.name}'s bots",
+                    csrf=self.csrf_for(session), error=None, **context,
+                )  # fmt: skip
+            where = f"/account{bot_href(name)}" if back_to_bot else "/account"
+            return RedirectResponse(where, status_code=303)
+
+        async def resume_bot(request: Request) -> Response:
+            return await bot_change(request, lambda b, f, who: self.community.resume_bot(b, who))
+
+        async def challenge(request: Request) -> Response:
+            return await bot_change(
+                request, lambda b, f, who: self.community.challenge_by(b, f.get("opponent", "").strip(), who)
+            )
+
+        async def refusal(request: Request) -> Response:
+            return await bot_change(
+                request, lambda b, f, who: self.community.refusal_of(b, f.get("refuse") == "1", who)
+            )
+
+        async def admin_page(request: Request, status: int = 200, error: str | None = None) -> Response:
+            owner, session = await self.logged_in(request)
+            await self.check_admin(owner)
+            context = await trio.to_thread.run_sync(self.admin_context)
+            return self.page(
+                "account/admin.html", request, status, title="Admin", csrf=self.csrf_for(session),
+                error=error, owner=owner, **context,
+            )  # fmt: skip
+
+        async def admin_action(request: Request) -> Response:
+            """One admin action (approve, pause, resume, ban, unban), audited as ``OWNER (admin)``."""
+            owner, _, fields = await self.owner_post(request)
+            await self.check_admin(owner)
+            action, name = request.path_params["action"], fields.get("name", "").strip()
+            reason = fields.get("reason", "").strip()
+            who = f"{owner.name} (admin)"
+            acts: dict[str, Callable[[], object]] = {
+                "approve": lambda: self.accounts.approve(name, actor=who),
+                "pause": lambda: self.store.pause(name, reason or "paused by an admin", actor=who),
+                "resume": lambda: self.store.resume(name, actor=who),
+                "ban": lambda: self.store.ban(name, reason, actor=who),
+                "unban": lambda: self.store.unban(name, actor=who),
+            }
+            if action not in acts:
+                raise HTTPException(404, f"no admin action {action[:30]!r}")
+            if action == "ban" and not reason:
+                return await admin_page(request, 400, "give the reason for a ban: the bot is told it")
+            try:
+                await trio.to_thread.run_sync(acts[action])
+            except (AccountError, UnknownBotError) as exc:
+                return await admin_page(request, 400, str(exc))
+            return RedirectResponse("/admin", status_code=303)
+
         async def replay(request: Request) -> Response:
             owner, _ = await self.logged_in(request)
             match_id = request.path_params["id"]
@@ -609,8 +762,14 @@ class AccountSite:
             ("/account/bots", create_bot, "POST"),
             ("/account/bots/{name:path}/rotate", rotate, "POST"),
             ("/account/bots/{name:path}/revoke", revoke, "POST"),
+            ("/account/bots/{name:path}/resume", resume_bot, "POST"),
+            ("/account/bots/{name:path}/challenge", challenge, "POST"),
+            ("/account/bots/{name:path}/challenges", refusal, "POST"),
+            ("/account/bots/{name:path}", bot_page, "GET"),
             ("/account/replays/{id:int}", replay, "GET"),
             ("/account/delete", delete_account, "POST"),
+            ("/admin", admin_page, "GET"),
+            ("/admin/{action}", admin_action, "POST"),
             ("/api/signup", api_signup, "POST"),
             ("/api/owner/bots", api_bots, "POST"),
         ]
@@ -650,3 +809,18 @@ class AccountSite:
         )
         response.headers["cache-control"] = "no-store"  # shown once: not kept by the browser's cache
         return response
+
+
+def failed_in_a_row(history: list[BotMatch]) -> list[tuple[BotMatch, str]]:
+    """The bot's newest finished matches that failed, in a row (newest first), each with its failure
+    (`failures.failure_of`): what a pause stands on, shown to the owner with each match's cause."""
+    run = []
+    for b in history:
+        if b.match.status != "finished":
+            continue
+        me = b.me
+        failure = failure_of(me.cause, me.late or 0, me.invalid or 0, b.match.ticks or 0)
+        if failure is None:
+            break
+        run.append((b, failure))
+    return run

@@ -5,7 +5,10 @@ Public and read-only: ``/bots/NAME/stats`` (a page) and ``/api/bots/NAME/stats``
 
 Changes, each a POST authorised by a bot's token in ``Authorization: Bearer TOKEN`` (never in the
 URL: URLs end up in logs), found by the token's hash and compared in constant time
-(`LadderStore.authenticate`); a token is good only for its own bot:
+(`LadderStore.authenticate`); a token is good only for its own bot. With ``ladder web --signup``
+an owner's login works too: the session cookie with the page's CSRF token in an ``X-CSRF-Token``
+header and this site's ``Origin`` (`OwnerSessions`, checked by `web_accounts`); it acts for that
+owner's bots only (403 for another's), and a challenge then names its bot, ``{"bot": "MINE", ...}``:
 
 - ``POST /api/bots/NAME/resume``: resume the paused bot NAME (its owner has fixed it);
 - ``POST /api/challenges`` with ``{"opponent": "OTHER"}``: the token's bot challenges OTHER, within
@@ -20,7 +23,7 @@ Every refusal is JSON ``{"error": "..."}`` that says what to do.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -42,13 +45,22 @@ from cellarena.server.web.templating import render
 #: A request body larger than this is refused before it is parsed (bytes).
 MAX_BODY = 4096
 
+#: The owner logged in on a request, as (their name, their active bots' names); None when the request
+#: carries no session cookie. Raises HTTPException (401, 403) for a session that is stale, or a
+#: request without this site's Origin or the session's CSRF header (`AccountSite.api_owner`).
+OwnerSessions = Callable[[Request], Awaitable[tuple[str, frozenset[str]] | None]]
+
 
 class CommunityApi:
     """The routes above, over ``store``, for the ladder of ``game`` (a name, or several)."""
 
-    def __init__(self, store: LadderStore, game: str | Sequence[str]) -> None:
+    def __init__(
+        self, store: LadderStore, game: str | Sequence[str], sessions: OwnerSessions | None = None
+    ) -> None:
         self.store = store
         self.games = (game,) if isinstance(game, str) else tuple(game)
+        #: Owners' logins (``ladder web --signup``), or None: tokens only.
+        self.sessions = sessions
 
     # -- reading --------------------------------------------------------------------------------------
     def _bot(self, name: str) -> BotRecord:
@@ -95,33 +107,67 @@ class CommunityApi:
         return bot
 
     def resume(self, token: str, name: str) -> dict[str, Any]:
-        bot = self._caller(token, name)
+        return self.resume_bot(self._caller(token, name), f"{name} (api)")
+
+    def resume_bot(self, bot: BotRecord, actor: str) -> dict[str, Any]:
+        """Resume ``bot`` for ``actor`` (its token, or its owner): 409 for a ban, which the host lifts."""
         if bot.banned is not None:
-            raise HTTPException(409, f"{name} is banned by the ladder's host ({bot.banned}); ask the host")
+            raise HTTPException(
+                409, f"{bot.name} is banned by the ladder's host ({bot.banned}); ask the host"
+            )
         if bot.paused is None:
-            return {"bot": name, "paused": None, "resumed": False}
-        self.store.resume(name, actor=f"{name} (api)")
-        return {"bot": name, "paused": None, "resumed": True}
+            return {"bot": bot.name, "paused": None, "resumed": False}
+        self.store.resume(bot.name, actor=actor)
+        return {"bot": bot.name, "paused": None, "resumed": True}
 
     def challenge(self, token: str, body: dict[str, Any]) -> dict[str, Any]:
         bot = self._caller(token)
-        opponent = body.get("opponent")
+        return self.challenge_by(bot, body.get("opponent"), f"{bot.name} (api)")
+
+    def challenge_by(self, bot: BotRecord, opponent: object, actor: str) -> dict[str, Any]:
+        """``bot`` challenges ``opponent``: 400 for no name, 409 (429 for the quota) when refused."""
         if not isinstance(opponent, str) or not 1 <= len(opponent) <= 64:
             raise HTTPException(400, 'give the opponent\'s name: {"opponent": "NAME"}')
         try:
-            made = self.store.challenge(bot.name, opponent, actor=f"{bot.name} (api)")
+            made = self.store.challenge(bot.name, opponent, actor=actor)
         except ChallengeRefusedError as exc:
             text = str(exc)
             raise HTTPException(429 if "quota" in text else 409, text) from None
         return made.to_json()
 
     def set_refusal(self, token: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        self._caller(token, name)
-        refuse = body.get("refuse")
+        return self.refusal_of(self._caller(token, name), body.get("refuse"), f"{name} (api)")
+
+    def refusal_of(self, bot: BotRecord, refuse: object, actor: str) -> dict[str, Any]:
         if not isinstance(refuse, bool):
             raise HTTPException(400, 'say {"refuse": true} or {"refuse": false}')
-        bot = self.store.refuse_challenges(name, refuse, actor=f"{name} (api)")
-        return {"bot": name, "refuses_challenges": bot.refuses_challenges}
+        changed = self.store.refuse_challenges(bot.name, refuse, actor=actor)
+        return {"bot": bot.name, "refuses_challenges": changed.refuses_challenges}
+
+    async def acting(self, request: Request, name: str | None, body: dict[str, Any]) -> tuple[BotRecord, str]:
+        """The bot a change is for and who asks (for the audit log): by the request's bot token, or
+        by its owner's session (`sessions`), whose bots are theirs alone."""
+        if self.sessions is None or "authorization" in request.headers:
+            token = _bearer(request)
+            bot = await trio.to_thread.run_sync(self._caller, token, name)
+            return bot, f"{bot.name} (api)"
+        found = await self.sessions(request)
+        if found is None:
+            raise HTTPException(
+                401,
+                "send the bot's token as 'Authorization: Bearer TOKEN', or log in and send your "
+                "session with the page's CSRF token in an X-CSRF-Token header",
+            )
+        owner, mine = found
+        target = name if name is not None else body.get("bot")
+        if not isinstance(target, str) or not target:
+            raise HTTPException(400, 'say which of your bots acts: {"bot": "NAME", ...}')
+        if target not in mine:
+            raise HTTPException(
+                403, f"{target[:64]!r} is not one of {owner}'s bots: an owner acts for their own bots only"
+            )
+        bot = await trio.to_thread.run_sync(self._bot, target)
+        return bot, f"{owner} (owner)"
 
     # -- routes ---------------------------------------------------------------------------------------
     def routes(self) -> list[BaseRoute]:
@@ -143,18 +189,22 @@ class CommunityApi:
             return JSONResponse(await run(self.challenges_json, request.path_params["name"]))
 
         async def resume_api(request: Request) -> Response:
-            token = _bearer(request)
-            return JSONResponse(await run(self.resume, token, request.path_params["name"]))
+            bot, actor = await self.acting(request, request.path_params["name"], {})
+            return JSONResponse(await run(self.resume_bot, bot, actor))
 
         async def challenge_api(request: Request) -> Response:
-            token = _bearer(request)
             body = await _json_body(request)
-            return JSONResponse(await run(self.challenge, token, body), status_code=201)
+            bot, actor = await self.acting(request, None, body)
+            if "bot" in body and body["bot"] != bot.name:
+                raise HTTPException(403, f"that token is {bot.name}'s, not {str(body['bot'])[:64]}'s")
+            return JSONResponse(
+                await run(self.challenge_by, bot, body.get("opponent"), actor), status_code=201
+            )
 
         async def refusal_api(request: Request) -> Response:
-            token = _bearer(request)
             body = await _json_body(request)
-            return JSONResponse(await run(self.set_refusal, token, request.path_params["name"], body))
+            bot, actor = await self.acting(request, request.path_params["name"], body)
+            return JSONResponse(await run(self.refusal_of, bot, body.get("refuse"), actor))
 
         return [
             Route("/bots/{name:path}/stats", stats_page),
