@@ -247,6 +247,7 @@ def test_an_admin_the_host_names_approves_owners_pauses_bans_and_reads_the_audit
         assert "ann (admin)" in audit and "leaks memory" in audit
 
         # No longer an admin: the pages refuse at once.
-        assert cellarena(*where, "owner", "admin", "ann", "--remove").returncode == 0
+        removed = cellarena(*where, "owner", "admin", "ann", "--remove", "--json")
+        assert removed.returncode == 0 and json.loads(removed.stdout) == {"name": "ann", "admin": False}
         assert ann.get("/admin").status == 403
         assert ann.post("/admin/pause", {"name": "rival", "reason": "x"}).status == 403

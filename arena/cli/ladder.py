@@ -262,12 +262,16 @@ def owner_approve(where: _Where, name: str, as_json: bool) -> None:
 @owner.command("admin")
 @click.argument("name")
 @click.option("--remove", is_flag=True, help="No longer an admin.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: name, admin.")
 @click.pass_obj
-def owner_admin(where: _Where, name: str, remove: bool) -> None:
+def owner_admin(where: _Where, name: str, remove: bool, as_json: bool) -> None:
     """Make owner NAME an admin of the ladder: the pages' /admin then lets them approve owners and
     pause, resume, ban and unban bots, each written to the audit log under their name."""
     with _accounts(where) as accounts:
         accounts.set_admin(name, not remove, actor=ladder_community.actor())
+    if as_json:
+        click.echo(json.dumps({"name": name, "admin": not remove}))
+        return
     click.echo(f"{name} is {'no longer' if remove else 'now'} an admin")
 
 
