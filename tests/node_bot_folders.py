@@ -52,3 +52,45 @@ def check_folder(folder: Path, game: str, lang: str) -> None:
         assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
         if command == "python -m pytest":
             assert "2 passed" in done.stdout  # a match in each seat
+
+
+def check_draws(folder: Path, game: str, lang: str, tmp_path: Path) -> None:
+    """The kit's `onTick(view, debug)` (sdk/kits/typescript/src/debug.ts): a game's JavaScript or
+    TypeScript template, playing itself, sends a text line with every answer, and mark the cells
+    they act on where the game has them (Rezzo: the enemy geysers they see, placed on the board by the
+    server; cloth: each unit; colorblocks: each placement), as the replay keeps them."""
+    import json
+
+    from cellarena_cli import cellarena
+
+    from cellarena.server.replay import read_replay
+
+    replay = tmp_path / "m.replay"
+    bots = [a for seat in ("a", "b") for a in ("--bot", f"{seat}=node {folder / 'dist/src/bot.js'}")]
+    extra = ["--map", "duel", "--max-ticks", "60"] if game == "rezzo" else []
+    proc = cellarena(
+        "match", game, *bots, *extra, "--fast", "--replay", str(replay),
+        "--log-dir", str(tmp_path / "logs"), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["invalid"] == {"a": 0, "b": 0}, lang
+    rep = read_replay(replay)
+    for seat in (0, 1):
+        drawn = [(t, t.debug.get(seat)) for t in rep.ticks if seat in t.moves]
+        assert drawn and all(d is not None and d["text"] for _, d in drawn), drawn[:2]
+        said = {d["text"][0].split(":")[0].split()[0] for _, d in drawn if d}
+        assert said <= {"tick", "turn", "round"}, said
+        marks = [(t, m) for t, d in drawn if d for m in d.get("marks", [])]
+        if game == "rezzo":
+            assert all(m["colour"] == "#ffe119" and m["label"] == "target" for _, m in marks)
+        elif game == "cloth":
+            assert marks and all(
+                [m["cell"] for m in d.get("marks", [])] == t.moves[seat] for t, d in drawn if d
+            )
+        elif game == "colorblocks":
+            placed = [[a[1], a[2]] for t, _ in drawn for a in t.moves[seat] if a[0] == "place"]
+            assert [m["cell"] for _, m in marks] == placed
+        else:
+            assert marks == []
+    if game == "rezzo":
+        assert any(m for t in rep.ticks for d in t.debug.values() for m in d.get("marks", []))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from node_bot_folders import check_folder, written_and_built
+from node_bot_folders import check_draws, check_folder, written_and_built
 from node_kit import built_kit, need_node
 from test_new_bot import run_readme_line
 
@@ -50,49 +50,8 @@ def test_the_written_test_builds_the_bot_first_and_fails_a_bot_that_does_not_com
 
 
 @pytest.mark.parametrize("game", offered("ts"))
-def test_the_js_and_ts_templates_draw_through_the_kits_debug(
-    folders: dict[tuple[str, str], Path], game: str, tmp_path: Path
+def test_the_ts_templates_draw_through_the_kits_debug(
+    folders: dict[str, Path], game: str, tmp_path: Path
 ) -> None:
-    """The kit's `onTick(view, debug)` (sdk/kits/typescript/src/debug.ts): each game's JavaScript and
-    TypeScript templates, playing each other, send a text line with every answer, and mark the cells
-    they act on where the game has them (Rezzo: the enemy geysers they see, placed on the board by the
-    server; cloth: each unit; colorblocks: each placement), as the replay keeps them."""
-    import json
-
-    from cellarena_cli import cellarena
-
-    from cellarena.server.replay import read_replay
-
-    replay = tmp_path / "m.replay"
-    bots = [
-        a
-        for lang in ("js", "ts")
-        for a in ("--bot", f"{lang}=node {folders[(game, lang)] / 'dist/src/bot.js'}")
-    ]
-    extra = ["--map", "duel", "--max-ticks", "60"] if game == "rezzo" else []
-    proc = cellarena(
-        "match", game, *bots, *extra, "--fast", "--replay", str(replay),
-        "--log-dir", str(tmp_path / "logs"), "--json",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["invalid"] == {"js": 0, "ts": 0}
-    rep = read_replay(replay)
-    for seat in (0, 1):
-        drawn = [(t, t.debug.get(seat)) for t in rep.ticks if seat in t.moves]
-        assert drawn and all(d is not None and d["text"] for _, d in drawn), drawn[:2]
-        said = {d["text"][0].split(":")[0].split()[0] for _, d in drawn if d}
-        assert said <= {"tick", "turn", "round"}, said
-        marks = [(t, m) for t, d in drawn if d for m in d.get("marks", [])]
-        if game == "rezzo":
-            assert all(m["colour"] == "#ffe119" and m["label"] == "target" for _, m in marks)
-        elif game == "cloth":
-            assert marks and all(
-                [m["cell"] for m in d.get("marks", [])] == t.moves[seat] for t, d in drawn if d
-            )
-        elif game == "colorblocks":
-            placed = [[a[1], a[2]] for t, _ in drawn for a in t.moves[seat] if a[0] == "place"]
-            assert [m["cell"] for _, m in marks] == placed
-        else:
-            assert marks == []
-    if game == "rezzo":
-        assert any(m for t in rep.ticks for d in t.debug.values() for m in d.get("marks", []))
+    """The kit's `onTick(view, debug)` in each game's TypeScript template (node_bot_folders.check_draws)."""
+    check_draws(folders[game], game, "ts", tmp_path)

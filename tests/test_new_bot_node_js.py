@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from node_bot_folders import check_folder, written_and_built
+from node_bot_folders import check_draws, check_folder, written_and_built
 
 from cellarena.arena.cli.new_bot import offered
 
@@ -22,3 +22,11 @@ def test_the_js_folder_builds_passes_its_own_test_and_its_readme_runs(
     folders: dict[str, Path], game: str
 ) -> None:
     check_folder(folders[game], game, "js")
+
+
+@pytest.mark.parametrize("game", offered("js"))
+def test_the_js_templates_draw_through_the_kits_debug(
+    folders: dict[str, Path], game: str, tmp_path: Path
+) -> None:
+    """The kit's `onTick(view, debug)` in each game's JavaScript template (node_bot_folders.check_draws)."""
+    check_draws(folders[game], game, "js", tmp_path)
