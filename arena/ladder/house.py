@@ -61,7 +61,9 @@ class Launched:
     log: Path
     #: Set once its output is all in its log.
     log_done: trio.Event = field(default_factory=trio.Event)
-    #: Set once it has exited and what it left was stopped (`stop_bot` read its cgroup's limit).
+    #: Set once its exit is seen (or it was stopped here).
+    exited: trio.Event = field(default_factory=trio.Event)
+    #: Set once what it left was stopped too (`stop_bot` read its cgroup's limit).
     reaped: trio.Event = field(default_factory=trio.Event)
 
 
@@ -174,10 +176,14 @@ class HouseBots:
         if launched is None:
             return None
         with trio.move_on_after(EXIT_WAIT):
-            await launched.reaped.wait()
+            await launched.exited.wait()
         proc = launched.proc
         code = proc.returncode
-        if code is None or (proc.signalled and proc.stopped_for is None):
+        if code is None:
+            return None
+        with trio.move_on_after(EXIT_WAIT):
+            await launched.reaped.wait()
+        if proc.signalled and proc.stopped_for is None:
             return None
         with trio.move_on_after(EXIT_WAIT):
             await launched.log_done.wait()
@@ -211,8 +217,11 @@ class HouseBots:
                     )
                     break
         finally:
+            if proc.returncode is not None:
+                launched.exited.set()
             with trio.CancelScope(shield=True):
                 await stop_bot(proc, patience=0.0)
+            launched.exited.set()
             launched.reaped.set()
             if self.running.get(name) is proc:
                 del self.running[name]
