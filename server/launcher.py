@@ -212,10 +212,7 @@ async def play_match(
         with trio.move_on_after(EXIT_WAIT):
             await log_done[name].wait()
         line = last_log_line(logs[name], secrets=tokens)
-        limit = proc.stopped_for or exit_reason(exited[seat], limits)
-        if limit is not None:
-            return causes.cause(causes.LIMIT, limit=limit.split(" ")[0], detail=limit, last_log_line=line)
-        return causes.cause(causes.EXITED, **_exit_fields(exited[seat]), last_log_line=line)
+        return exit_cause(proc, exited[seat], limits, line)
 
     lobby = Lobby(
         LobbyConfig(
@@ -360,6 +357,16 @@ def _exit_fields(code: int | None) -> dict[str, Any]:
         except ValueError:
             return {"signal": str(-code)}
     return {"status": code}
+
+
+def exit_cause(proc: BotProcess, code: int, limits: Limits, line: str | None) -> dict[str, Any]:
+    """The cause of a seat whose launched process exited with ``code`` while its match went on:
+    ``limit`` if the launcher or the kernel stopped it for one, else ``exited`` with its status or
+    signal; both with ``line``, its log's last line (`last_log_line`)."""
+    limit = proc.stopped_for or exit_reason(code, limits)
+    if limit is not None:
+        return causes.cause(causes.LIMIT, limit=limit.split(" ")[0], detail=limit, last_log_line=line)
+    return causes.cause(causes.EXITED, **_exit_fields(code), last_log_line=line)
 
 
 def launch_causes(

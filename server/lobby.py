@@ -288,6 +288,7 @@ class Lobby:
         recorder: RecorderFactory | None = None,
         meta: Mapping[str, Any] | None = None,
         number: int | None = None,
+        explain_gone: ExplainGone | None = None,
     ) -> Match | None:
         """Start a match with ``conns`` in seat order (None: a seat whose bot never came, which
         forfeits); the match, or None if it could not start (its seats are told `internal`).
@@ -297,7 +298,9 @@ class Lobby:
         a seating that draws maps from a pool gives its own. ``recorder`` makes this match's replay
         writer instead of the config's (a ladder names each replay for its own match id); ``meta``
         says what the match is to its seating, in the log line of its start (its ladder match id).
-        ``number``: the match's number, when another process numbers them (a worker's front)."""
+        ``number``: the match's number, when another process numbers them (a worker's front).
+        ``explain_gone`` answers, at this match's end, why a seat's connection went, instead of the
+        config's (a ladder knows which of a match's bots it started: its house bots)."""
         assert self._nursery is not None
         self._started += 1
         if number is None:
@@ -317,7 +320,7 @@ class Lobby:
                 self.config.settings,
                 recorder=self._recorder(recorder, number, engine, names, seed),
                 on_tick=self.config.on_tick,
-                explain_gone=self.config.explain_gone,
+                explain_gone=self.config.explain_gone if explain_gone is None else explain_gone,
             )
         except Exception:  # a bug must cost this match, not the server or the bots waiting for others
             log.exception("match %d could not start", number)

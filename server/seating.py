@@ -30,7 +30,7 @@ from cellarena.sdk.protocol import State
 from cellarena.server.connection import Connection
 
 if TYPE_CHECKING:
-    from cellarena.server.match import Match, RecorderFactory, TickSettings
+    from cellarena.server.match import ExplainGone, Match, RecorderFactory, TickSettings
 
 log = logging.getLogger("cellarena.server")
 
@@ -110,9 +110,11 @@ class MatchHost(Protocol):
         seed: int | None = None,
         recorder: RecorderFactory | None = None,
         meta: Mapping[str, Any] | None = None,
+        explain_gone: ExplainGone | None = None,
     ) -> Match | None:
         """Start a match with ``conns`` in seat order (None: a seat whose bot never came), with its
-        own replay writer's maker and what it is to the seating (``meta``, logged) if given."""
+        own replay writer's maker, what it is to the seating (``meta``, logged) and who says why a
+        seat's connection went (``explain_gone``: the bots' launcher) if given."""
         ...
 
 

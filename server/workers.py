@@ -43,7 +43,7 @@ import trio
 from cellarena.sdk import protocol
 from cellarena.server.connection import Connection
 from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import Match, MatchOutcome, RecorderFactory
+from cellarena.server.match import ExplainGone, Match, MatchOutcome, RecorderFactory
 from cellarena.server.seating import Seating
 
 log = logging.getLogger("cellarena.server")
@@ -577,9 +577,11 @@ class WorkerLobby(Lobby):
         recorder: RecorderFactory | None = None,
         meta: Mapping[str, Any] | None = None,
         number: int | None = None,
+        explain_gone: ExplainGone | None = None,
     ) -> Match | None:
         """Hand the match to a worker (see `Lobby.start_match` for the arguments); None always, as
-        the match is not in this process."""
+        the match is not in this process. ``explain_gone`` is not asked: the match ends in the
+        worker, which cannot call back here, so a gone seat stays ``disconnected``."""
         self._started += 1
         if number is None:
             number = self._started

@@ -669,6 +669,101 @@ async def test_run_ladder_wires_the_house_bots_ownership_into_admission(tmp_path
     await wait_for(lambda: house_bot_pid() is None, timeout=10)  # stopped with the ladder
 
 
+HOUSE_BOT_THAT_EXITS = """\
+import os, sys
+from cellarena.sdk import Bot, run
+from cellarena.sdk.bot import read_token
+
+token = read_token(None, None)  # from its pipe, as the SDK would; kept to print it below
+os.environ.pop("CELLARENA_TOKEN_FD", None)
+os.environ["CELLARENA_TOKEN"] = token or ""
+
+quit_at = int(sys.argv[1])  # -1: never
+
+class Quits(Bot):
+    def on_tick(self, view):
+        if view.tick >= quit_at >= 0:
+            print(f"house bot gives up, token {token} and all", file=sys.stderr, flush=True)
+            sys.exit(3)
+        return 0
+
+raise SystemExit(run(Quits, argv=[]))
+"""
+
+
+def _house_bot_match(tmp_path: Path, quit_at: int, alice_drops_at: int | None = None) -> dict[str, Any]:
+    """One match of a real `run_ladder` (as `ladder serve` runs it) between outside bot alice and
+    house bot quits, which exits with status 3 at tick ``quit_at`` (-1: plays on); its API JSON."""
+    from cellarena.arena.ladder.service import run_ladder
+    from cellarena.arena.ladder.web import match_json
+
+    script = tmp_path / "quits.py"
+    script.write_text(HOUSE_BOT_THAT_EXITS)
+    store = LadderStore(tmp_path / "ladder.sqlite")
+    alice_token = store.add_bot("alice", "rezzo")[1].secret
+    store.add_bot("quits", "rezzo", house_command=f'"{sys.executable}" "{script}" {quit_at}')
+    config = LadderConfig(
+        "rezzo",
+        {"map": "duel", "max_ticks": 200},
+        map_key="map",
+        maps=("duel",),
+        settings=FAST,
+        port=0,
+        rules=LadderRules(match_every=0.02),
+        log_dir=tmp_path / "logs",
+        house_after=0.0,
+    )
+    (tmp_path / "logs").mkdir()
+    ports: list[int] = []
+
+    def finished() -> list[Any]:
+        return [m for m in store.matches("rezzo") if m.status == "finished"]
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(run_ladder, store, config, on_listening=ports.append))
+            await wait_for(lambda: bool(ports))
+            alice = await Client.connect(ports[0])
+            await alice.hello("alice", token=alice_token)
+            seen = await play_one(alice, drop_at=alice_drops_at)
+            assert alice_drops_at is not None or seen[-1]["type"] == "end", seen[-1]
+            await wait_for(lambda: bool(finished()), timeout=20)
+            await alice.stream.aclose()
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    [match] = finished()
+    data = match_json(match)
+    assert [s.cause for s in match.seats] == [s["cause"] for s in data["seats"]]  # the store's, as is
+    data["log"] = (tmp_path / "logs" / "house-quits.log").read_text()
+    return data
+
+
+def test_a_house_bot_that_exits_mid_match_is_recorded_as_exited_with_its_last_line(tmp_path: Path) -> None:
+    """Issue 27, point 2, for the ladder's house bots: cellarena started the process, so its seat
+    says ``exited`` with status 3 and its log's last line (its token redacted) in the store and
+    the API's JSON, not ``disconnected``."""
+    data = _house_bot_match(tmp_path, quit_at=3)
+    names = [s["bot"] for s in data["seats"]]
+    cause = data["seats"][names.index("quits")]["cause"]
+    assert cause["cause"] == "exited" and cause["status"] == 3, cause
+    assert cause["last_log_line"] == "house bot gives up, token [redacted] and all", cause
+    assert "exited with status 3" in cause["text"] and "house bot gives up" in cause["text"], cause
+    assert data["seats"][names.index("alice")]["cause"]["cause"] == "last_player_standing"
+    log = data.pop("log")
+    token = log.split("token ")[1].split(" ")[0]
+    assert token.startswith("cla_")  # the bot did print it
+    assert token not in repr(data)
+
+
+def test_an_outside_bot_that_leaves_a_house_bots_match_stays_disconnected(tmp_path: Path) -> None:
+    """Only house bots are asked about: alice's own process is not the ladder's to explain."""
+    data = _house_bot_match(tmp_path, quit_at=-1, alice_drops_at=3)
+    causes = {s["bot"]: s["cause"] for s in data["seats"]}
+    assert causes["alice"]["cause"] == "disconnected", causes
+    assert causes["quits"]["cause"] == "last_player_standing", causes
+
+
 async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:

@@ -12,13 +12,19 @@ bot cannot stay "running" forever and never be started again.
 
 The store keeps only a hash of every token, so each launch gives the house bot a new token
 (`LadderStore.rotate`): the one it was started with is the only one that works.
+
+As cellarena started it, a house bot whose process exits mid-match is said to have ``exited`` (its
+status or signal and its log's last line, its token redacted) or gone over a ``limit``, rather than
+``disconnected``: the match starter asks `HouseBots.explain` at the match's end.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -29,17 +35,36 @@ from cellarena.arena.ratings import initial
 from cellarena.server.confinement import Limits
 from cellarena.server.connection import Connection
 from cellarena.server.launcher import (
+    EXIT_WAIT,
     LOG_LIMIT,
     BotProcess,
     BotSpec,
     copy_log,
+    exit_cause,
     holds_connection,
+    last_log_line,
     start_bot,
     stop_bot,
     watch_limits,
 )
 
 log = logging.getLogger("cellarena.ladder")
+
+
+@dataclass
+class Launched:
+    """A house bot's latest launch, kept after it ends so that its match can ask why it went."""
+
+    proc: BotProcess
+    #: The token it was started with, redacted from its log's last line.
+    secret: str
+    log: Path
+    #: Set once its output is all in its log.
+    log_done: trio.Event = field(default_factory=trio.Event)
+    #: Set once its exit is seen (or it was stopped here).
+    exited: trio.Event = field(default_factory=trio.Event)
+    #: Set once what it left was stopped too (`stop_bot` read its cgroup's limit).
+    reaped: trio.Event = field(default_factory=trio.Event)
 
 
 class HouseBots:
@@ -69,6 +94,8 @@ class HouseBots:
         self.isolate = isolate
         #: House bots whose process runs, by name.
         self.running: dict[str, BotProcess] = {}
+        #: Each house bot's latest launch, by name, running or not (replaced by its next one).
+        self.launched: dict[str, Launched] = {}
 
     async def run(self, port: int) -> None:
         """Look at the queue every ``every`` seconds until cancelled; then stop every house bot."""
@@ -128,9 +155,11 @@ class HouseBots:
             return
         log.info("started house bot %s for a bot that waited %g s", bot.name, self.after)
         self.running[bot.name] = proc
+        launched = Launched(proc, token.secret, path)
+        self.launched[bot.name] = launched
         assert proc.stdout is not None
-        nursery.start_soon(copy_log, proc.stdout, path, LOG_LIMIT)
-        nursery.start_soon(self._reap, bot.name, proc)
+        nursery.start_soon(self._copy_log, launched)
+        nursery.start_soon(self._reap, bot.name, launched)
         nursery.start_soon(watch_limits, [proc], self.limits)
 
     def holds(self, name: str, conn: Connection) -> bool:
@@ -138,9 +167,40 @@ class HouseBots:
         proc = self.running.get(name)
         return proc is not None and holds_connection(proc, conn)
 
-    async def _reap(self, name: str, proc: BotProcess) -> None:
+    async def explain(self, name: str) -> dict[str, Any] | None:
+        """Why house bot ``name``'s connection went (`cellarena.server.match.ExplainGone`, for its
+        seat): ``exited`` with its status or signal, or ``limit``, with its log's last line; None
+        if its process has not exited within `EXIT_WAIT` seconds (the socket closes a moment
+        before the exit is seen) or was stopped here, as the ladder stopped or it sat idle."""
+        launched = self.launched.get(name)
+        if launched is None:
+            return None
+        with trio.move_on_after(EXIT_WAIT):
+            await launched.exited.wait()
+        proc = launched.proc
+        code = proc.returncode
+        if code is None:
+            return None
+        with trio.move_on_after(EXIT_WAIT):
+            await launched.reaped.wait()
+        if proc.signalled and proc.stopped_for is None:
+            return None
+        with trio.move_on_after(EXIT_WAIT):
+            await launched.log_done.wait()
+        line = last_log_line(launched.log, secrets=[launched.secret])
+        return exit_cause(proc, code, self.limits, line)
+
+    async def _copy_log(self, launched: Launched) -> None:
+        assert launched.proc.stdout is not None
+        try:
+            await copy_log(launched.proc.stdout, launched.log, LOG_LIMIT)
+        finally:
+            launched.log_done.set()
+
+    async def _reap(self, name: str, launched: Launched) -> None:
         """Wait for a house bot to end its match and exit, or to sit idle (neither queued nor playing)
         for ``idle_limit`` seconds; then stop what it left in its session."""
+        proc = launched.proc
         try:
             idle_since = trio.current_time()
             while proc.returncode is None:
@@ -157,6 +217,11 @@ class HouseBots:
                     )
                     break
         finally:
+            if proc.returncode is not None:
+                launched.exited.set()
             with trio.CancelScope(shield=True):
                 await stop_bot(proc, patience=0.0)
-            self.running.pop(name, None)
+            launched.exited.set()
+            launched.reaped.set()
+            if self.running.get(name) is proc:
+                del self.running[name]

@@ -232,6 +232,8 @@ async def run_ladder(
                     )
                     # A house bot's token seats only a connection its own processes hold.
                     seating.admission.house_owner = house.holds
+                    # A house bot whose process exits mid-match reads `exited` or `limit`, not `disconnected`.
+                    seating.starter.explain_house = house.explain
                     nursery.start_soon(house.run, port)
 
             await serve_until_signalled(

@@ -18,7 +18,7 @@ import collections
 import functools
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -41,7 +41,7 @@ from cellarena.sdk import protocol
 from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine
 from cellarena.server.hosted import HostedMatch, HostedResult, token_digest
-from cellarena.server.match import Match, MatchOutcome, Recorder
+from cellarena.server.match import ExplainGone, Match, MatchOutcome, Recorder
 from cellarena.server.replay import ReplayWriter
 from cellarena.server.seating import MatchHost, WaitingRoom
 
@@ -119,6 +119,9 @@ class MatchStarter(LadderService):
         #: Called with (ladder match id, match) as each match starts here (logs, tests).
         self.on_match = on_match
         self.lobby: MatchHost | None = None
+        #: Why a house bot's connection went, by its name (`HouseBots.explain`, wired by
+        #: `run_ladder`); None: house bots that leave are ``disconnected`` like any other.
+        self.explain_house: Callable[[str], Awaitable[dict[str, Any] | None]] | None = None
         #: Matches under way here, by their match in the lobby.
         self.live: dict[Match, Live] = {}
         #: Matches under way on the cluster: ladder id -> bots by seat.
@@ -245,6 +248,7 @@ class MatchStarter(LadderService):
             seed=pairing.seed,
             recorder=self._recorder(ladder_id),
             meta={"ladder match": ladder_id},
+            explain_gone=self._explain_gone(bots),
         )
         if match is None:  # the lobby logged why and told the bots
             self._nursery_void(ladder_id, "the match could not start (an internal error)")
@@ -257,6 +261,21 @@ class MatchStarter(LadderService):
         log.info("ladder match %d (%s): %s", ladder_id, pairing.map or "default map", " vs ".join(names))
         if self.on_match is not None:
             self.on_match(ladder_id, match)
+
+    def _explain_gone(self, bots: tuple[BotRecord, ...]) -> ExplainGone | None:
+        """What a match of ``bots`` asks at its end why a seat's connection went: for a house bot,
+        which the ladder started, `explain_house` (``exited``, ``limit``); for an outside bot,
+        nothing (it stays ``disconnected``). None when no seat is a house bot's."""
+        explain = self.explain_house
+        if explain is None or not any(b.kind == "house" for b in bots):
+            return None
+
+        async def explain_gone(seat: int) -> dict[str, Any] | None:
+            if not 0 <= seat < len(bots) or bots[seat].kind != "house":
+                return None
+            return await explain(bots[seat].name)
+
+        return explain_gone
 
     def _nursery_void(self, ladder_id: int, reason: str) -> None:
         assert self._nursery is not None
