@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from cellarena.server.games.rezzo import batched
+from cellarena.server.games.rezzo.batch import batched
 
 
 def use(backend: str) -> str:

@@ -7,9 +7,9 @@ import pytest
 from rezzo_backends import use
 
 from cellarena.server.games import ConfigError, Engine, get_engine
-from cellarena.server.games.rezzo.bench import allocations, engine_footprint, random_rezzo_codes
 from cellarena.server.games.rezzo.ca import BitWorld
 from cellarena.server.games.rezzo.engine import RezzoEngine
+from cellarena.server.games.rezzo.tools.bench import allocations, engine_footprint, random_rezzo_codes
 
 
 def test_registry_finds_rezzo() -> None:
@@ -126,7 +126,7 @@ def test_bench_server_reports_levels_in_json(caplog: pytest.LogCaptureFixture) -
 
     from cellarena_cli import invoke
 
-    from cellarena.server.games.rezzo import batched
+    from cellarena.server.games.rezzo.batch import batched
 
     code, out = invoke(
         "bench", "server", "--levels", "16", "--seconds", "1", "--debug-agents", "16", "--json"
@@ -166,7 +166,7 @@ def test_bench_server_reports_levels_in_json(caplog: pytest.LogCaptureFixture) -
 def test_bench_rezzo_times_both_backends_and_the_baseline(monkeypatch: pytest.MonkeyPatch) -> None:
     """`cellarena bench rezzo` reports the numba step beside the numpy one, and only numpy when numba
     is off (the figures themselves are the benchmark's business, not a timed test's)."""
-    from cellarena.server.games.rezzo import bench
+    from cellarena.server.games.rezzo.tools import bench
 
     use("numba")
     r = bench.run([16], budget_s=0.05)["sizes"]["16"]

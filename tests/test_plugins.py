@@ -413,7 +413,7 @@ def test_the_built_in_engines_offer_their_capabilities_as_typed_protocols() -> N
     """The games that changed their hashes or rules, or show states between decision points, say so
     through the protocols of `base` (which mypy checks their members against), not loose names."""
     from cellarena.server.games import base
-    from cellarena.server.games.rezzo.slot_batch import BatchedWorld
+    from cellarena.server.games.rezzo.batch.slot_batch import BatchedWorld
 
     rezzo = get_engine("rezzo").new({"map": "duel"}, 0)
     assert base.hash_version(rezzo) == 2

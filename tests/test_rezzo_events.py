@@ -14,10 +14,10 @@ from test_rezzo_batched import batches, both_backends, slow, use
 
 from cellarena.sdk.games.rezzo import Move
 from cellarena.server.games import causes
-from cellarena.server.games.rezzo.batched import BatchedRezzo
+from cellarena.server.games.rezzo.batch.batched import BatchedRezzo
+from cellarena.server.games.rezzo.batch.slot_batch import SlotBatch
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.games.rezzo.slot_batch import SlotBatch
-from cellarena.server.games.rezzo.vector_env import RezzoVectorEnv
+from cellarena.server.games.rezzo.training.vector_env import RezzoVectorEnv
 
 
 @both_backends

@@ -18,8 +18,8 @@ from test_rezzo_batched import board_makers, both_backends, slow, use
 
 from cellarena.server.games.base import Events
 from cellarena.server.games.registry import batching_of
+from cellarena.server.games.rezzo.batch.slot_batch import BATCHING, BatchedWorld, SlotBatch
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.games.rezzo.slot_batch import BATCHING, BatchedWorld, SlotBatch
 
 
 def raw_answer(rng: np.random.Generator, request: dict[str, Any]) -> Any:

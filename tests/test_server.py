@@ -18,7 +18,7 @@ from wire_client import Client
 
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import encode
-from cellarena.server.games.rezzo.slot_batch import SlotBatch
+from cellarena.server.games.rezzo.batch.slot_batch import SlotBatch
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import Seat, TickSettings
 from cellarena.server.poller import Poller

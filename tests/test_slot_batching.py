@@ -13,7 +13,7 @@ from wire_client import Client
 
 from cellarena.sdk import protocol
 from cellarena.server.games.base import Engine
-from cellarena.server.games.rezzo import batched, slot_batch
+from cellarena.server.games.rezzo.batch import batched, slot_batch
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import TickSettings
 from cellarena.server.replay import ReplayWriter, read_replay, verify

@@ -17,15 +17,15 @@ PLUGIN = GamePlugin(
     cli=f"{_HERE}.options:CLI",
     # "bench env", "bench train": `cellarena bench env|train` runs that benchmark of every game that has one.
     commands={
-        "bench": f"{_HERE}.bench:command",
-        "sim": f"{_HERE}.cli:sim",
-        "bench env": f"{_HERE}.env_bench:command",
-        "bench train": f"{_HERE}.train_bench:command",
+        "bench": f"{_HERE}.tools.bench:command",
+        "sim": f"{_HERE}.tools.cli:sim",
+        "bench env": f"{_HERE}.tools.env_bench:command",
+        "bench train": f"{_HERE}.tools.train_bench:command",
     },
-    root_commands={"maps": f"{_HERE}.cli:maps"},
+    root_commands={"maps": f"{_HERE}.tools.cli:maps"},
     render=f"{_HERE}.render:render_engine",
     viewer=f"{_HERE}.render:show",
     legend=f"{_HERE}.render:legend",
-    bench_load=f"{_HERE}.load:LOAD",
-    batching=f"{_HERE}.slot_batch:BATCHING",
+    bench_load=f"{_HERE}.tools.load:LOAD",
+    batching=f"{_HERE}.batch.slot_batch:BATCHING",
 )

@@ -65,7 +65,7 @@ def sim(
 
     from cellarena.server.games.rezzo.engine import RezzoConfig
     from cellarena.server.games.rezzo.render import render_engine
-    from cellarena.server.games.rezzo.sim import simulate
+    from cellarena.server.games.rezzo.tools.sim import simulate
 
     config = RezzoConfig(map=map_, max_ticks=max_ticks, torus=torus, own_base_counts=not enemy_bases_only)
     try:

@@ -70,13 +70,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Move
-from cellarena.server.games.rezzo.batched import BatchedRezzo
+from cellarena.server.games.rezzo.batch.batched import BatchedRezzo
 from cellarena.server.games.rezzo.engine import RezzoConfig, RezzoEngine
 from cellarena.server.games.rezzo.maps import read_map
-from cellarena.server.games.rezzo.opponents import Opponent, OpponentSeats
-from cellarena.server.games.rezzo.picture import rgb_frame
-from cellarena.server.games.rezzo.rewards import EVENT_TERMS, SHAPING_TERMS, RewardShaper
 from cellarena.server.games.rezzo.starts import random_start
+from cellarena.server.games.rezzo.training.opponents import Opponent, OpponentSeats
+from cellarena.server.games.rezzo.training.picture import rgb_frame
+from cellarena.server.games.rezzo.training.rewards import EVENT_TERMS, SHAPING_TERMS, RewardShaper
 from cellarena.server.replay import ReplayWriter
 
 #: From this many worlds up, threads="auto" steps them on all of numba's threads: a step of 512 duels
@@ -234,7 +234,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             threads = "all" if worlds >= THREADS_FROM else 1
         if threads == "all":
             try:
-                from cellarena.server.games.rezzo.batched_parallel import threads_available
+                from cellarena.server.games.rezzo.batch.batched_parallel import threads_available
             except ImportError:
                 return 1  # no numba: the numpy backend has one thread
             return threads_available()

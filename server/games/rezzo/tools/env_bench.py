@@ -19,7 +19,7 @@ import click
 import numpy as np
 
 from cellarena.server.bench.harness import STEADY_RATIO, calls_per_second, json_option, report, seconds_option
-from cellarena.server.games.rezzo.batched import NO_NUMBA_VARIABLE
+from cellarena.server.games.rezzo.batch.batched import NO_NUMBA_VARIABLE
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
 #: Goals from issue 20, checked at the largest batch.
@@ -34,7 +34,7 @@ def _vector_step(
     batch: int, config: dict[str, Any], rng: np.random.Generator, backend: str, threads: int | str = 1
 ) -> tuple[Callable[[], object], int, str]:
     """One step of a vector environment of ``batch`` worlds, its agents per world, and its backend."""
-    from cellarena.server.games.rezzo.vector_env import RezzoVectorEnv
+    from cellarena.server.games.rezzo.training.vector_env import RezzoVectorEnv
 
     # copy=False: a trainer copies the observations into its rollout buffer itself.
     env = RezzoVectorEnv(batch, config, copy=False, backend=backend, threads=threads)
@@ -112,7 +112,7 @@ def run(
 def _threads() -> int:
     """The threads numba runs a parallel loop on (1 without numba)."""
     try:
-        from cellarena.server.games.rezzo.batched_parallel import threads_available
+        from cellarena.server.games.rezzo.batch.batched_parallel import threads_available
     except ImportError:
         return 1
     return threads_available()

@@ -27,7 +27,7 @@ from cellarena.server.games.base import (
     Result,
     sole_first,
 )
-from cellarena.server.games.rezzo.batched import BatchedRezzo, resolve_backend
+from cellarena.server.games.rezzo.batch.batched import BatchedRezzo, resolve_backend
 from cellarena.server.games.rezzo.engine import (
     HASH_VERSION,
     Agent,

@@ -53,7 +53,7 @@ from cellarena.server.games.rezzo.engine import (
 )
 
 if TYPE_CHECKING:
-    from cellarena.server.games.rezzo import batched_kernel, batched_parallel
+    from cellarena.server.games.rezzo.batch import batched_kernel, batched_parallel
 
 #: How far a viewport reaches from its agent, and so the width of the OOB border around each world.
 MARGIN = VIEW_SIZE - 1
@@ -113,7 +113,7 @@ BACKENDS, NO_NUMBA_VARIABLE = backends.BACKENDS, backends.NO_NUMBA_VARIABLE
 @functools.cache
 def _kernels() -> batched_kernel.Kernels:
     """The compiled loops of `batched_kernel`, loaded once per process (ImportError without numba)."""
-    from cellarena.server.games.rezzo import batched_kernel
+    from cellarena.server.games.rezzo.batch import batched_kernel
 
     return batched_kernel.Kernels()
 
@@ -277,7 +277,7 @@ class BatchedRezzo:
         self.view_codes = self.observations[:, :, 0]
         self.view_damage = self.observations[:, :, 1]
         if self.threads > 1:
-            from cellarena.server.games.rezzo import batched_parallel
+            from cellarena.server.games.rezzo.batch import batched_parallel
 
             self._parallel = batched_parallel.ParallelKernels(b, self.plane, self.threads)
         for i, engine in enumerate(engines):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from cellarena.server.games.rezzo import batched_kernel
+from cellarena.server.games.rezzo.batch import batched_kernel
 
 _transition = numba.njit(cache=True)(batched_kernel._transition)
 _views = numba.njit(cache=True)(batched_kernel._views)
