@@ -13,7 +13,6 @@ import logging
 import socket
 from collections.abc import Callable
 from functools import partial
-from html import escape
 from typing import Any
 
 import trio
@@ -25,8 +24,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from cellarena.sdk.protocol import FrameReader, ProtocolError, encode, hello
 from cellarena.server.web.jsonable import dumps
-from cellarena.server.web.pages import page
 from cellarena.server.web.replays import player_html
+from cellarena.server.web.templating import render
 
 log = logging.getLogger("cellarena.web")
 
@@ -189,16 +188,8 @@ class LiveMatches:
         """``/live/all`` (the running matches, and JSON at ``/api/live``), ``/live/{n}/`` and its socket."""
 
         async def index(_request: Request) -> Response:
-            items = "".join(
-                f'<li><a href="/live/{n}/">match {n}: {escape(" vs ".join(names))}</a></li>'
-                for n, names in reversed(self.running())
-            )
-            body = (
-                "<header><h1>Matches under way</h1></header><main class=results><section class=panel>"
-                f"<ul id=running>{items or '<li>none right now</li>'}</ul>"
-                '<p><a href="/live/">the newest, followed from match to match</a></p></section></main>'
-            )
-            return HTMLResponse(page("matches under way", body))
+            running = list(reversed(self.running()))
+            return HTMLResponse(render("running.html", title="matches under way", running=running))
 
         async def api(_request: Request) -> Response:
             return JSONResponse(

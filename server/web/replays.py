@@ -10,7 +10,6 @@ from __future__ import annotations
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
-from html import escape
 from pathlib import Path
 
 import trio
@@ -20,7 +19,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Route
 
 from cellarena.server.replay import read_replay, strip_debug_bytes
-from cellarena.server.web.pages import page
+from cellarena.server.web.templating import render
 from cellarena.server.web.timeline import Timeline, final_frame
 
 #: Timelines kept in memory at once; more replays are re-read when asked for again.
@@ -91,14 +90,7 @@ def _in_range(timeline: Timeline, index: int, name: str) -> None:
 
 def player_html(title: str, api: str, game: str, *, live: str = "") -> str:
     """The player page for the replay whose API lives at ``api``, or for the live feed at ``live``."""
-    body = (
-        f'<div id="player" data-api="{escape(api)}" data-game="{escape(game)}" data-live="{escape(live)}">'
-        "</div>"
-        '<script src="/static/palette.js"></script>'
-        f'<script src="/static/games/{escape(game)}.js"></script>'
-        '<script src="/static/player.js"></script>'
-    )
-    return page(title, body)
+    return render("player.html", title=title, api=api, game=game, live=live)
 
 
 def replay_routes(
