@@ -39,7 +39,8 @@ def _train(trainer: Path, weights: Path, extra: list[str]) -> dict[str, Any]:
     assert proc.stdout is not None
     last = ""
     for line in proc.stdout:
-        click.echo(line.rstrip(), err=True)
+        if not line.startswith("{"):  # the closing JSON line is the bench's to read, not to show
+            click.echo(line.rstrip(), err=True)
         last = line
     if proc.wait() != 0:
         raise click.ClickException(f"training failed (exit {proc.returncode}): {shlex.join(command)}")
