@@ -367,7 +367,7 @@ class LadderSite:
             if scheme.lower() != "bearer" or not token.strip():
                 raise HTTPException(401, "send the bot's token as 'Authorization: Bearer TOKEN'")
             rid = request.path_params["rid"]
-            data = await self._owner_replay_counted(_client_host(request, self.trusted_proxies), rid, token)
+            data = await self._owner_replay_counted(client_host(request, self.trusted_proxies), rid, token)
             name = f"ladder-{rid}.replay"
             disposition = {"content-disposition": f'attachment; filename="{name}"'}
             return Response(data, media_type="application/octet-stream", headers=disposition)
@@ -417,8 +417,10 @@ def redirect(to: str) -> Callable[[Request], Awaitable[Response]]:
     return answer
 
 
-def _client_host(request: Request, trusted: TrustedProxies) -> str:
-    """The client's address: the peer, or whom a trusted proxy's X-Forwarded-For names."""
+def client_host(request: Request, trusted: TrustedProxies) -> str:
+    """The client's address: the peer, or whom a trusted proxy's X-Forwarded-For names (every such
+    header, in order: a proxy may add one rather than append to the first). The pages' one reading of
+    it, for the owner endpoint's lock-out and the owners' sign-up and login limits alike."""
     peer = request.client.host if request.client is not None else "unknown"
     if not trusted:
         return peer

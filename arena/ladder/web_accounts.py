@@ -67,7 +67,7 @@ from cellarena.arena.ladder.failures import failure_of
 from cellarena.arena.ladder.identity import Token
 from cellarena.arena.ladder.records import BotMatch, BotRecord
 from cellarena.arena.ladder.store import LadderStore
-from cellarena.arena.ladder.web import bot_href
+from cellarena.arena.ladder.web import bot_href, client_host
 from cellarena.arena.ladder.web_community import CommunityApi
 from cellarena.server.replay import strip_debug_bytes
 from cellarena.server.trusted_proxies import TrustedProxies
@@ -217,9 +217,7 @@ class AccountSite:
 
     # -- requests ------------------------------------------------------------------------------------
     def client(self, request: Request) -> str:
-        peer = request.client.host if request.client is not None else "unknown"
-        forwarded = request.headers.get("x-forwarded-for", "").split(",")
-        return self.settings.trusted.client_of(peer, forwarded)
+        return client_host(request, self.settings.trusted)
 
     def origin(self, request: Request) -> str:
         """This site's origin as the browser sees it: from a trusted proxy's forwarded headers, or the
