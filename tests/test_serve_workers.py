@@ -226,12 +226,21 @@ def test_auto_is_one_worker_per_usable_core() -> None:
 
 
 def test_bench_server_compares_workers_with_one_process_in_json() -> None:
-    code, out = invoke("bench", "server", "--workers", "2", "--levels", "16", "--seconds", "1", "--json")
+    code, out = invoke(
+        "bench", "server", "--workers", "2", "--levels", "16", "--seconds", "1", "--repeat", "2", "--json"
+    )
     assert code == 0, out
     report = json.loads(out)
     assert report["workers"] == 2 and set(report["max_agents_at_15hz"]) == {"one", "workers"}
     (level,) = report["levels"]
     one, many = level["one"], level["workers"]
+    # Two tries each; the result is each server's best, and the host's speed was probed before each.
+    tries = level["tries_on_time"]
+    assert len(tries["one"]) == len(tries["workers"]) == 2
+    assert (one["on_time"], many["on_time"]) == (max(tries["one"]), max(tries["workers"]))
+    probe = report["host_loop_ms"]
+    assert 0 < probe["fastest"] <= probe["slowest"]
+    assert probe["fastest"] <= min(one["host_loop_ms"], many["host_loop_ms"])
     assert (one["workers"], many["workers"]) == (1, 2)
     for run in (one, many):
         # Every match played to its end; the server's CPU and the load generator's are read apart.
@@ -241,6 +250,12 @@ def test_bench_server_compares_workers_with_one_process_in_json() -> None:
     assert one["workers_cpu_share"] is None and many["workers_cpu_share"] is not None
     assert many["server_cpu_share"] == pytest.approx(many["front_cpu_share"] + many["workers_cpu_share"])
     assert level["cpu_workers_over_one"] == many["cpu_us_per_agent_tick"] / one["cpu_us_per_agent_tick"]
+
+
+def test_bench_server_refuses_tries_without_workers_to_compare() -> None:
+    code, out = invoke("bench", "server", "--repeat", "3", "--levels", "16")
+    assert code == 2
+    assert "--repeat" in out and "add --workers 2" in out
 
 
 def test_a_config_that_cannot_reach_a_worker_is_refused_before_any_worker_starts() -> None:

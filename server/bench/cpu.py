@@ -4,11 +4,16 @@ its worker processes) and the load generator's, read apart over the same window.
 `resource.getrusage(RUSAGE_CHILDREN)` counts a child only once it is reaped, and counts every child
 together; /proc/PID/stat gives each live process's own user and system time (Linux; elsewhere the
 figures are None).
+
+`host_loop_ms` says what a CPU second is worth at the moment: on a shared virtual machine the same
+work can take nearly twice as long from one second to the next, and a report that shows it says how
+far its figures can be trusted.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -33,3 +38,17 @@ def tree_cpu(pids: list[int]) -> float | None:
             return None
         total += seconds
     return total
+
+
+#: Iterations of `host_loop_ms`'s loop: about 10 ms of one core on a 2.6 GHz machine.
+HOST_LOOP = 300_000
+
+
+def host_loop_ms(iterations: int = HOST_LOOP) -> float:
+    """Milliseconds this process takes for a fixed pure-Python loop right now (wall time, so that a
+    core taken by the host or a neighbour shows as a slower loop)."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(iterations):
+        total += i
+    return (time.perf_counter() - start) * 1000.0

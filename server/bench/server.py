@@ -35,7 +35,7 @@ from typing import Any
 import click
 import trio
 
-from cellarena.server.bench.cpu import cpu_seconds, tree_cpu
+from cellarena.server.bench.cpu import cpu_seconds, host_loop_ms, tree_cpu
 from cellarena.server.bench.harness import raise_file_limit
 from cellarena.server.cli.params import FiniteFloatRange
 from cellarena.server.cli.run import quiet_logger
@@ -361,6 +361,13 @@ WORKERS_CPU_GOAL = 1.15
 WORKERS_AGENTS_GOAL = 1.25
 
 
+def _best(tries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The try of a level that kept the most ticks on time (ties: the least CPU per agent-tick): a
+    host's noise (a core taken by a neighbour, a slower clock) only ever costs a run ticks, so the
+    best of several tries is the nearest to what the server itself can do."""
+    return max(tries, key=lambda run_: (run_["on_time"], -run_["cpu_us_per_agent_tick"]))
+
+
 def run_workers(
     levels: Iterable[int] = DEFAULT_LEVELS,
     seconds: float = 4.0,
@@ -368,10 +375,15 @@ def run_workers(
     game: str | None = None,
     workers: int = 2,
     batch: bool = True,
+    repeat: int = 1,
 ) -> dict[str, Any]:
     """Each level served by one process and by ``workers`` worker processes, side by side (in
     alternating order, so that neither always runs first), until both miss the on-time goal; the
     dict is the --json output. A worker server is made afresh per level: its start is not measured.
+
+    ``repeat``: tries of each level by each server, interleaved; each server's best try is its
+    result (`_best`), and every try's on-time share is kept beside it. Before each try, the host's
+    speed is probed (`host_loop_ms`); the report gives the slowest and fastest probe of the run.
     """
     game = game or load_games()[0]
     raise_file_limit()
@@ -380,20 +392,28 @@ def run_workers(
     warm_up = min(WARM_UP_AGENTS, max(levels, default=WARM_UP_AGENTS))
     trio.run(run_level, game, warm_up, 1.0, tick_rate, BUDGET_MS, batch)
     results = []
+    probes: list[float] = []
     #: The most agents each served on time so far, by worker count.
     most = {1: 0, workers: 0}
     for i, agents in enumerate(levels):
-        order = [1, workers] if i % 2 == 0 else [workers, 1]
-        runs: dict[int, dict[str, Any]] = {}
-        for count in order:
-            gc.collect()
-            gc.freeze()
-            runs[count] = trio.run(run_level, game, agents, seconds, tick_rate, BUDGET_MS, batch, count)
-        one, many = runs[1], runs[workers]
+        tries: dict[int, list[dict[str, Any]]] = {1: [], workers: []}
+        for r in range(repeat):
+            for count in [1, workers] if (i + r) % 2 == 0 else [workers, 1]:
+                gc.collect()
+                gc.freeze()
+                probes.append(host_loop_ms())
+                run_ = trio.run(run_level, game, agents, seconds, tick_rate, BUDGET_MS, batch, count)
+                run_["host_loop_ms"] = probes[-1]
+                tries[count].append(run_)
+        one, many = _best(tries[1]), _best(tries[workers])
         level = {
             "agents": one["agents"],
             "one": one,
             "workers": many,
+            "tries_on_time": {
+                "one": [t["on_time"] for t in tries[1]],
+                "workers": [t["on_time"] for t in tries[workers]],
+            },
             "cpu_workers_over_one": (
                 many["cpu_us_per_agent_tick"] / one["cpu_us_per_agent_tick"]
                 if one["cpu_us_per_agent_tick"]
@@ -401,7 +421,7 @@ def run_workers(
             ),
         }
         results.append(level)
-        for count, run_ in runs.items():
+        for count, run_ in ((1, one), (workers, many)):
             if run_["on_time"] >= ON_TIME_GOAL:
                 most[count] = run_["agents"]
         if one["on_time"] < ON_TIME_GOAL and many["on_time"] < ON_TIME_GOAL:
@@ -414,6 +434,8 @@ def run_workers(
         "budget_ms": BUDGET_MS,
         "batch": "on" if batch else "off",
         "workers": workers,
+        "repeat": repeat,
+        "host_loop_ms": {"fastest": min(probes), "slowest": max(probes)} if probes else None,
         "max_agents_at_15hz": {"one": most_one, "workers": most_many},
         "agents_workers_over_one": most_many / most_one if most_one else None,
         "cpu_workers_over_one": cpu_ratio,
@@ -470,6 +492,14 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[in
     "(`serve --workers N`), each level side by side; --batch both then means on.",
 )
 @click.option(
+    "--repeat",
+    type=click.IntRange(1, 20),
+    default=1,
+    show_default=True,
+    help="With --workers: tries of each level by each server, interleaved; each server's best try "
+    "counts (a noisy host only ever costs a run ticks), and every try is reported.",
+)
+@click.option(
     "--debug-agents",
     default=DEBUG_AGENTS,
     show_default=True,
@@ -484,6 +514,7 @@ def command(
     game: str | None,
     batch: str,
     workers: int,
+    repeat: int,
     debug_agents: int,
     as_json: bool,
 ) -> None:
@@ -493,9 +524,14 @@ def command(
         bench_load(game)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--game") from None
+    if repeat > 1 and workers == 1:
+        raise click.BadParameter(
+            "tries are compared between one process and its workers: add --workers 2 (or more)",
+            param_hint="--repeat",
+        )
     quiet_logger("cellarena.server")  # the load's own disconnects are expected
     if workers > 1:
-        runs = run_workers(levels, seconds, game=game, workers=workers, batch=batch != "off")
+        runs = run_workers(levels, seconds, game=game, workers=workers, batch=batch != "off", repeat=repeat)
         _report_workers(runs, as_json)
         return
     result = run(levels, seconds=seconds, game=game, batch=batch)
@@ -600,15 +636,19 @@ def _report_workers(result: dict[str, Any], as_json: bool) -> None:
     def share(value: float | None) -> str:
         return "-" if value is None else f"{value:.0%}"
 
+    def tries(level: dict[str, Any], key: str) -> str:
+        shares = level["tries_on_time"][key]
+        return "" if len(shares) < 2 else f" (of {', '.join(f'{s:.1%}' for s in shares)})"
+
     for level in result["levels"]:
         one, many, ratio = level["one"], level["workers"], level["cpu_workers_over_one"]
         table.add_row(
             str(level["agents"]),
-            f"{one['on_time']:.1%}",
+            f"{one['on_time']:.1%}{tries(level, 'one')}",
             f"{one['cpu_us_per_agent_tick']:.0f} µs",
             share(one["server_cpu_share"]),
             share(one["load_cpu_share"]),
-            f"{many['on_time']:.1%}",
+            f"{many['on_time']:.1%}{tries(level, 'workers')}",
             f"{many['cpu_us_per_agent_tick']:.0f} µs",
             share(many["server_cpu_share"]),
             share(many["load_cpu_share"]),
@@ -616,6 +656,13 @@ def _report_workers(result: dict[str, Any], as_json: bool) -> None:
         )
     console = Console()
     console.print(table)
+    if result["repeat"] > 1:
+        console.print(f"each server's best of {result['repeat']} tries per level (every try in brackets)")
+    if (probe := result["host_loop_ms"]) is not None:
+        console.print(
+            f"host speed: a fixed loop took {probe['fastest']:.1f} to {probe['slowest']:.1f} ms before "
+            f"the runs ({probe['slowest'] / probe['fastest']:.2f}x; near 1.00x on a quiet machine)"
+        )
     most, goals = result["max_agents_at_15hz"], result["goals_met"]
     ratio = result["agents_workers_over_one"]
     console.print(
