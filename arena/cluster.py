@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import logging
 import os
 import shlex
 import shutil
@@ -162,6 +163,8 @@ def open_cluster(
                 )
             )
             client = stack.enter_context(Client(cluster))
+            # Runs first on exit (last in, first out): the workers are quiet before the scheduler goes.
+            stack.callback(_quiet_local_workers, client)
         else:
             try:
                 client = stack.enter_context(Client(spec.address, timeout=CONNECT_TIMEOUT))
@@ -180,6 +183,20 @@ def open_cluster(
                 f"the cluster at {spec.address or 'local'} has no workers; start `dask worker`"
             )
         yield DaskExecutor(client), sum(threads.values()), sorted(threads)
+
+
+def _silence_dask_logs() -> None:
+    """On a worker of a local cluster about to stop: its heartbeat may race the scheduler's close and
+    log the lost connection with a traceback, on the terminal of a command that ended as it should."""
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+
+def _quiet_local_workers(client: Any) -> None:
+    """`_silence_dask_logs` on every worker of a local cluster, and its nanny, before it stops. A
+    worker already gone (a killed one) is nothing to quiet, hence no error here ever."""
+    for nanny in (False, True):
+        with contextlib.suppress(Exception):
+            client.run(_silence_dask_logs, nanny=nanny, on_error="ignore")
 
 
 def check_workers(executor: DaskExecutor, spec: TournamentSpec) -> None:

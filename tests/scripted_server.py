@@ -81,13 +81,22 @@ def match(ticks: int = 3, *, drop_after: int | None = None) -> Script:
 
 @dataclass
 class ScriptedServer:
-    """Connection n follows ``scripts[n]``; any connection past the last is a test failure."""
+    """Connection n follows ``scripts[n]``; any connection past the last is a test failure.
+
+    With ``expect``, a connection whose hello names another bot is a stranger: closed, and neither
+    seen nor given a script. In a full run of the suite, a bot of another test, coming back after
+    its own server stopped, may knock at the port this server took over from it; without the name
+    check it would take the script of the bot under test, which then never finished."""
 
     scripts: list[Script]
+    #: The name the bot under test says in its hello (None: take every connection).
+    expect: str | None = None
     #: (trio.current_time(), hello) of each connection, in order.
     seen: list[tuple[float, dict[str, Any] | None]] = field(default_factory=list)
     port: int = 0
     failures: list[str] = field(default_factory=list)
+    #: The hellos of strangers, closed unanswered.
+    strangers: list[dict[str, Any] | None] = field(default_factory=list)
 
     async def start(self, nursery: trio.Nursery) -> int:
         listeners = await nursery.start(partial(trio.serve_tcp, self._handle, 0, host="127.0.0.1"))
@@ -103,6 +112,10 @@ class ScriptedServer:
         peer = Peer(stream)
         try:
             hello = await peer.recv()
+            if self.expect is not None and (hello or {}).get("name") != self.expect:
+                self.strangers.append(hello)
+                return
+            number = len(self.seen)  # in the order of the hellos
             self.seen.append((trio.current_time(), hello))
             if number >= len(self.scripts):
                 self.failures.append(f"connection {number + 1} came after the script's last")

@@ -355,12 +355,14 @@ def ends(proc: Process) -> int:
     return proc.stderr().count(": end after ")
 
 
-async def exited(proc: Process, timeout: float) -> int:
-    """Wait without blocking trio (a server or proxy in this process serves the bot meanwhile)."""
-    with trio.fail_after(timeout):
+async def exited(proc: Process, timeout: float, why: Callable[[], str] = str) -> int:
+    """Wait without blocking trio (a server or proxy in this process serves the bot meanwhile). A bot
+    still running at ``timeout`` fails the test with its stderr and ``why()`` (what the server saw)."""
+    with trio.move_on_after(timeout):
         while proc.proc.poll() is None:
             await trio.sleep(0.05)
-    return proc.proc.returncode
+        return proc.proc.returncode
+    raise AssertionError(f"the bot still ran after {timeout} s{why()}; its stderr:\n{proc.stderr()[-4000:]}")
 
 
 def test_matches_2_against_cellarena_serve(bot_dir: Path, tmp_path: Path) -> None:
@@ -415,12 +417,15 @@ async def test_refusals_that_mean_not_now_are_retried_with_back_off(bot_dir: Pat
             match(3, drop_after=1),
             refuse(protocol.QUEUE_FULL, "the queue holds 1000 bots; come back in a few seconds"),
             match(3),
-        ]
+        ],
+        expect="js_random",
     )
     async with trio.open_nursery() as nursery:
         port = await server.start(nursery)
         bot = js_bot(bot_dir, tmp_path, "js_random", port, "--matches", "2")
-        code = await exited(bot, 60)
+        code = await exited(
+            bot, 60, lambda: f"; the server saw {len(server.seen)} connections: {server.failures}"
+        )
         nursery.cancel_scope.cancel()
     err = bot.stderr()
     assert code == 0, err
@@ -441,7 +446,9 @@ async def test_ladder_with_matches_n_rides_out_refusals_and_stops_after_n(
     scripts = [refuse(protocol.BUSY, "js_random already has a connection in the queue")]
     for _ in range(matches):
         scripts += [match(3), refuse(protocol.QUEUE_FULL, "the queue holds 1000 bots; come back later")]
-    server = ScriptedServer(scripts[:-1])  # nothing after the last match: a connection more would fail
+    server = ScriptedServer(
+        scripts[:-1], expect="js_random"
+    )  # nothing after the last match: a connection more would fail
     async with trio.open_nursery() as nursery:
         port = await server.start(nursery)
         bot = js_bot(bot_dir, tmp_path, "js_random", port, "--ladder", "--matches", str(matches))
@@ -466,7 +473,7 @@ async def test_ladder_with_matches_n_rides_out_refusals_and_stops_after_n(
 async def test_an_error_that_waiting_cannot_fix_stops_the_bot(
     bot_dir: Path, tmp_path: Path, code: str, fix: str
 ) -> None:
-    server = ScriptedServer([refuse(code, "as the test says")])
+    server = ScriptedServer([refuse(code, "as the test says")], expect="js_random")
     async with trio.open_nursery() as nursery:
         port = await server.start(nursery)
         bot = js_bot(bot_dir, tmp_path, "js_random", port, "--ladder", token="cla_wrong")
@@ -553,7 +560,7 @@ async def test_a_plain_bot_at_a_tls_port_is_told_to_use_tls(bot_dir: Path, tmp_p
 async def test_a_ladder_whose_database_is_down_is_retried(bot_dir: Path, tmp_path: Path) -> None:
     """During a database outage a ladder refuses hellos with `shutdown`: the JS bot comes back and plays."""
     outage = "the ladder cannot reach its database now; come back in a few seconds"
-    server = ScriptedServer([refuse(protocol.SHUTDOWN, outage), match(3), match(3)])
+    server = ScriptedServer([refuse(protocol.SHUTDOWN, outage), match(3), match(3)], expect="js_random")
     async with trio.open_nursery() as nursery:
         port = await server.start(nursery)
         bot = js_bot(bot_dir, tmp_path, "js_random", port, "--matches", "2")

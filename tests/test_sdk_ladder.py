@@ -133,7 +133,8 @@ async def test_refusals_that_mean_not_now_are_retried_with_back_off(tmp_path: Pa
             match(3, drop_after=1),
             refuse(protocol.QUEUE_FULL, "the queue holds 1000 bots; come back in a few seconds"),
             match(3),
-        ]
+        ],
+        expect="walker",
     )
     async with trio.open_nursery() as nursery:
         port = await server.start(nursery)
@@ -164,7 +165,9 @@ async def test_ladder_with_matches_n_rides_out_refusals_and_stops_after_n(
     scripts = [refuse(protocol.BUSY, "walker already has a connection in the queue")]
     for _ in range(matches):
         scripts += [match(3), refuse(protocol.QUEUE_FULL, "the queue holds 1000 bots; come back later")]
-    server = ScriptedServer(scripts[:-1])  # nothing after the last match: a connection more would fail
+    server = ScriptedServer(
+        scripts[:-1], expect="walker"
+    )  # nothing after the last match: a connection more would fail
     async with trio.open_nursery() as nursery:
         port = await server.start(nursery)
         walker = bot(tmp_path, "walker", port, "--ladder", "--matches", str(matches))
@@ -188,7 +191,7 @@ async def test_ladder_with_matches_n_rides_out_refusals_and_stops_after_n(
     ],
 )
 async def test_an_error_that_waiting_cannot_fix_stops_the_bot(tmp_path: Path, code: str, fix: str) -> None:
-    server = ScriptedServer([refuse(code, "as the test says")])
+    server = ScriptedServer([refuse(code, "as the test says")], expect="walker")
     async with trio.open_nursery() as nursery:
         port = await server.start(nursery)
         walker = bot(tmp_path, "walker", port, "--ladder")
