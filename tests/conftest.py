@@ -59,23 +59,29 @@ def ladder_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return server.create_database()
 
 
-#: The suite's longest files (builds of the language kits, trainings, browsers), each about a minute
+#: The suite's longest files (builds of the language kits, clusters, browsers), each about a minute
 #: or more on one process. pytest-xdist hands out whole files (``--dist loadfile``) in collection
 #: order, so these go first: started last (alphabetically, most are late), one of them kept a
 #: process busy minutes after the other had run out of work.
-LONGEST_FIRST = (
+LONGEST_FIRST = (  # by their time in a full run under CI=true, 2026-11-26
+    "test_new_bot.py",
     "test_native_kits.py",
-    "test_native_kits_ladder.py",
+    "test_ladder_cluster.py",
+    "test_server.py",
     "test_new_bot_node.py",
-    "test_new_bot_node_js.py",
-    "test_ts_kit.py",
     "test_sdk_walkthrough.py",
-    "test_rezzo_training.py",
-    "test_hostile_bots.py",
+    "test_ts_kit.py",
+    "test_ladder_games.py",
+    "test_sdk_ladder.py",
+    "test_cluster.py",
     "test_web_player.py",
-    "test_training_doc.py",
+    "test_ladder_workers.py",
+    "test_ladder_accounts_web.py",
+    "test_tournament_cli.py",
+    "test_native_kits_ladder.py",
+    "test_sdk_types.py",
+    "test_hostile_bots.py",
     "test_js_bot.py",
-    "test_ladder_server.py",
 )
 
 

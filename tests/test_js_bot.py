@@ -7,6 +7,7 @@ that the documentation is enough to write a client in another language. The fake
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -362,7 +363,26 @@ async def exited(proc: Process, timeout: float, why: Callable[[], str] = str) ->
         while proc.proc.poll() is None:
             await trio.sleep(0.05)
         return proc.proc.returncode
-    raise AssertionError(f"the bot still ran after {timeout} s{why()}; its stderr:\n{proc.stderr()[-4000:]}")
+    raise AssertionError(
+        f"the bot still ran after {timeout} s{why()}; {_process_state(proc.proc.pid)}; its stderr:\n"
+        f"{proc.stderr()[-4000:]}"
+    )
+
+
+def _process_state(pid: int) -> str:
+    """What the kernel says of a process that should have ended: its state, where it sleeps, its
+    open files (a stopped process, a read on a pipe that never ends, a socket left open)."""
+    root = Path(f"/proc/{pid}")
+    try:
+        state = next(line for line in (root / "status").read_text().splitlines() if line.startswith("State:"))
+        wchan = (root / "wchan").read_text()
+        fds = []
+        for fd in (root / "fd").iterdir():
+            with contextlib.suppress(OSError):  # one closed meanwhile
+                fds.append(os.readlink(fd))
+    except (OSError, StopIteration) as exc:
+        return f"no state read ({exc})"
+    return f"{state}, waiting in {wchan or '-'}, open: {', '.join(sorted(fds))}"
 
 
 def test_matches_2_against_cellarena_serve(bot_dir: Path, tmp_path: Path) -> None:

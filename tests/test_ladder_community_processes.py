@@ -140,7 +140,14 @@ async def test_serve_web_and_commands_share_one_community_ladder(
             assert metric(text, "cellarena_ladder_bots_connected") >= 1
             assert 'cellarena_ladder_queue_wait_seconds{quantile="0.9"}' in text
 
-            # Statistics, as a page and as JSON.
+            # Statistics, as a page and as JSON. A bot has its `end` before the server has stored the
+            # match, and the pages are another process reading the database: they catch up.
+            def two_stored() -> bool:
+                status, body = http(f"{site}/api/bots/alice/stats")
+                assert status == 200, body
+                return json.loads(body)["head_to_head"].get("bob", {}).get("matches", 0) >= 2
+
+            await wait_until(two_stored)
             status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/alice/stats")
             stats = json.loads(body)
             assert status == 200 and stats["head_to_head"]["bob"]["matches"] >= 2
