@@ -316,24 +316,34 @@ def test_budget_is_counted_from_the_send_with_5ms_tolerance(
     answer's arrival, is at most the bot's first, and at least its second less the moment between
     that send and its stamp.) A host too busy for any answer within 46 ms proves nothing of the
     first, so the early bot plays until half a match's answers, 10, were that quick (three matches
-    at most).
+    at most). And a server descheduled for more than 2 ms right after a send gives that tick's bot
+    the time (by design: a bot is never charged for the server's delay), so on a host with more
+    busy processes than cores a late answer may now and then count on time: the late bot plays
+    until one match has every answer late (three at most). An answer within 46 ms counted late
+    fails at once, in any match: that would charge a bot for time it did not take.
     """
     ticks = 20
     decisive = 0
-    for attempt in range(3 if not late else 1):
+    forgiven: list[int] = []
+    for attempt in range(3):
         late_counts, taken, late_at = _timed_match(tmp_path / str(attempt), monkeypatch, delay_ms, ticks)
         assert late_counts[1] == 0
-        for tick, (after, before) in taken.items():
+        for tick, (after, _before) in taken.items():
             if after <= 46:
                 assert late_at[tick] == 0, (tick, taken, late_at)
-            elif before > 52:
-                assert late_at[tick] == 1, (tick, taken, late_at)
         if late:
-            assert late_counts[0] == ticks and set(late_at.values()) == {1}
-            return
+            forgiven = [tick for tick, (_, before) in taken.items() if before > 52 and late_at[tick] == 0]
+            if not forgiven:
+                assert late_counts[0] == ticks and set(late_at.values()) == {1}, (taken, late_at)
+                return
+            continue
         decisive += sum(after <= 46 for after, _ in taken.values())
         if decisive >= ticks // 2:
             return
+    if late:
+        pytest.fail(
+            f"in each of 3 matches an answer sent after 52 ms counted on time (last: {forgiven}: {taken})"
+        )
     pytest.fail(f"only {decisive} of the early bot's answers took 46 ms or less in 3 matches: {taken}")
 
 
