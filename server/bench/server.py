@@ -636,19 +636,15 @@ def _report_workers(result: dict[str, Any], as_json: bool) -> None:
     def share(value: float | None) -> str:
         return "-" if value is None else f"{value:.0%}"
 
-    def tries(level: dict[str, Any], key: str) -> str:
-        shares = level["tries_on_time"][key]
-        return "" if len(shares) < 2 else f" (of {', '.join(f'{s:.1%}' for s in shares)})"
-
     for level in result["levels"]:
         one, many, ratio = level["one"], level["workers"], level["cpu_workers_over_one"]
         table.add_row(
             str(level["agents"]),
-            f"{one['on_time']:.1%}{tries(level, 'one')}",
+            f"{one['on_time']:.1%}",
             f"{one['cpu_us_per_agent_tick']:.0f} µs",
             share(one["server_cpu_share"]),
             share(one["load_cpu_share"]),
-            f"{many['on_time']:.1%}{tries(level, 'workers')}",
+            f"{many['on_time']:.1%}",
             f"{many['cpu_us_per_agent_tick']:.0f} µs",
             share(many["server_cpu_share"]),
             share(many["load_cpu_share"]),
@@ -657,7 +653,13 @@ def _report_workers(result: dict[str, Any], as_json: bool) -> None:
     console = Console()
     console.print(table)
     if result["repeat"] > 1:
-        console.print(f"each server's best of {result['repeat']} tries per level (every try in brackets)")
+        console.print(f"each server's best of {result['repeat']} tries per level; every try, on time:")
+        for level in result["levels"]:
+            every = level["tries_on_time"]
+            console.print(
+                f"  {level['agents']} agents: one process {', '.join(f'{s:.1%}' for s in every['one'])}; "
+                f"{n} workers {', '.join(f'{s:.1%}' for s in every['workers'])}"
+            )
     if (probe := result["host_loop_ms"]) is not None:
         console.print(
             f"host speed: a fixed loop took {probe['fastest']:.1f} to {probe['slowest']:.1f} ms before "
