@@ -282,3 +282,40 @@ def test_workers_that_cannot_start_are_one_clear_error(monkeypatch: pytest.Monke
     with pytest.raises(WorkerStartError) as raised:  # one error, as `serve` reports it, not a group
         run_trio(pool.run)
     assert "did not start: it exited with status 1" in str(raised.value)
+
+
+def test_bench_server_report_lists_every_try_and_the_hosts_speed(capsys: pytest.CaptureFixture[str]) -> None:
+    from cellarena.server.bench.server import _report_workers
+
+    def run(on_time: float, cpu: float) -> dict[str, Any]:
+        return {
+            "on_time": on_time,
+            "cpu_us_per_agent_tick": cpu,
+            "server_cpu_share": 0.8,
+            "load_cpu_share": 0.3,
+        }
+
+    level = {
+        "agents": 2048,
+        "one": run(1.0, 38.0),
+        "workers": run(0.982, 44.0),
+        "tries_on_time": {"one": [0.71, 0.992, 1.0], "workers": [0.982, 0.96, 0.765]},
+        "cpu_workers_over_one": 44.0 / 38.0,
+    }
+    _report_workers(
+        {
+            "workers": 2,
+            "repeat": 3,
+            "host_loop_ms": {"fastest": 8.3, "slowest": 15.9},
+            "levels": [level],
+            "max_agents_at_15hz": {"one": 2048, "workers": 0},
+            "agents_workers_over_one": 0.0,
+            "cpu_workers_over_one": None,
+            "goals_met": {"agents": False, "cpu": False},
+        },
+        as_json=False,
+    )
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps at the terminal's width
+    assert "best of 3 tries per level" in out
+    assert "2048 agents: one process 71.0%, 99.2%, 100.0%; 2 workers 98.2%, 96.0%, 76.5%" in out
+    assert "a fixed loop took 8.3 to 15.9 ms before the runs (1.92x" in out

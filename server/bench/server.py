@@ -663,7 +663,7 @@ def _report_workers(result: dict[str, Any], as_json: bool) -> None:
     if (probe := result["host_loop_ms"]) is not None:
         console.print(
             f"host speed: a fixed loop took {probe['fastest']:.1f} to {probe['slowest']:.1f} ms before "
-            f"the runs ({probe['slowest'] / probe['fastest']:.2f}x; near 1.00x on a quiet machine)"
+            f"the runs ({probe['slowest'] / probe['fastest']:.2f}x; a steady host reads near 1.00x)"
         )
     most, goals = result["max_agents_at_15hz"], result["goals_met"]
     ratio = result["agents_workers_over_one"]
