@@ -25,7 +25,6 @@ import contextlib
 import gc
 import json
 import logging
-import os
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,7 @@ from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.starter import HandsOff
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.arena.ladder.worker import WorkerSetup
+from cellarena.server.bench.cpu import cpu_seconds
 from cellarena.server.bench.harness import raise_file_limit
 from cellarena.server.bench.server import load_games
 from cellarena.server.cli.params import FiniteFloatRange
@@ -61,14 +61,9 @@ GOAL_MATCHMAKING_SHARE = 0.02
 BUDGET_MS = 50.0
 
 
-def cpu_seconds(pid: int) -> float:
-    """The CPU time (user and system) process ``pid`` has used, from /proc; 0 if it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    # After the name: state is field 3 of stat(5), so utime (14) and stime (15) are at 11 and 12.
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _cpu(pid: int) -> float:
+    """`cpu_seconds` of ``pid``, 0 for a process that is gone (a worker restarted meanwhile)."""
+    return cpu_seconds(pid) or 0.0
 
 
 def _register(store: LadderStore, game: str, bots: int) -> list[str]:
@@ -113,8 +108,8 @@ async def _run(
         def snapshot() -> dict[str, Any]:
             return {
                 "cpu": time.process_time(),
-                "workers_cpu": sum(cpu_seconds(pid) for pid in workers.pids()) if workers else 0.0,
-                "load_cpu": cpu_seconds(load.pid),
+                "workers_cpu": sum(_cpu(pid) for pid in workers.pids()) if workers else 0.0,
+                "load_cpu": _cpu(load.pid),
                 "wall": time.perf_counter(),
                 "mm_cpu": stats.matchmaking_cpu,
                 "ended": stats.matches_ended,
