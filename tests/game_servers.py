@@ -4,6 +4,7 @@ would fill up and stall a bot that plays for long), and the port a server prints
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import trio
 from cellarena_cli import CLI, ROOT
 
 #: Short, quick matches: each takes about a second.
@@ -154,3 +156,32 @@ def js_bot_folder() -> Path:
             subprocess.run(npm_ci, cwd=JS_BOT, check=True, capture_output=True, timeout=300)
             assert up_to_date(), "npm ci did not install the pinned dependencies"
     return JS_BOT
+
+
+async def exited(proc: Process, timeout: float, why: Callable[[], str] = str) -> int:
+    """Wait without blocking trio (a server or proxy in this process serves the bot meanwhile). A bot
+    still running at ``timeout`` fails the test with its stderr and ``why()`` (what the server saw)."""
+    with trio.move_on_after(timeout):
+        while proc.proc.poll() is None:
+            await trio.sleep(0.05)
+        return proc.proc.returncode
+    raise AssertionError(
+        f"the bot still ran after {timeout} s{why()}; {_process_state(proc.proc.pid)}; its stderr:\n"
+        f"{proc.stderr()[-4000:]}"
+    )
+
+
+def _process_state(pid: int) -> str:
+    """What the kernel says of a process that should have ended: its state, where it sleeps, its
+    open files (a stopped process, a read on a pipe that never ends, a socket left open)."""
+    root = Path(f"/proc/{pid}")
+    try:
+        state = next(line for line in (root / "status").read_text().splitlines() if line.startswith("State:"))
+        wchan = (root / "wchan").read_text()
+        fds = []
+        for fd in (root / "fd").iterdir():
+            with contextlib.suppress(OSError):  # one closed meanwhile
+                fds.append(os.readlink(fd))
+    except (OSError, StopIteration) as exc:
+        return f"no state read ({exc})"
+    return f"{state}, waiting in {wchan or '-'}, open: {', '.join(sorted(fds))}"

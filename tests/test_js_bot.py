@@ -7,7 +7,6 @@ that the documentation is enough to write a client in another language. The fake
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import socket
@@ -22,7 +21,7 @@ from typing import Any
 import pytest
 import trio
 from fake_server import IO_TIMEOUT, Conn, FakeServer, Session
-from game_servers import Process, add_ladder_bot, js_bot_folder, ladder_serve, serve, start, wait_for
+from game_servers import Process, add_ladder_bot, exited, js_bot_folder, ladder_serve, serve, start, wait_for
 from scripted_server import ScriptedServer, match, refuse
 from tls_proxy import TLSProxy, certificates
 
@@ -354,35 +353,6 @@ def js_bot(
 
 def ends(proc: Process) -> int:
     return proc.stderr().count(": end after ")
-
-
-async def exited(proc: Process, timeout: float, why: Callable[[], str] = str) -> int:
-    """Wait without blocking trio (a server or proxy in this process serves the bot meanwhile). A bot
-    still running at ``timeout`` fails the test with its stderr and ``why()`` (what the server saw)."""
-    with trio.move_on_after(timeout):
-        while proc.proc.poll() is None:
-            await trio.sleep(0.05)
-        return proc.proc.returncode
-    raise AssertionError(
-        f"the bot still ran after {timeout} s{why()}; {_process_state(proc.proc.pid)}; its stderr:\n"
-        f"{proc.stderr()[-4000:]}"
-    )
-
-
-def _process_state(pid: int) -> str:
-    """What the kernel says of a process that should have ended: its state, where it sleeps, its
-    open files (a stopped process, a read on a pipe that never ends, a socket left open)."""
-    root = Path(f"/proc/{pid}")
-    try:
-        state = next(line for line in (root / "status").read_text().splitlines() if line.startswith("State:"))
-        wchan = (root / "wchan").read_text()
-        fds = []
-        for fd in (root / "fd").iterdir():
-            with contextlib.suppress(OSError):  # one closed meanwhile
-                fds.append(os.readlink(fd))
-    except (OSError, StopIteration) as exc:
-        return f"no state read ({exc})"
-    return f"{state}, waiting in {wchan or '-'}, open: {', '.join(sorted(fds))}"
 
 
 def test_matches_2_against_cellarena_serve(bot_dir: Path, tmp_path: Path) -> None:

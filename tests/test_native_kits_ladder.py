@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import trio
 from cellarena_cli import CLI, ROOT
-from game_servers import Process, add_ladder_bot, ladder_serve, serve, start, wait_for
+from game_servers import Process, add_ladder_bot, exited, ladder_serve, serve, start, wait_for
 from native_starters import LANGS, Starters, starters_of
 from node_kit import built_kit
 from scripted_server import Peer, Script, ScriptedServer, match, refuse
@@ -47,14 +47,6 @@ def kit_bot(
     env = {"CELLARENA_TOKEN": token} if token is not None else None
     command = [*starters.command(lang, "rezzo"), "--port", str(port), "--name", name, *flags]
     return start(command, folder, name, cwd=starters.get(lang, "rezzo"), env=env)
-
-
-async def exited(proc: Process, timeout: float) -> int:
-    """Wait without blocking trio (a server in this process serves the bot meanwhile)."""
-    with trio.fail_after(timeout):
-        while proc.proc.poll() is None:
-            await trio.sleep(0.05)
-    return proc.proc.returncode
 
 
 @pytest.mark.parametrize("lang", LANGS)

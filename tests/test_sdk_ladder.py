@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from game_servers import Process, add_ladder_bot, ladder_serve, serve, start, wait_for
+from game_servers import Process, add_ladder_bot, exited, ladder_serve, serve, start, wait_for
 from scripted_server import Peer, ScriptedServer, match, refuse
 from tls_proxy import TLSProxy, certificates
 
@@ -35,14 +35,6 @@ def bot(folder: Path, name: str, port: int, *flags: str) -> Process:
 def results(proc: Process) -> int:
     """The matches a bot reports having played to their end (its one-line summary per match)."""
     return sum(1 for line in proc.stderr().splitlines() if " after " in line and " ticks, " in line)
-
-
-async def exited(proc: Process, timeout: float) -> int:
-    """Wait without blocking trio (a server or proxy in this process serves the bot meanwhile)."""
-    with trio.fail_after(timeout):
-        while proc.proc.poll() is None:
-            await trio.sleep(0.05)
-    return proc.proc.returncode
 
 
 # ------------------------------------------------------------------------------------------ ladder
