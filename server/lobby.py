@@ -272,7 +272,12 @@ class Lobby:
         elif self._running:
             next(reversed(self._running)).add_spectator(conn)
         else:
-            self._spectators.add(conn)
+            self._wait_to_watch(conn)
+
+    def _wait_to_watch(self, conn: Connection) -> None:
+        """Keep spectator ``conn`` for the next match to start (no match is under way)."""
+        self._spectators.add(conn)
+        log.info("%s (%s) is waiting to watch the next match", conn.name, conn.peer)
 
     # ----------------------------------------------------------------- matches
     def _limit_reached(self) -> bool:

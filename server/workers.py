@@ -627,7 +627,7 @@ class WorkerLobby(Lobby):
                 "leave 'match' out to watch the newest",
             )
         else:
-            self._spectators.add(conn)
+            self._wait_to_watch(conn)
 
     def _finished(self, number: int, outcome: MatchOutcome | None) -> None:
         if outcome is not None:

@@ -94,6 +94,8 @@ def _play(folder: Path, *workers: str) -> tuple[Server, dict[int, dict[str, Any]
     server = serve(folder, "--matches", "2", "--replay-dir", str(folder / "replays"), "-v", *workers)
     try:
         spectator = Spectator(server.port)
+        # Connected is not yet greeted: the bots start only once the server holds the spectator.
+        wait_for(lambda: "waiting to watch the next match" in server.stderr(), "the spectator", 30)
         bots = _bots(server.port, 4)
         assert server.wait(120) == 0, server.stderr()
         bots.join(30)
