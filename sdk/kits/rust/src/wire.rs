@@ -139,17 +139,7 @@ impl Connection {
                 Ok(stream) => {
                     // Small moves frames must not wait in Nagle's buffer.
                     let _ = stream.set_nodelay(true);
-                    return Ok(Connection {
-                        stream,
-                        address,
-                        reader: FrameReader::default(),
-                        inbox: VecDeque::new(),
-                        eof: false,
-                        ended: false,
-                        started: false,
-                        first_read: true,
-                        send_failed: None,
-                    });
+                    return Ok(Connection::over(stream, address));
                 }
                 Err(e) => why = e.to_string(),
             }
@@ -173,7 +163,12 @@ impl Connection {
         let stream = unsafe { TcpStream::from_raw_fd(fd) };
         let _ = stream.set_nodelay(true); // fails harmlessly on a Unix socket
         let address = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "the handed-over connection".into());
-        Ok(Connection {
+        Ok(Connection::over(stream, address))
+    }
+
+    /// A connection on `stream`, nothing read or sent yet: what `open` and `adopt` both make.
+    fn over(stream: TcpStream, address: String) -> Connection {
+        Connection {
             stream,
             address,
             reader: FrameReader::default(),
@@ -183,7 +178,7 @@ impl Connection {
             started: false,
             first_read: true,
             send_failed: None,
-        })
+        }
     }
 
     /// A `welcome` came: a connection lost from now on is a seat that may be taken back.
