@@ -62,8 +62,15 @@ class _Worker:
 
     #: Whether it is playing a match right now (read by the parent watchdog).
     busy = threading.Event()
-    #: Set by the coordinator when it is interrupted: jobs already queued here are refused.
+    #: Set by the coordinator when it is interrupted: the match playing here stops, and jobs already
+    #: queued here are refused.
     stop: Any = None
+    #: Set by the watchdog once the coordinator is gone: the match playing here stops.
+    orphaned = threading.Event()
+
+
+#: Seconds between two looks of a playing match at the stop flags: how soon an interrupt reaches it.
+STOP_POLL = 0.1
 
 
 class WrongGameError(RuntimeError):
@@ -75,13 +82,22 @@ class JobRefusedError(RuntimeError):
     """The tournament was interrupted before this match started; it is not recorded."""
 
 
+class MatchInterruptedError(RuntimeError):
+    """The tournament was interrupted (or its coordinator died) while this match played: its bots were
+    stopped and it is not recorded; the next run plays it."""
+
+
 def worker_init(coordinator: int, stop: Any = None) -> None:
-    """Set up a pool worker: idle, it ignores Ctrl-C (the coordinator decides what stops; `run_job`
-    listens to it); and it does not outlive the coordinator.
+    """Set up a pool worker: it ignores Ctrl-C, always (the coordinator decides what stops, and sets
+    ``stop``, which the match playing here watches: `run_job`); and it does not outlive the coordinator.
+
+    Why not Ctrl-C's own SIGINT: raised as KeyboardInterrupt at whatever line runs when it lands, it
+    can be lost (numpy swallows it in an attribute lookup, and the match plays on) or cut between a
+    bot's start and its registration. A cancellation from inside trio lands at a checkpoint only.
 
     A coordinator killed with SIGKILL cannot tell its workers, and a pool worker waits for its next
     job forever. So a watchdog thread checks the parent: once it is gone, an idle worker exits, and a
-    busy one interrupts its match (the launcher stops the bots) and exits.
+    busy one stops its match (the launcher stops the bots) and exits.
     """
     _Worker.stop = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -92,7 +108,7 @@ def _watch_parent(coordinator: int) -> None:
     while os.getppid() == coordinator:
         time.sleep(0.5)
     if _Worker.busy.is_set():
-        os.kill(os.getpid(), signal.SIGINT)
+        _Worker.orphaned.set()
         deadline = time.monotonic() + 15.0  # the launcher's stop takes at most a few seconds
         while _Worker.busy.is_set() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -102,20 +118,23 @@ def _watch_parent(coordinator: int) -> None:
 def run_job(job: MatchJob) -> MatchRecord:
     """Play ``job``'s match to its end and report it. Runs in a worker process.
 
-    During the match Ctrl-C is live again, so an interrupt stops the bots (the launcher kills each
-    bot's process group) and this job ends with KeyboardInterrupt, unrecorded.
+    A match stops when the coordinator sets the stop flag (its interrupt: Ctrl-C, or a bot of another
+    game under --strict) or dies: the launcher stops the bots, and this job ends with
+    `MatchInterruptedError`, unrecorded.
     """
-    if _Worker.stop is not None and _Worker.stop.is_set():
+    if _stop_requested():
         raise JobRefusedError(f"match {job.key} not started: the tournament was interrupted")
     if threading.current_thread() is not threading.main_thread():
-        return _run(job)  # a thread pool's worker: signals belong to the main thread
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        return _run(job)  # a thread pool's worker (a Dask cluster's): no watchdog, no pool's flags
     _Worker.busy.set()
     try:
         return _run(job)
     finally:
         _Worker.busy.clear()
-        signal.signal(signal.SIGINT, previous)
+
+
+def _stop_requested() -> bool:
+    return _Worker.orphaned.is_set() or (_Worker.stop is not None and _Worker.stop.is_set())
 
 
 def _run(job: MatchJob) -> MatchRecord:
@@ -150,24 +169,39 @@ def _play(job: MatchJob, root: Path) -> MatchRecord:
             replay, engine, seed=seed, names=names, extra={"tournament_key": job.key}, events=True
         )
 
-    async def main() -> Any:
+    interrupted = False
+
+    async def stop_when_asked(scope: trio.CancelScope) -> None:
+        nonlocal interrupted
+        while not _stop_requested():
+            await trio.sleep(STOP_POLL)
+        interrupted = True
+        scope.cancel()  # play_match stops its bots, shielded, wherever it was
+
+    async def main() -> LaunchedMatch | None:
+        launched = None
         with trio.move_on_after(job.wall_limit):
-            return await play_match(
-                job.game,
-                job.engine_config,
-                list(job.bots),
-                job.settings,
-                seed=job.seed,
-                log_dir=folder,
-                connect_timeout=job.connect_timeout,
-                recorder=recorder,
-                limits=job.limits,
-                isolate=job.isolate,
-            )
-        return None
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(stop_when_asked, nursery.cancel_scope)
+                launched = await play_match(
+                    job.game,
+                    job.engine_config,
+                    list(job.bots),
+                    job.settings,
+                    seed=job.seed,
+                    log_dir=folder,
+                    connect_timeout=job.connect_timeout,
+                    recorder=recorder,
+                    limits=job.limits,
+                    isolate=job.isolate,
+                )
+                nursery.cancel_scope.cancel()  # the match is over: stop watching the flags
+        return launched
 
     try:
         launched = trio.run(main)
+        if interrupted:
+            raise MatchInterruptedError(f"match {job.key} was stopped: the tournament was interrupted")
         if launched is None:
             raise MatchAbandonedError(f"match {job.key} did not end within {job.wall_limit:.0f} s")
         return _record(job, launched, replay, started)

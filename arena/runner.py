@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import os
 import secrets
-import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -112,7 +112,12 @@ def default_jobs() -> int:
 
 class LocalPool(cf.ProcessPoolExecutor):
     """A process pool whose matches can be interrupted: `interrupt()` stops the running matches (each
-    worker's launcher stops its bots) and makes the workers refuse the jobs already handed to them."""
+    worker's launcher stops its bots) and makes the workers refuse the jobs already handed to them.
+    After an interrupt, `shutdown` waits at most `STOP_GRACE` seconds for the workers, then kills
+    them (their bots die with them: the parent-death signal and the reaper)."""
+
+    #: Seconds an interrupted pool's workers have to stop their matches; each needs a few at most.
+    STOP_GRACE = 30.0
 
     def __init__(self, jobs: int) -> None:
         import multiprocessing
@@ -128,11 +133,28 @@ class LocalPool(cf.ProcessPoolExecutor):
         )
 
     def interrupt(self) -> None:
+        # A flag, not a signal: each worker's match watches it from inside trio (`run_job`), where a
+        # stop lands at a checkpoint; the workers ignore Ctrl-C's SIGINT.
         self._stop.set()
-        # Ctrl-C in a terminal reaches the workers too; a signal to this process alone does not.
-        for pid in list(getattr(self, "_processes", None) or {}):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGINT)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if not (wait and self._stop.is_set()):
+            super().shutdown(wait, cancel_futures=cancel_futures)
+            return
+        # Interrupted: no wait without a deadline. The base class forgets its threads and processes
+        # once told to shut down, so they are taken first (typeshed mistypes the thread's attribute).
+        manager: threading.Thread | None = getattr(self, "_executor_manager_thread", None)
+        processes = list((self._processes or {}).values())
+        super().shutdown(wait=False, cancel_futures=True)
+        if manager is None:
+            return
+        manager.join(self.STOP_GRACE)
+        if manager.is_alive():
+            log.error("workers did not stop their matches within %g s: killing them", self.STOP_GRACE)
+            for process in processes:
+                with contextlib.suppress(OSError):
+                    process.kill()
+            manager.join(self.STOP_GRACE)  # it sees the pool broken and ends its futures
 
 
 def local_pool(jobs: int) -> LocalPool:
@@ -187,10 +209,12 @@ def run_tournament(
 
         pending: dict[cf.Future[MatchRecord], Scheduled] = {}
         queue = iter(todo)
+        # Keep the workers just busy: submitting everything at once would make Ctrl-C wait for (or
+        # cancel) thousands of queued futures. With --strict, no match waits in a worker's queue: one
+        # bot of another game stops everything, and a match handed out is one started for nothing.
+        ahead = jobs if spec.strict else 2 * jobs
         try:
-            # Keep the workers just busy: submitting everything at once would make Ctrl-C wait for
-            # (or cancel) thousands of queued futures.
-            for m in _take(queue, 2 * jobs):
+            for m in _take(queue, ahead):
                 pending[executor.submit(run_job, job(m))] = m
             while pending:
                 finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)

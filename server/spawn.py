@@ -75,8 +75,14 @@ async def spawn(argv: list[str], **popen_kwargs: Any) -> Child:
             argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, **popen_kwargs
         )
 
+    # A cancelled start starts nothing; once asked for, the process is returned whatever happens
+    # meanwhile, so that the caller owns it and can stop it (a cancellation between the two would
+    # leave a process that nobody knows of running).
+    await trio.lowlevel.checkpoint_if_cancelled()
     future = _thread().submit(start)
     try:
-        return Child(await trio.to_thread.run_sync(future.result))
+        with trio.CancelScope(shield=True):  # a fork and an exec: moments
+            popen = await trio.to_thread.run_sync(future.result)
     except subprocess.SubprocessError as exc:  # a step before exec failed (`preexec_fn`)
         raise OSError(f"could not set the process up: {exc}") from None
+    return Child(popen)

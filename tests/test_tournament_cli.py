@@ -173,16 +173,20 @@ def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
     assert second.returncode == 2 and "holds a different tournament" in second.stderr
 
 
-def test_with_strict_a_bot_for_another_game_stops_the_tournament_and_is_named(tmp_path: Path) -> None:
+def test_with_strict_a_bot_for_another_game_stops_the_tournament_and_is_named(
+    tmp_path: Path, bot_pids: BotPids
+) -> None:
     out = tmp_path / "out"
     proc = cellarena(
         "tournament", "rezzo", "--bot", f"good={RAW} random", "--bot", f"stray={RAW} game:cata",
-        "--max-ticks", "20", "--out", str(out), "--jobs", "1", "--strict",
+        "--max-ticks", "20", "--out", str(out), "--jobs", "1", "--strict", env=bot_pids.env,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     assert "bot 'stray'" in proc.stderr and "asked to play 'cata'" in proc.stderr
     assert "this tournament plays 'rezzo'" in proc.stderr and "keep only rezzo bots" in proc.stderr
     assert read_matches(out / "results.sqlite") == 0  # a refused bot's match is not a result
+    # One match started: with --strict none waits in the worker's queue, to be started for nothing.
+    assert len(bot_pids.listed()) == 2 and bot_pids.wait_until_dead() == []
 
 
 def test_a_bad_bot_forfeits_its_matches_and_the_others_go_on(tmp_path: Path) -> None:
