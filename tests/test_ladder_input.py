@@ -26,6 +26,7 @@ REFUSED = {
     "RTL override": "evil\u202etxt.exe",
     "newline": "two\nlines",
     "zero-width space": "zero\u200bwidth",
+    "Hangul filler": "ann\u3164",
     "dot": ".",
     "dot dot": "..",
 }
@@ -58,6 +59,15 @@ def test_a_name_that_differs_only_in_case_is_one_line_or_one_json_object(tmp_pat
     code, out, err = add(tmp_path, "ALICE", "--json")
     assert code == 1 and "Traceback" not in err
     assert "differ only in case" in json.loads(out)["error"]
+
+
+def test_the_hosts_bot_add_is_under_the_ladder_name_profile(tmp_path: Path) -> None:
+    """The profile the pages use (`names`): the invisible character named, a look-alike taken."""
+    code, _, err = add(tmp_path, "ann\u3164")
+    assert code == 2 and "U+3164 HANGUL FILLER is invisible" in err and "\\u3164" in err
+    assert add(tmp_path, "paypal")[0] == 0
+    code, _, err = add(tmp_path, "paypa1")
+    assert code == 1 and "already a bot named 'paypal'" in err and "look-alike" in err
 
 
 # ------------------------------------------------------------------------------------------ pages

@@ -25,7 +25,7 @@ from postgres_server import PostgresServer
 from cellarena.arena import ratings
 from cellarena.arena.ladder import backends, identity
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS
-from cellarena.arena.ladder.schema import CURRENT_VERSION, MIGRATIONS
+from cellarena.arena.ladder.schema import CURRENT_VERSION, MIGRATIONS, key_names
 from cellarena.arena.ladder.store import (
     BotRecord,
     LadderStore,
@@ -532,6 +532,11 @@ V5 = (
     " detail TEXT)",
 )
 V7 = ("ALTER TABLE seats ADD COLUMN bank_drawn_ms BIGINT",)
+#: Version 8: bots' look-alike keys under a unique index (its Python step, `schema.key_names`, fills them).
+V8 = (
+    "ALTER TABLE bots ADD COLUMN name_key TEXT",
+    "CREATE UNIQUE INDEX bots_by_name_key ON bots (name_key)",
+)
 T0 = "2026-01-02T03:04:05.000000+00:00"
 
 
@@ -586,7 +591,8 @@ def test_released_migrations_never_change() -> None:
     assert MIGRATIONS[4].statements == V5
     # Version 6 (owners, sessions, invites) is frozen in test_ladder_accounts.py.
     assert MIGRATIONS[6].statements == V7
-    assert CURRENT_VERSION == len(MIGRATIONS) == 7
+    assert MIGRATIONS[7].statements == V8 and MIGRATIONS[7].then is key_names
+    assert CURRENT_VERSION == len(MIGRATIONS) == 8
 
 
 def test_opening_a_v1_database_upgrades_it_and_keeps_everything(ladder_db: str) -> None:

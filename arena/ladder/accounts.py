@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import logging
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal, cast
@@ -32,11 +33,11 @@ from typing import Literal, cast
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from cellarena.arena.ladder import identity
-from cellarena.arena.ladder.errors import BadNameError, LadderStoreError, UnknownBotError
+from cellarena.arena.ladder import identity, names
+from cellarena.arena.ladder.errors import BotLimitError, LadderStoreError, NameTakenError, UnknownBotError
 from cellarena.arena.ladder.lookalikes import name_key
 from cellarena.arena.ladder.records import BotRecord
-from cellarena.arena.ladder.store import LadderStore, check_name
+from cellarena.arena.ladder.store import LadderStore
 
 log = logging.getLogger("cellarena.ladder")
 
@@ -95,12 +96,9 @@ class Owner:
 
 
 def check_owner_name(name: object) -> str:
-    """1 to `OWNER_NAME_MAX` printable characters, no blank at either end."""
-    if isinstance(name, str) and len(name) > OWNER_NAME_MAX:
-        raise BadNameError(
-            f"owner name {name[:OWNER_NAME_MAX]!r}... ({len(name)} characters): give 1 to {OWNER_NAME_MAX}"
-        )
-    return check_name(name, "owner name")
+    """The name as kept (NFKC) under the ladder's identifier profile (`names`), at most
+    `OWNER_NAME_MAX` characters; scripts are checked after the look-alike look-up (`names.check_scripts`)."""
+    return names.normalise(name, "owner name", OWNER_NAME_MAX)
 
 
 def check_password(password: object) -> str:
@@ -123,7 +121,8 @@ class Accounts:
     def sign_up(self, name: str, password: str, *, policy: Policy, invite: str | None = None) -> Owner:
         """A new owner under ``policy``: active at once (``open``, ``invite`` with an unused code) or
         ``pending`` until the host approves (``approval``)."""
-        check_owner_name(name)
+        given = name
+        name = check_owner_name(name)
         check_password(password)
         if policy == "invite" and not (isinstance(invite, str) and 0 < len(invite) <= 100):
             raise AccountError("this ladder signs up by invitation: give the invite code its host sent you")
@@ -132,14 +131,21 @@ class Accounts:
         status: OwnerStatus = "pending" if policy == "approval" else "active"
         with self.store._writing(f"sign up {name!r}") as db:
             for (taken,) in db.query("SELECT name FROM owners WHERE name_key = ?", (key,)):
-                raise AccountError(_taken(name, taken))
-            owner_id = int(
-                db.query(
-                    "INSERT INTO owners (name, name_key, password_hash, status, created)"
-                    " VALUES (?, ?, ?, ?, ?) RETURNING id",
-                    (name, key, hashed, status, _iso(_now())),
-                )[0][0]
-            )
+                raise AccountError(_taken(given, taken))
+            names.check_scripts(name, "owner name")  # after "taken": a copy of a taken name hears that
+            try:
+                owner_id = int(
+                    db.query(
+                        "INSERT INTO owners (name, name_key, password_hash, status, created)"
+                        " VALUES (?, ?, ?, ?, ?) RETURNING id",
+                        (name, key, hashed, status, _iso(_now())),
+                    )[0][0]
+                )
+            except Exception as exc:
+                # The unique index on name_key is the last word, for a writer that skipped the look-up.
+                if db.is_unique_violation(exc):
+                    raise AccountError(_taken(given, None)) from None
+                raise
             if policy == "invite":
                 assert invite is not None
                 used = db.execute(
@@ -218,7 +224,8 @@ class Accounts:
             raise AccountError("wrong name or password")
         with self.store._reading("check a password") as db:
             rows = db.query(
-                "SELECT id, name, status, created, password_hash FROM owners WHERE name = ?", (name[:100],)
+                "SELECT id, name, status, created, password_hash FROM owners WHERE name = ?",
+                (unicodedata.normalize("NFKC", name[:100]),),  # names are kept in NFKC
             )
         stored = str(rows[0][4]) if rows else _DUMMY_HASH
         try:
@@ -362,21 +369,19 @@ class Accounts:
         self, owner: Owner, name: str, game: str, *, max_bots: int
     ) -> tuple[BotRecord, identity.Token]:
         """A new bot of ``owner`` for ``game`` and its token, shown once; refused past ``max_bots`` active
-        bots, or when the name is taken (up to case and look-alikes)."""
-        check_name(name)
+        bots, or when the name is taken (up to case and look-alikes). Both are checked in the transaction
+        that adds the bot (`LadderStore.add_bot`), so requests made at once cannot pass them together."""
         if not owner.active:
             raise AccountError(f"{owner.name} is waiting for the host's approval")
-        key = name_key(name)
-        taken = next((b.name for b in self.store.list_bots() if name_key(b.name) == key), None)
-        if taken is not None:
-            raise AccountError(_taken(name, taken, "bot"))
-        active = [b for b in self.bots(owner) if b.active]
-        if len(active) >= max_bots:
+        try:
+            return self.store.add_bot(name, game, owner_id=owner.id, owner_limit=max_bots)
+        except NameTakenError as exc:
+            raise AccountError(_taken(exc.name, exc.taken, "bot")) from None
+        except BotLimitError as exc:
             raise AccountError(
-                f"you have {len(active)} active bots, this ladder's limit (--max-bots-per-owner {max_bots}); "
+                f"you have {exc.count} active bots, this ladder's limit (--max-bots-per-owner {exc.limit}); "
                 "revoke one to make another"
-            )
-        return self.store.add_bot(name, game, owner_id=owner.id)
+            ) from None
 
     def rotate_bot(self, owner: Owner, name: str) -> identity.Token:
         bot = self.bot_of(owner, name)
@@ -411,7 +416,9 @@ def _no_owner(name: str) -> str:
     return f"there is no owner named {name!r}; `cellarena ladder owner list` shows them"
 
 
-def _taken(name: str, taken: str, what: str = "name") -> str:
+def _taken(name: str, taken: str | None, what: str = "name") -> str:
+    if taken is None:
+        return f"the {what} {name!r} is taken: a look-alike was made at the same moment; choose another"
     if taken == name:
         return f"the {what} {name!r} is taken; choose another"
     return (

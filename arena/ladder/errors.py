@@ -19,6 +19,26 @@ class BadNameError(LadderStoreError, ValueError):
     """A name the ladder refuses (empty, too long, unprintable, ``..``): the message says which rule."""
 
 
+class NameTakenError(LadderStoreError):
+    """A bot's name is taken up to case and look-alikes (`lookalikes.name_key`): ``taken`` is the bot
+    that has it (None when a look-alike made at the same moment won, known only by the database's
+    unique index); ``name`` the name as given."""
+
+    def __init__(self, message: str, name: str, taken: str | None) -> None:
+        super().__init__(message)
+        self.name = name
+        self.taken = taken
+
+
+class BotLimitError(LadderStoreError):
+    """An owner has ``count`` active bots, their ``limit``; counted in the transaction that would add one."""
+
+    def __init__(self, message: str, count: int, limit: int) -> None:
+        super().__init__(message)
+        self.count = count
+        self.limit = limit
+
+
 class ChallengeRefusedError(LadderStoreError):
     """A challenge the ladder does not take (quota, a refusing opponent, a paused bot...): the message
     says which rule, to the API's caller or on the terminal."""

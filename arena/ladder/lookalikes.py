@@ -11,6 +11,13 @@ ships it (a JSON of each character's look-alikes): single characters that the da
 are joined into classes, and each class is represented by its smallest code point, which for Latin
 look-alikes is the ASCII letter (``l``, ``1``, ``I`` and ``|`` share one). Characters of several
 code points (``rn`` looks like ``m``) are left out: the key is per character.
+
+Characters that print as nothing (`names.invisible`: default-ignorables such as U+3164 HANGUL FILLER,
+variation selectors, the braille blank) are dropped from the key, as UTS #39's skeleton drops
+default-ignorables: the profile (`cellarena.arena.ladder.names`) refuses them in new names, and a name
+kept from before keeps them out of its key, so ``ann`` cannot be taken again as ``ann`` plus a filler.
+The key is also stored (``owners.name_key``, ``bots.name_key``, each under a unique index): a change
+to it needs a migration that computes the stored keys again, as schema version 8's did.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ import json
 import unicodedata
 from functools import cache
 from importlib.resources import files
+
+from cellarena.arena.ladder.names import invisible
 
 
 @cache
@@ -52,11 +61,12 @@ def _representatives() -> dict[str, str]:
 
 
 def name_key(name: str) -> str:
-    """The key under which ``name`` is unique: NFKC, casefold, then look-alikes to one character.
+    """The key under which ``name`` is unique: NFKC, casefold, invisible characters dropped, then
+    look-alikes to one character.
 
     Casefolding after the classes would split them again (``I`` and ``l``), so the classes are applied
     to the casefolded text and the result folded once more."""
     folded = unicodedata.normalize("NFKC", name).casefold()
     table = _representatives()
-    key = "".join(table.get(c, c) for c in unicodedata.normalize("NFD", folded))
+    key = "".join(table.get(c, c) for c in unicodedata.normalize("NFD", folded) if not invisible(c))
     return unicodedata.normalize("NFD", key.casefold())

@@ -11,7 +11,7 @@ autoincrementing id column, written ``{id}`` here and filled in by the backend. 
 in UTC (sortable, and the same in both); booleans are BOOLEAN, which SQLite stores as 0/1; reals are
 DOUBLE PRECISION (PostgreSQL's REAL would be 4 bytes and round the ratings).
 
-Tables (version 7):
+Tables (version 8):
 
 - ``schema_version``: one row per migration applied: version, cellarena release, when.
 - ``bots``: name (unique), game, the SHA-256 of its token (never the token), kind ``outside`` (runs on
@@ -55,11 +55,33 @@ Version 6 (owners, docs/ladder.md "Running a community ladder"):
 - ``sessions`` (version 6): logins: the SHA-256 of the random session id (the cookie carries the id;
   the database never does), its owner, expiry, and when logout revoked it.
 - ``invites`` (version 6): the SHA-256 of each invite code the host made, and who used it.
+
+Version 8 (issue 39: names and limits held by the database):
+
+- ``bots.name_key``: the bot's look-alike key (`cellarena.arena.ladder.lookalikes.name_key`) under a
+  unique index, so that two look-alike bots are refused by the database itself, on every path that
+  writes one (the pages, the host's ``ladder bot add``) and in any race. NULL for a bot made before
+  whose key an older bot has: it keeps its name, and the older one holds the key.
+- ``owners.name_key`` computed again: the key now leaves out invisible characters. An owner made
+  before whose new key an older owner has keeps a key no name can have (`LEGACY_KEY` and its id).
+
+A migration may have a step in Python after its statements (`Migration.then`, in the same
+transaction): keys are computed by Python, not SQL.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cellarena.arena.ladder.lookalikes import name_key
+
+if TYPE_CHECKING:
+    from cellarena.arena.ladder.backends import Backend
+
+log = logging.getLogger("cellarena.ladder")
 
 
 @dataclass(frozen=True)
@@ -67,6 +89,41 @@ class Migration:
     version: int
     summary: str
     statements: tuple[str, ...]
+    #: Run after ``statements``, in their transaction: what SQL cannot compute.
+    then: Callable[[Backend], None] | None = None
+
+
+#: What no key of a name can be: a control character starts it (names have none), and the row's id
+#: makes it unique. PostgreSQL's text cannot hold NUL, so it is U+0001.
+LEGACY_KEY = "\x01legacy "
+
+
+def key_names(db: Backend) -> None:
+    """Version 8: every bot's look-alike key, and every owner's computed again (oldest first: a later
+    look-alike of an older name keeps its name, and the older one keeps the key)."""
+    taken: set[str] = set()
+    for bot_id, name in db.query("SELECT id, name FROM bots ORDER BY id"):
+        key = name_key(name)
+        if key in taken:
+            log.warning("ladder database: bot %r looks like an older bot; it keeps its name", name)
+            continue
+        taken.add(key)
+        db.execute("UPDATE bots SET name_key = ? WHERE id = ?", (key, bot_id))
+    taken.clear()
+    new: dict[int, str] = {}
+    for owner_id, name, old in db.query("SELECT id, name, name_key FROM owners ORDER BY id"):
+        key = name_key(name)
+        if key in taken:
+            log.warning("ladder database: owner %r looks like an older owner; they keep their name", name)
+            key = f"{LEGACY_KEY}{owner_id}"
+        taken.add(key)
+        if key != old:
+            new[owner_id] = key
+    # Through keys no name has, so that no update meets another row's old key under the unique index.
+    for owner_id in new:
+        db.execute("UPDATE owners SET name_key = ? WHERE id = ?", (f"{LEGACY_KEY}{owner_id}", owner_id))
+    for owner_id, key in new.items():
+        db.execute("UPDATE owners SET name_key = ? WHERE id = ?", (key, owner_id))
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -214,6 +271,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         7,
         "the ms of time bank each seat drew (matches from before, or without a bank: NULL)",
         ("ALTER TABLE seats ADD COLUMN bank_drawn_ms BIGINT",),
+    ),
+    Migration(
+        8,
+        "look-alike bot names refused by a unique index on their key; owners' keys without invisibles",
+        (
+            "ALTER TABLE bots ADD COLUMN name_key TEXT",
+            "CREATE UNIQUE INDEX bots_by_name_key ON bots (name_key)",
+        ),
+        then=key_names,
     ),
 )
 

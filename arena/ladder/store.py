@@ -40,17 +40,20 @@ from pathlib import Path
 from typing import cast
 
 from cellarena.arena import ratings
-from cellarena.arena.ladder import identity
+from cellarena.arena.ladder import identity, names
 from cellarena.arena.ladder.backends import Backend, Row, open_backend
 from cellarena.arena.ladder.errors import (
     BadNameError,
+    BotLimitError,
     ChallengeRefusedError,
     LadderStoreError,
     MatchNotRunningError,
+    NameTakenError,
     SeatRefusedError,
     UnknownBotError,
 )
 from cellarena.arena.ladder.failures import failure_of, pause_reason
+from cellarena.arena.ladder.lookalikes import name_key
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.records import (
     AuditEntry,
@@ -91,7 +94,7 @@ __all__ = [
 
 log = logging.getLogger("cellarena.ladder")
 
-NAME_MAX = 64
+NAME_MAX = names.NAME_MAX
 #: Seeds are stored as BIGINT.
 SEED_LIMIT = 2**63
 #: The largest id a BIGINT column holds; a larger id names no match.
@@ -158,17 +161,10 @@ def _rating(mu: float | None, sigma: float | None) -> Rating | None:
 
 
 def check_name(name: object, what: str = "bot name") -> str:
-    """A bot's (or game's) name: 1-64 printable characters, no blank at either end (it is shown in
-    tables and URLs, and two names that differ by a trailing space would look the same), and not
-    ``.`` or ``..``: a bot's page is ``/bots/NAME``, and browsers resolve those two away."""
-    if not isinstance(name, str) or not 1 <= len(name) <= NAME_MAX:
-        shown = f"{name[:NAME_MAX]!r}... ({len(name)} characters)" if isinstance(name, str) else repr(name)
-        raise BadNameError(f"{what} {shown if name else repr(name)}: give 1 to {NAME_MAX} characters")
-    if not name.isprintable() or name != name.strip():
-        raise BadNameError(f"{what} {name!r}: use printable characters only, with no space at either end")
-    if name in (".", ".."):
-        raise BadNameError(f"{what} {name!r}: its page /bots/{name} cannot be reached; choose another name")
-    return name
+    """A bot's (or game's) name as the ladder keeps it (NFKC), under the ladder's one identifier profile
+    (`cellarena.arena.ladder.names`: 1-64 characters that print, no space at either end, not ``.`` or
+    ``..``, one script); `BadNameError` saying which rule it breaks."""
+    return names.check_name(name, what)
 
 
 class LadderStore:
@@ -277,6 +273,8 @@ class LadderStore:
             for migration in MIGRATIONS[version:]:
                 for statement in migration.statements:
                     db.execute(statement.replace("{id}", db.id_column))
+                if migration.then is not None:
+                    migration.then(db)
                 db.execute(
                     "INSERT INTO schema_version (version, cellarena, applied) VALUES (?, ?, ?)",
                     (migration.version, cellarena_release(), _now()),
@@ -315,39 +313,74 @@ class LadderStore:
         max_matches: int = 1,
         actor: str | None = None,
         owner_id: int | None = None,
+        owner_limit: int | None = None,
     ) -> tuple[BotRecord, identity.Token]:
         """Register a bot; its token, which is shown this once and then known only by its hash.
 
         With ``house_command`` the bot is a house bot, which the ladder launches itself with that
         command; without, an outside bot that its owner runs and connects. ``owner_id``: the owner who
         made it on the pages (`cellarena.arena.ladder.accounts`); None for the host's bots.
+
+        The name is kept in its NFKC form (`names.normalise`). Refused, in the transaction that writes,
+        so that requests at the same moment cannot all pass: a name taken up to case and look-alikes
+        (`NameTakenError`, backed by the unique index on ``bots.name_key``), and with ``owner_limit`` an
+        owner who has that many active bots already (`BotLimitError`; the owner's row is locked, so
+        their requests are counted one after another).
         """
-        check_name(name)
+        given = name
+        name = names.normalise(name)
         check_name(game, "game")
         if house_command is not None and not house_command.strip():
             raise LadderStoreError(f"house bot {name!r}: give the command that starts it")
         self._check_max_matches(name, max_matches)
         token = identity.new_token()
         kind: BotKind = "outside" if house_command is None else "house"
+        key = name_key(name)
         with self._writing(f"add bot {name!r}") as db:
-            # Names differing only in case (Alice, alice) would read as one bot on every page.
-            # Compared in Python: SQLite's lower() folds ASCII only. An admin's rare call.
-            folded = name.casefold()
-            for (taken,) in db.query("SELECT name FROM bots"):
-                if taken.casefold() == folded:
-                    also = "" if taken == name else ", and names that differ only in case count as one"
-                    raise LadderStoreError(
-                        f"{self.where}: there is already a bot named {taken!r}{also}; choose another name"
-                    )
-            db.execute(
-                "INSERT INTO bots (name, game, token_digest, kind, house_command, created, max_matches,"
-                " owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (name, game, token.digest, kind, house_command, _now(), max_matches, owner_id),
-            )
+            for (taken,) in db.query("SELECT name FROM bots WHERE name_key = ?", (key,)):
+                raise self._taken(given, str(taken))
+            names.check_scripts(name)  # after "taken": a copy of a taken name hears that first
+            if owner_id is not None:
+                self._check_owner_limit(db, owner_id, owner_limit)
+            try:
+                db.execute(
+                    "INSERT INTO bots (name, name_key, game, token_digest, kind, house_command, created,"
+                    " max_matches, owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (name, key, game, token.digest, kind, house_command, _now(), max_matches, owner_id),
+                )
+            except Exception as exc:
+                # The index is the last word: a writer that skipped the look-up above is refused here.
+                if db.is_unique_violation(exc):
+                    raise self._taken(given, None) from None
+                raise
             self._note_change(db, "bot_added", name)
             self._audit(db, actor, "add", name, f"{kind} bot for {game}")
         log.info("ladder: added %s bot %r for %s", kind, name, game)
         return self._bot_or_raise(name), token
+
+    def _taken(self, name: str, taken: str | None) -> NameTakenError:
+        if taken is None:
+            message = f"{self.where}: a bot that looks like {name!r} was added just now; choose another name"
+        else:
+            also = (
+                ""
+                if taken == name
+                else ", and names that differ only in case count as one, as do look-alike characters"
+            )
+            message = f"{self.where}: there is already a bot named {taken!r}{also}; choose another name"
+        return NameTakenError(message, name, taken)
+
+    @staticmethod
+    def _check_owner_limit(db: Backend, owner_id: int, limit: int | None) -> None:
+        """Lock the owner's row (PostgreSQL; SQLite's writer lock covers it), then count their bots."""
+        if not db.query(f"SELECT id FROM owners WHERE id = ?{db.row_lock}", (owner_id,)):
+            raise LadderStoreError(f"there is no owner with id {owner_id}")
+        if limit is None:
+            return
+        rows = db.query("SELECT COUNT(*) FROM bots WHERE owner_id = ? AND revoked IS NULL", (owner_id,))
+        count = int(rows[0][0])
+        if count >= limit:
+            raise BotLimitError(f"owner {owner_id} has {count} active bots, the limit", count, limit)
 
     def rotate(self, name: str, *, actor: str | None = None) -> identity.Token:
         """Give the bot a new token; the old one stops working at once. The new one is shown this once."""
