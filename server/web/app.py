@@ -21,6 +21,8 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from cellarena.server.replay import ReplayError
+from cellarena.server.trusted_proxies import TrustedProxies
+from cellarena.server.web.hosts import AllowedHosts, HostCheck
 from cellarena.server.web.pages import error_response
 
 log = logging.getLogger("cellarena.web")
@@ -55,11 +57,20 @@ async def _any_error(request: Request, exc: Exception) -> Response:
     )
 
 
-def build_app(routes: Sequence[BaseRoute]) -> Starlette:
-    """An app serving ``routes`` and the viewer's static files under /static."""
+def build_app(
+    routes: Sequence[BaseRoute],
+    *,
+    allowed_hosts: AllowedHosts | None = None,
+    trusted_proxies: TrustedProxies | None = None,
+) -> Starlette:
+    """An app serving ``routes`` and the viewer's static files under /static; with ``allowed_hosts``,
+    only to requests that name one of them (`HostCheck`: the commands always give them)."""
+    middleware = [Middleware(GZipMiddleware, minimum_size=1024)]
+    if allowed_hosts is not None:
+        middleware.insert(0, Middleware(HostCheck, allowed=allowed_hosts, trusted=trusted_proxies))
     return Starlette(
         debug=False,
         routes=[*routes, Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static")],
-        middleware=[Middleware(GZipMiddleware, minimum_size=1024)],
+        middleware=middleware,
         exception_handlers={HTTPException: _http_error, ReplayError: _replay_error, Exception: _any_error},
     )
