@@ -159,3 +159,8 @@ def test_the_player_shows_the_name_it_is_given_not_a_path() -> None:
     script = (Path(__file__).parent.parent / "server" / "web" / "static" / "player.js").read_text()
     assert "m.path" not in script and "${m.name} · seed" in script
     assert REPLAY.name not in script
+
+
+async def test_an_address_with_raw_bytes_past_ascii_is_a_400_not_a_crash(site: Ladder) -> None:
+    answer = await call(site.app, "GET", "/api/matches", query=b"before=\x80")
+    assert answer.raised is None and answer.status == 400 and b"not ASCII" in answer.body
