@@ -13,14 +13,17 @@ The database keeps the id's SHA-256: logout revokes it there, so a copy of the c
 **CSRF.** Every form carries a hidden token: for a logged-in owner an HMAC of the session id under the
 host's key; before login (the sign-up and login forms) an HMAC of a random ``cellarena_form`` cookie
 (double submit). Every POST checks it, and also that its ``Origin`` (or, without one, ``Referer``) is
-this site: a form posted from another site's page is refused with a 403 that says so.
+this site, under one of its own names (``--allowed-host``, `AccountSettings.allowed_hosts`; the app's
+`HostCheck` refuses any other Host before a route sees it): a form posted from another site's page,
+DNS-rebound to this one or not, is refused with a 403 that says so.
 
 **Addresses.** Sign-ups and password checks are counted per client address, over a sliding hour; the
 address is the socket's peer, or what ``X-Forwarded-For`` says when a proxy of ``--trusted-proxy`` sent
 it (`TrustedProxies.client_of`: the one mechanism for every by-address limit).
 
-**Input.** A POST body over `MAX_BODY` bytes is refused before it is parsed; each field is checked
-for its length (names, passwords) by `Accounts`, whose messages the page shows.
+**Input.** A POST body over `MAX_BODY` bytes is refused before it is parsed, and JSON is read by the
+one reader with limits (`server.web.json_body`); each field is checked for its length (names,
+passwords) by `Accounts`, whose messages the page shows.
 
 **A bot's community side.** ``/account`` and ``/account/bots/NAME`` show each bot paused or banned
 with the reason and the failed matches behind it (their causes), and forms to resume it (a ban only
