@@ -150,3 +150,10 @@ def test_listening_on_every_address_needs_allowed_hosts_named(tmp_path: Path) ->
     assert code == 1 and "--allowed-host NAME" in out
     code, out = invoke("replay", "view", str(FIXTURES / "cloth.replay"), "--host", "::", "--port", "0")
     assert code == 1 and "--allowed-host NAME" in out
+
+
+async def test_a_referer_that_is_no_url_is_refused_as_another_sites(site: Ladder) -> None:
+    """Found by tests/test_hostile_requests.py: urlsplit raised on it, a 500."""
+    sent = [(b"referer", b"http://[x/"), (b"content-type", b"application/x-www-form-urlencoded")]
+    answer = await call(site.app, "POST", "/login", headers=sent, body=b"name=a&password=b")
+    assert answer.raised is None and answer.status == 403 and "posted from another site" in answer.text

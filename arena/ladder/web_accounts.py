@@ -251,8 +251,11 @@ class AccountSite:
                         "tell that it was sent from its own page; post it from the ladder's page",
                     )
             else:
-                parts = urlsplit(referer)
-                sent = f"{parts.scheme}://{parts.netloc}"
+                try:
+                    parts = urlsplit(referer)
+                    sent = f"{parts.scheme}://{parts.netloc}"
+                except ValueError:  # "http://[x/": not an address, so not this site's
+                    sent = referer[:100]
         mine = self.origin(request)
         allowed = self.settings.allowed_hosts
         # The request's Host is checked on the way in (`HostCheck`); this check holds without it.
