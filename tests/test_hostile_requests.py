@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -30,8 +31,9 @@ from cellarena.arena.web.pages import results_app
 from cellarena.server.web.live import LiveFeed, LiveMatches, live_app
 from cellarena.server.web.replays import viewer_app
 
-#: Examples per app: with a few ms each, the four apps take a few seconds.
-EXAMPLES = 120
+#: Examples per app: with a few ms each, the four apps take a few seconds. A longer hunt:
+#: CELLARENA_HOSTILE_EXAMPLES=5000.
+EXAMPLES = int(os.environ.get("CELLARENA_HOSTILE_EXAMPLES", "120"))
 PARAM = re.compile(r"{(\w+)(?::(\w+))?}")
 
 
