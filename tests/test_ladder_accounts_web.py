@@ -292,10 +292,16 @@ def test_a_closed_ladder_lets_owners_log_in_but_takes_no_sign_up(tmp_path: Path,
 
 def test_behind_a_trusted_tls_proxy_the_forwarded_origin_is_the_sites(tmp_path: Path) -> None:
     """A TLS proxy at ladder.example.org forwards to the pages: forms posted from its pages carry that
-    origin, which the pages take for their own only because the proxy is trusted."""
+    origin, which the pages take for their own only because the proxy is trusted and the host named
+    the name (--allowed-host): a forwarded name that is not the ladder's is refused with 400."""
     forwarded = {"x-forwarded-proto": "https", "x-forwarded-host": "ladder.example.org"}
     origin = "https://ladder.example.org"
-    for trusted, expected in ((("--trusted-proxy", "127.0.0.1"), 303), ((), 403)):
+    proxy = ("--trusted-proxy", "127.0.0.1")
+    for trusted, expected in (
+        ((*proxy, "--allowed-host", "ladder.example.org"), 303),
+        (proxy, 400),
+        ((), 403),
+    ):
         folder = tmp_path / str(expected)
         folder.mkdir()
         with ladder_pages(folder, "--signup", "open", *trusted) as pages:
@@ -307,6 +313,8 @@ def test_behind_a_trusted_tls_proxy_the_forwarded_origin_is_the_sites(tmp_path: 
             assert answer.status == expected, answer.body
             if expected == 403:
                 assert f"posted from another site ({origin})" in answer.body
+            if expected == 400:
+                assert "not to &#39;ladder.example.org&#39;" in answer.body
 
 
 def test_the_api_refuses_a_wrong_password_and_names_the_limit(tmp_path: Path) -> None:

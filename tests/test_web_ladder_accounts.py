@@ -128,6 +128,10 @@ def test_a_stranger_signs_up_runs_a_bot_and_reads_its_private_side(browser: Any,
             assert all(set(t.debug) <= {seat} for t in replay.ticks) and verify(replay).ok
             public = page.request.get(f"{pages.url}/api/replays/{match_id}/file").body()
             assert b"\xa5debug" not in public  # the public copy keeps none
+            page.goto(f"{pages.url}/replays/{match_id}/")  # the public player names it by number
+            page.wait_for_function("document.querySelector('.subtitle').textContent.includes('seed')")
+            subtitle = page.inner_text(".subtitle")
+            assert subtitle.startswith(f"match {match_id} · seed") and str(tmp_path) not in page.content()
 
             page.goto(f"{pages.url}/bots/mybot")
             assert "bot of stranger" in page.inner_text("main")

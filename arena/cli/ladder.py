@@ -558,6 +558,14 @@ def standings(where: _Where, game: str, as_json: bool) -> None:
     help="A TLS proxy in front of the pages (an address or network; repeat for more): its "
     "X-Forwarded-For, -Proto and -Host are believed, so per-address limits count clients.",
 )
+@click.option(
+    "--allowed-host",
+    metavar="NAME",
+    multiple=True,
+    help="A host name browsers reach the pages by (repeat for more; '*.example.org' for its subdomains): "
+    "a request naming another Host gets 400. Always allowed: the --host address, and localhost on "
+    "loopback. Required with --host 0.0.0.0 or ::.",
+)
 @click.pass_obj
 def web(
     where: _Where,
@@ -575,6 +583,7 @@ def web(
     tls_cert: str | None,
     tls_key: str | None,
     trusted_proxy: tuple[str, ...],
+    allowed_host: tuple[str, ...],
 ) -> None:
     """Serve GAME's standings, bot pages, matches and replays (and the live match) over HTTP(S); with
     --signup, the owners' pages too: sign-up, login, their bots and tokens. Several games (one `ladder
@@ -593,8 +602,8 @@ def web(
             param_hint="--live-port",
         )
     try:
-        from cellarena.arena.ladder.web import LadderSite
-        from cellarena.server.web.app import build_app
+        from cellarena.arena.ladder.web_app import ladder_app
+        from cellarena.server.web.hosts import AllowedHosts, HostsError
         from cellarena.server.web.serving import BindError, bind, run, url_of
     except ImportError as exc:
         raise click.UsageError(
@@ -608,11 +617,18 @@ def web(
         trusted = TrustedProxies.parse(trusted_proxy)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--trusted-proxy") from None
+    try:
+        allowed, warning = AllowedHosts.for_server(host, allowed_host)
+    except HostsError as exc:
+        raise click.UsageError(str(exc)) from None
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
     account_settings = None
     if signup is not None:
         account_settings = _account_settings(
             where, signup, max_bots_per_owner, session_key_file, session_days, signups_per_hour, trusted
         )
+        account_settings.allowed_hosts = allowed
         from cellarena.sdk.client import is_loopback
 
         if tls is None and not trusted and not is_loopback(host):
@@ -628,31 +644,15 @@ def web(
     except BindError as exc:
         store.close()
         raise click.UsageError(str(exc)) from None
-    site = LadderSite(
+    app, feed = ladder_app(
         store,
         games,
+        allowed_hosts=allowed,
         live=live_port is not None,
         public_debug=public_debug,
-        policy=None if account_settings is None else account_settings.policy,
-        accounts=account_settings is not None,
-        trusted_proxies=trusted,  # the owner endpoint's lock-out counts by the client behind them
+        accounts=account_settings,
+        trusted=trusted,
     )
-    account_routes = []
-    if account_settings is not None:
-        from cellarena.arena.ladder.web_accounts import AccountSite
-
-        account_site = AccountSite(store, games, account_settings, live=live_port is not None)
-        site.who = account_site.owner  # the header names who is logged in
-        site.owner_sessions = account_site.api_owner  # owners act on the API with their login too
-        account_routes = account_site.routes()
-    routes = account_routes + site.routes()
-    feed = None
-    if live_port is not None:
-        from cellarena.server.web.live import LiveFeed, live_routes
-
-        feed = LiveFeed(games[0])
-        routes += live_routes(feed)
-    app = build_app(routes)
 
     async def main() -> None:
         import trio

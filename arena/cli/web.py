@@ -15,7 +15,14 @@ import click
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port."
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the default web browser.")
-def web(runs_dir: Path, host: str, port: int, open_browser: bool) -> None:
+@click.option(
+    "--allowed-host",
+    metavar="NAME",
+    multiple=True,
+    help="A host name browsers reach the page by (repeat for more): a request naming another Host gets "
+    "400. Always allowed: the --host address, and localhost on loopback. Required with --host 0.0.0.0.",
+)
+def web(runs_dir: Path, host: str, port: int, open_browser: bool, allowed_host: tuple[str, ...]) -> None:
     """Serve the standings, rating charts, matches and replays of the tournaments under RUNS_DIR.
 
     RUNS_DIR is a tournament's results folder (its --out) or a folder of them (runs/). The pages
@@ -23,16 +30,22 @@ def web(runs_dir: Path, host: str, port: int, open_browser: bool) -> None:
     Needs the ``web`` extra. Stops with Ctrl-C.
     """
     try:
-        from cellarena.arena.web.pages import replay_library, results_routes
+        from cellarena.arena.web.pages import results_app
         from cellarena.arena.web.results import ResultsError, ResultsSource, find_tournaments
-        from cellarena.server.web.app import build_app
-        from cellarena.server.web.replays import replay_routes
+        from cellarena.server.web.hosts import AllowedHosts, HostsError
         from cellarena.server.web.serving import BindError, bind, serve_until_interrupted, url_of
     except ImportError as exc:
         click.echo(
             f"error: the web pages need the 'web' extra ({exc}); pip install 'cellarena[web]'", err=True
         )
         sys.exit(1)
+    try:
+        allowed, warning = AllowedHosts.for_server(host, allowed_host)
+    except HostsError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
     try:
         found = find_tournaments(runs_dir)
     except ResultsError as exc:
@@ -44,7 +57,7 @@ def web(runs_dir: Path, host: str, port: int, open_browser: bool) -> None:
     except BindError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    app = build_app([*results_routes(sources), *replay_routes(replay_library(sources))])
+    app = results_app(sources, allowed)
     url = url_of(sock, "/")
     what = f"{len(found)} tournament{'s' if len(found) != 1 else ''} from {runs_dir}"
     serve_until_interrupted(app, sock, f"serving {what} at {url}  (Ctrl-C stops)", url, open_browser)

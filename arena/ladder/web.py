@@ -40,6 +40,7 @@ from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint
 from cellarena.server.replay import strip_debug_bytes
 from cellarena.server.trusted_proxies import TrustedProxies
+from cellarena.server.web.numbers import parse_number, path_number, query_number
 from cellarena.server.web.replays import ReplayLibrary, replay_routes
 from cellarena.server.web.templating import render
 
@@ -259,16 +260,17 @@ class LadderSite:
         bot = self.store.authenticate(token)
         if bot is None:
             raise HTTPException(401, "that token is no active bot's; give the bot's token (--token-file)")
-        m = self.store.match(int(rid)) if rid.isdigit() else None
+        match_id = _match_number(rid)
+        m = None if match_id is None else self.store.match(match_id)
         seats = [s.seat for s in m.seats if s.bot_id == bot.id] if m is not None else []
         path = self.replay_path(rid)
         if not seats or path is None:
-            raise HTTPException(404, f"bot {bot.name} has no match {rid!r} with a replay here")
+            raise HTTPException(404, f"bot {bot.name} has no match {rid[:40]!r} with a replay here")
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise HTTPException(404, f"the replay of match {rid} cannot be read ({exc.strerror})") from None
-        stripped, _ = strip_debug_bytes(data, path.name, keep=seats)
+        stripped, _ = strip_debug_bytes(data, f"match {match_id}", keep=seats)
         return stripped
 
     async def _owner_replay_counted(self, host: str, rid: str, token: str) -> bytes:
@@ -321,7 +323,7 @@ class LadderSite:
             return page
 
         async def match(request: Request) -> Response:
-            return await html(request, self.match_html, request.path_params["id"])
+            return await html(request, self.match_html, path_number(request, "id", "match", maximum=MAX_ID))
 
         def api_standings(game: str) -> Callable[[Request], Awaitable[Response]]:
             async def answer(_request: Request) -> Response:
@@ -358,7 +360,8 @@ class LadderSite:
             raise HTTPException(404, f"this ladder serves several games: ask {roots}")
 
         async def api_match(request: Request) -> Response:
-            m = await trio.to_thread.run_sync(self._match, request.path_params["id"])
+            match_id = path_number(request, "id", "match", maximum=MAX_ID)
+            m = await trio.to_thread.run_sync(self._match, match_id)
             return JSONResponse(match_json(m))
 
         async def api_owner_replay(request: Request) -> Response:
@@ -372,7 +375,12 @@ class LadderSite:
             disposition = {"content-disposition": f'attachment; filename="{name}"'}
             return Response(data, media_type="application/octet-stream", headers=disposition)
 
-        library = ReplayLibrary(self.replay_path, debug=self.public_debug)
+        library = ReplayLibrary(
+            self.replay_path,
+            debug=self.public_debug,
+            label=lambda rid: f"match {rid}",  # by number, never by path (the module's docstring)
+            file_name=lambda rid: f"ladder-{rid}.replay",
+        )
         if self.several:
             lists: list[BaseRoute] = [Route("/", games), Route("/api/games", api_games)]
             for g in self.games:
@@ -402,9 +410,9 @@ class LadderSite:
             ).routes(),  # first: /bots/{name:path} would take them
             *lists,
             Route("/bots/{name:path}", bot),
-            Route("/matches/{id:int}", match),
+            Route("/matches/{id}", match),
             Route("/api/bots/{name:path}", api_bot),
-            Route("/api/matches/{id:int}", api_match),
+            Route("/api/matches/{id}", api_match),
             Route("/api/replays/{rid}/owner", api_owner_replay),
             *replay_routes(library, prefix="/replays", public_debug=self.public_debug),
         ]
@@ -429,20 +437,12 @@ def client_host(request: Request, trusted: TrustedProxies) -> str:
 
 
 def _match_number(text: str) -> int | None:
-    """``text`` as a match number, or None if it is not one (ASCII digits only: ``"²".isdigit()``)."""
-    if not (text.isascii() and text.isdigit()):
-        return None
-    number = int(text)
-    return number if number <= MAX_ID else None
+    """``text`` as a match number, or None if it is not one (`numbers.parse_number`)."""
+    return parse_number(text, maximum=MAX_ID)
 
 
 def _before(request: Request) -> int | None:
-    text = request.query_params.get("before")
-    if text is None:
+    """The match list's ``?before=N``: 400 if N is not a number, 404 if no match number is that large."""
+    if "before" not in request.query_params:
         return None
-    if not (text.isascii() and text.isdigit()):
-        raise HTTPException(400, f"before={text[:40]!r}: give a match number, e.g. before=120")
-    number = _match_number(text)
-    if number is None:
-        raise HTTPException(404, f"before={text[:40]}: no match number is that large")
-    return number
+    return query_number(request, "before", 0, maximum=MAX_ID, too_large=404)

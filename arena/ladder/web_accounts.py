@@ -13,14 +13,17 @@ The database keeps the id's SHA-256: logout revokes it there, so a copy of the c
 **CSRF.** Every form carries a hidden token: for a logged-in owner an HMAC of the session id under the
 host's key; before login (the sign-up and login forms) an HMAC of a random ``cellarena_form`` cookie
 (double submit). Every POST checks it, and also that its ``Origin`` (or, without one, ``Referer``) is
-this site: a form posted from another site's page is refused with a 403 that says so.
+this site, under one of its own names (``--allowed-host``, `AccountSettings.allowed_hosts`; the app's
+`HostCheck` refuses any other Host before a route sees it): a form posted from another site's page,
+DNS-rebound to this one or not, is refused with a 403 that says so.
 
 **Addresses.** Sign-ups and password checks are counted per client address, over a sliding hour; the
 address is the socket's peer, or what ``X-Forwarded-For`` says when a proxy of ``--trusted-proxy`` sent
 it (`TrustedProxies.client_of`: the one mechanism for every by-address limit).
 
-**Input.** A POST body over `MAX_BODY` bytes is refused before it is parsed; each field is checked
-for its length (names, passwords) by `Accounts`, whose messages the page shows.
+**Input.** A POST body over `MAX_BODY` bytes is refused before it is parsed, and JSON is read by the
+one reader with limits (`server.web.json_body`); each field is checked for its length (names,
+passwords) by `Accounts`, whose messages the page shows.
 
 **A bot's community side.** ``/account`` and ``/account/bots/NAME`` show each bot paused or banned
 with the reason and the failed matches behind it (their causes), and forms to resume it (a ban only
@@ -34,7 +37,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import os
 import secrets
@@ -66,11 +68,14 @@ from cellarena.arena.ladder.errors import BadNameError, LadderStoreError, Unknow
 from cellarena.arena.ladder.failures import failure_of
 from cellarena.arena.ladder.identity import Token
 from cellarena.arena.ladder.records import BotMatch, BotRecord
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web import bot_href, client_host
 from cellarena.arena.ladder.web_community import CommunityApi
 from cellarena.server.replay import strip_debug_bytes
 from cellarena.server.trusted_proxies import TrustedProxies
+from cellarena.server.web.hosts import AllowedHosts
+from cellarena.server.web.json_body import read_body, read_json_object
+from cellarena.server.web.numbers import path_number
 from cellarena.server.web.templating import render
 
 log = logging.getLogger("cellarena.ladder")
@@ -185,6 +190,8 @@ class AccountSettings:
     signups_per_hour: int = 5
     #: Password checks (logins, the API's) per address per hour.
     logins_per_hour: int = 30
+    #: The names the pages answer to (``--allowed-host``): a form's Origin must name one of them.
+    allowed_hosts: AllowedHosts | None = None
 
 
 def _hmac(key: bytes, purpose: str, value: str) -> str:
@@ -230,7 +237,9 @@ class AccountSite:
         return f"{scheme}://{host}".lower()
 
     def check_origin(self, request: Request) -> None:
-        """A POST from another site's page is refused (403) whatever else it carries."""
+        """A POST from another site's page is refused (403) whatever else it carries: its Origin must
+        be this site's, under one of the names the pages answer to (`AccountSettings.allowed_hosts`),
+        not merely whatever Host the request names."""
         sent = request.headers.get("origin")
         if sent is None or sent == "null":
             referer = request.headers.get("referer")
@@ -242,10 +251,16 @@ class AccountSite:
                         "tell that it was sent from its own page; post it from the ladder's page",
                     )
             else:
-                parts = urlsplit(referer)
-                sent = f"{parts.scheme}://{parts.netloc}"
+                try:
+                    parts = urlsplit(referer)
+                    sent = f"{parts.scheme}://{parts.netloc}"
+                except ValueError:  # "http://[x/": not an address, so not this site's
+                    sent = referer[:100]
         mine = self.origin(request)
-        if sent is None or sent.lower() != mine:
+        allowed = self.settings.allowed_hosts
+        # The request's Host is checked on the way in (`HostCheck`); this check holds without it.
+        foreign = allowed is not None and sent is not None and not allowed.allows(_origin_host(sent))
+        if sent is None or foreign or sent.lower() != mine:
             raise HTTPException(
                 403,
                 f"this form was posted from another site ({(sent or 'an opaque origin')[:100]}), not from "
@@ -253,25 +268,12 @@ class AccountSite:
             )
 
     async def form(self, request: Request) -> dict[str, str]:
-        """The POST's fields (URL-encoded form or JSON object), each its first value; 413 past MAX_BODY."""
-        size = 0
-        chunks = []
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BODY:
-                raise HTTPException(
-                    413, f"the request is over {MAX_BODY // 1024} KB; no field needs that much"
-                )
-            chunks.append(chunk)
-        body = b"".join(chunks).decode("utf-8", "replace")
+        """The POST's fields (URL-encoded form or JSON object), each its first value; 413 past MAX_BODY,
+        400 for JSON that is not an object (`read_json_object`'s limits)."""
         if request.headers.get("content-type", "").startswith("application/json"):
-            try:
-                data = json.loads(body or "{}")
-            except json.JSONDecodeError as exc:
-                raise HTTPException(400, f"the body is not JSON ({exc.msg} at {exc.pos})") from None
-            if not isinstance(data, dict):
-                raise HTTPException(400, "send one JSON object")
+            data = await read_json_object(request, limit=MAX_BODY)
             return {str(k): str(v) for k, v in data.items() if v is not None}
+        body = (await read_body(request, MAX_BODY)).decode("utf-8", "replace")
         return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
 
     def session_id(self, request: Request) -> str | None:
@@ -477,7 +479,7 @@ class AccountSite:
             raise HTTPException(
                 404, f"the replay of match {match_id} cannot be read ({exc.strerror})"
             ) from None
-        stripped, _ = strip_debug_bytes(data, Path(m.replay).name, keep=seats)
+        stripped, _ = strip_debug_bytes(data, f"match {match_id}", keep=seats)
         return stripped
 
     # -- routes --------------------------------------------------------------------------------------
@@ -715,7 +717,7 @@ class AccountSite:
 
         async def replay(request: Request) -> Response:
             owner, _ = await self.logged_in(request)
-            match_id = request.path_params["id"]
+            match_id = path_number(request, "id", "match", maximum=MAX_ID)
             data = await trio.to_thread.run_sync(self.owner_replay, owner, match_id)
             disposition = {"content-disposition": f'attachment; filename="ladder-{match_id}.replay"'}
             headers = {**disposition, "cache-control": "private, no-store"}
@@ -764,7 +766,7 @@ class AccountSite:
             ("/account/bots/{name:path}/challenge", challenge, "POST"),
             ("/account/bots/{name:path}/challenges", refusal, "POST"),
             ("/account/bots/{name:path}", bot_page, "GET"),
-            ("/account/replays/{id:int}", replay, "GET"),
+            ("/account/replays/{id}", replay, "GET"),
             ("/account/delete", delete_account, "POST"),
             ("/admin", admin_page, "GET"),
             ("/admin/{action}", admin_action, "POST"),
@@ -807,6 +809,14 @@ class AccountSite:
         )
         response.headers["cache-control"] = "no-store"  # shown once: not kept by the browser's cache
         return response
+
+
+def _origin_host(origin: str) -> str | None:
+    """The host name of an ``Origin`` (or a Referer's ``scheme://host``), or None if it has none."""
+    try:
+        return urlsplit(origin).hostname
+    except ValueError:  # a bracket that does not close
+        return None
 
 
 def failed_in_a_row(history: list[BotMatch]) -> list[tuple[BotMatch, str]]:

@@ -22,7 +22,6 @@ Every refusal is JSON ``{"error": "..."}`` that says what to do.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -40,6 +39,7 @@ from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.store import LadderStore, UnknownBotError
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint
+from cellarena.server.web.json_body import read_json_object
 from cellarena.server.web.templating import render
 
 #: A request body larger than this is refused before it is parsed (bytes).
@@ -225,16 +225,5 @@ def _bearer(request: Request) -> str:
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
-    """The request's JSON object; 413 for a body over `MAX_BODY`, 400 for anything but an object."""
-    data = b""
-    async for chunk in request.stream():
-        data += chunk
-        if len(data) > MAX_BODY:
-            raise HTTPException(413, f"the body is over {MAX_BODY} bytes; send a small JSON object")
-    try:
-        body = json.loads(data or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        raise HTTPException(400, "the body is not JSON; send a JSON object") from None
-    if not isinstance(body, dict):
-        raise HTTPException(400, "send a JSON object")
-    return body
+    """The request's JSON object (`read_json_object`): 413 over `MAX_BODY`, 400 for anything else."""
+    return await read_json_object(request, limit=MAX_BODY)

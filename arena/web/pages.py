@@ -8,12 +8,14 @@ mount the same routes over its own source.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote
 
 import trio
 from markupsafe import Markup
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -21,7 +23,10 @@ from starlette.routing import BaseRoute, Route
 
 from cellarena.arena.web.charts import color_of, rating_chart
 from cellarena.arena.web.results import ResultsSource
-from cellarena.server.web.replays import ReplayLibrary
+from cellarena.server.web.app import build_app
+from cellarena.server.web.hosts import AllowedHosts
+from cellarena.server.web.numbers import parse_number
+from cellarena.server.web.replays import ReplayLibrary, replay_routes
 from cellarena.server.web.templating import render
 
 #: Where this module's templates are (``templates/``, beside the viewer's base.html).
@@ -38,12 +43,21 @@ def replay_library(sources: Mapping[str, ResultsSource]) -> ReplayLibrary:
     def find(rid: str) -> Path | None:
         tid, _, index = rid.rpartition(".")
         source = sources.get(tid)
-        if source is None or not index.isdigit():
+        number = parse_number(index)
+        if source is None or number is None:
             return None
-        row = source.match(int(index))
+        row = source.match(number)
         return None if row is None else row.replay
 
-    return ReplayLibrary(find)
+    def label(rid: str) -> str:
+        tid, _, index = rid.rpartition(".")
+        return f"{tid}, match {index}"
+
+    def file_name(rid: str) -> str:
+        # A header value: the tournament's folder name may hold any character.
+        return re.sub(r"[^A-Za-z0-9._-]", "_", rid) + ".replay"
+
+    return ReplayLibrary(find, label=label, file_name=file_name)
 
 
 def _source(sources: Mapping[str, ResultsSource], tid: str) -> ResultsSource:
@@ -104,3 +118,9 @@ def results_routes(sources: Mapping[str, ResultsSource]) -> list[BaseRoute]:
         Route("/t/{tid}", slash),
         Route("/api/t/{tid}/standings", standings),
     ]
+
+
+def results_app(sources: Mapping[str, ResultsSource], allowed_hosts: AllowedHosts | None = None) -> Starlette:
+    """`cellarena web`'s app: the tournaments' pages and their replays in the player."""
+    routes = [*results_routes(sources), *replay_routes(replay_library(sources))]
+    return build_app(routes, allowed_hosts=allowed_hosts)

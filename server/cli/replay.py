@@ -275,15 +275,22 @@ def _show_state(console: Console, rep: Replay, engine: Engine) -> None:
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port."
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the default web browser.")
-def replay_view(path: str, host: str, port: int, open_browser: bool) -> None:
+@click.option(
+    "--allowed-host",
+    metavar="NAME",
+    multiple=True,
+    help="A host name browsers reach the page by (repeat for more): a request naming another Host gets "
+    "400. Always allowed: the --host address, and localhost on loopback. Required with --host 0.0.0.0.",
+)
+def replay_view(path: str, host: str, port: int, open_browser: bool, allowed_host: tuple[str, ...]) -> None:
     """Serve one replay to a web browser and print the page's address (docs/web.md).
 
     The frames come from re-simulating the replay, every hash checked. Needs the ``web`` extra
     (pip install 'cellarena[web]'). Stops with Ctrl-C.
     """
     try:
-        from cellarena.server.web.app import build_app
-        from cellarena.server.web.replays import ReplayLibrary, replay_routes
+        from cellarena.server.web.hosts import AllowedHosts, HostsError
+        from cellarena.server.web.replays import viewer_app
         from cellarena.server.web.serving import BindError, bind, serve_until_interrupted, url_of
     except ImportError as exc:
         click.echo(f"error: the viewer needs the 'web' extra ({exc}); pip install 'cellarena[web]'", err=True)
@@ -297,18 +304,17 @@ def replay_view(path: str, host: str, port: int, open_browser: bool) -> None:
     except ReplayError as exc:
         raise FileFault(str(exc), path) from None
     try:
+        allowed, warning = AllowedHosts.for_server(host, allowed_host)
+    except HostsError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
+    try:
         sock = bind(host, port)
     except BindError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    from starlette.responses import RedirectResponse
-    from starlette.routing import Route
-
-    library = ReplayLibrary.single("replay", Path(path))
-
-    async def home(_request: object) -> RedirectResponse:
-        return RedirectResponse("/replays/replay/")
-
-    app = build_app([Route("/", home), *replay_routes(library)])
+    app = viewer_app(Path(path), allowed)
     url = url_of(sock, "/replays/replay/")
     serve_until_interrupted(app, sock, f"serving {path} at {url}  (Ctrl-C stops)", url, open_browser)

@@ -16,11 +16,14 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cellarena.server.replay import ReplayError
+from cellarena.server.trusted_proxies import TrustedProxies
+from cellarena.server.web.hosts import AllowedHosts, HostCheck
 from cellarena.server.web.pages import error_response
 
 log = logging.getLogger("cellarena.web")
@@ -55,11 +58,43 @@ async def _any_error(request: Request, exc: Exception) -> Response:
     )
 
 
-def build_app(routes: Sequence[BaseRoute]) -> Starlette:
-    """An app serving ``routes`` and the viewer's static files under /static."""
+class PlainTarget:
+    """ASGI middleware: a request target (path and query) must be ASCII, as HTTP/1.1 has it (RFC 9112;
+    h11 refuses anything else): a raw byte past 127 in the query string made starlette's URL raise
+    UnicodeDecodeError while it built even the error page. Refused with a 400 before anything reads it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket") and not (
+            scope.get("query_string", b"").isascii() and scope.get("raw_path", b"").isascii()
+        ):
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            response = PlainTextResponse(
+                "400: the address holds bytes that are not ASCII; percent-encode them", status_code=400
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def build_app(
+    routes: Sequence[BaseRoute],
+    *,
+    allowed_hosts: AllowedHosts | None = None,
+    trusted_proxies: TrustedProxies | None = None,
+) -> Starlette:
+    """An app serving ``routes`` and the viewer's static files under /static; with ``allowed_hosts``,
+    only to requests that name one of them (`HostCheck`: the commands always give them)."""
+    middleware = [Middleware(PlainTarget), Middleware(GZipMiddleware, minimum_size=1024)]
+    if allowed_hosts is not None:
+        middleware.insert(1, Middleware(HostCheck, allowed=allowed_hosts, trusted=trusted_proxies))
     return Starlette(
         debug=False,
         routes=[*routes, Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static")],
-        middleware=[Middleware(GZipMiddleware, minimum_size=1024)],
+        middleware=middleware,
         exception_handlers={HTTPException: _http_error, ReplayError: _replay_error, Exception: _any_error},
     )

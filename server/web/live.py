@@ -16,14 +16,17 @@ from functools import partial
 from typing import Any
 
 import trio
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from cellarena.sdk.protocol import FrameReader, ProtocolError, encode, hello
+from cellarena.server.web.hosts import AllowedHosts
 from cellarena.server.web.jsonable import dumps
+from cellarena.server.web.numbers import parse_number, path_number
 from cellarena.server.web.replays import player_html
 from cellarena.server.web.templating import render
 
@@ -203,12 +206,13 @@ class LiveMatches:
             return feed
 
         async def one(request: Request) -> Response:
-            number = request.path_params["n"]
+            number = path_number(request, "n", "running match")
             feed_of(number)
             return HTMLResponse(player_html(f"live match {number}", "", self.game, live=f"/live/{number}/ws"))
 
         async def socket(ws: WebSocket) -> None:
-            feed = self.feeds.get(ws.path_params["n"])
+            number = parse_number(ws.path_params["n"])
+            feed = None if number is None else self.feeds.get(number)
             if feed is None:
                 await ws.close(code=1008)
                 return
@@ -217,29 +221,39 @@ class LiveMatches:
         return [
             Route("/live/all", index),
             Route("/api/live", api),
-            Route("/live/{n:int}/", one),
-            WebSocketRoute("/live/{n:int}/ws", socket),
+            Route("/live/{n}/", one),
+            WebSocketRoute("/live/{n}/ws", socket),
         ]
 
 
-async def serve_live(sock: socket.socket, feed: LiveFeed, matches: LiveMatches | None = None) -> None:
-    """The live pages (``/`` leads to ``/live/``) on the bound ``sock``, until cancelled; with
-    ``matches``, every running match's page too."""
-    from starlette.responses import RedirectResponse
-
+def live_app(
+    feed: LiveFeed, matches: LiveMatches | None = None, allowed_hosts: AllowedHosts | None = None
+) -> Starlette:
+    """The live pages (``/`` leads to ``/live/``); with ``matches``, every running match's page too."""
     from cellarena.server.web.app import build_app
-    from cellarena.server.web.serving import run
 
     async def home(_request: Request) -> Response:
         return RedirectResponse("/live/all" if matches is not None else "/live/")
 
     routes: list[BaseRoute] = [Route("/", home), *live_routes(feed)]
+    if matches is not None:
+        routes += matches.routes()
+    return build_app(routes, allowed_hosts=allowed_hosts)
+
+
+async def serve_live(sock: socket.socket, feed: LiveFeed, matches: LiveMatches | None = None) -> None:
+    """`live_app` on the bound ``sock``, until cancelled: it answers to the names of the address it
+    listens on (loopback: `AllowedHosts.for_server`)."""
+    from cellarena.server.web.serving import run
+
+    allowed, _ = AllowedHosts.for_server(sock.getsockname()[0], ())
+    app = live_app(feed, matches, allowed)
     if matches is None:
-        await run(build_app(routes), sock)
+        await run(app, sock)
         return
     async with trio.open_nursery() as nursery:
         await nursery.start(matches.run)
-        await run(build_app([*routes, *matches.routes()]), sock)
+        await run(app, sock)
 
 
 def loopback_for(host: str) -> str:

@@ -3,37 +3,59 @@
 A `ReplayLibrary` maps an id in the address to a replay file; the single-file viewer has one entry,
 a tournament or the ladder resolve their match ids. Re-simulation runs in a worker thread under the
 timeline's lock, so a long replay never stalls the server's other requests.
+
+A replay's path on the server never leaves it: the pages, the JSON and the error messages name a
+replay by its library's `label` (the ladder's "match 12"), and a download by its `file_name`.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
 import trio
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from cellarena.server.replay import read_replay, strip_debug_bytes
+from cellarena.server.replay import ReplayError, read_replay, strip_debug_bytes
+from cellarena.server.web.hosts import AllowedHosts
+from cellarena.server.web.numbers import query_number
 from cellarena.server.web.templating import render
 from cellarena.server.web.timeline import Timeline, final_frame
 
 #: Timelines kept in memory at once; more replays are re-read when asked for again.
 KEEP = 8
+#: The most frames one request for frames asks for (the timeline sends fewer past its chunk size).
+MAX_COUNT = 10_000
+
+log = logging.getLogger("cellarena.web")
 
 
 class ReplayLibrary:
     """Replay files by id, read and re-simulated on first use. ``find(id)`` gives a path or None; it
-    runs in a worker thread, so it may read a database."""
+    runs in a worker thread, so it may read a database. ``label(id)`` is what pages call the replay and
+    ``file_name(id)`` what its download is saved as: never its path (default ``replay ID``)."""
 
-    def __init__(self, find: Callable[[str], Path | None], *, debug: bool = True) -> None:
+    def __init__(
+        self,
+        find: Callable[[str], Path | None],
+        *,
+        debug: bool = True,
+        label: Callable[[str], str] | None = None,
+        file_name: Callable[[str], str] | None = None,
+    ) -> None:
         self.find = find
         #: Whether the frames carry the bots' debug drawings (`Timeline`).
         self.debug = debug
+        self.label = label or (lambda rid: f"replay {rid}")
+        self.file_name = file_name or (lambda rid: f"replay-{rid}.replay")
         self._open: OrderedDict[str, Timeline] = OrderedDict()
         self._lock = trio.Lock()
         self._finals: dict[str, bytes] = {}
@@ -41,7 +63,17 @@ class ReplayLibrary:
 
     @classmethod
     def single(cls, rid: str, path: Path) -> ReplayLibrary:
-        return cls(lambda asked: path if asked == rid else None)
+        """The one file ``path`` as ``rid`` (`replay view`): named by its file name, not its folders."""
+        return cls(
+            lambda asked: path if asked == rid else None,
+            label=lambda _: path.name,
+            file_name=lambda _: path.name,
+        )
+
+    def hidden(self, exc: ReplayError, rid: str, path: str | os.PathLike[str]) -> ReplayError:
+        """``exc`` as visitors see it: the replay's path replaced by its label (the log has it whole)."""
+        log.warning("replay %s: %s", rid[:40], exc)
+        return ReplayError(str(exc).replace(os.fspath(path), self.label(rid)))
 
     async def final(self, rid: str) -> bytes:
         """The JSON of the match's last frame (for thumbnails), re-simulated once, one replay at a time."""
@@ -51,7 +83,11 @@ class ReplayLibrary:
                 raise HTTPException(404, f"no replay {rid!r}")
             async with self._final_lock:
                 if rid not in self._finals:
-                    self._finals[rid] = zlib.compress(await trio.to_thread.run_sync(final_frame, path), 1)
+                    try:
+                        final = await trio.to_thread.run_sync(final_frame, path)
+                    except ReplayError as exc:
+                        raise self.hidden(exc, rid, path) from None
+                    self._finals[rid] = zlib.compress(final, 1)
         return zlib.decompress(self._finals[rid])
 
     async def timeline(self, rid: str) -> Timeline:
@@ -62,23 +98,16 @@ class ReplayLibrary:
             path = await trio.to_thread.run_sync(self.find, rid)
             if path is None:
                 raise HTTPException(404, f"no replay {rid!r}")
-            replay = await trio.to_thread.run_sync(read_replay, path)
-            timeline = Timeline(replay, debug=self.debug)
-            await trio.to_thread.run_sync(timeline.count_frames)
+            try:
+                replay = await trio.to_thread.run_sync(read_replay, path)
+                timeline = Timeline(replay, debug=self.debug)
+                await trio.to_thread.run_sync(timeline.count_frames)
+            except ReplayError as exc:
+                raise self.hidden(exc, rid, path) from None
             self._open[rid] = timeline
             while len(self._open) > KEEP:
                 self._open.popitem(last=False)
             return timeline
-
-
-def _int(request: Request, name: str, default: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise HTTPException(400, f"query parameter {name!r} must be an integer, got {raw!r:.40}") from None
 
 
 def _in_range(timeline: Timeline, index: int, name: str) -> None:
@@ -102,28 +131,37 @@ def replay_routes(
     async def player(request: Request) -> Response:
         rid = request.path_params["rid"]
         timeline = await library.timeline(rid)
-        name = Path(timeline.replay.path).name
-        title = f"{name}: {timeline.replay.game}, {' vs '.join(timeline.replay.names)}"
+        title = f"{library.label(rid)}: {timeline.replay.game}, {' vs '.join(timeline.replay.names)}"
         return HTMLResponse(player_html(title, f"/api{prefix}/{rid}", timeline.replay.game))
 
     async def meta(request: Request) -> Response:
-        timeline = await library.timeline(request.path_params["rid"])
-        return JSONResponse(timeline.meta())
+        rid = request.path_params["rid"]
+        timeline = await library.timeline(rid)
+        return JSONResponse({**timeline.meta(), "name": library.label(rid)})
 
     async def frames(request: Request) -> Response:
-        timeline = await library.timeline(request.path_params["rid"])
-        start, count = _int(request, "from", 0), _int(request, "count", 32)
+        rid = request.path_params["rid"]
+        timeline = await library.timeline(rid)
+        start = query_number(request, "from", 0)
+        count = query_number(request, "count", 32, maximum=MAX_COUNT)
         _in_range(timeline, start, "from")
         async with timeline.lock:
-            body = await trio.to_thread.run_sync(timeline.chunk, start, count)
+            try:
+                body = await trio.to_thread.run_sync(timeline.chunk, start, count)
+            except ReplayError as exc:
+                raise library.hidden(exc, rid, timeline.replay.path) from None
         return Response(body, media_type="application/json")
 
     async def observation(request: Request) -> Response:
-        timeline = await library.timeline(request.path_params["rid"])
-        index, seat = _int(request, "i", 0), _int(request, "seat", 0)
+        rid = request.path_params["rid"]
+        timeline = await library.timeline(rid)
+        index, seat = query_number(request, "i", 0), query_number(request, "seat", 0)
         _in_range(timeline, index, "i")
         async with timeline.lock:
-            body = await trio.to_thread.run_sync(timeline.observation, index, seat)
+            try:
+                body = await trio.to_thread.run_sync(timeline.observation, index, seat)
+            except ReplayError as exc:
+                raise library.hidden(exc, rid, timeline.replay.path) from None
         return Response(body, media_type="application/json")
 
     async def final(request: Request) -> Response:
@@ -131,15 +169,15 @@ def replay_routes(
         return Response(body, media_type="application/json")
 
     async def download(request: Request) -> Response:
-        timeline = await library.timeline(request.path_params["rid"])
+        rid = request.path_params["rid"]
+        timeline = await library.timeline(rid)
         data = await trio.Path(timeline.replay.path).read_bytes()
         if not public_debug:  # the bots' drawings belong to their owners (a ladder's choice)
             data, _ = await trio.to_thread.run_sync(strip_debug_bytes, data)
-        name = Path(timeline.replay.path).name
         return Response(
             data,
             media_type="application/octet-stream",
-            headers={"content-disposition": f'attachment; filename="{name}"'},
+            headers={"content-disposition": f'attachment; filename="{library.file_name(rid)}"'},
         )
 
     async def slash(request: Request) -> Response:
@@ -154,3 +192,15 @@ def replay_routes(
         Route("/api" + prefix + "/{rid}/final", final),
         Route("/api" + prefix + "/{rid}/file", download),
     ]
+
+
+def viewer_app(path: Path, allowed_hosts: AllowedHosts | None = None) -> Starlette:
+    """`cellarena replay view`'s app: the one replay at ``path`` as ``/replays/replay/`` (``/`` leads
+    there)."""
+    from cellarena.server.web.app import build_app
+
+    async def home(_request: Request) -> Response:
+        return RedirectResponse("/replays/replay/")
+
+    library = ReplayLibrary.single("replay", path)
+    return build_app([Route("/", home), *replay_routes(library)], allowed_hosts=allowed_hosts)

@@ -112,7 +112,7 @@ class Timeline:
                 # The recorded game events, each with the frame it leads to (frame i follows tick
                 # record i - 1): the player's timeline marks. Empty for files without events.
                 "events": [{"frame": i + 1, **e} for i, t in enumerate(r.ticks) for e in (t.events or ())],
-                "path": r.path,
+                # No path: the pages name a replay by their library's label (`ReplayLibrary`).
             }
         )
 

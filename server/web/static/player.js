@@ -527,7 +527,7 @@
         live.ended = false; live.result = null; live.bytes = 0; live.sizes = []; live.lastDebug = null;
         state.frames = []; state.index = 0;
         state.meta = { game: m.game, names: m.names, players: m.players, frames: 0, result: null,
-          complete: false, path: `live match ${m.match}`, seed: null, live: true,
+          complete: false, name: `live match ${m.match}`, seed: null, live: true,
           debugSeats: new Set() };
         title.textContent = `${m.game}: ${m.names.join(" vs ")} (live)`;
         subtitle.textContent = `match ${m.match} · ${m.tick_rate ? m.tick_rate + " ticks a second" : "fast"}`;
@@ -590,7 +590,7 @@
     const m = state.meta;
     title.textContent = `${m.game}: ${m.names.join(" vs ")}`;
     const res = m.result ? (m.result.winner === null ? `draw (${m.result.reason})` : `${m.names[m.result.winner]} wins (${m.result.reason})`) : "no result (incomplete replay)";
-    subtitle.textContent = `${m.path} · seed ${m.seed} · ${m.frames} frames · ${res}`;
+    subtitle.textContent = `${m.name} · seed ${m.seed} · ${m.frames} frames · ${res}`;
     seek.max = String(m.frames - 1);
     showMarks(m);
     legend.replaceChildren(...G.legend(m).map(([color, label]) =>
