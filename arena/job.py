@@ -22,6 +22,7 @@ import trio
 
 from cellarena.arena.store import MatchRecord, SeatRecord, match_folder
 from cellarena.server.confinement import Limits
+from cellarena.server.games import causes
 from cellarena.server.launcher import BotSpec, LaunchedMatch, play_match
 from cellarena.server.match import TickSettings
 from cellarena.server.replay import ReplayWriter
@@ -247,6 +248,10 @@ def _record(job: MatchJob, launched: LaunchedMatch, replay: Path, started: float
             notes[name] = f"asked to play {refusal.game!r}, not {job.game!r}"
         else:
             notes.setdefault(name, f"refused by the server: {refusal.code}: {refusal.message}")
+    for seat, cause in launched.causes.items():
+        if cause.get("cause") == causes.NEVER_CONNECTED and cause.get("detail"):
+            # Given up at the connect timeout (or it could not start, noted already): say which.
+            notes.setdefault(job.bots[seat].name, f"never took its seat: {cause['detail']}")
     outcome = launched.outcome
     seats = []
     for seat, bot in enumerate(job.bots):

@@ -200,7 +200,12 @@ async def play_match(
     async def explain_gone(seat: int) -> dict[str, Any] | None:
         """Why seat ``seat``'s connection went, if its process exited (the match asks at its end, so
         that its replay says ``exited`` rather than ``disconnected``): its status or signal, and its
-        log's last line once the log is complete. None while the process still runs."""
+        log's last line once the log is complete. None while the process still runs. A seat
+        refused at its hello, or given up at the connect timeout, says so: that ended it first,
+        whatever its process did after (one that waits for its connection to close then exits)."""
+        before = seat_cause(seating, seat, game)
+        if before is not None:
+            return before
         name = bots[seat].name
         proc = procs.get(name)
         if proc is None:
@@ -296,8 +301,11 @@ async def play_match(
             raise
         with trio.CancelScope(shield=True):
             # The match is over and every bot was sent `end`: give them a moment to exit by themselves.
-            for name, proc in procs.items():
-                exit_codes[name] = await stop_bot(proc, patience=2.0)
+            for seat, bot in enumerate(bots):
+                if bot.name in procs:
+                    # A bot that never took its seat was sent no `end`, so it has nothing to finish.
+                    patience = 0.0 if seat in seating.abandoned else 2.0
+                    exit_codes[bot.name] = await stop_bot(procs[bot.name], patience=patience)
         # The pipes close with the processes; a stray process that kept one open is not waited for.
         copiers.cancel_scope.deadline = trio.current_time() + 2.0
     for name, proc in procs.items():
@@ -315,7 +323,9 @@ async def play_match(
         code = exit_codes.get(bot.name)
         if ended is not None and not ended.signalled and code is not None and seat not in exited:
             exited[seat] = code
-    launched.causes = launch_causes(launched, game, [b.name for b in bots], exited, secrets=tokens)
+    launched.causes = launch_causes(
+        launched, game, [b.name for b in bots], exited, secrets=tokens, abandoned=seating.abandoned
+    )
     launched.last_lines = {name: last_log_line(path, secrets=tokens) for name, path in logs.items()}
     return launched
 
@@ -369,6 +379,24 @@ def exit_cause(proc: BotProcess, code: int, limits: Limits, line: str | None) ->
     return causes.cause(causes.EXITED, **_exit_fields(code), last_log_line=line)
 
 
+def refusal_cause(refusal: Refusal, game: str, tick: int | None = None) -> dict[str, Any]:
+    """The cause of a seat whose hello was refused: ``wrong_game`` if it asked for another game."""
+    if refusal.game != game:
+        return causes.cause(causes.WRONG_GAME, tick, asked=str(refusal.game), game=game)
+    return causes.cause(causes.REFUSED, tick, code=refusal.code, message=refusal.message)
+
+
+def seat_cause(seating: ReservedSeating, seat: int, game: str) -> dict[str, Any] | None:
+    """Why ``seat`` never took its seat, if the seating knows: its hello refused, or given up at the
+    timeout (`ReservedSeating.abandoned`); None otherwise."""
+    refusal = seating.refusals.get(seat)
+    if refusal is not None:
+        return refusal_cause(refusal, game)
+    if seat in seating.abandoned:
+        return dict(seating.abandoned[seat])
+    return None
+
+
 def launch_causes(
     launched: LaunchedMatch,
     game: str,
@@ -376,9 +404,12 @@ def launch_causes(
     exited: Mapping[int, int],
     *,
     secrets: Iterable[str] = (),
+    abandoned: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> dict[int, dict[str, Any]]:
     """Each seat's cause: the match's, and for a seat that forfeited, what the launcher knows of why
-    (its hello refused, a limit, its process gone while the match went on, or it could not start)."""
+    (its hello refused, given up at the connect timeout (``abandoned``, `ReservedSeating.abandoned`),
+    a limit, its process gone while the match went on, or it could not start)."""
+    abandoned = abandoned or {}
     result = launched.outcome.result
     out = {seat: dict(c) for seat, c in result.causes.items()}
     forfeits = set(launched.outcome.forfeits)
@@ -388,11 +419,10 @@ def launch_causes(
         was = out.get(seat, {})
         tick = was.get("tick")
         if name in launched.refused:
-            refusal = launched.refused[name]
-            if refusal.game != game:
-                out[seat] = causes.cause(causes.WRONG_GAME, tick, asked=str(refusal.game), game=game)
-            else:
-                out[seat] = causes.cause(causes.REFUSED, tick, code=refusal.code, message=refusal.message)
+            out[seat] = refusal_cause(launched.refused[name], game, tick)
+            continue
+        if seat in abandoned:  # whatever its process did after: it had forfeited by then
+            out[seat] = {**abandoned[seat], **({} if tick is None else {"tick": tick})}
             continue
         if was.get("cause") == causes.UNRESPONSIVE:
             continue  # hung: the process was alive until the launcher stopped it

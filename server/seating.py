@@ -28,6 +28,7 @@ import trio
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import State
 from cellarena.server.connection import Connection
+from cellarena.server.games import causes
 
 if TYPE_CHECKING:
     from cellarena.server.match import ExplainGone, Match, RecorderFactory, TickSettings
@@ -201,6 +202,8 @@ class ReservedSeating(Seating):
     ``names`` are the seats' names in results, whatever name each bot says in its hello. With a
     ``timeout`` the match starts that many seconds after the lobby opens even if some bots never
     connected (they forfeit); `seat_gone` says a seat's bot will never come (its process ended).
+    A seat given up at the timeout is in `abandoned` with its cause, and a launcher's connection
+    still open without a hello is closed then with `timeout`: its bot is told, and nothing waits on it.
     """
 
     def __init__(
@@ -227,6 +230,9 @@ class ReservedSeating(Seating):
         #: Seats whose bot has played: their token seats nobody else, even after the match started.
         self._played: set[int] = set()
         self._gone: set[int] = set()
+        #: Seats given up at the timeout (their bot had not said hello, and its process had not
+        #: ended): a `causes.NEVER_CONNECTED` map each, whose ``detail`` says whether it connected.
+        self.abandoned: dict[int, dict[str, Any]] = {}
         self._room = WaitingRoom(on_leave=self._unseat)
 
     def expect(self, source_port: int, seat: int) -> None:
@@ -297,7 +303,23 @@ class ReservedSeating(Seating):
         if not self.lobby.matches_started:
             missing = [i for i in range(self.lobby.players) if i not in self.seated]
             log.warning("seats %s did not connect within %g s; they forfeit", missing, self.timeout)
+            self._abandon(missing, self.timeout)
             self._start()
+
+    def _abandon(self, missing: list[int], timeout: float) -> None:
+        """Give up ``missing`` seats at the timeout: each one's cause, and its launcher-made
+        connection, if still open without a hello, closed (its bot would wait for a welcome forever)."""
+        silent = {seat: conn for conn, seat in self._handed.items() if not conn.closed}
+        for seat in missing:
+            if seat in self._gone or seat in self.refusals:
+                continue  # its process ended, or it was refused: its launcher says which
+            conn = silent.get(seat)
+            if conn is not None and seat not in self.seated:
+                detail = f"its connection was open, but no hello came within {timeout:g} s"
+                conn.fail(protocol.TIMEOUT, f"no hello within {timeout:g} s: the match starts without you")
+            else:
+                detail = f"it had no connection open and no hello came within {timeout:g} s"
+            self.abandoned[seat] = causes.cause(causes.NEVER_CONNECTED, detail=detail)
 
     def _unseat(self, conn: Connection) -> None:
         for seat, c in list(self.seated.items()):

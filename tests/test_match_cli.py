@@ -140,6 +140,7 @@ def test_crashing_and_missing_bots_are_named_and_lose(tmp_path: Path) -> None:
 
 
 def test_a_bot_that_never_connects_forfeits_after_the_connect_timeout(tmp_path: Path) -> None:
+    started = time.monotonic()
     proc = cellarena(
         "match",
         "rezzo",
@@ -155,7 +156,33 @@ def test_a_bot_that_never_connects_forfeits_after_the_connect_timeout(tmp_path: 
         "--json",
     )
     assert proc.returncode == SEAT_FAILED, proc.stderr
-    assert json.loads(proc.stdout)["forfeits"] == ["sleepy"]
+    result = json.loads(proc.stdout)
+    assert result["forfeits"] == ["sleepy"]
+    cause = result["causes"]["sleepy"]  # its handed connection sat unused: it never took its seat
+    assert cause["cause"] == "never_connected", cause
+    assert cause["detail"] == "its connection was open, but no hello came within 1 s", cause
+    assert time.monotonic() - started < 10  # stopped at once: it was sent no `end` to finish
+
+
+def test_a_bot_that_connects_and_never_says_hello_forfeits_as_never_connected(tmp_path: Path) -> None:
+    """Issue 38: told `timeout` and hung up on at the deadline, it exits (status 0), after its seat
+    was given up: it reads ``never_connected``, in the result and the replay, not ``exited``."""
+    from cellarena.server.replay import read_replay
+
+    proc = cellarena(
+        "match", "rezzo",
+        "--bot", f"steady={RAW_BOT}",
+        "--bot", f"mute={RAW_BOT} nohello",
+        "--fast", "--max-ticks", "20", "--connect-timeout", "1",
+        "--log-dir", str(tmp_path), "--replay", str(tmp_path / "m.replay"), "--json",
+    )  # fmt: skip
+    assert proc.returncode == SEAT_FAILED, proc.stderr
+    cause = json.loads(proc.stdout)["causes"]["mute"]
+    assert cause["cause"] == "never_connected", cause
+    assert cause["detail"] == "its connection was open, but no hello came within 1 s", cause
+    assert "the server closed the connection" in (tmp_path / "mute.log").read_text()  # it did exit
+    replay = read_replay(tmp_path / "m.replay")
+    assert replay.causes()[1]["detail"] == cause["detail"]
 
 
 def test_a_bot_that_prints_without_end_cannot_fill_the_disk(

@@ -189,6 +189,34 @@ def test_with_strict_a_bot_for_another_game_stops_the_tournament_and_is_named(
     assert len(bot_pids.listed()) == 2 and bot_pids.wait_until_dead() == []
 
 
+def test_with_strict_bots_that_never_say_hello_forfeit_by_the_connect_timeout_and_are_named(
+    tmp_path: Path, bot_pids: BotPids
+) -> None:
+    """Issue 38: --strict stops only for a bot of another game. One that holds its connection and
+    says nothing, and one that never touches it, each forfeit every match at the connect timeout as
+    ``never_connected``, named in the results and among the problems; nothing stalls."""
+    out = tmp_path / "out"
+    started = time.monotonic()
+    proc = cellarena(
+        "tournament", "rezzo", "--bot", f"good={RAW} random", "--bot", f"mute={RAW} nohello",
+        "--bot", f"ghost={RAW} noconnect", "--maps", "duel", "--max-ticks", "5",
+        "--connect-timeout", "1", "--out", str(out), "--jobs", "2", "--strict", "--json",
+        env=bot_pids.env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 60  # six matches, each waits its 1 s deadline at most
+    result = json.loads(proc.stdout)
+    assert result["played"] == result["total"] == 6
+    detail = "its connection was open, but no hello came within 1 s"
+    for bad in ("mute", "ghost"):
+        assert result["problems"][bad] == [{"reason": f"never took its seat: {detail}", "matches": 4}]
+    results = cellarena("results", str(out), "--json")
+    seats = [s for m in json.loads(results.stdout)["matches"] for s in m["seats"] if s["bot"] != "good"]
+    assert len(seats) == 8 and all(s["forfeit"] for s in seats)
+    assert all(s["cause"]["cause"] == "never_connected" and s["cause"]["detail"] == detail for s in seats)
+    assert bot_pids.wait_until_dead() == []
+
+
 def test_a_bad_bot_forfeits_its_matches_and_the_others_go_on(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = cellarena(

@@ -101,7 +101,8 @@ def sentence(seat: int, c: Mapping[str, Any] | None, names: Sequence[str]) -> st
         return f"{name} forfeits: the server refused its hello ({c.get('message', '')})"
     if kind == NEVER_CONNECTED:
         detail = c.get("detail")
-        return f"{name} forfeits: it never connected" + (f" ({detail})" if detail else "")
+        # "took its seat": a launched bot is handed its connection, so connecting is not the point.
+        return f"{name} forfeits: it never took its seat" + (f" ({detail})" if detail else "")
     if kind == UNKNOWN:
         return f"{name}: why it ended is unknown (recorded before causes were kept)"
     return f"{name}: {kind}{at}"

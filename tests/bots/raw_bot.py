@@ -3,6 +3,8 @@
 random   answer every tick at once with seeded random moves
 delay:MS answer every tick MS milliseconds after receiving it
 silent   send hello, then never answer
+nohello  take its connection, send nothing, and exit (status 0) once the server closes it
+noconnect never touch its connection (nor connect): sleep until stopped
 crash    send hello, answer two ticks, then exit with status 3
 crashlog as crash, writing a last line to stderr first, a token-like secret in it
 forever  answer every tick, and ignore `end` (never exit by itself)
@@ -51,6 +53,9 @@ def main() -> int:
     rng = random.Random(name)
     reader.feed(protocol.encode(protocol.moves(0, [0])))
     game = mode[5:] if mode.startswith("game:") else "rezzo"
+    if mode == "noconnect":
+        time.sleep(600)  # the launcher stops it long before
+        return 0
     if os.environ.get("CELLARENA_SOCKET_FD"):
         # The launcher's connection, which already owns this bot's seat: no token (docs/protocol.md).
         sock = socket.socket(fileno=int(os.environ["CELLARENA_SOCKET_FD"]))
@@ -59,6 +64,12 @@ def main() -> int:
         sock = socket.create_connection((os.environ["CELLARENA_HOST"], int(os.environ["CELLARENA_PORT"])))
         token = _token()
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if mode == "nohello":
+        sock.settimeout(600)  # the launcher stops it long before
+        while sock.recv(1 << 16):  # an `error` (the hello timeout), then the end of the stream
+            pass
+        print("nohello: the server closed the connection", flush=True)
+        return 0
     sock.sendall(protocol.encode(protocol.hello(name, game, token=token)))
     answered = 0
     timing = open(os.environ["BOT_TIMING_FILE"], "a") if os.environ.get("BOT_TIMING_FILE") else None  # noqa: SIM115
