@@ -22,7 +22,6 @@ import ssl
 import struct
 import sys
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -32,6 +31,7 @@ import trio
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import HEADER as _HEADER
 from cellarena.sdk.protocol import FrameReader, ProtocolError, decode_body
+from cellarena.server import wall_clock
 from cellarena.server.poller import Poller
 
 log = logging.getLogger("cellarena.server")
@@ -71,7 +71,7 @@ class Owner(Protocol):
     """
 
     def on_message(self, conn: Connection, message: dict[str, Any], arrival: float) -> None:
-        """A message arrived (``arrival`` is its kernel receive stamp, as time.time())."""
+        """A message arrived (``arrival``: its kernel receive stamp, as time.time(), or `wall_clock`'s time)."""
 
     def on_closed(self, conn: Connection) -> None:
         """The connection closed, for whatever reason; called once, on the owner of that moment."""
@@ -104,7 +104,9 @@ class Connection:
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.kernel_timestamps = False
-        if SO_TIMESTAMPNS is not None and _ANCILLARY:
+        #: The wall clock its sends are stamped by (trio's in a virtual-time test: `wall_clock`).
+        self.wall = wall_clock.source()
+        if SO_TIMESTAMPNS is not None and _ANCILLARY and not wall_clock.is_virtual():
             try:
                 sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
                 self.kernel_timestamps = True
@@ -227,7 +229,7 @@ class Connection:
             if not n:
                 self.lost("peer closed the connection")
                 return
-            arrival = _arrival_time(ancdata)
+            arrival = _arrival_time(ancdata, self.wall)
             try:
                 frames = self.frames
                 if (
@@ -305,10 +307,10 @@ class Connection:
                 n = self.sock.send(frame)
                 # Stamped right after the syscall, with no allocation in between, so that no garbage
                 # collection can run there and make a bot's budget start late.
-                self.last_send = time.time()
+                self.last_send = self.wall()
             except (BlockingIOError, InterruptedError):
                 n = 0
-                self.last_send = time.time()
+                self.last_send = self.wall()
             except OSError as exc:
                 self.lost(f"send failed: {exc}")
                 return False
@@ -319,7 +321,7 @@ class Connection:
             self._head_started = n > 0
             self._watch()  # the poller sends the rest when the kernel has room
         else:
-            self.last_send = time.time()
+            self.last_send = self.wall()
             self._backlog.append(memoryview(frame))
             self._backlog_bytes += len(frame)
         if self._backlog_bytes > self.max_backlog:
@@ -525,9 +527,9 @@ class _Unowned:
 UNOWNED: Owner = _Unowned()
 
 
-def _arrival_time(ancdata: list[tuple[int, int, bytes]]) -> float:
+def _arrival_time(ancdata: list[tuple[int, int, bytes]], wall: Callable[[], float]) -> float:
     for level, kind, data in ancdata:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
             sec, nsec = _TIMESPEC.unpack_from(data)
             return sec + nsec * 1e-9
-    return time.time()
+    return wall()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -29,6 +28,7 @@ import trio
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import debug as debug_layer
 from cellarena.sdk.protocol.fields import is_int
+from cellarena.server import wall_clock
 from cellarena.server.connection import Connection
 from cellarena.server.games import causes
 from cellarena.server.games.base import Engine, Events, Result, debug_placer, sole_first
@@ -584,7 +584,7 @@ class Match:
         The driver waits until then, or until they have answered, and asks again."""
         if self.settings.time_bank <= 0:
             return None
-        wall, now = time.time(), trio.current_time()
+        wall, now = wall_clock.now(), trio.current_time()
         until: float | None = None
         for seat in self.seats:
             conn = seat.conn

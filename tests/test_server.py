@@ -6,7 +6,6 @@ it loses no tick: the offender only ever costs itself.
 
 from __future__ import annotations
 
-import gc
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -14,10 +13,12 @@ from typing import Any
 import msgpack
 import pytest
 import trio
+from trio.testing import MockClock
 from wire_client import Client
 
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import encode
+from cellarena.server import wall_clock
 from cellarena.server.games.rezzo.batch.slot_batch import SlotBatch
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import Seat, TickSettings
@@ -26,23 +27,20 @@ from cellarena.server.seating import ReservedSeating
 from cellarena.server.ticking import PHASES, FixedRateDriver
 
 TICKS = 30
-# Tests where a seat never answers in time wait out the budget on every tick. They play fewer ticks so
-# that the budget can stay generous: good clients share this process (and its GC pauses) with the
-# server, and a tight budget once made one of them late on a loaded CI machine.
+# Tests where a seat never answers in time wait out the budget on every tick (in virtual time, so
+# neither the budget nor the ticks cost real time).
 WAITING_TICKS = 8
 WAITING_BUDGET_MS = 250
 
 
 @pytest.fixture(autouse=True)
-def _no_long_collections() -> Iterator[None]:
-    """In-process good clients must answer within one tick (33 ms at 30 Hz), but a full collection
-    of the heap that the earlier tests of a whole run leave took up to 56 ms. As `cellarena serve`
-    does at start-up, that heap is collected and frozen first, so a collection during the test walks
-    only what the test made."""
-    gc.collect()
-    gc.freeze()
-    yield
-    gc.unfreeze()
+def _virtual_time() -> Iterator[None]:
+    """Every test here runs under trio's MockClock (each async test takes `autojump_clock`), and the
+    server judges lateness by trio's clock too (`wall_clock.virtual`): budgets, tick rates, hello
+    timeouts and late answers play out in virtual time, the same on an idle or a busy machine, with
+    the real lobby, poller and loopback sockets."""
+    with wall_clock.virtual():
+        yield
 
 
 async def start(
@@ -115,7 +113,7 @@ async def with_good_match(offender: Any, **kw: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------------ the happy path
-async def test_two_clients_play_a_whole_match() -> None:
+async def test_two_clients_play_a_whole_match(autojump_clock: MockClock) -> None:
     results: list[dict[str, Any]] = []
     async with trio.open_nursery() as nursery:
         lobby = await start(nursery)
@@ -125,7 +123,7 @@ async def test_two_clients_play_a_whole_match() -> None:
     assert len(lobby.outcomes) == 1 and lobby.outcomes[0].names == ["good-a", "good-b"]
 
 
-async def test_bots_are_seated_in_the_order_their_hellos_arrived() -> None:
+async def test_bots_are_seated_in_the_order_their_hellos_arrived(autojump_clock: MockClock) -> None:
     async with trio.open_nursery() as nursery:
         lobby = await start(nursery, fast=True)
         early, late = await Client.connect(lobby.port), await Client.connect(lobby.port)
@@ -145,7 +143,7 @@ def _task_count() -> int:
     return count(trio.lowlevel.current_root_task())
 
 
-async def test_a_connection_costs_no_task_once_its_hello_is_in() -> None:
+async def test_a_connection_costs_no_task_once_its_hello_is_in(autojump_clock: MockClock) -> None:
     # The lobby's one poller serves every connection. A task (and its nursery and cancel scope) per
     # client made each full garbage collection walk ~100 objects per client: 16-40 ms at 1,000 bots.
     with trio.fail_after(10):
@@ -167,7 +165,7 @@ async def test_a_connection_costs_no_task_once_its_hello_is_in() -> None:
             nursery.cancel_scope.cancel()
 
 
-async def test_welcome_and_tick_messages_follow_the_protocol() -> None:
+async def test_welcome_and_tick_messages_follow_the_protocol(autojump_clock: MockClock) -> None:
     async with trio.open_nursery() as nursery:
         lobby = await start(nursery, tick_rate=15.0)
         a, b = await Client.connect(lobby.port), await Client.connect(lobby.port)
@@ -185,7 +183,7 @@ async def test_welcome_and_tick_messages_follow_the_protocol() -> None:
         nursery.cancel_scope.cancel()
 
 
-async def test_fixed_rate_paces_ticks_on_an_absolute_schedule() -> None:
+async def test_fixed_rate_paces_ticks_on_an_absolute_schedule(autojump_clock: MockClock) -> None:
     # A lower bound is exact (ticks never start early); the upper bound is generous.
     rate = 60.0
     results: list[dict[str, Any]] = []
@@ -197,7 +195,7 @@ async def test_fixed_rate_paces_ticks_on_an_absolute_schedule() -> None:
     assert (TICKS - 1) / rate <= elapsed < TICKS / rate + 2.0
 
 
-async def test_spectator_joining_mid_match_gets_frames_and_the_end() -> None:
+async def test_spectator_joining_mid_match_gets_frames_and_the_end(autojump_clock: MockClock) -> None:
     async def spectate(port: int) -> list[dict[str, Any]]:
         spectator = await Client.connect(port)
         await spectator.hello("watcher", role="spectator")
@@ -219,7 +217,7 @@ async def test_spectator_joining_mid_match_gets_frames_and_the_end() -> None:
 
 
 # ------------------------------------------------------------------------------------ bad input
-async def test_malformed_msgpack_gets_bad_frame() -> None:
+async def test_malformed_msgpack_gets_bad_frame(autojump_clock: MockClock) -> None:
     async def offend(port: int) -> None:
         c = await Client.connect(port)
         await c.stream.send_all(protocol.HEADER.pack(3) + b"\xc1\xc1\xc1")  # 0xc1 is never valid
@@ -233,7 +231,7 @@ UNHASHABLE_KEYS = [b"\x81\x91\x01\x01", b"\x81\x80\x01"]
 
 
 @pytest.mark.parametrize("body", UNHASHABLE_KEYS)
-async def test_a_map_with_an_unhashable_key_gets_bad_frame(body: bytes) -> None:
+async def test_a_map_with_an_unhashable_key_gets_bad_frame(body: bytes, autojump_clock: MockClock) -> None:
     async def offend(port: int) -> None:
         c = await Client.connect(port)
         await c.stream.send_all(protocol.HEADER.pack(len(body)) + body)
@@ -243,7 +241,7 @@ async def test_a_map_with_an_unhashable_key_gets_bad_frame(body: bytes) -> None:
 
 
 @pytest.mark.parametrize("fast", [True, False])
-async def test_a_bad_frame_mid_match_costs_only_its_sender(fast: bool) -> None:
+async def test_a_bad_frame_mid_match_costs_only_its_sender(fast: bool, autojump_clock: MockClock) -> None:
     """At a fixed rate the match loop itself reads the answers: a bad frame must not end the match."""
 
     async def offend(c: Client, _lobby: Lobby) -> None:
@@ -268,7 +266,7 @@ class _BrokenReader:
         raise RuntimeError("a decoder bug")
 
 
-async def test_a_decoder_bug_costs_only_the_connection_it_reads() -> None:
+async def test_a_decoder_bug_costs_only_the_connection_it_reads(autojump_clock: MockClock) -> None:
     """Defence in depth: whatever escapes the decoder ends that one connection with `internal`."""
 
     async def offend(c: Client, lobby: Lobby) -> None:
@@ -284,7 +282,9 @@ async def test_a_decoder_bug_costs_only_the_connection_it_reads() -> None:
     assert len(lobby.outcomes) == 2
 
 
-async def test_a_handler_bug_costs_only_the_connection_it_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_handler_bug_costs_only_the_connection_it_reads(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: MockClock
+) -> None:
     """In fast mode the poller's task calls the match's handler: a bug there ends one connection."""
     on_message = Seat.on_message
 
@@ -306,7 +306,7 @@ async def test_a_handler_bug_costs_only_the_connection_it_reads(monkeypatch: pyt
     assert len(lobby.outcomes) == 2
 
 
-async def test_a_poller_callback_that_raises_costs_only_its_own_target() -> None:
+async def test_a_poller_callback_that_raises_costs_only_its_own_target(autojump_clock: MockClock) -> None:
     class Target:
         def __init__(self, sock: socket.socket, *, broken: bool) -> None:
             self.sock, self.broken, self.seen, self.aborted = sock, broken, 0, False
@@ -351,7 +351,7 @@ async def test_a_poller_callback_that_raises_costs_only_its_own_target() -> None
         b.close()
 
 
-async def test_frame_over_the_limit_is_refused_from_its_header() -> None:
+async def test_frame_over_the_limit_is_refused_from_its_header(autojump_clock: MockClock) -> None:
     async def offend(port: int) -> None:
         c = await Client.connect(port)
         await c.stream.send_all(protocol.HEADER.pack(protocol.MAX_CLIENT_FRAME + 1))  # no body needed
@@ -362,7 +362,7 @@ async def test_frame_over_the_limit_is_refused_from_its_header() -> None:
 
 
 @pytest.mark.parametrize("value", [[1, 2, 3], "hello", 42, None])
-async def test_a_message_that_is_not_a_map_gets_bad_frame(value: Any) -> None:
+async def test_a_message_that_is_not_a_map_gets_bad_frame(value: Any, autojump_clock: MockClock) -> None:
     async def offend(port: int) -> None:
         c = await Client.connect(port)
         body = msgpack.packb(value)
@@ -372,7 +372,7 @@ async def test_a_message_that_is_not_a_map_gets_bad_frame(value: Any) -> None:
     await with_good_match(offend)
 
 
-async def test_unknown_first_message_is_a_bad_hello() -> None:
+async def test_unknown_first_message_is_a_bad_hello(autojump_clock: MockClock) -> None:
     async def offend(port: int) -> None:
         c = await Client.connect(port)
         await c.send({"type": "dance"})
@@ -391,7 +391,9 @@ async def test_unknown_first_message_is_a_bad_hello() -> None:
         ({"role": "referee"}, protocol.BAD_HELLO, "role"),
     ],
 )
-async def test_bad_hello_fields_are_named(fields: dict[str, Any], code: str, words: str) -> None:
+async def test_bad_hello_fields_are_named(
+    fields: dict[str, Any], code: str, words: str, autojump_clock: MockClock
+) -> None:
     async def offend(port: int) -> None:
         c = await Client.connect(port)
         await c.send({**protocol.hello("x", "rezzo"), **fields})
@@ -401,7 +403,7 @@ async def test_bad_hello_fields_are_named(fields: dict[str, Any], code: str, wor
     await with_good_match(offend)
 
 
-async def test_no_hello_within_the_timeout() -> None:
+async def test_no_hello_within_the_timeout(autojump_clock: MockClock) -> None:
     async def offend(port: int) -> None:
         c = await Client.connect(port)
         msg = await c.expect_error(protocol.TIMEOUT)
@@ -410,7 +412,7 @@ async def test_no_hello_within_the_timeout() -> None:
     await with_good_match(offend, hello_timeout=0.3)
 
 
-async def test_messages_before_the_match_starts_are_refused() -> None:
+async def test_messages_before_the_match_starts_are_refused(autojump_clock: MockClock) -> None:
     async def offend(port: int) -> None:
         c = await Client.connect(port)
         await c.hello("eager")
@@ -420,7 +422,7 @@ async def test_messages_before_the_match_starts_are_refused() -> None:
     await with_good_match(offend, matches=None)
 
 
-async def test_two_hundred_connects_and_disconnects() -> None:
+async def test_two_hundred_connects_and_disconnects(autojump_clock: MockClock) -> None:
     async def offend(port: int) -> int:
         for i in range(200):
             s = socket.create_connection(("127.0.0.1", port))
@@ -481,7 +483,7 @@ async def seat_offender(
     return out[0], opponent, lobby
 
 
-async def test_flooding_client_is_dropped_and_forfeits() -> None:
+async def test_flooding_client_is_dropped_and_forfeits(autojump_clock: MockClock) -> None:
     async def flood(c: Client, _lobby: Lobby) -> None:
         assert (await c.recv())["type"] == "welcome"
         tick = await c.recv()
@@ -493,7 +495,7 @@ async def test_flooding_client_is_dropped_and_forfeits() -> None:
     assert rival[0]["result"] == "win" and "disconnected" in rival[0]["reason"]
 
 
-async def test_a_bot_that_fell_behind_may_answer_a_burst_of_old_ticks() -> None:
+async def test_a_bot_that_fell_behind_may_answer_a_burst_of_old_ticks(autojump_clock: MockClock) -> None:
     async def laggard(c: Client, _lobby: Lobby) -> dict[str, Any]:
         ticks = []
         while True:
@@ -510,7 +512,7 @@ async def test_a_bot_that_fell_behind_may_answer_a_burst_of_old_ticks() -> None:
     assert not [o for o in lobby.outcomes if o.forfeits]
 
 
-async def test_unknown_message_type_mid_match() -> None:
+async def test_unknown_message_type_mid_match(autojump_clock: MockClock) -> None:
     async def odd(c: Client, _lobby: Lobby) -> None:
         assert (await c.recv())["type"] == "welcome"
         await c.send({"type": "chat", "text": "hi"})
@@ -520,7 +522,7 @@ async def test_unknown_message_type_mid_match() -> None:
     assert rival[0]["result"] == "win"
 
 
-async def test_silent_seat_plays_noops_and_every_tick_counts_late() -> None:
+async def test_silent_seat_plays_noops_and_every_tick_counts_late(autojump_clock: MockClock) -> None:
     async def silent(c: Client, _lobby: Lobby) -> dict[str, Any]:
         return await c.play(answer=False)
 
@@ -529,7 +531,7 @@ async def test_silent_seat_plays_noops_and_every_tick_counts_late() -> None:
     assert rival[0]["late"] == 0
 
 
-async def test_malformed_moves_are_invalid_noops() -> None:
+async def test_malformed_moves_are_invalid_noops(autojump_clock: MockClock) -> None:
     async def sloppy(c: Client, _lobby: Lobby) -> dict[str, Any]:
         while True:
             msg = await c.recv()
@@ -543,7 +545,7 @@ async def test_malformed_moves_are_invalid_noops() -> None:
     assert end["invalid"] == TICKS and end["late"] == 0
 
 
-async def test_answers_for_the_wrong_tick_are_late() -> None:
+async def test_answers_for_the_wrong_tick_are_late(autojump_clock: MockClock) -> None:
     async def confused(c: Client, _lobby: Lobby) -> dict[str, Any]:
         while True:
             msg = await c.recv()
@@ -564,7 +566,7 @@ async def tiny_receive_buffer(port: int) -> Client:
     return Client(trio.SocketStream(trio.socket.from_stdlib_socket(sock)))
 
 
-async def test_bot_that_never_reads_is_dropped_as_a_slow_reader() -> None:
+async def test_bot_that_never_reads_is_dropped_as_a_slow_reader(autojump_clock: MockClock) -> None:
     # A generous budget keeps the rival on time even on a loaded machine; small buffers make the
     # deaf seat's frames pile up within a few dozen ticks.
     async with trio.open_nursery() as nursery:
@@ -582,7 +584,7 @@ async def test_bot_that_never_reads_is_dropped_as_a_slow_reader() -> None:
     assert end["result"] == "win" and end["late"] == 0
 
 
-async def test_spectator_that_never_reads_is_dropped_and_the_match_goes_on() -> None:
+async def test_spectator_that_never_reads_is_dropped_and_the_match_goes_on(autojump_clock: MockClock) -> None:
     async def deaf_spectator(port: int) -> str:
         c = await tiny_receive_buffer(port)
         await c.hello("deaf", role="spectator")
@@ -636,7 +638,9 @@ async def doomed_beside_good(
     return lobby, results, doomed_ends
 
 
-async def test_a_match_that_fails_mid_tick_ends_alone_and_the_others_play_on() -> None:
+async def test_a_match_that_fails_mid_tick_ends_alone_and_the_others_play_on(
+    autojump_clock: MockClock,
+) -> None:
     # Fixed-rate matches share one tick driver: a bug in one match's tick must end that match only.
     doomed_match: list[Any] = []
 
@@ -650,7 +654,9 @@ async def test_a_match_that_fails_mid_tick_ends_alone_and_the_others_play_on() -
     assert len(lobby.outcomes) == 1  # the failed match has no result
 
 
-async def test_a_batch_step_that_fails_ends_its_matches_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_batch_step_that_fails_ends_its_matches_alone(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: MockClock
+) -> None:
     # The Rezzo matches of a phase slot step as one batch: a bug in that step ends that batch's
     # matches (with no result), not the driver, nor the matches of other slots.
     doomed_match: list[Any] = []
@@ -679,7 +685,7 @@ def test_new_fixed_rate_matches_take_the_least_used_phase_slots() -> None:
 
 # ------------------------------------------------------------------------------------ reserved seats
 @pytest.mark.parametrize("token", [["a", "list"], {"a": 1}, 7, None])
-async def test_a_token_of_the_wrong_type_is_a_bad_hello(token: Any) -> None:
+async def test_a_token_of_the_wrong_type_is_a_bad_hello(token: Any, autojump_clock: MockClock) -> None:
     async with trio.open_nursery() as nursery:
         lobby = await start(nursery, seating=ReservedSeating({"t0": 0, "t1": 1}, ["a", "b"]))
         c = await Client.connect(lobby.port)
@@ -690,7 +696,7 @@ async def test_a_token_of_the_wrong_type_is_a_bad_hello(token: Any) -> None:
         nursery.cancel_scope.cancel()
 
 
-async def test_a_seated_bot_refused_at_hello_is_named() -> None:
+async def test_a_seated_bot_refused_at_hello_is_named(autojump_clock: MockClock) -> None:
     async with trio.open_nursery() as nursery:
         lobby = await start(nursery, seating=ReservedSeating({"t0": 0, "t1": 1}, ["a", "b"]))
         c = await Client.connect(lobby.port)
@@ -735,7 +741,9 @@ async def _two_good_matches(results: list[dict[str, Any]], **kw: Any) -> Lobby:
 
 
 @pytest.mark.parametrize("fast", [True, False])
-async def test_a_replay_that_cannot_be_written_costs_the_match_nothing(fast: bool) -> None:
+async def test_a_replay_that_cannot_be_written_costs_the_match_nothing(
+    fast: bool, autojump_clock: MockClock
+) -> None:
     made: list[_FailingRecorder] = []
 
     def recorder(number: int, *_args: Any) -> _FailingRecorder:
@@ -753,7 +761,7 @@ async def test_a_replay_that_cannot_be_written_costs_the_match_nothing(fast: boo
 
 
 async def test_a_match_that_cannot_start_ends_its_seats_and_the_server_goes_on(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: MockClock
 ) -> None:
     results: list[dict[str, Any]] = []
     with trio.fail_after(60):
@@ -773,7 +781,9 @@ async def test_a_match_that_cannot_start_ends_its_seats_and_the_server_goes_on(
     assert len(lobby.outcomes) == 1
 
 
-async def test_an_endless_server_keeps_only_its_latest_outcomes(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_endless_server_keeps_only_its_latest_outcomes(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: MockClock
+) -> None:
     monkeypatch.setattr("cellarena.server.lobby.KEEP_OUTCOMES", 2)
     results: list[dict[str, Any]] = []
     seen: list[int] = []
@@ -789,7 +799,9 @@ async def test_an_endless_server_keeps_only_its_latest_outcomes(monkeypatch: pyt
 
 # ------------------------------------------------------------------------------------ shutdown
 @pytest.mark.parametrize("fast", [True, False])
-async def test_shutdown_ends_running_matches_without_a_result_and_tells_everyone(fast: bool) -> None:
+async def test_shutdown_ends_running_matches_without_a_result_and_tells_everyone(
+    fast: bool, autojump_clock: MockClock
+) -> None:
     async def until_error(client: Client) -> dict[str, Any]:
         while (msg := await client.recv()) is not None:
             if msg["type"] in ("error", "end"):
