@@ -783,3 +783,53 @@ async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
     await wait_for(lambda: "mute" in house.running and house.running["mute"] is not first)  # started again
     assert "alice" in ladder.seating.queue.waiting  # alice still waits, unharmed
     await alice.stream.aclose()
+
+
+async def test_a_house_bot_that_says_hello_for_another_game_is_paused_with_its_cause(tmp_path: Path) -> None:
+    """Issue 38, for house bots, over a real `run_ladder` and a real process: a house bot whose hello
+    asks for cata is refused; each launch is a ``wrong_game`` failure, kept in the audit log, and
+    under ``--pause-after 2`` it is paused after its second launch (tests/test_ladder_house.py shows
+    a paused one is not started again; before: started again every 0.5 s forever, its token rotated
+    each time, nothing recorded)."""
+    import json
+
+    from cellarena.arena.ladder.policy import CommunityPolicy
+    from cellarena.arena.ladder.service import run_ladder
+
+    raw_bot = Path(__file__).parent / "bots" / "raw_bot.py"
+    store = LadderStore(tmp_path / "ladder.sqlite")
+    alice_token = store.add_bot("alice", "rezzo")[1].secret
+    store.add_bot("cata", "rezzo", house_command=f'"{sys.executable}" "{raw_bot}" game:cata')
+    config = LadderConfig(
+        "rezzo",
+        {"map": "duel", "max_ticks": 20},
+        map_key="map",
+        maps=("duel",),
+        settings=FAST,
+        port=0,
+        rules=LadderRules(match_every=0.02),
+        log_dir=tmp_path / "logs",
+        house_after=0.0,
+        policy=CommunityPolicy(pause_after=2),
+    )
+    (tmp_path / "logs").mkdir()
+    ports: list[int] = []
+
+    def paused() -> str | None:
+        bot = store.bot("cata")
+        return None if bot is None else bot.stopped
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(run_ladder, store, config, on_listening=ports.append))
+        await wait_for(lambda: bool(ports))
+        alice = await Client.connect(ports[0])
+        await alice.hello("alice", token=alice_token)
+        await wait_for(lambda: paused() is not None, timeout=20)
+        await alice.stream.aclose()
+        nursery.cancel_scope.cancel()
+    reason = paused()
+    assert reason is not None and "2 failures in a row" in reason and "wrong_game" in reason, reason
+    failed = [e for e in store.audit_log() if e.action == "house launch failed" and e.bot == "cata"]
+    assert [json.loads(e.detail or "") for e in failed] == [
+        {"cause": "wrong_game", "asked": "cata", "game": "rezzo"}
+    ] * 2

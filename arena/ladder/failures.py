@@ -53,6 +53,9 @@ def failure_of(cause: dict[str, Any] | None, late: int, invalid: int, ticks: int
     return None
 
 
-def pause_reason(failure: str, in_a_row: int) -> str:
-    """What a bot paused for ``in_a_row`` failed matches is told (at hello, on its page)."""
+def pause_reason(failure: str, in_a_row: int, *, launch: bool = False) -> str:
+    """What a bot paused for ``in_a_row`` failed matches is told (at hello, on its page); with
+    ``launch``, the last failure was a house bot's launch that never joined the queue."""
+    if launch:
+        return f"{in_a_row} failures in a row, the last one a launch that never joined the queue: {failure}"
     return f"{in_a_row} failed matches in a row, the last one {failure}"

@@ -14,6 +14,7 @@ which the lobby starts, runs the services; `service.run_ladder` drives the rest 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -53,16 +54,31 @@ class LadderSeating(Seating):
         self.database = database
         #: In dependency order: the queue pairs by the results' ratings, admission feeds the queue.
         self.services = Services([results, starter, queue, admission])
+        #: Told of every accepted connection, and of every bot hello with its refusal (code, message)
+        #: or None (`house.HouseBots.connected`, `.hello`, wired by `service.run_ladder`): a house
+        #: bot's launch that never joins the queue is a failure with a cause, as a seat's would be.
+        self.on_connected: Callable[[Connection], None] | None = None
+        self.on_hello: Callable[[Connection, dict[str, Any], tuple[str, str] | None], None] | None = None
 
     def bind(self, lobby: MatchHost) -> None:
         super().bind(lobby)
         self.starter.bind(lobby)
 
     # ----------------------------------------------------------------- the lobby's seating
+    def connected(self, conn: Connection) -> None:
+        if self.on_connected is not None:
+            self.on_connected(conn)
+
     def check(self, conn: Connection, hello: dict[str, Any]) -> tuple[str, str] | None:
         return self.admission.check(conn, hello)
 
+    def refused(self, conn: Connection, hello: dict[str, Any], code: str, message: str) -> None:
+        if self.on_hello is not None:
+            self.on_hello(conn, hello, (code, message))
+
     def admit(self, conn: Connection, hello: dict[str, Any]) -> None:
+        if self.on_hello is not None:
+            self.on_hello(conn, hello, None)
         self.admission.admit(conn, hello)
 
     def waiting(self) -> list[Connection]:

@@ -87,6 +87,8 @@ class LadderConfig:
     house_after: float = 5.0
     #: How house bots are confined (docs/security.md).
     house_limits: Limits = field(default_factory=Limits)
+    #: Seconds a house bot may go neither queued nor playing before it is stopped (`house.HouseBots`).
+    house_idle_limit: float = 30.0
     isolate: bool = False
     seed: int = 0
     #: Pausing, versions and challenges (written to the database as the server starts).
@@ -227,11 +229,16 @@ async def run_ladder(
                         seating,
                         config.log_dir,
                         after=config.house_after,
+                        idle_limit=config.house_idle_limit,
+                        hello_timeout=lobby.config.hello_timeout,
                         limits=config.house_limits,
                         isolate=config.isolate,
                     )
                     # A house bot's token seats only a connection its own processes hold.
                     seating.admission.house_owner = house.holds
+                    # A launch that never joins the queue is a failure with its cause (refused, no hello).
+                    seating.on_connected = house.connected
+                    seating.on_hello = house.hello
                     # A house bot whose process exits mid-match reads `exited` or `limit`, not `disconnected`.
                     seating.starter.explain_house = house.explain
                     nursery.start_soon(house.run, port)

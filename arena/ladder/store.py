@@ -37,7 +37,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from cellarena.arena import ratings
 from cellarena.arena.ladder import identity, names
@@ -924,15 +924,31 @@ class LadderStore:
         )
         return bool(last) and last[0][0] is not None and last[0][0] != version
 
-    def _count_failure(self, db: Backend, name: str, failure: str | None, policy: CommunityPolicy) -> None:
-        """One more failure in a row for ``name`` (pausing it at the policy's count), or none: reset."""
+    def count_failed_launch(self, name: str, cause: dict[str, Any]) -> BotRecord:
+        """A launch of house bot ``name`` that never joined the queue (`house.HouseBots`), ended by
+        ``cause`` (a seat's cause map: ``never_connected``, ``exited``, ``wrong_game``...): one more
+        failure in a row, as a failed match is, pausing it at ``pause_after``. There is no match to
+        keep the cause in, so the audit log keeps it (actor ``ladder``). The bot as it is now."""
+        failure = failure_of(cause, 0, 0, 0) or str(cause.get("cause"))
+        with self._writing(f"count a failed launch of house bot {name!r}") as db:
+            if not db.query("SELECT 1 FROM bots WHERE name = ?", (name,)):
+                raise self._unknown(name)
+            self._count_failure(db, name, failure, self._policy(db), launch=True)
+            self._audit(db, "ladder", "house launch failed", name, json.dumps(cause, sort_keys=True)[:500])
+        return self._bot_or_raise(name)
+
+    def _count_failure(
+        self, db: Backend, name: str, failure: str | None, policy: CommunityPolicy, *, launch: bool = False
+    ) -> None:
+        """One more failure in a row for ``name`` (pausing it at the policy's count), or none: reset.
+        ``launch``: the failure is a house bot's launch that never joined the queue, not a match."""
         if failure is None:
             db.execute("UPDATE bots SET failures = 0 WHERE name = ? AND failures <> 0", (name,))
             return
         db.execute("UPDATE bots SET failures = failures + 1 WHERE name = ?", (name,))
         count, paused = db.query("SELECT failures, paused FROM bots WHERE name = ?", (name,))[0]
         if paused is None and policy.pause_after and int(count) >= policy.pause_after:
-            reason = pause_reason(failure, int(count))
+            reason = pause_reason(failure, int(count), launch=launch)
             db.execute("UPDATE bots SET paused = ?, paused_at = ? WHERE name = ?", (reason, _now(), name))
             self._note_change(db, "bot_paused", name)
             log.warning("ladder: paused bot %r: %s", name, reason)
