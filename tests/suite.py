@@ -1,0 +1,84 @@
+"""The whole test suite in its two phases: what the README's second command and CI run.
+
+    python tests/suite.py [PYTEST ARGS...]
+
+1. **The parallel phase**: every test not marked ``realtime``, spread over pytest-xdist's processes
+   (``PARALLEL`` of them, whole files each). None of these depends on how fast the machine is: the
+   server's timing logic runs in virtual time (trio's MockClock and `cellarena.server.wall_clock`),
+   and tests of processes, sockets and browsers wait on events under generous deadlines.
+2. **The realtime phase**: the few tests marked ``realtime``, which measure real elapsed time or race
+   the wall clock (a 15 Hz match's budgets over TCP, a bot 30 ms late), one at a time with the
+   machine to themselves.
+
+Both phases run even when the first fails, so one run shows every failure. The exit status is the
+first non-zero of the two (pytest's own codes); "no test ran" in a phase (``-k`` that selects none
+of its tests) is not a failure. Extra arguments go to both phases (``-x``, ``-k NAME``, a file).
+The last line sums both phases: ``N passed, N failed``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Test processes in the parallel phase, on CI's 2 cores: the phase waits on processes, sockets,
+#: builds' locks and browsers for much of its time, which the processes beyond the cores fill.
+PARALLEL = 4
+#: pytest's exit code when it collected no test (a phase that ``-k`` leaves empty).
+NO_TESTS = 5
+_COUNTS = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
+
+
+def _phase(name: str, args: list[str]) -> tuple[int, dict[str, int], float]:
+    print(f"== {name}: pytest {' '.join(args)}", flush=True)
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *args], cwd=ROOT, stdout=subprocess.PIPE, text=True, bufsize=1
+    )
+    assert proc.stdout is not None
+    last = ""
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        if line.strip():
+            last = line
+    code = proc.wait()
+    counts: dict[str, int] = {}
+    for number, word in _COUNTS.findall(last):
+        key = "errors" if word.startswith("error") else word
+        counts[key] = counts.get(key, 0) + int(number)
+    return code, counts, time.monotonic() - started
+
+
+def main(extra: list[str]) -> int:
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    phases = [
+        ("parallel phase", ["-m", "not realtime", "-n", str(PARALLEL), *extra]),
+        ("realtime phase", ["-m", "realtime", "-n", "0", *extra]),
+    ]
+    status = 0
+    total: dict[str, int] = {}
+    times = []
+    for name, args in phases:
+        code, counts, seconds = _phase(name, args)
+        times.append(f"{name} {seconds:.0f} s")
+        for key, n in counts.items():
+            total[key] = total.get(key, 0) + n
+        if code not in (0, NO_TESTS) and status == 0:
+            status = code
+    failed = total.get("failed", 0) + total.get("errors", 0)
+    if status == 0 and not total.get("passed"):
+        status = NO_TESTS
+    print(f"suite: {', '.join(times)}")
+    skipped = f", {total['skipped']} skipped" if total.get("skipped") else ""
+    print(f"{total.get('passed', 0)} passed, {failed} failed{skipped}")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,39 @@
+"""tests/suite.py, the README's test command: two phases, both run, one closing line for both."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _suite(*args: str) -> subprocess.CompletedProcess[str]:
+    # `-n 0` last: these runs pick one test or two, which four test processes would only slow.
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "suite.py"), *args, "-n", "0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def test_both_phases_run_and_the_last_line_sums_them() -> None:
+    proc = _suite("tests/test_timing_as_promised.py", "-k", "15_hz_gets_63_ms")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert "== parallel phase: pytest -m not realtime -n 4" in proc.stdout
+    assert "== realtime phase: pytest -m realtime -n 0" in proc.stdout
+    assert lines[-1] == "1 passed, 0 failed"  # the realtime phase selected nothing: not a failure
+
+
+def test_a_failure_in_either_phase_fails_the_run_and_both_phases_run(tmp_path: Path) -> None:
+    (tmp_path / "test_two.py").write_text(
+        "import pytest\n\n"
+        "def test_parallel():\n    assert False\n\n"
+        "@pytest.mark.realtime\n"
+        "def test_realtime():\n    assert False\n"
+    )
+    proc = _suite(str(tmp_path / "test_two.py"), "-p", "no:cacheprovider")
+    assert proc.returncode == 1, proc.stdout
+    assert "test_two.py::test_parallel" in proc.stdout and "test_two.py::test_realtime" in proc.stdout
+    assert proc.stdout.strip().splitlines()[-1] == "0 passed, 2 failed"
