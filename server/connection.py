@@ -71,7 +71,7 @@ class Owner(Protocol):
     """
 
     def on_message(self, conn: Connection, message: dict[str, Any], arrival: float) -> None:
-        """A message arrived (``arrival``: its kernel receive stamp, as time.time(), or `wall_clock`'s time)."""
+        """A message arrived (``arrival``: its kernel receive stamp as time.time(), or `wall_clock`'s)."""
 
     def on_closed(self, conn: Connection) -> None:
         """The connection closed, for whatever reason; called once, on the owner of that moment."""
