@@ -390,6 +390,8 @@ else:
 """
 
 
+# Real time: asserts a hog is stopped within 60 s of real time.
+@pytest.mark.realtime
 @pytest.mark.parametrize(
     ("what", "limits", "words"),
     [
