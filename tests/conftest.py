@@ -19,6 +19,8 @@ from bot_processes import BotPids
 from postgres_server import PostgresServer
 from postgres_server import missing as postgres_missing
 
+from cellarena.server import wall_clock
+
 
 @pytest.fixture
 def free_port() -> int:
@@ -26,6 +28,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def virtual_wall() -> Iterator[None]:
+    """The server judges lateness by trio's clock (`wall_clock.virtual`), not time.time() and the
+    kernel's stamps. With a test that takes `autojump_clock` (pytest-trio only honours a clock that is
+    a direct argument of the test), budgets, tick rates, hello timeouts and late answers of an
+    in-process lobby play out in virtual time: at once, and the same on an idle or a busy machine.
+    Sync on purpose: pytest-trio refuses async fixtures for sync tests, and the contextvar set here is
+    copied into the test's trio.run. Not for tests that start processes or work in threads (a
+    thread's real work looks like idleness to autojump, which then leaps ahead)."""
+    with wall_clock.virtual():
+        yield
 
 
 @pytest.fixture

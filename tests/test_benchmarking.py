@@ -7,6 +7,8 @@ import pytest
 from cellarena.server.bench.harness import calls_per_second, report
 
 
+# Real time: measures a real rate of calls per second on the real clock.
+@pytest.mark.realtime
 def test_calls_per_second_counts_every_call_and_reports_the_best_batch() -> None:
     calls = []
     rate = calls_per_second(lambda: calls.append(1), 0.05)

@@ -204,6 +204,8 @@ def play(seed: int, bots: dict[int, Any], budget_ms: int = 400) -> tuple[ClothEn
     return e, slowest
 
 
+# Real time: asserts each of the planner's answers takes under 400 ms of real time.
+@pytest.mark.realtime
 def test_the_planner_beats_the_random_placer() -> None:
     wins = 0
     for seed in range(4):

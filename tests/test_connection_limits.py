@@ -22,6 +22,7 @@ from cellarena_cli import cellarena
 from game_servers import PACING, add_ladder_bot, ladder_serve, start
 from test_proxy_protocol import v2_tcp4
 from tls_proxy import certificates
+from trio.testing import MockClock
 from wire_client import Client
 
 from cellarena.arena.ladder.rules import LadderRules
@@ -68,7 +69,10 @@ async def via_proxy(port: int, header: bytes) -> Client:
 
 
 # ------------------------------------------------------------------------------------------ caps
-async def test_every_connection_counts_from_accept_hello_or_not(nursery: trio.Nursery) -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_every_connection_counts_from_accept_hello_or_not(
+    nursery: trio.Nursery, autojump_clock: MockClock
+) -> None:
     lobby = await serve(nursery, max_connections_per_address=3)
     idle = [await Client.connect(lobby.port) for _ in range(3)]  # they never say hello
     await wait_for(lambda: lobby.connections_from("127.0.0.1") == 3)
@@ -86,7 +90,8 @@ async def test_every_connection_counts_from_accept_hello_or_not(nursery: trio.Nu
     await wait_for(lambda: lobby.connections_from("127.0.0.1") == 0)
 
 
-async def test_spectators_have_a_cap_of_their_own(nursery: trio.Nursery) -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_spectators_have_a_cap_of_their_own(nursery: trio.Nursery, autojump_clock: MockClock) -> None:
     lobby = await serve(nursery, max_connections_per_address=16, max_spectators_per_address=2)
     watchers = []
     for _ in range(2):
@@ -109,7 +114,10 @@ async def test_spectators_have_a_cap_of_their_own(nursery: trio.Nursery) -> None
 
 
 # ------------------------------------------------------------------------------------------ proxies
-async def test_behind_a_trusted_proxy_each_client_counts_by_its_own_address(nursery: trio.Nursery) -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_behind_a_trusted_proxy_each_client_counts_by_its_own_address(
+    nursery: trio.Nursery, autojump_clock: MockClock
+) -> None:
     lobby = await serve(
         nursery, max_connections_per_address=2, trusted_proxies=TrustedProxies.parse(["127.0.0.1"])
     )
@@ -129,8 +137,9 @@ async def test_behind_a_trusted_proxy_each_client_counts_by_its_own_address(nurs
         await client.stream.aclose()
 
 
+@pytest.mark.usefixtures("virtual_wall")
 async def test_a_trusted_proxys_connection_without_a_good_header_is_closed(
-    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture, autojump_clock: MockClock
 ) -> None:
     # 2 s: long enough that a busy host reads the bare hello before it runs out (at 0.5 s, one run
     # in CI logged the timeout instead of the bad start), short enough for the slow header to wait.
@@ -148,14 +157,20 @@ async def test_a_trusted_proxys_connection_without_a_good_header_is_closed(
     )
 
 
-async def test_an_untrusted_peer_cannot_claim_an_address(nursery: trio.Nursery) -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_an_untrusted_peer_cannot_claim_an_address(
+    nursery: trio.Nursery, autojump_clock: MockClock
+) -> None:
     lobby = await serve(nursery, trusted_proxies=TrustedProxies.parse(["10.0.0.0/8"]))
     liar = await via_proxy(lobby.port, v1("198.51.100.1"))
     msg = await liar.expect_error(protocol.TOO_LARGE)  # "PROX" read as a frame length: no claim at all
     assert msg["type"] == "error" and lobby.connections_from("198.51.100.1") == 0
 
 
-async def test_tls_behind_a_trusted_proxy_and_past_the_cap(nursery: trio.Nursery, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_tls_behind_a_trusted_proxy_and_past_the_cap(
+    nursery: trio.Nursery, tmp_path: Path, autojump_clock: MockClock
+) -> None:
     """A stream proxy passing TLS through: the header comes before the ClientHello. A TLS client past
     its cap is told why once its handshake is done (nothing can be said before), not just cut off."""
     certs = certificates(tmp_path, "127.0.0.1")
@@ -185,6 +200,8 @@ async def test_tls_behind_a_trusted_proxy_and_past_the_cap(nursery: trio.Nursery
     await first.aclose()
 
 
+# On the real clock: the ladder checks tokens in a worker thread (`trio.to_thread`), and while it
+# works autojump would leap virtual time ahead to the next deadline.
 async def test_a_ladder_behind_a_proxy_locks_out_the_guesser_alone(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:
@@ -222,7 +239,10 @@ async def test_a_ladder_behind_a_proxy_locks_out_the_guesser_alone(
 
 
 # ------------------------------------------------------------------------------------------ descriptors
-async def test_the_server_raises_its_open_file_limit_to_the_hard_limit(nursery: trio.Nursery) -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_the_server_raises_its_open_file_limit_to_the_hard_limit(
+    nursery: trio.Nursery, autojump_clock: MockClock
+) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     lowered = min(soft, 256)
     resource.setrlimit(resource.RLIMIT_NOFILE, (lowered, hard))
@@ -255,8 +275,9 @@ class _FailingListener:
         return self.sock.accept()
 
 
+@pytest.mark.usefixtures("virtual_wall")
 async def test_accept_errors_back_off_with_one_log_line_per_burst(
-    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture, autojump_clock: MockClock
 ) -> None:
     lobby = await serve(nursery)
     listener = socket.socket()

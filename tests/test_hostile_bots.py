@@ -20,6 +20,7 @@ import pytest
 import trio
 from bot_files import RAW_BOT
 from bot_processes import alive
+from trio.testing import MockClock
 
 from cellarena.server.confinement import Limits
 from cellarena.server.launcher import BotSpec, play_match
@@ -389,6 +390,8 @@ else:
 """
 
 
+# Real time: asserts a hog is stopped within 60 s of real time.
+@pytest.mark.realtime
 @pytest.mark.parametrize(
     ("what", "limits", "words"),
     [
@@ -612,7 +615,8 @@ def test_the_sdk_reads_its_token_from_the_pipe_once(monkeypatch: pytest.MonkeyPa
         os.fstat(read_end)  # closed once read
 
 
-async def test_a_token_whose_seat_has_played_is_refused_with_seat_taken() -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_a_token_whose_seat_has_played_is_refused_with_seat_taken(autojump_clock: MockClock) -> None:
     """The seat's bot took its seat and the match started: the token seats nobody else, and the one
     who comes with it hears why (before, `shutdown`, as if the server were stopping)."""
     from wire_client import Client

@@ -13,6 +13,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
+import pytest
 import trio
 from cellarena_cli import ROOT, cellarena
 from test_ladder_server import (
@@ -58,6 +59,8 @@ async def test_a_10_kb_version_is_refused_with_a_clear_error(nursery: trio.Nurse
     assert not ladder.seating.queue.waiting
 
 
+# Real time: asserts the pause reached the server within 5 s of real time (it polls every 0.5 s).
+@pytest.mark.realtime
 async def test_failed_matches_in_a_row_pause_a_bot_until_it_is_resumed(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:

@@ -104,6 +104,8 @@ def server_lock_holders(server: PostgresServer) -> list[str]:
     return [str(name) for (name,) in rows]
 
 
+# Real time: asserts play resumes within 15 s of real time of the database's return.
+@pytest.mark.realtime
 async def test_a_database_outage_mid_match_loses_no_result_and_bots_play_again(
     nursery: trio.Nursery, tmp_path: Path, own_postgres: PostgresServer
 ) -> None:

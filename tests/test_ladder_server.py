@@ -427,6 +427,8 @@ async def test_a_store_refusal_drops_that_pairing_and_the_ladder_plays_on(
     assert {s.bot for s in match.seats} == {"bob", "carol"}
 
 
+# Real time: asserts the revoke reached the server within 5 s of real time (it polls every 0.5 s).
+@pytest.mark.realtime
 async def test_a_revoke_from_another_process_ends_the_queued_session_at_once(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:

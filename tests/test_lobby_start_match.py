@@ -8,13 +8,17 @@ from typing import Any
 
 import pytest
 import trio
+from trio.testing import MockClock
 
 from cellarena.server.games.base import Engine
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import Recorder, TickSettings
 
 
-async def test_start_match_uses_the_recorder_and_meta_it_is_given(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_start_match_uses_the_recorder_and_meta_it_is_given(
+    caplog: pytest.LogCaptureFixture, autojump_clock: MockClock
+) -> None:
     made: list[tuple[str, int, list[str], int]] = []
 
     def maker(which: str) -> Any:

@@ -96,6 +96,8 @@ def test_match_usage_errors_name_the_option(args: list[str], words: str) -> None
     assert words in proc.stderr
 
 
+# Real time: asserts a whole `cellarena match` run takes under 10 s of real time.
+@pytest.mark.realtime
 def test_crashing_and_missing_bots_are_named_and_lose(tmp_path: Path) -> None:
     proc = cellarena(
         "match",
@@ -139,6 +141,8 @@ def test_crashing_and_missing_bots_are_named_and_lose(tmp_path: Path) -> None:
     assert time.monotonic() - started < 10  # nobody waited for the connect timeout
 
 
+# Real time: asserts the run ends within 10 s of real time, its connect timeout 1 s.
+@pytest.mark.realtime
 def test_a_bot_that_never_connects_forfeits_after_the_connect_timeout(tmp_path: Path) -> None:
     started = time.monotonic()
     proc = cellarena(
@@ -329,6 +333,8 @@ def _timed_match(
     return outcome.late, taken, late_at
 
 
+# Real time: real bot processes answer 5 ms either side of a real 50 ms budget.
+@pytest.mark.realtime
 @pytest.mark.parametrize(("delay_ms", "late"), [(45, False), (55, True)])
 def test_budget_is_counted_from_the_send_with_5ms_tolerance(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, delay_ms: int, late: bool

@@ -12,11 +12,16 @@ import msgpack
 import pytest
 import trio
 from test_server import TICKS, WAITING_BUDGET_MS, WAITING_TICKS, seat_offender, with_good_match
+from trio.testing import MockClock
 from wire_client import Client
 
 from cellarena.sdk import protocol
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import TickSettings
+
+# In-process lobbies in virtual time, as in test_server.py (conftest's `virtual_wall`; each test takes
+# `autojump_clock`).
+pytestmark = pytest.mark.usefixtures("virtual_wall")
 
 
 async def answer_with(c: Client, fields: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +36,7 @@ async def answer_with(c: Client, fields: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ moves
-async def test_an_answer_without_moves_is_invalid_not_late() -> None:
+async def test_an_answer_without_moves_is_invalid_not_late(autojump_clock: MockClock) -> None:
     async def sloppy(c: Client, _lobby: Lobby) -> dict[str, Any]:
         return await answer_with(c, {})
 
@@ -39,7 +44,7 @@ async def test_an_answer_without_moves_is_invalid_not_late() -> None:
     assert end["invalid"] == TICKS and end["late"] == 0
 
 
-async def test_a_nil_moves_is_invalid_in_rezzo_not_late() -> None:
+async def test_a_nil_moves_is_invalid_in_rezzo_not_late(autojump_clock: MockClock) -> None:
     async def nil(c: Client, _lobby: Lobby) -> dict[str, Any]:
         return await answer_with(c, {"moves": None})
 
@@ -50,7 +55,9 @@ async def test_a_nil_moves_is_invalid_in_rezzo_not_late() -> None:
 @pytest.mark.parametrize(
     ("tick", "words"), [("5", "got str '5'"), (True, "got bool"), (2.0, "got float"), (None, "")]
 )
-async def test_a_tick_of_the_wrong_type_is_bad_message(tick: Any, words: str) -> None:
+async def test_a_tick_of_the_wrong_type_is_bad_message(
+    tick: Any, words: str, autojump_clock: MockClock
+) -> None:
     async def odd(c: Client, _lobby: Lobby) -> dict[str, Any]:
         assert (await c.recv())["type"] == "welcome"
         await c.recv()  # the first tick
@@ -63,7 +70,7 @@ async def test_a_tick_of_the_wrong_type_is_bad_message(tick: Any, words: str) ->
     assert rival[0]["result"] == "win"
 
 
-async def test_drop2df_passes_with_nil_and_an_empty_list_never_late() -> None:
+async def test_drop2df_passes_with_nil_and_an_empty_list_never_late(autojump_clock: MockClock) -> None:
     turns = 6
     config = LobbyConfig(
         "drop2df",
@@ -102,7 +109,9 @@ async def test_drop2df_passes_with_nil_and_an_empty_list_never_late() -> None:
         (2, protocol.BAD_VERSION, "protocol 2 is not spoken here; this server speaks 1"),
     ],
 )
-async def test_hello_protocol_must_be_the_int_1(version: Any, code: str, words: str) -> None:
+async def test_hello_protocol_must_be_the_int_1(
+    version: Any, code: str, words: str, autojump_clock: MockClock
+) -> None:
     async def offend(port: int) -> None:
         c = await Client.connect(port)
         await c.send({**protocol.hello("x", "rezzo"), "protocol": version})
@@ -111,7 +120,7 @@ async def test_hello_protocol_must_be_the_int_1(version: Any, code: str, words: 
     await with_good_match(offend)
 
 
-async def test_a_map_with_a_bin_key_is_a_bad_frame() -> None:
+async def test_a_map_with_a_bin_key_is_a_bad_frame(autojump_clock: MockClock) -> None:
     async def offend(port: int) -> None:
         c = await Client.connect(port)
         body = msgpack.packb({b"type": "hello", "protocol": 1, "name": "x", "game": "rezzo"})
@@ -122,7 +131,7 @@ async def test_a_map_with_a_bin_key_is_a_bad_frame() -> None:
     await with_good_match(offend)
 
 
-async def test_serve_ignores_tokens_it_never_gave_out() -> None:
+async def test_serve_ignores_tokens_it_never_gave_out(autojump_clock: MockClock) -> None:
     """First-come seating (`cellarena serve`) has no tokens: a token in hello is ignored, as documented."""
 
     ends: list[dict[str, Any]] = []
@@ -151,7 +160,9 @@ async def test_serve_ignores_tokens_it_never_gave_out() -> None:
 
 # ------------------------------------------------------------------------------------ seats
 @pytest.mark.parametrize("fast", [True, False])
-async def test_a_match_left_with_one_seat_ends_with_the_tick_the_seat_left_in(fast: bool) -> None:
+async def test_a_match_left_with_one_seat_ends_with_the_tick_the_seat_left_in(
+    fast: bool, autojump_clock: MockClock
+) -> None:
     leave_at = 3
 
     async def quitter(c: Client, _lobby: Lobby) -> int:
@@ -177,7 +188,7 @@ async def test_a_match_left_with_one_seat_ends_with_the_tick_the_seat_left_in(fa
 # ------------------------------------------------------------------------------------ spectators
 @pytest.mark.parametrize("message", [{"type": "moves", "tick": 1, "moves": [1]}, {"type": "hello"}])
 async def test_a_spectator_that_sends_anything_is_dropped_and_the_match_goes_on(
-    message: dict[str, Any],
+    message: dict[str, Any], autojump_clock: MockClock
 ) -> None:
     async def offend(port: int) -> None:
         c = await Client.connect(port)

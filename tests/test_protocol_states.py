@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import trio
 from test_server import start
+from trio.testing import MockClock
 from wire_client import Client as WireClient
 
 from cellarena.sdk import protocol
@@ -143,7 +144,10 @@ def test_the_client_refuses_a_server_message_out_of_order(messages: list[dict[st
 
 
 # ------------------------------------------------------------------------------------ the server
-async def test_a_spectator_waiting_for_a_match_that_talks_is_refused_as_documented() -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_a_spectator_waiting_for_a_match_that_talks_is_refused_as_documented(
+    autojump_clock: MockClock,
+) -> None:
     """docs/protocol.md: a spectator that sends anything after its hello gets unknown_type, also while
     it waits for the next match (the waiting room once answered bad_message)."""
     async with trio.open_nursery() as nursery:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 from wire_client import Client
@@ -19,6 +20,10 @@ from cellarena.server.launcher import DEFAULT_CONNECT_TIMEOUT, _handover, seat_c
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import MatchOutcome, TickSettings
 from cellarena.server.seating import ReservedSeating
+
+# Under autojump_clock (each test takes it), and the server judges lateness by trio's clock too
+# (conftest's `virtual_wall`), so a fast-mode budget and its late answers are on the one clock.
+pytestmark = pytest.mark.usefixtures("virtual_wall")
 
 TIMEOUT = DEFAULT_CONNECT_TIMEOUT
 
@@ -62,9 +67,14 @@ async def test_a_handed_connection_without_hello_is_given_up_at_the_deadline(
     lobby = _lobby(seating, outcomes)
     async with trio.open_nursery() as nursery:
         port = await nursery.start(lobby.serve)
+        opened = trio.current_time()
+        # A launched bot's process takes a moment to start, so its connection's own hello timeout
+        # ends after the seating's deadline. Handed over at the very instant the lobby opened, both
+        # ended at once, and trio's scheduler picked which ran first (and so the detail below).
+        await trio.sleep(0.1)
         good, mute = (_stream(_handover(seating, seat, port)) for seat in (0, 1))
         await good.hello("good")
-        await trio.sleep(TIMEOUT - 0.1)
+        await trio.sleep_until(opened + TIMEOUT - 0.1)
         assert not lobby.matches_started  # the seat is held until the deadline...
         error = await mute.expect_error(protocol.TIMEOUT)  # ...then its bot is told, and hung up on
         assert trio.current_time() - TIMEOUT < 0.5 and lobby.matches_started

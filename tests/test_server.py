@@ -7,7 +7,6 @@ it loses no tick: the offender only ever costs itself.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import msgpack
@@ -18,7 +17,6 @@ from wire_client import Client
 
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import encode
-from cellarena.server import wall_clock
 from cellarena.server.games.rezzo.batch.slot_batch import SlotBatch
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import Seat, TickSettings
@@ -33,14 +31,11 @@ WAITING_TICKS = 8
 WAITING_BUDGET_MS = 250
 
 
-@pytest.fixture(autouse=True)
-def _virtual_time() -> Iterator[None]:
-    """Every test here runs under trio's MockClock (each async test takes `autojump_clock`), and the
-    server judges lateness by trio's clock too (`wall_clock.virtual`): budgets, tick rates, hello
-    timeouts and late answers play out in virtual time, the same on an idle or a busy machine, with
-    the real lobby, poller and loopback sockets."""
-    with wall_clock.virtual():
-        yield
+# Every test here runs under trio's MockClock (each async test takes `autojump_clock`) and the server
+# judges lateness by trio's clock too (conftest's `virtual_wall`): budgets, tick rates, hello timeouts
+# and late answers play out in virtual time, the same on an idle or a busy machine, with the real
+# lobby, poller and loopback sockets.
+pytestmark = pytest.mark.usefixtures("virtual_wall")
 
 
 async def start(

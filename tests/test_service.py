@@ -9,13 +9,19 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import trio
+from trio.testing import MockClock
 
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import FrameReader, encode
 from cellarena.server.lobby import Lobby, LobbyConfig
 from cellarena.server.match import TickSettings
 from cellarena.server.service import serve_until_signalled
+
+# In virtual time (conftest's `virtual_wall`; each test takes `autojump_clock`): the lobbies tick at
+# 30 and 100 Hz, and a graceful stop's grace period is waited out in no real time.
+pytestmark = pytest.mark.usefixtures("virtual_wall")
 
 
 class Bot:
@@ -60,7 +66,9 @@ async def _serve(lobby: Lobby, on_listening: Callable[[int], None], notes: list[
     await serve_until_signalled(lobby, on_listening=on_listening, notify=notes.append)
 
 
-async def test_a_signal_ends_the_match_without_a_result_and_tells_every_bot() -> None:
+async def test_a_signal_ends_the_match_without_a_result_and_tells_every_bot(
+    autojump_clock: MockClock,
+) -> None:
     lobby = _lobby()
     notes: list[str] = []
     ports: list[int] = []
@@ -102,7 +110,7 @@ async def deaf(port: int, name: str) -> socket.socket:
     return sock
 
 
-async def test_a_second_signal_stops_at_once() -> None:
+async def test_a_second_signal_stops_at_once(autojump_clock: MockClock) -> None:
     # Two bots that never read: their ticks pile up behind full buffers, so the graceful stop waits
     # its whole grace period (2 s) for their last frames to leave. A second Ctrl-C must not wait.
     lobby = Lobby(
@@ -142,7 +150,7 @@ async def test_a_second_signal_stops_at_once() -> None:
     assert trio.current_time() - started < 1.0
 
 
-async def test_a_lobby_that_ends_by_itself_ends_the_service() -> None:
+async def test_a_lobby_that_ends_by_itself_ends_the_service(autojump_clock: MockClock) -> None:
     lobby = Lobby(
         LobbyConfig(
             "rezzo",
@@ -173,7 +181,7 @@ async def test_a_lobby_that_ends_by_itself_ends_the_service() -> None:
     assert notes == [] and len(lobby.outcomes) == 1
 
 
-async def test_on_stop_runs_at_the_first_signal_before_the_lobby_stops() -> None:
+async def test_on_stop_runs_at_the_first_signal_before_the_lobby_stops(autojump_clock: MockClock) -> None:
     # A ladder's services take no new work from here on (`Services.graceful_shutdown`).
     lobby = _lobby()
     seen: list[bool] = []

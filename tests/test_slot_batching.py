@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import trio
 from test_rezzo_batched import use
+from trio.testing import MockClock
 from wire_client import Client
 
 from cellarena.sdk import protocol
@@ -19,7 +20,8 @@ from cellarena.server.match import TickSettings
 from cellarena.server.replay import ReplayWriter, read_replay, verify
 from cellarena.server.ticking import PHASES
 
-#: Long enough (4 s at 20 Hz) that the matches of a slot overlap even on a busy machine.
+#: Long enough (4 s at 20 Hz) that the matches of a slot overlap. The matches play in virtual time
+#: (conftest's `virtual_wall` and trio's MockClock), so their schedule is the same on a busy machine.
 TICKS = 80
 
 
@@ -44,9 +46,10 @@ async def bot(port: int, name: str) -> dict[str, Any]:
     raise AssertionError(f"{name}: the connection closed before the end")
 
 
+@pytest.mark.usefixtures("virtual_wall")
 @pytest.mark.parametrize("mode", ["numba", "behind", "numpy", "off"])
 async def test_matches_of_a_slot_step_as_one_and_their_replays_verify(
-    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch, autojump_clock: MockClock
 ) -> None:
     """More matches than phase slots, so that some slots hold two: every match's replay re-simulates
     on the plain engine (each tick's hash), with the same counts the bots were told.

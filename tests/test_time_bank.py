@@ -12,6 +12,7 @@ import trio
 from bot_files import RAW_BOT
 from cellarena_cli import cellarena
 from test_rezzo_batched import use
+from trio.testing import MockClock
 from wire_client import Client
 
 from cellarena.sdk import protocol
@@ -39,6 +40,8 @@ def _play(tmp_path: Path, *extra: str, fast: bool = False) -> tuple[dict[str, An
     return json.loads(proc.stdout), replay
 
 
+# A real bot process answers 30 ms over its budget on the real clock, and the match runs at 10 Hz.
+@pytest.mark.realtime
 @pytest.mark.parametrize("fast", [False, True], ids=["fixed-rate", "fast"])
 def test_a_bot_30ms_over_one_tick_in_ten_keeps_its_moves_with_a_bank_and_loses_them_without(
     tmp_path: Path, fast: bool
@@ -67,11 +70,15 @@ def test_a_bot_30ms_over_one_tick_in_ten_keeps_its_moves_with_a_bank_and_loses_t
     assert verify(rep).ok
 
 
-async def test_bank_matches_are_not_batched_and_every_seat_is_told_its_bank() -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_bank_matches_are_not_batched_and_every_seat_is_told_its_bank(
+    autojump_clock: MockClock,
+) -> None:
     """The server steps a slot's Rezzo matches as one batch (`ticking`), where one match drawing on a
     bank would stretch the tick of all: a match with a time bank is never batched, so its drawn bank
     stretches its own tick only. The same matches without a bank are batched (the control). Each
-    seat is told its bank in its welcome and what is left of it in every tick."""
+    seat is told its bank in its welcome and what is left of it in every tick. In virtual time: the
+    slow seat is exactly 30 ms over, and the control's matches start their ticks at the same moment."""
     use("numba")
     seen: dict[str, list[dict[str, Any]]] = {}
 
@@ -130,6 +137,8 @@ def test_every_games_view_shows_what_is_left_of_the_bank(game: str) -> None:
         assert view.budget_ms == 60
 
 
+# The slow bot's real 80 ms answers must overrun a real 50 ms budget for the bank to be drawn.
+@pytest.mark.realtime
 def test_a_tournament_and_its_results_show_the_time_bank_drawn(tmp_path: Path) -> None:
     """A tournament with a bank keeps what each seat drew: per match seat and summed per bot in
     `results --json`, and said under the standings in `results` and the tournament's own table."""

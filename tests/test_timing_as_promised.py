@@ -14,6 +14,7 @@ import pytest
 import trio
 from cellarena_cli import cellarena, invoke
 from game_servers import add_ladder_bot, ladder_serve
+from trio.testing import MockClock
 from wire_client import Client
 
 from cellarena.sdk import protocol
@@ -55,10 +56,14 @@ def test_the_cli_help_quotes_the_margin() -> None:
     assert "--first-budget-ms" in out
 
 
+@pytest.mark.usefixtures("virtual_wall")
 @pytest.mark.parametrize("fast", [True, False])
-async def test_the_first_tick_has_its_own_budget_and_the_schedule_goes_on(fast: bool) -> None:
+async def test_the_first_tick_has_its_own_budget_and_the_schedule_goes_on(
+    fast: bool, autojump_clock: MockClock
+) -> None:
     """The first tick's `budget_ms` says the first budget; an answer within it is in time; later
-    ticks get the normal budget, and the match plays every tick after a long first one."""
+    ticks get the normal budget, and the match plays every tick after a long first one (in virtual
+    time, so the first answer is exactly 200 ms after its tick and every other one at once)."""
     ticks, first_ms, budget_ms = 6, 400, 60
     config = LobbyConfig(
         "rezzo",
@@ -139,6 +144,9 @@ raise SystemExit(run(SlowStart))
 """
 
 
+# Real bot processes on the real clock: the slow one's 400 ms first tick must overrun a 100 ms budget
+# (without a first budget), and the random one must answer every tick within 100 ms.
+@pytest.mark.realtime
 @pytest.mark.parametrize("first_budget", [None, 1500])
 def test_a_tournament_gives_the_first_tick_its_own_budget(tmp_path: Path, first_budget: int | None) -> None:
     """`tournament --first-budget-ms`: a bot that loads a model in its first tick is not late then."""

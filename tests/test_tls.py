@@ -15,6 +15,7 @@ import trustme
 from cellarena_cli import cellarena
 from certificates import pem_files
 from game_servers import Process, serve, start
+from trio.testing import MockClock
 from wire_client import Client
 
 from cellarena.sdk import protocol
@@ -124,7 +125,10 @@ async def play(stream: trio.SSLStream[trio.SocketStream], name: str) -> list[str
     return seen
 
 
-async def test_bad_peers_on_a_tls_port_cost_only_themselves(tls_lobby: Any) -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_bad_peers_on_a_tls_port_cost_only_themselves(
+    tls_lobby: Any, autojump_clock: MockClock
+) -> None:
     lobby, ca_file, folder = tls_lobby
     port = lobby.port
     # A plain client speaking the protocol in clear: dropped (its bytes are no TLS record).
@@ -158,7 +162,8 @@ async def test_bad_peers_on_a_tls_port_cost_only_themselves(tls_lobby: Any) -> N
     assert seen["a"].count("tick") == 10
 
 
-async def test_a_tls_error_frame_is_delivered_encrypted(tls_lobby: Any) -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_a_tls_error_frame_is_delivered_encrypted(tls_lobby: Any, autojump_clock: MockClock) -> None:
     lobby, ca_file, _ = tls_lobby
     stream = await tls_client(lobby.port, ca_file)
     await stream.send_all(protocol.encode({"type": "hello", "protocol": 99}))
@@ -178,6 +183,8 @@ def non_loopback_address() -> str | None:
     return None if address.startswith("127.") else address
 
 
+# On the real clock: the ladder checks tokens in a worker thread (`trio.to_thread`), and while it
+# works autojump would leap virtual time ahead to the next deadline.
 async def test_a_ladder_takes_tokens_over_tls_from_another_address_and_refuses_them_in_clear(
     tmp_path: Path,
 ) -> None:

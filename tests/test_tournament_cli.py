@@ -24,6 +24,8 @@ def tournament(*args: str, timeout: float = 240, env: dict[str, str] | None = No
     return json.loads(proc.stdout)
 
 
+# Real time: asserts the tournament's real elapsed time, and a good bot in time for 40 ms budgets.
+@pytest.mark.realtime
 def test_crashing_hanging_and_absent_bots_rank_last_and_stall_nothing(
     tmp_path: Path, bot_pids: BotPids
 ) -> None:
@@ -189,6 +191,8 @@ def test_with_strict_a_bot_for_another_game_stops_the_tournament_and_is_named(
     assert len(bot_pids.listed()) == 2 and bot_pids.wait_until_dead() == []
 
 
+# Real time: asserts six matches of 1 s connect timeouts take under 60 s of real time.
+@pytest.mark.realtime
 def test_with_strict_bots_that_never_say_hello_forfeit_by_the_connect_timeout_and_are_named(
     tmp_path: Path, bot_pids: BotPids
 ) -> None:

@@ -42,6 +42,8 @@ def _children_running(marker: str) -> list[int]:
     return found
 
 
+# Real time: asserts the stop takes under 20 s of real time.
+@pytest.mark.realtime
 def test_a_stop_that_lands_while_a_bot_starts_stops_the_match_and_leaves_no_bot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,6 +162,8 @@ def _sleep_through_the_stop(seconds: float) -> None:
     time.sleep(seconds)  # a job that never looks at the stop flag
 
 
+# Real time: asserts the pool's shutdown takes under 15 s of real time.
+@pytest.mark.realtime
 def test_an_interrupted_pool_kills_a_worker_that_does_not_stop(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(LocalPool, "STOP_GRACE", 1.0)
     pool = LocalPool(1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from bot_files import RAW_BOT
@@ -14,6 +14,9 @@ from cellarena_cli import cellarena
 from test_web_player import _open, _seek
 
 from cellarena.server.replay import read_replay
+
+if TYPE_CHECKING:
+    from trio.testing import MockClock
 
 DRAWER = Path(__file__).parent / "bots" / "drawer.py"
 MARK = "#e6194b"  # the drawer's "red"
@@ -105,7 +108,8 @@ async def _spectated(spectator_debug: bool) -> list[dict[str, Any]]:
     return frames
 
 
-async def test_spectators_get_the_drawings_only_where_the_host_shows_them() -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_spectators_get_the_drawings_only_where_the_host_shows_them(autojump_clock: MockClock) -> None:
     """A public server's spectators (`serve`, the ladder's bot port) never get a bot's drawings; where
     the host shows them (`cellarena match`, whose spectator is its user's live view), each frame
     carries the drawings of the tick before it, placed on the board, with that tick."""

@@ -19,6 +19,7 @@ import pytest
 import trio
 from browser import hex_rgb, launched, page_of, pixel, shot_dir
 from cellarena_cli import ROOT, start_cellarena
+from trio.testing import MockClock
 
 from cellarena.server.replay import board_at, read_replay
 from cellarena.server.web.live import LiveFeed
@@ -172,7 +173,8 @@ async def test_the_feed_keeps_only_the_newest_frame_for_a_slow_reader() -> None:
         assert woke.is_set() and feed.messages["result"] == {"type": "result", "winner": "a"}
 
 
-async def test_a_spectator_chooses_the_running_match_it_watches() -> None:
+@pytest.mark.usefixtures("virtual_wall")
+async def test_a_spectator_chooses_the_running_match_it_watches(autojump_clock: MockClock) -> None:
     """docs/protocol.md, "Spectators": ``match`` in a spectator's hello picks a running match."""
     from wire_client import Client
 

@@ -79,6 +79,8 @@ def test_a_bot_that_raises_is_invalid_in_the_same_words_in_a_match_and_a_tournam
     assert not [f for f in cup["failures"] if f["bot"] == "raiser"]
 
 
+# Real time: a real bot process sleeps 80 ms past a real 20 ms budget; the other must answer within it.
+@pytest.mark.realtime
 def test_a_bot_that_sleeps_past_its_budget_is_unresponsive_in_a_match_and_a_tournament(
     tmp_path: Path,
 ) -> None:
