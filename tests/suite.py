@@ -27,8 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Test processes in the parallel phase, on CI's 2 cores: the phase waits on processes, sockets,
-#: builds' locks and browsers for much of its time, which the processes beyond the cores fill.
-PARALLEL = 4
+#: builds' locks and browsers for much of its time, which a third process fills. Measured back to
+#: back on a quiet 2-core machine (2026-11-29): 3 processes 15 min 8 s, 4 processes 17 min 18 s.
+PARALLEL = 3
 #: pytest's exit code when it collected no test (a phase that ``-k`` leaves empty).
 NO_TESTS = 5
 _COUNTS = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
