@@ -35,6 +35,7 @@ from cellarena.server.cli.params import (
     writable_folder,
 )
 from cellarena.server.cli.run import configure_logging, run_trio
+from cellarena.server.cli.web_options import allowed_host_option
 from cellarena.server.games.base import ConfigError
 
 if TYPE_CHECKING:
@@ -558,14 +559,7 @@ def standings(where: _Where, game: str, as_json: bool) -> None:
     help="A TLS proxy in front of the pages (an address or network; repeat for more): its "
     "X-Forwarded-For, -Proto and -Host are believed, so per-address limits count clients.",
 )
-@click.option(
-    "--allowed-host",
-    metavar="NAME",
-    multiple=True,
-    help="A host name browsers reach the pages by (repeat for more; '*.example.org' for its subdomains): "
-    "a request naming another Host gets 400. Always allowed: the --host address, and localhost on "
-    "loopback. Required with --host 0.0.0.0 or ::.",
-)
+@allowed_host_option
 @click.pass_obj
 def web(
     where: _Where,

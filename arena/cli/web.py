@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from cellarena.server.cli.web_options import allowed_host_option
+
 
 @click.command("web")
 @click.argument("runs_dir", type=click.Path(file_okay=False, path_type=Path))
@@ -15,13 +17,7 @@ import click
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port."
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the default web browser.")
-@click.option(
-    "--allowed-host",
-    metavar="NAME",
-    multiple=True,
-    help="A host name browsers reach the page by (repeat for more): a request naming another Host gets "
-    "400. Always allowed: the --host address, and localhost on loopback. Required with --host 0.0.0.0.",
-)
+@allowed_host_option
 def web(runs_dir: Path, host: str, port: int, open_browser: bool, allowed_host: tuple[str, ...]) -> None:
     """Serve the standings, rating charts, matches and replays of the tournaments under RUNS_DIR.
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from cellarena.server.cli.json_errors import FileFault
+from cellarena.server.cli.web_options import allowed_host_option
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -275,13 +276,7 @@ def _show_state(console: Console, rep: Replay, engine: Engine) -> None:
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port."
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the default web browser.")
-@click.option(
-    "--allowed-host",
-    metavar="NAME",
-    multiple=True,
-    help="A host name browsers reach the page by (repeat for more): a request naming another Host gets "
-    "400. Always allowed: the --host address, and localhost on loopback. Required with --host 0.0.0.0.",
-)
+@allowed_host_option
 def replay_view(path: str, host: str, port: int, open_browser: bool, allowed_host: tuple[str, ...]) -> None:
     """Serve one replay to a web browser and print the page's address (docs/web.md).
 

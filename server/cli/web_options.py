@@ -1,4 +1,6 @@
-"""``--web`` and ``--web-port`` for `cellarena match` and `cellarena serve`: the live view (docs/web.md)."""
+"""Options of the commands that serve pages: ``--web`` and ``--web-port`` (the live view of `cellarena
+match` and `cellarena serve`, docs/web.md), and ``--allowed-host`` (every page server a host names).
+"""
 
 from __future__ import annotations
 
@@ -23,6 +25,17 @@ def web_options() -> list[Any]:
             help="Loopback port of the live view (0: any free port).",
         ),
     ]
+
+
+#: ``--allowed-host``, one meaning for `ladder web`, `cellarena web` and `replay view` (server/web/hosts.py).
+allowed_host_option = click.option(
+    "--allowed-host",
+    metavar="NAME",
+    multiple=True,
+    help="A host name browsers reach the pages by (repeat for more; '*.example.org' for its subdomains): "
+    "a request naming another Host gets 400. Always allowed: the --host address, and localhost on "
+    "loopback. Required with --host 0.0.0.0 or ::.",
+)
 
 
 def bind_web(port: int) -> socket.socket:
