@@ -256,7 +256,10 @@ class _Log:
 
     def __call__(self, text: str, *, always: bool = True) -> None:
         if always or not self.quiet:
-            print(f"{self.name}: {text}", file=sys.stderr, flush=True)
+            # One write per line: print() writes the text and its newline apart, and a SIGTERM
+            # handler's own line could land between them.
+            sys.stderr.write(f"{self.name}: {text}\n")
+            sys.stderr.flush()
 
     def invalid_answer(self, tick: int, text: str, detail: str = "") -> None:
         """An answer that went invalid: the first in full (``detail``: a traceback), then a count at

@@ -441,3 +441,23 @@ async def test_a_ladder_whose_database_is_down_is_retried(tmp_path: Path) -> Non
         nursery.cancel_scope.cancel()
     assert code == 0, walker.stderr()
     assert len(server.seen) == 3 and "trying again in" in walker.stderr()
+
+
+def test_a_log_line_is_one_write_so_a_signal_cannot_split_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM's handler raises between bytecodes; print() wrote a line's text and its newline apart,
+    and under load the "stopped by SIGTERM" line was seen glued to the back-off line before it."""
+    from cellarena.sdk.bot import _Log
+
+    writes: list[str] = []
+
+    class Stderr:
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(sys, "stderr", Stderr())
+    _Log("walker", quiet=False)("could not connect; trying again in 0.8 s")
+    assert writes == ["walker: could not connect; trying again in 0.8 s\n"]
