@@ -18,6 +18,7 @@ import pytest
 from bot_processes import BotPids
 from postgres_server import PostgresServer
 from postgres_server import missing as postgres_missing
+from suite import REALTIME_MARK, unlisted
 
 from cellarena.server import wall_clock
 
@@ -107,5 +108,14 @@ LONGEST_FIRST = (  # by their time in a full run under CI=true, 2026-11-29
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the longest files first (see `LONGEST_FIRST`); the order within a file is kept."""
+    # tests/suite.py's realtime phase collects only the files that spell the mark: a realtime test
+    # elsewhere (marked through a helper, say) would run in neither phase.
+    missed = unlisted(item.path for item in items if item.get_closest_marker("realtime"))
+    if missed:
+        raise pytest.UsageError(
+            f"{', '.join(sorted(missed))}: a test marked realtime in a file without the text "
+            f"{REALTIME_MARK!r}, which tests/suite.py's realtime phase looks for; mark it with "
+            "@pytest.mark.realtime in the file itself"
+        )
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

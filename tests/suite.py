@@ -8,7 +8,9 @@
    and tests of processes, sockets and browsers wait on events under generous deadlines.
 2. **The realtime phase**: the few tests marked ``realtime``, which measure real elapsed time or race
    the wall clock (a 15 Hz match's budgets over TCP, a bot 30 ms late), one at a time with the
-   machine to themselves.
+   machine to themselves. Only the files that mark a test ``realtime`` are collected (importing all
+   160 test files took 5 to 10 s of the phase's 90); tests/conftest.py fails the parallel phase if
+   a realtime test stands in a file `realtime_files` would miss.
 
 Both phases run even when the first fails, so one run shows every failure. The exit status is the
 first non-zero of the two (pytest's own codes); "no test ran" in a phase (``-k`` that selects none
@@ -23,6 +25,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +35,24 @@ ROOT = Path(__file__).resolve().parent.parent
 PARALLEL = 3
 #: pytest's exit code when it collected no test (a phase that ``-k`` leaves empty).
 NO_TESTS = 5
+#: How a test file marks a test, or itself (``pytestmark = pytest.mark.realtime``), realtime.
+REALTIME_MARK = "mark.realtime"
 _COUNTS = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
+
+
+def realtime_files() -> list[str]:
+    """The test files that mark a test (or themselves) ``realtime``, relative to the checkout."""
+    return sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "tests").glob("test_*.py")
+        if REALTIME_MARK in p.read_text(encoding="utf-8")
+    )
+
+
+def unlisted(paths: Iterable[Path]) -> list[str]:
+    """Those of ``paths`` (files holding a test marked realtime) that `realtime_files` misses."""
+    listed = {ROOT / rel for rel in realtime_files()}
+    return sorted(str(p) for p in set(paths) if Path(p) not in listed)
 
 
 def _phase(name: str, args: list[str]) -> tuple[int, dict[str, int], float]:
@@ -56,11 +76,22 @@ def _phase(name: str, args: list[str]) -> tuple[int, dict[str, int], float]:
     return code, counts, time.monotonic() - started
 
 
+def _names_tests(extra: list[str]) -> bool:
+    """Whether the extra arguments name a test file, folder or test (``tests/test_x.py::name``)."""
+    return any(not a.startswith("-") and ("/" in a or a.endswith(".py") or "::" in a) for a in extra)
+
+
+def realtime_files_unless_named(extra: list[str]) -> list[str]:
+    """The realtime files to collect, or none where the extra arguments name what to run."""
+    return [] if _names_tests(extra) else realtime_files()
+
+
 def main(extra: list[str]) -> int:
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     phases = [
         ("parallel phase", ["-m", "not realtime", "-n", str(PARALLEL), *extra]),
-        ("realtime phase", ["-m", "realtime", "-n", "0", *extra]),
+        # Extra arguments that name files or tests replace the realtime files, as in the first phase.
+        ("realtime phase", ["-m", "realtime", "-n", "0", *extra, *realtime_files_unless_named(extra)]),
     ]
     status = 0
     total: dict[str, int] = {}

@@ -37,3 +37,25 @@ def test_a_failure_in_either_phase_fails_the_run_and_both_phases_run(tmp_path: P
     assert proc.returncode == 1, proc.stdout
     assert "test_two.py::test_parallel" in proc.stdout and "test_two.py::test_realtime" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1] == "0 passed, 2 failed"
+
+
+def test_the_realtime_phase_collects_only_the_files_that_mark_a_test_realtime(tmp_path: Path) -> None:
+    """Fewer files to import; and a realtime test in a file the phase would not collect is named
+    (tests/conftest.py stops any run on it), so no test falls between the two phases."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        import suite
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    files = suite.realtime_files()
+    assert "tests/test_match_cli.py" in files and "tests/test_cata.py" not in files
+    assert suite.realtime_files_unless_named([]) == files
+    assert suite.realtime_files_unless_named(["-k", "budget"]) == files
+    assert suite.realtime_files_unless_named(["tests/test_time_bank.py"]) == []
+    assert suite.unlisted([ROOT / "tests" / "test_match_cli.py"]) == []
+    stray = tmp_path / "test_elsewhere.py"
+    assert suite.unlisted([stray, ROOT / "tests" / "test_match_cli.py"]) == [str(stray)]
+    proc = _suite("-k", "budget_is_counted_from_the_send or the_scripted_bot_never_says", "--co")
+    assert "== realtime phase: pytest -m realtime -n 0 -k" in proc.stdout
+    realtime_line = next(line for line in proc.stdout.splitlines() if line.startswith("== realtime phase"))
+    assert "tests/test_match_cli.py" in realtime_line and "tests/test_cata.py" not in realtime_line
