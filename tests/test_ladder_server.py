@@ -787,12 +787,29 @@ async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
     await alice.stream.aclose()
 
 
-async def test_a_house_bot_that_says_hello_for_another_game_is_paused_with_its_cause(tmp_path: Path) -> None:
+#: A house bot that never joins, by raw_bot's mode: its failure's cause, and the one deadline that
+#: ends its launch made short (the other left long, so a slow start on a busy machine changes nothing).
+NEVER_JOINS = {
+    "game:cata": ({"cause": "wrong_game", "asked": "cata", "game": "rezzo"}, {}),
+    "nohello": (
+        {"cause": "never_connected", "detail": "it connected but sent no hello within 1 s"},
+        {"hello_timeout": 1.0},
+    ),
+    "noconnect": (
+        {"cause": "never_connected", "detail": "it did not connect within 2 s"},
+        {"house_idle_limit": 2.0},
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", list(NEVER_JOINS))
+async def test_a_house_bot_that_never_joins_is_paused_with_its_cause(tmp_path: Path, mode: str) -> None:
     """Issue 38, for house bots, over a real `run_ladder` and a real process: a house bot whose hello
-    asks for cata is refused; each launch is a ``wrong_game`` failure, kept in the audit log, and
-    under ``--pause-after 2`` it is paused after its second launch (tests/test_ladder_house.py shows
-    a paused one is not started again; before: started again every 0.5 s forever, its token rotated
-    each time, nothing recorded)."""
+    asks for cata is refused, one that connects and says nothing is closed at the hello timeout, one
+    that never connects is stopped at the idle limit; each launch is a failure with its cause, kept in
+    the audit log, and under ``--pause-after 2`` the bot is paused after its second launch
+    (tests/test_ladder_house.py shows a paused one is not started again, and the same in virtual
+    time; before: started again every 0.5 s forever, its token rotated each time, nothing recorded)."""
     import json
 
     from cellarena.arena.ladder.policy import CommunityPolicy
@@ -801,7 +818,7 @@ async def test_a_house_bot_that_says_hello_for_another_game_is_paused_with_its_c
     raw_bot = Path(__file__).parent / "bots" / "raw_bot.py"
     store = LadderStore(tmp_path / "ladder.sqlite")
     alice_token = store.add_bot("alice", "rezzo")[1].secret
-    store.add_bot("cata", "rezzo", house_command=f'"{sys.executable}" "{raw_bot}" game:cata')
+    store.add_bot("cata", "rezzo", house_command=f'"{sys.executable}" "{raw_bot}" {mode}')
     config = LadderConfig(
         "rezzo",
         {"map": "duel", "max_ticks": 20},
@@ -813,6 +830,7 @@ async def test_a_house_bot_that_says_hello_for_another_game_is_paused_with_its_c
         log_dir=tmp_path / "logs",
         house_after=0.0,
         policy=CommunityPolicy(pause_after=2),
+        **NEVER_JOINS[mode][1],
     )
     (tmp_path / "logs").mkdir()
     ports: list[int] = []
@@ -830,8 +848,7 @@ async def test_a_house_bot_that_says_hello_for_another_game_is_paused_with_its_c
         await alice.stream.aclose()
         nursery.cancel_scope.cancel()
     reason = paused()
-    assert reason is not None and "2 failures in a row" in reason and "wrong_game" in reason, reason
+    cause = NEVER_JOINS[mode][0]
+    assert reason is not None and "2 failures in a row" in reason and cause["cause"] in reason, reason
     failed = [e for e in store.audit_log() if e.action == "house launch failed" and e.bot == "cata"]
-    assert [json.loads(e.detail or "") for e in failed] == [
-        {"cause": "wrong_game", "asked": "cata", "game": "rezzo"}
-    ] * 2
+    assert [json.loads(e.detail or "") for e in failed] == [cause] * 2
