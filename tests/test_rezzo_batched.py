@@ -284,7 +284,7 @@ def test_torus_and_mixed_shapes_are_refused() -> None:
 def test_slot_bench_times_both_ways() -> None:
     """`slot_bench`'s batched side is the server's own (`SlotBatch`, whose worlds answer as their
     engines do: tests/test_rezzo_slot_batch.py); both sides report a figure."""
-    from cellarena.server.games.rezzo.tools.slot_bench import run
+    from cellarena.server.bench.games.rezzo.slot import run
 
     figures = run([2], budget_s=0.05)["slots"]["2"]
     assert figures["agents"] == 16

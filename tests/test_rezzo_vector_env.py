@@ -19,7 +19,7 @@ from test_rezzo_batched import both_backends, use
 from cellarena.arena.cli import main
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell, Move
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.games.rezzo.training.vector_env import THREADS_FROM, RezzoVectorEnv
+from cellarena.server.training.rezzo.vector_env import THREADS_FROM, RezzoVectorEnv
 
 CELLS = VIEW_SIZE * VIEW_SIZE
 
@@ -149,7 +149,7 @@ def test_bad_actions_and_options_are_refused() -> None:
 
 def test_bench_env_times_both_backends_and_the_engines() -> None:
     """`cellarena bench env` puts the numba backend beside the numpy one and the separate engines."""
-    from cellarena.server.games.rezzo.tools.env_bench import run
+    from cellarena.server.bench.games.rezzo.env import run
 
     result = run([2], budget_s=0.02)
     assert result["backend"] == use("numba")

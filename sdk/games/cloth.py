@@ -623,7 +623,7 @@ class View:
 def observation(view: View) -> np.ndarray:
     """The view as the training environment's observation, (2, H, W) uint8: the board's codes, then the
     territory (bit 0 A's, bit 1 B's). Here, in the SDK, so that a trained bot decodes its requests
-    with the very code the environment (`cellarena.server.games.cloth.env`) trained it on."""
+    with the very code the environment (`cellarena.server.env.games.cloth`) trained it on."""
     return np.stack([np.asarray(view.board, np.uint8), np.asarray(view.territory, np.uint8)])
 
 

@@ -676,7 +676,7 @@ def observation(view: View) -> np.ndarray:
     """The view as the training environment's observation, (4, H, W) uint8: block codes, units (1 +
     kind index for yours, 6 + kind index for the opponent's), guards (1 yours, 2 the opponent's), and
     your seat everywhere. Here, in the SDK, so that a trained bot decodes its requests with the very
-    code the environment (`cellarena.server.games.colorblocks.env`) trained it on."""
+    code the environment (`cellarena.server.env.games.colorblocks`) trained it on."""
     board = view.board
     out = np.zeros((4, board.height, board.width), np.uint8)
     out[0] = board.blocks

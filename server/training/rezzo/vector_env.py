@@ -74,10 +74,10 @@ from cellarena.server.games.rezzo.batch.batched import BatchedRezzo
 from cellarena.server.games.rezzo.engine import RezzoConfig, RezzoEngine
 from cellarena.server.games.rezzo.maps import read_map
 from cellarena.server.games.rezzo.starts import random_start
-from cellarena.server.games.rezzo.training.opponents import Opponent, OpponentSeats
-from cellarena.server.games.rezzo.training.picture import rgb_frame
-from cellarena.server.games.rezzo.training.rewards import EVENT_TERMS, SHAPING_TERMS, RewardShaper
 from cellarena.server.replay import ReplayWriter
+from cellarena.server.training.rezzo.opponents import Opponent, OpponentSeats
+from cellarena.server.training.rezzo.picture import rgb_frame
+from cellarena.server.training.rezzo.rewards import EVENT_TERMS, SHAPING_TERMS, RewardShaper
 
 #: From this many worlds up, threads="auto" steps them on all of numba's threads: a step of 512 duels
 #: takes about 1 ms on one thread, against some tens of microseconds to start the others.
