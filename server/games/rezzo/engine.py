@@ -40,8 +40,9 @@ from cellarena.server.games.base import (
     sole_first,
 )
 from cellarena.server.games.config import GameConfig, option
-from cellarena.server.games.rezzo.ca import AT_BASE, BURNT, BitWorld
+from cellarena.server.games.rezzo.ca import BitWorld
 from cellarena.server.games.rezzo.maps import parse_embedded_map, parse_map, read_map
+from cellarena.server.games.rezzo.planes import AT_BASE, BURNT
 
 #: Below this many world cells per viewing agent, decoding the whole world beats per-cell gathers.
 CELLS_PER_AGENT_TO_DECODE = 4096

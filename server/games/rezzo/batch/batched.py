@@ -43,7 +43,6 @@ from cellarena.sdk.games.rezzo import (
     Move,
 )
 from cellarena.server.games.rezzo import backends
-from cellarena.server.games.rezzo.ca import AT_BASE, BURNT, FORMED
 from cellarena.server.games.rezzo.engine import (
     RezzoEngine,
     blocked_event,
@@ -51,6 +50,7 @@ from cellarena.server.games.rezzo.engine import (
     loss_events,
     transition_events,
 )
+from cellarena.server.games.rezzo.planes import AT_BASE, BURNT, FORMED
 
 if TYPE_CHECKING:
     from cellarena.server.games.rezzo.batch import batched_kernel, batched_parallel

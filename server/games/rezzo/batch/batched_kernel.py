@@ -33,7 +33,7 @@ from cellarena.sdk.games.rezzo import (
     Facing,
     Move,
 )
-from cellarena.server.games.rezzo.ca import AT_BASE, BURNT, FORMED
+from cellarena.server.games.rezzo.planes import AT_BASE, BURNT, FORMED
 
 _CONDUCTOR, _ELECTRON, _TAIL, _PHOTON = (
     int(c) for c in (Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL, Cell.PHOTON)
@@ -63,7 +63,7 @@ def _transition(
     plane rounded up to a multiple of 8) zeros.
 
     The flags touched go to ``found`` as rows (world, cell, kind, owner) after the count in
-    ``found[0, 0]`` (row 0 holds the count): formed, burnt, beside a base (`ca.FORMED`...). A world
+    ``found[0, 0]`` (row 0 holds the count): formed, burnt, beside a base (`planes.FORMED`...). A world
     may add up to two rows per cell, so the kernel stops before a world that might not fit and
     returns its index (the caller makes room and calls again from there); B when all are done."""
     u8 = np.uint8
