@@ -146,7 +146,7 @@ def test_views_of_worlds_too_large_for_the_index_table(
         batch = BatchedRezzo(engines, backend="numpy")
     finally:
         batched.VIEW_TABLE_MAX = saved
-    assert batch._view_table is None
+    assert batch._numpy_views._view_table is None
     rng = np.random.default_rng(seed)
     k = batch.agents_per_player
     for step in range(steps):

@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from cellarena.sdk.games.rezzo import Cell, Move
-from cellarena.server.games.rezzo.batch.batched import BORDER, BatchedRezzo
+from cellarena.server.games.rezzo.batch.batched import BatchedRezzo
+from cellarena.server.games.rezzo.batch.cells import BORDER
 
 #: Terms read from the game's events: the batch makes its events when one of them is weighed.
 EVENT_TERMS = ("flag_formed", "own_flag_destroyed", "enemy_flag_destroyed")
