@@ -294,7 +294,8 @@ def test_large_worlds_gather_viewports_cell_by_cell_and_agree_with_the_reference
     # Past CELLS_PER_AGENT_TO_DECODE cells per agent the engine reads the planes at each viewport
     # cell instead of decoding the world; both ways must agree with the reference.
     from cellarena.server.bench.games.rezzo.engine import random_rezzo_codes
-    from cellarena.server.games.rezzo.engine import CELLS_PER_AGENT_TO_DECODE, RezzoEngine
+    from cellarena.server.games.rezzo.engine import RezzoEngine
+    from cellarena.server.games.rezzo.viewports import CELLS_PER_AGENT_TO_DECODE
 
     rng = np.random.default_rng(7)
     cells = random_rezzo_codes(130, 3, rng)
