@@ -22,7 +22,7 @@ CELLS_PER_AGENT_TO_DECODE = 4096
 VIEW_REACH = VIEW_SIZE - 1  # the agent sits at the bottom edge: the view reaches 12 cells ahead
 
 
-def _view_offsets() -> np.ndarray:
+def view_offsets() -> np.ndarray:
     """(4, 2, 13, 13): per facing, the dx and dy of every viewport cell from its agent."""
     r = np.arange(VIEW_SIZE)[:, None]
     c = np.arange(VIEW_SIZE)[None, :]
@@ -49,7 +49,7 @@ class Viewports:
         if damage is not None:
             self.damage[:] = np.asarray(damage, dtype=np.uint8)
         self._codes_padded = np.full(self._damage_padded.shape, Cell.OOB, np.uint8)
-        self._offsets = _view_offsets()
+        self._offsets = view_offsets()
         pw = w + 2 * m
         self._flat_offsets = (self._offsets[:, 1] * pw + self._offsets[:, 0]).astype(np.intp)
         if world.torus:

@@ -8,31 +8,12 @@ import functools
 
 import numpy as np
 
-from cellarena.sdk.games.rezzo import (
-    FORWARD,
-    RIGHTWARD,
-    VIEW_AGENT_COL,
-    VIEW_AGENT_ROW,
-    VIEW_SIZE,
-    Cell,
-    Facing,
-)
+from cellarena.sdk.games.rezzo import Cell
 from cellarena.server.games.rezzo.batch.cells import AGENT, BORDER, MARGIN, VIEW_CELLS
+from cellarena.server.games.rezzo.viewports import view_offsets
 
-
-def _view_offsets() -> tuple[np.ndarray, np.ndarray]:
-    """Per facing, the (dy, dx) of the 169 viewport cells from the agent, in the wire's row-major order."""
-    r = np.arange(VIEW_SIZE)[:, None]
-    col = np.arange(VIEW_SIZE)[None, :]
-    dys, dxs = np.zeros((4, VIEW_CELLS), np.intp), np.zeros((4, VIEW_CELLS), np.intp)
-    for f in Facing:
-        (fx, fy), (rx, ry) = FORWARD[f], RIGHTWARD[f]
-        dxs[f] = ((VIEW_AGENT_ROW - r) * fx + (col - VIEW_AGENT_COL) * rx).reshape(-1)
-        dys[f] = ((VIEW_AGENT_ROW - r) * fy + (col - VIEW_AGENT_COL) * ry).reshape(-1)
-    return dys, dxs
-
-
-_DY, _DX = _view_offsets()
+# Per facing, the (dy, dx) of the 169 viewport cells from the agent, in the wire's row-major order.
+_DX, _DY = (view_offsets()[:, i].reshape(4, VIEW_CELLS).astype(np.intp) for i in (0, 1))
 
 
 @functools.lru_cache(maxsize=8)
