@@ -108,7 +108,7 @@ def _transition(
     start: int,
     found: np.ndarray,
 ) -> int:
-    """`BatchedRezzo._transition_chunk` for worlds ``start``.. : the next codes of the advancing
+    """`numpy_transition.NumpyTransition` for worlds ``start``.. : the next codes of the advancing
     worlds of ``codes`` (B, plane) in place, and their loss bits (judged on the old state) in
     ``loss_any``. ``near``: `BatchedRezzo._near`; ``photon``: its photon table; ``scratch``: (5,
     plane rounded up to a multiple of 8) zeros.
