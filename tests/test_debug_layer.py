@@ -155,7 +155,7 @@ def test_rezzo_places_a_viewport_cell_on_the_board_cell_that_agent_sees_there(to
                         continue
                     x, y = cell
                     seen = int(codes[row, col])
-                    here = int(engine._relative(board[y, x], seat))
+                    here = int(engine._viewports.relative(board[y, x], seat))
                     assert seen == here, (seat, k, row, col)
         assert place(None, [12, 6]) == place(request["agents"][0], [12, 6])  # the first agent
         assert place(999, [0, 0]) is None and place(request["agents"][0], [13, 0]) is None

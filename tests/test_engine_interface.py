@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from rezzo_backends import use
 
+from cellarena.server.bench.games.rezzo.engine import allocations, engine_footprint, random_rezzo_codes
 from cellarena.server.games import ConfigError, Engine, get_engine
 from cellarena.server.games.rezzo.ca import BitWorld
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.games.rezzo.tools.bench import allocations, engine_footprint, random_rezzo_codes
 
 
 def test_registry_finds_rezzo() -> None:
@@ -166,7 +166,7 @@ def test_bench_server_reports_levels_in_json(caplog: pytest.LogCaptureFixture) -
 def test_bench_rezzo_times_both_backends_and_the_baseline(monkeypatch: pytest.MonkeyPatch) -> None:
     """`cellarena bench rezzo` reports the numba step beside the numpy one, and only numpy when numba
     is off (the figures themselves are the benchmark's business, not a timed test's)."""
-    from cellarena.server.games.rezzo.tools import bench
+    from cellarena.server.bench.games.rezzo import engine as bench
 
     use("numba")
     r = bench.run([16], budget_s=0.05)["sizes"]["16"]

@@ -9,8 +9,8 @@ from pettingzoo.test import api_test
 
 from cellarena.sdk.games.cata import View, action_mask, observation
 from cellarena.sdk.protocol.messages import tick
+from cellarena.server.env.games.cata import RULE, CataAECEnv
 from cellarena.server.games.cata.engine import CataEngine
-from cellarena.server.games.cata.env import RULE, CataAECEnv
 from cellarena.server.games.cata.render import render
 
 SMALL = {"size": 16, "max_turns": 6}

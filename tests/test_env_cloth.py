@@ -9,8 +9,8 @@ import numpy as np
 from env_checks import assert_render_is_the_watch_picture, assert_rewards_follow_the_result
 from pettingzoo.test import api_test
 
+from cellarena.server.env.games.cloth import ClothAECEnv
 from cellarena.server.games.cloth.engine import ClothEngine
-from cellarena.server.games.cloth.env import ClothAECEnv
 from cellarena.server.games.cloth.render import render
 
 SMALL = {"width": 16, "height": 16, "max_rounds": 3, "generations": 20}

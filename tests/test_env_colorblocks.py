@@ -10,8 +10,8 @@ from env_checks import assert_render_is_the_watch_picture, assert_rewards_follow
 from pettingzoo.test import api_test
 
 from cellarena.sdk.games.colorblocks import KINDS, ActionCodes, Block, Board, Unit, View
+from cellarena.server.env.games.colorblocks import ColorblocksAECEnv
 from cellarena.server.games.colorblocks.engine import ColorblocksEngine
-from cellarena.server.games.colorblocks.env import ColorblocksAECEnv
 from cellarena.server.games.colorblocks.render import render_engine
 
 SMALL = {"max_turns": 12}

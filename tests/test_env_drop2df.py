@@ -9,8 +9,8 @@ from pettingzoo.test import api_test
 
 from cellarena.sdk.games.drop2df import ActionCodes, View, play_ops
 from cellarena.sdk.protocol.messages import tick
+from cellarena.server.env.games.drop2df import Drop2dfAECEnv
 from cellarena.server.games.drop2df.engine import Drop2dfEngine
-from cellarena.server.games.drop2df.env import Drop2dfAECEnv
 from cellarena.server.games.drop2df.render import render
 
 

@@ -13,10 +13,10 @@ from rich.text import Text
 
 from cellarena.arena.cli import main
 from cellarena.sdk.games.rezzo import VIEW_SIZE
+from cellarena.server.env.games.rezzo import RezzoParallelEnv, agent_name
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.games.rezzo.env import RezzoParallelEnv, agent_name
 from cellarena.server.games.rezzo.render import render_engine
-from cellarena.server.games.rezzo.training.vector_env import RezzoVectorEnv
+from cellarena.server.training.rezzo.vector_env import RezzoVectorEnv
 
 VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
 

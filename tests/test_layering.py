@@ -3,8 +3,9 @@
 Core code (everything in server/, arena/ and sdk/ except each game's own package or module and the
 SDK's list of games) must neither import a game's modules nor spell a game's name: what differs
 between games comes from the game's `GamePlugin`. And the layers point one way: the SDK imports
-nothing from the server or the arena and needs no trio; the server imports nothing from the arena.
-Imports inside functions count too: a lazy import is still a dependency.
+nothing from the server or the arena and needs no trio; the server imports nothing from the arena;
+the games (rules and engines) import none of their tools (options, environments, training, benchmarks),
+which import the games. Imports inside functions count too: a lazy import is still a dependency.
 """
 
 from __future__ import annotations
@@ -38,15 +39,39 @@ def _module(rel: str) -> str:
     return ".".join(parts)
 
 
+#: The folders holding one module or package per game, named for the game: its rules and engine
+#: (server/games/cata/), its tools in their layers (server/env/games/cata.py,
+#: server/bench/games/rezzo/, server/cli/games/cata.py, server/training/rezzo/), its SDK module
+#: (sdk/games/cata.py) and its random opponent (sdk/opponents/cata.py).
+GAME_HOMES = (
+    ("server", "games"),
+    ("server", "env", "games"),
+    ("server", "bench", "games"),
+    ("server", "cli", "games"),
+    ("server", "training"),
+    ("sdk", "games"),
+    ("sdk", "opponents"),
+)
+
+#: The packages of the games' tools, which import the games and never the reverse.
+TOOL_LAYERS = (
+    "cellarena.server.cli",
+    "cellarena.server.bench",
+    "cellarena.server.env",
+    "cellarena.server.training",
+)
+
+
 def _game_of(rel: str) -> str | None:
     """The game whose own package or module ``rel`` is in, or None for core code."""
     parts = Path(rel).parts
-    if parts[:2] == ("server", "games") and len(parts) > 3 and parts[2] in GAMES:
-        return parts[2]
-    # A game's SDK module (sdk/games/cata.py), or its random opponent (sdk/opponents/cata.py).
-    sdk_own = parts[:2] in (("sdk", "games"), ("sdk", "opponents")) and len(parts) == 3
-    if sdk_own and parts[2].removesuffix(".py") in GAMES:
-        return parts[2].removesuffix(".py")
+    for home in GAME_HOMES:
+        if parts[: len(home)] != home or len(parts) == len(home):
+            continue
+        rest = parts[len(home) :]
+        name = rest[0] if len(rest) > 1 else rest[0].removesuffix(".py")
+        if name in GAMES:
+            return name
     return None
 
 
@@ -125,6 +150,11 @@ def test_the_games_are_found() -> None:
     assert _game_of("server/games/rezzo/engine.py") == "rezzo"
     assert _game_of("sdk/games/cata.py") == "cata"
     assert _game_of("server/games/plugin.py") is None
+    assert _game_of("server/env/games/cata.py") == "cata"
+    assert _game_of("server/bench/games/rezzo/load.py") == "rezzo"
+    assert _game_of("server/training/rezzo/vector_env.py") == "rezzo"
+    assert _game_of("server/env/turns.py") is None
+    assert _game_of("server/games/rezzo.py") == "rezzo"
 
 
 def test_core_code_reaches_games_only_through_their_plugins() -> None:
@@ -178,6 +208,40 @@ def test_layers_point_one_way() -> None:
                 if name == bad or name.startswith(bad + "."):
                     problems.append(f"{rel}:{line}: {layer} imports {name}")
     assert not problems, "\n".join(sorted(set(problems)))
+
+
+def _upward_imports(rel: str, text: str | None = None) -> list[str]:
+    """Where a module of the games' layer (server/games/) imports one of their tools' layers."""
+    tree = ast.parse((ROOT / rel).read_text() if text is None else text, rel)
+    return [
+        f"{rel}:{line}: imports {name}"
+        for line, name in _imports(tree, rel)
+        if any(name == layer or name.startswith(layer + ".") for layer in TOOL_LAYERS)
+    ]
+
+
+def test_the_games_import_none_of_their_tools() -> None:
+    """Rules and engines (server/games/) stand alone: options, environments, training and benchmarks
+    live in the layers above and import them. A plugin names its tools as "module:attr" strings."""
+    problems = [p for rel in _sources() if rel.startswith("server/games/") for p in _upward_imports(rel)]
+    assert not problems, "a game imports its tools' layer; move the code up:\n" + "\n".join(problems)
+
+
+def test_the_upward_import_check_catches_them() -> None:
+    probe = (
+        "from cellarena.server.cli.game_cli import GameCli\n"
+        "def f():\n"
+        "    from cellarena.server.env import ansi\n"
+        "from cellarena.server.games.base import Engine\n"
+        'TOOL = "cellarena.server.bench.games.cata:command"\n'
+    )
+    found = _upward_imports("server/games/cata/probe.py", probe)
+    assert [p.split(": ", 1)[1] for p in found] == [
+        "imports cellarena.server.cli.game_cli",
+        "imports cellarena.server.cli.game_cli.GameCli",
+        "imports cellarena.server.env",
+        "imports cellarena.server.env.ansi",
+    ]
 
 
 def test_the_server_does_not_load_the_bot_loop() -> None:

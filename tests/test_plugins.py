@@ -39,7 +39,7 @@ PLUGIN = GamePlugin(
     summary="a game from another package",
     engine="cellarena.server.games.drop2df.engine:Drop2dfEngine",
     config="cellarena.server.games.drop2df.engine:Drop2dfConfig",
-    cli="cellarena.server.games.drop2df.options:CLI",
+    cli="cellarena.server.cli.games.drop2df:CLI",
     root_commands={"toyhello": "toygame:hello"},
 )
 WRONG = "not a plugin"
@@ -274,7 +274,7 @@ def plugin(name, engine):
         summary="a toy",
         engine=f"toyages:{engine}",
         config="cellarena.server.games.drop2df.engine:Drop2dfConfig",
-        cli="cellarena.server.games.drop2df.options:CLI",
+        cli="cellarena.server.cli.games.drop2df:CLI",
     )
 
 
@@ -367,7 +367,7 @@ PLAIN = GamePlugin(
     summary="a toy from before the capabilities",
     engine="plaintoy:PlainEngine",
     config="cellarena.server.games.drop2df.engine:Drop2dfConfig",
-    cli="cellarena.server.games.drop2df.options:CLI",
+    cli="cellarena.server.cli.games.drop2df:CLI",
 )
 '''
 

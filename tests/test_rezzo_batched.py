@@ -146,7 +146,7 @@ def test_views_of_worlds_too_large_for_the_index_table(
         batch = BatchedRezzo(engines, backend="numpy")
     finally:
         batched.VIEW_TABLE_MAX = saved
-    assert batch._view_table is None
+    assert batch._numpy_views._view_table is None
     rng = np.random.default_rng(seed)
     k = batch.agents_per_player
     for step in range(steps):
@@ -284,7 +284,7 @@ def test_torus_and_mixed_shapes_are_refused() -> None:
 def test_slot_bench_times_both_ways() -> None:
     """`slot_bench`'s batched side is the server's own (`SlotBatch`, whose worlds answer as their
     engines do: tests/test_rezzo_slot_batch.py); both sides report a figure."""
-    from cellarena.server.games.rezzo.tools.slot_bench import run
+    from cellarena.server.bench.games.rezzo.slot import run
 
     figures = run([2], budget_s=0.05)["slots"]["2"]
     assert figures["agents"] == 16

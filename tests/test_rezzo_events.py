@@ -17,7 +17,7 @@ from cellarena.server.games import causes
 from cellarena.server.games.rezzo.batch.batched import BatchedRezzo
 from cellarena.server.games.rezzo.batch.slot_batch import SlotBatch
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.games.rezzo.training.vector_env import RezzoVectorEnv
+from cellarena.server.training.rezzo.vector_env import RezzoVectorEnv
 
 
 @both_backends

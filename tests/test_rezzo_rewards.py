@@ -11,7 +11,7 @@ import pytest
 from rezzo_boards import engine_from
 
 from cellarena.sdk.games.rezzo import Move
-from cellarena.server.games.rezzo.training.vector_env import REWARD_TERMS, RezzoVectorEnv
+from cellarena.server.training.rezzo.vector_env import REWARD_TERMS, RezzoVectorEnv
 
 # One agent per player: sub-environment 0 is player 0's agent, 1 player 1's.
 NOOP, ADVANCE, BUILD, HIT = int(Move.NOOP), int(Move.ADVANCE), int(Move.BUILD), int(Move.HIT)

@@ -19,15 +19,15 @@ from cellarena.sdk.opponents.rezzo import RandomRezzo
 from cellarena.server.games.rezzo.engine import RezzoEngine
 from cellarena.server.games.rezzo.maps import parse_map, read_map
 from cellarena.server.games.rezzo.starts import random_start
-from cellarena.server.games.rezzo.training.opponents import (
+from cellarena.server.replay import read_replay, verify
+from cellarena.server.training.rezzo.opponents import (
     BotOpponent,
     OpponentMix,
     OpponentSeats,
     policy_opponent,
     snapshot,
 )
-from cellarena.server.games.rezzo.training.vector_env import RezzoVectorEnv
-from cellarena.server.replay import read_replay, verify
+from cellarena.server.training.rezzo.vector_env import RezzoVectorEnv
 
 
 def views(engine: RezzoEngine, seat: int) -> np.ndarray:

@@ -19,7 +19,7 @@ from test_rezzo_batched import both_backends, use
 from cellarena.arena.cli import main
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell, Move
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.games.rezzo.training.vector_env import THREADS_FROM, RezzoVectorEnv
+from cellarena.server.training.rezzo.vector_env import THREADS_FROM, RezzoVectorEnv, thread_count
 
 CELLS = VIEW_SIZE * VIEW_SIZE
 
@@ -149,7 +149,7 @@ def test_bad_actions_and_options_are_refused() -> None:
 
 def test_bench_env_times_both_backends_and_the_engines() -> None:
     """`cellarena bench env` puts the numba backend beside the numpy one and the separate engines."""
-    from cellarena.server.games.rezzo.tools.env_bench import run
+    from cellarena.server.bench.games.rezzo.env import run
 
     result = run([2], budget_s=0.02)
     assert result["backend"] == use("numba")
@@ -177,7 +177,7 @@ def test_threads_split_the_worlds_with_the_same_results() -> None:
     assert two.worlds.threads == 2 and one.worlds.threads == 1
     assert RezzoVectorEnv(1, {"map": "duel"}, threads="all").worlds.threads == 1  # one world, one run
     assert RezzoVectorEnv(6, {"map": "duel"}).worlds.threads == 1  # "auto": few worlds, one thread
-    assert RezzoVectorEnv._threads("auto", THREADS_FROM) == threads_available()
+    assert thread_count("auto", THREADS_FROM) == threads_available()
     rng = np.random.default_rng(3)
     for got, want in zip(two.reset(seed=5), one.reset(seed=5), strict=True):
         assert np.array_equal(got, want) if isinstance(got, np.ndarray) else got.keys() == want.keys()

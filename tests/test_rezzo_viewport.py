@@ -293,8 +293,9 @@ def test_pending_follows_the_world_after_a_move() -> None:
 def test_large_worlds_gather_viewports_cell_by_cell_and_agree_with_the_reference(torus: bool) -> None:
     # Past CELLS_PER_AGENT_TO_DECODE cells per agent the engine reads the planes at each viewport
     # cell instead of decoding the world; both ways must agree with the reference.
-    from cellarena.server.games.rezzo.engine import CELLS_PER_AGENT_TO_DECODE, RezzoEngine
-    from cellarena.server.games.rezzo.tools.bench import random_rezzo_codes
+    from cellarena.server.bench.games.rezzo.engine import random_rezzo_codes
+    from cellarena.server.games.rezzo.engine import RezzoEngine
+    from cellarena.server.games.rezzo.viewports import CELLS_PER_AGENT_TO_DECODE
 
     rng = np.random.default_rng(7)
     cells = random_rezzo_codes(130, 3, rng)
@@ -328,8 +329,8 @@ def test_pending_follows_every_move_turn_and_death(torus: bool) -> None:
     # each request must still equal every agent's viewport computed afresh.
     import random
 
+    from cellarena.server.bench.games.rezzo.load import bench_map
     from cellarena.server.games.rezzo.engine import RezzoEngine
-    from cellarena.server.games.rezzo.tools.load import bench_map
 
     engine = RezzoEngine.new({"map": "bench", "map_text": bench_map(), "max_ticks": 200, "torus": torus})
     rng = random.Random(7)

@@ -18,7 +18,7 @@ import pytest
 from cellarena.arena.discovery import discover
 from cellarena.sdk.games.cata import ACTIONS, View, action_move, encode_answer
 from cellarena.sdk.protocol.messages import tick
-from cellarena.server.games.cata.env import CataAECEnv
+from cellarena.server.env.games.cata import CataAECEnv
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "training.md"

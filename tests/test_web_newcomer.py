@@ -177,9 +177,9 @@ def test_rezzos_eight_seats_stay_apart_for_colour_blind_viewers(browser: Any) ->
 
 
 def test_the_training_picture_has_the_players_colours(browser: Any) -> None:
-    """`render_mode="rgb_array"` (server/games/rezzo/training/picture.py) draws in the player's colours."""
+    """`render_mode="rgb_array"` (server/training/rezzo/picture.py) draws in the player's colours."""
     from cellarena.sdk.games.rezzo import Cell
-    from cellarena.server.games.rezzo.training.picture import _palette
+    from cellarena.server.training.rezzo.picture import _palette
 
     table = _palette()
     rows = dict((label, colour) for colour, label in _web_legend(browser, "rezzo", 8))

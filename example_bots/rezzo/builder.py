@@ -279,13 +279,8 @@ class Agent:
             return None
         walk = self.trap.walks[self.walk]
         if self.step == 0:
-            start = walk[0][0]
-            if t.pos != start:
-                move = t.step_to({start}, limit=SEARCH)
-                if move is None and t.world(1) == start and Viewport.kind(t.known(*start) or 0) in HITTABLE:
-                    move = Move.HIT  # wire on the start cell: cut it
-                self.stuck = 0 if move is not None else self.stuck + 1
-                return Move.NOOP if move is None else move
+            if t.pos != walk[0][0]:
+                return self.go_to_start(walk[0][0])
             self.step = 1
         while self.step < len(walk) and t.pos == walk[self.step][0]:
             self.step += 1
@@ -310,6 +305,15 @@ class Agent:
         self.stuck += 1
         # Someone else's wire or a flag in the way: cut it. An agent in the way moves on by itself.
         return Move.HIT if Viewport.kind(ahead or 0) in HITTABLE else Move.NOOP
+
+    def go_to_start(self, start: Pos) -> int:
+        """A move towards the first cell of the current walk."""
+        t = self.tracker
+        move = t.step_to({start}, limit=SEARCH)
+        if move is None and t.world(1) == start and Viewport.kind(t.known(*start) or 0) in HITTABLE:
+            move = Move.HIT  # wire on the start cell: cut it
+        self.stuck = 0 if move is not None else self.stuck + 1
+        return Move.NOOP if move is None else move
 
     def wait_for_pulse(self, cell: Pos, pulse: Pos, tick: int) -> int | None:
         """At SYNC: a move that waits to lay the wire towards ``cell`` in step with the pulses seen at

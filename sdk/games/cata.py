@@ -393,7 +393,7 @@ class View:
 
 
 # ---------------------------------------------------------------------------------------- for learning
-#: Actions of the training environment (`cellarena.server.games.cata.env`): ``a`` is the move
+#: Actions of the training environment (`cellarena.server.env.games.cata`): ``a`` is the move
 #: ``(a // RULE_SIZE, a % RULE_SIZE)``, so every (kind, index) pair has one action.
 ACTIONS = len(Act) * RULE_SIZE
 #: The numbers after the board and the rule in `observation`: both healths in HP, then turn, move,

@@ -163,37 +163,46 @@ class ClothWorld:
         return plan
 
     def _make_plan(self, cur: np.ndarray, nxt: np.ndarray, h: int) -> list[tuple[Any, ...]]:
-        """The calls stepping one band of ``h`` rows from ``cur`` to ``nxt``: ufuncs and their arguments."""
+        """The calls stepping one band of ``h`` rows from ``cur`` to ``nxt``: ufuncs and their arguments.
+
+        Made in four parts that hand each other scratch through the pool, by name (`_scratch`)."""
+        return [
+            *self._plan_sums(cur, h),
+            *self._plan_live_count(h),
+            *self._plan_dominance(h),
+            *self._plan_rules(cur, nxt, h),
+        ]
+
+    def _sizes(self, h: int) -> tuple[int, int, int]:
+        """For a band of ``h`` rows: words of a plane, of its rows 1..h, and of the counted run."""
+        s = self.stride
+        pw = (h + 2) * s
+        return pw, h * s, 3 * pw - 2 * s  # the counted run: L, A, B less a row at each end
+
+    def _plan_sums(self, cur: np.ndarray, h: int) -> list[tuple[Any, ...]]:
+        """The guard words, then the column sums of three rows."""
         n, s = self.words, self.stride
-        pw = (h + 2) * s  # words of a plane
-        rw = h * s  # a plane's rows 1..h
-        mw = 3 * pw - 2 * s  # the counted run, less a row at each end
-        dt = self._dtype
-        one = dt.type(1)
+        pw, rw, mw = self._sizes(h)
         xor, and_, or_ = np.bitwise_xor, np.bitwise_and, np.bitwise_or
-
-        def real(buf: np.ndarray, plane: int, planes: int = 1) -> np.ndarray:
-            """Rows 1..h of ``plane`` (and the ``planes - 1`` next ones, ghost rows between)."""
-            return buf[plane * pw + s : (plane + planes - 1) * pw + s + rw]
-
-        def scratch(name: str, size: int) -> np.ndarray:
-            return self._scratch(name, size)
-
         plan: list[tuple[Any, ...]] = []
         # Guard words of L, A, B: west guard = last word << 1, east guard = first word >> 1.
         rows = cur[: 3 * pw].reshape(3 * (h + 2), s)
         plan.append((np.add, rows[:, n], rows[:, n], rows[:, 0]))  # x + x: thrice as fast as x << 1
-        plan.append((np.right_shift, rows[:, 1], one, rows[:, n + 1]))
+        plan.append((np.right_shift, rows[:, 1], self._dtype.type(1), rows[:, n + 1]))
         # Column sums. Run index i (0 <= i < mw) is state word s + i; scratch keeps it at i + 1, so
         # that its west and east neighbours are views too (the two never-written ends only ever
         # reach guard columns, whose results are not used). Scratch is reused once dead, and
         # written in place where it can, so that a band's working set stays small.
         ab = pw + rw  # A's and B's rows, as one run from A's row 1 to B's row h
         up, mid, down = cur[:mw], cur[s : s + mw], cur[2 * s : 2 * s + mw]
-        x2, x3 = scratch("x2", mw + 2), scratch("x3", mw + 2)  # parity of up+down, up+self+down
-        c2, c3 = scratch("c2", rw + 2), scratch("c3", rw + 2)  # L only: their carries
-        o2, o3 = scratch("o2", ab + 2), scratch("o3", ab + 2)  # A and B only: up|down, up|self|down
-        plan += [
+        x2, x3 = self._scratch("x2", mw + 2), self._scratch("x3", mw + 2)  # parity of up+down, up+self+down
+        c2, c3 = self._scratch("c2", rw + 2), self._scratch("c3", rw + 2)  # L only: their carries
+        o2, o3 = (
+            self._scratch("o2", ab + 2),
+            self._scratch("o3", ab + 2),
+        )  # A and B only: up|down, up|self|down
+        return [
+            *plan,
             (xor, up, down, x2[1 : mw + 1]),
             (xor, x2[1 : mw + 1], mid, x3[1 : mw + 1]),
             (and_, up[:rw], down[:rw], c2[1 : rw + 1]),
@@ -202,15 +211,22 @@ class ClothWorld:
             (or_, up[pw:], down[pw:], o2[1 : ab + 1]),
             (or_, o2[1 : ab + 1], mid[pw:], o3[1 : ab + 1]),
         ]
+
+    def _plan_live_count(self, h: int) -> list[tuple[Any, ...]]:
+        """``m``: the cells with 2 or 3 live neighbours, from the column sums."""
+        _, rw, mw = self._sizes(h)
+        xor, and_, or_ = np.bitwise_xor, np.bitwise_and, np.bitwise_or
+        x2, x3 = self._scratch("x2", mw + 2), self._scratch("x3", mw + 2)
+        c2, c3 = self._scratch("c2", rw + 2), self._scratch("c3", rw + 2)
         # N = west v3 + own v2 + east v3. For L: N = odd + 2 * (c3 west + c2 own + c3 east + carry),
         # with odd = x3 west ^ x2 own ^ x3 east and carry their majority, so 2 <= N <= 3 iff exactly
         # one of those four 2s is set: m = x & ~twos, where x is their xor and twos says that a pair
         # (west, own) or (east, carry) is both set.
-        odd = scratch("odd", mw)  # first x3 west ^ x2 own, then the parity of N, for all three
-        carry, both, x, m = (scratch(name, rw) for name in ("carry", "both", "x", "m"))
+        odd = self._scratch("odd", mw)  # first x3 west ^ x2 own, then the parity of N, for all three
+        carry, both, x, m = (self._scratch(name, rw) for name in ("carry", "both", "x", "m"))
         x3w, x2o, x3e = x3[:mw], x2[1 : mw + 1], x3[2 : mw + 2]
         c3w, c2o, c3e = c3[:rw], c2[1 : rw + 1], c3[2 : rw + 2]
-        plan += [
+        plan: list[tuple[Any, ...]] = [
             (xor, x3w, x2o, odd),
             (and_, odd[:rw], x3e[:rw], carry),
             (xor, odd, x3e, odd),
@@ -227,12 +243,20 @@ class ClothWorld:
         ]
         if self.width % self._k:  # no births past the right edge
             plan.append((and_, m, self._edge_mask(h), m))
+        return plan
+
+    def _plan_dominance(self, h: int) -> list[tuple[Any, ...]]:
+        """Over A's and B's rows (``pw`` apart, as in the state): where A dominates B and the reverse."""
+        pw, rw, mw = self._sizes(h)
+        xor, and_, or_ = np.bitwise_xor, np.bitwise_and, np.bitwise_or
+        ab = pw + rw
+        o2, o3 = self._scratch("o2", ab + 2), self._scratch("o3", ab + 2)
         # A and B: only whether N_A and N_B are 0 (z, an or of the eight), 2 (z and even) or odd is
         # needed. Under m, N_A + N_B <= 3, so N_A > N_B iff N_A != 0 and not (N_A odd and N_B != 0):
         # g = zA & ~(oddA & zB) = zA ^ (oddA & zA & zB), and lt the mirror. A's and B's rows lie pw
         # apart in these runs, as in the state.
-        z, zz, odd_ab = o2[1 : ab + 1], both, odd[pw:]
-        plan += [
+        z, zz, odd_ab = o2[1 : ab + 1], self._scratch("both", rw), self._scratch("odd", mw)[pw:]
+        return [
             (or_, z, o3[:ab], z),
             (or_, z, o3[2 : ab + 2], z),
             (and_, z[:rw], z[pw:], zz),
@@ -240,10 +264,24 @@ class ClothWorld:
             (and_, odd_ab[pw:], zz, odd_ab[pw:]),
             (xor, z, odd_ab, z),
         ]
+
+    def _plan_rules(self, cur: np.ndarray, nxt: np.ndarray, h: int) -> list[tuple[Any, ...]]:
+        """The next state from the counts and the dominance: takes, births, kills and survivals."""
+        s = self.stride
+        pw, rw, mw = self._sizes(h)
+        xor, and_, or_ = np.bitwise_xor, np.bitwise_and, np.bitwise_or
+        ab = pw + rw
+
+        def real(buf: np.ndarray, plane: int, planes: int = 1) -> np.ndarray:
+            """Rows 1..h of ``plane`` (and the ``planes - 1`` next ones, ghost rows between)."""
+            return buf[plane * pw + s : (plane + planes - 1) * pw + s + rw]
+
+        z = self._scratch("o2", ab + 2)[1 : ab + 1]
+        odd, m = self._scratch("odd", mw), self._scratch("m", rw)
         g, lt = z[:rw], z[pw:]
         # take: cells a dominant player takes, births (empty with N = 3: odd under m) and conversions (c).
-        occ, take = carry, x
-        plan += [
+        occ, take = self._scratch("carry", rw), self._scratch("x", rw)
+        plan: list[tuple[Any, ...]] = [
             (or_, real(cur, _PL), real(cur, _PD), occ),
             (or_, odd[:rw], occ, take),
             (xor, take, occ, take),
@@ -252,7 +290,7 @@ class ClothWorld:
         # The decision table, before "and m": A survives unless lt, is taken where g; B the mirror;
         # killed players become d; c stays unless taken; L is what lives. The rows between A's and
         # B's of killed (later gain) and taken are never written, so the state's stay zero.
-        killed, taken = scratch("killed", ab), scratch("taken", ab)
+        killed, taken = self._scratch("killed", ab), self._scratch("taken", ab)
         gain, nab = killed, real(nxt, _PA, 2)
         plan += [
             (and_, real(cur, _PA), lt, killed[:rw]),
@@ -268,12 +306,12 @@ class ClothWorld:
         ]
         # Only cells with 2 <= N <= 3 live on; then L is what lives.
         alive = nxt.reshape(5, pw)[_PA:, s : s + rw]
-        plan += [
+        return [
+            *plan,
             (and_, alive, m, alive),
             (or_, real(nxt, _PA), real(nxt, _PB), real(nxt, _PL)),
             (or_, real(nxt, _PL), real(nxt, _PC), real(nxt, _PL)),
         ]
-        return plan
 
     def _edge_mask(self, h: int) -> np.ndarray:
         """Over a band's rows 1..h: the bits of cells on the board (guard words 0)."""
@@ -623,7 +661,7 @@ class View:
 def observation(view: View) -> np.ndarray:
     """The view as the training environment's observation, (2, H, W) uint8: the board's codes, then the
     territory (bit 0 A's, bit 1 B's). Here, in the SDK, so that a trained bot decodes its requests
-    with the very code the environment (`cellarena.server.games.cloth.env`) trained it on."""
+    with the very code the environment (`cellarena.server.env.games.cloth`) trained it on."""
     return np.stack([np.asarray(view.board, np.uint8), np.asarray(view.territory, np.uint8)])
 
 

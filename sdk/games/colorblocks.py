@@ -20,7 +20,7 @@ a list of actions::
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
@@ -313,120 +313,7 @@ class Board:
             raise Refused(f"unknown action {verb!r}; known: {', '.join(_SHAPES)}", True)
         if not any(len(args) == len(s) and all(ok(a) for ok, a in zip(s, args, strict=True)) for s in shape):
             raise Refused(f"{verb} takes {_USAGE[verb]}, got {list(action)!r}", True)
-        getattr(self, f"_check_{verb}")(seat, *args)
-
-    def _cell(self, x: int, y: int) -> None:
-        if not self.inside(x, y):
-            raise Refused(f"({x}, {y}) is off the {self.width}x{self.height} board")
-
-    def _own_unit(self, seat: int, uid: int) -> Unit:
-        unit = self.units.get(uid)
-        if unit is None:
-            raise Refused(f"there is no unit {uid} (destroyed, or never made)")
-        if unit.owner != seat:
-            raise Refused(f"unit {uid} is not yours")
-        return unit
-
-    def _check_place(self, seat: int, x: int, y: int) -> None:
-        self._cell(x, y)
-        if self.placed:
-            raise Refused("only one colour block may be placed per turn")
-        if self.blocks[y, x] not in (Block.NEUTRAL, color(seat)):
-            raise Refused(
-                f"({x}, {y}) is {Block(self.blocks[y, x]).name}; place on a neutral or your own block"
-            )
-        if not self.free(x, y):
-            raise Refused(f"({x}, {y}) has a unit or guard on it")
-        if not color_change(self, x, y, seat):
-            raise Refused(f"a block at ({x}, {y}) would convert nothing")
-
-    def _check_move(self, seat: int, uid: int, x: int, y: int, how: str = "color") -> None:
-        unit = self._own_unit(seat, uid)
-        self._cell(x, y)
-        if uid in self.moved:
-            raise Refused(f"unit {uid} has already moved this turn")
-        dx, dy = x - unit.x, y - unit.y
-        if (dx == 0) == (dy == 0):
-            raise Refused(f"unit {uid} moves along a row or column, at least one cell")
-        if self.blocks[y, x] == objective(1 - seat):
-            if abs(dx) + abs(dy) != 1:
-                raise Refused(f"unit {uid} must be next to the objective at ({x}, {y}) to capture it")
-            if self.guards[y, x] >= 0 or self.unit_at(x, y) is not None:  # cannot happen on a map, kept safe
-                raise Refused(f"({x}, {y}) is occupied")
-            return
-        if how != "color":
-            raise Refused('only a capture onto an objective takes "dead"')
-        sx, sy = (dx > 0) - (dx < 0), (dy > 0) - (dy < 0)
-        cx, cy = unit.x, unit.y
-        while (cx, cy) != (x, y):
-            cx, cy = cx + sx, cy + sy
-            if not self.passable(seat, cx, cy):
-                raise Refused(f"unit {uid} cannot pass ({cx}, {cy}): {self._why_blocked(seat, cx, cy)}")
-
-    def _why_blocked(self, seat: int, x: int, y: int) -> str:
-        if self.guards[y, x] >= 0:
-            return "a guard"
-        if self.unit_at(x, y) is not None:
-            return "a unit"
-        return f"{Block(self.blocks[y, x]).name} (units walk on their own colour, own spawn and TRUE_NEUTRAL)"
-
-    def _check_act(self, seat: int, uid: int, x: int, y: int) -> None:
-        unit = self._own_unit(seat, uid)
-        self._cell(x, y)
-        if uid in self.acted:
-            raise Refused(f"unit {uid} has already acted this turn")
-        dist = abs(x - unit.x) + abs(y - unit.y)
-        straight = x == unit.x or y == unit.y
-        kind = unit.kind
-        if kind == "shield":
-            raise Refused("a shield has no action: it protects its neighbours by standing there")
-        if kind == "shooter":
-            if not straight or not SHOOTER_RANGE[0] <= dist <= SHOOTER_RANGE[1]:
-                raise Refused(f"a shooter hits a cell 2 or 3 away in its row or column, not ({x}, {y})")
-        elif dist != 1:
-            raise Refused(f"a {kind} acts on a neighbouring cell, not ({x}, {y})")
-        if kind == "fighter":
-            target = self.unit_at(x, y)
-            if target is None:
-                raise Refused(f"no unit at ({x}, {y}) to destroy")
-            if self.shielded(target):
-                raise Refused(f"unit {target.id} at ({x}, {y}) is next to a shield")
-            return
-        if not self.free(x, y):
-            raise Refused(f"({x}, {y}) has a unit or guard on it")
-        b = self.blocks[y, x]
-        if kind == "cleaner":
-            if b not in (Block.RED, Block.BLUE):
-                raise Refused(f"a cleaner turns a colour block neutral; ({x}, {y}) is {Block(b).name}")
-        elif b not in (Block.NEUTRAL, color(1 - seat)):
-            raise Refused(f"a {kind} colours a neutral or enemy block; ({x}, {y}) is {Block(b).name}")
-
-    def _check_destruct(self, seat: int, uid: int) -> None:
-        self._own_unit(seat, uid)
-        if uid in self.acted:
-            raise Refused(f"unit {uid} has already acted this turn")
-
-    def _check_guard(self, seat: int, x: int, y: int, fx: int | None = None, fy: int | None = None) -> None:
-        self._cell(x, y)
-        if self.guard_moved:
-            raise Refused("only one guard move per turn")
-        if fx is None or fy is None:
-            if self.reserves[seat] <= 0:
-                raise Refused('no guard left in reserve; move one with ["guard", x, y, from_x, from_y]')
-        else:
-            self._cell(fx, fy)
-            if self.guards[fy, fx] != seat:
-                raise Refused(f"no guard of yours at ({fx}, {fy})")
-        if self.blocks[y, x] not in (Block.NEUTRAL, color(seat)):
-            raise Refused(
-                f"a guard goes on a neutral or your own block; ({x}, {y}) is {Block(self.blocks[y, x]).name}"
-            )
-        if not self.free(x, y):
-            raise Refused(f"({x}, {y}) has a unit or guard on it")
-
-    def _check_spawn(self, seat: int, kind: str) -> None:
-        if kind not in KINDS:
-            raise Refused(f"unknown unit kind {kind!r}; kinds: {', '.join(KINDS)}", True)
+        _CHECKS[verb](self, seat, *args)
 
     # -------------------------------------------------------------- applying (after check)
     def _do(self, seat: int, action: Sequence[Any]) -> None:
@@ -438,39 +325,45 @@ class Board:
             self.blocks[y, x] = color(seat)
             self._convert(seat, cells)
         elif verb == "move":
-            uid, x, y = args[:3]
-            unit = self.units[uid]
-            self.moved.add(uid)
-            unit.x, unit.y = x, y
-            if self.blocks[y, x] == objective(1 - seat):
-                self.blocks[y, x] = Block.DEAD if len(args) > 3 and args[3] == "dead" else color(seat)
-                if not self.find(objective(1 - seat)):
-                    self.winner = seat
+            self._do_move(seat, *args)
         elif verb == "act":
-            uid, x, y = args
-            unit = self.units[uid]
-            self.acted.add(uid)
-            if unit.kind == "fighter":
-                target = self.unit_at(x, y)
-                assert target is not None
-                del self.units[target.id]
-            elif unit.kind == "cleaner":
-                self.blocks[y, x] = Block.NEUTRAL
-            else:  # paver, shooter: no colour change follows
-                self.blocks[y, x] = color(seat)
+            self._do_act(seat, *args)
         elif verb == "destruct":
             self.acted.add(args[0])
             del self.units[args[0]]
         elif verb == "guard":
-            x, y = args[:2]
-            if len(args) == 2:
-                self.reserves[seat] -= 1
-            else:
-                self.guards[args[3], args[2]] = -1
-            self.guards[y, x] = seat
-            self.guard_moved = True
+            self._do_guard(seat, *args)
         elif verb == "spawn":
             self.next_spawn[seat] = args[0]
+
+    def _do_move(self, seat: int, uid: int, x: int, y: int, how: str = "color") -> None:
+        unit = self.units[uid]
+        self.moved.add(uid)
+        unit.x, unit.y = x, y
+        if self.blocks[y, x] == objective(1 - seat):
+            self.blocks[y, x] = Block.DEAD if how == "dead" else color(seat)
+            if not self.find(objective(1 - seat)):
+                self.winner = seat
+
+    def _do_act(self, seat: int, uid: int, x: int, y: int) -> None:
+        unit = self.units[uid]
+        self.acted.add(uid)
+        if unit.kind == "fighter":
+            target = self.unit_at(x, y)
+            assert target is not None
+            del self.units[target.id]
+        elif unit.kind == "cleaner":
+            self.blocks[y, x] = Block.NEUTRAL
+        else:  # paver, shooter: no colour change follows
+            self.blocks[y, x] = color(seat)
+
+    def _do_guard(self, seat: int, x: int, y: int, fx: int | None = None, fy: int | None = None) -> None:
+        if fx is None or fy is None:
+            self.reserves[seat] -= 1
+        else:
+            self.guards[fy, fx] = -1
+        self.guards[y, x] = seat
+        self.guard_moved = True
 
     def _convert(self, seat: int, cells: list[tuple[int, int]]) -> None:
         """Colour ``cells`` for ``seat``; enemy units there die unless shielded (judged before any dies)."""
@@ -520,7 +413,7 @@ class Board:
                 if (
                     unit.kind != "shield"
                     and self.inside(x, y)
-                    and self._ok(self._check_act, seat, unit.id, x, y)
+                    and self._ok(_check_act, self, seat, unit.id, x, y)
                 ):
                     out.append(["act", unit.id, x, y])
         return out
@@ -580,6 +473,142 @@ class Board:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"colorblocks tick message is malformed: {exc}") from None
         return cls(blocks, guards, units, reserves, spawns, next_id=max(units, default=-1) + 1)
+
+
+# ------------------------------------------------------------------------------ why an action is refused
+# One check per action name, each raising `Refused` with the reason (`Board.check` picks it by name).
+
+
+def _cell(board: Board, x: int, y: int) -> None:
+    if not board.inside(x, y):
+        raise Refused(f"({x}, {y}) is off the {board.width}x{board.height} board")
+
+
+def _own_unit(board: Board, seat: int, uid: int) -> Unit:
+    unit = board.units.get(uid)
+    if unit is None:
+        raise Refused(f"there is no unit {uid} (destroyed, or never made)")
+    if unit.owner != seat:
+        raise Refused(f"unit {uid} is not yours")
+    return unit
+
+
+def _check_place(board: Board, seat: int, x: int, y: int) -> None:
+    _cell(board, x, y)
+    if board.placed:
+        raise Refused("only one colour block may be placed per turn")
+    if board.blocks[y, x] not in (Block.NEUTRAL, color(seat)):
+        raise Refused(f"({x}, {y}) is {Block(board.blocks[y, x]).name}; place on a neutral or your own block")
+    if not board.free(x, y):
+        raise Refused(f"({x}, {y}) has a unit or guard on it")
+    if not color_change(board, x, y, seat):
+        raise Refused(f"a block at ({x}, {y}) would convert nothing")
+
+
+def _check_move(board: Board, seat: int, uid: int, x: int, y: int, how: str = "color") -> None:
+    unit = _own_unit(board, seat, uid)
+    _cell(board, x, y)
+    if uid in board.moved:
+        raise Refused(f"unit {uid} has already moved this turn")
+    dx, dy = x - unit.x, y - unit.y
+    if (dx == 0) == (dy == 0):
+        raise Refused(f"unit {uid} moves along a row or column, at least one cell")
+    if board.blocks[y, x] == objective(1 - seat):
+        if abs(dx) + abs(dy) != 1:
+            raise Refused(f"unit {uid} must be next to the objective at ({x}, {y}) to capture it")
+        if board.guards[y, x] >= 0 or board.unit_at(x, y) is not None:  # cannot happen on a map, kept safe
+            raise Refused(f"({x}, {y}) is occupied")
+        return
+    if how != "color":
+        raise Refused('only a capture onto an objective takes "dead"')
+    sx, sy = (dx > 0) - (dx < 0), (dy > 0) - (dy < 0)
+    cx, cy = unit.x, unit.y
+    while (cx, cy) != (x, y):
+        cx, cy = cx + sx, cy + sy
+        if not board.passable(seat, cx, cy):
+            raise Refused(f"unit {uid} cannot pass ({cx}, {cy}): {_why_blocked(board, seat, cx, cy)}")
+
+
+def _why_blocked(board: Board, seat: int, x: int, y: int) -> str:
+    if board.guards[y, x] >= 0:
+        return "a guard"
+    if board.unit_at(x, y) is not None:
+        return "a unit"
+    return f"{Block(board.blocks[y, x]).name} (units walk on their own colour, own spawn and TRUE_NEUTRAL)"
+
+
+def _check_act(board: Board, seat: int, uid: int, x: int, y: int) -> None:
+    unit = _own_unit(board, seat, uid)
+    _cell(board, x, y)
+    if uid in board.acted:
+        raise Refused(f"unit {uid} has already acted this turn")
+    dist = abs(x - unit.x) + abs(y - unit.y)
+    straight = x == unit.x or y == unit.y
+    kind = unit.kind
+    if kind == "shield":
+        raise Refused("a shield has no action: it protects its neighbours by standing there")
+    if kind == "shooter":
+        if not straight or not SHOOTER_RANGE[0] <= dist <= SHOOTER_RANGE[1]:
+            raise Refused(f"a shooter hits a cell 2 or 3 away in its row or column, not ({x}, {y})")
+    elif dist != 1:
+        raise Refused(f"a {kind} acts on a neighbouring cell, not ({x}, {y})")
+    if kind == "fighter":
+        target = board.unit_at(x, y)
+        if target is None:
+            raise Refused(f"no unit at ({x}, {y}) to destroy")
+        if board.shielded(target):
+            raise Refused(f"unit {target.id} at ({x}, {y}) is next to a shield")
+        return
+    if not board.free(x, y):
+        raise Refused(f"({x}, {y}) has a unit or guard on it")
+    b = board.blocks[y, x]
+    if kind == "cleaner":
+        if b not in (Block.RED, Block.BLUE):
+            raise Refused(f"a cleaner turns a colour block neutral; ({x}, {y}) is {Block(b).name}")
+    elif b not in (Block.NEUTRAL, color(1 - seat)):
+        raise Refused(f"a {kind} colours a neutral or enemy block; ({x}, {y}) is {Block(b).name}")
+
+
+def _check_destruct(board: Board, seat: int, uid: int) -> None:
+    _own_unit(board, seat, uid)
+    if uid in board.acted:
+        raise Refused(f"unit {uid} has already acted this turn")
+
+
+def _check_guard(
+    board: Board, seat: int, x: int, y: int, fx: int | None = None, fy: int | None = None
+) -> None:
+    _cell(board, x, y)
+    if board.guard_moved:
+        raise Refused("only one guard move per turn")
+    if fx is None or fy is None:
+        if board.reserves[seat] <= 0:
+            raise Refused('no guard left in reserve; move one with ["guard", x, y, from_x, from_y]')
+    else:
+        _cell(board, fx, fy)
+        if board.guards[fy, fx] != seat:
+            raise Refused(f"no guard of yours at ({fx}, {fy})")
+    if board.blocks[y, x] not in (Block.NEUTRAL, color(seat)):
+        raise Refused(
+            f"a guard goes on a neutral or your own block; ({x}, {y}) is {Block(board.blocks[y, x]).name}"
+        )
+    if not board.free(x, y):
+        raise Refused(f"({x}, {y}) has a unit or guard on it")
+
+
+def _check_spawn(board: Board, seat: int, kind: str) -> None:
+    if kind not in KINDS:
+        raise Refused(f"unknown unit kind {kind!r}; kinds: {', '.join(KINDS)}", True)
+
+
+_CHECKS: dict[str, Callable[..., None]] = {
+    "place": _check_place,
+    "move": _check_move,
+    "act": _check_act,
+    "destruct": _check_destruct,
+    "guard": _check_guard,
+    "spawn": _check_spawn,
+}
 
 
 _XY = (is_int, is_int)
@@ -676,7 +705,7 @@ def observation(view: View) -> np.ndarray:
     """The view as the training environment's observation, (4, H, W) uint8: block codes, units (1 +
     kind index for yours, 6 + kind index for the opponent's), guards (1 yours, 2 the opponent's), and
     your seat everywhere. Here, in the SDK, so that a trained bot decodes its requests with the very
-    code the environment (`cellarena.server.games.colorblocks.env`) trained it on."""
+    code the environment (`cellarena.server.env.games.colorblocks`) trained it on."""
     board = view.board
     out = np.zeros((4, board.height, board.width), np.uint8)
     out[0] = board.blocks

@@ -324,7 +324,7 @@ def observation(view: View) -> bytes:
     """The view as the training environment's observation (there ``numpy.frombuffer(..., uint8)``):
     the row's cell codes, then how many blank, ``+`` and ``-`` tokens you have left. Here, in the SDK,
     so that a trained bot decodes its requests with the very code the environment
-    (`cellarena.server.games.drop2df.env`) trained it on."""
+    (`cellarena.server.env.games.drop2df`) trained it on."""
     return view.row + bytes(view.tokens.count(face) for face in FACES)
 
 

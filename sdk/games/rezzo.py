@@ -476,7 +476,7 @@ def observation(viewport: Viewport) -> bytes:
     """One agent's viewport as the training environments' observation (there ``numpy.frombuffer(...,
     uint8)`` shaped (2, 13, 13)): the cell codes in the wire layout, then the damage. Here, in the SDK,
     so that a trained bot decodes its requests with the very code the environments
-    (`cellarena.server.games.rezzo.env`) trained it on."""
+    (`cellarena.server.env.games.rezzo`) trained it on."""
     return viewport.cells + viewport.damage
 
 

@@ -6,6 +6,7 @@ noisy machine absolute figures drift while a ratio of best-of-batches timings ho
 
 from __future__ import annotations
 
+import json
 import resource
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -79,6 +80,34 @@ def seconds_option(help: str = "Timing budget per size and contender.") -> Calla
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+
+
+def sized_command(
+    name: str,
+    sizes: str,
+    run: Callable[..., dict[str, Any]],
+    *,
+    sizes_help: str = "Comma-separated board sizes (square).",
+    seconds_help: str = "Timing budget per size and contender.",
+) -> Callable[[Callable[[dict[str, Any]], None]], click.Command]:
+    """A game's ``bench NAME`` over board sizes: ``run(sizes, budget_s=seconds)``, printed as one JSON
+    object with ``--json``, else by the function decorated, whose docstring is the command's help."""
+
+    def make(show: Callable[[dict[str, Any]], None]) -> click.Command:
+        @click.command(name, help=show.__doc__)
+        @sizes_option(sizes, sizes_help)
+        @seconds_option(seconds_help)
+        @json_option
+        def command(sizes: list[int], seconds: float, as_json: bool) -> None:
+            result = run(sizes, budget_s=seconds)
+            if as_json:
+                click.echo(json.dumps(result))
+            else:
+                show(result)
+
+        return command
+
+    return make
 
 
 def report(

@@ -1,4 +1,4 @@
-"""What the games' training environments share (`cellarena.server.games.<game>.env` hold the games' own).
+"""The games' PettingZoo environments (`games`, a module per game) and what they share (`turns`, `ansi`).
 
 Needs the ``[rl]`` extra (pettingzoo, gymnasium).
 """

@@ -11,7 +11,7 @@ are said here, so that a plugin needs no text for them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 #: Results from before causes were kept (old replays, old database rows).
@@ -58,54 +58,67 @@ def _at(c: Mapping[str, Any]) -> str:
     return f" at tick {c['tick']}" if isinstance(c.get("tick"), int) else ""
 
 
+def _log_line(c: Mapping[str, Any]) -> str:
+    last = c.get("last_log_line")
+    return f"; the last line of its log: {last!r}" if last else ""
+
+
+def _disconnected(name: str, c: Mapping[str, Any], at: str) -> str:
+    grace = c.get("grace")
+    within = f" within the {grace:g} s grace" if isinstance(grace, (int, float)) and grace > 0 else ""
+    return f"{name} forfeits{at}: its connection closed and it did not come back{within}"
+
+
+def _exited(name: str, c: Mapping[str, Any], at: str) -> str:
+    how = (
+        f"was killed by signal {c['signal']}"
+        if c.get("signal")
+        else f"exited with status {c.get('status', '?')}"
+    )
+    return f"{name} forfeits{at}: its process {how}{_log_line(c)}"
+
+
+def _never_connected(name: str, c: Mapping[str, Any], at: str) -> str:
+    detail = c.get("detail")
+    # "took its seat": a launched bot is handed its connection, so connecting is not the point.
+    return f"{name} forfeits: it never took its seat" + (f" ({detail})" if detail else "")
+
+
+#: Each cause's sentence, from the seat's name, the cause and " at tick N" (or "").
+_SENTENCES: dict[str, Callable[[str, Mapping[str, Any], str], str]] = {
+    TICK_CAP: lambda name, c, at: f"{name} was still in when the match reached its tick cap{at}",
+    LAST_STANDING: lambda name, c, at: f"{name} is the last player standing{at}",
+    SCORE: lambda name, c, at: f"{name} ended with {c.get('score', '?')} points{at}",
+    UNRESPONSIVE: lambda name, c, at: (
+        f"{name} forfeits{at}: no answer within the budget for {c.get('ticks', '?')} ticks in a row"
+    ),
+    DISCONNECTED: _disconnected,
+    EXITED: _exited,
+    LIMIT: lambda name, c, at: (
+        f"{name} forfeits{at}: the launcher stopped it, {c.get('detail') or 'over a limit'}{_log_line(c)}"
+    ),
+    WRONG_GAME: lambda name, c, at: (
+        f"{name} forfeits: it asked to play {c.get('asked', '?')}, this match plays {c.get('game', '?')}"
+    ),
+    REFUSED: lambda name, c, at: f"{name} forfeits: the server refused its hello ({c.get('message', '')})",
+    NEVER_CONNECTED: _never_connected,
+    UNKNOWN: lambda name, c, at: f"{name}: why it ended is unknown (recorded before causes were kept)",
+}
+
+
 def sentence(seat: int, c: Mapping[str, Any] | None, names: Sequence[str]) -> str:
     """The cause of ``seat`` as one sentence, with seat names from ``names``."""
     name = _seat_name(names, seat)
     if not c:
-        return f"{name}: why it ended is unknown (recorded before causes were kept)"
+        return _SENTENCES[UNKNOWN](name, {}, "")
     template = c.get("text")
     if isinstance(template, str):
         # Only plain {N} is filled in, never str.format: a cause may come from an untrusted replay
         # file, where a format spec ({0:>999999999}, {0.__class__}) would cost memory or leak.
         return _PLACEHOLDER.sub(lambda m: _seat_name(names, int(m.group(1))), template[:1000])
     kind = str(c.get("cause", UNKNOWN))
-    at = _at(c)
-    if kind == TICK_CAP:
-        return f"{name} was still in when the match reached its tick cap{at}"
-    if kind == LAST_STANDING:
-        return f"{name} is the last player standing{at}"
-    if kind == SCORE:
-        return f"{name} ended with {c.get('score', '?')} points{at}"
-    if kind == UNRESPONSIVE:
-        return f"{name} forfeits{at}: no answer within the budget for {c.get('ticks', '?')} ticks in a row"
-    if kind == DISCONNECTED:
-        grace = c.get("grace")
-        within = f" within the {grace:g} s grace" if isinstance(grace, (int, float)) and grace > 0 else ""
-        return f"{name} forfeits{at}: its connection closed and it did not come back{within}"
-    if kind == EXITED:
-        if c.get("signal"):
-            how = f"was killed by signal {c['signal']}"
-        else:
-            how = f"exited with status {c.get('status', '?')}"
-        last = c.get("last_log_line")
-        said = f"; the last line of its log: {last!r}" if last else ""
-        return f"{name} forfeits{at}: its process {how}{said}"
-    if kind == LIMIT:
-        last = c.get("last_log_line")
-        said = f"; the last line of its log: {last!r}" if last else ""
-        return f"{name} forfeits{at}: the launcher stopped it, {c.get('detail') or 'over a limit'}{said}"
-    if kind == WRONG_GAME:
-        asked, game = c.get("asked", "?"), c.get("game", "?")
-        return f"{name} forfeits: it asked to play {asked}, this match plays {game}"
-    if kind == REFUSED:
-        return f"{name} forfeits: the server refused its hello ({c.get('message', '')})"
-    if kind == NEVER_CONNECTED:
-        detail = c.get("detail")
-        # "took its seat": a launched bot is handed its connection, so connecting is not the point.
-        return f"{name} forfeits: it never took its seat" + (f" ({detail})" if detail else "")
-    if kind == UNKNOWN:
-        return f"{name}: why it ended is unknown (recorded before causes were kept)"
-    return f"{name}: {kind}{at}"
+    make = _SENTENCES.get(kind)
+    return make(name, c, _at(c)) if make else f"{name}: {kind}{_at(c)}"
 
 
 def with_sentences(

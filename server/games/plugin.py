@@ -4,7 +4,10 @@ A game's package holds a `GamePlugin` and registers it under the ``cellarena.gam
 group (pyproject.toml: ``[project.entry-points."cellarena.games"]``), so a separately installed
 package can add a game the same way the built-in ones do. Everything in a plugin that imports
 anything heavy is a ``"module:attr"`` string, loaded on first use: listing the games (as
-`cellarena --help` does) imports no engine, numpy or rich.
+`cellarena --help` does) imports no engine, numpy or rich. It is also how a game names its tools,
+which live in the layers above the games and import them, never the reverse (tests/test_layering.py):
+the built-in games' options and commands under ``cellarena.server.cli.games``, their benchmarks under
+``cellarena.server.bench.games``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import numpy as np
 from policy import Policy, features
 
 from cellarena.sdk.games.cata import ACTIONS
-from cellarena.server.games.cata.env import CataAECEnv
+from cellarena.server.env.games.cata import CataAECEnv
 
 
 def episode(

@@ -36,8 +36,8 @@ from policy import CROP, EXTRA, MOVES, Policy, legal, observe, one_hot
 from cellarena.sdk import MatchInfo, Move, Tracker, View, Viewport
 from cellarena.sdk.opponents.rezzo import RandomRezzo
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.games.rezzo.training.opponents import BotOpponent, OpponentMix
-from cellarena.server.games.rezzo.training.vector_env import RezzoVectorEnv
+from cellarena.server.training.rezzo.opponents import BotOpponent, OpponentMix
+from cellarena.server.training.rezzo.vector_env import RezzoVectorEnv
 
 BOTS = Path(__file__).resolve().parent.parent
 

@@ -114,6 +114,18 @@ class CataEngine:
     def moves_left(self, seat: int) -> int:
         return sum(1 for s in MOVE_ORDER[self.move :] if s == seat)
 
+    def _position(self) -> dict[str, Any]:
+        """What a request and a frame both say of the position, in their order."""
+        return {
+            "size": self.size,
+            "board": pack_board(self.board),
+            "rule": [int(v) for v in self.rule],
+            "health": list(self.health),
+            "cells_per_hp": self.q,
+            "turn": self.turn,
+            "move": self.move,
+        }
+
     def pending(self) -> dict[int, dict[str, Any]]:
         """The one seat that moves now and everything it sees (see docs/protocol.md)."""
         if self._result is not None:
@@ -122,13 +134,7 @@ class CataEngine:
         return {
             seat: {
                 "seat": seat,
-                "size": self.size,
-                "board": pack_board(self.board),
-                "rule": [int(v) for v in self.rule],
-                "health": list(self.health),
-                "cells_per_hp": self.q,
-                "turn": self.turn,
-                "move": self.move,
+                **self._position(),
                 "moves_left": self.moves_left(seat),
                 "blocked": self.blocked[seat],
                 "meditated": self.meditated[seat],
@@ -311,13 +317,7 @@ class CataEngine:
         """The full public state."""
         return {
             "tick": self.tick,
-            "size": self.size,
-            "board": pack_board(self.board),
-            "rule": [int(v) for v in self.rule],
-            "health": list(self.health),
-            "cells_per_hp": self.q,
-            "turn": self.turn,
-            "move": self.move,
+            **self._position(),
             "to_move": None if self._result is not None else self.seat_to_move(),
             "blocked": list(self.blocked),
             "meditated": list(self.meditated),

@@ -1,6 +1,7 @@
 """Cloth of Gold as a cellarena game: what it registers (pyproject.toml, ``cellarena.games``).
 
-Only names of modules here: the engine, numpy and rich load when a command first needs them.
+Only names of modules here: the engine, numpy and rich load when a command first needs them. Its options
+and benchmark live in the layers above the game (server/cli, server/bench), which import it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ PLUGIN = GamePlugin(
     summary="three-population Game of Life with placement and territory",
     engine=f"{_HERE}.engine:ClothEngine",
     config=f"{_HERE}.engine:ClothConfig",
-    cli=f"{_HERE}.options:CLI",
-    commands={"bench": f"{_HERE}.bench:command"},
+    cli="cellarena.server.cli.games.cloth:CLI",
+    commands={"bench": "cellarena.server.bench.games.cloth:command"},
     render=f"{_HERE}.render:render",
     legend=f"{_HERE}.render:legend",
 )

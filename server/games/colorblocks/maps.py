@@ -43,23 +43,47 @@ def read_map(name_or_path: str) -> tuple[str, str]:
         raise MapError(name_or_path, 1, 1, f"cannot read the map file: {exc}") from exc
 
 
+def _parse_row(line: str, n: int, source: str) -> tuple[list[int], list[tuple[int, int]]]:
+    """One line's block codes and the (line, col) of each, up to a ``;`` comment."""
+    row: list[int] = []
+    pos: list[tuple[int, int]] = []
+    for col, ch in enumerate(line, start=1):
+        if ch == ";":
+            break
+        if ch.isspace():
+            continue
+        if ch not in LEGEND:
+            raise MapError(source, n, col, f"unknown block {ch!r}; use one of {' '.join(LEGEND)}")
+        row.append(LEGEND[ch])
+        pos.append((n, col))
+    return row, pos
+
+
+def _check_seats(
+    blocks: np.ndarray, where: list[list[tuple[int, int]]], first_line: int, source: str
+) -> None:
+    """Each seat has exactly one spawn block and at least one objective."""
+    for seat, (spawn_ch, obj_ch) in enumerate((("s", "1"), ("t", "2"))):
+        ys, xs = np.nonzero(blocks == Block.SPAWN_RED + seat)
+        if len(ys) != 1:
+            line_no, col = where[int(ys[1])][int(xs[1])] if len(ys) > 1 else (first_line, 1)
+            raise MapError(
+                source,
+                line_no,
+                col,
+                f"seat {seat} needs exactly one spawn block {spawn_ch!r}, found {len(ys)}",
+            )
+        if not np.any(blocks == Block.OBJECTIVE_RED + seat):
+            raise MapError(source, first_line, 1, f"seat {seat} needs at least one objective {obj_ch!r}")
+
+
 def parse_map(text: str, source: str = "<map>") -> np.ndarray:
     """The (height, width) block codes of a map's text; MapError points at the offending character."""
     rows: list[list[int]] = []
     where: list[list[tuple[int, int]]] = []  # (line, col) of each cell, for errors
     first_line = 0
     for n, line in enumerate(text.splitlines(), start=1):
-        row: list[int] = []
-        pos: list[tuple[int, int]] = []
-        for col, ch in enumerate(line, start=1):
-            if ch == ";":
-                break
-            if ch.isspace():
-                continue
-            if ch not in LEGEND:
-                raise MapError(source, n, col, f"unknown block {ch!r}; use one of {' '.join(LEGEND)}")
-            row.append(LEGEND[ch])
-            pos.append((n, col))
+        row, pos = _parse_row(line, n, source)
         if not row:
             continue
         if rows and len(row) != len(rows[0]):
@@ -81,16 +105,5 @@ def parse_map(text: str, source: str = "<map>") -> np.ndarray:
     if not (MIN_SIZE <= h <= MAX_SIZE and MIN_SIZE <= w <= MAX_SIZE):
         raise MapError(source, first_line, 1, f"the map is {w}x{h}; each side must be {MIN_SIZE}..{MAX_SIZE}")
     blocks = np.array(rows, np.uint8)
-    for seat, (spawn_ch, obj_ch) in enumerate((("s", "1"), ("t", "2"))):
-        ys, xs = np.nonzero(blocks == Block.SPAWN_RED + seat)
-        if len(ys) != 1:
-            line_no, col = where[int(ys[1])][int(xs[1])] if len(ys) > 1 else (first_line, 1)
-            raise MapError(
-                source,
-                line_no,
-                col,
-                f"seat {seat} needs exactly one spawn block {spawn_ch!r}, found {len(ys)}",
-            )
-        if not np.any(blocks == Block.OBJECTIVE_RED + seat):
-            raise MapError(source, first_line, 1, f"seat {seat} needs at least one objective {obj_ch!r}")
+    _check_seats(blocks, where, first_line, source)
     return blocks

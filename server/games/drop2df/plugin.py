@@ -1,6 +1,7 @@
 """drop2df as a cellarena game: what it registers (pyproject.toml, ``cellarena.games``).
 
-Only names of modules here: the engine, numpy and rich load when a command first needs them.
+Only names of modules here: the engine, numpy and rich load when a command first needs them. Its options
+and benchmark live in the layers above the game (server/cli, server/bench), which import it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ PLUGIN = GamePlugin(
     summary="the one-dimensional lemmings puzzle, as a duplicate match",
     engine=f"{_HERE}.engine:Drop2dfEngine",
     config=f"{_HERE}.engine:Drop2dfConfig",
-    cli=f"{_HERE}.options:CLI",
-    commands={"bench": f"{_HERE}.bench:command"},
+    cli="cellarena.server.cli.games.drop2df:CLI",
+    commands={"bench": "cellarena.server.bench.games.drop2df:command"},
     render=f"{_HERE}.render:render",
     legend=f"{_HERE}.render:legend",
 )

@@ -40,15 +40,13 @@ from cellarena.server.games.base import (
     sole_first,
 )
 from cellarena.server.games.config import GameConfig, option
-from cellarena.server.games.rezzo.ca import AT_BASE, BURNT, BitWorld
+from cellarena.server.games.rezzo.ca import BitWorld
 from cellarena.server.games.rezzo.maps import parse_embedded_map, parse_map, read_map
+from cellarena.server.games.rezzo.planes import AT_BASE, BURNT
+from cellarena.server.games.rezzo.viewports import Viewports
 
-#: Below this many world cells per viewing agent, decoding the whole world beats per-cell gathers.
-CELLS_PER_AGENT_TO_DECODE = 4096
 HITTABLE = frozenset({Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL})
 VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
-#: How far a viewport reaches from its agent: the margin of the padded copies the views are read from.
-VIEW_REACH = VIEW_SIZE - 1  # the agent sits at the bottom edge: the view reaches 12 cells ahead
 MOVE_CODES = frozenset(int(m) for m in Move)
 _NOOP, _ADVANCE, _LEFT, _RIGHT, _BUILD = (
     int(m) for m in (Move.NOOP, Move.ADVANCE, Move.LEFT, Move.RIGHT, Move.BUILD)
@@ -252,6 +250,89 @@ class Agent:
     alive: bool = True
 
 
+def board_agents(
+    cells: np.ndarray, players: int, agents: Sequence[tuple[int, int, int, int]] | None
+) -> list[Agent]:
+    """The agents of `RezzoEngine.from_board`, sorted by (player, index): ``agents`` as (player, x,
+    y, facing), or without it the AGENT cells of ``cells`` in reading order, all facing north."""
+    if agents is None:
+        ys, xs = np.nonzero((cells >= Cell.AGENT) & (cells < Cell.FLAG))
+        agents = [
+            (int(cells[y, x]) - Cell.AGENT, int(x), int(y), int(Facing.N))
+            for y, x in zip(ys, xs, strict=True)
+        ]
+    counts = [0] * players
+    made = []
+    for player, x, y, facing in agents:
+        if cells[y, x] != Cell.AGENT + player:
+            raise ConfigError(f"agent of player {player} at ({x}, {y}) stands on code {cells[y, x]}")
+        made.append(Agent(player, counts[player], x, y, Facing(facing)))
+        counts[player] += 1
+    n_agent_cells = int(np.count_nonzero((cells >= Cell.AGENT) & (cells < Cell.FLAG)))
+    if n_agent_cells != len(made):
+        raise ConfigError(f"{n_agent_cells} agent cells but {len(made)} agents listed")
+    made.sort(key=lambda a: (a.player, a.index))
+    return made
+
+
+def bases_of(grid: np.ndarray, players: int) -> list[tuple[int, int, int]]:
+    """Every base of ``grid`` (H, W codes) as (x, y, owner), in reading order."""
+    ys, xs = np.nonzero((grid >= Cell.BASE) & (grid < Cell.BASE + players))
+    return [(int(x), int(y), int(grid[y, x]) & 7) for y, x in zip(ys, xs, strict=True)]
+
+
+def positions(agents: Sequence[Agent]) -> np.ndarray:
+    """(n, 3): x, y and facing of each of ``agents``, as `Viewports` takes them."""
+    return np.array([(a.x, a.y, int(a.facing)) for a in agents], np.intp).reshape(len(agents), 3)
+
+
+def resolution_order(agents: Sequence[Agent], t: int, players: int, per_player: int) -> list[Agent]:
+    """The live ``agents`` in the order their moves resolve at tick ``t``: slot k of every player, the
+    player whose turn it is first."""
+    by_key = {(a.player, a.index): a for a in agents if a.alive}
+    out = []
+    for k in range(per_player):
+        for i in range(players):
+            a = by_key.get(((t + i) % players, k))
+            if a is not None:
+                out.append(a)
+    return out
+
+
+def move_agent(
+    world: BitWorld, damage: np.ndarray, a: Agent, move: int
+) -> tuple[bool, tuple[int, int, int] | None]:
+    """Carry out one agent's move (not a no-op) on the live ``world`` with its ``damage``: whether it
+    was legal (an illegal move is a no-op), and the cell (x, y, code) a hit blanked, if one did."""
+    if move in (_LEFT, _RIGHT):
+        a.facing = Facing((a.facing + (3 if move == _LEFT else 1)) % 4)
+        return True, None
+    dx, dy = FORWARD[a.facing]
+    fx, fy = a.x + dx, a.y + dy
+    if world.torus:
+        fx, fy = fx % world.width, fy % world.height
+    elif not (0 <= fx < world.width and 0 <= fy < world.height):
+        return False, None
+    target = world.code_at(fx, fy)
+    if move in (_ADVANCE, _BUILD):
+        if target != Cell.BLANK:
+            return False, None
+        world.set_code(fx, fy, Cell.AGENT + a.player)
+        world.set_code(a.x, a.y, Cell.CONDUCTOR if move == _BUILD else Cell.BLANK)
+        damage[a.y, a.x] = 0
+        a.x, a.y = fx, fy
+        return True, None
+    # HIT
+    if not (target in HITTABLE or Cell.FLAG <= target < Cell.GEYSER):
+        return False, None
+    if damage[fy, fx] < MAX_DAMAGE:
+        damage[fy, fx] += 1
+        return True, None
+    world.set_code(fx, fy, Cell.BLANK)
+    damage[fy, fx] = 0
+    return True, (fx, fy, target)
+
+
 def viewport_placer(
     agents: Sequence[Agent], seat: int, request: Mapping[str, Any], size: tuple[int, int, bool]
 ) -> Callable[[int | None, list[int]], list[int] | None]:
@@ -311,14 +392,8 @@ class RezzoEngine(OlderHashSchemes, EventsHistory, DebugPlacing):
         self.tick = tick
         self.max_ticks = max_ticks
         self.map_name = map_name
-        # Damage lives inside a zero border as wide as a viewport reaches, so that the viewports of a
-        # small world are one gather from the padded array; ``_damage`` is the world part of it.
-        m = VIEW_REACH
-        self._damage_padded = np.zeros((self.height + 2 * m, self.width + 2 * m), np.uint8)
-        self._damage = self._damage_padded[m : m + self.height, m : m + self.width]
-        if damage is not None:
-            self._damage[:] = np.asarray(damage, dtype=np.uint8)
-        self._codes_padded = np.full(self._damage_padded.shape, Cell.OOB, np.uint8)
+        self._viewports = Viewports(world, damage)
+        self._damage = self._viewports.damage  # the world's, in place
         self._agents = agents
         self.agents_per_player = max((a.index + 1 for a in agents), default=0)
         self._alive_players = set(range(self.players))
@@ -327,24 +402,13 @@ class RezzoEngine(OlderHashSchemes, EventsHistory, DebugPlacing):
         self._lost: dict[int, dict[str, Any]] = {}
         self._log: list[dict[str, Any]] = []
         #: The bases of the players still in, (x, y, owner) in reading order: only a loss changes them.
-        self._base_cells = self._bases()
+        self._base_cells = bases_of(self.world.codes_view(), self.players)
         self._result: Result | None = None
-        self._view_offsets = self._make_view_offsets()
         # Per-tick work that only changes when an agent moves, turns or dies is cached:
         self._live: list[Agent] | None = None  # live agents, sorted by (player, index)
         self._seat_slices: dict[int, tuple[int, int, list[int]]] = {}
         self._view_index: np.ndarray | None = None  # flat indices into the padded arrays
         self._order_cache: dict[int, list[Agent]] = {}
-        pw = self.width + 2 * VIEW_REACH
-        self._flat_offsets = (self._view_offsets[:, 1] * pw + self._view_offsets[:, 0]).astype(np.intp)
-        if self.torus:
-            self._wrap_rows = (np.arange(-VIEW_REACH, self.height + VIEW_REACH) % self.height)[:, None]
-            self._wrap_cols = (np.arange(-VIEW_REACH, self.width + VIEW_REACH) % self.width)[None, :]
-        # (players, 256): a code with absolute owner -> the code as viewer v sees it (owners relative).
-        c = np.arange(256)
-        owned = c >= Cell.AGENT
-        rel = [np.where(owned, (c & 0xF8) + ((c & 7) - v) % self.players, c) for v in range(self.players)]
-        self._relative_lut = np.array(rel, np.uint8).reshape(-1)
         #: The effective options, map text included, that `new()` was given (None from `from_board`).
         self.config: RezzoConfig | None = None
 
@@ -399,23 +463,7 @@ class RezzoEngine(OlderHashSchemes, EventsHistory, DebugPlacing):
         if not 1 <= players <= MAX_PLAYERS:
             raise ConfigError(f"players must be 1..{MAX_PLAYERS}, got {players}")
         world = BitWorld.from_codes(cells, players, torus=torus, own_base_counts=own_base_counts)
-        if agents is None:
-            ys, xs = np.nonzero((cells >= Cell.AGENT) & (cells < Cell.FLAG))
-            agents = [
-                (int(cells[y, x]) - Cell.AGENT, int(x), int(y), int(Facing.N))
-                for y, x in zip(ys, xs, strict=True)
-            ]
-        counts = [0] * players
-        made = []
-        for player, x, y, facing in agents:
-            if cells[y, x] != Cell.AGENT + player:
-                raise ConfigError(f"agent of player {player} at ({x}, {y}) stands on code {cells[y, x]}")
-            made.append(Agent(player, counts[player], x, y, Facing(facing)))
-            counts[player] += 1
-        n_agent_cells = int(np.count_nonzero((cells >= Cell.AGENT) & (cells < Cell.FLAG)))
-        if n_agent_cells != len(made):
-            raise ConfigError(f"{n_agent_cells} agent cells but {len(made)} agents listed")
-        made.sort(key=lambda a: (a.player, a.index))
+        made = board_agents(cells, players, agents)
         return cls(world, made, tick=tick, max_ticks=max_ticks, map_name=map_name, damage=damage)
 
     # ----------------------------------------------------------------- reading the state
@@ -433,73 +481,11 @@ class RezzoEngine(OlderHashSchemes, EventsHistory, DebugPlacing):
         return self._result
 
     # ----------------------------------------------------------------- viewports
-    def _make_view_offsets(self) -> np.ndarray:
-        """(4, 2, 13, 13): per facing, the dx and dy of every viewport cell from its agent."""
-        r = np.arange(VIEW_SIZE)[:, None]
-        c = np.arange(VIEW_SIZE)[None, :]
-        out = np.zeros((4, 2, VIEW_SIZE, VIEW_SIZE), np.int64)
-        for f in Facing:
-            (fx, fy), (rx, ry) = FORWARD[f], RIGHTWARD[f]
-            out[f, 0] = (VIEW_AGENT_ROW - r) * fx + (c - VIEW_AGENT_COL) * rx
-            out[f, 1] = (VIEW_AGENT_ROW - r) * fy + (c - VIEW_AGENT_COL) * ry
-        return out
-
-    def _views(self, agents: Sequence[Agent]) -> tuple[np.ndarray, np.ndarray]:
-        """Codes (absolute owners) and damage of the viewports of ``agents``: two (n, 13, 13) arrays."""
-        n = len(agents)
-        if self.width * self.height <= n * CELLS_PER_AGENT_TO_DECODE:
-            # Small world, many agents: decode it all once and read every viewport from padded copies.
-            return self._views_padded(agents, self._padded_index(agents))
-        pos = np.array([(a.x, a.y) for a in agents], np.int64).reshape(n, 2)
-        off = self._view_offsets[np.array([int(a.facing) for a in agents], np.int64)]
-        xs = pos[:, 0, None, None] + off[:, 0]
-        ys = pos[:, 1, None, None] + off[:, 1]
-        if self.torus:
-            xs %= self.width
-            ys %= self.height
-            inside = np.ones(xs.shape, bool)
-        else:
-            inside = (xs >= 0) & (xs < self.width) & (ys >= 0) & (ys < self.height)
-            xs = np.where(inside, xs, 0)
-            ys = np.where(inside, ys, 0)
-        codes = self.world.gather(xs, ys)
-        codes[~inside] = Cell.OOB
-        dmg = np.where(inside, self._damage[ys, xs], 0).astype(np.uint8)
-        return codes, dmg
-
-    def _padded_index(self, agents: Sequence[Agent]) -> np.ndarray:
-        """(n, 13, 13) flat indices of the viewports of ``agents`` into the padded arrays."""
-        pw = self.width + 2 * VIEW_REACH
-        base = np.array([(a.y + VIEW_REACH) * pw + a.x + VIEW_REACH for a in agents], np.intp)
-        facing = np.array([int(a.facing) for a in agents], np.intp)
-        return base[:, None, None] + self._flat_offsets[facing]
-
-    def _views_padded(self, agents: Sequence[Agent], index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        m, h, w = VIEW_REACH, self.height, self.width
-        codes = self.world.codes_view()
-        if self.torus:
-            # Wrapped copies: the border holds the opposite edges.
-            padded_codes = codes[self._wrap_rows, self._wrap_cols]
-            padded_damage = self._damage[self._wrap_rows, self._wrap_cols]
-        else:
-            padded_codes, padded_damage = self._codes_padded, self._damage_padded  # OOB / zero borders
-            padded_codes[m : m + h, m : m + w] = codes
-        return padded_codes.reshape(-1).take(index), padded_damage.reshape(-1).take(index)
-
-    def _relative(self, codes: np.ndarray, viewer: int | np.ndarray) -> np.ndarray:
-        """Owners renumbered from the viewer: 0 is the viewer, then the others in seat order.
-
-        ``viewer`` may be an array broadcasting against ``codes`` (one viewer per viewport).
-        """
-        owned = codes >= Cell.AGENT
-        rel = ((codes & 7).astype(np.int16) - viewer) % self.players
-        return np.where(owned, (codes & 0xF8) + rel, codes).astype(np.uint8)
-
     def viewport(self, player: int, k: int) -> tuple[np.ndarray, np.ndarray]:
         """One agent's (13, 13) viewport: codes with relative owners, and damage."""
         agent = self._agent(player, k)
-        codes, dmg = self._views([agent])
-        return self._relative(codes[0], player), dmg[0]
+        codes, dmg = self._viewports.views(positions([agent]))
+        return self._viewports.relative(codes[0], player), dmg[0]
 
     def _live_agents(self) -> list[Agent]:
         """Live agents sorted by (player, index), and each seat's slice of them (cached until a death)."""
@@ -522,15 +508,14 @@ class RezzoEngine(OlderHashSchemes, EventsHistory, DebugPlacing):
         live = self._live_agents()
         if not live:
             return {}
-        if self.width * self.height <= len(live) * CELLS_PER_AGENT_TO_DECODE:
+        views = self._viewports
+        if views.decodes(len(live)):
             if self._view_index is None:
-                self._view_index = self._padded_index(live)
-            codes, dmg = self._views_padded(live, self._view_index)
+                self._view_index = views.padded_index(positions(live))
+            codes, dmg = views.views_padded(self._view_index)
         else:
-            codes, dmg = self._views(live)
-        # Owners relative to each viewer, through one table lookup.
-        viewer_rows = np.array([a.player * 256 for a in live], np.intp)[:, None, None]
-        codes = self._relative_lut.take(codes + viewer_rows)
+            codes, dmg = views.views(positions(live))
+        codes = views.relative_rows(codes, np.array([a.player for a in live], np.intp))
         out: dict[int, dict[str, Any]] = {}
         tick, slices = self.tick, self._seat_slices
         for seat in sorted(self._alive_players):
@@ -560,59 +545,19 @@ class RezzoEngine(OlderHashSchemes, EventsHistory, DebugPlacing):
         cached = self._order_cache.get(first)
         if cached is not None:
             return cached
-        by_key = {(a.player, a.index): a for a in self._agents if a.alive}
-        out = []
-        for k in range(self.agents_per_player):
-            for i in range(self.players):
-                a = by_key.get(((t + i) % self.players, k))
-                if a is not None:
-                    out.append(a)
+        out = resolution_order(self._agents, t, self.players, self.agents_per_player)
         self._order_cache[first] = out
         return out
-
-    def _front(self, a: Agent) -> tuple[int, int] | None:
-        dx, dy = FORWARD[a.facing]
-        x, y = a.x + dx, a.y + dy
-        if self.torus:
-            return x % self.width, y % self.height
-        if 0 <= x < self.width and 0 <= y < self.height:
-            return x, y
-        return None
 
     def _move(self, a: Agent, move: int) -> bool:
         """Carry out one agent's move on the live world; False if it was illegal (a no-op)."""
         if move == _NOOP:
             return True
         self._view_index = None  # the agent turns or acts: its viewport (or another's) may change
-        if move == _LEFT:
-            a.facing = Facing((a.facing + 3) % 4)
-            return True
-        if move == _RIGHT:
-            a.facing = Facing((a.facing + 1) % 4)
-            return True
-        front = self._front(a)
-        if front is None:
-            return False
-        fx, fy = front
-        target = self.world.code_at(fx, fy)
-        if move in (_ADVANCE, _BUILD):
-            if target != Cell.BLANK:
-                return False
-            self.world.set_code(fx, fy, Cell.AGENT + a.player)
-            self.world.set_code(a.x, a.y, Cell.CONDUCTOR if move == _BUILD else Cell.BLANK)
-            self._damage[a.y, a.x] = 0
-            a.x, a.y = fx, fy
-            return True
-        # HIT
-        if not (target in HITTABLE or Cell.FLAG <= target < Cell.GEYSER):
-            return False
-        if self._damage[fy, fx] >= MAX_DAMAGE:
-            self._log.append(hit_event(self.tick, a.player, fx, fy, target))
-            self.world.set_code(fx, fy, Cell.BLANK)
-            self._damage[fy, fx] = 0
-        else:
-            self._damage[fy, fx] += 1
-        return True
+        legal, cut = move_agent(self.world, self._damage, a, move)
+        if cut is not None:
+            self._log.append(hit_event(self.tick, a.player, *cut))
+        return legal
 
     def decode(self, seat: int, request: Mapping[str, Any], answer: Any) -> dict[int, Any] | None:
         return decode_moves(request, answer)
@@ -683,12 +628,6 @@ class RezzoEngine(OlderHashSchemes, EventsHistory, DebugPlacing):
         if self._result is None and self.tick > self.max_ticks:
             self._finish(cap_reason(self.max_ticks))
         return losers
-
-    def _bases(self) -> list[tuple[int, int, int]]:
-        """Every base on the board as (x, y, owner), in reading order."""
-        grid = self.world.codes_view()
-        ys, xs = np.nonzero((grid >= Cell.BASE) & (grid < Cell.BASE + self.players))
-        return [(int(x), int(y), int(grid[y, x]) & 7) for y, x in zip(ys, xs, strict=True)]
 
     def _finish(self, reason: str) -> None:
         # Survivors share first place; the eliminated rank by how late they lost.

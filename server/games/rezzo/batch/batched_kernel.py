@@ -17,6 +17,7 @@ negative index stops vectorisation when LLVM cannot prove the index is not negat
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any
 
@@ -33,7 +34,7 @@ from cellarena.sdk.games.rezzo import (
     Facing,
     Move,
 )
-from cellarena.server.games.rezzo.ca import AT_BASE, BURNT, FORMED
+from cellarena.server.games.rezzo.planes import AT_BASE, BURNT, FORMED
 
 _CONDUCTOR, _ELECTRON, _TAIL, _PHOTON = (
     int(c) for c in (Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL, Cell.PHOTON)
@@ -44,6 +45,56 @@ _AT_BASE, _BURNT, _FORMED = AT_BASE, BURNT, FORMED
 #: Per facing N, E, S, W: (dy, dx) of a step forward, and of a step to the right (along a viewport row).
 _FWD = np.array([[FORWARD[f][1], FORWARD[f][0]] for f in Facing], np.intp)
 _SIDE = np.array([[RIGHTWARD[f][1], RIGHTWARD[f][0]] for f in Facing], np.intp)
+
+
+def _found_row(found: np.ndarray, b: int, cell: int, kind: int, owner: int) -> None:
+    """A row (world, cell, kind, owner) after the count in ``found[0, 0]``."""
+    k = found[0, 0] + 1
+    found[k, 0], found[k, 1], found[k, 2], found[k, 3] = b, cell, kind, owner
+    found[0, 0] = k
+
+
+def _photon(c: np.ndarray, i: int, pw: int, photon: np.ndarray) -> int:
+    """What the photon at inner cell ``i`` (``c[i + pw]``) becomes, by its neighbours' owner bits."""
+    bits = 0
+    for dy in (0, pw, 2 * pw):
+        for dx in (-1, 0, 1):
+            a = c[i + dy + dx]
+            if _FLAG <= a < _BASE:
+                bits |= 1 << (a & 7)
+    return int(photon[bits])
+
+
+def _resolve_word(
+    c: np.ndarray,
+    b: int,
+    w: int,
+    nb: np.ndarray,
+    pw: int,
+    photon: np.ndarray,
+    new: np.ndarray,
+    mark: np.ndarray,
+    found: np.ndarray,
+) -> int:
+    """The 8 cells of word ``w`` of ``mark`` that are marked, in world ``b`` (inner cell i is
+    ``c[i + pw]``): photons become flags or wire, flags beside a base and burnt ones are found.
+    Returns the loser bits."""
+    losers = 0
+    for i in range(8 * w, 8 * w + 8):
+        if not mark[i]:
+            continue
+        x = c[i + pw]
+        if x == _PHOTON:
+            new[i] = _photon(c, i, pw, photon)
+            if new[i] >= _FLAG:
+                _found_row(found, b, i + pw, _FORMED, new[i] & 7)
+            continue
+        if (nb[i] >> (x & 7)) & 1:
+            losers |= 1 << (x & 7)
+            _found_row(found, b, i + pw, _AT_BASE, x & 7)
+        if new[i] == _CONDUCTOR:
+            _found_row(found, b, i + pw, _BURNT, x & 7)
+    return losers
 
 
 def _transition(
@@ -57,13 +108,13 @@ def _transition(
     start: int,
     found: np.ndarray,
 ) -> int:
-    """`BatchedRezzo._transition_chunk` for worlds ``start``.. : the next codes of the advancing
+    """`numpy_transition.NumpyTransition` for worlds ``start``.. : the next codes of the advancing
     worlds of ``codes`` (B, plane) in place, and their loss bits (judged on the old state) in
     ``loss_any``. ``near``: `BatchedRezzo._near`; ``photon``: its photon table; ``scratch``: (5,
     plane rounded up to a multiple of 8) zeros.
 
     The flags touched go to ``found`` as rows (world, cell, kind, owner) after the count in
-    ``found[0, 0]`` (row 0 holds the count): formed, burnt, beside a base (`ca.FORMED`...). A world
+    ``found[0, 0]`` (row 0 holds the count): formed, burnt, beside a base (`planes.FORMED`...). A world
     may add up to two rows per cell, so the kernel stops before a world that might not fit and
     returns its index (the caller makes room and calls again from there); B when all are done."""
     u8 = np.uint8
@@ -115,39 +166,8 @@ def _transition(
         if rare:
             # Photons and flags beside a base, cell by cell: found 8 marks at a time.
             for w in range(words.shape[0]):
-                if words[w] == 0:
-                    continue
-                for i in range(8 * w, 8 * w + 8):
-                    if not mark[i]:
-                        continue
-                    x = inner[i]
-                    if x == _PHOTON:
-                        bits = 0
-                        for dy in (0, pw, 2 * pw):
-                            for dx in (-1, 0, 1):
-                                a = c[i + dy + dx]  # inner cell i is c[i + pw]
-                                if _FLAG <= a < _BASE:
-                                    bits |= 1 << (a & 7)
-                        new[i] = photon[bits]
-                        if new[i] >= _FLAG:  # a row of `found` (inline: numba calls no plain function)
-                            k = found[0, 0] + 1
-                            found[k, 0], found[k, 1], found[k, 2], found[k, 3] = (
-                                b,
-                                i + pw,
-                                _FORMED,
-                                new[i] & 7,
-                            )
-                            found[0, 0] = k
-                        continue
-                    if (nb[i] >> (x & 7)) & 1:
-                        loss_any[b] |= u8(1 << (x & 7))
-                        k = found[0, 0] + 1
-                        found[k, 0], found[k, 1], found[k, 2], found[k, 3] = b, i + pw, _AT_BASE, x & 7
-                        found[0, 0] = k
-                    if new[i] == _CONDUCTOR:
-                        k = found[0, 0] + 1
-                        found[k, 0], found[k, 1], found[k, 2], found[k, 3] = b, i + pw, _BURNT, x & 7
-                        found[0, 0] = k
+                if words[w] != 0:
+                    loss_any[b] |= u8(_resolve_word(c, b, w, nb, pw, photon, new, mark, found))
         for i in range(n):
             inner[i] = new[i]
     return codes.shape[0]
@@ -200,6 +220,15 @@ def _views(
                     od[o + k] = d[at]
 
 
+def _turned(f: int, m: int) -> int:
+    """Facing ``f`` after move ``m`` (a turn left or right; any other move keeps it)."""
+    if m == _LEFT:
+        return (f + 3) % 4
+    if m == _RIGHT:
+        return (f + 1) % 4
+    return f
+
+
 def _agent_phase(
     codes: np.ndarray,
     dmg: np.ndarray,
@@ -233,11 +262,7 @@ def _agent_phase(
                 m = moves[b, a]
                 if not alive[b, a] or m == _NOOP:
                     continue
-                f = facing[b, a]
-                if m == _LEFT:
-                    f = (f + 3) % 4
-                elif m == _RIGHT:
-                    f = (f + 1) % 4
+                f = _turned(facing[b, a], m)
                 facing[b, a] = f
                 fy, fx = _FWD[f, 0], _FWD[f, 1]
                 here = (y[b, a] + 1) * pw + x[b, a] + 1
@@ -264,12 +289,25 @@ def _agent_phase(
                         d[front] += 1
 
 
-def _compile(numba: Any, function: Any) -> Any:
+def _compile(numba: Any, function: Any, **options: Any) -> Any:
     """``function`` compiled on first call, cached on disk if numba finds a writable cache directory."""
     try:
-        return numba.njit(cache=True)(function)
+        return numba.njit(cache=True, **options)(function)
     except RuntimeError:  # "cannot cache function ...: no locator available"
-        return numba.njit(function)
+        return numba.njit(function, **options)
+
+
+#: The functions the loops call. A compiled function calls only compiled ones, which it finds among
+#: the module's names as it compiles: so each is compiled first, in place of its plain function.
+_CALLED = ("_found_row", "_photon", "_resolve_word", "_turned")
+
+
+@functools.cache
+def compile_called(numba: Any) -> None:
+    names = globals()
+    for name in _CALLED:
+        # Inlined where called: a call per marked word would otherwise cost its arrays' reference counts.
+        names[name] = _compile(numba, names[name], inline="always")
 
 
 class Kernels:
@@ -278,6 +316,7 @@ class Kernels:
 
     def __init__(self) -> None:
         numba = importlib.import_module("numba")
+        compile_called(numba)
         self._transition = _compile(numba, _transition)
         self._views = _compile(numba, _views)
         self._agent_phase = _compile(numba, _agent_phase)

@@ -17,6 +17,7 @@ import numpy as np
 
 from cellarena.server.games.rezzo.batch import batched_kernel
 
+batched_kernel.compile_called(numba)  # the functions the loops call, compiled before the loops
 _transition = numba.njit(cache=True)(batched_kernel._transition)
 _views = numba.njit(cache=True)(batched_kernel._views)
 _agent_phase = numba.njit(cache=True)(batched_kernel._agent_phase)

@@ -7,22 +7,18 @@ size, so the ratios hold even on a noisy machine where the absolute figures drif
 
 from __future__ import annotations
 
-import json
 import tracemalloc
 from collections.abc import Iterable
 from typing import Any
 
-import click
 import numpy as np
 
 from cellarena.sdk.games.rezzo import Cell
 from cellarena.server.bench.harness import (
     STEADY_RATIO,
     calls_per_second,
-    json_option,
     report,
-    seconds_option,
-    sizes_option,
+    sized_command,
 )
 from cellarena.server.games.rezzo.ca import BitWorld, numba_available
 
@@ -143,16 +139,9 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value / 1e9:.2f} G"
 
 
-@click.command("rezzo")
-@sizes_option("64,256,1024", "Comma-separated world sizes (square).")
-@seconds_option()
-@json_option
-def command(sizes: list[int], seconds: float, as_json: bool) -> None:
+@sized_command("rezzo", "64,256,1024", run, sizes_help="Comma-separated world sizes (square).")
+def command(result: dict[str, Any]) -> None:
     """The Rezzo CA step (numba, numpy) against the plain numpy Wireworld step, in cell-updates/s."""
-    result = run(sizes, budget_s=seconds)
-    if as_json:
-        click.echo(json.dumps(result))
-        return
     goals = []
     if "256" in result["sizes"]:
         r = result["sizes"]["256"]

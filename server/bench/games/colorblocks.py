@@ -10,17 +10,15 @@ Both contenders run in the same process one after the other, so the ratio holds 
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
-import click
 import numpy as np
 
 from cellarena.sdk.games.colorblocks import Board, color_change, make_view, placement_gains, random_turn
-from cellarena.server.bench.harness import calls_per_second, json_option, report, seconds_option, sizes_option
+from cellarena.server.bench.harness import calls_per_second, report, sized_command
 from cellarena.server.games.colorblocks.engine import ColorblocksEngine
 
 CODES = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 4], np.uint8)
@@ -87,16 +85,15 @@ def run(sizes: Iterable[int] = (9, 32, 128), budget_s: float = 1.0, seed: int = 
     return out
 
 
-@click.command("colorblocks")
-@sizes_option("9,32,128", "Comma-separated board sizes (square) for the gain map.")
-@seconds_option("Timing budget per contender.")
-@json_option
-def command(sizes: list[int], seconds: float, as_json: bool) -> None:
+@sized_command(
+    "colorblocks",
+    "9,32,128",
+    run,
+    sizes_help="Comma-separated board sizes (square) for the gain map.",
+    seconds_help="Timing budget per contender.",
+)
+def command(result: dict[str, Any]) -> None:
     """The vectorised gain map against the per-cell scan, and the engine's turns per second."""
-    result = run(sizes, budget_s=seconds)
-    if as_json:
-        click.echo(json.dumps(result))
-        return
     e = result["engine"]
     report(
         "Colorblocks gain map: numpy vs the per-cell scan (random boards)",

@@ -8,7 +8,6 @@ ratio holds even on a noisy machine where the absolute figures drift. The refere
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
@@ -22,10 +21,8 @@ from cellarena.sdk.games.cata import Automaton
 from cellarena.server.bench.harness import (
     STEADY_RATIO,
     calls_per_second,
-    json_option,
     report,
-    seconds_option,
-    sizes_option,
+    sized_command,
 )
 
 REFERENCE = Path(__file__).resolve().parents[3] / "tests" / "cata_reference.py"
@@ -74,16 +71,9 @@ def run(sizes: Iterable[int] = (64, 512), budget_s: float = 1.0, seed: int = 0) 
     return out
 
 
-@click.command("cata")
-@sizes_option("64,512")
-@seconds_option()
-@json_option
-def command(sizes: list[int], seconds: float, as_json: bool) -> None:
+@sized_command("cata", "64,512", run)
+def command(result: dict[str, Any]) -> None:
     """The C.A.T.A. step against the plain-Python reference step, in generations per second."""
-    result = run(sizes, budget_s=seconds)
-    if as_json:
-        click.echo(json.dumps(result))
-        return
     goals = []
     if "512" in result["sizes"]:
         goals = [

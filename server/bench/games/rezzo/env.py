@@ -34,7 +34,7 @@ def _vector_step(
     batch: int, config: dict[str, Any], rng: np.random.Generator, backend: str, threads: int | str = 1
 ) -> tuple[Callable[[], object], int, str]:
     """One step of a vector environment of ``batch`` worlds, its agents per world, and its backend."""
-    from cellarena.server.games.rezzo.training.vector_env import RezzoVectorEnv
+    from cellarena.server.training.rezzo.vector_env import RezzoVectorEnv
 
     # copy=False: a trainer copies the observations into its rollout buffer itself.
     env = RezzoVectorEnv(batch, config, copy=False, backend=backend, threads=threads)

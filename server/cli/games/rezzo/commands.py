@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cellarena.server.cli.games.rezzo.options import map_option
 from cellarena.server.games.base import ConfigError
-from cellarena.server.games.rezzo.options import map_option
 
 if TYPE_CHECKING:
     from cellarena.server.games.rezzo.maps import RezzoMap
@@ -63,9 +63,9 @@ def sim(
     """A Rezzo match between built-in agents on MAP: flags formed, result and state hash."""
     from rich.console import Console
 
+    from cellarena.server.cli.games.rezzo.sim import simulate
     from cellarena.server.games.rezzo.engine import RezzoConfig
     from cellarena.server.games.rezzo.render import render_engine
-    from cellarena.server.games.rezzo.tools.sim import simulate
 
     config = RezzoConfig(map=map_, max_ticks=max_ticks, torus=torus, own_base_counts=not enemy_bases_only)
     try:

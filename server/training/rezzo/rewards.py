@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from cellarena.sdk.games.rezzo import Cell, Move
-from cellarena.server.games.rezzo.batch.batched import BORDER, BatchedRezzo
+from cellarena.server.games.rezzo.batch.batched import BatchedRezzo
+from cellarena.server.games.rezzo.batch.cells import BORDER
 
 #: Terms read from the game's events: the batch makes its events when one of them is weighed.
 EVENT_TERMS = ("flag_formed", "own_flag_destroyed", "enemy_flag_destroyed")
@@ -107,24 +108,9 @@ class RewardShaper:
             built = (moves == int(Move.BUILD)) & moved
             per_player["wire_built"] = built.reshape(len(every), p, -1).sum(axis=2)
         if self.needs_events:
-            formed, destroyed = np.zeros((len(every), p), np.int64), np.zeros((len(every), p), np.int64)
-            for b, log in events.items():
-                for e in log:
-                    if e["kind"] == "flag_formed":
-                        formed[b, e["seat"]] += 1
-                    elif e["kind"] == "flag_destroyed":
-                        destroyed[b, e["seat"]] += 1
-            per_player["flag_formed"], per_player["destroyed"] = formed, destroyed
+            per_player["flag_formed"], per_player["destroyed"] = self._flag_events(events, len(every))
         if self._to_base is not None:
-            lost = self._alive & ~self.worlds.player_alive
-            for b in np.flatnonzero(lost.any(axis=1) & ~ended).tolist():
-                self._base_distances(b)  # a player out: its bases are gone
-            now = self._nearest(every)
-            closer = self._distance - now  # > 0: that player's nearest flag came nearer to a base
-            closer[ended] = 0
-            closer[lost] = 0
-            self._distance = now
-            per_player["closer"] = closer
+            per_player["closer"] = self._closer(every, ended)
         own = {k: np.take_along_axis(v, self.player_of, axis=1) for k, v in per_player.items()}
         others = {k: v.sum(axis=1, keepdims=True) - own[k] for k, v in per_player.items()}
         pays = {
@@ -142,6 +128,32 @@ class RewardShaper:
             rewards -= w["own_flag_distance"] * own["closer"]
         if "enemy_flag_distance" in w:
             rewards += w["enemy_flag_distance"] * others["closer"]
+
+    def _flag_events(
+        self, events: Mapping[int, list[dict[str, Any]]], batch: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(B, P) flags formed and flags destroyed in this step, from the worlds' events."""
+        p = self.worlds.players
+        formed, destroyed = np.zeros((batch, p), np.int64), np.zeros((batch, p), np.int64)
+        for b, log in events.items():
+            for e in log:
+                if e["kind"] == "flag_formed":
+                    formed[b, e["seat"]] += 1
+                elif e["kind"] == "flag_destroyed":
+                    destroyed[b, e["seat"]] += 1
+        return formed, destroyed
+
+    def _closer(self, every: np.ndarray, ended: np.ndarray) -> np.ndarray:
+        """(B, P): how much nearer each player's nearest flag came to a base (0 where a world ended)."""
+        lost = self._alive & ~self.worlds.player_alive
+        for b in np.flatnonzero(lost.any(axis=1) & ~ended).tolist():
+            self._base_distances(b)  # a player out: its bases are gone
+        now = self._nearest(every)
+        closer = self._distance - now  # > 0: that player's nearest flag came nearer to a base
+        closer[ended] = 0
+        closer[lost] = 0
+        self._distance = now
+        return closer
 
     def _count_flags(self, worlds: np.ndarray) -> np.ndarray:
         codes = self.worlds.codes[worlds]

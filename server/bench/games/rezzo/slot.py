@@ -14,7 +14,7 @@ slot. Per tick, the server's engine work for one slot is, either way, what this 
 Both contenders run side by side in one process, so their ratio holds on a shared machine. Only the
 engine's share of the server's work can change; the sockets, encoding and bookkeeping stay.
 
-    python -m cellarena.server.games.rezzo.tools.slot_bench [--json] [--slots 4,16,32] [--seconds 1]
+    python -m cellarena.server.bench.games.rezzo.slot [--json] [--slots 4,16,32] [--seconds 1]
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from typing import Any
 import click
 
 from cellarena.sdk.games.rezzo import VIEW_SIZE
+from cellarena.server.bench.games.rezzo.load import SERVER_SEATS, server_config
 from cellarena.server.bench.harness import calls_per_second, json_option, report, seconds_option
 from cellarena.server.games.rezzo.batch.slot_batch import SlotBatch
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.games.rezzo.tools.load import SERVER_SEATS, server_config
 
 CELLS = VIEW_SIZE * VIEW_SIZE
 #: What the load bots of `bench server` answer every tick: one no-op for their one agent.

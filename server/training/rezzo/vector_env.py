@@ -59,9 +59,9 @@ Needs the ``[rl]`` extra (gymnasium).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -74,10 +74,11 @@ from cellarena.server.games.rezzo.batch.batched import BatchedRezzo
 from cellarena.server.games.rezzo.engine import RezzoConfig, RezzoEngine
 from cellarena.server.games.rezzo.maps import read_map
 from cellarena.server.games.rezzo.starts import random_start
-from cellarena.server.games.rezzo.training.opponents import Opponent, OpponentSeats
-from cellarena.server.games.rezzo.training.picture import rgb_frame
-from cellarena.server.games.rezzo.training.rewards import EVENT_TERMS, SHAPING_TERMS, RewardShaper
 from cellarena.server.replay import ReplayWriter
+from cellarena.server.training.rezzo.opponents import Opponent, OpponentSeats
+from cellarena.server.training.rezzo.picture import rgb_frame
+from cellarena.server.training.rezzo.recording import Recordings
+from cellarena.server.training.rezzo.rewards import EVENT_TERMS, SHAPING_TERMS, RewardShaper
 
 #: From this many worlds up, threads="auto" steps them on all of numba's threads: a step of 512 duels
 #: takes about 1 ms on one thread, against some tens of microseconds to start the others.
@@ -90,12 +91,105 @@ REWARD_TERMS = ("outcome", *SHAPING_TERMS)
 START_CACHE = 512
 
 
-@dataclass
-class _Recording:
-    """A world's episode being written as a replay: an engine that plays the same moves beside it."""
+def map_pool(config: dict[str, Any], maps: Sequence[str] | None) -> list[tuple[str, dict[str, Any]]]:
+    """(name, config) per map of ``maps`` (default: the config's map), each config with its map's text."""
+    names = list(maps) if maps is not None else [str(config.get("map", RezzoConfig.map))]
+    if not names:
+        raise ValueError("maps must name at least one map")
+    pool = []
+    for name in names:
+        text = read_map(name)[0] if "map_text" not in config or maps is not None else config["map_text"]
+        pool.append((name, {**config, "map": name, "map_text": text}))
+    return pool
 
-    writer: ReplayWriter
-    engine: RezzoEngine
+
+def _check_shapes(pool: list[tuple[str, dict[str, Any]]], engines: list[RezzoEngine]) -> None:
+    """The maps of one vector environment share one batch: the same size and seats."""
+    first = engines[0]
+    shape = (first.height, first.width, first.players, first.agents_per_player)
+    for (name, _), other in zip(pool[1:], engines[1:], strict=True):
+        got = (other.height, other.width, other.players, other.agents_per_player)
+        if got != shape:
+            raise ValueError(
+                f"map {name!r} is {got[1]}x{got[0]} with {got[2]} players of {got[3]} agent(s), but "
+                f"{pool[0][0]!r} is {shape[1]}x{shape[0]} with {shape[2]} of {shape[3]}: the maps of "
+                "one vector environment share one batch, so they need the same size and seats"
+            )
+
+
+def final_observations(views: np.ndarray, done: np.ndarray, columns: np.ndarray, envs: int) -> dict[str, Any]:
+    """``infos["final_obs"]`` and its mask ``"_final_obs"``: the last observations of the learner agents
+    (``columns`` per world) of the worlds ``done``, from those worlds' ``views``."""
+    per_world = columns.shape[1]
+    final = views[np.arange(len(done))[:, None], columns[done]].reshape(-1, *OBS_SHAPE)
+    final_obs = np.full(envs, None, dtype=object)
+    agents = (done[:, None] * per_world + np.arange(per_world)).reshape(-1)
+    for i, agent in enumerate(agents.tolist()):
+        final_obs[agent] = final[i]
+    mask = np.zeros(envs, bool)
+    mask[agents] = True
+    return {"final_obs": final_obs, "_final_obs": mask}
+
+
+def thread_count(threads: int | str, worlds: int) -> int:
+    """``threads`` as a count for ``worlds`` worlds (see the module's docstring)."""
+    if threads == "auto":
+        threads = "all" if worlds >= THREADS_FROM else 1
+    if threads == "all":
+        try:
+            from cellarena.server.games.rezzo.batch.batched_parallel import threads_available
+        except ImportError:
+            return 1  # no numba: the numpy backend has one thread
+        return threads_available()
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a count of 1 or more, 'all' or 'auto', got {threads!r}")
+    return threads
+
+
+def check_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
+    """The weight of each reward term: ``weights`` over the outcome's 1."""
+    out = {"outcome": 1.0}
+    for key, value in (weights or {}).items():
+        if key not in REWARD_TERMS:
+            raise ValueError(
+                f"unknown reward term {key!r} in reward_weights; the terms are {', '.join(REWARD_TERMS)}"
+            )
+        out[key] = float(value)
+    return out
+
+
+def learner_seats(learner_seat: int | str | Sequence[int], b: int, p: int) -> np.ndarray:
+    """The seat the learner plays in each of ``b`` worlds of ``p`` players."""
+    if learner_seat == "alternate":
+        return np.arange(b) % p
+    if isinstance(learner_seat, str):
+        raise ValueError(
+            f"learner_seat must be a seat, 'alternate' or one seat per world, got {learner_seat!r}"
+        )
+    seats = np.broadcast_to(np.asarray(learner_seat, np.intp), (b,)).copy()
+    if seats.min() < 0 or seats.max() >= p:
+        raise ValueError(f"learner_seat: seats are 0..{p - 1} on this map, got {learner_seat!r}")
+    return seats
+
+
+def worlds_of(mask: Any, batch: int, per_world: int) -> np.ndarray:
+    """The worlds a ``reset_mask`` names; ValueError if it splits a world's agents."""
+    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (batch * per_world,):
+        got = f"{type(mask).__name__} {getattr(mask, 'dtype', '')} {getattr(mask, 'shape', '')}".strip()
+        raise ValueError(
+            f"options['reset_mask'] must be a bool numpy array of shape ({batch * per_world},), got {got}"
+        )
+    per = mask.reshape(batch, per_world)
+    split = np.flatnonzero(per.any(axis=1) & ~per.all(axis=1))
+    if split.size:
+        raise ValueError(
+            f"reset_mask splits world {int(split[0])}: its agents (sub-environments "
+            f"{int(split[0]) * per_world}..{(int(split[0]) + 1) * per_world - 1}) share one "
+            "world, so mark all of them or none"
+        )
+    if not per.any():
+        raise ValueError("options['reset_mask'] must mark at least one sub-environment")
+    return np.flatnonzero(per[:, 0])
 
 
 class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
@@ -146,60 +240,24 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self.backend = backend
         self.random_start = random_start
         self.batch = worlds
-        self.weights = self._check_weights(reward_weights)
-        base = dict(config or {})
+        self.weights = check_weights(reward_weights)
         if start is not None:
             if maps is not None or random_start:
                 raise ValueError("give either start or maps/random_start: a start is one fixed board")
             self._pool: list[tuple[str, dict[str, Any]]] = []
             first = start
         else:
-            names = list(maps) if maps is not None else [str(base.get("map", RezzoConfig.map))]
-            if not names:
-                raise ValueError("maps must name at least one map")
-            self._pool = []
-            for name in names:
-                text = read_map(name)[0] if "map_text" not in base or maps is not None else base["map_text"]
-                self._pool.append((name, {**base, "map": name, "map_text": text}))
-            first = self._engine_for(self._pool[0][1])
-            shape = (first.height, first.width, first.players, first.agents_per_player)
-            for name, cfg in self._pool[1:]:
-                other = self._engine_for(cfg)
-                got = (other.height, other.width, other.players, other.agents_per_player)
-                if got != shape:
-                    raise ValueError(
-                        f"map {name!r} is {got[1]}x{got[0]} with {got[2]} players of {got[3]} agent(s), but "
-                        f"{names[0]!r} is {shape[1]}x{shape[0]} with {shape[2]} of {shape[3]}: the maps of "
-                        "one vector environment share one batch, so they need the same size and seats"
-                    )
+            self._pool = map_pool(dict(config or {}), maps)
+            engines = [self._engine_for(cfg) for _, cfg in self._pool]
+            _check_shapes(self._pool, engines)
+            first = engines[0]
         self._templates: dict[str, BatchedRezzo] = {}
         self.template = BatchedRezzo([first], backend=backend)
-        if self.template.backend == "numba":
-            n_threads = self._threads(threads, worlds)
-        else:  # one thread; asking numba how many it has would import it for nothing
-            if threads not in ("auto", "all"):
-                self._threads(threads, worlds)  # a bad count is refused whatever the backend
-            n_threads = 1
-        needs_events = any(self.weights.get(t) for t in EVENT_TERMS)
         self._events_in_infos = events
-        self.worlds = BatchedRezzo(
-            [first] * worlds, backend=backend, events=events or needs_events, threads=n_threads
-        )
-        self.n_agents = self.worlds.n_agents
-        self.players, self.agents_per_player = self.worlds.players, self.worlds.agents_per_player
+        self._make_batch(first, worlds, threads)
         self.opponent = opponent
-        k, n = self.agents_per_player, self.n_agents
-        self.learner_seats = self._seats(learner_seat)
-        rows = np.arange(worlds)[:, None]
-        if opponent is None:
-            self._l_rows, self._l_cols = np.repeat(rows, n, 1), np.tile(np.arange(n), (worlds, 1))
-        else:
-            self._l_rows = np.repeat(rows, k, 1)
-            self._l_cols = self.learner_seats[:, None] * k + np.arange(k)
-            others = [[c for c in range(n) if c // k != s] for s in self.learner_seats.tolist()]
-            self._o_rows = np.repeat(rows, n - k, 1).reshape(-1)
-            self._o_cols = np.array(others, np.intp).reshape(-1)
-        self._per_world = self._l_cols.shape[1]
+        self.learner_seats = learner_seats(learner_seat, self.batch, self.players)
+        self._columns(opponent is not None)
         self.num_envs = worlds * self._per_world
         self.copy = copy
         self.single_observation_space = spaces.Box(0, 255, OBS_SHAPE, np.uint8)
@@ -210,11 +268,19 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             self._obs = self.worlds.observations.reshape(self.num_envs, *OBS_SHAPE)
         else:
             self._obs = np.zeros((self.num_envs, *OBS_SHAPE), np.uint8)
-        self._player_of = self._l_cols // k  # (B, per world): each learner agent's player
+        self._episode_state(worlds)
+        self._recordings = Recordings(self.agents_per_player)
+
+    # ------------------------------------------------------------------------------- set-up
+    def _episode_state(self, worlds: int) -> None:
+        """Each world's buffers of a step, its dice, its episode and what it plays on."""
+        self._player_of = (
+            self._l_cols // self.agents_per_player
+        )  # (B, per world): each learner agent's player
         self._rewards = np.zeros(self.num_envs, np.float32)
         self._terminations = np.zeros(self.num_envs, bool)
         self._truncations = np.zeros(self.num_envs, bool)
-        self._moves = np.zeros((worlds, n), np.int64)
+        self._moves = np.zeros((worlds, self.n_agents), np.int64)
         self._rngs = [np.random.default_rng() for _ in range(worlds)]
         self._seeds = [0] * worlds
         self._episodes = np.zeros(worlds, np.int64)
@@ -223,48 +289,35 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._started = np.ones(worlds, bool)
         self._welcomes: list[dict[str, Any]] = [{} for _ in range(worlds)]
         self._shaper = RewardShaper(self.worlds, self.weights, self._player_of)
-        self._pending: dict[int, tuple[str, list[str] | None]] = {}
-        self._recording: dict[int, _Recording] = {}
 
-    # ------------------------------------------------------------------------------- set-up
-    @staticmethod
-    def _threads(threads: int | str, worlds: int) -> int:
-        """``threads`` as a count for ``worlds`` worlds (see the module's docstring)."""
-        if threads == "auto":
-            threads = "all" if worlds >= THREADS_FROM else 1
-        if threads == "all":
-            try:
-                from cellarena.server.games.rezzo.batch.batched_parallel import threads_available
-            except ImportError:
-                return 1  # no numba: the numpy backend has one thread
-            return threads_available()
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ValueError(f"threads must be a count of 1 or more, 'all' or 'auto', got {threads!r}")
-        return threads
+    def _make_batch(self, first: RezzoEngine, worlds: int, threads: int | str) -> None:
+        """The batch of ``worlds`` worlds, all at ``first``'s start until their first reset."""
+        if self.template.backend == "numba":
+            n_threads = thread_count(threads, worlds)
+        else:  # one thread; asking numba how many it has would import it for nothing
+            if threads not in ("auto", "all"):
+                thread_count(threads, worlds)  # a bad count is refused whatever the backend
+            n_threads = 1
+        needs_events = any(self.weights.get(t) for t in EVENT_TERMS)
+        backend, events = self.backend, self._events_in_infos or needs_events
+        self.worlds = BatchedRezzo([first] * worlds, backend=backend, events=events, threads=n_threads)
+        self.n_agents = self.worlds.n_agents
+        self.players, self.agents_per_player = self.worlds.players, self.worlds.agents_per_player
 
-    @staticmethod
-    def _check_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
-        out = {"outcome": 1.0}
-        for key, value in (weights or {}).items():
-            if key not in REWARD_TERMS:
-                raise ValueError(
-                    f"unknown reward term {key!r} in reward_weights; the terms are {', '.join(REWARD_TERMS)}"
-                )
-            out[key] = float(value)
-        return out
-
-    def _seats(self, learner_seat: int | str | Sequence[int]) -> np.ndarray:
-        b, p = self.batch, self.players
-        if learner_seat == "alternate":
-            return np.arange(b) % p
-        if isinstance(learner_seat, str):
-            raise ValueError(
-                f"learner_seat must be a seat, 'alternate' or one seat per world, got {learner_seat!r}"
-            )
-        seats = np.broadcast_to(np.asarray(learner_seat, np.intp), (b,)).copy()
-        if seats.min() < 0 or seats.max() >= p:
-            raise ValueError(f"learner_seat: seats are 0..{p - 1} on this map, got {learner_seat!r}")
-        return seats
+    def _columns(self, against: bool) -> None:
+        """Which agents of each world the learner plays (``_l_rows``, ``_l_cols``) and, ``against`` an
+        opponent, which the opponent plays (``_o_rows``, ``_o_cols``, flat)."""
+        worlds, k, n = self.batch, self.agents_per_player, self.n_agents
+        rows = np.arange(worlds)[:, None]
+        if not against:
+            self._l_rows, self._l_cols = np.repeat(rows, n, 1), np.tile(np.arange(n), (worlds, 1))
+        else:
+            self._l_rows = np.repeat(rows, k, 1)
+            self._l_cols = self.learner_seats[:, None] * k + np.arange(k)
+            others = [[c for c in range(n) if c // k != s] for s in self.learner_seats.tolist()]
+            self._o_rows = np.repeat(rows, n - k, 1).reshape(-1)
+            self._o_cols = np.array(others, np.intp).reshape(-1)
+        self._per_world = self._l_cols.shape[1]
 
     def _engine_for(self, config: dict[str, Any]) -> RezzoEngine:
         return RezzoEngine.new(config)
@@ -305,9 +358,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             self._welcomes[b] = self._episode_config(b)
         self._shaper.begin(worlds)
         for b in worlds.tolist():
-            self._recording.pop(b, None)  # an episode cut short by reset() keeps its file, incomplete
-            if b in self._pending:
-                self._start_recording(b, *self._pending.pop(b))
+            self._recordings.begin(b, functools.partial(self._start_recording, b))
 
     def reset(
         self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
@@ -326,7 +377,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             raise ValueError(
                 f"unknown reset options {sorted(options)}; RezzoVectorEnv.reset takes reset_mask"
             )
-        worlds = np.arange(self.batch) if mask is None else self._worlds_of(mask)
+        worlds = np.arange(self.batch) if mask is None else worlds_of(mask, self.batch, self._per_world)
         if seed is not None:
             seeds = [seed + b for b in range(self.batch)] if isinstance(seed, int) else list(seed)
             if len(seeds) != self.batch:
@@ -336,9 +387,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
                 self._rngs[b] = np.random.default_rng(given)
                 self._seeds[b] = 0 if given is None else int(given)
         for b in worlds.tolist():
-            rec = self._recording.get(b)
-            if rec is not None:
-                rec.writer.close()
+            self._recordings.cut(b)
         self._begin(worlds)
         self.worlds.views()
         self._observe()
@@ -349,25 +398,6 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         marked = np.ones(self.num_envs, bool) if mask is None else mask.copy()
         names[~marked] = None
         return self._out(self._obs), {"map": names, "_map": marked}
-
-    def _worlds_of(self, mask: Any) -> np.ndarray:
-        """The worlds a ``reset_mask`` names; ValueError if it splits a world's agents."""
-        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
-            got = f"{type(mask).__name__} {getattr(mask, 'dtype', '')} {getattr(mask, 'shape', '')}".strip()
-            raise ValueError(
-                f"options['reset_mask'] must be a bool numpy array of shape ({self.num_envs},), got {got}"
-            )
-        per = mask.reshape(self.batch, self._per_world)
-        split = np.flatnonzero(per.any(axis=1) & ~per.all(axis=1))
-        if split.size:
-            raise ValueError(
-                f"reset_mask splits world {int(split[0])}: its agents (sub-environments "
-                f"{int(split[0]) * self._per_world}..{(int(split[0]) + 1) * self._per_world - 1}) share one "
-                "world, so mark all of them or none"
-            )
-        if not per.any():
-            raise ValueError("options['reset_mask'] must mark at least one sub-environment")
-        return np.flatnonzero(per[:, 0])
 
     def _out(self, array: np.ndarray) -> np.ndarray:
         return array.copy() if self.copy else array
@@ -398,8 +428,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         if self.opponent is not None:
             full[self._o_rows, self._o_cols] = self._opponent_moves()
         self._started[:] = False
-        for b, rec in self._recording.items():
-            self._record_tick(b, rec, full[b])
+        self._recordings.tick(full)
         self._shaper.before()
         ended = worlds.step(full)
         rewards = self._rewards.reshape(self.batch, self._per_world)
@@ -418,20 +447,11 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
                 winner = worlds.winner(b)
                 if winner is not None:
                     rewards[b] += outcome * np.where(self._player_of[b] == winner, 1.0, -1.0)
-                if b in self._recording:
-                    self._finish_recording(b, self._recording.pop(b))
+                self._recordings.finish(b)
             capped = worlds.player_alive[done].sum(axis=1) > 1
             self._truncations.reshape(self.batch, -1)[done[capped]] = True
             self._terminations.reshape(self.batch, -1)[done[~capped]] = True
-            views = worlds.views_of(done)
-            final = views[np.arange(len(done))[:, None], self._l_cols[done]].reshape(-1, *OBS_SHAPE)
-            final_obs = np.full(self.num_envs, None, dtype=object)
-            agents = (done[:, None] * self._per_world + np.arange(self._per_world)).reshape(-1)
-            for i, agent in enumerate(agents.tolist()):
-                final_obs[agent] = final[i]
-            mask = np.zeros(self.num_envs, bool)
-            mask[agents] = True
-            infos.update({"final_obs": final_obs, "_final_obs": mask})
+            infos.update(final_observations(worlds.views_of(done), done, self._l_cols, self.num_envs))
             self._begin(done)
         worlds.views()
         self._observe()
@@ -498,9 +518,13 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             raise ValueError("a vector environment made from start= has no map to put in a replay")
         if names is not None and len(names) != self.players:
             raise ValueError(f"names lists {len(names)} bots for {self.players} seats")
-        self._pending[world] = (os.fspath(path), list(names) if names is not None else None)
+        self._recordings.ask(world, os.fspath(path), list(names) if names is not None else None)
 
-    def _start_recording(self, b: int, path: str, names: list[str] | None) -> None:
+    def _start_recording(
+        self, b: int, path: str, names: list[str] | None
+    ) -> tuple[RezzoEngine, ReplayWriter]:
+        """World ``b``'s episode's engine and replay writer, its seats named ``names`` (default:
+        "learner" and "opponent")."""
         engine = self._engine_for(self._configs[b])
         if names is None:
             learner = int(self.learner_seats[b]) if self.opponent is not None else -1
@@ -510,27 +534,8 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             ]
         extra = {"vector_env": {"world": b, "episode": int(self._episodes[b]), "map": self._map_names[b]}}
         writer = ReplayWriter(path, engine, seed=self._seeds[b], names=names, extra=extra, events=True)
-        self._recording[b] = _Recording(writer, engine)
-
-    def _record_tick(self, b: int, rec: _Recording, moves: np.ndarray) -> None:
-        engine, k = rec.engine, self.agents_per_player
-        alive = {a.player for a in engine.agents() if a.alive}
-        actions = {p: [int(m) for m in moves[p * k : (p + 1) * k]] for p in sorted(alive)}
-        tick = engine.tick
-        happened = engine.apply(actions)
-        rec.writer.record(tick, actions, engine, events=happened.log)
-
-    def _finish_recording(self, b: int, rec: _Recording) -> None:
-        result = rec.engine.result()
-        if result is None:  # the batch and the engine agree bit for bit (tests): this is a bug
-            rec.writer.close()
-            raise RuntimeError(
-                f"world {b} ended but its recording engine did not; {rec.writer.path} is incomplete"
-            )
-        rec.writer.finish(result)
+        return engine, writer
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close the replays still being written; they read as incomplete."""
-        for rec in self._recording.values():
-            rec.writer.close()
-        self._recording.clear()
+        self._recordings.close()

@@ -6,21 +6,17 @@ even on a noisy machine where the absolute figures drift.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
-import click
 import numpy as np
 
 from cellarena.sdk.games.cloth import ClothWorld
 from cellarena.server.bench.harness import (
     STEADY_RATIO,
     calls_per_second,
-    json_option,
     report,
-    seconds_option,
-    sizes_option,
+    sized_command,
 )
 
 
@@ -63,16 +59,9 @@ def run(sizes: Iterable[int] = (64, 256, 1024), budget_s: float = 1.0, seed: int
 GOAL_RATIO = 2.0
 
 
-@click.command("cloth")
-@sizes_option("64,256,1024")
-@seconds_option()
-@json_option
-def command(sizes: list[int], seconds: float, as_json: bool) -> None:
+@sized_command("cloth", "64,256,1024", run)
+def command(result: dict[str, Any]) -> None:
     """The Cloth of Gold step against plain numpy Life, in cell-updates per second."""
-    result = run(sizes, budget_s=seconds)
-    if as_json:
-        click.echo(json.dumps(result))
-        return
     report(
         "Cloth of Gold step (5 states) vs pad-and-slice numpy Life (2 states)",
         ("size", "cloth /s", "life /s", "ratio"),

@@ -1,0 +1,1 @@
+"""Each game's own benchmarks, which its plugin adds to `cellarena bench`."""

@@ -1,0 +1,17 @@
+"""What the batched step's modules share: the OOB border, viewport sizes, and codes as plain ints."""
+
+from __future__ import annotations
+
+from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell, Move
+
+#: How far a viewport reaches from its agent, and so the width of the OOB border around each world.
+MARGIN = VIEW_SIZE - 1
+#: The state's own border: one OOB cell, enough for 3x3 neighbourhoods and the cell in front of an agent.
+BORDER = 1
+VIEW_CELLS = VIEW_SIZE * VIEW_SIZE
+NOOP, ADVANCE, LEFT, RIGHT, BUILD, HIT = (int(m) for m in Move)
+# Plain ints: an IntEnum operand makes numpy compute in int64, and its attribute lookups cost time.
+BLANK, CONDUCTOR, ELECTRON, TAIL, PHOTON = (
+    int(c) for c in (Cell.BLANK, Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL, Cell.PHOTON)
+)
+AGENT, FLAG, BASE = int(Cell.AGENT), int(Cell.FLAG), int(Cell.BASE)
