@@ -40,7 +40,7 @@ from cellarena.server.games.base import Engine
 from cellarena.server.handshake import Handshakes
 from cellarena.server.match import ExplainGone, Match, MatchOutcome, Recorder, RecorderFactory, TickSettings
 from cellarena.server.poller import Poller
-from cellarena.server.seating import FirstComeSeating, Seating, WaitingRoom
+from cellarena.server.seating import FirstComeSeating, MatchHost, Seating, WaitingRoom
 from cellarena.server.ticking import FixedRateDriver, play_fast, warm_up_batches
 from cellarena.server.trusted_proxies import TrustedProxies
 
@@ -90,7 +90,7 @@ class LobbyConfig:
     trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
 
 
-class Lobby:
+class Lobby(MatchHost):
     """Accepts bots and spectators and runs matches until ``matches`` have finished (or forever).
 
     ``seating`` decides where bots wait and which play together (default: first come, first seated).
@@ -160,6 +160,10 @@ class Lobby:
     def running_names(self) -> list[tuple[int, list[str]]]:
         """The matches under way, oldest first, as (number, seat names): what the live view lists."""
         return [(m.number, [seat.name for seat in m.seats]) for m in self._running]
+
+    def worker_pids(self) -> list[int]:
+        """None: this lobby plays its matches itself."""
+        return []
 
     # ----------------------------------------------------------------- serving
     async def serve(

@@ -546,14 +546,14 @@ class WorkerLobby(Lobby):
             )
         super().__init__(config, seating)
         self.pool = WorkerPool(config, workers, on_finished=self._finished)
-        self.worker_pids: list[int] = []
+        self._worker_pids: list[int] = []
 
     async def serve(
         self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
     ) -> list[MatchOutcome]:
         """Start the workers, then listen and seat as `Lobby.serve` does; the workers stop with it."""
         async with trio.open_nursery() as nursery:
-            self.worker_pids = await nursery.start(self.pool.run)
+            self._worker_pids = await nursery.start(self.pool.run)
             outcomes = await super().serve(task_status=task_status)
             await self.pool.stop()
             nursery.cancel_scope.cancel()
@@ -566,6 +566,10 @@ class WorkerLobby(Lobby):
 
     def running_names(self) -> list[tuple[int, list[str]]]:
         return self.pool.running_names()
+
+    def worker_pids(self) -> list[int]:
+        """The worker processes' pids as they started (empty before `serve` has started them)."""
+        return list(self._worker_pids)
 
     def start_match(
         self,

@@ -109,7 +109,7 @@ async def run_level(
 
     def snapshot(key: str) -> None:
         cpu[key] = time.process_time()
-        cpu[f"{key}_workers"] = tree_cpu(getattr(lobby, "worker_pids", []))
+        cpu[f"{key}_workers"] = tree_cpu(lobby.worker_pids())
         cpu[f"{key}_load"] = cpu_seconds(load.pid)
         cpu[f"{key}_wall"] = time.perf_counter()
 

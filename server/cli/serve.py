@@ -113,7 +113,7 @@ def _serve_command(game: str) -> click.Command:
         gc.freeze()
 
         def listening(port: int) -> None:
-            pids = getattr(lobby, "worker_pids", None)
+            pids = lobby.worker_pids()
             in_workers = (
                 f", in {len(pids)} worker processes (pids {', '.join(map(str, pids))})" if pids else ""
             )
