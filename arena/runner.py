@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from cellarena.arena.job import CUT_SHORT, MatchJob, WrongGameError, mark_cut_short, run_job
 from cellarena.arena.schedule import Scheduled, schedule
@@ -109,6 +109,13 @@ class RunReport:
 
 def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@runtime_checkable
+class Interruptible(Protocol):
+    """An executor whose matches under way a stop can interrupt (`LocalPool`, `cluster.DaskExecutor`)."""
+
+    def interrupt(self) -> None: ...
 
 
 class _NotingContext(multiprocessing.context.SpawnContext):
@@ -258,9 +265,8 @@ def run_tournament(
         except BaseException:
             for future in pending:
                 future.cancel()
-            interrupt = getattr(executor, "interrupt", None)
-            if interrupt is not None:
-                interrupt()
+            if isinstance(executor, Interruptible):
+                executor.interrupt()
             raise
         report.standings = store.standings([b.name for b in spec.bots])
         report.notes = store.notes()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgpack
 import trio
@@ -21,20 +21,29 @@ from cellarena.sdk.protocol import debug as debug_layer
 from cellarena.server import wall_clock
 from cellarena.server.games import causes
 from cellarena.server.games.base import Engine, Result, debug_placer, sole_first
-
-if TYPE_CHECKING:
-    from cellarena.server.match import Seat, TickSettings
+from cellarena.server.seat import MISSING, Seat
 
 log = logging.getLogger("cellarena.server")
 _pack = msgpack.Packer(use_bin_type=True).pack
-#: The `moves` of an answer without that field: no game reads it as an action, so it is invalid.
-MISSING: Any = object()
+
+
+class Rules(Protocol):
+    """What the referee reads of a match's settings (`match.TickSettings`)."""
+
+    @property
+    def max_missed_in_a_row(self) -> int | None: ...
+
+    @property
+    def reconnect_grace(self) -> float: ...
+
+    @property
+    def time_bank(self) -> float: ...
 
 
 class Referee:
     """Judges the answers of one match's ``seats`` (the match's own list) as its ticks end."""
 
-    def __init__(self, number: int, engine: Engine, settings: TickSettings, seats: list[Seat]) -> None:
+    def __init__(self, number: int, engine: Engine, settings: Rules, seats: list[Seat]) -> None:
         self.number = number
         self.engine = engine
         self.settings = settings
