@@ -71,17 +71,8 @@ class Referee:
                 conn.drain()  # what the kernel holds now; each answer is judged by its arrival stamp
             if seat.debug is not None:
                 self.keep_debug(seat, requests[seat.index])
-            connected = conn is not None and not conn.closed
-            if not connected and seat.forfeit_tick is None and not self._may_come_back(seat):
-                seat.forfeit_tick = seat.tick
-                if seat.forfeit_cause is None:
-                    seat.forfeit_cause = self._gone_cause(seat)
-                else:
-                    seat.forfeit_cause["tick"] = seat.tick
-                log.info(
-                    "match %d: %s forfeits at tick %d (%s)",
-                    self.number, seat.name, seat.tick, seat.forfeit_cause["cause"],
-                )  # fmt: skip
+            if (conn is None or conn.closed) and seat.forfeit_tick is None and not self._may_come_back(seat):
+                self._forfeit_gone(seat)
             over = seat.arrival - (seat.sent_wall + budget) if seat.answered else math.inf
             over_ms = math.ceil(over * 1000) if over < math.inf else 0
             if over > 0 and 0 < over_ms <= seat.bank_ms:  # late, but the bank pays for it
@@ -89,19 +80,8 @@ class Referee:
                 seat.bank_drawn_ms += over_ms
                 self.bank_drawn[seat.index] = over_ms
             elif over > 0:
-                seat.late += 1
+                self._charge_late(seat)
                 any_late = any_late or seat.forfeit_tick is None
-                seat.missed_in_a_row += 1
-                if seat.forfeit_tick is None and seat.missed_in_a_row > seat.longest_late_run:
-                    seat.longest_late_run, seat.longest_late_run_end = seat.missed_in_a_row, seat.tick
-                limit = self.settings.max_missed_in_a_row
-                hung = limit is not None and seat.missed_in_a_row >= limit
-                if hung and conn is not None and not conn.closed:
-                    seat.forfeit_cause = causes.cause(causes.UNRESPONSIVE, seat.tick, ticks=limit)
-                    conn.fail(
-                        protocol.UNRESPONSIVE,
-                        f"no answer within the budget for {limit} ticks in a row; this seat forfeits",
-                    )
                 continue
             seat.missed_in_a_row = 0
             answer = seat.answer
@@ -114,6 +94,34 @@ class Referee:
             actions[seat.index] = action
         self.late_ticks += any_late
         return actions
+
+    def _forfeit_gone(self, seat: Seat) -> None:
+        """A seat with no connection, past any grace, forfeits at its tick."""
+        seat.forfeit_tick = seat.tick
+        if seat.forfeit_cause is None:
+            seat.forfeit_cause = self._gone_cause(seat)
+        else:
+            seat.forfeit_cause["tick"] = seat.tick
+        log.info(
+            "match %d: %s forfeits at tick %d (%s)",
+            self.number, seat.name, seat.tick, seat.forfeit_cause["cause"],
+        )  # fmt: skip
+
+    def _charge_late(self, seat: Seat) -> None:
+        """A late or missing answer: counted, its run measured, and a seat late too long in a row
+        dropped as hung (``max_missed_in_a_row``)."""
+        seat.late += 1
+        seat.missed_in_a_row += 1
+        if seat.forfeit_tick is None and seat.missed_in_a_row > seat.longest_late_run:
+            seat.longest_late_run, seat.longest_late_run_end = seat.missed_in_a_row, seat.tick
+        limit = self.settings.max_missed_in_a_row
+        conn = seat.conn
+        if limit is not None and seat.missed_in_a_row >= limit and conn is not None and not conn.closed:
+            seat.forfeit_cause = causes.cause(causes.UNRESPONSIVE, seat.tick, ticks=limit)
+            conn.fail(
+                protocol.UNRESPONSIVE,
+                f"no answer within the budget for {limit} ticks in a row; this seat forfeits",
+            )
 
     def waiting_on_bank(self, budget: float) -> float | None:
         """At the budget's end: the trio time until which a seat asked this tick may still answer on
