@@ -287,6 +287,24 @@ class Lobby(MatchHost):
     def _limit_reached(self) -> bool:
         return self.config.matches is not None and self._started >= self.config.matches
 
+    def _next_match(
+        self,
+        conns: Sequence[Connection | None],
+        names: list[str] | None,
+        seed: int | None,
+        number: int | None,
+    ) -> tuple[int, int, list[str]]:
+        """The next match's number (unless another process numbers them), its seed (default: the
+        config's plus the number less one) and its seats' names (default: what each bot said)."""
+        self._started += 1
+        if number is None:
+            number = self._started
+        if seed is None:
+            seed = self.config.seed + number - 1
+        if names is None:
+            names = [c.name if c is not None else f"seat{i}" for i, c in enumerate(conns)]
+        return number, seed, names
+
     def start_match(
         self,
         conns: Sequence[Connection | None],
@@ -311,13 +329,7 @@ class Lobby(MatchHost):
         ``explain_gone`` answers, at this match's end, why a seat's connection went, instead of the
         config's (a ladder knows which of a match's bots it started: its house bots)."""
         assert self._nursery is not None
-        self._started += 1
-        if number is None:
-            number = self._started
-        if seed is None:
-            seed = self.config.seed + number - 1
-        if names is None:
-            names = [c.name if c is not None else f"seat{i}" for i, c in enumerate(conns)]
+        number, seed, names = self._next_match(conns, names, seed, number)
         try:
             engine = self.engine_class.new(
                 self.config.engine_config if engine_config is None else engine_config, seed

@@ -586,13 +586,7 @@ class WorkerLobby(Lobby):
         """Hand the match to a worker (see `Lobby.start_match` for the arguments); None always, as
         the match is not in this process. ``explain_gone`` is not asked: the match ends in the
         worker, which cannot call back here, so a gone seat stays ``disconnected``."""
-        self._started += 1
-        if number is None:
-            number = self._started
-        if seed is None:
-            seed = self.config.seed + number - 1
-        if names is None:
-            names = [c.name if c is not None else f"seat{i}" for i, c in enumerate(conns)]
+        number, seed, names = self._next_match(conns, names, seed, number)
         index = self.pool.hand_match(
             number, seed, conns, names, engine_config=engine_config, recorder=recorder, meta=meta
         )
