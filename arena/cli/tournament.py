@@ -14,8 +14,8 @@ from cellarena.arena.cluster import ClusterSpec, cluster_option
 from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameCli, GameGroup, config_error, engine_config, game_cli
 from cellarena.server.cli.params import (
-    FiniteFloatRange,
     command_args,
+    connect_timeout_option,
     decorate,
     first_budget_option,
     map_list,
@@ -311,13 +311,7 @@ def _options(game: str, cli: GameCli, engine_class: Any) -> list[Any]:
         *tick_options(engine_class, fast_by_default=True),
         first_budget_option(),
         time_bank_option(),
-        click.option(
-            "--connect-timeout",
-            default=15.0,
-            show_default=True,
-            type=FiniteFloatRange(0.5, 600),
-            help="Seconds a bot has to connect before it forfeits.",
-        ),
+        connect_timeout_option(),
         *confine_options(),
         click.option(
             "--strict",

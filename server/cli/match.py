@@ -16,8 +16,8 @@ import click
 from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
-    FiniteFloatRange,
     command_args,
+    connect_timeout_option,
     decorate,
     first_budget_option,
     tick_options,
@@ -300,13 +300,7 @@ def _options(game_plugin: Any, cli: Any) -> list[Any]:
             is_flag=True,
             help="Keep the temporary folder (the bots' logs and the replay) when the match ends.",
         ),
-        click.option(
-            "--connect-timeout",
-            default=15.0,
-            show_default=True,
-            type=FiniteFloatRange(0.5, 600),
-            help="Seconds a bot has to connect before it forfeits.",
-        ),
+        connect_timeout_option(),
         *confine_options(),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
         click.option("--watch", is_flag=True, help="Draw the game live in the terminal."),

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import ssl
 
     from cellarena.server.match import TickSettings
+    from cellarena.server.trusted_proxies import TrustedProxies
 
 _Args = TypeVar("_Args")
 
@@ -152,6 +153,27 @@ def command_args(cls: type[_Args], values: dict[str, Any]) -> tuple[_Args, dict[
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     own = {k: v for k, v in values.items() if k in names}
     return cls(**own), {k: v for k, v in values.items() if k not in names}
+
+
+def connect_timeout_option() -> Any:
+    """``--connect-timeout`` of the commands that launch bots (`match`, `tournament`)."""
+    return click.option(
+        "--connect-timeout",
+        default=15.0,
+        show_default=True,
+        type=FiniteFloatRange(0.5, 600),
+        help="Seconds a bot has to connect before it forfeits.",
+    )
+
+
+def trusted_proxies(values: tuple[str, ...]) -> TrustedProxies:
+    """``--trusted-proxy``'s addresses and networks, checked (`ladder serve`, `ladder web`)."""
+    from cellarena.server.trusted_proxies import TrustedProxies
+
+    try:
+        return TrustedProxies.parse(values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--trusted-proxy") from None
 
 
 def decorate(command: Any, options: list[Any]) -> Any:

@@ -19,7 +19,14 @@ from cellarena.arena.cli.ladder.where import Where
 from cellarena.arena.cluster import ClusterSpec
 from cellarena.server.cli.confine_options import confine
 from cellarena.server.cli.game_cli import GameCli, GameGroup, config_error, engine_config
-from cellarena.server.cli.params import command_args, decorate, map_list, tls_context, writable_folder
+from cellarena.server.cli.params import (
+    command_args,
+    decorate,
+    map_list,
+    tls_context,
+    trusted_proxies,
+    writable_folder,
+)
 from cellarena.server.cli.run import configure_logging, run_trio
 from cellarena.server.games.base import ConfigError
 
@@ -140,12 +147,8 @@ def ladder_config(
     from cellarena.arena.ladder.service import LadderConfig
     from cellarena.arena.ladder.spool import FOLDER as SPOOL_FOLDER
     from cellarena.server.match import TickSettings
-    from cellarena.server.trusted_proxies import TrustedProxies
 
-    try:
-        trusted = TrustedProxies.parse(args.trusted_proxy)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--trusted-proxy") from None
+    trusted = trusted_proxies(args.trusted_proxy)
     configure_logging(args.verbose)
     house_limits, isolate = confine(game_values)  # for house bots (docs/security.md)
     pool: tuple[str | None, ...] = (None,)

@@ -11,6 +11,7 @@ from cellarena.arena.cli.ladder.where import Where, game_argument
 from cellarena.server.cli.params import (
     FiniteFloatRange,
     tls_context,
+    trusted_proxies,
     writable_folder,
 )
 from cellarena.server.cli.run import run_trio
@@ -129,14 +130,10 @@ def web(
         raise click.UsageError(
             f"ladder web needs the 'web' extra ({exc}); pip install 'cellarena[web]'"
         ) from None
-    from cellarena.server.trusted_proxies import TrustedProxies
 
     tls_context(tls_cert, tls_key)  # both or neither, and usable: a clear error before serving
     tls = (tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
-    try:
-        trusted = TrustedProxies.parse(trusted_proxy)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--trusted-proxy") from None
+    trusted = trusted_proxies(trusted_proxy)
     try:
         allowed, warning = AllowedHosts.for_server(host, allowed_host)
     except HostsError as exc:
