@@ -12,6 +12,7 @@ import concurrent.futures as cf
 import contextlib
 import dataclasses
 import logging
+import multiprocessing.context
 import os
 import secrets
 import threading
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from cellarena.arena.job import CUT_SHORT, MatchJob, WrongGameError, mark_cut_short, run_job
 from cellarena.arena.schedule import Scheduled, schedule
@@ -110,6 +111,28 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+@runtime_checkable
+class Interruptible(Protocol):
+    """An executor whose matches under way a stop can interrupt (`LocalPool`, `cluster.DaskExecutor`)."""
+
+    def interrupt(self) -> None: ...
+
+
+class _NotingContext(multiprocessing.context.SpawnContext):
+    """The spawn context, noting every worker process the pool makes with it: a pool's processes
+    by the one hook the executor documents (its ``mp_context``), not by its private attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.processes: list[multiprocessing.context.SpawnProcess] = []
+
+    # typeshed says a class attribute; the executor only calls it, so a method that notes will do.
+    def Process(self, *args: Any, **kwargs: Any) -> multiprocessing.context.SpawnProcess:  # type: ignore[override]  # noqa: N802
+        process = multiprocessing.context.SpawnProcess(*args, **kwargs)
+        self.processes.append(process)
+        return process
+
+
 class LocalPool(cf.ProcessPoolExecutor):
     """A process pool whose matches can be interrupted: `interrupt()` stops the running matches (each
     worker's launcher stops its bots) and makes the workers refuse the jobs already handed to them.
@@ -120,17 +143,19 @@ class LocalPool(cf.ProcessPoolExecutor):
     STOP_GRACE = 30.0
 
     def __init__(self, jobs: int) -> None:
-        import multiprocessing
-
         from cellarena.arena.job import worker_init
 
         # spawn: workers start clean (no trio state or open sockets of the coordinator to inherit),
         # and are the coordinator's own children, so they can tell when it is gone (`worker_init`).
-        context = multiprocessing.get_context("spawn")
+        context = self._context = _NotingContext()
         self._stop = context.Event()
         super().__init__(
             max_workers=jobs, mp_context=context, initializer=worker_init, initargs=(os.getpid(), self._stop)
         )
+
+    def worker_processes(self) -> list[multiprocessing.context.SpawnProcess]:
+        """The worker processes started so far (a broken or idle pool starts more)."""
+        return list(self._context.processes)
 
     def interrupt(self) -> None:
         # A flag, not a signal: each worker's match watches it from inside trio (`run_job`), where a
@@ -142,9 +167,9 @@ class LocalPool(cf.ProcessPoolExecutor):
             super().shutdown(wait, cancel_futures=cancel_futures)
             return
         # Interrupted: no wait without a deadline. The base class forgets its threads and processes
-        # once told to shut down, so they are taken first (typeshed mistypes the thread's attribute).
+        # once told to shut down, so its thread is taken first (typeshed mistypes the attribute).
         manager: threading.Thread | None = getattr(self, "_executor_manager_thread", None)
-        processes = list((self._processes or {}).values())
+        processes = [p for p in self.worker_processes() if p.is_alive()]
         super().shutdown(wait=False, cancel_futures=True)
         if manager is None:
             return
@@ -240,9 +265,8 @@ def run_tournament(
         except BaseException:
             for future in pending:
                 future.cancel()
-            interrupt = getattr(executor, "interrupt", None)
-            if interrupt is not None:
-                interrupt()
+            if isinstance(executor, Interruptible):
+                executor.interrupt()
             raise
         report.standings = store.standings([b.name for b in spec.bots])
         report.notes = store.notes()

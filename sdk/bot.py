@@ -300,30 +300,15 @@ def play(bot: AnyBot, client: Client, *, name: str = "bot", quiet: bool = False)
             _guarded(log, "on_start", bot.on_start, info)
         elif kind == "tick":
             assert info is not None  # the client refuses a tick before the welcome (protocol.states)
-            # Answers to old ticks only count as late: when we have fallen behind, answer the newest.
-            while client.poll() and (newer := client.peek()) is not None and newer["type"] == "tick":
-                message = client.recv()
-                skipped += 1
-                if skipped == 1:
-                    log("fell behind the server; skipping to the newest tick (on_tick is too slow?)")
+            message, skipped = _newest_tick(client, message, skipped, log)
             if (after := client.peek()) is not None and after["type"] in ("end", "error"):
                 continue  # the match ended (or failed) meanwhile: that message comes next
             request = protocol.check_tick(message)
             took_ms = _answer(bot, client, message, log)
-            budget = request["budget_ms"]
-            if took_ms > budget:
+            if took_ms > request["budget_ms"]:
                 slow += 1
                 if slow == 1:
-                    bank = request.get("bank_ms")
-                    log(
-                        f"tick {request['tick']}: on_tick took {took_ms:.0f} ms, over the {budget} ms "
-                        + (
-                            f"budget; the time bank ({bank} ms left) pays while it lasts, then late "
-                            "answers are noops (only the first is reported)"
-                            if bank is not None
-                            else "budget; late answers are noops (only the first is reported)"
-                        )
-                    )
+                    _report_slow(log, request, took_ms)
         elif kind == "end":
             result = MatchResult.from_end(message)
             said = result.summary() + (f"; {slow} slow ticks" if slow else "")
@@ -339,6 +324,33 @@ def play(bot: AnyBot, client: Client, *, name: str = "bot", quiet: bool = False)
             # docs/protocol.md: a later server may add messages; a client logs them and goes on.
             unknown.add(kind)
             log(f"ignoring the server's {kind!r} messages: this SDK does not know them")
+
+
+def _newest_tick(
+    client: Client, message: dict[str, Any], skipped: int, log: _Log
+) -> tuple[dict[str, Any], int]:
+    """Answers to old ticks only count as late: when we have fallen behind, the newest tick the
+    client holds, and the count of ticks skipped so far (the first skip is reported)."""
+    while client.poll() and (newer := client.peek()) is not None and newer["type"] == "tick":
+        message = client.recv()
+        skipped += 1
+        if skipped == 1:
+            log("fell behind the server; skipping to the newest tick (on_tick is too slow?)")
+    return message, skipped
+
+
+def _report_slow(log: _Log, request: Mapping[str, Any], took_ms: float) -> None:
+    """The first answer over its budget: what that costs (the time bank, else a noop)."""
+    bank = request.get("bank_ms")
+    log(
+        f"tick {request['tick']}: on_tick took {took_ms:.0f} ms, over the {request['budget_ms']} ms "
+        + (
+            f"budget; the time bank ({bank} ms left) pays while it lasts, then late "
+            "answers are noops (only the first is reported)"
+            if bank is not None
+            else "budget; late answers are noops (only the first is reported)"
+        )
+    )
 
 
 class RedirectedError(Exception):
@@ -485,6 +497,48 @@ def parse_args(
     play (None: until stopped, a ladder without ``--matches``), ``tls`` an `ssl.SSLContext` or None."""
     if matches < 1:
         raise ValueError(f"run(): matches must be 1 or more, got {matches}")
+    parser = _parser(default_name, matches=matches, ladder=ladder)
+    args = parser.parse_args(argv)
+    _check_args(parser, args)
+    # --ladder --matches N: a ladder bot (it queues again and rides out refusals) that stops after N.
+    args.ladder = ladder if args.ladder is None else args.ladder
+    if args.matches is None:
+        args.matches = None if args.ladder else matches
+    try:
+        args.connection = _handed_connection()
+    except ValueError as exc:
+        parser.error(f"CELLARENA_SOCKET_FD: {exc}; unset it to connect to --host/--port instead")
+    try:
+        if args.connection is not None and args.token is None and args.token_file is None:
+            args.token = None  # the handed connection owns the seat: no token needed, none read
+        else:
+            args.token = read_token(args.token, args.token_file)
+        args.tls = tls_context(args.tls_ca) if args.tls or args.tls_ca is not None else None
+    except ValueError as exc:
+        parser.error(str(exc))
+    except TLSError as exc:
+        parser.error(f"--tls-ca: {exc}")
+    return args
+
+
+def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse, as argparse does (exit status 2), what the flags' types let through."""
+    if not 0 < args.port < 65536:
+        parser.error(f"--port must be 1-65535, got {args.port}")
+    if not 1 <= len(args.name) <= MAX_NAME:
+        parser.error(f"--name must be 1 to {MAX_NAME} characters, got {len(args.name)}")
+    if args.matches is not None and args.matches < 1:
+        parser.error(f"--matches must be 1 or more, got {args.matches}")
+    if args.token is not None and args.token_file is not None:
+        parser.error("--token and --token-file: give one of them")
+    version = args.bot_version
+    if version is not None and not (1 <= len(version) <= protocol.MAX_VERSION and version.isprintable()):
+        shown = f"{version[:20]!r}... ({len(version)} characters)" if len(version) > 20 else repr(version)
+        parser.error(f"--version must be 1 to {protocol.MAX_VERSION} printable characters, got {shown}")
+
+
+def _parser(default_name: str, *, matches: int, ladder: bool) -> argparse.ArgumentParser:
+    """A bot's flags, with their defaults from CELLARENA_* variables and ``run()``'s arguments."""
     parser = argparse.ArgumentParser(
         description="A cellarena bot: connects to a server and plays a match, or many (--matches, --ladder).",
         epilog="--host, --port, --token and --name default to their CELLARENA_* environment variables when "
@@ -547,38 +601,7 @@ def parse_args(
     secure.add_argument(
         "--tls-ca", metavar="PATH", help="trust only the CA certificates in this PEM file (implies --tls)"
     )
-    args = parser.parse_args(argv)
-    if not 0 < args.port < 65536:
-        parser.error(f"--port must be 1-65535, got {args.port}")
-    if not 1 <= len(args.name) <= MAX_NAME:
-        parser.error(f"--name must be 1 to {MAX_NAME} characters, got {len(args.name)}")
-    if args.matches is not None and args.matches < 1:
-        parser.error(f"--matches must be 1 or more, got {args.matches}")
-    if args.token is not None and args.token_file is not None:
-        parser.error("--token and --token-file: give one of them")
-    version = args.bot_version
-    if version is not None and not (1 <= len(version) <= protocol.MAX_VERSION and version.isprintable()):
-        shown = f"{version[:20]!r}... ({len(version)} characters)" if len(version) > 20 else repr(version)
-        parser.error(f"--version must be 1 to {protocol.MAX_VERSION} printable characters, got {shown}")
-    # --ladder --matches N: a ladder bot (it queues again and rides out refusals) that stops after N.
-    args.ladder = ladder if args.ladder is None else args.ladder
-    if args.matches is None:
-        args.matches = None if args.ladder else matches
-    try:
-        args.connection = _handed_connection()
-    except ValueError as exc:
-        parser.error(f"CELLARENA_SOCKET_FD: {exc}; unset it to connect to --host/--port instead")
-    try:
-        if args.connection is not None and args.token is None and args.token_file is None:
-            args.token = None  # the handed connection owns the seat: no token needed, none read
-        else:
-            args.token = read_token(args.token, args.token_file)
-        args.tls = tls_context(args.tls_ca) if args.tls or args.tls_ca is not None else None
-    except ValueError as exc:
-        parser.error(str(exc))
-    except TLSError as exc:
-        parser.error(f"--tls-ca: {exc}")
-    return args
+    return parser
 
 
 class _Stopped(BaseException):

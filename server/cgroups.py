@@ -57,7 +57,7 @@ def detect() -> dict[str, str]:
 
 
 def _writable() -> dict[str, str]:
-    mounts: dict[str, str] = {}
+    """Controller -> this process's own cgroup folder under it, for each one it may write to."""
     try:
         with open("/proc/self/mountinfo") as f:
             lines = f.read().splitlines()
@@ -65,7 +65,21 @@ def _writable() -> dict[str, str]:
             own_lines = f.read().splitlines()
     except OSError:
         return {}
-    for line in lines:
+    mounts = _mounts(lines)
+    own = _own_groups(own_lines)
+    found = {}
+    for controller, point in mounts.items():
+        if controller in own:
+            folder = os.path.join(point, own[controller].lstrip("/"))
+            if os.path.isdir(folder) and os.access(folder, os.W_OK):
+                found[controller] = folder
+    return found
+
+
+def _mounts(mountinfo: list[str]) -> dict[str, str]:
+    """Controller -> where its hierarchy is mounted, from /proc/self/mountinfo's lines."""
+    mounts: dict[str, str] = {}
+    for line in mountinfo:
         left, _, right = line.partition(" - ")
         fields, rest = left.split(), right.split()
         if len(fields) < 5 or len(rest) < 3:
@@ -77,8 +91,13 @@ def _writable() -> dict[str, str]:
             for controller in V1_CONTROLLERS:
                 if controller in options:
                     mounts.setdefault(controller, point)
+    return mounts
+
+
+def _own_groups(cgroup: list[str]) -> dict[str, str]:
+    """Controller -> this process's cgroup path in it, from /proc/self/cgroup's lines."""
     own: dict[str, str] = {}
-    for line in own_lines:
+    for line in cgroup:
         number, _, after = line.partition(":")
         names, _, path = after.partition(":")
         if number == "0" and names == "":
@@ -86,13 +105,7 @@ def _writable() -> dict[str, str]:
         for name in names.split(","):
             if name in V1_CONTROLLERS:
                 own[name] = path
-    found = {}
-    for controller, point in mounts.items():
-        if controller in own:
-            folder = os.path.join(point, own[controller].lstrip("/"))
-            if os.path.isdir(folder) and os.access(folder, os.W_OK):
-                found[controller] = folder
-    return found
+    return own
 
 
 def _read(path: str) -> str | None:

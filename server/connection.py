@@ -22,7 +22,6 @@ import ssl
 import struct
 import sys
 import threading
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -33,6 +32,7 @@ from cellarena.sdk.protocol import HEADER as _HEADER
 from cellarena.sdk.protocol import FrameReader, ProtocolError, decode_body
 from cellarena.server import wall_clock
 from cellarena.server.poller import Poller
+from cellarena.server.send_backlog import SendBacklog
 
 log = logging.getLogger("cellarena.server")
 
@@ -139,11 +139,8 @@ class Connection:
         self.closed = False
         self.close_reason = ""
         self.owner: Owner = UNOWNED
-        # Frames the kernel has not taken yet. The first may be partly sent; whole frames are kept
-        # apart so an error frame can always follow on a frame boundary.
-        self._backlog: deque[memoryview] = deque()
-        self._backlog_bytes = 0
-        self._head_started = False
+        #: Frames the kernel has not taken yet.
+        self._backlog = SendBacklog()
         self._lingering = False
         self._socket_open = True
         self._reading = False
@@ -197,7 +194,7 @@ class Connection:
 
     def _watch(self) -> None:
         if self._socket_open:
-            self._poller.watch(self, read=self._reading and not self.closed, write=bool(self._backlog))
+            self._poller.watch(self, read=self._reading and not self.closed, write=bool(self._backlog.frames))
 
     # ----------------------------------------------------------------- reading
     def pause_reading(self) -> None:
@@ -269,23 +266,13 @@ class Connection:
     # ----------------------------------------------------------------- sending
     def _flush(self) -> None:
         """Hand the kernel as much of the backlog as it takes now."""
-        while self._backlog:
-            head = self._backlog[0]
-            try:
-                n = self.sock.send(head)
-            except (BlockingIOError, InterruptedError):
+        try:
+            if not self._backlog.send_to(self.sock):
                 return
-            except OSError as exc:
-                self._lingering = False
-                self.lost(f"send failed: {exc}")
-                return
-            self._backlog_bytes -= n
-            if n < len(head):
-                self._backlog[0] = head[n:]
-                self._head_started = self._head_started or n > 0
-                return
-            self._backlog.popleft()
-            self._head_started = False
+        except OSError as exc:
+            self._lingering = False
+            self.lost(f"send failed: {exc}")
+            return
         # All out: stop asking for writability, and tell whoever waits in flush().
         if self._lingering:
             self.abort()  # the error frame is out
@@ -302,7 +289,8 @@ class Connection:
         """Queue bytes of the stream as they go on the wire (after TLS, if any)."""
         if self.closed:
             return False
-        if not self._backlog:
+        backlog = self._backlog
+        if not backlog.frames:
             try:
                 n = self.sock.send(frame)
                 # Stamped right after the syscall, with no allocation in between, so that no garbage
@@ -316,18 +304,15 @@ class Connection:
                 return False
             if n == len(frame):
                 return True
-            self._backlog.append(memoryview(frame)[n:])
-            self._backlog_bytes += len(frame) - n
-            self._head_started = n > 0
+            backlog.add(frame, n)
             self._watch()  # the poller sends the rest when the kernel has room
         else:
             self.last_send = self.wall()
-            self._backlog.append(memoryview(frame))
-            self._backlog_bytes += len(frame)
-        if self._backlog_bytes > self.max_backlog:
+            backlog.add(frame)
+        if backlog.size > self.max_backlog:
             self.fail(
                 protocol.SLOW_READER,
-                f"{self._backlog_bytes} bytes of frames are waiting for you to read them; read every frame",
+                f"{backlog.size} bytes of frames are waiting for you to read them; read every frame",
             )
             return False
         return True
@@ -337,7 +322,7 @@ class Connection:
 
     async def flush(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for queued frames to leave, before a graceful close."""
-        if not self._backlog or self.closed:
+        if not self._backlog.frames or self.closed:
             return
         if self._flushed is None or self._flushed.is_set():
             self._flushed = trio.Event()
@@ -349,7 +334,7 @@ class Connection:
         and the bytes read from it that no frame holds yet. The connection is closed here from then on;
         no owner is told. ValueError if it cannot move: closed, under TLS (a session cannot move), or
         with bytes still waiting to be sent."""
-        if self.closed or self.tls or self._backlog:
+        if self.closed or self.tls or self._backlog.frames:
             raise ValueError(f"connection {self.name} ({self.peer}) cannot be handed over")
         self.closed = True
         self.close_reason = "handed over to another process"
@@ -370,17 +355,14 @@ class Connection:
             return
         log.log(level, "closing %s (%s): %s: %s", self.name, self.peer, code, message)
         if self.may_drop_queued:
-            keep = [self._backlog[0]] if self._backlog and self._head_started else []
-            self._backlog.clear()
-            self._backlog.extend(keep)
+            self._backlog.drop_whole_frames()
         sealed = self.seal(protocol.encode(protocol.error(code, message)))
         if sealed:
-            self._backlog.append(memoryview(sealed))
-        self._backlog_bytes = sum(len(b) for b in self._backlog)
+            self._backlog.add(sealed)
         reason = f"{code}: {message}"
         self._mark_closed(reason)
         self._flush()
-        if self._backlog and self._socket_open:
+        if self._backlog.frames and self._socket_open:
             self._lingering = True
             self._watch()
             self._poller.set_deadline(self, trio.current_time() + ERROR_LINGER)
@@ -411,7 +393,6 @@ class Connection:
             return  # a lingering socket closes once its error frame is out, or its time is up
         self._socket_open = False
         self._backlog.clear()
-        self._backlog_bytes = 0
         self._poller.remove(self)
         with contextlib.suppress(OSError):
             self.sock.close()

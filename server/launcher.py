@@ -179,46 +179,7 @@ async def play_match(
     limits = limits or Limits()
     if isolate:
         check_isolation()
-    tokens = {secrets.token_hex(16): seat for seat in range(len(bots))}
-    by_seat = {seat: token for token, seat in tokens.items()}
-    outcomes: list[MatchOutcome] = []
-    procs: dict[str, BotProcess] = {}
-
-    def owner(seat: int, conn: Connection) -> bool:
-        """Whether a connection that came with seat ``seat``'s token is held by that bot's processes."""
-        proc = procs.get(bots[seat].name)
-        return proc is not None and holds_connection(proc, conn)
-
-    seating = ReservedSeating(tokens, [b.name for b in bots], timeout=connect_timeout, owner=owner)
-    #: Seats whose bot exited while the match went on, and how (before `stop_bot` at the end), and
-    #: an event per seat set when its exit is known; an event per bot set once its log is complete.
-    exited: dict[int, int] = {}
-    exit_seen = {seat: trio.Event() for seat in range(len(bots))}
-    log_done = {b.name: trio.Event() for b in bots}
-    logs = _log_paths(log_dir, [b.name for b in bots])
-
-    async def explain_gone(seat: int) -> dict[str, Any] | None:
-        """Why seat ``seat``'s connection went, if its process exited (the match asks at its end, so
-        that its replay says ``exited`` rather than ``disconnected``): its status or signal, and its
-        log's last line once the log is complete. None while the process still runs. A seat
-        refused at its hello, or given up at the connect timeout, says so: that ended it first,
-        whatever its process did after (one that waits for its connection to close then exits)."""
-        before = seat_cause(seating, seat, game)
-        if before is not None:
-            return before
-        name = bots[seat].name
-        proc = procs.get(name)
-        if proc is None:
-            return None  # it never started: the launcher says why once the match is over
-        with trio.move_on_after(EXIT_WAIT):  # the socket closes a moment before the exit is seen
-            await exit_seen[seat].wait()
-        if seat not in exited:
-            return None
-        with trio.move_on_after(EXIT_WAIT):
-            await log_done[name].wait()
-        line = last_log_line(logs[name], secrets=tokens)
-        return exit_cause(proc, exited[seat], limits, line)
-
+    launch = _Launch(game, bots, log_dir, limits, isolate, connect_timeout)
     lobby = Lobby(
         LobbyConfig(
             game,
@@ -229,14 +190,14 @@ async def play_match(
             matches=1,
             seed=seed,
             recorder=recorder,
-            on_result=outcomes.append,
+            on_result=launch.outcomes.append,
             on_tick=on_tick,
             # A handed-over connection is accepted before its bot's process starts: it has as long
             # to say hello as a bot has to connect.
             hello_timeout=max(connect_timeout, LobbyConfig.hello_timeout),
-            explain_gone=explain_gone,
+            explain_gone=launch.explain_gone,
         ),
-        seating,
+        launch.seating,
     )
     if lobby.players != len(bots):
         raise ValueError(
@@ -244,90 +205,174 @@ async def play_match(
             f"give exactly {lobby.players} --bot options"
         )
     log_dir.mkdir(parents=True, exist_ok=True)
-    exit_codes: dict[str, int | None] = {}
-    stopped: dict[str, str] = {}
-    # Each bot's output goes through a pipe to its log, so that a bot that prints without end cannot
-    # fill the disk. The copiers outlive the match: a bot's last words come after `end`.
-    async with trio.open_nursery() as copiers:
+    await launch.run(lobby, on_listening)
+    return launch.result()
+
+
+class _Launch:
+    """One match's bots as `play_match` runs them: their seats' tokens, their processes and logs, and
+    what became of each (exit status, a limit that stopped it, why its connection went)."""
+
+    def __init__(
+        self,
+        game: str,
+        bots: list[BotSpec],
+        log_dir: Path,
+        limits: Limits,
+        isolate: bool,
+        connect_timeout: float,
+    ) -> None:
+        self.game = game
+        self.bots = bots
+        self.limits = limits
+        self.isolate = isolate
+        self.tokens = {secrets.token_hex(16): seat for seat in range(len(bots))}
+        self.by_seat = {seat: token for token, seat in self.tokens.items()}
+        self.outcomes: list[MatchOutcome] = []
+        self.procs: dict[str, BotProcess] = {}
+        self.seating = ReservedSeating(
+            self.tokens, [b.name for b in bots], timeout=connect_timeout, owner=self.owner
+        )
+        #: Seats whose bot exited while the match went on, and how (before `stop_bot` at the end), and
+        #: an event per seat set when its exit is known; an event per bot set once its log is complete.
+        self.exited: dict[int, int] = {}
+        self.exit_seen = {seat: trio.Event() for seat in range(len(bots))}
+        self.log_done = {b.name: trio.Event() for b in bots}
+        self.logs = _log_paths(log_dir, [b.name for b in bots])
+        self.exit_codes: dict[str, int | None] = {}
+        self.stopped: dict[str, str] = {}
+
+    def owner(self, seat: int, conn: Connection) -> bool:
+        """Whether a connection that came with seat ``seat``'s token is held by that bot's processes."""
+        proc = self.procs.get(self.bots[seat].name)
+        return proc is not None and holds_connection(proc, conn)
+
+    async def explain_gone(self, seat: int) -> dict[str, Any] | None:
+        """Why seat ``seat``'s connection went, if its process exited (the match asks at its end, so
+        that its replay says ``exited`` rather than ``disconnected``): its status or signal, and its
+        log's last line once the log is complete. None while the process still runs. A seat
+        refused at its hello, or given up at the connect timeout, says so: that ended it first,
+        whatever its process did after (one that waits for its connection to close then exits)."""
+        before = seat_cause(self.seating, seat, self.game)
+        if before is not None:
+            return before
+        name = self.bots[seat].name
+        proc = self.procs.get(name)
+        if proc is None:
+            return None  # it never started: the launcher says why once the match is over
+        with trio.move_on_after(EXIT_WAIT):  # the socket closes a moment before the exit is seen
+            await self.exit_seen[seat].wait()
+        if seat not in self.exited:
+            return None
+        with trio.move_on_after(EXIT_WAIT):
+            await self.log_done[name].wait()
+        line = last_log_line(self.logs[name], secrets=self.tokens)
+        return exit_cause(proc, self.exited[seat], self.limits, line)
+
+    async def run(self, lobby: Lobby, on_listening: Callable[[int], None] | None) -> None:
+        """Serve the match, start every bot, and stop them all once it is over (at once if interrupted)."""
+        # Each bot's output goes through a pipe to its log, so that a bot that prints without end cannot
+        # fill the disk. The copiers outlive the match: a bot's last words come after `end`.
+        async with trio.open_nursery() as copiers:
+            try:
+                async with trio.open_nursery() as nursery:
+
+                    async def serve(task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+                        await lobby.serve(task_status=task_status)
+                        nursery.cancel_scope.cancel()  # the match is over: stop watching the processes
+
+                    port = await nursery.start(serve)
+                    if on_listening is not None:
+                        on_listening(port)
+                    for seat, bot in enumerate(self.bots):
+                        proc = await self._start(seat, bot, port)
+                        if proc is None:
+                            continue
+                        assert proc.stdout is not None
+                        copiers.start_soon(
+                            _copy_then_set, proc.stdout, self.logs[bot.name], self.log_done[bot.name]
+                        )
+                        nursery.start_soon(
+                            _watch_process, proc, seat, self.seating, self.exited, self.exit_seen[seat]
+                        )
+                    nursery.start_soon(watch_limits, list(self.procs.values()), self.limits)
+            except BaseException:
+                with trio.CancelScope(shield=True):  # interrupted: stop everything at once
+                    for name, proc in self.procs.items():
+                        self.exit_codes[name] = await stop_bot(proc, patience=0.0)
+                raise
+            with trio.CancelScope(shield=True):
+                # The match is over and every bot was sent `end`: give them a moment to exit by themselves.
+                for seat, bot in enumerate(self.bots):
+                    if bot.name in self.procs:
+                        # A bot that never took its seat was sent no `end`, so it has nothing to finish.
+                        patience = 0.0 if seat in self.seating.abandoned else 2.0
+                        self.exit_codes[bot.name] = await stop_bot(self.procs[bot.name], patience=patience)
+            # The pipes close with the processes; a stray process that kept one open is not waited for.
+            copiers.cancel_scope.deadline = trio.current_time() + 2.0
+
+    async def _start(self, seat: int, bot: BotSpec, port: int) -> BotProcess | None:
+        """Start seat ``seat``'s bot on its handed-over connection; None (its seat gone, why in its
+        log) when it cannot start."""
         try:
-            async with trio.open_nursery() as nursery:
+            connection = _handover(self.seating, seat, port)
+            try:
+                # Isolated, a bot reaches no network (and so no port): the connection is
+                # its only way in, and no token is handed over.
+                proc = await start_bot(
+                    bot,
+                    "127.0.0.1",
+                    port,
+                    None if self.isolate else self.by_seat[seat],
+                    limits=self.limits,
+                    isolate=self.isolate,
+                    connection=connection,
+                    on_started=functools.partial(self.procs.__setitem__, bot.name),
+                )
+            finally:
+                connection.close()  # the bot has its own copy; ours would keep the seat open
+        except OSError as exc:
+            why = f"cannot start {bot.command!r}: {exc}"
+            if self.isolate and isinstance(exc, PermissionError):
+                why += (
+                    " (with --isolate the bot runs as a user of its own: its program and "
+                    "folder must be readable by every user; docs/security.md)"
+                )
+            self.logs[bot.name].write_text(f"cellarena: {why}\n")
+            self.stopped[bot.name] = why
+            self.seating.seat_gone(seat)
+            self.exit_codes[bot.name] = None
+            return None
+        self.procs[bot.name] = proc
+        return proc
 
-                async def serve(task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-                    await lobby.serve(task_status=task_status)
-                    nursery.cancel_scope.cancel()  # the match is over: stop watching the processes
-
-                port = await nursery.start(serve)
-                if on_listening is not None:
-                    on_listening(port)
-                for seat, bot in enumerate(bots):
-                    try:
-                        connection = _handover(seating, seat, port)
-                        try:
-                            # Isolated, a bot reaches no network (and so no port): the connection is
-                            # its only way in, and no token is handed over.
-                            proc = await start_bot(
-                                bot,
-                                "127.0.0.1",
-                                port,
-                                None if isolate else by_seat[seat],
-                                limits=limits,
-                                isolate=isolate,
-                                connection=connection,
-                                on_started=functools.partial(procs.__setitem__, bot.name),
-                            )
-                        finally:
-                            connection.close()  # the bot has its own copy; ours would keep the seat open
-                    except OSError as exc:
-                        why = f"cannot start {bot.command!r}: {exc}"
-                        if isolate and isinstance(exc, PermissionError):
-                            why += (
-                                " (with --isolate the bot runs as a user of its own: its program and "
-                                "folder must be readable by every user; docs/security.md)"
-                            )
-                        logs[bot.name].write_text(f"cellarena: {why}\n")
-                        stopped[bot.name] = why
-                        seating.seat_gone(seat)
-                        exit_codes[bot.name] = None
-                        continue
-                    procs[bot.name] = proc
-                    assert proc.stdout is not None
-                    copiers.start_soon(_copy_then_set, proc.stdout, logs[bot.name], log_done[bot.name])
-                    nursery.start_soon(_watch_process, proc, seat, seating, exited, exit_seen[seat])
-                nursery.start_soon(watch_limits, list(procs.values()), limits)
-        except BaseException:
-            with trio.CancelScope(shield=True):  # interrupted: stop everything at once
-                for name, proc in procs.items():
-                    exit_codes[name] = await stop_bot(proc, patience=0.0)
-            raise
-        with trio.CancelScope(shield=True):
-            # The match is over and every bot was sent `end`: give them a moment to exit by themselves.
-            for seat, bot in enumerate(bots):
-                if bot.name in procs:
-                    # A bot that never took its seat was sent no `end`, so it has nothing to finish.
-                    patience = 0.0 if seat in seating.abandoned else 2.0
-                    exit_codes[bot.name] = await stop_bot(procs[bot.name], patience=patience)
-        # The pipes close with the processes; a stray process that kept one open is not waited for.
-        copiers.cancel_scope.deadline = trio.current_time() + 2.0
-    for name, proc in procs.items():
-        limit = proc.stopped_for or exit_reason(exit_codes[name], limits)
-        if limit is not None:
-            stopped[name] = limit
-            with contextlib.suppress(OSError), open(logs[name], "a") as f:
-                f.write(f"\n[cellarena: stopped: {limit}]\n")
-    if not outcomes:
-        raise MatchFailedError("the match ended without a result (a server error, logged above)")
-    refused = {bots[seat].name: refusal for seat, refusal in sorted(seating.refusals.items())}
-    launched = LaunchedMatch(outcomes[0], logs, exit_codes, refused, stopped)
-    for seat, bot in enumerate(bots):  # exits the watcher had no time to see: the match ended with them
-        ended = procs.get(bot.name)
-        code = exit_codes.get(bot.name)
-        if ended is not None and not ended.signalled and code is not None and seat not in exited:
-            exited[seat] = code
-    launched.causes = launch_causes(
-        launched, game, [b.name for b in bots], exited, secrets=tokens, abandoned=seating.abandoned
-    )
-    launched.last_lines = {name: last_log_line(path, secrets=tokens) for name, path in logs.items()}
-    return launched
+    def result(self) -> LaunchedMatch:
+        """The match's outcome with what became of each bot; MatchFailedError if it has none."""
+        for name, proc in self.procs.items():
+            limit = proc.stopped_for or exit_reason(self.exit_codes[name], self.limits)
+            if limit is not None:
+                self.stopped[name] = limit
+                with contextlib.suppress(OSError), open(self.logs[name], "a") as f:
+                    f.write(f"\n[cellarena: stopped: {limit}]\n")
+        if not self.outcomes:
+            raise MatchFailedError("the match ended without a result (a server error, logged above)")
+        refused = {self.bots[seat].name: refusal for seat, refusal in sorted(self.seating.refusals.items())}
+        launched = LaunchedMatch(self.outcomes[0], self.logs, self.exit_codes, refused, self.stopped)
+        for seat, bot in enumerate(
+            self.bots
+        ):  # exits the watcher had no time to see: the match ended with them
+            ended = self.procs.get(bot.name)
+            code = self.exit_codes.get(bot.name)
+            if ended is not None and not ended.signalled and code is not None and seat not in self.exited:
+                self.exited[seat] = code
+        names = [b.name for b in self.bots]
+        launched.causes = launch_causes(
+            launched, self.game, names, self.exited, secrets=self.tokens, abandoned=self.seating.abandoned
+        )
+        launched.last_lines = {
+            name: last_log_line(path, secrets=self.tokens) for name, path in self.logs.items()
+        }
+        return launched
 
 
 #: Seconds the end of a match waits for a gone bot's exit to be seen, and then for its log's end.

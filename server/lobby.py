@@ -40,7 +40,7 @@ from cellarena.server.games.base import Engine
 from cellarena.server.handshake import Handshakes
 from cellarena.server.match import ExplainGone, Match, MatchOutcome, Recorder, RecorderFactory, TickSettings
 from cellarena.server.poller import Poller
-from cellarena.server.seating import FirstComeSeating, Seating, WaitingRoom
+from cellarena.server.seating import FirstComeSeating, MatchHost, Seating, WaitingRoom
 from cellarena.server.ticking import FixedRateDriver, play_fast, warm_up_batches
 from cellarena.server.trusted_proxies import TrustedProxies
 
@@ -90,7 +90,7 @@ class LobbyConfig:
     trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
 
 
-class Lobby:
+class Lobby(MatchHost):
     """Accepts bots and spectators and runs matches until ``matches`` have finished (or forever).
 
     ``seating`` decides where bots wait and which play together (default: first come, first seated).
@@ -160,6 +160,10 @@ class Lobby:
     def running_names(self) -> list[tuple[int, list[str]]]:
         """The matches under way, oldest first, as (number, seat names): what the live view lists."""
         return [(m.number, [seat.name for seat in m.seats]) for m in self._running]
+
+    def worker_pids(self) -> list[int]:
+        """None: this lobby plays its matches itself."""
+        return []
 
     # ----------------------------------------------------------------- serving
     async def serve(
@@ -283,6 +287,24 @@ class Lobby:
     def _limit_reached(self) -> bool:
         return self.config.matches is not None and self._started >= self.config.matches
 
+    def _next_match(
+        self,
+        conns: Sequence[Connection | None],
+        names: list[str] | None,
+        seed: int | None,
+        number: int | None,
+    ) -> tuple[int, int, list[str]]:
+        """The next match's number (unless another process numbers them), its seed (default: the
+        config's plus the number less one) and its seats' names (default: what each bot said)."""
+        self._started += 1
+        if number is None:
+            number = self._started
+        if seed is None:
+            seed = self.config.seed + number - 1
+        if names is None:
+            names = [c.name if c is not None else f"seat{i}" for i, c in enumerate(conns)]
+        return number, seed, names
+
     def start_match(
         self,
         conns: Sequence[Connection | None],
@@ -307,13 +329,7 @@ class Lobby:
         ``explain_gone`` answers, at this match's end, why a seat's connection went, instead of the
         config's (a ladder knows which of a match's bots it started: its house bots)."""
         assert self._nursery is not None
-        self._started += 1
-        if number is None:
-            number = self._started
-        if seed is None:
-            seed = self.config.seed + number - 1
-        if names is None:
-            names = [c.name if c is not None else f"seat{i}" for i, c in enumerate(conns)]
+        number, seed, names = self._next_match(conns, names, seed, number)
         try:
             engine = self.engine_class.new(
                 self.config.engine_config if engine_config is None else engine_config, seed

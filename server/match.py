@@ -22,23 +22,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import msgpack
 import trio
 
 from cellarena.sdk import protocol
-from cellarena.sdk.protocol import debug as debug_layer
-from cellarena.sdk.protocol.fields import is_int
-from cellarena.server import wall_clock
 from cellarena.server.connection import Connection
 from cellarena.server.games import causes
-from cellarena.server.games.base import Engine, Events, Result, debug_placer, sole_first
+from cellarena.server.games.base import Engine, Events, Result
+from cellarena.server.referee import Referee
+from cellarena.server.seat import Seat
 
 log = logging.getLogger("cellarena.server")
-_pack = msgpack.Packer(use_bin_type=True).pack
-#: The `moves` of an answer without that field: no game reads it as an action, so it is invalid.
-_MISSING: Any = object()
-#: What a seated bot may send (the protocol's state table): its answers.
-_PLAYING_SENDS = protocol.client_sends(protocol.State.PLAYING)
 
 
 #: Milliseconds of each tick period the default budget leaves to the server (send the requests, read
@@ -134,93 +127,6 @@ class Recorder(Protocol):
 
 #: Makes a match's replay writer: (match number, engine, seat names, seed) -> writer, or None for none.
 RecorderFactory = Callable[[int, Engine, list[str], int], Recorder | None]
-
-
-@dataclass(eq=False)
-class Seat:
-    """One player of a match: the owner of its bot's connection, and its accounting.
-
-    As the connection's owner it takes the bot's answers (`on_message`) and hears when the
-    connection ends (`on_closed`).
-    """
-
-    index: int
-    name: str
-    match: Match = field(repr=False)
-    conn: Connection | None = None
-    late: int = 0
-    invalid: int = 0
-    illegal: int = 0
-    forfeit_tick: int | None = None
-    #: Why the seat forfeits (or will, once its connection is gone): a cause map (`causes`).
-    forfeit_cause: dict[str, Any] | None = None
-    missed_in_a_row: int = 0
-    #: The longest run of late ticks so far, and the tick it ended (or goes on) at.
-    longest_late_run: int = 0
-    longest_late_run_end: int = 0
-    #: trio time the connection was lost, while the seat waits for its bot to come back.
-    lost_at: float | None = None
-    # the tick being answered, and what the seat was asked
-    tick: int = -1
-    request: dict[str, Any] | None = None
-    sent_wall: float = 0.0
-    answer: Any = None
-    #: The seat answered this tick (its answer may be nil: drop2df's pass).
-    answered: bool = False
-    arrival: float = 0.0
-    #: Messages the seat may still send: the flood limit's token bucket.
-    allowance: float = 0.0
-    #: The ``debug`` map of this tick's answer, as sent (None: none).
-    debug: Any = None
-    #: Bytes of debug kept so far (against `debug_layer.MAX_MATCH_BYTES`), and entries dropped.
-    debug_bytes: int = 0
-    debug_dropped: int = 0
-    #: Whole ms of time bank left, and drawn so far (each late answer charged its ms over, rounded
-    #: up, so that the replay's per-tick figures add up to the total).
-    bank_ms: int = 0
-    bank_drawn_ms: int = 0
-
-    @property
-    def connected(self) -> bool:
-        return self.conn is not None and not self.conn.closed
-
-    def on_message(self, conn: Connection, message: dict[str, Any], arrival: float) -> None:
-        match = self.match
-        self.allowance -= 1
-        if self.allowance < 0:
-            settings = match.settings
-            conn.fail(
-                protocol.FLOOD,
-                f"more than {settings.messages_per_tick:g} messages per tick on average "
-                f"(bursts up to {settings.message_burst:g}); send one answer per tick",
-            )
-            return
-        kind = message["type"]
-        if kind not in _PLAYING_SENDS:  # one set lookup per answer: the table is asked only then
-            refusal = protocol.client_refusal(protocol.State.PLAYING, kind)
-            assert refusal is not None
-            conn.fail(*refusal)
-            return
-        tick = message.get("tick")
-        if not is_int(tick):  # no request to place it with: a protocol error, not a bad answer
-            got = "is missing" if tick is None else f"must be an int (got {type(tick).__name__} {tick!r:.40})"
-            conn.fail(protocol.BAD_MESSAGE, f"moves: the field 'tick' {got}; echo the tick you answer")
-            return
-        if tick != self.tick or self.answered:
-            return  # an old tick's answer, or a second: only the first counts
-        # A missing `moves` is a malformed answer (invalid), never a silent one (late): `decode` judges.
-        self.answer = message.get("moves", _MISSING)
-        if "debug" in message:  # one lookup: a bot that never draws pays nothing more
-            self.debug = message["debug"]
-        self.answered = True
-        self.arrival = arrival
-        match.answer_came()
-
-    def on_closed(self, conn: Connection) -> None:
-        self.lost_at = trio.current_time()
-        # Stop waiting for a seat that can no longer answer this tick.
-        if not self.answered and self.tick == self.match.engine.tick and self.sent_wall:
-            self.match.answer_came()
 
 
 class Spectators:
@@ -321,7 +227,6 @@ class Match:
         explain_gone: ExplainGone | None = None,
     ) -> None:
         self.number = number
-        self.engine = engine
         self.settings = settings
         self.seats = [Seat(i, name, self) for i, (name, _) in enumerate(seats)]
         self.spectators = Spectators()
@@ -333,7 +238,8 @@ class Match:
         self.answered = trio.Event()
         #: Seats asked this tick that have not answered yet.
         self.outstanding = 0
-        self.late_ticks = 0
+        #: How each seat's answers count, and the drawings and bank drawn this tick.
+        self.referee = Referee(number, engine, settings, self.seats)
         self.behind_ticks = 0
         self.bad_ticks = 0
         self._behind = False
@@ -344,10 +250,6 @@ class Match:
         #: Each seat's (late, invalid) before this tick's answers, for the tick's record.
         self._counts_before: list[tuple[int, int]] = []
         self._actions: dict[int, Any] = {}
-        #: The debug drawings kept this tick, by seat (`_keep_debug`).
-        self._debug: dict[int, dict[str, Any]] = {}
-        #: Ms of time bank each seat drew this tick.
-        self._bank_drawn: dict[int, int] = {}
         #: Ticks begun so far (the first may have its own budget), and the budget of the one under way.
         self._ticks_begun = 0
         self._budget = settings.budget
@@ -355,6 +257,15 @@ class Match:
             seat.bank_ms = round(settings.time_bank * 1000)
             if conn is not None and conn.attach(seat):
                 seat.conn = conn
+
+    @property
+    def engine(self) -> Engine:
+        """The match's world: the referee's too, also once a batch has taken it over (`ticking`)."""
+        return self.referee.engine
+
+    @engine.setter
+    def engine(self, engine: Engine) -> None:
+        self.referee.engine = engine
 
     @property
     def over(self) -> bool:
@@ -438,7 +349,7 @@ class Match:
         now = trio.current_time()
         self.behind_ticks += behind
         self._behind = behind
-        self._late_before = self.late_ticks
+        self._late_before = self.referee.late_ticks
         requests = self._requests = self.engine.pending()
         tick = self.engine.tick
         self._broadcast_frame()  # spectators see the world the seats are about to see
@@ -476,8 +387,8 @@ class Match:
         self._tick = self.engine.tick
         if self.recorder is not None:  # the tick's own counts go into its record (`finish_tick`)
             self._counts_before = [(s.late, s.invalid) for s in self.seats]
-        actions = self._actions = self._collect(self._requests, self._budget)
-        self.bad_ticks += self._behind or self.late_ticks > self._late_before
+        actions = self._actions = self.referee.collect(self._requests, self._budget)
+        self.bad_ticks += self._behind or self.referee.late_ticks > self._late_before
         return actions
 
     def finish_tick(self, events: Events) -> None:
@@ -497,14 +408,15 @@ class Match:
                     if seat.invalid > invalid_before:
                         invalid[seat.index] = seat.invalid - invalid_before
                 # Only then: a recorder from before these fields still records the ticks that need none.
-                if self._debug or self._bank_drawn or late or invalid:
+                referee = self.referee
+                if referee.debug or referee.bank_drawn or late or invalid:
                     self.recorder.record(
                         self._tick,
                         self._actions,
                         self.engine,
                         events=happened,
-                        debug=self._debug or None,
-                        bank=self._bank_drawn or None,
+                        debug=referee.debug or None,
+                        bank=referee.bank_drawn or None,
                         late=late or None,
                         invalid=invalid or None,
                     )
@@ -517,128 +429,17 @@ class Match:
         if self.on_tick is not None:
             self.on_tick(self.engine)
 
-    def _collect(self, requests: dict[int, dict[str, Any]], budget: float) -> dict[int, Any]:
-        """Every seat's action for this tick; late, missing and invalid answers become no-ops."""
-        actions: dict[int, Any] = {}
-        any_late = False
-        if self._debug:
-            self._debug = {}
-        if self._bank_drawn:
-            self._bank_drawn = {}
-        for seat in self.seats:
-            if seat.index not in requests:
-                continue
-            conn = seat.conn
-            if conn is not None and not conn.closed and not seat.answered:
-                conn.drain()  # what the kernel holds now; each answer is judged by its arrival stamp
-            if seat.debug is not None:
-                self._keep_debug(seat, requests[seat.index])
-            connected = conn is not None and not conn.closed
-            if not connected and seat.forfeit_tick is None and not self._may_come_back(seat):
-                seat.forfeit_tick = seat.tick
-                if seat.forfeit_cause is None:
-                    seat.forfeit_cause = self._gone_cause(seat)
-                else:
-                    seat.forfeit_cause["tick"] = seat.tick
-                log.info(
-                    "match %d: %s forfeits at tick %d (%s)",
-                    self.number, seat.name, seat.tick, seat.forfeit_cause["cause"],
-                )  # fmt: skip
-            over = seat.arrival - (seat.sent_wall + budget) if seat.answered else math.inf
-            over_ms = math.ceil(over * 1000) if over < math.inf else 0
-            if over > 0 and 0 < over_ms <= seat.bank_ms:  # late, but the bank pays for it
-                seat.bank_ms -= over_ms
-                seat.bank_drawn_ms += over_ms
-                self._bank_drawn[seat.index] = over_ms
-            elif over > 0:
-                seat.late += 1
-                any_late = any_late or seat.forfeit_tick is None
-                seat.missed_in_a_row += 1
-                if seat.forfeit_tick is None and seat.missed_in_a_row > seat.longest_late_run:
-                    seat.longest_late_run, seat.longest_late_run_end = seat.missed_in_a_row, seat.tick
-                limit = self.settings.max_missed_in_a_row
-                hung = limit is not None and seat.missed_in_a_row >= limit
-                if hung and conn is not None and not conn.closed:
-                    seat.forfeit_cause = causes.cause(causes.UNRESPONSIVE, seat.tick, ticks=limit)
-                    conn.fail(
-                        protocol.UNRESPONSIVE,
-                        f"no answer within the budget for {limit} ticks in a row; this seat forfeits",
-                    )
-                continue
-            seat.missed_in_a_row = 0
-            answer = seat.answer
-            action = (
-                None if answer is _MISSING else self.engine.decode(seat.index, requests[seat.index], answer)
-            )
-            if action is None:
-                seat.invalid += 1
-                continue
-            actions[seat.index] = action
-        self.late_ticks += any_late
-        return actions
-
     def waiting_on_bank(self) -> float | None:
         """At the budget's end: the trio time until which a seat asked this tick may still answer on
-        its time bank (the latest such), or None when no seat can (all answered, no bank left,
-        gone). Reads what the kernel holds for those seats first, so an answer already there is seen.
-        The driver waits until then, or until they have answered, and asks again."""
-        if self.settings.time_bank <= 0:
-            return None
-        wall, now = wall_clock.now(), trio.current_time()
-        until: float | None = None
-        for seat in self.seats:
-            conn = seat.conn
-            if seat.answered or not seat.sent_wall or conn is None or conn.closed or seat.bank_ms <= 0:
-                continue
-            conn.drain()
-            if seat.answered or conn.closed:
-                continue
-            end = seat.sent_wall + self._budget + seat.bank_ms / 1000.0 - wall
-            if end > 0:
-                until = max(until or now, now + end)
-        return until
-
-    def _keep_debug(self, seat: Seat, request: Mapping[str, Any]) -> None:
-        """Keep what may be kept of the seat's debug drawing this tick (even with a late answer: why
-        it was slow is what its author wants to see), placed on the board by the engine if it places
-        cells (Rezzo: viewport cells); the rest, and all past the match's cap, dropped and counted."""
-        raw, seat.debug = seat.debug, None
-        try:
-            cleaned = debug_layer.clean(raw, debug_placer(self.engine, seat.index, request))
-        except Exception:  # a drawing must never cost the move, nor the match
-            log.exception("match %d: %s's debug drawing could not be read; dropped", self.number, seat.name)
-            seat.debug_dropped += 1
-            return
-        seat.debug_dropped += cleaned.dropped
-        kept = cleaned.kept
-        if kept is None:
-            return
-        size = len(_pack(kept))
-        if seat.debug_bytes + size > debug_layer.MAX_MATCH_BYTES:
-            seat.debug_dropped += sum(len(v) for v in kept.values())
-            return
-        seat.debug_bytes += size
-        self._debug[seat.index] = kept
-
-    def _gone_cause(self, seat: Seat) -> dict[str, Any]:
-        """Why a seat with no connection forfeits: it never had one, or lost it past the grace."""
-        if seat.conn is None:
-            return causes.cause(causes.NEVER_CONNECTED, seat.tick)
-        return causes.cause(causes.DISCONNECTED, seat.tick, grace=self.settings.reconnect_grace)
-
-    def _may_come_back(self, seat: Seat) -> bool:
-        """A seat that lost its connection within the reconnect grace keeps its seat for now."""
-        grace = self.settings.reconnect_grace
-        if grace <= 0 or seat.conn is None:  # never connected: nothing to come back to
-            return False
-        lost = seat.lost_at if seat.lost_at is not None else trio.current_time()
-        return trio.current_time() - lost < grace
+        its time bank, or None (`Referee.waiting_on_bank`). The driver waits until then, or until
+        they have answered, and asks again."""
+        return self.referee.waiting_on_bank(self._budget)
 
     def _broadcast_frame(self, *, final: bool = False) -> None:
         if self.spectators:
             # The drawings of the tick just played (a bot draws while it answers, after its tick's
             # frame went out), to spectators only where the host shows them (`TickSettings`).
-            drawn = self._debug if self.settings.spectator_debug else None
+            drawn = self.referee.debug if self.settings.spectator_debug else None
             message = protocol.frame(self.engine.frame(), final=final, debug=drawn, debug_tick=self._tick)
             self.spectators.broadcast(protocol.encode(message))
 
@@ -669,7 +470,7 @@ class Match:
     async def close(self) -> MatchOutcome:
         """Record the result, tell every seat and spectator, let their last frames leave, hang up."""
         await self._explain_forfeits()
-        result = self._final_result()
+        result = self.referee.final_result()
         late = [s.late for s in self.seats]
         invalid = [s.invalid for s in self.seats]
         illegal = [s.illegal for s in self.seats]
@@ -737,7 +538,7 @@ class Match:
             forfeits,
             result.ticks,
             late_runs=[(s.longest_late_run, s.longest_late_run_end) for s in self.seats],
-            late_ticks=self.late_ticks,
+            late_ticks=self.referee.late_ticks,
             behind_ticks=self.behind_ticks,
             bad_ticks=self.bad_ticks,
             debug_dropped=debug_dropped,
@@ -748,38 +549,3 @@ class Match:
         """Every open connection of the match: its seats' and its spectators'."""
         seated = [s.conn for s in self.seats if s.conn is not None and not s.conn.closed]
         return seated + [c for c in self.spectators if not c.closed]
-
-    def _final_result(self) -> Result:
-        """The engine's result, with seats that forfeited ranked below every seat that stayed."""
-        game = self.engine.result()
-        forfeits = {s.index: s.forfeit_tick for s in self.seats if s.forfeit_tick is not None}
-        if not forfeits and game is not None:
-            return game
-        ticks = game.ticks if game is not None else self.engine.tick
-        stayed = [s.index for s in self.seats if s.index not in forfeits]
-
-        def key(i: int) -> tuple[int, int]:
-            if i in forfeits:
-                return (1, -forfeits[i])  # a later forfeit ranks above an earlier one
-            return (0, game.ranks[i] if game is not None else 1)
-
-        keys = {s.index: key(s.index) for s in self.seats}
-        ranks = {i: 1 + sum(1 for j in keys if keys[j] < keys[i]) for i in keys}
-        winner = sole_first(ranks)
-        if game is not None:
-            reason = game.reason + (f"; forfeited: {', '.join(self.seats[i].name for i in forfeits)}")
-        elif len(stayed) == 1:
-            reason = "every other seat disconnected"
-        else:
-            reason = "every seat disconnected"
-        ends: dict[int, dict[str, Any]] = {}
-        for seat in self.seats:
-            i = seat.index
-            if i in forfeits:
-                ends[i] = dict(seat.forfeit_cause or causes.cause(causes.DISCONNECTED, forfeits[i]))
-            elif game is not None and i in game.causes:
-                ends[i] = dict(game.causes[i])
-            else:
-                text = f"{{{i}}} is the last seat still playing at tick {ticks}: every other seat forfeited"
-                ends[i] = causes.cause(causes.LAST_STANDING, ticks, text=text)
-        return Result(ranks=ranks, winner=winner, reason=reason, ticks=ticks, causes=ends)

@@ -287,23 +287,30 @@ def _raw_records(src: _Source) -> Iterator[tuple[int, int, dict[Any, Any] | str]
             cut = f"truncated in record {number} at byte {offset}: it needs {size} bytes, {len(body)} follow"
             yield number, offset, cut + src.cut_note()
             return
-        try:
-            record = msgpack.unpackb(body, raw=False, strict_map_key=False)
-        except (ValueError, TypeError, msgpack.UnpackException) as exc:
-            if number == 1:
-                raise ReplayError(f"{not_replay} (the first record is not msgpack: {exc})") from None
-            raise ReplayError(
-                f"{path}: record {number} at byte {offset} is not valid msgpack ({exc}); the file is corrupt"
-            ) from None
-        if not isinstance(record, dict):
-            if number == 1:
-                raise ReplayError(f"{not_replay} (the first record is a {_type_name(record)}, not a map)")
-            raise ReplayError(
-                f"{path}: record {number} at byte {offset} is a {_type_name(record)}, not a map; "
-                "the file is corrupt"
-            )
-        yield number, offset, record
+        yield number, offset, _record_map(path, body, number, offset)
         offset += LENGTH.size + size
+
+
+def _record_map(path: str, body: bytes, number: int, offset: int) -> dict[Any, Any]:
+    """Record ``number``'s map, decoded from ``body``; anything else is not a replay (the first
+    record) or a corrupt one."""
+    not_replay = f"{path}: not a cellarena replay"
+    try:
+        record = msgpack.unpackb(body, raw=False, strict_map_key=False)
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:
+        if number == 1:
+            raise ReplayError(f"{not_replay} (the first record is not msgpack: {exc})") from None
+        raise ReplayError(
+            f"{path}: record {number} at byte {offset} is not valid msgpack ({exc}); the file is corrupt"
+        ) from None
+    if not isinstance(record, dict):
+        if number == 1:
+            raise ReplayError(f"{not_replay} (the first record is a {_type_name(record)}, not a map)")
+        raise ReplayError(
+            f"{path}: record {number} at byte {offset} is a {_type_name(record)}, not a map; "
+            "the file is corrupt"
+        )
+    return record
 
 
 def _check_header(path: str, record: dict[Any, Any]) -> dict[str, Any]:

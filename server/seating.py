@@ -80,14 +80,13 @@ class WaitingRoom:
 
 
 class MatchHost(Protocol):
-    """What a seating needs of the lobby it seats bots for (`lobby.Lobby`): its match size and pacing,
-    the matches it runs, and a way to start a match. A protocol, so that seating depends on no lobby
-    and a seating can be tested over a host of its own."""
+    """Where matches start: the lobby that plays them (`lobby.Lobby`) or the front that hands them to
+    worker processes (`workers.WorkerLobby`), both of which declare it. What a seating needs: the match
+    size and pacing, the matches it runs, a way to start a match, and the processes that play them.
+    A protocol, so that seating depends on no lobby and can be tested over a host of its own."""
 
-    @property
-    def players(self) -> int:
-        """Seats per match."""
-        ...
+    #: Seats per match.
+    players: int
 
     @property
     def settings(self) -> TickSettings:
@@ -111,11 +110,17 @@ class MatchHost(Protocol):
         seed: int | None = None,
         recorder: RecorderFactory | None = None,
         meta: Mapping[str, Any] | None = None,
+        number: int | None = None,
         explain_gone: ExplainGone | None = None,
     ) -> Match | None:
         """Start a match with ``conns`` in seat order (None: a seat whose bot never came), with its
-        own replay writer's maker, what it is to the seating (``meta``, logged) and who says why a
-        seat's connection went (``explain_gone``: the bots' launcher) if given."""
+        own replay writer's maker, what it is to the seating (``meta``, logged), its number when
+        another process numbers them, and who says why a seat's connection went (``explain_gone``:
+        the bots' launcher) if given. The match, or None when it is not in this process."""
+        ...
+
+    def worker_pids(self) -> list[int]:
+        """The processes other than this one that play its matches (none when it plays them)."""
         ...
 
 

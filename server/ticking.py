@@ -244,23 +244,7 @@ class FixedRateDriver:
         for driven in [d for d in members if d.done.is_set()]:
             self._leave(batch, driven)  # its task was cancelled
         if not batch.collecting:
-            slot_time = self._slot_time(batch.key[0], batch.n)
-            behind = trio.current_time() - slot_time > self.period / 4
-            deadline = -math.inf
-            for driven in list(members):
-                try:
-                    begun = driven.match.begin_tick(behind=behind)
-                except Exception as exc:
-                    begun, driven.error = None, exc
-                if begun is None:
-                    self._leave(batch, driven)
-                    continue
-                deadline = max(deadline, begun)
-            if not members:
-                self._close(batch)
-                return
-            batch.collecting = True
-            self._push(deadline, batch)  # the last seat's deadline of every match in the batch
+            self._begin_batch(batch)
             return
         batch.collecting = False
         staged: list[tuple[_Driven, Events]] = []
@@ -296,6 +280,27 @@ class FixedRateDriver:
             self._close(batch)
             return
         self._push(self._slot_time(batch.key[0], batch.n), batch)
+
+    def _begin_batch(self, batch: _Batch) -> None:
+        """Begin the tick of every match of ``batch``; the batch is collected at the last deadline."""
+        members = batch.members
+        slot_time = self._slot_time(batch.key[0], batch.n)
+        behind = trio.current_time() - slot_time > self.period / 4
+        deadline = -math.inf
+        for driven in list(members):
+            try:
+                begun = driven.match.begin_tick(behind=behind)
+            except Exception as exc:
+                begun, driven.error = None, exc
+            if begun is None:
+                self._leave(batch, driven)
+                continue
+            deadline = max(deadline, begun)
+        if not members:
+            self._close(batch)
+            return
+        batch.collecting = True
+        self._push(deadline, batch)  # the last seat's deadline of every match in the batch
 
     def _leave(self, batch: _Batch, driven: _Driven) -> None:
         """The match is over (or failed, or cancelled): its world leaves the batch, keeping its last

@@ -546,14 +546,14 @@ class WorkerLobby(Lobby):
             )
         super().__init__(config, seating)
         self.pool = WorkerPool(config, workers, on_finished=self._finished)
-        self.worker_pids: list[int] = []
+        self._worker_pids: list[int] = []
 
     async def serve(
         self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
     ) -> list[MatchOutcome]:
         """Start the workers, then listen and seat as `Lobby.serve` does; the workers stop with it."""
         async with trio.open_nursery() as nursery:
-            self.worker_pids = await nursery.start(self.pool.run)
+            self._worker_pids = await nursery.start(self.pool.run)
             outcomes = await super().serve(task_status=task_status)
             await self.pool.stop()
             nursery.cancel_scope.cancel()
@@ -566,6 +566,10 @@ class WorkerLobby(Lobby):
 
     def running_names(self) -> list[tuple[int, list[str]]]:
         return self.pool.running_names()
+
+    def worker_pids(self) -> list[int]:
+        """The worker processes' pids as they started (empty before `serve` has started them)."""
+        return list(self._worker_pids)
 
     def start_match(
         self,
@@ -582,13 +586,7 @@ class WorkerLobby(Lobby):
         """Hand the match to a worker (see `Lobby.start_match` for the arguments); None always, as
         the match is not in this process. ``explain_gone`` is not asked: the match ends in the
         worker, which cannot call back here, so a gone seat stays ``disconnected``."""
-        self._started += 1
-        if number is None:
-            number = self._started
-        if seed is None:
-            seed = self.config.seed + number - 1
-        if names is None:
-            names = [c.name if c is not None else f"seat{i}" for i, c in enumerate(conns)]
+        number, seed, names = self._next_match(conns, names, seed, number)
         index = self.pool.hand_match(
             number, seed, conns, names, engine_config=engine_config, recorder=recorder, meta=meta
         )

@@ -83,6 +83,21 @@ def next_state(code: int, around: list[int]) -> int:
     return code
 
 
+def _losers(grid: list[list[int]], *, own_base_counts: bool, torus: bool) -> set[int]:
+    """Resolutions 1-2: a flag at state t with a base neighbour at state t makes its owner lose."""
+    losers: set[int] = set()
+    for y, row in enumerate(grid):
+        for x, code in enumerate(row):
+            if kind_of(code) != FLAG:
+                continue
+            for other in neighbours(grid, x, y, torus):
+                if kind_of(other) != BASE:
+                    continue
+                if own_base_counts or owner_of(other) != owner_of(code):
+                    losers.add(owner_of(code))
+    return losers
+
+
 def reference_step(
     cells: np.ndarray,
     damage: np.ndarray,
@@ -106,18 +121,7 @@ def reference_step(
         [next_state(grid[y][x], neighbours(grid, x, y, torus)) for x in range(width)] for y in range(height)
     ]
 
-    # Resolutions 1-2: a flag at state t with a base neighbour at state t makes its owner lose.
-    losers: set[int] = set()
-    for y in range(height):
-        for x in range(width):
-            code = grid[y][x]
-            if kind_of(code) != FLAG:
-                continue
-            for other in neighbours(grid, x, y, torus):
-                if kind_of(other) != BASE:
-                    continue
-                if own_base_counts or owner_of(other) != owner_of(code):
-                    losers.add(owner_of(code))
+    losers = _losers(grid, own_base_counts=own_base_counts, torus=torus)
 
     # Resolution 3: convert the losers' cells in the *new* state (flags just made from photons too).
     for y in range(height):

@@ -170,9 +170,9 @@ def test_a_match_keeps_a_seats_drawing_within_a_megabyte() -> None:
     kept_ticks = 0
     for _ in range(2000):
         seat.debug = {"text": text}
-        match._keep_debug(seat, request)
-        kept_ticks += 0 in match._debug
-        match._debug = {}
+        match.referee.keep_debug(seat, request)
+        kept_ticks += 0 in match.referee.debug
+        match.referee.debug = {}
     assert seat.debug_bytes <= debug_layer.MAX_MATCH_BYTES < seat.debug_bytes + 1100
     assert 900 < kept_ticks < 1100
     assert seat.debug_dropped == (2000 - kept_ticks) * 10

@@ -108,6 +108,61 @@ async def wait_until(condition: Any, timeout: float = 30.0) -> None:
             await trio.sleep(0.1)
 
 
+async def _metrics_show_it_all(health: str) -> None:
+    """The host sees it all in /metrics."""
+    status, text = await trio.to_thread.run_sync(http, f"{health}/metrics")
+    assert status == 200 and metric(text, "cellarena_ladder_matches_ended_total") >= 2
+    assert metric(text, "cellarena_ladder_database_up") == 1
+    assert metric(text, "cellarena_ladder_bots_connected") >= 1
+    assert 'cellarena_ladder_queue_wait_seconds{quantile="0.9"}' in text
+
+
+async def _stats_as_page_and_json(site: str) -> None:
+    """Statistics, as a page and as JSON. A bot has its `end` before the server has stored the
+    match, and the pages are another process reading the database: they catch up."""
+
+    def two_stored() -> bool:
+        status, body = http(f"{site}/api/bots/alice/stats")
+        assert status == 200, body
+        return json.loads(body)["head_to_head"].get("bob", {}).get("matches", 0) >= 2
+
+    await wait_until(two_stored)
+    status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/alice/stats")
+    stats = json.loads(body)
+    assert status == 200 and stats["head_to_head"]["bob"]["matches"] >= 2
+    assert stats["maps"] and stats["seats"] and stats["rating"][-1]["sigma"] > 0
+    status, page = await trio.to_thread.run_sync(http, f"{site}/bots/alice/stats")
+    assert status == 200 and "Head to head" in page and "bob" in page
+    status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/alice")
+    assert json.loads(body)["stats"] == "/api/bots/alice/stats" and json.loads(body)["paused"] is None
+    status, page = await trio.to_thread.run_sync(http, f"{site}/bots/alice")
+    assert 'href="/bots/alice/stats"' in page
+
+
+async def _challenges_by_token(site: str, tokens: dict[str, str]) -> None:
+    """Challenges over the API with alice's token, and the quota's refusals."""
+    # A challenge over the API with alice's token; the server (another process) plays it.
+    status, body = await trio.to_thread.run_sync(
+        http, f"{site}/api/challenges", tokens["alice"], {"opponent": "bob"}
+    )
+    assert status == 201, body
+    challenge = json.loads(body)["id"]
+
+    def played() -> bool:
+        listed = json.loads(http(f"{site}/api/bots/alice/challenges")[1])["challenges"]
+        return any(c["id"] == challenge and c["status"] == "played" for c in listed)
+
+    await wait_until(played)
+    # A storm: the quota (3 a day) refuses it, saying so.
+    answers = [
+        await trio.to_thread.run_sync(http, f"{site}/api/challenges", tokens["alice"], {"opponent": o})
+        for o in ("carol", "carol", "dave", "erin", "erin")
+    ]
+    assert [a[0] for a in answers] == [201, 409, 201, 429, 429]
+    assert "already has a challenge against carol" in answers[1][1]
+    assert "--challenges-per-day 3" in answers[3][1]
+
+
 async def test_serve_web_and_commands_share_one_community_ladder(
     tmp_path: Path, database: str | None
 ) -> None:
@@ -133,54 +188,9 @@ async def test_serve_web_and_commands_share_one_community_ladder(
                 nursery.start_soon(bot, port, name, tokens[name], ends, refusals[name])
             await wait_until(lambda: ends.count("alice") >= 2)
 
-            # The host sees it all in /metrics.
-            status, text = await trio.to_thread.run_sync(http, f"{health}/metrics")
-            assert status == 200 and metric(text, "cellarena_ladder_matches_ended_total") >= 2
-            assert metric(text, "cellarena_ladder_database_up") == 1
-            assert metric(text, "cellarena_ladder_bots_connected") >= 1
-            assert 'cellarena_ladder_queue_wait_seconds{quantile="0.9"}' in text
-
-            # Statistics, as a page and as JSON. A bot has its `end` before the server has stored the
-            # match, and the pages are another process reading the database: they catch up.
-            def two_stored() -> bool:
-                status, body = http(f"{site}/api/bots/alice/stats")
-                assert status == 200, body
-                return json.loads(body)["head_to_head"].get("bob", {}).get("matches", 0) >= 2
-
-            await wait_until(two_stored)
-            status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/alice/stats")
-            stats = json.loads(body)
-            assert status == 200 and stats["head_to_head"]["bob"]["matches"] >= 2
-            assert stats["maps"] and stats["seats"] and stats["rating"][-1]["sigma"] > 0
-            status, page = await trio.to_thread.run_sync(http, f"{site}/bots/alice/stats")
-            assert status == 200 and "Head to head" in page and "bob" in page
-            status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/alice")
-            assert json.loads(body)["stats"] == "/api/bots/alice/stats" and json.loads(body)["paused"] is None
-            status, page = await trio.to_thread.run_sync(http, f"{site}/bots/alice")
-            assert 'href="/bots/alice/stats"' in page
-
-            # A challenge over the API with alice's token; the server (another process) plays it.
-            status, body = await trio.to_thread.run_sync(
-                http, f"{site}/api/challenges", tokens["alice"], {"opponent": "bob"}
-            )
-            assert status == 201, body
-            challenge = json.loads(body)["id"]
-
-            def played() -> bool:
-                listed = json.loads(http(f"{site}/api/bots/alice/challenges")[1])["challenges"]
-                return any(c["id"] == challenge and c["status"] == "played" for c in listed)
-
-            await wait_until(played)
-            # A storm: the quota (3 a day) refuses it, saying so.
-            answers = [
-                await trio.to_thread.run_sync(
-                    http, f"{site}/api/challenges", tokens["alice"], {"opponent": o}
-                )
-                for o in ("carol", "carol", "dave", "erin", "erin")
-            ]
-            assert [a[0] for a in answers] == [201, 409, 201, 429, 429]
-            assert "already has a challenge against carol" in answers[1][1]
-            assert "--challenges-per-day 3" in answers[3][1]
+            await _metrics_show_it_all(health)
+            await _stats_as_page_and_json(site)
+            await _challenges_by_token(site, tokens)
 
             # A token acts for its own bot only; bob paused by the host is stopped, then resumes himself.
             status, body = await trio.to_thread.run_sync(

@@ -79,6 +79,82 @@ def sdk_bot(game: str, port: int, token: Path, log: Path) -> subprocess.Popen[by
         )  # fmt: skip
 
 
+async def _one_account_a_bot_of_each_game(site: str, tokens: dict[str, str]) -> None:
+    """One owner, one account, a bot in each game; a bot without its game is refused, saying why."""
+    status, body = await trio.to_thread.run_sync(
+        http, f"{site}/api/signup", None, {"name": "olga", "password": PASSWORD}
+    )
+    assert status == 201, body
+    for game in ("rezzo", "cata"):
+        ask = {"owner": "olga", "password": PASSWORD, "name": f"olga-{game}", "game": game}
+        status, body = await trio.to_thread.run_sync(http, f"{site}/api/owner/bots", None, ask)
+        assert status == 201 and json.loads(body)["game"] == game, body
+        tokens[f"olga-{game}"] = json.loads(body)["token"]
+    ask = {"owner": "olga", "password": PASSWORD, "name": "olga-x"}
+    status, body = await trio.to_thread.run_sync(http, f"{site}/api/owner/bots", None, ask)
+    assert status == 400 and "game must be one of rezzo, cata" in body
+
+
+async def _a_bot_at_another_games_port(ports: dict[str, int], tokens: dict[str, str]) -> None:
+    """A bot at another game's port is told where it belongs."""
+    client = await Client.connect(ports["rezzo"])
+    try:
+        await client.hello("c1", token=tokens["c1"])
+        refused = await client.recv(timeout=30)
+    finally:
+        await client.stream.aclose()
+    assert refused is not None and refused["code"] == protocol.BAD_HELLO
+    assert "port of the ladder's cata server" in refused["message"]
+
+
+async def _the_pages_show_both_games(site: str) -> None:
+    """The pages show both games, each under its own address; bots and matches by name and number."""
+    status, page = await trio.to_thread.run_sync(http, f"{site}/")
+    assert status == 200 and 'data-game="rezzo"' in page and 'data-game="cata"' in page
+    assert "olga-rezzo" in page and "olga-cata" in page
+    status, body = await trio.to_thread.run_sync(http, f"{site}/api/games")
+    assert [g["game"] for g in json.loads(body)["games"]] == ["rezzo", "cata"]
+    for game, bot in (("rezzo", "r1"), ("cata", "c1")):
+        status, body = await trio.to_thread.run_sync(http, f"{site}/api/{game}/standings")
+        assert status == 200 and bot in [s["bot"] for s in json.loads(body)["standings"]]
+        status, page = await trio.to_thread.run_sync(http, f"{site}/{game}/matches")
+        assert status == 200 and f"{game} ladder: matches" in page
+        status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/olga-{game}")
+        assert status == 200 and json.loads(body)["game"] == game
+        status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/olga-{game}/stats")
+        assert status == 200 and json.loads(body)["matches"] >= 1, body
+    status, body = await trio.to_thread.run_sync(http, f"{site}/api/standings")
+    assert status == 404 and "/api/rezzo/standings, /api/cata/standings" in body
+
+
+async def _rezzo_dies_and_cata_plays_on(
+    store: LadderStore, servers: dict[str, subprocess.Popen[str]], serve_rezzo: list[str]
+) -> None:
+    """rezzo's server dies (kill -9) with a match under way; cata's plays on meanwhile, and a new
+    rezzo server voids only rezzo's cut match."""
+
+    def matches(game: str, status: str) -> list[int]:
+        return [m.id for m in store.matches(game, limit=200) if m.status == status]
+
+    await wait_until(lambda: matches("rezzo", "finished") and matches("cata", "finished"), 90)
+    # rezzo's server dies (kill -9) with a match under way; cata's plays on meanwhile.
+    await wait_until(lambda: matches("rezzo", "running"), 30)
+    servers["rezzo"].kill()
+    servers["rezzo"].wait()
+    cut_short = matches("rezzo", "running")
+    assert cut_short, "a rezzo match was under way when its server died"
+    await wait_until(lambda: matches("cata", "running"), 30)
+    cata_live = matches("cata", "running")
+    servers["rezzo"], _ = start(serve_rezzo, LISTENING)  # voids only rezzo's
+    for match_id in cut_short:
+        record = store.match(match_id)
+        assert record is not None and (record.status, record.reason) == ("void", VOID_ON_START)
+    played = max(matches("rezzo", "finished"))
+    await wait_until(lambda: all(m in matches("cata", "finished") for m in cata_live), 60)
+    assert matches("cata", "void") == []  # nothing rezzo's server did touched cata's matches
+    await wait_until(lambda: max(matches("rezzo", "finished")) > played, 60)  # its bots are back
+
+
 async def test_two_games_on_one_database_one_site_one_account(
     tmp_path: Path, database: str | None, free_port: int
 ) -> None:
@@ -99,19 +175,7 @@ async def test_two_games_on_one_database_one_site_one_account(
     servers: dict[str, subprocess.Popen[str]] = {}
     bots: list[subprocess.Popen[bytes]] = []
     try:
-        # One owner, one account, a bot in each game; a bot without its game is refused, saying why.
-        status, body = await trio.to_thread.run_sync(
-            http, f"{site}/api/signup", None, {"name": "olga", "password": PASSWORD}
-        )
-        assert status == 201, body
-        for game in ("rezzo", "cata"):
-            ask = {"owner": "olga", "password": PASSWORD, "name": f"olga-{game}", "game": game}
-            status, body = await trio.to_thread.run_sync(http, f"{site}/api/owner/bots", None, ask)
-            assert status == 201 and json.loads(body)["game"] == game, body
-            tokens[f"olga-{game}"] = json.loads(body)["token"]
-        ask = {"owner": "olga", "password": PASSWORD, "name": "olga-x"}
-        status, body = await trio.to_thread.run_sync(http, f"{site}/api/owner/bots", None, ask)
-        assert status == 400 and "game must be one of rezzo, cata" in body
+        await _one_account_a_bot_of_each_game(site, tokens)
 
         # A server per game on the one database; a second server of a game is refused.
         servers["rezzo"], found = start([*where, *rezzo], LISTENING)
@@ -131,15 +195,7 @@ async def test_two_games_on_one_database_one_site_one_account(
             )
             assert second.returncode != 0 and "another ladder server for rezzo is running" in second.stderr
 
-        # A bot at another game's port is told where it belongs.
-        client = await Client.connect(ports["rezzo"])
-        try:
-            await client.hello("c1", token=tokens["c1"])
-            refused = await client.recv(timeout=30)
-        finally:
-            await client.stream.aclose()
-        assert refused is not None and refused["code"] == protocol.BAD_HELLO
-        assert "port of the ladder's cata server" in refused["message"]
+        await _a_bot_at_another_games_port(ports, tokens)
 
         for name, game in (("r1", "rezzo"), ("olga-rezzo", "rezzo"), ("c1", "cata"), ("olga-cata", "cata")):
             bots.append(
@@ -147,48 +203,12 @@ async def test_two_games_on_one_database_one_site_one_account(
             )
 
         store = LadderStore(target, create=False)
-
-        def matches(game: str, status: str) -> list[int]:
-            return [m.id for m in store.matches(game, limit=200) if m.status == status]
-
         try:
-            await wait_until(lambda: matches("rezzo", "finished") and matches("cata", "finished"), 90)
-            # rezzo's server dies (kill -9) with a match under way; cata's plays on meanwhile.
-            await wait_until(lambda: matches("rezzo", "running"), 30)
-            servers["rezzo"].kill()
-            servers["rezzo"].wait()
-            cut_short = matches("rezzo", "running")
-            assert cut_short, "a rezzo match was under way when its server died"
-            await wait_until(lambda: matches("cata", "running"), 30)
-            cata_live = matches("cata", "running")
-            servers["rezzo"], _ = start([*where, *rezzo], LISTENING)  # voids only rezzo's
-            for match_id in cut_short:
-                record = store.match(match_id)
-                assert record is not None and (record.status, record.reason) == ("void", VOID_ON_START)
-            played = max(matches("rezzo", "finished"))
-            await wait_until(lambda: all(m in matches("cata", "finished") for m in cata_live), 60)
-            assert matches("cata", "void") == []  # nothing rezzo's server did touched cata's matches
-            await wait_until(lambda: max(matches("rezzo", "finished")) > played, 60)  # its bots are back
+            await _rezzo_dies_and_cata_plays_on(store, servers, [*where, *rezzo])
         finally:
             store.close()
 
-        # The pages show both games, each under its own address; bots and matches by name and number.
-        status, page = await trio.to_thread.run_sync(http, f"{site}/")
-        assert status == 200 and 'data-game="rezzo"' in page and 'data-game="cata"' in page
-        assert "olga-rezzo" in page and "olga-cata" in page
-        status, body = await trio.to_thread.run_sync(http, f"{site}/api/games")
-        assert [g["game"] for g in json.loads(body)["games"]] == ["rezzo", "cata"]
-        for game, bot in (("rezzo", "r1"), ("cata", "c1")):
-            status, body = await trio.to_thread.run_sync(http, f"{site}/api/{game}/standings")
-            assert status == 200 and bot in [s["bot"] for s in json.loads(body)["standings"]]
-            status, page = await trio.to_thread.run_sync(http, f"{site}/{game}/matches")
-            assert status == 200 and f"{game} ladder: matches" in page
-            status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/olga-{game}")
-            assert status == 200 and json.loads(body)["game"] == game
-            status, body = await trio.to_thread.run_sync(http, f"{site}/api/bots/olga-{game}/stats")
-            assert status == 200 and json.loads(body)["matches"] >= 1, body
-        status, body = await trio.to_thread.run_sync(http, f"{site}/api/standings")
-        assert status == 404 and "/api/rezzo/standings, /api/cata/standings" in body
+        await _the_pages_show_both_games(site)
     finally:
         for proc in bots:
             proc.send_signal(signal.SIGTERM)

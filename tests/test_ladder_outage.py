@@ -143,24 +143,7 @@ async def test_a_database_outage_mid_match_loses_no_result_and_bots_play_again(
     await wait_for(lambda: bool(ladder.seating.starter.live))
     await trio.to_thread.run_sync(own_postgres.pause)  # mid-match
 
-    await wait_for(lambda: not ladder.seating.database.up)
-    with pytest.raises(LadderStoreError):
-        await trio.to_thread.run_sync(pages.standings, "rezzo")
-    status, body = await get_health(health_port)
-    assert status == 503 and body["database"]["state"] == "down" and body["status"] == "degraded"
-    assert body["database"]["where"] == ladder.store.where and ladder.store.where in body["database"]["error"]
-    refused = await join(ladder, "carol")
-    msg = await refused.expect_error(protocol.SHUTDOWN)  # deployed SDKs come back later on it
-    assert "database" in msg["message"] and protocol.SHUTDOWN in protocol.RETRY_LATER
-
-    # The match plays to its end all the same; its result waits on disk.
-    await wait_for(lambda: len(ends) == 2, timeout=60)
-    assert sorted(e["type"] for e in ends) == ["end", "end"]
-    assert [m["type"] for m in welcomed_again] == ["welcome"]  # back to its seat without the database
-    await wait_for(
-        lambda: ladder.seating.results.spool is not None and len(ladder.seating.results.spool) == 1
-    )
-    assert (await get_health(health_port))[1]["pending_results"] == 1
+    await _while_it_is_down(ladder, pages, health_port, ends, welcomed_again)
 
     await trio.to_thread.run_sync(own_postgres.resume)
     back = trio.current_time()
@@ -188,6 +171,34 @@ async def test_a_database_outage_mid_match_loses_no_result_and_bots_play_again(
     await trio.to_thread.run_sync(assert_consistent, url, "rezzo")
     ladder.store.close()
     pages.close()
+
+
+async def _while_it_is_down(
+    ladder: Any,
+    pages: LadderStore,
+    health_port: int,
+    ends: list[dict[str, Any]],
+    welcomed_again: list[dict[str, Any]],
+) -> None:
+    """The outage as the pages, /health and a new bot see it; the match plays on to its end all the
+    same, and its result waits on disk."""
+    await wait_for(lambda: not ladder.seating.database.up)
+    with pytest.raises(LadderStoreError):
+        await trio.to_thread.run_sync(pages.standings, "rezzo")
+    status, body = await get_health(health_port)
+    assert status == 503 and body["database"]["state"] == "down" and body["status"] == "degraded"
+    assert body["database"]["where"] == ladder.store.where and ladder.store.where in body["database"]["error"]
+    refused = await join(ladder, "carol")
+    msg = await refused.expect_error(protocol.SHUTDOWN)  # deployed SDKs come back later on it
+    assert "database" in msg["message"] and protocol.SHUTDOWN in protocol.RETRY_LATER
+    # The match plays to its end all the same; its result waits on disk.
+    await wait_for(lambda: len(ends) == 2, timeout=60)
+    assert sorted(e["type"] for e in ends) == ["end", "end"]
+    assert [m["type"] for m in welcomed_again] == ["welcome"]  # back to its seat without the database
+    await wait_for(
+        lambda: ladder.seating.results.spool is not None and len(ladder.seating.results.spool) == 1
+    )
+    assert (await get_health(health_port))[1]["pending_results"] == 1
 
 
 def _answers(store: LadderStore) -> bool:

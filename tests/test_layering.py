@@ -346,3 +346,80 @@ def test_no_import_cycles() -> None:
 def test_the_cycle_finder_finds_cycles() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def _protocols() -> dict[str, set[str]]:
+    """Every `typing.Protocol` of the core, by name, with the members it declares."""
+    found: dict[str, set[str]] = {}
+    for rel in _sources():
+        for node in ast.walk(ast.parse((ROOT / rel).read_text(), rel)):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            if not any(
+                isinstance(b, ast.Name | ast.Attribute) and ast.unparse(b).endswith("Protocol")
+                for b in node.bases
+            ):
+                continue
+            members = {
+                n.name if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) else ast.unparse(n.target)
+                for n in node.body
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.AnnAssign)
+            }
+            found[node.name] = {m for m in members if not m.startswith("_")}
+    return found
+
+
+def _guesses(tree: ast.AST, members: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of every ``getattr(x, "name")`` of a protocol's member (a ``hasattr`` on a library's
+    object, a selector's ``fileno``, asks what the platform offers, which no protocol of ours says)."""
+    return [
+        (node.lineno, node.args[1].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+        and node.args[1].value in members
+    ]
+
+
+def test_interfaces_are_said_not_guessed() -> None:
+    """What an object offers is a protocol's member, called; never a getattr that guesses whether it is
+    there (the lobby's worker pids, an executor's interrupt), nor a private attribute of a library's
+    class (an executor's ``_processes``)."""
+    members = set().union(*_protocols().values())
+    assert {"start_match", "worker_pids", "interrupt"} <= members
+    problems = []
+    for rel in _sources():
+        tree = ast.parse((ROOT / rel).read_text(), rel)
+        problems += [f"{rel}:{line}: guesses {name!r}" for line, name in _guesses(tree, members)]
+        problems += [
+            f"{rel}:{node.lineno}: reads an executor's private {node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr == "_processes"
+        ]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_match_host_says_so() -> None:
+    """A class that starts matches for a seating declares `MatchHost` (itself, or through its base)."""
+    bases: dict[str, list[str]] = {}
+    hosts: list[str] = []
+    for rel in _sources():
+        for node in ast.walk(ast.parse((ROOT / rel).read_text(), rel)):
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = [ast.unparse(b).rpartition(".")[2] for b in node.bases]
+                if any(isinstance(n, ast.FunctionDef) and n.name == "start_match" for n in node.body):
+                    hosts.append(node.name)
+
+    def said(name: str) -> bool:
+        return name == "MatchHost" or any(said(b) for b in bases.get(name, []))
+
+    assert {"Lobby", "WorkerLobby"} <= set(hosts)
+    assert [h for h in hosts if h != "MatchHost" and not said(h)] == []
+
+
+def test_the_guess_finder_finds_guesses() -> None:
+    tree = ast.parse('pids = getattr(lobby, "worker_pids", [])\nok = getattr(x, "other")\n')
+    assert _guesses(tree, {"worker_pids"}) == [(1, "worker_pids")]

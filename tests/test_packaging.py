@@ -13,6 +13,15 @@ import pytest
 from cellarena_cli import project_copy
 
 
+def _python(
+    bindir: Path, code: str, env: dict[str, str], cwd: Path, *, check: bool
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` of the fresh venv, its output captured."""
+    return subprocess.run(
+        [str(bindir / "python"), "-c", code], check=check, capture_output=True, text=True, env=env, cwd=cwd
+    )
+
+
 @pytest.mark.slow
 def test_plain_install_into_fresh_venv(tmp_path: Path) -> None:
     src = project_copy(tmp_path / "src")
@@ -47,23 +56,15 @@ def test_plain_install_into_fresh_venv(tmp_path: Path) -> None:
     assert report["map"]
     # Nothing bare such as `server` or `sdk` was installed at the top level.
     probe = "import importlib.util as u; print([m for m in ('server', 'sdk', 'arena') if u.find_spec(m)])"
-    bare = subprocess.run(
-        [str(bindir / "python"), "-c", probe],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=elsewhere,
-    ).stdout.strip()
+    bare = _python(bindir, probe, env, elsewhere, check=True).stdout.strip()
     assert bare == "[]"
     # The installed package is the one that ran, not the source tree.
-    where = subprocess.run(
-        [str(bindir / "python"), "-c", "import cellarena.server.games.rezzo.engine as e; print(e.__file__)"],
+    where = _python(
+        bindir,
+        "import cellarena.server.games.rezzo.engine as e; print(e.__file__)",
+        env,
+        elsewhere,
         check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=elsewhere,
     ).stdout
     assert where.strip().startswith(str(env_dir))
     # Every registered game, engine and SDK module alike, shipped: a new game folder missing from
@@ -73,14 +74,7 @@ def test_plain_install_into_fresh_venv(tmp_path: Path) -> None:
         "from cellarena.server.cli.game_cli import game_cli;"
         "[(get_engine(g).new({}), game_cli(g), adapter(g)) for g in game_names()]; print(game_names())"
     )
-    games = subprocess.run(
-        [str(bindir / "python"), "-c", every_game],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=elsewhere,
-    )
+    games = _python(bindir, every_game, env, elsewhere, check=False)
     assert games.returncode == 0, games.stderr
     assert games.stdout.strip() == "['cata', 'cloth', 'colorblocks', 'drop2df', 'rezzo']"
     # The ladder ships too, and its default SQLite store needs no PostgreSQL driver.
@@ -89,14 +83,7 @@ def test_plain_install_into_fresh_venv(tmp_path: Path) -> None:
         "s = LadderStore('ladder.db'); s.add_bot('a', 'rezzo');"
         "print(len(s.list_bots()), 'psycopg' in sys.modules)"
     )
-    store = subprocess.run(
-        [str(bindir / "python"), "-c", ladder],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=elsewhere,
-    )
+    store = _python(bindir, ladder, env, elsewhere, check=False)
     assert store.returncode == 0, store.stderr
     assert store.stdout.split() == ["1", "False"]
     # `cellarena new-bot` ships its templates, and the test it writes passes with the random opponent

@@ -76,13 +76,7 @@ def play_twins(
         active = [tw for tw in twins if not tw["done"]]
         if not active:
             break
-        for tw in active:
-            if tw["world"] is None and t >= tw["join_at"] and batch.room:
-                fits = tw["mirror"].batch_key() == batch.key  # not once a player is out
-                tw["world"] = batch.join(tw["mirror"])
-                assert (tw["world"] is not None) == fits
-                if not fits:
-                    tw["join_at"] = ticks  # it plays on as a plain engine, as the server leaves it
+        _join_waiting(batch, active, t, ticks)
         staged: list[tuple[dict[str, Any], Events, Events]] = []
         for i, tw in enumerate(active):
             engine, where = tw["engine"], f"tick {t}, match {i}"
@@ -100,15 +94,7 @@ def play_twins(
                     with pytest.raises(RuntimeError, match="left its batch"):
                         tw["world"].stage({})
                 continue
-            answers = {seat: raw_answer(rng, request) for seat, request in requests.items()}
-            actions = {}
-            for seat, answer in answers.items():
-                action = engine.decode(seat, requests[seat], answer)
-                assert current.decode(seat, requests[seat], answer) == action
-                if action is not None:
-                    actions[seat] = action
-            if rng.random() < 0.05:
-                actions[engine.players] = [1]  # a seat that does not exist: malformed
+            actions = _random_actions(rng, engine, current, requests)
             want = engine.apply(actions)
             if tw["world"] is not None:
                 staged.append((tw, tw["world"].stage(actions), want))
@@ -122,6 +108,31 @@ def play_twins(
                 same_state(tw["world"], tw["engine"], f"tick {t}, left unfinished")
                 tw["done"] = True
     assert len(batch) == sum(1 for tw in twins if tw["world"] is not None and not tw["world"].left)
+
+
+def _join_waiting(batch: SlotBatch, active: list[dict[str, Any]], t: int, ticks: int) -> None:
+    """Each match due to join the batch takes a place while there is one (if its world fits)."""
+    for tw in active:
+        if tw["world"] is None and t >= tw["join_at"] and batch.room:
+            fits = tw["mirror"].batch_key() == batch.key  # not once a player is out
+            tw["world"] = batch.join(tw["mirror"])
+            assert (tw["world"] is not None) == fits
+            if not fits:
+                tw["join_at"] = ticks  # it plays on as a plain engine, as the server leaves it
+
+
+def _random_actions(rng: Any, engine: Any, current: Any, requests: dict[int, Any]) -> dict[int, Any]:
+    """Random answers decoded alike by the engine and its twin, now and then a malformed seat."""
+    answers = {seat: raw_answer(rng, request) for seat, request in requests.items()}
+    actions = {}
+    for seat, answer in answers.items():
+        action = engine.decode(seat, requests[seat], answer)
+        assert current.decode(seat, requests[seat], answer) == action
+        if action is not None:
+            actions[seat] = action
+    if rng.random() < 0.05:
+        actions[engine.players] = [1]  # a seat that does not exist: malformed
+    return actions
 
 
 @st.composite

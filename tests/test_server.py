@@ -19,8 +19,9 @@ from cellarena.sdk import protocol
 from cellarena.sdk.protocol import encode
 from cellarena.server.games.rezzo.batch.slot_batch import SlotBatch
 from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import Seat, TickSettings
+from cellarena.server.match import TickSettings
 from cellarena.server.poller import Poller
+from cellarena.server.seat import Seat
 from cellarena.server.seating import ReservedSeating
 from cellarena.server.ticking import PHASES, FixedRateDriver
 

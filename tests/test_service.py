@@ -137,7 +137,7 @@ async def test_a_second_signal_stops_at_once(autojump_clock: MockClock) -> None:
             nursery.start_soon(_serve, lobby, on_listening, notes)
             await listening.wait()
             bots = [await deaf(ports[0], name) for name in ("a", "b")]
-            while not any(conn._backlog for conn in lobby._poller.targets):  # type: ignore[union-attr]
+            while not any(conn._backlog.frames for conn in lobby._poller.targets):  # type: ignore[union-attr]
                 await trio.sleep(0.01)
             os.kill(os.getpid(), signal.SIGINT)
             while not lobby.stopping:

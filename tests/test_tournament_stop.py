@@ -168,7 +168,7 @@ def test_an_interrupted_pool_kills_a_worker_that_does_not_stop(monkeypatch: pyte
     monkeypatch.setattr(LocalPool, "STOP_GRACE", 1.0)
     pool = LocalPool(1)
     future = pool.submit(_sleep_through_the_stop, 120)
-    [worker] = list(pool._processes.values())
+    [worker] = pool.worker_processes()
     pool.interrupt()
     started = time.monotonic()
     pool.shutdown()

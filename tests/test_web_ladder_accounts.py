@@ -71,6 +71,50 @@ def owner_matches(folder: Path, bot: str) -> list[int]:
         ]
 
 
+def _sign_up_and_make_a_bot(page: Any, url: str, shots: Path) -> str:
+    """A stranger signs up on the pages and makes a bot: its token, shown once."""
+    page.goto(url + "/")
+    page.click("text=sign up")
+    page.fill("input[name=name]", "stranger")
+    page.fill("input[name=password]", PASSWORD)
+    page.screenshot(path=str(shots / "ladder-signup.png"))
+    page.click("button[type=submit]")
+    page.wait_for_url("**/account")
+    assert "stranger's bots" in page.inner_text("h1")
+
+    page.fill("#new-bot input[name=name]", "mybot")
+    page.click("#new-bot button")
+    token = page.inner_text("#token").strip()
+    assert token.startswith("cla_") and len(token) == 47
+    page.screenshot(path=str(shots / "ladder-token.png"))
+    page.click("text=Back to your bots")
+    assert token not in page.content()  # shown once
+    return token
+
+
+def _the_owners_replay_and_the_public_one(
+    page: Any, url: str, row: Any, match_id: int, tmp_path: Path
+) -> None:
+    """The owner's copy of a replay keeps their bot's drawings; the public copy and player keep none."""
+    with page.expect_download() as download:
+        row.locator("text=download with your debug drawings").click()
+    mine = tmp_path / "mine.replay"
+    download.value.save_as(str(mine))
+    replay = read_replay(mine)
+    with LadderStore(tmp_path / "ladder.sqlite", create=False) as store:
+        m = store.match(match_id)
+    assert m is not None
+    seat = next(s.seat for s in m.seats if s.bot == "mybot")
+    assert any(seat in t.debug for t in replay.ticks), "the owner's copy keeps their drawings"
+    assert all(set(t.debug) <= {seat} for t in replay.ticks) and verify(replay).ok
+    public = page.request.get(f"{url}/api/replays/{match_id}/file").body()
+    assert b"\xa5debug" not in public  # the public copy keeps none
+    page.goto(f"{url}/replays/{match_id}/")  # the public player names it by number
+    page.wait_for_function("document.querySelector('.subtitle').textContent.includes('seed')")
+    subtitle = page.inner_text(".subtitle")
+    assert subtitle.startswith(f"match {match_id} · seed") and str(tmp_path) not in page.content()
+
+
 def test_a_stranger_signs_up_runs_a_bot_and_reads_its_private_side(browser: Any, tmp_path: Path) -> None:
     shots = shot_dir(tmp_path)
     builder = f"python {Path(__file__).resolve().parent.parent}/example_bots/rezzo/builder.py"
@@ -84,22 +128,7 @@ def test_a_stranger_signs_up_runs_a_bot_and_reads_its_private_side(browser: Any,
             page = context.new_page()
             console = Console(page)
 
-            page.goto(pages.url + "/")
-            page.click("text=sign up")
-            page.fill("input[name=name]", "stranger")
-            page.fill("input[name=password]", PASSWORD)
-            page.screenshot(path=str(shots / "ladder-signup.png"))
-            page.click("button[type=submit]")
-            page.wait_for_url("**/account")
-            assert "stranger's bots" in page.inner_text("h1")
-
-            page.fill("#new-bot input[name=name]", "mybot")
-            page.click("#new-bot button")
-            token = page.inner_text("#token").strip()
-            assert token.startswith("cla_") and len(token) == 47
-            page.screenshot(path=str(shots / "ladder-token.png"))
-            page.click("text=Back to your bots")
-            assert token not in page.content()  # shown once
+            token = _sign_up_and_make_a_bot(page, pages.url, shots)
 
             token_file = tmp_path / "mybot.token"
             token_file.write_text(token + "\n")
@@ -115,23 +144,7 @@ def test_a_stranger_signs_up_runs_a_bot_and_reads_its_private_side(browser: Any,
             assert cells[1] == "builder" and cells[4].isdigit() and cells[5].isdigit()  # late, invalid
             assert cells[8]  # why it ended, for this bot
             page.screenshot(path=str(shots / "ladder-account.png"), full_page=True)
-            with page.expect_download() as download:
-                row.locator("text=download with your debug drawings").click()
-            mine = tmp_path / "mine.replay"
-            download.value.save_as(str(mine))
-            replay = read_replay(mine)
-            with LadderStore(tmp_path / "ladder.sqlite", create=False) as store:
-                m = store.match(match_id)
-            assert m is not None
-            seat = next(s.seat for s in m.seats if s.bot == "mybot")
-            assert any(seat in t.debug for t in replay.ticks), "the owner's copy keeps their drawings"
-            assert all(set(t.debug) <= {seat} for t in replay.ticks) and verify(replay).ok
-            public = page.request.get(f"{pages.url}/api/replays/{match_id}/file").body()
-            assert b"\xa5debug" not in public  # the public copy keeps none
-            page.goto(f"{pages.url}/replays/{match_id}/")  # the public player names it by number
-            page.wait_for_function("document.querySelector('.subtitle').textContent.includes('seed')")
-            subtitle = page.inner_text(".subtitle")
-            assert subtitle.startswith(f"match {match_id} · seed") and str(tmp_path) not in page.content()
+            _the_owners_replay_and_the_public_one(page, pages.url, row, match_id, tmp_path)
 
             page.goto(f"{pages.url}/bots/mybot")
             assert "bot of stranger" in page.inner_text("main")

@@ -112,6 +112,65 @@ def run_bot(folder: Path, port: int, token_file: Path, crash_file: Path, version
     return start(argv, folder / "bots", f"mybot-{n}", env={"FLAKY_FILE": str(crash_file)})
 
 
+def _sign_up_and_copy_a_token(page: Any, url: str, tmp_path: Path) -> Path:
+    """A stranger signs up, makes a bot and copies its token (shown once) to a file: that file."""
+    page.goto(url + "/signup")
+    page.fill("input[name=name]", "stranger")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/account")
+    page.fill("#new-bot input[name=name]", "mybot")
+    page.click("#new-bot button")
+    token = page.inner_text("#token").strip()
+    token_file = tmp_path / "mybot.token"
+    token_file.write_text(token + "\n")
+    token_file.chmod(0o600)
+    page.click("text=Back to your bots")
+    return token_file
+
+
+def _challenge_and_read_the_head_to_head(page: Any, url: str, database: str, shots: Path) -> None:
+    """The owner challenges a named bot, and reads the head-to-head once it is played."""
+    panel = page.locator("section[data-bot=mybot]")
+    panel.locator("input[name=opponent]").fill("builder")
+    panel.locator("form.challenge button").click()
+    page.wait_for_url("**/account")
+    quota = page.locator("section[data-bot=mybot] .quota").inner_text()
+    assert quota.startswith("9 of 10 challenges left"), quota
+
+    def played() -> bool:
+        with LadderStore(database, create=False) as store:
+            done = [c.match_id for c in store.challenges_of("mybot") if c.status == "played"]
+            match = store.match(done[0]) if done and done[0] is not None else None
+            return match is not None and match.status == "finished"
+
+    wait_for(played, "the challenge's match to be played", 90)
+    so_far = len(finished(database, "mybot"))
+    page.goto(url + "/account")
+    rows = page.locator("section[data-bot=mybot] table.challenges tr").all_inner_texts()
+    assert any("builder" in r and "played" in r for r in rows), rows
+    page.screenshot(path=str(shots / "ladder-owner-account.png"), full_page=True)
+    page.locator("section[data-bot=mybot] a:text('statistics: head to head')").click()
+    page.wait_for_url("**/bots/mybot/stats#head-to-head")
+    h2h = page.locator("#head-to-head tr:has-text('builder')").inner_text().split("\t")
+    assert h2h[0] == "builder" and so_far <= int(h2h[1]) <= len(finished(database, "mybot")), h2h
+    versions = page.locator("#versions").inner_text()
+    assert "1.0" in versions and "1.1" in versions
+    page.screenshot(path=str(shots / "ladder-owner-stats.png"), full_page=True)
+
+
+def _the_owner_reads_why(page: Any, url: str, shots: Path) -> Any:
+    """The owner reads why their bot is paused on their page: its panel there."""
+    page.goto(url + "/account")
+    panel = page.locator("section[data-bot=mybot]")
+    status = panel.locator(".paused.bot-state").inner_text()
+    assert "Paused: 5 failed matches in a row, the last one disconnected" in status, status
+    failed = panel.locator("table.failed tr").all_inner_texts()[1:]
+    assert len(failed) == 5 and all("disconnected" in row for row in failed), failed
+    page.screenshot(path=str(shots / "ladder-owner-paused.png"), full_page=True)
+    return panel
+
+
 def test_a_stranger_runs_a_bot_that_is_paused_fixed_resumed_and_challenges(
     browser: Any, tmp_path: Path, database: str
 ) -> None:
@@ -137,19 +196,7 @@ def test_a_stranger_runs_a_bot_that_is_paused_fixed_resumed_and_challenges(
             page = context.new_page()
             console = Console(page)
 
-            # A stranger signs up, makes a bot and copies its token (shown once).
-            page.goto(url + "/signup")
-            page.fill("input[name=name]", "stranger")
-            page.fill("input[name=password]", PASSWORD)
-            page.click("button[type=submit]")
-            page.wait_for_url("**/account")
-            page.fill("#new-bot input[name=name]", "mybot")
-            page.click("#new-bot button")
-            token = page.inner_text("#token").strip()
-            token_file = tmp_path / "mybot.token"
-            token_file.write_text(token + "\n")
-            token_file.chmod(0o600)
-            page.click("text=Back to your bots")
+            token_file = _sign_up_and_copy_a_token(page, url, tmp_path)
 
             # The bot joins and plays.
             mybot = run_bot(tmp_path, port, token_file, crash_file, "1.0", 1)
@@ -164,14 +211,7 @@ def test_a_stranger_runs_a_bot_that_is_paused_fixed_resumed_and_challenges(
             assert "paused" in mybot.stderr() and "5 failed matches in a row" in mybot.stderr()
             assert mybot.stderr().count("crashed; starting it again") >= 5
 
-            # The owner reads why on their page.
-            page.goto(url + "/account")
-            panel = page.locator("section[data-bot=mybot]")
-            status = panel.locator(".paused.bot-state").inner_text()
-            assert "Paused: 5 failed matches in a row, the last one disconnected" in status, status
-            failed = panel.locator("table.failed tr").all_inner_texts()[1:]
-            assert len(failed) == 5 and all("disconnected" in row for row in failed), failed
-            page.screenshot(path=str(shots / "ladder-owner-paused.png"), full_page=True)
+            panel = _the_owner_reads_why(page, url, shots)
 
             # Fixed, resumed on the page, started again: it plays again.
             crash_file.write_text("play\n")
@@ -183,33 +223,7 @@ def test_a_stranger_runs_a_bot_that_is_paused_fixed_resumed_and_challenges(
             wait_for(lambda: len(finished(database, "mybot")) > before, "mybot to play again", 90)
             assert finished(database, "mybot")[0].me.cause_json()["cause"] != "disconnected"
 
-            # The owner challenges a named bot, and reads the head-to-head once it is played.
-            panel = page.locator("section[data-bot=mybot]")
-            panel.locator("input[name=opponent]").fill("builder")
-            panel.locator("form.challenge button").click()
-            page.wait_for_url("**/account")
-            quota = page.locator("section[data-bot=mybot] .quota").inner_text()
-            assert quota.startswith("9 of 10 challenges left"), quota
-
-            def played() -> bool:
-                with LadderStore(database, create=False) as store:
-                    done = [c.match_id for c in store.challenges_of("mybot") if c.status == "played"]
-                    match = store.match(done[0]) if done and done[0] is not None else None
-                    return match is not None and match.status == "finished"
-
-            wait_for(played, "the challenge's match to be played", 90)
-            so_far = len(finished(database, "mybot"))
-            page.goto(url + "/account")
-            rows = page.locator("section[data-bot=mybot] table.challenges tr").all_inner_texts()
-            assert any("builder" in r and "played" in r for r in rows), rows
-            page.screenshot(path=str(shots / "ladder-owner-account.png"), full_page=True)
-            page.locator("section[data-bot=mybot] a:text('statistics: head to head')").click()
-            page.wait_for_url("**/bots/mybot/stats#head-to-head")
-            h2h = page.locator("#head-to-head tr:has-text('builder')").inner_text().split("\t")
-            assert h2h[0] == "builder" and so_far <= int(h2h[1]) <= len(finished(database, "mybot")), h2h
-            versions = page.locator("#versions").inner_text()
-            assert "1.0" in versions and "1.1" in versions
-            page.screenshot(path=str(shots / "ladder-owner-stats.png"), full_page=True)
+            _challenge_and_read_the_head_to_head(page, url, database, shots)
             console.assert_clean()
             context.close()
 

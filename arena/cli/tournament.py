@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,7 +14,8 @@ from cellarena.arena.cluster import ClusterSpec, cluster_option
 from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameCli, GameGroup, config_error, engine_config, game_cli
 from cellarena.server.cli.params import (
-    FiniteFloatRange,
+    command_args,
+    connect_timeout_option,
     decorate,
     first_budget_option,
     map_list,
@@ -22,6 +24,9 @@ from cellarena.server.cli.params import (
     writable_folder,
 )
 from cellarena.server.games import ConfigError
+
+if TYPE_CHECKING:
+    from cellarena.arena.runner import RunReport, TournamentSpec
 
 
 def _maps(cli: GameCli, value: str | None) -> list[str | None]:
@@ -62,163 +67,195 @@ def _bots(
     return [f.spec for f in found]
 
 
+@dataclass(frozen=True)
+class TournamentArgs:
+    """What `tournament GAME` was told, but the game's own options."""
+
+    bots: tuple[str, ...]
+    bots_dir: tuple[str, ...]
+    exclude: tuple[str, ...]
+    maps: str | None
+    rounds: int
+    jobs: int | None
+    out: str | None
+    seed: int
+    fast: bool
+    tick_rate: float
+    budget_ms: float | None
+    first_budget_ms: float | None
+    time_bank_ms: float
+    connect_timeout: float
+    as_json: bool
+    cluster: ClusterSpec | None
+    strict: bool
+
+
 def _tournament_command(game: str) -> click.Command:
     from cellarena.server.games import get_engine
 
     cli = game_cli(game)
     engine_class = get_engine(game)
 
-    def tournament(
-        bots: tuple[str, ...],
-        bots_dir: tuple[str, ...],
-        exclude: tuple[str, ...],
-        maps: str | None,
-        rounds: int,
-        jobs: int | None,
-        out: str | None,
-        seed: int,
-        fast: bool,
-        tick_rate: float,
-        budget_ms: float | None,
-        first_budget_ms: float | None,
-        time_bank_ms: float,
-        connect_timeout: float,
-        as_json: bool,
-        cluster: ClusterSpec | None,
-        strict: bool,
-        **game_values: Any,
-    ) -> None:
-        from cellarena.arena.job import WrongGameError
-        from cellarena.arena.runner import (
-            TournamentSpec,
-            default_jobs,
-            local_pool,
-            run_tournament,
-        )
-        from cellarena.arena.store import StoreError
-        from cellarena.server.match import MISSED_IN_A_ROW, TickSettings
+    def tournament(**values: Any) -> None:
+        args, game_values = command_args(TournamentArgs, values)
+        run_tournament_command(game, args, game_values)
 
-        limits, isolate = confine(game_values)
-        specs = _bots(bots, bots_dir, exclude, game)
-        if len(specs) < 2:
-            raise click.UsageError(f"a tournament needs at least 2 bots, got {len(specs)}")
-        map_names = _maps(cli, maps)
-        if maps is not None and cli.map_key is None:
-            raise click.BadParameter(f"{game} has no maps; leave --maps out", param_hint="--maps")
-        map_configs = []
-        for name in map_names:
-            config = engine_config(game, game_values)
-            if name is not None and cli.map_key is not None:
-                config[cli.map_key] = name
-            try:
-                seats = engine_class.new(config, seed).players
-            except ConfigError as exc:
-                raise config_error(game, exc) from None
-            if seats > len(specs):
-                raise click.UsageError(
-                    f"map {name} has {seats} seats but only {len(specs)} bots were given; add bots or "
-                    "choose another map"
-                )
-            map_configs.append((name, config, seats))
-        settings = TickSettings(
-            tick_rate=tick_rate,
-            budget_ms=budget_ms,
-            fast=fast,
-            first_budget_ms=first_budget_ms,
-            max_missed_in_a_row=MISSED_IN_A_ROW,
-            time_bank_ms=time_bank_ms,
-        )
-        spec = TournamentSpec(
-            game=game,
-            bots=tuple(specs),
-            maps=tuple(map_configs),
-            rounds=rounds,
-            seed=seed,
-            settings=settings,
-            connect_timeout=connect_timeout,
-            limits=limits,
-            isolate=isolate,
-            strict=strict,
-        )
-        folder = writable_folder(Path(out) if out else Path("runs") / f"tournament-{game}", "--out")
-        display = None if as_json else _Display()
+    doc = (
+        f"A round-robin {game} tournament: every group of bots plays every map in every seat order, "
+        "--rounds times, --jobs at once; then standings with openskill ratings. Results are committed to "
+        "SQLite after every match: run the same command again to resume."
+    )
+    return click.command(game, help=doc)(decorate(tournament, _options(game, cli, engine_class)))
+
+
+def run_tournament_command(game: str, args: TournamentArgs, game_values: dict[str, Any]) -> None:
+    """Play the tournament ``args`` say, print its standings (or one JSON object), and exit 1 when a
+    match failed; every error in what it was told is a click error, said before any match starts."""
+    spec = tournament_spec(game, args, game_values)
+    folder = writable_folder(Path(args.out) if args.out else Path("runs") / f"tournament-{game}", "--out")
+    report = _play(spec, folder, args)
+    if args.as_json:
+        click.echo(json.dumps(_report_json(report, folder)))
+    else:
+        _print_standings(report, folder)
+    if report.failed:
+        sys.exit(1)
+
+
+def tournament_spec(game: str, args: TournamentArgs, game_values: dict[str, Any]) -> TournamentSpec:
+    """The tournament from what the command was told: its bots found, its maps checked."""
+    from cellarena.arena.runner import TournamentSpec
+    from cellarena.server.match import MISSED_IN_A_ROW, TickSettings
+
+    limits, isolate = confine(game_values)
+    specs = _bots(args.bots, args.bots_dir, args.exclude, game)
+    if len(specs) < 2:
+        raise click.UsageError(f"a tournament needs at least 2 bots, got {len(specs)}")
+    settings = TickSettings(
+        tick_rate=args.tick_rate,
+        budget_ms=args.budget_ms,
+        fast=args.fast,
+        first_budget_ms=args.first_budget_ms,
+        max_missed_in_a_row=MISSED_IN_A_ROW,
+        time_bank_ms=args.time_bank_ms,
+    )
+    return TournamentSpec(
+        game=game,
+        bots=tuple(specs),
+        maps=tuple(_map_configs(game, args, game_values, len(specs))),
+        rounds=args.rounds,
+        seed=args.seed,
+        settings=settings,
+        connect_timeout=args.connect_timeout,
+        limits=limits,
+        isolate=isolate,
+        strict=args.strict,
+    )
+
+
+def _map_configs(
+    game: str, args: TournamentArgs, game_values: dict[str, Any], bots: int
+) -> list[tuple[str | None, dict[str, Any], int]]:
+    """(map, engine config, seats) of every map to play; a map with more seats than bots is refused."""
+    from cellarena.server.games import get_engine
+
+    cli = game_cli(game)
+    engine_class = get_engine(game)
+    map_names = _maps(cli, args.maps)
+    if args.maps is not None and cli.map_key is None:
+        raise click.BadParameter(f"{game} has no maps; leave --maps out", param_hint="--maps")
+    map_configs = []
+    for name in map_names:
+        config = engine_config(game, game_values)
+        if name is not None and cli.map_key is not None:
+            config[cli.map_key] = name
         try:
-            if cluster is None:
-                workers = jobs or default_jobs()
-                with local_pool(workers) as pool:
-                    report = run_tournament(
-                        spec,
-                        folder,
-                        executor=pool,
-                        jobs=workers,
-                        progress=display.progress() if display else None,
-                    )
-            else:
-                from cellarena.arena.cluster import ClusterError, check_workers, open_cluster
-
-                try:
-                    with open_cluster(cluster) as (executor, workers, addresses):
-                        check_workers(executor, spec)
-                        if display:
-                            click.echo(
-                                f"cluster: {workers} match(es) at once on {len(addresses)} worker(s)",
-                                err=True,
-                            )
-                        report = run_tournament(
-                            spec,
-                            folder,
-                            executor=executor,
-                            jobs=workers,
-                            progress=display.progress() if display else None,
-                            ship_files=True,
-                        )
-                except ClusterError as exc:
-                    raise click.ClickException(str(exc)) from None
-        except StoreError as exc:
-            raise click.BadParameter(str(exc), param_hint="--out") from None
-        except WrongGameError as exc:
-            if display:
-                display.stop()
-            raise click.ClickException(f"{exc}. Finished matches are kept in {folder}.") from None
-        except KeyboardInterrupt:
-            if display:
-                display.stop()
-            click.echo(
-                f"interrupted; every bot process was stopped. Finished matches are kept in {folder}; "
-                "run the same command again to play the rest.",
-                err=True,
+            seats = engine_class.new(config, args.seed).players
+        except ConfigError as exc:
+            raise config_error(game, exc) from None
+        if seats > bots:
+            raise click.UsageError(
+                f"map {name} has {seats} seats but only {bots} bots were given; add bots or "
+                "choose another map"
             )
-            sys.exit(130)
-        finally:
-            if display:
-                display.stop()
-        if as_json:
-            click.echo(
-                json.dumps(
-                    {
-                        "standings": [s.to_json() for s in report.standings],
-                        "matches": report.already + report.played,
-                        "played": report.played,
-                        "total": report.total,
-                        "failed": [k for k, _ in report.failed],
-                        "problems": {
-                            bot: [{"reason": why, "matches": n} for why, n in notes]
-                            for bot, notes in report.notes.items()
-                        },
-                        "forfeits": {
-                            bot: [{"cause": word, "matches": n} for word, n in words]
-                            for bot, words in report.forfeits.items()
-                        },
-                        "results": str(folder / "results.sqlite"),
-                    }
-                )
-            )
-        else:
-            _print_standings(report, folder)
-        if report.failed:
-            sys.exit(1)
+        map_configs.append((name, config, seats))
+    return map_configs
 
-    options = [
+
+def _play(spec: TournamentSpec, folder: Path, args: TournamentArgs) -> RunReport:
+    """Run the tournament on a local pool or the cluster, with a progress bar unless --json; an
+    interrupt stops every bot and exits 130, keeping what finished."""
+    from cellarena.arena.job import WrongGameError
+    from cellarena.arena.store import StoreError
+
+    display = None if args.as_json else _Display()
+    try:
+        return _run_on_executor(spec, folder, args, display)
+    except StoreError as exc:
+        raise click.BadParameter(str(exc), param_hint="--out") from None
+    except WrongGameError as exc:
+        if display:
+            display.stop()
+        raise click.ClickException(f"{exc}. Finished matches are kept in {folder}.") from None
+    except KeyboardInterrupt:
+        if display:
+            display.stop()
+        click.echo(
+            f"interrupted; every bot process was stopped. Finished matches are kept in {folder}; "
+            "run the same command again to play the rest.",
+            err=True,
+        )
+        sys.exit(130)
+    finally:
+        if display:
+            display.stop()
+
+
+def _run_on_executor(
+    spec: TournamentSpec, folder: Path, args: TournamentArgs, display: _Display | None
+) -> RunReport:
+    from cellarena.arena.runner import default_jobs, local_pool, run_tournament
+
+    progress = display.progress() if display else None
+    if args.cluster is None:
+        workers = args.jobs or default_jobs()
+        with local_pool(workers) as pool:
+            return run_tournament(spec, folder, executor=pool, jobs=workers, progress=progress)
+    from cellarena.arena.cluster import ClusterError, check_workers, open_cluster
+
+    try:
+        with open_cluster(args.cluster) as (executor, workers, addresses):
+            check_workers(executor, spec)
+            if display:
+                click.echo(f"cluster: {workers} match(es) at once on {len(addresses)} worker(s)", err=True)
+            return run_tournament(
+                spec, folder, executor=executor, jobs=workers, progress=progress, ship_files=True
+            )
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _report_json(report: RunReport, folder: Path) -> dict[str, Any]:
+    return {
+        "standings": [s.to_json() for s in report.standings],
+        "matches": report.already + report.played,
+        "played": report.played,
+        "total": report.total,
+        "failed": [k for k, _ in report.failed],
+        "problems": {
+            bot: [{"reason": why, "matches": n} for why, n in notes] for bot, notes in report.notes.items()
+        },
+        "forfeits": {
+            bot: [{"cause": word, "matches": n} for word, n in words]
+            for bot, words in report.forfeits.items()
+        },
+        "results": str(folder / "results.sqlite"),
+    }
+
+
+def _options(game: str, cli: GameCli, engine_class: Any) -> list[Any]:
+    """Every option of `tournament GAME`: the bots, the maps and the game's own, pacing, limits."""
+    return [
         click.option(
             "--bot",
             "bots",
@@ -274,13 +311,7 @@ def _tournament_command(game: str) -> click.Command:
         *tick_options(engine_class, fast_by_default=True),
         first_budget_option(),
         time_bank_option(),
-        click.option(
-            "--connect-timeout",
-            default=15.0,
-            show_default=True,
-            type=FiniteFloatRange(0.5, 600),
-            help="Seconds a bot has to connect before it forfeits.",
-        ),
+        connect_timeout_option(),
         *confine_options(),
         click.option(
             "--strict",
@@ -295,13 +326,6 @@ def _tournament_command(game: str) -> click.Command:
             "the workers' threads."
         ),
     ]
-    command = decorate(tournament, options)
-    doc = (
-        f"A round-robin {game} tournament: every group of bots plays every map in every seat order, "
-        "--rounds times, --jobs at once; then standings with openskill ratings. Results are committed to "
-        "SQLite after every match: run the same command again to resume."
-    )
-    return click.command(game, help=doc)(command)
 
 
 tournament = GameGroup(

@@ -82,72 +82,80 @@ def clean(debug: Any, place: Place | None = None) -> Cleaned:
     def where(agent: int | None, cell: list[int]) -> list[int] | None:
         return cell if place is None else place(agent, cell)
 
-    raw_marks = debug.get("marks")
-    if raw_marks is not None:
-        marks: list[dict[str, Any]] = []
-        if not isinstance(raw_marks, list):
+    for key, keep in (("marks", _marks), ("lines", _lines), ("text", _text)):
+        raw = debug.get(key)
+        if raw is None:
+            continue
+        if not isinstance(raw, list):
             dropped += 1
-        else:
-            for m in raw_marks:
-                if len(marks) >= MAX_MARKS:
-                    dropped += 1
-                    continue
-                ok = isinstance(m, dict)
-                cell = _as_cell(m.get("cell")) if ok else None
-                colour = _as_colour(m.get("colour")) if ok else None
-                agent_ok, agent = _as_agent(m.get("agent")) if ok else (False, None)
-                label = m.get("label") if ok else None
-                if label is not None and not (isinstance(label, str) and label.isprintable()):
-                    ok = False
-                board = where(agent, cell) if ok and cell is not None and agent_ok else None
-                if board is None or colour is None:
-                    dropped += 1
-                    continue
-                mark: dict[str, Any] = {"cell": board, "colour": colour}
-                if label:
-                    mark["label"] = label[:MAX_LABEL]
-                marks.append(mark)
-            if marks:
-                kept["marks"] = marks
-    raw_lines = debug.get("lines")
-    if raw_lines is not None:
-        lines: list[dict[str, Any]] = []
-        if not isinstance(raw_lines, list):
-            dropped += 1
-        else:
-            for ln in raw_lines:
-                if len(lines) >= MAX_LINES:
-                    dropped += 1
-                    continue
-                ok = isinstance(ln, dict)
-                a = _as_cell(ln.get("from")) if ok else None
-                b = _as_cell(ln.get("to")) if ok else None
-                colour = _as_colour(ln.get("colour")) if ok else None
-                agent_ok, agent = _as_agent(ln.get("agent")) if ok else (False, None)
-                if a is None or b is None or colour is None or not agent_ok:
-                    dropped += 1
-                    continue
-                pa, pb = where(agent, a), where(agent, b)
-                if pa is None or pb is None:
-                    dropped += 1
-                    continue
-                lines.append({"from": pa, "to": pb, "colour": colour})
-            if lines:
-                kept["lines"] = lines
-    raw_text = debug.get("text")
-    if raw_text is not None:
-        text: list[str] = []
-        if not isinstance(raw_text, list):
-            dropped += 1
-        else:
-            room = MAX_TEXT_BYTES
-            for t in raw_text:
-                size = len(t.encode("utf-8", "replace")) if isinstance(t, str) else 0
-                if not isinstance(t, str) or size > room or not t.isprintable():
-                    dropped += 1
-                    continue
-                room -= size
-                text.append(t)
-            if text:
-                kept["text"] = text
+            continue
+        entries, lost = keep(raw, where)
+        dropped += lost
+        if entries:
+            kept[key] = entries
     return Cleaned(kept or None, dropped)
+
+
+def _marks(raw: list[Any], where: Place) -> tuple[list[Any], int]:
+    """The marks kept (placed, within `MAX_MARKS`), and how many were dropped."""
+    marks: list[dict[str, Any]] = []
+    dropped = 0
+    for m in raw:
+        if len(marks) >= MAX_MARKS:
+            dropped += 1
+            continue
+        ok = isinstance(m, dict)
+        cell = _as_cell(m.get("cell")) if ok else None
+        colour = _as_colour(m.get("colour")) if ok else None
+        agent_ok, agent = _as_agent(m.get("agent")) if ok else (False, None)
+        label = m.get("label") if ok else None
+        if label is not None and not (isinstance(label, str) and label.isprintable()):
+            ok = False
+        board = where(agent, cell) if ok and cell is not None and agent_ok else None
+        if board is None or colour is None:
+            dropped += 1
+            continue
+        mark: dict[str, Any] = {"cell": board, "colour": colour}
+        if label:
+            mark["label"] = label[:MAX_LABEL]
+        marks.append(mark)
+    return marks, dropped
+
+
+def _lines(raw: list[Any], where: Place) -> tuple[list[Any], int]:
+    """The lines kept (both ends placed, within `MAX_LINES`), and how many were dropped."""
+    lines: list[dict[str, Any]] = []
+    dropped = 0
+    for ln in raw:
+        if len(lines) >= MAX_LINES:
+            dropped += 1
+            continue
+        ok = isinstance(ln, dict)
+        a = _as_cell(ln.get("from")) if ok else None
+        b = _as_cell(ln.get("to")) if ok else None
+        colour = _as_colour(ln.get("colour")) if ok else None
+        agent_ok, agent = _as_agent(ln.get("agent")) if ok else (False, None)
+        if a is None or b is None or colour is None or not agent_ok:
+            dropped += 1
+            continue
+        pa, pb = where(agent, a), where(agent, b)
+        if pa is None or pb is None:
+            dropped += 1
+            continue
+        lines.append({"from": pa, "to": pb, "colour": colour})
+    return lines, dropped
+
+
+def _text(raw: list[Any], _where: Place) -> tuple[list[Any], int]:
+    """The text lines kept (printable, within `MAX_TEXT_BYTES` in all), and how many were dropped."""
+    text: list[str] = []
+    dropped = 0
+    room = MAX_TEXT_BYTES
+    for t in raw:
+        size = len(t.encode("utf-8", "replace")) if isinstance(t, str) else 0
+        if not isinstance(t, str) or size > room or not t.isprintable():
+            dropped += 1
+            continue
+        room -= size
+        text.append(t)
+    return text, dropped

@@ -61,16 +61,40 @@ def run(
 
     ``lead_ms``: answer that long before the tick's budget runs out (counted from the frame's
     arrival), instead of at once. ``debug``: the drawing sent with every answer (`DRAWINGS`)."""
-    noop = adapter(game).noop_answer
-    drawing = DRAWINGS[debug]
-    epoll = select.epoll()
-    bots: dict[int, tuple[socket.socket, protocol.FrameReader]] = {}
-    answers: dict[Hashable, bytes] = {}
-    due: list[tuple[float, int, socket.socket, bytes]] = []  # answers held back, by when to send them
-    seq = itertools.count()
+    load = _Load(game, lead_ms, debug)
+    for i in range(connections):
+        sock = socket.create_connection((host, port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(protocol.encode(protocol.hello(f"load{i}", game)))
+        sock.setblocking(False)
+        load.bots[sock.fileno()] = (sock, protocol.FrameReader(protocol.MAX_SERVER_FRAME))
+        load.epoll.register(sock.fileno(), select.EPOLLIN)
+        load.serve(0)  # the matches already seated are playing: answer them while the rest connect
+    while load.bots:
+        load.serve(60)
+        load.send_due()
+    load.epoll.close()
+    return 0
 
-    def send_due() -> float:
+
+class _Load:
+    """The load's bots on one epoll: each tick answered with the game's no-op, at once or held back
+    until ``lead_ms`` before its budget ends."""
+
+    def __init__(self, game: str, lead_ms: float | None, debug: str) -> None:
+        self.noop = adapter(game).noop_answer
+        self.drawing = DRAWINGS[debug]
+        self.lead_ms = lead_ms
+        self.epoll = select.epoll()
+        self.bots: dict[int, tuple[socket.socket, protocol.FrameReader]] = {}
+        #: Encoded answers by `_key`: most ticks' no-op is the same frame.
+        self.answers: dict[Hashable, bytes] = {}
+        self.due: list[tuple[float, int, socket.socket, bytes]] = []  # answers held back, by when to send
+        self.seq = itertools.count()
+
+    def send_due(self) -> float:
         """Send the answers due by now; the seconds until the next one (or 60)."""
+        due = self.due
         now = time.monotonic()
         while due and due[0][0] <= now:
             _, _, sock, frame = heapq.heappop(due)
@@ -79,10 +103,12 @@ def run(
                     sock.send(frame)
         return max(0.0, due[0][0] - now) if due else 60.0
 
-    def serve(timeout: float) -> None:
-        timeout = min(timeout, send_due())
-        for fd, _ in epoll.poll(timeout):
-            sock, reader = bots[fd]
+    def serve(self, timeout: float) -> None:
+        """Read what the bots were sent within ``timeout`` seconds, and answer; a bot whose match
+        ended (or whose connection did) goes."""
+        timeout = min(timeout, self.send_due())
+        for fd, _ in self.epoll.poll(timeout):
+            sock, reader = self.bots[fd]
             try:
                 data = sock.recv(1 << 16)
             except (BlockingIOError, InterruptedError):
@@ -92,43 +118,37 @@ def run(
             done = not data
             for msg in reader.feed(data) if data else ():
                 if msg["type"] == "tick":
-                    answer = noop(msg)
-                    key = _key(msg["tick"], answer)
-                    frame = answers.get(key) if key is not None else None
-                    if frame is None:
-                        reply: dict[str, Any] = dict(protocol.moves(msg["tick"], answer))
-                        if drawing is not None:
-                            reply["debug"] = drawing
-                        frame = protocol.encode(reply)
-                        if key is not None:
-                            if len(answers) > 64:
-                                answers.clear()
-                            answers[key] = frame
-                    if lead_ms is None:
-                        sock.send(frame)
-                    else:
-                        when = time.monotonic() + (msg["budget_ms"] - lead_ms) / 1000.0
-                        heapq.heappush(due, (when, next(seq), sock, frame))
+                    self._answer(sock, msg)
                 elif msg["type"] in ("end", "error"):
                     done = True
             if done:
-                epoll.unregister(fd)
-                del bots[fd]
+                self.epoll.unregister(fd)
+                del self.bots[fd]
                 sock.close()
 
-    for i in range(connections):
-        sock = socket.create_connection((host, port))
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.sendall(protocol.encode(protocol.hello(f"load{i}", game)))
-        sock.setblocking(False)
-        bots[sock.fileno()] = (sock, protocol.FrameReader(protocol.MAX_SERVER_FRAME))
-        epoll.register(sock.fileno(), select.EPOLLIN)
-        serve(0)  # the matches already seated are playing: answer them while the rest connect
-    while bots:
-        serve(60)
-        send_due()
-    epoll.close()
-    return 0
+    def _answer(self, sock: socket.socket, msg: dict[str, Any]) -> None:
+        frame = self._frame(msg)
+        if self.lead_ms is None:
+            sock.send(frame)
+        else:
+            when = time.monotonic() + (msg["budget_ms"] - self.lead_ms) / 1000.0
+            heapq.heappush(self.due, (when, next(self.seq), sock, frame))
+
+    def _frame(self, msg: dict[str, Any]) -> bytes:
+        """The encoded no-op answer to the tick ``msg``, from the cache when it can be."""
+        answer = self.noop(msg)
+        key = _key(msg["tick"], answer)
+        frame = self.answers.get(key) if key is not None else None
+        if frame is None:
+            reply: dict[str, Any] = dict(protocol.moves(msg["tick"], answer))
+            if self.drawing is not None:
+                reply["debug"] = self.drawing
+            frame = protocol.encode(reply)
+            if key is not None:
+                if len(self.answers) > 64:
+                    self.answers.clear()
+                self.answers[key] = frame
+        return frame
 
 
 if __name__ == "__main__":

@@ -109,7 +109,7 @@ async def run_level(
 
     def snapshot(key: str) -> None:
         cpu[key] = time.process_time()
-        cpu[f"{key}_workers"] = tree_cpu(getattr(lobby, "worker_pids", []))
+        cpu[f"{key}_workers"] = tree_cpu(lobby.worker_pids())
         cpu[f"{key}_load"] = cpu_seconds(load.pid)
         cpu[f"{key}_wall"] = time.perf_counter()
 
@@ -162,6 +162,20 @@ async def run_level(
         await load.wait()
     if load.returncode is None:
         load.kill()
+    return _level_result(lobby, cpu, matches, seats, batch=batch, workers=workers, debug=debug)
+
+
+def _level_result(
+    lobby: Lobby,
+    cpu: dict[str, float | None],
+    matches: int,
+    seats: int,
+    *,
+    batch: bool,
+    workers: int,
+    debug: str,
+) -> dict[str, Any]:
+    """What one level measured: the ticks played on time, and the CPU spent per agent-tick."""
     played = sum(o.ticks for o in lobby.outcomes)
     late = sum(o.bad_ticks for o in lobby.outcomes)
     behind = sum(o.behind_ticks for o in lobby.outcomes)
@@ -541,7 +555,21 @@ def command(
     if as_json:
         click.echo(json.dumps(result))
         return
+    _report(result, batch)
+
+
+def _report(result: dict[str, Any], batch: str) -> None:
+    """`command`'s report of `run`: the levels, the achieved rate, the debug layer's cost."""
     from rich.console import Console
+
+    console = Console()
+    _print_levels(console, result, batch)
+    _print_rate(console, result["rate"])
+    if "debug" in result:
+        _print_debug_cost(console, result["debug"])
+
+
+def _print_levels(console: Any, result: dict[str, Any], batch: str) -> None:
     from rich.table import Table
 
     table = Table(title="One server process at 15 Hz; load bots in another process answer at once")
@@ -568,14 +596,17 @@ def command(
                 f"{ratio:.2f}x" if ratio is not None else "-",
             ]
         table.add_row(*row)
-    console = Console()
     console.print(table)
     ok = result["max_agents_at_15hz"] >= GOAL_AGENTS
     console.print(
         f"served at 15 Hz: {result['max_agents_at_15hz']} agents; goal {GOAL_AGENTS}: "
         f"{'[green]met[/]' if ok else '[red]missed[/]'}"
     )
-    rate = result["rate"]
+
+
+def _print_rate(console: Any, rate: dict[str, Any]) -> None:
+    from rich.table import Table
+
     table = Table(title=f"Achieved tick rate at 15 Hz; bots answer {LEAD_MS:g} ms before their budget ends")
     for col in ("budget", "agents", "achieved", "of nominal", "tick beyond budget", "late ticks"):
         table.add_column(col, justify="right")
@@ -593,26 +624,29 @@ def command(
         f"default budget keeps the rate within {RATE_GOAL:.0%}: "
         f"{'[green]met[/]' if rate['goal_met'] else '[red]missed[/]'}"
     )
-    if "debug" in result:
-        cost = result["debug"]
-        table = Table(title=f"The debug layer's cost at {cost['agents']} agents (docs/protocol.md#debug)")
-        for col in ("each answer draws", "on time", "server CPU/agent-tick", "of none", "dropped"):
-            table.add_column(col, justify="right")
-        for drawing, label in (
-            ("none", "nothing"),
-            ("typical", "8 marks, a line, 2 texts"),
-            ("flood", "past every cap"),
-        ):
-            row = cost[drawing]
-            ratio = cost.get(f"{drawing}_over_none")
-            table.add_row(
-                label,
-                f"{row['on_time']:.1%}",
-                f"{row['cpu_us_per_agent_tick']:.0f} µs",
-                "1.00x" if drawing == "none" else (f"{ratio:.2f}x" if ratio is not None else "-"),
-                str(row["debug_dropped"]),
-            )
-        console.print(table)
+
+
+def _print_debug_cost(console: Any, cost: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"The debug layer's cost at {cost['agents']} agents (docs/protocol.md#debug)")
+    for col in ("each answer draws", "on time", "server CPU/agent-tick", "of none", "dropped"):
+        table.add_column(col, justify="right")
+    for drawing, label in (
+        ("none", "nothing"),
+        ("typical", "8 marks, a line, 2 texts"),
+        ("flood", "past every cap"),
+    ):
+        row = cost[drawing]
+        ratio = cost.get(f"{drawing}_over_none")
+        table.add_row(
+            label,
+            f"{row['on_time']:.1%}",
+            f"{row['cpu_us_per_agent_tick']:.0f} µs",
+            "1.00x" if drawing == "none" else (f"{ratio:.2f}x" if ratio is not None else "-"),
+            str(row["debug_dropped"]),
+        )
+    console.print(table)
 
 
 def _report_workers(result: dict[str, Any], as_json: bool) -> None:

@@ -16,7 +16,8 @@ import click
 from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
-    FiniteFloatRange,
+    command_args,
+    connect_timeout_option,
     decorate,
     first_budget_option,
     tick_options,
@@ -46,181 +47,220 @@ EXIT_STATUS = (
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class MatchArgs:
+    """What `match GAME` was told, but the game's own options."""
+
+    bots: tuple[str, ...]
+    seed: int
+    tick_rate: float
+    budget_ms: float | None
+    fast: bool
+    first_budget_ms: float | None
+    max_late_in_a_row: int
+    time_bank_ms: float
+    replay_path: str | None
+    log_dir: str | None
+    connect_timeout: float
+    as_json: bool
+    keep_temp: bool
+    watch: bool
+    web: bool
+    web_port: int
+    verbose: bool
+
+
 def _match_command(game: str) -> click.Command:
     from cellarena.server.games import plugin
 
     game_plugin = plugin(game)
     cli = game_plugin.game_cli()
 
-    def match_game(
-        bots: tuple[str, ...],
-        seed: int,
-        tick_rate: float,
-        budget_ms: float | None,
-        fast: bool,
-        first_budget_ms: float | None,
-        max_late_in_a_row: int,
-        time_bank_ms: float,
-        replay_path: str | None,
-        log_dir: str | None,
-        connect_timeout: float,
-        as_json: bool,
-        keep_temp: bool,
-        watch: bool,
-        web: bool,
-        web_port: int,
-        verbose: bool,
-        **game_values: Any,
-    ) -> None:
-        import shutil
+    def match_game(**values: Any) -> None:
+        args, game_values = command_args(MatchArgs, values)
+        MatchRun(game, args, game_values).run()
+
+    doc = (
+        f"Play one {game} match ({game_plugin.summary}): start a server on a free loopback port, launch each "
+        "bot, play, and print the result."
+    )
+    return click.command(game, help=doc, epilog=EXIT_STATUS)(decorate(match_game, _options(game_plugin, cli)))
+
+
+class MatchRun:
+    """One `cellarena match`: what it was told, checked before any bot starts (`__init__`), then the
+    match played, reported, and its temporary folder removed (`run`)."""
+
+    def __init__(self, game: str, args: MatchArgs, game_values: dict[str, Any]) -> None:
         import tempfile
         from pathlib import Path
 
-        from cellarena.server.launcher import BotSpec, MatchFailedError, play_match
+        from cellarena.server.games import plugin
+        from cellarena.server.launcher import BotSpec
 
-        configure_logging(verbose)
-        limits, isolate = confine(game_values)
+        self.game = game
+        self.args = args
+        configure_logging(args.verbose)
+        self.limits, self.isolate = confine(game_values)
         try:
-            specs = BotSpec.parse_all(bots)
+            self.specs = BotSpec.parse_all(args.bots)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--bot") from None
-        render = game_plugin.renderer()
-        if watch and render is None:
+        render = plugin(game).renderer()
+        if args.watch and render is None:
             raise click.BadParameter(f"{game} cannot be drawn in the terminal yet", param_hint="--watch")
-        config = engine_config(game, game_values)
-        temporary = not log_dir and not keep_temp
-        if log_dir:
-            folder = writable_folder(Path(log_dir), "--log-dir")
+        self.config = engine_config(game, game_values)
+        self.temporary = not args.log_dir and not args.keep_temp
+        if args.log_dir:
+            self.folder = writable_folder(Path(args.log_dir), "--log-dir")
         else:
-            folder = Path(tempfile.mkdtemp(prefix="cellarena-match-"))
-        kept = "" if temporary else f"; the bots' logs are in {folder}"
-        replay_file = Path(replay_path) if replay_path else folder / "match.replay"
-        if replay_path:  # the default lies in the log folder, checked above
-            writable_folder(replay_file.parent, "--replay")
-        watcher = _Watcher(render) if watch else None
-        web_sock = bind_web(web_port) if web else None
-        finished: list[Any] = []
+            self.folder = Path(tempfile.mkdtemp(prefix="cellarena-match-"))
+        self.replay_file = Path(args.replay_path) if args.replay_path else self.folder / "match.replay"
+        if args.replay_path:  # the default lies in the log folder, checked above
+            writable_folder(self.replay_file.parent, "--replay")
+        self.watcher = _Watcher(render) if args.watch else None
+        self.web_sock = bind_web(args.web_port) if args.web else None
+        #: The match once played and reported (the live view may still be up).
+        self.finished: list[Any] = []
+        self.pacing = tick_settings(
+            args.tick_rate, args.budget_ms, args.fast, args.first_budget_ms, args.max_late_in_a_row,
+            args.time_bank_ms,
+        )  # fmt: skip
 
-        def report(launched: Any) -> None:
-            outcome = launched.outcome
-            replay_kept = replay_path is not None or not temporary
-            failed = failed_seats(launched)
-            names = outcome.names
-            summary = {
-                "failed": failed,
-                "exit_codes": dict(launched.exit_codes),
-                **outcome.to_json(),
-                # The launcher's causes: the match's, with what it knows of a forfeit's process.
-                "causes": {names[s]: c for s, c in with_sentences(launched.causes, names).items()},
-                "late_in_a_row": {
-                    names[s]: {"ticks": n, "until_tick": until}
-                    for s, (n, until) in enumerate(outcome.late_runs)
-                },
-                "last_log_line": {name: launched.last_lines.get(name) for name in failed},
-                "replay": str(replay_file) if replay_kept else None,
-                "logs": {} if temporary else {name: str(path) for name, path in launched.logs.items()},
-                "refused": {name: f"{r.code}: {r.message}" for name, r in launched.refused.items()},
-                "stopped": launched.stopped,
-            }
-            if as_json:
-                click.echo(json.dumps(summary))
-            else:
-                _print_match(summary)
-            finished.append(launched)
+    def run(self) -> None:
+        """Play, report, and exit with `SEAT_FAILED` if a seat failed (130 on Ctrl-C)."""
+        import shutil
 
-        pacing = tick_settings(tick_rate, budget_ms, fast, first_budget_ms, max_late_in_a_row, time_bank_ms)
-
-        async def play(on_listening: Any = None) -> Any:
-            return await play_match(
-                game,
-                config,
-                specs,
-                # The match's only spectator is its user's live view (the server listens on loopback
-                # for this match alone): it gets the bots' drawings (docs/web.md).
-                dataclasses.replace(pacing, spectator_debug=True),
-                seed=seed,
-                log_dir=folder,
-                connect_timeout=connect_timeout,
-                recorder=_single_replay(replay_file),
-                on_tick=watcher.update if watcher else None,
-                on_listening=on_listening,
-                limits=limits,
-                isolate=isolate,
-            )
-
-        async def play_and_show() -> None:
-            """The match with its live view, which stays up after it (until Ctrl-C).
-
-            Ctrl-C is taken as a signal and cancels the lot: a KeyboardInterrupt raised into
-            whichever task trio was running could land in a page's request, where hypercorn turned
-            it into an error of its own and the command ended in a traceback.
-            """
-            import signal
-            from functools import partial
-
-            import trio
-
-            from cellarena.server.web.live import LiveFeed, relay, serve_live
-            from cellarena.server.web.serving import url_of
-
-            assert web_sock is not None
-            feed = LiveFeed(game)
-            interrupted = False
-
-            async def stop_on_ctrl_c(signals: Any, scope: trio.CancelScope) -> None:
-                nonlocal interrupted
-                async for _ in signals:
-                    interrupted = True
-                    scope.cancel()
-                    return
-
-            with trio.open_signal_receiver(signal.SIGINT) as signals:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(stop_on_ctrl_c, signals, nursery.cancel_scope)
-                    nursery.start_soon(serve_live, web_sock, feed)
-                    click.echo(f"live view at {url_of(web_sock, '/live/')}", err=True)
-                    launched = await play(
-                        lambda port: nursery.start_soon(partial(relay, "127.0.0.1", port, feed, follow=False))
-                    )
-                    feed.publish_result(launched.outcome.number, launched.outcome.to_json())
-                    report(launched)
-                    click.echo("the live page stays up; Ctrl-C stops", err=True)
-                    await trio.sleep_forever()
-            if interrupted:
-                raise KeyboardInterrupt
+        from cellarena.server.launcher import MatchFailedError
 
         try:
-            if web_sock is not None:
-                run_trio(play_and_show)
+            if self.web_sock is not None:
+                run_trio(self.play_and_show)
                 return
-            launched = run_trio(play)
+            launched = run_trio(self.play)
         except ConfigError as exc:
-            raise config_error(game, exc) from None
+            raise config_error(self.game, exc) from None
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         except MatchFailedError as exc:
+            kept = "" if self.temporary else f"; the bots' logs are in {self.folder}"
             hint = kept or "; rerun with --keep-temp to keep the bots' logs"
             raise click.ClickException(f"{exc}{hint}") from None
         except KeyboardInterrupt:
             # An interrupted command exits 130, also after the match (its result is printed above):
             # the live page it closed was the command still running.
-            if finished:
+            if self.finished:
                 click.echo("interrupted; the live view was stopped", err=True)
             else:
                 click.echo("interrupted; every bot process was stopped", err=True)
             sys.exit(130)
         finally:
-            if watcher:
-                watcher.close()
-            if web_sock is not None:
-                web_sock.close()
-            if temporary:  # nothing in it was asked for: the replay and logs go with the folder
-                shutil.rmtree(folder, ignore_errors=True)
-        report(launched)
+            if self.watcher:
+                self.watcher.close()
+            if self.web_sock is not None:
+                self.web_sock.close()
+            if self.temporary:  # nothing in it was asked for: the replay and logs go with the folder
+                shutil.rmtree(self.folder, ignore_errors=True)
+        self.report(launched)
         if failed_seats(launched):
             sys.exit(SEAT_FAILED)
 
-    options = [
+    def report(self, launched: Any) -> None:
+        """Print the match's result (one JSON object with --json)."""
+        summary = self.summary(launched)
+        if self.args.as_json:
+            click.echo(json.dumps(summary))
+        else:
+            _print_match(summary)
+        self.finished.append(launched)
+
+    def summary(self, launched: Any) -> dict[str, Any]:
+        outcome = launched.outcome
+        replay_kept = self.args.replay_path is not None or not self.temporary
+        failed = failed_seats(launched)
+        names = outcome.names
+        return {
+            "failed": failed,
+            "exit_codes": dict(launched.exit_codes),
+            **outcome.to_json(),
+            # The launcher's causes: the match's, with what it knows of a forfeit's process.
+            "causes": {names[s]: c for s, c in with_sentences(launched.causes, names).items()},
+            "late_in_a_row": {
+                names[s]: {"ticks": n, "until_tick": until} for s, (n, until) in enumerate(outcome.late_runs)
+            },
+            "last_log_line": {name: launched.last_lines.get(name) for name in failed},
+            "replay": str(self.replay_file) if replay_kept else None,
+            "logs": {} if self.temporary else {name: str(path) for name, path in launched.logs.items()},
+            "refused": {name: f"{r.code}: {r.message}" for name, r in launched.refused.items()},
+            "stopped": launched.stopped,
+        }
+
+    async def play(self, on_listening: Any = None) -> Any:
+        from cellarena.server.launcher import play_match
+
+        return await play_match(
+            self.game,
+            self.config,
+            self.specs,
+            # The match's only spectator is its user's live view (the server listens on loopback
+            # for this match alone): it gets the bots' drawings (docs/web.md).
+            dataclasses.replace(self.pacing, spectator_debug=True),
+            seed=self.args.seed,
+            log_dir=self.folder,
+            connect_timeout=self.args.connect_timeout,
+            recorder=_single_replay(self.replay_file),
+            on_tick=self.watcher.update if self.watcher else None,
+            on_listening=on_listening,
+            limits=self.limits,
+            isolate=self.isolate,
+        )
+
+    async def play_and_show(self) -> None:
+        """The match with its live view, which stays up after it (until Ctrl-C).
+
+        Ctrl-C is taken as a signal and cancels the lot: a KeyboardInterrupt raised into
+        whichever task trio was running could land in a page's request, where hypercorn turned
+        it into an error of its own and the command ended in a traceback.
+        """
+        import signal
+        from functools import partial
+
+        import trio
+
+        from cellarena.server.web.live import LiveFeed, relay, serve_live
+        from cellarena.server.web.serving import url_of
+
+        web_sock = self.web_sock
+        assert web_sock is not None
+        feed = LiveFeed(self.game)
+        interrupted = False
+
+        async def stop_on_ctrl_c(signals: Any, scope: trio.CancelScope) -> None:
+            nonlocal interrupted
+            async for _ in signals:
+                interrupted = True
+                scope.cancel()
+                return
+
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(stop_on_ctrl_c, signals, nursery.cancel_scope)
+                nursery.start_soon(serve_live, web_sock, feed)
+                click.echo(f"live view at {url_of(web_sock, '/live/')}", err=True)
+                launched = await self.play(
+                    lambda port: nursery.start_soon(partial(relay, "127.0.0.1", port, feed, follow=False))
+                )
+                feed.publish_result(launched.outcome.number, launched.outcome.to_json())
+                self.report(launched)
+                click.echo("the live page stays up; Ctrl-C stops", err=True)
+                await trio.sleep_forever()
+        if interrupted:
+            raise KeyboardInterrupt
+
+
+def _options(game_plugin: Any, cli: Any) -> list[Any]:
+    """Every option of `match GAME`: the bots, the game's own, pacing, files, limits, the views."""
+    return [
         click.option(
             "--bot",
             "bots",
@@ -260,24 +300,13 @@ def _match_command(game: str) -> click.Command:
             is_flag=True,
             help="Keep the temporary folder (the bots' logs and the replay) when the match ends.",
         ),
-        click.option(
-            "--connect-timeout",
-            default=15.0,
-            show_default=True,
-            type=FiniteFloatRange(0.5, 600),
-            help="Seconds a bot has to connect before it forfeits.",
-        ),
+        connect_timeout_option(),
         *confine_options(),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
         click.option("--watch", is_flag=True, help="Draw the game live in the terminal."),
         *web_options(),
         click.option("-v", "--verbose", is_flag=True, help="Log connections."),
     ]
-    doc = (
-        f"Play one {game} match ({game_plugin.summary}): start a server on a free loopback port, launch each "
-        "bot, play, and print the result."
-    )
-    return click.command(game, help=doc, epilog=EXIT_STATUS)(decorate(match_game, options))
 
 
 match = GameGroup(
@@ -325,6 +354,23 @@ def _print_match(summary: dict[str, Any]) -> None:
             escape(causes.get(name, {}).get("cause", "")),
         )
     console.print(table)
+    _print_warnings(console, summary)
+    # Paths go on lines of their own, unwrapped, so they can be copied.
+    for name, path in summary["logs"].items():
+        click.echo(f"log of {name}: {path}")
+    if summary["replay"] is None:
+        click.echo("no replay kept (give --replay FILE, --log-dir DIR or --keep-temp)")
+        return
+    click.echo(f"replay: {summary['replay']}")
+    click.echo(f"check it with: cellarena replay verify {summary['replay']}")
+
+
+def _print_warnings(console: Any, summary: dict[str, Any]) -> None:
+    """What went wrong for each bot, under the table: bank drawn, late runs, invalid answers, refusals,
+    stops and failures."""
+    from rich.markup import escape
+
+    causes = summary.get("causes", {})
     for name, drawn in summary.get("bank_drawn_ms", {}).items():
         if drawn:
             click.echo(f"{escape(name)} drew {drawn} ms of its time bank")
@@ -352,14 +398,6 @@ def _print_match(summary: dict[str, Any]) -> None:
         line = summary.get("last_log_line", {}).get(name)
         if line:
             click.echo(f"last line of {name}'s log: {line}")
-    # Paths go on lines of their own, unwrapped, so they can be copied.
-    for name, path in summary["logs"].items():
-        click.echo(f"log of {name}: {path}")
-    if summary["replay"] is None:
-        click.echo("no replay kept (give --replay FILE, --log-dir DIR or --keep-temp)")
-        return
-    click.echo(f"replay: {summary['replay']}")
-    click.echo(f"check it with: cellarena replay verify {summary['replay']}")
 
 
 def _single_replay(path: Any) -> Any:

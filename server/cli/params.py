@@ -3,10 +3,11 @@ the pacing options of `serve`, `match` and `tournament`, and the TLS options of 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -14,6 +15,9 @@ if TYPE_CHECKING:
     import ssl
 
     from cellarena.server.match import TickSettings
+    from cellarena.server.trusted_proxies import TrustedProxies
+
+_Args = TypeVar("_Args")
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -140,6 +144,36 @@ def tick_settings(
         max_missed_in_a_row=max_late_in_a_row or None,
         time_bank_ms=time_bank_ms,
     )
+
+
+def command_args(cls: type[_Args], values: dict[str, Any]) -> tuple[_Args, dict[str, Any]]:
+    """A game command's own options as ``cls`` (a dataclass with a field per option), and the rest of
+    ``values``: the game's options, which its `GameCli` reads. So a command parses, then hands over
+    to a function that a test can call with the same dataclass."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    own = {k: v for k, v in values.items() if k in names}
+    return cls(**own), {k: v for k, v in values.items() if k not in names}
+
+
+def connect_timeout_option() -> Any:
+    """``--connect-timeout`` of the commands that launch bots (`match`, `tournament`)."""
+    return click.option(
+        "--connect-timeout",
+        default=15.0,
+        show_default=True,
+        type=FiniteFloatRange(0.5, 600),
+        help="Seconds a bot has to connect before it forfeits.",
+    )
+
+
+def trusted_proxies(values: tuple[str, ...]) -> TrustedProxies:
+    """``--trusted-proxy``'s addresses and networks, checked (`ladder serve`, `ladder web`)."""
+    from cellarena.server.trusted_proxies import TrustedProxies
+
+    try:
+        return TrustedProxies.parse(values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--trusted-proxy") from None
 
 
 def decorate(command: Any, options: list[Any]) -> Any:

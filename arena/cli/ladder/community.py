@@ -12,33 +12,15 @@ from __future__ import annotations
 import contextlib
 import getpass
 import json
-import sys
 import urllib.error
 import urllib.request
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
-from urllib.parse import quote, urlsplit
+from typing import Any
+from urllib.parse import quote
 
 import click
 
-if TYPE_CHECKING:
-    from cellarena.arena.ladder.store import LadderStore
-
-
-class _Where(Protocol):
-    """What these commands need of `ladder`'s group object (ladder.py's ``_Where``)."""
-
-    def store(self, *, create: bool = True) -> AbstractContextManager[LadderStore]: ...
-
-
-def _known(action: Any, name: str) -> Any:
-    """``action(name)``; an unknown bot is NAME's error (exit status 2), as in `ladder bot`."""
-    from cellarena.arena.ladder.store import UnknownBotError
-
-    try:
-        return action(name)
-    except UnknownBotError as exc:
-        raise click.BadParameter(str(exc), param_hint="NAME") from None
+from cellarena.arena.cli.ladder.remote import check_url, fail, token_from
+from cellarena.arena.cli.ladder.where import Where, known_bot
 
 
 def actor() -> str:
@@ -53,28 +35,11 @@ def _echo(as_json: bool, data: dict[str, Any], text: str) -> None:
     click.echo(json.dumps(data) if as_json else text)
 
 
-def _fail(as_json: bool, text: str) -> NoReturn:
-    click.echo(json.dumps({"ok": False, "error": text}) if as_json else f"error: {text}", err=not as_json)
-    sys.exit(1)
-
-
 def _remote(url: str, path: str, token_file: str, body: dict[str, Any], as_json: bool) -> dict[str, Any]:
     """POST ``body`` to the ladder's pages at ``url`` with the bot's token; the answer's JSON. The
     ladder's refusal (its message) or an unreachable ladder is one line and exit status 1."""
-    from cellarena.sdk.bot import read_token
-    from cellarena.sdk.client import is_loopback
-
-    try:
-        token = read_token(None, token_file)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--token-file") from None
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise click.BadParameter(f"{url!r} is not an http(s) address", param_hint="--url")
-    if parts.scheme == "http" and not is_loopback(parts.hostname):
-        raise click.BadParameter(
-            f"{url}: plain http off this machine would send the token in clear; use https", param_hint="--url"
-        )
+    token = token_from(token_file)
+    check_url(url, param_hint="--url", secret="the token")
     request = urllib.request.Request(
         f"{url.rstrip('/')}{path}",
         data=json.dumps(body).encode(),
@@ -88,9 +53,9 @@ def _remote(url: str, path: str, token_file: str, body: dict[str, Any], as_json:
         detail = exc.read().decode("utf-8", "replace").strip()
         with contextlib.suppress(ValueError, AttributeError):
             detail = str(json.loads(detail).get("error", detail))
-        _fail(as_json, f"the ladder refused (HTTP {exc.code}): {detail[:400]}")
+        fail(as_json, f"the ladder refused (HTTP {exc.code}): {detail[:400]}")
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        _fail(as_json, f"cannot reach the ladder at {url} ({getattr(exc, 'reason', exc)})")
+        fail(as_json, f"cannot reach the ladder at {url} ({getattr(exc, 'reason', exc)})")
 
 
 _url_option = click.option(
@@ -121,10 +86,10 @@ def _remote_args(url: str | None, token_file: str | None) -> bool:
 @click.option("--reason", default="paused by the ladder's host", show_default=True, help="Why, shown to it.")
 @_json_option
 @click.pass_obj
-def pause(where: _Where, name: str, reason: str, as_json: bool) -> None:
+def pause(where: Where, name: str, reason: str, as_json: bool) -> None:
     """Pause NAME (host): its hellos are refused `paused` with the reason until it is resumed."""
     with where.store() as store:
-        record = _known(lambda n: store.pause(n, reason, actor=actor()), name)
+        record = known_bot(lambda n: store.pause(n, reason, actor=actor()), name)
     _echo(as_json, record.to_json(), f"paused {name}: {record.paused}")
 
 
@@ -134,7 +99,7 @@ def pause(where: _Where, name: str, reason: str, as_json: bool) -> None:
 @_token_option
 @_json_option
 @click.pass_obj
-def resume(where: _Where, name: str, url: str | None, token_file: str | None, as_json: bool) -> None:
+def resume(where: Where, name: str, url: str | None, token_file: str | None, as_json: bool) -> None:
     """Resume the paused bot NAME: as the host, or as its owner with --url and --token-file."""
     if _remote_args(url, token_file):
         assert url is not None and token_file is not None
@@ -142,7 +107,7 @@ def resume(where: _Where, name: str, url: str | None, token_file: str | None, as
         _echo(as_json, answer, f"resumed {name}" if answer.get("resumed") else f"{name} was not paused")
         return
     with where.store() as store:
-        was = _known(store.bot, name)
+        was = known_bot(store.bot, name)
         if was is None:
             raise click.BadParameter(f"there is no bot named {name!r}", param_hint="NAME")
         record = store.resume(name, actor=actor())
@@ -157,10 +122,10 @@ def resume(where: _Where, name: str, url: str | None, token_file: str | None, as
 )
 @_json_option
 @click.pass_obj
-def ban(where: _Where, name: str, reason: str, as_json: bool) -> None:
+def ban(where: Where, name: str, reason: str, as_json: bool) -> None:
     """Ban NAME: refused `paused` (saying it is banned) until unbanned; its owner cannot resume it."""
     with where.store() as store:
-        record = _known(lambda n: store.ban(n, reason, actor=actor()), name)
+        record = known_bot(lambda n: store.ban(n, reason, actor=actor()), name)
     _echo(as_json, record.to_json(), f"banned {name}: {record.banned}")
 
 
@@ -168,10 +133,10 @@ def ban(where: _Where, name: str, reason: str, as_json: bool) -> None:
 @click.argument("name")
 @_json_option
 @click.pass_obj
-def unban(where: _Where, name: str, as_json: bool) -> None:
+def unban(where: Where, name: str, as_json: bool) -> None:
     """Lift NAME's ban."""
     with where.store() as store:
-        record = _known(lambda n: store.unban(n, actor=actor()), name)
+        record = known_bot(lambda n: store.unban(n, actor=actor()), name)
     _echo(as_json, record.to_json(), f"unbanned {name}")
 
 
@@ -183,7 +148,7 @@ def unban(where: _Where, name: str, as_json: bool) -> None:
 @_json_option
 @click.pass_obj
 def challenge(
-    where: _Where, name: str, opponent: str, url: str | None, token_file: str | None, as_json: bool
+    where: Where, name: str, opponent: str, url: str | None, token_file: str | None, as_json: bool
 ) -> None:
     """NAME challenges OPPONENT: the ladder plays them against each other once both are connected and
     free, within the quota of challenges per bot per day (`ladder serve --challenges-per-day`)."""
@@ -193,13 +158,13 @@ def challenge(
         assert url is not None and token_file is not None
         made = _remote(url, "/api/challenges", token_file, {"opponent": opponent}, as_json)
         if made.get("challenger") != name:
-            _fail(as_json, f"that token is {made.get('challenger')}'s, not {name}'s")
+            fail(as_json, f"that token is {made.get('challenger')}'s, not {name}'s")
     else:
         with where.store() as store:
             try:
                 made = store.challenge(name, opponent, actor=actor()).to_json()
             except ChallengeRefusedError as exc:
-                _fail(as_json, str(exc))
+                fail(as_json, str(exc))
     rated = "rated" if made["rated"] else "unrated"
     _echo(
         as_json,
@@ -212,7 +177,7 @@ def challenge(
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000), help="Newest N.")
 @_json_option
 @click.pass_obj
-def audit(where: _Where, limit: int, as_json: bool) -> None:
+def audit(where: Where, limit: int, as_json: bool) -> None:
     """The audit log of admin actions, newest first: when, who, what, which bot, details."""
     with where.store() as store:
         entries = store.audit_log(limit)
@@ -232,7 +197,7 @@ def audit(where: _Where, limit: int, as_json: bool) -> None:
 @_json_option
 @click.pass_obj
 def bot_challenges(
-    where: _Where, name: str, choice: str, url: str | None, token_file: str | None, as_json: bool
+    where: Where, name: str, choice: str, url: str | None, token_file: str | None, as_json: bool
 ) -> None:
     """Whether NAME accepts or refuses challenges (refusing cancels those waiting against it)."""
     refuse = choice == "refuse"
@@ -242,7 +207,7 @@ def bot_challenges(
         answer = _remote(url, path, token_file, {"refuse": refuse}, as_json)
     else:
         with where.store() as store:
-            answer = _known(lambda n: store.refuse_challenges(n, refuse, actor=actor()), name).to_json()
+            answer = known_bot(lambda n: store.refuse_challenges(n, refuse, actor=actor()), name).to_json()
     _echo(as_json, answer, f"{name} {'refuses' if refuse else 'accepts'} challenges")
 
 

@@ -1,0 +1,64 @@
+"""`ladder house`: bots the ladder starts itself, and `ladder standings`, a game's table."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from cellarena.arena.cli.ladder.community import actor
+from cellarena.arena.cli.ladder.where import Where, game_argument
+
+
+@click.group()
+def house() -> None:
+    """Bots the ladder starts itself when a bot would otherwise wait alone."""
+
+
+@house.command("add")
+@click.argument("name")
+@click.argument("command")
+@click.option("--game", required=True, help="The game the bot plays.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: name, game, command.")
+@click.pass_obj
+def house_add(where: Where, name: str, command: str, game: str, as_json: bool) -> None:
+    """Register NAME, started with COMMAND (run from the folder `ladder serve` runs in), e.g.
+    cellarena ladder house add builder "python example_bots/rezzo/builder.py" --game rezzo"""
+    from cellarena.server.launcher import BotSpec
+
+    game_argument(game)
+    try:
+        BotSpec.parse(f"{name}={command}")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="COMMAND") from None
+    with where.store() as store:
+        record, _ = store.add_bot(name, game, house_command=command, actor=actor())
+    if as_json:
+        click.echo(json.dumps({"name": record.name, "game": record.game, "command": command}))
+        return
+    click.echo(f"registered house bot {record.name} for {record.game}: {command}")
+
+
+@click.command()
+@click.argument("game")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_obj
+def standings(where: Where, game: str, as_json: bool) -> None:
+    """GAME's table: rating (mu - 3 sigma), matches, wins, draws, losses."""
+    game_argument(game)
+    with where.store() as store:
+        table = store.standings(game)
+    if as_json:
+        click.echo(json.dumps({"game": game, "standings": [s.to_json() for s in table]}))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    from cellarena.arena.ladder.records import STANDINGS_COLUMNS
+
+    out = Table(title=f"{game} ladder")
+    for col in STANDINGS_COLUMNS:
+        out.add_column(col, justify="left" if col == "bot" else "right")
+    for s in table:
+        out.add_row(*s.cells())
+    Console(highlight=False).print(out)

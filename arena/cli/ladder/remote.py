@@ -1,0 +1,42 @@
+"""A remote ladder's pages as the commands reach them: an address that keeps secrets off the network
+in clear, a token read from its file, and a failure said in one line (or one JSON object)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import NoReturn
+from urllib.parse import urlsplit
+
+import click
+
+
+def fail(as_json: bool, text: str) -> NoReturn:
+    """The ladder refused or cannot be reached: one line on stderr (or JSON on stdout), exit status 1."""
+    click.echo(json.dumps({"ok": False, "error": text}) if as_json else f"error: {text}", err=not as_json)
+    sys.exit(1)
+
+
+def check_url(url: str, *, param_hint: str, secret: str) -> None:
+    """Refuse ``url`` unless it is http(s), and plain http unless it stays on this machine, where
+    ``secret`` (what it would carry: "your password", "the token") would cross the network in clear."""
+    from cellarena.sdk.client import is_loopback
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(f"{url!r} is not an http(s) address", param_hint=param_hint)
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise click.BadParameter(
+            f"{url}: plain http off this machine would send {secret} in clear; use https",
+            param_hint=param_hint,
+        )
+
+
+def token_from(token_file: str) -> str | None:
+    """The bot's token in ``token_file``; a file that holds none is --token-file's error."""
+    from cellarena.sdk.bot import read_token
+
+    try:
+        return read_token(None, token_file)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--token-file") from None

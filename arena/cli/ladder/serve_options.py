@@ -1,0 +1,153 @@
+"""The options of `ladder serve GAME`: the game's, pacing, the bot port, house bots, where matches are
+played, the health port, and a community ladder's policy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from cellarena.arena.cli.ladder.match_hosts import WorkersParam
+from cellarena.arena.cluster import cluster_option
+from cellarena.server.cli.confine_options import confine_options
+from cellarena.server.cli.params import (
+    FiniteFloatRange,
+    first_budget_option,
+    listen_options,
+    tick_options,
+    time_bank_option,
+    tls_options,
+)
+
+
+def serve_options(game_plugin: Any, cli: Any) -> list[Any]:
+    """Every option of `ladder serve` for the game of ``game_plugin`` (its `GameCli`: ``cli``)."""
+
+    return [
+        *cli.options,
+        click.option(
+            "--maps",
+            default=None,
+            help="The map pool, comma-separated. [default: the game's tournament maps]",
+        ),
+        *tick_options(game_plugin.engine_class()),
+        first_budget_option(),
+        time_bank_option(),
+        *listen_options(),
+        click.option(
+            "--grace",
+            default=5.0,
+            show_default=True,
+            type=FiniteFloatRange(0, 300),
+            help="Seconds a bot whose connection dropped keeps its seat, to come back with its token.",
+        ),
+        click.option(
+            "--house-after",
+            default=5.0,
+            show_default=True,
+            type=FiniteFloatRange(0, 3600),
+            help="Seconds a bot waits alone before a house bot is started to play it.",
+        ),
+        *confine_options(),  # for house bots
+        click.option(
+            "--insecure",
+            is_flag=True,
+            help="Accept tokens over plain TCP from other machines (they cross the network in clear).",
+        ),
+        *tls_options(),
+        click.option(
+            "--trusted-proxy",
+            metavar="ADDRESS",
+            multiple=True,
+            help="A proxy in front of the ladder (an address or network, e.g. 127.0.0.1 or 10.0.0.0/24; "
+            "repeat for more) whose connections start with a PROXY protocol header (v1 or v2) naming the "
+            "client, so that per-address limits count clients, not the proxy. Its connections without "
+            "one are refused.",
+        ),
+        cluster_option(
+            "Play matches on a Dask cluster: local:N (N worker processes here) or tcp://HOST:PORT (a "
+            "scheduler). Bots that follow redirects are sent to the worker hosting their match; the "
+            "workers serve TLS with --tls-cert/--tls-key, which must be at the same paths there."
+        ),
+        click.option(
+            "--cluster-host",
+            metavar="HOST",
+            default=None,
+            help="The address bots reach the workers at. [default: each worker's address on the cluster]",
+        ),
+        click.option(
+            "--workers",
+            type=WorkersParam(),
+            default="1",
+            show_default=True,
+            metavar="N|auto",
+            help="Worker processes that play the matches (auto: one per core). 1: every match in this "
+            "process. With more, this process keeps the queue and the database, and bots that follow "
+            "redirects play in the workers, each a lobby on a free port of --host.",
+        ),
+        click.option(
+            "--workers-host",
+            metavar="HOST",
+            default=None,
+            help="The address bots reach the workers at (the name on the TLS certificate). "
+            "[default: --host; needed when --host is 0.0.0.0 or ::]",
+        ),
+        click.option(
+            "--seed", default=0, show_default=True, type=int, help="Seed of the matchmaker's draws."
+        ),
+        click.option(
+            "--health-port",
+            type=click.IntRange(0, 65535),
+            default=None,
+            help="Serve GET /health (JSON: the database's state, results waiting on disk, queue, matches; "
+            "503 while the database is down) on this port (0: any free one). Needs the 'web' extra.",
+        ),
+        click.option(
+            "--health-host", default="127.0.0.1", show_default=True, help="Address /health listens on."
+        ),
+        *community_options(),
+        click.option("-v", "--verbose", is_flag=True, help="Log connections, the queue and matches."),
+    ]
+
+
+def community_options() -> list[Any]:
+    """A community ladder's policy (docs/ladder.md), written to the database as the server starts."""
+    return [
+        click.option(
+            "--pause-after",
+            default=5,
+            show_default=True,
+            type=click.IntRange(0, 1000),
+            help="Pause a bot after this many failed matches in a row (crashes, disconnects not back "
+            "within the grace, long late or invalid runs; not losses); 0: never.",
+        ),
+        click.option(
+            "--new-version-rating",
+            type=click.Choice(["keep", "reset"]),
+            default="keep",
+            show_default=True,
+            help="When a bot plays under a new version (its hello's version): keep its rating, or "
+            "reset it to the initial rating.",
+        ),
+        click.option(
+            "--challenges-per-day",
+            default=10,
+            show_default=True,
+            type=click.IntRange(0, 100_000),
+            help="Challenges a bot may make in any 24 hours (`ladder challenge`, the API).",
+        ),
+        click.option(
+            "--challenges-rated/--challenges-unrated",
+            default=False,
+            show_default=True,
+            help="Whether a challenge's match changes ratings.",
+        ),
+        click.option(
+            "--starve-after",
+            default=30.0,
+            show_default=True,
+            type=FiniteFloatRange(0.1, 3600),
+            help="Seconds a bot waits before it meets the nearest free bot whatever their ratings "
+            "(a quiet ladder of few bots far apart wants it shorter).",
+        ),
+    ]

@@ -1,0 +1,255 @@
+"""`ladder web`: a ladder's pages (standings, bots, replays, the live match; owners' accounts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cellarena.arena.cli.ladder.where import Where, game_argument
+from cellarena.server.cli.params import (
+    FiniteFloatRange,
+    tls_context,
+    trusted_proxies,
+    writable_folder,
+)
+from cellarena.server.cli.run import run_trio
+from cellarena.server.cli.web_options import allowed_host_option
+
+
+@click.command()
+@click.argument("games", metavar="GAME...", nargs=-1, required=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address the pages listen on.")
+@click.option(
+    "--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="HTTP port (0: any)."
+)
+@click.option(
+    "--live-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="The ladder's bot port (its `serve --port`): /live/ then shows its newest match as it is played.",
+)
+@click.option("--live-host", default="127.0.0.1", show_default=True, help="Where that ladder listens.")
+@click.option(
+    "--public-debug",
+    is_flag=True,
+    help="Let anyone download the bots' debug drawings with the replays. By default they are removed "
+    "from every public download; each bot's owner gets their own with `ladder replay ID --token-file`.",
+)
+@click.option(
+    "--signup",
+    type=click.Choice(["open", "invite", "approval", "closed"]),
+    default=None,
+    help="Let people sign up and own bots (docs/ladder.md#running-a-community-ladder): open to anyone, "
+    "with an invite code (`ladder owner invite`), or pending the host's approval (`ladder owner approve`); "
+    "closed: owners log in, nobody new signs up. Without it the pages only show the ladder.",
+)
+@click.option(
+    "--max-bots-per-owner",
+    type=click.IntRange(1, 1000),
+    default=5,
+    show_default=True,
+    help="Active bots each.",
+)
+@click.option(
+    "--session-key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The key that signs login cookies: a file only the ladder's user reads, made (0600) if absent. "
+    "[default: DIR/session.key]",
+)
+@click.option(
+    "--session-days",
+    type=FiniteFloatRange(0.01, 365),
+    default=14.0,
+    show_default=True,
+    help="How long a login lasts (logout ends it sooner).",
+)
+@click.option(
+    "--signups-per-hour",
+    type=click.IntRange(1, 10_000),
+    default=5,
+    show_default=True,
+    help="Sign-ups from one address in an hour (behind a proxy, the client's address: --trusted-proxy).",
+)
+@click.option(
+    "--tls-cert",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Serve the pages over HTTPS with this certificate chain (the ladder's own, as for its bot port).",
+)
+@click.option("--tls-key", type=click.Path(dir_okay=False), default=None, help="The certificate's key.")
+@click.option(
+    "--trusted-proxy",
+    metavar="ADDRESS",
+    multiple=True,
+    help="A TLS proxy in front of the pages (an address or network; repeat for more): its "
+    "X-Forwarded-For, -Proto and -Host are believed, so per-address limits count clients.",
+)
+@allowed_host_option
+@click.pass_obj
+def web(
+    where: Where,
+    games: tuple[str, ...],
+    host: str,
+    port: int,
+    live_port: int | None,
+    live_host: str,
+    public_debug: bool,
+    signup: str | None,
+    max_bots_per_owner: int,
+    session_key_file: Path | None,
+    session_days: float,
+    signups_per_hour: int,
+    tls_cert: str | None,
+    tls_key: str | None,
+    trusted_proxy: tuple[str, ...],
+    allowed_host: tuple[str, ...],
+) -> None:
+    """Serve GAME's standings, bot pages, matches and replays (and the live match) over HTTP(S); with
+    --signup, the owners' pages too: sign-up, login, their bots and tokens. Several games (one `ladder
+    serve` each on the same database): each game's pages at /GAME/, one account per owner across them.
+
+    A process of its own beside `ladder serve`, reading the same database: re-simulating replays for
+    viewers then never takes the CPU the matches need, and the pages restart on their own. What the
+    owners' pages change reaches `ladder serve` through the database's change log."""
+    for game in games:
+        game_argument(game)
+    games = tuple(dict.fromkeys(games))  # a game named twice is served once
+    if live_port is not None and len(games) > 1:
+        raise click.BadParameter(
+            "--live-port watches one ladder server, so one game's: serve the pages of one game with it, "
+            "or leave it out",
+            param_hint="--live-port",
+        )
+    try:
+        from cellarena.server.web.hosts import AllowedHosts, HostsError
+        from cellarena.server.web.serving import BindError, bind
+    except ImportError as exc:
+        raise click.UsageError(
+            f"ladder web needs the 'web' extra ({exc}); pip install 'cellarena[web]'"
+        ) from None
+
+    tls_context(tls_cert, tls_key)  # both or neither, and usable: a clear error before serving
+    tls = (tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
+    trusted = trusted_proxies(trusted_proxy)
+    try:
+        allowed, warning = AllowedHosts.for_server(host, allowed_host)
+    except HostsError as exc:
+        raise click.UsageError(str(exc)) from None
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
+    account_settings = None
+    if signup is not None:
+        account_settings = _account_settings(
+            where, signup, max_bots_per_owner, session_key_file, session_days, signups_per_hour, trusted
+        )
+        account_settings.allowed_hosts = allowed
+        _warn_cookies_in_clear(host, tls is not None or bool(trusted))
+    store = where.open(create=False, reconnect_every=1.0)  # pages come back after a database outage
+    try:
+        sock = bind(host, port)
+    except BindError as exc:
+        store.close()
+        raise click.UsageError(str(exc)) from None
+    from cellarena.arena.ladder.web_app import ladder_app
+
+    app, feed = ladder_app(
+        store,
+        games,
+        allowed_hosts=allowed,
+        live=live_port is not None,
+        public_debug=public_debug,
+        accounts=account_settings,
+        trusted=trusted,
+    )
+    try:
+        serve_pages(app, sock, games, tls, feed, live=(live_host, live_port))
+    finally:
+        sock.close()
+        store.close()
+
+
+def _warn_cookies_in_clear(host: str, secured: bool) -> None:
+    """Owners' pages on plain HTTP off this machine: browsers would never send the login cookie."""
+    from cellarena.sdk.client import is_loopback
+
+    if not secured and not is_loopback(host):
+        click.echo(
+            f"warning: the pages on {host} are plain HTTP and no --trusted-proxy is named: login cookies "
+            "are Secure, so browsers send them over HTTPS only; give --tls-cert/--tls-key, or put a TLS "
+            "proxy in front and name it with --trusted-proxy",
+            err=True,
+        )
+
+
+def serve_pages(
+    app: Any,
+    sock: Any,
+    games: tuple[str, ...],
+    tls: tuple[str, str] | None,
+    feed: Any,
+    *,
+    live: tuple[str, int | None],
+) -> None:
+    """Serve ``app`` on the bound ``sock`` until Ctrl-C, relaying the ladder's live match at ``live``
+    (host, port; no port: none) to ``feed``."""
+    from cellarena.server.web.serving import run, url_of
+
+    live_host, live_port = live
+
+    async def main() -> None:
+        import trio
+
+        async with trio.open_nursery() as nursery:
+            if feed is not None and live_port is not None:
+                from cellarena.server.web.live import relay
+
+                nursery.start_soon(relay, live_host, live_port, feed)
+            await run(
+                app,
+                sock,
+                lambda: click.echo(
+                    f"{', '.join(games)} ladder pages at {url_of(sock, tls=tls is not None)} (Ctrl-C stops)"
+                ),
+                tls=tls,
+            )
+
+    try:
+        run_trio(main)
+    except KeyboardInterrupt:
+        click.echo("stopped", err=True)
+
+
+def _account_settings(
+    where: Where,
+    signup: str,
+    max_bots: int,
+    key_file: Path | None,
+    session_days: float,
+    signups_per_hour: int,
+    trusted: Any,
+) -> Any:
+    from datetime import timedelta
+
+    try:
+        from cellarena.arena.ladder.web_accounts import AccountSettings, KeyFileError, load_key
+    except ImportError as exc:
+        raise click.UsageError(
+            f"--signup needs the 'web' extra ({exc}); pip install 'cellarena[web]'"
+        ) from None
+    if key_file is None:
+        key_file = writable_folder(where.folder, "--dir") / "session.key"
+    try:
+        key = load_key(key_file)
+    except KeyFileError as exc:
+        raise click.BadParameter(str(exc), param_hint="--session-key-file") from None
+    return AccountSettings(
+        policy=None if signup == "closed" else signup,  # type: ignore[arg-type]
+        key=key,
+        max_bots=max_bots,
+        session_lifetime=timedelta(days=session_days),
+        trusted=trusted,
+        signups_per_hour=signups_per_hour,
+    )
