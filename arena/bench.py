@@ -24,7 +24,7 @@ from cellarena.arena.cluster import ClusterSpec, cluster_option
 from cellarena.arena.discovery import discover, prepare
 from cellarena.arena.runner import TournamentSpec, local_pool, run_tournament
 from cellarena.server.cli.params import map_list
-from cellarena.server.match import MISSED_IN_A_ROW, TickSettings
+from cellarena.server.play.match import MISSED_IN_A_ROW, TickSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_SECONDS = 60.0

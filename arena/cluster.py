@@ -223,8 +223,8 @@ def worker_problems(
 ) -> list[str]:
     """What keeps this machine from playing the tournament (run on each worker); empty if nothing."""
     from cellarena.arena.ladder.store import cellarena_release
+    from cellarena.server.bots.launcher import BotSpec
     from cellarena.server.games import get_engine
-    from cellarena.server.launcher import BotSpec
 
     problems = []
     if cellarena_release() != release:

@@ -24,7 +24,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from cellarena.server.launcher import BotSpec
+from cellarena.server.bots.launcher import BotSpec
 
 MANIFEST = "bot.toml"
 #: Keys a bot.toml may have. ``setup`` runs once before a tournament unless ``creates`` exists.

@@ -21,10 +21,10 @@ from typing import Any
 import trio
 
 from cellarena.arena.store import MatchRecord, SeatRecord, match_folder
-from cellarena.server.confinement import Limits
+from cellarena.server.bots.confinement import Limits
+from cellarena.server.bots.launcher import BotSpec, LaunchedMatch, play_match
 from cellarena.server.games import causes
-from cellarena.server.launcher import BotSpec, LaunchedMatch, play_match
-from cellarena.server.match import TickSettings
+from cellarena.server.play.match import TickSettings
 from cellarena.server.replay import ReplayWriter
 
 
@@ -47,7 +47,7 @@ class MatchJob:
     ship_files: bool = False
     #: The map's name, for the match's folder name (None: the game's board).
     map: str | None = None
-    #: What each bot may use (`cellarena.server.confinement`), and whether it runs as a user of its own.
+    #: What each bot may use (`cellarena.server.bots.confinement`), and whether it runs as a user of its own.
     limits: Limits = field(default_factory=Limits)
     isolate: bool = False
     #: A bot that asks for another game stops the tournament (`WrongGameError`) instead of forfeiting.

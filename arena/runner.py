@@ -25,9 +25,9 @@ from typing import Any, Protocol, runtime_checkable
 from cellarena.arena.job import CUT_SHORT, MatchJob, WrongGameError, mark_cut_short, run_job
 from cellarena.arena.schedule import Scheduled, schedule
 from cellarena.arena.store import MatchRecord, Standing, Store
-from cellarena.server.confinement import Limits
-from cellarena.server.launcher import BotSpec
-from cellarena.server.match import TickSettings
+from cellarena.server.bots.confinement import Limits
+from cellarena.server.bots.launcher import BotSpec
+from cellarena.server.play.match import TickSettings
 
 log = logging.getLogger("cellarena.arena")
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import trio
 
 if TYPE_CHECKING:
-    from cellarena.server.lobby import Lobby
+    from cellarena.server.play.lobby import Lobby
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

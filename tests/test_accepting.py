@@ -17,11 +17,11 @@ import trio
 from wire_client import Client
 
 from cellarena.sdk import protocol
-from cellarena.server.accepting import AcceptErrors, Handler, accept_connections
-from cellarena.server.connection import Connection
-from cellarena.server.handshake import Handshakes
-from cellarena.server.poller import Poller
-from cellarena.server.trusted_proxies import TrustedProxies
+from cellarena.server.net.accepting import AcceptErrors, Handler, accept_connections
+from cellarena.server.net.connection import Connection
+from cellarena.server.net.handshake import Handshakes
+from cellarena.server.net.poller import Poller
+from cellarena.server.net.trusted_proxies import TrustedProxies
 
 
 def _listener() -> socket.socket:

@@ -23,8 +23,8 @@ from cellarena_cli import CLI, ROOT, cellarena
 
 from cellarena.arena.cluster import ClusterError, ClusterSpec, check_workers, open_cluster
 from cellarena.arena.runner import TournamentSpec
-from cellarena.server.launcher import BotSpec
-from cellarena.server.match import TickSettings
+from cellarena.server.bots.launcher import BotSpec
+from cellarena.server.play.match import TickSettings
 
 DASK = [str(Path(sys.executable).parent / "dask")]
 BOTS = ["--bots-dir", "example_bots", "--rounds", "2"]

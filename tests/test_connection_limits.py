@@ -29,10 +29,10 @@ from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.sdk import protocol
-from cellarena.server.accepting import AcceptErrors, accept_connections
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import TickSettings
-from cellarena.server.trusted_proxies import TrustedProxies
+from cellarena.server.net.accepting import AcceptErrors, accept_connections
+from cellarena.server.net.trusted_proxies import TrustedProxies
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import TickSettings
 
 FAST = TickSettings(fast=True, budget_ms=1000)
 

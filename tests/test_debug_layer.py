@@ -19,7 +19,7 @@ from cellarena.sdk.debug import DebugLayer
 from cellarena.sdk.games.rezzo import FORWARD, Cell
 from cellarena.sdk.protocol import debug as debug_layer
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.match import Match, TickSettings
+from cellarena.server.play.match import Match, TickSettings
 from cellarena.server.replay import LENGTH, read_replay, strip_debug, verify
 
 DRAWER = Path(__file__).parent / "bots" / "drawer.py"

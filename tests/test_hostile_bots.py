@@ -22,9 +22,9 @@ from bot_files import RAW_BOT
 from bot_processes import alive
 from trio.testing import MockClock
 
-from cellarena.server.confinement import Limits
-from cellarena.server.launcher import BotSpec, play_match
-from cellarena.server.match import TickSettings
+from cellarena.server.bots.confinement import Limits
+from cellarena.server.bots.launcher import BotSpec, play_match
+from cellarena.server.play.match import TickSettings
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -34,7 +34,7 @@ QUICK = {"map": "duel", "max_ticks": 30}
 def _need_cgroups() -> None:
     """The cgroup path needs cgroups that this user may write (root on the project's machines, where
     cgroup v1's memory, pids, freezer and cpuacct are mounted); under CI their absence fails."""
-    from cellarena.server.cgroups import detect
+    from cellarena.server.bots.cgroups import detect
 
     detect.cache_clear()
     if {"memory", "pids", "freezer", "cpuacct"} <= set(detect()) or "unified" in detect():
@@ -48,7 +48,7 @@ def _need_cgroups() -> None:
 @pytest.fixture(params=["cgroups", "no cgroups"])
 def cgroups(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[bool]:
     """Both ways a host confines bots: a cgroup per bot, and the fallback without (CELLARENA_CGROUPS=off)."""
-    from cellarena.server.cgroups import detect
+    from cellarena.server.bots.cgroups import detect
 
     with_cgroups = request.param == "cgroups"
     if with_cgroups:
@@ -554,7 +554,7 @@ def test_an_isolated_bot_cannot_read_another_bots_token_or_write_the_results(
     if method == "bwrap":
         # CI installs bubblewrap (.ci/run); as root cellarena would pick "user", so bubblewrap is asked for.
         assert shutil.which("bwrap"), "bubblewrap is not installed: apt-get install bubblewrap"
-        monkeypatch.setattr("cellarena.server.confinement.isolation_method", lambda: "bwrap")
+        monkeypatch.setattr("cellarena.server.bots.confinement.isolation_method", lambda: "bwrap")
 
     python = _public_python()
     assert python is not None, "no Python that another user may run (/usr/bin/python3 on Debian)"
@@ -622,8 +622,8 @@ async def test_a_token_whose_seat_has_played_is_refused_with_seat_taken(autojump
     from wire_client import Client
 
     from cellarena.sdk import protocol
-    from cellarena.server.lobby import Lobby, LobbyConfig
-    from cellarena.server.seating import ReservedSeating
+    from cellarena.server.play.lobby import Lobby, LobbyConfig
+    from cellarena.server.play.seating import ReservedSeating
 
     config = LobbyConfig(
         "rezzo",
@@ -679,7 +679,7 @@ def test_a_bots_cgroup_is_killed_as_a_whole(hierarchy: str, monkeypatch: pytest.
     import secrets
     import subprocess
 
-    from cellarena.server.cgroups import UNIFIED, BotCgroup, detect
+    from cellarena.server.bots.cgroups import UNIFIED, BotCgroup, detect
 
     monkeypatch.setenv("CELLARENA_CGROUPS", hierarchy)
     detect.cache_clear()
@@ -872,7 +872,7 @@ def test_an_isolated_bot_reaches_nothing_but_its_connection(
 
     if method == "bwrap":
         assert shutil.which("bwrap"), "bubblewrap is not installed: apt-get install bubblewrap"
-        monkeypatch.setattr("cellarena.server.confinement.isolation_method", lambda: "bwrap")
+        monkeypatch.setattr("cellarena.server.bots.confinement.isolation_method", lambda: "bwrap")
     python = _public_python()
     assert python is not None, "no Python that another user may run (/usr/bin/python3 on Debian)"
     listener = socket.socket()
@@ -919,7 +919,7 @@ def test_an_isolated_bot_reaches_nothing_but_its_connection(
 def test_a_bad_cgroups_choice_is_refused_before_anything_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     from cellarena_cli import invoke
 
-    from cellarena.server.cgroups import detect
+    from cellarena.server.bots.cgroups import detect
 
     monkeypatch.setenv("CELLARENA_CGROUPS", "sometimes")
     detect.cache_clear()

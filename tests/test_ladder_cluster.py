@@ -1,7 +1,7 @@
 """A ladder that plays its matches on a real Dask cluster (`ladder serve --cluster`).
 
 The ladder pairs bots as always; for bots that said ``accepts: ["redirect"]`` a worker hosts the
-match (`cellarena.server.hosted`), the ladder sends each bot a ``redirect`` with a fresh seat token,
+match (`cellarena.server.play.hosted`), the ladder sends each bot a ``redirect`` with a fresh seat token,
 and records what the worker sends back. The in-process tests drive a ladder (`service.build`) with
 a `HandOff` over a local cluster of two worker processes and bots written from docs/protocol.md;
 the last ones run `cellarena ladder serve --cluster local:2` with the SDK's example bots.
@@ -38,9 +38,9 @@ from cellarena.arena.ladder.store import LadderStore
 from cellarena.sdk import Bot, protocol
 from cellarena.sdk.bot import _Log, _Series, parse_args
 from cellarena.sdk.client import ClientError
-from cellarena.server.hosted import HostedMatch, HostedResult, host_match, token_digest
-from cellarena.server.lobby import Lobby
-from cellarena.server.match import TickSettings
+from cellarena.server.play.hosted import HostedMatch, HostedResult, host_match, token_digest
+from cellarena.server.play.lobby import Lobby
+from cellarena.server.play.match import TickSettings
 from cellarena.server.replay import read_replay, verify
 
 FAST = TickSettings(fast=True, budget_ms=1000, reconnect_grace=5.0)

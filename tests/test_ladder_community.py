@@ -28,7 +28,7 @@ from wire_client import Client
 
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.sdk import protocol
-from cellarena.server.match import TickSettings
+from cellarena.server.play.match import TickSettings
 
 #: Fast matches, and a connection that drops forfeits at once (no grace): a crash is a failure.
 NO_GRACE = TickSettings(fast=True, budget_ms=1000, reconnect_grace=0.0)

@@ -35,7 +35,7 @@ from cellarena.arena.ladder.service import LadderConfig, build, prepare
 from cellarena.arena.ladder.spool import ResultSpool
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.sdk import protocol
-from cellarena.server.match import TickSettings
+from cellarena.server.play.match import TickSettings
 from cellarena.server.web.serving import bind
 
 #: How soon after the database is back the ladder must be playing again: it tries every 2 s at most

@@ -24,8 +24,8 @@ from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.sdk import protocol
-from cellarena.server.lobby import Lobby
-from cellarena.server.match import TickSettings
+from cellarena.server.play.lobby import Lobby
+from cellarena.server.play.match import TickSettings
 from cellarena.server.replay import read_replay, verify
 
 FAST = TickSettings(fast=True, budget_ms=1000)

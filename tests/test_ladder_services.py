@@ -31,8 +31,8 @@ from cellarena.arena.ladder.starter import MatchStarter
 from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.sdk import protocol
 from cellarena.server.games.base import Result
-from cellarena.server.hosted import HostedMatch, HostedResult
-from cellarena.server.match import MatchOutcome, TickSettings
+from cellarena.server.play.hosted import HostedMatch, HostedResult
+from cellarena.server.play.match import MatchOutcome, TickSettings
 
 POLICY = Policy(seats=2, maps=("duel",))
 

@@ -34,10 +34,10 @@ from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.arena.ladder.worker import WorkerSetup
 from cellarena.sdk import protocol
-from cellarena.server.lobby import Lobby
-from cellarena.server.match import TickSettings
+from cellarena.server.net.tls import server_context
+from cellarena.server.play.lobby import Lobby
+from cellarena.server.play.match import TickSettings
 from cellarena.server.replay import read_replay, verify
-from cellarena.server.tls import server_context
 
 FAST = TickSettings(fast=True, budget_ms=1000, reconnect_grace=5.0)
 #: Paced, so that a match is still under way when a test kills its worker.

@@ -15,12 +15,12 @@ import trio
 from wire_client import FramedStream
 
 from cellarena.sdk import protocol
-from cellarena.server.connection import UNOWNED, Connection
 from cellarena.server.games import get_engine
-from cellarena.server.match import Match, MatchOutcome, TickSettings
-from cellarena.server.poller import Poller
-from cellarena.server.seating import WaitingRoom
-from cellarena.server.ticking import play_fast
+from cellarena.server.net.connection import UNOWNED, Connection
+from cellarena.server.net.poller import Poller
+from cellarena.server.play.match import Match, MatchOutcome, TickSettings
+from cellarena.server.play.seating import WaitingRoom
+from cellarena.server.play.ticking import play_fast
 
 
 class Recorder:

@@ -11,8 +11,8 @@ import trio
 from trio.testing import MockClock
 
 from cellarena.server.games.base import Engine
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import Recorder, TickSettings
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import Recorder, TickSettings
 
 
 @pytest.mark.usefixtures("virtual_wall")

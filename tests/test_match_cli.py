@@ -21,9 +21,9 @@ from bot_processes import BotPids
 from cellarena_cli import ROOT, cellarena, start_cellarena
 from game_servers import js_bot_folder
 
+from cellarena.server.bots.launcher import BotSpec, play_match
 from cellarena.server.cli.match import SEAT_FAILED
-from cellarena.server.launcher import BotSpec, play_match
-from cellarena.server.match import TickSettings
+from cellarena.server.play.match import TickSettings
 
 
 def test_match_json_result_and_a_replay_that_verifies(tmp_path: Path) -> None:
@@ -192,7 +192,7 @@ def test_a_bot_that_connects_and_never_says_hello_forfeits_as_never_connected(tm
 def test_a_bot_that_prints_without_end_cannot_fill_the_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("cellarena.server.launcher.LOG_LIMIT", 2**20)
+    monkeypatch.setattr("cellarena.server.bots.launcher.LOG_LIMIT", 2**20)
     ticks = 40  # 100 kB a tick: 4 MB printed
     launched = trio.run(
         lambda: play_match(
@@ -213,7 +213,7 @@ def test_a_bot_that_prints_without_end_cannot_fill_the_disk(
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full to stand for a full disk")
 async def test_a_full_disk_stops_a_log_but_not_its_reading() -> None:
-    from cellarena.server.launcher import copy_log
+    from cellarena.server.bots.launcher import copy_log
 
     chunks = [b"x" * 1000] * 50
     read: list[bytes] = []
@@ -228,7 +228,7 @@ async def test_a_full_disk_stops_a_log_but_not_its_reading() -> None:
 
 
 def test_bots_whose_names_make_the_same_file_name_get_a_log_each() -> None:
-    from cellarena.server.launcher import _log_paths
+    from cellarena.server.bots.launcher import _log_paths
 
     paths = _log_paths(Path("logs"), ["a b", "a_b", "c"])
     assert paths["a b"] == Path("logs/a_b-seat0.log") and paths["a_b"] == Path("logs/a_b-seat1.log")

@@ -20,7 +20,7 @@ from cellarena.arena.cli import main
 from cellarena.arena.runner import TournamentSpec
 from cellarena.server.games import ConfigError, game_names, get_engine, plugin, registry
 from cellarena.server.games.config import GameConfig, option
-from cellarena.server.match import TickSettings
+from cellarena.server.play.match import TickSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 

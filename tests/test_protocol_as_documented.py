@@ -16,8 +16,8 @@ from trio.testing import MockClock
 from wire_client import Client
 
 from cellarena.sdk import protocol
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import TickSettings
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import TickSettings
 
 # In-process lobbies in virtual time, as in test_server.py (conftest's `virtual_wall`; each test takes
 # `autojump_clock`).

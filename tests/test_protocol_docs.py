@@ -203,8 +203,8 @@ def test_the_other_games_frame_table_lists_each_engines_frame() -> None:
 def test_the_figures_the_page_quotes_are_the_codes() -> None:
     """Default budget and margin, the send buffer, the default port: the numbers in the text."""
     from cellarena.sdk.bot import DEFAULT_HOST, DEFAULT_PORT
-    from cellarena.server.connection import DEFAULT_MAX_BACKLOG
-    from cellarena.server.match import SERVER_MARGIN_MS, TickSettings
+    from cellarena.server.net.connection import DEFAULT_MAX_BACKLOG
+    from cellarena.server.play.match import SERVER_MARGIN_MS, TickSettings
 
     text = " ".join(DOC.read_text(encoding="utf-8").split())
     assert f"less **{SERVER_MARGIN_MS} ms** that the server keeps" in text

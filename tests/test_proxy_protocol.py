@@ -11,7 +11,7 @@ import struct
 
 import pytest
 
-from cellarena.server.proxy_protocol import (
+from cellarena.server.net.proxy_protocol import (
     MAX_V1,
     MAX_V2,
     V2_SIGNATURE,
@@ -19,7 +19,7 @@ from cellarena.server.proxy_protocol import (
     ProxyHeaderError,
     ProxyHeaderReader,
 )
-from cellarena.server.trusted_proxies import TrustedProxies, parse_network
+from cellarena.server.net.trusted_proxies import TrustedProxies, parse_network
 
 AFTER = b"\x00\x00\x00\x05hello"  # what follows the header: must never be taken
 

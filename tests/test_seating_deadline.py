@@ -16,10 +16,10 @@ import trio.testing
 from wire_client import Client
 
 from cellarena.sdk import protocol
-from cellarena.server.launcher import DEFAULT_CONNECT_TIMEOUT, _handover, seat_cause
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import MatchOutcome, TickSettings
-from cellarena.server.seating import ReservedSeating
+from cellarena.server.bots.launcher import DEFAULT_CONNECT_TIMEOUT, _handover, seat_cause
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import MatchOutcome, TickSettings
+from cellarena.server.play.seating import ReservedSeating
 
 # Under autojump_clock (each test takes it), and the server judges lateness by trio's clock too
 # (conftest's `virtual_wall`), so a fast-mode budget and its late answers are on the one clock.

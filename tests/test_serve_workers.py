@@ -1,4 +1,4 @@
-"""`cellarena serve --workers N`: matches in worker processes, over real TCP (server/workers.py).
+"""`cellarena serve --workers N`: matches in worker processes, over real TCP (server/workers/front.py).
 
 Behaviour only, never timing: the results and replays of matches played in two workers are those
 of one process; spectators reach the match they ask for in whichever worker plays it; a worker
@@ -26,7 +26,7 @@ from game_servers import Server, serve, wait_for
 from cellarena.sdk import protocol
 from cellarena.server.bench import loadgen
 from cellarena.server.replay import read_replay, verify
-from cellarena.server.workers import worker_count
+from cellarena.server.workers.front import worker_count
 
 
 def _bots(port: int, count: int) -> threading.Thread:
@@ -261,8 +261,8 @@ def test_bench_server_refuses_tries_without_workers_to_compare() -> None:
 
 
 def test_a_config_that_cannot_reach_a_worker_is_refused_before_any_worker_starts() -> None:
-    from cellarena.server.lobby import LobbyConfig
-    from cellarena.server.workers import WorkerLobby
+    from cellarena.server.play.lobby import LobbyConfig
+    from cellarena.server.workers.front import WorkerLobby
 
     def recorder(number: int, engine: Any, names: list[str], seed: int) -> None:  # a closure: no pickle
         return None
@@ -276,8 +276,8 @@ def test_workers_that_cannot_start_are_one_clear_error(monkeypatch: pytest.Monke
     import sys
 
     from cellarena.server.cli.run import run_trio
-    from cellarena.server.lobby import LobbyConfig
-    from cellarena.server.workers import WorkerPool, WorkerStartError
+    from cellarena.server.play.lobby import LobbyConfig
+    from cellarena.server.workers.front import WorkerPool, WorkerStartError
 
     monkeypatch.setattr(sys, "executable", "/bin/false")  # each worker exits at once with status 1
     pool = WorkerPool(LobbyConfig("rezzo", {}), 2, on_finished=lambda number, outcome: None)

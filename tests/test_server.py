@@ -18,12 +18,12 @@ from wire_client import Client
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import encode
 from cellarena.server.games.rezzo.batch.slot_batch import SlotBatch
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import TickSettings
-from cellarena.server.poller import Poller
-from cellarena.server.seat import Seat
-from cellarena.server.seating import ReservedSeating
-from cellarena.server.ticking import PHASES, FixedRateDriver
+from cellarena.server.net.poller import Poller
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import TickSettings
+from cellarena.server.play.seat import Seat
+from cellarena.server.play.seating import ReservedSeating
+from cellarena.server.play.ticking import PHASES, FixedRateDriver
 
 TICKS = 30
 # Tests where a seat never answers in time wait out the budget on every tick (in virtual time, so
@@ -787,7 +787,7 @@ async def test_a_match_that_cannot_start_ends_its_seats_and_the_server_goes_on(
 async def test_an_endless_server_keeps_only_its_latest_outcomes(
     monkeypatch: pytest.MonkeyPatch, autojump_clock: MockClock
 ) -> None:
-    monkeypatch.setattr("cellarena.server.lobby.KEEP_OUTCOMES", 2)
+    monkeypatch.setattr("cellarena.server.play.lobby.KEEP_OUTCOMES", 2)
     results: list[dict[str, Any]] = []
     seen: list[int] = []
     with trio.fail_after(60):

@@ -15,8 +15,8 @@ from trio.testing import MockClock
 
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import FrameReader, encode
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import TickSettings
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import TickSettings
 from cellarena.server.service import serve_until_signalled
 
 # In virtual time (conftest's `virtual_wall`; each test takes `autojump_clock`): the lobbies tick at

@@ -15,10 +15,10 @@ from wire_client import Client
 from cellarena.sdk import protocol
 from cellarena.server.games.base import Engine
 from cellarena.server.games.rezzo.batch import batched, slot_batch
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import TickSettings
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import TickSettings
+from cellarena.server.play.ticking import PHASES
 from cellarena.server.replay import ReplayWriter, read_replay, verify
-from cellarena.server.ticking import PHASES
 
 #: Long enough (4 s at 20 Hz) that the matches of a slot overlap. The matches play in virtual time
 #: (conftest's `virtual_wall` and trio's MockClock), so their schedule is the same on a busy machine.

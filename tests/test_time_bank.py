@@ -16,8 +16,8 @@ from trio.testing import MockClock
 from wire_client import Client
 
 from cellarena.sdk import protocol
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import TickSettings
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import TickSettings
 from cellarena.server.replay import read_replay, verify
 
 #: 40 ticks at 10 a second with a 50 ms budget; the slow bot answers every tenth tick 80 ms after it

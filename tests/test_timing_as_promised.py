@@ -18,8 +18,8 @@ from trio.testing import MockClock
 from wire_client import Client
 
 from cellarena.sdk import protocol
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import SERVER_MARGIN_MS, TickSettings
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import SERVER_MARGIN_MS, TickSettings
 
 
 @pytest.mark.parametrize("rate", [1.0, 2.0, 10.0, 15.0, 20.0, 30.0, 60.0, 100.0])

@@ -19,9 +19,9 @@ from trio.testing import MockClock
 from wire_client import Client
 
 from cellarena.sdk import protocol
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import TickSettings
-from cellarena.server.tls import TlsConfigError, server_context
+from cellarena.server.net.tls import TlsConfigError, server_context
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import TickSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 BOT = ROOT / "example_bots" / "rezzo" / "random_walker.py"

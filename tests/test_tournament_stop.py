@@ -19,9 +19,9 @@ from cellarena.arena import job as job_module
 from cellarena.arena import runner
 from cellarena.arena.job import CUT_SHORT, MatchInterruptedError, MatchJob, WrongGameError, run_job
 from cellarena.arena.runner import LocalPool, TournamentSpec, run_tournament
-from cellarena.server import launcher, spawn
-from cellarena.server.launcher import BotSpec
-from cellarena.server.match import TickSettings
+from cellarena.server.bots import launcher, spawn
+from cellarena.server.bots.launcher import BotSpec
+from cellarena.server.play.match import TickSettings
 
 
 def _children_running(marker: str) -> list[int]:

@@ -68,8 +68,8 @@ async def _spectated(spectator_debug: bool) -> list[dict[str, Any]]:
     from wire_client import Client
 
     from cellarena.sdk import protocol
-    from cellarena.server.lobby import Lobby, LobbyConfig
-    from cellarena.server.match import TickSettings
+    from cellarena.server.play.lobby import Lobby, LobbyConfig
+    from cellarena.server.play.match import TickSettings
 
     settings = TickSettings(fast=True, spectator_debug=spectator_debug)
     config = LobbyConfig(

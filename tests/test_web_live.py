@@ -179,8 +179,8 @@ async def test_a_spectator_chooses_the_running_match_it_watches(autojump_clock: 
     from wire_client import Client
 
     from cellarena.sdk import protocol
-    from cellarena.server.lobby import Lobby, LobbyConfig
-    from cellarena.server.match import TickSettings
+    from cellarena.server.play.lobby import Lobby, LobbyConfig
+    from cellarena.server.play.match import TickSettings
 
     lobby = Lobby(LobbyConfig("rezzo", {"map": "duel", "max_ticks": 300}, TickSettings(tick_rate=15), port=0))
     async with trio.open_nursery() as nursery:

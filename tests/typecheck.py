@@ -53,7 +53,7 @@ _LINE_REFERENCE = re.compile(r"\bline \d+\b")
 
 @dataclass(frozen=True)
 class MypyError:
-    path: str  # relative to the checkout, e.g. server/match.py
+    path: str  # relative to the checkout, e.g. server/play/match.py
     line: int
     code: str
     message: str
@@ -139,7 +139,7 @@ def _mypy(targets: list[str], *extra: str) -> list[MypyError]:
 
 
 def _checkout_path(reported: str, tree: Path) -> str:
-    """cellarena/server/match.py is the checkout's server/match.py; a script is named relative to the
+    """cellarena/server/match.py is the checkout's server/play/match.py; a script is named relative to the
     checkout when it is in it, else as given."""
     path = Path(reported)
     if not path.is_absolute():

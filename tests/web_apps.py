@@ -11,7 +11,7 @@ from typing import Any
 from cellarena.arena.ladder.store import LadderStore, SeatResult
 from cellarena.arena.ladder.web_accounts import AccountSettings
 from cellarena.arena.ladder.web_app import ladder_app
-from cellarena.server.trusted_proxies import TrustedProxies
+from cellarena.server.net.trusted_proxies import TrustedProxies
 from cellarena.server.web.hosts import AllowedHosts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "replays_v1"

@@ -40,7 +40,7 @@ def _bots(
 ) -> list[Any]:
     """The bots of every --bots-dir and every --bot, together; a name used twice is an error."""
     from cellarena.arena.discovery import DiscoveryError, FoundBot, check_unique, discover, excluded, prepare
-    from cellarena.server.launcher import BotSpec
+    from cellarena.server.bots.launcher import BotSpec
 
     if not bot_options and not bots_dirs:
         raise click.UsageError("give bots: --bot NAME=COMMAND and/or --bots-dir DIR (each may be repeated)")
@@ -125,7 +125,7 @@ def run_tournament_command(game: str, args: TournamentArgs, game_values: dict[st
 def tournament_spec(game: str, args: TournamentArgs, game_values: dict[str, Any]) -> TournamentSpec:
     """The tournament from what the command was told: its bots found, its maps checked."""
     from cellarena.arena.runner import TournamentSpec
-    from cellarena.server.match import MISSED_IN_A_ROW, TickSettings
+    from cellarena.server.play.match import MISSED_IN_A_ROW, TickSettings
 
     limits, isolate = confine(game_values)
     specs = _bots(args.bots, args.bots_dir, args.exclude, game)

@@ -49,8 +49,8 @@ from cellarena.arena.ladder.starter import MatchStarter
 from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.sdk import protocol
 from cellarena.sdk.client import is_loopback
-from cellarena.server.connection import Connection
-from cellarena.server.seating import WaitingRoom
+from cellarena.server.net.connection import Connection
+from cellarena.server.play.seating import WaitingRoom
 
 log = logging.getLogger("cellarena.ladder")
 

@@ -49,7 +49,7 @@ from cellarena.server.bench.server import load_games
 from cellarena.server.cli.params import FiniteFloatRange
 from cellarena.server.cli.run import quiet_logger
 from cellarena.server.games import plugin
-from cellarena.server.match import TickSettings
+from cellarena.server.play.match import TickSettings
 
 #: The issue's goals on a 2-core host: 500 bots in one process, 1,000 with workers.
 GOAL_BOTS = 500

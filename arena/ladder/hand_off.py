@@ -3,7 +3,7 @@
 A ladder's bots are connected to the ladder, so a match can be played elsewhere only if its bots go
 there. For each pairing whose bots all said they follow a ``redirect`` (docs/protocol.md), the
 ladder submits a `HostedMatch` to the cluster; the worker that takes it opens a lobby for that one
-match (`cellarena.server.hosted.host_match`) and publishes its address through a Dask `Variable`
+match (`cellarena.server.play.hosted.host_match`) and publishes its address through a Dask `Variable`
 named for the match; the ladder sends each bot a ``redirect`` there with a fresh seat token, and
 records the result and the replay when the worker returns them. The job carries only the tokens'
 digests: no secret crosses the cluster's own channels.
@@ -29,7 +29,7 @@ import trio
 
 from cellarena.arena.cluster import ClusterError, ClusterSpec, open_cluster
 from cellarena.sdk.client import is_loopback
-from cellarena.server.hosted import HostedMatch, HostedResult, host_match
+from cellarena.server.play.hosted import HostedMatch, HostedResult, host_match
 
 log = logging.getLogger("cellarena.ladder")
 
@@ -227,7 +227,7 @@ def hosting_problems(
                 "paths on every worker) or, on a network you trust, --insecure"
             )
     else:
-        from cellarena.server.tls import TlsConfigError, server_context
+        from cellarena.server.net.tls import TlsConfigError, server_context
 
         try:
             server_context(config.tls_cert, config.tls_key or config.tls_cert)

@@ -3,7 +3,7 @@
 A house bot is registered with the command that starts it (`cellarena ladder house add`). When a
 bot has waited ``after`` seconds in the queue and a house bot of the game is idle (not queued, not
 playing, not starting), the ladder starts the idle house bot whose rating is closest to the longest
-waiter's. It runs as a match's bots do (`cellarena.server.launcher.start_bot`): in a session of its
+waiter's. It runs as a match's bots do (`cellarena.server.bots.launcher.start_bot`): in a session of its
 own, confined by the same limits (and `--isolate`), told where to connect in its environment and its
 token through an inherited pipe (docs/protocol.md), its output in a capped log. It plays one match
 and exits; the next time it is needed it starts again. One that neither queues nor plays for
@@ -40,10 +40,8 @@ from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.arena.ratings import initial
 from cellarena.sdk import protocol
 from cellarena.sdk.client import is_loopback
-from cellarena.server.confinement import Limits
-from cellarena.server.connection import Connection
-from cellarena.server.games import causes
-from cellarena.server.launcher import (
+from cellarena.server.bots.confinement import Limits
+from cellarena.server.bots.launcher import (
     EXIT_WAIT,
     LOG_LIMIT,
     BotProcess,
@@ -57,8 +55,10 @@ from cellarena.server.launcher import (
     stop_bot,
     watch_limits,
 )
-from cellarena.server.lobby import LobbyConfig
-from cellarena.server.seating import Refusal
+from cellarena.server.games import causes
+from cellarena.server.net.connection import Connection
+from cellarena.server.play.lobby import LobbyConfig
+from cellarena.server.play.seating import Refusal
 
 log = logging.getLogger("cellarena.ladder")
 
@@ -258,7 +258,7 @@ class HouseBots:
         return proc is not None and holds_connection(proc, conn)
 
     async def explain(self, name: str) -> dict[str, Any] | None:
-        """Why house bot ``name``'s connection went (`cellarena.server.match.ExplainGone`, for its
+        """Why house bot ``name``'s connection went (`cellarena.server.play.match.ExplainGone`, for its
         seat): ``exited`` with its status or signal, or ``limit``, with its log's last line; None
         if its process has not exited within `EXIT_WAIT` seconds (the socket closes a moment
         before the exit is seen) or was stopped here, as the ladder stopped or it sat idle."""

@@ -38,9 +38,9 @@ from cellarena.arena.ladder.hand_off import HandOffError, Hosting
 from cellarena.arena.ladder.worker import MessageReader, WorkerSetup, encode_message
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import State
-from cellarena.server.connection import Connection
-from cellarena.server.hosted import HostedMatch, HostedResult
-from cellarena.server.seating import WaitingRoom
+from cellarena.server.net.connection import Connection
+from cellarena.server.play.hosted import HostedMatch, HostedResult
+from cellarena.server.play.seating import WaitingRoom
 
 log = logging.getLogger("cellarena.ladder")
 

@@ -27,7 +27,7 @@ from cellarena.arena.ladder.results import Results
 from cellarena.arena.ladder.stats import LadderStats
 from cellarena.arena.ladder.store import LadderStoreError
 from cellarena.arena.ratings import initial
-from cellarena.server.connection import Connection
+from cellarena.server.net.connection import Connection
 
 log = logging.getLogger("cellarena.ladder")
 

@@ -36,7 +36,7 @@ from cellarena.arena.ladder.spool import ResultSpool
 from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.arena.ratings import Rating
 from cellarena.server.games.causes import with_sentences
-from cellarena.server.match import MatchOutcome
+from cellarena.server.play.match import MatchOutcome
 
 log = logging.getLogger("cellarena.ladder")
 

@@ -26,8 +26,8 @@ from cellarena.arena.ladder.matchmaking import MatchQueue
 from cellarena.arena.ladder.records import Change
 from cellarena.arena.ladder.results import Results
 from cellarena.arena.ladder.starter import MatchStarter
-from cellarena.server.connection import Connection
-from cellarena.server.seating import MatchHost, Seating
+from cellarena.server.net.connection import Connection
+from cellarena.server.play.seating import MatchHost, Seating
 
 #: Changes after which the house bots are read again (added, revoked, paused, banned, back).
 _HOUSE_CHANGES = frozenset(

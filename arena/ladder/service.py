@@ -44,13 +44,13 @@ from cellarena.arena.ladder.spool import ResultSpool
 from cellarena.arena.ladder.starter import HandsOff, MatchStarter
 from cellarena.arena.ladder.stats import LadderStats
 from cellarena.arena.ladder.store import LadderStore
-from cellarena.server.confinement import Limits
+from cellarena.server.bots.confinement import Limits
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import ConfigError
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import TickSettings
+from cellarena.server.net.trusted_proxies import TrustedProxies
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import TickSettings
 from cellarena.server.service import serve_until_signalled
-from cellarena.server.trusted_proxies import TrustedProxies
 
 log = logging.getLogger("cellarena.ladder")
 
@@ -69,7 +69,7 @@ class LadderConfig:
     settings: TickSettings = field(default_factory=lambda: TickSettings(reconnect_grace=5.0))
     host: str = "127.0.0.1"
     port: int = 7777
-    #: Serve TLS with this context (`cellarena.server.tls.server_context`), or plain TCP.
+    #: Serve TLS with this context (`cellarena.server.net.tls.server_context`), or plain TCP.
     tls: ssl.SSLContext | None = None
     rules: LadderRules = field(default_factory=LadderRules)
     #: Proxies whose connections start with a PROXY header naming the client (``--trusted-proxy``).

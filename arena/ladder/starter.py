@@ -38,12 +38,12 @@ from cellarena.arena.ladder.revocations import revoked_message, rotated_message
 from cellarena.arena.ladder.stats import LadderStats
 from cellarena.arena.ladder.store import LadderStore, LadderStoreError
 from cellarena.sdk import protocol
-from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine
-from cellarena.server.hosted import HostedMatch, HostedResult, token_digest
-from cellarena.server.match import ExplainGone, Match, MatchOutcome, Recorder
+from cellarena.server.net.connection import Connection
+from cellarena.server.play.hosted import HostedMatch, HostedResult, token_digest
+from cellarena.server.play.match import ExplainGone, Match, MatchOutcome, Recorder
+from cellarena.server.play.seating import MatchHost, WaitingRoom
 from cellarena.server.replay import ReplayWriter
-from cellarena.server.seating import MatchHost, WaitingRoom
 
 log = logging.getLogger("cellarena.ladder")
 

@@ -38,8 +38,8 @@ from cellarena.arena.ladder.store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web_community import CommunityApi, OwnerSessions
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint
+from cellarena.server.net.trusted_proxies import TrustedProxies
 from cellarena.server.replay import strip_debug_bytes
-from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.numbers import parse_number, path_number, query_number
 from cellarena.server.web.replays import ReplayLibrary, replay_routes
 from cellarena.server.web.templating import render

@@ -71,8 +71,8 @@ from cellarena.arena.ladder.records import BotMatch, BotRecord
 from cellarena.arena.ladder.store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web import bot_href, client_host
 from cellarena.arena.ladder.web_community import CommunityApi
+from cellarena.server.net.trusted_proxies import TrustedProxies
 from cellarena.server.replay import strip_debug_bytes
-from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.hosts import AllowedHosts
 from cellarena.server.web.json_body import read_body, read_json_object
 from cellarena.server.web.numbers import path_number

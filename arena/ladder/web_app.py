@@ -12,7 +12,7 @@ from starlette.routing import BaseRoute
 
 from cellarena.arena.ladder.store import LadderStore
 from cellarena.arena.ladder.web import LadderSite
-from cellarena.server.trusted_proxies import TrustedProxies
+from cellarena.server.net.trusted_proxies import TrustedProxies
 from cellarena.server.web.app import build_app
 from cellarena.server.web.hosts import AllowedHosts
 from cellarena.server.web.live import LiveFeed, live_routes

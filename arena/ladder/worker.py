@@ -6,7 +6,7 @@ pickles of `WorkerSetup` (first), then `HostedMatch` jobs and cancels in; ``read
 ``result`` messages out. Pickle is safe here because both ends are the same cellarena, one the
 other's parent, over a pipe no other process holds; nothing from a bot is unpickled.
 
-Unlike a cluster's worker (`cellarena.server.hosted.host_match`, one lobby per match), this process
+Unlike a cluster's worker (`cellarena.server.play.hosted.host_match`, one lobby per match), this process
 keeps one lobby listening on one port for all its matches: each job reserves seats by the digests of
 its seat tokens (`HostedMatches`), the ladder sends the bots a ``redirect`` here, and the match
 starts once its bots are in, so the lobby's one poller, one tick driver and its batched slots serve
@@ -36,13 +36,13 @@ from typing import Any
 import trio
 
 from cellarena.sdk.protocol import BAD_HELLO, SEAT_TAKEN
-from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine
-from cellarena.server.hosted import HostedMatch, HostedResult, token_digest
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import Match, MatchOutcome, Recorder, TickSettings
+from cellarena.server.net.connection import Connection
+from cellarena.server.play.hosted import HostedMatch, HostedResult, token_digest
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import Match, MatchOutcome, Recorder, TickSettings
+from cellarena.server.play.seating import Seating, WaitingRoom
 from cellarena.server.replay import ReplayWriter
-from cellarena.server.seating import Seating, WaitingRoom
 
 log = logging.getLogger("cellarena.ladder.worker")
 
@@ -95,7 +95,7 @@ class _Reservation:
 class HostedMatches(Seating):
     """Seats bots by their seat token's digest into the match that reserved it; starts a match once
     all its seats are in, or at its connect deadline with those that came (the others forfeit); a
-    bot back within the grace takes its seat again, as in `cellarena.server.hosted.HostedSeating`.
+    bot back within the grace takes its seat again, as in `cellarena.server.play.hosted.HostedSeating`.
 
     ``report(message)`` tells the ladder ``("started", ladder id, match number)`` as a match starts
     (its spectators ask for that number), and ``("result", HostedResult)`` once per job: its outcome
@@ -320,7 +320,7 @@ async def serve_worker(inbox: trio.abc.ReceiveStream, outbox: trio.abc.SendStrea
         logging.getLogger("cellarena").setLevel(setup.log_level)
     tls = None
     if setup.tls_cert is not None:
-        from cellarena.server.tls import server_context
+        from cellarena.server.net.tls import server_context
 
         tls = server_context(setup.tls_cert, setup.tls_key or setup.tls_cert)
     send, outgoing = trio.open_memory_channel[object](float("inf"))

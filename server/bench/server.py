@@ -41,9 +41,9 @@ from cellarena.server.cli.params import FiniteFloatRange
 from cellarena.server.cli.run import quiet_logger
 from cellarena.server.games import plugin, plugins
 from cellarena.server.games.plugin import BenchLoad
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import TickSettings
-from cellarena.server.workers import WorkerLobby
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import TickSettings
+from cellarena.server.workers.front import WorkerLobby
 
 ON_TIME_GOAL = 0.99
 #: Agent counts tried, in rising order, when the command line does not say.

@@ -15,8 +15,8 @@ import time
 import trio
 
 from cellarena.server.bench.server import bench_load
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import TickSettings
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import TickSettings
 from cellarena.server.web.live import LiveFeed, relay, serve_live
 from cellarena.server.web.serving import bind, url_of
 

@@ -10,12 +10,12 @@ import click
 from cellarena.server.cli.params import FiniteFloatRange
 
 if TYPE_CHECKING:
-    from cellarena.server.confinement import Limits
+    from cellarena.server.bots.confinement import Limits
 
 
 def confine_options() -> list[Any]:
     """The click options; 0 turns a limit off."""
-    from cellarena.server.confinement import Limits
+    from cellarena.server.bots.confinement import Limits
 
     d = Limits()
     return [
@@ -60,12 +60,12 @@ def confine_options() -> list[Any]:
 def confine(values: dict[str, Any]) -> tuple[Limits, bool]:
     """Pop the options' values from ``values``: (the limits, whether to isolate). Checks --isolate and
     CELLARENA_CGROUPS now, so that a host that cannot honour them is told before anything starts."""
-    from cellarena.server.confinement import IsolationError, Limits, check_isolation
+    from cellarena.server.bots.confinement import IsolationError, Limits, check_isolation
 
     memory, cpu = values.pop("memory_mb"), values.pop("cpu_seconds")
     processes, files = values.pop("max_processes"), values.pop("max_open_files")
     isolate = bool(values.pop("isolate"))
-    from cellarena.server.cgroups import detect
+    from cellarena.server.bots.cgroups import detect
 
     try:
         detect()

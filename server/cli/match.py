@@ -95,8 +95,8 @@ class MatchRun:
         import tempfile
         from pathlib import Path
 
+        from cellarena.server.bots.launcher import BotSpec
         from cellarena.server.games import plugin
-        from cellarena.server.launcher import BotSpec
 
         self.game = game
         self.args = args
@@ -131,7 +131,7 @@ class MatchRun:
         """Play, report, and exit with `SEAT_FAILED` if a seat failed (130 on Ctrl-C)."""
         import shutil
 
-        from cellarena.server.launcher import MatchFailedError
+        from cellarena.server.bots.launcher import MatchFailedError
 
         try:
             if self.web_sock is not None:
@@ -196,7 +196,7 @@ class MatchRun:
         }
 
     async def play(self, on_listening: Any = None) -> Any:
-        from cellarena.server.launcher import play_match
+        from cellarena.server.bots.launcher import play_match
 
         return await play_match(
             self.game,

@@ -14,8 +14,8 @@ import click
 if TYPE_CHECKING:
     import ssl
 
-    from cellarena.server.match import TickSettings
-    from cellarena.server.trusted_proxies import TrustedProxies
+    from cellarena.server.net.trusted_proxies import TrustedProxies
+    from cellarena.server.play.match import TickSettings
 
 _Args = TypeVar("_Args")
 
@@ -134,7 +134,7 @@ def tick_settings(
 ) -> TickSettings:
     """The pacing that `tick_options` asked for. Imported here: the match module pulls in trio.
     ``max_late_in_a_row``: forfeit a seat after that many late ticks in a row (None or 0: never)."""
-    from cellarena.server.match import TickSettings
+    from cellarena.server.play.match import TickSettings
 
     return TickSettings(
         tick_rate=tick_rate,
@@ -168,7 +168,7 @@ def connect_timeout_option() -> Any:
 
 def trusted_proxies(values: tuple[str, ...]) -> TrustedProxies:
     """``--trusted-proxy``'s addresses and networks, checked (`ladder serve`, `ladder web`)."""
-    from cellarena.server.trusted_proxies import TrustedProxies
+    from cellarena.server.net.trusted_proxies import TrustedProxies
 
     try:
         return TrustedProxies.parse(values)
@@ -218,7 +218,7 @@ def tls_options() -> list[Any]:
 def tls_context(cert: str | None, key: str | None) -> ssl.SSLContext | None:
     """The TLS context of ``--tls-cert``/``--tls-key``, None for plain TCP; a usage error names the
     option or file at fault."""
-    from cellarena.server.tls import TlsConfigError, server_context
+    from cellarena.server.net.tls import TlsConfigError, server_context
 
     if cert is None and key is None:
         return None

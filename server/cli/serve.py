@@ -31,8 +31,8 @@ from cellarena.server.cli.web_options import bind_web, web_options
 from cellarena.server.games.base import ConfigError
 
 if TYPE_CHECKING:
-    from cellarena.server.lobby import Lobby
-    from cellarena.server.match import MatchOutcome
+    from cellarena.server.play.lobby import Lobby
+    from cellarena.server.play.match import MatchOutcome
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def _lobby(
     game: str, args: ServeArgs, game_values: dict[str, Any], report: Callable[[MatchOutcome], None]
 ) -> Lobby:
     """The lobby ``args`` ask for: in this process, or a front over worker processes."""
-    from cellarena.server.lobby import Lobby, LobbyConfig
+    from cellarena.server.play.lobby import Lobby, LobbyConfig
 
     config = LobbyConfig(
         game,
@@ -132,7 +132,7 @@ def _lobby(
         )
     try:
         if args.workers > 1:
-            from cellarena.server.workers import WorkerLobby
+            from cellarena.server.workers.front import WorkerLobby
 
             lobby: Lobby = WorkerLobby(config, args.workers)
         else:
@@ -191,7 +191,7 @@ def _serve(game: str, lobby: Lobby, args: ServeArgs, web_sock: Any, feed: Any) -
             )
             nursery.cancel_scope.cancel()
 
-    from cellarena.server.workers import WorkerStartError
+    from cellarena.server.workers.front import WorkerStartError
 
     try:
         run_trio(main)
@@ -262,7 +262,7 @@ serve = GameGroup("serve", factory=_serve_command, help="Host matches that bots 
 
 
 def _workers(_ctx: click.Context, _param: click.Parameter, value: str) -> int:
-    from cellarena.server.workers import worker_count
+    from cellarena.server.workers.front import worker_count
 
     try:
         return worker_count(value)

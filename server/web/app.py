@@ -21,8 +21,8 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from cellarena.server.net.trusted_proxies import TrustedProxies
 from cellarena.server.replay import ReplayError
-from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.hosts import AllowedHosts, HostCheck
 from cellarena.server.web.pages import error_response
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cellarena.server.trusted_proxies import TrustedProxies
+from cellarena.server.net.trusted_proxies import TrustedProxies
 from cellarena.server.web.pages import error_response
 
 #: The names every server on loopback answers to.

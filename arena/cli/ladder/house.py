@@ -24,7 +24,7 @@ def house() -> None:
 def house_add(where: Where, name: str, command: str, game: str, as_json: bool) -> None:
     """Register NAME, started with COMMAND (run from the folder `ladder serve` runs in), e.g.
     cellarena ladder house add builder "python example_bots/rezzo/builder.py" --game rezzo"""
-    from cellarena.server.launcher import BotSpec
+    from cellarena.server.bots.launcher import BotSpec
 
     game_argument(game)
     try:

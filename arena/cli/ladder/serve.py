@@ -146,7 +146,7 @@ def ladder_config(
     from cellarena.arena.ladder.rules import LadderRules
     from cellarena.arena.ladder.service import LadderConfig
     from cellarena.arena.ladder.spool import FOLDER as SPOOL_FOLDER
-    from cellarena.server.match import TickSettings
+    from cellarena.server.play.match import TickSettings
 
     trusted = trusted_proxies(args.trusted_proxy)
     configure_logging(args.verbose)

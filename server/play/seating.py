@@ -27,11 +27,11 @@ import trio
 
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import State
-from cellarena.server.connection import Connection
 from cellarena.server.games import causes
+from cellarena.server.net.connection import Connection
 
 if TYPE_CHECKING:
-    from cellarena.server.match import ExplainGone, Match, RecorderFactory, TickSettings
+    from cellarena.server.play.match import ExplainGone, Match, RecorderFactory, TickSettings
 
 log = logging.getLogger("cellarena.server")
 

@@ -25,11 +25,11 @@ from typing import Any, Protocol
 import trio
 
 from cellarena.sdk import protocol
-from cellarena.server.connection import Connection
 from cellarena.server.games import causes
 from cellarena.server.games.base import Engine, Events, Result
-from cellarena.server.referee import Referee
-from cellarena.server.seat import Seat
+from cellarena.server.net.connection import Connection
+from cellarena.server.play.referee import Referee
+from cellarena.server.play.seat import Seat
 
 log = logging.getLogger("cellarena.server")
 

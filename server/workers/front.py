@@ -12,7 +12,7 @@ the worker that plays the match they watch. A TLS session cannot move between pr
 `WorkerLobby` refuses TLS: a TLS-terminating proxy in front of the port serves that case.
 
 `WorkerPool` is the service, with one lifecycle: `run` starts N worker processes
-(``python -m cellarena.server.worker``), `hand_match` and `hand_spectator` give them work, each
+(``python -m cellarena.server.workers.process``), `hand_match` and `hand_spectator` give them work, each
 worker is watched (one that dies costs only its matches: each is reported as ended without a
 result, and a new worker takes its place), and `stop` ends them all; whatever way `run` ends, no
 worker outlives it. The messages between the front and a worker are pickled (the socket pair is
@@ -41,10 +41,10 @@ from typing import Any
 import trio
 
 from cellarena.sdk import protocol
-from cellarena.server.connection import Connection
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import ExplainGone, Match, MatchOutcome, RecorderFactory
-from cellarena.server.seating import Seating
+from cellarena.server.net.connection import Connection
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import ExplainGone, Match, MatchOutcome, RecorderFactory
+from cellarena.server.play.seating import Seating
 
 log = logging.getLogger("cellarena.server")
 
@@ -329,7 +329,7 @@ class WorkerPool:
         front, back = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "cellarena.server.worker", str(back.fileno())],
+                [sys.executable, "-m", "cellarena.server.workers.process", str(back.fileno())],
                 pass_fds=(back.fileno(),),
                 stdin=subprocess.DEVNULL,
             )

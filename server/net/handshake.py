@@ -24,11 +24,11 @@ from typing import Any, Protocol
 import trio
 
 from cellarena.sdk import protocol
-from cellarena.server.accepting import Handler
-from cellarena.server.connection import Connection, TlsConnection
-from cellarena.server.poller import Poller
-from cellarena.server.proxy_protocol import ProxyHeaderError, read_proxy_header
-from cellarena.server.trusted_proxies import TrustedProxies
+from cellarena.server.net.accepting import Handler
+from cellarena.server.net.connection import Connection, TlsConnection
+from cellarena.server.net.poller import Poller
+from cellarena.server.net.proxy_protocol import ProxyHeaderError, read_proxy_header
+from cellarena.server.net.trusted_proxies import TrustedProxies
 
 log = logging.getLogger("cellarena.server")
 

@@ -6,9 +6,9 @@ address (CELLARENA_HOST, _PORT) and its seat token through an inherited pipe (CE
 for bots written before the connection was handed over; that token seats only a connection that the
 bot's own processes hold. Nothing secret goes in the environment, which other processes can read
 (docs/protocol.md). Each process starts in a session of its own, in a cgroup of its own where the host
-offers one, and is confined (`cellarena.server.confinement`): limits on memory, CPU time, processes
+offers one, and is confined (`cellarena.server.bots.confinement`): limits on memory, CPU time, processes
 and open files, optionally a user and a network of its own; when the match ends, on Ctrl-C, or when
-cellarena itself is killed (the parent-death signal and `cellarena.server.reaper`), every process it
+cellarena itself is killed (the parent-death signal and `cellarena.server.bots.reaper`), every process it
 started, double-forked or not, is killed. No process is left behind.
 """
 
@@ -33,7 +33,7 @@ from typing import IO, Any
 import trio
 
 from cellarena.sdk import protocol
-from cellarena.server.confinement import (
+from cellarena.server.bots.confinement import (
     POLL_SECONDS,
     Launch,
     Limits,
@@ -45,15 +45,15 @@ from cellarena.server.confinement import (
     over_limit,
     process_table,
 )
-from cellarena.server.connection import Connection
+from cellarena.server.bots.reaper import Reaper
+from cellarena.server.bots.spawn import Child, spawn
 from cellarena.server.games import causes
 from cellarena.server.games.base import Engine
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import MatchOutcome, Recorder, TickSettings
-from cellarena.server.reaper import Reaper
-from cellarena.server.seating import Refusal, ReservedSeating
-from cellarena.server.socket_owner import holds, tcp_inode
-from cellarena.server.spawn import Child, spawn
+from cellarena.server.net.connection import Connection
+from cellarena.server.net.socket_owner import holds, tcp_inode
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import MatchOutcome, Recorder, TickSettings
+from cellarena.server.play.seating import Refusal, ReservedSeating
 
 #: Seconds a bot has, from the start of its process, to connect and send hello.
 DEFAULT_CONNECT_TIMEOUT = 15.0
@@ -588,7 +588,7 @@ async def start_bot(
         if read_end is not None:
             os.close(read_end)
     launch.started()
-    # Should cellarena be killed, the reaper stops what the bot started (`cellarena.server.reaper`).
+    # Should cellarena be killed, the reaper stops what the bot started (`cellarena.server.bots.reaper`).
     Reaper.add(launch.marker, proc.pid, launch.marker, launch.cgroup)
     started = BotProcess(proc, ProcessTree(proc.pid, launch.marker), launch)
     if on_started is not None:

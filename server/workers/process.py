@@ -1,4 +1,4 @@
-"""One worker process of `cellarena serve --workers N`: ``python -m cellarena.server.worker FD``.
+"""One worker process of `cellarena serve --workers N`: ``python -m cellarena.server.workers.process FD``.
 
 FD is this process's end of the socket pair its front made (`workers.WorkerPool`). The first
 message is the lobby config to run; from then on the front hands over matches (each seat's socket,
@@ -22,10 +22,10 @@ from typing import Any
 
 import trio
 
-from cellarena.server.connection import Connection
-from cellarena.server.lobby import Lobby
-from cellarena.server.match import MatchOutcome
-from cellarena.server.workers import Channel
+from cellarena.server.net.connection import Connection
+from cellarena.server.play.lobby import Lobby
+from cellarena.server.play.match import MatchOutcome
+from cellarena.server.workers.front import Channel
 
 log = logging.getLogger("cellarena.server")
 
@@ -117,7 +117,7 @@ async def serve(sock: socket.socket) -> int:
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or not argv[1].isdigit():
         print(
-            "usage: python -m cellarena.server.worker FD (started by `cellarena serve --workers`)",
+            "usage: python -m cellarena.server.workers.process FD (started by `cellarena serve --workers`)",
             file=sys.stderr,
         )
         return 2

@@ -4,7 +4,7 @@ Why: a cgroup holds every process a bot starts, however it forks, detaches or re
 bot can be stopped as a whole (the freezer first, so that nothing forks while it is killed), and the
 kernel itself can count its CPU time and hold it to a memory and a process limit, with no polling
 window. Where there is none (no cgroup file system, or not writable by this user), the launcher's
-process tracking and polling (`cellarena.server.confinement`) do the same less strictly.
+process tracking and polling (`cellarena.server.bots.confinement`) do the same less strictly.
 
 Two kinds of hosts:
 

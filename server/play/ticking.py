@@ -23,7 +23,7 @@ import trio
 
 from cellarena.server.games.base import BATCH_CAPACITY, BatchedEngine, Engine, EngineBatch, Events
 from cellarena.server.games.registry import batching_of
-from cellarena.server.match import Match
+from cellarena.server.play.match import Match
 
 log = logging.getLogger("cellarena.server")
 

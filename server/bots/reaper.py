@@ -1,7 +1,7 @@
 """The reaper: a small process that outlives cellarena, to stop its bots if cellarena is killed.
 
 Why: a SIGKILLed cellarena can stop nothing. The kernel's parent-death signal ends each bot's first
-process with it (`cellarena.server.confinement`), but not what that process started: a child, or
+process with it (`cellarena.server.bots.confinement`), but not what that process started: a child, or
 a grandchild double-forked into a session of its own, is re-parented to init and runs on. So the
 launcher tells one reaper per cellarena process about each bot it starts (its cgroup, its first
 process and its marker) and when it is done with it, through a pipe that only cellarena holds. The
@@ -24,8 +24,8 @@ import threading
 from dataclasses import dataclass
 from typing import ClassVar
 
-from cellarena.server.cgroups import BotCgroup
-from cellarena.server.confinement import ProcessTree
+from cellarena.server.bots.cgroups import BotCgroup
+from cellarena.server.bots.confinement import ProcessTree
 
 
 @dataclass
@@ -86,7 +86,7 @@ class Reaper:
         # A session of its own: a signal to cellarena's process group (Ctrl-C, kill -9 -PGID) leaves it
         # running to do its work. Its pipe's write end is cellarena's alone (not inherited by bots).
         return subprocess.Popen(
-            [sys.executable, "-m", "cellarena.server.reaper"],
+            [sys.executable, "-m", "cellarena.server.bots.reaper"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -30,12 +30,12 @@ import trio
 
 from cellarena.sdk.client import is_loopback
 from cellarena.sdk.protocol import BAD_HELLO, SEAT_TAKEN
-from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine
-from cellarena.server.lobby import Lobby, LobbyConfig
-from cellarena.server.match import MatchOutcome, Recorder, TickSettings
+from cellarena.server.net.connection import Connection
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import MatchOutcome, Recorder, TickSettings
+from cellarena.server.play.seating import Refusal, ReservedSeating
 from cellarena.server.replay import ReplayWriter
-from cellarena.server.seating import Refusal, ReservedSeating
 
 log = logging.getLogger("cellarena.hosted")
 
@@ -171,7 +171,7 @@ async def _host(job: HostedMatch, publish: Callable[[str, int], None], host: str
         )
     tls = None
     if job.tls_cert is not None:
-        from cellarena.server.tls import TlsConfigError, server_context
+        from cellarena.server.net.tls import TlsConfigError, server_context
 
         try:
             tls = server_context(job.tls_cert, job.tls_key or job.tls_cert)

@@ -21,7 +21,7 @@ from cellarena.sdk.protocol import debug as debug_layer
 from cellarena.server import wall_clock
 from cellarena.server.games import causes
 from cellarena.server.games.base import Engine, Result, debug_placer, sole_first
-from cellarena.server.seat import MISSING, Seat
+from cellarena.server.play.seat import MISSING, Seat
 
 log = logging.getLogger("cellarena.server")
 _pack = msgpack.Packer(use_bin_type=True).pack

@@ -1,7 +1,7 @@
 """Confining a bot that cellarena launches: limits on what it may use, another user and network when
 asked, and every process it starts found and stopped (docs/security.md).
 
-Each bot gets a cgroup of its own where the host lets cellarena make one (`cellarena.server.cgroups`):
+Each bot gets a cgroup of its own where the host lets cellarena make one (`cellarena.server.bots.cgroups`):
 it holds every process the bot starts, counts their CPU time, is killed as a whole and, with
 isolation, holds the bot to its memory and process limits in the kernel. But cgroups need
 privileges or a delegated subtree that many hosts running cellarena do not give, and `RLIMIT_AS`
@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cellarena.server.cgroups import BotCgroup
+from cellarena.server.bots.cgroups import BotCgroup
 
 #: Seconds between two looks at a bot's processes.
 POLL_SECONDS = 0.2
@@ -107,7 +107,7 @@ class Launch:
     method: str | None = None
     uid: int | None = None
     home: str | None = None
-    #: The bot's cgroup, where the host lets cellarena make one (`cellarena.server.cgroups`).
+    #: The bot's cgroup, where the host lets cellarena make one (`cellarena.server.bots.cgroups`).
     cgroup: BotCgroup | None = None
     #: The bot gets a network namespace of its own (nothing to reach but the connection it is handed).
     private_network: bool = False
@@ -265,7 +265,7 @@ def _child_setup(
         for which, pair in settings:
             resource.setrlimit(which, pair)
         # Killed when cellarena ends, even by SIGKILL: the forking thread lives as long as cellarena
-        # (`cellarena.server.spawn`). Asked for last, as a change of user would clear it.
+        # (`cellarena.server.bots.spawn`). Asked for last, as a change of user would clear it.
         if prctl is not None:
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             if os.getppid() != parent:  # cellarena died before the request was made

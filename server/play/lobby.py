@@ -32,17 +32,24 @@ from typing import Any
 import trio
 
 from cellarena.sdk import protocol
-from cellarena.server.accepting import AcceptErrors, accept_connections
-from cellarena.server.connection import DEFAULT_MAX_BACKLOG, Connection
-from cellarena.server.file_limit import raise_file_limit
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import Engine
-from cellarena.server.handshake import Handshakes
-from cellarena.server.match import ExplainGone, Match, MatchOutcome, Recorder, RecorderFactory, TickSettings
-from cellarena.server.poller import Poller
-from cellarena.server.seating import FirstComeSeating, MatchHost, Seating, WaitingRoom
-from cellarena.server.ticking import FixedRateDriver, play_fast, warm_up_batches
-from cellarena.server.trusted_proxies import TrustedProxies
+from cellarena.server.net.accepting import AcceptErrors, accept_connections
+from cellarena.server.net.connection import DEFAULT_MAX_BACKLOG, Connection
+from cellarena.server.net.file_limit import raise_file_limit
+from cellarena.server.net.handshake import Handshakes
+from cellarena.server.net.poller import Poller
+from cellarena.server.net.trusted_proxies import TrustedProxies
+from cellarena.server.play.match import (
+    ExplainGone,
+    Match,
+    MatchOutcome,
+    Recorder,
+    RecorderFactory,
+    TickSettings,
+)
+from cellarena.server.play.seating import FirstComeSeating, MatchHost, Seating, WaitingRoom
+from cellarena.server.play.ticking import FixedRateDriver, play_fast, warm_up_batches
 
 log = logging.getLogger("cellarena.server")
 #: Outcomes an endless server keeps in memory (`on_result` sees every one as it comes).

@@ -9,8 +9,8 @@ import trio
 
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol.fields import is_int
-from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine
+from cellarena.server.net.connection import Connection
 
 #: The `moves` of an answer without that field: no game reads it as an action, so it is invalid.
 MISSING: Any = object()

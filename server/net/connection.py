@@ -31,8 +31,8 @@ from cellarena.sdk import protocol
 from cellarena.sdk.protocol import HEADER as _HEADER
 from cellarena.sdk.protocol import FrameReader, ProtocolError, decode_body
 from cellarena.server import wall_clock
-from cellarena.server.poller import Poller
-from cellarena.server.send_backlog import SendBacklog
+from cellarena.server.net.poller import Poller
+from cellarena.server.net.send_backlog import SendBacklog
 
 log = logging.getLogger("cellarena.server")
 

@@ -1,0 +1,2 @@
+"""Bot programs: starting them, confining them (bubblewrap, cgroups), and stopping them, even if
+cellarena is killed."""
