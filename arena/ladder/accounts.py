@@ -33,9 +33,9 @@ from typing import Literal, cast
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from cellarena.arena.ladder import identity, names
 from cellarena.arena.ladder.errors import BotLimitError, LadderStoreError, NameTakenError, UnknownBotError
-from cellarena.arena.ladder.lookalikes import name_key
+from cellarena.arena.ladder.identity import names, tokens
+from cellarena.arena.ladder.identity.lookalikes import name_key
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.store import LadderStore
 
@@ -367,7 +367,7 @@ class Accounts:
 
     def create_bot(
         self, owner: Owner, name: str, game: str, *, max_bots: int
-    ) -> tuple[BotRecord, identity.Token]:
+    ) -> tuple[BotRecord, tokens.Token]:
         """A new bot of ``owner`` for ``game`` and its token, shown once; refused past ``max_bots`` active
         bots, or when the name is taken (up to case and look-alikes). Both are checked in the transaction
         that adds the bot (`LadderStore.add_bot`), so requests made at once cannot pass them together."""
@@ -383,7 +383,7 @@ class Accounts:
                 "revoke one to make another"
             ) from None
 
-    def rotate_bot(self, owner: Owner, name: str) -> identity.Token:
+    def rotate_bot(self, owner: Owner, name: str) -> tokens.Token:
         bot = self.bot_of(owner, name)
         if not bot.active:
             raise AccountError(f"{name} is revoked: its token cannot be renewed; make a new bot")

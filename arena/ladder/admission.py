@@ -37,8 +37,8 @@ from typing import Any
 
 import trio
 
-from cellarena.arena.ladder import identity
 from cellarena.arena.ladder.changes import DatabaseWatch
+from cellarena.arena.ladder.identity import tokens
 from cellarena.arena.ladder.lifecycle import LadderService
 from cellarena.arena.ladder.lockout import Failures, TokenLockout
 from cellarena.arena.ladder.matchmaking import MatchQueue, Queued
@@ -195,7 +195,7 @@ class Admission(LadderService):
             pending = self._checked(conn)
             if pending is None or conn.closed:
                 continue  # gone meanwhile
-            digest = identity.token_digest(token) if identity.looks_like_token(token) else None
+            digest = tokens.token_digest(token) if tokens.looks_like_token(token) else None
             self._identified(
                 conn,
                 bot,

@@ -4,7 +4,7 @@ match starter (a pairing the store refused)."""
 
 from __future__ import annotations
 
-from cellarena.arena.ladder import identity
+from cellarena.arena.ladder.identity import tokens
 from cellarena.arena.ladder.records import BotRecord
 
 
@@ -23,6 +23,6 @@ def stale(current: tuple[BotRecord, str] | None, digest: str | None) -> str | No
     """Why a session of a bot that the store now has as ``current`` must end; None if it may stay."""
     if current is None or not current[0].active:
         return revoked_message("this bot" if current is None else current[0].name)
-    if digest is not None and not identity.digests_equal(digest, current[1]):
+    if digest is not None and not tokens.digests_equal(digest, current[1]):
         return rotated_message(current[0].name)
     return None

@@ -58,7 +58,7 @@ Version 6 (owners, docs/ladder.md "Running a community ladder"):
 
 Version 8 (issue 39: names and limits held by the database):
 
-- ``bots.name_key``: the bot's look-alike key (`cellarena.arena.ladder.lookalikes.name_key`) under a
+- ``bots.name_key``: the bot's look-alike key (`cellarena.arena.ladder.identity.lookalikes.name_key`) under a
   unique index, so that two look-alike bots are refused by the database itself, on every path that
   writes one (the pages, the host's ``ladder bot add``) and in any race. NULL for a bot made before
   whose key an older bot has: it keeps its name, and the older one holds the key.
@@ -76,7 +76,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cellarena.arena.ladder.lookalikes import name_key
+from cellarena.arena.ladder.identity.lookalikes import name_key
 
 if TYPE_CHECKING:
     from cellarena.arena.ladder.backends import Backend

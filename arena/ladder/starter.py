@@ -25,9 +25,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import trio
 
-from cellarena.arena.ladder import identity
 from cellarena.arena.ladder.errors import ChallengeRefusedError, SeatRefusedError
 from cellarena.arena.ladder.hand_off import HandOffError, Hosting
+from cellarena.arena.ladder.identity import tokens
 from cellarena.arena.ladder.lifecycle import LadderService
 from cellarena.arena.ladder.matchmaker import Pairing
 from cellarena.arena.ladder.matchmaking import MatchQueue, Queued
@@ -452,12 +452,12 @@ class MatchStarter(LadderService):
 
     def seat_of(self, token: str) -> tuple[BotRecord, str] | None:
         """The bot of a match under way here that identified itself with ``token``, and its digest."""
-        if not identity.looks_like_token(token):
+        if not tokens.looks_like_token(token):
             return None
-        digest = identity.token_digest(token)
+        digest = tokens.token_digest(token)
         for live in self.live.values():
             for index, known in enumerate(live.digests):
-                if known is not None and identity.digests_equal(known, digest):
+                if known is not None and tokens.digests_equal(known, digest):
                     return live.bots[index], digest
         return None
 
@@ -466,16 +466,16 @@ class MatchStarter(LadderService):
         here: the token it played with is known by its digest. A seat whose old connection the server
         has not yet seen close is taken too (the bot, which cannot queue now, is back on a new one);
         one that lost its connection first."""
-        if not identity.looks_like_token(token):
+        if not tokens.looks_like_token(token):
             return False
-        digest = identity.token_digest(token)
+        digest = tokens.token_digest(token)
         seats = [
             (live.match.seats[index].connected, live, index)
             for live in self.live.values()
             if not live.match.over
             for index, known in enumerate(live.digests)
             if known is not None
-            and identity.digests_equal(known, digest)
+            and tokens.digests_equal(known, digest)
             and live.match.seats[index].forfeit_tick is None
         ]
         if not seats:

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from cellarena.arena import ratings
-from cellarena.arena.ladder import identity, names
 from cellarena.arena.ladder.backends import Backend, Row, open_backend
 from cellarena.arena.ladder.errors import (
     BadNameError,
@@ -53,7 +52,8 @@ from cellarena.arena.ladder.errors import (
     UnknownBotError,
 )
 from cellarena.arena.ladder.failures import failure_of, pause_reason
-from cellarena.arena.ladder.lookalikes import name_key
+from cellarena.arena.ladder.identity import names, tokens
+from cellarena.arena.ladder.identity.lookalikes import name_key
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.records import (
     AuditEntry,
@@ -162,7 +162,7 @@ def _rating(mu: float | None, sigma: float | None) -> Rating | None:
 
 def check_name(name: object, what: str = "bot name") -> str:
     """A bot's (or game's) name as the ladder keeps it (NFKC), under the ladder's one identifier profile
-    (`cellarena.arena.ladder.names`: 1-64 characters that print, no space at either end, not ``.`` or
+    (`cellarena.arena.ladder.identity.names`: 1-64 characters that print, no space at either end, not ``.`` or
     ``..``, one script); `BadNameError` saying which rule it breaks."""
     return names.check_name(name, what)
 
@@ -314,7 +314,7 @@ class LadderStore:
         actor: str | None = None,
         owner_id: int | None = None,
         owner_limit: int | None = None,
-    ) -> tuple[BotRecord, identity.Token]:
+    ) -> tuple[BotRecord, tokens.Token]:
         """Register a bot; its token, which is shown this once and then known only by its hash.
 
         With ``house_command`` the bot is a house bot, which the ladder launches itself with that
@@ -333,7 +333,7 @@ class LadderStore:
         if house_command is not None and not house_command.strip():
             raise LadderStoreError(f"house bot {name!r}: give the command that starts it")
         self._check_max_matches(name, max_matches)
-        token = identity.new_token()
+        token = tokens.new_token()
         kind: BotKind = "outside" if house_command is None else "house"
         key = name_key(name)
         with self._writing(f"add bot {name!r}") as db:
@@ -382,9 +382,9 @@ class LadderStore:
         if count >= limit:
             raise BotLimitError(f"owner {owner_id} has {count} active bots, the limit", count, limit)
 
-    def rotate(self, name: str, *, actor: str | None = None) -> identity.Token:
+    def rotate(self, name: str, *, actor: str | None = None) -> tokens.Token:
         """Give the bot a new token; the old one stops working at once. The new one is shown this once."""
-        token = identity.new_token()
+        token = tokens.new_token()
         with self._writing(f"rotate the token of bot {name!r}") as db:
             if db.execute("UPDATE bots SET token_digest = ? WHERE name = ?", (token.digest, name)) != 1:
                 raise self._unknown(name)
@@ -705,17 +705,17 @@ class LadderStore:
         """The active bot whose token this is; None for an unknown, revoked or malformed token.
 
         The form is checked first (it is public); then the bot is found by the token's hash and the
-        hashes compared in constant time (`cellarena.arena.ladder.identity` says why that is safe).
+        hashes compared in constant time (`cellarena.arena.ladder.identity.tokens` says why that is safe).
         """
-        secret = token.secret if isinstance(token, identity.Token) else token
-        if not isinstance(secret, str) or not identity.looks_like_token(secret):
+        secret = token.secret if isinstance(token, tokens.Token) else token
+        if not isinstance(secret, str) or not tokens.looks_like_token(secret):
             return None
-        digest = identity.token_digest(secret)
+        digest = tokens.token_digest(secret)
         with self._reading("check a bot's token") as db:
             rows = db.query(
                 f"SELECT token_digest, {_BOT_COLUMNS} FROM bots WHERE token_digest = ?", (digest,)
             )
-        if not rows or not identity.digest_matches(secret, str(rows[0][0])):
+        if not rows or not tokens.digest_matches(secret, str(rows[0][0])):
             return None
         bot = self._bot_record(rows[0][1:])
         return bot if bot.active else None
@@ -794,7 +794,7 @@ class LadderStore:
                     why, text = "paused", "is banned" if banned is not None else f"is paused ({paused})"
                 elif bot_game != game:
                     why, text = "game", f"plays {bot_game}"
-                elif digest is not None and not identity.digests_equal(digest, str(current)):
+                elif digest is not None and not tokens.digests_equal(digest, str(current)):
                     why, text = "rotated", "has a new token since its connection identified itself"
                 else:
                     continue

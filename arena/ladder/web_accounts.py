@@ -66,7 +66,7 @@ from cellarena.arena.ladder.accounts import (
 )
 from cellarena.arena.ladder.errors import BadNameError, LadderStoreError, UnknownBotError
 from cellarena.arena.ladder.failures import failure_of
-from cellarena.arena.ladder.identity import Token
+from cellarena.arena.ladder.identity.tokens import Token
 from cellarena.arena.ladder.records import BotMatch, BotRecord
 from cellarena.arena.ladder.store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web import bot_href, client_host

@@ -14,7 +14,7 @@ code points (``rn`` looks like ``m``) are left out: the key is per character.
 
 Characters that print as nothing (`names.invisible`: default-ignorables such as U+3164 HANGUL FILLER,
 variation selectors, the braille blank) are dropped from the key, as UTS #39's skeleton drops
-default-ignorables: the profile (`cellarena.arena.ladder.names`) refuses them in new names, and a name
+default-ignorables: the profile (`identity.names`) refuses them in new names, and a name
 kept from before keeps them out of its key, so ``ann`` cannot be taken again as ``ann`` plus a filler.
 The key is also stored (``owners.name_key``, ``bots.name_key``, each under a unique index): a change
 to it needs a migration that computes the stored keys again, as schema version 8's did.
@@ -27,7 +27,7 @@ import unicodedata
 from functools import cache
 from importlib.resources import files
 
-from cellarena.arena.ladder.names import invisible
+from cellarena.arena.ladder.identity.names import invisible
 
 
 @cache

@@ -24,7 +24,7 @@ and Unicode's UTS #39 (identifier characters, "highly restrictive" script mixing
    Scripts.txt. Callers check scripts after the look-alike key (`lookalikes.name_key`), so a name that
    copies a taken one hears "taken", which says more than "mixes scripts".
 
-Which names look alike is `cellarena.arena.ladder.lookalikes`; both owners and bots use one key.
+Which names look alike is `cellarena.arena.ladder.identity.lookalikes`; both owners and bots use one key.
 """
 
 from __future__ import annotations
