@@ -11,12 +11,12 @@ from ladder_checks import raw
 from test_ladder_store import GAME, T0, V2, V3, V4, make_v1_database
 
 from cellarena.arena import ratings
-from cellarena.arena.ladder.bot_stats import bot_stats
 from cellarena.arena.ladder.errors import ChallengeRefusedError, SeatRefusedError
-from cellarena.arena.ladder.failures import failure_of
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.records import BotRecord, SeatResult
 from cellarena.arena.ladder.schema import CURRENT_VERSION
+from cellarena.arena.ladder.scoring.bot_stats import bot_stats
+from cellarena.arena.ladder.scoring.failures import failure_of
 from cellarena.arena.ladder.store import LadderStore, cellarena_release
 
 CRASH = {"cause": "exited", "tick": 3, "text": "x exited"}

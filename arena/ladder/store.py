@@ -51,7 +51,6 @@ from cellarena.arena.ladder.errors import (
     SeatRefusedError,
     UnknownBotError,
 )
-from cellarena.arena.ladder.failures import failure_of, pause_reason
 from cellarena.arena.ladder.identity import names, tokens
 from cellarena.arena.ladder.identity.lookalikes import name_key
 from cellarena.arena.ladder.policy import CommunityPolicy
@@ -72,6 +71,7 @@ from cellarena.arena.ladder.records import (
     outcome,
 )
 from cellarena.arena.ladder.schema import CURRENT_VERSION, MIGRATIONS
+from cellarena.arena.ladder.scoring.failures import failure_of, pause_reason
 from cellarena.arena.ratings import Rating
 from cellarena.sdk.protocol import is_int
 

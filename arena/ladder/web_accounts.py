@@ -65,9 +65,9 @@ from cellarena.arena.ladder.accounts import (
     Policy,
 )
 from cellarena.arena.ladder.errors import BadNameError, LadderStoreError, UnknownBotError
-from cellarena.arena.ladder.failures import failure_of
 from cellarena.arena.ladder.identity.tokens import Token
 from cellarena.arena.ladder.records import BotMatch, BotRecord
+from cellarena.arena.ladder.scoring.failures import failure_of
 from cellarena.arena.ladder.store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web import bot_href, client_host
 from cellarena.arena.ladder.web_community import CommunityApi

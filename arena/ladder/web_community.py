@@ -33,9 +33,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from cellarena.arena.ladder.bot_stats import bot_stats
 from cellarena.arena.ladder.errors import ChallengeRefusedError
 from cellarena.arena.ladder.records import BotRecord
+from cellarena.arena.ladder.scoring.bot_stats import bot_stats
 from cellarena.arena.ladder.store import LadderStore, UnknownBotError
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint

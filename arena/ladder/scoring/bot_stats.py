@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cellarena.arena.ladder.failures import failure_of
 from cellarena.arena.ladder.records import BotMatch
+from cellarena.arena.ladder.scoring.failures import failure_of
 
 
 @dataclass
