@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import sys
 
-from cellarena.arena.ladder.store import LadderStore, SeatResult
+from cellarena.arena.ladder.store.ladder_store import LadderStore, SeatResult
 
 GAME = "rezzo"
 BOTS = [f"bot{i}" for i in range(5)]

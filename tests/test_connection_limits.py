@@ -27,7 +27,7 @@ from wire_client import Client
 
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.service import LadderConfig, build
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 from cellarena.server.accepting import AcceptErrors, accept_connections
 from cellarena.server.lobby import Lobby, LobbyConfig

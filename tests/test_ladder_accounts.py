@@ -15,8 +15,8 @@ from test_ladder_store import T0, V2, V3, V4, make_v1_database
 from cellarena.arena.ladder.accounts import PASSWORD_MAX, AccountError, Accounts
 from cellarena.arena.ladder.errors import BadNameError
 from cellarena.arena.ladder.identity.lookalikes import name_key
-from cellarena.arena.ladder.schema import CURRENT_VERSION, MIGRATIONS
-from cellarena.arena.ladder.store import LadderStore, cellarena_release
+from cellarena.arena.ladder.store.ladder_store import LadderStore, cellarena_release
+from cellarena.arena.ladder.store.schema import CURRENT_VERSION, MIGRATIONS
 
 GAME = "rezzo"
 PASSWORD = "correct horse battery"

@@ -34,7 +34,7 @@ from cellarena.arena.ladder.hand_off import HandOff, HandOffConfig, open_hand_of
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.service import LadderConfig, build
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import Bot, protocol
 from cellarena.sdk.bot import _Log, _Series, parse_args
 from cellarena.sdk.client import ClientError

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cellarena.arena.ladder.policy import CommunityPolicy
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ladder.web import LadderSite
 from cellarena.server.web.app import build_app
 

@@ -14,10 +14,10 @@ from cellarena.arena import ratings
 from cellarena.arena.ladder.errors import ChallengeRefusedError, SeatRefusedError
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.records import BotRecord, SeatResult
-from cellarena.arena.ladder.schema import CURRENT_VERSION
 from cellarena.arena.ladder.scoring.bot_stats import bot_stats
 from cellarena.arena.ladder.scoring.failures import failure_of
-from cellarena.arena.ladder.store import LadderStore, cellarena_release
+from cellarena.arena.ladder.store.ladder_store import LadderStore, cellarena_release
+from cellarena.arena.ladder.store.schema import CURRENT_VERSION
 
 CRASH = {"cause": "exited", "tick": 3, "text": "x exited"}
 WON = {"cause": "last_player_standing", "tick": 3}

@@ -13,7 +13,7 @@ from browser import viewer
 from cellarena_cli import cellarena
 from game_servers import add_ladder_bot
 
-from cellarena.arena.ladder.store import LadderStore, SeatResult
+from cellarena.arena.ladder.store.ladder_store import LadderStore, SeatResult
 from cellarena.server.replay import read_replay, verify
 
 DRAWER = Path(__file__).parent / "bots" / "drawer.py"

@@ -25,7 +25,7 @@ from cellarena.arena.ladder.matchmaking import Queued
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.service import LadderConfig, build
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 
 

@@ -16,8 +16,8 @@ from cellarena.arena.ladder.accounts import AccountError, Accounts
 from cellarena.arena.ladder.errors import BadNameError
 from cellarena.arena.ladder.identity import names
 from cellarena.arena.ladder.identity.lookalikes import name_key
-from cellarena.arena.ladder.schema import CURRENT_VERSION, LEGACY_KEY
-from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.store.schema import CURRENT_VERSION, LEGACY_KEY
 
 GAME = "rezzo"
 PASSWORD = "correct horse battery"

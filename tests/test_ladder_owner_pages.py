@@ -14,7 +14,7 @@ from ladder_pages import Browser, Pages, ladder_pages
 
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.records import BotRecord, SeatResult
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 PASSWORD = "correct horse battery"
 WON = {"cause": "last_player_standing", "tick": 3}

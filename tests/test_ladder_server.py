@@ -22,7 +22,7 @@ from wire_client import Client
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.service import LadderConfig, build
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 from cellarena.server.lobby import Lobby
 from cellarena.server.match import TickSettings
@@ -365,7 +365,7 @@ async def test_one_address_may_hold_only_so_many_connections(nursery: trio.Nurse
 async def test_a_database_that_stops_taking_writes_costs_no_match_and_no_half_result(
     nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cellarena.arena.ladder.store import LadderStoreError
+    from cellarena.arena.ladder.store.ladder_store import LadderStoreError
 
     ladder = await open_ladder(nursery, tmp_path)
 
@@ -553,7 +553,7 @@ async def test_a_replay_file_is_never_overwritten(nursery: trio.Nursery, tmp_pat
 async def test_a_void_the_database_refused_is_done_when_it_answers_again(
     nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cellarena.arena.ladder.store import LadderStoreError
+    from cellarena.arena.ladder.store.ladder_store import LadderStoreError
 
     ladder = await open_ladder(nursery, tmp_path)
     alice, bob = (ladder.store.bot(n) for n in ("alice", "bob"))

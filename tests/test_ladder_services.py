@@ -23,12 +23,12 @@ from cellarena.arena.ladder.lifecycle import LadderService, Services
 from cellarena.arena.ladder.matchmaker import Pairing, Policy
 from cellarena.arena.ladder.matchmaking import MatchQueue, Queued
 from cellarena.arena.ladder.records import BotRecord
-from cellarena.arena.ladder.replay_files import replay_path
 from cellarena.arena.ladder.results import Ended, Results
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.spool import ResultSpool
 from cellarena.arena.ladder.starter import MatchStarter
-from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.store.replay_files import replay_path
 from cellarena.sdk import protocol
 from cellarena.server.games.base import Result
 from cellarena.server.hosted import HostedMatch, HostedResult

@@ -23,11 +23,10 @@ from ladder_checks import assert_consistent, raw
 from postgres_server import PostgresServer
 
 from cellarena.arena import ratings
-from cellarena.arena.ladder import backends
 from cellarena.arena.ladder.identity import tokens
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS
-from cellarena.arena.ladder.schema import CURRENT_VERSION, MIGRATIONS, key_names
-from cellarena.arena.ladder.store import (
+from cellarena.arena.ladder.store import backends
+from cellarena.arena.ladder.store.ladder_store import (
     BotRecord,
     LadderStore,
     LadderStoreError,
@@ -36,6 +35,7 @@ from cellarena.arena.ladder.store import (
     UnknownBotError,
     cellarena_release,
 )
+from cellarena.arena.ladder.store.schema import CURRENT_VERSION, MIGRATIONS, key_names
 
 GAME = "rezzo"
 
@@ -874,7 +874,7 @@ def test_opening_a_v2_database_adds_the_change_log(ladder_db: str) -> None:
 def test_the_change_log_keeps_only_its_newest_rows(
     store: LadderStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cellarena.arena.ladder import store as store_module
+    from cellarena.arena.ladder.store import ladder_store as store_module
 
     monkeypatch.setattr(store_module, "CHANGES_KEPT", 3)
     add(store, "alice")

@@ -31,7 +31,7 @@ from cellarena.arena.ladder.local_workers import LocalWorkers, WorkerStartError,
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.service import LadderConfig, build
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ladder.worker import WorkerSetup
 from cellarena.sdk import protocol
 from cellarena.server.lobby import Lobby

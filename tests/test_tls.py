@@ -189,7 +189,7 @@ async def test_a_ladder_takes_tokens_over_tls_from_another_address_and_refuses_t
     tmp_path: Path,
 ) -> None:
     from cellarena.arena.ladder.service import LadderConfig, build
-    from cellarena.arena.ladder.store import LadderStore
+    from cellarena.arena.ladder.store.ladder_store import LadderStore
 
     address = non_loopback_address()
     if address is None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cellarena.arena.ladder.store import LadderStore, SeatResult
+from cellarena.arena.ladder.store.ladder_store import LadderStore, SeatResult
 from cellarena.arena.ladder.web_accounts import AccountSettings
 from cellarena.arena.ladder.web_app import ladder_app
 from cellarena.server.trusted_proxies import TrustedProxies

@@ -39,7 +39,7 @@ from cellarena.server.cli.web_options import allowed_host_option
 from cellarena.server.games.base import ConfigError
 
 if TYPE_CHECKING:
-    from cellarena.arena.ladder.store import LadderStore
+    from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 DB_FILE = "ladder.sqlite"
 
@@ -67,7 +67,7 @@ class _Where:
         """The store, open for one command: any refusal of the store inside (a name it does not take,
         a duplicate, a database it cannot write) is one line on stderr, or one JSON object with
         ``--json``, and exit status 1; a refused name names NAME (exit status 2)."""
-        from cellarena.arena.ladder.store import BadNameError, LadderStoreError
+        from cellarena.arena.ladder.store.ladder_store import BadNameError, LadderStoreError
 
         with self.open(create=create) as store:
             try:
@@ -78,7 +78,7 @@ class _Where:
                 raise click.ClickException(str(exc)) from None
 
     def open(self, *, create: bool = True, reconnect_every: float | None = None) -> LadderStore:
-        from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+        from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 
         target: str | Path = self.db if self.db else self.folder / DB_FILE
         if not self.db:
@@ -194,7 +194,7 @@ def bot_list(where: _Where, game: str | None, as_json: bool) -> None:
 
 
 def _known(action: Any, name: str) -> Any:
-    from cellarena.arena.ladder.store import UnknownBotError
+    from cellarena.arena.ladder.store.ladder_store import UnknownBotError
 
     try:
         return action(name)
@@ -973,7 +973,7 @@ def _serve_command(game: str) -> click.Command:
         from cellarena.arena.ladder.rules import LadderRules
         from cellarena.arena.ladder.service import LadderConfig, build, run_ladder
         from cellarena.arena.ladder.spool import FOLDER as SPOOL_FOLDER
-        from cellarena.arena.ladder.store import LadderStoreError
+        from cellarena.arena.ladder.store.ladder_store import LadderStoreError
         from cellarena.sdk.client import is_loopback
         from cellarena.server.match import TickSettings
         from cellarena.server.trusted_proxies import TrustedProxies

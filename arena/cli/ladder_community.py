@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 import click
 
 if TYPE_CHECKING:
-    from cellarena.arena.ladder.store import LadderStore
+    from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 
 class _Where(Protocol):
@@ -33,7 +33,7 @@ class _Where(Protocol):
 
 def _known(action: Any, name: str) -> Any:
     """``action(name)``; an unknown bot is NAME's error (exit status 2), as in `ladder bot`."""
-    from cellarena.arena.ladder.store import UnknownBotError
+    from cellarena.arena.ladder.store.ladder_store import UnknownBotError
 
     try:
         return action(name)

@@ -37,7 +37,7 @@ from cellarena.arena.ladder.errors import BotLimitError, LadderStoreError, NameT
 from cellarena.arena.ladder.identity import names, tokens
 from cellarena.arena.ladder.identity.lookalikes import name_key
 from cellarena.arena.ladder.records import BotRecord
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 log = logging.getLogger("cellarena.ladder")
 

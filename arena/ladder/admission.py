@@ -46,7 +46,7 @@ from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.revocations import stale
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.starter import MatchStarter
-from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 from cellarena.sdk import protocol
 from cellarena.sdk.client import is_loopback
 from cellarena.server.connection import Connection

@@ -41,7 +41,7 @@ from cellarena.arena.ladder.local_workers import MAX_WORKERS, LocalWorkers
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.service import LadderConfig, build
 from cellarena.arena.ladder.starter import HandsOff
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ladder.worker import WorkerSetup
 from cellarena.server.bench.cpu import cpu_seconds
 from cellarena.server.bench.harness import raise_file_limit

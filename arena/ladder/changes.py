@@ -28,7 +28,7 @@ import trio
 
 from cellarena.arena.ladder.errors import LadderStoreError, ServerClaimLostError
 from cellarena.arena.ladder.records import Change
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 log = logging.getLogger("cellarena.ladder")
 

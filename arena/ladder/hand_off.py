@@ -201,7 +201,7 @@ def worker_host(address: str) -> str:
 def check_hosting(client: Any, game: str, configs: Sequence[dict[str, Any]], config: HandOffConfig) -> None:
     """Ask every worker whether it can host this ladder's matches; a ClusterError lists what is
     missing where, before the ladder opens."""
-    from cellarena.arena.ladder.store import cellarena_release
+    from cellarena.arena.ladder.store.ladder_store import cellarena_release
 
     answers: dict[str, list[str]] = client.run(
         hosting_problems, game, list(configs), cellarena_release(), config

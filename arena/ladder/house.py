@@ -36,7 +36,7 @@ import trio
 
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.seating import LadderSeating
-from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 from cellarena.arena.ratings import initial
 from cellarena.sdk import protocol
 from cellarena.sdk.client import is_loopback

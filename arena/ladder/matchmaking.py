@@ -25,7 +25,7 @@ from cellarena.arena.ladder.matchmaker import Pairing, Policy, Waiting, match_up
 from cellarena.arena.ladder.records import BotRecord, Challenge
 from cellarena.arena.ladder.results import Results
 from cellarena.arena.ladder.stats import LadderStats
-from cellarena.arena.ladder.store import LadderStoreError
+from cellarena.arena.ladder.store.ladder_store import LadderStoreError
 from cellarena.arena.ratings import initial
 from cellarena.server.connection import Connection
 

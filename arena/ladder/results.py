@@ -31,9 +31,9 @@ from cellarena.arena.ladder.changes import DatabaseWatch
 from cellarena.arena.ladder.errors import MatchNotRunningError
 from cellarena.arena.ladder.lifecycle import LadderService
 from cellarena.arena.ladder.records import BotRecord, SeatResult
-from cellarena.arena.ladder.replay_files import check_replays
 from cellarena.arena.ladder.spool import ResultSpool
-from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.store.replay_files import check_replays
 from cellarena.arena.ratings import Rating
 from cellarena.server.games.causes import with_sentences
 from cellarena.server.match import MatchOutcome

@@ -43,7 +43,7 @@ from cellarena.arena.ladder.seating import LadderSeating
 from cellarena.arena.ladder.spool import ResultSpool
 from cellarena.arena.ladder.starter import HandsOff, MatchStarter
 from cellarena.arena.ladder.stats import LadderStats
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.server.confinement import Limits
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import ConfigError

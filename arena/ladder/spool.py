@@ -28,7 +28,7 @@ from typing import Any
 
 from cellarena.arena.ladder.errors import LadderStoreError, MatchNotRunningError
 from cellarena.arena.ladder.records import SeatResult
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 log = logging.getLogger("cellarena.ladder")
 

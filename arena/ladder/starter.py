@@ -32,11 +32,11 @@ from cellarena.arena.ladder.lifecycle import LadderService
 from cellarena.arena.ladder.matchmaker import Pairing
 from cellarena.arena.ladder.matchmaking import MatchQueue, Queued
 from cellarena.arena.ladder.records import BotRecord
-from cellarena.arena.ladder.replay_files import replay_path, write_new
 from cellarena.arena.ladder.results import Ended, Results
 from cellarena.arena.ladder.revocations import revoked_message, rotated_message
 from cellarena.arena.ladder.stats import LadderStats
-from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.store.replay_files import replay_path, write_new
 from cellarena.sdk import protocol
 from cellarena.server.connection import Connection
 from cellarena.server.games.base import Engine

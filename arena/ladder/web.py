@@ -34,7 +34,7 @@ from starlette.routing import BaseRoute, Route
 from cellarena.arena.ladder.lockout import TokenLockout
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS, MatchRecord
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.store import MAX_ID, LadderStore
+from cellarena.arena.ladder.store.ladder_store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web_community import CommunityApi, OwnerSessions
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint

@@ -68,7 +68,7 @@ from cellarena.arena.ladder.errors import BadNameError, LadderStoreError, Unknow
 from cellarena.arena.ladder.identity.tokens import Token
 from cellarena.arena.ladder.records import BotMatch, BotRecord
 from cellarena.arena.ladder.scoring.failures import failure_of
-from cellarena.arena.ladder.store import MAX_ID, LadderStore
+from cellarena.arena.ladder.store.ladder_store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web import bot_href, client_host
 from cellarena.arena.ladder.web_community import CommunityApi
 from cellarena.server.replay import strip_debug_bytes

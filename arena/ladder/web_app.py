@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ladder.web import LadderSite
 from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.app import build_app

@@ -79,7 +79,7 @@ from typing import TYPE_CHECKING
 from cellarena.arena.ladder.identity.lookalikes import name_key
 
 if TYPE_CHECKING:
-    from cellarena.arena.ladder.backends import Backend
+    from cellarena.arena.ladder.store.backends import Backend
 
 log = logging.getLogger("cellarena.ladder")
 

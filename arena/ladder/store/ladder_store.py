@@ -1,7 +1,7 @@
 """The ladder's database: bots and their tokens, matches, seats, ratings with their history.
 
 SQLite by default (one file), PostgreSQL from a ``postgresql://`` URL, through the same queries (see
-`cellarena.arena.ladder.backends`). The schema is versioned (`cellarena.arena.ladder.schema`): opening
+`backends`). The schema is versioned (`schema`): opening
 an older database upgrades it in one transaction; one from a newer cellarena is refused.
 
 How a match is recorded, and why it survives ``kill -9``:
@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from cellarena.arena import ratings
-from cellarena.arena.ladder.backends import Backend, Row, open_backend
 from cellarena.arena.ladder.errors import (
     BadNameError,
     BotLimitError,
@@ -70,8 +69,9 @@ from cellarena.arena.ladder.records import (
     Standing,
     outcome,
 )
-from cellarena.arena.ladder.schema import CURRENT_VERSION, MIGRATIONS
 from cellarena.arena.ladder.scoring.failures import failure_of, pause_reason
+from cellarena.arena.ladder.store.backends import Backend, Row, open_backend
+from cellarena.arena.ladder.store.schema import CURRENT_VERSION, MIGRATIONS
 from cellarena.arena.ratings import Rating
 from cellarena.sdk.protocol import is_int
 

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from cellarena.arena.ladder.errors import LadderStoreError
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 _NAME = re.compile(r"ladder-(\d+)\.replay")
 
