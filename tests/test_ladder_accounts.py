@@ -12,7 +12,7 @@ import pytest
 from ladder_checks import assert_consistent, raw
 from test_ladder_store import T0, V2, V3, V4, make_v1_database
 
-from cellarena.arena.ladder.accounts import PASSWORD_MAX, AccountError, Accounts
+from cellarena.arena.ladder.accounts.owners import PASSWORD_MAX, AccountError, Accounts
 from cellarena.arena.ladder.errors import BadNameError
 from cellarena.arena.ladder.identity.lookalikes import name_key
 from cellarena.arena.ladder.store.ladder_store import LadderStore, cellarena_release

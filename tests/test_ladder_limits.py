@@ -11,7 +11,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from cellarena.arena.ladder.accounts import AccountError, Accounts
+from cellarena.arena.ladder.accounts.owners import AccountError, Accounts
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 
 GAME = "rezzo"

@@ -12,7 +12,7 @@ from ladder_checks import raw
 from test_ladder_accounts import V6
 from test_ladder_store import T0, V2, V3, V4, V5, V7, make_v1_database
 
-from cellarena.arena.ladder.accounts import AccountError, Accounts
+from cellarena.arena.ladder.accounts.owners import AccountError, Accounts
 from cellarena.arena.ladder.errors import BadNameError
 from cellarena.arena.ladder.identity import names
 from cellarena.arena.ladder.identity.lookalikes import name_key

@@ -189,7 +189,7 @@ class LadderSite:
         )
 
     def _owner_of(self, name: str) -> str | None:
-        from cellarena.arena.ladder.accounts import Accounts
+        from cellarena.arena.ladder.accounts.owners import Accounts
 
         return Accounts(self.store).owner_of(name)
 

@@ -57,7 +57,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from cellarena.arena.ladder.accounts import (
+from cellarena.arena.ladder.accounts.owners import (
     SESSION_LIFETIME,
     AccountError,
     Accounts,

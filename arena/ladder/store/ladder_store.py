@@ -319,7 +319,7 @@ class LadderStore:
 
         With ``house_command`` the bot is a house bot, which the ladder launches itself with that
         command; without, an outside bot that its owner runs and connects. ``owner_id``: the owner who
-        made it on the pages (`cellarena.arena.ladder.accounts`); None for the host's bots.
+        made it on the pages (`cellarena.arena.ladder.accounts.owners`); None for the host's bots.
 
         The name is kept in its NFKC form (`names.normalise`). Refused, in the transaction that writes,
         so that requests at the same moment cannot all pass: a name taken up to case and look-alikes

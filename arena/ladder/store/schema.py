@@ -47,7 +47,7 @@ Version 5 (the community ladder, docs/ladder.md "Running a community ladder"):
 
 Version 6 (owners, docs/ladder.md "Running a community ladder"):
 
-- ``owners`` (version 6): people who signed up (`cellarena.arena.ladder.accounts`): name, ``name_key``
+- ``owners`` (version 6): people who signed up (`cellarena.arena.ladder.accounts.owners`): name, ``name_key``
   (the name folded for case and Unicode confusables: unique, so ``Alice`` and ``Аlice`` with a Cyrillic
   A are one name), the argon2 hash of the password, status ``active`` / ``pending`` (waiting for the
   host's approval), and a one-time password-reset code's SHA-256 and expiry. ``bots.owner_id`` names a
