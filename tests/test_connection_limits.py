@@ -26,7 +26,7 @@ from trio.testing import MockClock
 from wire_client import Client
 
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.service import LadderConfig, build
+from cellarena.arena.ladder.services.wiring import LadderConfig, build
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 from cellarena.server.accepting import AcceptErrors, accept_connections

@@ -23,13 +23,13 @@ from postgres_server import missing as postgres_missing
 from test_ladder_server import Ladder, join, play_one, wait_for
 from wire_client import Client
 
-from cellarena.arena.ladder.changes import DatabaseWatch
 from cellarena.arena.ladder.errors import LadderStoreError, ServerClaimLostError
 from cellarena.arena.ladder.health import serve_health
 from cellarena.arena.ladder.records import Change, SeatResult
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.service import LadderConfig, build, prepare
-from cellarena.arena.ladder.spool import ResultSpool
+from cellarena.arena.ladder.services.changes import DatabaseWatch
+from cellarena.arena.ladder.services.spool import ResultSpool
+from cellarena.arena.ladder.services.wiring import LadderConfig, build, prepare
 from cellarena.arena.ladder.store.backends import _GAME_LOCK_CLASS as GAME_LOCK_CLASS
 from cellarena.arena.ladder.store.backends import _LOCK_CLASS as LOCK_CLASS
 from cellarena.arena.ladder.store.backends import PostgresBackend, game_lock_key

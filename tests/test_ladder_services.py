@@ -15,18 +15,18 @@ from typing import Any
 import pytest
 import trio
 
-from cellarena.arena.ladder import lifecycle
-from cellarena.arena.ladder.admission import Admission
-from cellarena.arena.ladder.changes import DatabaseWatch
 from cellarena.arena.ladder.hand_off import Hosting
-from cellarena.arena.ladder.lifecycle import LadderService, Services
 from cellarena.arena.ladder.matchmaker import Pairing, Policy
-from cellarena.arena.ladder.matchmaking import MatchQueue, Queued
 from cellarena.arena.ladder.records import BotRecord
-from cellarena.arena.ladder.results import Ended, Results
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.spool import ResultSpool
-from cellarena.arena.ladder.starter import MatchStarter
+from cellarena.arena.ladder.services import lifecycle
+from cellarena.arena.ladder.services.admission import Admission
+from cellarena.arena.ladder.services.changes import DatabaseWatch
+from cellarena.arena.ladder.services.lifecycle import LadderService, Services
+from cellarena.arena.ladder.services.match_results import Ended, Results
+from cellarena.arena.ladder.services.queue import MatchQueue, Queued
+from cellarena.arena.ladder.services.spool import ResultSpool
+from cellarena.arena.ladder.services.starter import MatchStarter
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 from cellarena.arena.ladder.store.replay_files import replay_path
 from cellarena.sdk import protocol

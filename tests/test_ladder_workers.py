@@ -29,8 +29,8 @@ from wire_client import Client
 
 from cellarena.arena.ladder.local_workers import LocalWorkers, WorkerStartError, parse_workers, usable_cores
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.seating import LadderSeating
-from cellarena.arena.ladder.service import LadderConfig, build
+from cellarena.arena.ladder.services.seating import LadderSeating
+from cellarena.arena.ladder.services.wiring import LadderConfig, build
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ladder.worker import WorkerSetup
 from cellarena.sdk import protocol

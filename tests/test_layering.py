@@ -189,7 +189,7 @@ def test_the_server_does_not_load_the_bot_loop() -> None:
     code = (
         "import sys\n"
         "import cellarena.server.match, cellarena.server.lobby, cellarena.server.connection\n"
-        "import cellarena.arena.ladder.seating\n"
+        "import cellarena.arena.ladder.services.seating\n"
         "print('cellarena.sdk.bot' in sys.modules)\n"
         "from cellarena.sdk import Bot, RezzoAnswer, run\n"
         "from cellarena.sdk.games.rezzo import RezzoBot\n"

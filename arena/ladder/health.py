@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import BaseRoute
 
-    from cellarena.arena.ladder.seating import LadderSeating
+    from cellarena.arena.ladder.services.seating import LadderSeating
 
 
 def health(seating: LadderSeating) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
-    from cellarena.arena.ladder.seating import LadderSeating
+    from cellarena.arena.ladder.services.seating import LadderSeating
 
 #: The media type of the text format (version 0.0.4), as Prometheus asks for it.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

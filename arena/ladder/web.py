@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from cellarena.arena.ladder.lockout import TokenLockout
+from cellarena.arena.ladder.identity.lockout import TokenLockout
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS, MatchRecord
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.store.ladder_store import MAX_ID, LadderStore

@@ -13,7 +13,7 @@ has to fix it.
   transaction-scoped advisory lock, which gives it the same one-writer-at-a-time semantics as SQLite's,
   so read-modify-write of the ratings is safe without SERIALIZABLE retries. A lost connection (the
   server restarted, the network dropped) makes every call fail fast with `DatabaseUnavailableError`
-  until `reconnect` succeeds; the ladder server calls it with back-off (`cellarena.arena.ladder.changes`)
+  until `reconnect` succeeds; the ladder server calls it with back-off (`services.changes`)
   and, with the new session, takes the one-server lock again.
 """
 

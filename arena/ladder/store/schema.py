@@ -30,7 +30,7 @@ Tables (version 8):
 - ``changes`` (version 3): one row per change that a running ``ladder serve`` must act on (a bot added,
   revoked, its token rotated, its limits changed), written in the transaction that makes the change.
   It is the one channel from the ladder's commands and pages to the server, which polls it
-  (`cellarena.arena.ladder.changes`). Kept short: each write drops rows far behind the newest.
+  (`cellarena.arena.ladder.services.changes`). Kept short: each write drops rows far behind the newest.
 
 Version 5 (the community ladder, docs/ladder.md "Running a community ladder"):
 

@@ -35,7 +35,7 @@ from typing import Any
 import trio
 
 from cellarena.arena.ladder.records import BotRecord
-from cellarena.arena.ladder.seating import LadderSeating
+from cellarena.arena.ladder.services.seating import LadderSeating
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 from cellarena.arena.ratings import initial
 from cellarena.sdk import protocol

@@ -29,20 +29,20 @@ from typing import Any
 
 import trio
 
-from cellarena.arena.ladder.admission import Admission
-from cellarena.arena.ladder.changes import DatabaseWatch
-from cellarena.arena.ladder.house import HouseBots
 from cellarena.arena.ladder.local_workers import LocalWorkers
 from cellarena.arena.ladder.matchmaker import Policy
-from cellarena.arena.ladder.matchmaking import MatchQueue
 from cellarena.arena.ladder.policy import CommunityPolicy
-from cellarena.arena.ladder.results import Results
-from cellarena.arena.ladder.results import prepare as results_prepare
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.seating import LadderSeating
-from cellarena.arena.ladder.spool import ResultSpool
-from cellarena.arena.ladder.starter import HandsOff, MatchStarter
-from cellarena.arena.ladder.stats import LadderStats
+from cellarena.arena.ladder.services.admission import Admission
+from cellarena.arena.ladder.services.changes import DatabaseWatch
+from cellarena.arena.ladder.services.counters import LadderStats
+from cellarena.arena.ladder.services.house import HouseBots
+from cellarena.arena.ladder.services.match_results import Results
+from cellarena.arena.ladder.services.match_results import prepare as results_prepare
+from cellarena.arena.ladder.services.queue import MatchQueue
+from cellarena.arena.ladder.services.seating import LadderSeating
+from cellarena.arena.ladder.services.spool import ResultSpool
+from cellarena.arena.ladder.services.starter import HandsOff, MatchStarter
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.server.confinement import Limits
 from cellarena.server.games import get_engine

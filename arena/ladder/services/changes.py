@@ -28,12 +28,11 @@ import trio
 
 from cellarena.arena.ladder.errors import LadderStoreError, ServerClaimLostError
 from cellarena.arena.ladder.records import Change
+from cellarena.arena.ladder.rules import POLL_EVERY
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 log = logging.getLogger("cellarena.ladder")
 
-#: Seconds between two polls of the change log: how soon a revoke or a rotation takes effect.
-POLL_EVERY = 0.5
 #: The first wait before connecting again, doubled after each failure up to `RECONNECT_CAP`.
 RECONNECT_FIRST = 0.25
 RECONNECT_CAP = 2.0

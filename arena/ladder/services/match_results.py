@@ -27,11 +27,11 @@ from typing import Any
 
 import trio
 
-from cellarena.arena.ladder.changes import DatabaseWatch
 from cellarena.arena.ladder.errors import MatchNotRunningError
-from cellarena.arena.ladder.lifecycle import LadderService
 from cellarena.arena.ladder.records import BotRecord, SeatResult
-from cellarena.arena.ladder.spool import ResultSpool
+from cellarena.arena.ladder.services.changes import DatabaseWatch
+from cellarena.arena.ladder.services.lifecycle import LadderService
+from cellarena.arena.ladder.services.spool import ResultSpool
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 from cellarena.arena.ladder.store.replay_files import check_replays
 from cellarena.arena.ratings import Rating

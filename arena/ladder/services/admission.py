@@ -37,15 +37,15 @@ from typing import Any
 
 import trio
 
-from cellarena.arena.ladder.changes import DatabaseWatch
 from cellarena.arena.ladder.identity import tokens
-from cellarena.arena.ladder.lifecycle import LadderService
-from cellarena.arena.ladder.lockout import Failures, TokenLockout
-from cellarena.arena.ladder.matchmaking import MatchQueue, Queued
+from cellarena.arena.ladder.identity.lockout import Failures, TokenLockout
 from cellarena.arena.ladder.records import BotRecord
-from cellarena.arena.ladder.revocations import stale
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.starter import MatchStarter
+from cellarena.arena.ladder.services.changes import DatabaseWatch
+from cellarena.arena.ladder.services.lifecycle import LadderService
+from cellarena.arena.ladder.services.queue import MatchQueue, Queued
+from cellarena.arena.ladder.services.revocations import stale
+from cellarena.arena.ladder.services.starter import MatchStarter
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 from cellarena.sdk import protocol
 from cellarena.sdk.client import is_loopback

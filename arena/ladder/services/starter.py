@@ -28,13 +28,13 @@ import trio
 from cellarena.arena.ladder.errors import ChallengeRefusedError, SeatRefusedError
 from cellarena.arena.ladder.hand_off import HandOffError, Hosting
 from cellarena.arena.ladder.identity import tokens
-from cellarena.arena.ladder.lifecycle import LadderService
 from cellarena.arena.ladder.matchmaker import Pairing
-from cellarena.arena.ladder.matchmaking import MatchQueue, Queued
 from cellarena.arena.ladder.records import BotRecord
-from cellarena.arena.ladder.results import Ended, Results
-from cellarena.arena.ladder.revocations import revoked_message, rotated_message
-from cellarena.arena.ladder.stats import LadderStats
+from cellarena.arena.ladder.services.counters import LadderStats
+from cellarena.arena.ladder.services.lifecycle import LadderService
+from cellarena.arena.ladder.services.match_results import Ended, Results
+from cellarena.arena.ladder.services.queue import MatchQueue, Queued
+from cellarena.arena.ladder.services.revocations import revoked_message, rotated_message
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 from cellarena.arena.ladder.store.replay_files import replay_path, write_new
 from cellarena.sdk import protocol

@@ -19,13 +19,13 @@ from typing import Any
 
 import trio
 
-from cellarena.arena.ladder.admission import Admission
-from cellarena.arena.ladder.changes import DatabaseWatch
-from cellarena.arena.ladder.lifecycle import Services
-from cellarena.arena.ladder.matchmaking import MatchQueue
 from cellarena.arena.ladder.records import Change
-from cellarena.arena.ladder.results import Results
-from cellarena.arena.ladder.starter import MatchStarter
+from cellarena.arena.ladder.services.admission import Admission
+from cellarena.arena.ladder.services.changes import DatabaseWatch
+from cellarena.arena.ladder.services.lifecycle import Services
+from cellarena.arena.ladder.services.match_results import Results
+from cellarena.arena.ladder.services.queue import MatchQueue
+from cellarena.arena.ladder.services.starter import MatchStarter
 from cellarena.server.connection import Connection
 from cellarena.server.seating import MatchHost, Seating
 

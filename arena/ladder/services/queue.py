@@ -19,12 +19,12 @@ from typing import Protocol
 import trio
 
 from cellarena.arena.ladder.challenges import challenge_pairings
-from cellarena.arena.ladder.changes import DatabaseWatch
-from cellarena.arena.ladder.lifecycle import LadderService
 from cellarena.arena.ladder.matchmaker import Pairing, Policy, Waiting, match_up
 from cellarena.arena.ladder.records import BotRecord, Challenge
-from cellarena.arena.ladder.results import Results
-from cellarena.arena.ladder.stats import LadderStats
+from cellarena.arena.ladder.services.changes import DatabaseWatch
+from cellarena.arena.ladder.services.counters import LadderStats
+from cellarena.arena.ladder.services.lifecycle import LadderService
+from cellarena.arena.ladder.services.match_results import Results
 from cellarena.arena.ladder.store.ladder_store import LadderStoreError
 from cellarena.arena.ratings import initial
 from cellarena.server.connection import Connection

@@ -1,0 +1,1 @@
+"""The running ladder server: admission, queue, starter, results, their lifecycle and wiring."""
