@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from cellarena.arena.ladder.hand_off import Hosting
-from cellarena.arena.ladder.matchmaker import Pairing, Policy
+from cellarena.arena.ladder.matchmaking.matchmaker import Pairing, Policy
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services import lifecycle

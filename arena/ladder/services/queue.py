@@ -18,8 +18,8 @@ from typing import Protocol
 
 import trio
 
-from cellarena.arena.ladder.challenges import challenge_pairings
-from cellarena.arena.ladder.matchmaker import Pairing, Policy, Waiting, match_up
+from cellarena.arena.ladder.matchmaking.challenges import challenge_pairings
+from cellarena.arena.ladder.matchmaking.matchmaker import Pairing, Policy, Waiting, match_up
 from cellarena.arena.ladder.records import BotRecord, Challenge
 from cellarena.arena.ladder.services.changes import DatabaseWatch
 from cellarena.arena.ladder.services.counters import LadderStats

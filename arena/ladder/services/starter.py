@@ -28,7 +28,7 @@ import trio
 from cellarena.arena.ladder.errors import ChallengeRefusedError, SeatRefusedError
 from cellarena.arena.ladder.hand_off import HandOffError, Hosting
 from cellarena.arena.ladder.identity import tokens
-from cellarena.arena.ladder.matchmaker import Pairing
+from cellarena.arena.ladder.matchmaking.matchmaker import Pairing
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.services.counters import LadderStats
 from cellarena.arena.ladder.services.lifecycle import LadderService

@@ -30,7 +30,7 @@ from typing import Any
 import trio
 
 from cellarena.arena.ladder.local_workers import LocalWorkers
-from cellarena.arena.ladder.matchmaker import Policy
+from cellarena.arena.ladder.matchmaking.matchmaker import Policy
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.admission import Admission

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Sequence
 
-from cellarena.arena.ladder.matchmaker import Pairing, Policy
+from cellarena.arena.ladder.matchmaking.matchmaker import Pairing, Policy
 from cellarena.arena.ladder.records import Challenge
 
 _SEED_MASK = (1 << 31) - 1
