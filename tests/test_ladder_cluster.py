@@ -30,7 +30,7 @@ from game_servers import PACING, Process, add_ladder_bot, js_bot_folder, ladder_
 from wire_client import Client
 
 from cellarena.arena.cluster import ClusterSpec
-from cellarena.arena.ladder.hand_off import HandOff, HandOffConfig, open_hand_off, worker_host
+from cellarena.arena.ladder.hosting.cluster_hand_off import HandOff, HandOffConfig, open_hand_off, worker_host
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.seating import LadderSeating
 from cellarena.arena.ladder.services.wiring import LadderConfig, build

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 
-from cellarena.arena.ladder.hand_off import Hosting
+from cellarena.arena.ladder.hosting.cluster_hand_off import Hosting
 from cellarena.arena.ladder.matchmaking.matchmaker import Pairing, Policy
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.rules import LadderRules

@@ -27,12 +27,17 @@ from certificates import pem_files
 from game_servers import PACING, Process, add_ladder_bot, ladder_serve, start, wait_for
 from wire_client import Client
 
-from cellarena.arena.ladder.local_workers import LocalWorkers, WorkerStartError, parse_workers, usable_cores
+from cellarena.arena.ladder.hosting.worker_pool import (
+    LocalWorkers,
+    WorkerStartError,
+    parse_workers,
+    usable_cores,
+)
+from cellarena.arena.ladder.hosting.worker_process import WorkerSetup
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.seating import LadderSeating
 from cellarena.arena.ladder.services.wiring import LadderConfig, build
 from cellarena.arena.ladder.store.ladder_store import LadderStore
-from cellarena.arena.ladder.worker import WorkerSetup
 from cellarena.sdk import protocol
 from cellarena.server.lobby import Lobby
 from cellarena.server.match import TickSettings

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import trio
 
 from cellarena.arena.ladder.errors import ChallengeRefusedError, SeatRefusedError
-from cellarena.arena.ladder.hand_off import HandOffError, Hosting
+from cellarena.arena.ladder.hosting.cluster_hand_off import HandOffError, Hosting
 from cellarena.arena.ladder.identity import tokens
 from cellarena.arena.ladder.matchmaking.matchmaker import Pairing
 from cellarena.arena.ladder.records import BotRecord

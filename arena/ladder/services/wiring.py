@@ -29,7 +29,7 @@ from typing import Any
 
 import trio
 
-from cellarena.arena.ladder.local_workers import LocalWorkers
+from cellarena.arena.ladder.hosting.worker_pool import LocalWorkers
 from cellarena.arena.ladder.matchmaking.matchmaker import Policy
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.rules import LadderRules
@@ -192,7 +192,7 @@ async def run_ladder(
 ) -> None:
     """Serve the ladder until a signal (or cancellation) stops it; see the module docstring. With
     ``hand_off``, matches between bots that follow redirects are played on its cluster, or in its
-    worker processes (`local_workers.LocalWorkers`, started here before the lobby listens and
+    worker processes (`hosting.worker_pool.LocalWorkers`, started here before the lobby listens and
     stopped after it; `WorkerStartError` if one cannot start); with
     ``health_sock`` (bound), ``/health`` is served there (`cellarena.arena.ladder.health`)."""
     lobby, seating = build(store, config, hand_off, notify=notify)

@@ -1,7 +1,7 @@
 """The ladder's matches played in worker processes on this machine (`cellarena ladder serve --workers N`).
 
 One ladder process plays its matches on one core. With ``--workers N`` (N >= 2) it keeps its queue,
-matchmaker, database and pages, and starts N worker processes (`cellarena.arena.ladder.worker`),
+matchmaker, database and pages, and starts N worker processes (`worker_process`),
 each a lobby of its own on a free port of the ladder's address. A pairing whose bots all follow
 redirects goes to the worker with the fewest matches under way: the worker reserves its seats by
 the digests of fresh seat tokens, the starter sends each bot a ``redirect`` there, and the result
@@ -34,8 +34,8 @@ from pathlib import Path
 
 import trio
 
-from cellarena.arena.ladder.hand_off import HandOffError, Hosting
-from cellarena.arena.ladder.worker import MessageReader, WorkerSetup, encode_message
+from cellarena.arena.ladder.hosting.cluster_hand_off import HandOffError, Hosting
+from cellarena.arena.ladder.hosting.worker_process import MessageReader, WorkerSetup, encode_message
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import State
 from cellarena.server.connection import Connection
@@ -199,7 +199,7 @@ class LocalWorkers:
     async def _life(self, worker: _Worker, task_status: trio.TaskStatus[None], *, first: bool) -> str:
         """One worker process, from its start to its end; what ended it. At the ladder's start a
         worker that does not come up is the ladder's error (`WorkerStartError`)."""
-        command = [sys.executable, "-m", "cellarena.arena.ladder.worker"]
+        command = [sys.executable, "-m", "cellarena.arena.ladder.hosting.worker_process"]
         if self.setup.verbose:
             command.append("-v")
         try:

@@ -1,10 +1,10 @@
 """A ladder's local worker process (`ladder serve --workers N`): one lobby that hosts many ladder matches.
 
-The ladder (`local_workers.LocalWorkers`) starts N of these with ``python -m
-cellarena.arena.ladder.worker`` and talks to each over its standard input and output: length-prefixed
-pickles of `WorkerSetup` (first), then `HostedMatch` jobs and cancels in; ``ready``, ``reserved`` and
-``result`` messages out. Pickle is safe here because both ends are the same cellarena, one the
-other's parent, over a pipe no other process holds; nothing from a bot is unpickled.
+The ladder (`worker_pool.LocalWorkers`) starts N of these with ``python -m
+cellarena.arena.ladder.hosting.worker_process`` and talks to each over its standard input and
+output: length-prefixed pickles of `WorkerSetup` (first), then `HostedMatch` jobs and cancels in;
+``ready``, ``reserved`` and ``result`` messages out. Pickle is safe here because both ends are the
+same cellarena, one the other's parent, over a pipe no other process holds; nothing from a bot is unpickled.
 
 Unlike a cluster's worker (`cellarena.server.hosted.host_match`, one lobby per match), this process
 keeps one lobby listening on one port for all its matches: each job reserves seats by the digests of
@@ -380,8 +380,8 @@ def _remove(folder: Path) -> None:
 
 
 def main() -> None:
-    """``python -m cellarena.arena.ladder.worker``: the pipes are standard input and output. Output
-    is kept for messages alone: anything printed goes to standard error instead."""
+    """``python -m cellarena.arena.ladder.hosting.worker_process``: the pipes are standard input and
+    output. Output is kept for messages alone: anything printed goes to standard error instead."""
     import gc
 
     from cellarena.server.cli.run import configure_logging
@@ -409,6 +409,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     # The module's own copy, not __main__'s: the pickles the ladder sends name its classes there.
-    from cellarena.arena.ladder import worker
+    from cellarena.arena.ladder.hosting import worker_process
 
-    worker.main()
+    worker_process.main()
