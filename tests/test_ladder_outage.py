@@ -24,7 +24,7 @@ from test_ladder_server import Ladder, join, play_one, wait_for
 from wire_client import Client
 
 from cellarena.arena.ladder.errors import LadderStoreError, ServerClaimLostError
-from cellarena.arena.ladder.health import serve_health
+from cellarena.arena.ladder.ops.health import serve_health
 from cellarena.arena.ladder.records import Change, SeatResult
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.changes import DatabaseWatch

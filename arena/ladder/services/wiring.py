@@ -194,7 +194,7 @@ async def run_ladder(
     ``hand_off``, matches between bots that follow redirects are played on its cluster, or in its
     worker processes (`hosting.worker_pool.LocalWorkers`, started here before the lobby listens and
     stopped after it; `WorkerStartError` if one cannot start); with
-    ``health_sock`` (bound), ``/health`` is served there (`cellarena.arena.ladder.health`)."""
+    ``health_sock`` (bound), ``/health`` is served there (`cellarena.arena.ladder.ops.health`)."""
     lobby, seating = build(store, config, hand_off, notify=notify)
     services = seating.services
     # The policy first: the pages and commands that take challenges, and a result counted from the
@@ -217,7 +217,7 @@ async def run_ladder(
             if isinstance(hand_off, LocalWorkers):
                 await nursery.start(hand_off.run)
             if health_sock is not None:
-                from cellarena.arena.ladder.health import serve_health
+                from cellarena.arena.ladder.ops.health import serve_health
 
                 nursery.start_soon(serve_health, seating, health_sock)
 

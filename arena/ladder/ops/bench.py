@@ -2,7 +2,7 @@
 
 The ladder runs in this process, as `cellarena ladder serve` runs it: the rated queue, the
 matchmaker, a SQLite store in WAL mode, replays written for every match. The bots run in another
-process (`loadbots`), each with its own token, answering every tick with the game's no-op. After a
+process (`bench_bots`), each with its own token, answering every tick with the game's no-op. After a
 warm-up (every bot connected and the first matches begun) the figures are taken over the rest of
 the run: matches per minute, the queue wait of the bots that were seated (p50, p95), the share of
 ticks on time, the server's CPU per agent-tick (the whole process: event loop and database
@@ -90,7 +90,7 @@ async def _run(
             [
                 sys.executable,
                 "-m",
-                "cellarena.arena.ladder.loadbots",
+                "cellarena.arena.ladder.ops.bench_bots",
                 "127.0.0.1",
                 str(port),
                 str(seconds + warmup),

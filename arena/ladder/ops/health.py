@@ -4,7 +4,7 @@
 kept on disk waiting for it, the bots queued and the matches under way. The status is 200 while the
 database is up and 503 while it is down, so a load balancer or a monitor needs to read no body. It is
 the one endpoint the server's figures grow on: ``GET /metrics`` serves them in the Prometheus text
-format on the same port (`cellarena.arena.ladder.metrics`). It serves on loopback by default and
+format on the same port (`cellarena.arena.ladder.ops.metrics`). It serves on loopback by default and
 shows no token, bot command or path beyond the database's redacted address.
 """
 
@@ -38,7 +38,7 @@ def health_routes(seating: LadderSeating) -> list[BaseRoute]:
     from starlette.responses import Response as PlainResponse
     from starlette.routing import Route
 
-    from cellarena.arena.ladder.metrics import CONTENT_TYPE, metrics_text
+    from cellarena.arena.ladder.ops.metrics import CONTENT_TYPE, metrics_text
 
     async def endpoint(request: Request) -> Response:
         body = health(seating)
