@@ -14,7 +14,7 @@ from cellarena_cli import cellarena, invoke
 from web_apps import FIXTURES, Ladder, ladder
 
 from cellarena.arena.ladder.store.ladder_store import LadderStore
-from cellarena.arena.ladder.web_accounts import AccountSettings, AccountSite
+from cellarena.arena.ladder.web.owner_pages import AccountSettings, AccountSite
 from cellarena.server.web.app import build_app
 from cellarena.server.web.hosts import AllowedHosts, HostsError, host_name
 from cellarena.server.web.live import LiveFeed, live_app

@@ -14,7 +14,7 @@ import pytest
 
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.store.ladder_store import LadderStore
-from cellarena.arena.ladder.web import LadderSite
+from cellarena.arena.ladder.web.public_pages import LadderSite
 from cellarena.server.web.app import build_app
 
 

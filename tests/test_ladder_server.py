@@ -697,7 +697,7 @@ def _house_bot_match(tmp_path: Path, quit_at: int, alice_drops_at: int | None = 
     """One match of a real `run_ladder` (as `ladder serve` runs it) between outside bot alice and
     house bot quits, which exits with status 3 at tick ``quit_at`` (-1: plays on); its API JSON."""
     from cellarena.arena.ladder.services.wiring import run_ladder
-    from cellarena.arena.ladder.web import match_json
+    from cellarena.arena.ladder.web.public_pages import match_json
 
     script = tmp_path / "quits.py"
     script.write_text(HOUSE_BOT_THAT_EXITS)

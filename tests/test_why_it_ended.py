@@ -155,7 +155,7 @@ def test_a_results_database_from_before_causes_reads_unknown_then_gains_them(tmp
 def test_the_ladders_match_and_bot_pages_and_json_carry_each_seats_cause(tmp_path: Path) -> None:
     from cellarena.arena.ladder.records import SeatResult
     from cellarena.arena.ladder.store.ladder_store import LadderStore
-    from cellarena.arena.ladder.web import LadderSite, match_json
+    from cellarena.arena.ladder.web.public_pages import LadderSite, match_json
 
     with LadderStore(str(tmp_path / "ladder.sqlite")) as store:
         alice, _ = store.add_bot("alice", "rezzo")

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from cellarena.arena.ladder.store.ladder_store import LadderStore, SeatResult
-from cellarena.arena.ladder.web_accounts import AccountSettings
-from cellarena.arena.ladder.web_app import ladder_app
+from cellarena.arena.ladder.web.app import ladder_app
+from cellarena.arena.ladder.web.owner_pages import AccountSettings
 from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.hosts import AllowedHosts
 

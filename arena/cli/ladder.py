@@ -596,7 +596,7 @@ def web(
             param_hint="--live-port",
         )
     try:
-        from cellarena.arena.ladder.web_app import ladder_app
+        from cellarena.arena.ladder.web.app import ladder_app
         from cellarena.server.web.hosts import AllowedHosts, HostsError
         from cellarena.server.web.serving import BindError, bind, run, url_of
     except ImportError as exc:
@@ -686,7 +686,7 @@ def _account_settings(
     from datetime import timedelta
 
     try:
-        from cellarena.arena.ladder.web_accounts import AccountSettings, KeyFileError, load_key
+        from cellarena.arena.ladder.web.owner_pages import AccountSettings, KeyFileError, load_key
     except ImportError as exc:
         raise click.UsageError(
             f"--signup needs the 'web' extra ({exc}); pip install 'cellarena[web]'"

@@ -11,14 +11,14 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from cellarena.arena.ladder.store.ladder_store import LadderStore
-from cellarena.arena.ladder.web import LadderSite
+from cellarena.arena.ladder.web.public_pages import LadderSite
 from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.app import build_app
 from cellarena.server.web.hosts import AllowedHosts
 from cellarena.server.web.live import LiveFeed, live_routes
 
 if TYPE_CHECKING:
-    from cellarena.arena.ladder.web_accounts import AccountSettings
+    from cellarena.arena.ladder.web.owner_pages import AccountSettings
 
 
 def ladder_app(
@@ -44,7 +44,7 @@ def ladder_app(
     )
     routes: list[BaseRoute] = []
     if accounts is not None:
-        from cellarena.arena.ladder.web_accounts import AccountSite
+        from cellarena.arena.ladder.web.owner_pages import AccountSite
 
         account_site = AccountSite(store, games, accounts, live=live)
         site.who = account_site.owner  # the header names who is logged in

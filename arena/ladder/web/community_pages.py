@@ -83,7 +83,7 @@ class CommunityApi:
         chart = Markup(rating_chart(points, [name]))  # trusted: an SVG the code drew, names escaped there
         return render(
             "bot_stats.html",
-            "cellarena.arena.ladder",
+            "cellarena.arena.ladder.web",
             title=f"{name}: statistics",
             bot=name,
             bot_url=f"/bots/{quote(name, safe='')}",

@@ -35,7 +35,7 @@ from cellarena.arena.ladder.identity.lockout import TokenLockout
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS, MatchRecord
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.store.ladder_store import MAX_ID, LadderStore
-from cellarena.arena.ladder.web_community import CommunityApi, OwnerSessions
+from cellarena.arena.ladder.web.community_pages import CommunityApi, OwnerSessions
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint
 from cellarena.server.replay import strip_debug_bytes
@@ -123,7 +123,7 @@ class LadderSite:
         game = self.game if game is None else game
         return render(
             template,
-            "cellarena.arena.ladder",
+            "cellarena.arena.ladder.web",
             title=title,
             game=game,
             games=self.games,

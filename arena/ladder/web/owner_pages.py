@@ -1,6 +1,6 @@
 """The owners' pages and HTTP API: sign-up, login, logout, an owner's bots and their matches' private side.
 
-Mounted by `cellarena ladder web --signup POLICY` beside the public pages (`cellarena.arena.ladder.web`).
+Mounted by `cellarena ladder web --signup POLICY` beside the public pages (`public_pages`).
 What a page changes it writes to the database (`Accounts`), and a bot created, rotated or revoked
 reaches a running ``ladder serve`` through the change log, as the host's commands do.
 
@@ -69,8 +69,8 @@ from cellarena.arena.ladder.identity.tokens import Token
 from cellarena.arena.ladder.records import BotMatch, BotRecord
 from cellarena.arena.ladder.scoring.failures import failure_of
 from cellarena.arena.ladder.store.ladder_store import MAX_ID, LadderStore
-from cellarena.arena.ladder.web import bot_href, client_host
-from cellarena.arena.ladder.web_community import CommunityApi
+from cellarena.arena.ladder.web.community_pages import CommunityApi
+from cellarena.arena.ladder.web.public_pages import bot_href, client_host
 from cellarena.server.replay import strip_debug_bytes
 from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.hosts import AllowedHosts
@@ -338,7 +338,7 @@ class AccountSite:
     def page(self, template: str, request: Request, status: int = 200, **context: Any) -> HTMLResponse:
         html = render(
             template,
-            "cellarena.arena.ladder",
+            "cellarena.arena.ladder.web",
             game=" and ".join(self.games),
             games=self.games,
             policy=self.settings.policy,
