@@ -23,7 +23,7 @@ from ladder_checks import assert_consistent, raw
 from postgres_server import PostgresServer
 
 from cellarena.arena import ratings
-from cellarena.arena.ladder.identity import tokens
+from cellarena.arena.ladder.identity import tokens as identity
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS
 from cellarena.arena.ladder.store import backends
 from cellarena.arena.ladder.store.ladder_store import (
@@ -64,30 +64,30 @@ def play(store: LadderStore, bots: list[BotRecord], ranks: list[int], **kw: obje
 
 # ------------------------------------------------------------------------------------ tokens
 def test_tokens_are_long_random_and_recognisable() -> None:
-    tokens = {tokens.new_token().secret for _ in range(100)}
+    tokens = {identity.new_token().secret for _ in range(100)}
     assert len(tokens) == 100
     for t in tokens:
-        assert t.startswith("cla_") and len(t) == tokens.TOKEN_LENGTH == 47
-        assert tokens.looks_like_token(t)
+        assert t.startswith("cla_") and len(t) == identity.TOKEN_LENGTH == 47
+        assert identity.looks_like_token(t)
 
 
 def test_a_token_never_shows_itself() -> None:
     """repr, str, f-strings and logging formatting show a redacted form; pickling (into a file, a
     queue, a message) is refused; only `.secret` gives the text, on purpose."""
-    token = tokens.new_token()
+    token = identity.new_token()
     for shown in (repr(token), str(token), f"{token}", "%s" % token, repr([token]), repr((None, token))):  # noqa: UP031
         assert token.secret not in shown and token.secret[4:12] not in shown
     with pytest.raises(TypeError):
         pickle.dumps(token)
-    assert token == tokens.Token(token.secret) and token != tokens.new_token()
+    assert token == identity.Token(token.secret) and token != identity.new_token()
 
 
 def test_digest_is_sha256_and_compared_in_constant_time() -> None:
-    token = tokens.new_token().secret
-    digest = tokens.token_digest(token)
+    token = identity.new_token().secret
+    digest = identity.token_digest(token)
     assert len(digest) == 64 and token not in digest
-    assert tokens.digest_matches(token, digest)
-    assert not tokens.digest_matches(tokens.new_token().secret, digest)
+    assert identity.digest_matches(token, digest)
+    assert not identity.digest_matches(identity.new_token().secret, digest)
 
 
 # ------------------------------------------------------------------------------------ bots
@@ -116,7 +116,7 @@ def test_house_bots_keep_the_command_the_ladder_runs(store: LadderStore) -> None
 
 def test_unknown_revoked_and_malformed_tokens_identify_nobody(store: LadderStore) -> None:
     _, token = store.add_bot("alice", GAME)
-    other = tokens.new_token().secret  # well-formed, never issued
+    other = identity.new_token().secret  # well-formed, never issued
     junk: list[object] = [
         None,
         42,
@@ -225,7 +225,7 @@ def test_no_token_is_stored_logged_or_put_in_an_error(
         store.close()
         dump += "".join(p.read_bytes().decode("latin-1") for p in Path(ladder_db).parent.glob("ladder.db*"))
     shown = dump + caplog.text + "".join(errors) + listed + repr(bot)
-    assert tokens.token_digest(tokens[1]) in dump  # the dump really holds the bots table
+    assert identity.token_digest(tokens[1]) in dump  # the dump really holds the bots table
     for t in tokens:
         assert t not in shown and t[4:20] not in shown
 
@@ -543,7 +543,7 @@ T0 = "2026-01-02T03:04:05.000000+00:00"
 
 def make_v1_database(target: str, *, extra: tuple[str, ...] = ()) -> tuple[str, str]:
     """A v1 ladder database with two bots, a finished match, a running one; the bots' tokens."""
-    alice, bob = tokens.new_token(), tokens.new_token()
+    alice, bob = identity.new_token(), identity.new_token()
     a_after, b_after = ratings.update(
         {"a": ratings.initial(), "b": ratings.initial()}, ["a", "b"], [1, 2]
     ).values()

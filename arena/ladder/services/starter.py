@@ -287,14 +287,14 @@ class MatchStarter(LadderService):
         If no worker takes it, the match is played here after all: the bots are still connected."""
         assert self.hand_off is not None and self.lobby is not None
         bots = tuple(q.bot for q in seated)
-        tokens = [secrets.token_urlsafe(32) for _ in bots]
+        seat_tokens = [secrets.token_urlsafe(32) for _ in bots]
         job = HostedMatch(
             ladder_id,
             self.game,
             self.config_for(pairing.map),
             pairing.seed,
             tuple(b.name for b in bots),
-            tuple(token_digest(t) for t in tokens),
+            tuple(token_digest(t) for t in seat_tokens),
             self.lobby.settings,
         )
         try:
@@ -317,7 +317,7 @@ class MatchStarter(LadderService):
             where.host,
             where.port,
         )
-        for q, token in zip(seated, tokens, strict=True):
+        for q, token in zip(seated, seat_tokens, strict=True):
             q.conn.send_message(protocol.redirect(where.host, where.port, token, tls=where.tls))
             self._nursery_close(q.conn)
         for spectator in self.watchers.take():
