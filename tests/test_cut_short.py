@@ -25,8 +25,8 @@ def test_a_full_disk_under_the_results_says_so(tmp_path: Path) -> None:
     matches = schedule(["a", "b"], [("duel", 2)], rounds=40, seed=0)
     with Store(tmp_path / "results.sqlite", SPEC) as store:
         # The database may not grow past its size now: SQLite's "disk is full", as on a full disk.
-        pages = store._db.execute("PRAGMA page_count").fetchone()[0]
-        store._db.execute(f"PRAGMA max_page_count = {pages}")
+        pages = store.database.backend.execute("PRAGMA page_count").fetchone()[0]
+        store.database.backend.execute(f"PRAGMA max_page_count = {pages}")
         with pytest.raises(StoreError) as caught:
             for m in matches:
                 seats = tuple(

@@ -206,7 +206,7 @@ class _Quiet:
 
 
 def _backend(store: LadderStore) -> PostgresBackend:
-    backend = store._db
+    backend = store.database.backend
     assert isinstance(backend, PostgresBackend)
     return backend
 

@@ -129,7 +129,7 @@ class Accounts:
         key = name_key(name)
         hashed = _hasher.hash(password)  # slow on purpose: outside the write lock
         status: OwnerStatus = "pending" if policy == "approval" else "active"
-        with self.store._writing(f"sign up {name!r}") as db:
+        with self.store.database.writing(f"sign up {name!r}") as db:
             for (taken,) in db.query("SELECT name FROM owners WHERE name_key = ?", (key,)):
                 raise AccountError(_taken(given, taken))
             names.check_scripts(name, "owner name")  # after "taken": a copy of a taken name hears that
@@ -163,15 +163,15 @@ class Accounts:
     def make_invite(self) -> str:
         """A new one-time invite code (shown once; kept as its digest)."""
         code = "inv_" + secrets.token_urlsafe(18)
-        with self.store._writing("make an invite code") as db:
+        with self.store.database.writing("make an invite code") as db:
             db.execute("INSERT INTO invites (digest, created) VALUES (?, ?)", (_digest(code), _iso(_now())))
         return code
 
     def approve(self, name: str, *, actor: str | None = None) -> Owner:
-        with self.store._writing(f"approve owner {name!r}") as db:
+        with self.store.database.writing(f"approve owner {name!r}") as db:
             if db.execute("UPDATE owners SET status = 'active' WHERE name = ?", (name,)) != 1:
                 raise AccountError(_no_owner(name))
-            self.store._audit(db, actor, "approve owner", None, name)
+            self.store.change_log.audit(db, actor, "approve owner", None, name)
         log.info("ladder: owner %r approved", name)
         return self._owner_or_raise(name)
 
@@ -182,30 +182,30 @@ class Accounts:
         """Make owner ``name`` one of the ladder's admins (its /admin pages), or no longer; audited."""
         owner = self._owner_or_raise(name)
         key = f"{_ADMIN}{owner.id}"
-        with self.store._writing(f"change the admins ({name!r})") as db:
+        with self.store.database.writing(f"change the admins ({name!r})") as db:
             db.execute("DELETE FROM settings WHERE name = ?", (key,))
             if admin:
                 db.execute("INSERT INTO settings (name, value) VALUES (?, ?)", (key, owner.name))
-            self.store._audit(db, actor, "make admin" if admin else "remove admin", None, name)
+            self.store.change_log.audit(db, actor, "make admin" if admin else "remove admin", None, name)
         log.info("ladder: owner %r is %s an admin", name, "now" if admin else "no longer")
         return owner
 
     def is_admin(self, owner: Owner) -> bool:
-        with self.store._reading("read the admins") as db:
+        with self.store.database.reading("read the admins") as db:
             return bool(db.query("SELECT 1 FROM settings WHERE name = ?", (f"{_ADMIN}{owner.id}",)))
 
     def admins(self) -> list[str]:
-        with self.store._reading("read the admins") as db:
+        with self.store.database.reading("read the admins") as db:
             rows = db.query("SELECT value FROM settings WHERE name LIKE ? ORDER BY value", (f"{_ADMIN}%",))
         return [str(v) for (v,) in rows]
 
     def owners(self) -> list[Owner]:
-        with self.store._reading("list the owners") as db:
+        with self.store.database.reading("list the owners") as db:
             rows = db.query("SELECT id, name, status, created FROM owners ORDER BY name")
         return [_owner(r) for r in rows]
 
     def owner(self, name: str) -> Owner | None:
-        with self.store._reading(f"read owner {name!r}") as db:
+        with self.store.database.reading(f"read owner {name!r}") as db:
             rows = db.query("SELECT id, name, status, created FROM owners WHERE name = ?", (name,))
         return _owner(rows[0]) if rows else None
 
@@ -222,7 +222,7 @@ class Accounts:
         A wrong name and a wrong password get one answer and take one time (a dummy hash is verified)."""
         if not isinstance(password, str) or len(password) > PASSWORD_MAX or not isinstance(name, str):
             raise AccountError("wrong name or password")
-        with self.store._reading("check a password") as db:
+        with self.store.database.reading("check a password") as db:
             rows = db.query(
                 "SELECT id, name, status, created, password_hash FROM owners WHERE name = ?",
                 (unicodedata.normalize("NFKC", name[:100]),),  # names are kept in NFKC
@@ -240,7 +240,7 @@ class Accounts:
                 f"{owner.name} is waiting for the host's approval; you can log in once it is given"
             )
         if _hasher.check_needs_rehash(stored):
-            with self.store._writing("re-hash a password") as db:
+            with self.store.database.writing("re-hash a password") as db:
                 db.execute(
                     "UPDATE owners SET password_hash = ? WHERE id = ?", (_hasher.hash(password), owner.id)
                 )
@@ -250,7 +250,7 @@ class Accounts:
         """A new session of ``owner``: its random id, for the cookie only (the database keeps its hash)."""
         session = secrets.token_urlsafe(32)
         now = _now()
-        with self.store._writing("log in") as db:
+        with self.store.database.writing("log in") as db:
             db.execute(
                 "INSERT INTO sessions (digest, owner_id, created, expires) VALUES (?, ?, ?, ?)",
                 (_digest(session), owner.id, _iso(now), _iso(now + lifetime)),
@@ -264,7 +264,7 @@ class Accounts:
         if not isinstance(session, str) or not 20 <= len(session) <= 100:
             return None
         digest = _digest(session)
-        with self.store._reading("read a session") as db:
+        with self.store.database.reading("read a session") as db:
             rows = db.query(
                 "SELECT s.digest, s.expires, s.revoked, o.id, o.name, o.status, o.created"
                 " FROM sessions s JOIN owners o ON o.id = s.owner_id WHERE s.digest = ?",
@@ -280,7 +280,7 @@ class Accounts:
 
     def end_session(self, session: str) -> None:
         """Logout: the session is revoked in the database, so its cookie no longer works anywhere."""
-        with self.store._writing("log out") as db:
+        with self.store.database.writing("log out") as db:
             db.execute(
                 "UPDATE sessions SET revoked = ? WHERE digest = ? AND revoked IS NULL",
                 (_iso(_now()), _digest(session)),
@@ -291,7 +291,7 @@ class Accounts:
         """A one-time code (24 h) with which ``name`` sets a new password at /reset; shown once."""
         code = "rst_" + secrets.token_urlsafe(18)
         expires = _iso(_now() + RESET_LIFETIME)
-        with self.store._writing(f"make a reset code for {name!r}") as db:
+        with self.store.database.writing(f"make a reset code for {name!r}") as db:
             changed = db.execute(
                 "UPDATE owners SET reset_digest = ?, reset_expires = ? WHERE name = ?",
                 (_digest(code), expires, name),
@@ -310,7 +310,7 @@ class Accounts:
         if not isinstance(code, str) or not 0 < len(code) <= 100:
             raise refused
         hashed = _hasher.hash(password)
-        with self.store._writing(f"reset the password of {name!r}") as db:
+        with self.store.database.writing(f"reset the password of {name!r}") as db:
             rows = db.query("SELECT id, reset_digest, reset_expires FROM owners WHERE name = ?", (name,))
             if not rows or rows[0][1] is None or rows[0][2] is None:
                 raise refused
@@ -337,7 +337,7 @@ class Accounts:
         bots = self.bots(owner)
         for bot in bots:
             self.store.revoke(bot.name)  # each through the change log, as the host's revoke
-        with self.store._writing(f"delete owner {name!r}") as db:
+        with self.store.database.writing(f"delete owner {name!r}") as db:
             db.execute("UPDATE bots SET owner_id = NULL WHERE owner_id = ?", (owner.id,))
             db.execute("DELETE FROM sessions WHERE owner_id = ?", (owner.id,))
             db.execute("UPDATE invites SET used_by = NULL WHERE used_by = ?", (owner.id,))
@@ -349,7 +349,7 @@ class Accounts:
     # ------------------------------------------------------------------ an owner's bots
     def bots(self, owner: Owner) -> list[BotRecord]:
         """The owner's bots, revoked ones too, by name."""
-        with self.store._reading(f"list the bots of {owner.name!r}") as db:
+        with self.store.database.reading(f"list the bots of {owner.name!r}") as db:
             names = [
                 str(n)
                 for (n,) in db.query("SELECT name FROM bots WHERE owner_id = ? ORDER BY name", (owner.id,))
@@ -358,7 +358,7 @@ class Accounts:
 
     def bot_of(self, owner: Owner, name: str) -> BotRecord:
         """The owner's bot ``name``; AccountError if they have none of that name."""
-        with self.store._reading(f"read bot {name!r}") as db:
+        with self.store.database.reading(f"read bot {name!r}") as db:
             rows = db.query("SELECT 1 FROM bots WHERE name = ? AND owner_id = ?", (name, owner.id))
         bot = self.store.bot(name) if rows else None
         if bot is None:
@@ -398,7 +398,7 @@ class Accounts:
 
     def owner_of(self, bot_name: str) -> str | None:
         """The name of the bot's owner; None for the host's bots."""
-        with self.store._reading(f"read the owner of {bot_name!r}") as db:
+        with self.store.database.reading(f"read the owner of {bot_name!r}") as db:
             rows = db.query(
                 "SELECT o.name FROM bots b JOIN owners o ON o.id = b.owner_id WHERE b.name = ?", (bot_name,)
             )

@@ -16,9 +16,10 @@ The store keeps only a hash of every token, so each launch gives the house bot a
 A launch that never joins the queue (it never connected, connected but said no hello within the
 lobby's hello timeout, was refused at its hello, or exited first) is a failure of its own, with a
 cause in the words of a seat's (`cellarena.server.games.causes`): logged, counted towards automatic
-pausing like a failed match (`LadderStore.count_failed_launch`), and followed by a wait before the
-next launch that doubles with each failure in a row (`BACKOFF_FIRST` up to `BACKOFF_CAP`), so that a
-broken house bot neither restarts forever nor rotates its token twice a second.
+pausing like a failed match (`scoring.settlement.launch_failure` decides, the store writes it), and
+followed by a wait before the next launch that doubles with each failure in a row (`BACKOFF_FIRST` up
+to `BACKOFF_CAP`), so that a broken house bot neither restarts forever nor rotates its token twice a
+second.
 
 As cellarena started it, a house bot whose process exits mid-match is said to have ``exited`` (its
 status or signal and its log's last line, its token redacted) or gone over a ``limit``, rather than
@@ -27,6 +28,7 @@ status or signal and its log's last line, its token redacted) or gone over a ``l
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ from typing import Any
 import trio
 
 from cellarena.arena.ladder.records import BotRecord
+from cellarena.arena.ladder.scoring.settlement import launch_failure
 from cellarena.arena.ladder.services.seating import LadderSeating
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 from cellarena.arena.ratings import initial
@@ -372,7 +375,9 @@ class HouseBots:
         self.last_failure[name] = cause
         what = causes.sentence(0, cause, [name]).replace(f"{name} forfeits: ", "", 1)
         try:
-            bot = await trio.to_thread.run_sync(self.store.count_failed_launch, name, cause)
+            bot = await trio.to_thread.run_sync(
+                self.store.count_failed_launch, name, cause, functools.partial(launch_failure, cause)
+            )
         except LadderStoreError as exc:
             log.error("house bot %s: cannot count its failed launch: %s", name, exc)
             bot = None

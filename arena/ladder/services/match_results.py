@@ -29,6 +29,7 @@ import trio
 
 from cellarena.arena.ladder.errors import MatchNotRunningError
 from cellarena.arena.ladder.records import BotRecord, SeatResult
+from cellarena.arena.ladder.scoring.settlement import settle
 from cellarena.arena.ladder.services.changes import DatabaseWatch
 from cellarena.arena.ladder.services.lifecycle import LadderService
 from cellarena.arena.ladder.services.spool import ResultSpool
@@ -183,7 +184,9 @@ class Results(LadderService):
                 await self.flush_spool()
             return
         try:
-            finish = functools.partial(self.store.finish_match, ended.ladder_id, seats, **about)
+            finish = functools.partial(
+                self.store.finish_match, ended.ladder_id, seats, **about, settle=settle
+            )
             record = await trio.to_thread.run_sync(finish)
         except MatchNotRunningError as exc:
             log.error("the result of ladder match %d does not count: %s", ended.ladder_id, exc)

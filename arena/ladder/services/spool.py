@@ -28,6 +28,7 @@ from typing import Any
 
 from cellarena.arena.ladder.errors import LadderStoreError, MatchNotRunningError
 from cellarena.arena.ladder.records import SeatResult
+from cellarena.arena.ladder.scoring.settlement import settle
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 log = logging.getLogger("cellarena.ladder")
@@ -111,6 +112,7 @@ class ResultSpool:
                     reason=record["reason"],
                     ticks=record["ticks"],
                     replay=record["replay"],
+                    settle=settle,
                 )
             except MatchNotRunningError as exc:
                 log.warning("%s: already in the database or voided there (%s); removed", path.name, exc)
