@@ -2,7 +2,7 @@
 
 The ladder pairs bots as always; for bots that said ``accepts: ["redirect"]`` a worker hosts the
 match (`cellarena.server.hosted`), the ladder sends each bot a ``redirect`` with a fresh seat token,
-and records what the worker sends back. The in-process tests drive a ladder (`service.build`) with
+and records what the worker sends back. The in-process tests drive a ladder (`wiring.build`) with
 a `HandOff` over a local cluster of two worker processes and bots written from docs/protocol.md;
 the last ones run `cellarena ladder serve --cluster local:2` with the SDK's example bots.
 """

@@ -1,4 +1,4 @@
-"""The community ladder's HTTP API (`web_community`), its refusals one by one: each a clear JSON error.
+"""The community ladder's HTTP API (`community_pages`), its refusals one by one: each a clear JSON error.
 
 The app is called as ASGI in this process (no server, no port): the refusals are about the requests,
 and the processes test (test_ladder_community_processes.py) covers the real `ladder web`.

@@ -1,5 +1,5 @@
-"""Each of the ladder's services on its own (`cellarena.arena.ladder.{lifecycle,admission,matchmaking,
-starter,results}`), over a real SQLite store where one is needed and small stand-ins for the rest: no
+"""Each of the ladder's services on its own (`cellarena.arena.ladder.services.{lifecycle,admission,queue,
+starter,match_results}`), over a real SQLite store where one is needed and small stand-ins for the rest: no
 lobby, no sockets. The ladder as a whole, over TCP, is tests/test_ladder_server.py's.
 """
 
@@ -175,7 +175,7 @@ class Ladder:
 
 
 def services(tmp_path: Path, *bots: str, rules: LadderRules | None = None, **starter: Any) -> Ladder:
-    """The four services wired as `service.build` wires them, without a lobby."""
+    """The four services wired as `wiring.build` wires them, without a lobby."""
     store, tokens = new_store(tmp_path, *bots)
     rules = rules or LadderRules(match_every=0.02)
     database = DatabaseWatch(store, every=rules.poll_every)

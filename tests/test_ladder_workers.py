@@ -1,6 +1,6 @@
 """A ladder that plays its matches in worker processes on this machine (`ladder serve --workers N`).
 
-The in-process tests drive a ladder (`service.build`) whose starter hands matches to `LocalWorkers`
+The in-process tests drive a ladder (`wiring.build`) whose starter hands matches to `LocalWorkers`
 (two real worker processes) and bots written from docs/protocol.md; the last ones run `cellarena
 ladder serve --workers 2` with the SDK's example bots, and check what the command refuses.
 """

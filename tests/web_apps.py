@@ -11,7 +11,7 @@ from typing import Any
 from cellarena.arena.ladder.scoring.settlement import settle
 from cellarena.arena.ladder.store.ladder_store import LadderStore, SeatResult
 from cellarena.arena.ladder.web.app import ladder_app
-from cellarena.arena.ladder.web.owner_pages import AccountSettings
+from cellarena.arena.ladder.web.owner_guard import AccountSettings
 from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.hosts import AllowedHosts
 

@@ -6,7 +6,7 @@ each a lobby of its own on a free port of the ladder's address. A pairing whose 
 redirects goes to the worker with the fewest matches under way: the worker reserves its seats by
 the digests of fresh seat tokens, the starter sends each bot a ``redirect`` there, and the result
 and the replay come back over the worker's pipe and are recorded as a match played here is. This
-is the cluster's hand-off (`hand_off.HandOff`) without Dask: `LocalWorkers` is one more `HandsOff`.
+is the cluster's hand-off (`cluster_hand_off.HandOff`) without Dask: `LocalWorkers` is one more `HandsOff`.
 
 The ladder starts, watches, restarts and stops its workers. A worker that dies costs only its
 matches: each is void (`HandOffError` to the starter), its bots come back to the queue, and the
@@ -180,7 +180,7 @@ class LocalWorkers:
     async def _keep(
         self, worker: _Worker, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Run ``worker``, and start it again whenever it dies, until cancelled."""
+        """Run ``worker_process``, and start it again whenever it dies, until cancelled."""
         first = True
         wait = RESTART_FIRST
         while True:
@@ -320,7 +320,7 @@ class LocalWorkers:
                 pending.end()
 
     def _lost(self, worker: _Worker, why: str) -> None:
-        """``worker`` ended: every match it held ends without a result."""
+        """``worker_process`` ended: every match it held ends without a result."""
         lost = list(worker.pending.items())
         worker.pending.clear()
         for ladder_id, pending in lost:

@@ -1,6 +1,6 @@
 """Wrong tokens counted by address, and the lock-out they lead to: one rule for every door a token opens.
 
-The bot port (`admission`) and the owner's replay endpoint of the pages (`web.LadderSite`) both take
+The bot port (`admission`) and the owner's replay endpoint of the pages (`public_pages.LadderSite`) both take
 a bot's token; each counts the wrong ones an address sends with a `TokenLockout`, so that guessing
 is as slow through one door as through the other. Past ``LadderRules.failed_tokens`` wrong tokens
 an address is locked out for ``lockout`` seconds, doubled at each further lock-out up to

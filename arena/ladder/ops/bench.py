@@ -14,7 +14,7 @@ bots follow redirects). The figure that says how far one ladder process then goe
 per match: the ratio of the two is printed.
 
 With ``--workers N`` the load runs with one worker (every match in the ladder's process) and then
-with N worker processes on this machine (`local_workers`, as ``ladder serve --workers N``). Each run
+with N worker processes on this machine (`worker_pool`, as ``ladder serve --workers N``). Each run
 reports the CPU of the server (the ladder's process and its workers, each read from /proc) apart
 from the load generator's, since on one machine they share the cores.
 """

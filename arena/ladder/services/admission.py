@@ -1,7 +1,7 @@
 """The ladder's admission service: who may queue or play, from a bot's hello to a revoke.
 
 A bot's hello carries its ladder token. The token is checked against the store in a worker thread
-(the store blocks; the poller's task must not), then the bot joins the queue (`matchmaking`), or
+(the store blocks; the poller's task must not), then the bot joins the queue (`queue`), or
 takes back its seat in a match under way (`starter`). The limits a public server needs, each refusal
 with its own error code (docs/ladder.md):
 
@@ -94,7 +94,7 @@ class Admission(LadderService):
         self.database = database
         self.rules = rules if rules is not None else LadderRules()
         #: (house bot's name, connection) -> whether that house bot's own processes hold it
-        #: (`house.HouseBots.holds`, wired by `service.run_ladder`): a house bot's token read from its
+        #: (`house.HouseBots.holds`, wired by `wiring.run_ladder`): a house bot's token read from its
         #: pipe by another process seats nobody.
         self.house_owner: Callable[[str, Connection], bool] | None = None
         #: False once the ladder stops: hellos are told `shutdown`.

@@ -3,13 +3,13 @@
 The ladder is four services with one lifecycle (`lifecycle`), each with its own state and task:
 
 - `admission.Admission`: hellos, tokens, lock-outs and limits, and revokes or rotations made elsewhere;
-- `matchmaking.MatchQueue`: the bots that wait, and the pass timer that pairs them (`matchmaker`);
+- `queue.MatchQueue`: the bots that wait, and the pass timer that pairs them (`matchmaker`);
 - `starter.MatchStarter`: each pairing written down and played, here or on the cluster;
-- `results.Results`: results and voids written in order, kept on disk in an outage, and the ratings.
+- `match_results.Results`: results and voids written in order, kept on disk in an outage, and the ratings.
 
 `LadderSeating` only connects them to the lobby (a hello goes to admission, the lobby's matches to the
 starter) and to the database's change log (`changes.DatabaseWatch`, whose listener it is). Its `run`,
-which the lobby starts, runs the services; `service.run_ladder` drives the rest of their lifecycle.
+which the lobby starts, runs the services; `wiring.run_ladder` drives the rest of their lifecycle.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class LadderSeating(Seating):
         #: In dependency order: the queue pairs by the results' ratings, admission feeds the queue.
         self.services = Services([results, starter, queue, admission])
         #: Told of every accepted connection, and of every bot hello with its refusal (code, message)
-        #: or None (`house.HouseBots.connected`, `.hello`, wired by `service.run_ladder`): a house
+        #: or None (`house.HouseBots.connected`, `.hello`, wired by `wiring.run_ladder`): a house
         #: bot's launch that never joins the queue is a failure with a cause, as a seat's would be.
         self.on_connected: Callable[[Connection], None] | None = None
         self.on_hello: Callable[[Connection, dict[str, Any], tuple[str, str] | None], None] | None = None

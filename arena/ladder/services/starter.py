@@ -50,7 +50,7 @@ log = logging.getLogger("cellarena.ladder")
 
 class HandsOff(Protocol):
     """Where the starter can send a match to be played away from this process: Dask's cluster
-    (`hand_off.HandOff`) and local worker processes (`local_workers.LocalWorkers`), unseen by the
+    (`cluster_hand_off.HandOff`) and local worker processes (`worker_pool.LocalWorkers`), unseen by the
     queue, admission and results. `start` says where the match listens for its bots (`HandOffError`
     if nobody hosts it), `result` waits for its end, `cancel` gives it up."""
 

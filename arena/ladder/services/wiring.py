@@ -175,7 +175,7 @@ def prepare(
     spool: ResultSpool | None,
     notify: Callable[[str], None] = lambda text: None,
 ) -> None:
-    """What a ladder server does to its store before it serves (`results.prepare`, which the results
+    """What a ladder server does to its store before it serves (`match_results.prepare`, which the results
     service's `initialize` runs); LadderStoreError when it must not serve, with nothing voided."""
     legacy = None if config.legacy_spool_dir is None else ResultSpool(config.legacy_spool_dir)
     results_prepare(store, config.replay_dir, spool, notify, game=config.game, legacy_spool=legacy)

@@ -1,5 +1,5 @@
-"""The whole app `cellarena ladder web` serves: the public pages (`web`), the owners' pages with
-``--signup`` (`web_accounts`), the live match with ``--live-port``, behind the Host check
+"""The whole app `cellarena ladder web` serves: the public pages (`public_pages`), the owners' pages with
+``--signup`` (`owner_pages`), the live match with ``--live-port``, behind the Host check
 (`server.web.hosts`). Made here, outside the command, so the tests call the very app it serves."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from cellarena.server.web.hosts import AllowedHosts
 from cellarena.server.web.live import LiveFeed, live_routes
 
 if TYPE_CHECKING:
-    from cellarena.arena.ladder.web.owner_pages import AccountSettings
+    from cellarena.arena.ladder.web.owner_guard import AccountSettings
 
 
 def ladder_app(
@@ -45,11 +45,12 @@ def ladder_app(
     routes: list[BaseRoute] = []
     if accounts is not None:
         from cellarena.arena.ladder.web.owner_pages import AccountSite
+        from cellarena.arena.ladder.web.owner_routes import owner_routes
 
         account_site = AccountSite(store, games, accounts, live=live)
-        site.who = account_site.owner  # the header names who is logged in
-        site.owner_sessions = account_site.api_owner  # owners act on the API with their login too
-        routes += account_site.routes()
+        site.who = account_site.guard.owner  # the header names who is logged in
+        site.owner_sessions = account_site.guard.api_owner  # owners act on the API with their login too
+        routes += owner_routes(account_site)
     routes += site.routes()
     feed = None
     if live:

@@ -1,4 +1,4 @@
-"""The community ladder's pages and HTTP API, beside the ladder's public pages (`web`).
+"""The community ladder's pages and HTTP API, beside the ladder's public pages (`public_pages`).
 
 Public and read-only: ``/bots/NAME/stats`` (a page) and ``/api/bots/NAME/stats`` (JSON,
 `bot_stats`), ``/api/bots/NAME/challenges`` (its challenges, made and received).
@@ -7,7 +7,7 @@ Changes, each a POST authorised by a bot's token in ``Authorization: Bearer TOKE
 URL: URLs end up in logs), found by the token's hash and compared in constant time
 (`LadderStore.authenticate`); a token is good only for its own bot. With ``ladder web --signup``
 an owner's login works too: the session cookie with the page's CSRF token in an ``X-CSRF-Token``
-header and this site's ``Origin`` (`OwnerSessions`, checked by `web_accounts`); it acts for that
+header and this site's ``Origin`` (`OwnerSessions`, checked by `owner_pages`); it acts for that
 owner's bots only (403 for another's), and a challenge then names its bot, ``{"bot": "MINE", ...}``:
 
 - ``POST /api/bots/NAME/resume``: resume the paused bot NAME (its owner has fixed it);
@@ -47,7 +47,7 @@ MAX_BODY = 4096
 
 #: The owner logged in on a request, as (their name, their active bots' names); None when the request
 #: carries no session cookie. Raises HTTPException (401, 403) for a session that is stale, or a
-#: request without this site's Origin or the session's CSRF header (`AccountSite.api_owner`).
+#: request without this site's Origin or the session's CSRF header (`OwnerGuard.api_owner`).
 OwnerSessions = Callable[[Request], Awaitable[tuple[str, frozenset[str]] | None]]
 
 

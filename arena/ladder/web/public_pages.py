@@ -1,14 +1,14 @@
 """The ladder's public pages: standings, bot pages, the match list, replays and the live match.
 
 Pages render from Jinja2 templates (``templates/*.html`` beside this module, autoescaped): a bot's name
-is data wherever it is shown. The owners' pages (`web_accounts`) share their header (``ladder.html``).
+is data wherever it is shown. The owners' pages (`owner_pages`) share their header (``ladder.html``).
 
 Served by `cellarena ladder web GAME...`, a process of its own beside the `ladder serve` of each game,
 reading the same database, on the web app the replay viewer uses (`cellarena.server.web`): every page is
 also JSON under ``/api/``, every finished match's replay plays in the viewer and downloads, and
 ``/live/`` shows the newest match as it is played. The pages read the store in worker threads (it
 blocks), and only read: these routes take no input but page addresses, so a stranger can do nothing here
-but look. Signing up, logging in and owning bots are `web_accounts`'s routes, served beside these only
+but look. Signing up, logging in and owning bots are `owner_pages`'s routes, served beside these only
 with ``ladder web --signup``.
 
 Nothing secret is shown: the store's records hold no token or digest, and a house bot's command
@@ -97,12 +97,12 @@ class LadderSite:
         self.game = self.games[0]
         self.several = len(self.games) > 1
         self.live = live
-        #: Whether owners' pages are served beside (`web_accounts`): the header links to them.
+        #: Whether owners' pages are served beside (`owner_pages`): the header links to them.
         self.accounts = accounts
         self.policy = policy
-        #: Who is logged in, for the header (`AccountSite.owner`); None without accounts.
+        #: Who is logged in, for the header (`OwnerGuard.owner`); None without accounts.
         self.who: Callable[[Request], Awaitable[Any]] | None = None
-        #: Owners' sessions for the community API's changes (`AccountSite.api_owner`); None: tokens only.
+        #: Owners' sessions for the community API's changes (`OwnerGuard.api_owner`); None: tokens only.
         self.owner_sessions: OwnerSessions | None = None
         #: Whether anyone may download the bots' debug drawings; else only each bot's owner gets its
         #: own, with the bot's token (`owner_replay`).
