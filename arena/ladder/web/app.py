@@ -12,6 +12,7 @@ from starlette.routing import BaseRoute
 
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ladder.web.public_pages import LadderSite
+from cellarena.arena.ladder.web.public_routes import public_routes
 from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.app import build_app
 from cellarena.server.web.hosts import AllowedHosts
@@ -51,7 +52,7 @@ def ladder_app(
         site.who = account_site.guard.owner  # the header names who is logged in
         site.owner_sessions = account_site.guard.api_owner  # owners act on the API with their login too
         routes += owner_routes(account_site)
-    routes += site.routes()
+    routes += public_routes(site)
     feed = None
     if live:
         feed = LiveFeed(games[0])

@@ -8,8 +8,8 @@ reading the same database, on the web app the replay viewer uses (`cellarena.ser
 also JSON under ``/api/``, every finished match's replay plays in the viewer and downloads, and
 ``/live/`` shows the newest match as it is played. The pages read the store in worker threads (it
 blocks), and only read: these routes take no input but page addresses, so a stranger can do nothing here
-but look. Signing up, logging in and owning bots are `owner_pages`'s routes, served beside these only
-with ``ladder web --signup``.
+but look. `LadderSite` makes the pages; `public_routes` maps their paths. Signing up, logging in and
+owning bots are `owner_pages`' (`owner_routes`), served beside these only with ``ladder web --signup``.
 
 Nothing secret is shown: the store's records hold no token or digest, and a house bot's command
 (which may name paths on the host) is left out; replays are offered by match id, never by path.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -28,20 +27,17 @@ import trio
 from markupsafe import Markup
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import BaseRoute, Route
 
 from cellarena.arena.ladder.identity.lockout import TokenLockout
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS, MatchRecord
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.store.ladder_store import MAX_ID, LadderStore
-from cellarena.arena.ladder.web.community_pages import CommunityApi, OwnerSessions
+from cellarena.arena.ladder.web.community_pages import OwnerSessions
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results import RatingPoint
 from cellarena.server.replay import strip_debug_bytes
 from cellarena.server.trusted_proxies import TrustedProxies
-from cellarena.server.web.numbers import parse_number, path_number, query_number
-from cellarena.server.web.replays import ReplayLibrary, replay_routes
+from cellarena.server.web.numbers import parse_number
 from cellarena.server.web.templating import render
 
 #: Matches per page of the match list, and on a bot's page.
@@ -206,10 +202,10 @@ class LadderSite:
         )
 
     def match_html(self, match_id: int, owner: object = None) -> str:
-        m = self._match(match_id)
+        m = self.match_or_404(match_id)
         return self._render("match.html", f"match #{match_id}", m.game, m=m, owner=owner)
 
-    def _match(self, match_id: int) -> MatchRecord:
+    def match_or_404(self, match_id: int) -> MatchRecord:
         m = self.store.match(match_id)
         if m is None or m.game not in self.games:
             raise HTTPException(404, f"no match #{match_id} on this ladder")
@@ -273,7 +269,7 @@ class LadderSite:
         stripped, _ = strip_debug_bytes(data, f"match {match_id}", keep=seats)
         return stripped
 
-    async def _owner_replay_counted(self, host: str, rid: str, token: str) -> bytes:
+    async def owner_replay_counted(self, host: str, rid: str, token: str) -> bytes:
         """`owner_replay`, with a wrong token counted against ``host`` as the bot port counts it
         (`TokenLockout`): past the limit the address gets 429 for its guesses, while a good token
         still gets its replay."""
@@ -298,132 +294,6 @@ class LadderSite:
         finally:
             self.lockout.checked(host)
 
-    # -- routes ---------------------------------------------------------------------------------------
-    def routes(self) -> list[BaseRoute]:
-        async def html(request: Request, fn: Any, *args: Any) -> Response:
-            owner = None if self.who is None else await self.who(request)
-            return HTMLResponse(await trio.to_thread.run_sync(partial(fn, *args, owner=owner)))
-
-        def standings(game: str) -> Callable[[Request], Awaitable[Response]]:
-            async def page(request: Request) -> Response:
-                return await html(request, self.standings_html, game)
-
-            return page
-
-        async def games(request: Request) -> Response:
-            return await html(request, self.games_html)
-
-        async def bot(request: Request) -> Response:
-            return await html(request, self.bot_html, request.path_params["name"])
-
-        def matches(game: str) -> Callable[[Request], Awaitable[Response]]:
-            async def page(request: Request) -> Response:
-                return await html(request, self.matches_html, _before(request), game)
-
-            return page
-
-        async def match(request: Request) -> Response:
-            return await html(request, self.match_html, path_number(request, "id", "match", maximum=MAX_ID))
-
-        def api_standings(game: str) -> Callable[[Request], Awaitable[Response]]:
-            async def answer(_request: Request) -> Response:
-                table = await trio.to_thread.run_sync(self.store.standings, game)
-                return JSONResponse({"game": game, "standings": [s.to_json() for s in table]})
-
-            return answer
-
-        async def api_bot(request: Request) -> Response:
-            return JSONResponse(await trio.to_thread.run_sync(self.bot_json, request.path_params["name"]))
-
-        def api_matches(game: str) -> Callable[[Request], Awaitable[Response]]:
-            async def answer(request: Request) -> Response:
-                before = _before(request)
-                found = await trio.to_thread.run_sync(
-                    lambda: self.store.matches(game, limit=PAGE, before=before)
-                )
-                return JSONResponse({"matches": [match_json(m) for m in found]})
-
-            return answer
-
-        async def api_games(_request: Request) -> Response:
-            return JSONResponse(
-                {
-                    "games": [
-                        {"game": g, "standings": f"/api{self.root(g)}/standings", "page": f"{self.root(g)}/"}
-                        for g in self.games
-                    ]
-                }
-            )
-
-        async def which_game(request: Request) -> Response:
-            roots = ", ".join(f"/api{self.root(g)}{request.url.path[4:]}" for g in self.games)
-            raise HTTPException(404, f"this ladder serves several games: ask {roots}")
-
-        async def api_match(request: Request) -> Response:
-            match_id = path_number(request, "id", "match", maximum=MAX_ID)
-            m = await trio.to_thread.run_sync(self._match, match_id)
-            return JSONResponse(match_json(m))
-
-        async def api_owner_replay(request: Request) -> Response:
-            # The token comes in a header, never the URL (URLs end up in logs and histories).
-            scheme, _, token = request.headers.get("authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not token.strip():
-                raise HTTPException(401, "send the bot's token as 'Authorization: Bearer TOKEN'")
-            rid = request.path_params["rid"]
-            data = await self._owner_replay_counted(client_host(request, self.trusted_proxies), rid, token)
-            name = f"ladder-{rid}.replay"
-            disposition = {"content-disposition": f'attachment; filename="{name}"'}
-            return Response(data, media_type="application/octet-stream", headers=disposition)
-
-        library = ReplayLibrary(
-            self.replay_path,
-            debug=self.public_debug,
-            label=lambda rid: f"match {rid}",  # by number, never by path (the module's docstring)
-            file_name=lambda rid: f"ladder-{rid}.replay",
-        )
-        if self.several:
-            lists: list[BaseRoute] = [Route("/", games), Route("/api/games", api_games)]
-            for g in self.games:
-                root = self.root(g)
-                lists += [
-                    Route(f"{root}/", standings(g)),
-                    Route(root, redirect(f"{root}/")),
-                    Route(f"{root}/matches", matches(g)),
-                    Route(f"/api{root}/standings", api_standings(g)),
-                    Route(f"/api{root}/matches", api_matches(g)),
-                ]
-            lists += [
-                Route("/matches", redirect("/")),  # every game's list is its own
-                Route("/api/standings", which_game),
-                Route("/api/matches", which_game),
-            ]
-        else:
-            lists = [
-                Route("/", standings(self.game)),
-                Route("/matches", matches(self.game)),
-                Route("/api/standings", api_standings(self.game)),
-                Route("/api/matches", api_matches(self.game)),
-            ]
-        return [
-            *CommunityApi(
-                self.store, self.games, self.owner_sessions
-            ).routes(),  # first: /bots/{name:path} would take them
-            *lists,
-            Route("/bots/{name:path}", bot),
-            Route("/matches/{id}", match),
-            Route("/api/bots/{name:path}", api_bot),
-            Route("/api/matches/{id}", api_match),
-            Route("/api/replays/{rid}/owner", api_owner_replay),
-            *replay_routes(library, prefix="/replays", public_debug=self.public_debug),
-        ]
-
-
-def redirect(to: str) -> Callable[[Request], Awaitable[Response]]:
-    async def answer(_request: Request) -> Response:
-        return RedirectResponse(to)
-
-    return answer
-
 
 def client_host(request: Request, trusted: TrustedProxies) -> str:
     """The client's address: the peer, or whom a trusted proxy's X-Forwarded-For names (every such
@@ -439,10 +309,3 @@ def client_host(request: Request, trusted: TrustedProxies) -> str:
 def _match_number(text: str) -> int | None:
     """``text`` as a match number, or None if it is not one (`numbers.parse_number`)."""
     return parse_number(text, maximum=MAX_ID)
-
-
-def _before(request: Request) -> int | None:
-    """The match list's ``?before=N``: 400 if N is not a number, 404 if no match number is that large."""
-    if "before" not in request.query_params:
-        return None
-    return query_number(request, "before", 0, maximum=MAX_ID, too_large=404)
