@@ -147,7 +147,7 @@ class Admission(LadderService):
                 protocol.QUEUE_FULL,
                 f"the queue holds {self.rules.max_queue} bots; come back in a few seconds",
             )
-        if not self.database.up and self.starter.seat_of(hello["token"]) is None:
+        if not self.database.up and self.starter.live.seat_of(hello["token"]) is None:
             # `shutdown`: every SDK released so far comes back later on it. A bot back to its seat in
             # a match under way here is let in: its token is known without the database.
             return (
@@ -187,7 +187,7 @@ class Admission(LadderService):
                 bot = await trio.to_thread.run_sync(self.store.authenticate, token)
             except LadderStoreError as exc:
                 self._checked(conn)
-                if self.starter.reattach_known(conn, token):
+                if self.starter.live.reattach_known(conn, token):
                     continue
                 log.error("cannot check a token: %s", exc)
                 conn.fail(protocol.SHUTDOWN, "the ladder cannot read its database now; come back later")
@@ -248,7 +248,7 @@ class Admission(LadderService):
                 "processes (docs/security.md)",
             )
             return
-        if self.starter.reattach(conn, bot, digest):
+        if self.starter.live.reattach(conn, bot, digest):
             return  # a paused bot still finishes the match it was playing
         if bot.stopped is not None:
             conn.fail(protocol.PAUSED, bot.stopped)
@@ -258,7 +258,7 @@ class Admission(LadderService):
             return
         # A match on the cluster is over for its bots before its result has come back here: a bot
         # back from one queues at once, and is paired once the result is in (`MatchStarter.busy`).
-        playing = self.starter.matches_here(bot)
+        playing = self.starter.live.matches_here(bot)
         if playing >= bot.max_matches:
             conn.fail(
                 protocol.BUSY,

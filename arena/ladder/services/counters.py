@@ -10,6 +10,10 @@ import collections
 import statistics
 from dataclasses import dataclass, field
 
+import trio
+
+from cellarena.server.match import MatchOutcome
+
 #: How many recent queue waits are kept for the percentiles (memory stays bounded on a busy ladder).
 RECENT_WAITS = 10_000
 
@@ -39,6 +43,16 @@ class LadderStats:
     recent_ends: collections.deque[float] = field(
         default_factory=lambda: collections.deque(maxlen=RECENT_WAITS)
     )
+
+    def count_end(self, outcome: MatchOutcome) -> None:
+        """A match ended with ``outcome`` (here or in a worker): its ticks and their lateness."""
+        self.matches_ended += 1
+        self.recent_ends.append(trio.current_time())
+        self.ticks += outcome.ticks
+        self.agent_ticks += outcome.ticks * len(outcome.names)
+        self.late_ticks += outcome.late_ticks
+        self.behind_ticks += outcome.behind_ticks
+        self.bad_ticks += outcome.bad_ticks
 
     def matches_per_minute(self, now: float) -> int:
         """How many matches ended in the minute before ``now``."""

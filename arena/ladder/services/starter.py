@@ -19,7 +19,6 @@ import functools
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,11 +26,11 @@ import trio
 
 from cellarena.arena.ladder.errors import ChallengeRefusedError, SeatRefusedError
 from cellarena.arena.ladder.hosting.cluster_hand_off import HandOffError, Hosting
-from cellarena.arena.ladder.identity import tokens
 from cellarena.arena.ladder.matchmaking.matchmaker import Pairing
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.services.counters import LadderStats
 from cellarena.arena.ladder.services.lifecycle import LadderService
+from cellarena.arena.ladder.services.live_matches import Live, LiveMatches
 from cellarena.arena.ladder.services.match_results import Ended, Results
 from cellarena.arena.ladder.services.queue import MatchQueue, Queued
 from cellarena.arena.ladder.services.revocations import revoked_message, rotated_message
@@ -68,17 +67,6 @@ class Relays(Protocol):
     it started, and ``conn`` is untouched)."""
 
     async def relay(self, ladder_id: int, conn: Connection) -> bool: ...
-
-
-@dataclass
-class Live:
-    """A ladder match under way here: its match in the lobby, its id in the store, its bots by seat."""
-
-    match: Match
-    ladder_id: int
-    bots: tuple[BotRecord, ...]
-    #: Per seat, the digest of the token its connection identified itself with.
-    digests: list[str | None] = field(default_factory=list)
 
 
 class MatchStarter(LadderService):
@@ -122,8 +110,8 @@ class MatchStarter(LadderService):
         #: Why a house bot's connection went, by its name (`HouseBots.explain`, wired by
         #: `run_ladder`); None: house bots that leave are ``disconnected`` like any other.
         self.explain_house: Callable[[str], Awaitable[dict[str, Any] | None]] | None = None
-        #: Matches under way here, by their match in the lobby.
-        self.live: dict[Match, Live] = {}
+        #: Matches under way here, by their match in the lobby, and their seats.
+        self.live = LiveMatches()
         #: Matches under way on the cluster: ladder id -> bots by seat.
         self.remote: dict[int, tuple[BotRecord, ...]] = {}
         #: Ladder match id -> its replay file, for those that have one.
@@ -333,8 +321,8 @@ class MatchStarter(LadderService):
             why = "no bot reached the match host" if not result.anybody_came else "it ended without a result"
             await self.results.void(ladder_id, why)
             return
-        replay = await self._write_replay(ladder_id, result.replay)
-        self._count(result.outcome)
+        replay = await _write_replay(self.replay_dir, ladder_id, result.replay)
+        self.stats.count_end(result.outcome)
         self.results.ended(Ended(ladder_id, bots, result.outcome, replay))
 
     def _nursery_close(self, conn: Connection) -> None:
@@ -346,18 +334,6 @@ class MatchStarter(LadderService):
 
         assert self._nursery is not None
         self._nursery.start_soon(close)
-
-    async def _write_replay(self, ladder_id: int, data: bytes | None) -> str | None:
-        """Write a cluster match's replay where this ladder keeps its own; its path, or None."""
-        if data is None or self.replay_dir is None:
-            return None
-        path = replay_path(self.replay_dir, ladder_id)
-        try:
-            await trio.to_thread.run_sync(write_new, path, data)
-        except OSError as exc:
-            log.error("ladder match %d: cannot write its replay %s (%s)", ladder_id, path, exc)
-            return None
-        return str(path)
 
     # ----------------------------------------------------------------- spectators
     def spectate(self, conn: Connection, hello: dict[str, Any]) -> bool:
@@ -396,24 +372,10 @@ class MatchStarter(LadderService):
         Called right as the match leaves the lobby's running matches, with no checkpoint between,
         so a match that left without coming here ended without a result (`void_vanished`)."""
         live = next((lv for lv in self.live.values() if lv.match.number == outcome.number), None)
-        self._count(outcome)
+        self.stats.count_end(outcome)
         if live is not None:
             del self.live[live.match]
             self.results.ended(Ended(live.ladder_id, live.bots, outcome, self.replays.get(live.ladder_id)))
-
-    def _count(self, outcome: MatchOutcome) -> None:
-        stats = self.stats
-        stats.matches_ended += 1
-        stats.recent_ends.append(trio.current_time())
-        stats.ticks += outcome.ticks
-        stats.agent_ticks += outcome.ticks * len(outcome.names)
-        stats.late_ticks += outcome.late_ticks
-        stats.behind_ticks += outcome.behind_ticks
-        stats.bad_ticks += outcome.bad_ticks
-
-    def ladder_id(self, match: Match) -> int | None:
-        live = self.live.get(match)
-        return None if live is None else live.ladder_id
 
     async def void_vanished(self) -> None:
         """Void the matches that left the lobby without a result (cut short, or an internal error)."""
@@ -434,61 +396,6 @@ class MatchStarter(LadderService):
                 self.hand_off.cancel(ladder_id)
             await self.results.void(ladder_id, reason)
 
-    # ----------------------------------------------------------------- seats
-    def reattach(self, conn: Connection, bot: BotRecord, digest: str | None = None) -> bool:
-        """A bot back on a new connection while its seat waits for it: it takes the seat again."""
-        for live in self.live.values():
-            for index, seated in enumerate(live.bots):
-                seat = live.match.seats[index]
-                if seated.id != bot.id or seat.connected or seat.forfeit_tick is not None:
-                    continue
-                if live.match.over:
-                    continue
-                live.match.reattach(index, conn)
-                if index < len(live.digests):
-                    live.digests[index] = digest
-                return True
-        return False
-
-    def seat_of(self, token: str) -> tuple[BotRecord, str] | None:
-        """The bot of a match under way here that identified itself with ``token``, and its digest."""
-        if not tokens.looks_like_token(token):
-            return None
-        digest = tokens.token_digest(token)
-        for live in self.live.values():
-            for index, known in enumerate(live.digests):
-                if known is not None and tokens.digests_equal(known, digest):
-                    return live.bots[index], digest
-        return None
-
-    def reattach_known(self, conn: Connection, token: str) -> bool:
-        """Without the database (an outage), a bot may still take back its seat in a match under way
-        here: the token it played with is known by its digest. A seat whose old connection the server
-        has not yet seen close is taken too (the bot, which cannot queue now, is back on a new one);
-        one that lost its connection first."""
-        if not tokens.looks_like_token(token):
-            return False
-        digest = tokens.token_digest(token)
-        seats = [
-            (live.match.seats[index].connected, live, index)
-            for live in self.live.values()
-            if not live.match.over
-            for index, known in enumerate(live.digests)
-            if known is not None
-            and tokens.digests_equal(known, digest)
-            and live.match.seats[index].forfeit_tick is None
-        ]
-        if not seats:
-            return False
-        _, live, index = min(seats, key=lambda s: s[0])
-        conn.name = live.bots[index].name
-        live.match.reattach(index, conn)
-        return True
-
-    def matches_here(self, bot: BotRecord) -> int:
-        """How many matches under way here ``bot`` plays."""
-        return sum(1 for live in self.live.values() if any(b.id == bot.id for b in live.bots))
-
     def busy(self, waiting: dict[str, Queued]) -> set[str]:
         """Bots playing as many matches as they may (only a bot back from a match on the cluster
         whose result has not come back yet can be in the queue and here)."""
@@ -504,3 +411,16 @@ class MatchStarter(LadderService):
     def playing(self) -> set[str]:
         """The bots in a match under way."""
         return {b.name for bots in self._under_way() for b in bots}
+
+
+async def _write_replay(replay_dir: Path | None, ladder_id: int, data: bytes | None) -> str | None:
+    """Write a cluster match's replay where this ladder keeps its own; its path, or None."""
+    if data is None or replay_dir is None:
+        return None
+    path = replay_path(replay_dir, ladder_id)
+    try:
+        await trio.to_thread.run_sync(write_new, path, data)
+    except OSError as exc:
+        log.error("ladder match %d: cannot write its replay %s (%s)", ladder_id, path, exc)
+        return None
+    return str(path)
