@@ -19,6 +19,7 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from cellarena.sdk import protocol
 from cellarena.sdk.games import adapter
@@ -41,84 +42,108 @@ class _Bot:
     target: tuple[str, int, str] | None = None
 
 
-def run(
-    host: str, port: int, seconds: float, game: str, tokens: list[str], *, follow: bool = False
-) -> dict[str, object]:
-    """Play until ``seconds`` have passed (following redirects with ``follow``); the counts of what
-    happened."""
-    noop = adapter(game).noop_answer
-    epoll = select.epoll()
-    bots = [_Bot(token) for token in tokens]
-    by_fd: dict[int, _Bot] = {}
-    refused: collections.Counter[str] = collections.Counter()
-    connections = redirects = 0
-    accepts = protocol.ACCEPTS if follow else ()
-    deadline = time.monotonic() + seconds
+class _Load:
+    """The bots of one run, their sockets in one epoll, and the counts of what happened."""
 
-    def close(bot: _Bot, retry_after: float) -> None:
+    def __init__(self, host: str, port: int, game: str, tokens: list[str], *, follow: bool) -> None:
+        self.home = (host, port)
+        self.game = game
+        self.noop = adapter(game).noop_answer
+        self.accepts = protocol.ACCEPTS if follow else ()
+        self.epoll = select.epoll()
+        self.bots = [_Bot(token) for token in tokens]
+        self.by_fd: dict[int, _Bot] = {}
+        self.refused: collections.Counter[str] = collections.Counter()
+        self.connections = self.redirects = 0
+
+    def connect_due(self, now: float) -> None:
+        """Connect every bot whose time to (re)connect has come: to the ladder, or where it was sent."""
+        for i, bot in enumerate(self.bots):
+            if bot.sock is not None or bot.connect_at > now:
+                continue
+            where, token = self.home, bot.token
+            if bot.target is not None:  # its match is elsewhere; then back to the ladder
+                where, token = bot.target[:2], bot.target[2]
+                bot.target = None
+            try:
+                sock = socket.create_connection(where, timeout=5)
+            except OSError:
+                bot.connect_at = now + RETRY_S
+                self.refused["connect_failed"] += 1
+                continue
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            hello = protocol.hello(f"load{i}", self.game, token=token, accepts=self.accepts)
+            sock.sendall(protocol.encode(hello))
+            sock.setblocking(False)
+            bot.sock = sock
+            self.by_fd[sock.fileno()] = bot
+            self.epoll.register(sock.fileno(), select.EPOLLIN)
+            self.connections += 1
+
+    def read(self, bot: _Bot) -> None:
+        """Answer what ``bot``'s socket brought; close it when its match ended or it was refused."""
+        assert bot.sock is not None
+        try:
+            data = bot.sock.recv(1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        retry: float | None = None if data else 0.0
+        for msg in bot.reader.feed(data) if data else ():
+            if msg["type"] != "tick":
+                retry = self.told(bot, msg, retry)
+                continue
+            try:
+                bot.sock.send(protocol.encode(protocol.moves(msg["tick"], self.noop(msg))))
+            except OSError:
+                retry = 0.0
+                break
+        if retry is not None:
+            self.close(bot, retry)
+
+    def told(self, bot: _Bot, msg: dict[str, Any], retry: float | None) -> float | None:
+        """A message other than a tick: the wait before connecting again once this batch is read
+        (0 after an end or a redirect, `RETRY_S` after a refusal), or ``retry`` as it was."""
+        kind = msg["type"]
+        if kind == "redirect":
+            bot.target = (msg["host"], msg["port"], msg["token"])
+            self.redirects += 1
+        elif kind == "error":
+            self.refused[str(msg.get("code"))] += 1
+            return RETRY_S
+        return 0.0 if kind in ("end", "redirect") else retry
+
+    def close(self, bot: _Bot, retry_after: float) -> None:
         assert bot.sock is not None
         fd = bot.sock.fileno()
-        epoll.unregister(fd)
-        del by_fd[fd]
+        self.epoll.unregister(fd)
+        del self.by_fd[fd]
         bot.sock.close()
         bot.sock = None
         bot.reader = _reader()
         bot.connect_at = time.monotonic() + retry_after
 
+    def stop(self) -> dict[str, object]:
+        for bot in self.bots:
+            if bot.sock is not None:
+                bot.sock.close()
+        self.epoll.close()
+        return {"connections": self.connections, "redirects": self.redirects, "refused": dict(self.refused)}
+
+
+def run(
+    host: str, port: int, seconds: float, game: str, tokens: list[str], *, follow: bool = False
+) -> dict[str, object]:
+    """Play until ``seconds`` have passed (following redirects with ``follow``); the counts of what
+    happened."""
+    load = _Load(host, port, game, tokens, follow=follow)
+    deadline = time.monotonic() + seconds
     while (now := time.monotonic()) < deadline:
-        for i, bot in enumerate(bots):
-            if bot.sock is None and bot.connect_at <= now:
-                where, token = (host, port), bot.token
-                if bot.target is not None:  # its match is elsewhere; then back to the ladder
-                    where, token = bot.target[:2], bot.target[2]
-                    bot.target = None
-                try:
-                    sock = socket.create_connection(where, timeout=5)
-                except OSError:
-                    bot.connect_at = now + RETRY_S
-                    refused["connect_failed"] += 1
-                    continue
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                hello = protocol.hello(f"load{i}", game, token=token, accepts=accepts)
-                sock.sendall(protocol.encode(hello))
-                sock.setblocking(False)
-                bot.sock = sock
-                by_fd[sock.fileno()] = bot
-                epoll.register(sock.fileno(), select.EPOLLIN)
-                connections += 1
-        for fd, _ in epoll.poll(0.02):
-            bot = by_fd[fd]
-            assert bot.sock is not None
-            try:
-                data = bot.sock.recv(1 << 16)
-            except (BlockingIOError, InterruptedError):
-                continue
-            except OSError:
-                data = b""
-            retry: float | None = None if data else 0.0
-            for msg in bot.reader.feed(data) if data else ():
-                if msg["type"] == "tick":
-                    try:
-                        bot.sock.send(protocol.encode(protocol.moves(msg["tick"], noop(msg))))
-                    except OSError:
-                        retry = 0.0
-                        break
-                elif msg["type"] == "end":
-                    retry = 0.0
-                elif msg["type"] == "redirect":
-                    bot.target = (msg["host"], msg["port"], msg["token"])
-                    redirects += 1
-                    retry = 0.0
-                elif msg["type"] == "error":
-                    refused[str(msg.get("code"))] += 1
-                    retry = RETRY_S
-            if retry is not None:
-                close(bot, retry)
-    for bot in bots:
-        if bot.sock is not None:
-            bot.sock.close()
-    epoll.close()
-    return {"connections": connections, "redirects": redirects, "refused": dict(refused)}
+        load.connect_due(now)
+        for fd, _ in load.epoll.poll(0.02):
+            load.read(load.by_fd[fd])
+    return load.stop()
 
 
 if __name__ == "__main__":
