@@ -31,9 +31,9 @@ from wire_client import Client
 
 from cellarena.arena.cluster import ClusterSpec
 from cellarena.arena.ladder.hosting.cluster_hand_off import HandOff, HandOffConfig, open_hand_off, worker_host
+from cellarena.arena.ladder.ops.wiring import LadderConfig, build
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.seating import LadderSeating
-from cellarena.arena.ladder.services.wiring import LadderConfig, build
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import Bot, protocol
 from cellarena.sdk.bot import _Log, _Series, parse_args

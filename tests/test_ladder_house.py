@@ -19,12 +19,12 @@ import pytest
 import trio
 import trio.testing
 
+from cellarena.arena.ladder.ops.wiring import LadderConfig, build
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.services import house as house_module
 from cellarena.arena.ladder.services.house import HouseBots
 from cellarena.arena.ladder.services.queue import Queued
 from cellarena.arena.ladder.services.seating import LadderSeating
-from cellarena.arena.ladder.services.wiring import LadderConfig, build
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 

@@ -25,11 +25,11 @@ from wire_client import Client
 
 from cellarena.arena.ladder.errors import LadderStoreError, ServerClaimLostError
 from cellarena.arena.ladder.ops.health import serve_health
+from cellarena.arena.ladder.ops.wiring import LadderConfig, build, prepare
 from cellarena.arena.ladder.records import Change, SeatResult
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.changes import DatabaseWatch
 from cellarena.arena.ladder.services.spool import ResultSpool
-from cellarena.arena.ladder.services.wiring import LadderConfig, build, prepare
 from cellarena.arena.ladder.store.backends import _GAME_LOCK_CLASS as GAME_LOCK_CLASS
 from cellarena.arena.ladder.store.backends import _LOCK_CLASS as LOCK_CLASS
 from cellarena.arena.ladder.store.backends import PostgresBackend, game_lock_key

@@ -1,6 +1,6 @@
 """The ladder over real TCP: identified bots queue, play rated matches that the store keeps, come back.
 
-Each test runs a ladder (`cellarena.arena.ladder.services.wiring.build`) on a free loopback port with its
+Each test runs a ladder (`cellarena.arena.ladder.ops.wiring.build`) on a free loopback port with its
 own SQLite store, and bots written from docs/protocol.md (`wire_client.Client`).
 """
 
@@ -19,9 +19,9 @@ import trio
 from cellarena_cli import cellarena
 from wire_client import Client
 
+from cellarena.arena.ladder.ops.wiring import LadderConfig, build
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.seating import LadderSeating
-from cellarena.arena.ladder.services.wiring import LadderConfig, build
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 from cellarena.server.lobby import Lobby
@@ -613,7 +613,7 @@ async def test_run_ladder_wires_the_house_bots_ownership_into_admission(tmp_path
     connections into admission (HouseBots no longer reaches into admission itself)."""
     import os
 
-    from cellarena.arena.ladder.services.wiring import run_ladder
+    from cellarena.arena.ladder.ops.wiring import run_ladder
 
     store = LadderStore(tmp_path / "ladder.sqlite")
     alice_token = store.add_bot("alice", "rezzo")[1].secret
@@ -696,7 +696,7 @@ raise SystemExit(run(Quits, argv=[]))
 def _house_bot_match(tmp_path: Path, quit_at: int, alice_drops_at: int | None = None) -> dict[str, Any]:
     """One match of a real `run_ladder` (as `ladder serve` runs it) between outside bot alice and
     house bot quits, which exits with status 3 at tick ``quit_at`` (-1: plays on); its API JSON."""
-    from cellarena.arena.ladder.services.wiring import run_ladder
+    from cellarena.arena.ladder.ops.wiring import run_ladder
     from cellarena.arena.ladder.web.public_pages import match_json
 
     script = tmp_path / "quits.py"
@@ -795,8 +795,8 @@ async def test_a_house_bot_that_says_hello_for_another_game_is_paused_with_its_c
     each time, nothing recorded)."""
     import json
 
+    from cellarena.arena.ladder.ops.wiring import run_ladder
     from cellarena.arena.ladder.policy import CommunityPolicy
-    from cellarena.arena.ladder.services.wiring import run_ladder
 
     raw_bot = Path(__file__).parent / "bots" / "raw_bot.py"
     store = LadderStore(tmp_path / "ladder.sqlite")

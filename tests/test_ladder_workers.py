@@ -34,9 +34,9 @@ from cellarena.arena.ladder.hosting.worker_pool import (
     usable_cores,
 )
 from cellarena.arena.ladder.hosting.worker_process import WorkerSetup
+from cellarena.arena.ladder.ops.wiring import LadderConfig, build
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.seating import LadderSeating
-from cellarena.arena.ladder.services.wiring import LadderConfig, build
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 from cellarena.server.lobby import Lobby

@@ -188,7 +188,7 @@ def non_loopback_address() -> str | None:
 async def test_a_ladder_takes_tokens_over_tls_from_another_address_and_refuses_them_in_clear(
     tmp_path: Path,
 ) -> None:
-    from cellarena.arena.ladder.services.wiring import LadderConfig, build
+    from cellarena.arena.ladder.ops.wiring import LadderConfig, build
     from cellarena.arena.ladder.store.ladder_store import LadderStore
 
     address = non_loopback_address()

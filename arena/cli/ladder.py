@@ -969,10 +969,10 @@ def _serve_command(game: str) -> click.Command:
     ) -> None:
         import gc
 
+        from cellarena.arena.ladder.ops.wiring import LadderConfig, build, run_ladder
         from cellarena.arena.ladder.policy import CommunityPolicy
         from cellarena.arena.ladder.rules import LadderRules
         from cellarena.arena.ladder.services.spool import FOLDER as SPOOL_FOLDER
-        from cellarena.arena.ladder.services.wiring import LadderConfig, build, run_ladder
         from cellarena.arena.ladder.store.ladder_store import LadderStoreError
         from cellarena.sdk.client import is_loopback
         from cellarena.server.match import TickSettings

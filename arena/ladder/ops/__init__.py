@@ -1,1 +1,1 @@
-"""Running a ladder: its health endpoint and metrics, and `cellarena bench ladder` with its load bots."""
+"""Running a ladder: its services wired and run (`wiring`), health and metrics, `cellarena bench ladder`."""

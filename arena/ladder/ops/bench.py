@@ -39,9 +39,9 @@ from cellarena.arena.cluster import ClusterError, ClusterSpec, cluster_option
 from cellarena.arena.ladder.hosting.cluster_hand_off import HandOffConfig, open_hand_off
 from cellarena.arena.ladder.hosting.worker_pool import MAX_WORKERS, LocalWorkers
 from cellarena.arena.ladder.hosting.worker_process import WorkerSetup
+from cellarena.arena.ladder.ops.wiring import LadderConfig, build
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.starter import HandsOff
-from cellarena.arena.ladder.services.wiring import LadderConfig, build
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.server.bench.cpu import cpu_seconds
 from cellarena.server.bench.harness import raise_file_limit

@@ -1,1 +1,1 @@
-"""The running ladder server: admission, queue, starter, results, their lifecycle and wiring."""
+"""The running ladder server's services: admission, the queue, the starter, results, and their lifecycle."""
