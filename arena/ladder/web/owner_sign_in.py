@@ -23,6 +23,14 @@ class SignInPages:
         self.site = site
         self.guard = site.guard
 
+    def _again(
+        self, template: str, title: str, request: Request, status: int, error: Exception, name: str
+    ) -> Response:
+        """The form again, saying what was wrong, with the name as it was typed."""
+        return self.site.anonymous_form(
+            template, request, status, title=title, error=str(error), name=name[:64]
+        )
+
     async def signup_page(self, request: Request) -> Response:
         if self.site.settings.policy is None:
             raise HTTPException(404, "this ladder takes no sign-ups; its host registers the bots")
@@ -33,14 +41,7 @@ class SignInPages:
         try:
             owner = await self.site.do_sign_up(request, fields)
         except (AccountError, BadNameError) as exc:
-            return self.site.anonymous_form(
-                "account/signup.html",
-                request,
-                400,
-                title="Sign up",
-                error=str(exc),
-                name=fields.get("name", "")[:64],
-            )
+            return self._again("account/signup.html", "Sign up", request, 400, exc, fields.get("name", ""))
         if not owner.active:
             return self.site.page(
                 "account/message.html",
@@ -59,14 +60,7 @@ class SignInPages:
         try:
             owner = await self.site.do_check_password(request, fields)
         except AccountError as exc:
-            return self.site.anonymous_form(
-                "account/login.html",
-                request,
-                401,
-                title="Log in",
-                error=str(exc),
-                name=fields.get("name", "")[:64],
-            )
+            return self._again("account/login.html", "Log in", request, 401, exc, fields.get("name", ""))
         return await self.site.start_session(owner)
 
     async def logout(self, request: Request) -> Response:
@@ -90,9 +84,7 @@ class SignInPages:
                 self.site.accounts.reset_password, name, fields.get("code", ""), fields.get("password", "")
             )
         except AccountError as exc:
-            return self.site.anonymous_form(
-                "account/reset.html", request, 400, title="New password", error=str(exc), name=name[:64]
-            )
+            return self._again("account/reset.html", "New password", request, 400, exc, name)
         return RedirectResponse("/login", status_code=303)
 
     async def api_signup(self, request: Request) -> Response:
