@@ -23,7 +23,7 @@ from typing import Any
 
 from cellarena.arena.job import CUT_SHORT, MatchJob, WrongGameError, mark_cut_short, run_job
 from cellarena.arena.schedule import Scheduled, schedule
-from cellarena.arena.store import MatchRecord, Standing, Store
+from cellarena.arena.tournament_store import MatchRecord, Standing, Store
 from cellarena.server.confinement import Limits
 from cellarena.server.launcher import BotSpec
 from cellarena.server.match import TickSettings

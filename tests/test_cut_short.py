@@ -13,7 +13,7 @@ from bot_files import RAW_BOT
 
 from cellarena.arena.job import MatchAbandonedError, MatchJob, run_job
 from cellarena.arena.schedule import schedule
-from cellarena.arena.store import MatchRecord, SeatRecord, Store, StoreError
+from cellarena.arena.tournament_store import MatchRecord, SeatRecord, Store, StoreError
 from cellarena.server.launcher import BotSpec, play_match
 from cellarena.server.match import TickSettings
 from cellarena.server.replay import ReplayError, ReplayWriter, read_replay, verify
@@ -25,8 +25,8 @@ def test_a_full_disk_under_the_results_says_so(tmp_path: Path) -> None:
     matches = schedule(["a", "b"], [("duel", 2)], rounds=40, seed=0)
     with Store(tmp_path / "results.sqlite", SPEC) as store:
         # The database may not grow past its size now: SQLite's "disk is full", as on a full disk.
-        pages = store.database.backend.execute("PRAGMA page_count").fetchone()[0]
-        store.database.backend.execute(f"PRAGMA max_page_count = {pages}")
+        pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+        store._db.execute(f"PRAGMA max_page_count = {pages}")
         with pytest.raises(StoreError) as caught:
             for m in matches:
                 seats = tuple(

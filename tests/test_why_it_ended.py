@@ -17,7 +17,7 @@ from cellarena_cli import cellarena
 
 from cellarena.arena.results import TournamentResults
 from cellarena.arena.schedule import Scheduled
-from cellarena.arena.store import SCHEMA, MatchRecord, SeatRecord, Store, fingerprint
+from cellarena.arena.tournament_store import SCHEMA, MatchRecord, SeatRecord, Store, fingerprint
 
 RAISER = """
 from cellarena.sdk import Bot, run

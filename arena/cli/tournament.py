@@ -95,7 +95,7 @@ def _tournament_command(game: str) -> click.Command:
             local_pool,
             run_tournament,
         )
-        from cellarena.arena.store import StoreError
+        from cellarena.arena.tournament_store import StoreError
         from cellarena.server.match import MISSED_IN_A_ROW, TickSettings
 
         limits, isolate = confine(game_values)

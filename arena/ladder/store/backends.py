@@ -6,7 +6,7 @@ differs: the placeholder style, the id column, how a write transaction takes the
 writer lock, how the one server claims the database, and what a driver error means to the person who
 has to fix it.
 
-- SQLite (the default, one file): WAL with ``synchronous=FULL``, as `cellarena.arena.store`: a
+- SQLite (the default, one file): WAL with ``synchronous=FULL``, as `cellarena.arena.tournament_store`: a
   ``kill -9`` or a power cut at any moment leaves each transaction whole or absent. ``BEGIN IMMEDIATE``
   takes the write lock up front, so a write never fails half-way for want of it.
 - PostgreSQL (``postgresql://...``, through psycopg 3): each write transaction first takes a

@@ -38,7 +38,7 @@ from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.scoring.bot_stats import bot_stats
 from cellarena.arena.ladder.store.ladder_store import LadderStore, UnknownBotError
 from cellarena.arena.web.charts import rating_chart
-from cellarena.arena.web.results import RatingPoint
+from cellarena.arena.web.results_source import RatingPoint
 from cellarena.server.web.json_body import read_json_object
 from cellarena.server.web.templating import render
 

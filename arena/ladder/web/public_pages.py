@@ -34,7 +34,7 @@ from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.store.ladder_store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web.community_pages import OwnerSessions
 from cellarena.arena.web.charts import rating_chart
-from cellarena.arena.web.results import RatingPoint
+from cellarena.arena.web.results_source import RatingPoint
 from cellarena.server.replay import strip_debug_bytes
 from cellarena.server.trusted_proxies import TrustedProxies
 from cellarena.server.web.numbers import parse_number

@@ -16,7 +16,7 @@ from cellarena.arena.results import (
     TournamentResults,
     find_tournaments,
 )
-from cellarena.arena.store import Standing
+from cellarena.arena.tournament_store import Standing
 
 __all__ = [
     "RESULTS",
