@@ -202,7 +202,7 @@ def _quiet_local_workers(client: Any) -> None:
 def check_workers(executor: DaskExecutor, spec: TournamentSpec) -> None:
     """Ask every worker whether it can play every match of ``spec``; a ClusterError lists what is
     missing where. Run before any match, so a tournament never half-runs on a cluster that cannot."""
-    from cellarena.arena.ladder.store import cellarena_release
+    from cellarena.arena.ladder.store.ladder_store import cellarena_release
 
     bots = [(b.name, b.command, b.cwd) for b in spec.bots]
     configs = [config for _, config, _ in spec.maps]
@@ -222,7 +222,7 @@ def worker_problems(
     game: str, configs: Sequence[dict[str, Any]], bots: Sequence[tuple[str, str, str | None]], release: str
 ) -> list[str]:
     """What keeps this machine from playing the tournament (run on each worker); empty if nothing."""
-    from cellarena.arena.ladder.store import cellarena_release
+    from cellarena.arena.ladder.store.ladder_store import cellarena_release
     from cellarena.server.bots.launcher import BotSpec
     from cellarena.server.games import get_engine
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import trio
 
-from cellarena.arena.store import MatchRecord, SeatRecord, match_folder
+from cellarena.arena.tournament_store import MatchRecord, SeatRecord, match_folder
 from cellarena.server.bots.confinement import Limits
 from cellarena.server.bots.launcher import BotSpec, LaunchedMatch, play_match
 from cellarena.server.games import causes

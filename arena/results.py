@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cellarena.arena import ratings
-from cellarena.arena.store import Standing, standings_of
+from cellarena.arena.tournament_store import Standing, standings_of
 
 RESULTS = "results.sqlite"
 

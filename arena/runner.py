@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from cellarena.arena.job import CUT_SHORT, MatchJob, WrongGameError, mark_cut_short, run_job
 from cellarena.arena.schedule import Scheduled, schedule
-from cellarena.arena.store import MatchRecord, Standing, Store
+from cellarena.arena.tournament_store import MatchRecord, Standing, Store
 from cellarena.server.bots.confinement import Limits
 from cellarena.server.bots.launcher import BotSpec
 from cellarena.server.play.match import TickSettings

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from cellarena.arena import ratings
-from cellarena.arena.ladder.backends import Backend, open_backend
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.backends import Backend, open_backend
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ratings import Rating
 
 

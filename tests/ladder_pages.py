@@ -34,7 +34,7 @@ class Pages:
 @contextmanager
 def ladder_pages(folder: Path, *args: str) -> Iterator[Pages]:
     """The pages of the ladder in ``folder`` (its database made first), with ``args`` (``--signup``...)."""
-    from cellarena.arena.ladder.store import LadderStore
+    from cellarena.arena.ladder.store.ladder_store import LadderStore
 
     LadderStore(folder / "ladder.sqlite").close()
     ca, chain, key = pem_files(folder, "localhost", "127.0.0.1")

@@ -14,7 +14,8 @@ from __future__ import annotations
 import random
 import sys
 
-from cellarena.arena.ladder.store import LadderStore, SeatResult
+from cellarena.arena.ladder.scoring.settlement import settle
+from cellarena.arena.ladder.store.ladder_store import LadderStore, SeatResult
 
 GAME = "rezzo"
 BOTS = [f"bot{i}" for i in range(5)]
@@ -32,7 +33,7 @@ def main() -> None:
         match_id = store.begin_match(GAME, "arena", rng.randrange(2**32), seats)
         print("begun", match_id, flush=True)
         results = [SeatResult(rng.randint(1, len(seats)), late=rng.randrange(3)) for _ in seats]
-        store.finish_match(match_id, results, reason="writer", ticks=rng.randrange(1, 1000))
+        store.finish_match(match_id, results, reason="writer", ticks=rng.randrange(1, 1000), settle=settle)
         print("finished", match_id, flush=True)
 
 

@@ -13,8 +13,10 @@ from asgi_calls import call
 from cellarena_cli import cellarena, invoke
 from web_apps import FIXTURES, Ladder, ladder
 
-from cellarena.arena.ladder.store import LadderStore
-from cellarena.arena.ladder.web_accounts import AccountSettings, AccountSite
+from cellarena.arena.ladder.store.ladder_store import LadderStore
+from cellarena.arena.ladder.web.owner_guard import AccountSettings
+from cellarena.arena.ladder.web.owner_pages import AccountSite
+from cellarena.arena.ladder.web.owner_routes import owner_routes
 from cellarena.server.web.app import build_app
 from cellarena.server.web.hosts import AllowedHosts, HostsError, host_name
 from cellarena.server.web.live import LiveFeed, live_app
@@ -91,7 +93,7 @@ async def test_the_origin_must_be_one_of_the_ladders_names_even_without_the_host
     store = LadderStore(tmp_path / "ladder.sqlite")
     try:
         settings = AccountSettings(policy="open", key=b"k" * 32, allowed_hosts=AllowedHosts(["127.0.0.1"]))
-        app = build_app(AccountSite(store, "cloth", settings).routes())  # no allowed_hosts: no HostCheck
+        app = build_app(owner_routes(AccountSite(store, "cloth", settings)))  # no allowed_hosts: no HostCheck
         evil = [(b"origin", b"http://evil.example:8080"), JSON]
         answer = await call(app, "POST", "/api/signup", headers=evil, body=SIGNUP, host="evil.example:8080")
         assert answer.status == 403

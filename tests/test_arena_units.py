@@ -15,7 +15,7 @@ import pytest
 from cellarena.arena import ratings
 from cellarena.arena.discovery import DiscoveryError, discover
 from cellarena.arena.schedule import Scheduled, schedule
-from cellarena.arena.store import MatchRecord, SeatRecord, Store, StoreError
+from cellarena.arena.tournament_store import MatchRecord, SeatRecord, Store, StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -165,7 +165,7 @@ def test_a_results_folder_of_another_tournament_is_refused(tmp_path: Path) -> No
 def test_one_coordinator_at_a_time_per_results_folder(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
     code = (
-        "import sys, time; from pathlib import Path; from cellarena.arena.store import Store; "
+        "import sys, time; from pathlib import Path; from cellarena.arena.tournament_store import Store; "
         f"s = Store(Path({str(path)!r}), {SPEC!r}); print('open', flush=True); time.sleep(30)"
     )
     other = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

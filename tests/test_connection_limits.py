@@ -25,9 +25,9 @@ from tls_proxy import certificates
 from trio.testing import MockClock
 from wire_client import Client
 
+from cellarena.arena.ladder.ops.wiring import LadderConfig, build
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.service import LadderConfig, build
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 from cellarena.server.net.accepting import AcceptErrors, accept_connections
 from cellarena.server.net.trusted_proxies import TrustedProxies

@@ -13,7 +13,7 @@ from bot_files import RAW_BOT
 
 from cellarena.arena.job import MatchAbandonedError, MatchJob, run_job
 from cellarena.arena.schedule import schedule
-from cellarena.arena.store import MatchRecord, SeatRecord, Store, StoreError
+from cellarena.arena.tournament_store import MatchRecord, SeatRecord, Store, StoreError
 from cellarena.server.bots.launcher import BotSpec, play_match
 from cellarena.server.play.match import TickSettings
 from cellarena.server.replay import ReplayError, ReplayWriter, read_replay, verify

@@ -26,7 +26,7 @@ from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from web_apps import GAME, LOOPBACK, REPLAY, ladder
 
 from cellarena.arena.results import MatchRow, RatingPoint, SeatRow
-from cellarena.arena.store import Standing
+from cellarena.arena.tournament_store import Standing
 from cellarena.arena.web.pages import results_app
 from cellarena.server.web.live import LiveFeed, LiveMatches, live_app
 from cellarena.server.web.replays import viewer_app

@@ -25,7 +25,7 @@ from game_servers import Process, add_ladder_bot, exited, js_bot_folder, ladder_
 from scripted_server import ScriptedServer, match, refuse
 from tls_proxy import TLSProxy, certificates
 
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 from cellarena.server.games.rezzo.engine import RezzoEngine
 

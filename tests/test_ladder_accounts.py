@@ -12,11 +12,11 @@ import pytest
 from ladder_checks import assert_consistent, raw
 from test_ladder_store import T0, V2, V3, V4, make_v1_database
 
-from cellarena.arena.ladder.accounts import PASSWORD_MAX, AccountError, Accounts
+from cellarena.arena.ladder.accounts.owners import PASSWORD_MAX, AccountError, Accounts
 from cellarena.arena.ladder.errors import BadNameError
-from cellarena.arena.ladder.lookalikes import name_key
-from cellarena.arena.ladder.schema import CURRENT_VERSION, MIGRATIONS
-from cellarena.arena.ladder.store import LadderStore, cellarena_release
+from cellarena.arena.ladder.identity.lookalikes import name_key
+from cellarena.arena.ladder.store.ladder_store import LadderStore, cellarena_release
+from cellarena.arena.ladder.store.schema import CURRENT_VERSION, MIGRATIONS
 
 GAME = "rezzo"
 PASSWORD = "correct horse battery"
@@ -218,7 +218,7 @@ def test_deleting_an_account_revokes_its_bots_and_keeps_their_matches(accounts: 
 
 
 def test_an_address_limit_counts_a_sliding_window_per_address() -> None:
-    from cellarena.arena.ladder.web_accounts import AddressLimit
+    from cellarena.arena.ladder.web.owner_guard import AddressLimit
 
     now = [0.0]
     limit = AddressLimit(2, window=60.0, clock=lambda: now[0])
@@ -234,7 +234,7 @@ def test_an_address_limit_counts_a_sliding_window_per_address() -> None:
 def test_the_session_key_file_is_made_private_and_checked(tmp_path: Path) -> None:
     import stat
 
-    from cellarena.arena.ladder.web_accounts import KeyFileError, load_key
+    from cellarena.arena.ladder.web.owner_guard import KeyFileError, load_key
 
     path = tmp_path / "session.key"
     key = load_key(path)
@@ -254,7 +254,7 @@ async def test_a_database_fault_on_the_owners_pages_is_a_503_that_shows_no_path(
     from starlette.requests import Request
 
     from cellarena.arena.ladder.errors import LadderStoreError
-    from cellarena.arena.ladder.web_accounts import guarded
+    from cellarena.arena.ladder.web.owner_guard import guarded
 
     async def down(_request: Request) -> None:
         raise LadderStoreError("/srv/ladder/ladder.sqlite: cannot log in: the disk is full")

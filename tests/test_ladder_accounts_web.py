@@ -15,7 +15,7 @@ import pytest
 from cellarena_cli import cellarena
 from ladder_pages import Browser, Pages, ladder_pages
 
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 PASSWORD = "correct horse battery"
 

@@ -8,7 +8,7 @@ import logging
 import pytest
 from cellarena_cli import invoke
 
-from cellarena.arena.ladder.stats import LadderStats
+from cellarena.arena.ladder.services.counters import LadderStats
 
 
 def test_bench_ladder_plays_rated_matches_and_reports_them(caplog: pytest.LogCaptureFixture) -> None:

@@ -17,7 +17,7 @@ from cellarena_cli import CLI, ROOT, cellarena
 from postgres_server import PostgresServer
 from wire_client import Client
 
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 
 

@@ -2,7 +2,7 @@
 
 The ladder pairs bots as always; for bots that said ``accepts: ["redirect"]`` a worker hosts the
 match (`cellarena.server.play.hosted`), the ladder sends each bot a ``redirect`` with a fresh seat token,
-and records what the worker sends back. The in-process tests drive a ladder (`service.build`) with
+and records what the worker sends back. The in-process tests drive a ladder (`wiring.build`) with
 a `HandOff` over a local cluster of two worker processes and bots written from docs/protocol.md;
 the last ones run `cellarena ladder serve --cluster local:2` with the SDK's example bots.
 """
@@ -30,11 +30,11 @@ from game_servers import PACING, Process, add_ladder_bot, js_bot_folder, ladder_
 from wire_client import Client
 
 from cellarena.arena.cluster import ClusterSpec
-from cellarena.arena.ladder.hand_off import HandOff, HandOffConfig, open_hand_off, worker_host
+from cellarena.arena.ladder.hosting.cluster_hand_off import HandOff, HandOffConfig, open_hand_off, worker_host
+from cellarena.arena.ladder.ops.wiring import LadderConfig, build
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.seating import LadderSeating
-from cellarena.arena.ladder.service import LadderConfig, build
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.services.seating import LadderSeating
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import Bot, protocol
 from cellarena.sdk.bot import _Log, _Series, parse_args
 from cellarena.sdk.client import ClientError

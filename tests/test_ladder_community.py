@@ -226,7 +226,7 @@ def test_a_bot_says_its_version_from_its_class_or_instance() -> None:
 
 
 async def test_metrics_count_each_connected_bot_once(nursery: trio.Nursery, tmp_path: Path) -> None:
-    from cellarena.arena.ladder.metrics import metrics_text
+    from cellarena.arena.ladder.ops.metrics import metrics_text
 
     ladder = await open_ladder(nursery, tmp_path, match_every=3600.0)  # nobody is paired
     clients = [await join(ladder, name) for name in ("alice", "bob")]

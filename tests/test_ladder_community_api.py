@@ -1,4 +1,4 @@
-"""The community ladder's HTTP API (`web_community`), its refusals one by one: each a clear JSON error.
+"""The community ladder's HTTP API (`community_pages`), its refusals one by one: each a clear JSON error.
 
 The app is called as ASGI in this process (no server, no port): the refusals are about the requests,
 and the processes test (test_ladder_community_processes.py) covers the real `ladder web`.
@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from cellarena.arena.ladder.policy import CommunityPolicy
-from cellarena.arena.ladder.store import LadderStore
-from cellarena.arena.ladder.web import LadderSite
+from cellarena.arena.ladder.store.ladder_store import LadderStore
+from cellarena.arena.ladder.web.public_pages import LadderSite
+from cellarena.arena.ladder.web.public_routes import public_routes
 from cellarena.server.web.app import build_app
 
 
@@ -60,7 +61,7 @@ def ladder(tmp_path: Path) -> Any:
     store = LadderStore(tmp_path / "ladder.sqlite")
     tokens = {name: store.add_bot(name, "rezzo")[1].secret for name in ("alice", "bob")}
     tokens["other"] = store.add_bot("other", "cata")[1].secret
-    app = build_app(LadderSite(store, "rezzo").routes())
+    app = build_app(public_routes(LadderSite(store, "rezzo")))
     yield app, store, tokens
     store.close()
 

@@ -11,13 +11,14 @@ from ladder_checks import raw
 from test_ladder_store import GAME, T0, V2, V3, V4, make_v1_database
 
 from cellarena.arena import ratings
-from cellarena.arena.ladder.bot_stats import bot_stats
 from cellarena.arena.ladder.errors import ChallengeRefusedError, SeatRefusedError
-from cellarena.arena.ladder.failures import failure_of
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.records import BotRecord, SeatResult
-from cellarena.arena.ladder.schema import CURRENT_VERSION
-from cellarena.arena.ladder.store import LadderStore, cellarena_release
+from cellarena.arena.ladder.scoring.bot_stats import bot_stats
+from cellarena.arena.ladder.scoring.failures import failure_of
+from cellarena.arena.ladder.scoring.settlement import settle
+from cellarena.arena.ladder.store.ladder_store import LadderStore, cellarena_release
+from cellarena.arena.ladder.store.schema import CURRENT_VERSION
 
 CRASH = {"cause": "exited", "tick": 3, "text": "x exited"}
 WON = {"cause": "last_player_standing", "tick": 3}
@@ -46,7 +47,11 @@ def play(
     match_id = store.begin_match(GAME, map, 7, [b.id for b in seated], versions=versions, challenge=challenge)
     said = causes or [None] * len(seated)
     store.finish_match(
-        match_id, [SeatResult(r, cause=c) for r, c in zip(ranks, said, strict=True)], reason="r", ticks=50
+        match_id,
+        [SeatResult(r, cause=c) for r, c in zip(ranks, said, strict=True)],
+        reason="r",
+        ticks=50,
+        settle=settle,
     )
     return match_id
 

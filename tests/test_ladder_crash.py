@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ladder_checks import assert_consistent, raw
 
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 WRITER = Path(__file__).with_name("ladder_writer.py")
 GAME = "rezzo"

@@ -13,7 +13,8 @@ from browser import viewer
 from cellarena_cli import cellarena
 from game_servers import add_ladder_bot
 
-from cellarena.arena.ladder.store import LadderStore, SeatResult
+from cellarena.arena.ladder.scoring.settlement import settle
+from cellarena.arena.ladder.store.ladder_store import LadderStore, SeatResult
 from cellarena.server.replay import read_replay, verify
 
 DRAWER = Path(__file__).parent / "bots" / "drawer.py"
@@ -37,7 +38,12 @@ def _ladder_with_a_drawn_match(tmp_path: Path) -> tuple[Path, Path, int, Path]:
         ids = {b.name: b.id for b in store.list_bots("rezzo")}
         match_id = store.begin_match("rezzo", "duel", rep.seed, [ids["alice"], ids["bob"]])
         store.finish_match(
-            match_id, [SeatResult(1), SeatResult(1)], reason="test", ticks=12, replay=str(replay)
+            match_id,
+            [SeatResult(1), SeatResult(1)],
+            reason="test",
+            ticks=12,
+            replay=str(replay),
+            settle=settle,
         )
     finally:
         store.close()

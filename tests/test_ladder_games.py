@@ -21,7 +21,7 @@ from test_ladder_cli import ladder
 from test_ladder_community_processes import database, http, start, stop, wait_until
 from wire_client import Client
 
-from cellarena.arena.ladder.store import VOID_ON_START, LadderStore
+from cellarena.arena.ladder.store.ladder_store import VOID_ON_START, LadderStore
 from cellarena.sdk import protocol
 
 __all__ = ["database"]  # the fixture, on SQLite and on PostgreSQL

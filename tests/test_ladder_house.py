@@ -1,4 +1,4 @@
-"""House bots' launches that never join the queue (`cellarena.arena.ladder.house.HouseBots`), in
+"""House bots' launches that never join the queue (`cellarena.arena.ladder.services.house.HouseBots`), in
 virtual time: the ladder's seating and a real SQLite store, with a stand-in launcher whose processes
 do what each test says at once (never connect, connect and say nothing, say hello for another game,
 exit), so that 10 s hello timeouts, 30 s idle limits and a minute's back-off pass instantly. The
@@ -19,13 +19,13 @@ import pytest
 import trio
 import trio.testing
 
-from cellarena.arena.ladder import house as house_module
-from cellarena.arena.ladder.house import HouseBots
-from cellarena.arena.ladder.matchmaking import Queued
+from cellarena.arena.ladder.ops.wiring import LadderConfig, build
 from cellarena.arena.ladder.policy import CommunityPolicy
-from cellarena.arena.ladder.seating import LadderSeating
-from cellarena.arena.ladder.service import LadderConfig, build
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.services import house as house_module
+from cellarena.arena.ladder.services.house import HouseBots
+from cellarena.arena.ladder.services.queue import Queued
+from cellarena.arena.ladder.services.seating import LadderSeating
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 
 
@@ -59,7 +59,7 @@ def fake_conn(proc: FakeProc) -> Any:
 
 @dataclass
 class Launcher:
-    """Stands in for `start_bot` and friends in `cellarena.arena.ladder.house`; ``behave`` is what
+    """Stands in for `start_bot` and friends in `cellarena.arena.ladder.services.house`; ``behave`` is what
     each launched process does, given the ladder's seating and the task group for later acts."""
 
     seating: LadderSeating

@@ -17,8 +17,8 @@ import pytest
 from cellarena_cli import CLI, cellarena
 from game_servers import start
 
-from cellarena.arena.ladder.store import LadderStore
-from cellarena.arena.ladder.web import bot_href
+from cellarena.arena.ladder.store.ladder_store import LadderStore
+from cellarena.arena.ladder.web.public_pages import bot_href
 
 REFUSED = {
     "empty": "",

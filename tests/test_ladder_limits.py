@@ -11,8 +11,8 @@ from contextlib import ExitStack
 
 import pytest
 
-from cellarena.arena.ladder.accounts import AccountError, Accounts
-from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.accounts.owners import AccountError, Accounts
+from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 
 GAME = "rezzo"
 PASSWORD = "correct horse battery"

@@ -1,4 +1,4 @@
-"""The ladder's matchmaker, on its own: one test per rule of `arena/ladder/matchmaker.py`, then
+"""The ladder's matchmaker, on its own: one test per rule of `arena/ladder/matchmaking/matchmaker.py`, then
 properties on random queues checked against a brute-force reading of the same rules."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cellarena.arena.ladder.matchmaker import Pairing, Policy, Waiting, match_up
+from cellarena.arena.ladder.matchmaking.matchmaker import Pairing, Policy, Waiting, match_up
 from cellarena.arena.ratings import Rating
 
 TWO = Policy(seats=2, maps=("duel",))

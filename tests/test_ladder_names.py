@@ -1,4 +1,4 @@
-"""The ladder's one identifier profile (issue 39, item 1; `cellarena.arena.ladder.names`): a table of
+"""The ladder's one identifier profile (issue 39, item 1; `cellarena.arena.ladder.identity.names`): a table of
 names taken and refused, by category, for owners and bots alike; the look-alike key without invisible
 characters; and schema version 8, which puts bots' keys under a unique index and computes owners'
 again, upgraded from a version 7 database on SQLite and PostgreSQL (`ladder_db`)."""
@@ -12,12 +12,12 @@ from ladder_checks import raw
 from test_ladder_accounts import V6
 from test_ladder_store import T0, V2, V3, V4, V5, V7, make_v1_database
 
-from cellarena.arena.ladder import names
-from cellarena.arena.ladder.accounts import AccountError, Accounts
+from cellarena.arena.ladder.accounts.owners import AccountError, Accounts
 from cellarena.arena.ladder.errors import BadNameError
-from cellarena.arena.ladder.lookalikes import name_key
-from cellarena.arena.ladder.schema import CURRENT_VERSION, LEGACY_KEY
-from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.identity import names
+from cellarena.arena.ladder.identity.lookalikes import name_key
+from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.store.schema import CURRENT_VERSION, LEGACY_KEY
 
 GAME = "rezzo"
 PASSWORD = "correct horse battery"
@@ -156,7 +156,7 @@ def _old_key(name: str) -> str:
     """The key as version 6 and 7 computed it: invisible characters kept."""
     import unicodedata
 
-    from cellarena.arena.ladder.lookalikes import _representatives
+    from cellarena.arena.ladder.identity.lookalikes import _representatives
 
     folded = unicodedata.normalize("NFKC", name).casefold()
     key = "".join(_representatives().get(c, c) for c in unicodedata.normalize("NFD", folded))

@@ -23,17 +23,17 @@ from postgres_server import missing as postgres_missing
 from test_ladder_server import Ladder, join, play_one, wait_for
 from wire_client import Client
 
-from cellarena.arena.ladder.backends import _GAME_LOCK_CLASS as GAME_LOCK_CLASS
-from cellarena.arena.ladder.backends import _LOCK_CLASS as LOCK_CLASS
-from cellarena.arena.ladder.backends import PostgresBackend, game_lock_key
-from cellarena.arena.ladder.changes import DatabaseWatch
 from cellarena.arena.ladder.errors import LadderStoreError, ServerClaimLostError
-from cellarena.arena.ladder.health import serve_health
+from cellarena.arena.ladder.ops.health import serve_health
+from cellarena.arena.ladder.ops.wiring import LadderConfig, build, prepare
 from cellarena.arena.ladder.records import Change, SeatResult
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.service import LadderConfig, build, prepare
-from cellarena.arena.ladder.spool import ResultSpool
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.services.changes import DatabaseWatch
+from cellarena.arena.ladder.services.spool import ResultSpool
+from cellarena.arena.ladder.store.backends import _GAME_LOCK_CLASS as GAME_LOCK_CLASS
+from cellarena.arena.ladder.store.backends import _LOCK_CLASS as LOCK_CLASS
+from cellarena.arena.ladder.store.backends import PostgresBackend, game_lock_key
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 from cellarena.server.play.match import TickSettings
 from cellarena.server.web.serving import bind
@@ -217,7 +217,7 @@ class _Quiet:
 
 
 def _backend(store: LadderStore) -> PostgresBackend:
-    backend = store._db
+    backend = store.database.backend
     assert isinstance(backend, PostgresBackend)
     return backend
 

@@ -14,7 +14,8 @@ from ladder_pages import Browser, Pages, ladder_pages
 
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.records import BotRecord, SeatResult
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.scoring.settlement import settle
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 PASSWORD = "correct horse battery"
 WON = {"cause": "last_player_standing", "tick": 3}
@@ -38,7 +39,9 @@ def crash(store: LadderStore, me: BotRecord, other: BotRecord, tick: int) -> int
     """A match that ``me`` lost by crashing at ``tick``: a failure."""
     match_id = store.begin_match("rezzo", "arena", tick, [me.id, other.id])
     cause = {"cause": "exited", "tick": tick, "text": f"{me.name} exited with status 3 at tick {tick}"}
-    store.finish_match(match_id, [SeatResult(2, cause=cause), SeatResult(1, cause=WON)], reason="r", ticks=20)
+    store.finish_match(
+        match_id, [SeatResult(2, cause=cause), SeatResult(1, cause=WON)], reason="r", ticks=20, settle=settle
+    )
     return match_id
 
 

@@ -1,6 +1,6 @@
 """The ladder over real TCP: identified bots queue, play rated matches that the store keeps, come back.
 
-Each test runs a ladder (`cellarena.arena.ladder.service.build`) on a free loopback port with its
+Each test runs a ladder (`cellarena.arena.ladder.ops.wiring.build`) on a free loopback port with its
 own SQLite store, and bots written from docs/protocol.md (`wire_client.Client`).
 """
 
@@ -19,10 +19,10 @@ import trio
 from cellarena_cli import cellarena
 from wire_client import Client
 
+from cellarena.arena.ladder.ops.wiring import LadderConfig, build
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.seating import LadderSeating
-from cellarena.arena.ladder.service import LadderConfig, build
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.services.seating import LadderSeating
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 from cellarena.server.play.lobby import Lobby
 from cellarena.server.play.match import TickSettings
@@ -271,7 +271,7 @@ async def test_the_queue_has_a_cap(nursery: trio.Nursery, tmp_path: Path) -> Non
 
 
 async def test_tokens_cross_a_network_only_over_tls() -> None:
-    from cellarena.arena.ladder.admission import Admission
+    from cellarena.arena.ladder.services.admission import Admission
 
     # Admission alone, over an empty queue, no matches and a database that is up.
     queue, database = SimpleNamespace(waiting={}), SimpleNamespace(up=True)
@@ -365,7 +365,7 @@ async def test_one_address_may_hold_only_so_many_connections(nursery: trio.Nurse
 async def test_a_database_that_stops_taking_writes_costs_no_match_and_no_half_result(
     nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cellarena.arena.ladder.store import LadderStoreError
+    from cellarena.arena.ladder.store.ladder_store import LadderStoreError
 
     ladder = await open_ladder(nursery, tmp_path)
 
@@ -553,7 +553,7 @@ async def test_a_replay_file_is_never_overwritten(nursery: trio.Nursery, tmp_pat
 async def test_a_void_the_database_refused_is_done_when_it_answers_again(
     nursery: trio.Nursery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cellarena.arena.ladder.store import LadderStoreError
+    from cellarena.arena.ladder.store.ladder_store import LadderStoreError
 
     ladder = await open_ladder(nursery, tmp_path)
     alice, bob = (ladder.store.bot(n) for n in ("alice", "bob"))
@@ -581,7 +581,7 @@ async def test_a_house_bots_token_read_from_its_pipe_by_another_process_seats_no
     Its connection is not the house bot's: refused (before: it took the house bot's place)."""
     import os
 
-    from cellarena.arena.ladder.house import HouseBots
+    from cellarena.arena.ladder.services.house import HouseBots
 
     ladder = await open_ladder(nursery, tmp_path, ("alice",))
     mute = f'"{sys.executable}" -c "import time; time.sleep(600)"'  # never reads its pipe
@@ -613,7 +613,7 @@ async def test_run_ladder_wires_the_house_bots_ownership_into_admission(tmp_path
     connections into admission (HouseBots no longer reaches into admission itself)."""
     import os
 
-    from cellarena.arena.ladder.service import run_ladder
+    from cellarena.arena.ladder.ops.wiring import run_ladder
 
     store = LadderStore(tmp_path / "ladder.sqlite")
     alice_token = store.add_bot("alice", "rezzo")[1].secret
@@ -696,8 +696,8 @@ raise SystemExit(run(Quits, argv=[]))
 def _house_bot_match(tmp_path: Path, quit_at: int, alice_drops_at: int | None = None) -> dict[str, Any]:
     """One match of a real `run_ladder` (as `ladder serve` runs it) between outside bot alice and
     house bot quits, which exits with status 3 at tick ``quit_at`` (-1: plays on); its API JSON."""
-    from cellarena.arena.ladder.service import run_ladder
-    from cellarena.arena.ladder.web import match_json
+    from cellarena.arena.ladder.ops.wiring import run_ladder
+    from cellarena.arena.ladder.web.public_pages import match_json
 
     script = tmp_path / "quits.py"
     script.write_text(HOUSE_BOT_THAT_EXITS)
@@ -769,7 +769,7 @@ def test_an_outside_bot_that_leaves_a_house_bots_match_stays_disconnected(tmp_pa
 async def test_a_house_bot_that_never_connects_is_stopped_and_can_start_again(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:
-    from cellarena.arena.ladder.house import HouseBots
+    from cellarena.arena.ladder.services.house import HouseBots
 
     ladder = await open_ladder(nursery, tmp_path, ("alice",))
     mute = f'"{sys.executable}" -c "import time; time.sleep(600)"'
@@ -812,8 +812,8 @@ async def test_a_house_bot_that_never_joins_is_paused_with_its_cause(tmp_path: P
     time; before: started again every 0.5 s forever, its token rotated each time, nothing recorded)."""
     import json
 
+    from cellarena.arena.ladder.ops.wiring import run_ladder
     from cellarena.arena.ladder.policy import CommunityPolicy
-    from cellarena.arena.ladder.service import run_ladder
 
     raw_bot = Path(__file__).parent / "bots" / "raw_bot.py"
     store = LadderStore(tmp_path / "ladder.sqlite")

@@ -1,5 +1,5 @@
-"""Each of the ladder's services on its own (`cellarena.arena.ladder.{lifecycle,admission,matchmaking,
-starter,results}`), over a real SQLite store where one is needed and small stand-ins for the rest: no
+"""Each of the ladder's services on its own (`cellarena.arena.ladder.services.{lifecycle,admission,queue,
+starter,match_results}`), over a real SQLite store where one is needed and small stand-ins for the rest: no
 lobby, no sockets. The ladder as a whole, over TCP, is tests/test_ladder_server.py's.
 """
 
@@ -15,20 +15,20 @@ from typing import Any
 import pytest
 import trio
 
-from cellarena.arena.ladder import lifecycle
-from cellarena.arena.ladder.admission import Admission
-from cellarena.arena.ladder.changes import DatabaseWatch
-from cellarena.arena.ladder.hand_off import Hosting
-from cellarena.arena.ladder.lifecycle import LadderService, Services
-from cellarena.arena.ladder.matchmaker import Pairing, Policy
-from cellarena.arena.ladder.matchmaking import MatchQueue, Queued
+from cellarena.arena.ladder.hosting.cluster_hand_off import Hosting
+from cellarena.arena.ladder.matchmaking.matchmaker import Pairing, Policy
 from cellarena.arena.ladder.records import BotRecord
-from cellarena.arena.ladder.replay_files import replay_path
-from cellarena.arena.ladder.results import Ended, Results
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.spool import ResultSpool
-from cellarena.arena.ladder.starter import MatchStarter
-from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.services import lifecycle
+from cellarena.arena.ladder.services.admission import Admission
+from cellarena.arena.ladder.services.changes import DatabaseWatch
+from cellarena.arena.ladder.services.lifecycle import LadderService, Services
+from cellarena.arena.ladder.services.match_results import Ended, Results
+from cellarena.arena.ladder.services.queue import MatchQueue, Queued
+from cellarena.arena.ladder.services.spool import ResultSpool
+from cellarena.arena.ladder.services.starter import MatchStarter
+from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
+from cellarena.arena.ladder.store.replay_files import replay_path
 from cellarena.sdk import protocol
 from cellarena.server.games.base import Result
 from cellarena.server.play.hosted import HostedMatch, HostedResult
@@ -175,7 +175,7 @@ class Ladder:
 
 
 def services(tmp_path: Path, *bots: str, rules: LadderRules | None = None, **starter: Any) -> Ladder:
-    """The four services wired as `service.build` wires them, without a lobby."""
+    """The four services wired as `wiring.build` wires them, without a lobby."""
     store, tokens = new_store(tmp_path, *bots)
     rules = rules or LadderRules(match_every=0.02)
     database = DatabaseWatch(store, every=rules.poll_every)

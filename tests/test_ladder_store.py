@@ -23,10 +23,11 @@ from ladder_checks import assert_consistent, raw
 from postgres_server import PostgresServer
 
 from cellarena.arena import ratings
-from cellarena.arena.ladder import backends, identity
+from cellarena.arena.ladder.identity import tokens as identity
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS
-from cellarena.arena.ladder.schema import CURRENT_VERSION, MIGRATIONS, key_names
-from cellarena.arena.ladder.store import (
+from cellarena.arena.ladder.scoring.settlement import settle
+from cellarena.arena.ladder.store import backends
+from cellarena.arena.ladder.store.ladder_store import (
     BotRecord,
     LadderStore,
     LadderStoreError,
@@ -35,6 +36,7 @@ from cellarena.arena.ladder.store import (
     UnknownBotError,
     cellarena_release,
 )
+from cellarena.arena.ladder.store.schema import CURRENT_VERSION, MIGRATIONS, key_names
 
 GAME = "rezzo"
 
@@ -57,7 +59,7 @@ def play(store: LadderStore, bots: list[BotRecord], ranks: list[int], **kw: obje
     match_id = store.begin_match(bots[0].game, "arena", 7, [b.id for b in bots])
     kw.setdefault("reason", "the game ended")
     kw.setdefault("ticks", 120)
-    store.finish_match(match_id, [SeatResult(r) for r in ranks], **kw)  # type: ignore[arg-type]
+    store.finish_match(match_id, [SeatResult(r) for r in ranks], **kw, settle=settle)  # type: ignore[arg-type]
     return match_id
 
 
@@ -265,7 +267,12 @@ def test_finish_match_records_seats_ratings_and_history(store: LadderStore, ladd
     match_id = store.begin_match(GAME, "field", 3, [carol.id, bob.id, alice.id])
     results = [SeatResult(2, late=4), SeatResult(1, invalid=2, illegal=1), SeatResult(3, forfeit=True)]
     done = store.finish_match(
-        match_id, results, reason="bob held most cells", ticks=321, replay="replays/2.cellreplay"
+        match_id,
+        results,
+        reason="bob held most cells",
+        ticks=321,
+        replay="replays/2.cellreplay",
+        settle=settle,
     )
     expected = ratings.update(before, ["carol", "bob", "alice"], [2, 1, 3])
     assert (done.status, done.winner, done.reason, done.ticks, done.replay) == (
@@ -307,12 +314,12 @@ def test_a_result_is_never_counted_twice(store: LadderStore, ladder_db: str) -> 
     table = store.standings(GAME)
     record = store.match(match_id)
     with pytest.raises(MatchNotRunningError, match=f"match {match_id} is finished"):
-        store.finish_match(match_id, [SeatResult(2), SeatResult(1)], reason="again", ticks=1)
+        store.finish_match(match_id, [SeatResult(2), SeatResult(1)], reason="again", ticks=1, settle=settle)
     with pytest.raises(MatchNotRunningError):
         store.void_match(match_id, "too late")
     assert store.standings(GAME) == table and store.match(match_id) == record
     with pytest.raises(LadderStoreError, match="no match 999"):
-        store.finish_match(999, [SeatResult(1), SeatResult(2)], reason="x", ticks=1)
+        store.finish_match(999, [SeatResult(1), SeatResult(2)], reason="x", ticks=1, settle=settle)
     assert_consistent(ladder_db, GAME)
 
 
@@ -323,7 +330,7 @@ def test_a_void_match_changes_no_rating_and_cannot_be_finished(store: LadderStor
     assert (void.status, void.reason, void.seq, void.winner) == ("void", "bob never connected", None, None)
     assert void.ended is not None and all(s.rank is None and s.after is None for s in void.seats)
     with pytest.raises(MatchNotRunningError, match="is void"):
-        store.finish_match(match_id, [SeatResult(1), SeatResult(2)], reason="x", ticks=1)
+        store.finish_match(match_id, [SeatResult(1), SeatResult(2)], reason="x", ticks=1, settle=settle)
     assert all(s.matches == 0 and s.mu == ratings.initial().mu for s in store.standings(GAME))
 
 
@@ -392,7 +399,7 @@ def test_servers_of_two_games_share_a_database_and_void_only_their_own(
             assert [m.id for m in restarted.void_running(game=GAME)] == [rezzo_live]
         still = cata.match(cata_live)
         assert still is not None and still.status == "running"
-        cata.finish_match(cata_live, [SeatResult(1), SeatResult(2)], reason="score", ticks=3)
+        cata.finish_match(cata_live, [SeatResult(1), SeatResult(2)], reason="score", ticks=3, settle=settle)
     with LadderStore(ladder_db) as every:
         assert every.void_running() == []
         with LadderStore(ladder_db) as late, pytest.raises(LadderStoreError, match="for every game"):
@@ -406,7 +413,9 @@ def test_the_store_serves_several_threads(store: LadderStore, ladder_db: str) ->
     match_ids = [store.begin_match(GAME, None, i, [a.id, b.id]) for i, (a, b) in enumerate(pairs)]
 
     def finish(match_id: int) -> int:
-        record = store.finish_match(match_id, [SeatResult(1), SeatResult(2)], reason="r", ticks=1)
+        record = store.finish_match(
+            match_id, [SeatResult(1), SeatResult(2)], reason="r", ticks=1, settle=settle
+        )
         assert record.seq is not None
         return record.seq
 
@@ -642,7 +651,11 @@ def test_a_seats_cause_is_kept_with_its_result(ladder_db: str) -> None:
         }
         won = {"cause": "last_player_standing", "tick": 9, "text": "alice is the last player standing"}
         store.finish_match(
-            match_id, [SeatResult(1, cause=won), SeatResult(2, cause=lost)], reason="r", ticks=9
+            match_id,
+            [SeatResult(1, cause=won), SeatResult(2, cause=lost)],
+            reason="r",
+            ticks=9,
+            settle=settle,
         )
         done = store.match(match_id)
         assert done is not None and [s.cause for s in done.seats] == [won, lost]
@@ -661,7 +674,7 @@ def test_standings_count_late_invalid_answers_and_the_bank_drawn(ladder_db: str)
                 SeatResult(1, late=late, bank_drawn_ms=bank),
                 SeatResult(2, invalid=invalid, bank_drawn_ms=None if bank is None else 7),
             ]
-            store.finish_match(match_id, seats, reason="r", ticks=9)
+            store.finish_match(match_id, seats, reason="r", ticks=9, settle=settle)
         running = store.begin_match(GAME, "arena", 8, [alice.id, bob.id])  # counts nothing yet
         table = {s.bot: s for s in store.standings(GAME)}
         assert (table["alice"].late, table["alice"].invalid, table["alice"].bank_drawn_ms) == (4, 0, 120)
@@ -775,7 +788,9 @@ def test_a_read_only_database_refuses_the_result_clearly_and_writes_nothing(
     with database_read_only(target, server), LadderStore(target) as store:
         assert store.standings(GAME) == table  # reading still works: a copy can serve the pages
         with pytest.raises(LadderStoreError) as info:
-            store.finish_match(match_id, [SeatResult(2), SeatResult(1)], reason="bob won", ticks=9)
+            store.finish_match(
+                match_id, [SeatResult(2), SeatResult(1)], reason="bob won", ticks=9, settle=settle
+            )
         message = str(info.value)
         assert message.startswith(f"{store.where}: cannot record the result of match {match_id}: ")
         assert "read-only" in message and "nothing of it was written" in message
@@ -784,7 +799,9 @@ def test_a_read_only_database_refuses_the_result_clearly_and_writes_nothing(
         record = store.match(match_id)
         assert record is not None and record.status == "running" and record.seats[0].rank is None
         assert store.standings(GAME) == table
-        store.finish_match(match_id, [SeatResult(2), SeatResult(1)], reason="bob won", ticks=9)  # now it can
+        store.finish_match(
+            match_id, [SeatResult(2), SeatResult(1)], reason="bob won", ticks=9, settle=settle
+        )  # now it can
     assert_consistent(target, GAME)
 
 
@@ -795,7 +812,7 @@ def disk_full(store: LadderStore, target: str, server: PostgresServer | None) ->
     limited so, so a trigger fails the match row's update, the transaction's last statement, with the
     error a full disk gives (SQLSTATE 53100)."""
     if server is None:
-        conn: sqlite3.Connection = store._db._db  # type: ignore[attr-defined]
+        conn: sqlite3.Connection = store.database.backend._db  # type: ignore[attr-defined]
         (pages,) = conn.execute("PRAGMA page_count").fetchone()
         conn.execute(f"PRAGMA max_page_count = {pages}")
         try:
@@ -829,7 +846,7 @@ def test_a_full_disk_refuses_the_result_clearly_and_writes_nothing(
     # A long reason (a crash's traceback, say) needs new pages, in the match row: the last statement.
     reason = "bob crashed:\n" + "Traceback line\n" * 2000
     with disk_full(store, ladder_db, server), pytest.raises(LadderStoreError) as info:
-        store.finish_match(match_id, [SeatResult(2), SeatResult(1)], reason=reason, ticks=9)
+        store.finish_match(match_id, [SeatResult(2), SeatResult(1)], reason=reason, ticks=9, settle=settle)
     message = str(info.value)
     assert message.startswith(f"{store.where}: cannot record the result of match {match_id}: ")
     assert "disk is full" in message and "free space" in message and "nothing of it was written" in message
@@ -838,7 +855,9 @@ def test_a_full_disk_refuses_the_result_clearly_and_writes_nothing(
     assert record is not None and record.status == "running"
     assert all(s.rank is None and s.after is None for s in record.seats)  # the seat updates were undone
     assert store.standings(GAME) == table  # and so were the ratings
-    store.finish_match(match_id, [SeatResult(2), SeatResult(1)], reason=reason, ticks=9)  # space again
+    store.finish_match(
+        match_id, [SeatResult(2), SeatResult(1)], reason=reason, ticks=9, settle=settle
+    )  # space again
     assert_consistent(ladder_db, GAME)
 
 
@@ -873,9 +892,9 @@ def test_opening_a_v2_database_adds_the_change_log(ladder_db: str) -> None:
 def test_the_change_log_keeps_only_its_newest_rows(
     store: LadderStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cellarena.arena.ladder import store as store_module
+    from cellarena.arena.ladder.store import change_log
 
-    monkeypatch.setattr(store_module, "CHANGES_KEPT", 3)
+    monkeypatch.setattr(change_log, "CHANGES_KEPT", 3)
     add(store, "alice")
     for _ in range(5):
         store.rotate("alice")
@@ -892,6 +911,6 @@ def test_a_bool_is_no_seed_nor_rank(store: LadderStore) -> None:
         store.begin_match(GAME, "arena", True, [alice.id, bob.id])
     match_id = store.begin_match(GAME, "arena", 7, [alice.id, bob.id])
     with pytest.raises(ValueError, match="rank True: ranks are 1"):
-        store.finish_match(match_id, [SeatResult(True), SeatResult(2)], reason="x", ticks=1)
-    store.finish_match(match_id, [SeatResult(1), SeatResult(2)], reason="x", ticks=1)
+        store.finish_match(match_id, [SeatResult(True), SeatResult(2)], reason="x", ticks=1, settle=settle)
+    store.finish_match(match_id, [SeatResult(1), SeatResult(2)], reason="x", ticks=1, settle=settle)
     assert [m.outcome for m in store.bot_history("alice")] == ["win"]

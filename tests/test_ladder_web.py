@@ -20,7 +20,7 @@ from cellarena_cli import ROOT, cellarena
 from game_servers import Process, add_ladder_bot, ladder_serve, start, wait_for
 
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 BOT = ROOT / "example_bots" / "rezzo" / "random_walker.py"
 

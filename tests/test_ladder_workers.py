@@ -1,6 +1,6 @@
 """A ladder that plays its matches in worker processes on this machine (`ladder serve --workers N`).
 
-The in-process tests drive a ladder (`service.build`) whose starter hands matches to `LocalWorkers`
+The in-process tests drive a ladder (`wiring.build`) whose starter hands matches to `LocalWorkers`
 (two real worker processes) and bots written from docs/protocol.md; the last ones run `cellarena
 ladder serve --workers 2` with the SDK's example bots, and check what the command refuses.
 """
@@ -27,12 +27,17 @@ from certificates import pem_files
 from game_servers import PACING, Process, add_ladder_bot, ladder_serve, start, wait_for
 from wire_client import Client
 
-from cellarena.arena.ladder.local_workers import LocalWorkers, WorkerStartError, parse_workers, usable_cores
+from cellarena.arena.ladder.hosting.worker_pool import (
+    LocalWorkers,
+    WorkerStartError,
+    parse_workers,
+    usable_cores,
+)
+from cellarena.arena.ladder.hosting.worker_process import WorkerSetup
+from cellarena.arena.ladder.ops.wiring import LadderConfig, build
 from cellarena.arena.ladder.rules import LadderRules
-from cellarena.arena.ladder.seating import LadderSeating
-from cellarena.arena.ladder.service import LadderConfig, build
-from cellarena.arena.ladder.store import LadderStore
-from cellarena.arena.ladder.worker import WorkerSetup
+from cellarena.arena.ladder.services.seating import LadderSeating
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 from cellarena.server.net.tls import server_context
 from cellarena.server.play.lobby import Lobby

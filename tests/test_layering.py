@@ -253,7 +253,7 @@ def test_the_server_does_not_load_the_bot_loop() -> None:
     code = (
         "import sys\n"
         "import cellarena.server.play.match, cellarena.server.play.lobby, cellarena.server.net.connection\n"
-        "import cellarena.arena.ladder.seating\n"
+        "import cellarena.arena.ladder.services.seating\n"
         "print('cellarena.sdk.bot' in sys.modules)\n"
         "from cellarena.sdk import Bot, RezzoAnswer, run\n"
         "from cellarena.sdk.games.rezzo import RezzoBot\n"
@@ -423,3 +423,103 @@ def test_every_match_host_says_so() -> None:
 def test_the_guess_finder_finds_guesses() -> None:
     tree = ast.parse('pids = getattr(lobby, "worker_pids", [])\nok = getattr(x, "other")\n')
     assert _guesses(tree, {"worker_pids"}) == [(1, "worker_pids")]
+
+
+#: The ladder's rooms (docs/architecture.md, "The ladder") and the rooms each may import; the
+#: ladder's own top-level modules (records, errors, rules, policy) are open to every room and import
+#: none. A room not named here may not be imported by these.
+LADDER = "cellarena.arena.ladder"
+LADDER_ROOMS: dict[str, set[str]] = {
+    "identity": set(),
+    "matchmaking": set(),
+    "scoring": set(),
+    "store": {"identity"},
+    "accounts": {"identity", "store"},
+    "hosting": {"store"},
+    "services": {"identity", "store", "scoring", "matchmaking", "hosting"},
+    "web": {"identity", "store", "accounts", "scoring"},
+    "ops": {"identity", "store", "services", "hosting", "matchmaking", "scoring"},
+}
+#: Rooms of pure functions: no I/O of their own, so no trio, no threads, no database, no sockets.
+PURE_ROOMS = {"matchmaking", "scoring"}
+PURE_FORBIDDEN = (
+    "trio",
+    "threading",
+    "socket",
+    "sqlite3",
+    "psycopg",
+    "starlette",
+    "cellarena.server.net.connection",
+)
+
+
+def _room(module: str) -> str | None:
+    """The ladder room of ``module`` ("" for the ladder's top-level modules), None outside the ladder."""
+    if module != LADDER and not module.startswith(LADDER + "."):
+        return None
+    parts = module[len(LADDER) + 1 :].split(".") if module != LADDER else [""]
+    return parts[0] if len(parts) > 1 else ""
+
+
+def _ladder_problems(graph: dict[str, set[str]], sources: dict[str, list[str]]) -> list[str]:
+    problems = []
+    for module, imported in sorted(graph.items()):
+        room = _room(module)
+        if room is None:
+            continue
+        if room and room not in LADDER_ROOMS:
+            problems.append(f"{module}: in a room docs/architecture.md does not draw")
+            continue
+        allowed = LADDER_ROOMS.get(room, set()) | {room, ""}
+        if room == "":
+            allowed = {""}
+        for other in sorted(imported):
+            theirs = _room(other)
+            if theirs is not None and theirs not in allowed and other != LADDER:
+                problems.append(f"{module} imports {other} ({room or 'top level'} -> {theirs})")
+        if room in PURE_ROOMS:
+            for name in sources.get(module, []):
+                if any(name == bad or name.startswith(bad + ".") for bad in PURE_FORBIDDEN):
+                    problems.append(f"{module} imports {name} (the {room} room is pure)")
+    return problems
+
+
+def test_the_ladders_rooms_import_one_way() -> None:
+    """Each room of arena/ladder/ imports only the rooms drawn below it: the store no pages, services
+    or rules (`scoring` decides, the store writes); the pages no running server; matchmaking and
+    scoring nothing with I/O."""
+    graph = _import_graph()
+    sources = {}
+    for rel in _sources():
+        module = _module(rel)
+        if _room(module) in PURE_ROOMS:
+            sources[module] = [name for _, name in _imports(ast.parse((ROOT / rel).read_text(), rel), rel)]
+    assert {_room(m) for m in graph} - {None, ""} == set(LADDER_ROOMS)  # every room is drawn
+    assert _ladder_problems(graph, sources) == []
+
+
+def test_the_room_checker_catches_what_it_should() -> None:
+    graph = {
+        f"{LADDER}.store.tables": {f"{LADDER}.scoring.settlement", f"{LADDER}.records"},
+        f"{LADDER}.records": {f"{LADDER}.store.tables"},
+        f"{LADDER}.web.pages": {f"{LADDER}.services.queue", f"{LADDER}.accounts.owners"},
+        f"{LADDER}.scoring.rules": set(),
+        f"{LADDER}.cellar.x": set(),
+    }
+    sources = {f"{LADDER}.scoring.rules": ["trio", "cellarena.arena.ratings"]}
+    assert _ladder_problems(graph, sources) == [
+        f"{LADDER}.cellar.x: in a room docs/architecture.md does not draw",
+        f"{LADDER}.records imports {LADDER}.store.tables (top level -> store)",
+        f"{LADDER}.scoring.rules imports trio (the scoring room is pure)",
+        f"{LADDER}.store.tables imports {LADDER}.scoring.settlement (store -> scoring)",
+        f"{LADDER}.web.pages imports {LADDER}.services.queue (web -> services)",
+    ]
+
+
+def test_no_folder_of_the_arena_holds_more_than_twenty_modules() -> None:
+    crowded = {
+        folder.relative_to(ROOT).as_posix(): n
+        for folder in [ROOT / "arena", *(ROOT / "arena").rglob("*/")]
+        if "__pycache__" not in folder.parts and (n := len(list(folder.glob("*.py")))) > 20
+    }
+    assert crowded == {}

@@ -27,7 +27,7 @@ from node_kit import built_kit
 from scripted_server import Peer, Script, ScriptedServer, match, refuse
 from tls_proxy import TLSProxy, certificates
 
-from cellarena.arena.ladder.store import LadderStore, MatchRecord
+from cellarena.arena.ladder.store.ladder_store import LadderStore, MatchRecord
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import codes
 

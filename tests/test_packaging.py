@@ -79,7 +79,7 @@ def test_plain_install_into_fresh_venv(tmp_path: Path) -> None:
     assert games.stdout.strip() == "['cata', 'cloth', 'colorblocks', 'drop2df', 'rezzo']"
     # The ladder ships too, and its default SQLite store needs no PostgreSQL driver.
     ladder = (
-        "import sys; from cellarena.arena.ladder.store import LadderStore;"
+        "import sys; from cellarena.arena.ladder.store.ladder_store import LadderStore;"
         "s = LadderStore('ladder.db'); s.add_bot('a', 'rezzo');"
         "print(len(s.list_bots()), 'psycopg' in sys.modules)"
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cellarena.arena.results import MatchRow, RatingPoint, SeatRow
-from cellarena.arena.store import Standing
+from cellarena.arena.tournament_store import Standing
 from cellarena.arena.web.pages import index_html, tournament_html
 
 EVIL = '<script>alert("x")</script>'

@@ -18,7 +18,7 @@ from game_servers import Process, add_ladder_bot, exited, ladder_serve, serve, s
 from scripted_server import Peer, ScriptedServer, match, refuse
 from tls_proxy import TLSProxy, certificates
 
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 from cellarena.sdk.reconnect import Backoff
 

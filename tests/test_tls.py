@@ -188,8 +188,8 @@ def non_loopback_address() -> str | None:
 async def test_a_ladder_takes_tokens_over_tls_from_another_address_and_refuses_them_in_clear(
     tmp_path: Path,
 ) -> None:
-    from cellarena.arena.ladder.service import LadderConfig, build
-    from cellarena.arena.ladder.store import LadderStore
+    from cellarena.arena.ladder.ops.wiring import LadderConfig, build
+    from cellarena.arena.ladder.store.ladder_store import LadderStore
 
     address = non_loopback_address()
     if address is None:

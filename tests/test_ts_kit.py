@@ -17,7 +17,7 @@ from game_servers import add_ladder_bot, ladder_serve, start
 from node_kit import KIT, NODE_TESTS, built_kit, need_node
 from test_sdk_ladder import CuttingProxy, exited
 
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk.protocol import codes
 
 

@@ -21,7 +21,7 @@ from cellarena_cli import cellarena
 from game_servers import ladder_serve, start, wait_for
 from ladder_pages import ladder_pages
 
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.server.replay import read_replay, verify
 
 DRAWER = Path(__file__).parent / "bots" / "drawer.py"

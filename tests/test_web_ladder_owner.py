@@ -25,7 +25,7 @@ from certificates import pem_files
 from game_servers import Process, start, wait_for
 from postgres_server import PostgresServer
 
-from cellarena.arena.ladder.store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAKY = Path(__file__).parent / "bots" / "flaky.py"

@@ -92,7 +92,7 @@ def test_standings_chart_thumbnails_and_replays(
 
 
 def _results(root: Path) -> list[Any]:
-    from cellarena.arena.web.results import find_tournaments
+    from cellarena.arena.web.results_source import find_tournaments
 
     (source,) = find_tournaments(root).values()
     return source.matches()

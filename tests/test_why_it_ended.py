@@ -17,7 +17,7 @@ from cellarena_cli import cellarena
 
 from cellarena.arena.results import TournamentResults
 from cellarena.arena.schedule import Scheduled
-from cellarena.arena.store import SCHEMA, MatchRecord, SeatRecord, Store, fingerprint
+from cellarena.arena.tournament_store import SCHEMA, MatchRecord, SeatRecord, Store, fingerprint
 
 RAISER = """
 from cellarena.sdk import Bot, run
@@ -154,8 +154,9 @@ def test_a_results_database_from_before_causes_reads_unknown_then_gains_them(tmp
 
 def test_the_ladders_match_and_bot_pages_and_json_carry_each_seats_cause(tmp_path: Path) -> None:
     from cellarena.arena.ladder.records import SeatResult
-    from cellarena.arena.ladder.store import LadderStore
-    from cellarena.arena.ladder.web import LadderSite, match_json
+    from cellarena.arena.ladder.scoring.settlement import settle
+    from cellarena.arena.ladder.store.ladder_store import LadderStore
+    from cellarena.arena.ladder.web.public_pages import LadderSite, match_json
 
     with LadderStore(str(tmp_path / "ladder.sqlite")) as store:
         alice, _ = store.add_bot("alice", "rezzo")
@@ -164,7 +165,7 @@ def test_the_ladders_match_and_bot_pages_and_json_carry_each_seats_cause(tmp_pat
         lost = {"cause": "unresponsive", "tick": 30, "ticks": 25, "text": "bob forfeits at tick 30: <late>"}
         won = {"cause": "last_player_standing", "tick": 30, "text": "alice is the last seat still playing"}
         seats = [SeatResult(1, cause=won), SeatResult(2, late=25, forfeit=True, cause=lost)]
-        store.finish_match(match_id, seats, reason="every other seat disconnected", ticks=30)
+        store.finish_match(match_id, seats, reason="every other seat disconnected", ticks=30, settle=settle)
         site = LadderSite(store, "rezzo")
         page = site.match_html(match_id)
         assert "bob forfeits at tick 30: &lt;late&gt;" in page and "<th>why</th>" in page  # escaped

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cellarena.arena.ladder.store import LadderStore, SeatResult
-from cellarena.arena.ladder.web_accounts import AccountSettings
-from cellarena.arena.ladder.web_app import ladder_app
+from cellarena.arena.ladder.scoring.settlement import settle
+from cellarena.arena.ladder.store.ladder_store import LadderStore, SeatResult
+from cellarena.arena.ladder.web.app import ladder_app
+from cellarena.arena.ladder.web.owner_guard import AccountSettings
 from cellarena.server.net.trusted_proxies import TrustedProxies
 from cellarena.server.web.hosts import AllowedHosts
 
@@ -44,7 +45,9 @@ def ladder(folder: Path, *, allowed: AllowedHosts | None = LOOPBACK, trusted: st
     damaged.write_bytes(b'{"type": "header", "version": 1}\nnot json\n')
     for path in (replay, damaged):
         number = store.begin_match(GAME, None, 7, ids)
-        store.finish_match(number, [SeatResult(1), SeatResult(2)], reason="test", ticks=30, replay=str(path))
+        store.finish_match(
+            number, [SeatResult(1), SeatResult(2)], reason="test", ticks=30, replay=str(path), settle=settle
+        )
     settings = AccountSettings(
         policy="open",
         key=b"k" * 32,

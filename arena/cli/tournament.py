@@ -186,7 +186,7 @@ def _play(spec: TournamentSpec, folder: Path, args: TournamentArgs) -> RunReport
     """Run the tournament on a local pool or the cluster, with a progress bar unless --json; an
     interrupt stops every bot and exits 130, keeping what finished."""
     from cellarena.arena.job import WrongGameError
-    from cellarena.arena.store import StoreError
+    from cellarena.arena.tournament_store import StoreError
 
     display = None if args.as_json else _Display()
     try:

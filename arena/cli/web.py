@@ -27,7 +27,7 @@ def web(runs_dir: Path, host: str, port: int, open_browser: bool, allowed_host: 
     """
     try:
         from cellarena.arena.web.pages import results_app
-        from cellarena.arena.web.results import ResultsError, ResultsSource, find_tournaments
+        from cellarena.arena.web.results_source import ResultsError, ResultsSource, find_tournaments
         from cellarena.server.web.hosts import AllowedHosts, HostsError
         from cellarena.server.web.serving import BindError, bind, serve_until_interrupted, url_of
     except ImportError as exc:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ratings import Rating
 from cellarena.sdk.protocol import Outcome, outcome_of  # a seat's result: the protocol's (`end`)
 
@@ -362,3 +363,59 @@ class AuditEntry:
             "bot": self.bot,
             "detail": self.detail,
         }
+
+
+@dataclass(frozen=True)
+class SeatBot:
+    """A seat's bot as the store keeps it when its match ends: what a settlement starts from."""
+
+    seat: int
+    bot_id: int
+    name: str
+    #: Its current rating; None before its first rated match.
+    rating: Rating | None
+    #: The version its hello carried in this match, and in its last finished match (None: none).
+    version: str | None
+    last_version: str | None
+    #: Failures in a row so far, and why it is paused (None: it is not).
+    failures: int
+    paused: str | None
+
+
+@dataclass(frozen=True)
+class MatchState:
+    """A running match's seats and the host's policy, read in the transaction that records its end."""
+
+    rated: bool
+    policy: CommunityPolicy
+    seats: tuple[SeatBot, ...]
+
+
+@dataclass(frozen=True)
+class FailureCount:
+    """A bot's failures in a row after one more match or launch, and the pause they bring (or None)."""
+
+    failures: int
+    pause: str | None
+
+
+@dataclass(frozen=True)
+class SeatChange:
+    """What a match's end changes for one seat's bot."""
+
+    seat: int
+    bot_id: int
+    name: str
+    before: Rating
+    after: Rating
+    outcome: Outcome
+    count: FailureCount
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """What a match's end changes, as `scoring.settlement.settle` decides it; the store writes it."""
+
+    rated: bool
+    winner: int | None
+    seats: tuple[SeatChange, ...]

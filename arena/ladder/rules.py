@@ -1,10 +1,11 @@
-"""The limits of a public ladder, which its services share (`admission`, `matchmaking`, `changes`)."""
+"""The limits of a public ladder, which its services share (`services`: admission, the queue, `changes`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cellarena.arena.ladder.changes import POLL_EVERY
+#: Seconds between two polls of the change log: how soon a revoke or a rotation takes effect.
+POLL_EVERY = 0.5
 
 
 @dataclass(frozen=True)

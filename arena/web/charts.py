@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from cellarena.arena.web.results import RatingPoint
+from cellarena.arena.web.results_source import RatingPoint
 
 #: The viewer's seat colours (server/web/static/palette.js): Okabe-Ito, safe for colour-blind readers.
 COLORS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#7788EE", "#EE5511", "#BBEE99", "#64DADE")

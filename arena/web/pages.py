@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Route
 
 from cellarena.arena.web.charts import color_of, rating_chart
-from cellarena.arena.web.results import ResultsSource
+from cellarena.arena.web.results_source import ResultsSource
 from cellarena.server.web.app import build_app
 from cellarena.server.web.hosts import AllowedHosts
 from cellarena.server.web.numbers import parse_number

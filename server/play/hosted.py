@@ -5,7 +5,7 @@ bot a ``redirect`` to the machine that hosts its match, with a fresh seat token.
 that machine's side, with no cluster in it: `host_match` opens a lobby for the one match, says
 where it listens (``publish``), seats the bots by their tokens, plays, and returns the outcome and
 the replay's bytes for the ladder to record. The cluster glue is the ladder's
-(`cellarena.arena.ladder.hand_off`).
+(`cellarena.arena.ladder.hosting.cluster_hand_off`).
 
 The seat tokens themselves never come here: the job carries only their SHA-256 digests, so the
 cluster's own channels (which may be plain TCP) never carry a secret; a bot's token crosses the

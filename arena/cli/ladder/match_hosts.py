@@ -19,7 +19,7 @@ def cluster_hand_off(
     """The ladder's hand-off to the cluster ``spec``, its workers checked; a ClusterError is the
     command's error, said before anyone connects."""
     from cellarena.arena.cluster import ClusterError
-    from cellarena.arena.ladder.hand_off import HandOffConfig, open_hand_off
+    from cellarena.arena.ladder.hosting.cluster_hand_off import HandOffConfig, open_hand_off
 
     hand_off_config = HandOffConfig(
         public_host=public_host,
@@ -43,7 +43,7 @@ class WorkersParam(click.ParamType):  # type: ignore[type-arg]  # generic only f
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
-        from cellarena.arena.ladder.local_workers import parse_workers
+        from cellarena.arena.ladder.hosting.worker_pool import parse_workers
 
         try:
             return parse_workers(str(value))
@@ -77,8 +77,8 @@ def local_workers_for(
             "not both",
             param_hint="--workers",
         )
-    from cellarena.arena.ladder.local_workers import LocalWorkers
-    from cellarena.arena.ladder.worker import WorkerSetup
+    from cellarena.arena.ladder.hosting.worker_pool import LocalWorkers
+    from cellarena.arena.ladder.hosting.worker_process import WorkerSetup
 
     public = workers_host or config.host
     if public in ("0.0.0.0", "::", ""):

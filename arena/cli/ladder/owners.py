@@ -21,7 +21,7 @@ def owner() -> None:
 @contextlib.contextmanager
 def _accounts(where: Where) -> Iterator[Any]:
     try:
-        from cellarena.arena.ladder.accounts import AccountError, Accounts
+        from cellarena.arena.ladder.accounts.owners import AccountError, Accounts
     except ImportError as exc:
         raise click.UsageError(f"owners need the 'web' extra ({exc}); pip install 'cellarena[web]'") from None
     with where.store() as store:

@@ -31,8 +31,8 @@ from cellarena.server.cli.run import configure_logging, run_trio
 from cellarena.server.games.base import ConfigError
 
 if TYPE_CHECKING:
-    from cellarena.arena.ladder.service import LadderConfig
-    from cellarena.arena.ladder.store import LadderStore
+    from cellarena.arena.ladder.ops.wiring import LadderConfig
+    from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def serve_ladder(
 ) -> None:
     """Serve ``game``'s ladder on ``where``'s database until a signal stops it; every error in what it
     was told is a click error, said before anyone connects."""
-    from cellarena.arena.ladder.service import build
+    from cellarena.arena.ladder.ops.wiring import build
     from cellarena.sdk.client import is_loopback
 
     config = ladder_config(game, cli, where, args, game_values)
@@ -142,10 +142,10 @@ def ladder_config(
     game: str, cli: GameCli, where: Where, args: LadderServeArgs, game_values: dict[str, Any]
 ) -> LadderConfig:
     """The ladder's config from what the command was told: its folders made, its values checked."""
+    from cellarena.arena.ladder.ops.wiring import LadderConfig
     from cellarena.arena.ladder.policy import CommunityPolicy
     from cellarena.arena.ladder.rules import LadderRules
-    from cellarena.arena.ladder.service import LadderConfig
-    from cellarena.arena.ladder.spool import FOLDER as SPOOL_FOLDER
+    from cellarena.arena.ladder.services.spool import FOLDER as SPOOL_FOLDER
     from cellarena.server.play.match import TickSettings
 
     trusted = trusted_proxies(args.trusted_proxy)
@@ -202,9 +202,9 @@ def _run(
     """Serve until a signal: the ladder's own errors are one line, Ctrl-C a clean stop."""
     import gc
 
-    from cellarena.arena.ladder.local_workers import WorkerStartError
-    from cellarena.arena.ladder.service import run_ladder
-    from cellarena.arena.ladder.store import LadderStoreError
+    from cellarena.arena.ladder.hosting.worker_pool import WorkerStartError
+    from cellarena.arena.ladder.ops.wiring import run_ladder
+    from cellarena.arena.ladder.store.ladder_store import LadderStoreError
 
     gc.collect()
     gc.freeze()

@@ -153,7 +153,7 @@ def web(
     except BindError as exc:
         store.close()
         raise click.UsageError(str(exc)) from None
-    from cellarena.arena.ladder.web_app import ladder_app
+    from cellarena.arena.ladder.web.app import ladder_app
 
     app, feed = ladder_app(
         store,
@@ -234,7 +234,7 @@ def _account_settings(
     from datetime import timedelta
 
     try:
-        from cellarena.arena.ladder.web_accounts import AccountSettings, KeyFileError, load_key
+        from cellarena.arena.ladder.web.owner_pages import AccountSettings, KeyFileError, load_key
     except ImportError as exc:
         raise click.UsageError(
             f"--signup needs the 'web' extra ({exc}); pip install 'cellarena[web]'"

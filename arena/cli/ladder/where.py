@@ -14,7 +14,7 @@ from cellarena.server.cli.params import (
 )
 
 if TYPE_CHECKING:
-    from cellarena.arena.ladder.store import LadderStore
+    from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 
 DB_FILE = "ladder.sqlite"
@@ -43,7 +43,7 @@ class Where:
         """The store, open for one command: any refusal of the store inside (a name it does not take,
         a duplicate, a database it cannot write) is one line on stderr, or one JSON object with
         ``--json``, and exit status 1; a refused name names NAME (exit status 2)."""
-        from cellarena.arena.ladder.store import BadNameError, LadderStoreError
+        from cellarena.arena.ladder.store.ladder_store import BadNameError, LadderStoreError
 
         with self.open(create=create) as store:
             try:
@@ -54,7 +54,7 @@ class Where:
                 raise click.ClickException(str(exc)) from None
 
     def open(self, *, create: bool = True, reconnect_every: float | None = None) -> LadderStore:
-        from cellarena.arena.ladder.store import LadderStore, LadderStoreError
+        from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 
         target: str | Path = self.db if self.db else self.folder / DB_FILE
         if not self.db:
@@ -74,7 +74,7 @@ def game_argument(value: str) -> str:
 
 
 def known_bot(action: Any, name: str) -> Any:
-    from cellarena.arena.ladder.store import UnknownBotError
+    from cellarena.arena.ladder.store.ladder_store import UnknownBotError
 
     try:
         return action(name)

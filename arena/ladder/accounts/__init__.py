@@ -1,0 +1,1 @@
+"""Owners' accounts: sign-up, passwords, sessions, invitations, admins."""

@@ -1,0 +1,1 @@
+"""Who meets whom, as pure functions: the matchmaker and the challenges it plays first."""

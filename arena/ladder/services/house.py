@@ -1,0 +1,404 @@
+"""House bots: bots the ladder launches itself, so that a bot waiting alone still gets a match.
+
+A house bot is registered with the command that starts it (`cellarena ladder house add`). When a
+bot has waited ``after`` seconds in the queue and a house bot of the game is idle (not queued, not
+playing, not starting), the ladder starts the idle house bot whose rating is closest to the longest
+waiter's. It runs as a match's bots do (`cellarena.server.bots.launcher.start_bot`): in a session of its
+own, confined by the same limits (and `--isolate`), told where to connect in its environment and its
+token through an inherited pipe (docs/protocol.md), its output in a capped log. It plays one match
+and exits; the next time it is needed it starts again. One that neither queues nor plays for
+``idle_limit`` seconds (it never connected, or hangs after its match) is stopped, so a broken house
+bot cannot stay "running" forever and never be started again.
+
+The store keeps only a hash of every token, so each launch gives the house bot a new token
+(`LadderStore.rotate`): the one it was started with is the only one that works.
+
+A launch that never joins the queue (it never connected, connected but said no hello within the
+lobby's hello timeout, was refused at its hello, or exited first) is a failure of its own, with a
+cause in the words of a seat's (`cellarena.server.games.causes`): logged, counted towards automatic
+pausing like a failed match (`scoring.settlement.launch_failure` decides, the store writes it), and
+followed by a wait before the next launch that doubles with each failure in a row (`BACKOFF_FIRST` up
+to `BACKOFF_CAP`), so that a broken house bot neither restarts forever nor rotates its token twice a
+second.
+
+As cellarena started it, a house bot whose process exits mid-match is said to have ``exited`` (its
+status or signal and its log's last line, its token redacted) or gone over a ``limit``, rather than
+``disconnected``: the match starter asks `HouseBots.explain` at the match's end.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from cellarena.arena.ladder.records import BotRecord
+from cellarena.arena.ladder.scoring.settlement import launch_failure
+from cellarena.arena.ladder.services.seating import LadderSeating
+from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
+from cellarena.arena.ratings import initial
+from cellarena.sdk import protocol
+from cellarena.sdk.client import is_loopback
+from cellarena.server.bots.confinement import Limits
+from cellarena.server.bots.launcher import (
+    EXIT_WAIT,
+    LOG_LIMIT,
+    BotProcess,
+    BotSpec,
+    copy_log,
+    exit_cause,
+    holds_connection,
+    last_log_line,
+    refusal_cause,
+    start_bot,
+    stop_bot,
+    watch_limits,
+)
+from cellarena.server.games import causes
+from cellarena.server.net.connection import Connection
+from cellarena.server.play.lobby import LobbyConfig
+from cellarena.server.play.seating import Refusal
+
+log = logging.getLogger("cellarena.ladder")
+
+#: Seconds before a house bot whose launch failed is started again; doubled with each failed launch in
+#: a row, up to `BACKOFF_CAP`; a launch that joins the queue starts the count again.
+BACKOFF_FIRST = 1.0
+BACKOFF_CAP = 60.0
+#: Refusals that say the ladder is full or stopping, not that the house bot is broken.
+_LADDER_BUSY = frozenset({protocol.SHUTDOWN, protocol.QUEUE_FULL, protocol.TOO_MANY_CONNECTIONS})
+
+
+@dataclass
+class Launched:
+    """A house bot's latest launch, kept after it ends so that its match can ask why it went."""
+
+    proc: BotProcess
+    #: The token it was started with, redacted from its log's last line.
+    secret: str
+    log: Path
+    #: Set once its output is all in its log.
+    log_done: trio.Event = field(default_factory=trio.Event)
+    #: Set once its exit is seen (or it was stopped here).
+    exited: trio.Event = field(default_factory=trio.Event)
+    #: Set once what it left was stopped too (`stop_bot` read its cgroup's limit).
+    reaped: trio.Event = field(default_factory=trio.Event)
+    #: Whether it was ever seen queued or playing: a launch that never was is a failure.
+    joined: bool = False
+    #: Its connection, once seen (accepted, or its hello), and whether it said hello there.
+    conn: Connection | None = None
+    greeted: bool = False
+    #: Its hello's refusal as a seat's cause (``wrong_game``, ``refused``), if it was refused.
+    refusal: dict[str, Any] | None = None
+    #: Whether a refusal said only that the ladder was full or stopping (not its failure).
+    busy: bool = False
+
+
+class HouseBots:
+    """Starts house bots for bots that wait too long; `run` is its task, beside the lobby's."""
+
+    def __init__(
+        self,
+        store: LadderStore,
+        seating: LadderSeating,
+        log_dir: Path,
+        *,
+        after: float = 5.0,
+        every: float = 0.5,
+        idle_limit: float = 30.0,
+        hello_timeout: float = LobbyConfig.hello_timeout,
+        backoff_first: float = BACKOFF_FIRST,
+        backoff_cap: float = BACKOFF_CAP,
+        host: str = "127.0.0.1",
+        limits: Limits | None = None,
+        isolate: bool = False,
+    ) -> None:
+        self.store = store
+        self.seating = seating
+        self.log_dir = log_dir
+        self.after = after
+        self.every = every
+        self.idle_limit = idle_limit
+        #: The lobby's: a connection without a hello is closed after it (only said in causes here).
+        self.hello_timeout = hello_timeout
+        self.backoff_first = backoff_first
+        self.backoff_cap = backoff_cap
+        self.host = host
+        self.limits = limits or Limits()
+        self.isolate = isolate
+        #: House bots whose process runs, by name.
+        self.running: dict[str, BotProcess] = {}
+        #: Each house bot's latest launch, by name, running or not (replaced by its next one).
+        self.launched: dict[str, Launched] = {}
+        #: Failed launches in a row, by name, and when (trio's clock) each may be started again.
+        self.failed: dict[str, int] = {}
+        self.not_before: dict[str, float] = {}
+        #: Each house bot's last failed launch's cause, by name.
+        self.last_failure: dict[str, dict[str, Any]] = {}
+
+    async def run(self, port: int) -> None:
+        """Look at the queue every ``every`` seconds until cancelled; then stop every house bot."""
+        try:
+            async with trio.open_nursery() as nursery:
+                while True:
+                    await trio.sleep(self.every)
+                    needed = self._needed()
+                    if needed is not None:
+                        await self._launch(nursery, needed, port)
+        finally:
+            with trio.CancelScope(shield=True):
+                for proc in list(self.running.values()):
+                    await stop_bot(proc, patience=0.0)
+
+    def _needed(self) -> BotRecord | None:
+        """The idle house bot to start now, or None: nobody waited long enough, or no house bot is free."""
+        now = trio.current_time()
+        waiting = [
+            q
+            for q in self.seating.queue.waiting.values()
+            if now - q.since >= self.after and q.bot.kind != "house"
+        ]
+        if not waiting:
+            return None
+        busy = set(self.running) | set(self.seating.queue.waiting) | self.seating.starter.playing()
+        idle = [
+            b
+            for b in self.seating.results.house_bots()
+            if b.name not in busy and self.not_before.get(b.name, now) <= now  # backing off
+        ]
+        if not idle:
+            return None
+        longest = min(waiting, key=lambda q: q.since)
+        ratings = self.seating.results.ratings
+        target = ratings.get(longest.bot.name, initial()).mu
+        return min(idle, key=lambda b: (abs(ratings.get(b.name, initial()).mu - target), b.name))
+
+    async def _launch(self, nursery: trio.Nursery, bot: BotRecord, port: int) -> None:
+        assert bot.house_command is not None
+        try:
+            token = await trio.to_thread.run_sync(self.store.rotate, bot.name)
+        except LadderStoreError as exc:
+            log.error("cannot start house bot %s: %s", bot.name, exc)
+            return
+        spec = BotSpec(bot.name, bot.house_command)
+        path = self.log_dir / f"house-{bot.name}.log"
+
+        def started(proc: BotProcess) -> None:
+            # Known before its token is in the pipe: its hello is judged by its own processes, and
+            # noted on this launch (`hello`), however fast it comes.
+            self.running[bot.name] = proc
+            self.launched[bot.name] = Launched(proc, token.secret, path)
+
+        try:
+            proc = await start_bot(
+                spec,
+                self.host,
+                port,
+                token.secret,
+                limits=self.limits,
+                isolate=self.isolate,
+                on_started=started,
+            )
+        except OSError as exc:
+            log.error("cannot start house bot %s (%r): %s", bot.name, bot.house_command, exc)
+            return
+        log.info("started house bot %s for a bot that waited %g s", bot.name, self.after)
+        if self.launched.get(bot.name) is None or self.launched[bot.name].proc is not proc:
+            started(proc)  # a starter that did not call back
+        self.running[bot.name] = proc
+        launched = self.launched[bot.name]
+        assert proc.stdout is not None
+        nursery.start_soon(self._copy_log, launched)
+        nursery.start_soon(self._reap, bot.name, launched)
+        nursery.start_soon(watch_limits, [proc], self.limits)
+
+    def _starting(self) -> list[Launched]:
+        """The launches still running that have not joined the queue yet."""
+        return [
+            launched
+            for name, launched in self.launched.items()
+            if not launched.joined and self.running.get(name) is launched.proc
+        ]
+
+    def connected(self, conn: Connection) -> None:
+        """A connection was accepted (`LadderSeating.on_connected`): if a starting house bot's own
+        processes hold it, it is that launch's, so that a hello that never comes is said as such.
+        Only while a launch is starting, and on loopback, where house bots connect: each look reads
+        /proc."""
+        if not is_loopback(conn.host):
+            return
+        for launched in self._starting():
+            if launched.conn is None and holds_connection(launched.proc, conn):
+                launched.conn = conn
+                return
+
+    def hello(self, conn: Connection, hello: dict[str, Any], refusal: tuple[str, str] | None) -> None:
+        """A bot's hello, accepted (None) or refused with (code, message) (`LadderSeating.on_hello`):
+        a starting house bot's, by its token and its own processes holding ``conn``, is noted, and a
+        refusal becomes its launch's cause. Another process with its token is not blamed on it."""
+        token = hello.get("token")
+        for launched in self._starting():
+            if token != launched.secret or not holds_connection(launched.proc, conn):
+                continue
+            launched.conn = conn
+            launched.greeted = True
+            if refusal is not None:
+                code, message = refusal
+                if code in _LADDER_BUSY:
+                    launched.busy = True
+                else:
+                    game = self.seating.admission.game
+                    launched.refusal = refusal_cause(Refusal(code, message, hello.get("game")), game)
+            return
+
+    def holds(self, name: str, conn: Connection) -> bool:
+        """Whether house bot ``name``'s own processes hold ``conn`` (`Admission.house_owner`)."""
+        proc = self.running.get(name)
+        return proc is not None and holds_connection(proc, conn)
+
+    async def explain(self, name: str) -> dict[str, Any] | None:
+        """Why house bot ``name``'s connection went (`cellarena.server.play.match.ExplainGone`, for its
+        seat): ``exited`` with its status or signal, or ``limit``, with its log's last line; None
+        if its process has not exited within `EXIT_WAIT` seconds (the socket closes a moment
+        before the exit is seen) or was stopped here, as the ladder stopped or it sat idle."""
+        launched = self.launched.get(name)
+        if launched is None:
+            return None
+        with trio.move_on_after(EXIT_WAIT):
+            await launched.exited.wait()
+        proc = launched.proc
+        code = proc.returncode
+        if code is None:
+            return None
+        with trio.move_on_after(EXIT_WAIT):
+            await launched.reaped.wait()
+        if proc.signalled and proc.stopped_for is None:
+            return None
+        with trio.move_on_after(EXIT_WAIT):
+            await launched.log_done.wait()
+        line = last_log_line(launched.log, secrets=[launched.secret])
+        return exit_cause(proc, code, self.limits, line)
+
+    async def _copy_log(self, launched: Launched) -> None:
+        assert launched.proc.stdout is not None
+        try:
+            await copy_log(launched.proc.stdout, launched.log, LOG_LIMIT)
+        finally:
+            launched.log_done.set()
+
+    async def _reap(self, name: str, launched: Launched) -> None:
+        """Wait for a house bot to end its match and exit, or to sit idle (neither queued nor playing)
+        for ``idle_limit`` seconds, or, before it joined, to be refused or to have its connection
+        closed for want of a hello; then stop what it left in its session, and count a launch that
+        never joined as a failure (`_failed`)."""
+        proc = launched.proc
+        idle = False
+        try:
+            idle_since = trio.current_time()
+            while proc.returncode is None:
+                with trio.move_on_after(self.every):
+                    await proc.wait()
+                now = trio.current_time()
+                if name in self.seating.queue.waiting or name in self.seating.starter.playing():
+                    launched.joined = True
+                    idle_since = now
+                elif not launched.joined and (launched.refusal or self._hello_timed_out(launched)):
+                    break  # it cannot join on this launch: no need to wait out the idle limit
+                elif now - idle_since >= self.idle_limit:
+                    idle = True
+                    if launched.joined:
+                        log.warning(
+                            "house bot %s neither queued nor played for %g s: stopped (see its log)",
+                            name,
+                            self.idle_limit,
+                        )
+                    break
+        finally:
+            if proc.returncode is not None:
+                launched.exited.set()
+            with trio.CancelScope(shield=True):
+                await stop_bot(proc, patience=0.0)
+            launched.exited.set()
+            launched.reaped.set()
+            if self.running.get(name) is proc:
+                del self.running[name]
+        # Not reached when cancelled: the ladder stopping is no failure of the bot's.
+        if launched.joined:
+            self.failed.pop(name, None)
+            self.not_before.pop(name, None)
+            return
+        cause = await self._launch_cause(launched, idle)
+        if cause is not None:
+            await self._failed(name, cause)
+
+    def _hello_timed_out(self, launched: Launched) -> bool:
+        """Whether the launch's connection was closed by the lobby for want of a hello."""
+        conn = launched.conn
+        return (
+            conn is not None
+            and not launched.greeted
+            and conn.closed
+            and conn.close_reason.startswith(f"{protocol.TIMEOUT}:")
+        )
+
+    async def _launch_cause(self, launched: Launched, idle: bool) -> dict[str, Any] | None:
+        """Why a launch that never joined the queue ended, in a seat's words: what ended it first.
+        None if only the ladder being full or stopping refused it."""
+        if launched.refusal is not None:
+            return launched.refusal
+        if self._hello_timed_out(launched):
+            detail = f"it connected but sent no hello within {self.hello_timeout:g} s"
+            return causes.cause(causes.NEVER_CONNECTED, detail=detail)
+        if launched.busy:
+            return None
+        proc = launched.proc
+        if not idle and proc.returncode is not None:
+            with trio.move_on_after(EXIT_WAIT):
+                await launched.log_done.wait()
+            line = last_log_line(launched.log, secrets=[launched.secret])
+            return exit_cause(proc, proc.returncode, self.limits, line)
+        if launched.conn is None:
+            detail = f"it did not connect within {self.idle_limit:g} s"
+        else:
+            detail = f"it connected but did not join the queue within {self.idle_limit:g} s"
+        return causes.cause(causes.NEVER_CONNECTED, detail=detail)
+
+    async def _failed(self, name: str, cause: dict[str, Any]) -> None:
+        """Count a failed launch: back off before the next, count it towards pausing, log one line."""
+        count = self.failed[name] = self.failed.get(name, 0) + 1
+        wait = min(self.backoff_cap, self.backoff_first * 2 ** (count - 1))
+        self.not_before[name] = trio.current_time() + wait
+        self.last_failure[name] = cause
+        what = causes.sentence(0, cause, [name]).replace(f"{name} forfeits: ", "", 1)
+        try:
+            bot = await trio.to_thread.run_sync(
+                self.store.count_failed_launch, name, cause, functools.partial(launch_failure, cause)
+            )
+        except LadderStoreError as exc:
+            log.error("house bot %s: cannot count its failed launch: %s", name, exc)
+            bot = None
+        if bot is not None and bot.stopped is not None:
+            await self.seating.results.load_ratings()  # not started again, without waiting for the change log
+            log.error(
+                "house bot %s failed to join the ladder (%s): paused (%s); fix its command or program "
+                "(its output is in %s), then `cellarena ladder resume %s`",
+                name,
+                what,
+                bot.stopped,
+                self.log_dir / f"house-{name}.log",
+                name,
+            )
+            return
+        log.error(
+            "house bot %s failed to join the ladder (%s): %d failed launch(es) in a row, next start in "
+            "%g s at the earliest; fix its command or program (its output is in %s)",
+            name,
+            what,
+            count,
+            wait,
+            self.log_dir / f"house-{name}.log",
+        )

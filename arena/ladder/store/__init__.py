@@ -1,0 +1,1 @@
+"""The ladder's database: the LadderStore facade, its table groups, the schema, the backends."""

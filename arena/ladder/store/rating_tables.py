@@ -1,0 +1,57 @@
+"""Ratings: the ``ratings`` table's current ratings as a game's standings, and a bot's history."""
+
+from __future__ import annotations
+
+from cellarena.arena import ratings
+from cellarena.arena.ladder.records import RatingPoint, Standing
+from cellarena.arena.ladder.store.bot_tables import BotTable
+from cellarena.arena.ladder.store.database import parse_time
+from cellarena.arena.ratings import Rating
+
+
+class RatingTable:
+    """The ``ratings`` table, read (`match_tables` writes it with each result)."""
+
+    def __init__(self, bots: BotTable) -> None:
+        self.bots = bots
+        self.database = bots.database
+
+    def rating_history(self, name: str) -> list[RatingPoint]:
+        """The bot's rating after each of its finished matches, in the order they were counted."""
+        bot = self.bots.bot_or_raise(name)
+        with self.database.reading(f"read the rating history of bot {name!r}") as db:
+            rows = db.query(
+                "SELECT m.id, m.ended, s.mu_after, s.sigma_after"
+                " FROM seats s JOIN matches m ON m.id = s.match_id"
+                " WHERE s.bot_id = ? AND m.status = 'finished' ORDER BY m.seq",
+                (bot.id,),
+            )
+        return [RatingPoint(int(i), parse_time(ended), Rating(mu, sigma)) for i, ended, mu, sigma in rows]
+
+    def standings(self, game: str, *, include_revoked: bool = False) -> list[Standing]:
+        """``game``'s table, best first: by conservative rating (mu - 3 sigma), then name. A bot with no
+        finished match has the initial rating."""
+        with self.database.reading(f"read the {game} standings") as db:
+            rows = db.query(
+                "SELECT b.name, b.kind, b.revoked, r.mu, r.sigma, r.matches, r.wins, r.draws, r.losses,"
+                " t.late, t.invalid, t.bank"
+                " FROM bots b LEFT JOIN ratings r ON r.bot_id = b.id"
+                " LEFT JOIN (SELECT s.bot_id, SUM(s.late) AS late, SUM(s.invalid) AS invalid,"
+                " SUM(s.bank_drawn_ms) AS bank FROM seats s JOIN matches m ON m.id = s.match_id"
+                " WHERE m.status = 'finished' GROUP BY s.bot_id) t ON t.bot_id = b.id"
+                " WHERE b.game = ?",
+                (game,),
+            )
+        start = ratings.initial()
+        table = []
+        for name, kind, revoked, mu, sigma, n, wins, draws, losses, late, invalid, bank in rows:
+            if revoked is not None and not include_revoked:
+                continue
+            rating = start if mu is None else Rating(mu, sigma)
+            counts = (n or 0, wins or 0, draws or 0, losses or 0, int(late or 0), int(invalid or 0))
+            table.append((rating.conservative, name, kind, rating, *counts, int(bank or 0)))
+        table.sort(key=lambda t: (-t[0], t[1]))
+        return [
+            Standing(i, name, kind, r.mu, r.sigma, n, wins, draws, losses, late, invalid, bank)
+            for i, (_, name, kind, r, n, wins, draws, losses, late, invalid, bank) in enumerate(table, 1)
+        ]

@@ -1,0 +1,1 @@
+"""The ladder's web site: public, owners' and community pages, the app that mounts them, templates."""

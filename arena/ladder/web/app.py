@@ -1,0 +1,60 @@
+"""The whole app `cellarena ladder web` serves: the public pages (`public_pages`), the owners' pages with
+``--signup`` (`owner_pages`), the live match with ``--live-port``, behind the Host check
+(`server.web.hosts`). Made here, outside the command, so the tests call the very app it serves."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute
+
+from cellarena.arena.ladder.store.ladder_store import LadderStore
+from cellarena.arena.ladder.web.public_pages import LadderSite
+from cellarena.arena.ladder.web.public_routes import public_routes
+from cellarena.server.net.trusted_proxies import TrustedProxies
+from cellarena.server.web.app import build_app
+from cellarena.server.web.hosts import AllowedHosts
+from cellarena.server.web.live import LiveFeed, live_routes
+
+if TYPE_CHECKING:
+    from cellarena.arena.ladder.web.owner_guard import AccountSettings
+
+
+def ladder_app(
+    store: LadderStore,
+    games: Sequence[str],
+    *,
+    allowed_hosts: AllowedHosts | None,
+    live: bool = False,
+    public_debug: bool = False,
+    accounts: AccountSettings | None = None,
+    trusted: TrustedProxies | None = None,
+) -> tuple[Starlette, LiveFeed | None]:
+    """The app, and with ``live`` the feed that `live.relay` fills from the ladder's bot port."""
+    trusted = trusted or TrustedProxies()
+    site = LadderSite(
+        store,
+        games,
+        live=live,
+        public_debug=public_debug,
+        policy=None if accounts is None else accounts.policy,
+        accounts=accounts is not None,
+        trusted_proxies=trusted,  # the owner endpoint's lock-out counts by the client behind them
+    )
+    routes: list[BaseRoute] = []
+    if accounts is not None:
+        from cellarena.arena.ladder.web.owner_pages import AccountSite
+        from cellarena.arena.ladder.web.owner_routes import owner_routes
+
+        account_site = AccountSite(store, games, accounts, live=live)
+        site.who = account_site.guard.owner  # the header names who is logged in
+        site.owner_sessions = account_site.guard.api_owner  # owners act on the API with their login too
+        routes += owner_routes(account_site)
+    routes += public_routes(site)
+    feed = None
+    if live:
+        feed = LiveFeed(games[0])
+        routes += live_routes(feed)
+    return build_app(routes, allowed_hosts=allowed_hosts, trusted_proxies=trusted), feed

@@ -1,0 +1,185 @@
+"""A logged-in owner's pages: their bots, each bot's page and forms (new, rotate, revoke, resume,
+challenge, refuse challenges), their matches' replays with their own debug drawings, deleting the
+account; and the API's new bot (name and password in the body, no cookie).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import trio
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+from cellarena.arena.ladder.accounts.owners import AccountError
+from cellarena.arena.ladder.errors import BadNameError
+from cellarena.arena.ladder.identity.tokens import Token
+from cellarena.arena.ladder.records import BotRecord
+from cellarena.arena.ladder.store.ladder_store import MAX_ID
+from cellarena.arena.ladder.web.owner_guard import SESSION_COOKIE
+from cellarena.arena.ladder.web.owner_pages import AccountSite
+from cellarena.arena.ladder.web.public_pages import bot_href
+from cellarena.server.web.numbers import path_number
+
+
+class BotPages:
+    """An owner's bots: the account page, a bot's page and their forms, replays, the account's
+    deletion, the API's new bot."""
+
+    def __init__(self, site: AccountSite) -> None:
+        self.site = site
+        self.guard = site.guard
+
+    async def account(self, request: Request) -> Response:
+        try:
+            owner, session = await self.guard.logged_in(request)
+        except HTTPException:
+            return RedirectResponse("/login", status_code=303)
+        context = await trio.to_thread.run_sync(self.site.account_context, owner)
+        return self.site.page(
+            "account/account.html",
+            request,
+            title=f"{owner.name}'s bots",
+            csrf=self.guard.csrf_for(session),
+            error=None,
+            **context,
+        )
+
+    async def create_bot(self, request: Request) -> Response:
+        owner, session, fields = await self.guard.owner_post(request)
+        name = fields.get("name", "")
+        try:
+            bot, token = await trio.to_thread.run_sync(
+                lambda: self.site.accounts.create_bot(
+                    owner, name, self.site.game_of(fields), max_bots=self.site.settings.max_bots
+                )
+            )
+        except (AccountError, BadNameError) as exc:
+            context = await trio.to_thread.run_sync(self.site.account_context, owner)
+            return self.site.page(
+                "account/account.html",
+                request,
+                400,
+                title=f"{owner.name}'s bots",
+                csrf=self.guard.csrf_for(session),
+                error=str(exc),
+                **context,
+            )
+        return self.site.token_page(request, owner, bot.name, token, "made")
+
+    async def rotate(self, request: Request) -> Response:
+        owner, _, _ = await self.guard.owner_post(request)
+        name = request.path_params["name"]
+        token = await self.site.bot_action(lambda: self.site.accounts.rotate_bot(owner, name))
+        assert isinstance(token, Token)
+        return self.site.token_page(request, owner, name, token, "rotated")
+
+    async def revoke(self, request: Request) -> Response:
+        owner, _, _ = await self.guard.owner_post(request)
+        name = request.path_params["name"]
+        await self.site.bot_action(lambda: self.site.accounts.revoke_bot(owner, name))
+        return RedirectResponse("/account", status_code=303)
+
+    async def delete_account(self, request: Request) -> Response:
+        owner, session, fields = await self.guard.owner_post(request)
+        try:
+            await self.site.do_check_password(
+                request, {"name": owner.name, "password": fields.get("password", "")}
+            )
+        except AccountError:
+            context = await trio.to_thread.run_sync(self.site.account_context, owner)
+            return self.site.page(
+                "account/account.html", request, 403, title=f"{owner.name}'s bots",
+                csrf=self.guard.csrf_for(session),
+                error="the password is wrong: your account is not deleted", **context,
+            )  # fmt: skip
+        revoked = await trio.to_thread.run_sync(self.site.accounts.delete_owner, owner.name)
+        response = self.site.page(
+            "account/message.html",
+            request,
+            title="Account deleted",
+            message=f"{owner.name}'s account is deleted"
+            + (f" and {', '.join(revoked)} revoked" if revoked else "")
+            + "; their matches stay in the history.",
+        )
+        response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
+        return response
+
+    async def bot_page(self, request: Request) -> Response:
+        try:
+            owner, session = await self.guard.logged_in(request)
+        except HTTPException:
+            return RedirectResponse("/login", status_code=303)
+        name = request.path_params["name"]
+        context = await trio.to_thread.run_sync(lambda: self.site.account_context(owner, name))
+        return self.site.page(
+            "account/bot.html", request, title=f"{name} (yours)", csrf=self.guard.csrf_for(session),
+            error=None, **context,
+        )  # fmt: skip
+
+    async def bot_change(
+        self, request: Request, change: Callable[[BotRecord, dict[str, str], str], object]
+    ) -> Response:
+        """A form's change to one of the owner's bots; back to the page it was posted from, which
+        shows a refusal (a ban, the quota, an unknown opponent) beside the bot."""
+        owner, session, fields = await self.guard.owner_post(request)
+        name = request.path_params["name"]
+        bot = await self.site.bot_action(lambda: self.site.accounts.bot_of(owner, name))
+        assert isinstance(bot, BotRecord)
+        back_to_bot = fields.get("back") == "bot"
+        try:
+            await self.site.bot_action(lambda: change(bot, fields, f"{owner.name} (owner)"))
+        except HTTPException as exc:
+            if exc.status_code not in (400, 409, 429):
+                raise
+            only = name if back_to_bot else None
+            context = await trio.to_thread.run_sync(lambda: self.site.account_context(owner, only))
+            context["errors"] = {name: exc.detail}
+            return self.site.page(
+                "account/bot.html" if back_to_bot else "account/account.html", request,
+                exc.status_code, title=f"{name} (yours)" if back_to_bot else f"{owner.name}'s bots",
+                csrf=self.guard.csrf_for(session), error=None, **context,
+            )  # fmt: skip
+        where = f"/account{bot_href(name)}" if back_to_bot else "/account"
+        return RedirectResponse(where, status_code=303)
+
+    async def resume_bot(self, request: Request) -> Response:
+        return await self.bot_change(request, lambda b, f, who: self.site.community.resume_bot(b, who))
+
+    async def challenge(self, request: Request) -> Response:
+        return await self.bot_change(
+            request, lambda b, f, who: self.site.community.challenge_by(b, f.get("opponent", "").strip(), who)
+        )
+
+    async def refusal(self, request: Request) -> Response:
+        return await self.bot_change(
+            request, lambda b, f, who: self.site.community.refusal_of(b, f.get("refuse") == "1", who)
+        )
+
+    async def replay(self, request: Request) -> Response:
+        owner, _ = await self.guard.logged_in(request)
+        match_id = path_number(request, "id", "match", maximum=MAX_ID)
+        data = await trio.to_thread.run_sync(self.site.owner_replay, owner, match_id)
+        disposition = {"content-disposition": f'attachment; filename="ladder-{match_id}.replay"'}
+        headers = {**disposition, "cache-control": "private, no-store"}
+        return Response(data, media_type="application/octet-stream", headers=headers)
+
+    async def api_bots(self, request: Request) -> Response:
+        """A new bot of the owner named in the body, with their password; its token, once."""
+        self.guard.check_api_origin(request)
+        fields = await self.guard.form(request)
+        try:
+            owner = await self.site.do_check_password(request, {**fields, "name": fields.get("owner", "")})
+            bot, token = await trio.to_thread.run_sync(
+                lambda: self.site.accounts.create_bot(
+                    owner,
+                    fields.get("name", ""),
+                    self.site.game_of(fields),
+                    max_bots=self.site.settings.max_bots,
+                )
+            )
+        except (AccountError, BadNameError) as exc:
+            status = 401 if "wrong name or password" in str(exc) else 400
+            return JSONResponse({"error": str(exc)}, status_code=status)
+        return JSONResponse({"name": bot.name, "game": bot.game, "token": token.secret}, status_code=201)

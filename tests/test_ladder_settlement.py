@@ -1,0 +1,71 @@
+"""What a match's end changes, decided without a database (`scoring.settlement`): ratings, failures in
+a row, pauses; the store only writes it (tests/test_ladder_store.py checks the writing)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from cellarena.arena import ratings
+from cellarena.arena.ladder.policy import CommunityPolicy
+from cellarena.arena.ladder.records import BotRecord, MatchState, SeatBot, SeatResult
+from cellarena.arena.ladder.scoring.settlement import count_failure, launch_failure, settle
+from cellarena.arena.ratings import Rating
+
+EXITED = {"cause": "exited", "tick": 3, "text": "bob exited"}
+
+
+def seat(seat: int, name: str, **kw: object) -> SeatBot:
+    fields: dict[str, object] = {"rating": None, "version": None, "last_version": None, "failures": 0}
+    fields.update(kw)
+    return SeatBot(seat, seat + 10, name, paused=None, **fields)  # type: ignore[arg-type]
+
+
+def test_a_rated_match_moves_ratings_and_names_its_winner() -> None:
+    state = MatchState(True, CommunityPolicy(), (seat(0, "alice"), seat(1, "bob")))
+    done = settle(state, [SeatResult(1), SeatResult(2)], 30)
+    assert done.winner == 10 and done.rated
+    alice, bob = done.seats
+    assert alice.before == bob.before == ratings.initial()
+    assert alice.after.mu > alice.before.mu > bob.after.mu
+    assert (alice.outcome, bob.outcome) == ("win", "loss")
+
+
+def test_an_unrated_match_keeps_every_rating() -> None:
+    state = MatchState(False, CommunityPolicy(), (seat(0, "alice", rating=Rating(30, 5)), seat(1, "bob")))
+    done = settle(state, [SeatResult(1), SeatResult(1)], 30)
+    kept = [(Rating(30, 5), Rating(30, 5)), (ratings.initial(), ratings.initial())]
+    assert [(s.before, s.after) for s in done.seats] == kept
+    assert done.winner is None and [s.outcome for s in done.seats] == ["draw", "draw"]
+
+
+def test_a_new_version_starts_again_only_under_reset() -> None:
+    old = Rating(40, 2)
+    bots = (seat(0, "alice", rating=old, version="2", last_version="1"), seat(1, "bob"))
+    keep = settle(MatchState(True, CommunityPolicy(), bots), [SeatResult(1), SeatResult(2)], 30)
+    reset = settle(
+        MatchState(True, CommunityPolicy(new_version_rating="reset"), bots),
+        [SeatResult(1), SeatResult(2)],
+        30,
+    )
+    assert keep.seats[0].before == old and reset.seats[0].before == ratings.initial()
+    first = (seat(0, "alice", rating=old, version="2"), seat(1, "bob"))  # nothing to compare with
+    policy = CommunityPolicy(new_version_rating="reset")
+    assert settle(MatchState(True, policy, first), [SeatResult(1), SeatResult(2)], 30).seats[0].before == old
+
+
+def test_failures_count_in_a_row_and_pause_at_the_policy() -> None:
+    policy = CommunityPolicy(pause_after=3)
+    bots = (seat(0, "alice"), seat(1, "bob", failures=2))
+    done = settle(MatchState(True, policy, bots), [SeatResult(1), SeatResult(2, cause=EXITED)], 30)
+    assert done.seats[0].count.failures == 0 and done.seats[0].count.pause is None
+    assert done.seats[1].count.failures == 3
+    assert done.seats[1].count.pause == "3 failed matches in a row, the last one exited"
+    assert count_failure(5, "paused already", "exited", policy).pause is None
+    assert count_failure(9, None, "exited", CommunityPolicy(pause_after=0)).pause is None
+
+
+def test_a_failed_launch_counts_as_a_failure() -> None:
+    now = datetime.now(UTC)
+    bot = BotRecord(1, "builder", "rezzo", "house", "run", 1, now, None, None, None, None, 4, False)
+    count = launch_failure({"cause": "never_connected"}, bot, CommunityPolicy(pause_after=5))
+    assert count.failures == 5 and count.pause is not None and "launch" in count.pause
