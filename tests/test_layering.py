@@ -516,10 +516,64 @@ def test_the_room_checker_catches_what_it_should() -> None:
     ]
 
 
-def test_no_folder_of_the_arena_holds_more_than_twenty_modules() -> None:
-    crowded = {
-        folder.relative_to(ROOT).as_posix(): n
-        for folder in [ROOT / "arena", *(ROOT / "arena").rglob("*/")]
-        if "__pycache__" not in folder.parts and (n := len(list(folder.glob("*.py")))) > 20
+#: The server's rooms and modules (docs/architecture.md, "One distribution, three packages" and "The
+#: server") and what each may import of the server: the games below everything, connections (net/)
+#: below matches (play/), matches below the bot launcher (bots/) and the worker processes (workers/),
+#: the commands, benchmarks and pages above. A room or module not named here fails the test.
+SERVER = "cellarena.server"
+SERVER_ROOMS: dict[str, set[str]] = {
+    "games": set(),
+    "wall_clock": set(),
+    "replay": {"games"},
+    "net": {"games", "wall_clock"},
+    "play": {"games", "net", "replay", "wall_clock"},
+    "bots": {"games", "net", "play"},
+    "workers": {"net", "play"},
+    "service": {"play"},
+    "env": {"games"},
+    "training": {"games", "replay"},
+    "web": {"games", "net", "replay"},
+    "cli": {"bots", "games", "net", "play", "replay", "service", "web", "workers", "wall_clock"},
+    "bench": {"cli", "games", "play", "replay", "training", "web", "workers", "net", "bots"},
+}
+
+
+def _server_room(module: str) -> str | None:
+    if not module.startswith(SERVER + "."):
+        return None
+    return module.split(".")[2]
+
+
+def _server_problems(graph: dict[str, set[str]]) -> list[str]:
+    problems = []
+    for module, imported in sorted(graph.items()):
+        room = _server_room(module)
+        if room is None:
+            continue
+        if room not in SERVER_ROOMS:
+            problems.append(f"{module}: in a room docs/architecture.md does not draw")
+            continue
+        for name in sorted(imported):
+            other = _server_room(name)
+            if other is not None and other != room and other not in SERVER_ROOMS[room]:
+                problems.append(f"{module} imports {name} ({room} -> {other})")
+    return problems
+
+
+def test_the_servers_rooms_import_one_way() -> None:
+    graph = _import_graph()
+    assert {_server_room(m) for m in graph} - {None} == set(SERVER_ROOMS)  # every room is drawn
+    assert _server_problems(graph) == []
+
+
+def test_the_server_room_checker_catches_what_it_should() -> None:
+    graph = {
+        f"{SERVER}.net.connection": {f"{SERVER}.play.match", f"{SERVER}.wall_clock"},
+        f"{SERVER}.games.rezzo.engine": {f"{SERVER}.cli.run"},
+        f"{SERVER}.attic.old": set(),
     }
-    assert crowded == {}
+    assert _server_problems(graph) == [
+        f"{SERVER}.attic.old: in a room docs/architecture.md does not draw",
+        f"{SERVER}.games.rezzo.engine imports {SERVER}.cli.run (games -> cli)",
+        f"{SERVER}.net.connection imports {SERVER}.play.match (net -> play)",
+    ]
