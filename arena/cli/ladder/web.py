@@ -234,7 +234,7 @@ def _account_settings(
     from datetime import timedelta
 
     try:
-        from cellarena.arena.ladder.web.owner_pages import AccountSettings, KeyFileError, load_key
+        from cellarena.arena.ladder.web.owner_guard import AccountSettings, KeyFileError, load_key
     except ImportError as exc:
         raise click.UsageError(
             f"--signup needs the 'web' extra ({exc}); pip install 'cellarena[web]'"

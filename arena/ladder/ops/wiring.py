@@ -89,6 +89,8 @@ class LadderConfig:
     house_limits: Limits = field(default_factory=Limits)
     #: Seconds a house bot may go neither queued nor playing before it is stopped (`house.HouseBots`).
     house_idle_limit: float = 30.0
+    #: Seconds a connection has to say hello before the lobby closes it.
+    hello_timeout: float = LobbyConfig.hello_timeout
     isolate: bool = False
     seed: int = 0
     #: Pausing, versions and challenges (written to the database as the server starts).
@@ -165,6 +167,7 @@ def build(
         max_connections_per_address=rules.max_connections_per_address,
         max_spectators_per_address=rules.max_spectators_per_address,
         trusted_proxies=config.trusted_proxies,
+        hello_timeout=config.hello_timeout,
     )
     return Lobby(lobby_config, seating), seating
 
