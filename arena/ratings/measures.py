@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def kendall_tau(shown: Sequence[float], true: Sequence[float]) -> float:
+def kendall_tau(shown: ArrayLike, true: ArrayLike) -> float:
     """Kendall's tau-b between two orders of the same bots (1: the same order)."""
     x, y = np.asarray(shown, dtype=float), np.asarray(true, dtype=float)
     dx = np.sign(x[:, None] - x[None, :])
@@ -26,7 +26,7 @@ def score_log_loss(expected: float, score: float) -> float:
     return -(score * math.log(e) + (1.0 - score) * math.log(1.0 - e))
 
 
-def ranks_of(values: Sequence[float]) -> np.ndarray:
+def ranks_of(values: ArrayLike) -> np.ndarray:
     """Each bot's place, 0 the highest value (ties by index)."""
     order = np.argsort(-np.asarray(values, dtype=float), kind="stable")
     places = np.empty(len(order), dtype=int)
