@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from cellarena.arena import ratings
 from cellarena.arena.ladder.store.backends import Backend, open_backend
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ratings import Rating
+from cellarena.arena.ratings import ladder as ratings
 
 
 @contextmanager

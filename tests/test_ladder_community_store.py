@@ -10,7 +10,6 @@ import pytest
 from ladder_checks import raw
 from test_ladder_store import GAME, T0, V2, V3, V4, make_v1_database
 
-from cellarena.arena import ratings
 from cellarena.arena.ladder.errors import ChallengeRefusedError, SeatRefusedError
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.records import BotRecord, SeatResult
@@ -19,6 +18,7 @@ from cellarena.arena.ladder.scoring.failures import failure_of
 from cellarena.arena.ladder.scoring.settlement import settle
 from cellarena.arena.ladder.store.ladder_store import LadderStore, cellarena_release
 from cellarena.arena.ladder.store.schema import CURRENT_VERSION
+from cellarena.arena.ratings import ladder as ratings
 
 CRASH = {"cause": "exited", "tick": 3, "text": "x exited"}
 WON = {"cause": "last_player_standing", "tick": 3}

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from cellarena.arena import ratings
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.records import BotRecord, MatchState, SeatBot, SeatResult
 from cellarena.arena.ladder.scoring.settlement import count_failure, launch_failure, settle
 from cellarena.arena.ratings import Rating
+from cellarena.arena.ratings import ladder as ratings
 
 EXITED = {"cause": "exited", "tick": 3, "text": "bob exited"}
 

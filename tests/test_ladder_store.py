@@ -22,7 +22,6 @@ import pytest
 from ladder_checks import assert_consistent, raw
 from postgres_server import PostgresServer
 
-from cellarena.arena import ratings
 from cellarena.arena.ladder.identity import tokens as identity
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS
 from cellarena.arena.ladder.scoring.settlement import settle
@@ -37,6 +36,8 @@ from cellarena.arena.ladder.store.ladder_store import (
     cellarena_release,
 )
 from cellarena.arena.ladder.store.schema import CURRENT_VERSION, MIGRATIONS, key_names
+from cellarena.arena.ratings import ladder as ratings
+from cellarena.arena.ratings.rating import Rating
 
 GAME = "rezzo"
 
@@ -263,7 +264,7 @@ def test_begin_match_refuses_seats_that_cannot_play(store: LadderStore) -> None:
 def test_finish_match_records_seats_ratings_and_history(store: LadderStore, ladder_db: str) -> None:
     alice, bob, carol = add(store, "alice", "bob", "carol")
     play(store, [alice, bob], [1, 2])
-    before = {s.bot: ratings.Rating(s.mu, s.sigma) for s in store.standings(GAME)}
+    before = {s.bot: Rating(s.mu, s.sigma) for s in store.standings(GAME)}
     match_id = store.begin_match(GAME, "field", 3, [carol.id, bob.id, alice.id])
     results = [SeatResult(2, late=4), SeatResult(1, invalid=2, illegal=1), SeatResult(3, forfeit=True)]
     done = store.finish_match(
@@ -292,7 +293,7 @@ def test_finish_match_records_seats_ratings_and_history(store: LadderStore, ladd
         assert seat.before == before[seat.bot] and seat.after == expected[seat.bot]
     assert store.match(match_id) == done
     table = {s.bot: s for s in store.standings(GAME)}
-    assert ratings.Rating(table["bob"].mu, table["bob"].sigma) == expected["bob"]
+    assert Rating(table["bob"].mu, table["bob"].sigma) == expected["bob"]
     assert (table["bob"].matches, table["bob"].wins, table["bob"].losses) == (2, 1, 1)
     assert (table["alice"].matches, table["alice"].wins, table["alice"].losses) == (2, 1, 1)
     assert (table["carol"].matches, table["carol"].wins, table["carol"].losses) == (1, 0, 1)

@@ -98,6 +98,7 @@ def main() -> None:
 main.add_command(sim)
 bench.add_lazy("tournament", "cellarena.arena.bench:command")
 bench.add_lazy("ladder", "cellarena.arena.ladder.ops.bench:command")
+bench.add_lazy("ratings", "cellarena.arena.ratings.bench:command")
 main.add_command(bench)
 main.add_command(serve)
 main.add_command(match)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cellarena.arena import ratings
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.records import (
     BotRecord,
@@ -26,6 +25,7 @@ from cellarena.arena.ladder.records import (
 )
 from cellarena.arena.ladder.scoring.failures import failure_of, pause_reason
 from cellarena.arena.ratings import Rating
+from cellarena.arena.ratings import ladder as ratings
 
 
 def count_failure(

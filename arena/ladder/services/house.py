@@ -40,7 +40,7 @@ from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.scoring.settlement import launch_failure
 from cellarena.arena.ladder.services.seating import LadderSeating
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
-from cellarena.arena.ratings import initial
+from cellarena.arena.ratings.ladder import initial
 from cellarena.sdk import protocol
 from cellarena.sdk.client import is_loopback
 from cellarena.server.bots.confinement import Limits

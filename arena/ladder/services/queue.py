@@ -26,7 +26,7 @@ from cellarena.arena.ladder.services.counters import LadderStats
 from cellarena.arena.ladder.services.lifecycle import LadderService
 from cellarena.arena.ladder.services.match_results import Results
 from cellarena.arena.ladder.store.ladder_store import LadderStoreError
-from cellarena.arena.ratings import initial
+from cellarena.arena.ratings.ladder import initial
 from cellarena.server.net.connection import Connection
 
 log = logging.getLogger("cellarena.ladder")

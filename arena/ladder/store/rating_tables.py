@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from cellarena.arena import ratings
 from cellarena.arena.ladder.records import RatingPoint, Standing
 from cellarena.arena.ladder.store.bot_tables import BotTable
 from cellarena.arena.ladder.store.database import parse_time
 from cellarena.arena.ratings import Rating
+from cellarena.arena.ratings import ladder as ratings
 
 
 class RatingTable:
