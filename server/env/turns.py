@@ -34,6 +34,8 @@ class TurnAECEnv(FixedSpaces, AECEnv[str, np.ndarray, int]):
     """Subclasses set the spaces, and implement `new_engine`, `observation`, `answer` and `picture`."""
 
     metadata = env_metadata("cellarena_turns_v0", parallelizable=False)
+    _obs_space: spaces.Box
+    _act_space: spaces.Discrete
 
     def __init__(
         self,

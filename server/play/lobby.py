@@ -216,7 +216,7 @@ class Lobby(MatchHost):
                     accept_connections, listener, nursery, self.handshakes.accepted, self._accept_errors
                 )
             nursery.start_soon(self.seating.run)
-            task_status.started(0 if listener is None else self.port)
+            task_status.started(0 if listener is None else listener.getsockname()[1])
             await self._all_done.wait()
             nursery.cancel_scope.cancel()
 
