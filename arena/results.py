@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cellarena.arena import ratings
-from cellarena.arena.tournament_store import Standing, standings_of
+from cellarena.arena.tournament_store import SeatTally, Standing, standings_of
 
 RESULTS = "results.sqlite"
 
@@ -26,14 +26,7 @@ class ResultsError(Exception):
 
 
 @dataclass(frozen=True)
-class SeatRow:
-    bot: str
-    rank: int
-    late: int
-    invalid: int
-    illegal: int
-    forfeit: bool
-    crashed: bool
+class SeatRow(SeatTally):
     #: Why the match ended so for this seat (`causes`, with its sentence in ``text``); None for matches
     #: recorded before causes were kept.
     cause: dict[str, Any] | None = None

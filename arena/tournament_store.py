@@ -87,7 +87,9 @@ class StoreError(Exception):
 
 
 @dataclass(frozen=True)
-class SeatRecord:
+class SeatTally:
+    """One seat's place and failures in a finished match, as stored and as read back."""
+
     bot: str
     rank: int
     late: int
@@ -95,6 +97,10 @@ class SeatRecord:
     illegal: int
     forfeit: bool
     crashed: bool
+
+
+@dataclass(frozen=True)
+class SeatRecord(SeatTally):
     exit_code: int | None
     log: str | None
     #: Why the seat forfeited or crashed, when the launcher knows (a limit, a bot that could not start).

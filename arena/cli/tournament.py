@@ -14,6 +14,7 @@ from cellarena.arena.cluster import ClusterSpec, cluster_option
 from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameCli, GameGroup, config_error, engine_config, game_cli
 from cellarena.server.cli.params import (
+    PacingArgs,
     command_args,
     connect_timeout_option,
     decorate,
@@ -68,7 +69,7 @@ def _bots(
 
 
 @dataclass(frozen=True)
-class TournamentArgs:
+class TournamentArgs(PacingArgs):
     """What `tournament GAME` was told, but the game's own options."""
 
     bots: tuple[str, ...]
@@ -79,11 +80,6 @@ class TournamentArgs:
     jobs: int | None
     out: str | None
     seed: int
-    fast: bool
-    tick_rate: float
-    budget_ms: float | None
-    first_budget_ms: float | None
-    time_bank_ms: float
     connect_timeout: float
     as_json: bool
     cluster: ClusterSpec | None
@@ -125,20 +121,13 @@ def run_tournament_command(game: str, args: TournamentArgs, game_values: dict[st
 def tournament_spec(game: str, args: TournamentArgs, game_values: dict[str, Any]) -> TournamentSpec:
     """The tournament from what the command was told: its bots found, its maps checked."""
     from cellarena.arena.runner import TournamentSpec
-    from cellarena.server.play.match import MISSED_IN_A_ROW, TickSettings
+    from cellarena.server.play.match import MISSED_IN_A_ROW
 
     limits, isolate = confine(game_values)
     specs = _bots(args.bots, args.bots_dir, args.exclude, game)
     if len(specs) < 2:
         raise click.UsageError(f"a tournament needs at least 2 bots, got {len(specs)}")
-    settings = TickSettings(
-        tick_rate=args.tick_rate,
-        budget_ms=args.budget_ms,
-        fast=args.fast,
-        first_budget_ms=args.first_budget_ms,
-        max_missed_in_a_row=MISSED_IN_A_ROW,
-        time_bank_ms=args.time_bank_ms,
-    )
+    settings = args.tick_settings(max_missed_in_a_row=MISSED_IN_A_ROW)
     return TournamentSpec(
         game=game,
         bots=tuple(specs),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cellarena.server.cli.web_options import allowed_host_option
+from cellarena.server.cli.web_options import allowed_host_option, page_hosts, page_socket
 
 
 @click.command("web")
@@ -28,31 +28,20 @@ def web(runs_dir: Path, host: str, port: int, open_browser: bool, allowed_host: 
     try:
         from cellarena.arena.web.pages import results_app
         from cellarena.arena.web.results_source import ResultsError, ResultsSource, find_tournaments
-        from cellarena.server.web.hosts import AllowedHosts, HostsError
-        from cellarena.server.web.serving import BindError, bind, serve_until_interrupted, url_of
+        from cellarena.server.web.serving import serve_until_interrupted, url_of
     except ImportError as exc:
         click.echo(
             f"error: the web pages need the 'web' extra ({exc}); pip install 'cellarena[web]'", err=True
         )
         sys.exit(1)
-    try:
-        allowed, warning = AllowedHosts.for_server(host, allowed_host)
-    except HostsError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    if warning is not None:
-        click.echo(f"warning: {warning}", err=True)
+    allowed = page_hosts(host, allowed_host)
     try:
         found = find_tournaments(runs_dir)
     except ResultsError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     sources: dict[str, ResultsSource] = dict(found)
-    try:
-        sock = bind(host, port)
-    except BindError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+    sock = page_socket(host, port)
     app = results_app(sources, allowed)
     url = url_of(sock, "/")
     what = f"{len(found)} tournament{'s' if len(found) != 1 else ''} from {runs_dir}"

@@ -16,12 +16,12 @@ import click
 from cellarena.server.cli.confine_options import confine, confine_options
 from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
+    PacingArgs,
     command_args,
     connect_timeout_option,
     decorate,
     first_budget_option,
     tick_options,
-    tick_settings,
     time_bank_option,
     writable_folder,
 )
@@ -48,17 +48,12 @@ EXIT_STATUS = (
 
 
 @dataclasses.dataclass(frozen=True)
-class MatchArgs:
+class MatchArgs(PacingArgs):
     """What `match GAME` was told, but the game's own options."""
 
     bots: tuple[str, ...]
     seed: int
-    tick_rate: float
-    budget_ms: float | None
-    fast: bool
-    first_budget_ms: float | None
     max_late_in_a_row: int
-    time_bank_ms: float
     replay_path: str | None
     log_dir: str | None
     connect_timeout: float
@@ -122,10 +117,7 @@ class MatchRun:
         self.web_sock = bind_web(args.web_port) if args.web else None
         #: The match once played and reported (the live view may still be up).
         self.finished: list[Any] = []
-        self.pacing = tick_settings(
-            args.tick_rate, args.budget_ms, args.fast, args.first_budget_ms, args.max_late_in_a_row,
-            args.time_bank_ms,
-        )  # fmt: skip
+        self.pacing = args.tick_settings(max_missed_in_a_row=args.max_late_in_a_row or None)
 
     def run(self) -> None:
         """Play, report, and exit with `SEAT_FAILED` if a seat failed (130 on Ctrl-C)."""

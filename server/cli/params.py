@@ -124,26 +124,30 @@ def time_bank_option() -> Any:
     )
 
 
-def tick_settings(
-    tick_rate: float,
-    budget_ms: float | None,
-    fast: bool,
-    first_budget_ms: float | None = None,
-    max_late_in_a_row: int | None = None,
-    time_bank_ms: float = 0.0,
-) -> TickSettings:
-    """The pacing that `tick_options` asked for. Imported here: the match module pulls in trio.
-    ``max_late_in_a_row``: forfeit a seat after that many late ticks in a row (None or 0: never)."""
-    from cellarena.server.play.match import TickSettings
+@dataclasses.dataclass(frozen=True)
+class PacingArgs:
+    """The pacing options (`tick_options`, `first_budget_option`, `time_bank_option`) as the args of a
+    command that plays matches (`serve`, `match`, `tournament`, `ladder serve`) hold them."""
 
-    return TickSettings(
-        tick_rate=tick_rate,
-        budget_ms=budget_ms,
-        fast=fast,
-        first_budget_ms=first_budget_ms,
-        max_missed_in_a_row=max_late_in_a_row or None,
-        time_bank_ms=time_bank_ms,
-    )
+    tick_rate: float
+    budget_ms: float | None
+    fast: bool
+    first_budget_ms: float | None
+    time_bank_ms: float
+
+    def tick_settings(self, **more: Any) -> TickSettings:
+        """The pacing these options ask for, with ``more`` of `TickSettings` (a command's own limits).
+        Imported here: the match module pulls in trio."""
+        from cellarena.server.play.match import TickSettings
+
+        return TickSettings(
+            tick_rate=self.tick_rate,
+            budget_ms=self.budget_ms,
+            fast=self.fast,
+            first_budget_ms=self.first_budget_ms,
+            time_bank_ms=self.time_bank_ms,
+            **more,
+        )
 
 
 def command_args(cls: type[_Args], values: dict[str, Any]) -> tuple[_Args, dict[str, Any]]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from cellarena.server.cli.json_errors import FileFault
-from cellarena.server.cli.web_options import allowed_host_option
+from cellarena.server.cli.web_options import allowed_host_option, page_hosts, page_socket
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -284,9 +284,8 @@ def replay_view(path: str, host: str, port: int, open_browser: bool, allowed_hos
     (pip install 'cellarena[web]'). Stops with Ctrl-C.
     """
     try:
-        from cellarena.server.web.hosts import AllowedHosts, HostsError
         from cellarena.server.web.replays import viewer_app
-        from cellarena.server.web.serving import BindError, bind, serve_until_interrupted, url_of
+        from cellarena.server.web.serving import serve_until_interrupted, url_of
     except ImportError as exc:
         click.echo(f"error: the viewer needs the 'web' extra ({exc}); pip install 'cellarena[web]'", err=True)
         sys.exit(1)
@@ -298,18 +297,8 @@ def replay_view(path: str, host: str, port: int, open_browser: bool, allowed_hos
         read_replay(path)  # a bad file is a command-line error, before anything listens
     except ReplayError as exc:
         raise FileFault(str(exc), path) from None
-    try:
-        allowed, warning = AllowedHosts.for_server(host, allowed_host)
-    except HostsError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    if warning is not None:
-        click.echo(f"warning: {warning}", err=True)
-    try:
-        sock = bind(host, port)
-    except BindError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+    allowed = page_hosts(host, allowed_host)
+    sock = page_socket(host, port)
     app = viewer_app(Path(path), allowed)
     url = url_of(sock, "/replays/replay/")
     serve_until_interrupted(app, sock, f"serving {path} at {url}  (Ctrl-C stops)", url, open_browser)

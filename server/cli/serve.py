@@ -15,12 +15,12 @@ import click
 
 from cellarena.server.cli.game_cli import GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
+    PacingArgs,
     command_args,
     decorate,
     first_budget_option,
     listen_options,
     tick_options,
-    tick_settings,
     time_bank_option,
     tls_context,
     tls_options,
@@ -36,15 +36,10 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class ServeArgs:
+class ServeArgs(PacingArgs):
     """What `serve GAME` was told, but the game's own options."""
 
     players: int | None
-    tick_rate: float
-    budget_ms: float | None
-    fast: bool
-    first_budget_ms: float | None
-    time_bank_ms: float
     host: str
     port: int
     matches: int | None
@@ -112,9 +107,7 @@ def _lobby(
     config = LobbyConfig(
         game,
         engine_config(game, game_values),
-        tick_settings(
-            args.tick_rate, args.budget_ms, args.fast, args.first_budget_ms, time_bank_ms=args.time_bank_ms
-        ),
+        args.tick_settings(),
         host=args.host,
         port=args.port,
         matches=args.matches,

@@ -5,9 +5,13 @@ match` and `cellarena serve`, docs/web.md), and ``--allowed-host`` (every page s
 from __future__ import annotations
 
 import socket
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from cellarena.server.web.hosts import AllowedHosts
 
 
 def web_options() -> list[Any]:
@@ -48,3 +52,29 @@ def bind_web(port: int) -> socket.socket:
         return bind("127.0.0.1", port)
     except BindError as exc:
         raise click.UsageError(str(exc).replace("--port", "--web-port")) from None
+
+
+def page_hosts(host: str, allowed_host: tuple[str, ...]) -> AllowedHosts:
+    """The hosts a page server on ``host`` answers (``--allowed-host``, its warning said), for `cellarena
+    web` and `replay view`; else the error on stderr and exit status 1. Needs the 'web' extra."""
+    from cellarena.server.web.hosts import AllowedHosts, HostsError
+
+    try:
+        allowed, warning = AllowedHosts.for_server(host, allowed_host)
+    except HostsError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
+    return allowed
+
+
+def page_socket(host: str, port: int) -> socket.socket:
+    """The page server's listening socket, or the error on stderr and exit status 1 (as `page_hosts`)."""
+    from cellarena.server.web.serving import BindError, bind
+
+    try:
+        return bind(host, port)
+    except BindError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)

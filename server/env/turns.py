@@ -18,6 +18,7 @@ from rich.text import Text
 
 from cellarena.sdk.protocol.messages import tick as tick_message
 from cellarena.server.env import ansi
+from cellarena.server.env.fixed_spaces import FixedSpaces, env_metadata
 from cellarena.server.games.base import Engine
 
 
@@ -29,14 +30,12 @@ def seat_of(agent: str) -> int:
     return int(agent.rpartition("_")[2])
 
 
-class TurnAECEnv(AECEnv[str, np.ndarray, int]):
+class TurnAECEnv(FixedSpaces, AECEnv[str, np.ndarray, int]):
     """Subclasses set the spaces, and implement `new_engine`, `observation`, `answer` and `picture`."""
 
-    metadata: dict[str, Any] = {  # noqa: RUF012 (PettingZoo declares it a plain attribute)
-        "name": "cellarena_turns_v0",
-        "render_modes": ansi.RENDER_MODES,
-        "is_parallelizable": False,
-    }
+    metadata = env_metadata("cellarena_turns_v0", parallelizable=False)
+    _obs_space: spaces.Box
+    _act_space: spaces.Discrete
 
     def __init__(
         self,
@@ -66,12 +65,6 @@ class TurnAECEnv(AECEnv[str, np.ndarray, int]):
         raise NotImplementedError
 
     # ----------------------------------------------------------------- PettingZoo
-    def observation_space(self, agent: str) -> spaces.Space[Any]:
-        return self._obs_space
-
-    def action_space(self, agent: str) -> spaces.Space[Any]:
-        return self._act_space
-
     def observe(self, agent: str) -> np.ndarray:
         return self._obs[agent]
 

@@ -122,3 +122,21 @@ class GamePlugin:
     def max_decisions(self, config: Mapping[str, Any]) -> int:
         """The most decision points a match with ``config`` can last (its horizon), from its caps."""
         return self.config_class().from_mapping(config).max_decisions()
+
+
+def builtin_plugin(name: str, summary: str, stem: str, render: str = "render") -> GamePlugin:
+    """The plugin of a built-in game laid out as they all are: ``cellarena.server.games.<name>`` holds
+    ``engine`` (``<stem>Engine``, ``<stem>Config``) and ``render`` (``render``, ``legend``); its options
+    are ``cellarena.server.cli.games.<name>:CLI`` and its benchmark ``cellarena.server.bench.games.<name>``.
+    """
+    here = f"cellarena.server.games.{name}"
+    return GamePlugin(
+        name=name,
+        summary=summary,
+        engine=f"{here}.engine:{stem}Engine",
+        config=f"{here}.engine:{stem}Config",
+        cli=f"cellarena.server.cli.games.{name}:CLI",
+        commands={"bench": f"cellarena.server.bench.games.{name}:command"},
+        render=f"{here}.render:{render}",
+        legend=f"{here}.render:legend",
+    )

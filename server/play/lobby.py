@@ -179,16 +179,7 @@ class Lobby(MatchHost):
         """Listen, report the bound port through ``task_status``, and return every match's outcome.
         Without `LobbyConfig.listen`, reports port 0 and serves only the connections it is handed."""
         if not self.config.listen:
-            self._poller = self.handshakes.poller = Poller[Connection]()
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                await nursery.start(self._poller.serve)
-                if self._driver is not None:
-                    await nursery.start(self._driver.serve)
-                nursery.start_soon(self.seating.run)
-                task_status.started(0)
-                await self._all_done.wait()
-                nursery.cancel_scope.cancel()
+            await self._run(None, task_status)
             return list(self.outcomes)
         listener = socket.socket(socket.AF_INET6 if ":" in self.config.host else socket.AF_INET)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -204,24 +195,30 @@ class Lobby(MatchHost):
         raise_file_limit()
         self.port = listener.getsockname()[1]
         try:
-            self._poller = self.handshakes.poller = Poller[Connection]()
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                await nursery.start(self._poller.serve)
-                if self._driver is not None:
-                    await nursery.start(self._driver.serve)
-                nursery.start_soon(
-                    accept_connections, listener, nursery, self.handshakes.accepted, self._accept_errors
-                )
-                nursery.start_soon(self.seating.run)
-                task_status.started(self.port)
-                await self._all_done.wait()
-                nursery.cancel_scope.cancel()
+            await self._run(listener, task_status)
         finally:
             with contextlib.suppress(RuntimeError):
                 trio.lowlevel.notify_closing(listener)
             listener.close()
         return list(self.outcomes)
+
+    async def _run(self, listener: socket.socket | None, task_status: trio.TaskStatus[int]) -> None:
+        """Serve until every match is done: the poller, the driver, the seating and, given a
+        ``listener``, the connections it accepts; reports the port (0 without a listener)."""
+        self._poller = self.handshakes.poller = Poller[Connection]()
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await nursery.start(self._poller.serve)
+            if self._driver is not None:
+                await nursery.start(self._driver.serve)
+            if listener is not None:
+                nursery.start_soon(
+                    accept_connections, listener, nursery, self.handshakes.accepted, self._accept_errors
+                )
+            nursery.start_soon(self.seating.run)
+            task_status.started(0 if listener is None else listener.getsockname()[1])
+            await self._all_done.wait()
+            nursery.cancel_scope.cancel()
 
     def adopt(
         self, sock: socket.socket, *, peer: tuple[str, int] | None = None, via: str | None = None

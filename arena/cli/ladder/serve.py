@@ -20,6 +20,7 @@ from cellarena.arena.cluster import ClusterSpec
 from cellarena.server.cli.confine_options import confine
 from cellarena.server.cli.game_cli import GameCli, GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
+    PacingArgs,
     command_args,
     decorate,
     map_list,
@@ -36,15 +37,10 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class LadderServeArgs:
+class LadderServeArgs(PacingArgs):
     """What `ladder serve GAME` was told, but the game's own options."""
 
     maps: str | None
-    tick_rate: float
-    budget_ms: float | None
-    fast: bool
-    first_budget_ms: float | None
-    time_bank_ms: float
     host: str
     port: int
     grace: float
@@ -146,7 +142,6 @@ def ladder_config(
     from cellarena.arena.ladder.policy import CommunityPolicy
     from cellarena.arena.ladder.rules import LadderRules
     from cellarena.arena.ladder.services.spool import FOLDER as SPOOL_FOLDER
-    from cellarena.server.play.match import TickSettings
 
     trusted = trusted_proxies(args.trusted_proxy)
     configure_logging(args.verbose)
@@ -164,14 +159,7 @@ def ladder_config(
         engine_config(game, game_values),
         map_key=cli.map_key,
         maps=pool,
-        settings=TickSettings(
-            tick_rate=args.tick_rate,
-            budget_ms=args.budget_ms,
-            fast=args.fast,
-            first_budget_ms=args.first_budget_ms,
-            reconnect_grace=args.grace,
-            time_bank_ms=args.time_bank_ms,
-        ),
+        settings=args.tick_settings(reconnect_grace=args.grace),
         host=args.host,
         port=args.port,
         tls=tls_context(args.tls_cert, args.tls_key),

@@ -24,6 +24,7 @@ from pettingzoo.utils import AgentSelector
 from cellarena.sdk.games.drop2df import FACES, ActionCodes, View, observation
 from cellarena.sdk.protocol.messages import tick as tick_message
 from cellarena.server.env import ansi
+from cellarena.server.env.fixed_spaces import FixedSpaces, env_metadata
 from cellarena.server.games.drop2df.engine import Drop2dfEngine
 from cellarena.server.games.drop2df.render import render
 
@@ -33,14 +34,10 @@ def row_array(view: View) -> np.ndarray:
     return np.frombuffer(observation(view), np.uint8).copy()
 
 
-class Drop2dfAECEnv(AECEnv[str, np.ndarray, int]):
+class Drop2dfAECEnv(FixedSpaces, AECEnv[str, np.ndarray, int]):
     """One drop2df match (the options of its config, e.g. ``{"turns": 30, "tokens": True}``)."""
 
-    metadata: dict[str, Any] = {  # noqa: RUF012 (PettingZoo declares it a plain attribute)
-        "name": "cellarena_drop2df_v0",
-        "render_modes": ansi.RENDER_MODES,
-        "is_parallelizable": True,
-    }
+    metadata = env_metadata("cellarena_drop2df_v0", parallelizable=True)
 
     def __init__(self, config: dict[str, Any] | None = None, render_mode: str | None = None) -> None:
         super().__init__()
@@ -54,12 +51,6 @@ class Drop2dfAECEnv(AECEnv[str, np.ndarray, int]):
         self._obs_space = spaces.Box(0, 255, (self.cells + len(FACES),), np.uint8)
         self._act_space = spaces.Discrete(self.codes.size)
         self._obs: dict[str, np.ndarray] = {}
-
-    def observation_space(self, agent: str) -> spaces.Space[Any]:
-        return self._obs_space
-
-    def action_space(self, agent: str) -> spaces.Space[Any]:
-        return self._act_space
 
     def observe(self, agent: str) -> np.ndarray:
         return self._obs[agent]

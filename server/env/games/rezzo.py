@@ -19,6 +19,7 @@ from pettingzoo import ParallelEnv
 
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Move, View, Viewport, observation
 from cellarena.server.env import ansi
+from cellarena.server.env.fixed_spaces import FixedSpaces, env_metadata
 from cellarena.server.games.rezzo.engine import RezzoEngine
 from cellarena.server.games.rezzo.render import render_engine
 
@@ -42,14 +43,10 @@ def _player(agent: str) -> int:
     return int(agent.split("_")[1])
 
 
-class RezzoParallelEnv(ParallelEnv[str, np.ndarray, int]):
+class RezzoParallelEnv(FixedSpaces, ParallelEnv[str, np.ndarray, int]):
     """One Rezzo match (the options of `RezzoConfig`, e.g. ``{"map": "duel", "max_ticks": 500}``)."""
 
-    metadata: dict[str, Any] = {  # noqa: RUF012 (PettingZoo declares it a plain attribute)
-        "name": "cellarena_rezzo_v0",
-        "render_modes": ansi.RENDER_MODES,
-        "is_parallelizable": True,
-    }
+    metadata = env_metadata("cellarena_rezzo_v0", parallelizable=True)
 
     def __init__(self, config: dict[str, Any] | None = None, render_mode: str | None = None) -> None:
         self.render_mode = ansi.check_mode(render_mode)
@@ -61,12 +58,6 @@ class RezzoParallelEnv(ParallelEnv[str, np.ndarray, int]):
         self._obs_space = spaces.Box(0, 255, OBS_SHAPE, np.uint8)
         self._act_space = spaces.Discrete(len(Move))
         self._requests: dict[int, dict[str, Any]] = {}
-
-    def observation_space(self, agent: str) -> spaces.Space[Any]:
-        return self._obs_space
-
-    def action_space(self, agent: str) -> spaces.Space[Any]:
-        return self._act_space
 
     def render(self) -> str | None:
         """The world as `cellarena match --watch` draws it: a string in "ansi" mode."""

@@ -6,17 +6,6 @@ and benchmark live in the layers above the game (server/cli, server/bench), whic
 
 from __future__ import annotations
 
-from cellarena.server.games.plugin import GamePlugin
+from cellarena.server.games.plugin import builtin_plugin
 
-_HERE = "cellarena.server.games.cata"
-
-PLUGIN = GamePlugin(
-    name="cata",
-    summary="two players rewrite the rule of a binary automaton",
-    engine=f"{_HERE}.engine:CataEngine",
-    config=f"{_HERE}.engine:CataConfig",
-    cli="cellarena.server.cli.games.cata:CLI",
-    commands={"bench": "cellarena.server.bench.games.cata:command"},
-    render=f"{_HERE}.render:render",
-    legend=f"{_HERE}.render:legend",
-)
+PLUGIN = builtin_plugin("cata", "two players rewrite the rule of a binary automaton", "Cata")

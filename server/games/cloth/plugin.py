@@ -6,17 +6,6 @@ and benchmark live in the layers above the game (server/cli, server/bench), whic
 
 from __future__ import annotations
 
-from cellarena.server.games.plugin import GamePlugin
+from cellarena.server.games.plugin import builtin_plugin
 
-_HERE = "cellarena.server.games.cloth"
-
-PLUGIN = GamePlugin(
-    name="cloth",
-    summary="three-population Game of Life with placement and territory",
-    engine=f"{_HERE}.engine:ClothEngine",
-    config=f"{_HERE}.engine:ClothConfig",
-    cli="cellarena.server.cli.games.cloth:CLI",
-    commands={"bench": "cellarena.server.bench.games.cloth:command"},
-    render=f"{_HERE}.render:render",
-    legend=f"{_HERE}.render:legend",
-)
+PLUGIN = builtin_plugin("cloth", "three-population Game of Life with placement and territory", "Cloth")

@@ -6,17 +6,11 @@ and benchmark live in the layers above the game (server/cli, server/bench), whic
 
 from __future__ import annotations
 
-from cellarena.server.games.plugin import GamePlugin
+from cellarena.server.games.plugin import builtin_plugin
 
-_HERE = "cellarena.server.games.colorblocks"
-
-PLUGIN = GamePlugin(
-    name="colorblocks",
-    summary="Othello-like colour changes, units and guards; capture the objective",
-    engine=f"{_HERE}.engine:ColorblocksEngine",
-    config=f"{_HERE}.engine:ColorblocksConfig",
-    cli="cellarena.server.cli.games.colorblocks:CLI",
-    commands={"bench": "cellarena.server.bench.games.colorblocks:command"},
-    render=f"{_HERE}.render:render_engine",
-    legend=f"{_HERE}.render:legend",
+PLUGIN = builtin_plugin(
+    "colorblocks",
+    "Othello-like colour changes, units and guards; capture the objective",
+    "Colorblocks",
+    render="render_engine",
 )
