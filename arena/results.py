@@ -1,9 +1,9 @@
 """Reading a tournament's results folder back, for `cellarena results` and the web pages alike.
 
 `TournamentResults` is the one reader of a tournament's ``results.sqlite`` (which
-arena/tournament_store.py writes): standings, matches with their seats, rating history, head-to-head and failures. It opens the database
-read-only and without the tournament's lock for each question, so it works while a tournament is still
-running. `find_tournaments` finds every such database under a folder.
+arena/tournament_store.py writes): standings, matches with their seats, rating history, head-to-head
+and failures. It opens the database read-only and without the tournament's lock for each question,
+so it works while a tournament is still running. `find_tournaments` finds every such database under a folder.
 """
 
 from __future__ import annotations
