@@ -442,6 +442,32 @@ def test_standings_rank_by_conservative_rating_then_name(store: LadderStore) -> 
     assert store.standings("nosuchgame") == []
 
 
+def test_a_bot_without_enough_rated_matches_is_provisional_and_listed_after_the_ranked(
+    store: LadderStore,
+) -> None:
+    """A bot with no rated match (the issue's house bot that sat 2nd of 3) or fewer than
+    `PROVISIONAL_MATCHES` is marked provisional and listed after every ranked bot, whatever its rating."""
+    alice, bob, carol, _ = add(store, "alice", "bob", "carol", "newbie")
+    for _ in range(ratings.PROVISIONAL_MATCHES):
+        play(store, [alice, bob], [2, 1])
+    play(store, [carol, bob], [1, 2])
+    newbie = next(s for s in store.standings(GAME) if s.bot == "newbie")
+    alice_now = next(s for s in store.standings(GAME) if s.bot == "alice")
+    assert newbie.rating > alice_now.rating  # the initial rating would rank above a bot that lost
+    table = store.standings(GAME)
+    assert [(s.bot, s.provisional) for s in table] == [
+        ("bob", False),
+        ("alice", False),
+        ("carol", True),
+        ("newbie", True),
+    ]
+    assert [s.rank for s in table] == [1, 2, 3, 4]
+    assert (
+        table[3].cells()[2] == f"{table[3].rating:.2f}?" and table[0].cells()[2] == f"{table[0].rating:.2f}"
+    )
+    assert [s.to_json()["provisional"] for s in table] == [False, False, True, True]
+
+
 def test_bot_history_and_rating_history(store: LadderStore) -> None:
     alice, bob, carol = add(store, "alice", "bob", "carol")
     m1 = play(store, [alice, bob], [1, 2])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cellarena.arena.ladder.records import RatingPoint, Standing
 from cellarena.arena.ladder.store.bot_tables import BotTable
 from cellarena.arena.ladder.store.database import parse_time
@@ -29,8 +31,9 @@ class RatingTable:
         return [RatingPoint(int(i), parse_time(ended), Rating(mu, sigma)) for i, ended, mu, sigma in rows]
 
     def standings(self, game: str, *, include_revoked: bool = False) -> list[Standing]:
-        """``game``'s table, best first: by conservative rating (mu - 3 sigma), then name. A bot with no
-        finished match has the initial rating."""
+        """``game``'s table: the ranked bots first, then the provisional ones (too few rated matches,
+        `ratings.ladder.provisional`), each by conservative rating (mu - 3 sigma), then name. A bot with
+        no finished match has the initial rating."""
         with self.database.reading(f"read the {game} standings") as db:
             rows = db.query(
                 "SELECT b.name, b.kind, b.revoked, r.mu, r.sigma, r.matches, r.wins, r.draws, r.losses,"
@@ -47,11 +50,10 @@ class RatingTable:
         for name, kind, revoked, mu, sigma, n, wins, draws, losses, late, invalid, bank in rows:
             if revoked is not None and not include_revoked:
                 continue
-            rating = start if mu is None else Rating(mu, sigma)
+            r = start if mu is None else Rating(mu, sigma)
             counts = (n or 0, wins or 0, draws or 0, losses or 0, int(late or 0), int(invalid or 0))
-            table.append((rating.conservative, name, kind, rating, *counts, int(bank or 0)))
-        table.sort(key=lambda t: (-t[0], t[1]))
-        return [
-            Standing(i, name, kind, r.mu, r.sigma, n, wins, draws, losses, late, invalid, bank)
-            for i, (_, name, kind, r, n, wins, draws, losses, late, invalid, bank) in enumerate(table, 1)
-        ]
+            table.append(
+                Standing(0, name, kind, r.mu, r.sigma, *counts, int(bank or 0), ratings.provisional(n or 0))
+            )
+        table.sort(key=lambda s: (s.provisional, -s.rating, s.bot))
+        return [replace(s, rank=i) for i, s in enumerate(table, 1)]
