@@ -384,6 +384,8 @@ class SeatBot:
     #: Failures in a row so far, and why it is paused (None: it is not).
     failures: int
     paused: str | None
+    #: Whole days from its last rated match to this match's end (0: none): its sigma widens by them.
+    idle_days: int = 0
 
 
 @dataclass(frozen=True)
