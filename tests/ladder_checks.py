@@ -1,7 +1,8 @@
 """Checks of a ladder database against its own rows, for the ladder store's tests.
 
 `assert_consistent` recounts the ratings from the finished matches' seats in the order they were
-counted, independently of the store's bookkeeping, and compares that with what the store says: after
+counted (each bot's sigma widened by its whole days idle between them, `ratings.ladder.idle`),
+independently of the store's bookkeeping, and compares that with what the store says: after
 any crash, the current ratings and standings must equal such a recount, and every match must be either
 whole (finished) or untouched (running or void).
 """
@@ -10,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 
 from cellarena.arena.ladder.store.backends import Backend, open_backend
+from cellarena.arena.ladder.store.database import parse_time
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ratings import Rating
 from cellarena.arena.ratings import ladder as ratings
@@ -27,17 +30,18 @@ def raw(target: str) -> Iterator[Backend]:
         db.close()
 
 
-def finished_in_order(db: Backend) -> list[tuple[int, list[tuple[str, int]]]]:
-    """(match id, [(bot, rank) per seat]) for each finished match, in the order results were counted."""
+def finished_in_order(db: Backend) -> list[tuple[int, str, list[tuple[str, int]]]]:
+    """(match id, ended, [(bot, rank) per seat]) for each finished match, in the order results were
+    counted."""
     rows = db.query(
-        "SELECT m.id, b.name, s.rank FROM matches m JOIN seats s ON s.match_id = m.id"
+        "SELECT m.id, m.ended, b.name, s.rank FROM matches m JOIN seats s ON s.match_id = m.id"
         " JOIN bots b ON b.id = s.bot_id WHERE m.status = 'finished' ORDER BY m.seq, s.seat"
     )
-    out: list[tuple[int, list[tuple[str, int]]]] = []
-    for match_id, bot, rank in rows:
+    out: list[tuple[int, str, list[tuple[str, int]]]] = []
+    for match_id, ended, bot, rank in rows:
         if not out or out[-1][0] != match_id:
-            out.append((match_id, []))
-        out[-1][1].append((bot, rank))
+            out.append((match_id, ended, []))
+        out[-1][2].append((bot, rank))
     return out
 
 
@@ -69,11 +73,16 @@ def assert_consistent(target: str, game: str) -> dict[str, Rating]:
 
         current: dict[str, Rating] = {}
         counts: dict[str, list[int]] = {}
-        for match_id, seats in finished_in_order(db):
+        # When each bot last played: its sigma widens by the whole days idle since (`ratings.idle`).
+        last: dict[str, datetime] = {}
+        for match_id, ended, seats in finished_in_order(db):
             bots = [b for b, _ in seats]
             ranks = [r for _, r in seats]
             for b in bots:
-                current.setdefault(b, ratings.initial())
+                current[b] = ratings.idle(
+                    current.get(b, ratings.initial()), ratings.idle_days(last.get(b), parse_time(ended))
+                )
+                last[b] = parse_time(ended)
             stored = db.query(
                 "SELECT b.name, s.mu_before, s.sigma_before, s.mu_after, s.sigma_after FROM seats s"
                 " JOIN bots b ON b.id = s.bot_id WHERE s.match_id = ? ORDER BY s.seat",
@@ -94,9 +103,13 @@ def assert_consistent(target: str, game: str) -> dict[str, Rating]:
                 else:
                     tally[2] += 1
 
+    at = datetime.now(UTC)
     with LadderStore(target) as store:
-        table = store.standings(game, include_revoked=True)
+        table = store.standings(game, include_revoked=True, now=at)
     for row in table:
-        assert Rating(row.mu, row.sigma) == current.get(row.bot, ratings.initial()), row
+        shown = ratings.idle(
+            current.get(row.bot, ratings.initial()), ratings.idle_days(last.get(row.bot), at)
+        )
+        assert Rating(row.mu, row.sigma) == shown, row
         assert [row.matches, row.wins, row.draws, row.losses] == counts.get(row.bot, [0, 0, 0, 0]), row
     return current

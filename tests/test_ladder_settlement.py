@@ -38,6 +38,19 @@ def test_an_unrated_match_keeps_every_rating() -> None:
     assert done.winner is None and [s.outcome for s in done.seats] == ["draw", "draw"]
 
 
+def test_an_idle_bot_plays_a_rated_match_from_its_widened_rating() -> None:
+    settled = Rating(30, 2)
+    idle = seat(0, "alice", rating=settled, idle_days=90)
+    rated = settle(
+        MatchState(True, CommunityPolicy(), (idle, seat(1, "bob"))), [SeatResult(1), SeatResult(2)], 30
+    )
+    assert rated.seats[0].before == ratings.idle(settled, 90) and rated.seats[0].before.sigma > 2
+    unrated = settle(
+        MatchState(False, CommunityPolicy(), (idle, seat(1, "bob"))), [SeatResult(1), SeatResult(2)], 30
+    )
+    assert unrated.seats[0].before == unrated.seats[0].after == settled  # an unrated match changes nothing
+
+
 def test_a_new_version_starts_again_only_under_reset() -> None:
     old = Rating(40, 2)
     bots = (seat(0, "alice", rating=old, version="2", last_version="1"), seat(1, "bob"))

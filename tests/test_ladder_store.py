@@ -16,6 +16,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from postgres_server import PostgresServer
 from cellarena.arena.ladder.identity import tokens as identity
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS
 from cellarena.arena.ladder.scoring.settlement import settle
-from cellarena.arena.ladder.store import backends
+from cellarena.arena.ladder.store import backends, match_tables
 from cellarena.arena.ladder.store.ladder_store import (
     BotRecord,
     LadderStore,
@@ -440,6 +441,68 @@ def test_standings_rank_by_conservative_rating_then_name(store: LadderStore) -> 
     assert table[1].rating == table[2].rating
     assert [s.bot for s in store.standings("cata")] == ["eve"]
     assert store.standings("nosuchgame") == []
+
+
+def test_a_bot_without_enough_rated_matches_is_provisional_and_listed_after_the_ranked(
+    store: LadderStore,
+) -> None:
+    """A bot with no rated match (the issue's house bot that sat 2nd of 3) or fewer than
+    `PROVISIONAL_MATCHES` is marked provisional and listed after every ranked bot, whatever its rating."""
+    alice, bob, carol, _ = add(store, "alice", "bob", "carol", "newbie")
+    for _ in range(ratings.PROVISIONAL_MATCHES):
+        play(store, [alice, bob], [2, 1])
+    play(store, [carol, bob], [1, 2])
+    newbie = next(s for s in store.standings(GAME) if s.bot == "newbie")
+    alice_now = next(s for s in store.standings(GAME) if s.bot == "alice")
+    assert newbie.rating > alice_now.rating  # the initial rating would rank above a bot that lost
+    table = store.standings(GAME)
+    assert [(s.bot, s.provisional) for s in table] == [
+        ("bob", False),
+        ("alice", False),
+        ("carol", True),
+        ("newbie", True),
+    ]
+    assert [s.rank for s in table] == [1, 2, 3, 4]
+    assert (
+        table[3].cells()[2] == f"{table[3].rating:.2f}?" and table[0].cells()[2] == f"{table[0].rating:.2f}"
+    )
+    assert [s.to_json()["provisional"] for s in table] == [False, False, True, True]
+
+
+def test_an_idle_bots_sigma_grows_when_read_and_when_it_next_plays(
+    store: LadderStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sigma grows with the whole days since a bot's last rated match (Lichess's rate), computed when
+    the standings are read and when it next plays, never stored; on a fixed clock."""
+    day0 = datetime(2026, 1, 1, tzinfo=UTC)
+    monkeypatch.setattr(match_tables, "now", lambda: day0.isoformat(timespec="microseconds"))
+    alice, bob, carol = add(store, "alice", "bob", "carol")
+    play(store, [alice, bob], [1, 2])
+    stored = {s.bot: Rating(s.mu, s.sigma) for s in store.standings(GAME, now=day0)}
+    assert store.standings(GAME, now=day0 + timedelta(hours=23)) == store.standings(GAME, now=day0)
+    year = day0 + timedelta(days=365)
+    table = {s.bot: s for s in store.standings(GAME, now=year)}
+    for name in ("alice", "bob"):
+        assert Rating(table[name].mu, table[name].sigma) == ratings.idle(stored[name], 365)
+        assert table[name].sigma > stored[name].sigma and table[name].mu == stored[name].mu
+    assert table["carol"].sigma == ratings.initial().sigma  # no rated match: the start's, not more
+    # Lichess's anchor: a deviation of 60 grows to 110 in a year (on openskill's scale).
+    settled = Rating(25.0, 60 * ratings.MU_PER_GLICKO_POINT)
+    assert ratings.idle(settled, 365).sigma / ratings.MU_PER_GLICKO_POINT == pytest.approx(110, abs=0.1)
+    assert ratings.idle(settled, 100_000).sigma == ratings.initial().sigma  # never past the start's
+
+    # alice plays again 30 days on: her rating before is the widened one; bob's stays stored.
+    later = day0 + timedelta(days=30, hours=5)
+    monkeypatch.setattr(match_tables, "now", lambda: later.isoformat(timespec="microseconds"))
+    play(store, [alice, carol], [1, 2])
+    before = store.bot_history("alice", 1)[0].me.before
+    assert before == ratings.idle(stored["alice"], 30)
+    now_table = {s.bot: s for s in store.standings(GAME, now=later)}
+    assert Rating(now_table["bob"].mu, now_table["bob"].sigma) == ratings.idle(stored["bob"], 30)
+    with raw(store.where) as db:  # what is stored is the match's after, not a drift
+        assert db.query(
+            "SELECT sigma FROM ratings r JOIN bots b ON b.id = r.bot_id WHERE b.name = 'bob'"
+        ) == [(stored["bob"].sigma,)]
 
 
 def test_bot_history_and_rating_history(store: LadderStore) -> None:

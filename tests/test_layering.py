@@ -577,3 +577,21 @@ def test_the_server_room_checker_catches_what_it_should() -> None:
         f"{SERVER}.games.rezzo.engine imports {SERVER}.cli.run (games -> cli)",
         f"{SERVER}.net.connection imports {SERVER}.play.match (net -> play)",
     ]
+
+
+def test_the_ratings_are_pure_and_below_the_ladder() -> None:
+    """arena/ratings/ holds rating systems and the ladder's rules about them (provisional bots, idle
+    widening), pure functions of ratings and a clock given to them, imported by the ladder's store and
+    scoring rooms: so no I/O, and of the ladder only the pure matchmaking room (the bench schedules
+    with it)."""
+    ratings = "cellarena.arena.ratings"
+    problems = []
+    for rel in _sources():
+        module = _module(rel)
+        if module != ratings and not module.startswith(ratings + "."):
+            continue
+        for line, name in _imports(ast.parse((ROOT / rel).read_text(), rel), rel):
+            io = any(name == bad or name.startswith(bad + ".") for bad in PURE_FORBIDDEN)
+            if io or _room(name) not in (None, "matchmaking"):
+                problems.append(f"{rel}:{line} imports {name}")
+    assert problems == []

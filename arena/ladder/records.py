@@ -247,10 +247,13 @@ class Standing:
     late: int = 0
     invalid: int = 0
     bank_drawn_ms: int = 0
+    #: Too few rated matches to be ranked (`ratings.ladder.provisional`): listed after the ranked bots,
+    #: its rating shown with a ``?`` (as Lichess shows one).
+    provisional: bool = False
 
     @property
     def rating(self) -> float:
-        """The conservative estimate mu - 3 sigma that the table is sorted by."""
+        """The conservative estimate mu - 3 sigma that the table is sorted by (ranked bots first)."""
         return Rating(self.mu, self.sigma).conservative
 
     def cells(self) -> tuple[str, ...]:
@@ -259,7 +262,7 @@ class Standing:
         return (
             str(self.rank),
             self.bot,
-            f"{self.rating:.2f}",
+            f"{self.rating:.2f}?" if self.provisional else f"{self.rating:.2f}",
             f"{self.mu:.2f}",
             f"{self.sigma:.2f}",
             str(self.matches),
@@ -286,6 +289,7 @@ class Standing:
             "late": self.late,
             "invalid": self.invalid,
             "bank_drawn_ms": self.bank_drawn_ms,
+            "provisional": self.provisional,
         }
 
 
@@ -380,6 +384,8 @@ class SeatBot:
     #: Failures in a row so far, and why it is paused (None: it is not).
     failures: int
     paused: str | None
+    #: Whole days from its last rated match to this match's end (0: none): its sigma widens by them.
+    idle_days: int = 0
 
 
 @dataclass(frozen=True)

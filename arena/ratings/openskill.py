@@ -1,4 +1,5 @@
-"""openskill's Plackett-Luce, as tournaments and the ladder used it: no widening, shown mu - 3 sigma."""
+"""openskill's Plackett-Luce, as tournaments and the ladder used it, shown mu - 3 sigma; idle widening
+optional (the ladder's, `ladder.IDLE_PER_DAY`; none by default, as openskill itself)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ _MODEL = PlackettLuce()
 @dataclass(frozen=True)
 class OpenSkill(RatingSystem):
     name: str = "openskill"
+    #: sigma**2 added per day without a match, up to the start's sigma (0: none).
+    idle_per_day: float = 0.0
 
     def initial(self) -> Rating:
         r = _MODEL.rating()
@@ -30,3 +33,9 @@ class OpenSkill(RatingSystem):
         # The Gaussian win probability with openskill's beta; Plackett-Luce has no draw margin.
         c = math.sqrt(2.0 * _MODEL.beta**2 + a.sigma**2 + b.sigma**2)
         return (normal_cdf((a.mu - b.mu) / c), 0.0)
+
+    def idle(self, r: Rating, days: float) -> Rating:
+        start = _MODEL.rating().sigma
+        if days <= 0 or self.idle_per_day <= 0 or r.sigma >= start:
+            return r  # exactly: a rating read the day it was made is the stored one
+        return Rating(r.mu, min(math.sqrt(r.sigma * r.sigma + self.idle_per_day * days), start))

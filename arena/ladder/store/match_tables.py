@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from cellarena.arena.ladder.errors import (
     ChallengeRefusedError,
@@ -21,9 +22,10 @@ from cellarena.arena.ladder.identity import tokens
 from cellarena.arena.ladder.records import BotMatch, MatchRecord, MatchState, SeatBot, SeatResult, Settlement
 from cellarena.arena.ladder.store.backends import Backend
 from cellarena.arena.ladder.store.bot_tables import BotTable
-from cellarena.arena.ladder.store.database import now
+from cellarena.arena.ladder.store.database import now, parse_time
 from cellarena.arena.ladder.store.rows import MATCH_QUERY, match_records, rating
 from cellarena.arena.ladder.store.settings import Settings
+from cellarena.arena.ratings import ladder as ratings
 from cellarena.sdk.protocol import is_int
 
 log = logging.getLogger("cellarena.ladder")
@@ -60,6 +62,12 @@ _FINISH_MATCH = (
 _LAST_VERSION = (
     "SELECT s.version FROM seats s JOIN matches m ON m.id = s.match_id"
     " WHERE s.bot_id = ? AND m.status = 'finished' AND m.id <> ? ORDER BY m.seq DESC LIMIT 1"
+)
+
+#: When a bot's last rated match ended, other than this one (NULL: none).
+_LAST_RATED = (
+    "SELECT MAX(m.ended) FROM seats s JOIN matches m ON m.id = s.match_id"
+    " WHERE s.bot_id = ? AND m.status = 'finished' AND m.rated AND m.id <> ?"
 )
 
 
@@ -183,7 +191,8 @@ class MatchTable:
         after = "; the match stays running until its result is recorded (a restart of the server voids it)"
         with self.database.writing(f"record the result of match {match_id}", after) as db:
             self.check_running(db, match_id, "finish")
-            state = self._state(db, match_id)
+            ended = now()
+            state = self._state(db, match_id, parse_time(ended))
             if len(state.seats) != len(results):
                 raise ValueError(f"match {match_id} has {len(state.seats)} seats, not {len(results)}")
             settled = settle(state, results, ticks)
@@ -197,7 +206,7 @@ class MatchTable:
                     won = tuple(int(change.outcome == o) for o in ("win", "draw", "loss"))
                     db.execute(_ADD_RESULT, (change.bot_id, change.after.mu, change.after.sigma, *won))
             # Last, so that a fault anywhere above (a full disk, say) is seen to undo the seats and ratings.
-            if db.execute(_FINISH_MATCH, (settled.winner, reason, ticks, replay, now(), match_id)) != 1:
+            if db.execute(_FINISH_MATCH, (settled.winner, reason, ticks, replay, ended, match_id)) != 1:
                 # Cannot happen under the write lock; if it does, count nothing.
                 raise MatchNotRunningError(
                     f"{self.database.where}: match {match_id} stopped running while being finished"
@@ -205,8 +214,9 @@ class MatchTable:
         return self.match_or_raise(match_id)
 
     @staticmethod
-    def _state(db: Backend, match_id: int) -> MatchState:
-        """The running match's seats' bots as they are now, and the host's policy."""
+    def _state(db: Backend, match_id: int, ended: datetime) -> MatchState:
+        """The running match's seats' bots as they are now (their days idle at ``ended``), and the
+        host's policy."""
         rated = bool(db.query("SELECT rated FROM matches WHERE id = ?", (match_id,))[0][0])
         rows = db.query(
             "SELECT s.seat, s.bot_id, b.name, r.mu, r.sigma, s.version, b.failures, b.paused FROM seats s"
@@ -220,6 +230,8 @@ class MatchTable:
             if version is not None:
                 found = db.query(_LAST_VERSION, (bot_id, match_id))
                 last = found[0][0] if found else None
+            last_rated = db.query(_LAST_RATED, (bot_id, match_id))[0][0]
+            idle = ratings.idle_days(None if last_rated is None else parse_time(last_rated), ended)
             seats.append(
                 SeatBot(
                     int(seat),
@@ -230,6 +242,7 @@ class MatchTable:
                     last,
                     int(failures or 0),
                     paused,
+                    idle,
                 )
             )
         return MatchState(rated, Settings.read_policy(db), tuple(seats))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
+
 from cellarena.arena.ladder.records import RatingPoint, Standing
 from cellarena.arena.ladder.store.bot_tables import BotTable
 from cellarena.arena.ladder.store.database import parse_time
@@ -28,30 +31,37 @@ class RatingTable:
             )
         return [RatingPoint(int(i), parse_time(ended), Rating(mu, sigma)) for i, ended, mu, sigma in rows]
 
-    def standings(self, game: str, *, include_revoked: bool = False) -> list[Standing]:
-        """``game``'s table, best first: by conservative rating (mu - 3 sigma), then name. A bot with no
-        finished match has the initial rating."""
+    def standings(
+        self, game: str, *, include_revoked: bool = False, now: datetime | None = None
+    ) -> list[Standing]:
+        """``game``'s table: the ranked bots first, then the provisional ones (too few rated matches,
+        `ratings.ladder.provisional`), each by conservative rating (mu - 3 sigma), then name. A bot with
+        no finished match has the initial rating; a rated one's sigma is widened by its whole days idle
+        at ``now`` (the clock's time if None: `ratings.ladder.idle`)."""
+        now = now or datetime.now(UTC)
         with self.database.reading(f"read the {game} standings") as db:
             rows = db.query(
                 "SELECT b.name, b.kind, b.revoked, r.mu, r.sigma, r.matches, r.wins, r.draws, r.losses,"
-                " t.late, t.invalid, t.bank"
+                " t.late, t.invalid, t.bank, t.last_rated"
                 " FROM bots b LEFT JOIN ratings r ON r.bot_id = b.id"
                 " LEFT JOIN (SELECT s.bot_id, SUM(s.late) AS late, SUM(s.invalid) AS invalid,"
-                " SUM(s.bank_drawn_ms) AS bank FROM seats s JOIN matches m ON m.id = s.match_id"
+                " SUM(s.bank_drawn_ms) AS bank, MAX(CASE WHEN m.rated THEN m.ended END) AS last_rated"
+                " FROM seats s JOIN matches m ON m.id = s.match_id"
                 " WHERE m.status = 'finished' GROUP BY s.bot_id) t ON t.bot_id = b.id"
                 " WHERE b.game = ?",
                 (game,),
             )
         start = ratings.initial()
         table = []
-        for name, kind, revoked, mu, sigma, n, wins, draws, losses, late, invalid, bank in rows:
+        for name, kind, revoked, mu, sigma, n, wins, draws, losses, late, invalid, bank, last in rows:
             if revoked is not None and not include_revoked:
                 continue
-            rating = start if mu is None else Rating(mu, sigma)
+            r = start if mu is None else Rating(mu, sigma)
+            if mu is not None and last is not None:
+                r = ratings.idle(r, ratings.idle_days(parse_time(last), now))
             counts = (n or 0, wins or 0, draws or 0, losses or 0, int(late or 0), int(invalid or 0))
-            table.append((rating.conservative, name, kind, rating, *counts, int(bank or 0)))
-        table.sort(key=lambda t: (-t[0], t[1]))
-        return [
-            Standing(i, name, kind, r.mu, r.sigma, n, wins, draws, losses, late, invalid, bank)
-            for i, (_, name, kind, r, n, wins, draws, losses, late, invalid, bank) in enumerate(table, 1)
-        ]
+            table.append(
+                Standing(0, name, kind, r.mu, r.sigma, *counts, int(bank or 0), ratings.provisional(n or 0))
+            )
+        table.sort(key=lambda s: (s.provisional, -s.rating, s.bot))
+        return [replace(s, rank=i) for i, s in enumerate(table, 1)]

@@ -33,6 +33,7 @@ from cellarena.arena.ladder.records import STANDINGS_COLUMNS, MatchRecord
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.store.ladder_store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web.community_pages import OwnerSessions
+from cellarena.arena.ratings.ladder import PROVISIONAL_MATCHES
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results_source import RatingPoint
 from cellarena.server.net.trusted_proxies import TrustedProxies
@@ -143,6 +144,7 @@ class LadderSite:
             owner=owner,
             columns=STANDINGS_COLUMNS,
             table=self.store.standings(game),
+            provisional_matches=PROVISIONAL_MATCHES,
             recent=self.store.matches(game, limit=10),
         )
 
