@@ -11,8 +11,9 @@ import signal
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from browser import launched, page_of, shot_dir, viewer
@@ -21,6 +22,8 @@ from game_servers import Process, add_ladder_bot, ladder_serve, start, wait_for
 
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS
 from cellarena.arena.ladder.store.ladder_store import LadderStore
+
+T = TypeVar("T")
 
 BOT = ROOT / "example_bots" / "rezzo" / "random_walker.py"
 
@@ -83,23 +86,39 @@ def test_a_ladder_plays_unattended_survives_a_kill_and_shows_its_table(browser: 
             assert [s.to_json() for s in store.standings("rezzo")] == before  # the kill lost nothing
             count = finished(tmp_path)
         wait_for(lambda: finished(tmp_path) >= count + 2, "matches after the restart", timeout=120)
-        table = json.loads(cellarena("ladder", "--dir", str(tmp_path), "standings", "rezzo", "--json").stdout)
         with viewer("ladder", "--dir", str(tmp_path), "web", "rezzo", "--port", "0",
                     "--live-port", str(server.port)) as url:  # fmt: skip
-            check_pages(browser, url, tmp_path, table["standings"], tokens)
+            check_pages(browser, url, tmp_path, tokens)
     finally:
         for bot in bots:
             bot.stop()
         server.stop()
 
 
-def check_pages(
-    browser: Any, url: str, folder: Path, standings: list[dict[str, Any]], tokens: dict[str, Path]
-) -> None:
+def _between_matches(folder: Path, read: Callable[[], T]) -> T:
+    """``read()`` made while no match finished: the ladder plays on, and a result that lands between
+    two reads reorders the table (ratings, and a bot leaving its provisional matches)."""
+    for _ in range(20):
+        count = finished(folder)
+        value = read()
+        if finished(folder) == count:
+            return value
+    raise AssertionError("a match finished during every one of 20 reads")
+
+
+def check_pages(browser: Any, url: str, folder: Path, tokens: dict[str, Path]) -> None:
     secrets = [path.read_text().strip() for path in tokens.values()]
-    with LadderStore(folder / "ladder.sqlite", create=False) as store:
-        cells = [s.cells() for s in store.standings("rezzo")]
-        matches = store.matches("rezzo", limit=5)
+
+    def command_and_store() -> tuple[list[dict[str, Any]], list[tuple[str, ...]], list[Any]]:
+        table = cellarena("ladder", "--dir", str(folder), "standings", "rezzo", "--json").stdout
+        with LadderStore(folder / "ladder.sqlite", create=False) as store:
+            return (
+                json.loads(table)["standings"],
+                [s.cells() for s in store.standings("rezzo")],
+                (store.matches("rezzo", limit=5)),
+            )
+
+    standings, cells, matches = _between_matches(folder, command_and_store)
     assert [c[1] for c in cells][: len(standings)] == [s["bot"] for s in standings][: len(cells)]
     shots = shot_dir(folder)
     with page_of(browser) as (page, console):
@@ -142,8 +161,14 @@ def check_pages(
             "Number(document.getElementById('player').dataset.liveFrames) >= 3", timeout=60_000
         )
         console.assert_clean()
+
     # The same over JSON; the replay downloads as the file the ladder wrote; no secret anywhere.
-    status, body = get(f"{url}api/standings")
+    def api_and_store() -> tuple[int, Any, list[tuple[str, ...]]]:
+        status, body = get(f"{url}api/standings")
+        with LadderStore(folder / "ladder.sqlite", create=False) as store:
+            return status, body, [s.cells() for s in store.standings("rezzo")]
+
+    status, body, cells = _between_matches(folder, api_and_store)
     assert status == 200 and [s["bot"] for s in json.loads(body)["standings"]] == [c[1] for c in cells]
     status, data = get(f"{url}api/matches/{done.id}")
     match = json.loads(data)
