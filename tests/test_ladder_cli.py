@@ -105,10 +105,15 @@ def serve(folder: Path, *extra: str, db: str | None = None) -> tuple[subprocess.
 
 
 async def keep_playing(port: int, name: str, token: str, ends: list[dict[str, Any]]) -> None:
-    """A ladder bot: join, answer every tick, and join again after each end, until the server is gone."""
+    """A ladder bot: join, answer every tick, and join again after each end, until the server is gone
+    (it no longer takes a connection). A match may end while an answer is on its way, its connection
+    closed behind the ``end`` (a full run saw the answer's send fail): that is joined again too."""
     while True:
         try:
             client = await Client.connect(port)
+        except OSError:
+            return  # the server is gone
+        try:
             await client.hello(name, token=token)
             while (msg := await client.recv(timeout=20)) is not None:
                 if msg["type"] == "tick":
@@ -118,10 +123,8 @@ async def keep_playing(port: int, name: str, token: str, ends: list[dict[str, An
                     break
                 elif msg["type"] == "error":
                     break
-            else:
-                return  # hung up mid-match: the server died
-        except OSError:
-            return
+        except (OSError, trio.BrokenResourceError):
+            pass  # closed under us: join again, or find the server gone
 
 
 async def test_a_ladder_killed_mid_match_restarts_with_identical_standings(
