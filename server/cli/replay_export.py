@@ -18,7 +18,9 @@ import click
     type=click.Path(path_type=Path),
     help="The dataset's folder: new, or empty. It gets game=G/match=M/part-0.parquet and README.md.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: ok, out, matches, rows; or error.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object: ok, out, matches, rows; or error."
+)
 def replay_export(paths: tuple[Path, ...], out: Path, as_json: bool) -> None:
     """Write the replays named (and those in the folders named) as a Parquet dataset in --out.
 

@@ -23,9 +23,7 @@ print(table.num_rows, table.schema.metadata[b"cellarena.dataset.schema_version"]
 
 
 def _rows(fields: Sequence[Field]) -> list[str]:
-    return [
-        f"| `{f.name}` | `{f.type}` | {'yes' if f.nullable else 'no'} | {f.meaning} |" for f in fields
-    ]
+    return [f"| `{f.name}` | `{f.type}` | {'yes' if f.nullable else 'no'} | {f.meaning} |" for f in fields]
 
 
 def _version() -> str:

@@ -87,8 +87,7 @@ def _outcomes(replay: Replay) -> list[tuple[int | None, str | None, str | None]]
     order = [ranks.get(s, replay.players) for s in range(replay.players)]
     causes = replay.causes()
     return [
-        (order[s], outcome_of(order[s], order), causes.get(s, {}).get("cause"))
-        for s in range(replay.players)
+        (order[s], outcome_of(order[s], order), causes.get(s, {}).get("cause")) for s in range(replay.players)
     ]
 
 
