@@ -23,7 +23,14 @@ from click.testing import CliRunner
 
 from cellarena.arena.cli import main
 from cellarena.server.dataset.export import DatasetError, DatasetWriter, export_replays
-from cellarena.server.dataset.fields import FIELDS, METADATA_KEY, PARTITIONS, SCHEMA_VERSION, arrow_type
+from cellarena.server.dataset.fields import (
+    FIELDS,
+    METADATA_KEY,
+    PARTITIONS,
+    SCHEMA_VERSION,
+    arrow_type,
+    partitioning,
+)
 from cellarena.server.games import get_engine
 from cellarena.server.replay import Replay, ReplayWriter, read_replay, strip_debug
 
@@ -51,7 +58,9 @@ def write_replay(path: Path, game: str, debug_every: int = 0) -> Replay:
 
 
 def load(out: Path) -> Any:
-    return ds.dataset(out, format="parquet", partitioning="hive", ignore_prefixes=[".", "_", "README"])
+    return ds.dataset(
+        out, format="parquet", partitioning=partitioning(), ignore_prefixes=[".", "_", "README"]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +164,11 @@ def test_the_card_states_the_files_schema(exported: tuple[Path, dict[str, Replay
     whole = load(root / "matches").schema
     assert [(x.name, str(x.type)) for x in whole][-2:] == [(n, t) for n, t, _ in partitions]
     assert [f.name for f in FIELDS] == [n for n, _, _ in columns]
+    # The card's own loader reads it.
+    loader = next(b for lang, b in FENCE.findall(card) if lang == "python")
+    printed: list[str] = []
+    exec(loader.replace('"DATASET"', repr(str(root / "matches"))), {"print": lambda *a: printed.append(a)})
+    assert printed == [(356, str(SCHEMA_VERSION).encode())]
 
 
 def test_the_docs_commands_and_loader_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

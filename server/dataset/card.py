@@ -13,10 +13,12 @@ if TYPE_CHECKING:
 
 LOADER = """\
 ```python
+import pyarrow as pa
 import pyarrow.dataset as ds
 
-# README.md sits beside the Parquet files: leave it out as pyarrow leaves out "." and "_" files.
-data = ds.dataset("DATASET", format="parquet", partitioning="hive", ignore_prefixes=[".", "_", "README"])
+# Folders game=G/match=M, both strings; README.md (the card) is no Parquet file.
+folders = ds.partitioning(pa.schema([("game", pa.string()), ("match", pa.string())]), flavor="hive")
+data = ds.dataset("DATASET", format="parquet", partitioning=folders, ignore_prefixes=[".", "_", "README"])
 table = data.to_table(filter=ds.field("game") == "rezzo")
 print(table.num_rows, table.schema.metadata[b"cellarena.dataset.schema_version"])
 ```"""

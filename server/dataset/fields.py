@@ -8,7 +8,7 @@ added at the end is too (a reader checks the version it was written for).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -35,8 +35,8 @@ PARTITIONS = (
         "match",
         "string",
         False,
-        "the match: the replay file's name without `.replay` (`replay export`), the ladder's match id "
-        "(`ladder export`)",
+        "the match: the replay file's name without `.replay` (`replay export`), `ladder-` and the "
+        "ladder's match id in six digits (`ladder export`)",
     ),
 )
 
@@ -115,3 +115,12 @@ def arrow_schema() -> pa.Schema:
 
     fields = [pa.field(f.name, arrow_type(f.type), nullable=f.nullable) for f in FIELDS]
     return pa.schema(fields, metadata={METADATA_KEY: str(SCHEMA_VERSION).encode()})
+
+
+def partitioning() -> Any:
+    """pyarrow's reading of the folders: hive-style, both fields strings (a match named ``7`` is not
+    the number 7)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    return ds.partitioning(pa.schema([(f.name, arrow_type(f.type)) for f in PARTITIONS]), flavor="hive")

@@ -77,7 +77,7 @@ def add_match(writer: DatasetWriter, match: MatchRecord, folder: Path, left: Lef
         left.no_replay += 1
         return
     info = MatchInfo(
-        str(match.id),
+        f"ladder-{match.id:06d}",  # as its replay file is named
         bots=[s.bot for s in match.seats],
         versions=[s.version for s in match.seats],
         ratings=[None if s.before is None else (s.before.mu, s.before.sigma) for s in match.seats],
