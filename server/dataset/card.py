@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from cellarena.server.dataset.fields import FIELDS, PARTITIONS, SCHEMA_VERSION, Field
-
-if TYPE_CHECKING:
-    from cellarena.server.dataset.export import Exported
 
 LOADER = """\
 ```python
@@ -34,16 +30,17 @@ def _version() -> str:
     return _package_version()
 
 
-def card_text(done: Exported, command: str, notes: Sequence[str] = ()) -> str:
-    """The card of the dataset ``done`` describes, made by ``command``."""
+def card_text(matches: int, rows: int, games: Sequence[str], command: str, notes: Sequence[str] = ()) -> str:
+    """The card of a dataset of ``matches`` matches of ``games``, ``rows`` rows, made by ``command``;
+    ``notes`` are lines for "How it was made"."""
     made = datetime.now(UTC).isoformat(timespec="seconds")
-    games = ", ".join(sorted(done.games)) or "none"
+    played = ", ".join(sorted(games)) or "none"
     lines = [
         "# cellarena matches",
         "",
         f"Schema version: {SCHEMA_VERSION}",
         "",
-        f"{done.matches} matches of {games}, {done.rows} rows: one row per seat and tick of each match.",
+        f"{matches} matches of {played}, {rows} rows: one row per seat and tick of each match.",
         f"Made by `{command}` (cellarena {_version()}) on {made}.",
         "",
         "## How it was made",

@@ -133,8 +133,11 @@ class DatasetWriter:
 
     def finish(self, notes: Sequence[str] = ()) -> Exported:
         """Write the card and move the dataset to ``out``."""
+        d = self.done
         try:
-            (self.tmp / "README.md").write_text(card_text(self.done, self.command, notes), encoding="utf-8")
+            (self.tmp / "README.md").write_text(
+                card_text(d.matches, d.rows, sorted(d.games), self.command, notes), encoding="utf-8"
+            )
             if self.out.is_dir():
                 self.out.rmdir()  # empty, as checked: the finished folder takes its place
             os.replace(self.tmp, self.out)

@@ -14,17 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgpack
-import numpy as np
 
 from cellarena.sdk.protocol import outcome_of
-from cellarena.server.games import Engine
+from cellarena.server.games.registry import plugin
 from cellarena.server.replay import Replay, ReplayError, _hasher, _rebuild
 
 #: Outcome rewards, as the training environments give them at a match's end.
 REWARDS = {"win": 1.0, "loss": -1.0, "draw": 0.0}
-#: Rezzo's terms a single engine can count (docs/training.md's table; the distance terms and
-#: wire_built need the batched environment's bookkeeping and are left out).
-REZZO_TERMS = ("own_flags", "enemy_flags", "flag_formed", "own_flag_destroyed", "enemy_flag_destroyed")
 
 
 @dataclass(frozen=True)
@@ -36,40 +32,6 @@ class MatchInfo:
     bots: Sequence[str] | None = None
     versions: Sequence[str | None] | None = None
     ratings: Sequence[tuple[float, float] | None] | None = None
-
-
-class _RezzoTerms:
-    """Rezzo's reward terms per seat, from the board's flags and the tick's events."""
-
-    def __init__(self, engine: Engine) -> None:
-        from cellarena.sdk.games.rezzo import Cell
-
-        self.flag, self.players = int(Cell.FLAG), engine.players
-        self.flags = self._count(engine)
-
-    def _count(self, engine: Engine) -> np.ndarray:
-        codes = engine.world.codes_view()  # type: ignore[attr-defined]
-        return np.array([int(np.count_nonzero(codes == self.flag + p)) for p in range(self.players)])
-
-    def after(self, engine: Engine, events: list[dict[str, Any]]) -> list[dict[str, float]]:
-        now = self._count(engine)
-        change, self.flags = now - self.flags, now
-        formed, destroyed = np.zeros(self.players), np.zeros(self.players)
-        for e in events:
-            if e["kind"] == "flag_formed":
-                formed[e["seat"]] += 1
-            elif e["kind"] == "flag_destroyed":
-                destroyed[e["seat"]] += 1
-        return [
-            {
-                "own_flags": float(change[s]),
-                "enemy_flags": float(change.sum() - change[s]),
-                "flag_formed": float(formed[s]),
-                "own_flag_destroyed": float(destroyed[s]),
-                "enemy_flag_destroyed": float(destroyed.sum() - destroyed[s]),
-            }
-            for s in range(self.players)
-        ]
 
 
 def _fail(replay: Replay, where: str) -> ReplayError:
@@ -128,7 +90,7 @@ def match_rows(replay: Replay, info: MatchInfo) -> dict[str, list[Any]]:
     if engine.tick != replay.start_tick or state_hash() != replay.header["start_hash"]:
         raise _fail(replay, "its starting state differs")
     per_seat = _match_columns(replay, info)
-    terms = _RezzoTerms(engine) if replay.game == "rezzo" else None
+    terms = plugin(replay.game).reward_terms_of(engine)  # the game's own, if it has any (Rezzo)
     players = range(replay.players)
     cols: dict[str, list[Any]] = {
         k: [] for k in ("tick", "seat", "observation", "action", "late", "invalid", "events", "reward_terms")
