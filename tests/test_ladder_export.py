@@ -124,7 +124,12 @@ def test_export_of_a_ladder_that_is_not_there_says_so(tmp_path: Path) -> None:
     ran = CliRunner().invoke(
         main, ["ladder", "--dir", str(tmp_path / "none"), "export", "--out", str(tmp_path / "o")]
     )
-    assert ran.exit_code == 1 and "ladder" in ran.output and not (tmp_path / "o").exists()
+    assert ran.exit_code == 1 and "ladder.sqlite: no ladder database there" in ran.output
+    assert not (tmp_path / "o").exists()
+    ran = CliRunner().invoke(
+        main, ["ladder", "--dir", str(tmp_path), "export", "--out", "o", "--game", "nope"]
+    )
+    assert ran.exit_code == 2 and "Invalid value for --game: unknown game 'nope'" in ran.output
 
 
 CSRF = re.compile(r'name=csrf value="([^"]+)"')
