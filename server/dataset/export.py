@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import Any, Self
+from typing import Self
 
 from cellarena.server.dataset.card import card_text
 from cellarena.server.dataset.fields import FIELDS, arrow_schema
@@ -67,13 +67,12 @@ def match_name(path: Path) -> str:
 
 @dataclass
 class Exported:
-    """What an export wrote (and, from a ladder, what it left out and why)."""
+    """What an export wrote."""
 
     out: Path
     matches: int = 0
     rows: int = 0
     games: set[str] = field(default_factory=set)
-    left_out: list[str] = field(default_factory=list)
 
 
 def _check_out(out: Path) -> None:
@@ -163,11 +162,3 @@ def export_replays(paths: Sequence[Path], out: Path) -> Exported:
         for path in files:
             writer.add(read_replay(path), MatchInfo(match_name(path)))
         return writer.finish()
-
-
-def read_schema_version(metadata: dict[Any, Any] | None) -> int | None:
-    """The schema version in a Parquet file's metadata (None: not a cellarena dataset's file)."""
-    from cellarena.server.dataset.fields import METADATA_KEY
-
-    value = (metadata or {}).get(METADATA_KEY)
-    return int(value) if value is not None else None
