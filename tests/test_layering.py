@@ -532,8 +532,9 @@ SERVER_ROOMS: dict[str, set[str]] = {
     "service": {"play"},
     "env": {"games"},
     "training": {"games", "replay"},
+    "dataset": {"games", "replay"},
     "web": {"games", "net", "replay"},
-    "cli": {"bots", "games", "net", "play", "replay", "service", "web", "workers", "wall_clock"},
+    "cli": {"bots", "dataset", "games", "net", "play", "replay", "service", "web", "workers", "wall_clock"},
     "bench": {"cli", "games", "play", "replay", "training", "web", "workers", "net", "bots"},
 }
 
