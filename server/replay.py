@@ -59,6 +59,10 @@ class ReplayError(Exception):
     """A replay that cannot be read or replayed. ``str()`` starts with the file's path."""
 
 
+class TickError(ReplayError):
+    """A sound replay without the decision point asked for (`rebuild_at`): the tick is at fault."""
+
+
 # ---------------------------------------------------------------------------------------- reading
 @dataclass
 class TickRecord:
@@ -996,7 +1000,7 @@ def rebuild_at(replay: Replay, tick: int | None = None) -> Rebuilt:
     the state before that last agent phase and the default gives the one after.
     """
     if tick is not None and tick < replay.start_tick:
-        raise ReplayError(
+        raise TickError(
             f"{replay.path}: tick {tick} is before the start; the replay starts at tick {replay.start_tick}"
         )
     applied: list[Step] = []
@@ -1010,10 +1014,8 @@ def rebuild_at(replay: Replay, tick: int | None = None) -> Rebuilt:
         )
     if tick is not None and engine.tick != tick:
         if engine.tick < tick:
-            raise ReplayError(f"{replay.path}: tick {tick} is past the end; the last tick is {engine.tick}")
-        raise ReplayError(
-            f"{replay.path}: no decision point at tick {tick} (the match went to {engine.tick})"
-        )
+            raise TickError(f"{replay.path}: tick {tick} is past the end; the last tick is {engine.tick}")
+        raise TickError(f"{replay.path}: no decision point at tick {tick} (the match went to {engine.tick})")
     return Rebuilt(engine, applied)
 
 
@@ -1041,3 +1043,43 @@ def fork_origin(replay: Replay, rebuilt: Rebuilt) -> dict[str, Any]:
         "tick": rebuilt.engine.tick,
         "moves": [{"tick": t, "moves": m} for t, m in rebuilt.moves],
     }
+
+
+#: The environments' reset options that `replay_start` reads.
+START_OPTIONS = ("replay", "tick")
+
+
+def replay_start(options: Mapping[str, Any] | None, game: str) -> Engine | None:
+    """The engine at ``options["tick"]`` of the ``game`` replay ``options["replay"]``, or None when
+    the options name no replay. ValueError naming the option at fault: a replay that cannot be read,
+    is of another game or does not re-simulate (``replay``), a tick it does not have or at which its
+    match is over (``tick``)."""
+    if not options or options.get("replay") is None:
+        if options and "tick" in options:
+            raise ValueError("options['tick'] needs options['replay'], the replay file to start from")
+        return None
+    path, tick = options["replay"], options.get("tick")
+    if not isinstance(path, str | os.PathLike):
+        raise ValueError(f"options['replay'] must be a replay file's path, got {type(path).__name__}")
+    if not is_int(tick) or tick < 0:
+        raise ValueError(
+            f"options['tick'] must be a tick of the replay (an int, 0 or more), got {tick!r:.40}"
+        )
+    try:
+        replay = read_replay(path)
+        if replay.game != game:
+            raise ValueError(
+                f"options['replay']: {os.fspath(path)} is a {replay.game} replay; "
+                f"this environment plays {game}"
+            )
+        engine = rebuild_at(replay, tick).engine
+    except TickError as exc:
+        raise ValueError(f"options['tick']: {exc}") from None
+    except ReplayError as exc:
+        raise ValueError(f"options['replay']: {exc}") from None
+    if (ended := engine.result()) is not None:
+        raise ValueError(
+            f"options['tick']: {os.fspath(path)}: the match is over at tick {tick} (it ended at tick "
+            f"{ended.ticks}); start at an earlier tick"
+        )
+    return engine

@@ -25,6 +25,7 @@ from cellarena.server.replay import (
     Replay,
     ReplayError,
     ReplayWriter,
+    TickError,
     fork_origin,
     read_replay,
     rebuild_at,
@@ -121,8 +122,10 @@ def plan_fork(path: str, tick: int, bots: tuple[str, ...]) -> ForkPlan:
         )
     try:
         rebuilt = rebuild_at(replay, tick)
-    except ReplayError as exc:
+    except TickError as exc:
         raise ForkError("--tick", str(exc)) from None
+    except ReplayError as exc:
+        raise ForkError("PATH", str(exc)) from None
     if (ended := rebuilt.engine.result()) is not None:
         raise ForkError(
             "--tick",
