@@ -75,13 +75,10 @@ def parse_bot(text: str, players: int) -> tuple[int, BotSpec]:
     """``SEAT=COMMAND`` (the bot named ``fork-SEAT``) or ``SEAT:NAME=COMMAND``; ForkError for --bot."""
     head, sep, command = text.partition("=")
     seat_text, _, name = head.partition(":")
-    try:
-        seat = int(seat_text.strip())
-    except ValueError:
-        seat = -1
-    if not sep or not seat_text.strip().isdigit():
+    if not sep or not (seat_text.strip().isascii() and seat_text.strip().isdigit()):
         raise ForkError("--bot", f'{text!r} is not SEAT=COMMAND (a seat number, e.g. 0="python my_bot.py")')
-    if not 0 <= seat < players:
+    seat = int(seat_text)
+    if seat >= players:
         raise ForkError("--bot", f"{text!r}: the replay has no seat {seat}; its seats are 0..{players - 1}")
     try:
         spec = BotSpec.parse(f"{name.strip() or f'fork-{seat}'}={command}")
