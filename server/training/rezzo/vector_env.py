@@ -383,7 +383,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     def _replay_start(self, options: Mapping[str, Any]) -> _ReplayStart:
         """The state ``options`` name (`replay_start`) as a one-world batch the worlds restore from."""
         engine = replay_start(options, RezzoEngine.name)
-        assert engine is not None
+        assert isinstance(engine, RezzoEngine)  # a rezzo replay's: `replay_start` checks the game
         path = os.fspath(options["replay"])
         try:
             template = BatchedRezzo([engine], backend=self.backend)
