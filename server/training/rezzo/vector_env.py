@@ -205,6 +205,30 @@ class _ReplayStart:
     config: dict[str, Any]
     template: BatchedRezzo
 
+    def restore(self, batch: BatchedRezzo, worlds: np.ndarray, configs: list[Any], names: list[str]) -> None:
+        """``batch``'s ``worlds`` at this state, their config and map name this replay's."""
+        batch.restore(worlds, self.template)
+        for b in worlds.tolist():
+            configs[b], names[b] = dict(self.config), self.name
+
+
+def replay_world(options: Mapping[str, Any], worlds: BatchedRezzo, backend: str) -> _ReplayStart:
+    """The state ``options`` name (`replay_start`) as a one-world batch that ``worlds`` restore from."""
+    engine = replay_start(options, RezzoEngine.name)
+    assert isinstance(engine, RezzoEngine)  # a rezzo replay's: `replay_start` checks the game
+    path = os.fspath(options["replay"])
+    try:
+        template = BatchedRezzo([engine], backend=backend)
+    except ValueError as exc:  # a player already out, a torus
+        raise ValueError(f"options['tick']: {path}: this state cannot be batched ({exc})") from None
+    if (template.plane, template.n_agents) != (worlds.plane, worlds.n_agents):
+        raise ValueError(
+            f"options['replay']: {path} is a world of {engine.width}x{engine.height} with "
+            f"{template.n_agents} agents, this environment's are {worlds.width}x{worlds.height} "
+            f"with {worlds.n_agents}: make it with the replay's config"
+        )
+    return _ReplayStart(os.path.basename(path), config_mapping(engine), template)
+
 
 class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     """``worlds`` Rezzo worlds (the options of `RezzoConfig`), every learner agent a sub-environment.
@@ -348,12 +372,9 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
 
     # ------------------------------------------------------------------------------- episodes
     def _begin(self, worlds: np.ndarray, start: _ReplayStart | None = None) -> None:
-        """Start the next episode of each world in ``worlds``: its map and start from its own dice,
-        or ``start``, a replay's state (`reset`'s options "replay" and "tick")."""
+        """Start each world's next episode in ``worlds``: map and start from its dice, or ``start``."""
         if start is not None:
-            self.worlds.restore(worlds, start.template)
-            for b in worlds.tolist():
-                self._configs[b], self._map_names[b] = dict(start.config), start.name
+            start.restore(self.worlds, worlds, self._configs, self._map_names)
         elif not self._pool:
             self.worlds.restore(worlds, self.template)
         else:
@@ -380,23 +401,6 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             for b in worlds.tolist():
                 self._recordings.begin(b, functools.partial(self._start_recording, b))
 
-    def _replay_start(self, options: Mapping[str, Any]) -> _ReplayStart:
-        """The state ``options`` name (`replay_start`) as a one-world batch the worlds restore from."""
-        engine = replay_start(options, RezzoEngine.name)
-        assert isinstance(engine, RezzoEngine)  # a rezzo replay's: `replay_start` checks the game
-        path = os.fspath(options["replay"])
-        try:
-            template = BatchedRezzo([engine], backend=self.backend)
-        except ValueError as exc:  # a player already out, a torus
-            raise ValueError(f"options['tick']: {path}: this state cannot be batched ({exc})") from None
-        if (template.plane, template.n_agents) != (self.worlds.plane, self.worlds.n_agents):
-            raise ValueError(
-                f"options['replay']: {path} is a world of {engine.width}x{engine.height} with "
-                f"{template.n_agents} agents, this environment's are {self.worlds.width}x"
-                f"{self.worlds.height} with {self.worlds.n_agents}: make it with the replay's config"
-            )
-        return _ReplayStart(os.path.basename(path), config_mapping(engine), template)
-
     def reset(
         self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -412,11 +416,8 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         mask = options.pop("reset_mask", None)
         replay = {k: options.pop(k) for k in START_OPTIONS if k in options}
         if options:
-            raise ValueError(
-                f"unknown reset options {sorted(options)}; RezzoVectorEnv.reset takes reset_mask, "
-                "replay and tick"
-            )
-        start = self._replay_start(replay) if replay else None
+            raise ValueError(f"unknown reset options {sorted(options)}; it takes reset_mask, replay, tick")
+        start = replay_world(replay, self.worlds, self.backend) if replay else None
         worlds = np.arange(self.batch) if mask is None else worlds_of(mask, self.batch, self._per_world)
         if seed is not None:
             seeds = [seed + b for b in range(self.batch)] if isinstance(seed, int) else list(seed)
