@@ -668,16 +668,21 @@ def test_released_migrations_never_change() -> None:
     assert [" ".join(s.split()) for s in MIGRATIONS[0].statements] == [" ".join(s.split()) for s in V1]
     assert [m.statements for m in MIGRATIONS[1:4]] == [V2, V3, V4]
     assert MIGRATIONS[4].statements == V5
-    # Version 6 (owners, sessions, invites) is frozen in test_ladder_accounts.py.
+    # Version 6 (owners, sessions, invites) is frozen in test_ladder_accounts.py, 9 (seasons) in
+    # test_ladder_seasons.py.
     assert MIGRATIONS[6].statements == V7
     assert MIGRATIONS[7].statements == V8 and MIGRATIONS[7].then is key_names
-    assert CURRENT_VERSION == len(MIGRATIONS) == 8
+    assert CURRENT_VERSION == len(MIGRATIONS) == 9
+
+
+#: The ``ratings`` columns of schema version 1 (later versions add columns after them).
+V1_RATINGS = "bot_id, mu, sigma, matches, wins, draws, losses"
 
 
 def test_opening_a_v1_database_upgrades_it_and_keeps_everything(ladder_db: str) -> None:
     alice_token, _ = make_v1_database(ladder_db)
     with raw(ladder_db) as db:
-        table_before = db.query("SELECT * FROM ratings ORDER BY bot_id")
+        table_before = db.query(f"SELECT {V1_RATINGS} FROM ratings ORDER BY bot_id")
     with LadderStore(ladder_db) as store:
         assert store.schema_version == CURRENT_VERSION
         alice = store.authenticate(alice_token)
@@ -701,7 +706,8 @@ def test_opening_a_v1_database_upgrades_it_and_keeps_everything(ladder_db: str) 
         play(store, [carol, alice], [1, 2])
     with raw(ladder_db) as db:
         versions = db.query("SELECT version, cellarena FROM schema_version ORDER BY version")
-        assert db.query("SELECT * FROM ratings WHERE bot_id = ?", (table_before[1][0],)) == table_before[1:]
+        bob_now = db.query(f"SELECT {V1_RATINGS} FROM ratings WHERE bot_id = ?", (table_before[1][0],))
+        assert bob_now == table_before[1:]
     assert versions == [(1, "0.1.0"), *((v, cellarena_release()) for v in range(2, CURRENT_VERSION + 1))]
     assert_consistent(ladder_db, GAME)
 

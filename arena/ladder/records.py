@@ -226,6 +226,28 @@ class RatingPoint:
     rating: Rating
 
 
+@dataclass(frozen=True)
+class Season:
+    """A closed season of one game's ladder: its table is archived (`LadderStore.season_standings`)."""
+
+    game: str
+    number: int  # 1, 2, ... per game; the season being played is one more than the last closed
+    name: str
+    started: datetime  # when the season began: the previous one's close, or the game's first match
+    closed: datetime
+    start_next: str  # how the next season began: "reset" or "carry" (`ratings.seasons`)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "game": self.game,
+            "number": self.number,
+            "name": self.name,
+            "started": self.started.isoformat(),
+            "closed": self.closed.isoformat(),
+            "start_next": self.start_next,
+        }
+
+
 #: The columns of a ladder's standings table (`Standing.cells`).
 STANDINGS_COLUMNS = (
     "rank", "bot", "rating", "mu", "sigma", "matches", "W", "D", "L", "late", "invalid", "bank ms"
@@ -309,6 +331,8 @@ ChangeKind = Literal[
     "bot_banned",
     "bot_unbanned",
     "challenge",
+    # A season closed (schema version 9): the server reads the ratings afresh.
+    "season_closed",
 ]
 
 

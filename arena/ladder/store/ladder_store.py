@@ -6,8 +6,9 @@ transaction; one from a newer cellarena is refused.
 
 `LadderStore` composes one small class per group of tables, each in its module: `BotTable` (bots and
 their tokens), `MatchTable` (matches and seats), `RatingTable` (standings, rating histories),
-`ChallengeTable`, `ChangeLog` (the change and audit logs) and `Settings`, over one `Database` (the
-connection, its lock and transactions). Owners and sessions are `accounts.owners.Accounts`'.
+`SeasonTable` (closed seasons and their tables), `ChallengeTable`, `ChangeLog` (the change and audit
+logs) and `Settings`, over one `Database` (the connection, its lock and transactions). Owners and
+sessions are `accounts.owners.Accounts`'.
 
 How a match is recorded, and why it survives ``kill -9``:
 
@@ -57,6 +58,7 @@ from cellarena.arena.ladder.store.change_log import ChangeLog
 from cellarena.arena.ladder.store.database import Database, cellarena_release
 from cellarena.arena.ladder.store.match_tables import MAX_ID, VOID_ON_START, MatchTable
 from cellarena.arena.ladder.store.rating_tables import RatingTable
+from cellarena.arena.ladder.store.season_tables import SeasonTable
 from cellarena.arena.ladder.store.settings import Settings
 
 __all__ = [
@@ -104,6 +106,7 @@ class LadderStore:
         self.match_table = MatchTable(self.bot_table)
         self.rating_table = RatingTable(self.bot_table)
         self.challenge_table = ChallengeTable(self.bot_table)
+        self.season_table = SeasonTable(self.database, self.change_log)
         # The connection: claimed by the one ladder server, lost and found again (PostgreSQL).
         self.claim_server = self.database.claim_server
         # Bots and their tokens.
@@ -132,6 +135,10 @@ class LadderStore:
         self.bot_seats = self.match_table.bot_seats
         self.rating_history = self.rating_table.rating_history
         self.standings = self.rating_table.standings
+        # Seasons.
+        self.close_season = self.season_table.close_season
+        self.seasons = self.season_table.seasons
+        self.season_standings = self.season_table.season_standings
         # Challenges.
         self.refuse_challenges = self.challenge_table.refuse_challenges
         self.challenge = self.challenge_table.challenge

@@ -65,6 +65,15 @@ Version 8 (issue 39: names and limits held by the database):
 - ``owners.name_key`` computed again: the key now leaves out invisible characters. An owner made
   before whose new key an older owner has keeps a key no name can have (`LEGACY_KEY` and its id).
 
+Version 9 (seasons, docs/ladder.md "Seasons"):
+
+- ``seasons``: per game, each closed season: its number (1, 2, ...), name, when it started and closed,
+  and how the next one started (``reset`` or ``carry``, `cellarena.arena.ratings.seasons`).
+- ``season_standings``: a closed season's table as it stood at the close, one row per bot (its name
+  and kind kept as they were), in rank order.
+- ``ratings.carried``: rated matches a bot played in closed seasons whose ratings carried over; they
+  count towards leaving the provisional list. ``ratings``' counts are the current season's.
+
 A migration may have a step in Python after its statements (`Migration.then`, in the same
 transaction): keys are computed by Python, not SQL.
 """
@@ -280,6 +289,38 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE UNIQUE INDEX bots_by_name_key ON bots (name_key)",
         ),
         then=key_names,
+    ),
+    Migration(
+        9,
+        "seasons: a closed season's table archived; rated matches of earlier seasons carried over",
+        (
+            "CREATE TABLE seasons ("
+            " id {id},"
+            " game TEXT NOT NULL,"
+            " number INTEGER NOT NULL CHECK (number >= 1),"
+            " name TEXT NOT NULL,"
+            " started TEXT NOT NULL,"
+            " closed TEXT NOT NULL,"
+            " start_next TEXT NOT NULL CHECK (start_next IN ('reset', 'carry')),"
+            " UNIQUE (game, number))",
+            "CREATE TABLE season_standings ("
+            " season_id BIGINT NOT NULL REFERENCES seasons (id),"
+            " rank INTEGER NOT NULL,"
+            " bot TEXT NOT NULL,"
+            " kind TEXT NOT NULL,"
+            " mu DOUBLE PRECISION NOT NULL,"
+            " sigma DOUBLE PRECISION NOT NULL,"
+            " matches INTEGER NOT NULL,"
+            " wins INTEGER NOT NULL,"
+            " draws INTEGER NOT NULL,"
+            " losses INTEGER NOT NULL,"
+            " late INTEGER NOT NULL,"
+            " invalid INTEGER NOT NULL,"
+            " bank_drawn_ms BIGINT NOT NULL,"
+            " provisional BOOLEAN NOT NULL,"
+            " PRIMARY KEY (season_id, rank))",
+            "ALTER TABLE ratings ADD COLUMN carried INTEGER NOT NULL DEFAULT 0",
+        ),
     ),
 )
 

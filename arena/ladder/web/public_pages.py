@@ -115,7 +115,7 @@ class LadderSite:
         (without its closing slash)."""
         return f"/{quote(game, safe='')}" if self.several and game else ""
 
-    def _render(self, template: str, title: str, game: str | None = None, **context: Any) -> str:
+    def render_page(self, template: str, title: str, game: str | None = None, **context: Any) -> str:
         """``template`` for ``game``'s pages (None: the first game's; "": the list of games)."""
         game = self.game if game is None else game
         return render(
@@ -137,7 +137,7 @@ class LadderSite:
     # -- pages (run in a worker thread: the store blocks) --------------------------------------------
     def standings_html(self, game: str | None = None, owner: object = None) -> str:
         game = game or self.game
-        return self._render(
+        return self.render_page(
             "standings.html",
             f"{game} ladder",
             game,
@@ -150,7 +150,7 @@ class LadderSite:
 
     def games_html(self, owner: object = None) -> str:
         """A site of several games: each game's first ten and its newest matches, linked."""
-        return self._render(
+        return self.render_page(
             "games.html",
             "ladder: " + ", ".join(self.games),
             "",
@@ -174,7 +174,7 @@ class LadderSite:
             if standing is not None
             else "not ranked" + (" (revoked)" if not bot.active else " yet")
         )
-        return self._render(
+        return self.render_page(
             "bot.html",
             name,
             bot.game,
@@ -194,7 +194,7 @@ class LadderSite:
     def matches_html(self, before: int | None, game: str | None = None, owner: object = None) -> str:
         game = game or self.game
         matches = self.store.matches(game, limit=PAGE, before=before)
-        return self._render(
+        return self.render_page(
             "matches.html",
             f"{game} ladder: matches",
             game,
@@ -205,7 +205,7 @@ class LadderSite:
 
     def match_html(self, match_id: int, owner: object = None) -> str:
         m = self.match_or_404(match_id)
-        return self._render("match.html", f"match #{match_id}", m.game, m=m, owner=owner)
+        return self.render_page("match.html", f"match #{match_id}", m.game, m=m, owner=owner)
 
     def match_or_404(self, match_id: int) -> MatchRecord:
         m = self.store.match(match_id)
