@@ -58,6 +58,12 @@ def idle_days(last_rated: datetime | None, now: datetime) -> int:
     return max(0, (now - last_rated) // timedelta(days=1))
 
 
+def new_version(rating: Rating) -> Rating:
+    """A new version's rating under ``--new-version-rating inherit``: its parent's mu, its sigma back to
+    the start's (as the default system's `new_version` does), so its next matches move it fast."""
+    return Rating(rating.mu, max(rating.sigma, SYSTEM.initial().sigma))
+
+
 def idle(rating: Rating, days: int) -> Rating:
     """``rating`` after ``days`` without a rated match: sigma grows, up to the start's."""
     return SYSTEM.idle(rating, days)
