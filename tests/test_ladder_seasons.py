@@ -28,7 +28,7 @@ GAME = "rezzo"
 V9 = (
     "CREATE TABLE seasons ( id {id}, game TEXT NOT NULL, number INTEGER NOT NULL CHECK (number >= 1),"
     " name TEXT NOT NULL, started TEXT NOT NULL, closed TEXT NOT NULL, start_next TEXT NOT NULL CHECK"
-    " (start_next IN ('reset', 'carry')), UNIQUE (game, number))",
+    " (start_next IN ('reset', 'carry')), last_seq BIGINT, UNIQUE (game, number))",
     "CREATE TABLE season_standings ( season_id BIGINT NOT NULL REFERENCES seasons (id), rank INTEGER NOT"
     " NULL, bot TEXT NOT NULL, kind TEXT NOT NULL, mu DOUBLE PRECISION NOT NULL, sigma DOUBLE PRECISION NOT"
     " NULL, matches INTEGER NOT NULL, wins INTEGER NOT NULL, draws INTEGER NOT NULL, losses INTEGER NOT"

@@ -25,7 +25,7 @@ def _time(t: datetime | None) -> str | None:
 
 
 def _rating(r: Rating | None) -> dict[str, float] | None:
-    return None if r is None else {"mu": r.mu, "sigma": r.sigma, "rating": r.conservative}
+    return None if r is None else {"mu": r.mu, "sigma": r.sigma, "rating": ladder_ratings.shown(r)}
 
 
 @dataclass(frozen=True)
@@ -276,8 +276,9 @@ class Standing:
 
     @property
     def rating(self) -> float:
-        """The conservative estimate mu - 3 sigma that the table is sorted by (ranked bots first)."""
-        return Rating(self.mu, self.sigma).conservative
+        """The value the table shows and sorts by (ranked bots first): the rating system's
+        (`ratings.ladder.shown`: mu)."""
+        return ladder_ratings.shown(Rating(self.mu, self.sigma))
 
     def cells(self) -> tuple[str, ...]:
         """The row as text, under `STANDINGS_COLUMNS`: `cellarena ladder standings` and the standings

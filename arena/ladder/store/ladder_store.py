@@ -23,7 +23,7 @@ How a match is recorded, and why it survives ``kill -9``:
    of its game still ``running`` (cut short by the previous server's death) ``void``, with no rating
    change.
 
-Ratings are openskill's Plackett-Luce (`cellarena.arena.ratings`), per game (a bot plays one game),
+Ratings are the ladder's rating system's (`cellarena.arena.ratings.ladder`), per game (a bot plays one game),
 updated in the order results are counted (``matches.seq``), so they are a function of the results.
 
 Every method may be called from any thread (one lock serialises them); each call is one short

@@ -37,7 +37,7 @@ class RatingTable:
     ) -> list[Standing]:
         """``game``'s table for the season being played: the ranked bots first, then the provisional
         ones (too few rated matches, `ratings.ladder.provisional`; matches of closed seasons that carried
-        their ratings over count too), each by conservative rating (mu - 3 sigma), then name. A bot with
+        their ratings over count too), each by rating (`ratings.ladder.shown`), then name. A bot with
         no finished match has the initial rating; a rated one's sigma is widened by its whole days idle
         at ``now`` (the clock's time if None: `ratings.ladder.idle`). Late and invalid answers and the
         time bank count from the season's start."""

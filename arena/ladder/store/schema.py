@@ -25,8 +25,9 @@ Tables (version 8):
   cause (version 3: JSON text, `cellarena.server.games.causes`, sentence included; NULL for matches
   finished before, which read as cause "unknown"); and the ms of time bank it drew (version 7; NULL
   when the match had no bank, or was finished before).
-- ``ratings``: each bot's current openskill rating and its match/win/draw/loss counts, updated in the
-  transaction that finishes a match. A bot without a row has the initial rating and no matches.
+- ``ratings``: each bot's current rating (`ratings.ladder`; openskill's until version 10) and its
+  match/win/draw/loss counts, updated in the transaction that finishes a match. A bot without a row has
+  the initial rating and no matches.
 - ``changes`` (version 3): one row per change that a running ``ladder serve`` must act on (a bot added,
   revoked, its token rotated, its limits changed), written in the transaction that makes the change.
   It is the one channel from the ladder's commands and pages to the server, which polls it
@@ -68,11 +69,16 @@ Version 8 (issue 39: names and limits held by the database):
 Version 9 (seasons, docs/ladder.md "Seasons"):
 
 - ``seasons``: per game, each closed season: its number (1, 2, ...), name, when it started and closed,
-  and how the next one started (``reset`` or ``carry``, `cellarena.arena.ratings.seasons`).
+  and how the next one started (``reset`` or ``carry``, `cellarena.arena.ratings.seasons`); the
+  ``seq`` of the last result counted before it closed (NULL: none yet), which orders it among results.
 - ``season_standings``: a closed season's table as it stood at the close, one row per bot (its name
   and kind kept as they were), in rank order.
 - ``ratings.carried``: rated matches a bot played in closed seasons whose ratings carried over; they
   count towards leaving the provisional list. ``ratings``' counts are the current season's.
+
+Version 10 (the ladder's ratings move to the default rating system, docs/ladder.md "Ratings"): no
+table changes; every finished match is rated again (`rerate.rerate_history`): the seats' ratings
+before and after and the ``ratings`` table. Archived season tables keep what they showed at their close.
 
 A migration may have a step in Python after its statements (`Migration.then`, in the same
 transaction): keys are computed by Python, not SQL.
@@ -86,6 +92,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cellarena.arena.ladder.identity.lookalikes import name_key
+from cellarena.arena.ladder.store.rerate import rerate_history
 
 if TYPE_CHECKING:
     from cellarena.arena.ladder.store.backends import Backend
@@ -302,6 +309,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             " started TEXT NOT NULL,"
             " closed TEXT NOT NULL,"
             " start_next TEXT NOT NULL CHECK (start_next IN ('reset', 'carry')),"
+            " last_seq BIGINT,"
             " UNIQUE (game, number))",
             "CREATE TABLE season_standings ("
             " season_id BIGINT NOT NULL REFERENCES seasons (id),"
@@ -321,6 +329,12 @@ MIGRATIONS: tuple[Migration, ...] = (
             " PRIMARY KEY (season_id, rank))",
             "ALTER TABLE ratings ADD COLUMN carried INTEGER NOT NULL DEFAULT 0",
         ),
+    ),
+    Migration(
+        10,
+        "the ladder's ratings move to the default system (TrueSkill, as tournaments): history re-rated",
+        (),
+        then=rerate_history,
     ),
 )
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from cellarena.arena.ladder.errors import LadderStoreError
 from cellarena.arena.ladder.identity import names
 from cellarena.arena.ladder.records import Season, Standing
 from cellarena.arena.ladder.store.backends import Backend
 from cellarena.arena.ladder.store.change_log import ChangeLog
-from cellarena.arena.ladder.store.database import Database, parse_time
+from cellarena.arena.ladder.store.database import Database, now, parse_time
 from cellarena.arena.ladder.store.rating_tables import current_standings, season_start
 from cellarena.arena.ratings import Rating
 from cellarena.arena.ratings import ladder as ratings
@@ -43,7 +41,7 @@ class SeasonTable:
                 f"a season's name is 1 to {MAX_SEASON_NAME} printable characters, got {name!r}"
             )
         with self.database.writing(f"close the {game} season") as db:
-            closed = datetime.now(UTC)
+            closed = parse_time(now())
             number = self._closed_count(db, game) + 1
             started = season_start(db, game) or self._first_match(db, game) or closed.isoformat()
             title = name.strip() if name is not None else f"Season {number}"
@@ -51,8 +49,8 @@ class SeasonTable:
             table = current_standings(db, game, include_revoked=True, now=closed)
             season_id = int(
                 db.query(
-                    "INSERT INTO seasons (game, number, name, started, closed, start_next)"
-                    " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                    "INSERT INTO seasons (game, number, name, started, closed, start_next, last_seq)"
+                    " VALUES (?, ?, ?, ?, ?, ?, (SELECT MAX(seq) FROM matches)) RETURNING id",
                     (game, number, title, started, closed.isoformat(timespec="microseconds"), how),
                 )[0][0]
             )

@@ -33,6 +33,7 @@ from cellarena.arena.ladder.records import STANDINGS_COLUMNS, MatchRecord
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.store.ladder_store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web.community_pages import OwnerSessions
+from cellarena.arena.ratings import ladder as ratings
 from cellarena.arena.ratings.ladder import PROVISIONAL_MATCHES
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results_source import RatingPoint
@@ -131,6 +132,7 @@ class LadderSite:
             policy=self.policy,
             has_replay=_has_replay,
             bot_href=bot_href,
+            shown=ratings.shown,
             **context,
         )
 
@@ -166,7 +168,7 @@ class LadderSite:
         if bot is None or bot.game not in self.games:
             raise HTTPException(404, f"no bot {name!r} on this ladder")
         history = self.store.rating_history(name)
-        points = [RatingPoint(p.match_id, name, p.rating.conservative) for p in history]
+        points = [RatingPoint(p.match_id, name, ratings.shown(p.rating)) for p in history]
         standing = next((s for s in self.store.standings(bot.game) if s.bot == name), None)
         summary = (
             f"rank {standing.rank}, rating {standing.rating:.2f} over {standing.matches} matches "
