@@ -12,7 +12,18 @@ from pathlib import Path
 
 import click
 
-from cellarena.arena.cli.ladder import bots, community, export, house, owners, register, replay, serve, web
+from cellarena.arena.cli.ladder import (
+    bots,
+    community,
+    export,
+    house,
+    owners,
+    register,
+    replay,
+    season,
+    serve,
+    web,
+)
 from cellarena.arena.cli.ladder.where import Where
 
 
@@ -46,6 +57,7 @@ for _command in (
     register.register,
     house.house,
     house.standings,
+    season.season,
     web.web,
     replay.replay_download,
     export.export,

@@ -4,7 +4,7 @@
 global state, no clock of its own. So it is tested on its own, and a logged call can be replayed to
 see why two bots met. The server calls it on every matchmaking pass with whatever is queued.
 
-The rules, in the order they apply (``k`` is ``Policy.seats``; ratings are openskill mu):
+The rules, in the order they apply (``k`` is ``Policy.seats``; ratings are the ladder's mu, `ratings.ladder`):
 
 1. **Wait and window.** A bot's wait is ``now - since`` in the caller's clock, or 0 when that is
    negative or not a number (a clock that went backwards delays nobody and breaks nothing). Its window
@@ -91,7 +91,7 @@ class Waiting:
 class Policy:
     """How one queue matches: seats per match, the map pool, and how the rating window grows.
 
-    The defaults suit a busy two-seat ladder with openskill's default scale (a newcomer's sigma is
+    The defaults suit a busy two-seat ladder on the ladder system's scale (a newcomer's sigma is
     8.3): a window of 2 at once, the newcomer's whole uncertainty (10) after 16 s, and anyone after
     30 s. A quiet ladder wants a shorter ``starve_after``.
     """

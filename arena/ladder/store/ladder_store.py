@@ -6,8 +6,9 @@ transaction; one from a newer cellarena is refused.
 
 `LadderStore` composes one small class per group of tables, each in its module: `BotTable` (bots and
 their tokens), `MatchTable` (matches and seats), `RatingTable` (standings, rating histories),
-`ChallengeTable`, `ChangeLog` (the change and audit logs) and `Settings`, over one `Database` (the
-connection, its lock and transactions). Owners and sessions are `accounts.owners.Accounts`'.
+`SeasonTable` (closed seasons and their tables), `ChallengeTable`, `ChangeLog` (the change and audit
+logs) and `Settings`, over one `Database` (the connection, its lock and transactions). Owners and
+sessions are `accounts.owners.Accounts`'.
 
 How a match is recorded, and why it survives ``kill -9``:
 
@@ -22,7 +23,7 @@ How a match is recorded, and why it survives ``kill -9``:
    of its game still ``running`` (cut short by the previous server's death) ``void``, with no rating
    change.
 
-Ratings are openskill's Plackett-Luce (`cellarena.arena.ratings`), per game (a bot plays one game),
+Ratings are the ladder's rating system's (`cellarena.arena.ratings.ladder`), per game (a bot plays one game),
 updated in the order results are counted (``matches.seq``), so they are a function of the results.
 
 Every method may be called from any thread (one lock serialises them); each call is one short
@@ -58,6 +59,7 @@ from cellarena.arena.ladder.store.database import Database, cellarena_release
 from cellarena.arena.ladder.store.dataset_choices import DatasetChoices
 from cellarena.arena.ladder.store.match_tables import MAX_ID, VOID_ON_START, MatchTable
 from cellarena.arena.ladder.store.rating_tables import RatingTable
+from cellarena.arena.ladder.store.season_tables import SeasonTable
 from cellarena.arena.ladder.store.settings import Settings
 
 __all__ = [
@@ -105,6 +107,13 @@ class LadderStore:
         self.match_table = MatchTable(self.bot_table)
         self.rating_table = RatingTable(self.bot_table)
         self.challenge_table = ChallengeTable(self.bot_table)
+        self.season_table = SeasonTable(self.database, self.change_log)
+        self.dataset_choices = DatasetChoices(self.bot_table)
+        self._bind_play()
+        self._bind_community()
+
+    def _bind_play(self) -> None:
+        """The facade's methods for bots, their tokens, matches and ratings."""
         # The connection: claimed by the one ladder server, lost and found again (PostgreSQL).
         self.claim_server = self.database.claim_server
         # Bots and their tokens.
@@ -133,6 +142,13 @@ class LadderStore:
         self.bot_seats = self.match_table.bot_seats
         self.rating_history = self.rating_table.rating_history
         self.standings = self.rating_table.standings
+
+    def _bind_community(self) -> None:
+        """The facade's methods for seasons, challenges, datasets, the logs and the host's settings."""
+        # Seasons.
+        self.close_season = self.season_table.close_season
+        self.seasons = self.season_table.seasons
+        self.season_standings = self.season_table.season_standings
         # Challenges.
         self.refuse_challenges = self.challenge_table.refuse_challenges
         self.challenge = self.challenge_table.challenge
@@ -140,7 +156,6 @@ class LadderStore:
         self.pending_challenges = self.challenge_table.pending_challenges
         self.challenges_of = self.challenge_table.challenges_of
         # Owners' choice to keep their bots out of the exported datasets.
-        self.dataset_choices = DatasetChoices(self.bot_table)
         self.keep_out_of_datasets = self.dataset_choices.keep_out_of_datasets
         self.kept_out_of_datasets = self.dataset_choices.kept_out_of_datasets
         # The logs and the host's settings.
