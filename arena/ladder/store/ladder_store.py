@@ -6,8 +6,9 @@ transaction; one from a newer cellarena is refused.
 
 `LadderStore` composes one small class per group of tables, each in its module: `BotTable` (bots and
 their tokens), `MatchTable` (matches and seats), `RatingTable` (standings, rating histories),
-`ChallengeTable`, `ChangeLog` (the change and audit logs) and `Settings`, over one `Database` (the
-connection, its lock and transactions). Owners and sessions are `accounts.owners.Accounts`'.
+`ChallengeTable`, `VersionTable` (submitted bots' versions), `ChangeLog` (the change and audit
+logs) and `Settings`, over one `Database` (the connection, its lock and transactions). Owners and
+sessions are `accounts.owners.Accounts`'.
 
 How a match is recorded, and why it survives ``kill -9``:
 
@@ -58,6 +59,7 @@ from cellarena.arena.ladder.store.database import Database, cellarena_release
 from cellarena.arena.ladder.store.match_tables import MAX_ID, VOID_ON_START, MatchTable
 from cellarena.arena.ladder.store.rating_tables import RatingTable
 from cellarena.arena.ladder.store.settings import Settings
+from cellarena.arena.ladder.store.version_tables import VersionTable
 
 __all__ = [
     "MAX_ID",
@@ -104,6 +106,8 @@ class LadderStore:
         self.match_table = MatchTable(self.bot_table)
         self.rating_table = RatingTable(self.bot_table)
         self.challenge_table = ChallengeTable(self.bot_table)
+        #: Submitted bots' versions (`VersionTable`): the builder's ``next_to_build`` and ``mark``.
+        self.versions = VersionTable(self.bot_table)
         # The connection: claimed by the one ladder server, lost and found again (PostgreSQL).
         self.claim_server = self.database.claim_server
         # Bots and their tokens.
@@ -138,6 +142,11 @@ class LadderStore:
         self.challenges_left = self.challenge_table.challenges_left
         self.pending_challenges = self.challenge_table.pending_challenges
         self.challenges_of = self.challenge_table.challenges_of
+        # Submitted bots' versions.
+        self.add_version = self.versions.add_version
+        self.versions_of = self.versions.versions_of
+        self.live_version = self.versions.live_version
+        self.make_live = self.versions.make_live
         # The logs and the host's settings.
         self.last_change = self.change_log.last_change
         self.changes_since = self.change_log.changes_since
