@@ -78,6 +78,7 @@ def test_a_version_4_database_made_today_gains_owners_and_keeps_everything(ladde
         (6, cellarena_release()),
         (7, cellarena_release()),
         (8, cellarena_release()),
+        (9, cellarena_release()),
     ]
     assert_consistent(ladder_db, GAME)
 
