@@ -145,12 +145,15 @@ def test_the_upload_quota_counts_an_owner_across_their_bots(store: LadderStore) 
     for name in ("one", "two"):
         accounts.create_bot(ann, name, GAME, max_bots=5)
     store.add_version("one", SHA, 1, "zip", uploaded_by=ann.id, per_day=2)
-    assert store.versions.uploads_left("two", 2, ann.id) == 1
-    store.add_version("two", SHA, 1, "zip", uploaded_by=ann.id, per_day=2)
+    assert store.versions.uploads_left("two", 2) == 1
+    store.add_version("two", SHA, 1, "zip", per_day=2)  # the bot's owner by default
     with pytest.raises(UploadQuotaError, match=r"its owner has uploaded 2 version\(s\) in the last 24 hours, "
                        r"this ladder's quota of 2; the next is possible after 20\d\d-"):  # fmt: skip
         store.add_version("one", SHA, 1, "zip", uploaded_by=ann.id, per_day=2)
-    assert store.versions.uploads_left("one", 2, ann.id) == 0
+    assert store.versions.uploads_left("one", 2) == 0
+    with pytest.raises(UploadQuotaError, match="its owner has uploaded 2"):
+        store.versions.check_quota("two", 2)
+    assert [v.uploaded_by for v in store.versions_of("two")] == [ann.id]
     store.add_bot("hosts", GAME)  # no owner: counted per bot
     store.add_version("hosts", SHA, 1, "zip", per_day=1)
     with pytest.raises(UploadQuotaError, match="hosts has uploaded 1"):

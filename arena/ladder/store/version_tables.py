@@ -85,17 +85,20 @@ class VersionTable:
         per_day: int | None = None,
         actor: str | None = None,
     ) -> Version:
-        """A new version of ``bot`` (its next number), ``received``. With ``per_day``, refused with
-        `UploadQuotaError` once the uploader (the owner ``uploaded_by``, or the bot when it has none)
+        """A new version of ``bot`` (its next number), ``received``, uploaded by ``uploaded_by`` (by
+        default the bot's owner). With ``per_day``, refused with `UploadQuotaError` once the uploader
+        (the owner, or the bot when it has none)
         has added that many in the last 24 hours, counted in the transaction that writes (the bot's
         row is locked, so that uploads at the same moment are counted one after another)."""
         with self.database.writing(f"add a version of bot {bot!r}") as db:
-            rows = db.query(f"SELECT id, revoked FROM bots WHERE name = ?{db.row_lock}", (bot,))
+            rows = db.query(f"SELECT id, revoked, owner_id FROM bots WHERE name = ?{db.row_lock}", (bot,))
             if not rows:
                 raise self.bots.unknown(bot)
             bot_id, revoked = int(rows[0][0]), rows[0][1]
             if revoked is not None:
                 raise LadderStoreError(f"{bot} is revoked: it takes no new versions")
+            if uploaded_by is None and rows[0][2] is not None:
+                uploaded_by = int(rows[0][2])
             if per_day is not None:
                 self._check_quota(db, bot, bot_id, uploaded_by, per_day)
             number = int(
@@ -135,16 +138,27 @@ class VersionTable:
                 f"this ladder's quota of {per_day}{again}"
             )
 
-    def uploads_left(self, bot: str, per_day: int, owner: int | None = None) -> int:
-        """How many more versions may be uploaded now (what `add_version` counts), for the page."""
-        record = self.bots.bot_or_raise(bot)
-        since = (datetime.now(UTC) - _A_DAY).isoformat(timespec="microseconds")
-        who, params = ("uploaded_by = ?", (owner,)) if owner is not None else ("bot_id = ?", (record.id,))
+    def uploads_left(self, bot: str, per_day: int) -> int:
+        """How many more versions of ``bot`` may be uploaded now (what `add_version` counts for its
+        owner, or for the bot when it has none), for the page and to refuse early."""
         with self.database.reading(f"count the uploads of {bot!r}") as db:
-            made = int(
-                db.query(f"SELECT COUNT(*) FROM versions WHERE {who} AND created > ?", (*params, since))[0][0]
-            )
-        return max(0, per_day - made)
+            rows = db.query("SELECT id, owner_id FROM bots WHERE name = ?", (bot,))
+            if not rows:
+                raise self.bots.unknown(bot)
+            bot_id, owner = int(rows[0][0]), rows[0][1]
+            since = (datetime.now(UTC) - _A_DAY).isoformat(timespec="microseconds")
+            who, params = ("uploaded_by = ?", (owner,)) if owner is not None else ("bot_id = ?", (bot_id,))
+            made = db.query(f"SELECT COUNT(*) FROM versions WHERE {who} AND created > ?", (*params, since))
+        return max(0, per_day - int(made[0][0]))
+
+    def check_quota(self, bot: str, per_day: int) -> None:
+        """`UploadQuotaError` now if ``bot``'s uploader has no upload left (before an archive is
+        unpacked: `add_version` counts again as it writes)."""
+        if self.uploads_left(bot, per_day) == 0:
+            with self.database.reading(f"count the uploads of {bot!r}") as db:
+                rows = db.query("SELECT id, owner_id FROM bots WHERE name = ?", (bot,))
+                owner = None if rows[0][1] is None else int(rows[0][1])
+                self._check_quota(db, bot, int(rows[0][0]), owner, per_day)
 
     # -- reading --------------------------------------------------------------------------------------
     def _where(self, condition: str, params: Sequence[object], limit: int = 1000) -> list[Version]:
