@@ -106,6 +106,10 @@ def submit(folder: Path, url: str, token_file: str, as_json: bool) -> None:
     is printed) or cannot be reached.
     """
     token = token_from(token_file)
+    if token is None:
+        raise click.BadParameter(
+            f"{token_file} holds no token; save your bot's token in it", param_hint="--token-file"
+        )
     check_url(url, param_hint="--url", secret="the token")
     data = pack(folder)
     answer = _upload(url, token, data, as_json)

@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from cellarena.arena.discovery import MANIFEST, DiscoveryError, discover
 
@@ -183,10 +183,14 @@ class _Writer:
         self.total += written
 
 
+class _Reads(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class _Capped(io.RawIOBase):
     """A stream that refuses to give more than ``cap`` bytes: a gzip that inflates without end."""
 
-    def __init__(self, inner: IO[bytes], cap: int) -> None:
+    def __init__(self, inner: _Reads, cap: int) -> None:
         self.inner = inner
         self.cap = cap
         self.given = 0

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 VersionState = Literal["received", "building", "validating", "validated", "live", "failed", "retired"]
 STATES: tuple[VersionState, ...] = get_args(VersionState)
@@ -53,11 +53,11 @@ def check_move(label: str, old: str, new: str) -> VersionState:
     """``new``, if a version in ``old`` may move to it; `VersionMoveError` saying what may follow."""
     if new not in MOVES:
         raise VersionMoveError(f"{label}: {new!r} is no version state; one of {', '.join(STATES)}")
-    allowed = MOVES.get(old, frozenset())  # type: ignore[call-overload]
+    allowed = MOVES.get(cast(VersionState, old), frozenset())
     if new not in allowed:
         after = ", ".join(sorted(allowed)) or "nothing"
         raise VersionMoveError(f"{label} is {old}: it cannot become {new} (after {old}: {after})")
-    return new  # type: ignore[return-value]
+    return new
 
 
 def capped_log(text: str | None, limit: int = MAX_LOG) -> str | None:
