@@ -270,3 +270,34 @@ def test_ladder_submit_packs_the_folder_as_new_bot_lays_it_out(
     (folder / "link").symlink_to("/etc/passwd")
     code, out = invoke("ladder", "submit", str(folder), "--url", pages.url, "--token-file", str(token_file))
     assert code == 1 and "is a symbolic link: the ladder takes no links" in out
+
+
+def test_the_upload_form_in_chromium(pages: Pages, tmp_path: Path) -> None:
+    """The owner's page as a browser sends it: the file chosen, the form's CSRF token, the version listed."""
+    from browser import Console, launched
+
+    archive = tmp_path / "webbot.tar.gz"
+    archive.write_bytes(a_bot("print('from the browser')"))
+    with launched() as chromium:
+        context = chromium.new_context(ignore_https_errors=True)
+        page = context.new_page()
+        console = Console(page)
+        page.goto(pages.url + "/signup")
+        page.fill("input[name=name]", "cleo")
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url("**/account", timeout=30_000)
+        page.fill("#new-bot input[name=name]", "webbot")
+        page.click("#new-bot button")
+        page.goto(pages.url + "/account/bots/webbot")
+        page.set_input_files("form.upload input[name=archive]", str(archive))
+        page.click("form.upload button")
+        page.wait_for_url("**/account/bots/webbot#versions", timeout=30_000)
+        row = page.locator('table.versions tr[data-version="1"]')
+        assert row.locator("td.state").inner_text() == "received"
+        assert "9 of 10 uploads left" in page.content()
+        console.assert_clean()
+        context.close()
+    with store_of(pages) as store:
+        (version,) = store.versions_of("webbot")
+    assert ArchiveStore(pages.folder / "archives").read(version.sha256, "tar.gz") == archive.read_bytes()
