@@ -13,7 +13,7 @@ from test_ladder_store import make_v1_database
 from cellarena.arena.ladder.accounts.owners import Accounts
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 from cellarena.arena.ladder.store.schema import CURRENT_VERSION, MIGRATIONS
-from cellarena.arena.ladder.store.version_tables import UnknownVersionError, UploadQuotaError
+from cellarena.arena.ladder.store.version_tables import RevokedBotError, UnknownVersionError, UploadQuotaError
 from cellarena.arena.ladder.submissions.archives import ArchiveStore, ArchiveStoreError, digest_of
 from cellarena.arena.ladder.submissions.versions import (
     MAX_LOG,
@@ -135,7 +135,7 @@ def test_uploads_are_numbered_per_bot_and_received(store: LadderStore) -> None:
     with pytest.raises(LadderStoreError, match="no bot named 'nobody'"):
         store.add_version("nobody", SHA, 1, "zip")
     store.revoke("bob")
-    with pytest.raises(LadderStoreError, match="bob is revoked: it takes no new versions"):
+    with pytest.raises(RevokedBotError, match="bob is revoked: it takes no new versions"):
         store.add_version("bob", SHA, 1, "zip")
 
 
@@ -203,6 +203,13 @@ def test_a_validated_version_goes_live_and_replaces_the_one_before(store: Ladder
     assert store.live_version("ann").number == 1 and versions.version("ann", 2).state == "retired"  # type: ignore[union-attr]
     assert store.audit_log(1)[0].action == "make live"
     store.make_live("ann", 2)
+    assert store.live_version("ann").number == 2  # type: ignore[union-attr]
+    # A version validated without going live waits for its owner.
+    store.add_version("ann", SHA, 1, "zip")
+    third = store.versions.next_to_build()
+    assert third is not None
+    store.versions.mark(third.id, "validating")
+    assert store.versions.mark(third.id, "validated", go_live=False).state == "validated"
     assert store.live_version("ann").number == 2  # type: ignore[union-attr]
 
 

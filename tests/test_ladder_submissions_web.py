@@ -213,6 +213,11 @@ def test_the_owners_page_uploads_lists_versions_and_makes_one_live(pages: Pages)
     page = browser.get("/account/bots/annbot")
     states = re.findall(r'<tr data-version="(\d+)"><td>\d+</td><td class=state>(\w+)</td>', page.body)
     assert states == [("2", "retired"), ("1", "live")]
+    # The API with the owner's login: the session cookie, this site's Origin, the page's CSRF header.
+    headers = {"content-type": "application/gzip", "origin": pages.url}
+    assert browser.request("/api/bots/annbot/submissions", a_bot("3"), headers).status == 403
+    by_login = browser.request("/api/bots/annbot/submissions", a_bot("3"), {**headers, "x-csrf-token": csrf})
+    assert by_login.status == 201 and json.loads(by_login.body)["version"] == 3
     # Another owner's page has no hold on annbot.
     other = Browser(pages)
     other.get("/signup")
@@ -220,7 +225,12 @@ def test_the_owners_page_uploads_lists_versions_and_makes_one_live(pages: Pages)
     other.get("/account")
     assert form_upload(other, "annbot", "x.tar.gz", a_bot(), other.csrf).status == 400
     with store_of(pages) as store:
-        assert len(store.versions_of("annbot")) == 2
+        assert len(store.versions_of("annbot")) == 3
+        assert [e.actor for e in store.audit_log(50) if e.action == "upload" and e.bot == "annbot"] == [
+            "ann (owner)",
+            "annbot (api)",
+            "ann (owner)",
+        ]
 
 
 def test_ladder_submit_packs_the_folder_as_new_bot_lays_it_out(

@@ -41,6 +41,10 @@ class UploadQuotaError(LadderStoreError):
     """An owner (or an owner-less bot) has uploaded its quota of versions in the last 24 hours."""
 
 
+class RevokedBotError(LadderStoreError):
+    """A revoked bot takes no new versions."""
+
+
 class UnknownVersionError(LadderStoreError):
     """No version of that number (or id) for that bot."""
 
@@ -96,7 +100,7 @@ class VersionTable:
                 raise self.bots.unknown(bot)
             bot_id, revoked = int(rows[0][0]), rows[0][1]
             if revoked is not None:
-                raise LadderStoreError(f"{bot} is revoked: it takes no new versions")
+                raise RevokedBotError(f"{bot} is revoked: it takes no new versions")
             if uploaded_by is None and rows[0][2] is not None:
                 uploaded_by = int(rows[0][2])
             if per_day is not None:
@@ -285,4 +289,4 @@ def _reason(text: str | None) -> str | None:
     return None if text is None else text[:MAX_REASON]
 
 
-__all__ = ["UnknownVersionError", "UploadQuotaError", "VersionMoveError", "VersionTable"]
+__all__ = ["RevokedBotError", "UnknownVersionError", "UploadQuotaError", "VersionMoveError", "VersionTable"]

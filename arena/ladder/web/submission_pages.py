@@ -38,7 +38,7 @@ from starlette.routing import BaseRoute, Route
 from cellarena.arena.ladder.errors import LadderStoreError, UnknownBotError
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.store.ladder_store import LadderStore
-from cellarena.arena.ladder.store.version_tables import UnknownVersionError, UploadQuotaError
+from cellarena.arena.ladder.store.version_tables import RevokedBotError, UnknownVersionError, UploadQuotaError
 from cellarena.arena.ladder.submissions.archives import ArchiveStore, ArchiveStoreError
 from cellarena.arena.ladder.submissions.unpack import UnpackError, UnpackLimits, unpack
 from cellarena.arena.ladder.submissions.versions import Version, VersionMoveError
@@ -93,6 +93,8 @@ class Submissions:
             )
         except UploadQuotaError as exc:
             raise HTTPException(429, str(exc)) from None
+        except RevokedBotError as exc:
+            raise HTTPException(409, str(exc)) from None
         except UnpackError as exc:
             raise HTTPException(400, f"archive refused: {exc}") from None
         except ArchiveStoreError as exc:
