@@ -297,6 +297,7 @@ def test_a_gzip_bomb_is_stopped_while_it_inflates(box: Path) -> None:
         (b"PK\x03\x04 broken", "zip", ("not a sound .zip",)),
         (b"", "rar", ("a .tar.gz or a .zip",)),
     ],
+    ids=["text", "gzip-not-tar", "tar-cut-short", "zip-broken", "rar"],  # gzip's bytes hold a time
 )
 def test_what_is_not_an_archive_is_refused(box: Path, data: bytes, kind: str, words: tuple[str, ...]) -> None:
     refused(box, data, kind, *words)
