@@ -126,6 +126,8 @@ def test_uploads_are_refused_with_their_reason(pages: Pages) -> None:
     for answer, status, words in cases:
         assert answer.status == status and words in json.loads(answer.body)["error"], (status, answer.body)
     assert not (pages.folder.parent / "evil").exists() and not (pages.folder / "evil").exists()
+    # Each upload was checked in a scratch folder beside the archives, and none is left.
+    assert all(re.fullmatch("[0-9a-f]{2}", p.name) for p in (pages.folder / "archives").iterdir())
     with store_of(pages) as store:
         assert store.versions_of(name) == []  # nothing refused was recorded
 

@@ -16,8 +16,9 @@ token in ``X-CSRF-Token``):
 The owner's bot page (``/account/bots/NAME``) has the same as forms: the upload (multipart, with the
 CSRF token as every form) and "make live" beside each validated or retired version.
 
-An upload is unpacked once into a temporary folder to check it, then kept in the archive store
-(`submissions.archives`) and recorded ``received``; the ladder's builder takes it from there.
+An upload is unpacked once into a scratch folder beside the archives (in the ladder's folder) to
+check it, then kept in the archive store (`submissions.archives`) and recorded ``received``; the
+ladder's builder takes it from there.
 """
 
 from __future__ import annotations
@@ -85,7 +86,9 @@ class Submissions:
         per_day = self.settings.uploads_per_day
         try:
             self.store.versions.check_quota(bot.name, per_day)
-            with tempfile.TemporaryDirectory(prefix="cellarena-upload-") as scratch:
+            # Checked inside the ladder's folder (beside the archives): nothing is written outside it.
+            self.archives.folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix=".check-", dir=self.archives.folder) as scratch:
                 unpack(upload.data, upload.kind, Path(scratch) / "bot", self.settings.limits)
             sha256 = self.archives.put(upload.data, upload.kind)
             return self.store.add_version(
@@ -97,7 +100,7 @@ class Submissions:
             raise HTTPException(409, str(exc)) from None
         except UnpackError as exc:
             raise HTTPException(400, f"archive refused: {exc}") from None
-        except ArchiveStoreError as exc:
+        except (ArchiveStoreError, OSError) as exc:
             log.error("ladder pages: %s", exc)
             raise HTTPException(503, "the ladder cannot keep archives just now; try again later") from None
 
