@@ -199,7 +199,8 @@ class VersionTable:
         with self.database.writing("take a version to build") as db:
             rows = db.query(
                 f"SELECT v.id {_FROM} WHERE v.state = 'received' AND b.revoked IS NULL{games_sql}"
-                f" ORDER BY v.id LIMIT 1{db.row_lock}",
+                # PostgreSQL: a version another builder holds is passed over, not waited for.
+                f" ORDER BY v.id LIMIT 1{db.row_lock}{' OF v SKIP LOCKED' if db.row_lock else ''}",
                 tuple(games or ()),
             )
             if not rows:
