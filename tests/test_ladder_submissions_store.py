@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -240,3 +241,25 @@ def test_a_version_that_is_not_validated_cannot_go_live(store: LadderStore) -> N
         store.make_live("ann", 7)
     assert store.live_version("ann") is None
     assert store.versions.mark(v.id, "received").state == "received"  # the host builds it again
+
+
+def test_builders_at_once_never_take_one_version_twice(ladder_db: str, store: LadderStore) -> None:
+    """Four builders (four connections) asking at once: each version is taken once, none is lost."""
+    store.add_bot("ann", GAME)
+    made = {store.add_version("ann", SHA, 1, "zip").id for _ in range(12)}
+    builders = [LadderStore(ladder_db) for _ in range(4)]
+    try:
+
+        def take(builder: LadderStore) -> list[int]:
+            taken = []
+            while (version := builder.versions.next_to_build()) is not None:
+                taken.append(version.id)
+            return taken
+
+        with ThreadPoolExecutor(4) as pool:
+            taken = [i for ids in pool.map(take, builders) for i in ids]
+    finally:
+        for builder in builders:
+            builder.close()
+    assert sorted(taken) == sorted(made)
+    assert {v.state for v in store.versions_of("ann")} == {"building"}
