@@ -433,12 +433,13 @@ LADDER_ROOMS: dict[str, set[str]] = {
     "identity": set(),
     "matchmaking": set(),
     "scoring": set(),
-    "store": {"identity"},
+    "submissions": set(),
+    "store": {"identity", "submissions"},
     "accounts": {"identity", "store"},
     "hosting": {"store"},
-    "services": {"identity", "store", "scoring", "matchmaking", "hosting"},
-    "web": {"identity", "store", "accounts", "scoring"},
-    "ops": {"identity", "store", "services", "hosting", "matchmaking", "scoring"},
+    "services": {"identity", "store", "scoring", "matchmaking", "hosting", "submissions"},
+    "web": {"identity", "store", "accounts", "scoring", "submissions"},
+    "ops": {"identity", "store", "services", "hosting", "matchmaking", "scoring", "submissions"},
 }
 #: Rooms of pure functions: no I/O of their own, so no trio, no threads, no database, no sockets.
 PURE_ROOMS = {"matchmaking", "scoring"}

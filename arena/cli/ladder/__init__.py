@@ -22,6 +22,7 @@ from cellarena.arena.cli.ladder import (
     replay,
     season,
     serve,
+    submit,
     web,
 )
 from cellarena.arena.cli.ladder.where import Where
@@ -61,6 +62,7 @@ for _command in (
     web.web,
     replay.replay_download,
     export.export,
+    submit.submit,
     serve.serve,
     # The community ladder's commands (pauses, bans, challenges, the audit log).
     *community.COMMANDS,

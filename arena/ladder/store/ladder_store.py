@@ -6,9 +6,9 @@ transaction; one from a newer cellarena is refused.
 
 `LadderStore` composes one small class per group of tables, each in its module: `BotTable` (bots and
 their tokens), `MatchTable` (matches and seats), `RatingTable` (standings, rating histories),
-`SeasonTable` (closed seasons and their tables), `ChallengeTable`, `ChangeLog` (the change and audit
-logs) and `Settings`, over one `Database` (the connection, its lock and transactions). Owners and
-sessions are `accounts.owners.Accounts`'.
+`SeasonTable` (closed seasons and their tables), `ChallengeTable`, `VersionTable` (submitted bots'
+versions), `ChangeLog` (the change and audit logs) and `Settings`, over one `Database` (the
+connection, its lock and transactions). Owners and sessions are `accounts.owners.Accounts`'.
 
 How a match is recorded, and why it survives ``kill -9``:
 
@@ -61,6 +61,7 @@ from cellarena.arena.ladder.store.match_tables import MAX_ID, VOID_ON_START, Mat
 from cellarena.arena.ladder.store.rating_tables import RatingTable
 from cellarena.arena.ladder.store.season_tables import SeasonTable
 from cellarena.arena.ladder.store.settings import Settings
+from cellarena.arena.ladder.store.version_tables import VersionTable
 
 __all__ = [
     "MAX_ID",
@@ -109,6 +110,8 @@ class LadderStore:
         self.challenge_table = ChallengeTable(self.bot_table)
         self.season_table = SeasonTable(self.database, self.change_log)
         self.dataset_choices = DatasetChoices(self.bot_table)
+        #: Submitted bots' versions (`VersionTable`): the builder's ``next_to_build`` and ``mark``.
+        self.versions = VersionTable(self.bot_table)
         self._bind_play()
         self._bind_community()
 
@@ -158,6 +161,11 @@ class LadderStore:
         # Owners' choice to keep their bots out of the exported datasets.
         self.keep_out_of_datasets = self.dataset_choices.keep_out_of_datasets
         self.kept_out_of_datasets = self.dataset_choices.kept_out_of_datasets
+        # Submitted bots' versions.
+        self.add_version = self.versions.add_version
+        self.versions_of = self.versions.versions_of
+        self.live_version = self.versions.live_version
+        self.make_live = self.versions.make_live
         # The logs and the host's settings.
         self.last_change = self.change_log.last_change
         self.changes_since = self.change_log.changes_since

@@ -11,7 +11,7 @@ autoincrementing id column, written ``{id}`` here and filled in by the backend. 
 in UTC (sortable, and the same in both); booleans are BOOLEAN, which SQLite stores as 0/1; reals are
 DOUBLE PRECISION (PostgreSQL's REAL would be 4 bytes and round the ratings).
 
-Tables (version 8):
+Tables (version 9):
 
 - ``schema_version``: one row per migration applied: version, cellarena release, when.
 - ``bots``: name (unique), game, the SHA-256 of its token (never the token), kind ``outside`` (runs on
@@ -84,6 +84,17 @@ Version 10 (seasons, docs/ladder.md "Seasons"):
 Version 11 (the ladder's ratings move to the default rating system, docs/ladder.md "Ratings"): no
 table changes; every finished match is rated again (`rerate.rerate_history`): the seats' ratings
 before and after and the ``ratings`` table. Archived season tables keep what they showed at their close.
+
+Version 12 (issue 41: submitted bots, docs/ladder.md "Submitting a bot"):
+
+- ``versions``: each archive uploaded for a bot: its number per bot (1, 2, ...), the archive's SHA-256,
+  size and kind (``tar.gz`` / ``zip``; the file is the archive store's, `submissions.archives`), its
+  state (``received`` / ``building`` / ``validating`` / ``validated`` / ``live`` / ``failed`` /
+  ``retired``, moved only as `submissions.versions.MOVES` allows), its build and validation logs
+  (their tails, capped), the owner who uploaded it (NULL: the host's bot), created, when its state
+  last changed, and why (a failure's reason).
+- ``bots.live_version``: the version the ladder plays for a submitted bot (NULL: none yet, or a bot
+  that connects).
 
 A migration may have a step in Python after its statements (`Migration.then`, in the same
 transaction): keys are computed by Python, not SQL.
@@ -345,6 +356,31 @@ MIGRATIONS: tuple[Migration, ...] = (
         "the ladder's ratings move to the default system (TrueSkill, as tournaments): history re-rated",
         (),
         then=rerate_history,
+    ),
+    Migration(
+        12,
+        "submitted bots: versions with their archive, state and logs; each bot's live version",
+        (
+            "CREATE TABLE versions ("
+            " id {id},"
+            " bot_id BIGINT NOT NULL REFERENCES bots (id),"
+            " number INTEGER NOT NULL,"
+            " sha256 TEXT NOT NULL,"
+            " size BIGINT NOT NULL,"
+            " archive_kind TEXT NOT NULL CHECK (archive_kind IN ('tar.gz', 'zip')),"
+            " state TEXT NOT NULL CHECK (state IN"
+            " ('received', 'building', 'validating', 'validated', 'live', 'failed', 'retired')),"
+            " build_log TEXT,"
+            " validation_log TEXT,"
+            " uploaded_by BIGINT REFERENCES owners (id),"
+            " created TEXT NOT NULL,"
+            " changed TEXT NOT NULL,"
+            " reason TEXT,"
+            " UNIQUE (bot_id, number))",
+            "CREATE INDEX versions_by_state ON versions (state, id)",
+            "CREATE INDEX versions_by_uploader ON versions (uploaded_by, created)",
+            "ALTER TABLE bots ADD COLUMN live_version BIGINT REFERENCES versions (id)",
+        ),
     ),
 )
 

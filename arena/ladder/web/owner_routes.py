@@ -31,6 +31,8 @@ def owner_routes(site: AccountSite) -> list[BaseRoute]:
         ("/account/bots/{name:path}/challenge", bots.challenge, "POST"),
         ("/account/bots/{name:path}/challenges", bots.refusal, "POST"),
         ("/account/bots/{name:path}/datasets", bots.datasets, "POST"),
+        ("/account/bots/{name:path}/versions/{number}/live", bots.make_live, "POST"),
+        ("/account/bots/{name:path}/versions", bots.upload, "POST"),
         ("/account/bots/{name:path}", bots.bot_page, "GET"),
         ("/account/replays/{id}", bots.replay, "GET"),
         ("/account/delete", bots.delete_account, "POST"),
