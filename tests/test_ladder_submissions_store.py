@@ -27,7 +27,7 @@ from cellarena.arena.ladder.submissions.versions import (
 
 GAME = "rezzo"
 SHA = "ab" * 32
-#: Version 9 as released, frozen.
+#: Version 12 as released, frozen.
 V12 = (
     "CREATE TABLE versions ( id {id}, bot_id BIGINT NOT NULL REFERENCES bots (id), number INTEGER NOT NULL,"
     " sha256 TEXT NOT NULL, size BIGINT NOT NULL,"
