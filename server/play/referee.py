@@ -19,7 +19,7 @@ import trio
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import debug as debug_layer
 from cellarena.server import wall_clock
-from cellarena.server.games import causes
+from cellarena.server.games import causes, words
 from cellarena.server.games.base import Engine, Result, debug_placer, sole_first
 from cellarena.server.play.seat import MISSING, Seat
 
@@ -73,6 +73,7 @@ class Referee:
                 self.keep_debug(seat, requests[seat.index])
             if (conn is None or conn.closed) and seat.forfeit_tick is None and not self._may_come_back(seat):
                 self._forfeit_gone(seat)
+                continue  # its forfeit is this tick's news, not one more late answer
             over = seat.arrival - (seat.sent_wall + budget) if seat.answered else math.inf
             over_ms = math.ceil(over * 1000) if over < math.inf else 0
             if over > 0 and 0 < over_ms <= seat.bank_ms:  # late, but the bank pays for it
@@ -200,9 +201,9 @@ class Referee:
         if game is not None:
             reason = game.reason + (f"; forfeited: {', '.join(self.seats[i].name for i in forfeits)}")
         elif len(stayed) == 1:
-            reason = "every other seat disconnected"
+            reason = words.ONE_LEFT
         else:
-            reason = "every seat disconnected"
+            reason = words.NONE_LEFT
         ends: dict[int, dict[str, Any]] = {}
         for seat in self.seats:
             i = seat.index
