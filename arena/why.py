@@ -66,7 +66,8 @@ def failure_word(item: dict[str, Any], ticks: int) -> str:
         return f"forfeited ({item.get('cause', {}).get('cause', causes.UNKNOWN)})"
     if item["crashed"]:
         return "crashed"
-    return f"answered mostly invalid ({words.counted('invalid', item['invalid'])} in {words.counted('tick', ticks)})"
+    invalid = words.counted("invalid", item["invalid"])
+    return f"answered mostly invalid ({invalid} in {words.counted('tick', ticks)})"
 
 
 def _tally(seen: Iterable[str]) -> dict[str, int]:

@@ -62,8 +62,11 @@ def _print(data: dict[str, Any]) -> None:
             cells.append("·" if r is None else f"{r['wins']}-{r['draws']}-{r['losses']}")
         matrix.add_row(str(i), a, *cells)
     console.print(matrix)
+    from cellarena.server.games import words
+
     console.print(
-        "W/D/L: wins, draws, losses; late, invalid: late (or missing) and invalid answers per tick played"
+        "W/D/L: wins, draws, losses; "
+        + "; ".join(f"{k} = {words.COUNTS[k]}, per tick" for k in ("late", "invalid"))
     )
     # Each match's cause, one line a match: what decided it, in the words `cellarena match` uses.
     for m in data.get("matches", []):

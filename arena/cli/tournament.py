@@ -24,7 +24,7 @@ from cellarena.server.cli.params import (
     time_bank_option,
     writable_folder,
 )
-from cellarena.server.games import ConfigError
+from cellarena.server.games import ConfigError, words
 
 if TYPE_CHECKING:
     from cellarena.arena.runner import RunReport, TournamentSpec
@@ -428,8 +428,8 @@ def _print_standings(report: Any, folder: Path) -> None:
         )
     console.print(table)
     console.print(
-        "rating = mu - 3 sigma (openskill, Plackett-Luce); late = late or missing moves per tick; "
-        "invalid = invalid answers per tick (on_tick raised, or an answer the game cannot read)"
+        "rating = mu - 3 sigma (openskill, Plackett-Luce); "
+        + "; ".join(f"{k} = {words.COUNTS[k]}, per tick" for k in ("late", "invalid"))
     )
     if drawn := [s for s in report.standings if getattr(s, "bank_drawn_ms", 0)]:
         # A line of its own rather than a twelfth column: the table keeps to 80 columns.

@@ -10,9 +10,10 @@ A bot may add to its answer::
     }
 
 Every key is optional. ``error`` is the first line of an exception the bot's code raised this tick
-(the SDK fills it in): its owner's, as the drawings are. ``cell``, ``from`` and ``to`` are board cells ``[x, y]``, except in a game
-whose engine places cells relative to an agent (Rezzo: ``[row, col]`` of agent ``agent``'s
-viewport, as on the wire; the seat's first agent of the request when ``agent`` is left out).
+(the SDK fills it in): its owner's, as the drawings are. ``cell``, ``from`` and ``to`` are board
+cells ``[x, y]``, except in a game whose engine places cells relative to an agent (Rezzo:
+``[row, col]`` of agent ``agent``'s viewport, as on the wire; the seat's first agent of the request
+when ``agent`` is left out).
 
 Why here, in the sans-IO protocol package: the server keeps what it may of a ``debug`` map with
 `clean`, and the SDK holds its own drawing to the same caps (`DebugLayer` in ``cellarena.sdk.debug``),
