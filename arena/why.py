@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 _LOG_HEAD = 256 * 1024
 #: A log line that names an exception: the Python SDK's "tick N: on_tick raised X: ...", a
 #: traceback's last line, a Rust panic, a Java or C++ exception.
-_RAISED = re.compile(r"(?:tick (\d+): )?(.*\b(?:raised|panicked|Error|Exception|terminate called)\b.*)")
-_SDK_SUFFIX = "; this tick counts as invalid"
+_RAISED = re.compile(r"\b(?:raised|panicked|Error|Exception|terminate called)\b")
+#: The Python SDK's own line: its tick and what was raised.
+_SDK_LINE = re.compile(r"\btick (\d+): (.+?)(?:; this tick counts as invalid)?$")
 
 
 def first_exception(replay: Path | None, seat: int, log: str | None) -> dict[str, Any] | None:
@@ -51,11 +52,11 @@ def _from_log(log: Path) -> dict[str, Any] | None:
     except OSError:
         return None
     for line in head.splitlines():
-        found = _RAISED.search(line)
-        if found:
-            text = found.group(2).removesuffix(_SDK_SUFFIX).strip()
-            tick = int(found.group(1)) if found.group(1) else None
-            return {"tick": tick, "text": text[:200]}
+        if _RAISED.search(line):
+            sdk = _SDK_LINE.search(line)
+            if sdk:
+                return {"tick": int(sdk.group(1)), "text": sdk.group(2)[:200]}
+            return {"tick": None, "text": line.strip()[:200]}
     return None
 
 

@@ -28,10 +28,19 @@ _NOUNS: dict[str, tuple[str, str]] = {
     "failure": ("failure", "failures"),
 }
 
-#: The reason of a match that ended because every seat but one forfeited (disconnected, hung,
-#: crashed: the seat's own cause says which), and because all did.
+#: The reason of a match that ended because every seat but one forfeited in more ways than one
+#: (disconnected, hung, crashed: each seat's own cause says which), and because all did.
 ONE_LEFT = "every other seat forfeited"
 NONE_LEFT = "every seat forfeited"
+
+
+def all_forfeited(kinds: set[str], *, one_left: bool) -> str:
+    """The reason of a match the server ended because the seats forfeited, by their cause words:
+    "every other seat disconnected" only when each of them did (a hung bot the server closed did not
+    disconnect), else `ONE_LEFT` (`NONE_LEFT` when no seat is left)."""
+    if kinds == {"disconnected"}:
+        return "every other seat disconnected" if one_left else "every seat disconnected"
+    return ONE_LEFT if one_left else NONE_LEFT
 
 
 def counted(kind: str, n: int) -> str:

@@ -200,10 +200,10 @@ class Referee:
         winner = sole_first(ranks)
         if game is not None:
             reason = game.reason + (f"; forfeited: {', '.join(self.seats[i].name for i in forfeits)}")
-        elif len(stayed) == 1:
-            reason = words.ONE_LEFT
         else:
-            reason = words.NONE_LEFT
+            gone = (self.seats[i].forfeit_cause or {} for i in forfeits)
+            how = {str(c.get("cause", causes.DISCONNECTED)) for c in gone}
+            reason = words.all_forfeited(how, one_left=len(stayed) == 1)
         ends: dict[int, dict[str, Any]] = {}
         for seat in self.seats:
             i = seat.index
