@@ -86,8 +86,8 @@ def test_match_results_and_the_player_say_the_same_of_one_match(played: dict[str
             assert m[count][bot] == seats[bot][count] == player["frames"][-1]["totals"][count][seat], count
     assert m["causes"]["crasher"]["cause"] == causes.EXITED and m["causes"]["crasher"]["tick"] == 3
     assert m["invalid"]["raiser"] == 3 and m["ticks"] == first["ticks"] == 4
-    # Its connection closed before its process was seen to exit: the seat's cause says the rest.
-    assert m["reason"] == first["reason"] == shown["reason"] == "every other seat disconnected"
+    # Its process exited (the launcher says so at the match's end): not "disconnected".
+    assert m["reason"] == first["reason"] == shown["reason"] == words.ONE_LEFT
 
 
 def first_replay(played: dict[str, Any]) -> str:
