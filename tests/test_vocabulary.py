@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,31 @@ def test_a_hung_bot_is_late_exactly_as_often_as_the_rule_says(tmp_path: Path) ->
     said = result["causes"]["hung"]
     assert said["cause"] == causes.UNRESPONSIVE and said["ticks"] == 3 == result["late"]["hung"], result
     assert result["reason"] == words.ONE_LEFT
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from browser import launched
+
+    with launched() as b:
+        yield b
+
+
+def test_the_player_page_shows_the_exception_and_counts_the_forfeit_out(
+    played: dict[str, Any], browser: Any
+) -> None:
+    """In Chromium: the exception in the panel of what the bots drew, at its tick; at the end, the
+    forfeited seat out of "players still in", beside the same reason and sentences."""
+    from browser import page_of, viewer
+    from test_web_player import _open, _seek
+
+    path = played["match_replay"]
+    with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
+        meta = _open(page, url)
+        assert f"raiser: exception at tick 1: {FIRST}" in page.inner_text("#debug-text")
+        _seek(page, meta["frames"] - 1)
+        said = page.inner_text("#events")
+        assert "1 of 2 players still in (1 forfeited)" in said, said
+        assert f"wins: {words.ONE_LEFT}" in said
+        assert f"why: {played['match']['causes']['crasher']['text']}" in said
+        console.assert_clean()
