@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from bot_files import RAW_BOT, ROOT
-from cellarena_cli import cellarena, invoke
+from cellarena_cli import cellarena, invoke, start_cellarena
 
 from cellarena.server.games import causes, words
 
@@ -37,14 +38,17 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The match played by `match` and by a tournament (both seat orders), and what each says."""
     root = tmp_path_factory.mktemp("vocabulary")
     out = root / "tournament"
+    # Both at once: each mostly waits for its bots to start.
+    started = start_cellarena(
+        "tournament", "rezzo", *BOTS, "--maps", "duel", *PACE, "--jobs", "1", "--out", str(out)
+    )  # fmt: skip
     match = cellarena(
         "match", "rezzo", *BOTS, "--map", "duel", "--fast", *PACE, "--replay", str(root / "m.replay"),
         "--log-dir", str(root / "logs"), "--json",
     )  # fmt: skip
+    stdout, stderr = started.communicate(timeout=240)
+    tournament = subprocess.CompletedProcess(started.args, started.returncode, stdout, stderr)
     assert match.returncode == 3, match.stderr  # a seat failed: the crasher
-    tournament = cellarena(
-        "tournament", "rezzo", *BOTS, "--maps", "duel", *PACE, "--jobs", "1", "--out", str(out)
-    )
     assert tournament.returncode == 0, tournament.stderr
     code, results = invoke("results", str(out), "--json")  # in this process: no start-up to pay
     assert code == 0, results
