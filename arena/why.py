@@ -12,12 +12,31 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from cellarena.server.games import causes, words
 
-if TYPE_CHECKING:
-    from cellarena.arena.results import MatchRow
+
+class SeatEnd(Protocol):
+    """A seat of a finished match, as `results.SeatRow` reads it back."""
+
+    @property
+    def bot(self) -> str: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def invalid(self) -> int: ...
+    def cause_json(self) -> dict[str, Any]: ...
+
+
+class MatchEnd(Protocol):
+    """A finished match, as `results.MatchRow` reads it back."""
+
+    @property
+    def ticks(self) -> int: ...
+    @property
+    def seats(self) -> Sequence[SeatEnd]: ...
+
 
 #: Bytes of a bot's log read for its first exception: the SDK reports the first in full, early.
 _LOG_HEAD = 256 * 1024
@@ -76,7 +95,7 @@ def _tally(seen: Iterable[str]) -> dict[str, int]:
 
 
 def why_by_bot(
-    bots: Sequence[str], matches: Sequence[MatchRow], failures: Sequence[dict[str, Any]]
+    bots: Sequence[str], matches: Sequence[MatchEnd], failures: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """Per bot: its matches won, drawn and lost, each by its own seat's cause word; its forfeits; its
     invalid answers and the ticks they were in; its failures, with the first one's log and the first
