@@ -199,7 +199,9 @@ class TournamentResults:
             raw = item.get("cause")
             item["cause"] = json.loads(raw) if raw else {"cause": "unknown"}
             item["what"] = failure_word(item, row["ticks"])
-            item["exception"] = first_exception(self._replay(row["replay"]), row["seat"], row["log"])
+            item["exception"] = first_exception(
+                self._replay(row["replay"]), row["seat"], row["log"], row["invalid"]
+            )
             out.append(item)
         return out
 

@@ -2,8 +2,8 @@
 
 Made from the rows `results.TournamentResults` reads, in the words of `causes` (each seat's cause
 word) and `words` (counts, plurals, the failures' rule), so that the tournament's end, `results`,
-`cellarena match` and the player say one thing one way. A bot's first exception comes from what its
-answers carried (the ``error`` of their ``debug``: docs/protocol.md#debug-drawing), else from its log.
+`cellarena match` and the player say one thing one way. A bot's first exception comes from its log,
+else from what its answers carried (the ``error`` of their ``debug``: docs/protocol.md#debug-drawing).
 """
 
 from __future__ import annotations
@@ -47,21 +47,26 @@ _RAISED = re.compile(r"\b(?:raised|panicked|Error|Exception|terminate called)\b"
 _SDK_LINE = re.compile(r"\btick (\d+): (.+?)(?:; this tick counts as invalid)?$")
 
 
-def first_exception(replay: Path | None, seat: int, log: str | None) -> dict[str, Any] | None:
+def first_exception(
+    replay: Path | None, seat: int, log: str | None, invalid: int = 1
+) -> dict[str, Any] | None:
     """The first exception a seat's bot raised in a match, ``{"tick": n or None, "text": line}``: the
-    first ``error`` its answers carried in ``replay``, else the first log line that names one; None
-    when neither holds any."""
-    if replay is not None:
-        from cellarena.server.replay import ReplayError, read_replay
+    first line of its log that names one (the head of the log only: cheap, for every failure of a long
+    tournament), else, when it sent invalid answers, the first ``error`` they carried in ``replay``;
+    None when neither holds any."""
+    found = _from_log(Path(log)) if log else None
+    if found is not None or replay is None or invalid <= 0:
+        return found
+    from cellarena.server.replay import ReplayError, read_replay
 
-        try:
-            for record in read_replay(replay).ticks:
-                error = record.debug.get(seat, {}).get("error")
-                if isinstance(error, str):
-                    return {"tick": record.tick, "text": error}
-        except ReplayError:
-            pass  # a damaged replay: the log may still say
-    return _from_log(Path(log)) if log else None
+    try:
+        for record in read_replay(replay).ticks:
+            error = record.debug.get(seat, {}).get("error")
+            if isinstance(error, str):
+                return {"tick": record.tick, "text": error}
+    except ReplayError:
+        pass  # a damaged replay says nothing
+    return None
 
 
 def _from_log(log: Path) -> dict[str, Any] | None:

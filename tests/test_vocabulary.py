@@ -139,6 +139,7 @@ def test_the_tournament_end_says_why_as_results_does_and_names_it(played: dict[s
 
 
 def test_the_player_shows_the_exception_where_it_happened_to_its_owner_only(played: dict[str, Any]) -> None:
+    from cellarena.arena.why import first_exception
     from cellarena.server.replay import read_replay, strip_debug_bytes
     from cellarena.server.web.timeline import Timeline
 
@@ -148,6 +149,9 @@ def test_the_player_shows_the_exception_where_it_happened_to_its_owner_only(play
     assert raised[0] == (1, FIRST) and [t for t, _ in raised] == [1, 2, 3]
     public = json.loads(Timeline(read_replay(path), debug=False).chunk(0, 1000))
     assert not any(f.get("debug") for f in public)  # a ladder's public pages
+    # A bot whose log names no exception: its answers' errors say it (a failure's "first exception").
+    assert first_exception(path, 0, None) == {"tick": 1, "text": FIRST}
+    assert first_exception(path, 1, None) is None and first_exception(path, 0, None, invalid=0) is None
     stripped, count = strip_debug_bytes(path.read_bytes())
     assert count == 3 and b"ZeroDivisionError" not in stripped  # public replays and exports
 
