@@ -89,3 +89,15 @@ def test_the_answers_error_is_kept_as_a_drawing_is_cut_and_checked() -> None:
     # What the SDK sends: the first line, printable, within the cap.
     assert _first_line("on_tick raised ValueError: a\nb") == "on_tick raised ValueError: a"
     assert _first_line("bell\x07 " + "y" * 300) == ("bell? " + "y" * 300)[: debug_layer.MAX_ERROR]
+
+
+def test_an_answers_error_is_optional_and_changes_nothing_else() -> None:
+    """docs/protocol.md#debug-drawing: an optional key of an optional map; a bot that never sends it
+    (every kit but the Python SDK's, and older ones) answers as before, and the move is judged alike."""
+    from cellarena.sdk import protocol
+
+    plain = {"type": "moves", "tick": 3, "moves": [1]}
+    raised = {"type": "moves", "tick": 3, "debug": {"error": "on_tick raised KeyError: 'x'"}}
+    assert "debug" not in protocol.check_moves(plain)
+    assert protocol.check_moves({**raised, "moves": [1]})["moves"] == protocol.check_moves(plain)["moves"]
+    assert debug_layer.clean({"text": ["hi"], "error": "x"}).kept == {"text": ["hi"], "error": "x"}
