@@ -467,6 +467,12 @@ def test_a_bot_without_enough_rated_matches_is_provisional_and_listed_after_the_
         table[3].cells()[2] == f"{table[3].rating:.2f}?" and table[0].cells()[2] == f"{table[0].rating:.2f}"
     )
     assert [s.to_json()["provisional"] for s in table] == [False, False, True, True]
+    # Each row's interval is mu +- 2 sigma: a newcomer's spans far more than a settled bot's.
+    for row in table:
+        low, high = row.to_json()["interval"]
+        assert low == pytest.approx(row.mu - 2 * row.sigma) and high == pytest.approx(row.mu + 2 * row.sigma)
+    widths = {s.bot: s.to_json()["interval"][1] - s.to_json()["interval"][0] for s in table}
+    assert widths["newbie"] > widths["bob"]
 
 
 def test_an_idle_bots_sigma_grows_when_read_and_when_it_next_plays(
@@ -665,7 +671,7 @@ def test_released_migrations_never_change() -> None:
     # Version 6 (owners, sessions, invites) is frozen in test_ladder_accounts.py.
     assert MIGRATIONS[6].statements == V7
     assert MIGRATIONS[7].statements == V8 and MIGRATIONS[7].then is key_names
-    assert CURRENT_VERSION == len(MIGRATIONS) == 8
+    assert CURRENT_VERSION == len(MIGRATIONS) == 9
 
 
 def test_opening_a_v1_database_upgrades_it_and_keeps_everything(ladder_db: str) -> None:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ratings import Rating
+from cellarena.arena.ratings import ladder as ladder_ratings
 from cellarena.sdk.protocol import Outcome, outcome_of  # a seat's result: the protocol's (`end`)
 
 BotKind = Literal["outside", "house"]
@@ -282,6 +283,8 @@ class Standing:
             "rating": self.rating,
             "mu": self.mu,
             "sigma": self.sigma,
+            # About 95% of the belief (mu +- 2 sigma): where the bot's strength may lie.
+            "interval": list(ladder_ratings.SYSTEM.interval(Rating(self.mu, self.sigma))),
             "matches": self.matches,
             "wins": self.wins,
             "draws": self.draws,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from cellarena.arena.cli.ladder import bots, community, house, owners, register, replay, serve, web
+from cellarena.arena.cli.ladder import bots, community, export, house, owners, register, replay, serve, web
 from cellarena.arena.cli.ladder.where import Where
 
 
@@ -48,6 +48,7 @@ for _command in (
     house.standings,
     web.web,
     replay.replay_download,
+    export.export,
     serve.serve,
     # The community ladder's commands (pauses, bans, challenges, the audit log).
     *community.COMMANDS,

@@ -55,6 +55,7 @@ from cellarena.arena.ladder.store.bot_tables import BotTable
 from cellarena.arena.ladder.store.challenge_tables import ChallengeTable
 from cellarena.arena.ladder.store.change_log import ChangeLog
 from cellarena.arena.ladder.store.database import Database, cellarena_release
+from cellarena.arena.ladder.store.dataset_choices import DatasetChoices
 from cellarena.arena.ladder.store.match_tables import MAX_ID, VOID_ON_START, MatchTable
 from cellarena.arena.ladder.store.rating_tables import RatingTable
 from cellarena.arena.ladder.store.settings import Settings
@@ -138,6 +139,10 @@ class LadderStore:
         self.challenges_left = self.challenge_table.challenges_left
         self.pending_challenges = self.challenge_table.pending_challenges
         self.challenges_of = self.challenge_table.challenges_of
+        # Owners' choice to keep their bots out of the exported datasets.
+        self.dataset_choices = DatasetChoices(self.bot_table)
+        self.keep_out_of_datasets = self.dataset_choices.keep_out_of_datasets
+        self.kept_out_of_datasets = self.dataset_choices.kept_out_of_datasets
         # The logs and the host's settings.
         self.last_change = self.change_log.last_change
         self.changes_since = self.change_log.changes_since

@@ -65,6 +65,11 @@ Version 8 (issue 39: names and limits held by the database):
 - ``owners.name_key`` computed again: the key now leaves out invisible characters. An owner made
   before whose new key an older owner has keeps a key no name can have (`LEGACY_KEY` and its id).
 
+The dataset opt-out (issue 45, `cellarena ladder export`, docs/datasets.md):
+
+- ``bots.keep_out_of_datasets``: its owner keeps the bot's matches out of the ladder's exported
+  datasets (every match it played, whole). FALSE by default, and for the bots from before.
+
 A migration may have a step in Python after its statements (`Migration.then`, in the same
 transaction): keys are computed by Python, not SQL.
 """
@@ -280,6 +285,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE UNIQUE INDEX bots_by_name_key ON bots (name_key)",
         ),
         then=key_names,
+    ),
+    Migration(
+        9,
+        "an owner may keep their bot's matches out of the ladder's exported datasets",
+        ("ALTER TABLE bots ADD COLUMN keep_out_of_datasets BOOLEAN NOT NULL DEFAULT FALSE",),
     ),
 )
 

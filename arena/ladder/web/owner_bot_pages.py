@@ -1,6 +1,6 @@
 """A logged-in owner's pages: their bots, each bot's page and forms (new, rotate, revoke, resume,
-challenge, refuse challenges), their matches' replays with their own debug drawings, deleting the
-account; and the API's new bot (name and password in the body, no cookie).
+challenge, refuse challenges, keep out of datasets), their matches' replays with their own debug
+drawings, deleting the account; and the API's new bot (name and password in the body, no cookie).
 """
 
 from __future__ import annotations
@@ -155,6 +155,13 @@ class BotPages:
     async def refusal(self, request: Request) -> Response:
         return await self.bot_change(
             request, lambda b, f, who: self.site.community.refusal_of(b, f.get("refuse") == "1", who)
+        )
+
+    async def datasets(self, request: Request) -> Response:
+        """Keep the bot's matches out of the ladder's exported datasets (``keep_out=1``), or let them in."""
+        store = self.site.store
+        return await self.bot_change(
+            request, lambda b, f, who: store.keep_out_of_datasets(b.name, f.get("keep_out") == "1", actor=who)
         )
 
     async def replay(self, request: Request) -> Response:

@@ -139,6 +139,7 @@ class AccountSite:
             "quota_left": {b.name: self.store.challenges_left(b.name) for b in bots if b.active},
             "opponents": [b.name for g in self.games for b in self.store.list_bots(g) if b.active],
             "community": self.store.policy(),
+            "kept_out": self.store.kept_out_of_datasets(),
             "max_bots": self.settings.max_bots,
             "errors": {},
             "back": "" if only is None else "bot",

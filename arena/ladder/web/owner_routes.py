@@ -30,6 +30,7 @@ def owner_routes(site: AccountSite) -> list[BaseRoute]:
         ("/account/bots/{name:path}/resume", bots.resume_bot, "POST"),
         ("/account/bots/{name:path}/challenge", bots.challenge, "POST"),
         ("/account/bots/{name:path}/challenges", bots.refusal, "POST"),
+        ("/account/bots/{name:path}/datasets", bots.datasets, "POST"),
         ("/account/bots/{name:path}", bots.bot_page, "GET"),
         ("/account/replays/{id}", bots.replay, "GET"),
         ("/account/delete", bots.delete_account, "POST"),
