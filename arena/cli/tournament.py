@@ -98,8 +98,8 @@ def _tournament_command(game: str) -> click.Command:
 
     doc = (
         f"A round-robin {game} tournament: every group of bots plays every map in every seat order, "
-        "--rounds times, --jobs at once; then standings with openskill ratings. Results are committed to "
-        "SQLite after every match: run the same command again to resume."
+        "--rounds times, --jobs at once; then standings with ratings (docs/tournaments.md#ratings). "
+        "Results are committed to SQLite after every match: run the same command again to resume."
     )
     return click.command(game, help=doc)(decorate(tournament, _options(game, cli, engine_class)))
 
@@ -428,7 +428,7 @@ def _print_standings(report: Any, folder: Path) -> None:
         )
     console.print(table)
     console.print(
-        "rating = mu - 3 sigma (openskill, Plackett-Luce); "
+        "rating = mu - 3 sigma (the cellarena rating system, TrueSkill); "
         + "; ".join(f"{k} = {words.COUNTS[k]}, per tick" for k in ("late", "invalid"))
     )
     if drawn := [s for s in report.standings if getattr(s, "bank_drawn_ms", 0)]:
