@@ -13,7 +13,6 @@
 #include <array>
 #include <cctype>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,16 +29,13 @@ class Debug {
     // A cell: a board cell {x, y}, or in Rezzo {row, col} of an agent's viewport (the agent at {12, 6}).
     using Cell = std::array<int64_t, 2>;
 
-    // Colour names taken besides "#rrggbb" (the Python SDK's).
-    static const std::map<std::string, std::string>& colours() {
-        static const std::map<std::string, std::string> names{
-            {"red", "#e6194b"},    {"green", "#3cb44b"}, {"blue", "#4363d8"},  {"yellow", "#ffe119"},
-            {"orange", "#f58231"}, {"purple", "#911eb4"}, {"cyan", "#42d4f4"}, {"magenta", "#f032e6"},
-            {"white", "#ffffff"},  {"black", "#000000"}, {"grey", "#a9a9a9"}};
-        return names;
-    }
+    // Colour names taken besides "#rrggbb" (the Python SDK's): {name, colour} pairs.
+    static constexpr const char* kColours[][2] = {
+        {"red", "#e6194b"},    {"green", "#3cb44b"}, {"blue", "#4363d8"},  {"yellow", "#ffe119"},
+        {"orange", "#f58231"}, {"purple", "#911eb4"}, {"cyan", "#42d4f4"}, {"magenta", "#f032e6"},
+        {"white", "#ffffff"},  {"black", "#000000"}, {"grey", "#a9a9a9"}};
 
-    // Mark `cell` in `colour` ("#rrggbb" or a name of colours()), with an optional label of up to 16
+    // Mark `cell` in `colour` ("#rrggbb" or a name of kColours), with an optional label of up to 16
     // characters (cut beyond); in Rezzo `agent` names whose viewport the cell is in (default: the
     // tick's first agent).
     void mark(Cell cell, const std::string& colour, const std::string& label = "",
@@ -169,8 +165,9 @@ class Debug {
                 if (!std::isxdigit(static_cast<unsigned char>(lower[i]))) return "";
             return lower;
         }
-        const auto found = colours().find(lower);
-        return found == colours().end() ? "" : found->second;
+        for (const auto& named : kColours)
+            if (lower == named[0]) return named[1];
+        return "";
     }
 
     // The length of the UTF-8 character at `at`, or 0 if the bytes there are none.
