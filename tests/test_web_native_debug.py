@@ -61,9 +61,11 @@ def test_each_native_starters_mark_is_in_the_replay_and_on_the_players_board(
     seats = [seat[lang] for lang in LANGS]
     # A tick at which every starter's agent was on the board, so each drew its mark.
     index = next(
-        i for i in range(len(rep.ticks) - 1, 0, -1)
-        if all(s in rep.ticks[i].debug and rep.ticks[i].debug[s].get("marks") for s in seats)
+        (i for i in range(len(rep.ticks) - 1, 0, -1)
+         if all(s in rep.ticks[i].debug and rep.ticks[i].debug[s].get("marks") for s in seats)),
+        None,
     )  # fmt: skip
+    assert index is not None, [t.debug for t in rep.ticks]
     tick = rep.ticks[index]
     cells = {}
     for s in seats:
