@@ -4,8 +4,9 @@ server (the `ladder_db` fixture).
 
 The test plays a history on today's ladder (idle days, a new version under ``inherit``, an unrated
 challenge, a closed season, two games), then writes other numbers over every stored rating (as an
-older system would have left them) and takes the database back to version 10: opening it must re-rate
-the history to exactly what the live ladder computed, seat by seat and bot by bot."""
+older system would have left them) and runs the migration's step (`rerate_history`, which version 11
+runs in its transaction): it must re-rate the history to exactly what the live ladder computed, seat by
+seat and bot by bot."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def ratings_stored(target: str) -> tuple[list[tuple[object, ...]], list[tuple[ob
     return seats, table
 
 
-def test_opening_a_version_9_database_rerates_its_history_as_the_live_ladder_rated_it(
+def test_the_rerating_step_rates_the_history_as_the_live_ladder_rated_it(
     ladder_db: str, clock: list[datetime]
 ) -> None:
     with LadderStore(ladder_db) as store:
@@ -90,19 +91,19 @@ def test_opening_a_version_9_database_rerates_its_history_as_the_live_ladder_rat
         play(store, [eve, fay], [1, 2])
         standings = {g: [s.to_json() for s in store.standings(g, now=clock[0])] for g in ("rezzo", "cata")}
     live = ratings_stored(ladder_db)
-    with raw(ladder_db) as db:  # what an older system would have left, at version 10
+    with raw(ladder_db) as db:  # what an older system would have left; then the migration's step
         db.begin_write()
         db.execute("UPDATE seats SET mu_before = 1.5, sigma_before = 0.5, mu_after = 2.5, sigma_after = 0.25")
         db.execute("UPDATE ratings SET mu = 3.5, sigma = 0.75")
-        db.execute("DELETE FROM schema_version WHERE version = 11")
         db.commit()
-    assert ratings_stored(ladder_db) != live
+        assert ratings_stored(ladder_db) != live
+        db.begin_write()
+        rerate_history(db)
+        db.commit()
+    seats, table = ratings_stored(ladder_db)
+    assert [(a, b) for a, b in zip(seats, live[0], strict=True) if a != b] == []
+    assert table == live[1]
     with LadderStore(ladder_db) as store:
-        assert store.schema_version == 11
-        seats, table = ratings_stored(ladder_db)
-        diffs = [(a, b) for a, b in zip(seats, live[0], strict=True) if a != b]
-        assert diffs == []
-        assert table == live[1]
         assert {
             g: [s.to_json() for s in store.standings(g, now=clock[0])] for g in ("rezzo", "cata")
         } == standings
