@@ -436,9 +436,10 @@ LADDER_ROOMS: dict[str, set[str]] = {
     "store": {"identity"},
     "accounts": {"identity", "store"},
     "hosting": {"store"},
-    "services": {"identity", "store", "scoring", "matchmaking", "hosting"},
+    "submissions": {"identity", "store"},
+    "services": {"identity", "store", "scoring", "matchmaking", "hosting", "submissions"},
     "web": {"identity", "store", "accounts", "scoring"},
-    "ops": {"identity", "store", "services", "hosting", "matchmaking", "scoring"},
+    "ops": {"identity", "store", "services", "hosting", "matchmaking", "scoring", "submissions"},
 }
 #: Rooms of pure functions: no I/O of their own, so no trio, no threads, no database, no sockets.
 PURE_ROOMS = {"matchmaking", "scoring"}

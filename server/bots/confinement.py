@@ -174,7 +174,7 @@ class Launch:
         # RLIMIT_NPROC only where no cgroup counts the bot's processes: it would refuse the fork first,
         # and the cgroup's refusal is the one the watcher can name.
         nproc = self.uid is not None and not (self.cgroup is not None and self.cgroup.processes_limited)
-        setup = _child_setup(
+        setup = child_setup(
             self.limits, uid=self.uid, nproc=nproc, join_fds=self._join_fds, new_network=new_network
         )
         kwargs: dict[str, Any] = {"preexec_fn": setup}
@@ -221,13 +221,20 @@ def can_unshare_network() -> bool:
         return False
 
 
-def _child_setup(
-    limits: Limits, *, uid: int | None, nproc: bool, join_fds: list[int], new_network: bool
+def child_setup(
+    limits: Limits,
+    *,
+    uid: int | None,
+    nproc: bool,
+    join_fds: list[int],
+    new_network: bool,
+    file_bytes: int | None = None,
 ) -> Callable[[], None]:
     """The bot's first process's last steps before exec, in this order: join its cgroup (writing "0"
     to each descriptor of ``join_fds``), a network namespace of its own (``new_network``), its user
     (``uid``: no groups, that uid and gid), kernel limits (RLIMIT_NPROC with ``nproc``, meaningful
-    only for a user of its own), and the parent-death signal. Only system
+    only for a user of its own; RLIMIT_FSIZE with ``file_bytes``, a build's), and the parent-death
+    signal. Only system
     calls, safe after a fork, with everything worked out here; rlimits are each at most the current
     hard limit (which an unprivileged host cannot raise)."""
     wanted: list[tuple[int, int]] = []
@@ -239,6 +246,8 @@ def _child_setup(
     if limits.processes is not None and nproc:
         # RLIMIT_NPROC counts every process of the user: only meaningful when the bot has a user of its own.
         wanted.append((resource.RLIMIT_NPROC, limits.processes))
+    if file_bytes is not None:  # a larger file is cut short with SIGXFSZ, which names the limit
+        wanted.append((resource.RLIMIT_FSIZE, file_bytes))
     settings = []
     for which, value in wanted:
         hard = resource.getrlimit(which)[1]
