@@ -438,7 +438,7 @@ LADDER_ROOMS: dict[str, set[str]] = {
     "hosting": {"store"},
     "submissions": {"identity", "store"},
     "services": {"identity", "store", "scoring", "matchmaking", "hosting", "submissions"},
-    "web": {"identity", "store", "accounts", "scoring"},
+    "web": {"identity", "store", "accounts", "scoring", "submissions"},
     "ops": {"identity", "store", "services", "hosting", "matchmaking", "scoring", "submissions"},
 }
 #: Rooms of pure functions: no I/O of their own, so no trio, no threads, no database, no sockets.

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from cellarena.server.bots.launcher import BotSpec
+from cellarena.server.bots.python_view import PythonView
 
 MANIFEST = "bot.toml"
 #: Keys a bot.toml may have (as a tournament reads it, `cellarena.arena.discovery`).
@@ -49,9 +50,10 @@ class BotProgram:
     version: str | None = None
     place: Place = "here"
 
-    def spec(self) -> BotSpec:
-        """What the launcher starts (`cellarena.server.bots.launcher.start_bot`)."""
-        return BotSpec(self.name, self.command, str(self.folder))
+    def spec(self, view: PythonView | None = None) -> BotSpec:
+        """What the launcher starts (`cellarena.server.bots.launcher.start_bot`); ``view``, the Python
+        a submitted program sees under isolation."""
+        return BotSpec(self.name, self.command, str(self.folder), view)
 
     def at(self, folder: Path) -> BotProgram:
         """The same program, found in another folder (a build's copy)."""

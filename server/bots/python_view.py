@@ -66,16 +66,24 @@ def hidden_ancestor(path: Path) -> Path | None:
     return None
 
 
+def passable(path: Path, below: Path) -> list[str]:
+    """bubblewrap arguments making the folders above ``path`` and under ``below`` (a tmpfs of the
+    sandbox's) ones every user may pass through: bubblewrap would make them private to root."""
+    above = [p for p in reversed(path.parents) if p.is_relative_to(below) and p != below]
+    return [arg for p in above for arg in ("--perms", "0755", "--dir", str(p))]
+
+
 def reachable(paths: list[Path]) -> list[str]:
     """bubblewrap arguments binding each of ``paths`` read-only at its own place, and covering each
     private folder above one with a tmpfs first (what it held was out of reach anyway)."""
-    covers = sorted({str(a) for p in paths if (a := hidden_ancestor(p)) is not None})
+    covers = sorted({a for p in paths if (a := hidden_ancestor(p)) is not None})
     args: list[str] = []
     for cover in covers:
-        args += ["--tmpfs", cover]
+        args += ["--tmpfs", str(cover)]
     for path in paths:
-        if any(path.is_relative_to(cover) for cover in covers):
-            args += ["--ro-bind", str(path), str(path)]
+        cover = next((c for c in covers if path.is_relative_to(c)), None)
+        if cover is not None:
+            args += [*passable(path, cover), "--ro-bind", str(path), str(path)]
     return args
 
 
@@ -88,7 +96,7 @@ def python_view(packages: tuple[str, ...]) -> PythonView:
     for name in packages:
         for folder in package_folders(name):
             where = Path(VIEW, *name.split(".")[:-1], folder.name)
-            args += ["--ro-bind", str(folder), str(where)]
+            args += [*passable(where, Path("/run")), "--ro-bind", str(folder), str(where)]
     env = {"PYTHONPATH": VIEW, "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     offered = tuple(sorted({name.split(".")[0] for name in packages if package_folders(name)}))
     return PythonView(args, os.fspath(executable), env, offered)

@@ -45,6 +45,7 @@ from cellarena.server.bots.confinement import (
     over_limit,
     process_table,
 )
+from cellarena.server.bots.python_view import passable
 from cellarena.server.bots.reaper import Reaper
 from cellarena.server.bots.spawn import Child, spawn
 
@@ -131,9 +132,8 @@ def sandbox_argv(
             hide += ["--tmpfs", str(path)]  # the build's folder, if inside, is bound again below
     # The folders above the build's that lie in a tmpfs of the sandbox's, made passable (bubblewrap
     # would make them private to root).
-    covered = [Path("/tmp"), *hidden]
-    above = [p for p in reversed(folder.parents) if any(p.is_relative_to(c) and p != c for c in covered)]
-    passable = [arg for p in above for arg in ("--perms", "0755", "--dir", str(p))]
+    cover = next((c for c in (Path("/tmp"), *hidden) if folder.is_relative_to(c)), None)
+    above = passable(folder, cover) if cover is not None else []
     drop = ["--cap-drop", "ALL"] if uid is None else []
     user = [] if uid is None else [
         "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
@@ -143,7 +143,7 @@ def sandbox_argv(
         "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
         *hide, *(view or []),
         "--size", str(limits.tmp_mb * 2**20), "--tmpfs", "/tmp", "--chmod", "1777", "/tmp",
-        *passable, "--bind", str(folder), str(folder),
+        *above, "--bind", str(folder), str(folder),
         "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
         "--die-with-parent", *drop, "--chdir", str(folder),
         "--", *user, *argv,
