@@ -1,0 +1,106 @@
+"""Validating a built bot by one unrated match against a house bot (arena/ladder/submissions/validate.py),
+over a real local match server and the one launcher, isolated: a good bot passes; one that crashes or
+never says hello fails with its seat's cause and its own log, kept where its owner alone may read it.
+
+The bots are built once per module; each match is of 40 ticks at full speed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import trio
+
+from cellarena.arena.cli.new_bot import write_bot
+from cellarena.arena.ladder.submissions.build import build
+from cellarena.arena.ladder.submissions.validate import (
+    ValidationResult,
+    may_read_log,
+    private_log,
+    validate,
+)
+from cellarena.server.bots.launcher import BotSpec
+
+HOUSE = BotSpec("random", "python -m cellarena.sdk.opponents rezzo")
+CRASH = """import sys
+if __name__ == "__main__":
+    print("my bot: about to crash", file=sys.stderr)
+    raise SystemExit(3)
+"""
+SILENT = """import time
+if __name__ == "__main__":
+    time.sleep(60)
+"""
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which("bwrap") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("bubblewrap is not installed (.ci/run installs it); CI must have it", pytrace=False)
+        pytest.skip("bubblewrap is not installed")
+    base = tmp_path_factory.mktemp("validate")
+    write_bot("rezzo", "good", "python", base / "good")
+    for name, text in {"crash": CRASH, "silent": SILENT}.items():
+        (base / name).mkdir()
+        (base / name / f"{name}.py").write_text(text)
+    return base
+
+
+def _validate(root: Path, name: str, **kw: object) -> ValidationResult:
+    async def run() -> ValidationResult:
+        built = await build(root / name)
+        assert built.ok and built.program is not None, built.reason
+        return await validate(
+            built.program,
+            HOUSE,
+            "rezzo",
+            log_root=root / "ladder",
+            match="validation-v1",
+            game_values={"max_ticks": 40},
+            **kw,  # type: ignore[arg-type]
+        )
+
+    return trio.run(run)
+
+
+def test_a_good_bot_passes_its_validation_match(root: Path) -> None:
+    result = _validate(root, "good")
+    assert result.ok, f"{result.reason}\n{result.log}"
+    assert result.cause == {"cause": "tick_cap", "tick": 40}
+    assert result.reason == (
+        "good played the validation match to its end "
+        "(good was still in when the match reached its tick cap at tick 40)"
+    )
+    assert result.log_path == private_log(root / "ladder", "good", "validation-v1")
+    assert result.log_path.is_file()
+    assert [p.name for p in result.log_path.parent.iterdir()] == ["validation-v1.log"]
+
+
+def test_a_bot_that_crashes_fails_with_its_exit_and_its_log(root: Path) -> None:
+    result = _validate(root, "crash")
+    assert not result.ok
+    assert result.cause["cause"] == "exited" and result.cause["status"] == 3
+    assert result.reason.startswith("crash forfeits")
+    assert "exited with status 3" in result.reason and "my bot: about to crash" in result.reason
+    assert "my bot: about to crash" in result.log
+    assert result.log_path == private_log(root / "ladder", "crash", "validation-v1")
+
+
+def test_a_bot_that_never_says_hello_fails_as_never_connected(root: Path) -> None:
+    result = _validate(root, "silent", connect_timeout=2.0)
+    assert not result.ok
+    assert result.cause["cause"] == "never_connected", result.cause
+    assert "silent" in result.reason
+
+
+def test_a_private_log_is_its_owners_and_the_hosts_alone() -> None:
+    assert may_read_log("ada", "ada")
+    assert not may_read_log("bob", "ada")
+    assert not may_read_log(None, "ada")
+    assert may_read_log(None, "ada", viewer_is_host=True)
+    assert not may_read_log("ada", None)  # a house bot's log is the host's
+    assert private_log(Path("/l"), "../evil", "m/1") == Path("/l/private-logs/_evil/m_1.log")
