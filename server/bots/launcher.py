@@ -558,7 +558,7 @@ async def start_bot(
         limits or Limits(),
         isolate=isolate,
         handed_connection=connection is not None,
-        view=bot.view.args if isolate and bot.view is not None else None,
+        view=list(bot.view.args) if isolate and bot.view is not None else None,
     )
     try:
         launch.prepare()
@@ -616,7 +616,7 @@ def _bot_env(bot: BotSpec, launch: Launch, host: str, port: int) -> dict[str, st
     env = {k: v for k, v in os.environ.items() if k not in _HANDOVER_VARIABLES}
     env.update(CELLARENA_NAME=bot.name, PYTHONUNBUFFERED="1")
     if bot.view is not None:
-        env.update(bot.view.env)
+        env.update(dict(bot.view.env))
     if not launch.private_network:  # an address it could reach
         env.update(CELLARENA_HOST=host, CELLARENA_PORT=str(port))
     env.update(launch.env())

@@ -26,9 +26,9 @@ class PythonView:
     """bubblewrap arguments that show the interpreter and the packages, the interpreter's path, the
     environment it needs, and the top-level names a program may import beyond the standard library."""
 
-    args: list[str]
+    args: tuple[str, ...]
     executable: str
-    env: dict[str, str]
+    env: tuple[tuple[str, str], ...]
     offered: tuple[str, ...]
 
 
@@ -81,9 +81,9 @@ def reachable(paths: list[Path]) -> list[str]:
     for cover in covers:
         args += ["--tmpfs", str(cover)]
     for path in paths:
-        cover = next((c for c in covers if path.is_relative_to(c)), None)
-        if cover is not None:
-            args += [*passable(path, cover), "--ro-bind", str(path), str(path)]
+        under = next((c for c in covers if path.is_relative_to(c)), None)
+        if under is not None:
+            args += [*passable(path, under), "--ro-bind", str(path), str(path)]
     return args
 
 
@@ -97,6 +97,6 @@ def python_view(packages: tuple[str, ...]) -> PythonView:
         for folder in package_folders(name):
             where = Path(VIEW, *name.split(".")[:-1], folder.name)
             args += [*passable(where, Path("/run")), "--ro-bind", str(folder), str(where)]
-    env = {"PYTHONPATH": VIEW, "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = (("PYTHONPATH", VIEW), ("PYTHONNOUSERSITE", "1"), ("PYTHONDONTWRITEBYTECODE", "1"))
     offered = tuple(sorted({name.split(".")[0] for name in packages if package_folders(name)}))
-    return PythonView(args, os.fspath(executable), env, offered)
+    return PythonView(tuple(args), os.fspath(executable), env, offered)
