@@ -273,6 +273,7 @@ def start_cost(starts: int, isolate: bool = True, game: str = "rezzo") -> dict[s
     """Build a Python starter as a submission is built, then start it ``starts`` times as the ladder
     starts a submitted bot: its build's seconds and its times to hello (p50, p90)."""
     from cellarena.arena.cli.new_bot import write_bot
+    from cellarena.arena.ladder.submissions.build import PYTHON_PACKAGES
     from cellarena.arena.ladder.submissions.build import build as build_bot
     from cellarena.server.bots.python_view import python_view
 
@@ -282,7 +283,7 @@ def start_cost(starts: int, isolate: bool = True, game: str = "rezzo") -> dict[s
         built = trio.run(build_bot, folder)
         if not built.ok or built.program is None:
             raise click.ClickException(f"the bot did not build: {built.reason}\n{built.log}")
-        spec = built.program.spec(python_view(("cellarena.sdk", "numpy", "msgpack")) if isolate else None)
+        spec = built.program.spec(python_view(PYTHON_PACKAGES) if isolate else None)
         times = sorted(trio.run(_time_to_hello, spec, isolate) for _ in range(starts))
     return {
         "starts": starts,

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from cellarena.arena.ladder.submissions.build import PYTHON_PACKAGES
 from cellarena.server.bots.confinement import Limits
 from cellarena.server.bots.launcher import BotSpec, play_match
 from cellarena.server.bots.program import BotProgram
@@ -73,7 +75,7 @@ async def validate(
     game_values: dict[str, Any] | None = None,
     limits: Limits | None = None,
     isolate: bool = True,
-    python_packages: tuple[str, ...] = ("cellarena.sdk", "numpy", "msgpack"),
+    python_packages: tuple[str, ...] = PYTHON_PACKAGES,
     seed: int = 0,
     connect_timeout: float = 15.0,
 ) -> ValidationResult:
@@ -88,25 +90,25 @@ async def validate(
     if theirs.name == mine.name:
         theirs = replace(theirs, name=f"house-{theirs.name}")
     started = time.monotonic()
-    folder = private_log(log_root, program.name, match).parent / f".{_safe(match)}"
-    launched = await play_match(
-        game,
-        engine_config(game, game_values or {}),
-        [mine, theirs],
-        VALIDATION_PACE,
-        seed=seed,
-        log_dir=folder,
-        connect_timeout=connect_timeout,
-        limits=limits,
-        isolate=isolate,
-    )
+    kept = private_log(log_root, program.name, match)
+    folder = kept.parent / f".{_safe(match)}"  # the match's logs, until the bot's is kept
+    try:
+        launched = await play_match(
+            game,
+            engine_config(game, game_values or {}),
+            [mine, theirs],
+            VALIDATION_PACE,
+            seed=seed,
+            log_dir=folder,
+            connect_timeout=connect_timeout,
+            limits=limits,
+            isolate=isolate,
+        )
+        launched.logs[mine.name].replace(kept)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # the house bot's log is the host's, kept elsewhere
     names = [mine.name, theirs.name]
     cause = launched.causes.get(0) or {"cause": causes.UNKNOWN}
-    kept = private_log(log_root, program.name, match)
-    launched.logs[mine.name].replace(kept)
-    for path in launched.logs.values():
-        path.unlink(missing_ok=True)  # the house bot's is the host's, kept with its own logs
-    folder.rmdir()
     failed = causes.is_forfeit(cause)
     reason = causes.sentence(0, cause, names)
     if not failed:
