@@ -269,9 +269,9 @@ async def _time_to_hello(spec: BotSpec, isolate: bool) -> float:
             await stop_bot(proc, patience=0.0)
 
 
-def start_cost(starts: int, isolate: bool = True, game: str = "rezzo") -> dict[str, Any]:
-    """Build a Python starter as a submission is built, then start it ``starts`` times as the ladder
-    starts a submitted bot: its build's seconds and its times to hello (p50, p90)."""
+def start_cost(starts: int, game: str, isolate: bool = True) -> dict[str, Any]:
+    """Build a Python starter of ``game`` as a submission is built, then start it ``starts`` times as
+    the ladder starts a submitted bot: its build's seconds and its times to hello (p50, p90)."""
     from cellarena.arena.cli.new_bot import write_bot
     from cellarena.arena.ladder.submissions.build import PYTHON_PACKAGES
     from cellarena.arena.ladder.submissions.build import build as build_bot
@@ -378,7 +378,7 @@ def command(
 ) -> None:
     """A ladder at 15 Hz under bots that queue again after every match: throughput, waits, CPU."""
     if submitted is not None:
-        cost = start_cost(submitted)
+        cost = start_cost(submitted, game or load_games()[0])
         if as_json:
             click.echo(json.dumps(cost))
         else:
