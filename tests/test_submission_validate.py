@@ -30,6 +30,14 @@ if __name__ == "__main__":
     print("my bot: about to crash", file=sys.stderr)
     raise SystemExit(3)
 """
+PEEK = """import sys
+if __name__ == "__main__":
+    try:
+        print("read:", open(SECRET).read(), file=sys.stderr)
+    except OSError as exc:
+        print("cannot read:", exc, file=sys.stderr)
+    raise SystemExit(3)
+"""
 SILENT = """import time
 if __name__ == "__main__":
     time.sleep(60)
@@ -44,7 +52,10 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("bubblewrap is not installed")
     base = tmp_path_factory.mktemp("validate")
     write_bot("rezzo", "good", "python", base / "good")
-    for name, text in {"crash": CRASH, "silent": SILENT}.items():
+    (base / "ladder" / "secret").mkdir(parents=True)
+    (base / "ladder" / "secret" / "db").write_text("the ladder's own")
+    peek = PEEK.replace("SECRET", repr(str(base / "ladder" / "secret" / "db")))
+    for name, text in {"crash": CRASH, "silent": SILENT, "peek": peek}.items():
         (base / name).mkdir()
         (base / name / f"{name}.py").write_text(text)
     return base
@@ -95,6 +106,12 @@ def test_a_bot_that_never_says_hello_fails_as_never_connected(root: Path) -> Non
     assert not result.ok
     assert result.cause["cause"] == "never_connected", result.cause
     assert "silent" in result.reason
+
+
+def test_a_submitted_bot_sees_nothing_of_the_ladders_folder(root: Path) -> None:
+    result = _validate(root, "peek", hidden=(root / "ladder",))
+    assert "cannot read: [Errno 2] No such file or directory" in result.log, result.log
+    assert "the ladder's own" not in result.log
 
 
 def test_a_private_log_is_its_owners_and_the_hosts_alone() -> None:

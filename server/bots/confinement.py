@@ -32,9 +32,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cellarena.server.bots.cgroups import BotCgroup
+
+if TYPE_CHECKING:
+    from cellarena.server.bots.python_view import PythonView
 
 #: Seconds between two looks at a bot's processes.
 POLL_SECONDS = 0.2
@@ -115,7 +118,7 @@ class Launch:
     #: A submitted program's confinement (`cellarena.server.bots.python_view`): bubblewrap even as
     #: root (which then starts the bot as its user), and these arguments of its, which show the
     #: interpreter and the packages the host offers. None: the usual confinement.
-    view: list[str] | None = None
+    view: PythonView | None = None
     _join_fds: list[int] = field(default_factory=list)
 
     def prepare(self) -> None:
@@ -177,9 +180,10 @@ class Launch:
         ]  # fmt: skip
 
     def _sandboxed(self, argv: list[str], where: str) -> list[str]:
-        """A submitted program's command line: as `argv` says, its folder made reachable and the
-        view of Python added; as root, bubblewrap starts it as its user with no capability left."""
-        from cellarena.server.bots.python_view import reachable
+        """A submitted program's command line: its view (`cellarena.server.bots.python_view`: the
+        interpreter, the packages, the host's folders hidden) and its own folder, read-only; as
+        root, bubblewrap starts it as its user with no capability left."""
+        from cellarena.server.bots.python_view import exposure
 
         assert self.home is not None and self.view is not None
         user = ["--cap-drop", "ALL", "--"]
@@ -190,7 +194,7 @@ class Launch:
             ]  # fmt: skip
         return [
             "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            *reachable([Path(where)]), *self.view,
+            *exposure([*self.view.expose, Path(where)], self.view.hidden), *self.view.args,
             "--tmpfs", os.path.dirname(self.home), "--bind", self.home, self.home,
             "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
             "--die-with-parent", "--chdir", where, *user, *argv,

@@ -558,7 +558,7 @@ async def start_bot(
         limits or Limits(),
         isolate=isolate,
         handed_connection=connection is not None,
-        view=list(bot.view.args) if isolate and bot.view is not None else None,
+        view=bot.view if isolate else None,
     )
     try:
         launch.prepare()

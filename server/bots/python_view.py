@@ -23,13 +23,17 @@ VIEW = "/run/cellarena/python"
 
 @dataclass(frozen=True)
 class PythonView:
-    """bubblewrap arguments that show the interpreter and the packages, the interpreter's path, the
-    environment it needs, and the top-level names a program may import beyond the standard library."""
+    """What a confined program sees: bubblewrap arguments that show the packages, the interpreter's
+    path, the environment it needs, the top-level names a program may import beyond the standard
+    library, the folders shown at their place and those hidden."""
 
     args: tuple[str, ...]
     executable: str
     env: tuple[tuple[str, str], ...]
     offered: tuple[str, ...]
+    #: Folders shown at their own place (the interpreter's), and folders hidden (`exposure`).
+    expose: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
 
 
 def package_folders(name: str) -> list[Path]:
@@ -73,30 +77,36 @@ def passable(path: Path, below: Path) -> list[str]:
     return [arg for p in above for arg in ("--perms", "0755", "--dir", str(p))]
 
 
-def reachable(paths: list[Path]) -> list[str]:
-    """bubblewrap arguments binding each of ``paths`` read-only at its own place, and covering each
-    private folder above one with a tmpfs first (what it held was out of reach anyway)."""
-    covers = sorted({a for p in paths if (a := hidden_ancestor(p)) is not None})
-    args: list[str] = []
-    for cover in covers:
-        args += ["--tmpfs", str(cover)]
+def covers(paths: list[Path], hidden: tuple[Path, ...] = ()) -> list[Path]:
+    """The folders a sandbox covers with an empty tmpfs: those the host hides (``hidden``: the
+    ladder's own) and each private folder above one of ``paths``, outermost only."""
+    found = {a for p in paths if (a := hidden_ancestor(p)) is not None} | set(hidden)
+    return sorted(c for c in found if not any(c != o and c.is_relative_to(o) for o in found))
+
+
+def exposure(paths: list[Path], hidden: tuple[Path, ...] = ()) -> list[str]:
+    """bubblewrap arguments covering `covers` and then binding each of ``paths`` read-only at its
+    own place (what a cover held was out of reach anyway, or is the host's)."""
+    over = covers(paths, hidden)
+    args = [arg for c in over for arg in ("--tmpfs", str(c))]
     for path in paths:
-        under = next((c for c in covers if path.is_relative_to(c)), None)
+        under = next((c for c in over if path.is_relative_to(c)), None)
         if under is not None:
             args += [*passable(path, under), "--ro-bind", str(path), str(path)]
     return args
 
 
-def python_view(packages: tuple[str, ...]) -> PythonView:
-    """The view of Python for a sandbox that offers ``packages`` (dotted names: ``cellarena.sdk``)."""
+def python_view(packages: tuple[str, ...], hidden: tuple[Path, ...] = ()) -> PythonView:
+    """The view of Python for a sandbox that offers ``packages`` (dotted names: ``cellarena.sdk``),
+    with ``hidden`` folders out of sight."""
     prefix = Path(sys.base_prefix).resolve()
     executable = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
-    args = reachable([prefix] if executable.is_relative_to(prefix) else [prefix, executable])
-    args += ["--tmpfs", "/run"]
+    expose = [prefix] if executable.is_relative_to(prefix) else [prefix, executable]
+    args = ["--tmpfs", "/run"]
     for name in packages:
         for folder in package_folders(name):
             where = Path(VIEW, *name.split(".")[:-1], folder.name)
             args += [*passable(where, Path("/run")), "--ro-bind", str(folder), str(where)]
     env = (("PYTHONPATH", VIEW), ("PYTHONNOUSERSITE", "1"), ("PYTHONDONTWRITEBYTECODE", "1"))
     offered = tuple(sorted({name.split(".")[0] for name in packages if package_folders(name)}))
-    return PythonView(tuple(args), os.fspath(executable), env, offered)
+    return PythonView(tuple(args), os.fspath(executable), env, offered, tuple(expose), tuple(hidden))

@@ -23,6 +23,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,7 @@ from cellarena.server.bots.confinement import (
     over_limit,
     process_table,
 )
-from cellarena.server.bots.python_view import passable
+from cellarena.server.bots.python_view import PythonView, covers, exposure, passable
 from cellarena.server.bots.reaper import Reaper
 from cellarena.server.bots.spawn import Child, spawn
 
@@ -119,20 +120,19 @@ def sandbox_argv(
     *,
     uid: int | None = None,
     hidden: tuple[Path, ...] = (),
-    view: list[str] | None = None,
+    view: PythonView | None = None,
 ) -> list[str]:
     """bubblewrap's command line around ``argv``, run in ``folder`` (see the module's docstring).
 
     As root (``uid`` given), bubblewrap runs as root, so that it can bind what only root may reach
     (cellarena's interpreter in a private home, `cellarena.server.bots.python_view`), and the command
     is started as ``uid`` with no capability left (setpriv); otherwise bubblewrap runs as this user."""
-    hide: list[str] = []
-    for path in hidden:
-        if path.is_dir():
-            hide += ["--tmpfs", str(path)]  # the build's folder, if inside, is bound again below
-    # The folders above the build's that lie in a tmpfs of the sandbox's, made passable (bubblewrap
-    # would make them private to root).
-    cover = next((c for c in (Path("/tmp"), *hidden) if folder.is_relative_to(c)), None)
+    expose = list(view.expose) if view is not None else []
+    hidden = tuple(hidden) + (view.hidden if view is not None else ())
+    # The folder is bound writable below, after what covers it (a hidden or private folder, /tmp),
+    # through folders made passable: bubblewrap would make them private to root.
+    over = [*covers([*expose, folder], hidden), Path("/tmp")]
+    cover = next((c for c in reversed(over) if folder.is_relative_to(c)), None)
     above = passable(folder, cover) if cover is not None else []
     drop = ["--cap-drop", "ALL"] if uid is None else []
     user = [] if uid is None else [
@@ -141,7 +141,7 @@ def sandbox_argv(
     ]  # fmt: skip
     return [
         "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-        *hide, *(view or []),
+        *exposure([*expose, folder], hidden), *(view.args if view is not None else ()),
         "--size", str(limits.tmp_mb * 2**20), "--tmpfs", "/tmp", "--chmod", "1777", "/tmp",
         *above, "--bind", str(folder), str(folder),
         "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
@@ -165,6 +165,22 @@ def _give(folder: Path, uid: int) -> None:
             os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
 
 
+def _settle(folder: Path) -> None:
+    """What the build made is cellarena's again, readable by every user (the bot runs as another
+    one) and writable by none but cellarena: a version does not change once built."""
+    me = os.geteuid()
+    for root, dirs, files in os.walk(folder):
+        for name in [*dirs, *files, ""]:
+            path = os.path.join(root, name) if name else root
+            with contextlib.suppress(OSError):
+                info = os.lstat(path)
+                if stat.S_ISLNK(info.st_mode):
+                    continue
+                os.chown(path, me, -1)
+                executable = stat.S_ISDIR(info.st_mode) or info.st_mode & stat.S_IXUSR
+                os.chmod(path, 0o755 if executable else 0o644)
+
+
 def folder_bytes(folder: Path) -> int:
     """The bytes of the files under ``folder`` (not following links)."""
     total = 0
@@ -182,7 +198,7 @@ async def run_sandboxed(
     *,
     env: dict[str, str] | None = None,
     hidden: tuple[Path, ...] = (),
-    view: list[str] | None = None,
+    view: PythonView | None = None,
 ) -> SandboxRun:
     """Run ``argv`` in ``folder`` under the build's confinement; never raises for what the command does."""
     check_sandbox()
@@ -229,6 +245,7 @@ async def run_sandboxed(
     Reaper.add(marker, proc.pid, marker, group)
     code, log, stopped = await _supervise(proc, ProcessTree(proc.pid, marker), group, folder, limits)
     Reaper.done(marker)
+    await trio.to_thread.run_sync(_settle, folder)
     why = stopped or _reason(code, limits, limits.bot_limits(), log)
     return SandboxRun(code, log, trio.current_time() - started, why)
 

@@ -94,7 +94,7 @@ async def build(
         view = python_view(limits.python_packages)
         check = [view.executable, "-S", "-c", _PYTHON_CHECK, str(program.folder), *view.offered]
         env = {**BUILD_ENV, **dict(view.env)}
-        run = await run_sandboxed(check, program.folder, limits, env=env, hidden=hidden, view=list(view.args))
+        run = await run_sandboxed(check, program.folder, limits, env=env, hidden=hidden, view=view)
         if run.reason is not None and run.returncode == 1:
             return BuildResult(False, run.log, run.seconds, _first_line(run.log), program)
     else:

@@ -76,14 +76,17 @@ async def validate(
     limits: Limits | None = None,
     isolate: bool = True,
     python_packages: tuple[str, ...] = PYTHON_PACKAGES,
+    hidden: tuple[Path, ...] = (),
     seed: int = 0,
     connect_timeout: float = 15.0,
 ) -> ValidationResult:
     """Play ``program`` (seat 0) against ``house_bot`` (seat 1) in one unrated match of ``game``
     (``game_values``: its options, e.g. ``{"max_ticks": 200}``); the program's log is kept at
-    `private_log` (``log_root``, ``match``). A Python house bot without a view gets the same one."""
-    view = python_view(python_packages) if isolate else None
-    mine = program.spec(view if program.language == "python" else None)
+    `private_log` (``log_root``, ``match``). Isolated, the program sees only its folder, the system
+    and ``python_packages``, not the ``hidden`` folders (the ladder's own); a Python house bot without
+    a view gets the same one."""
+    view = python_view(python_packages, hidden) if isolate else None
+    mine = program.spec(view)
     theirs = house_bot
     if view is not None and theirs.view is None and _is_python(theirs.command):
         theirs = replace(theirs, view=view)
