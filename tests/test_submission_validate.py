@@ -10,18 +10,14 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
 from cellarena.arena.cli.new_bot import write_bot
-from cellarena.arena.ladder.submissions.build import build
-from cellarena.arena.ladder.submissions.validate import (
-    ValidationResult,
-    may_read_log,
-    private_log,
-    validate,
-)
+from cellarena.arena.ladder.services.submitted import VersionCheck, check_version
+from cellarena.arena.ladder.submissions.validate import ValidationResult, may_read_log, private_log
 from cellarena.server.bots.launcher import BotSpec
 
 HOUSE = BotSpec("random", "python -m cellarena.sdk.opponents rezzo")
@@ -61,21 +57,17 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
-def _validate(root: Path, name: str, **kw: object) -> ValidationResult:
-    async def run() -> ValidationResult:
-        built = await build(root / name)
-        assert built.ok and built.program is not None, built.reason
-        return await validate(
-            built.program,
-            HOUSE,
-            "rezzo",
-            log_root=root / "ladder",
-            match="validation-v1",
-            game_values={"max_ticks": 40},
-            **kw,  # type: ignore[arg-type]
-        )
-
-    return trio.run(run)
+def _validate(root: Path, name: str, **kw: Any) -> ValidationResult:
+    """The version in ``root/name`` checked as the ladder checks one (built, then validated), with
+    the states it went through; ``kw`` are `VersionCheck`'s."""
+    states: list[str] = []
+    check = VersionCheck("rezzo", HOUSE, root / "ladder", game_values={"max_ticks": 40}, **kw)
+    verdict = trio.run(check_version, root / name, "v1", check, states.append)
+    assert verdict.validation is not None, verdict.reason
+    assert states == ["building", "validating", verdict.state]
+    assert verdict.state == ("validated" if verdict.validation.ok else "failed")
+    assert verdict.log == verdict.validation.log
+    return verdict.validation
 
 
 def test_a_good_bot_passes_its_validation_match(root: Path) -> None:
@@ -112,6 +104,19 @@ def test_a_submitted_bot_sees_nothing_of_the_ladders_folder(root: Path) -> None:
     result = _validate(root, "peek", hidden=(root / "ladder",))
     assert "cannot read: [Errno 2] No such file or directory" in result.log, result.log
     assert "the ladder's own" not in result.log
+
+
+def test_a_version_that_does_not_build_is_never_played(root: Path) -> None:
+    folder = root / "unbuildable"
+    folder.mkdir()
+    (folder / "bot.py").write_text('import pandas\nif __name__ == "__main__":\n    pass\n')
+    states: list[str] = []
+    check = VersionCheck("rezzo", HOUSE, root / "ladder")
+    verdict = trio.run(check_version, folder, "v2", check, states.append)
+    assert states == ["building", "failed"] and verdict.validation is None
+    assert verdict.reason is not None and verdict.reason.startswith("bot.py:1: imports pandas")
+    assert verdict.log == verdict.built.log and "pandas" in verdict.log
+    assert not private_log(root / "ladder", "unbuildable", "validation-v2").exists()
 
 
 def test_a_private_log_is_its_owners_and_the_hosts_alone() -> None:
