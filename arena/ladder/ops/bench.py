@@ -251,13 +251,14 @@ async def _time_to_hello(spec: BotSpec, isolate: bool) -> float:
     """Seconds from asking the launcher to start ``spec`` on a handed connection to its first bytes
     (its hello); the bot is stopped then."""
     with socket.create_server(("127.0.0.1", 0)) as listener:
-        client = socket.create_connection(listener.getsockname()[:2], timeout=5.0)
+        port = listener.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port), timeout=5.0)
         server, _ = listener.accept()
     client.settimeout(None)
     began = time.perf_counter()
     with server, trio.fail_after(60):
         try:
-            proc = await start_bot(spec, "127.0.0.1", 0, None, isolate=isolate, connection=client)
+            proc = await start_bot(spec, "127.0.0.1", port, None, isolate=isolate, connection=client)
         finally:
             client.close()  # the bot has its own copy
         try:
