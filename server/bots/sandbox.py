@@ -207,7 +207,10 @@ async def run_sandboxed(
     marker = secrets.token_hex(8)
     uid = _isolated_uid()
     if uid is not None:
-        await trio.to_thread.run_sync(_give, folder, uid)
+        try:
+            await trio.to_thread.run_sync(_give, folder, uid)
+        except OSError as exc:
+            return SandboxRun(None, "", 0.0, f"the build's folder cannot be given to its user: {exc}")
     group = BotCgroup.make(marker)
     if group is not None:
         group.limit(limits.memory_mb, limits.processes)
