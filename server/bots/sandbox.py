@@ -200,7 +200,8 @@ async def run_sandboxed(
     hidden: tuple[Path, ...] = (),
     view: PythonView | None = None,
 ) -> SandboxRun:
-    """Run ``argv`` in ``folder`` under the build's confinement; never raises for what the command does."""
+    """Run ``argv`` in ``folder`` under the build's confinement; never raises for what the command or
+    the folder does (`IsolationError` when this host cannot confine a build at all)."""
     check_sandbox()
     become_subreaper()
     folder = folder.resolve()
