@@ -60,11 +60,14 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _validate(root: Path, name: str, **kw: Any) -> ValidationResult:
     """The version in ``root/name`` checked as the ladder checks one (built, then validated), with
     the states it went through; ``kw`` are `VersionCheck`'s."""
-    states: list[str] = []
+    states: list[tuple[str, str | None, str]] = []
     check = VersionCheck("rezzo", HOUSE, root / "ladder", game_values={"max_ticks": 40}, **kw)
-    verdict = trio.run(check_version, root / name, "v1", check, states.append)
+    verdict = trio.run(check_version, root / name, "v1", check, lambda *told: states.append(told))
     assert verdict.validation is not None, verdict.reason
-    assert states == ["building", "validating", verdict.state]
+    assert states == [
+        ("validating", None, verdict.built.log),
+        (verdict.state, verdict.reason, verdict.validation.log),
+    ]
     assert verdict.state == ("validated" if verdict.validation.ok else "failed")
     assert verdict.log == verdict.validation.log
     return verdict.validation
@@ -110,10 +113,10 @@ def test_a_version_that_does_not_build_is_never_played(root: Path) -> None:
     folder = root / "unbuildable"
     folder.mkdir()
     (folder / "bot.py").write_text('import pandas\nif __name__ == "__main__":\n    pass\n')
-    states: list[str] = []
+    states: list[tuple[str, str | None, str]] = []
     check = VersionCheck("rezzo", HOUSE, root / "ladder")
-    verdict = trio.run(check_version, folder, "v2", check, states.append)
-    assert states == ["building", "failed"] and verdict.validation is None
+    verdict = trio.run(check_version, folder, "v2", check, lambda *told: states.append(told))
+    assert states == [("failed", verdict.reason, verdict.built.log)] and verdict.validation is None
     assert verdict.reason is not None and verdict.reason.startswith("bot.py:1: imports pandas")
     assert verdict.log == verdict.built.log and "pandas" in verdict.log
     assert not private_log(root / "ladder", "unbuildable", "validation-v2").exists()

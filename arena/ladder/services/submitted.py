@@ -1,10 +1,12 @@
 """A submitted version from its unpacked folder to a verdict: built, then validated by one unrated
 match (docs/ladder.md, "How submitted bots are built and run").
 
-The store keeps the versions and their states (received, building, validating, then validated or
-failed); this service moves one version through them, telling each state to ``on_state`` as it
-enters it, so that the owner's page shows where it is. A version that fails keeps the log of the
-stage that failed it: its build's, or its own output in the validation match.
+The store keeps the versions and their states (`cellarena.arena.ladder.submissions.versions.MOVES`):
+the builder takes a ``received`` version, which moves it to ``building`` (`VersionTable.next_to_build`),
+unpacks its archive, and hands the folder here. Each stage that ends is told to ``on_state`` with the
+state that follows, the reason of a failure and the stage's log, as `VersionTable.mark` takes them
+(``validating`` with the build's log; ``validated`` or ``failed`` with the match's, or ``failed``
+with the build's), so that the owner's page shows where the version is and why it failed.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from cellarena.arena.ladder.submissions.validate import ValidationResult, valida
 from cellarena.server.bots.confinement import Limits
 from cellarena.server.bots.launcher import BotSpec
 
-#: The states a version goes through here, in order; it ends in one of the last two.
-BUILDING, VALIDATING, VALIDATED, FAILED = "building", "validating", "validated", "failed"
+#: The states a version moves to here, in order; it ends in one of the last two.
+VALIDATING, VALIDATED, FAILED = "validating", "validated", "failed"
 
 
 @dataclass(frozen=True)
@@ -59,16 +61,20 @@ async def check_version(
     folder: Path,
     version: str,
     check: VersionCheck,
-    on_state: Callable[[str], None] | None = None,
+    on_state: Callable[[str, str | None, str], object] | None = None,
 ) -> Verdict:
-    """Build the version unpacked in ``folder`` in place, then validate it: its `Verdict`."""
-    tell = on_state or (lambda state: None)
-    tell(BUILDING)
+    """Build the version unpacked in ``folder`` in place, then validate it: its `Verdict`. Each stage
+    that ends calls ``on_state(state, reason, log)`` (`VersionTable.mark`'s, for a version building)."""
+
+    def tell(state: str, reason: str | None, log: str) -> None:
+        if on_state is not None:
+            on_state(state, reason, log)
+
     built = await build(folder, check.build_limits, version=version, hidden=check.hidden)
     if not built.ok or built.program is None:
-        tell(FAILED)
+        tell(FAILED, built.reason, built.log)
         return Verdict(FAILED, built.reason, built)
-    tell(VALIDATING)
+    tell(VALIDATING, None, built.log)
     result = await validate(
         built.program,
         check.house_bot,
@@ -83,5 +89,6 @@ async def check_version(
         connect_timeout=check.connect_timeout,
     )
     state = VALIDATED if result.ok else FAILED
-    tell(state)
-    return Verdict(state, None if result.ok else result.reason, built, result)
+    reason = None if result.ok else result.reason
+    tell(state, reason, result.log)
+    return Verdict(state, reason, built, result)

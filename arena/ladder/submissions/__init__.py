@@ -1,1 +1,2 @@
-"""Bots their owners upload: built confined and offline, validated by one unrated match, then played."""
+"""Submitted bots up to their unpacked folder: versions and their states, the content-addressed archive
+store, and the safe unpacking of an uploaded archive (no network here)."""

@@ -591,6 +591,11 @@
     title.textContent = `${m.game}: ${m.names.join(" vs ")}`;
     const res = m.result ? (m.result.winner === null ? `draw (${m.result.reason})` : `${m.names[m.result.winner]} wins (${m.result.reason})`) : "no result (incomplete replay)";
     subtitle.textContent = `${m.name} · seed ${m.seed} · ${m.frames} frames · ${res}`;
+    if (m.forked_from) { // a fork: where it came from, a link when its origin is served here too
+      const o = m.forked_from;
+      const origin = o.link ? h("a", { href: o.link, id: "forked-from" }, o.replay) : h("span", { id: "forked-from" }, o.replay);
+      subtitle.append(" · forked from ", origin, ` at tick ${o.tick}`);
+    }
     seek.max = String(m.frames - 1);
     showMarks(m);
     legend.replaceChildren(...G.legend(m).map(([color, label]) =>
