@@ -7,8 +7,10 @@ The bots are built once per module; each match is of 40 ticks at full speed.
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,10 @@ import pytest
 import trio
 
 from cellarena.arena.cli.new_bot import write_bot
+from cellarena.arena.ladder.services.builder import Builder
 from cellarena.arena.ladder.services.submitted import VersionCheck, check_version
+from cellarena.arena.ladder.store.ladder_store import LadderStore
+from cellarena.arena.ladder.submissions.archives import ArchiveStore
 from cellarena.arena.ladder.submissions.validate import ValidationResult, may_read_log, private_log
 from cellarena.server.bots.launcher import BotSpec
 
@@ -62,7 +67,11 @@ def _validate(root: Path, name: str, **kw: Any) -> ValidationResult:
     the states it went through; ``kw`` are `VersionCheck`'s."""
     states: list[tuple[str, str | None, str]] = []
     check = VersionCheck("rezzo", HOUSE, root / "ladder", game_values={"max_ticks": 40}, **kw)
-    verdict = trio.run(check_version, root / name, "v1", check, lambda *told: states.append(told))
+
+    async def told(*said: Any) -> None:
+        states.append(said)
+
+    verdict = trio.run(check_version, root / name, "v1", check, told)
     assert verdict.validation is not None, verdict.reason
     assert states == [
         ("validating", None, verdict.built.log),
@@ -115,7 +124,11 @@ def test_a_version_that_does_not_build_is_never_played(root: Path) -> None:
     (folder / "bot.py").write_text('import pandas\nif __name__ == "__main__":\n    pass\n')
     states: list[tuple[str, str | None, str]] = []
     check = VersionCheck("rezzo", HOUSE, root / "ladder")
-    verdict = trio.run(check_version, folder, "v2", check, lambda *told: states.append(told))
+
+    async def told(*said: Any) -> None:
+        states.append(said)
+
+    verdict = trio.run(check_version, folder, "v2", check, told)
     assert states == [("failed", verdict.reason, verdict.built.log)] and verdict.validation is None
     assert verdict.reason is not None and verdict.reason.startswith("bot.py:1: imports pandas")
     assert verdict.log == verdict.built.log and "pandas" in verdict.log
@@ -129,3 +142,31 @@ def test_a_private_log_is_its_owners_and_the_hosts_alone() -> None:
     assert may_read_log(None, "ada", viewer_is_host=True)
     assert not may_read_log("ada", None)  # a house bot's log is the host's
     assert private_log(Path("/l"), "../evil", "m/1") == Path("/l/private-logs/_evil/m_1.log")
+
+
+def test_the_builder_takes_a_received_version_from_its_archive_to_live(root: Path) -> None:
+    """A version uploaded as the store keeps one (its archive by digest, `received`) is taken by the
+    builder, unpacked into its own folder, built, validated and, as its bot's first, made live;
+    every state and log is in the store."""
+    source = root / "upload"
+    write_bot("rezzo", "up", "python", source)
+    (source / "bot.toml").write_text('command = "python up.py"\n')
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
+        tar.add(source, arcname="up")
+    data = packed.getvalue()
+    archives = ArchiveStore(root / "archives")
+    with LadderStore(root / "ladder.db") as store:
+        store.add_bot("up", "rezzo")
+        added = store.versions.add_version("up", archives.put(data, "tar.gz"), len(data), "tar.gz")
+        check = VersionCheck("rezzo", HOUSE, root / "ladder", game_values={"max_ticks": 40})
+        builder = Builder(store, archives, root / "versions", check)
+        taken = trio.run(builder.build_next)
+        assert taken is not None
+        version, verdict = taken
+        assert version.id == added.id and verdict is not None and verdict.state == "validated"
+        assert (builder.version_folder(version) / "up" / "up.py").is_file()
+        stored = store.versions.version_by_id(added.id)
+        assert stored.state == "live", stored.reason
+        assert stored.validation_log and "tick cap 40 reached" in stored.validation_log
+        assert trio.run(builder.build_next) is None  # nothing else waits

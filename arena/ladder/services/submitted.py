@@ -11,7 +11,7 @@ with the build's), so that the owner's page shows where the version is and why i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,20 +61,20 @@ async def check_version(
     folder: Path,
     version: str,
     check: VersionCheck,
-    on_state: Callable[[str, str | None, str], object] | None = None,
+    on_state: Callable[[str, str | None, str], Awaitable[None]] | None = None,
 ) -> Verdict:
     """Build the version unpacked in ``folder`` in place, then validate it: its `Verdict`. Each stage
     that ends calls ``on_state(state, reason, log)`` (`VersionTable.mark`'s, for a version building)."""
 
-    def tell(state: str, reason: str | None, log: str) -> None:
+    async def tell(state: str, reason: str | None, log: str) -> None:
         if on_state is not None:
-            on_state(state, reason, log)
+            await on_state(state, reason, log)
 
     built = await build(folder, check.build_limits, version=version, hidden=check.hidden)
     if not built.ok or built.program is None:
-        tell(FAILED, built.reason, built.log)
+        await tell(FAILED, built.reason, built.log)
         return Verdict(FAILED, built.reason, built)
-    tell(VALIDATING, None, built.log)
+    await tell(VALIDATING, None, built.log)
     result = await validate(
         built.program,
         check.house_bot,
@@ -90,5 +90,5 @@ async def check_version(
     )
     state = VALIDATED if result.ok else FAILED
     reason = None if result.ok else result.reason
-    tell(state, reason, result.log)
+    await tell(state, reason, result.log)
     return Verdict(state, reason, built, result)
