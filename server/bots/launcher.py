@@ -487,6 +487,7 @@ def launch_causes(
 #: What a launched bot is told by cellarena alone, never inherited from cellarena's own environment.
 _HANDOVER_VARIABLES = (
     "CELLARENA_TOKEN", "CELLARENA_TOKEN_FD", "CELLARENA_SOCKET_FD", "CELLARENA_HOST", "CELLARENA_PORT",
+    "CELLARENA_TLS", "CELLARENA_TLS_CA", "CELLARENA_TLS_NAME",
 )  # fmt: skip
 
 
@@ -535,6 +536,7 @@ async def start_bot(
     isolate: bool = False,
     connection: socket.socket | None = None,
     on_started: Callable[[BotProcess], None] | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> BotProcess:
     """Start ``bot`` in a session of its own, confined by ``limits`` (and isolated with ``isolate``),
     its output piped for `copy_log` (docs/protocol.md says what a bot is handed):
@@ -545,7 +547,8 @@ async def start_bot(
       connect in CELLARENA_HOST and _PORT, for bots written before the connection was handed over.
       The token goes into the pipe only after ``on_started`` has the process: a bot that can read it
       is known, so its hello is judged by its own processes however fast it comes (a compiled bot
-      says hello before an awaited start returns)."""
+      says hello before an awaited start returns);
+    - ``extra_env``, when given, more variables, none secret (a house bot's CELLARENA_TLS, ...)."""
     become_subreaper()
     launch = Launch(limits or Limits(), isolate=isolate, handed_connection=connection is not None)
     try:
@@ -553,10 +556,11 @@ async def start_bot(
     except BaseException:
         launch.cleanup()  # its cgroup, made before the isolation was refused
         raise
+    told = dict(extra_env or {})
     env = {k: v for k, v in os.environ.items() if k not in _HANDOVER_VARIABLES}
     env.update(CELLARENA_NAME=bot.name, PYTHONUNBUFFERED="1")
     if not launch.private_network:  # an address it could reach
-        env.update(CELLARENA_HOST=host, CELLARENA_PORT=str(port))
+        env.update(CELLARENA_HOST=host, CELLARENA_PORT=str(port), **told)
     env.update(launch.env())
     pass_fds: tuple[int, ...] = ()
     read_end = write_end = None
