@@ -355,6 +355,10 @@ def test_a_tls_ladders_house_bots_are_told_its_certificate_and_name(tmp_path: Pa
 
     _, chain, _ = pem_files(tmp_path, "ladder.example.org", "127.0.0.1")
     tls = HouseTls.of_certificate(chain)
-    assert tls.env() == {"CELLARENA_TLS": "1", "CELLARENA_TLS_CA": str(chain), "CELLARENA_TLS_NAME": "127.0.0.1"}
+    assert tls.env() == {
+        "CELLARENA_TLS": "1",
+        "CELLARENA_TLS_CA": str(chain),
+        "CELLARENA_TLS_NAME": "127.0.0.1",
+    }
     _, chain, _ = pem_files(tmp_path, "ladder.example.org")
     assert HouseTls.of_certificate(chain).name == "ladder.example.org"

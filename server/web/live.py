@@ -140,13 +140,15 @@ async def _watch_once(
             first = True
             while True:
                 data = await stream.receive_some(1 << 20)
-                if not data:
-                    return None
-                if first and tls is None and data[:1] in (b"\x15", b"\x16") and data[1:2] == b"\x03":
+                if first and tls is None and (not data or data[:2] in (b"\x15\x03", b"\x16\x03")):
+                    # A TLS server's alert, or its silent close: a plain one answers a hello.
+                    what = "speaks TLS" if data else "closed the connection without a word: if it serves TLS"
                     return (
-                        f"the bot port {where} speaks TLS: give `ladder web` --live-tls (and "
+                        f"the bot port {where} {what}, give `ladder web` --live-tls (and "
                         "--live-tls-ca PATH if the system does not trust its certificate)"
                     )
+                if not data:
+                    return None
                 first = False
                 for message in reader.feed(data):
                     feed.publish(message)

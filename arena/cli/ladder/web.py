@@ -50,7 +50,9 @@ from cellarena.server.cli.web_options import allowed_host_option
     help="Trust only the certificates in this PEM file for the bot port: its CA, or the ladder's own "
     "certificate (implies --live-tls).",
 )
-@click.option("-v", "--verbose", is_flag=True, help="Log every request, not only what owners and the host do.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Log every request, not only what owners and the host do."
+)
 @click.option(
     "--public-debug",
     is_flag=True,
