@@ -15,7 +15,7 @@ from cellarena.server.cli.params import (
     trusted_proxies,
     writable_folder,
 )
-from cellarena.server.cli.run import configure_logging, run_trio
+from cellarena.server.cli.run import configure_logging, restore_logging_after_command, run_trio
 from cellarena.server.cli.web_options import allowed_host_option
 
 
@@ -149,7 +149,7 @@ def web(
             param_hint="--live-port",
         )
     live_context = _live_tls(live_tls, live_tls_ca)
-    configure_logging(verbose)
+    _log_actions(verbose)
     try:
         from cellarena.server.web.hosts import AllowedHosts, HostsError
         from cellarena.server.web.serving import BindError, bind
@@ -196,6 +196,16 @@ def web(
     finally:
         sock.close()
         store.close()
+
+
+def _log_actions(verbose: bool) -> None:
+    """`serve`'s log format; what owners and admins do always (`web.action_log`), the rest with -v."""
+    import logging
+
+    configure_logging(verbose)
+    actions = logging.getLogger("cellarena.ladder.web")
+    restore_logging_after_command(actions)
+    actions.setLevel(logging.INFO)
 
 
 def _live_tls(live_tls: bool, ca_file: str | None) -> Any:

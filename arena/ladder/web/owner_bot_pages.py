@@ -17,6 +17,7 @@ from cellarena.arena.ladder.errors import BadNameError
 from cellarena.arena.ladder.identity.tokens import Token
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.store.ladder_store import MAX_ID
+from cellarena.arena.ladder.web.action_log import said
 from cellarena.arena.ladder.web.owner_guard import SESSION_COOKIE
 from cellarena.arena.ladder.web.owner_pages import AccountSite
 from cellarena.arena.ladder.web.public_pages import bot_href
@@ -66,6 +67,7 @@ class BotPages:
                 error=str(exc),
                 **context,
             )
+        said(owner.name, f"made bot {bot.name} ({bot.game})", self.guard.client(request))
         return self.site.token_page(request, owner, bot.name, token, "made")
 
     async def rotate(self, request: Request) -> Response:
@@ -73,12 +75,14 @@ class BotPages:
         name = request.path_params["name"]
         token = await self.site.bot_action(lambda: self.site.accounts.rotate_bot(owner, name))
         assert isinstance(token, Token)
+        said(owner.name, f"renewed the token of bot {name}", self.guard.client(request))
         return self.site.token_page(request, owner, name, token, "rotated")
 
     async def revoke(self, request: Request) -> Response:
         owner, _, _ = await self.guard.owner_post(request)
         name = request.path_params["name"]
         await self.site.bot_action(lambda: self.site.accounts.revoke_bot(owner, name))
+        said(owner.name, f"revoked bot {name}", self.guard.client(request))
         return RedirectResponse("/account", status_code=303)
 
     async def delete_account(self, request: Request) -> Response:
@@ -95,6 +99,11 @@ class BotPages:
                 error="the password is wrong: your account is not deleted", **context,
             )  # fmt: skip
         revoked = await trio.to_thread.run_sync(self.site.accounts.delete_owner, owner.name)
+        said(
+            owner.name,
+            f"deleted their account (bots revoked: {', '.join(revoked) or 'none'})",
+            self.guard.client(request),
+        )
         response = self.site.page(
             "account/message.html",
             request,
@@ -141,6 +150,7 @@ class BotPages:
                 exc.status_code, title=f"{name} (yours)" if back_to_bot else f"{owner.name}'s bots",
                 csrf=self.guard.csrf_for(session), error=None, **context,
             )  # fmt: skip
+        said(owner.name, _what(request.url.path.rsplit("/", 1)[-1], name, fields), self.guard.client(request))
         where = f"/account{bot_href(name)}" if back_to_bot else "/account"
         return RedirectResponse(where, status_code=303)
 
@@ -183,3 +193,12 @@ class BotPages:
             status = 401 if "wrong name or password" in str(exc) else 400
             return JSONResponse({"error": str(exc)}, status_code=status)
         return JSONResponse({"name": bot.name, "game": bot.game, "token": token.secret}, status_code=201)
+
+
+def _what(action: str, name: str, fields: dict[str, str]) -> str:
+    """A form's change to bot ``name`` in the log's words (the action is the path's last part)."""
+    if action == "challenge":
+        return f"challenged {fields.get('opponent', '').strip()[:64]!r} with bot {name}"
+    if action == "challenges":
+        return f"set bot {name}: {'refuses' if fields.get('refuse') == '1' else 'takes'} challenges"
+    return f"{action}d bot {name}" if action.endswith("e") else f"{action}ed bot {name}"
