@@ -56,6 +56,9 @@ def test_owners_and_admins_actions_are_logged_without_a_secret(tmp_path: Path) -
         again.get("/account")
         assert again.post("/account/bots/annbot/revoke", {}).status == 303
 
+        with LadderStore(tmp_path / "ladder.sqlite", create=False) as store:  # the bot is told who renewed
+            renewals = [(e.actor, e.bot) for e in store.audit_log() if e.action == "rotate"]
+            assert renewals == [("ann (owner)", "annbot")]
         pages.proc.terminate()
         _, err = pages.proc.communicate(timeout=30)
     assert len(secrets) == 6 and all(secrets), secrets  # two tokens and the code were found
