@@ -54,7 +54,7 @@ def test_owners_and_admins_actions_are_logged_without_a_secret(tmp_path: Path) -
         again.get("/admin")
         assert again.post("/admin/pause", {"name": "rival", "reason": "leaks memory"}).status == 303
         again.get("/account")
-        assert again.post("/account/bots/annbot/revoke", {}).status == 303
+        assert again.post("/account/bots/annbot/revoke", {"confirm": "yes"}).status == 303
 
         with LadderStore(tmp_path / "ladder.sqlite", create=False) as store:  # the bot is told who renewed
             renewals = [(e.actor, e.bot) for e in store.audit_log() if e.action == "rotate"]

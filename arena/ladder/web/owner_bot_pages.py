@@ -79,8 +79,16 @@ class BotPages:
         return self.site.token_page(request, owner, name, token, "rotated")
 
     async def revoke(self, request: Request) -> Response:
-        owner, _, _ = await self.guard.owner_post(request)
+        """Asks first (a page with the button that revokes), then revokes: there is no undoing it."""
+        owner, session, fields = await self.guard.owner_post(request)
         name = request.path_params["name"]
+        bot = await self.site.bot_action(lambda: self.site.accounts.bot_of(owner, name))
+        assert isinstance(bot, BotRecord)
+        if fields.get("confirm") != "yes":
+            return self.site.page(
+                "account/confirm.html", request, title=f"Revoke {name}?", bot=bot,
+                csrf=self.guard.csrf_for(session), action=f"/account{bot_href(name)}/revoke",
+            )  # fmt: skip
         await self.site.bot_action(lambda: self.site.accounts.revoke_bot(owner, name))
         said(owner.name, f"revoked bot {name}", self.guard.client(request))
         return RedirectResponse("/account", status_code=303)
@@ -154,6 +162,12 @@ class BotPages:
         where = f"/account{bot_href(name)}" if back_to_bot else "/account"
         return RedirectResponse(where, status_code=303)
 
+    async def pause_bot(self, request: Request) -> Response:
+        """The owner pauses their bot (refused at hello until they resume it; a match plays on)."""
+        return await self.bot_change(
+            request, lambda b, f, who: self.site.store.pause(b.name, PAUSED_BY_OWNER, actor=who)
+        )
+
     async def resume_bot(self, request: Request) -> Response:
         return await self.bot_change(request, lambda b, f, who: self.site.community.resume_bot(b, who))
 
@@ -193,6 +207,10 @@ class BotPages:
             status = 401 if "wrong name or password" in str(exc) else 400
             return JSONResponse({"error": str(exc)}, status_code=status)
         return JSONResponse({"name": bot.name, "game": bot.game, "token": token.secret}, status_code=201)
+
+
+#: Why an owner's bot is paused when they paused it themselves (the pause reason its hellos are told).
+PAUSED_BY_OWNER = "paused by its owner"
 
 
 def _what(action: str, name: str, fields: dict[str, str]) -> str:
