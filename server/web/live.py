@@ -150,7 +150,7 @@ async def _watch_once(
                 if not data:
                     return None
                 first = False
-                for message in reader.feed(data):
+                for message in reader.feed(bytes(data)):
                     feed.publish(message)
                     if message.get("type") in ("end", "error"):
                         return None

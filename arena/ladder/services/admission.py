@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -314,7 +314,10 @@ class Admission(LadderService):
         await self.check_bots(names)
 
     def apply_bots(
-        self, current: dict[str, tuple[BotRecord, str]], names: set[str], by_owner: set[str] = frozenset()
+        self,
+        current: dict[str, tuple[BotRecord, str]],
+        names: set[str],
+        by_owner: Set[str] = frozenset(),
     ) -> None:
         """Bring the sessions of the bots ``names`` in line with the store (``current``: each such bot as
         the store has it now, with its token's digest; a name missing from it is gone).
