@@ -99,11 +99,10 @@ def test_a_house_bot_plays_a_tls_bot_on_a_tls_ladder_and_live_shows_it(tmp_path:
     )  # fmt: skip
     try:
         url = web_url(web)
-        wait_for(lambda: {"alice", "builder"} in finished_pairs(tmp_path), "a house bot's match", timeout=120)
-        seen = live_messages(url, 2)
+        seen = live_messages(url, 2)  # the first match, as it is played
         welcome = next(m for m in seen if m["type"] == "welcome")
         assert sorted(welcome["names"]) == ["alice", "builder"], welcome
-        assert any(m["type"] == "frame" for m in seen) or len(seen) == 2
+        wait_for(lambda: {"alice", "builder"} in finished_pairs(tmp_path), "a house bot's match", timeout=120)
     finally:
         for proc in (web, alice):
             proc.stop()
