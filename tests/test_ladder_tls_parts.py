@@ -11,6 +11,7 @@ import json
 import os
 import re
 import socket
+import ssl
 import sys
 import time
 from functools import partial
@@ -25,8 +26,9 @@ from certificates import pem_files
 from game_servers import Process, add_ladder_bot, ladder_serve, start, wait_for
 
 from cellarena.arena.ladder.store.ladder_store import LadderStore
+from cellarena.sdk.protocol import encode
 from cellarena.server.net.tls import server_context
-from cellarena.server.web.live import LiveFeed, relay
+from cellarena.server.web.live import LiveFeed, own_certificate, relay
 
 BOTS = ROOT / "example_bots" / "rezzo"
 
@@ -141,3 +143,49 @@ async def test_a_live_view_told_nothing_of_tls_says_once_what_to_give(
     assert len(lines) == 1 and "--live-tls" in lines[0] and f"127.0.0.1:{port}" in lines[0], lines
     gaps = [round(b - a, 1) for a, b in itertools.pairwise(tries)]
     assert gaps[:5] == [0.4, 0.8, 1.6, 3.2, 6.4] and set(gaps[5:]) == {10.0}, gaps  # not 10 a second
+
+
+async def test_a_relay_to_its_own_tls_port_trusts_that_certificate_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`cellarena serve --tls-cert --web` (and `ladder web --live-tls-ca` with the ladder's own
+    certificate): the relay reaches 127.0.0.1, which the certificate need not name, and trusts that
+    certificate only; a port showing another certificate is refused, said once."""
+    _, chain, key = pem_files(tmp_path, "ladder.example.org")  # not for 127.0.0.1
+    (tmp_path / "other").mkdir()
+    _, other_chain, other_key = pem_files(tmp_path / "other", "127.0.0.1")
+
+    async def match_server(context: ssl.SSLContext, stream: trio.SocketStream) -> None:
+        tls = trio.SSLStream(stream, context, server_side=True)
+        with contextlib.suppress(trio.BrokenResourceError):
+            await tls.receive_some(1 << 16)  # the relay's hello
+            welcome = {"type": "welcome", "match": 3, "names": ["alice", "bob"]}
+            await tls.send_all(encode(welcome) + encode({"type": "end", "match": 3}))
+            await tls.aclose()
+
+    async def watched(context: ssl.SSLContext) -> LiveFeed:
+        feed = LiveFeed("rezzo")
+        async with trio.open_nursery() as nursery:
+            handler = partial(match_server, context)
+            (listener,) = await nursery.start(partial(trio.serve_tcp, handler, 0, host="127.0.0.1"))
+            with trio.fail_after(30):
+                await relay(
+                    "127.0.0.1",
+                    listener.socket.getsockname()[1],
+                    feed,
+                    follow=False,
+                    tls=own_certificate(str(chain)),
+                )
+            nursery.cancel_scope.cancel()
+        return feed
+
+    feed = await watched(server_context(chain, key))
+    assert feed.messages["welcome"] is not None and feed.messages["welcome"]["names"] == ["alice", "bob"]
+    assert feed.messages["end"] is not None
+    assert not [r for r in caplog.records if r.name == "cellarena.web"]
+    feed = await watched(server_context(other_chain, other_key))
+    assert feed.messages["welcome"] is None
+    [line] = [r.getMessage() for r in caplog.records if r.name == "cellarena.web"]
+    assert "the TLS handshake with the bot port 127.0.0.1:" in line and "CERTIFICATE_VERIFY_FAILED" in line, (
+        line
+    )

@@ -211,9 +211,17 @@ class LiveMatches:
 
     KEEP = 16
 
-    def __init__(self, game: str, host: str, running: Callable[[], list[tuple[int, list[str]]]]) -> None:
+    def __init__(
+        self,
+        game: str,
+        host: str,
+        running: Callable[[], list[tuple[int, list[str]]]],
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.game = game
         self.host = host
+        #: The relays' client TLS context when the match server serves TLS (`own_certificate`).
+        self.tls = tls
         #: The match server's port, once it listens (``serve --port 0`` learns it then).
         self.port: int | None = None
         self.running = running
@@ -235,7 +243,9 @@ class LiveMatches:
         if self._nursery is None or self.port is None or number not in live:
             return None
         feed = self.feeds[number] = LiveFeed(self.game)
-        self._nursery.start_soon(partial(relay, self.host, self.port, feed, follow=False, match=number))
+        self._nursery.start_soon(
+            partial(relay, self.host, self.port, feed, follow=False, match=number, tls=self.tls)
+        )
         for old in [n for n in self.feeds if n not in live][: max(0, len(self.feeds) - self.KEEP)]:
             del self.feeds[old]
         return feed
@@ -307,6 +317,16 @@ async def serve_live(sock: socket.socket, feed: LiveFeed, matches: LiveMatches |
     async with trio.open_nursery() as nursery:
         await nursery.start(matches.run)
         await run(app, sock)
+
+
+def own_certificate(cert: str) -> ssl.SSLContext:
+    """A client context for a relay to this process's own TLS bot port (``--tls-cert``): it trusts
+    only that certificate (pinned, whoever signed it) and checks no name, since the relay connects to
+    a loopback address that the certificate, made for the public name, need not name."""
+    context = ssl.create_default_context(cafile=cert)
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    context.check_hostname = False
+    return context
 
 
 def loopback_for(host: str) -> str:
