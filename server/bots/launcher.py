@@ -54,6 +54,7 @@ from cellarena.server.net.socket_owner import holds, tcp_inode
 from cellarena.server.play.lobby import Lobby, LobbyConfig
 from cellarena.server.play.match import MatchOutcome, Recorder, TickSettings
 from cellarena.server.play.seating import Refusal, ReservedSeating
+from cellarena.server.play.start import MatchStart
 
 #: Seconds a bot has, from the start of its process, to connect and send hello.
 DEFAULT_CONNECT_TIMEOUT = 15.0
@@ -171,11 +172,13 @@ async def play_match(
     limits: Limits | None = None,
     isolate: bool = False,
     on_listening: Callable[[int], None] | None = None,
+    start: MatchStart | None = None,
 ) -> LaunchedMatch:
     """Run one match between ``bots`` (one per seat, in order) and stop every process afterwards.
 
     ``on_listening(port)`` is told the match server's port before the bots start (the live view
-    connects to it as a spectator)."""
+    connects to it as a spectator). ``start``: the match's first engine instead of a fresh one, and
+    its scripted seats, whose bots (names only) are not started (`replay fork`)."""
     limits = limits or Limits()
     if isolate:
         check_isolation()
@@ -196,6 +199,7 @@ async def play_match(
             # to say hello as a bot has to connect.
             hello_timeout=max(connect_timeout, LobbyConfig.hello_timeout),
             explain_gone=launch.explain_gone,
+            start=start,
         ),
         launch.seating,
     )
@@ -205,7 +209,7 @@ async def play_match(
             f"give exactly {lobby.players} --bot options"
         )
     log_dir.mkdir(parents=True, exist_ok=True)
-    await launch.run(lobby, on_listening)
+    await launch.run(lobby, on_listening, start)
     return launch.result()
 
 
@@ -269,7 +273,9 @@ class _Launch:
         line = last_log_line(self.logs[name], secrets=self.tokens)
         return exit_cause(proc, self.exited[seat], self.limits, line)
 
-    async def run(self, lobby: Lobby, on_listening: Callable[[int], None] | None) -> None:
+    async def run(
+        self, lobby: Lobby, on_listening: Callable[[int], None] | None, start: MatchStart | None = None
+    ) -> None:
         """Serve the match, start every bot, and stop them all once it is over (at once if interrupted)."""
         # Each bot's output goes through a pipe to its log, so that a bot that prints without end cannot
         # fill the disk. The copiers outlive the match: a bot's last words come after `end`.
@@ -285,6 +291,9 @@ class _Launch:
                     if on_listening is not None:
                         on_listening(port)
                     for seat, bot in enumerate(self.bots):
+                        if start is not None and seat in start.scripted:
+                            self.seating.seat_gone(seat)  # played in-process: no bot comes
+                            continue
                         proc = await self._start(seat, bot, port)
                         if proc is None:
                             continue
