@@ -90,7 +90,7 @@ async def test_the_viewer_assets_are_served_from_the_package() -> None:
 # ------------------------------------------------------------- the one install, in each of its modes
 # One fresh venv per mode, built once for the module and all three at once (pip waits on its indexes
 # far more than it computes): docs/sdk.md's editable install in strict mode, setuptools' default editable
-# install, and a plain (wheel) install, each with the `author` extra (mypy included).
+# install, and a plain (wheel) install, each with the `author` extra (mypy and pytest included).
 
 DOC = ROOT / "docs" / "sdk.md"
 #: What docs/sdk.md's section 1 and the README's first command install.
@@ -148,7 +148,7 @@ def test_the_docs_install_line_is_the_one_the_tests_build() -> None:
     assert pip_args == [a.replace("SRC", ".") for a in MODES["strict"]]
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     # Not the test extra's PostgreSQL, Dask and browsers.
-    assert extras["author"] == ["cellarena[web]", "cellarena[rl]", "mypy>=1.10"]
+    assert extras["author"] == ["cellarena[web]", "cellarena[rl]", "mypy>=1.10", "pytest>=8"]
 
 
 @pytest.fixture(scope="module")
@@ -334,9 +334,7 @@ def test_the_plain_install_works_without_the_source_tree(installs: dict[str, Ins
     # `cellarena new-bot` ships its templates, and the test it writes passes with the random opponent
     # the SDK ships: a bot author needs no checkout.
     run("new-bot", "rezzo", "probe")
-    subprocess.run(
-        [str(bindir / "python"), "-m", "pip", "install", "-q", "pytest"], check=True, env=env, timeout=600
-    )
+    # The author extra brought pytest.
     probe = subprocess.run(
         [str(bindir / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         check=False,
