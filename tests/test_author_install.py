@@ -1,13 +1,16 @@
-"""The bot author's one install (docs/sdk.md, section 1; README's first command).
+"""The bot author's one install (docs/sdk.md, section 1; README's first command): the `author` extra,
+in editable strict mode, default editable mode and a plain install, each giving mypy on a new bot,
+the replay player and training; and the plain install working without the source tree.
 
-The fast part: the viewer's static files are served when they are symlinks, as an editable install
-in strict mode lays them (its `replay view` was a blank page: every asset a 404)."""
+First, the fast part: the viewer's static files are served when they are symlinks, as an editable
+install in strict mode lays them (its `replay view` was a blank page: every asset a 404)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import select
 import shlex
 import subprocess
 import tomllib
@@ -171,9 +174,15 @@ def installs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Install]:
         pips[mode] = subprocess.Popen(
             argv, cwd=src, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-    for mode, pip in pips.items():
-        out, _ = pip.communicate(timeout=900)
-        assert pip.returncode == 0, f"{mode}: {out}"
+    try:
+        for mode, pip in pips.items():
+            out, _ = pip.communicate(timeout=900)
+            assert pip.returncode == 0, f"{mode}: {out}"
+    finally:
+        for pip in pips.values():  # one failed: the others are not left running
+            if pip.poll() is None:
+                pip.kill()
+                pip.wait()
     return made
 
 
@@ -242,7 +251,8 @@ def test_the_player_shows_a_replay(
     )  # fmt: skip
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()
+        ready, _, _ = select.select([proc.stdout], [], [], 120)  # its address, under a deadline
+        line = proc.stdout.readline() if ready else ""
         found = re.search(r"at (http://\S+)", line)
         assert found, f"{line!r}\n{proc.stderr.read() if proc.stderr else ''}"
         base = found.group(1).split("/", 3)[:3]
