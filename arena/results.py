@@ -17,6 +17,7 @@ from typing import Any
 
 from cellarena.arena import ratings
 from cellarena.arena.tournament_store import SeatTally, Standing, standings_of
+from cellarena.arena.why import failure_word, first_exception, why_by_bot
 
 RESULTS = "results.sqlite"
 
@@ -181,22 +182,32 @@ class TournamentResults:
         return out
 
     def failures(self) -> list[dict[str, Any]]:
-        """Every seat that forfeited or crashed, with every column the database keeps for it."""
+        """Every seat that forfeited, crashed or answered mostly invalid (`words.mostly_invalid`), with
+        every column the database keeps for it, what it was (``what``) and the first exception its bot
+        raised there (``exception``: ``{"tick", "text"}``, or None; `why.first_exception`)."""
         with closing(self._db()) as db:
             db.row_factory = sqlite3.Row
             rows = db.execute(
-                "SELECT m.key, m.replay, s.* FROM seats s JOIN matches m ON m.idx = s.match"
-                " WHERE s.forfeit OR s.crashed ORDER BY s.match, s.seat"
+                "SELECT m.key, m.replay, m.ticks, s.* FROM seats s JOIN matches m ON m.idx = s.match"
+                " WHERE s.forfeit OR s.crashed OR 2 * s.invalid > m.ticks ORDER BY s.match, s.seat"
             ).fetchall()
         out = []
         for row in rows:
-            item = {k: row[k] for k in row.keys() if k not in ("match", "key")}  # noqa: SIM118 -- sqlite3.Row
+            item = {k: row[k] for k in row.keys() if k not in ("match", "key", "ticks")}  # noqa: SIM118 -- sqlite3.Row
             item["match"] = row["key"]
             item["forfeit"], item["crashed"] = bool(row["forfeit"]), bool(row["crashed"])
             raw = item.get("cause")
             item["cause"] = json.loads(raw) if raw else {"cause": "unknown"}
+            item["what"] = failure_word(item, row["ticks"])
+            item["exception"] = first_exception(
+                self._replay(row["replay"]), row["seat"], row["log"], row["invalid"]
+            )
             out.append(item)
         return out
+
+    def why(self, failures: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """Per bot, why its matches ended (`why.why_by_bot`): what `results` and a tournament's end say."""
+        return why_by_bot(self.bots, self.matches(), self.failures() if failures is None else failures)
 
     def match_causes(self) -> list[dict[str, Any]]:
         """Every match with each seat's result, counts and cause: what `results` shows per match."""
@@ -225,12 +236,14 @@ class TournamentResults:
 
     def report(self) -> dict[str, Any]:
         """Everything `cellarena results` prints, as JSON-ready data."""
+        failures = self.failures()
         return {
             "results": str(self.path),
             "game": self.game,
             "standings": [s.to_json() for s in self.standings()],
             "head_to_head": self.head_to_head(),
-            "failures": self.failures(),
+            "failures": failures,
+            "why": self.why(failures),
             "matches": self.match_causes(),
         }
 

@@ -142,15 +142,16 @@ class LocalPool(cf.ProcessPoolExecutor):
     #: Seconds an interrupted pool's workers have to stop their matches; each needs a few at most.
     STOP_GRACE = 30.0
 
-    def __init__(self, jobs: int) -> None:
-        from cellarena.arena.job import worker_init
-
+    def __init__(self, jobs: int, log_file: Path | None = None) -> None:
         # spawn: workers start clean (no trio state or open sockets of the coordinator to inherit),
         # and are the coordinator's own children, so they can tell when it is gone (`worker_init`).
         context = self._context = _NotingContext()
         self._stop = context.Event()
         super().__init__(
-            max_workers=jobs, mp_context=context, initializer=worker_init, initargs=(os.getpid(), self._stop)
+            max_workers=jobs,
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(os.getpid(), self._stop, None if log_file is None else str(log_file)),
         )
 
     def worker_processes(self) -> list[multiprocessing.context.SpawnProcess]:
@@ -182,8 +183,27 @@ class LocalPool(cf.ProcessPoolExecutor):
             manager.join(self.STOP_GRACE)  # it sees the pool broken and ends its futures
 
 
-def local_pool(jobs: int) -> LocalPool:
-    return LocalPool(jobs)
+#: The match servers' log of a tournament, in its --out folder (`local_pool`).
+SERVER_LOG = "server.log"
+
+
+def _start_worker(coordinator: int, stop: Any, log_file: str | None) -> None:
+    """`job.worker_init`, and the worker's log lines (a hung bot's "closing ... unresponsive") into
+    ``log_file``: on the terminal they would land over the progress bar, and the summary says it all."""
+    from cellarena.arena.job import worker_init
+
+    worker_init(coordinator, stop)
+    if log_file is not None:
+        handler = logging.FileHandler(log_file, encoding="utf-8")  # appends: one line is one write
+        handler.setFormatter(logging.Formatter("%(asctime)s pid %(process)d %(levelname)s %(message)s"))
+        root = logging.getLogger()
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+
+
+def local_pool(jobs: int, log_file: Path | None = None) -> LocalPool:
+    """A `LocalPool` of ``jobs`` workers, logging into ``log_file`` (None: to stderr, as before)."""
+    return LocalPool(jobs, log_file)
 
 
 def run_tournament(

@@ -149,6 +149,8 @@ class Standing:
             "rating": round(self.rating, 4),
             "mu": round(self.mu, 4),
             "sigma": round(self.sigma, 4),
+            # About 95% of the belief (mu +- 2 sigma): where the bot's strength may lie.
+            "interval": [round(x, 4) for x in ratings.interval(ratings.Rating(self.mu, self.sigma))],
             "matches": self.matches,
             "wins": self.wins,
             "draws": self.draws,

@@ -50,6 +50,7 @@ from cellarena.sdk.client import (
 from cellarena.sdk.debug import DebugLayer
 from cellarena.sdk.games import DEFAULT_GAME, MovesError, adapter, parse_settings
 from cellarena.sdk.protocol import ProtocolError
+from cellarena.sdk.protocol import debug as protocol_debug
 from cellarena.sdk.reconnect import Backoff
 
 DEFAULT_HOST = "127.0.0.1"
@@ -313,7 +314,8 @@ def play(bot: AnyBot, client: Client, *, name: str = "bot", quiet: bool = False)
             result = MatchResult.from_end(message)
             said = result.summary() + (f"; {slow} slow ticks" if slow else "")
             if log.invalid:  # always said: the bot's own failures must not pass unseen
-                log(f"{said}; {log.invalid} invalid answers of its own (on_tick raised or sent no moves)")
+                own = f"{log.invalid} invalid answer{'' if log.invalid == 1 else 's'}"
+                log(f"{said}; {own} of its own (on_tick raised or sent no moves)")
             else:
                 log(said, always=False)
             _guarded(log, "on_end", bot.on_end, result)
@@ -372,22 +374,32 @@ def _answer(bot: GameBot[ViewT, AnswerT], client: Client, message: dict[str, Any
     view = bot.make_view(message)
     started = time.monotonic()
     reply: dict[str, Any] = {"type": "moves", "tick": tick}
+    error: str | None = None
     try:
         answer = bot.on_tick(view)
     except Exception as exc:
-        why = f"on_tick raised {type(exc).__name__}: {exc}"
-        log.invalid_answer(tick, why, traceback.format_exc().rstrip())
+        error = f"on_tick raised {type(exc).__name__}: {exc}"
+        log.invalid_answer(tick, error, traceback.format_exc().rstrip())
     else:
         try:
             reply["moves"] = bot.encode_answer(answer, message)
         except MovesError as exc:
-            log.invalid_answer(tick, str(exc))
+            error = str(exc)
+            log.invalid_answer(tick, error)
     took_ms = (time.monotonic() - started) * 1000.0
     layer: DebugLayer | None = getattr(bot, "__dict__", {}).get("_debug")
     if layer is not None:  # only a bot that drew pays for it
         _add_debug(reply, layer, log)
+    if error is not None:  # its owner sees it in the player, where it happened (docs/protocol.md)
+        reply.setdefault("debug", {})["error"] = _first_line(error)
     client.send(reply)
     return took_ms
+
+
+def _first_line(text: str) -> str:
+    """An error's first line, printable and within `debug.MAX_ERROR`, as the server keeps it."""
+    line = (text.splitlines() or [""])[0]
+    return "".join(c if c.isprintable() else "?" for c in line)[: protocol_debug.MAX_ERROR]
 
 
 def _add_debug(reply: dict[str, Any], layer: DebugLayer, log: _Log) -> None:

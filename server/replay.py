@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import hashlib
 import io
 import operator
 import os
@@ -56,6 +57,10 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 class ReplayError(Exception):
     """A replay that cannot be read or replayed. ``str()`` starts with the file's path."""
+
+
+class TickError(ReplayError):
+    """A sound replay without the decision point asked for (`rebuild_at`): the tick is at fault."""
 
 
 # ---------------------------------------------------------------------------------------- reading
@@ -357,7 +362,24 @@ def _check_header(path: str, record: dict[Any, Any]) -> dict[str, Any]:
     if events_version is not None and events_version < 1:
         raise c.fail(f"field 'events_version' must be 1 or more, got {events_version}")
     c.get("sections", "list", optional=True)
+    if "forked_from" in record:
+        _check_origin(_Checker(path, "header, forked_from", c.get("forked_from", "map")))
     return record
+
+
+def _check_origin(c: _Checker) -> None:
+    """A fork's ``forked_from``: the origin's tick and every move from the fresh engine up to it."""
+    tick = c.get("tick", "int")
+    if tick < 0:
+        raise c.fail(f"field 'tick' must be 0 or more, got {tick}")
+    c.get("replay", "str", optional=True)
+    c.get("sha256", "str", optional=True)
+    for i, step in enumerate(c.get("moves", "list")):
+        if not isinstance(step, dict):
+            raise c.fail(f"moves[{i}] must be a map with 'tick' and 'moves', got {_type_name(step)}")
+        inner = _Checker(c.path, f"{c.where}, moves[{i}]", step)
+        inner.get("tick", "int")
+        inner.int_map("moves", values="any")
 
 
 def _check_events(c: _Checker) -> list[dict[str, Any]]:
@@ -593,10 +615,12 @@ class ReplayWriter:
         extra: Mapping[str, Any] | None = None,
         exclusive: bool = False,
         events: bool = False,
+        forked_from: Mapping[str, Any] | None = None,
     ) -> None:
         """``events``: every `record` call will give the tick's game events (`Events.log`): the header
         then lists the ``events`` section, and `verify` checks them (a tick without any has none).
-        Off by default, so that a writer that never gives them does not promise them."""
+        Off by default, so that a writer that never gives them does not promise them.
+        ``forked_from``: the header's field of a fork (`fork_origin`), whose engine starts mid-match."""
         game = type(engine).name
         if not is_game(game):
             raise ValueError(
@@ -628,6 +652,8 @@ class ReplayWriter:
             header["events_version"] = events_version(engine)
         if extra:
             header["extra"] = dict(extra)
+        if forked_from is not None:
+            header["forked_from"] = dict(forked_from)
         self.path = os.fspath(path)
         self._engine = engine  # finish() stores its own result() beside the match's
         self._packer = msgpack.Packer(use_bin_type=True)
@@ -854,14 +880,43 @@ _OUTCOME_FIELDS = ("ticks", "ranks", "winner", "reason", "scores")
 _OUTCOME_FIELDS_2 = (*_OUTCOME_FIELDS, "causes")
 
 
-def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | None]:
+#: One decision point as ``apply()`` got it, (tick, moves): what rebuilds a state from the fresh engine.
+Step = tuple[int, dict[int, Any]]
+
+
+def _to_origin(replay: Replay, engine: Engine, applied: list[Step] | None) -> Mismatch | None:
+    """A fork's replay starts where its origin stood (`forked_from`): its origin's moves first."""
+    origin = replay.header.get("forked_from")
+    if not isinstance(origin, dict):
+        return None
+    for step in origin["moves"]:
+        tick, moves = step["tick"], step["moves"]
+        if engine.result() is not None or engine.tick != tick:
+            return Mismatch(tick, "origin's decision point", tick, engine.tick)
+        try:
+            engine.apply(moves)
+        except Exception as exc:  # untrusted input: report, never crash
+            return Mismatch(
+                tick, "apply (origin's moves)", "the moves to apply", f"{type(exc).__name__}: {exc}"
+            )
+        if applied is not None:
+            applied.append((tick, moves))
+    return None
+
+
+def _run(
+    replay: Replay, until: int | None, applied: list[Step] | None = None
+) -> tuple[Engine, int, Mismatch | None]:
     """Re-simulate, checking hashes, until the engine reaches tick ``until`` (None: the whole file).
 
     Returns the engine, how many tick records were applied and the first mismatch (where it stopped).
+    ``applied`` gets every (tick, moves) given to the engine, a fork's origin's first.
     """
     engine = _rebuild(replay)
     state_hash = _hasher(engine, replay)
     known = _known_events(engine, replay)
+    if (wrong := _to_origin(replay, engine, applied)) is not None:
+        return engine, 0, wrong
     if engine.tick != replay.start_tick:
         return engine, 0, Mismatch(replay.start_tick, "starting tick", replay.start_tick, engine.tick)
     if (got := state_hash()) != replay.header["start_hash"]:
@@ -894,6 +949,8 @@ def _run(replay: Replay, until: int | None) -> tuple[Engine, int, Mismatch | Non
             log = known(events.log)
             if log != rec.events:
                 return engine, done, Mismatch(rec.tick, "events", rec.events, log)
+        if applied is not None:
+            applied.append((rec.tick, rec.moves))
         done += 1
     return engine, done, None
 
@@ -924,18 +981,30 @@ def verify(replay: Replay) -> VerifyReport:
     return report
 
 
-def board_at(replay: Replay, tick: int | None = None) -> Engine:
+@dataclass
+class Rebuilt:
+    """A match's state at a decision point (`rebuild_at`), and every move that led there from its
+    fresh engine: what a fork's replay carries to verify on its own."""
+
+    engine: Engine
+    moves: list[Step]
+
+
+def rebuild_at(replay: Replay, tick: int | None = None) -> Rebuilt:
     """The match as it stood at decision point ``tick`` (default: after the last recorded tick).
 
-    Re-simulates from the start and checks each hash on the way, so a board is never shown from a
-    replay that does not reproduce. At the tick cap, where the last ``apply()`` does not advance the
-    tick, ``tick`` gives the state before that last agent phase and the default gives the one after.
+    The one way to rebuild a state from a replay (`replay show`, `replay fork`, the environments'
+    ``reset(options={"replay", "tick"})``): the engine is made from the header's config and seed and
+    fed the recorded moves, each hash checked, so a state never comes from a replay that does not
+    reproduce. At the tick cap, where the last ``apply()`` does not advance the tick, ``tick`` gives
+    the state before that last agent phase and the default gives the one after.
     """
     if tick is not None and tick < replay.start_tick:
-        raise ReplayError(
+        raise TickError(
             f"{replay.path}: tick {tick} is before the start; the replay starts at tick {replay.start_tick}"
         )
-    engine, _done, mismatch = _run(replay, tick)
+    applied: list[Step] = []
+    engine, _done, mismatch = _run(replay, tick, applied)
     if mismatch is not None:
         note = _rules_note(replay, engine)
         raise ReplayError(
@@ -945,8 +1014,72 @@ def board_at(replay: Replay, tick: int | None = None) -> Engine:
         )
     if tick is not None and engine.tick != tick:
         if engine.tick < tick:
-            raise ReplayError(f"{replay.path}: tick {tick} is past the end; the last tick is {engine.tick}")
-        raise ReplayError(
-            f"{replay.path}: no decision point at tick {tick} (the match went to {engine.tick})"
+            raise TickError(f"{replay.path}: tick {tick} is past the end; the last tick is {engine.tick}")
+        raise TickError(f"{replay.path}: no decision point at tick {tick} (the match went to {engine.tick})")
+    return Rebuilt(engine, applied)
+
+
+def board_at(replay: Replay, tick: int | None = None) -> Engine:
+    """The match as it stood at decision point ``tick`` (`rebuild_at`'s engine)."""
+    return rebuild_at(replay, tick).engine
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes, hex: how a fork names the replay it came from."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(functools.partial(f.read, 1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fork_origin(replay: Replay, rebuilt: Rebuilt) -> dict[str, Any]:
+    """The ``forked_from`` header field of a match forked from ``replay`` at ``rebuilt``'s tick:
+    the origin's file name and digest, the tick, and every move from the fresh engine to it, so the
+    fork verifies without its origin (docs/replays.md)."""
+    return {
+        "replay": os.path.basename(replay.path),
+        "sha256": file_digest(replay.path),
+        "tick": rebuilt.engine.tick,
+        "moves": [{"tick": t, "moves": m} for t, m in rebuilt.moves],
+    }
+
+
+#: The environments' reset options that `replay_start` reads.
+START_OPTIONS = ("replay", "tick")
+
+
+def replay_start(options: Mapping[str, Any] | None, game: str) -> Engine | None:
+    """The engine at ``options["tick"]`` of the ``game`` replay ``options["replay"]``, or None when
+    the options name no replay. ValueError naming the option at fault: a replay that cannot be read,
+    is of another game or does not re-simulate (``replay``), a tick it does not have or at which its
+    match is over (``tick``)."""
+    if not options or options.get("replay") is None:
+        if options and "tick" in options:
+            raise ValueError("options['tick'] needs options['replay'], the replay file to start from")
+        return None
+    path, tick = options["replay"], options.get("tick")
+    if not isinstance(path, str | os.PathLike):
+        raise ValueError(f"options['replay'] must be a replay file's path, got {type(path).__name__}")
+    if not is_int(tick) or tick < 0:
+        raise ValueError(
+            f"options['tick'] must be a tick of the replay (an int, 0 or more), got {tick!r:.40}"
+        )
+    try:
+        replay = read_replay(path)
+        if replay.game != game:
+            raise ValueError(
+                f"options['replay']: {os.fspath(path)} is a {replay.game} replay; "
+                f"this environment plays {game}"
+            )
+        engine = rebuild_at(replay, tick).engine
+    except TickError as exc:
+        raise ValueError(f"options['tick']: {exc}") from None
+    except ReplayError as exc:
+        raise ValueError(f"options['replay']: {exc}") from None
+    if (ended := engine.result()) is not None:
+        raise ValueError(
+            f"options['tick']: {os.fspath(path)}: the match is over at tick {tick} (it ended at tick "
+            f"{ended.ticks}); start at an earlier tick"
         )
     return engine

@@ -717,17 +717,24 @@ def test_a_bots_cgroup_is_killed_as_a_whole(hierarchy: str, monkeypatch: pytest.
 DETACHED_CPU = """
 import os, time
 # Each burst of CPU runs in a grandchild detached into a session of its own, which ends by itself.
+# One burst at a time: the next starts when the last one's pipe closes (at its exit), so however
+# slow a busy machine makes them, the live processes never hold more than 0.3 s of CPU together.
 while True:
+    done, signal = os.pipe()
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
+            os.close(done)
             end = time.process_time() + 0.3
             while time.process_time() < end:
                 pass
             os._exit(0)
         os._exit(0)
+    os.close(signal)
     os.wait()
-    time.sleep(0.35)
+    os.read(done, 1)  # EOF when the grandchild has ended
+    os.close(done)
+    time.sleep(0.05)
 """
 
 

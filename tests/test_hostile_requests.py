@@ -150,6 +150,8 @@ def headers(draw: st.DrawFn, tokens: dict[str, str]) -> list[tuple[bytes, bytes]
                 b"application/x-www-form-urlencoded",
                 b"text/plain",
                 b"application/json; charset=latin-1",
+                b"application/gzip",
+                b"multipart/form-data; boundary=x",
             ]
         ),
         b"origin": st.sampled_from(

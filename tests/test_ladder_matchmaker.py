@@ -19,9 +19,15 @@ NOW = 1000.0
 
 
 def bot(
-    name: str, mu: float, waited: float = 0.0, *, seat: int | None = None, met: tuple[str, ...] = ()
+    name: str,
+    mu: float,
+    waited: float = 0.0,
+    *,
+    seat: int | None = None,
+    met: tuple[str, ...] = (),
+    sigma: float = 8.0,
 ) -> Waiting:
-    return Waiting(name, NOW - waited, Rating(mu, 8.0), last_seat=seat, last_opponents=met)
+    return Waiting(name, NOW - waited, Rating(mu, sigma), last_seat=seat, last_opponents=met)
 
 
 def groups(pairings: list[Pairing]) -> set[frozenset[str]]:
@@ -50,6 +56,26 @@ def test_far_ratings_wait_until_both_windows_reach() -> None:
 def test_the_window_stops_at_max_window() -> None:
     far = [bot("a", 0, 29), bot("b", 11, 29)]  # 11 apart; the window caps at 10
     assert match_up(far, NOW, TWO, 1) == []
+
+
+def test_uncertain_bots_accept_a_wider_range_at_once() -> None:
+    unsure = Policy(seats=2, maps=("duel",), uncertainty_window=0.5)
+    # 5 apart at zero wait: two newcomers (window 2 + 0.5 * 8 = 6) meet; two settled bots
+    # (2 + 0.5 * 1 = 2.5) wait, as do a newcomer and a settled bot (the settled one does not consent).
+    assert groups(match_up([bot("a", 20), bot("b", 25)], NOW, unsure, 1)) == {frozenset("ab")}
+    settled = [bot("a", 20, sigma=1.0), bot("b", 25, sigma=1.0)]
+    assert match_up(settled, NOW, unsure, 1) == []
+    assert match_up([bot("a", 20), bot("b", 25, sigma=1.0)], NOW, unsure, 1) == []
+    # Without the setting, sigma changes nothing.
+    assert match_up([bot("a", 20), bot("b", 25)], NOW, TWO, 1) == []
+    assert unsure.window(0.0, 8.0) == 6.0 and unsure.window(1000.0, 8.0) == 14.0  # beyond max_window
+
+
+def test_a_sigma_that_is_not_a_finite_non_negative_number_is_refused() -> None:
+    unsure = Policy(seats=2, maps=("duel",), uncertainty_window=0.5)
+    for sigma in (math.nan, math.inf, -1.0):
+        with pytest.raises(ValueError, match="sigmas must be finite"):
+            match_up([bot("a", 25), bot("b", 26, sigma=sigma)], NOW, unsure, 1)
 
 
 def test_closest_pairs_form_first() -> None:
@@ -187,6 +213,8 @@ def test_a_rating_that_is_not_finite_is_refused() -> None:
         ({"widen_per_second": math.inf}, "widen_per_second"),
         ({"max_window": 1.0}, "max_window"),
         ({"starve_after": -5.0}, "starve_after"),
+        ({"uncertainty_window": -0.5}, "uncertainty_window"),
+        ({"uncertainty_window": math.nan}, "uncertainty_window"),
     ],
 )
 def test_a_bad_policy_is_refused_when_made(fields: dict[str, object], message: str) -> None:
@@ -207,7 +235,7 @@ def reference(queue: list[Waiting], now: float, policy: Policy) -> list[frozense
     out: list[frozenset[str]] = []
 
     def window(i: int) -> float:
-        return policy.window(order[i].waited(now))
+        return policy.window(order[i].waited(now), order[i].rating.sigma)
 
     def rematch(group: tuple[int, ...]) -> bool:
         names = {order[i].bot for i in group}
@@ -253,30 +281,32 @@ def reference(queue: list[Waiting], now: float, policy: Policy) -> list[frozense
 
 names = st.sampled_from([f"bot{i}" for i in range(12)])
 waiting = st.builds(
-    lambda mu, waited, seat, met: (mu, waited, seat, met),
+    lambda mu, waited, seat, met, sigma: (mu, waited, seat, met, sigma),
     st.integers(0, 40).map(lambda x: x / 4),  # quarter steps: spreads tie often
     st.sampled_from([0.0, 2.0, 5.0, 12.0, 29.0, 40.0]),
     st.one_of(st.none(), st.integers(0, 3)),
     st.lists(names, max_size=2, unique=True).map(tuple),
+    st.sampled_from([0.0, 1.0, 4.0, 8.0]),
 )
 
 
 @st.composite
-def queues(draw: st.DrawFn) -> tuple[list[Waiting], int]:
+def queues(draw: st.DrawFn) -> tuple[list[Waiting], int, float]:
     seats = draw(st.sampled_from([2, 2, 3]))
     bots = draw(st.lists(names, min_size=0, max_size=9, unique=True))
     queue = []
     for name in bots:
-        mu, waited, seat, met = draw(waiting)
-        queue.append(bot(name, mu, waited, seat=seat, met=tuple(m for m in met if m != name)[: seats - 1]))
-    return queue, seats
+        mu, waited, seat, met, sigma = draw(waiting)
+        met = tuple(m for m in met if m != name)[: seats - 1]
+        queue.append(bot(name, mu, waited, seat=seat, met=met, sigma=sigma))
+    return queue, seats, draw(st.sampled_from([0.0, 0.0, 0.5, 1.0]))
 
 
 @settings(max_examples=300, deadline=None)
 @given(queues(), st.integers(0, 2**31 - 1))
-def test_random_queues_follow_the_rules(case: tuple[list[Waiting], int], seed: int) -> None:
-    queue, seats = case
-    policy = Policy(seats=seats, maps=("m1", "m2"))
+def test_random_queues_follow_the_rules(case: tuple[list[Waiting], int, float], seed: int) -> None:
+    queue, seats, unsure = case
+    policy = Policy(seats=seats, maps=("m1", "m2"), uncertainty_window=unsure)
     pairings = match_up(queue, NOW, policy, seed)
     seated = [b for p in pairings for b in p.bots]
     assert len(seated) == len(set(seated)) and set(seated) <= {w.bot for w in queue}

@@ -51,7 +51,7 @@ def test_an_idle_bot_plays_a_rated_match_from_its_widened_rating() -> None:
     assert unrated.seats[0].before == unrated.seats[0].after == settled  # an unrated match changes nothing
 
 
-def test_a_new_version_starts_again_only_under_reset() -> None:
+def test_a_new_version_starts_again_under_reset_and_inherits_under_inherit() -> None:
     old = Rating(40, 2)
     bots = (seat(0, "alice", rating=old, version="2", last_version="1"), seat(1, "bob"))
     keep = settle(MatchState(True, CommunityPolicy(), bots), [SeatResult(1), SeatResult(2)], 30)
@@ -61,6 +61,17 @@ def test_a_new_version_starts_again_only_under_reset() -> None:
         30,
     )
     assert keep.seats[0].before == old and reset.seats[0].before == ratings.initial()
+    inherit = settle(
+        MatchState(True, CommunityPolicy(new_version_rating="inherit"), bots),
+        [SeatResult(1), SeatResult(2)],
+        30,
+    )
+    assert inherit.seats[0].before == Rating(40, ratings.initial().sigma)  # mu kept, sigma widened
+    assert inherit.seats[0].after.sigma < inherit.seats[0].before.sigma
+    policy = CommunityPolicy(new_version_rating="inherit")
+    same = (seat(0, "alice", rating=old, version="1", last_version="1"), seat(1, "bob"))
+    assert settle(MatchState(True, policy, same), [SeatResult(1), SeatResult(2)], 30).seats[0].before == old
+    assert CommunityPolicy.from_settings(policy.to_settings()) == policy
     first = (seat(0, "alice", rating=old, version="2"), seat(1, "bob"))  # nothing to compare with
     policy = CommunityPolicy(new_version_rating="reset")
     assert settle(MatchState(True, policy, first), [SeatResult(1), SeatResult(2)], 30).seats[0].before == old

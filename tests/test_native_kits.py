@@ -28,6 +28,7 @@ from node_kit import build_bot_folders, need_node
 
 from cellarena.arena.cli.new_bot import GameTemplate, offered, write_bot
 from cellarena.sdk import protocol
+from cellarena.server.replay import read_replay
 
 #: The example bot each game's starter plays against.
 OPPONENT = {
@@ -99,7 +100,7 @@ def test_each_starter_plays_a_real_match_against_an_example_bot(
     other = f"example=python {OPPONENT[game]}"
     proc = subprocess.run(
         [*CLI, "match", game, "--bot", bot, "--bot", other, "--fast", *GameTemplate.of(game).short,
-         "--log-dir", str(tmp_path), "--json"],
+         "--log-dir", str(tmp_path), "--replay", str(tmp_path / "m.replay"), "--json"],
         cwd=folder, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     log = tmp_path / f"{folder.name}.log"
@@ -110,6 +111,16 @@ def test_each_starter_plays_a_real_match_against_an_example_bot(
     assert result["ticks"] > 0 and set(result["ranks"]) == {folder.name, "example"}
     assert result["invalid"][folder.name] == 0, said
     assert f"{folder.name}: error" not in said
+    # The starter draws through its kit's debug API: a line of text each turn, and cloth's marks on
+    # the cells it placed on (test_web_native_debug.py shows Rezzo's in the player); none dropped.
+    rep = read_replay(tmp_path / "m.replay")
+    seat = rep.names.index(folder.name)
+    drawn = [t.debug[seat] for t in rep.ticks if seat in t.debug]
+    assert drawn and all(d.get("text") for d in drawn), drawn[:3]
+    if game == "cloth":
+        marks = [m for d in drawn for m in d.get("marks", [])]
+        assert any(m["colour"] == "#42d4f4" and m["label"] == "unit 1" for m in marks), drawn[:3]
+    assert "debug drawing dropped" not in said and "debug_dropped" not in json.dumps(rep.result)
 
 
 @pytest.mark.parametrize("lang", LANGS)

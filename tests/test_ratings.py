@@ -14,6 +14,7 @@ from cellarena.arena.ratings.glicko2 import Glicko2
 from cellarena.arena.ratings.rating import Rating, pairwise
 from cellarena.arena.ratings.systems import SYSTEMS
 from cellarena.arena.ratings.trueskill import TrueSkill
+from cellarena.arena.tournament_store import Standing
 
 
 def test_elo_expected_score_and_update() -> None:
@@ -91,3 +92,9 @@ def test_tournament_ratings_are_a_function_of_the_results_alone() -> None:
     for _, new in first:
         start.update(new)
     assert ratings.replay(start, results[5:])[-1] == once[-1]
+
+
+def test_a_tournament_standing_shows_its_interval_in_json() -> None:
+    """`tournament --json` gives each bot mu +- 2 sigma, the default system's 95% belief."""
+    row = Standing("a", 0.0, 30.0, 2.5, 4, 2, 1, 1, 0.0, 0).to_json()
+    assert row["interval"] == [25.0, 35.0]

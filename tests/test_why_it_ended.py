@@ -76,7 +76,10 @@ def test_a_bot_that_raises_is_invalid_in_the_same_words_in_a_match_and_a_tournam
     assert seats and all(s["invalid"] > 0 and not s["forfeit"] for s in seats)
     standing = next(s for s in cup["standings"] if s["bot"] == "raiser")
     assert standing["invalid_rate"] == 1.0 and standing["crashes"] == 0
-    assert not [f for f in cup["failures"] if f["bot"] == "raiser"]
+    # Every answer invalid: a failure all the same (issue 44), with its first exception.
+    failed = [f for f in cup["failures"] if f["bot"] == "raiser"]
+    assert len(failed) == len(seats) and all(f["what"].startswith("answered mostly invalid") for f in failed)
+    assert all(f["exception"]["text"].startswith("on_tick raised ") for f in failed), failed
 
 
 # Real time: a real bot process sleeps 80 ms past a real 20 ms budget; the other must answer within it.

@@ -12,6 +12,7 @@ from cellarena.arena.ladder.scoring.settlement import settle
 from cellarena.arena.ladder.store.ladder_store import LadderStore, SeatResult
 from cellarena.arena.ladder.web.app import ladder_app
 from cellarena.arena.ladder.web.owner_guard import AccountSettings
+from cellarena.arena.ladder.web.submission_pages import SubmissionSettings
 from cellarena.server.net.trusted_proxies import TrustedProxies
 from cellarena.server.web.hosts import AllowedHosts
 
@@ -55,6 +56,7 @@ def ladder(folder: Path, *, allowed: AllowedHosts | None = LOOPBACK, trusted: st
         allowed_hosts=allowed,
     )
     app, _ = ladder_app(
-        store, [GAME], allowed_hosts=allowed, live=True, accounts=settings, trusted=settings.trusted
-    )
+        store, [GAME], allowed_hosts=allowed, live=True, accounts=settings, trusted=settings.trusted,
+        submissions=SubmissionSettings(folder / "archives"),
+    )  # fmt: skip
     return Ladder(app, store, {n: t.secret for n, (_, t) in bots.items()}, replay, damaged)

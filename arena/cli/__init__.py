@@ -22,6 +22,7 @@ from cellarena.server.cli.bench import bench
 from cellarena.server.cli.json_errors import error_object, wants_json
 from cellarena.server.cli.match import match
 from cellarena.server.cli.replay import replay
+from cellarena.server.cli.replay_export import replay_export
 from cellarena.server.cli.serve import serve
 from cellarena.server.cli.sim import sim
 
@@ -103,6 +104,7 @@ main.add_command(bench)
 main.add_command(serve)
 main.add_command(match)
 main.add_command(replay)
+replay.add_command(replay_export)
 main.add_command(tournament)
 main.add_command(ladder)
 main.add_command(web)

@@ -62,23 +62,32 @@ def _print(data: dict[str, Any]) -> None:
             cells.append("·" if r is None else f"{r['wins']}-{r['draws']}-{r['losses']}")
         matrix.add_row(str(i), a, *cells)
     console.print(matrix)
+    from cellarena.server.games import words
+
     console.print(
-        "W/D/L: wins, draws, losses; late, invalid: late (or missing) and invalid answers per tick played"
+        "W/D/L: wins, draws, losses; "
+        + "; ".join(f"{k} = {words.COUNTS[k]}, per tick" for k in ("late", "invalid"))
     )
     # Each match's cause, one line a match: what decided it, in the words `cellarena match` uses.
     for m in data.get("matches", []):
         losers = [s for s in m["seats"] if s["rank"] > 1] or m["seats"]
         said = "; ".join(s["cause"].get("text") or s["cause"]["cause"] for s in losers)
         click.echo(f"{m['match']}: {m['winner'] or 'draw'} after {m['ticks']} ticks: {said}")
+    from cellarena.arena.why import why_lines
+
+    click.echo("why, per bot (won, drew, lost: by each match's cause for that bot):")
+    for line in why_lines(data.get("why", [])):
+        click.echo(f"  {line}")
     failures = data["failures"]
     if not failures:
         click.echo("failures: none")
         return
     click.echo(f"failures: {len(failures)}")
     for f in failures:
-        word = f.get("cause", {}).get("cause", "unknown")
-        what = f"forfeited ({word})" if f["forfeit"] else "crashed"
         why = f"; {f['reason']}" if f.get("reason") else ""
         code = f" (exit status {f['exit_code']})" if f.get("exit_code") is not None else ""
+        exc = f.get("exception")
+        at = "" if not exc or exc.get("tick") is None else f" at tick {exc['tick']}"
+        raised = f"; first exception{at}: {exc['text']}" if exc else ""
         # One line each, unwrapped, so the log path can be copied.
-        click.echo(f"{f['bot']} {what} in {f['match']}{code}{why}; log: {f.get('log')}")
+        click.echo(f"{f['bot']} {f['what']} in {f['match']}{code}{why}{raised}; log: {f.get('log')}")

@@ -24,7 +24,7 @@ from cellarena.server.cli.params import (
     time_bank_option,
     writable_folder,
 )
-from cellarena.server.games import ConfigError
+from cellarena.server.games import ConfigError, words
 
 if TYPE_CHECKING:
     from cellarena.arena.runner import RunReport, TournamentSpec
@@ -98,8 +98,8 @@ def _tournament_command(game: str) -> click.Command:
 
     doc = (
         f"A round-robin {game} tournament: every group of bots plays every map in every seat order, "
-        "--rounds times, --jobs at once; then standings with openskill ratings. Results are committed to "
-        "SQLite after every match: run the same command again to resume."
+        "--rounds times, --jobs at once; then standings with ratings (docs/tournaments.md#ratings). "
+        "Results are committed to SQLite after every match: run the same command again to resume."
     )
     return click.command(game, help=doc)(decorate(tournament, _options(game, cli, engine_class)))
 
@@ -110,12 +110,39 @@ def run_tournament_command(game: str, args: TournamentArgs, game_values: dict[st
     spec = tournament_spec(game, args, game_values)
     folder = writable_folder(Path(args.out) if args.out else Path("runs") / f"tournament-{game}", "--out")
     report = _play(spec, folder, args)
+    why = _why(folder)
     if args.as_json:
-        click.echo(json.dumps(_report_json(report, folder)))
+        click.echo(json.dumps({**_report_json(report, folder), "why": why}))
     else:
         _print_standings(report, folder)
+        _print_why(why, folder)
     if report.failed:
         sys.exit(1)
+
+
+def _why(folder: Path) -> list[dict[str, Any]]:
+    """Per bot, why its matches ended, as `cellarena results` says it (`arena.why`)."""
+    from cellarena.arena.results import ResultsError, TournamentResults
+
+    try:
+        return TournamentResults(folder).why()
+    except ResultsError:  # no match recorded (every one failed): nothing to say why of
+        return []
+
+
+def _print_why(why: list[dict[str, Any]], folder: Path) -> None:
+    """The short "why" under the standings: each bot's ends by cause, forfeits, invalid answers and
+    failures with the log and first exception; then where the rest is."""
+    from cellarena.arena.runner import SERVER_LOG
+    from cellarena.arena.why import why_lines
+
+    if why:
+        click.echo("why, per bot (won, drew, lost: by each match's cause for that bot):")
+        for line in why_lines(why):
+            click.echo(f"  {line}")
+    click.echo(f"each match's cause and every failure: cellarena results {folder}")
+    if (folder / SERVER_LOG).is_file():
+        click.echo(f"the match servers' log: {folder / SERVER_LOG}")
 
 
 def tournament_spec(game: str, args: TournamentArgs, game_values: dict[str, Any]) -> TournamentSpec:
@@ -203,12 +230,13 @@ def _play(spec: TournamentSpec, folder: Path, args: TournamentArgs) -> RunReport
 def _run_on_executor(
     spec: TournamentSpec, folder: Path, args: TournamentArgs, display: _Display | None
 ) -> RunReport:
-    from cellarena.arena.runner import default_jobs, local_pool, run_tournament
+    from cellarena.arena.runner import SERVER_LOG, default_jobs, local_pool, run_tournament
 
     progress = display.progress() if display else None
     if args.cluster is None:
         workers = args.jobs or default_jobs()
-        with local_pool(workers) as pool:
+        folder.mkdir(parents=True, exist_ok=True)
+        with local_pool(workers, folder / SERVER_LOG) as pool:
             return run_tournament(spec, folder, executor=pool, jobs=workers, progress=progress)
     from cellarena.arena.cluster import ClusterError, check_workers, open_cluster
 
@@ -400,8 +428,8 @@ def _print_standings(report: Any, folder: Path) -> None:
         )
     console.print(table)
     console.print(
-        "rating = mu - 3 sigma (openskill, Plackett-Luce); late = late or missing moves per tick; "
-        "invalid = invalid answers per tick (on_tick raised, or an answer the game cannot read)"
+        "rating = mu - 3 sigma (the cellarena rating system, TrueSkill); "
+        + "; ".join(f"{k} = {words.COUNTS[k]}, per tick" for k in ("late", "invalid"))
     )
     if drawn := [s for s in report.standings if getattr(s, "bank_drawn_ms", 0)]:
         # A line of its own rather than a twelfth column: the table keeps to 80 columns.
@@ -409,9 +437,6 @@ def _print_standings(report: Any, folder: Path) -> None:
             "time bank drawn (docs/protocol.md#the-time-bank): "
             + ", ".join(f"{s.bot} {s.bank_drawn_ms} ms" for s in drawn)
         )
-    for bot, words in report.forfeits.items():
-        said = ", ".join(f"{word} {n}x" for word, n in words)
-        console.print(f"[red]{bot}[/] forfeited: {said}")
     for bot, notes in report.notes.items():
         for why, n in notes:
             console.print(f"[red]{bot}[/] forfeited or crashed in {n} match{'es' if n > 1 else ''}: {why}")

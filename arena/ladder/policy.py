@@ -12,15 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-NewVersionRating = Literal["keep", "reset"]
+NewVersionRating = Literal["keep", "reset", "inherit"]
+NEW_VERSION_RATINGS: tuple[NewVersionRating, ...] = ("keep", "reset", "inherit")
 
 
 @dataclass(frozen=True)
 class CommunityPolicy:
     #: Failed matches in a row (`failures.failure_of`) after which a bot is paused; 0: never.
     pause_after: int = 5
-    #: What a bot's rating does when it plays under a new version: ``keep`` it, or ``reset`` it to
-    #: the initial rating (its match counts go on).
+    #: What a bot's rating does when it plays under a new version: ``keep`` it, ``reset`` it to the
+    #: initial rating, or ``inherit`` its mu with its uncertainty widened back to the start's
+    #: (`ratings.ladder.new_version`: re-measured fast, from where it was). Its match counts go on.
     new_version_rating: NewVersionRating = "keep"
     #: Challenges a bot may make in any 24 hours.
     challenges_per_day: int = 10
@@ -50,7 +52,7 @@ class CommunityPolicy:
         rating = settings.get("new_version_rating", base.new_version_rating)
         return cls(
             pause_after=number("pause_after", base.pause_after),
-            new_version_rating="reset" if rating == "reset" else "keep",
+            new_version_rating=next((r for r in NEW_VERSION_RATINGS if r == rating), "keep"),
             challenges_per_day=number("challenges_per_day", base.challenges_per_day),
             challenges_rated=settings.get("challenges_rated", "0") == "1",
         )

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ratings import Rating
+from cellarena.arena.ratings import ladder as ladder_ratings
 from cellarena.sdk.protocol import Outcome, outcome_of  # a seat's result: the protocol's (`end`)
 
 BotKind = Literal["outside", "house"]
@@ -24,7 +25,7 @@ def _time(t: datetime | None) -> str | None:
 
 
 def _rating(r: Rating | None) -> dict[str, float] | None:
-    return None if r is None else {"mu": r.mu, "sigma": r.sigma, "rating": r.conservative}
+    return None if r is None else {"mu": r.mu, "sigma": r.sigma, "rating": ladder_ratings.shown(r)}
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,28 @@ class RatingPoint:
     rating: Rating
 
 
+@dataclass(frozen=True)
+class Season:
+    """A closed season of one game's ladder: its table is archived (`LadderStore.season_standings`)."""
+
+    game: str
+    number: int  # 1, 2, ... per game; the season being played is one more than the last closed
+    name: str
+    started: datetime  # when the season began: the previous one's close, or the game's first match
+    closed: datetime
+    start_next: str  # how the next season began: "reset" or "carry" (`ratings.seasons`)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "game": self.game,
+            "number": self.number,
+            "name": self.name,
+            "started": self.started.isoformat(),
+            "closed": self.closed.isoformat(),
+            "start_next": self.start_next,
+        }
+
+
 #: The columns of a ladder's standings table (`Standing.cells`).
 STANDINGS_COLUMNS = (
     "rank", "bot", "rating", "mu", "sigma", "matches", "W", "D", "L", "late", "invalid", "bank ms"
@@ -253,8 +276,9 @@ class Standing:
 
     @property
     def rating(self) -> float:
-        """The conservative estimate mu - 3 sigma that the table is sorted by (ranked bots first)."""
-        return Rating(self.mu, self.sigma).conservative
+        """The value the table shows and sorts by (ranked bots first): the rating system's
+        (`ratings.ladder.shown`: mu)."""
+        return ladder_ratings.shown(Rating(self.mu, self.sigma))
 
     def cells(self) -> tuple[str, ...]:
         """The row as text, under `STANDINGS_COLUMNS`: `cellarena ladder standings` and the standings
@@ -282,6 +306,8 @@ class Standing:
             "rating": self.rating,
             "mu": self.mu,
             "sigma": self.sigma,
+            # About 95% of the belief (mu +- 2 sigma): where the bot's strength may lie.
+            "interval": list(ladder_ratings.SYSTEM.interval(Rating(self.mu, self.sigma))),
             "matches": self.matches,
             "wins": self.wins,
             "draws": self.draws,
@@ -306,6 +332,8 @@ ChangeKind = Literal[
     "bot_banned",
     "bot_unbanned",
     "challenge",
+    # A season closed (schema version 10): the server reads the ratings afresh.
+    "season_closed",
 ]
 
 

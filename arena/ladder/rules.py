@@ -32,5 +32,10 @@ class LadderRules:
     #: Seconds of waiting after which a bot meets the nearest free bots whatever their ratings
     #: (`matchmaker.Policy.starve_after`); a quiet ladder of few bots wants it shorter.
     starve_after: float = 30.0
+    #: mu added to a bot's matchmaking window per unit of its own sigma
+    #: (`matchmaker.Policy.uncertainty_window`): uncertain bots (newcomers above all)
+    #: accept a wider range at once, so they wait less and play more, while settled bots keep their
+    #: close matches. 0.5: a newcomer (sigma 8.3) accepts 6.2 mu at once, a settled bot (sigma 2) 3.
+    uncertainty_window: float = 0.5
     #: How often the server polls the database's change log (a revoke takes effect within this).
     poll_every: float = POLL_EVERY

@@ -5,6 +5,6 @@
 """
 
 from cellarena.arena.ratings.rating import Rating
-from cellarena.arena.ratings.tournament import initial, replay, update
+from cellarena.arena.ratings.tournament import initial, interval, replay, update
 
-__all__ = ["Rating", "initial", "replay", "update"]
+__all__ = ["Rating", "initial", "interval", "replay", "update"]

@@ -26,6 +26,11 @@ def update(ratings: Mapping[str, Rating], bots: Sequence[str], ranks: Sequence[i
     return dict(zip(bots, rated, strict=True))
 
 
+def interval(r: Rating) -> tuple[float, float]:
+    """About 95% of the default system's belief about ``r``'s strength, as JSON shows it."""
+    return DEFAULT.interval(r)
+
+
 def replay(
     start: Mapping[str, Rating], results: Iterable[tuple[int, Sequence[str], Sequence[int]]]
 ) -> list[tuple[int, dict[str, Rating]]]:

@@ -6,11 +6,14 @@ A bot may add to its answer::
         "marks": [{"cell": [a, b], "colour": "#rrggbb", "label": "str", "agent": k}, ...],
         "lines": [{"from": [a, b], "to": [a, b], "colour": "#rrggbb", "agent": k}, ...],
         "text": ["a line", ...],
+        "error": "on_tick raised ValueError: ...",
     }
 
-Every key is optional. ``cell``, ``from`` and ``to`` are board cells ``[x, y]``, except in a game
-whose engine places cells relative to an agent (Rezzo: ``[row, col]`` of agent ``agent``'s
-viewport, as on the wire; the seat's first agent of the request when ``agent`` is left out).
+Every key is optional. ``error`` is the first line of an exception the bot's code raised this tick
+(the SDK fills it in): its owner's, as the drawings are. ``cell``, ``from`` and ``to`` are board
+cells ``[x, y]``, except in a game whose engine places cells relative to an agent (Rezzo:
+``[row, col]`` of agent ``agent``'s viewport, as on the wire; the seat's first agent of the request
+when ``agent`` is left out).
 
 Why here, in the sans-IO protocol package: the server keeps what it may of a ``debug`` map with
 `clean`, and the SDK holds its own drawing to the same caps (`DebugLayer` in ``cellarena.sdk.debug``),
@@ -37,6 +40,8 @@ MAX_TEXT_BYTES = 1024
 MAX_LABEL = 16
 #: Bytes of debug (as msgpack) a seat may have kept over one match; later ones are dropped whole.
 MAX_MATCH_BYTES = 1024 * 1024
+#: Characters kept of an answer's ``error`` (the first line of what its bot raised this tick).
+MAX_ERROR = 200
 #: A colour on the wire: ``#rrggbb``.
 COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
 
@@ -93,6 +98,11 @@ def clean(debug: Any, place: Place | None = None) -> Cleaned:
         dropped += lost
         if entries:
             kept[key] = entries
+    error = debug.get("error")
+    if isinstance(error, str) and error.isprintable():
+        kept["error"] = error[:MAX_ERROR]
+    elif error is not None:
+        dropped += 1
     return Cleaned(kept or None, dropped)
 
 

@@ -31,9 +31,13 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from cellarena.server.bots.cgroups import BotCgroup
+
+if TYPE_CHECKING:
+    from cellarena.server.bots.python_view import PythonView
 
 #: Seconds between two looks at a bot's processes.
 POLL_SECONDS = 0.2
@@ -111,6 +115,10 @@ class Launch:
     cgroup: BotCgroup | None = None
     #: The bot gets a network namespace of its own (nothing to reach but the connection it is handed).
     private_network: bool = False
+    #: A submitted program's confinement (`cellarena.server.bots.python_view`): bubblewrap even as
+    #: root (which then starts the bot as its user), and these arguments of its, which show the
+    #: interpreter and the packages the host offers. None: the usual confinement.
+    view: PythonView | None = None
     _join_fds: list[int] = field(default_factory=list)
 
     def prepare(self) -> None:
@@ -124,7 +132,13 @@ class Launch:
         if not self.isolate:
             return
         self.method = check_isolation()
-        if not self.handed_connection:
+        if self.view is not None and shutil.which("bwrap") is None:
+            raise IsolationError(
+                "a submitted bot runs under bubblewrap, which is not installed (apt-get install bubblewrap)"
+            )
+        if self.view is not None and self.handed_connection:
+            self.private_network = True  # bubblewrap's empty network namespace
+        elif not self.handed_connection:
             pass  # a bot that must connect itself (a ladder's house bot) keeps the host's network
         elif self.method == "bwrap" or can_unshare_network():
             self.private_network = True
@@ -150,6 +164,8 @@ class Launch:
         its private folder (its HOME and TMPDIR) and a /dev and /proc of its own; it sees no other process
         and no other bot's folder, and has a network of its own with nothing in it (its connection to
         the match is handed over)."""
+        if self.view is not None and self.home is not None:
+            return self._sandboxed(argv, os.path.abspath(cwd or os.getcwd()))
         if self.method != "bwrap" or self.home is None:
             return argv
         where = os.path.abspath(cwd or os.getcwd())
@@ -163,6 +179,27 @@ class Launch:
             "--", *argv,
         ]  # fmt: skip
 
+    def _sandboxed(self, argv: list[str], where: str) -> list[str]:
+        """A submitted program's command line: its view (`cellarena.server.bots.python_view`: the
+        interpreter, the packages, the host's folders hidden) and its own folder, read-only; as
+        root, bubblewrap starts it as its user with no capability left."""
+        from cellarena.server.bots.python_view import exposure
+
+        assert self.home is not None and self.view is not None
+        user = ["--cap-drop", "ALL", "--"]
+        if self.uid is not None:
+            user = [
+                "--", "setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--",
+            ]  # fmt: skip
+        return [
+            "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            *exposure([*self.view.expose, Path(where)], self.view.hidden), *self.view.args,
+            "--tmpfs", os.path.dirname(self.home), "--bind", self.home, self.home,
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+            "--die-with-parent", "--chdir", where, *user, *argv,
+        ]  # fmt: skip
+
     def env(self) -> dict[str, str]:
         extra = {MARKER_VAR: self.marker}
         if self.home is not None:
@@ -170,12 +207,18 @@ class Launch:
         return extra
 
     def popen_kwargs(self) -> dict[str, Any]:
-        new_network = self.private_network and self.method == "user"
+        new_network = self.private_network and self.method == "user" and self.view is None
         # RLIMIT_NPROC only where no cgroup counts the bot's processes: it would refuse the fork first,
         # and the cgroup's refusal is the one the watcher can name.
         nproc = self.uid is not None and not (self.cgroup is not None and self.cgroup.processes_limited)
-        setup = _child_setup(
-            self.limits, uid=self.uid, nproc=nproc, join_fds=self._join_fds, new_network=new_network
+        # A submitted program's bubblewrap changes the user itself (setpriv), after its binds.
+        uid = None if self.view is not None else self.uid
+        setup = child_setup(
+            self.limits,
+            uid=uid,
+            nproc=nproc and uid is not None,
+            join_fds=self._join_fds,
+            new_network=new_network,
         )
         kwargs: dict[str, Any] = {"preexec_fn": setup}
         if self.uid is not None:
@@ -221,13 +264,20 @@ def can_unshare_network() -> bool:
         return False
 
 
-def _child_setup(
-    limits: Limits, *, uid: int | None, nproc: bool, join_fds: list[int], new_network: bool
+def child_setup(
+    limits: Limits,
+    *,
+    uid: int | None,
+    nproc: bool,
+    join_fds: list[int],
+    new_network: bool,
+    file_bytes: int | None = None,
 ) -> Callable[[], None]:
     """The bot's first process's last steps before exec, in this order: join its cgroup (writing "0"
     to each descriptor of ``join_fds``), a network namespace of its own (``new_network``), its user
     (``uid``: no groups, that uid and gid), kernel limits (RLIMIT_NPROC with ``nproc``, meaningful
-    only for a user of its own), and the parent-death signal. Only system
+    only for a user of its own; RLIMIT_FSIZE with ``file_bytes``, a build's), and the parent-death
+    signal. Only system
     calls, safe after a fork, with everything worked out here; rlimits are each at most the current
     hard limit (which an unprivileged host cannot raise)."""
     wanted: list[tuple[int, int]] = []
@@ -239,6 +289,8 @@ def _child_setup(
     if limits.processes is not None and nproc:
         # RLIMIT_NPROC counts every process of the user: only meaningful when the bot has a user of its own.
         wanted.append((resource.RLIMIT_NPROC, limits.processes))
+    if file_bytes is not None:  # a larger file is cut short with SIGXFSZ, which names the limit
+        wanted.append((resource.RLIMIT_FSIZE, file_bytes))
     settings = []
     for which, value in wanted:
         hard = resource.getrlimit(which)[1]

@@ -45,6 +45,7 @@ from cellarena.server.bots.confinement import (
     over_limit,
     process_table,
 )
+from cellarena.server.bots.python_view import PythonView
 from cellarena.server.bots.reaper import Reaper
 from cellarena.server.bots.spawn import Child, spawn
 from cellarena.server.games import causes
@@ -54,6 +55,7 @@ from cellarena.server.net.socket_owner import holds, tcp_inode
 from cellarena.server.play.lobby import Lobby, LobbyConfig
 from cellarena.server.play.match import MatchOutcome, Recorder, TickSettings
 from cellarena.server.play.seating import Refusal, ReservedSeating
+from cellarena.server.play.start import MatchStart
 
 #: Seconds a bot has, from the start of its process, to connect and send hello.
 DEFAULT_CONNECT_TIMEOUT = 15.0
@@ -63,11 +65,14 @@ LOG_LIMIT = 8 * 2**20
 
 @dataclass(frozen=True)
 class BotSpec:
-    """A bot program: its name, its command line, and the folder it runs in (None: the current one)."""
+    """A bot program: its name, its command line, and the folder it runs in (None: the current one);
+    a submitted program also its view of Python (`cellarena.server.bots.python_view`): isolated, it
+    then runs under bubblewrap with the interpreter and the packages the host offers, and no other."""
 
     name: str
     command: str
     cwd: str | None = None
+    view: PythonView | None = None
 
     @classmethod
     def parse(cls, text: str) -> BotSpec:
@@ -104,7 +109,7 @@ class BotSpec:
         """The command's words. A bare `python`/`python3` means this interpreter, which has cellarena."""
         argv = shlex.split(self.command)
         if argv[0] in ("python", "python3"):
-            argv[0] = sys.executable
+            argv[0:1] = [self.view.executable, "-S"] if self.view is not None else [sys.executable]
         return argv
 
 
@@ -171,11 +176,13 @@ async def play_match(
     limits: Limits | None = None,
     isolate: bool = False,
     on_listening: Callable[[int], None] | None = None,
+    start: MatchStart | None = None,
 ) -> LaunchedMatch:
     """Run one match between ``bots`` (one per seat, in order) and stop every process afterwards.
 
     ``on_listening(port)`` is told the match server's port before the bots start (the live view
-    connects to it as a spectator)."""
+    connects to it as a spectator). ``start``: the match's first engine instead of a fresh one, and
+    its scripted seats, whose bots (names only) are not started (`replay fork`)."""
     limits = limits or Limits()
     if isolate:
         check_isolation()
@@ -196,6 +203,7 @@ async def play_match(
             # to say hello as a bot has to connect.
             hello_timeout=max(connect_timeout, LobbyConfig.hello_timeout),
             explain_gone=launch.explain_gone,
+            start=start,
         ),
         launch.seating,
     )
@@ -205,7 +213,7 @@ async def play_match(
             f"give exactly {lobby.players} --bot options"
         )
     log_dir.mkdir(parents=True, exist_ok=True)
-    await launch.run(lobby, on_listening)
+    await launch.run(lobby, on_listening, start)
     return launch.result()
 
 
@@ -269,7 +277,9 @@ class _Launch:
         line = last_log_line(self.logs[name], secrets=self.tokens)
         return exit_cause(proc, self.exited[seat], self.limits, line)
 
-    async def run(self, lobby: Lobby, on_listening: Callable[[int], None] | None) -> None:
+    async def run(
+        self, lobby: Lobby, on_listening: Callable[[int], None] | None, start: MatchStart | None = None
+    ) -> None:
         """Serve the match, start every bot, and stop them all once it is over (at once if interrupted)."""
         # Each bot's output goes through a pipe to its log, so that a bot that prints without end cannot
         # fill the disk. The copiers outlive the match: a bot's last words come after `end`.
@@ -285,6 +295,9 @@ class _Launch:
                     if on_listening is not None:
                         on_listening(port)
                     for seat, bot in enumerate(self.bots):
+                        if start is not None and seat in start.scripted:
+                            self.seating.seat_gone(seat)  # played in-process: no bot comes
+                            continue
                         proc = await self._start(seat, bot, port)
                         if proc is None:
                             continue
@@ -545,19 +558,23 @@ async def start_bot(
       connect in CELLARENA_HOST and _PORT, for bots written before the connection was handed over.
       The token goes into the pipe only after ``on_started`` has the process: a bot that can read it
       is known, so its hello is judged by its own processes however fast it comes (a compiled bot
-      says hello before an awaited start returns)."""
+      says hello before an awaited start returns).
+
+    A bot with a view of Python (`BotSpec.view`), isolated, runs confined as a submitted program:
+    under bubblewrap even as root, seeing only that Python."""
     become_subreaper()
-    launch = Launch(limits or Limits(), isolate=isolate, handed_connection=connection is not None)
+    launch = Launch(
+        limits or Limits(),
+        isolate=isolate,
+        handed_connection=connection is not None,
+        view=bot.view if isolate else None,
+    )
     try:
         launch.prepare()
     except BaseException:
         launch.cleanup()  # its cgroup, made before the isolation was refused
         raise
-    env = {k: v for k, v in os.environ.items() if k not in _HANDOVER_VARIABLES}
-    env.update(CELLARENA_NAME=bot.name, PYTHONUNBUFFERED="1")
-    if not launch.private_network:  # an address it could reach
-        env.update(CELLARENA_HOST=host, CELLARENA_PORT=str(port))
-    env.update(launch.env())
+    env = _bot_env(bot, launch, host, port)
     pass_fds: tuple[int, ...] = ()
     read_end = write_end = None
     payload = b""
@@ -601,6 +618,18 @@ async def start_bot(
         finally:
             os.close(write_end)
     return started
+
+
+def _bot_env(bot: BotSpec, launch: Launch, host: str, port: int) -> dict[str, str]:
+    """A launched bot's environment: cellarena's, without what only cellarena may tell it, and its own."""
+    env = {k: v for k, v in os.environ.items() if k not in _HANDOVER_VARIABLES}
+    env.update(CELLARENA_NAME=bot.name, PYTHONUNBUFFERED="1")
+    if bot.view is not None:
+        env.update(dict(bot.view.env))
+    if not launch.private_network:  # an address it could reach
+        env.update(CELLARENA_HOST=host, CELLARENA_PORT=str(port))
+    env.update(launch.env())
+    return env
 
 
 async def watch_limits(bots: list[BotProcess], limits: Limits) -> None:

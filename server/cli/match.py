@@ -27,6 +27,7 @@ from cellarena.server.cli.params import (
 )
 from cellarena.server.cli.run import configure_logging, run_trio
 from cellarena.server.cli.web_options import bind_web, web_options
+from cellarena.server.games import words
 from cellarena.server.games.base import ConfigError
 from cellarena.server.games.causes import with_sentences
 
@@ -346,6 +347,7 @@ def _print_match(summary: dict[str, Any]) -> None:
             escape(causes.get(name, {}).get("cause", "")),
         )
     console.print(table)
+    console.print("; ".join(f"{k} = {meaning}" for k, meaning in words.COUNTS.items()))
     _print_warnings(console, summary)
     # Paths go on lines of their own, unwrapped, so they can be copied.
     for name, path in summary["logs"].items():
@@ -370,14 +372,14 @@ def _print_warnings(console: Any, summary: dict[str, Any]) -> None:
         forfeited = causes.get(name, {}).get("cause") == "unresponsive"
         if run["ticks"] >= WARN_LATE_IN_A_ROW and not forfeited:
             console.print(
-                f"[yellow]{escape(name)} was late {run['ticks']} ticks in a row[/] (up to tick "
+                f"[yellow]{escape(name)} was late {words.counted('tick', run['ticks'])} in a row[/] (up to "
+                "tick "
                 f"{run['until_tick']}): its on_tick is too slow for the budget; a late tick plays no move"
             )
     for name, count in summary["invalid"].items():
         if count:
             console.print(
-                f"[yellow]{escape(name)} sent {count} invalid answers[/] (on_tick raised, or an answer the "
-                "game cannot read: each played no move); its log says why"
+                f"[yellow]{escape(name)} sent {words.counted('invalid', count)}[/]; its log says why"
             )
     for name, why in summary["refused"].items():
         console.print(f"[red]{escape(name)} was refused by the server[/] ({escape(why)}); it forfeits")

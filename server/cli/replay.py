@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from cellarena.server.cli.json_errors import FileFault
+from cellarena.server.cli.replay_fork import replay_fork
 from cellarena.server.cli.web_options import allowed_host_option, page_hosts, page_socket
 
 if TYPE_CHECKING:
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 @click.group()
 def replay() -> None:
     """Check and look at replay files (docs/replays.md describes the format)."""
+
+
+replay.add_command(replay_fork)
 
 
 @replay.command("verify")

@@ -19,7 +19,9 @@ from rich.text import Text
 from cellarena.sdk.protocol.messages import tick as tick_message
 from cellarena.server.env import ansi
 from cellarena.server.env.fixed_spaces import FixedSpaces, env_metadata
+from cellarena.server.env.replay_start import check_shape
 from cellarena.server.games.base import Engine
+from cellarena.server.replay import replay_start
 
 
 def agent_name(seat: int) -> str:
@@ -91,7 +93,9 @@ class TurnAECEnv(FixedSpaces, AECEnv[str, np.ndarray, int]):
             self.agent_selection = agent
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        self.engine = self.new_engine(seed or 0)
+        """A new match, or with ``options={"replay": PATH, "tick": N}`` that replay's state at N."""
+        start = replay_start(options, self.engine.name)
+        self.engine = start if start is not None else self.new_engine(seed or 0)
         self.agents = list(self.possible_agents)
         shape = self._obs_space.shape or ()
         self._obs = {a: np.zeros(shape, self._obs_space.dtype) for a in self.agents}
@@ -104,6 +108,9 @@ class TurnAECEnv(FixedSpaces, AECEnv[str, np.ndarray, int]):
             a: {"action_mask": np.zeros(n, np.int8)} for a in self.agents
         }
         self._refresh()
+        if start is not None:
+            assert options is not None
+            check_shape(options["replay"], self._obs[self.agent_selection].shape, self._obs_space.shape)
 
     def step(self, action: int | None) -> None:
         agent = self.agent_selection

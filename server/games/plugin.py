@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -27,6 +27,14 @@ if TYPE_CHECKING:
 #: How `replay show` draws a game's state: (console, engine, seat label) where ``seat label(seat)``
 #: is the seat number with the bot's name, e.g. ``0 (alice)``.
 Viewer = Callable[["Console", Any, Callable[[int], str]], None]
+
+
+class RewardTerms(Protocol):
+    """A game's reward terms for each seat, counted on one engine as it plays (exported datasets)."""
+
+    def after(self, engine: Engine, events: list[dict[str, Any]]) -> list[dict[str, float]]:
+        """Each seat's terms for the ``apply()`` just made, which reported ``events``."""
+        ...
 
 
 @cache
@@ -72,6 +80,7 @@ class GamePlugin:
       ``render`` means, owners by seat and name (``replay show`` prints it under the picture).
     - ``bench_load``: a `BenchLoad`, if the load benchmarks can play this game.
     - ``batching``: a `Batching`, if the match server may step this game's worlds in batches.
+    - ``reward_terms``: engine -> a `RewardTerms`, if exported datasets carry the game's reward terms.
     """
 
     name: str
@@ -87,6 +96,7 @@ class GamePlugin:
     legend: str | None = None
     bench_load: str | None = None
     batching: str | None = None
+    reward_terms: str | None = None
 
     def engine_class(self) -> type[Engine]:
         return load(self.engine)
@@ -118,6 +128,10 @@ class GamePlugin:
     def batches(self) -> Batching | None:
         """The game's `Batching`, if it batches its worlds (the match server's phase slots)."""
         return None if self.batching is None else load(self.batching)
+
+    def reward_terms_of(self, engine: Engine) -> RewardTerms | None:
+        """The game's reward terms counted on ``engine`` from its start, if it has any (datasets)."""
+        return None if self.reward_terms is None else load(self.reward_terms)(engine)
 
     def max_decisions(self, config: Mapping[str, Any]) -> int:
         """The most decision points a match with ``config`` can last (its horizon), from its caps."""

@@ -49,6 +49,7 @@ from cellarena.server.play.match import (
     TickSettings,
 )
 from cellarena.server.play.seating import FirstComeSeating, MatchHost, Seating, WaitingRoom
+from cellarena.server.play.start import MatchStart
 from cellarena.server.play.ticking import FixedRateDriver, play_fast, warm_up_batches
 
 log = logging.getLogger("cellarena.server")
@@ -95,6 +96,8 @@ class LobbyConfig:
     max_spectators_per_address: int | None = None
     #: Peers whose connections start with a PROXY header naming the client (`trusted_proxies`).
     trusted_proxies: TrustedProxies = field(default_factory=TrustedProxies)
+    #: The match's first engine and its scripted seats instead of a fresh engine (`replay fork`).
+    start: MatchStart | None = None
 
 
 class Lobby(MatchHost):
@@ -335,9 +338,13 @@ class Lobby(MatchHost):
         assert self._nursery is not None
         number, seed, names = self._next_match(conns, names, seed, number)
         try:
-            engine = self.engine_class.new(
-                self.config.engine_config if engine_config is None else engine_config, seed
-            )
+            start = self.config.start
+            if start is not None:
+                engine = start.engine()
+            else:
+                engine = self.engine_class.new(
+                    self.config.engine_config if engine_config is None else engine_config, seed
+                )
             match = Match(
                 number,
                 engine,
@@ -346,6 +353,7 @@ class Lobby(MatchHost):
                 recorder=self._recorder(recorder, number, engine, names, seed),
                 on_tick=self.config.on_tick,
                 explain_gone=self.config.explain_gone if explain_gone is None else explain_gone,
+                scripted=None if start is None else start.scripted,
             )
         except Exception:  # a bug must cost this match, not the server or the bots waiting for others
             log.exception("match %d could not start", number)

@@ -30,6 +30,7 @@ from cellarena.server.games.base import Engine, Events, Result
 from cellarena.server.net.connection import Connection
 from cellarena.server.play.referee import Referee
 from cellarena.server.play.seat import Seat
+from cellarena.server.play.start import Script
 
 log = logging.getLogger("cellarena.server")
 
@@ -225,8 +226,11 @@ class Match:
         recorder: Recorder | None = None,
         on_tick: Callable[[Engine], None] | None = None,
         explain_gone: ExplainGone | None = None,
+        scripted: Mapping[int, Script] | None = None,
     ) -> None:
         self.number = number
+        #: Seats played in-process (`start.MatchStart.scripted`): no connection, never judged.
+        self.scripted = dict(scripted or {})
         self.settings = settings
         self.seats = [Seat(i, name, self) for i, (name, _) in enumerate(seats)]
         self.spectators = Spectators()
@@ -387,7 +391,15 @@ class Match:
         self._tick = self.engine.tick
         if self.recorder is not None:  # the tick's own counts go into its record (`finish_tick`)
             self._counts_before = [(s.late, s.invalid) for s in self.seats]
-        actions = self._actions = self.referee.collect(self._requests, self._budget)
+        requests = self._requests
+        if self.scripted:
+            requests = {s: r for s, r in requests.items() if s not in self.scripted}
+        actions = self._actions = self.referee.collect(requests, self._budget)
+        if self.scripted:
+            for seat, script in self.scripted.items():
+                if seat in self._requests and (action := script(self._tick)) is not None:
+                    actions[seat] = action
+            actions = self._actions = dict(sorted(actions.items()))  # in seat order, as the referee's
         self.bad_ticks += self._behind or self.referee.late_ticks > self._late_before
         return actions
 

@@ -19,7 +19,7 @@ import trio
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import debug as debug_layer
 from cellarena.server import wall_clock
-from cellarena.server.games import causes
+from cellarena.server.games import causes, words
 from cellarena.server.games.base import Engine, Result, debug_placer, sole_first
 from cellarena.server.play.seat import MISSING, Seat
 
@@ -73,6 +73,7 @@ class Referee:
                 self.keep_debug(seat, requests[seat.index])
             if (conn is None or conn.closed) and seat.forfeit_tick is None and not self._may_come_back(seat):
                 self._forfeit_gone(seat)
+                continue  # its forfeit is this tick's news, not one more late answer
             over = seat.arrival - (seat.sent_wall + budget) if seat.answered else math.inf
             over_ms = math.ceil(over * 1000) if over < math.inf else 0
             if over > 0 and 0 < over_ms <= seat.bank_ms:  # late, but the bank pays for it
@@ -199,10 +200,10 @@ class Referee:
         winner = sole_first(ranks)
         if game is not None:
             reason = game.reason + (f"; forfeited: {', '.join(self.seats[i].name for i in forfeits)}")
-        elif len(stayed) == 1:
-            reason = "every other seat disconnected"
         else:
-            reason = "every seat disconnected"
+            gone = (self.seats[i].forfeit_cause or {} for i in forfeits)
+            how = {str(c.get("cause", causes.DISCONNECTED)) for c in gone}
+            reason = words.all_forfeited(how, one_left=len(stayed) == 1)
         ends: dict[int, dict[str, Any]] = {}
         for seat in self.seats:
             i = seat.index

@@ -16,6 +16,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import trio
 from starlette.applications import Starlette
@@ -24,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from cellarena.server.replay import ReplayError, read_replay, strip_debug_bytes
+from cellarena.server.replay import Replay, ReplayError, file_digest, read_replay, strip_debug_bytes
 from cellarena.server.web.hosts import AllowedHosts
 from cellarena.server.web.numbers import query_number
 from cellarena.server.web.templating import render
@@ -50,8 +51,11 @@ class ReplayLibrary:
         debug: bool = True,
         label: Callable[[str], str] | None = None,
         file_name: Callable[[str], str] | None = None,
+        served: Callable[[Path], str | None] | None = None,
     ) -> None:
         self.find = find
+        #: The id of a file among those served, or None: a fork's origin is linked only when served.
+        self.served = served
         #: Whether the frames carry the bots' debug drawings (`Timeline`).
         self.debug = debug
         self.label = label or (lambda rid: f"replay {rid}")
@@ -63,12 +67,42 @@ class ReplayLibrary:
 
     @classmethod
     def single(cls, rid: str, path: Path) -> ReplayLibrary:
-        """The one file ``path`` as ``rid`` (`replay view`): named by its file name, not its folders."""
+        """The one file ``path`` as ``rid`` (`replay view`): named by its file name, not its folders.
+        A fork's origin beside it (`origin_of` checks its digest) is served too, as ``origin-...``."""
+        files = {rid: path}
+
+        def served(origin: Path) -> str:
+            oid = f"origin-{file_digest(origin)[:16]}"
+            files[oid] = origin
+            return oid
+
         return cls(
-            lambda asked: path if asked == rid else None,
-            label=lambda _: path.name,
-            file_name=lambda _: path.name,
+            files.get,
+            label=lambda asked: files[asked].name if asked in files else asked,
+            file_name=lambda asked: files[asked].name if asked in files else f"{asked}.replay",
+            served=served,
         )
+
+    def origin_of(self, replay: Replay, prefix: str) -> dict[str, Any] | None:
+        """A fork's origin for the player: its file name and tick, and ``link``, the origin's page when
+        it is served (a file of that name beside the fork, with the digest the fork names). None for
+        a replay that is no fork. Reads files: call it in a worker thread."""
+        forked = replay.header.get("forked_from")
+        if not isinstance(forked, dict):
+            return None
+        name = os.path.basename(str(forked.get("replay") or ""))  # a name, never a path
+        out: dict[str, Any] = {"replay": name, "tick": forked.get("tick"), "link": None}
+        beside = Path(replay.path).parent / name
+        if (
+            name
+            and self.served is not None
+            and beside.is_file()
+            and file_digest(beside) == forked.get("sha256")
+        ):
+            rid = self.served(beside)
+            if rid is not None:
+                out["link"] = f"{prefix}/{rid}/"
+        return out
 
     def hidden(self, exc: ReplayError, rid: str, path: str | os.PathLike[str]) -> ReplayError:
         """``exc`` as visitors see it: the replay's path replaced by its label (the log has it whole)."""
@@ -137,7 +171,9 @@ def replay_routes(
     async def meta(request: Request) -> Response:
         rid = request.path_params["rid"]
         timeline = await library.timeline(rid)
-        return JSONResponse({**timeline.meta(), "name": library.label(rid)})
+        origin = await trio.to_thread.run_sync(library.origin_of, timeline.replay, prefix)
+        extra = {} if origin is None else {"forked_from": origin}
+        return JSONResponse({**timeline.meta(), "name": library.label(rid), **extra})
 
     async def frames(request: Request) -> Response:
         rid = request.path_params["rid"]

@@ -26,7 +26,7 @@ import trio
 from cellarena.server.games import Engine, get_engine
 from cellarena.server.games.base import shows_substeps, substep_frames, substeps
 from cellarena.server.games.causes import with_sentences
-from cellarena.server.replay import Replay, ReplayError, board_at, read_replay
+from cellarena.server.replay import Replay, ReplayError, board_at, read_replay, rebuild_at
 from cellarena.server.web.jsonable import dumps, jsonable
 
 #: A chunk stops growing past this many (uncompressed JSON) bytes, so a 1024x1024 board streams.
@@ -157,14 +157,15 @@ class Timeline:
 
     # ------------------------------------------------------------------------ re-simulation
     def _rebuild(self) -> Engine:
+        """The replay's start, rebuilt as every tool rebuilds a state (`rebuild_at`: a fork's
+        origin's moves first, the start's hash checked)."""
         r = self.replay
         try:
-            engine = get_engine(r.game).new(r.config, r.seed)
+            return rebuild_at(r, r.start_tick).engine
+        except ReplayError:
+            raise
         except Exception as exc:  # an untrusted file: the engine's complaint, never a crash
             raise ReplayError(f"{r.path}: the {r.game} engine rejects the replay's config: {exc}") from None
-        if engine.state_hash() != r.header["start_hash"]:
-            raise ReplayError(f"{r.path}: the start does not re-simulate (see `cellarena replay verify`)")
-        return engine
 
     def _step(self, cursor: _Cursor) -> dict[str, Any]:
         """Apply the next tick record; what happened in it."""

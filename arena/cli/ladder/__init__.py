@@ -12,7 +12,19 @@ from pathlib import Path
 
 import click
 
-from cellarena.arena.cli.ladder import bots, community, house, owners, register, replay, serve, web
+from cellarena.arena.cli.ladder import (
+    bots,
+    community,
+    export,
+    house,
+    owners,
+    register,
+    replay,
+    season,
+    serve,
+    submit,
+    web,
+)
 from cellarena.arena.cli.ladder.where import Where
 
 
@@ -46,8 +58,11 @@ for _command in (
     register.register,
     house.house,
     house.standings,
+    season.season,
     web.web,
     replay.replay_download,
+    export.export,
+    submit.submit,
     serve.serve,
     # The community ladder's commands (pauses, bans, challenges, the audit log).
     *community.COMMANDS,

@@ -41,22 +41,38 @@ def house_add(where: Where, name: str, command: str, game: str, as_json: bool) -
 
 @click.command()
 @click.argument("game")
+@click.option(
+    "--season",
+    "number",
+    type=click.IntRange(min=1),
+    default=None,
+    help="A closed season's table, as it stood at its close (`ladder season list GAME`); default: the "
+    "season being played.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
-def standings(where: Where, game: str, as_json: bool) -> None:
+def standings(where: Where, game: str, number: int | None, as_json: bool) -> None:
     """GAME's table: rating (mu - 3 sigma), matches, wins, draws, losses."""
     game_argument(game)
+    title = f"{game} ladder"
     with where.store() as store:
-        table = store.standings(game)
+        if number is None:
+            table = store.standings(game)
+        else:
+            closed, table = store.season_standings(game, number)
+            title = f"{game} ladder, {closed.name} (closed {closed.closed:%Y-%m-%d})"
     if as_json:
-        click.echo(json.dumps({"game": game, "standings": [s.to_json() for s in table]}))
+        body: dict[str, object] = {"game": game, "standings": [s.to_json() for s in table]}
+        if number is not None:
+            body["season"] = closed.to_json()
+        click.echo(json.dumps(body))
         return
     from rich.console import Console
     from rich.table import Table
 
     from cellarena.arena.ladder.records import STANDINGS_COLUMNS
 
-    out = Table(title=f"{game} ladder")
+    out = Table(title=title)
     for col in STANDINGS_COLUMNS:
         out.add_column(col, justify="left" if col == "bot" else "right")
     for s in table:

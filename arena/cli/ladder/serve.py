@@ -17,6 +17,7 @@ from cellarena.arena.cli.ladder.match_hosts import cluster_hand_off, local_worke
 from cellarena.arena.cli.ladder.serve_options import serve_options
 from cellarena.arena.cli.ladder.where import Where
 from cellarena.arena.cluster import ClusterSpec
+from cellarena.arena.ladder.policy import NEW_VERSION_RATINGS
 from cellarena.server.cli.confine_options import confine
 from cellarena.server.cli.game_cli import GameCli, GameGroup, config_error, engine_config
 from cellarena.server.cli.params import (
@@ -176,7 +177,7 @@ def ladder_config(
         seed=args.seed,
         policy=CommunityPolicy(
             pause_after=args.pause_after,
-            new_version_rating="reset" if args.new_version_rating == "reset" else "keep",
+            new_version_rating=next(r for r in NEW_VERSION_RATINGS if r == args.new_version_rating),
             challenges_per_day=args.challenges_per_day,
             challenges_rated=args.challenges_rated,
         ),

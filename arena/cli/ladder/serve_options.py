@@ -9,6 +9,7 @@ import click
 
 from cellarena.arena.cli.ladder.match_hosts import WorkersParam
 from cellarena.arena.cluster import cluster_option
+from cellarena.arena.ladder.policy import NEW_VERSION_RATINGS
 from cellarena.server.cli.confine_options import confine_options
 from cellarena.server.cli.params import (
     FiniteFloatRange,
@@ -123,11 +124,11 @@ def community_options() -> list[Any]:
         ),
         click.option(
             "--new-version-rating",
-            type=click.Choice(["keep", "reset"]),
+            type=click.Choice(NEW_VERSION_RATINGS),
             default="keep",
             show_default=True,
-            help="When a bot plays under a new version (its hello's version): keep its rating, or "
-            "reset it to the initial rating.",
+            help="When a bot plays under a new version (its hello's version): keep its rating, reset "
+            "it to the initial rating, or inherit its mu with its uncertainty widened to the start's.",
         ),
         click.option(
             "--challenges-per-day",

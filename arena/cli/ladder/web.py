@@ -154,6 +154,7 @@ def web(
         store.close()
         raise click.UsageError(str(exc)) from None
     from cellarena.arena.ladder.web.app import ladder_app
+    from cellarena.arena.ladder.web.submission_pages import SubmissionSettings
 
     app, feed = ladder_app(
         store,
@@ -163,6 +164,7 @@ def web(
         public_debug=public_debug,
         accounts=account_settings,
         trusted=trusted,
+        submissions=SubmissionSettings(where.folder / "archives"),  # docs/ladder.md, "Submitting a bot"
     )
     try:
         serve_pages(app, sock, games, tls, feed, live=(live_host, live_port))

@@ -4,7 +4,7 @@
 global state, no clock of its own. So it is tested on its own, and a logged call can be replayed to
 see why two bots met. The server calls it on every matchmaking pass with whatever is queued.
 
-The rules, in the order they apply (``k`` is ``Policy.seats``; ratings are openskill mu):
+The rules, in the order they apply (``k`` is ``Policy.seats``; ratings are the ladder's mu, `ratings.ladder`):
 
 1. **Wait and window.** A bot's wait is ``now - since`` in the caller's clock, or 0 when that is
    negative or not a number (a clock that went backwards delays nobody and breaks nothing). Its window
@@ -12,6 +12,11 @@ The rules, in the order they apply (``k`` is ``Policy.seats``; ratings are opens
    not conservative ones (mu - 3 sigma): mu is the best guess of a bot's strength, which is what an
    even match is about, while the conservative rating also subtracts uncertainty and would put every
    newcomer (mu 25, sigma 8.3, conservative 0) far below established bots of the same strength.
+   With ``Policy.uncertainty_window`` u > 0 a bot's window also holds u times its own sigma (beyond
+   ``max_window``): a bot that is unsure where it belongs accepts a wider range at once, so uncertain
+   bots (newcomers above all) wait less and play more, which is where a
+   match teaches the ratings most (Kaggle gives new submissions more games); settled bots keep their
+   close matches, and nobody waits longer than before.
 2. **In window.** A group may meet when its spread (highest mu minus lowest) is within the window of
    every member: each bot consents to its own range, so one that has just arrived is not thrown at a
    distant opponent because that opponent has waited long. Two bots meet when each is within the
@@ -86,7 +91,7 @@ class Waiting:
 class Policy:
     """How one queue matches: seats per match, the map pool, and how the rating window grows.
 
-    The defaults suit a busy two-seat ladder with openskill's default scale (a newcomer's sigma is
+    The defaults suit a busy two-seat ladder on the ladder system's scale (a newcomer's sigma is
     8.3): a window of 2 at once, the newcomer's whole uncertainty (10) after 16 s, and anyone after
     30 s. A quiet ladder wants a shorter ``starve_after``.
     """
@@ -97,6 +102,7 @@ class Policy:
     widen_per_second: float = 0.5  # mu added to the window per second waited
     max_window: float = 10.0  # the window stops growing here
     starve_after: float | None = 30.0  # seconds after which a bot meets the nearest; None: never
+    uncertainty_window: float = 0.0  # mu added to a bot's window per unit of its own sigma
 
     def __post_init__(self) -> None:
         # A bad ladder configuration is refused when it is read, not on the first matchmaking pass.
@@ -104,7 +110,7 @@ class Policy:
             raise ValueError(f"Policy.seats must be an int of at least 2, got {self.seats!r}")
         if not self.maps:
             raise ValueError("Policy.maps is empty: give at least one map (None for the game's default)")
-        for name in ("base_window", "widen_per_second"):
+        for name in ("base_window", "widen_per_second", "uncertainty_window"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"Policy.{name} must be a finite number >= 0, got {value!r}")
@@ -116,11 +122,13 @@ class Policy:
         if self.starve_after is not None and not self.starve_after >= 0:
             raise ValueError(f"Policy.starve_after must be >= 0 or None, got {self.starve_after!r}")
 
-    def window(self, waited: float) -> float:
-        """The mu difference a bot accepts after waiting ``waited`` seconds (see `Waiting.waited`)."""
+    def window(self, waited: float, sigma: float = 0.0) -> float:
+        """The mu difference a bot of uncertainty ``sigma`` accepts after waiting ``waited`` seconds
+        (see `Waiting.waited`)."""
+        extra = self.uncertainty_window * sigma if self.uncertainty_window else 0.0
         if not waited > 0.0 or self.widen_per_second == 0.0:
-            return self.base_window  # also keeps 0 * inf (a huge clock jump) from making a NaN
-        return min(self.base_window + self.widen_per_second * waited, self.max_window)
+            return self.base_window + extra  # also keeps 0 * inf (a huge clock jump) from making a NaN
+        return min(self.base_window + self.widen_per_second * waited, self.max_window) + extra
 
     def starving(self, waited: float) -> bool:
         """Whether a bot that waited ``waited`` seconds now meets the nearest bots, window or not."""
@@ -195,6 +203,8 @@ class _Board:
         else:
             # Capped: a huge wait (a clock jump) gives max_window. (Not min(): a call per bot.)
             self.window = [v if v < cap else cap for v in [base + widen * w for w in waits]]
+        if policy.uncertainty_window:
+            self.window = _widened(self.window, entries, policy.uncertainty_window)
         starve = policy.starve_after
         self.starving = [] if starve is None else [p for p in range(n) if waits[p] >= starve]
         k = self.k
@@ -449,6 +459,17 @@ class _Board:
                 t = min(swaps, key=lambda t: (_wants(last[seats[t]], k) == t, t))
                 seats[s], seats[t] = seats[t], x
         return seats
+
+
+def _widened(windows: list[float], entries: Sequence[Waiting], u: float) -> list[float]:
+    """``windows`` with u times each bot's sigma added (rule 1); refuses a sigma that is not a finite
+    number >= 0, which would make a window NaN or shrink it."""
+    sigmas = [e.rating.sigma for e in entries]
+    if not (math.isfinite(sum(sigmas)) and min(sigmas) >= 0.0):
+        bad = next(e for e in entries if not (math.isfinite(e.rating.sigma) and e.rating.sigma >= 0.0))
+        sigma = bad.rating.sigma
+        raise ValueError(f"bot {bad.bot!r} has rating sigma {sigma!r}; sigmas must be finite and >= 0")
+    return [w + u * s for w, s in zip(windows, sigmas, strict=True)]
 
 
 def _wants(last_seat: int | None, seats: int) -> int | None:

@@ -13,6 +13,11 @@ played in the ladder's process, then with the matches handed to the cluster's wo
 bots follow redirects). The figure that says how far one ladder process then goes is its own CPU
 per match: the ratio of the two is printed.
 
+With ``--submitted N`` it measures instead what a submitted bot costs per match: a Python bot as
+`cellarena new-bot` writes it, built as a submission is (`cellarena.arena.ladder.submissions.build`),
+started N times as the ladder starts one, isolated, on a connection handed to it: the time from its
+launch to its hello (median and p90; the goal is at most 1 s at the median).
+
 With ``--workers N`` the load runs with one worker (every match in the ladder's process) and then
 with N worker processes on this machine (`worker_pool`, as ``ladder serve --workers N``). Each run
 reports the CPU of the server (the ladder's process and its workers, each read from /proc) apart
@@ -25,6 +30,7 @@ import contextlib
 import gc
 import json
 import logging
+import socket
 import subprocess
 import sys
 import tempfile
@@ -46,6 +52,7 @@ from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.server.bench.cpu import cpu_seconds
 from cellarena.server.bench.harness import raise_file_limit
 from cellarena.server.bench.server import load_games
+from cellarena.server.bots.launcher import BotSpec, start_bot, stop_bot
 from cellarena.server.cli.params import FiniteFloatRange
 from cellarena.server.cli.run import quiet_logger
 from cellarena.server.games import plugin
@@ -57,6 +64,8 @@ GOAL_BOTS_WORKERS = 1000
 GOAL_ON_TIME = 0.99
 GOAL_WAIT_P95_S = 5.0
 GOAL_MATCHMAKING_SHARE = 0.02
+#: A submitted Python bot's time from its launch to its hello, at the median (issue 41).
+GOAL_HELLO_P50_S = 1.0
 #: The bots' budget at 15 Hz: the period less the server's own share of it (see `bench server`).
 BUDGET_MS = 50.0
 
@@ -238,6 +247,75 @@ def goals(result: dict[str, Any], bots: int = GOAL_BOTS) -> list[tuple[str, bool
     ]
 
 
+async def _time_to_hello(spec: BotSpec, isolate: bool) -> float:
+    """Seconds from asking the launcher to start ``spec`` on a handed connection to its first bytes
+    (its hello); the bot is stopped then."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port), timeout=5.0)
+        server, _ = listener.accept()
+    client.settimeout(None)
+    began = time.perf_counter()
+    with server, trio.fail_after(60):
+        try:
+            proc = await start_bot(spec, "127.0.0.1", port, None, isolate=isolate, connection=client)
+        finally:
+            client.close()  # the bot has its own copy
+        try:
+            await trio.lowlevel.wait_readable(server)
+            if not server.recv(1, socket.MSG_PEEK):
+                raise click.ClickException(f"the bot closed its connection before its hello; {spec}")
+            return time.perf_counter() - began
+        finally:
+            await stop_bot(proc, patience=0.0)
+
+
+def start_cost(starts: int, game: str, isolate: bool = True) -> dict[str, Any]:
+    """Build a Python starter of ``game`` as a submission is built, then start it ``starts`` times as
+    the ladder starts a submitted bot: its build's seconds and its times to hello (p50, p90)."""
+    from cellarena.arena.cli.new_bot import write_bot
+    from cellarena.arena.ladder.submissions.build import PYTHON_PACKAGES
+    from cellarena.arena.ladder.submissions.build import build as build_bot
+    from cellarena.server.bots.python_view import python_view
+
+    with tempfile.TemporaryDirectory(prefix="cellarena-bench-submitted-") as tmp:
+        folder = Path(tmp) / "bot"
+        write_bot(game, "bench_bot", "python", folder)
+        built = trio.run(build_bot, folder)
+        if not built.ok or built.program is None:
+            raise click.ClickException(f"the bot did not build: {built.reason}\n{built.log}")
+        spec = built.program.spec(python_view(PYTHON_PACKAGES) if isolate else None)
+        times = sorted(trio.run(_time_to_hello, spec, isolate) for _ in range(starts))
+    return {
+        "starts": starts,
+        "isolated": isolate,
+        "build_s": built.seconds,
+        "hello_p50_s": times[len(times) // 2],
+        "hello_p90_s": times[min(len(times) - 1, (len(times) * 9) // 10)],
+        "hello_max_s": times[-1],
+    }
+
+
+def _report_start_cost(result: dict[str, Any]) -> None:
+    from cellarena.server.bench.harness import report
+
+    report(
+        f"A submitted Python bot started {result['starts']} times as the ladder starts one"
+        + (" (isolated)" if result["isolated"] else ""),
+        ("build", "launch to hello p50", "p90", "max"),
+        [
+            (
+                f"{result['build_s']:.2f} s",
+                f"{result['hello_p50_s']:.3f} s",
+                f"{result['hello_p90_s']:.3f} s",
+                f"{result['hello_max_s']:.3f} s",
+            )
+        ],
+        [(f"median launch to hello <= {GOAL_HELLO_P50_S:g} s", result["hello_p50_s"] <= GOAL_HELLO_P50_S)],
+        ["build: the starter's build as a submission's (a Python bot: its files checked in the sandbox)"],
+    )
+
+
 @click.command("ladder")
 @click.option(
     "--bots", default=GOAL_BOTS, show_default=True, type=click.IntRange(2, 20_000), help="Load bots."
@@ -280,6 +358,13 @@ def goals(result: dict[str, Any], bots: int = GOAL_BOTS) -> list[tuple[str, bool
     help="Also run the load with the matches in this many worker processes here (`ladder serve "
     "--workers`), after the run with every match in the ladder's process.",
 )
+@click.option(
+    "--submitted",
+    default=None,
+    type=click.IntRange(1, 1000),
+    help="Instead of the load: start a built Python bot this many times as the ladder starts a "
+    "submitted one (isolated) and report its time from launch to hello.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(
     bots: int,
@@ -289,9 +374,17 @@ def command(
     game: str | None,
     cluster: ClusterSpec | None,
     workers: int,
+    submitted: int | None,
     as_json: bool,
 ) -> None:
     """A ladder at 15 Hz under bots that queue again after every match: throughput, waits, CPU."""
+    if submitted is not None:
+        cost = start_cost(submitted, game or load_games()[0])
+        if as_json:
+            click.echo(json.dumps(cost))
+        else:
+            _report_start_cost(cost)
+        return
     game = game or load_games()[0]
     if game not in load_games():
         raise click.BadParameter(

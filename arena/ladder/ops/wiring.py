@@ -130,7 +130,12 @@ def build(
         replay_dir=config.replay_dir,
         notify=notify,
     )
-    policy = Policy(seats=players.pop(), maps=config.maps, starve_after=rules.starve_after)
+    policy = Policy(
+        seats=players.pop(),
+        maps=config.maps,
+        starve_after=rules.starve_after,
+        uncertainty_window=rules.uncertainty_window,
+    )
     queue = MatchQueue(
         policy,
         results,

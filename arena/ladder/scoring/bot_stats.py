@@ -3,8 +3,8 @@
 `bot_stats` is a pure function of the matches the store hands out (`LadderStore.bot_seats`), so the
 page, the JSON and the tests read the same numbers:
 
-- ``rating``: its rating (mu, sigma, and the conservative mu - 3 sigma) after each rated match, with
-  the version it played under: the uncertainty over time;
+- ``rating``: its rating (mu, sigma, and the value tables show, `ratings.ladder.shown`) after each
+  rated match, with the version it played under: the uncertainty over time;
 - ``head_to_head``: per opponent, wins, draws and losses against it (in a match of more seats, a
   bot placed better than the opponent won against it);
 - ``maps`` and ``seats``: per map and per seat, the matches, wins, draws, losses and win rate;
@@ -22,6 +22,7 @@ from typing import Any
 
 from cellarena.arena.ladder.records import BotMatch
 from cellarena.arena.ladder.scoring.failures import failure_of
+from cellarena.arena.ratings import ladder as ratings
 
 
 @dataclass
@@ -92,7 +93,7 @@ def bot_stats(name: str, played: Sequence[BotMatch]) -> dict[str, Any]:
                     "ended": None if match.ended is None else match.ended.isoformat(),
                     "mu": me.after.mu,
                     "sigma": me.after.sigma,
-                    "rating": me.after.conservative,
+                    "rating": ratings.shown(me.after),
                     "version": me.version,
                 }
             )

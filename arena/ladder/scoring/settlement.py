@@ -49,14 +49,16 @@ def launch_failure(cause: dict[str, Any], bot: BotRecord, policy: CommunityPolic
 
 
 def _rating_before(bot: SeatBot, rated: bool, policy: CommunityPolicy) -> Rating:
-    """The rating a seat plays from: its current one (widened by its days idle, for a rated match), or
-    the initial one for a bot's first match and,
-    under ``reset``, for a bot whose version differs from its last finished match's (a bot's first
-    versioned match after unversioned ones is no new version: nothing to compare)."""
+    """The rating a seat plays from (`ratings.ladder.rating_before`). A bot's first versioned match
+    after unversioned ones is no new version: nothing to compare."""
     new_version = bot.version is not None and bot.last_version not in (None, bot.version)
-    if bot.rating is None or (rated and policy.new_version_rating == "reset" and new_version):
-        return ratings.initial()
-    return ratings.idle(bot.rating, bot.idle_days) if rated else bot.rating
+    return ratings.rating_before(
+        bot.rating,
+        rated=rated,
+        new_version_rule=policy.new_version_rating,
+        is_new_version=new_version,
+        days_idle=bot.idle_days,
+    )
 
 
 def settle(state: MatchState, results: Sequence[SeatResult], ticks: int) -> Settlement:

@@ -29,9 +29,10 @@ from cellarena.arena.ladder.services.starter import MatchStarter
 from cellarena.server.net.connection import Connection
 from cellarena.server.play.seating import MatchHost, Seating
 
-#: Changes after which the house bots are read again (added, revoked, paused, banned, back).
-_HOUSE_CHANGES = frozenset(
-    {"bot_added", "bot_revoked", "bot_paused", "bot_resumed", "bot_banned", "bot_unbanned"}
+#: Changes after which the ratings and house bots are read again (a bot added, revoked, paused, banned,
+#: back; a season closed).
+_RATING_CHANGES = frozenset(
+    {"bot_added", "bot_revoked", "bot_paused", "bot_resumed", "bot_banned", "bot_unbanned", "season_closed"}
 )
 
 
@@ -98,8 +99,8 @@ class LadderSeating(Seating):
         """`DatabaseWatch`'s listener: act on what the ladder's commands (other processes) changed."""
         names = {c.bot for c in changes if c.bot is not None}
         await self.admission.check_bots(names)
-        if any(c.kind in _HOUSE_CHANGES for c in changes):
-            await self.results.load_ratings()  # house bots come and go with the table
+        if any(c.kind in _RATING_CHANGES for c in changes):
+            await self.results.load_ratings()  # house bots come and go with the table; a season resets it
         self.queue.stats.pauses += sum(1 for c in changes if c.kind == "bot_paused")
         if any(c.kind == "challenge" for c in changes):
             await self.queue.load_challenges()

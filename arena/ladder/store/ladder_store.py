@@ -6,7 +6,8 @@ transaction; one from a newer cellarena is refused.
 
 `LadderStore` composes one small class per group of tables, each in its module: `BotTable` (bots and
 their tokens), `MatchTable` (matches and seats), `RatingTable` (standings, rating histories),
-`ChallengeTable`, `ChangeLog` (the change and audit logs) and `Settings`, over one `Database` (the
+`SeasonTable` (closed seasons and their tables), `ChallengeTable`, `VersionTable` (submitted bots'
+versions), `ChangeLog` (the change and audit logs) and `Settings`, over one `Database` (the
 connection, its lock and transactions). Owners and sessions are `accounts.owners.Accounts`'.
 
 How a match is recorded, and why it survives ``kill -9``:
@@ -22,7 +23,7 @@ How a match is recorded, and why it survives ``kill -9``:
    of its game still ``running`` (cut short by the previous server's death) ``void``, with no rating
    change.
 
-Ratings are openskill's Plackett-Luce (`cellarena.arena.ratings`), per game (a bot plays one game),
+Ratings are the ladder's rating system's (`cellarena.arena.ratings.ladder`), per game (a bot plays one game),
 updated in the order results are counted (``matches.seq``), so they are a function of the results.
 
 Every method may be called from any thread (one lock serialises them); each call is one short
@@ -55,9 +56,12 @@ from cellarena.arena.ladder.store.bot_tables import BotTable
 from cellarena.arena.ladder.store.challenge_tables import ChallengeTable
 from cellarena.arena.ladder.store.change_log import ChangeLog
 from cellarena.arena.ladder.store.database import Database, cellarena_release
+from cellarena.arena.ladder.store.dataset_choices import DatasetChoices
 from cellarena.arena.ladder.store.match_tables import MAX_ID, VOID_ON_START, MatchTable
 from cellarena.arena.ladder.store.rating_tables import RatingTable
+from cellarena.arena.ladder.store.season_tables import SeasonTable
 from cellarena.arena.ladder.store.settings import Settings
+from cellarena.arena.ladder.store.version_tables import VersionTable
 
 __all__ = [
     "MAX_ID",
@@ -104,6 +108,15 @@ class LadderStore:
         self.match_table = MatchTable(self.bot_table)
         self.rating_table = RatingTable(self.bot_table)
         self.challenge_table = ChallengeTable(self.bot_table)
+        self.season_table = SeasonTable(self.database, self.change_log)
+        self.dataset_choices = DatasetChoices(self.bot_table)
+        #: Submitted bots' versions (`VersionTable`): the builder's ``next_to_build`` and ``mark``.
+        self.versions = VersionTable(self.bot_table)
+        self._bind_play()
+        self._bind_community()
+
+    def _bind_play(self) -> None:
+        """The facade's methods for bots, their tokens, matches and ratings."""
         # The connection: claimed by the one ladder server, lost and found again (PostgreSQL).
         self.claim_server = self.database.claim_server
         # Bots and their tokens.
@@ -132,12 +145,27 @@ class LadderStore:
         self.bot_seats = self.match_table.bot_seats
         self.rating_history = self.rating_table.rating_history
         self.standings = self.rating_table.standings
+
+    def _bind_community(self) -> None:
+        """The facade's methods for seasons, challenges, datasets, the logs and the host's settings."""
+        # Seasons.
+        self.close_season = self.season_table.close_season
+        self.seasons = self.season_table.seasons
+        self.season_standings = self.season_table.season_standings
         # Challenges.
         self.refuse_challenges = self.challenge_table.refuse_challenges
         self.challenge = self.challenge_table.challenge
         self.challenges_left = self.challenge_table.challenges_left
         self.pending_challenges = self.challenge_table.pending_challenges
         self.challenges_of = self.challenge_table.challenges_of
+        # Owners' choice to keep their bots out of the exported datasets.
+        self.keep_out_of_datasets = self.dataset_choices.keep_out_of_datasets
+        self.kept_out_of_datasets = self.dataset_choices.kept_out_of_datasets
+        # Submitted bots' versions.
+        self.add_version = self.versions.add_version
+        self.versions_of = self.versions.versions_of
+        self.live_version = self.versions.live_version
+        self.make_live = self.versions.make_live
         # The logs and the host's settings.
         self.last_change = self.change_log.last_change
         self.changes_since = self.change_log.changes_since

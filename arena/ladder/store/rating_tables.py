@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from cellarena.arena.ladder.records import RatingPoint, Standing
+from cellarena.arena.ladder.store.backends import Backend
 from cellarena.arena.ladder.store.bot_tables import BotTable
 from cellarena.arena.ladder.store.database import parse_time
 from cellarena.arena.ratings import Rating
@@ -34,34 +35,51 @@ class RatingTable:
     def standings(
         self, game: str, *, include_revoked: bool = False, now: datetime | None = None
     ) -> list[Standing]:
-        """``game``'s table: the ranked bots first, then the provisional ones (too few rated matches,
-        `ratings.ladder.provisional`), each by conservative rating (mu - 3 sigma), then name. A bot with
+        """``game``'s table for the season being played: the ranked bots first, then the provisional
+        ones (too few rated matches, `ratings.ladder.provisional`; matches of closed seasons that carried
+        their ratings over count too), each by rating (`ratings.ladder.shown`), then name. A bot with
         no finished match has the initial rating; a rated one's sigma is widened by its whole days idle
-        at ``now`` (the clock's time if None: `ratings.ladder.idle`)."""
-        now = now or datetime.now(UTC)
+        at ``now`` (the clock's time if None: `ratings.ladder.idle`). Late and invalid answers and the
+        time bank count from the season's start."""
         with self.database.reading(f"read the {game} standings") as db:
-            rows = db.query(
-                "SELECT b.name, b.kind, b.revoked, r.mu, r.sigma, r.matches, r.wins, r.draws, r.losses,"
-                " t.late, t.invalid, t.bank, t.last_rated"
-                " FROM bots b LEFT JOIN ratings r ON r.bot_id = b.id"
-                " LEFT JOIN (SELECT s.bot_id, SUM(s.late) AS late, SUM(s.invalid) AS invalid,"
-                " SUM(s.bank_drawn_ms) AS bank, MAX(CASE WHEN m.rated THEN m.ended END) AS last_rated"
-                " FROM seats s JOIN matches m ON m.id = s.match_id"
-                " WHERE m.status = 'finished' GROUP BY s.bot_id) t ON t.bot_id = b.id"
-                " WHERE b.game = ?",
-                (game,),
-            )
-        start = ratings.initial()
-        table = []
-        for name, kind, revoked, mu, sigma, n, wins, draws, losses, late, invalid, bank, last in rows:
-            if revoked is not None and not include_revoked:
-                continue
-            r = start if mu is None else Rating(mu, sigma)
-            if mu is not None and last is not None:
-                r = ratings.idle(r, ratings.idle_days(parse_time(last), now))
-            counts = (n or 0, wins or 0, draws or 0, losses or 0, int(late or 0), int(invalid or 0))
-            table.append(
-                Standing(0, name, kind, r.mu, r.sigma, *counts, int(bank or 0), ratings.provisional(n or 0))
-            )
-        table.sort(key=lambda s: (s.provisional, -s.rating, s.bot))
-        return [replace(s, rank=i) for i, s in enumerate(table, 1)]
+            return current_standings(db, game, include_revoked=include_revoked, now=now)
+
+
+def season_start(db: Backend, game: str) -> str | None:
+    """When ``game``'s current season began: the last season's close (None before the first closes)."""
+    rows = db.query("SELECT MAX(closed) FROM seasons WHERE game = ?", (game,))
+    return None if not rows or rows[0][0] is None else str(rows[0][0])
+
+
+def current_standings(
+    db: Backend, game: str, *, include_revoked: bool = False, now: datetime | None = None
+) -> list[Standing]:
+    """`RatingTable.standings`, in the caller's transaction (closing a season archives exactly this)."""
+    now = now or datetime.now(UTC)
+    since = season_start(db, game) or ""
+    rows = db.query(
+        "SELECT b.name, b.kind, b.revoked, r.mu, r.sigma, r.matches, r.wins, r.draws, r.losses,"
+        " t.late, t.invalid, t.bank, t.last_rated, r.carried"
+        " FROM bots b LEFT JOIN ratings r ON r.bot_id = b.id"
+        " LEFT JOIN (SELECT s.bot_id, SUM(CASE WHEN m.ended >= ? THEN s.late END) AS late,"
+        " SUM(CASE WHEN m.ended >= ? THEN s.invalid END) AS invalid,"
+        " SUM(CASE WHEN m.ended >= ? THEN s.bank_drawn_ms END) AS bank,"
+        " MAX(CASE WHEN m.rated THEN m.ended END) AS last_rated"
+        " FROM seats s JOIN matches m ON m.id = s.match_id"
+        " WHERE m.status = 'finished' GROUP BY s.bot_id) t ON t.bot_id = b.id"
+        " WHERE b.game = ?",
+        (since, since, since, game),
+    )
+    start = ratings.initial()
+    table = []
+    for name, kind, revoked, mu, sigma, n, wins, draws, losses, late, invalid, bank, last, carried in rows:
+        if revoked is not None and not include_revoked:
+            continue
+        r = start if mu is None else Rating(mu, sigma)
+        if mu is not None and last is not None:
+            r = ratings.idle(r, ratings.idle_days(parse_time(last), now))
+        counts = (n or 0, wins or 0, draws or 0, losses or 0, int(late or 0), int(invalid or 0))
+        provisional = ratings.provisional((n or 0) + (carried or 0))
+        table.append(Standing(0, name, kind, r.mu, r.sigma, *counts, int(bank or 0), provisional))
+    table.sort(key=lambda s: (s.provisional, -s.rating, s.bot))
+    return [replace(s, rank=i) for i, s in enumerate(table, 1)]

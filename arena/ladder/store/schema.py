@@ -11,7 +11,7 @@ autoincrementing id column, written ``{id}`` here and filled in by the backend. 
 in UTC (sortable, and the same in both); booleans are BOOLEAN, which SQLite stores as 0/1; reals are
 DOUBLE PRECISION (PostgreSQL's REAL would be 4 bytes and round the ratings).
 
-Tables (version 8):
+Tables (version 9):
 
 - ``schema_version``: one row per migration applied: version, cellarena release, when.
 - ``bots``: name (unique), game, the SHA-256 of its token (never the token), kind ``outside`` (runs on
@@ -25,8 +25,9 @@ Tables (version 8):
   cause (version 3: JSON text, `cellarena.server.games.causes`, sentence included; NULL for matches
   finished before, which read as cause "unknown"); and the ms of time bank it drew (version 7; NULL
   when the match had no bank, or was finished before).
-- ``ratings``: each bot's current openskill rating and its match/win/draw/loss counts, updated in the
-  transaction that finishes a match. A bot without a row has the initial rating and no matches.
+- ``ratings``: each bot's current rating (`ratings.ladder`; openskill's until version 11) and its
+  match/win/draw/loss counts, updated in the transaction that finishes a match. A bot without a row has
+  the initial rating and no matches.
 - ``changes`` (version 3): one row per change that a running ``ladder serve`` must act on (a bot added,
   revoked, its token rotated, its limits changed), written in the transaction that makes the change.
   It is the one channel from the ladder's commands and pages to the server, which polls it
@@ -65,6 +66,36 @@ Version 8 (issue 39: names and limits held by the database):
 - ``owners.name_key`` computed again: the key now leaves out invisible characters. An owner made
   before whose new key an older owner has keeps a key no name can have (`LEGACY_KEY` and its id).
 
+Version 9, the dataset opt-out (issue 45, `cellarena ladder export`, docs/datasets.md):
+
+- ``bots.keep_out_of_datasets``: its owner keeps the bot's matches out of the ladder's exported
+  datasets (every match it played, whole). FALSE by default, and for the bots from before.
+
+Version 10 (seasons, docs/ladder.md "Seasons"):
+
+- ``seasons``: per game, each closed season: its number (1, 2, ...), name, when it started and closed,
+  and how the next one started (``reset`` or ``carry``, `cellarena.arena.ratings.seasons`); the
+  ``seq`` of the last result counted before it closed (NULL: none yet), which orders it among results.
+- ``season_standings``: a closed season's table as it stood at the close, one row per bot (its name
+  and kind kept as they were), in rank order.
+- ``ratings.carried``: rated matches a bot played in closed seasons whose ratings carried over; they
+  count towards leaving the provisional list. ``ratings``' counts are the current season's.
+
+Version 11 (the ladder's ratings move to the default rating system, docs/ladder.md "Ratings"): no
+table changes; every finished match is rated again (`rerate.rerate_history`): the seats' ratings
+before and after and the ``ratings`` table. Archived season tables keep what they showed at their close.
+
+Version 12 (issue 41: submitted bots, docs/ladder.md "Submitting a bot"):
+
+- ``versions``: each archive uploaded for a bot: its number per bot (1, 2, ...), the archive's SHA-256,
+  size and kind (``tar.gz`` / ``zip``; the file is the archive store's, `submissions.archives`), its
+  state (``received`` / ``building`` / ``validating`` / ``validated`` / ``live`` / ``failed`` /
+  ``retired``, moved only as `submissions.versions.MOVES` allows), its build and validation logs
+  (their tails, capped), the owner who uploaded it (NULL: the host's bot), created, when its state
+  last changed, and why (a failure's reason).
+- ``bots.live_version``: the version the ladder plays for a submitted bot (NULL: none yet, or a bot
+  that connects).
+
 A migration may have a step in Python after its statements (`Migration.then`, in the same
 transaction): keys are computed by Python, not SQL.
 """
@@ -77,6 +108,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cellarena.arena.ladder.identity.lookalikes import name_key
+from cellarena.arena.ladder.store.rerate import rerate_history
 
 if TYPE_CHECKING:
     from cellarena.arena.ladder.store.backends import Backend
@@ -280,6 +312,75 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE UNIQUE INDEX bots_by_name_key ON bots (name_key)",
         ),
         then=key_names,
+    ),
+    Migration(
+        9,
+        "an owner may keep their bot's matches out of the ladder's exported datasets",
+        ("ALTER TABLE bots ADD COLUMN keep_out_of_datasets BOOLEAN NOT NULL DEFAULT FALSE",),
+    ),
+    Migration(
+        10,
+        "seasons: a closed season's table archived; rated matches of earlier seasons carried over",
+        (
+            "CREATE TABLE seasons ("
+            " id {id},"
+            " game TEXT NOT NULL,"
+            " number INTEGER NOT NULL CHECK (number >= 1),"
+            " name TEXT NOT NULL,"
+            " started TEXT NOT NULL,"
+            " closed TEXT NOT NULL,"
+            " start_next TEXT NOT NULL CHECK (start_next IN ('reset', 'carry')),"
+            " last_seq BIGINT,"
+            " UNIQUE (game, number))",
+            "CREATE TABLE season_standings ("
+            " season_id BIGINT NOT NULL REFERENCES seasons (id),"
+            " rank INTEGER NOT NULL,"
+            " bot TEXT NOT NULL,"
+            " kind TEXT NOT NULL,"
+            " mu DOUBLE PRECISION NOT NULL,"
+            " sigma DOUBLE PRECISION NOT NULL,"
+            " matches INTEGER NOT NULL,"
+            " wins INTEGER NOT NULL,"
+            " draws INTEGER NOT NULL,"
+            " losses INTEGER NOT NULL,"
+            " late INTEGER NOT NULL,"
+            " invalid INTEGER NOT NULL,"
+            " bank_drawn_ms BIGINT NOT NULL,"
+            " provisional BOOLEAN NOT NULL,"
+            " PRIMARY KEY (season_id, rank))",
+            "ALTER TABLE ratings ADD COLUMN carried INTEGER NOT NULL DEFAULT 0",
+        ),
+    ),
+    Migration(
+        11,
+        "the ladder's ratings move to the default system (TrueSkill, as tournaments): history re-rated",
+        (),
+        then=rerate_history,
+    ),
+    Migration(
+        12,
+        "submitted bots: versions with their archive, state and logs; each bot's live version",
+        (
+            "CREATE TABLE versions ("
+            " id {id},"
+            " bot_id BIGINT NOT NULL REFERENCES bots (id),"
+            " number INTEGER NOT NULL,"
+            " sha256 TEXT NOT NULL,"
+            " size BIGINT NOT NULL,"
+            " archive_kind TEXT NOT NULL CHECK (archive_kind IN ('tar.gz', 'zip')),"
+            " state TEXT NOT NULL CHECK (state IN"
+            " ('received', 'building', 'validating', 'validated', 'live', 'failed', 'retired')),"
+            " build_log TEXT,"
+            " validation_log TEXT,"
+            " uploaded_by BIGINT REFERENCES owners (id),"
+            " created TEXT NOT NULL,"
+            " changed TEXT NOT NULL,"
+            " reason TEXT,"
+            " UNIQUE (bot_id, number))",
+            "CREATE INDEX versions_by_state ON versions (state, id)",
+            "CREATE INDEX versions_by_uploader ON versions (uploaded_by, created)",
+            "ALTER TABLE bots ADD COLUMN live_version BIGINT REFERENCES versions (id)",
+        ),
     ),
 )
 

@@ -20,6 +20,7 @@ from cellarena.server.web.live import LiveFeed, live_routes
 
 if TYPE_CHECKING:
     from cellarena.arena.ladder.web.owner_guard import AccountSettings
+    from cellarena.arena.ladder.web.submission_pages import SubmissionSettings
 
 
 def ladder_app(
@@ -31,8 +32,10 @@ def ladder_app(
     public_debug: bool = False,
     accounts: AccountSettings | None = None,
     trusted: TrustedProxies | None = None,
+    submissions: SubmissionSettings | None = None,
 ) -> tuple[Starlette, LiveFeed | None]:
-    """The app, and with ``live`` the feed that `live.relay` fills from the ladder's bot port."""
+    """The app, and with ``live`` the feed that `live.relay` fills from the ladder's bot port; with
+    ``submissions``, owners upload their bots' archives (`submission_pages`)."""
     trusted = trusted or TrustedProxies()
     site = LadderSite(
         store,
@@ -44,14 +47,22 @@ def ladder_app(
         trusted_proxies=trusted,  # the owner endpoint's lock-out counts by the client behind them
     )
     routes: list[BaseRoute] = []
+    uploads = None
+    if submissions is not None:
+        from cellarena.arena.ladder.web.submission_pages import Submissions
+
+        uploads = Submissions(store, games, submissions)
     if accounts is not None:
         from cellarena.arena.ladder.web.owner_pages import AccountSite
         from cellarena.arena.ladder.web.owner_routes import owner_routes
 
-        account_site = AccountSite(store, games, accounts, live=live)
+        account_site = AccountSite(store, games, accounts, live=live, submissions=uploads)
         site.who = account_site.guard.owner  # the header names who is logged in
         site.owner_sessions = account_site.guard.api_owner  # owners act on the API with their login too
         routes += owner_routes(account_site)
+    if uploads is not None:
+        uploads.community.sessions = site.owner_sessions
+        routes += uploads.routes()
     routes += public_routes(site)
     feed = None
     if live:

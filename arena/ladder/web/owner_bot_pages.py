@@ -1,6 +1,7 @@
 """A logged-in owner's pages: their bots, each bot's page and forms (new, rotate, revoke, resume,
-challenge, refuse challenges), their matches' replays with their own debug drawings, deleting the
-account; and the API's new bot (name and password in the body, no cookie).
+challenge, refuse challenges, keep out of datasets, upload a version, make one live), their matches'
+replays with their own debug drawings, deleting the account; and the API's new bot (name and password in
+the body, no cookie).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from cellarena.arena.ladder.accounts.owners import AccountError
+from cellarena.arena.ladder.accounts.owners import AccountError, Owner
 from cellarena.arena.ladder.errors import BadNameError
 from cellarena.arena.ladder.identity.tokens import Token
 from cellarena.arena.ladder.records import BotRecord
@@ -20,6 +21,8 @@ from cellarena.arena.ladder.store.ladder_store import MAX_ID
 from cellarena.arena.ladder.web.owner_guard import SESSION_COOKIE
 from cellarena.arena.ladder.web.owner_pages import AccountSite
 from cellarena.arena.ladder.web.public_pages import bot_href
+from cellarena.arena.ladder.web.submission_pages import MAX_VERSION, Submissions
+from cellarena.arena.ladder.web.upload_body import read_upload
 from cellarena.server.web.numbers import path_number
 
 
@@ -131,18 +134,31 @@ class BotPages:
         try:
             await self.site.bot_action(lambda: change(bot, fields, f"{owner.name} (owner)"))
         except HTTPException as exc:
-            if exc.status_code not in (400, 409, 429):
+            if exc.status_code not in (400, 404, 409, 429):
                 raise
-            only = name if back_to_bot else None
-            context = await trio.to_thread.run_sync(lambda: self.site.account_context(owner, only))
-            context["errors"] = {name: exc.detail}
-            return self.site.page(
-                "account/bot.html" if back_to_bot else "account/account.html", request,
-                exc.status_code, title=f"{name} (yours)" if back_to_bot else f"{owner.name}'s bots",
-                csrf=self.guard.csrf_for(session), error=None, **context,
-            )  # fmt: skip
+            return await self._refused(request, owner, session, name, exc, back_to_bot=back_to_bot)
         where = f"/account{bot_href(name)}" if back_to_bot else "/account"
         return RedirectResponse(where, status_code=303)
+
+    async def _refused(
+        self,
+        request: Request,
+        owner: Owner,
+        session: str,
+        name: str,
+        exc: HTTPException,
+        *,
+        back_to_bot: bool,
+    ) -> Response:
+        """The page a form was posted from, with the refusal beside the bot, and its status."""
+        only = name if back_to_bot else None
+        context = await trio.to_thread.run_sync(lambda: self.site.account_context(owner, only))
+        context["errors"] = {name: exc.detail}
+        return self.site.page(
+            "account/bot.html" if back_to_bot else "account/account.html", request,
+            exc.status_code, title=f"{name} (yours)" if back_to_bot else f"{owner.name}'s bots",
+            csrf=self.guard.csrf_for(session), error=None, **context,
+        )  # fmt: skip
 
     async def resume_bot(self, request: Request) -> Response:
         return await self.bot_change(request, lambda b, f, who: self.site.community.resume_bot(b, who))
@@ -156,6 +172,42 @@ class BotPages:
         return await self.bot_change(
             request, lambda b, f, who: self.site.community.refusal_of(b, f.get("refuse") == "1", who)
         )
+
+    async def datasets(self, request: Request) -> Response:
+        """Keep the bot's matches out of the ladder's exported datasets (``keep_out=1``), or let them in."""
+        store = self.site.store
+        return await self.bot_change(
+            request, lambda b, f, who: store.keep_out_of_datasets(b.name, f.get("keep_out") == "1", actor=who)
+        )
+
+    def _submissions(self) -> Submissions:
+        if self.site.submissions is None:
+            raise HTTPException(404, "this ladder takes no submitted bots")
+        return self.site.submissions
+
+    async def upload(self, request: Request) -> Response:
+        """The bot page's upload form (multipart, its CSRF token checked before anything is kept)."""
+        submissions = self._submissions()
+        self.guard.check_origin(request)
+        owner, session = await self.guard.logged_in(request)
+        name = request.path_params["name"]
+        bot = await self.site.bot_action(lambda: self.site.accounts.bot_of(owner, name))
+        assert isinstance(bot, BotRecord)
+        try:
+            upload = await read_upload(request, submissions.settings.limits.archive_bytes)
+            self.guard.check_csrf(upload.fields, self.guard.csrf_for(session))
+            await trio.to_thread.run_sync(submissions.receive, bot, upload, f"{owner.name} (owner)")
+        except HTTPException as exc:
+            if exc.status_code not in (400, 413, 415, 429):
+                raise
+            return await self._refused(request, owner, session, name, exc, back_to_bot=True)
+        return RedirectResponse(f"/account{bot_href(name)}#versions", status_code=303)
+
+    async def make_live(self, request: Request) -> Response:
+        """A version's "make live" (or "roll back to") button."""
+        submissions = self._submissions()
+        number = path_number(request, "number", "version", maximum=MAX_VERSION)
+        return await self.bot_change(request, lambda b, f, who: submissions.make_live(b, number, who))
 
     async def replay(self, request: Request) -> Response:
         owner, _ = await self.guard.logged_in(request)

@@ -31,12 +31,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from cellarena.arena.ladder.accounts.owners import AccountError, Accounts, Owner
 from cellarena.arena.ladder.identity.tokens import Token
-from cellarena.arena.ladder.records import BotMatch
+from cellarena.arena.ladder.records import BotMatch, BotRecord
 from cellarena.arena.ladder.scoring.failures import failure_of
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ladder.web.community_pages import CommunityApi
 from cellarena.arena.ladder.web.owner_guard import FORM_COOKIE, SESSION_COOKIE, AccountSettings, OwnerGuard
 from cellarena.arena.ladder.web.public_pages import bot_href
+from cellarena.arena.ladder.web.submission_pages import Submissions
 from cellarena.server.replay import strip_debug_bytes
 from cellarena.server.web.templating import render
 
@@ -57,8 +58,11 @@ class AccountSite:
         settings: AccountSettings,
         *,
         live: bool = False,
+        submissions: Submissions | None = None,
     ) -> None:
         self.store = store
+        #: Uploads and versions of submitted bots (`submission_pages`), or None: the pages show none.
+        self.submissions = submissions
         #: Whether the header links to /live/ (`ladder web --live-port`), as the public pages' does.
         self.live = live
         self.accounts = Accounts(store)
@@ -131,6 +135,7 @@ class AccountSite:
             b.name: self.store.bot_history(b.name, limit=RECENT) for b in bots
         }
         return {
+            **self._versions_context(bots if only is not None else []),
             "owner": owner,
             "bots": bots,
             "history": history,
@@ -139,10 +144,25 @@ class AccountSite:
             "quota_left": {b.name: self.store.challenges_left(b.name) for b in bots if b.active},
             "opponents": [b.name for g in self.games for b in self.store.list_bots(g) if b.active],
             "community": self.store.policy(),
+            "kept_out": self.store.kept_out_of_datasets(),
             "max_bots": self.settings.max_bots,
             "errors": {},
             "back": "" if only is None else "bot",
             "admin": self.accounts.is_admin(owner),
+        }
+
+    def _versions_context(self, bots: list[BotRecord]) -> dict[str, Any]:
+        """A bot's own page: its submitted versions and what is left of the upload quota."""
+        if self.submissions is None or not bots:
+            return {}
+        settings = self.submissions.settings
+        return {
+            "versions": {b.name: self.store.versions_of(b.name, limit=20) for b in bots},
+            "uploads_left": {
+                b.name: self.store.versions.uploads_left(b.name, settings.uploads_per_day) for b in bots
+            },
+            "uploads_per_day": settings.uploads_per_day,
+            "upload_limits": settings.limits,
         }
 
     async def check_admin(self, owner: Owner) -> None:

@@ -33,6 +33,7 @@ from cellarena.arena.ladder.records import STANDINGS_COLUMNS, MatchRecord
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.store.ladder_store import MAX_ID, LadderStore
 from cellarena.arena.ladder.web.community_pages import OwnerSessions
+from cellarena.arena.ratings import ladder as ratings
 from cellarena.arena.ratings.ladder import PROVISIONAL_MATCHES
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results_source import RatingPoint
@@ -115,7 +116,7 @@ class LadderSite:
         (without its closing slash)."""
         return f"/{quote(game, safe='')}" if self.several and game else ""
 
-    def _render(self, template: str, title: str, game: str | None = None, **context: Any) -> str:
+    def render_page(self, template: str, title: str, game: str | None = None, **context: Any) -> str:
         """``template`` for ``game``'s pages (None: the first game's; "": the list of games)."""
         game = self.game if game is None else game
         return render(
@@ -131,13 +132,14 @@ class LadderSite:
             policy=self.policy,
             has_replay=_has_replay,
             bot_href=bot_href,
+            shown=ratings.shown,
             **context,
         )
 
     # -- pages (run in a worker thread: the store blocks) --------------------------------------------
     def standings_html(self, game: str | None = None, owner: object = None) -> str:
         game = game or self.game
-        return self._render(
+        return self.render_page(
             "standings.html",
             f"{game} ladder",
             game,
@@ -150,7 +152,7 @@ class LadderSite:
 
     def games_html(self, owner: object = None) -> str:
         """A site of several games: each game's first ten and its newest matches, linked."""
-        return self._render(
+        return self.render_page(
             "games.html",
             "ladder: " + ", ".join(self.games),
             "",
@@ -166,7 +168,7 @@ class LadderSite:
         if bot is None or bot.game not in self.games:
             raise HTTPException(404, f"no bot {name!r} on this ladder")
         history = self.store.rating_history(name)
-        points = [RatingPoint(p.match_id, name, p.rating.conservative) for p in history]
+        points = [RatingPoint(p.match_id, name, ratings.shown(p.rating)) for p in history]
         standing = next((s for s in self.store.standings(bot.game) if s.bot == name), None)
         summary = (
             f"rank {standing.rank}, rating {standing.rating:.2f} over {standing.matches} matches "
@@ -174,7 +176,7 @@ class LadderSite:
             if standing is not None
             else "not ranked" + (" (revoked)" if not bot.active else " yet")
         )
-        return self._render(
+        return self.render_page(
             "bot.html",
             name,
             bot.game,
@@ -194,7 +196,7 @@ class LadderSite:
     def matches_html(self, before: int | None, game: str | None = None, owner: object = None) -> str:
         game = game or self.game
         matches = self.store.matches(game, limit=PAGE, before=before)
-        return self._render(
+        return self.render_page(
             "matches.html",
             f"{game} ladder: matches",
             game,
@@ -205,7 +207,7 @@ class LadderSite:
 
     def match_html(self, match_id: int, owner: object = None) -> str:
         m = self.match_or_404(match_id)
-        return self._render("match.html", f"match #{match_id}", m.game, m=m, owner=owner)
+        return self.render_page("match.html", f"match #{match_id}", m.game, m=m, owner=owner)
 
     def match_or_404(self, match_id: int) -> MatchRecord:
         m = self.store.match(match_id)

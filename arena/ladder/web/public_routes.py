@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Route
 from cellarena.arena.ladder.store.ladder_store import MAX_ID
 from cellarena.arena.ladder.web.community_pages import CommunityApi
 from cellarena.arena.ladder.web.public_pages import PAGE, LadderSite, client_host, match_json
+from cellarena.arena.ladder.web.season_pages import season_routes
 from cellarena.server.web.numbers import path_number, query_number
 from cellarena.server.web.replays import ReplayLibrary, replay_routes
 
@@ -125,6 +126,7 @@ def public_routes(site: LadderSite) -> list[BaseRoute]:
     return [
         *CommunityApi(site.store, site.games, site.owner_sessions).routes(),
         *_lists(site, pages),
+        *season_routes(site),
         Route("/bots/{name:path}", pages.bot),
         Route("/matches/{id}", pages.match),
         Route("/api/bots/{name:path}", pages.api_bot),

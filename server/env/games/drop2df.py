@@ -25,8 +25,10 @@ from cellarena.sdk.games.drop2df import FACES, ActionCodes, View, observation
 from cellarena.sdk.protocol.messages import tick as tick_message
 from cellarena.server.env import ansi
 from cellarena.server.env.fixed_spaces import FixedSpaces, env_metadata
+from cellarena.server.env.replay_start import check_shape
 from cellarena.server.games.drop2df.engine import Drop2dfEngine
 from cellarena.server.games.drop2df.render import render
+from cellarena.server.replay import replay_start
 
 
 def row_array(view: View) -> np.ndarray:
@@ -71,12 +73,17 @@ class Drop2dfAECEnv(FixedSpaces, AECEnv[str, np.ndarray, int]):
             self._scores[seat] = view.score
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        self.engine = Drop2dfEngine.new(self.config, seed or 0)
+        """A new match, or with ``options={"replay": PATH, "tick": N}`` that replay's state at N."""
+        start = replay_start(options, Drop2dfEngine.name)
+        self.engine = start if isinstance(start, Drop2dfEngine) else Drop2dfEngine.new(self.config, seed or 0)
         self.agents = list(self.possible_agents)
         self._scores = [0] * len(self.agents)
         self._obs = {a: np.zeros(self._obs_space.shape or (), np.uint8) for a in self.agents}
         self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         self._refresh()
+        if start is not None:
+            assert options is not None
+            check_shape(options["replay"], self._obs["player_0"].shape, self._obs_space.shape)
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)

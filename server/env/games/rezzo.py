@@ -22,6 +22,7 @@ from cellarena.server.env import ansi
 from cellarena.server.env.fixed_spaces import FixedSpaces, env_metadata
 from cellarena.server.games.rezzo.engine import RezzoEngine
 from cellarena.server.games.rezzo.render import render_engine
+from cellarena.server.replay import replay_start
 
 OBS_SHAPE = (2, VIEW_SIZE, VIEW_SIZE)
 
@@ -78,8 +79,19 @@ class RezzoParallelEnv(FixedSpaces, ParallelEnv[str, np.ndarray, int]):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
-        self.engine = RezzoEngine.new(self.config, seed or 0)
+        """A new match, or with ``options={"replay": PATH, "tick": N}`` that replay's state at N."""
+        start = replay_start(options, RezzoEngine.name)
+        self.engine = start if isinstance(start, RezzoEngine) else RezzoEngine.new(self.config, seed or 0)
         obs = self._observe()
+        if start is not None:
+            assert options is not None
+            k = max(1, self.engine.agents_per_player)
+            if self.engine.players * k != len(self.possible_agents):
+                raise ValueError(
+                    f"options['replay']: {options['replay']} has {self.engine.players} players of {k} "
+                    f"agents, this environment {len(self.possible_agents)} agents: make the environment "
+                    "with the replay's config (its header's 'config')"
+                )
         self.agents = [a for a in self.possible_agents if a in obs]
         return obs, {a: {} for a in self.agents}
 

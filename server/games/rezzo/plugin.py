@@ -31,4 +31,5 @@ PLUGIN = GamePlugin(
     legend=f"{_HERE}.render:legend",
     bench_load=f"{_BENCH}.load:LOAD",
     batching=f"{_HERE}.batch.slot_batch:BATCHING",
+    reward_terms="cellarena.server.training.rezzo.replay_terms:RezzoTerms",
 )

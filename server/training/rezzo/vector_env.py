@@ -36,6 +36,9 @@ maps a (num_envs, 2, 13, 13) batch to num_envs moves, as every standard Gymnasiu
 - Partial reset: ``reset(options={"reset_mask": mask})``, a (num_envs,) bool array as Gymnasium's
   vector API has it, starts the worlds whose agents are True again (all the agents of a world, or
   none of them, since they share it); the other worlds' observations come back as they were.
+- From a replay: ``reset(options={"replay": PATH, "tick": N})`` starts the worlds (all, or those of
+  ``reset_mask``) at the replay's state at tick N (`env.replay_start`, as `replay fork` rebuilds
+  it); their episodes play on from there, and their next ones start as the map and pool say.
 - Maps and starts: each world has a seed (``reset(seed=s)`` gives world b the seed s + b, or pass a
   list of one seed per world) from which it draws every episode's map from ``maps`` (a pool of map
   names or paths, all of one size and player and agent count, since the worlds share one batch)
@@ -62,6 +65,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -70,11 +74,12 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Move
+from cellarena.server.games.base import config_mapping
 from cellarena.server.games.rezzo.batch.batched import BatchedRezzo
 from cellarena.server.games.rezzo.engine import RezzoConfig, RezzoEngine
 from cellarena.server.games.rezzo.maps import read_map
 from cellarena.server.games.rezzo.starts import random_start
-from cellarena.server.replay import ReplayWriter
+from cellarena.server.replay import START_OPTIONS, ReplayWriter, replay_start
 from cellarena.server.training.rezzo.opponents import Opponent, OpponentSeats
 from cellarena.server.training.rezzo.picture import rgb_frame
 from cellarena.server.training.rezzo.recording import Recordings
@@ -190,6 +195,39 @@ def worlds_of(mask: Any, batch: int, per_world: int) -> np.ndarray:
     if not per.any():
         raise ValueError("options['reset_mask'] must mark at least one sub-environment")
     return np.flatnonzero(per[:, 0])
+
+
+@dataclass(frozen=True)
+class _ReplayStart:
+    """A replay's state that worlds start from: its file's name, its config and the state's batch."""
+
+    name: str
+    config: dict[str, Any]
+    template: BatchedRezzo
+
+    def restore(self, batch: BatchedRezzo, worlds: np.ndarray, configs: list[Any], names: list[str]) -> None:
+        """``batch``'s ``worlds`` at this state, their config and map name this replay's."""
+        batch.restore(worlds, self.template)
+        for b in worlds.tolist():
+            configs[b], names[b] = dict(self.config), self.name
+
+
+def replay_world(options: Mapping[str, Any], worlds: BatchedRezzo, backend: str) -> _ReplayStart:
+    """The state ``options`` name (`replay_start`) as a one-world batch that ``worlds`` restore from."""
+    engine = replay_start(options, RezzoEngine.name)
+    assert isinstance(engine, RezzoEngine)  # a rezzo replay's: `replay_start` checks the game
+    path = os.fspath(options["replay"])
+    try:
+        template = BatchedRezzo([engine], backend=backend)
+    except ValueError as exc:  # a player already out, a torus
+        raise ValueError(f"options['tick']: {path}: this state cannot be batched ({exc})") from None
+    if (template.plane, template.n_agents) != (worlds.plane, worlds.n_agents):
+        raise ValueError(
+            f"options['replay']: {path} is a world of {engine.width}x{engine.height} with "
+            f"{template.n_agents} agents, this environment's are {worlds.width}x{worlds.height} "
+            f"with {worlds.n_agents}: make it with the replay's config"
+        )
+    return _ReplayStart(os.path.basename(path), config_mapping(engine), template)
 
 
 class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
@@ -333,9 +371,11 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         return found
 
     # ------------------------------------------------------------------------------- episodes
-    def _begin(self, worlds: np.ndarray) -> None:
-        """Start the next episode of each world in ``worlds``: its map and start from its own dice."""
-        if not self._pool:
+    def _begin(self, worlds: np.ndarray, start: _ReplayStart | None = None) -> None:
+        """Start each world's next episode in ``worlds``: map and start from its dice, or ``start``."""
+        if start is not None:
+            start.restore(self.worlds, worlds, self._configs, self._map_names)
+        elif not self._pool:
             self.worlds.restore(worlds, self.template)
         else:
             by_text: dict[str, list[int]] = {}
@@ -357,8 +397,9 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         for b in worlds.tolist():
             self._welcomes[b] = self._episode_config(b)
         self._shaper.begin(worlds)
-        for b in worlds.tolist():
-            self._recordings.begin(b, functools.partial(self._start_recording, b))
+        if start is None:  # a replay asked for starts with a fresh episode, from its first tick
+            for b in worlds.tolist():
+                self._recordings.begin(b, functools.partial(self._start_recording, b))
 
     def reset(
         self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
@@ -373,10 +414,10 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         super().reset(seed=seed if isinstance(seed, int) else None)
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
+        replay = {k: options.pop(k) for k in START_OPTIONS if k in options}
         if options:
-            raise ValueError(
-                f"unknown reset options {sorted(options)}; RezzoVectorEnv.reset takes reset_mask"
-            )
+            raise ValueError(f"unknown reset options {sorted(options)}; it takes reset_mask, replay, tick")
+        start = replay_world(replay, self.worlds, self.backend) if replay else None
         worlds = np.arange(self.batch) if mask is None else worlds_of(mask, self.batch, self._per_world)
         if seed is not None:
             seeds = [seed + b for b in range(self.batch)] if isinstance(seed, int) else list(seed)
@@ -388,7 +429,7 @@ class RezzoVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
                 self._seeds[b] = 0 if given is None else int(given)
         for b in worlds.tolist():
             self._recordings.cut(b)
-        self._begin(worlds)
+        self._begin(worlds, start)
         self.worlds.views()
         self._observe()
         if mask is not None:

@@ -269,10 +269,12 @@
     const lines = [];
     for (const [s, d] of Object.entries(drawn)) {
       if (state.hiddenDebug.has(+s)) continue;
-      for (const t of d.text || []) lines.push(`${state.meta.names[+s]}: ${t}`);
+      // What its code raised at this tick (docs/protocol.md#debug-drawing): its owner's, as its drawings.
+      if (d.error) lines.push({ error: true, t: `${state.meta.names[+s]}: exception at tick ${f.tick}: ${d.error}` });
+      for (const t of d.text || []) lines.push({ t: `${state.meta.names[+s]}: ${t}` });
     }
-    if (!lines.length) lines.push("no text this tick");
-    debugText.replaceChildren(...lines.map((t) => h("li", {}, t)));
+    if (!lines.length) lines.push({ t: "no text this tick" });
+    debugText.replaceChildren(...lines.map((l) => h("li", l.error ? { class: "exception" } : {}, l.t)));
   }
 
   function seatCell(s) {
@@ -282,8 +284,9 @@
     const scores = G.scores ? G.scores(f.frame, state.meta) : [];
     const count = (key, s) => (f.totals ? String(f.totals[key][s]) : "–");
     const head = h("tr", {}, h("th", {}, "seat"), h("th", {}, G.scoreLabel || "score"),
-      h("th", { title: "late or missing answers so far" }, "late"),
-      h("th", { title: "answers the server could not decode" }, "invalid"),
+      // The words of server/games/words.py's COUNTS, as `match`, tournaments and `results` say them.
+      h("th", { title: "late or missing answers (each plays no move)" }, "late"),
+      h("th", { title: "invalid answers (on_tick raised, or an answer the game cannot read: each plays no move)" }, "invalid"),
       h("th", { title: "moves the game refused" }, "illegal"));
     const rows = state.meta.names.map((_, s) => h("tr", { "data-seat": String(s) }, seatCell(s),
       h("td", { class: "num score" }, scores[s] === undefined ? "–" : String(scores[s])),
@@ -342,8 +345,9 @@
   function updateEvents(f) {
     const items = [];
     const st = f.step || {};
-    const each = (m, what) => Object.entries(m || {}).forEach(([s, n]) => items.push(`${name(+s)}: ${n} ${what}`));
-    each(st.late, "late"); each(st.invalid, "invalid"); each(st.illegal, "illegal"); each(st.malformed, "malformed");
+    const each = (m, one, many) => Object.entries(m || {}).forEach(([s, n]) => items.push(`${name(+s)}: ${n} ${n === 1 ? one : many}`));
+    each(st.late, "late answer", "late answers"); each(st.invalid, "invalid answer", "invalid answers");
+    each(st.illegal, "illegal move", "illegal moves"); each(st.malformed, "malformed move", "malformed moves");
     (st.losers || []).forEach((s) => items.push(`${name(s)} is out`));
     (st.events || []).forEach((e) => items.push(eventText(e)));
     if (G.events) G.events(f, state.meta).forEach((e) => items.push(e));
@@ -591,6 +595,11 @@
     title.textContent = `${m.game}: ${m.names.join(" vs ")}`;
     const res = m.result ? (m.result.winner === null ? `draw (${m.result.reason})` : `${m.names[m.result.winner]} wins (${m.result.reason})`) : "no result (incomplete replay)";
     subtitle.textContent = `${m.name} · seed ${m.seed} · ${m.frames} frames · ${res}`;
+    if (m.forked_from) { // a fork: where it came from, a link when its origin is served here too
+      const o = m.forked_from;
+      const origin = o.link ? h("a", { href: o.link, id: "forked-from" }, o.replay) : h("span", { id: "forked-from" }, o.replay);
+      subtitle.append(" · forked from ", origin, ` at tick ${o.tick}`);
+    }
     seek.max = String(m.frames - 1);
     showMarks(m);
     legend.replaceChildren(...G.legend(m).map(([color, label]) =>

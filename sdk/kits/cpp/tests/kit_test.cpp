@@ -216,6 +216,82 @@ static void test_options() {
     ::close(pipe_ends[0]), ::close(pipe_ends[1]);
 }
 
+// The answer's `debug` map as the server reads it: a map of the answer decoded again.
+static Message answer_of(const msgpack::sbuffer& body) {
+    FrameReader r;
+    const std::string f = framed(body);
+    return r.feed(f.data(), f.size()).at(0);
+}
+
+static void test_debug_drawing_is_kept_to_the_caps_and_goes_with_the_answer() {
+    Debug d;
+    CHECK(d.empty() && answer_of(moves_body<rezzo::Game>(3, {0}, &d)).find("debug") == nullptr);
+    d.mark({11, 6}, "Red", "ahead", 7);
+    d.mark({1, 2}, "#ABCDEF", "a label longer than sixteen");
+    d.mark({1, 2}, "no-such-colour");              // dropped: no colour
+    d.mark({int64_t(1) << 31, 0}, "red");          // dropped: no cell
+    d.mark({1, 2}, "red", "bad\nlabel");           // dropped: not printable
+    d.mark({1, 2}, "red", "\xc3\xa9t\xc3\xa9");  // UTF-8 is printable text
+    d.line({12, 6}, {0, 6}, "#00ff00");
+    d.line({0, 0}, {1, 1}, "blue", 2);
+    d.log("first\nsecond\x01");
+    CHECK(d.dropped == 3 && d.first_problem.rfind("mark({1, 2}, \"no-such-colour\")", 0) == 0);
+    const Message m = answer_of(moves_body<rezzo::Game>(41, {1}, &d));
+    CHECK(m.get<int64_t>("tick") == 41 && m.get<std::vector<int>>("moves") == std::vector<int>{1});
+    const msgpack::object* debug = m.find("debug");
+    CHECK(debug != nullptr && debug->type == msgpack::type::MAP && debug->via.map.size == 3);
+    using Map = std::map<std::string, msgpack::object>;
+    const Map drawn = debug->as<Map>();
+    const auto marks = drawn.at("marks").as<std::vector<Map>>();
+    CHECK(marks.size() == 3);
+    CHECK(marks[0].at("cell").as<std::vector<int64_t>>() == (std::vector<int64_t>{11, 6}));
+    CHECK(marks[0].at("colour").as<std::string>() == "#e6194b" && marks[0].at("label").as<std::string>() == "ahead");
+    CHECK(marks[0].at("agent").as<int>() == 7 && marks[1].count("agent") == 0);
+    CHECK(marks[1].at("colour").as<std::string>() == "#abcdef" && marks[1].at("label").as<std::string>() == "a label longer t");
+    CHECK(marks[2].at("label").as<std::string>() == "\xc3\xa9t\xc3\xa9");
+    const auto lines = drawn.at("lines").as<std::vector<Map>>();
+    CHECK(lines.size() == 2 && lines[0].at("to").as<std::vector<int64_t>>() == (std::vector<int64_t>{0, 6}));
+    CHECK(lines[0].count("agent") == 0 && lines[1].at("agent").as<int>() == 2 && lines[1].at("colour").as<std::string>() == "#4363d8");
+    CHECK(drawn.at("text").as<std::vector<std::string>>() == (std::vector<std::string>{"first", "second "}));
+    // The caps: 256 marks, 64 lines, 1 KiB of text a tick; a new tick starts clean.
+    d.clear();
+    for (int i = 0; i < 266; ++i) d.mark({i, i}, "red");
+    for (int i = 0; i < 69; ++i) d.line({0, 0}, {1, 1}, "red");
+    d.log(std::string(1000, 'z'));
+    d.log(std::string(100, 'z'));  // past 1 KiB in all
+    d.log("last");
+    CHECK(d.dropped == 3 + 10 + 5 + 1);
+    const Message kept = answer_of(moves_body<rezzo::Game>(42, {1}, &d));  // owns what `capped` points into
+    const Map capped = kept.find("debug")->as<Map>();
+    CHECK(capped.at("marks").as<std::vector<Map>>().size() == Debug::kMaxMarks);
+    CHECK(capped.at("lines").as<std::vector<Map>>().size() == Debug::kMaxLines);
+    CHECK(capped.at("text").as<std::vector<std::string>>() == (std::vector<std::string>{std::string(1000, 'z'), "last"}));
+    d.clear();
+    CHECK(d.empty());
+}
+
+static void test_a_drawing_that_would_pass_the_frame_limit_goes_and_the_move_stays() {
+    Debug d;
+    std::string worst;
+    for (int i = 0; i < 16; ++i) worst += "\xf0\x9f\x98\x80";  // 4 bytes a character
+    for (int i = 0; i < 300; ++i) d.mark({-(int64_t(1) << 31), (int64_t(1) << 31) - 1}, "red", worst, int64_t(1) << 40);
+    for (int i = 0; i < 100; ++i) d.line({0, 0}, {1, 1}, "red", int64_t(1) << 40);
+    bool said = false;
+    std::ostringstream err;
+    auto* old = std::cerr.rdbuf(err.rdbuf());
+    const Log log("b", false);
+    // At the caps a drawing fits; a huge answer (a plain game may answer anything) does not leave room.
+    const msgpack::sbuffer fits = answer_body<rezzo::Game>(1, {1}, d, said, log);
+    d.mark({0, 0}, "red");
+    const msgpack::sbuffer huge = answer_body<plain::Game>(2, plain::Answer::of(std::string(65500, 'x')), d, said, log);
+    std::cerr.rdbuf(old);
+    CHECK(answer_of(fits).find("debug") != nullptr && fits.size() < kMaxClientFrame);
+    CHECK(answer_of(huge).find("debug") == nullptr && answer_of(huge).get<std::string>("moves").size() == 65500);
+    CHECK(said && err.str().find("more than 256 marks in one tick (only the first is reported") != std::string::npos);
+    CHECK(err.str().find("too large") == std::string::npos);  // said once a match
+    CHECK(d.dropped == (300 - 256) + (100 - 64) + 1);  // the drawing that went counts
+}
+
 int main() {
     test_frames_split_anywhere();
     test_rezzo_view();
@@ -224,6 +300,8 @@ int main() {
     test_retry_rule_and_backoff();
     test_token_handover_reads_the_pipe_once_and_closes_it();
     test_options();
+    test_debug_drawing_is_kept_to_the_caps_and_goes_with_the_answer();
+    test_a_drawing_that_would_pass_the_frame_limit_goes_and_the_move_stays();
     std::cout << checks - failures << " of " << checks << " checks passed" << std::endl;
     return failures == 0 ? 0 : 1;
 }

@@ -2,8 +2,9 @@
 //! launcher hands over, one match or many, ladder mode with back-off and the retry rule of
 //! RETRY_LATER, a ladder's redirects, a seat taken back after a lost connection, and SIGTERM.
 
+use crate::debug::{Debug, Drawing};
 use crate::games::{End, Game, Welcome};
-use crate::wire::{ClientError, Connection, PROTOCOL};
+use crate::wire::{frame, ClientError, Connection, PROTOCOL};
 use serde::Serialize;
 use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -18,10 +19,11 @@ pub fn comes_back(code: &str) -> bool {
     RETRY_LATER.contains(&code)
 }
 
-/// A bot for game `G`: implement `on_tick` (and, if you like, `on_start` and `on_end`).
+/// A bot for game `G`: implement `on_tick` (and, if you like, `on_start` and `on_end`). `debug` is
+/// this tick's drawing for your own eyes ([`Debug`]): sent with the answer, drawn by the web player.
 pub trait Bot<G: Game> {
     fn on_start(&mut self, _welcome: &Welcome) {}
-    fn on_tick(&mut self, view: &G::View) -> G::Answer;
+    fn on_tick(&mut self, view: &G::View, debug: &mut Debug) -> G::Answer;
     fn on_end(&mut self, _end: &End) {}
 }
 
@@ -254,6 +256,28 @@ pub(crate) struct Moves<'a, A: Serialize> {
     pub(crate) kind: &'static str,
     pub(crate) tick: i64,
     pub(crate) moves: &'a A,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) debug: Option<Drawing>,
+}
+
+/// This tick's answer with its drawing, unless the frame would pass the protocol's limit,
+/// MAX_CLIENT_FRAME (the caps keep it far below; a huge answer could not): then the drawing goes, never the move. A dropped
+/// drawing is said once a match (`said`).
+pub(crate) fn reply_to<'a, A: Serialize>(tick: i64, moves: &'a A, debug: &mut Debug, said: &mut bool, log: &dyn Fn(&str)) -> Moves<'a, A> {
+    if let (Some(problem), false) = (&debug.first_problem, *said) {
+        *said = true;
+        log(&format!("debug drawing dropped: {} (only the first is reported; the move is kept)", problem));
+    }
+    let mut reply = Moves { kind: "moves", tick, moves, debug: debug.take() };
+    if reply.debug.is_some() && frame(&reply).is_err() {
+        reply.debug = None;
+        debug.dropped += 1;
+        if !*said {
+            *said = true;
+            log(&format!("tick {}: the debug drawing would make the answer too large; sent without it", tick));
+        }
+    }
+    reply
 }
 
 struct Log {
@@ -276,6 +300,8 @@ fn tick_of(view_tick: &crate::wire::Message) -> i64 {
 /// One match on an open connection, `hello` sent: welcome, ticks, end.
 fn play<G: Game, B: Bot<G>>(bot: &mut B, conn: &mut Connection, log: &Log) -> Result<End, Outcome> {
     let mut welcome: Option<Welcome> = None;
+    let mut debug = Debug::new();
+    let mut debug_said = false;
     loop {
         let message = conn.recv()?;
         match message.kind.as_str() {
@@ -292,14 +318,16 @@ fn play<G: Game, B: Bot<G>>(bot: &mut B, conn: &mut Connection, log: &Log) -> Re
                 let w = welcome.as_ref().ok_or_else(|| ClientError::Protocol("a tick came before the welcome".into()))?;
                 let view = G::view(&message, w)?;
                 let tick = tick_of(&message);
-                let answer = match catch_unwind(AssertUnwindSafe(|| bot.on_tick(&view))) {
+                debug.take(); // a clean drawing for this tick
+                let answer = match catch_unwind(AssertUnwindSafe(|| bot.on_tick(&view, &mut debug))) {
                     Ok(a) => a,
                     Err(_) => {
                         log.say(&format!("on_tick panicked at tick {}; answering a no-op", tick), true);
                         G::noop(&view)
                     }
                 };
-                conn.send(&Moves { kind: "moves", tick, moves: &answer })?;
+                let say = |text: &str| log.say(text, true);
+                conn.send(&reply_to(tick, &answer, &mut debug, &mut debug_said, &say))?;
             }
             "end" => {
                 let end: End = message.decode()?;

@@ -7,7 +7,7 @@
 //! use cellarena::{rezzo, run, Bot};
 //! struct Forward;
 //! impl Bot<rezzo::Rezzo> for Forward {
-//!     fn on_tick(&mut self, view: &rezzo::View) -> Vec<i32> {
+//!     fn on_tick(&mut self, view: &rezzo::View, _debug: &mut cellarena::Debug) -> Vec<i32> {
 //!         view.agents.iter().map(|_| rezzo::ADVANCE).collect()
 //!     }
 //! }
@@ -18,11 +18,13 @@
 //! over, and plays one match, `--matches N`, or `--ladder` with back-off.
 
 pub mod bot;
+pub mod debug;
 pub mod games;
 pub mod value;
 pub mod wire;
 
 pub use bot::{comes_back, run, seat_token, Backoff, Bot, Options, RETRY_LATER};
+pub use debug::Debug;
 pub use games::{cata, plain, rezzo, End, Game, Welcome};
 pub use value::Value;
 pub use wire::{ClientError, Connection, FrameReader, Message};

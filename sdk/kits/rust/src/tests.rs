@@ -85,7 +85,7 @@ fn rezzo_view_and_answer() {
     assert_eq!(rezzo::kind(v.at(1, 12, 6)), rezzo::BASE);
     assert_eq!(rezzo::owner(v.at(1, 12, 6)), Some(2));
     assert_eq!(<rezzo::Rezzo as Game>::noop(&v), vec![0, 0]);
-    let moves = one(&Moves { kind: "moves", tick: 41, moves: &vec![1, 5] });
+    let moves = one(&Moves { kind: "moves", tick: 41, moves: &vec![1, 5], debug: None });
     assert_eq!(moves.value.get("moves"), Some(&Value::Array(vec![Value::Int(1), Value::Int(5)])));
     assert_eq!(moves.value.get("tick"), Some(&Value::Int(41)));
     // A tick whose planes do not fit its agents is refused, not read out of bounds.
@@ -138,7 +138,7 @@ fn cata_view_and_legal_moves() {
     let legal = v.legal_moves();
     assert_eq!(legal.len(), 18);
     assert_eq!((legal[0], legal[16], legal[17]), ((cata::STRIKE, 16), (cata::MEDITATE, 0), (cata::PASS, 0)));
-    let moves = one(&Moves { kind: "moves", tick: 5, moves: &(1, 18) });
+    let moves = one(&Moves { kind: "moves", tick: 5, moves: &(1, 18), debug: None });
     assert_eq!(moves.value.get("moves"), Some(&Value::Array(vec![Value::Int(1), Value::Int(18)])));
 }
 
@@ -152,7 +152,7 @@ fn plain_views_hold_the_whole_tick() {
     ]);
     let v = <plain::Plain as Game>::view(&one(&tick), &welcome()).unwrap();
     assert_eq!(v.raw.get("row").and_then(Value::as_bytes), Some(&[5u8, 4, 0, 5][..]));
-    let moves = one(&Moves { kind: "moves", tick: 0, moves: &Value::Array(vec![Value::Int(2)]) });
+    let moves = one(&Moves { kind: "moves", tick: 0, moves: &Value::Array(vec![Value::Int(2)]), debug: None });
     assert_eq!(moves.value.get("moves"), Some(&Value::Array(vec![Value::Int(2)])));
 }
 
@@ -215,4 +215,87 @@ fn options_the_handover_and_hello() {
     use std::os::unix::io::AsRawFd;
     assert!(crate::wire::Connection::adopt(file.as_raw_fd()).err().unwrap().to_string().contains("not a socket"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn debug_drawing_is_kept_to_the_caps_and_goes_with_the_answer() {
+    let mut d = Debug::new();
+    let (mut said, quiet) = (false, |_: &str| {});
+    assert!(one(&crate::bot::reply_to(3, &vec![0], &mut d, &mut said, &quiet)).value.get("debug").is_none());
+    d.mark_for(7, [11, 6], "Red", "ahead");
+    d.mark([1, 2], "#ABCDEF", "a label longer than sixteen");
+    d.mark([1, 2], "no-such-colour", ""); // dropped: no colour
+    d.mark([1 << 31, 0], "red", ""); // dropped: no cell
+    d.mark([1, 2], "red", "bad\nlabel"); // dropped: not printable
+    d.mark([1, 2], "red", "été");
+    d.line([12, 6], [0, 6], "#00ff00");
+    d.line_for(2, [0, 0], [1, 1], "blue");
+    d.log("first\nsecond\u{1}");
+    assert_eq!(d.dropped, 3);
+    assert!(d.first_problem.as_deref().unwrap().starts_with("mark([1, 2], \"no-such-colour\")"));
+    let got = one(&crate::bot::reply_to(41, &vec![1], &mut d, &mut said, &quiet)).value;
+    assert!(said, "the first problem is said");
+    let s = |v: &str| Value::Str(v.into());
+    let cell = |a: i64, b: i64| Value::Array(vec![Value::Int(a), Value::Int(b)]);
+    let expected = map(vec![
+        (
+            "marks",
+            Value::Array(vec![
+                map(vec![("cell", cell(11, 6)), ("colour", s("#e6194b")), ("label", s("ahead")), ("agent", Value::Int(7))]),
+                map(vec![("cell", cell(1, 2)), ("colour", s("#abcdef")), ("label", s("a label longer t"))]),
+                map(vec![("cell", cell(1, 2)), ("colour", s("#e6194b")), ("label", s("été"))]),
+            ]),
+        ),
+        (
+            "lines",
+            Value::Array(vec![
+                map(vec![("from", cell(12, 6)), ("to", cell(0, 6)), ("colour", s("#00ff00"))]),
+                map(vec![("from", cell(0, 0)), ("to", cell(1, 1)), ("colour", s("#4363d8")), ("agent", Value::Int(2))]),
+            ]),
+        ),
+        ("text", Value::Array(vec![s("first"), s("second ")])),
+    ]);
+    assert_eq!(got.get("debug"), Some(&expected));
+    assert_eq!(got.get("moves"), Some(&Value::Array(vec![Value::Int(1)])));
+    // The caps: 256 marks, 64 lines, 1 KiB of text a tick; a new tick starts clean.
+    for i in 0..266 {
+        d.mark([i, i], "red", "");
+    }
+    for _ in 0..69 {
+        d.line([0, 0], [1, 1], "red");
+    }
+    d.log(&"z".repeat(1000));
+    d.log(&"z".repeat(100)); // past 1 KiB in all
+    d.log("last");
+    assert_eq!(d.dropped, 3 + 10 + 5 + 1);
+    let capped = d.take().unwrap();
+    assert_eq!((capped.marks.len(), capped.lines.len()), (debug::MAX_MARKS, debug::MAX_LINES));
+    assert_eq!(capped.text, vec!["z".repeat(1000), "last".to_string()]);
+    assert!(d.take().is_none() && d.is_empty());
+}
+
+#[test]
+fn a_drawing_that_would_pass_the_frame_limit_goes_and_the_move_stays() {
+    let mut d = Debug::new();
+    let worst = "😀".repeat(16); // 4 bytes a character
+    for _ in 0..300 {
+        d.mark_for(1 << 40, [-(1 << 31), (1 << 31) - 1], "red", &worst);
+    }
+    for _ in 0..100 {
+        d.line_for(1 << 40, [0, 0], [1, 1], "red");
+    }
+    let said_lines = std::cell::RefCell::new(Vec::new());
+    let log = |text: &str| said_lines.borrow_mut().push(text.to_string());
+    let mut said = false;
+    // At the caps a drawing fits; a huge answer (a plain game may answer anything) leaves no room.
+    let fits = one(&crate::bot::reply_to(1, &vec![1], &mut d, &mut said, &log)).value;
+    d.mark([0, 0], "red", "");
+    let huge = Value::Str("x".repeat(65500));
+    let sent = crate::bot::reply_to(2, &huge, &mut d, &mut said, &log);
+    assert!(fits.get("debug").is_some() && sent.debug.is_none());
+    assert_eq!(one(&sent).value.get("moves"), Some(&huge));
+    assert_eq!(d.dropped, (300 - 256) + (100 - 64) + 1, "the drawing that went counts");
+    let lines = said_lines.borrow();
+    assert_eq!(lines.len(), 1, "said once a match: {:?}", lines);
+    assert!(lines[0].starts_with("debug drawing dropped: more than 256 marks in one tick (only the first"));
 }

@@ -14,6 +14,8 @@
   table.fallback = P.hex(C.oob);
   const FWD = [[0, -1], [1, 0], [0, 1], [-1, 0]], RIGHT = [[1, 0], [0, 1], [-1, 0], [0, -1]];
   const FACING = ["north", "east", "south", "west"];
+  // The forfeits' cause words: server/games/causes.py's FORFEITS (tests/test_vocabulary.py).
+  const FORFEITS = new Set(["disconnected", "exited", "limit", "never_connected", "refused", "unresponsive", "wrong_game"]);
   window.CellarenaGame = {
     viewSize: 13,
     scoreLabel: "agents",
@@ -65,8 +67,12 @@
       return n;
     },
     events(fr, meta) {
-      const f = fr.frame;
-      return [`${f.alive.length} of ${meta.players} players still in`];
+      // A seat that forfeited (its cause one of FORFEITS) is out, though the world still holds it.
+      const res = fr.result || (fr.i === meta.frames - 1 ? meta.result : null);
+      const gone = Object.entries((res && res.causes) || {}).filter(([s, c]) => FORFEITS.has(c.cause)
+        && fr.frame.alive.includes(Number(s))).length;
+      const left = fr.frame.alive.length - gone;
+      return [`${left} of ${meta.players} players still in` + (gone ? ` (${gone} forfeited)` : "")];
     },
     legend(meta) {
       const rows = [];

@@ -3,6 +3,7 @@
 // of RETRY_LATER, a ladder's redirects, a seat taken back after a lost connection, SIGTERM.
 #pragma once
 
+#include "debug.hpp"
 #include "games.hpp"
 
 #include <algorithm>
@@ -173,14 +174,15 @@ inline const char* kUsage =
     "         CELLARENA_SOCKET_FD: a connection the launcher made, owning the seat (the first match)\n"
     "         --matches N (play N matches) | --ladder (play until stopped, backing off after refusals) -q\n";
 
-// A bot for Game: override on_tick (and, if you like, on_start and on_end).
+// A bot for Game: override on_tick (and, if you like, on_start and on_end). `debug` is this tick's
+// drawing for your own eyes (debug.hpp): sent with the answer, drawn by the web player.
 template <class G>
 class Bot {
   public:
     using Game = G;
     virtual ~Bot() = default;
     virtual void on_start(const Welcome&) {}
-    virtual typename G::Answer on_tick(const typename G::View& view) = 0;
+    virtual typename G::Answer on_tick(const typename G::View& view, Debug& debug) = 0;
     virtual void on_end(const End&) {}
 };
 
@@ -214,15 +216,18 @@ struct Redirected : std::runtime_error {
     }
 };
 
+// A `moves` answer, with this tick's drawing when there is one.
 template <class G>
-msgpack::sbuffer moves_body(int64_t tick, const typename G::Answer& answer) {
+msgpack::sbuffer moves_body(int64_t tick, const typename G::Answer& answer, const Debug* debug = nullptr) {
+    const bool drawn = debug && !debug->empty();
     msgpack::sbuffer buf;
     msgpack::packer<msgpack::sbuffer> pk(buf);
-    pk.pack_map(3);
+    pk.pack_map(drawn ? 4 : 3);
     pk.pack(std::string("type")), pk.pack(std::string("moves"));
     pk.pack(std::string("tick")), pk.pack(tick);
     pk.pack(std::string("moves"));
     G::pack(buf, answer);
+    if (drawn) pk.pack(std::string("debug")), debug->pack(pk);
     return buf;
 }
 
@@ -238,11 +243,35 @@ class Log {
     bool quiet_;
 };
 
+// This tick's answer with its drawing, unless the frame would pass the protocol's limit (the caps
+// keep it far below; a huge answer could not): then the drawing goes, never the move. A dropped
+// drawing is said once a match.
+template <class G>
+msgpack::sbuffer answer_body(int64_t tick, const typename G::Answer& answer, Debug& debug, bool& said, const Log& log) {
+    if (!debug.first_problem.empty() && !said) {
+        said = true;
+        log("debug drawing dropped: " + debug.first_problem + " (only the first is reported; the move is kept)");
+    }
+    msgpack::sbuffer body = moves_body<G>(tick, answer, &debug);
+    if (!debug.empty() && body.size() > kMaxClientFrame) {
+        body = moves_body<G>(tick, answer);
+        ++debug.dropped;
+        if (!said) {
+            said = true;
+            log("tick " + std::to_string(tick) + ": the debug drawing would make the answer too large; sent without it");
+        }
+    }
+    debug.clear();
+    return body;
+}
+
 // One match on an open connection: hello sent, then welcome, ticks, end.
 template <class B>
 End play(B& bot, Connection& conn, const Log& log, const std::string& game) {
     using G = typename B::Game;
     std::optional<Welcome> welcome;
+    Debug debug;
+    bool debug_said = false;
     for (;;) {
         const Message m = conn.recv();
         const std::string type = m.type();
@@ -259,12 +288,13 @@ End play(B& bot, Connection& conn, const Log& log, const std::string& game) {
             if (!welcome) throw ProtocolError("a tick came before the welcome");
             const auto view = G::view(m, *welcome);
             typename G::Answer answer = G::noop(view);
+            debug.clear();
             try {
-                answer = bot.on_tick(view);
+                answer = bot.on_tick(view, debug);
             } catch (const std::exception& e) {
                 log("on_tick failed at tick " + std::to_string(view.tick) + " (" + e.what() + "); answering a no-op");
             }
-            conn.send(moves_body<G>(view.tick, answer));
+            conn.send(answer_body<G>(view.tick, answer, debug, debug_said, log));
         } else if (type == "end") {
             End end(m);
             log("end after " + std::to_string(end.ticks) + " ticks: " + end.result + " (rank " +

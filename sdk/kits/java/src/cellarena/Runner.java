@@ -14,6 +14,7 @@ import java.security.cert.Certificate;
 import java.security.cert.CertificateFactory;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
@@ -209,13 +210,48 @@ public final class Runner {
     }
 
     static <V, A> MessageBufferPacker moves(Game<V, A> game, long tick, A answer) throws IOException {
+        return moves(game, tick, answer, null);
+    }
+
+    /** A {@code moves} answer, with this tick's drawing when there is one. */
+    static <V, A> MessageBufferPacker moves(Game<V, A> game, long tick, A answer, Debug debug) throws IOException {
+        boolean drawn = debug != null && !debug.isEmpty();
         MessageBufferPacker p = MessagePack.newDefaultBufferPacker();
-        p.packMapHeader(3);
+        p.packMapHeader(drawn ? 4 : 3);
         p.packString("type").packString("moves");
         p.packString("tick").packLong(tick);
         p.packString("moves");
         game.pack(p, answer);
+        if (drawn) {
+            p.packString("debug");
+            debug.pack(p);
+        }
         return p;
+    }
+
+    /**
+     * This tick's answer with its drawing, unless the frame would pass the protocol's limit (the caps keep
+     * it far below; a huge answer could not): then the drawing goes, never the move. A dropped drawing is
+     * said once a match ({@code said[0]}).
+     */
+    static <V, A> MessageBufferPacker answer(Game<V, A> game, long tick, A answer, Debug debug, boolean[] said, Consumer<String> log)
+            throws IOException {
+        if (debug.firstProblem != null && !said[0]) {
+            said[0] = true;
+            log.accept("debug drawing dropped: " + debug.firstProblem + " (only the first is reported; the move is kept)");
+        }
+        MessageBufferPacker body = moves(game, tick, answer, debug);
+        body.flush();
+        if (!debug.isEmpty() && body.getTotalWrittenBytes() > Frames.MAX_CLIENT_FRAME) {
+            body = moves(game, tick, answer);
+            debug.dropped++;
+            if (!said[0]) {
+                said[0] = true;
+                log.accept("tick " + tick + ": the debug drawing would make the answer too large; sent without it");
+            }
+        }
+        debug.clear();
+        return body;
     }
 
     private static final class Log {
@@ -235,6 +271,8 @@ public final class Runner {
     /** One match on an open connection, hello sent: welcome, ticks, end. */
     static <V, A> End play(Game<V, A> game, Bot<V, A> bot, Connection conn, Log log) throws ClientException, IOException, Redirected {
         Welcome welcome = null;
+        Debug debug = new Debug();
+        boolean[] debugSaid = {false};
         while (true) {
             Message m = conn.recv();
             switch (m.type) {
@@ -252,13 +290,14 @@ public final class Runner {
                     if (welcome == null) throw new ClientException.Protocol("a tick came before the welcome");
                     V view = game.view(m, welcome);
                     A answer;
+                    debug.clear();
                     try {
-                        answer = bot.onTick(view);
+                        answer = bot.onTick(view, debug);
                     } catch (RuntimeException e) {
                         log.say("onTick failed at tick " + m.getLong("tick") + " (" + e + "); answering a no-op", true);
                         answer = game.noop(view);
                     }
-                    conn.send(moves(game, m.getLong("tick"), answer));
+                    conn.send(answer(game, m.getLong("tick"), answer, debug, debugSaid, text -> log.say(text, true)));
                     break;
                 case "end":
                     End end = new End(m);

@@ -5,9 +5,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
+import org.msgpack.value.Value;
 import org.msgpack.value.ValueFactory;
 
 /** The kit's unit tests, a plain main (no JUnit download): framing, the views, the retry rule, the back-off, options. */
@@ -166,12 +168,71 @@ public final class KitTest {
         check(raises(() -> Runner.tlsContext("/nonexistent/ca.pem")).contains("/nonexistent/ca.pem"), "a CA file that is not there");
     }
 
+    static void debugDrawing() throws Exception {
+        Debug d = new Debug();
+        check(!one(Runner.moves(Rezzo.GAME, 3, new int[] {0}, d)).fields.containsKey(ValueFactory.newString("debug")), "nothing drawn, no debug");
+        d.mark(new int[] {11, 6}, "Red", "ahead", 7);
+        d.mark(new int[] {1, 2}, "#ABCDEF", "a label longer than sixteen");
+        d.mark(new int[] {1, 2}, "no-such-colour");  // dropped: no colour
+        d.mark(new int[] {1, 2, 3}, "red");  // dropped: no cell
+        d.mark(new int[] {1, 2}, "red", "bad\nlabel");  // dropped: not printable
+        d.mark(new int[] {1, 2}, "red", "\u00e9t\u00e9");
+        d.line(new int[] {12, 6}, new int[] {0, 6}, "#00ff00");
+        d.line(new int[] {0, 0}, new int[] {1, 1}, "blue", 2);
+        d.log("first\nsecond\u0001");
+        check(d.dropped == 3 && d.firstProblem.startsWith("mark([1, 2], \"no-such-colour\")"), "dropped and counted: " + d.firstProblem);
+        Message m = one(Runner.moves(Rezzo.GAME, 41, new int[] {1}, d));
+        String expected = "{\"marks\":[{\"cell\":[11,6],\"colour\":\"#e6194b\",\"label\":\"ahead\",\"agent\":7},"
+                + "{\"cell\":[1,2],\"colour\":\"#abcdef\",\"label\":\"a label longer t\"},"
+                + "{\"cell\":[1,2],\"colour\":\"#e6194b\",\"label\":\"\u00e9t\u00e9\"}],"
+                + "\"lines\":[{\"from\":[12,6],\"to\":[0,6],\"colour\":\"#00ff00\"},"
+                + "{\"from\":[0,0],\"to\":[1,1],\"colour\":\"#4363d8\",\"agent\":2}],"
+                + "\"text\":[\"first\",\"second \"]}";
+        check(m.get("debug").toJson().equals(expected), "the debug map: " + m.get("debug").toJson());
+        check(Arrays.equals(m.getLongs("moves"), new long[] {1}), "the move with it");
+        // The caps: 256 marks, 64 lines, 1 KiB of text a tick; a new tick starts clean.
+        d.clear();
+        for (int i = 0; i < 266; i++) d.mark(new int[] {i, i}, "red");
+        for (int i = 0; i < 69; i++) d.line(new int[] {0, 0}, new int[] {1, 1}, "red");
+        d.log("z".repeat(1000));
+        d.log("z".repeat(100));  // past 1 KiB in all
+        d.log("last");
+        check(d.dropped == 3 + 10 + 5 + 1, "past the caps: " + d.dropped);
+        Value capped = one(Runner.moves(Rezzo.GAME, 42, new int[] {1}, d)).get("debug");
+        Map<Value, Value> drawn = capped.asMapValue().map();
+        check(drawn.get(ValueFactory.newString("marks")).asArrayValue().size() == Debug.MAX_MARKS, "256 marks");
+        check(drawn.get(ValueFactory.newString("lines")).asArrayValue().size() == Debug.MAX_LINES, "64 lines");
+        check(drawn.get(ValueFactory.newString("text")).toJson().equals("[\"" + "z".repeat(1000) + "\",\"last\"]"), "1 KiB of text");
+        d.clear();
+        check(d.isEmpty(), "a new tick starts clean");
+    }
+
+    static void aDrawingThatWouldPassTheFrameLimitGoesAndTheMoveStays() throws Exception {
+        Debug d = new Debug();
+        String worst = "\ud83d\ude00".repeat(16);  // 4 bytes a character in UTF-8
+        for (int i = 0; i < 300; i++) d.mark(new int[] {Integer.MIN_VALUE, Integer.MAX_VALUE}, "red", worst, Integer.MIN_VALUE);
+        for (int i = 0; i < 100; i++) d.line(new int[] {0, 0}, new int[] {1, 1}, "red", Integer.MIN_VALUE);
+        List<String> said = new java.util.ArrayList<>();
+        boolean[] once = {false};
+        // At the caps a drawing fits; a huge answer (a plain game may answer anything) leaves no room.
+        Message fits = one(Runner.answer(Rezzo.GAME, 1, new int[] {1}, d, once, said::add));
+        d.mark(new int[] {0, 0}, "red");
+        Plain plain = new Plain("drop2df");
+        Value huge = ValueFactory.newString("x".repeat(65500));
+        Message sent = one(Runner.answer(plain, 2, huge, d, once, said::add));
+        check(fits.get("debug") != null && sent.get("debug") == null && sent.getString("moves").length() == 65500, "the drawing went, the move stayed");
+        check(d.dropped == (300 - 256) + (100 - 64) + 1, "the drawing that went counts: " + d.dropped);
+        check(said.size() == 1 && said.get(0).startsWith("debug drawing dropped: more than 256 marks in one tick (only the first"), "said once: " + said);
+    }
+
     public static void main(String[] args) throws Exception {
         framesSplitAnywhere();
         rezzoView();
         cataView();
         retryRuleAndBackoff();
         optionsAndHello();
+        debugDrawing();
+        aDrawingThatWouldPassTheFrameLimitGoesAndTheMoveStays();
         System.out.println((checks - failures) + " of " + checks + " checks passed");
         System.exit(failures == 0 ? 0 : 1);
     }

@@ -1,0 +1,293 @@
+"""Submitted bots' versions: the ``versions`` table and each bot's ``live_version``.
+
+An upload adds a version in state ``received`` (`add_version`, within the uploader's daily quota);
+the builder takes the oldest one (`next_to_build`, which moves it to ``building`` in the transaction
+that finds it, so two builders never take one) and reports each step (`mark`); a validated version
+goes live at once, retiring the one before (`mark(..., "validated")`), and its owner may make any
+validated or retired version live again (`make_live`: a roll back). Every change of state is checked
+against the one table of moves, `submissions.versions.MOVES`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from cellarena.arena.ladder.errors import LadderStoreError
+from cellarena.arena.ladder.store.backends import Backend, Row
+from cellarena.arena.ladder.store.bot_tables import BotTable
+from cellarena.arena.ladder.store.database import now, parse_time
+from cellarena.arena.ladder.submissions.versions import (
+    MAX_REASON,
+    Version,
+    VersionMoveError,
+    VersionState,
+    capped_log,
+    check_move,
+)
+
+log = logging.getLogger("cellarena.ladder")
+
+_A_DAY = timedelta(days=1)
+_COLUMNS = (
+    "v.id, b.name, v.bot_id, v.number, v.sha256, v.size, v.archive_kind, v.state, v.uploaded_by,"
+    " v.created, v.changed, v.reason, v.build_log, v.validation_log"
+)
+_FROM = "FROM versions v JOIN bots b ON b.id = v.bot_id"
+
+
+class UploadQuotaError(LadderStoreError):
+    """An owner (or an owner-less bot) has uploaded its quota of versions in the last 24 hours."""
+
+
+class RevokedBotError(LadderStoreError):
+    """A revoked bot takes no new versions."""
+
+
+class UnknownVersionError(LadderStoreError):
+    """No version of that number (or id) for that bot."""
+
+
+def _version(row: Row) -> Version:
+    id_, bot, bot_id, number, sha256, size, kind, state, uploaded_by, created, changed = row[:11]
+    reason, build_log, validation_log = row[11:]
+    return Version(
+        id=int(id_),
+        bot=bot,
+        bot_id=int(bot_id),
+        number=int(number),
+        sha256=sha256,
+        size=int(size),
+        kind=kind,
+        state=state,
+        uploaded_by=None if uploaded_by is None else int(uploaded_by),
+        created=parse_time(created),
+        changed=parse_time(changed),
+        reason=reason,
+        build_log=build_log,
+        validation_log=validation_log,
+    )
+
+
+class VersionTable:
+    """The ``versions`` table, over the bots it belongs to."""
+
+    def __init__(self, bots: BotTable) -> None:
+        self.bots = bots
+        self.database = bots.database
+
+    # -- uploads --------------------------------------------------------------------------------------
+    def add_version(
+        self,
+        bot: str,
+        sha256: str,
+        size: int,
+        kind: str,
+        *,
+        uploaded_by: int | None = None,
+        per_day: int | None = None,
+        actor: str | None = None,
+    ) -> Version:
+        """A new version of ``bot`` (its next number), ``received``, uploaded by ``uploaded_by`` (by
+        default the bot's owner). With ``per_day``, refused with `UploadQuotaError` once the uploader
+        (the owner, or the bot when it has none)
+        has added that many in the last 24 hours, counted in the transaction that writes (the bot's
+        row is locked, so that uploads at the same moment are counted one after another)."""
+        with self.database.writing(f"add a version of bot {bot!r}") as db:
+            rows = db.query(f"SELECT id, revoked, owner_id FROM bots WHERE name = ?{db.row_lock}", (bot,))
+            if not rows:
+                raise self.bots.unknown(bot)
+            bot_id, revoked = int(rows[0][0]), rows[0][1]
+            if revoked is not None:
+                raise RevokedBotError(f"{bot} is revoked: it takes no new versions")
+            if uploaded_by is None and rows[0][2] is not None:
+                uploaded_by = int(rows[0][2])
+            if per_day is not None:
+                self._check_quota(db, bot, bot_id, uploaded_by, per_day)
+            number = int(
+                db.query("SELECT COALESCE(MAX(number), 0) FROM versions WHERE bot_id = ?", (bot_id,))[0][0]
+            )
+            at = now()
+            version_id = int(
+                db.query(
+                    "INSERT INTO versions (bot_id, number, sha256, size, archive_kind, state, uploaded_by,"
+                    " created, changed) VALUES (?, ?, ?, ?, ?, 'received', ?, ?, ?) RETURNING id",
+                    (bot_id, number + 1, sha256, size, kind, uploaded_by, at, at),
+                )[0][0]
+            )
+            self.bots.changes.audit(
+                db, actor, "upload", bot, f"version {number + 1} ({sha256[:12]}, {size} bytes)"
+            )
+        log.info("ladder: %s version %d received (%s, %d bytes)", bot, number + 1, sha256[:12], size)
+        return self.version_by_id(version_id)
+
+    @staticmethod
+    def _check_quota(db: Backend, bot: str, bot_id: int, owner: int | None, per_day: int) -> None:
+        since = (datetime.now(UTC) - _A_DAY).isoformat(timespec="microseconds")
+        who, params = ("uploaded_by = ?", (owner,)) if owner is not None else ("bot_id = ?", (bot_id,))
+        made = db.query(
+            f"SELECT COUNT(*), MIN(created) FROM versions WHERE {who} AND created > ?", (*params, since)
+        )
+        count, oldest = int(made[0][0]), made[0][1]
+        if count >= per_day:
+            again = (
+                ""
+                if oldest is None
+                else f"; the next is possible after {parse_time(oldest) + _A_DAY:%Y-%m-%d %H:%M:%S} UTC"
+            )
+            whose = "its owner has" if owner is not None else f"{bot} has"
+            raise UploadQuotaError(
+                f"{whose} uploaded {count} version(s) in the last 24 hours, "
+                f"this ladder's quota of {per_day}{again}"
+            )
+
+    def uploads_left(self, bot: str, per_day: int) -> int:
+        """How many more versions of ``bot`` may be uploaded now (what `add_version` counts for its
+        owner, or for the bot when it has none), for the page and to refuse early."""
+        with self.database.reading(f"count the uploads of {bot!r}") as db:
+            rows = db.query("SELECT id, owner_id FROM bots WHERE name = ?", (bot,))
+            if not rows:
+                raise self.bots.unknown(bot)
+            bot_id, owner = int(rows[0][0]), rows[0][1]
+            since = (datetime.now(UTC) - _A_DAY).isoformat(timespec="microseconds")
+            who, params = ("uploaded_by = ?", (owner,)) if owner is not None else ("bot_id = ?", (bot_id,))
+            made = db.query(f"SELECT COUNT(*) FROM versions WHERE {who} AND created > ?", (*params, since))
+        return max(0, per_day - int(made[0][0]))
+
+    def check_quota(self, bot: str, per_day: int) -> None:
+        """`UploadQuotaError` now if ``bot``'s uploader has no upload left (before an archive is
+        unpacked: `add_version` counts again as it writes)."""
+        if self.uploads_left(bot, per_day) == 0:
+            with self.database.reading(f"count the uploads of {bot!r}") as db:
+                rows = db.query("SELECT id, owner_id FROM bots WHERE name = ?", (bot,))
+                owner = None if rows[0][1] is None else int(rows[0][1])
+                self._check_quota(db, bot, int(rows[0][0]), owner, per_day)
+
+    # -- reading --------------------------------------------------------------------------------------
+    def _where(self, condition: str, params: Sequence[object], limit: int = 1000) -> list[Version]:
+        with self.database.reading("read the versions") as db:
+            rows = db.query(
+                f"SELECT {_COLUMNS} {_FROM} WHERE {condition} ORDER BY v.id DESC LIMIT ?", (*params, limit)
+            )
+        return [_version(r) for r in rows]
+
+    def versions_of(self, bot: str, limit: int = 50) -> list[Version]:
+        """The bot's versions, newest first."""
+        return self._where("b.name = ?", (bot,), limit)
+
+    def version(self, bot: str, number: int) -> Version | None:
+        found = self._where("b.name = ? AND v.number = ?", (bot, number), 1)
+        return found[0] if found else None
+
+    def version_by_id(self, version_id: int) -> Version:
+        found = self._where("v.id = ?", (version_id,), 1)
+        if not found:
+            raise UnknownVersionError(f"{self.database.where}: there is no version with id {version_id}")
+        return found[0]
+
+    def live_version(self, bot: str) -> Version | None:
+        """The version the ladder plays for ``bot``; None if it has none live."""
+        found = self._where("v.id = b.live_version AND b.name = ?", (bot,), 1)
+        return found[0] if found else None
+
+    # -- the builder's side ---------------------------------------------------------------------------
+    def next_to_build(self, games: Sequence[str] | None = None) -> Version | None:
+        """The oldest ``received`` version (of a bot of ``games``, or any), moved to ``building`` in the
+        transaction that finds it; None when none waits."""
+        games_sql = "" if games is None else f" AND b.game IN ({', '.join('?' * len(games))})"
+        with self.database.writing("take a version to build") as db:
+            rows = db.query(
+                f"SELECT v.id {_FROM} WHERE v.state = 'received' AND b.revoked IS NULL{games_sql}"
+                # PostgreSQL: a version another builder holds is passed over, not waited for.
+                f" ORDER BY v.id LIMIT 1{db.row_lock}{' OF v SKIP LOCKED' if db.row_lock else ''}",
+                tuple(games or ()),
+            )
+            if not rows:
+                return None
+            version_id = int(rows[0][0])
+            db.execute(
+                "UPDATE versions SET state = 'building', changed = ? WHERE id = ?", (now(), version_id)
+            )
+        return self.version_by_id(version_id)
+
+    def mark(
+        self,
+        version_id: int,
+        state: VersionState,
+        *,
+        reason: str | None = None,
+        log_text: str | None = None,
+        go_live: bool = True,
+    ) -> Version:
+        """Move a version to ``state`` (as `MOVES` allows; `VersionMoveError` otherwise), with the
+        reason and the log of the step that ends: a log given while ``building`` is the build log,
+        while ``validating`` the validation log (each its capped tail). A version ``validated`` with
+        ``go_live`` goes live at once, in the same transaction, and the live one before is retired."""
+        with self.database.writing(f"change the state of version {version_id}") as db:
+            version = self._locked(db, version_id)
+            check_move(version.label, version.state, state)
+            column = {"building": "build_log", "validating": "validation_log"}.get(version.state)
+            sets, params = ["state = ?", "changed = ?", "reason = ?"], [state, now(), _reason(reason)]
+            if column is not None and log_text is not None:
+                sets.append(f"{column} = ?")
+                params.append(capped_log(log_text))
+            db.execute(f"UPDATE versions SET {', '.join(sets)} WHERE id = ?", (*params, version_id))
+            if state == "live" or (state == "validated" and go_live):
+                self._go_live(db, self._locked(db, version_id), None)
+        log.info("ladder: %s is %s%s", version.label, state, f" ({reason})" if reason else "")
+        return self.version_by_id(version_id)
+
+    def requeue_unfinished(self) -> int:
+        """Versions left ``building`` or ``validating`` by a server that stopped go back to ``received``
+        (a server calls this as it starts); how many."""
+        with self.database.writing("put unfinished builds back in the queue") as db:
+            return db.execute(
+                "UPDATE versions SET state = 'received', changed = ?, reason = ?"
+                " WHERE state IN ('building', 'validating')",
+                (now(), "the ladder stopped during its build or validation; it will be built again"),
+            )
+
+    # -- the owner's side -----------------------------------------------------------------------------
+    def make_live(self, bot: str, number: int, *, actor: str | None = None) -> Version:
+        """Make version ``number`` of ``bot`` live (it must be validated, or retired: a roll back); the
+        live one before is retired, in the same transaction."""
+        with self.database.writing(f"make version {number} of {bot!r} live") as db:
+            rows = db.query(
+                f"SELECT v.id {_FROM} WHERE b.name = ? AND v.number = ?{db.row_lock}", (bot, number)
+            )
+            if not rows:
+                raise UnknownVersionError(f"{bot} has no version {number}; its page lists its versions")
+            version = self._locked(db, int(rows[0][0]))
+            self._go_live(db, version, actor)
+        return self.version_by_id(version.id)
+
+    def _locked(self, db: Backend, version_id: int) -> Version:
+        rows = db.query(f"SELECT {_COLUMNS} {_FROM} WHERE v.id = ?", (version_id,))
+        if not rows:
+            raise UnknownVersionError(f"{self.database.where}: there is no version with id {version_id}")
+        return _version(rows[0])
+
+    def _go_live(self, db: Backend, version: Version, actor: str | None) -> None:
+        """Retire the bot's live version and put ``version`` in its place (the caller's transaction)."""
+        if version.state != "live":
+            check_move(version.label, version.state, "live")
+        at = now()
+        db.execute(
+            "UPDATE versions SET state = 'retired', changed = ?, reason = ?"
+            " WHERE bot_id = ? AND state = 'live' AND id <> ?",
+            (at, f"replaced by version {version.number}", version.bot_id, version.id),
+        )
+        db.execute(
+            "UPDATE versions SET state = 'live', changed = ?, reason = NULL WHERE id = ?", (at, version.id)
+        )
+        db.execute("UPDATE bots SET live_version = ? WHERE id = ?", (version.id, version.bot_id))
+        self.bots.changes.note(db, "bot_changed", version.bot)
+        self.bots.changes.audit(db, actor, "make live", version.bot, f"version {version.number}")
+
+
+def _reason(text: str | None) -> str | None:
+    return None if text is None else text[:MAX_REASON]
+
+
+__all__ = ["RevokedBotError", "UnknownVersionError", "UploadQuotaError", "VersionMoveError", "VersionTable"]

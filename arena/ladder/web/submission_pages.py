@@ -1,0 +1,173 @@
+"""Submitted bots on the pages and the API: an owner uploads a bot's folder as an archive, sees its
+versions, makes a validated one live and rolls back (docs/ladder.md, "Submitting a bot").
+
+The API, authorised as the community API's changes are (`CommunityApi.acting`: the bot's token in
+``Authorization: Bearer``, compared in constant time, or the owner's session with the page's CSRF
+token in ``X-CSRF-Token``):
+
+- ``POST /api/bots/NAME/submissions``, the archive as the body (``Content-Type: application/gzip``
+  or ``application/zip``): 201 with the version's number and state (``received``), or 4xx with the
+  reason: 400 a refused archive (`submissions.unpack`'s rules), 413 over the size limit, 415 another
+  media type, 429 the owner's daily quota;
+- ``GET /api/bots/NAME/submissions``: the bot's versions, newest first, with their logs;
+- ``POST /api/bots/NAME/submissions/N/live``: make version N live (validated, or retired: a roll back);
+- ``POST /api/submissions``: the upload, for the token's own bot (what ``ladder submit`` sends).
+
+The owner's bot page (``/account/bots/NAME``) has the same as forms: the upload (multipart, with the
+CSRF token as every form) and "make live" beside each validated or retired version.
+
+An upload is unpacked once into a scratch folder beside the archives (in the ladder's folder) to
+check it, then kept in the archive store (`submissions.archives`) and recorded ``received``; the
+ladder's builder takes it from there.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from cellarena.arena.ladder.errors import LadderStoreError, UnknownBotError
+from cellarena.arena.ladder.records import BotRecord
+from cellarena.arena.ladder.store.ladder_store import LadderStore
+from cellarena.arena.ladder.store.version_tables import RevokedBotError, UnknownVersionError, UploadQuotaError
+from cellarena.arena.ladder.submissions.archives import ArchiveStore, ArchiveStoreError
+from cellarena.arena.ladder.submissions.unpack import UnpackError, UnpackLimits, unpack
+from cellarena.arena.ladder.submissions.versions import Version, VersionMoveError
+from cellarena.arena.ladder.web.community_pages import CommunityApi, OwnerSessions
+from cellarena.arena.ladder.web.upload_body import Upload, read_upload
+from cellarena.server.web.numbers import path_number
+
+log = logging.getLogger("cellarena.ladder")
+
+#: The highest version number a path takes.
+MAX_VERSION = 1_000_000
+
+
+@dataclass
+class SubmissionSettings:
+    """Where uploads are kept and what they may be (`ladder web`; the config file will name them)."""
+
+    #: The archive store's folder (``archives/`` in the ladder's folder).
+    archives: Path
+    limits: UnpackLimits = field(default_factory=UnpackLimits)
+    #: Versions an owner (or an owner-less bot) may upload in 24 hours.
+    uploads_per_day: int = 10
+
+
+class Submissions:
+    """Uploads and versions of ``games``' bots, over ``store`` and the archive store."""
+
+    def __init__(
+        self,
+        store: LadderStore,
+        games: str | Sequence[str],
+        settings: SubmissionSettings,
+        sessions: OwnerSessions | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.archives = ArchiveStore(settings.archives)
+        self.community = CommunityApi(store, games, sessions)
+
+    # -- what the API and the pages do ----------------------------------------------------------------
+    def receive(self, bot: BotRecord, upload: Upload, actor: str) -> Version:
+        """Check, keep and record an uploaded archive: the new version, ``received``. HTTPException 429
+        for the quota, 400 for an archive `unpack` refuses (its message), 503 if it cannot be kept."""
+        per_day = self.settings.uploads_per_day
+        try:
+            self.store.versions.check_quota(bot.name, per_day)
+            # Checked inside the ladder's folder (beside the archives): nothing is written outside it.
+            self.archives.folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix=".check-", dir=self.archives.folder) as scratch:
+                unpack(upload.data, upload.kind, Path(scratch) / "bot", self.settings.limits)
+            sha256 = self.archives.put(upload.data, upload.kind)
+            return self.store.add_version(
+                bot.name, sha256, len(upload.data), upload.kind, per_day=per_day, actor=actor
+            )
+        except UploadQuotaError as exc:
+            raise HTTPException(429, str(exc)) from None
+        except RevokedBotError as exc:
+            raise HTTPException(409, str(exc)) from None
+        except UnpackError as exc:
+            raise HTTPException(400, f"archive refused: {exc}") from None
+        except (ArchiveStoreError, OSError) as exc:
+            log.error("ladder pages: %s", exc)
+            raise HTTPException(503, "the ladder cannot keep archives just now; try again later") from None
+
+    def make_live(self, bot: BotRecord, number: int, actor: str) -> Version:
+        """409 for a version that cannot go live (not validated), 404 for no such version."""
+        try:
+            return self.store.make_live(bot.name, number, actor=actor)
+        except VersionMoveError as exc:
+            raise HTTPException(409, str(exc)) from None
+        except UnknownVersionError as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    def versions_json(self, bot: BotRecord) -> dict[str, Any]:
+        live = self.store.live_version(bot.name)
+        return {
+            "bot": bot.name,
+            "live": None if live is None else live.number,
+            "uploads_left": self.store.versions.uploads_left(bot.name, self.settings.uploads_per_day),
+            "versions": [v.to_json(logs=True) for v in self.store.versions_of(bot.name)],
+        }
+
+    # -- the API --------------------------------------------------------------------------------------
+    async def _acting(self, request: Request) -> tuple[BotRecord, str]:
+        try:
+            return await self.community.acting(request, request.path_params.get("name"), {})
+        except UnknownBotError as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    async def upload_api(self, request: Request) -> Response:
+        bot, actor = await self._acting(request)  # before the body: a stranger's upload is not read
+        upload = await read_upload(request, self.settings.limits.archive_bytes)
+        version = await trio.to_thread.run_sync(self.receive, bot, upload, actor)
+        return JSONResponse(version.to_json(), status_code=201)
+
+    async def versions_api(self, request: Request) -> Response:
+        bot, _ = await self._acting(request)
+        return JSONResponse(await trio.to_thread.run_sync(self.versions_json, bot))
+
+    async def live_api(self, request: Request) -> Response:
+        bot, actor = await self._acting(request)
+        number = path_number(request, "number", "version", maximum=MAX_VERSION)
+        version = await trio.to_thread.run_sync(self.make_live, bot, number, actor)
+        return JSONResponse(version.to_json())
+
+    def routes(self) -> list[BaseRoute]:
+        """Before the ladder's public routes (``/bots/{name:path}`` would take them)."""
+
+        def store_faults(endpoint: Any) -> Any:
+            async def run(request: Request) -> Response:
+                try:
+                    return await endpoint(request)
+                except LadderStoreError as exc:
+                    log.error("ladder API: %s %s: %s", request.method, request.url.path, exc)
+                    raise HTTPException(
+                        503, "the ladder's database is not answering; try again later"
+                    ) from None
+
+            return run
+
+        return [
+            Route(
+                "/api/bots/{name:path}/submissions/{number}/live",
+                store_faults(self.live_api),
+                methods=["POST"],
+            ),
+            Route("/api/bots/{name:path}/submissions", store_faults(self.upload_api), methods=["POST"]),
+            Route("/api/bots/{name:path}/submissions", store_faults(self.versions_api), methods=["GET"]),
+            # The token's own bot (`ladder submit`: a token knows its bot).
+            Route("/api/submissions", store_faults(self.upload_api), methods=["POST"]),
+        ]
