@@ -58,6 +58,11 @@ def test_the_docs_say_so() -> None:
         "health in cells",
     ):
         assert sentence in replays, sentence
+    # The causes' table stays one table: the sentences sit after it, not between its rows.
+    lines = (DOCS / "replays.md").read_text().splitlines()
+    first = lines.index("| cause | when | fields |")
+    rows = lines[first : lines.index("", first)]
+    assert all(r.startswith("|") for r in rows) and rows[-1].startswith("| `unknown` |"), rows[-1]
 
 
 def test_out_names_the_cause_word_and_the_result_holds_the_first_flags_cause() -> None:
