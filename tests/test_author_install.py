@@ -13,6 +13,7 @@ import re
 import select
 import shlex
 import subprocess
+import sysconfig
 import tomllib
 import urllib.request
 import venv
@@ -91,9 +92,13 @@ async def test_the_viewer_assets_are_served_from_the_package() -> None:
 
 
 # ------------------------------------------------------------- the one install, in each of its modes
-# One fresh venv per mode, built once for the module and all three at once (pip waits on its indexes
-# far more than it computes): docs/sdk.md's editable install in strict mode, setuptools' default editable
-# install, and a plain (wheel) install, each with the `author` extra (mypy and pytest included).
+# One fresh venv per mode, built once for the module and all three at once: docs/sdk.md's editable
+# install in strict mode, setuptools' default editable install, and a plain (wheel) install of
+# cellarena. What these tests are about is how cellarena itself is laid out in each mode; its
+# dependencies (the `author` extra's web, rl, mypy and pytest, whose list
+# `test_the_docs_install_line_is_the_one_the_tests_build` checks) are the suite's own, seen through a
+# .pth line, so that pip installs cellarena alone (--no-deps): resolving and copying the extra's
+# hundred packages three times took five minutes of one test process.
 
 DOC = ROOT / "docs" / "sdk.md"
 #: What docs/sdk.md's section 1 and the README's first command install.
@@ -104,6 +109,10 @@ MODES = {
     "editable": ["-e", "SRC[author]"],
     "wheel": ["SRC[author]"],
 }
+#: The suite's site-packages: where the fresh venvs find cellarena's dependencies.
+SUITE_SITE = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+#: Dependencies' commands, run as modules (--no-deps installs cellarena's scripts only).
+MODULE_COMMANDS = ("mypy", "pytest")
 WRONG_ANSWER = ("def on_tick(self, view: View) -> list[int]:", "def on_tick(self, view: View) -> list[str]:")
 
 
@@ -129,8 +138,13 @@ class Install:
 
     def run(self, *argv: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """A command of this venv (``cellarena``, ``mypy``, ``python``), as `. .venv/bin/activate` runs it."""
+        command = (
+            [str(self.bindir / "python"), "-m", *argv]
+            if argv[0] in MODULE_COMMANDS
+            else [str(self.bindir / argv[0]), *argv[1:]]
+        )
         return subprocess.run(
-            [str(self.bindir / argv[0]), *argv[1:]],
+            command,
             cwd=cwd,
             env=self.env,
             capture_output=True,
@@ -163,12 +177,17 @@ def installs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Install]:
         root = tmp_path_factory.mktemp(f"install-{mode}")
         src = project_copy(root / "cellarena")
         venv.create(root / "venv", with_pip=True)
+        site = next((root / "venv" / "lib").glob("python*/site-packages"))
+        # Appended after the venv's own site-packages: the fresh install of cellarena comes first, and
+        # the suite's own cellarena (an import hook, run only from a .pth in a site folder) is not seen.
+        (site / "_suite_dependencies.pth").write_text("\n".join(SUITE_SITE) + "\n")
         env = {**base, "PATH": f"{root / 'venv' / 'bin'}{os.pathsep}{base['PATH']}"}
         made[mode] = Install(mode, root / "venv", src, env)
         argv = [
             str(root / "venv" / "bin" / "pip"),
             "install",
             "-q",
+            "--no-deps",
             *[a.replace("SRC", str(src)) for a in args],
         ]
         pips[mode] = subprocess.Popen(
@@ -344,7 +363,7 @@ def test_the_plain_install_works_without_the_source_tree(installs: dict[str, Ins
     # `cellarena new-bot` ships its templates, and the test it writes passes with the random opponent
     # the SDK ships: a bot author needs no checkout.
     run("new-bot", "rezzo", "probe")
-    # The author extra brought pytest.
+    # The test `new-bot` wrote runs (pytest: the author extra's, here the suite's, see SUITE_SITE).
     probe = subprocess.run(
         [str(bindir / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         check=False,
