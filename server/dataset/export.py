@@ -62,6 +62,8 @@ def match_name(path: Path) -> str:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
             break
+    if name == "match":  # a tournament's layout: one folder per match, each file match.replay
+        name = path.parent.name
     return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "match"
 
 
