@@ -174,15 +174,14 @@ def imitate(
 
 
 def play(
-    bot_dir: Path, weights: Path, opponent: type[Any], seat: int, map_name: str, max_ticks: int
+    bot_dir: Path, policy: Any, opponent: type[Any], seat: int, map_name: str, max_ticks: int
 ) -> int | None:
-    """One match in-process: the bot folder's ``bot.py`` (its ``Trained`` class, with ``weights``) in
+    """One match in-process: the bot folder's ``bot.py`` (its ``Trained`` class, playing ``policy``) in
     ``seat`` against an instance of ``opponent``; the winner's seat, or None for a draw."""
-    net = policy_module(bot_dir)
     module = load_module(
         bot_dir / "bot.py", "rezzo_trained_bot_" + re.sub(r"\W", "_", str(bot_dir.resolve()))
     )
-    mine = module.Trained(net.Policy.load(weights))
+    mine = module.Trained(policy)
     bots = [mine, opponent()] if seat == 0 else [opponent(), mine]
     engine = RezzoEngine.new({"map": map_name, "max_ticks": max_ticks})
     for s, b in enumerate(bots):
@@ -215,12 +214,13 @@ def evaluate(
 ) -> dict[str, dict[str, int]]:
     """``matches`` matches against each opponent, seats in turn: the trained bot's wins, draws, losses."""
     out: dict[str, dict[str, int]] = {}
+    policy = policy_module(bot_dir).Policy.load(weights) if opponents else None
     for name in opponents:
         cls = opponent_class(bots_dir, name)
         tally = {"wins": 0, "draws": 0, "losses": 0}
         for i in range(matches):
             seat = i % 2
-            winner = play(bot_dir, weights, cls, seat, map_name, max_ticks)
+            winner = play(bot_dir, policy, cls, seat, map_name, max_ticks)
             tally["draws" if winner is None else "wins" if winner == seat else "losses"] += 1
         out[name] = tally
     return out
