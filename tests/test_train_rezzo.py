@@ -65,6 +65,9 @@ def test_training_reads_the_builders_rows_of_the_dataset_only(loop: dict[str, An
     for part in (loop["tmp"] / "data").rglob("*.parquet"):
         table = pq.read_table(part, columns=["bot", "observation"]).to_pylist()
         rows += sum(1 for r in table if r["bot"] == "builder" and r["observation"] is not None)
+    # A tournament's replays are all named match.replay: the export names each match after its folder.
+    names = sorted(p.parent.name for p in (loop["tmp"] / "data").rglob("*.parquet"))
+    assert names == ["match=0000-builder-vs-random_walker-duel", "match=0001-random_walker-vs-builder-duel"]
     report = loop["reports"][0]
     assert report["ok"] and report["seats"] == 2 and report["samples"] == rows > 0
     assert sum(report["moves"].values()) == rows and report["matches"] == {}

@@ -16,7 +16,8 @@ def _not_yet(game: str) -> click.Command:
     """`train GAME` for a game without a trainer: says so, and exits 1."""
 
     @click.command(game, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-    def command() -> None:
+    @click.option("--json", "as_json", is_flag=True, help="Say it as one JSON object (error, code).")
+    def command(as_json: bool) -> None:
         """Not yet: this game has no trainer (docs/training.md)."""
         raise click.ClickException(
             f"`cellarena train {game}`: not yet. {game} has no trainer in cellarena; its matches export "

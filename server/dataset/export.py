@@ -56,7 +56,8 @@ def replay_files(paths: Sequence[Path]) -> list[Path]:
 
 
 def match_name(path: Path) -> str:
-    """A replay file's name as its match's partition value: without the suffix, only safe characters."""
+    """A replay file's name as its match's partition value: without the suffix, only safe characters;
+    a tournament's ``NNNN-a-vs-b-map/match.replay`` is named after its folder."""
     name = path.name
     for suffix in sorted(REPLAY_SUFFIXES, key=len, reverse=True):
         if name.endswith(suffix):
