@@ -533,7 +533,7 @@ SERVER_ROOMS: dict[str, set[str]] = {
     "service": {"play"},
     "env": {"games", "replay"},
     "replay_fork": {"bots", "games", "play", "replay"},
-    "training": {"games", "replay"},
+    "training": {"games", "replay", "dataset"},  # imitation reads an exported dataset
     "dataset": {"games", "replay"},
     "web": {"games", "net", "replay"},
     "cli": {
@@ -545,6 +545,7 @@ SERVER_ROOMS: dict[str, set[str]] = {
         "replay",
         "replay_fork",
         "service",
+        "training",  # `cellarena train GAME`
         "web",
         "workers",
         "wall_clock",

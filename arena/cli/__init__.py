@@ -25,6 +25,7 @@ from cellarena.server.cli.replay import replay
 from cellarena.server.cli.replay_export import replay_export
 from cellarena.server.cli.serve import serve
 from cellarena.server.cli.sim import sim
+from cellarena.server.cli.train import train
 
 
 def _version() -> str:
@@ -110,3 +111,4 @@ main.add_command(ladder)
 main.add_command(web)
 main.add_command(results)
 main.add_command(new_bot)
+main.add_command(train)

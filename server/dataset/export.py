@@ -56,12 +56,15 @@ def replay_files(paths: Sequence[Path]) -> list[Path]:
 
 
 def match_name(path: Path) -> str:
-    """A replay file's name as its match's partition value: without the suffix, only safe characters."""
+    """A replay file's name as its match's partition value: without the suffix, only safe characters;
+    a tournament's ``NNNN-a-vs-b-map/match.replay`` is named after its folder."""
     name = path.name
     for suffix in sorted(REPLAY_SUFFIXES, key=len, reverse=True):
         if name.endswith(suffix):
             name = name[: -len(suffix)]
             break
+    if name == "match":  # a tournament's layout: one folder per match, each file match.replay
+        name = path.parent.name
     return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "match"
 
 

@@ -35,7 +35,8 @@ PARTITIONS = (
         "match",
         "string",
         False,
-        "the match: the replay file's name without `.replay` (`replay export`), `ladder-` and the "
+        "the match: the replay file's name without `.replay` (`replay export`; a tournament's "
+        "`match.replay`: its folder's name), `ladder-` and the "
         "ladder's match id in six digits (`ladder export`)",
     ),
 )

@@ -17,14 +17,16 @@ writes the same weights.
 
 At the end it plays the greedy policy against random_walker and raider, both seats, as
 `cellarena bench train` does over TCP.
+
+DAgger needs the teacher's program at hand. To learn from matches alone (an exported dataset of a
+tournament or a ladder, any bot as the teacher), use `cellarena train rezzo`, whose network fitting
+(`cellarena.server.training.imitation.fit`) and in-process matches this script shares.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -35,7 +37,9 @@ from policy import CROP, EXTRA, MOVES, Policy, legal, observe, one_hot
 
 from cellarena.sdk import MatchInfo, Move, Tracker, View, Viewport
 from cellarena.sdk.opponents.rezzo import RandomRezzo
-from cellarena.server.games.rezzo.engine import RezzoEngine
+from cellarena.server.training.imitation import Samples, fit
+from cellarena.server.training.rezzo import imitation
+from cellarena.server.training.rezzo.imitation import load_module, opponent_class
 from cellarena.server.training.rezzo.opponents import BotOpponent, OpponentMix
 from cellarena.server.training.rezzo.vector_env import RezzoVectorEnv
 
@@ -44,15 +48,7 @@ BOTS = Path(__file__).resolve().parent.parent
 
 def example_bot(name: str) -> ModuleType:
     """example_bots/rezzo/NAME.py as a module (the bot folders are not packages)."""
-    key = f"rezzo_example_{name}"
-    if key in sys.modules:
-        return sys.modules[key]
-    spec = importlib.util.spec_from_file_location(key, BOTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[key] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module(BOTS / f"{name}.py", f"rezzo_example_{name}")
 
 
 class Learner:
@@ -127,77 +123,11 @@ def rollout(
     return cells, extras, masks, labels, outcome
 
 
-def fit(
-    policy: Policy,
-    data: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    epochs: int,
-    rng: np.random.Generator,
-    lr: float = 2e-3,
-    batch: int = 256,
-) -> float:
-    """Adam on the cross-entropy of the teacher's moves, over the legal moves; returns the last
-    epoch's accuracy."""
-    cells, extras, masks, labels = data
-    p = policy.params
-    state = {k: (np.zeros_like(v), np.zeros_like(v)) for k, v in p.items()}
-    t = 0
-    n = len(labels)
-    acc = 0.0
-    for _ in range(epochs):
-        order = rng.permutation(n)
-        right = 0
-        for lo in range(0, n, batch):
-            idx = order[lo : lo + batch]
-            x = one_hot(cells[idx], extras[idx])
-            z, h = policy.logits(x)
-            z = np.where(masks[idx], z, -1e9)
-            z -= z.max(axis=1, keepdims=True)
-            prob = np.exp(z)
-            prob /= prob.sum(axis=1, keepdims=True)
-            y = labels[idx]
-            right += int((prob.argmax(axis=1) == y).sum())
-            g = prob
-            g[np.arange(len(idx)), y] -= 1.0
-            g /= len(idx)
-            grads = {"w2": h.T @ g, "b2": g.sum(axis=0)}
-            dh = (g @ p["w2"].T) * (h > 0)
-            grads["w1"] = x.T @ dh
-            grads["b1"] = dh.sum(axis=0)
-            t += 1
-            for key, grad in grads.items():
-                m, v = state[key]
-                m *= 0.9
-                m += 0.1 * grad
-                v *= 0.999
-                v += 0.001 * grad * grad
-                p[key] -= lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
-        acc = right / n
-    return acc
-
-
 def play(policy: Policy, opponent: str, seat: int, max_ticks: int, map_name: str = "duel") -> int | None:
-    """One match in-process: the trained bot (its bot.py class) in ``seat`` against an example bot;
-    the winner's seat, or None for a draw."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from bot import Trained
-
-    module = example_bot(opponent)
-    other = next(
-        v
-        for k, v in vars(module).items()
-        if isinstance(v, type) and k in ("RandomWalker", "Raider", "Builder")
-    )()
-    bots = [Trained(policy), other] if seat == 0 else [other, Trained(policy)]
-    engine = RezzoEngine.new({"map": map_name, "max_ticks": max_ticks})
-    for s, bot in enumerate(bots):
-        bot.info = MatchInfo(seat=s, players=2, names=("a", "b"), game="rezzo")
-        bot.on_start(bot.info)
-    while engine.result() is None:
-        actions = {s: bots[s].on_tick(View.from_message(req)) for s, req in engine.pending().items()}
-        engine.apply(actions)
-    result = engine.result()
-    assert result is not None
-    return result.winner
+    """One match in-process: this folder's bot (bot.py's class, playing ``policy``) in ``seat`` against
+    an example bot; the winner's seat, or None for a draw."""
+    cls = opponent_class(BOTS, opponent)
+    return imitation.play(Path(__file__).parent, policy, cls, seat, map_name, max_ticks)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,16 +179,16 @@ def main(argv: list[str] | None = None) -> int:
                 store.extend(part)
             steps += args.steps * env.num_envs
             won = {key: won[key] + got[4][key] for key in won}
-        arrays = (
+        arrays = Samples(
             np.array(data[0], np.uint8).reshape(-1, CROP),
             np.array(data[1], np.float32).reshape(-1, EXTRA),
             np.array(data[2], bool).reshape(-1, MOVES),
             np.array(data[3], np.int64),
         )
-        acc = fit(policy, arrays, args.epochs, rng)
+        acc = fit(policy, one_hot, arrays, args.epochs, rng)
         policy.save(args.out)  # after every round: a run cut short leaves its latest weights
         print(
-            f"round {r + 1}/{args.rounds}  teacher share {beta:.2f}  samples {len(arrays[3]):6d}  "
+            f"round {r + 1}/{args.rounds}  teacher share {beta:.2f}  samples {len(arrays.labels):6d}  "
             f"fit {acc:.1%}  episodes won/lost/drawn {won['won']}/{won['lost']}/{won['drawn']}  "
             f"{time.monotonic() - began:6.1f} s",
             flush=True,

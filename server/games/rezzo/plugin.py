@@ -24,6 +24,7 @@ PLUGIN = GamePlugin(
         "sim": f"{_CLI}.commands:sim",
         "bench env": f"{_BENCH}.env:command",
         "bench train": f"{_BENCH}.train:command",
+        "train": f"{_CLI}.train:command",
     },
     root_commands={"maps": f"{_CLI}.commands:maps"},
     render=f"{_HERE}.render:render_engine",

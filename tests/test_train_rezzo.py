@@ -1,0 +1,132 @@
+"""`cellarena train rezzo`: the closed loop of docs/training.md made small. A tournament of builder and
+random_walker, its export, and the training from the export alone; then the trained bot, loading the
+new weights, plays a match. The pipeline's contract is checked here (rows from the dataset only,
+weights written, the same bytes twice, a legal match), not the win rate: that is the doc's measured
+claim.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from cellarena_cli import ROOT, cellarena
+from click.testing import CliRunner
+
+from cellarena.arena.cli import main
+from cellarena.server.replay import read_replay, verify
+
+BOTS = ROOT / "example_bots" / "rezzo"
+PY = sys.executable
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A tiny tournament (builder and random_walker on duel, both seats), its export, and two runs of
+    the same training command, from a copy of the trained bot's folder (without its committed weights)."""
+    tmp = tmp_path_factory.mktemp("loop")
+    ran = cellarena(
+        "tournament", "rezzo",
+        "--bot", f"builder={PY} {BOTS / 'builder.py'}",
+        "--bot", f"random_walker={PY} {BOTS / 'random_walker.py'}",
+        "--max-ticks", "400", "-j", "2", "--out", str(tmp / "t"), "--json",
+        timeout=180,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    exported = invoke("replay", "export", str(tmp / "t" / "matches"), "--out", str(tmp / "data"))
+    assert exported.exit_code == 0, exported.output
+    bot_dir = tmp / "mybot"
+    bot_dir.mkdir()
+    for name in ("bot.py", "policy.py", "bot.toml"):
+        shutil.copy(BOTS / "trained" / name, bot_dir / name)
+    reports = []
+    for out in ("a.npz", "b.npz"):
+        trained = invoke(
+            "train", "rezzo", "--dataset", str(tmp / "data"), "--imitate", "builder",
+            "--out", str(tmp / out), "--bot-dir", str(bot_dir), "--epochs", "3", "--eval", "0", "--json",
+        )  # fmt: skip
+        assert trained.exit_code == 0, trained.output
+        reports.append(json.loads(trained.output))
+    return {"tmp": tmp, "bot_dir": bot_dir, "reports": reports}
+
+
+def test_training_reads_the_builders_rows_of_the_dataset_only(loop: dict[str, Any]) -> None:
+    # Builder's program is nowhere the training looks: its samples are the dataset's rows of builder
+    # in which it was asked to move, one per live agent (duel: one agent a seat).
+    rows = 0
+    for part in (loop["tmp"] / "data").rglob("*.parquet"):
+        table = pq.read_table(part, columns=["bot", "observation"]).to_pylist()
+        rows += sum(1 for r in table if r["bot"] == "builder" and r["observation"] is not None)
+    # A tournament's replays are all named match.replay: the export names each match after its folder.
+    names = sorted(p.parent.name for p in (loop["tmp"] / "data").rglob("*.parquet"))
+    assert names == ["match=0000-builder-vs-random_walker-duel", "match=0001-random_walker-vs-builder-duel"]
+    report = loop["reports"][0]
+    assert report["ok"] and report["seats"] == 2 and report["samples"] == rows > 0
+    assert sum(report["moves"].values()) == rows and report["matches"] == {}
+
+
+def test_the_same_command_writes_the_same_bytes(loop: dict[str, Any]) -> None:
+    a, b = (loop["tmp"] / "a.npz").read_bytes(), (loop["tmp"] / "b.npz").read_bytes()
+    assert a == b and len(a) > 100_000
+    assert loop["reports"][0]["accuracy"] == loop["reports"][1]["accuracy"]
+
+
+def test_the_trained_bot_loads_the_weights_and_plays_a_legal_match(loop: dict[str, Any]) -> None:
+    tmp, bot = loop["tmp"], loop["bot_dir"] / "bot.py"
+    replay = tmp / "trained.replay"
+    ran = cellarena(
+        "match", "rezzo",
+        "--bot", f"trained={PY} {bot} --weights {tmp / 'a.npz'}",
+        "--bot", f"random_walker={PY} {BOTS / 'random_walker.py'}",
+        "--max-ticks", "150", "--fast", "--replay", str(replay),
+        timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    recorded = read_replay(replay)
+    verify(recorded)
+    assert recorded.complete and len(recorded.ticks) > 100
+    assert all(not t.invalid.get(0) for t in recorded.ticks), "the trained bot's answers were well formed"
+
+
+def test_the_evaluation_plays_the_bot_folder_against_the_example_bots(loop: dict[str, Any]) -> None:
+    tmp = loop["tmp"]
+    ran = invoke(
+        "train", "rezzo", "--dataset", str(tmp / "data"), "--imitate", "builder", "--out", str(tmp / "c.npz"),
+        "--bot-dir", str(loop["bot_dir"]), "--epochs", "1", "--eval", "2", "--against", "random_walker",
+        "--max-ticks", "60", "--bots-dir", str(BOTS),
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    assert "against random_walker: won" in ran.output and " of 2, drew " in ran.output
+
+
+def test_bad_input_is_a_clear_error(loop: dict[str, Any]) -> None:
+    tmp, bot_dir = loop["tmp"], str(loop["bot_dir"])
+    common = ("--out", str(tmp / "x.npz"), "--bot-dir", bot_dir, "--eval", "0")
+    ran = invoke("train", "rezzo", "--dataset", str(tmp / "nope"), "--imitate", "builder", *common)
+    assert ran.exit_code == 1 and "--dataset" in ran.output and "cellarena replay export" in ran.output
+    ran = invoke("train", "rezzo", "--dataset", str(tmp / "data"), "--imitate", "nobody", *common)
+    assert ran.exit_code == 1 and "--imitate nobody" in ran.output and "builder, random_walker" in ran.output
+    ran = invoke("train", "rezzo", "--dataset", str(tmp / "t"), "--imitate", "builder", *common)
+    assert ran.exit_code == 1 and "no rezzo matches" in ran.output
+    ran = invoke(
+        "train", "rezzo", "--dataset", str(tmp / "data"), "--imitate", "builder", "--out", str(tmp / "x.npz"),
+        "--bot-dir", str(tmp),
+    )  # fmt: skip
+    assert ran.exit_code == 1 and f"--bot-dir {tmp}: no policy.py" in ran.output
+    assert not (tmp / "x.npz").exists()
+
+
+def test_other_games_say_what_there_is() -> None:
+    ran = invoke("train", "cata", "--dataset", "d")
+    assert ran.exit_code == 1
+    assert "`cellarena train cata`: not yet" in ran.output and "cellarena replay export" in ran.output
+    listed = invoke("train", "--help")
+    assert listed.exit_code == 0 and "rezzo" in listed.output and "cata" in listed.output
