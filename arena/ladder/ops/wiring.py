@@ -34,6 +34,7 @@ from cellarena.arena.ladder.matchmaking.matchmaker import Policy
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.admission import Admission
+from cellarena.arena.ladder.services.builds import BuildSettings
 from cellarena.arena.ladder.services.changes import DatabaseWatch
 from cellarena.arena.ladder.services.counters import LadderStats
 from cellarena.arena.ladder.services.house import HouseBots
@@ -93,6 +94,8 @@ class LadderConfig:
     hello_timeout: float = LobbyConfig.hello_timeout
     isolate: bool = False
     seed: int = 0
+    #: Where and how submitted versions are built (`services.builds`); None: they are not.
+    builds: BuildSettings | None = None
     #: Pausing, versions and challenges (written to the database as the server starts).
     policy: CommunityPolicy = field(default_factory=CommunityPolicy)
 
@@ -224,6 +227,11 @@ async def run_ladder(
         async with trio.open_nursery() as nursery:
             if isinstance(hand_off, LocalWorkers):
                 await nursery.start(hand_off.run)
+            if config.builds is not None:
+                builds = config.builds.loop(
+                    store, config.game, match_limits=config.house_limits, isolate=config.isolate
+                )
+                nursery.start_soon(builds.run)
             if health_sock is not None:
                 from cellarena.arena.ladder.ops.health import serve_health
 
@@ -259,6 +267,6 @@ async def run_ladder(
                 notify(
                     f"and {len(seating.starter.remote)} match(es) under way in workers ended without a result"
                 )
-            nursery.cancel_scope.cancel()  # the house bots' task and the workers, which stops them
+            nursery.cancel_scope.cancel()  # the house bots', the builder's tasks and the workers: stops them
     finally:
         await services.shutdown()  # shielded: voids what was cut short, writes the last results

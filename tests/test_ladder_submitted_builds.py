@@ -1,0 +1,121 @@
+"""The builder as a task of `ladder serve` (arena/ladder/services/builds.py, wired in
+arena/ladder/ops/wiring.py): at start, versions a stopped server left half-built go back to the queue;
+then each received version is taken and built from the ladder folder's ``archives/`` into its
+``versions/``; versions that cannot be unpacked or built fail with their reason, logged, and the
+ladder goes on serving bots. In process, over a real SQLite store and a real lobby; no build here
+reaches the sandbox (the folders are refused before), so no clock but the deadlines of the waits.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import tarfile
+from functools import partial
+from pathlib import Path
+
+import pytest
+import trio
+from wire_client import Client
+
+from cellarena.arena.ladder.ops.wiring import LadderConfig, run_ladder
+from cellarena.arena.ladder.rules import LadderRules
+from cellarena.arena.ladder.services.builds import BuildSettings, validation_opponent
+from cellarena.arena.ladder.store.ladder_store import LadderStore
+from cellarena.arena.ladder.submissions.archives import ArchiveStore
+from cellarena.server.play.match import TickSettings
+
+
+def _archive(files: dict[str, str]) -> bytes:
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"bot/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return packed.getvalue()
+
+
+def _upload(store: LadderStore, archives: ArchiveStore, bot: str, data: bytes) -> int:
+    return store.versions.add_version(bot, archives.put(data, "tar.gz"), len(data), "tar.gz").id
+
+
+async def _wait_for(condition: partial[bool], timeout: float = 20.0) -> None:
+    with trio.fail_after(timeout):
+        while not await trio.to_thread.run_sync(condition):
+            await trio.sleep(0.05)
+
+
+def _settled(store: LadderStore, ids: list[int]) -> bool:
+    return all(store.versions.version_by_id(i).state == "failed" for i in ids)
+
+
+async def test_failed_builds_leave_the_ladder_serving(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A version whose archive was damaged on disk, one with a bot.toml that cannot be read and one a
+    stopped server left building all end ``failed`` with their reason; the log names each; a bot
+    connecting afterwards is queued as ever."""
+    caplog.set_level(logging.INFO, logger="cellarena.ladder")
+    store = LadderStore(tmp_path / "ladder.sqlite")
+    alice = store.add_bot("alice", "rezzo")[1].secret
+    store.add_bot("up", "rezzo")
+    archives = ArchiveStore(tmp_path / "archives")
+    damaged_data = _archive({"bot.toml": 'command = "python a.py"\n', "a.py": "pass\n"})
+    damaged = _upload(store, archives, "up", damaged_data)
+    path = archives.path(store.versions.version_by_id(damaged).sha256, "tar.gz")
+    path.write_bytes(path.read_bytes()[:-10] + b"0123456789")
+    bad_toml = _upload(store, archives, "up", _archive({"bot.toml": "command = [unclosed\n", "a.py": ""}))
+    half_built = _upload(store, archives, "up", _archive({"bot.toml": "nonsense = 1\n"}))
+    assert store.versions.next_to_build(["rezzo"]) is not None  # the damaged one, taken by a "stopped server"
+    assert store.versions.next_to_build(["rezzo"]) is not None  # and the bad bot.toml
+    assert store.versions.version_by_id(bad_toml).state == "building"
+    config = LadderConfig(
+        "rezzo",
+        {"map": "duel", "max_ticks": 20},
+        map_key="map",
+        maps=("duel",),
+        settings=TickSettings(fast=True, budget_ms=1000),
+        port=0,
+        rules=LadderRules(match_every=0.02),
+        builds=BuildSettings(tmp_path, every=0.05),
+    )
+    ports: list[int] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(run_ladder, store, config, on_listening=ports.append))
+        await _wait_for(partial(_settled, store, [damaged, bad_toml, half_built]))
+        with trio.fail_after(10):
+            while not ports:
+                await trio.sleep(0.01)
+        client = await Client.connect(ports[0])
+        await client.hello("alice", token=alice)
+        with trio.fail_after(10):
+            while "alice (127.0.0.1" not in caplog.text or "joins the queue" not in caplog.text:
+                await trio.sleep(0.02)
+        await client.stream.aclose()
+        nursery.cancel_scope.cancel()
+    reasons = {i: store.versions.version_by_id(i).reason or "" for i in (damaged, bad_toml, half_built)}
+    assert "cannot be unpacked" in reasons[damaged], reasons
+    assert "bot.toml" in reasons[bad_toml] and "TOML" in reasons[bad_toml], reasons
+    assert "nonsense" in reasons[half_built], reasons
+    text = caplog.text
+    assert "2 version(s) a stopped server left unfinished will be built again" in text
+    for number in (1, 2, 3):
+        assert f"builder: up version {number} failed" in text, text
+    assert store.versions.live_version("up") is None
+    store.close()
+
+
+def test_a_version_is_validated_against_the_games_house_bot_else_its_example(tmp_path: Path) -> None:
+    """The validation opponent: the game's first house bot by name that may play; without one, the
+    game's example opponent; a game with neither has none."""
+    with LadderStore(tmp_path / "ladder.sqlite") as store:
+        example = validation_opponent(store, "rezzo")
+        assert example is not None and example.command == "python -m cellarena.sdk.opponents rezzo"
+        store.add_bot("zed", "rezzo", house_command="python zed.py")
+        store.add_bot("amy", "rezzo", house_command="python amy.py")
+        store.add_bot("outside", "rezzo")
+        chosen = validation_opponent(store, "rezzo")
+        assert chosen is not None and (chosen.name, chosen.command) == ("amy", "python amy.py")
+        assert validation_opponent(store, "no-such-game") is None
