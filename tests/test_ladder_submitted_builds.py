@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import shutil
 import tarfile
 from functools import partial
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 import trio
 from wire_client import Client
 
+from cellarena.arena.cli.new_bot import write_bot
 from cellarena.arena.ladder.ops.wiring import LadderConfig, run_ladder
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.builds import BuildSettings, validation_opponent
@@ -119,3 +122,83 @@ def test_a_version_is_validated_against_the_games_house_bot_else_its_example(tmp
         chosen = validation_opponent(store, "rezzo")
         assert chosen is not None and (chosen.name, chosen.command) == ("amy", "python amy.py")
         assert validation_opponent(store, "no-such-game") is None
+
+
+def _live_version(store: LadderStore, archives: ArchiveStore, folder: Path, bot: str, source: Path) -> None:
+    """A version of ``bot`` made live as the builder would: its archive kept, its folder built."""
+    data = _archive({"bot.toml": (source / "bot.toml").read_text()})
+    added = _upload(store, archives, bot, data)
+    assert store.versions.next_to_build(["rezzo"]) is not None
+    store.versions.mark(added, "validating")
+    store.versions.mark(added, "validated", go_live=True)
+    shutil.copytree(source, folder / "versions" / bot / "1" / bot)
+
+
+async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(tmp_path: Path) -> None:
+    """A bot with a live version holds no connection while nobody waits; once a connected bot waits,
+    the ladder starts its version (as it starts a house bot), they play a rated match, its output is
+    its owner's private log of that match, and no process of it is left. It starts with a
+    token of its own for that launch: its owner's token was never rotated."""
+    store = LadderStore(tmp_path / "ladder.sqlite")
+    alice = store.add_bot("alice", "rezzo")[1].secret
+    owners = store.add_bot("up", "rezzo")[1].secret
+    write_bot("rezzo", "up", "python", tmp_path / "source")
+    (tmp_path / "source" / "bot.toml").write_text('command = "python up.py"\n')
+    main = tmp_path / "source" / "up.py"
+    said = "\nimport sys\n\nprint('up: my private words', file=sys.stderr)\n"
+    main.write_text(
+        main.read_text().replace(
+            "from __future__ import annotations\n", f"from __future__ import annotations{said}", 1
+        )
+    )
+    _live_version(store, ArchiveStore(tmp_path / "archives"), tmp_path, "up", tmp_path / "source")
+    (tmp_path / "logs").mkdir()
+    config = LadderConfig(
+        "rezzo",
+        {"map": "duel", "max_ticks": 20},
+        map_key="map",
+        maps=("duel",),
+        settings=TickSettings(fast=True, budget_ms=1000),
+        port=0,
+        rules=LadderRules(match_every=0.02),
+        log_dir=tmp_path / "logs",
+        house_after=0.5,
+        builds=BuildSettings(tmp_path, every=0.05),
+    )
+    ports: list[int] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(run_ladder, store, config, on_listening=ports.append))
+        with trio.fail_after(10):
+            while not ports:
+                await trio.sleep(0.01)
+        assert not _processes_in(tmp_path / "versions")
+        client = await Client.connect(ports[0])
+        await client.hello("alice", token=alice)
+        with trio.fail_after(30):
+            end = await client.play()
+        assert end["type"] == "end"
+        await client.stream.aclose()
+        with trio.fail_after(30):
+            while _processes_in(tmp_path / "versions"):
+                await trio.sleep(0.05)
+        nursery.cancel_scope.cancel()
+    assert store.authenticate(owners) is not None  # its owner's token was never rotated
+    (played,) = store.matches("rezzo")
+    assert played.status == "finished" and played.seq is not None  # rated
+    assert sorted(seat.bot for seat in played.seats) == ["alice", "up"]
+    kept = tmp_path / "private-logs" / "up" / f"match-{played.id}.log"
+    assert "up: my private words" in kept.read_text()
+    assert not list((tmp_path / "private-logs" / "up").glob("launch-*"))
+    store.close()
+
+
+def _processes_in(folder: Path) -> list[int]:
+    """Processes whose working folder is under ``folder`` (a submitted bot's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(Path(os.readlink(entry / "cwd"))).startswith(str(folder)):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found

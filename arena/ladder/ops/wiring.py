@@ -44,6 +44,7 @@ from cellarena.arena.ladder.services.queue import MatchQueue
 from cellarena.arena.ladder.services.seating import LadderSeating
 from cellarena.arena.ladder.services.spool import ResultSpool
 from cellarena.arena.ladder.services.starter import HandsOff, MatchStarter
+from cellarena.arena.ladder.services.submitted_bots import SubmittedBots
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.server.bots.confinement import Limits
 from cellarena.server.games import get_engine
@@ -257,6 +258,8 @@ async def run_ladder(
                     seating.on_hello = house.hello
                     # A house bot whose process exits mid-match reads `exited` or `limit`, not `disconnected`.
                     seating.starter.explain_house = house.explain
+                    if config.builds is not None:
+                        _start_submitted(nursery, store, config, house)
                     nursery.start_soon(house.run, port)
 
             await serve_until_signalled(
@@ -270,3 +273,30 @@ async def run_ladder(
             nursery.cancel_scope.cancel()  # the house bots', the builder's tasks and the workers: stops them
     finally:
         await services.shutdown()  # shielded: voids what was cut short, writes the last results
+
+
+def _start_submitted(
+    nursery: trio.Nursery, store: LadderStore, config: LadderConfig, house: HouseBots
+) -> None:
+    """Bots with a live submitted version, started for matches by ``house``'s path (`submitted_bots`)."""
+    assert config.builds is not None
+    submitted = SubmittedBots(
+        store,
+        config.game,
+        config.builds.folder,
+        isolate=config.isolate,
+        python_packages=config.builds.limits.python_packages,
+    )
+    house.submitted = submitted
+    house.seating.admission.launch_token = submitted.token_of
+
+    def moved(name: str, path: Path) -> None:
+        launched = house.launched.get(name)
+        if launched is not None:
+            launched.log = path  # so that a seat's cause reads the log's last line where it now is
+
+    submitted.on_log_moved = moved
+    house.seating.starter.on_match = lambda ladder_id, match: submitted.match_started(
+        ladder_id, [seat.name for seat in match.seats]
+    )
+    nursery.start_soon(submitted.run)

@@ -39,6 +39,7 @@ import trio
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.scoring.settlement import launch_failure
 from cellarena.arena.ladder.services.seating import LadderSeating
+from cellarena.arena.ladder.services.submitted_bots import SubmittedBots
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 from cellarena.arena.ratings.ladder import initial
 from cellarena.sdk import protocol
@@ -139,6 +140,8 @@ class HouseBots:
         self.not_before: dict[str, float] = {}
         #: Each house bot's last failed launch's cause, by name.
         self.last_failure: dict[str, dict[str, Any]] = {}
+        #: Bots with a live submitted version, started alike (`submitted_bots`; wired by `run_ladder`).
+        self.submitted: SubmittedBots | None = None
 
     async def run(self, port: int) -> None:
         """Look at the queue every ``every`` seconds until cancelled; then stop every house bot."""
@@ -160,14 +163,14 @@ class HouseBots:
         waiting = [
             q
             for q in self.seating.queue.waiting.values()
-            if now - q.since >= self.after and q.bot.kind != "house"
+            if now - q.since >= self.after and q.bot.kind != "house" and q.bot.name not in self.running
         ]
         if not waiting:
             return None
         busy = set(self.running) | set(self.seating.queue.waiting) | self.seating.starter.playing()
         idle = [
             b
-            for b in self.seating.results.house_bots()
+            for b in self._candidates()
             if b.name not in busy and self.not_before.get(b.name, now) <= now  # backing off
         ]
         if not idle:
@@ -177,34 +180,48 @@ class HouseBots:
         target = ratings.get(longest.bot.name, initial()).mu
         return min(idle, key=lambda b: (abs(ratings.get(b.name, initial()).mu - target), b.name))
 
-    async def _launch(self, nursery: trio.Nursery, bot: BotRecord, port: int) -> None:
+    async def _program(self, bot: BotRecord) -> tuple[BotSpec, str, Path] | None:
+        """What to start for ``bot``, its token and its log; None (logged) if it cannot start."""
+        if bot.kind != "house" and self.submitted is not None:
+            launch = self.submitted.launch(bot)
+            return None if launch is None else (launch.spec, launch.secret, launch.log)
         assert bot.house_command is not None
         try:
             token = await trio.to_thread.run_sync(self.store.rotate, bot.name)
         except LadderStoreError as exc:
             log.error("cannot start house bot %s: %s", bot.name, exc)
+            return None
+        return BotSpec(bot.name, bot.house_command), token.secret, self.log_dir / f"house-{bot.name}.log"
+
+    def _candidates(self) -> list[BotRecord]:
+        """The bots the ladder may start: its house bots, and bots with a live submitted version."""
+        house = self.seating.results.house_bots()
+        return house if self.submitted is None else house + self.submitted.candidates()
+
+    async def _launch(self, nursery: trio.Nursery, bot: BotRecord, port: int) -> None:
+        program = await self._program(bot)
+        if program is None:
             return
-        spec = BotSpec(bot.name, bot.house_command)
-        path = self.log_dir / f"house-{bot.name}.log"
+        spec, secret, path = program
 
         def started(proc: BotProcess) -> None:
             # Known before its token is in the pipe: its hello is judged by its own processes, and
             # noted on this launch (`hello`), however fast it comes.
             self.running[bot.name] = proc
-            self.launched[bot.name] = Launched(proc, token.secret, path)
+            self.launched[bot.name] = Launched(proc, secret, path)
 
         try:
             proc = await start_bot(
                 spec,
                 self.host,
                 port,
-                token.secret,
+                secret,
                 limits=self.limits,
                 isolate=self.isolate,
                 on_started=started,
             )
         except OSError as exc:
-            log.error("cannot start house bot %s (%r): %s", bot.name, bot.house_command, exc)
+            log.error("cannot start house bot %s (%r): %s", bot.name, spec.command, exc)
             return
         log.info("started house bot %s for a bot that waited %g s", bot.name, self.after)
         if self.launched.get(bot.name) is None or self.launched[bot.name].proc is not proc:
@@ -389,7 +406,7 @@ class HouseBots:
                 name,
                 what,
                 bot.stopped,
-                self.log_dir / f"house-{name}.log",
+                self.launched[name].log,
                 name,
             )
             return
@@ -400,5 +417,5 @@ class HouseBots:
             what,
             count,
             wait,
-            self.log_dir / f"house-{name}.log",
+            self.launched[name].log,
         )
