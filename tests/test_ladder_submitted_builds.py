@@ -183,6 +183,8 @@ async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(tmp_p
                 await trio.sleep(0.05)
         nursery.cancel_scope.cancel()
     assert store.authenticate(owners) is not None  # its owner's token was never rotated
+    kinds = {s.bot: s.kind for s in store.standings("rezzo")}
+    assert kinds == {"alice": "outside", "up": "submitted"}  # as the standings JSON and bot page say
     (played,) = store.matches("rezzo")
     assert played.status == "finished" and played.seq is not None  # rated
     assert sorted(seat.bot for seat in played.seats) == ["alice", "up"]
