@@ -131,14 +131,12 @@ class BuildLoop:
         version, verdict = taken
         if verdict is None:
             log.warning("builder: %s failed: its archive cannot be unpacked", version.label)
-        else:
-            log.info(
-                "builder: %s %s in %.1f s%s",
-                version.label,
-                "passed its validation match" if verdict.state == "validated" else "failed",
-                verdict.built.seconds + (verdict.validation.seconds if verdict.validation else 0.0),
-                f": {verdict.reason}" if verdict.reason else "",
-            )
+            return True
+        seconds = verdict.built.seconds + (verdict.validation.seconds if verdict.validation else 0.0)
+        if verdict.state == "validated":
+            log.info("builder: %s passed its validation match in %.1f s", version.label, seconds)
+        else:  # the host sees it at the default level: their owner will ask
+            log.warning("builder: %s failed in %.1f s: %s", version.label, seconds, verdict.reason)
         return True
 
     async def _fail(self, version: Version | None, reason: str) -> None:
