@@ -122,7 +122,8 @@ def test_an_uploaded_bot_is_built_validated_and_plays_rated_matches(
         owner, token_file = _sign_up(pages, tmp_path)
         source = tmp_path / "annbot"
         write_bot("rezzo", "annbot", "python", source)
-        (source / "bot.toml").write_text('command = "python annbot.py"\n')
+        # A bot.toml naming another bot: its logs are still annbot's.
+        (source / "bot.toml").write_text('name = "bob"\ncommand = "python annbot.py"\n')
         monkeypatch.setenv("SSL_CERT_FILE", str(pages.ca))
 
         def submit() -> None:
@@ -137,6 +138,8 @@ def test_an_uploaded_bot_is_built_validated_and_plays_rated_matches(
         try:
             wait_for(lambda: _states(folder, "annbot") == {1: "live"}, "version 1 live", 90)
             assert not _running_in(folder / "versions")  # nothing of it runs while nobody waits
+            assert (folder / "private-logs" / "annbot" / "validation-v1.log").is_file()
+            assert not (folder / "private-logs" / "bob").exists()
             connected = _connect_bob(folder, tmp_path, server.port)
             wait_for(lambda: _finished_with(folder, "annbot") >= 1, "a rated match of annbot's", 60)
             (source / "annbot.py").write_text((source / "annbot.py").read_text() + "\n# version 2\n")

@@ -64,7 +64,9 @@ class Builder:
         except (ArchiveStoreError, UnpackError, OSError) as exc:
             await mark(FAILED, f"its archive cannot be unpacked: {exc}", "")
             return version, None
-        verdict = await check_version(unpacked.folder, f"v{version.number}", self.check, mark)
+        verdict = await check_version(
+            unpacked.folder, f"v{version.number}", self.check, mark, name=version.bot
+        )
         return version, verdict
 
 
