@@ -74,6 +74,9 @@ async def test_failed_builds_leave_the_ladder_serving(
     assert store.versions.next_to_build(["rezzo"]) is not None  # the damaged one, taken by a "stopped server"
     assert store.versions.next_to_build(["rezzo"]) is not None  # and the bad bot.toml
     assert store.versions.version_by_id(bad_toml).state == "building"
+    store.add_bot("elsewhere", "cata")  # another game's server, on the same database, is building it
+    theirs = _upload(store, archives, "elsewhere", _archive({"bot.toml": 'command = "python a.py"\n'}))
+    assert store.versions.next_to_build(["cata"]) is not None
     config = LadderConfig(
         "rezzo",
         {"map": "duel", "max_ticks": 20},
@@ -107,6 +110,7 @@ async def test_failed_builds_leave_the_ladder_serving(
     for number in (1, 2, 3):
         assert f"builder: up version {number} failed" in text, text
     assert store.versions.live_version("up") is None
+    assert store.versions.version_by_id(theirs).state == "building"  # not this server's to requeue
     store.close()
 
 

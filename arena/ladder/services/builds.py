@@ -94,7 +94,8 @@ class BuildLoop:
         """Put unfinished versions back in the queue, then build until cancelled."""
         store = self.builder.store
         try:
-            requeued = await trio.to_thread.run_sync(store.versions.requeue_unfinished)
+            game = [self.builder.check.game]  # another game's server may be building one of its own
+            requeued = await trio.to_thread.run_sync(store.versions.requeue_unfinished, game)
         except LadderStoreError as exc:
             log.error("builder: cannot put unfinished builds back in the queue: %s", exc)
             requeued = 0
