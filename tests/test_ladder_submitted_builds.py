@@ -141,7 +141,8 @@ def _live_version(store: LadderStore, archives: ArchiveStore, folder: Path, bot:
 async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(tmp_path: Path) -> None:
     """A bot with a live version holds no connection while nobody waits; once a connected bot waits,
     the ladder starts its version (as it starts a house bot), they play a rated match, its output is
-    its owner's private log of that match, and no process of it is left. It starts with a
+    its owner's private log of that match, and no process of it is left; its exit mid-match is its
+    seat's cause. It starts with a
     token of its own for that launch: its owner's token was never rotated."""
     store = LadderStore(tmp_path / "ladder.sqlite")
     alice = store.add_bot("alice", "rezzo")[1].secret
@@ -149,12 +150,14 @@ async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(tmp_p
     write_bot("rezzo", "up", "python", tmp_path / "source")
     (tmp_path / "source" / "bot.toml").write_text('command = "python up.py"\n')
     main = tmp_path / "source" / "up.py"
-    said = "\nimport sys\n\nprint('up: my private words', file=sys.stderr)\n"
-    main.write_text(
-        main.read_text().replace(
-            "from __future__ import annotations\n", f"from __future__ import annotations{said}", 1
-        )
+    said = "\nimport os\nimport sys\n\nprint('up: my private words', file=sys.stderr)\n"
+    crash = "    def on_tick(self, view: View) -> list[int]:\n        if view.tick >= 3:\n"
+    crash += "            os._exit(5)\n"
+    text = main.read_text().replace(
+        "from __future__ import annotations\n", f"from __future__ import annotations{said}", 1
     )
+    # It exits mid-match: its seat says so (``exited``), as a house bot's would, not ``disconnected``.
+    main.write_text(text.replace("    def on_tick(self, view: View) -> list[int]:\n", crash, 1))
     _live_version(store, ArchiveStore(tmp_path / "archives"), tmp_path, "up", tmp_path / "source")
     (tmp_path / "logs").mkdir()
     config = LadderConfig(
@@ -192,6 +195,8 @@ async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(tmp_p
     (played,) = store.matches("rezzo")
     assert played.status == "finished" and played.seq is not None  # rated
     assert sorted(seat.bot for seat in played.seats) == ["alice", "up"]
+    causes = {seat.bot: (seat.cause or {}).get("cause") for seat in played.seats}
+    assert causes["up"] == "exited", played.seats
     kept = tmp_path / "private-logs" / "up" / f"match-{played.id}.log"
     assert "up: my private words" in kept.read_text()
     assert not list((tmp_path / "private-logs" / "up").glob("launch-*"))

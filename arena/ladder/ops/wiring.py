@@ -296,6 +296,8 @@ def _start_submitted(
             launched.log = path  # so that a seat's cause reads the log's last line where it now is
 
     submitted.on_log_moved = moved
+    # Its process exiting mid-match is said as a house bot's is (``exited``, ``limit``).
+    house.seating.starter.started_here = lambda name: name in house.running and name in submitted.live
     house.seating.starter.on_match = lambda ladder_id, match: submitted.match_started(
         ladder_id, [seat.name for seat in match.seats]
     )
