@@ -82,6 +82,7 @@ class SubmittedBots:
         #: Each bot's latest launch's log, while it has not played a match yet.
         self._logs: dict[str, Path] = {}
         self._counter = itertools.count(1)
+        self._warned = False
         #: Called with (bot's name, new log path) when a launch's log is renamed for its match.
         self.on_log_moved: Callable[[str, Path], None] = lambda name, path: None
 
@@ -136,6 +137,12 @@ class SubmittedBots:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._logs[bot.name] = path
         log.info("starting %s for a match", version.label)
+        if not self.isolate and not self._warned:
+            self._warned = True
+            log.warning(
+                "submitted bots run without --isolate: with your user's rights, the ladder's folder and "
+                "the network in reach; serve with --isolate when owners upload code (docs/security.md)"
+            )
         return Launch(program.spec(view), secret, path)
 
     def token_of(self, secret: object) -> str | None:
