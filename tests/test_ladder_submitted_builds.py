@@ -188,6 +188,9 @@ async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(tmp_p
         with trio.fail_after(30):
             while _processes_in(tmp_path / "versions"):
                 await trio.sleep(0.05)
+        with trio.fail_after(30):  # its result is written a moment after the bots are told the end
+            while not [m for m in store.matches("rezzo") if m.status == "finished"]:
+                await trio.sleep(0.05)
         nursery.cancel_scope.cancel()
     assert store.authenticate(owners) is not None  # its owner's token was never rotated
     kinds = {s.bot: s.kind for s in store.standings("rezzo")}
