@@ -607,11 +607,23 @@ def _parser(default_name: str, *, matches: int, ladder: bool) -> argparse.Argume
     secure.add_argument(
         "--tls",
         action="store_true",
+        default=_env("CELLARENA_TLS") == "1",
         help="connect over TLS; the server's certificate must be signed by a CA the system trusts, and "
-        "be for --host",
+        "be for --host (CELLARENA_TLS=1)",
     )
     secure.add_argument(
-        "--tls-ca", metavar="PATH", help="trust only the CA certificates in this PEM file (implies --tls)"
+        "--tls-ca",
+        metavar="PATH",
+        default=_env("CELLARENA_TLS_CA"),
+        help="trust only the certificates in this PEM file: CAs, or the server's own certificate "
+        "(implies --tls; CELLARENA_TLS_CA)",
+    )
+    secure.add_argument(
+        "--tls-name",
+        metavar="NAME",
+        default=_env("CELLARENA_TLS_NAME"),
+        help="the name the server's certificate must be for, when --host is an address it does not "
+        "name (a ladder's house bots connect to 127.0.0.1; CELLARENA_TLS_NAME) [default: --host]",
     )
     return parser
 
@@ -720,6 +732,7 @@ class _Series:
             game=self.bot_class.game,
             token=token,
             tls=tls,
+            tls_name=args.tls_name if (host, port) == (args.host, args.port) else None,
             accepts=protocol.ACCEPTS,
             version=self.version(instance),
         ) as client:

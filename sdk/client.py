@@ -258,12 +258,17 @@ def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
     store, or against the CA certificates (PEM) in ``ca_file`` alone. A file that cannot be read is a
     `TLSError` naming it."""
     try:
-        return ssl.create_default_context(cafile=ca_file)
+        context = ssl.create_default_context(cafile=ca_file)
     except (OSError, ssl.SSLError) as exc:
         reason = getattr(exc, "strerror", None) or getattr(exc, "reason", None) or str(exc)
         raise TLSError(
             f"cannot read CA certificates from {ca_file}: {reason} (a PEM file is wanted)"
         ) from None
+    if ca_file is not None:
+        # A certificate in the file is trusted as it is, though no root signed it in the file: the
+        # server's own certificate may be named (pinned), as a ladder tells its house bots.
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    return context
 
 
 def open_connection(
@@ -273,9 +278,11 @@ def open_connection(
     timeout: float = CONNECT_TIMEOUT,
     game: str = "",
     tls: ssl.SSLContext | None = None,
+    tls_name: str | None = None,
 ) -> Client:
-    """Open a TCP connection, with a TLS handshake when ``tls`` is given; `ConnectError` explains a
-    failure in one line, with what to try (`TLSError` when the handshake failed)."""
+    """Open a TCP connection, with a TLS handshake when ``tls`` is given (the certificate checked for
+    ``tls_name``, else ``host``); `ConnectError` explains a failure in one line, with what to try
+    (`TLSError` when the handshake failed)."""
     address = f"{host}:{port}"
     serve = f"cellarena serve {game}" if game else "cellarena serve GAME"
     hint = (
@@ -296,7 +303,7 @@ def open_connection(
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     _keep_alive(sock)
     if tls is not None:
-        sock = _handshake(sock, tls, host, address, timeout)
+        sock = _handshake(sock, tls, tls_name or host, address, timeout)
     # Reads wait for as long as the match takes.
     sock.settimeout(None)
     return Client(sock, host, port)
@@ -378,11 +385,12 @@ def connect(
     tls: ssl.SSLContext | None = None,
     accepts: Sequence[str] = (),
     version: str | None = None,
+    tls_name: str | None = None,
 ) -> Client:
     """Open a connection (over TLS when ``tls`` is given, see `tls_context`) and send ``hello`` at once
     (the server wants it within 10 s); ``accepts`` lists the later messages the caller handles, and
     ``version`` is the bot's version."""
-    client = open_connection(host, port, timeout=timeout, game=game, tls=tls)
+    client = open_connection(host, port, timeout=timeout, game=game, tls=tls, tls_name=tls_name)
     try:
         client.hello(name, game, token=token, role=role, accepts=accepts, version=version)
     except BaseException:

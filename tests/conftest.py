@@ -83,6 +83,7 @@ LONGEST_FIRST = (  # by their time in a full run under CI=true, 2026-11-29
     "test_native_kits.py",
     "test_new_bot.py",
     "test_sdk_walkthrough.py",
+    "test_author_install.py",  # three venvs, built at once, then mypy, Chromium and training in each
     "test_native_kits_ladder.py",
     "test_ladder_cluster.py",
     "test_cluster.py",
@@ -94,7 +95,6 @@ LONGEST_FIRST = (  # by their time in a full run under CI=true, 2026-11-29
     "test_web_player.py",
     "test_ladder_accounts_web.py",
     "test_training_doc.py",
-    "test_packaging.py",
     "test_types.py",
     "test_serve_workers.py",
     "test_ts_kit.py",

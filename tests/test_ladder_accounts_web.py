@@ -74,7 +74,11 @@ def test_sign_up_make_a_bot_see_its_token_once_rotate_and_revoke(tmp_path: Path)
             assert store.authenticate(token) is None
             bot = store.authenticate(new)
             assert bot is not None and bot.name == "annbot"
-        assert browser.post("/account/bots/annbot/revoke", {}).status == 303
+        asked = browser.post("/account/bots/annbot/revoke", {})  # asks first (issue 42)
+        assert asked.status == 200 and "Revoke annbot for good" in asked.body
+        with store_of(pages) as store:
+            assert store.authenticate(new) is not None
+        assert browser.post("/account/bots/annbot/revoke", {"confirm": "yes"}).status == 303
         with store_of(pages) as store:
             assert store.authenticate(new) is None
             assert [(c.kind, c.bot) for c in store.changes_since(start)] == [

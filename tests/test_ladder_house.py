@@ -298,3 +298,67 @@ async def test_a_refused_hello_with_its_token_from_another_process_is_not_blamed
 
     store, _house, _launcher = await run_house(tmp_path, monkeypatch, behave, pause_after=1, seconds=60)
     assert [c["cause"] for c in launch_failures(store)] == ["never_connected"]
+
+
+# ------------------------------------------------------------------------------- refused again and again
+async def test_a_house_bot_refused_again_and_again_keeps_its_token_and_says_why_once(
+    autojump_clock: trio.testing.MockClock,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 42: a house bot speaking plain TCP to a TLS bot port was started 212 times in 120 s, its
+    token rotated (a database write) each time. Now it backs off, every launch after a failed one
+    reuses that one's token (one rotation in all), and the log says why once, then one short line."""
+    told = "error: the server at 127.0.0.1:7777 speaks TLS; connect with --tls"
+
+    def behave(proc: FakeProc, seating: LadderSeating, nursery: trio.Nursery) -> None:
+        proc.log = told + "\n"
+        proc.exit(1)
+
+    caplog.set_level("WARNING", logger="cellarena.ladder")
+    store, _house, launcher = await run_house(tmp_path, monkeypatch, behave, pause_after=0, seconds=120)
+    assert 5 <= len(launcher.launches) <= 8, launcher.gaps()  # 1, 2, 4, 8, 16, 32 s apart
+    (secret,) = {proc.secret for _, proc in launcher.launches}
+    found = store.authenticate(secret)
+    assert found is not None and found.name == "house"  # the store's token still: rotated once
+    lines = [r for r in caplog.records if "house bot house failed" in r.getMessage()]
+    errors = [r.getMessage() for r in lines if r.levelname == "ERROR"]
+    assert len(errors) == 1 and "speaks TLS; connect with --tls" in errors[0], errors
+    assert all("again, for the same reason" in r.getMessage() for r in lines if r.levelname == "WARNING")
+    assert len(lines) >= len(launcher.launches) - 1
+
+
+async def test_a_token_rotated_by_the_host_meanwhile_is_not_reused(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed launch's token is kept only while it still works: after `ladder bot rotate` the next
+    launch gets a new one from the store."""
+
+    def behave(proc: FakeProc, seating: LadderSeating, nursery: trio.Nursery) -> None:
+        proc.exit(1)
+
+    store, house, launcher = await run_house(tmp_path, monkeypatch, behave, pause_after=0, seconds=2)
+    failed = launcher.launches[0][1].secret
+    assert house.unused_token["house"] == failed
+    house.unused_token.clear()
+    store.rotate("house")
+    await house._keep_token("house", failed)
+    assert "house" not in house.unused_token
+
+
+def test_a_tls_ladders_house_bots_are_told_its_certificate_and_name(tmp_path: Path) -> None:
+    """Nothing secret: the flag, the ladder's own certificate (pinned) and the name it is for."""
+    from certificates import pem_files
+
+    from cellarena.arena.ladder.services.house import HouseTls
+
+    _, chain, _ = pem_files(tmp_path, "ladder.example.org", "127.0.0.1")
+    tls = HouseTls.of_certificate(chain)
+    assert tls.env() == {
+        "CELLARENA_TLS": "1",
+        "CELLARENA_TLS_CA": str(chain),
+        "CELLARENA_TLS_NAME": "127.0.0.1",
+    }
+    _, chain, _ = pem_files(tmp_path, "ladder.example.org")
+    assert HouseTls.of_certificate(chain).name == "ladder.example.org"

@@ -254,3 +254,39 @@ def test_an_admin_the_host_names_approves_owners_pauses_bans_and_reads_the_audit
         assert removed.returncode == 0 and json.loads(removed.stdout) == {"name": "ann", "admin": False}
         assert ann.get("/admin").status == 403
         assert ann.post("/admin/pause", {"name": "rival", "reason": "x"}).status == 403
+
+
+def test_an_owner_pauses_and_resumes_their_bot_its_pages_say_paused_and_a_void_says_why(
+    tmp_path: Path,
+) -> None:
+    """Issue 42: owners could not pause their own bot; a paused bot's header still said active; a
+    match voided by a restart showed an empty "why it ended"."""
+    from cellarena.arena.ladder.store.match_tables import VOID_ON_START
+
+    with ladder_pages(tmp_path, "--signup", "open") as pages:
+        browser = signed_up(pages, "ann", "annbot")
+        with store_of(pages) as store:
+            rival, _ = store.add_bot("rival", "rezzo")
+            voided = store.begin_match("rezzo", "arena", 7, [bot(store, "annbot").id, rival.id])
+            store.void_match(voided, VOID_ON_START)
+        page = browser.get("/account")
+        assert "<span class=bot-status>active</span>" in page.body
+        assert f"void: {VOID_ON_START}" in page.body
+
+        browser.get("/account/bots/annbot")
+        paused = browser.post("/account/bots/annbot/pause", {"back": "bot"})
+        assert paused.status == 303 and paused.headers["location"] == "/account/bots/annbot"
+        with store_of(pages) as store:
+            assert bot(store, "annbot").paused == "paused by its owner"
+            assert (store.audit_log()[0].actor, store.audit_log()[0].action) == ("ann (owner)", "pause")
+        page = browser.get("/account/bots/annbot")
+        assert "<span class=bot-status>paused</span>" in page.body
+        assert "<strong>Paused</strong>: paused by its owner" in page.body and "Resume annbot" in page.body
+        assert ">Pause</button>" not in page.body
+        assert "paused: paused by its owner" in browser.get("/bots/annbot").body  # its public page
+
+        assert browser.post("/account/bots/annbot/resume", {"back": "bot"}).status == 303
+        page = browser.get("/account/bots/annbot")
+        assert "<span class=bot-status>active</span>" in page.body and ">Pause</button>" in page.body
+        with store_of(pages) as store:
+            assert bot(store, "annbot").paused is None

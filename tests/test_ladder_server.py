@@ -852,3 +852,34 @@ async def test_a_house_bot_that_never_joins_is_paused_with_its_cause(tmp_path: P
     assert reason is not None and "2 failures in a row" in reason and cause["cause"] in reason, reason
     failed = [e for e in store.audit_log() if e.action == "house launch failed" and e.bot == "cata"]
     assert [json.loads(e.detail or "") for e in failed] == [cause] * 2
+
+
+# ------------------------------------------------------------------------------ an owner's renewal
+async def test_an_owners_renewal_mid_match_lets_the_match_finish_and_says_who_renewed(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Issue 42: an owner's "New token" during a match forfeited it (rated, counted towards pausing)
+    and the bot was told the host had rotated it. Now the match plays to its end, unforfeited, and the
+    bot queued with the old token is told its owner renewed it."""
+    settings = TickSettings(tick_rate=20.0, budget_ms=40, reconnect_grace=30.0)
+    ladder = await open_ladder(nursery, tmp_path, settings=settings, ticks=100)
+    nursery.start_soon(play_one, await join(ladder, "bob"))
+    old = await join(ladder, "alice")
+    await wait_for(lambda: bool(ladder.seating.starter.live))
+    await trio.to_thread.run_sync(partial(ladder.store.rotate, "alice", actor="ann (owner)"))
+    with trio.fail_after(60):
+        seen = await play_one(old)
+    assert seen[-1]["type"] == "end", seen[-1]  # not an error mid-match
+    await wait_for(lambda: ladder.store.matches("rezzo")[0].status == "finished")
+    (match,) = ladder.store.matches("rezzo")
+    alice = next(s for s in match.seats if s.bot == "alice")
+    assert not alice.forfeit and match.rated
+    bot = ladder.store.bot("alice")
+    assert bot is not None and bot.failures == 0
+
+    queued = await join(ladder, "bob")
+    await wait_for(lambda: "bob" in ladder.seating.queue.waiting)
+    await trio.to_thread.run_sync(partial(ladder.store.rotate, "bob", actor="ann (owner)"))
+    with trio.fail_after(CHANGE_MARGIN):
+        msg = await queued.expect_error(protocol.REVOKED)
+    assert "renewed by its owner on the ladder's pages" in msg["message"], msg

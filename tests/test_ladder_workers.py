@@ -34,6 +34,7 @@ from cellarena.arena.ladder.hosting.worker_pool import (
     usable_cores,
 )
 from cellarena.arena.ladder.hosting.worker_process import WorkerSetup
+from cellarena.arena.ladder.ops.metrics import metrics_text
 from cellarena.arena.ladder.ops.wiring import LadderConfig, build
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.seating import LadderSeating
@@ -368,6 +369,10 @@ async def test_a_match_past_its_time_limit_is_given_up(nursery: trio.Nursery, tm
     alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
     to_alice, to_bob = await redirected(alice), await redirected(bob)
     clients = [await go(to_alice, "alice"), await go(to_bob, "bob")]
+    # Issue 42: bots in workers were not counted (2 connected while 22 played); both hung up here.
+    text = metrics_text(ladder.seating).decode()
+    assert "\ncellarena_ladder_bots_connected 2.0\n" in text, text
+    assert "\ncellarena_ladder_bots_playing 2.0\n" in text, text
     async with trio.open_nursery() as n:
         for client in clients:
 

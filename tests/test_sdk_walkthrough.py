@@ -5,26 +5,25 @@ what the commands do. The few commands that need what a test cannot have say why
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
 import sys
-import tomllib
-import venv
 from pathlib import Path
 
-import pytest
-from cellarena_cli import CLI, ROOT, project_copy
+from cellarena_cli import CLI, ROOT
 from game_servers import serve, start
 
 DOC = ROOT / "docs" / "sdk.md"
 #: Section 1's install line.
-INSTALL = "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' --config-settings editable_mode=strict"
+INSTALL = (
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[author]' --config-settings editable_mode=strict"
+)
 #: Commands of the doc this test does not run, and why; any other command it shows is run.
 NOT_RUN = {
     INSTALL: "the suite runs in an install of its own; "
-    "test_the_documented_editable_install_is_one_mypy_reads runs this line in a fresh venv",
+    "tests/test_author_install.py runs this install in a fresh venv (and the default editable and the plain "
+    "ones), then mypy on a new bot, the player and training in each",
     ". .venv/bin/activate": "shell state; each command here runs with the suite's interpreter",
     "python my_bot/my_bot.py --ladder --host ladder.example.org --tls --token-file alice.token": "needs a "
     "public ladder with a certificate; tests/test_sdk_ladder.py plays --ladder --tls-ca --token-file",
@@ -123,52 +122,3 @@ def _against_a_server(command: str, folder: Path) -> str:
     results = [json.loads(line) for line in server.stdout().splitlines()]
     assert len(results) == 10 and all(r["forfeits"] == [] for r in results)
     return bot.stderr()
-
-
-WRONG_ANSWER = ("def on_tick(self, view: View) -> list[int]:", "def on_tick(self, view: View) -> list[str]:")
-
-
-@pytest.mark.slow
-def test_the_documented_editable_install_is_one_mypy_reads(tmp_path: Path) -> None:
-    """Section 1's install, then the Types section's `mypy --strict my_bot.py`, in a fresh venv outside
-    the checkout: setuptools' default editable install is an import hook that mypy does not run, so
-    mypy found no `cellarena.sdk` and took `Bot` for Any. The `[test]` extra is cut to the mypy it
-    brings (its browsers and clusters play no part here)."""
-    pip_args = shlex.split(INSTALL.split(".venv/bin/pip install", 1)[1])
-    assert pip_args == ["-e", ".[test]", "--config-settings", "editable_mode=strict"]
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    (mypy_pin,) = [d for d in extras["test"] if d.startswith("mypy")]
-    src = project_copy(tmp_path / "cellarena")
-    env_dir = tmp_path / "venv"
-    venv.create(env_dir, with_pip=True)
-    bindir = env_dir / "bin"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "MYPYPATH")}
-    env["PATH"] = f"{bindir}{os.pathsep}{env['PATH']}"  # as `. .venv/bin/activate` leaves it
-    install = [str(bindir / "pip"), "install", "-q", *[str(src) if a == ".[test]" else a for a in pip_args]]
-    subprocess.run([*install, mypy_pin], cwd=src, env=env, check=True, timeout=600)
-    home = tmp_path / "home"
-    home.mkdir()
-
-    def run(*argv: str, cwd: Path = home) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            argv, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=600
-        )
-
-    made = run("cellarena", "new-bot", "rezzo", "my_bot")
-    assert made.returncode == 0, made.stderr
-    bot = home / "my_bot"
-    checked = run("mypy", "--strict", "my_bot.py", cwd=bot)
-    assert checked.returncode == 0 and "Success: no issues found" in checked.stdout, checked.stdout
-    # ... and it checked the bot against the SDK's types, not against an Any it could not find.
-    source = (bot / "my_bot.py").read_text()
-    assert source.count(WRONG_ANSWER[0]) == 1
-    (bot / "my_bot.py").write_text(source.replace(*WRONG_ANSWER))
-    # The edit keeps the file's size; mypy's cache takes a file of the same size and the same whole
-    # second of mtime as unchanged, so an edit in the same second as the first version went unseen.
-    # A reader saves it later than that: so does this test.
-    later = (bot / "my_bot.py").stat().st_mtime + 2
-    os.utime(bot / "my_bot.py", (later, later))
-    wrong = run("mypy", "--strict", "my_bot.py", cwd=bot)
-    assert wrong.returncode == 1, wrong.stdout
-    assert 'Return type "list[str]" of "on_tick" incompatible' in wrong.stdout, wrong.stdout
-    assert "import-not-found" not in wrong.stdout

@@ -154,6 +154,8 @@ def test_a_stranger_signs_up_runs_a_bot_and_reads_its_private_side(browser: Any,
             # ends the bot's connection with `revoked`, a code the SDK does not retry.
             page.goto(f"{pages.url}/account")
             page.click("section[data-bot=mybot] button:text('Revoke')")
+            page.wait_for_selector("text=Its token stops working for good")  # asked first (issue 42)
+            page.click("button:text('Revoke mybot for good')")
             page.wait_for_url("**/account")
             assert "revoked" in page.inner_text("section[data-bot=mybot] h2").lower()
             wait_for(lambda: bot is not None and bot.proc.poll() is not None, "the revoked bot to stop", 60)

@@ -251,7 +251,8 @@ class Season:
 
 #: The columns of a ladder's standings table (`Standing.cells`).
 STANDINGS_COLUMNS = (
-    "rank", "bot", "rating", "mu", "sigma", "matches", "W", "D", "L", "late", "invalid", "bank ms"
+    "rank", "bot", "rating", "mu", "sigma", "95% interval", "matches", "W", "D", "L", "late", "invalid",
+    "bank ms",
 )  # fmt: skip
 
 
@@ -281,6 +282,11 @@ class Standing:
         (`ratings.ladder.shown`: mu)."""
         return ladder_ratings.shown(Rating(self.mu, self.sigma))
 
+    @property
+    def interval(self) -> tuple[float, float]:
+        """About 95% of the belief (mu +- 2 sigma): where the bot's strength may lie."""
+        return ladder_ratings.SYSTEM.interval(Rating(self.mu, self.sigma))
+
     def cells(self) -> tuple[str, ...]:
         """The row as text, under `STANDINGS_COLUMNS`: `cellarena ladder standings` and the standings
         page both show exactly these cells."""
@@ -290,6 +296,7 @@ class Standing:
             f"{self.rating:.2f}?" if self.provisional else f"{self.rating:.2f}",
             f"{self.mu:.2f}",
             f"{self.sigma:.2f}",
+            "[{:.1f}, {:.1f}]".format(*self.interval),
             str(self.matches),
             str(self.wins),
             str(self.draws),
@@ -307,8 +314,7 @@ class Standing:
             "rating": self.rating,
             "mu": self.mu,
             "sigma": self.sigma,
-            # About 95% of the belief (mu +- 2 sigma): where the bot's strength may lie.
-            "interval": list(ladder_ratings.SYSTEM.interval(Rating(self.mu, self.sigma))),
+            "interval": list(self.interval),
             "matches": self.matches,
             "wins": self.wins,
             "draws": self.draws,

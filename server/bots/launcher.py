@@ -500,6 +500,7 @@ def launch_causes(
 #: What a launched bot is told by cellarena alone, never inherited from cellarena's own environment.
 _HANDOVER_VARIABLES = (
     "CELLARENA_TOKEN", "CELLARENA_TOKEN_FD", "CELLARENA_SOCKET_FD", "CELLARENA_HOST", "CELLARENA_PORT",
+    "CELLARENA_TLS", "CELLARENA_TLS_CA", "CELLARENA_TLS_NAME",
 )  # fmt: skip
 
 
@@ -548,6 +549,7 @@ async def start_bot(
     isolate: bool = False,
     connection: socket.socket | None = None,
     on_started: Callable[[BotProcess], None] | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> BotProcess:
     """Start ``bot`` in a session of its own, confined by ``limits`` (and isolated with ``isolate``),
     its output piped for `copy_log` (docs/protocol.md says what a bot is handed):
@@ -558,7 +560,8 @@ async def start_bot(
       connect in CELLARENA_HOST and _PORT, for bots written before the connection was handed over.
       The token goes into the pipe only after ``on_started`` has the process: a bot that can read it
       is known, so its hello is judged by its own processes however fast it comes (a compiled bot
-      says hello before an awaited start returns).
+      says hello before an awaited start returns);
+    - ``extra_env``, when given, more variables, none secret (a house bot's CELLARENA_TLS, ...).
 
     A bot with a view of Python (`BotSpec.view`), isolated, runs confined as a submitted program:
     under bubblewrap even as root, seeing only that Python."""
@@ -574,7 +577,7 @@ async def start_bot(
     except BaseException:
         launch.cleanup()  # its cgroup, made before the isolation was refused
         raise
-    env = _bot_env(bot, launch, host, port)
+    env = _bot_env(bot, launch, host, port, extra_env)
     pass_fds: tuple[int, ...] = ()
     read_end = write_end = None
     payload = b""
@@ -620,14 +623,17 @@ async def start_bot(
     return started
 
 
-def _bot_env(bot: BotSpec, launch: Launch, host: str, port: int) -> dict[str, str]:
-    """A launched bot's environment: cellarena's, without what only cellarena may tell it, and its own."""
+def _bot_env(
+    bot: BotSpec, launch: Launch, host: str, port: int, extra_env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """A launched bot's environment: cellarena's, without what only cellarena may tell it, and its own
+    (``extra_env``: told only with the address, as a house bot's TLS settings are)."""
     env = {k: v for k, v in os.environ.items() if k not in _HANDOVER_VARIABLES}
     env.update(CELLARENA_NAME=bot.name, PYTHONUNBUFFERED="1")
     if bot.view is not None:
         env.update(dict(bot.view.env))
     if not launch.private_network:  # an address it could reach
-        env.update(CELLARENA_HOST=host, CELLARENA_PORT=str(port))
+        env.update(CELLARENA_HOST=host, CELLARENA_PORT=str(port), **dict(extra_env or {}))
     env.update(launch.env())
     return env
 

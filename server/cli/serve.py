@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -162,13 +163,15 @@ def _serve(game: str, lobby: Lobby, args: ServeArgs, web_sock: Any, feed: Any) -
             return
         import trio
 
-        from cellarena.server.web.live import LiveMatches, loopback_for, relay, serve_live
+        from cellarena.server.web.live import LiveMatches, loopback_for, own_certificate, relay, serve_live
         from cellarena.server.web.serving import url_of
 
         def running() -> list[tuple[int, list[str]]]:
             return lobby.running_names()
 
-        matches = LiveMatches(game, loopback_for(host), running)
+        # The relays watch this server's own port: over TLS when it serves TLS, trusting its certificate.
+        watch_tls = None if args.tls_cert is None else own_certificate(args.tls_cert)
+        matches = LiveMatches(game, loopback_for(host), running, tls=watch_tls)
         async with trio.open_nursery() as nursery:
 
             def listening_and_watch(port: int) -> None:
@@ -176,7 +179,7 @@ def _serve(game: str, lobby: Lobby, args: ServeArgs, web_sock: Any, feed: Any) -
                 click.echo(f"live view at {url_of(web_sock, '/live/')}", err=True)
                 click.echo(f"every match under way at {url_of(web_sock, '/live/all')}", err=True)
                 matches.port = port
-                nursery.start_soon(relay, loopback_for(host), port, feed)
+                nursery.start_soon(partial(relay, loopback_for(host), port, feed, tls=watch_tls))
 
             nursery.start_soon(serve_live, web_sock, feed, matches)
             await serve_until_signalled(

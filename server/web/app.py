@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from importlib.resources import files
+from importlib.resources.abc import Traversable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -58,6 +59,13 @@ async def _any_error(request: Request, exc: Exception) -> Response:
     )
 
 
+def static_files(directory: Traversable) -> StaticFiles:
+    """The viewer's assets. An editable install in strict mode (docs/sdk.md's) lays each file as a
+    symlink into the checkout, which StaticFiles refuses by default: the player was a blank page.
+    ``follow_symlink`` serves them; a path with ``..`` still cannot leave the folder."""
+    return StaticFiles(directory=str(directory), follow_symlink=True)
+
+
 class PlainTarget:
     """ASGI middleware: a request target (path and query) must be ASCII, as HTTP/1.1 has it (RFC 9112;
     h11 refuses anything else): a raw byte past 127 in the query string made starlette's URL raise
@@ -94,7 +102,7 @@ def build_app(
         middleware.insert(1, Middleware(HostCheck, allowed=allowed_hosts, trusted=trusted_proxies))
     return Starlette(
         debug=False,
-        routes=[*routes, Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static")],
+        routes=[*routes, Mount("/static", app=static_files(STATIC), name="static")],
         middleware=middleware,
         exception_handlers={HTTPException: _http_error, ReplayError: _replay_error, Exception: _any_error},
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -84,35 +85,87 @@ class LiveFeed:
         await self._changed.wait()
 
 
+#: Seconds between two tries to reach a bot port that refused the relay (the wrong transport, a
+#: certificate it cannot check): doubled from the first to the last, so a mistake is no busy loop.
+RETRY_FIRST = 0.2
+RETRY_CAP = 10.0
+
+
 async def relay(
-    host: str, port: int, feed: LiveFeed, *, follow: bool = True, match: int | None = None
+    host: str,
+    port: int,
+    feed: LiveFeed,
+    *,
+    follow: bool = True,
+    match: int | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> None:
-    """Watch the match server at ``host:port`` as a spectator, feeding ``feed``; with ``follow``,
-    reconnect after each match (and while the server is not up yet) to watch the next one. With
-    ``match``, watch that running match (docs/protocol.md, "Spectators")."""
+    """Watch the match server at ``host:port`` as a spectator (over TLS with ``tls``, its certificate
+    checked for ``host``), feeding ``feed``; with ``follow``, reconnect after each match (and while
+    the server is not up yet) to watch the next one. With ``match``, watch that running match
+    (docs/protocol.md, "Spectators"). A transport that cannot work is logged once, with what to do."""
+    said: set[str] = set()
+    wait = RETRY_FIRST
     while True:
-        try:
-            stream = await trio.open_tcp_stream(host, port)
-        except OSError:
-            await trio.sleep(0.2)
-            continue
-        async with stream:
-            try:
-                await stream.send_all(encode(hello("web viewer", feed.game, role="spectator", match=match)))
-                reader = FrameReader(FRAME_LIMIT)
-                ended = False
-                while not ended:
-                    data = await stream.receive_some(1 << 20)
-                    if not data:
-                        break
-                    for message in reader.feed(data):
-                        feed.publish(message)
-                        ended = ended or message.get("type") in ("end", "error")
-            except (OSError, trio.BrokenResourceError, ProtocolError) as exc:
-                log.warning("live view: the spectator stream from %s:%d broke: %s", host, port, exc)
+        problem = await _watch_once(host, port, feed, match, tls)
+        if problem is None:
+            wait = RETRY_FIRST
+        else:
+            if problem not in said:
+                said.add(problem)
+                log.error("live view: %s", problem)
+            wait = min(RETRY_CAP, wait * 2)
         if not follow:
             return
-        await trio.sleep(0.1)
+        await trio.sleep(wait if problem is not None else 0.1)
+
+
+async def _watch_once(
+    host: str, port: int, feed: LiveFeed, match: int | None, tls: ssl.SSLContext | None
+) -> str | None:
+    """One spectator connection to its end; what stops the relay from working (said once), or None."""
+    where = f"{host}:{port}"
+    try:
+        stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
+    except OSError:
+        return None  # not up yet (or restarting): tried again shortly, nothing to fix
+    if tls is not None:
+        stream = trio.SSLStream(stream, tls, server_hostname=host)
+    async with stream:
+        try:
+            if isinstance(stream, trio.SSLStream):
+                await stream.do_handshake()
+            await stream.send_all(encode(hello("web viewer", feed.game, role="spectator", match=match)))
+            reader = FrameReader(FRAME_LIMIT)
+            first = True
+            while True:
+                data = await stream.receive_some(1 << 20)
+                if first and tls is None and (not data or data[:2] in (b"\x15\x03", b"\x16\x03")):
+                    # A TLS server's alert, or its silent close: a plain one answers a hello.
+                    what = "speaks TLS" if data else "closed the connection without a word: if it serves TLS"
+                    return (
+                        f"the bot port {where} {what}, give `ladder web` --live-tls (and "
+                        "--live-tls-ca PATH if the system does not trust its certificate)"
+                    )
+                if not data:
+                    return None
+                first = False
+                for message in reader.feed(bytes(data)):
+                    feed.publish(message)
+                    if message.get("type") in ("end", "error"):
+                        return None
+        except trio.BrokenResourceError as exc:
+            cause = exc.__cause__
+            if tls is not None and isinstance(cause, ssl.SSLError):
+                return (
+                    f"the TLS handshake with the bot port {where} failed ({cause.reason or cause}): is "
+                    "it serving TLS, is --live-host a name its certificate is for, and does "
+                    "--live-tls-ca name the CA that signed it?"
+                )
+            log.warning("live view: the spectator stream from %s broke: %s", where, exc)
+        except (OSError, ProtocolError) as exc:
+            log.warning("live view: the spectator stream from %s broke: %s", where, exc)
+    return None
 
 
 def live_routes(feed: LiveFeed) -> list[BaseRoute]:
@@ -158,9 +211,17 @@ class LiveMatches:
 
     KEEP = 16
 
-    def __init__(self, game: str, host: str, running: Callable[[], list[tuple[int, list[str]]]]) -> None:
+    def __init__(
+        self,
+        game: str,
+        host: str,
+        running: Callable[[], list[tuple[int, list[str]]]],
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.game = game
         self.host = host
+        #: The relays' client TLS context when the match server serves TLS (`own_certificate`).
+        self.tls = tls
         #: The match server's port, once it listens (``serve --port 0`` learns it then).
         self.port: int | None = None
         self.running = running
@@ -182,7 +243,9 @@ class LiveMatches:
         if self._nursery is None or self.port is None or number not in live:
             return None
         feed = self.feeds[number] = LiveFeed(self.game)
-        self._nursery.start_soon(partial(relay, self.host, self.port, feed, follow=False, match=number))
+        self._nursery.start_soon(
+            partial(relay, self.host, self.port, feed, follow=False, match=number, tls=self.tls)
+        )
         for old in [n for n in self.feeds if n not in live][: max(0, len(self.feeds) - self.KEEP)]:
             del self.feeds[old]
         return feed
@@ -254,6 +317,16 @@ async def serve_live(sock: socket.socket, feed: LiveFeed, matches: LiveMatches |
     async with trio.open_nursery() as nursery:
         await nursery.start(matches.run)
         await run(app, sock)
+
+
+def own_certificate(cert: str) -> ssl.SSLContext:
+    """A client context for a relay to this process's own TLS bot port (``--tls-cert``): it trusts
+    only that certificate (pinned, whoever signed it) and checks no name, since the relay connects to
+    a loopback address that the certificate, made for the public name, need not name."""
+    context = ssl.create_default_context(cafile=cert)
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    context.check_hostname = False
+    return context
 
 
 def loopback_for(host: str) -> str:

@@ -7,7 +7,8 @@ import json
 import click
 
 from cellarena.arena.cli.ladder.community import actor
-from cellarena.arena.cli.ladder.where import Where, game_argument
+from cellarena.arena.cli.ladder.where import Where, game_argument, known_bot
+from cellarena.arena.ladder.records import BotRecord
 
 
 @click.group()
@@ -37,6 +38,50 @@ def house_add(where: Where, name: str, command: str, game: str, as_json: bool) -
         click.echo(json.dumps({"name": record.name, "game": record.game, "command": command}))
         return
     click.echo(f"registered house bot {record.name} for {record.game}: {command}")
+
+
+@house.command("list")
+@click.option("--game", default=None, help="Only this game's house bots.")
+@click.option("--json", "as_json", is_flag=True, help='Print one JSON object: {"house_bots": [...]}.')
+@click.pass_obj
+def house_list(where: Where, game: str | None, as_json: bool) -> None:
+    """The house bots the ladder starts (removed ones are not listed): game, state (active, or paused
+    and why), failed launches or matches in a row, and the command."""
+    with where.store() as store:
+        bots = [b for b in store.list_bots(game) if b.kind == "house" and b.active]
+    if as_json:
+        rows = [{**b.to_json(), "state": _state(b)} for b in bots]
+        click.echo(json.dumps({"house_bots": rows}))
+        return
+    if not bots:
+        click.echo("no house bots; add one with `cellarena ladder house add NAME COMMAND --game GAME`")
+    for b in bots:
+        why = f" ({b.stopped})" if b.stopped else ""
+        click.echo(f"{b.name:24} {b.game:12} {_state(b):7} failures {b.failures}  {b.house_command}{why}")
+
+
+def _state(bot: BotRecord) -> str:
+    return "banned" if bot.banned else "paused" if bot.paused else "active"
+
+
+@house.command("remove")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: name, removed.")
+@click.pass_obj
+def house_remove(where: Where, name: str, as_json: bool) -> None:
+    """Stop starting house bot NAME: it is revoked (a match it plays ends as a revoked bot's) and leaves
+    the standings; its matches stay in the history. A running `ladder serve` sees it at once."""
+
+    with where.store() as store:
+        record = known_bot(store.bot_table.bot_or_raise, name)
+        if record.kind != "house":
+            raise click.BadParameter(
+                f"{name} is not a house bot (its owner runs it): `cellarena ladder bot revoke {name}` "
+                "revokes it",
+                param_hint="NAME",
+            )
+        store.revoke(name, actor=actor())
+    click.echo(json.dumps({"name": name, "removed": True}) if as_json else f"removed house bot {name}")
 
 
 @click.command()

@@ -143,6 +143,7 @@ def ladder_config(
     from cellarena.arena.ladder.policy import CommunityPolicy
     from cellarena.arena.ladder.rules import LadderRules
     from cellarena.arena.ladder.services.builds import BuildSettings
+    from cellarena.arena.ladder.services.house import HouseTls
     from cellarena.arena.ladder.services.spool import FOLDER as SPOOL_FOLDER
 
     trusted = trusted_proxies(args.trusted_proxy)
@@ -174,6 +175,7 @@ def ladder_config(
         log_dir=writable_folder(where.folder / "logs", "--dir"),
         house_after=args.house_after,
         house_limits=house_limits,
+        house_tls=None if args.tls_cert is None else HouseTls.of_certificate(args.tls_cert),
         isolate=isolate,
         seed=args.seed,
         # Versions uploaded to `ladder web` on the same folder (docs/ladder.md, "Submitting a bot").

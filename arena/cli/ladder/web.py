@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from cellarena.server.cli.params import (
     trusted_proxies,
     writable_folder,
 )
-from cellarena.server.cli.run import run_trio
+from cellarena.server.cli.run import configure_logging, restore_logging_after_command, run_trio
 from cellarena.server.cli.web_options import allowed_host_option
 
 
@@ -30,7 +31,28 @@ from cellarena.server.cli.web_options import allowed_host_option
     default=None,
     help="The ladder's bot port (its `serve --port`): /live/ then shows its newest match as it is played.",
 )
-@click.option("--live-host", default="127.0.0.1", show_default=True, help="Where that ladder listens.")
+@click.option(
+    "--live-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Where that ladder listens; with --live-tls, a name its certificate is for.",
+)
+@click.option(
+    "--live-tls",
+    is_flag=True,
+    help="The bot port serves TLS (`serve --tls-cert`): watch over TLS, its certificate checked against "
+    "the system's CAs for --live-host.",
+)
+@click.option(
+    "--live-tls-ca",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Trust only the certificates in this PEM file for the bot port: its CA, or the ladder's own "
+    "certificate (implies --live-tls).",
+)
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Log every request, not only what owners and the host do."
+)
 @click.option(
     "--public-debug",
     is_flag=True,
@@ -96,6 +118,9 @@ def web(
     port: int,
     live_port: int | None,
     live_host: str,
+    live_tls: bool,
+    live_tls_ca: str | None,
+    verbose: bool,
     public_debug: bool,
     signup: str | None,
     max_bots_per_owner: int,
@@ -123,6 +148,8 @@ def web(
             "or leave it out",
             param_hint="--live-port",
         )
+    live_context = _live_tls(live_tls, live_tls_ca)
+    _log_actions(verbose)
     try:
         from cellarena.server.web.hosts import AllowedHosts, HostsError
         from cellarena.server.web.serving import BindError, bind
@@ -167,10 +194,32 @@ def web(
         submissions=SubmissionSettings(where.folder / "archives"),  # docs/ladder.md, "Submitting a bot"
     )
     try:
-        serve_pages(app, sock, games, tls, feed, live=(live_host, live_port))
+        serve_pages(app, sock, games, tls, feed, live=(live_host, live_port), live_tls=live_context)
     finally:
         sock.close()
         store.close()
+
+
+def _log_actions(verbose: bool) -> None:
+    """`serve`'s log format; what owners and admins do always (`web.action_log`), the rest with -v."""
+    import logging
+
+    configure_logging(verbose)
+    actions = logging.getLogger("cellarena.ladder.web")
+    restore_logging_after_command(actions)
+    actions.setLevel(logging.INFO)
+
+
+def _live_tls(live_tls: bool, ca_file: str | None) -> Any:
+    """The relay's client TLS context (None: plain TCP), a usage error naming an unreadable CA file."""
+    if not live_tls and ca_file is None:
+        return None
+    from cellarena.sdk.client import TLSError, tls_context
+
+    try:
+        return tls_context(ca_file)
+    except TLSError as exc:
+        raise click.BadParameter(str(exc), param_hint="--live-tls-ca") from None
 
 
 def _warn_cookies_in_clear(host: str, secured: bool) -> None:
@@ -194,9 +243,10 @@ def serve_pages(
     feed: Any,
     *,
     live: tuple[str, int | None],
+    live_tls: Any = None,
 ) -> None:
     """Serve ``app`` on the bound ``sock`` until Ctrl-C, relaying the ladder's live match at ``live``
-    (host, port; no port: none) to ``feed``."""
+    (host, port; no port: none; over TLS with the client context ``live_tls``) to ``feed``."""
     from cellarena.server.web.serving import run, url_of
 
     live_host, live_port = live
@@ -208,7 +258,7 @@ def serve_pages(
             if feed is not None and live_port is not None:
                 from cellarena.server.web.live import relay
 
-                nursery.start_soon(relay, live_host, live_port, feed)
+                nursery.start_soon(partial(relay, live_host, live_port, feed, tls=live_tls))
             await run(
                 app,
                 sock,

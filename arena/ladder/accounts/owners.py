@@ -388,7 +388,7 @@ class Accounts:
         if not bot.active:
             raise AccountError(f"{name} is revoked: its token cannot be renewed; make a new bot")
         try:
-            return self.store.rotate(name)
+            return self.store.rotate(name, actor=f"{owner.name} (owner)")  # audited: the bot is told who
         except UnknownBotError:
             raise AccountError(f"you have no bot named {name!r}") from None
 

@@ -5,7 +5,9 @@ figure is kept twice), in a registry of this server's own, so nothing of the pro
 libraries leaks in. Like ``/health`` it shows no token, bot name or path:
 
 ============================================ ======= ===============================================
-``cellarena_ladder_bots_connected``          gauge   bots connected: queued, being checked, seated
+``cellarena_ladder_bots_connected``          gauge   bots connected: queued, being checked, seated here,
+                                                     or playing a match handed to a worker or the cluster
+``cellarena_ladder_bots_playing``            gauge   seats of the matches under way, here and away
 ``cellarena_ladder_queue_length``            gauge   bots waiting in the queue
 ``cellarena_ladder_queue_wait_seconds``      gauge   recent queue waits, by ``quantile`` 0.5/0.9/0.99
 ``cellarena_ladder_matches_running``         gauge   matches under way, here and on the cluster
@@ -60,7 +62,15 @@ class LadderCollector(Collector):
             for seat in live.match.seats
             if seat.connected and seat.conn is not None
         )
-        yield _gauge("bots_connected", "Bots connected: queued, being checked, seated.", len(conns))
+        # A bot sent to a worker (or the cluster) plays there, connected to it rather than here.
+        away = sum(len(bots) for bots in starter.remote.values())
+        yield _gauge(
+            "bots_connected",
+            "Bots connected: queued, being checked, seated, or playing away.",
+            len(conns) + away,
+        )
+        here = sum(len(live.bots) for live in starter.live.values())
+        yield _gauge("bots_playing", "Seats of the matches under way, here and away.", here + away)
         yield _gauge("queue_length", "Bots waiting in the queue.", len(queue.waiting))
         waits = GaugeMetricFamily(
             "cellarena_ladder_queue_wait_seconds", "Recent queue waits, by quantile.", labels=["quantile"]

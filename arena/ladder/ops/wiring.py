@@ -37,7 +37,7 @@ from cellarena.arena.ladder.services.admission import Admission
 from cellarena.arena.ladder.services.builds import BuildSettings
 from cellarena.arena.ladder.services.changes import DatabaseWatch
 from cellarena.arena.ladder.services.counters import LadderStats
-from cellarena.arena.ladder.services.house import HouseBots
+from cellarena.arena.ladder.services.house import HouseBots, HouseTls
 from cellarena.arena.ladder.services.match_results import Results
 from cellarena.arena.ladder.services.match_results import prepare as results_prepare
 from cellarena.arena.ladder.services.queue import MatchQueue
@@ -89,6 +89,8 @@ class LadderConfig:
     house_after: float = 5.0
     #: How house bots are confined (docs/security.md).
     house_limits: Limits = field(default_factory=Limits)
+    #: How house bots reach a TLS bot port (`house.HouseTls`), or None: plain TCP.
+    house_tls: HouseTls | None = None
     #: Seconds a house bot may go neither queued nor playing before it is stopped (`house.HouseBots`).
     house_idle_limit: float = 30.0
     #: Seconds a connection has to say hello before the lobby closes it.
@@ -250,6 +252,7 @@ async def run_ladder(
                         hello_timeout=lobby.config.hello_timeout,
                         limits=config.house_limits,
                         isolate=config.isolate,
+                        tls=config.house_tls,
                     )
                     # A house bot's token seats only a connection its own processes hold.
                     seating.admission.house_owner = house.holds

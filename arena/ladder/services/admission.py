@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.changes import DatabaseWatch
 from cellarena.arena.ladder.services.lifecycle import LadderService
 from cellarena.arena.ladder.services.queue import MatchQueue, Queued
-from cellarena.arena.ladder.services.revocations import stale
+from cellarena.arena.ladder.services.revocations import renewed_by_owner, stale
 from cellarena.arena.ladder.services.starter import MatchStarter
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 from cellarena.sdk import protocol
@@ -298,29 +298,53 @@ class Admission(LadderService):
             return
         try:
             current = await trio.to_thread.run_sync(self.store.token_digests, sorted(names))
+            rotated = self._rotated(current, names)
+            by_owner: set[str] = set()
+            if rotated:  # who renewed: the audit log, read only when a session's token changed
+                audit = await trio.to_thread.run_sync(self.store.audit_log)
+                by_owner = renewed_by_owner(audit, rotated)
         except LadderStoreError as exc:
             log.error("cannot read the bots that changed: %s", exc)
             return
-        self.apply_bots(current, names)
+        self.apply_bots(current, names, by_owner)
+
+    def _rotated(self, current: dict[str, tuple[BotRecord, str]], names: set[str]) -> set[str]:
+        """Those of ``names`` with a session here whose token is no longer the store's."""
+        held = [(q.bot.name, q.digest) for q in self.queue.waiting.values()]
+        for live in self.starter.live.values():
+            held += [(b.name, d) for b, d in zip(live.bots, live.digests, strict=False)]
+        return {
+            name
+            for name, digest in held
+            if name in names and name in current and digest is not None
+            and not tokens.digests_equal(digest, current[name][1])
+        }  # fmt: skip
 
     async def check_everyone(self) -> None:
         """Check every session against the store (the change log may have moved on unread)."""
         names = set(self.queue.waiting) | {b.name for live in self.starter.live.values() for b in live.bots}
         await self.check_bots(names)
 
-    def apply_bots(self, current: dict[str, tuple[BotRecord, str]], names: set[str]) -> None:
+    def apply_bots(
+        self,
+        current: dict[str, tuple[BotRecord, str]],
+        names: set[str],
+        by_owner: Set[str] = frozenset(),
+    ) -> None:
         """Bring the sessions of the bots ``names`` in line with the store (``current``: each such bot as
         the store has it now, with its token's digest; a name missing from it is gone).
 
         A revoked bot's queued connection is ended and its seats in matches here forfeit at once; a
         connection that identified itself with a token rotated since is ended (its bot may come back
-        to its seat with the new token within the grace); a changed limit applies from the next
-        pairing. Each ended connection is told why (`revoked`). Matches on the cluster are out of
-        reach: their bots were sent away with seat tokens of that match alone."""
+        to its seat with the new token within the grace), unless its owner renewed it (``by_owner``):
+        then its match plays on to its end on that connection (a renewal is never a forfeit), and the
+        new token is for its next one; a changed limit applies from the next pairing. Each ended
+        connection is told why (`revoked`), and who renewed a token. Matches on the cluster are out
+        of reach: their bots were sent away with seat tokens of that match alone."""
         for name, queued in list(self.queue.waiting.items()):
             if name not in names:
                 continue
-            why = stale(current.get(name), queued.digest)
+            why = stale(current.get(name), queued.digest, by_owner=name in by_owner)
             if why is None:
                 queued.bot = current[name][0]
                 stopped = queued.bot.stopped
@@ -337,10 +361,12 @@ class Admission(LadderService):
                 seat = live.match.seats[index]
                 digest = live.digests[index] if index < len(live.digests) else None
                 found = current.get(bot.name)
-                why = stale(found, digest)
+                why = stale(found, digest, by_owner=bot.name in by_owner)
                 if why is None:
                     continue
                 if found is None or not found[0].active:
                     live.match.expel(index, protocol.REVOKED, why)
+                elif bot.name in by_owner:
+                    continue  # the owner's renewal: this match plays on; the new token is for the next
                 elif seat.connected and seat.conn is not None:
                     seat.conn.fail(protocol.REVOKED, why)

@@ -10,8 +10,14 @@ and exits; the next time it is needed it starts again. One that neither queues n
 ``idle_limit`` seconds (it never connected, or hangs after its match) is stopped, so a broken house
 bot cannot stay "running" forever and never be started again.
 
-The store keeps only a hash of every token, so each launch gives the house bot a new token
-(`LadderStore.rotate`): the one it was started with is the only one that works.
+The store keeps only a hash of every token, so a launch gives the house bot a new token
+(`LadderStore.rotate`): the one it was started with is the only one that works. A launch after one that
+failed reuses the failed one's token, kept in memory: a bot refused again and again costs no database
+write each time.
+
+On a ladder that serves TLS on its bot port, a house bot is told so as it is told where to connect
+(`HouseTls`: CELLARENA_TLS, _TLS_CA and _TLS_NAME, nothing secret), and checks the ladder's own
+certificate as any bot would.
 
 A launch that never joins the queue (it never connected, connected but said no hello within the
 lobby's hello timeout, was refused at its hello, or exited first) is a failure of its own, with a
@@ -19,7 +25,7 @@ cause in the words of a seat's (`cellarena.server.games.causes`): logged, counte
 pausing like a failed match (`scoring.settlement.launch_failure` decides, the store writes it), and
 followed by a wait before the next launch that doubles with each failure in a row (`BACKOFF_FIRST` up
 to `BACKOFF_CAP`), so that a broken house bot neither restarts forever nor rotates its token twice a
-second.
+second. Why it failed is logged once, as an error; the same cause again is a shorter warning.
 
 As cellarena started it, a house bot whose process exits mid-match is said to have ``exited`` (its
 status or signal and its log's last line, its token redacted) or gone over a ``limit``, rather than
@@ -29,7 +35,9 @@ status or signal and its log's last line, its token redacted) or gone over a ``l
 from __future__ import annotations
 
 import functools
+import ipaddress
 import logging
+import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +80,42 @@ BACKOFF_FIRST = 1.0
 BACKOFF_CAP = 60.0
 #: Refusals that say the ladder is full or stopping, not that the house bot is broken.
 _LADDER_BUSY = frozenset({protocol.SHUTDOWN, protocol.QUEUE_FULL, protocol.TOO_MANY_CONNECTIONS})
+
+
+@dataclass(frozen=True)
+class HouseTls:
+    """How a house bot reaches a bot port that serves TLS: it checks the certificate against
+    ``ca_file`` (the ladder's own certificate chain, trusted as it is) for the name ``name``, while it
+    connects to the loopback address the ladder listens on."""
+
+    ca_file: str
+    name: str
+
+    @classmethod
+    def of_certificate(cls, cert: str | Path) -> HouseTls:
+        """The ladder's certificate (``--tls-cert``) pinned, for the first name it is for: a loopback
+        address it names, else its first DNS name (a house bot connects to 127.0.0.1 whatever the
+        certificate's name)."""
+        try:
+            # The standard library's one reader of a PEM certificate's names (no third-party parser).
+            decoded = ssl._ssl._test_decode_cert(str(cert))  # type: ignore[attr-defined]
+        except (OSError, ssl.SSLError):
+            decoded = {}
+        names = [value for kind, value in decoded.get("subjectAltName", ()) if kind in ("DNS", "IP Address")]
+        loopback = [n for n in names if _is_loopback_address(n)]
+        return cls(str(cert), (loopback or names or ["127.0.0.1"])[0].strip())
+
+    def env(self) -> dict[str, str]:
+        """What the bot is told, beside CELLARENA_HOST and _PORT (the SDK reads them as --tls,
+        --tls-ca and --tls-name)."""
+        return {"CELLARENA_TLS": "1", "CELLARENA_TLS_CA": self.ca_file, "CELLARENA_TLS_NAME": self.name}
+
+
+def _is_loopback_address(text: str) -> bool:
+    try:
+        return ipaddress.ip_address(text.strip()).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -117,6 +161,7 @@ class HouseBots:
         host: str = "127.0.0.1",
         limits: Limits | None = None,
         isolate: bool = False,
+        tls: HouseTls | None = None,
     ) -> None:
         self.store = store
         self.seating = seating
@@ -131,6 +176,7 @@ class HouseBots:
         self.host = host
         self.limits = limits or Limits()
         self.isolate = isolate
+        self.tls = tls
         #: House bots whose process runs, by name.
         self.running: dict[str, BotProcess] = {}
         #: Each house bot's latest launch, by name, running or not (replaced by its next one).
@@ -140,6 +186,8 @@ class HouseBots:
         self.not_before: dict[str, float] = {}
         #: Each house bot's last failed launch's cause, by name.
         self.last_failure: dict[str, dict[str, Any]] = {}
+        #: The token of each house bot's last failed launch, by name: its next launch reuses it.
+        self.unused_token: dict[str, str] = {}
         #: Bots with a live submitted version, started alike (`submitted_bots`; wired by `run_ladder`).
         self.submitted: SubmittedBots | None = None
 
@@ -183,15 +231,18 @@ class HouseBots:
     async def _program(self, bot: BotRecord) -> tuple[BotSpec, str, Path] | None:
         """What to start for ``bot``, its token and its log; None (logged) if it cannot start."""
         if bot.kind != "house" and self.submitted is not None:
+            self.unused_token.pop(bot.name, None)  # each start has its own (`SubmittedBots.launch`)
             launch = self.submitted.launch(bot)
             return None if launch is None else (launch.spec, launch.secret, launch.log)
         assert bot.house_command is not None
-        try:
-            token = await trio.to_thread.run_sync(self.store.rotate, bot.name)
-        except LadderStoreError as exc:
-            log.error("cannot start house bot %s: %s", bot.name, exc)
-            return None
-        return BotSpec(bot.name, bot.house_command), token.secret, self.log_dir / f"house-{bot.name}.log"
+        secret = self.unused_token.pop(bot.name, None)
+        if secret is None:
+            try:
+                secret = (await trio.to_thread.run_sync(self.store.rotate, bot.name)).secret
+            except LadderStoreError as exc:
+                log.error("cannot start house bot %s: %s", bot.name, exc)
+                return None
+        return BotSpec(bot.name, bot.house_command), secret, self.log_dir / f"house-{bot.name}.log"
 
     def _candidates(self) -> list[BotRecord]:
         """The bots the ladder may start: its house bots, and bots with a live submitted version."""
@@ -219,6 +270,7 @@ class HouseBots:
                 limits=self.limits,
                 isolate=self.isolate,
                 on_started=started,
+                extra_env=None if self.tls is None else self.tls.env(),
             )
         except OSError as exc:
             log.error("cannot start house bot %s (%r): %s", bot.name, spec.command, exc)
@@ -349,8 +401,19 @@ class HouseBots:
             self.not_before.pop(name, None)
             return
         cause = await self._launch_cause(launched, idle)
+        await self._keep_token(name, launched.secret)
         if cause is not None:
             await self._failed(name, cause)
+
+    async def _keep_token(self, name: str, secret: str) -> None:
+        """Keep a failed launch's token for the next launch, unless it no longer works (the host
+        rotated it meanwhile): a read, where a new token would be a write."""
+        try:
+            bot = await trio.to_thread.run_sync(self.store.authenticate, secret)
+        except LadderStoreError:
+            return
+        if bot is not None and bot.name == name:
+            self.unused_token[name] = secret
 
     def _hello_timed_out(self, launched: Launched) -> bool:
         """Whether the launch's connection was closed by the lobby for want of a hello."""
@@ -389,6 +452,7 @@ class HouseBots:
         count = self.failed[name] = self.failed.get(name, 0) + 1
         wait = min(self.backoff_cap, self.backoff_first * 2 ** (count - 1))
         self.not_before[name] = trio.current_time() + wait
+        again = self.last_failure.get(name) == cause
         self.last_failure[name] = cause
         what = causes.sentence(0, cause, [name]).replace(f"{name} forfeits: ", "", 1)
         try:
@@ -408,6 +472,15 @@ class HouseBots:
                 bot.stopped,
                 self.launched[name].log,
                 name,
+            )
+            return
+        if again:  # said already: one line that it goes on, not the whole story every time
+            log.warning(
+                "house bot %s failed to join the ladder again, for the same reason: %d failed launch(es) "
+                "in a row, next start in %g s at the earliest",
+                name,
+                count,
+                wait,
             )
             return
         log.error(

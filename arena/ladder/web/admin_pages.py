@@ -13,6 +13,7 @@ from starlette.responses import RedirectResponse, Response
 
 from cellarena.arena.ladder.accounts.owners import AccountError
 from cellarena.arena.ladder.errors import UnknownBotError
+from cellarena.arena.ladder.web.action_log import said
 from cellarena.arena.ladder.web.owner_pages import AccountSite
 
 
@@ -54,4 +55,8 @@ class AdminPages:
             await trio.to_thread.run_sync(acts[action])
         except (AccountError, UnknownBotError) as exc:
             return await self.admin_page(request, 400, str(exc))
+        target = "owner" if action == "approve" else "bot"
+        said(
+            who, f"{action} {target} {name}" + (f" ({reason})" if reason else ""), self.guard.client(request)
+        )
         return RedirectResponse("/admin", status_code=303)

@@ -37,6 +37,7 @@ from cellarena.arena.ladder.errors import ChallengeRefusedError
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.scoring.bot_stats import bot_stats
 from cellarena.arena.ladder.store.ladder_store import LadderStore, UnknownBotError
+from cellarena.arena.ladder.web.action_log import said
 from cellarena.arena.web.charts import rating_chart
 from cellarena.arena.web.results_source import RatingPoint
 from cellarena.server.web.json_body import read_json_object
@@ -190,21 +191,30 @@ class CommunityApi:
 
         async def resume_api(request: Request) -> Response:
             bot, actor = await self.acting(request, request.path_params["name"], {})
-            return JSONResponse(await run(self.resume_bot, bot, actor))
+            answer = await run(self.resume_bot, bot, actor)
+            said(actor, f"resumed bot {bot.name} through the API", _address(request))
+            return JSONResponse(answer)
 
         async def challenge_api(request: Request) -> Response:
             body = await _json_body(request)
             bot, actor = await self.acting(request, None, body)
             if "bot" in body and body["bot"] != bot.name:
                 raise HTTPException(403, f"that token is {bot.name}'s, not {str(body['bot'])[:64]}'s")
-            return JSONResponse(
-                await run(self.challenge_by, bot, body.get("opponent"), actor), status_code=201
+            made = await run(self.challenge_by, bot, body.get("opponent"), actor)
+            said(
+                actor,
+                f"challenged {made.get('opponent')} with bot {bot.name} through the API",
+                _address(request),
             )
+            return JSONResponse(made, status_code=201)
 
         async def refusal_api(request: Request) -> Response:
             body = await _json_body(request)
             bot, actor = await self.acting(request, request.path_params["name"], body)
-            return JSONResponse(await run(self.refusal_of, bot, body.get("refuse"), actor))
+            answer = await run(self.refusal_of, bot, body.get("refuse"), actor)
+            what = "refuses" if answer["refuses_challenges"] else "takes"
+            said(actor, f"set bot {bot.name}: {what} challenges, through the API", _address(request))
+            return JSONResponse(answer)
 
         return [
             Route("/bots/{name:path}/stats", stats_page),
@@ -227,3 +237,8 @@ def _bearer(request: Request) -> str:
 async def _json_body(request: Request) -> dict[str, Any]:
     """The request's JSON object (`read_json_object`): 413 over `MAX_BODY`, 400 for anything else."""
     return await read_json_object(request, limit=MAX_BODY)
+
+
+def _address(request: Request) -> str | None:
+    """The peer's address (behind a proxy, the proxy's: `OwnerGuard.client` knows the client's)."""
+    return None if request.client is None else request.client.host

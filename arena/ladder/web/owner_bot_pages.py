@@ -18,6 +18,7 @@ from cellarena.arena.ladder.errors import BadNameError
 from cellarena.arena.ladder.identity.tokens import Token
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.store.ladder_store import MAX_ID
+from cellarena.arena.ladder.web.action_log import said
 from cellarena.arena.ladder.web.owner_guard import SESSION_COOKIE
 from cellarena.arena.ladder.web.owner_pages import AccountSite
 from cellarena.arena.ladder.web.public_pages import bot_href
@@ -69,6 +70,7 @@ class BotPages:
                 error=str(exc),
                 **context,
             )
+        said(owner.name, f"made bot {bot.name} ({bot.game})", self.guard.client(request))
         return self.site.token_page(request, owner, bot.name, token, "made")
 
     async def rotate(self, request: Request) -> Response:
@@ -76,12 +78,22 @@ class BotPages:
         name = request.path_params["name"]
         token = await self.site.bot_action(lambda: self.site.accounts.rotate_bot(owner, name))
         assert isinstance(token, Token)
+        said(owner.name, f"renewed the token of bot {name}", self.guard.client(request))
         return self.site.token_page(request, owner, name, token, "rotated")
 
     async def revoke(self, request: Request) -> Response:
-        owner, _, _ = await self.guard.owner_post(request)
+        """Asks first (a page with the button that revokes), then revokes: there is no undoing it."""
+        owner, session, fields = await self.guard.owner_post(request)
         name = request.path_params["name"]
+        bot = await self.site.bot_action(lambda: self.site.accounts.bot_of(owner, name))
+        assert isinstance(bot, BotRecord)
+        if fields.get("confirm") != "yes":
+            return self.site.page(
+                "account/confirm.html", request, title=f"Revoke {name}?", bot=bot,
+                csrf=self.guard.csrf_for(session), action=f"/account{bot_href(name)}/revoke",
+            )  # fmt: skip
         await self.site.bot_action(lambda: self.site.accounts.revoke_bot(owner, name))
+        said(owner.name, f"revoked bot {name}", self.guard.client(request))
         return RedirectResponse("/account", status_code=303)
 
     async def delete_account(self, request: Request) -> Response:
@@ -98,6 +110,11 @@ class BotPages:
                 error="the password is wrong: your account is not deleted", **context,
             )  # fmt: skip
         revoked = await trio.to_thread.run_sync(self.site.accounts.delete_owner, owner.name)
+        said(
+            owner.name,
+            f"deleted their account (bots revoked: {', '.join(revoked) or 'none'})",
+            self.guard.client(request),
+        )
         response = self.site.page(
             "account/message.html",
             request,
@@ -137,6 +154,7 @@ class BotPages:
             if exc.status_code not in (400, 404, 409, 429):
                 raise
             return await self._refused(request, owner, session, name, exc, back_to_bot=back_to_bot)
+        said(owner.name, _what(request.url.path, name, fields), self.guard.client(request))
         where = f"/account{bot_href(name)}" if back_to_bot else "/account"
         return RedirectResponse(where, status_code=303)
 
@@ -159,6 +177,12 @@ class BotPages:
             exc.status_code, title=f"{name} (yours)" if back_to_bot else f"{owner.name}'s bots",
             csrf=self.guard.csrf_for(session), error=None, **context,
         )  # fmt: skip
+
+    async def pause_bot(self, request: Request) -> Response:
+        """The owner pauses their bot (refused at hello until they resume it; a match plays on)."""
+        return await self.bot_change(
+            request, lambda b, f, who: self.site.store.pause(b.name, PAUSED_BY_OWNER, actor=who)
+        )
 
     async def resume_bot(self, request: Request) -> Response:
         return await self.bot_change(request, lambda b, f, who: self.site.community.resume_bot(b, who))
@@ -235,3 +259,23 @@ class BotPages:
             status = 401 if "wrong name or password" in str(exc) else 400
             return JSONResponse({"error": str(exc)}, status_code=status)
         return JSONResponse({"name": bot.name, "game": bot.game, "token": token.secret}, status_code=201)
+
+
+#: Why an owner's bot is paused when they paused it themselves (the pause reason its hellos are told).
+PAUSED_BY_OWNER = "paused by its owner"
+
+
+def _what(path: str, name: str, fields: dict[str, str]) -> str:
+    """A form's change to bot ``name`` in the log's words, from the form's path."""
+    action = path.rsplit("/", 1)[-1]
+    if action == "challenge":
+        return f"challenged {fields.get('opponent', '').strip()[:64]!r} with bot {name}"
+    if action == "challenges":
+        return f"set bot {name}: {'refuses' if fields.get('refuse') == '1' else 'takes'} challenges"
+    if action == "datasets":
+        return f"set bot {name}: {'kept out of' if fields.get('keep_out') == '1' else 'in'} datasets"
+    if action == "live":
+        return f"made version {path.rsplit('/', 2)[-2][:12]} of bot {name} live"
+    return {"pause": f"paused bot {name}", "resume": f"resumed bot {name}"}.get(
+        action, f"{action[:20]} bot {name}"
+    )

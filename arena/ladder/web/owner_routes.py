@@ -28,6 +28,7 @@ def owner_routes(site: AccountSite) -> list[BaseRoute]:
         ("/account/bots/{name:path}/rotate", bots.rotate, "POST"),
         ("/account/bots/{name:path}/revoke", bots.revoke, "POST"),
         ("/account/bots/{name:path}/resume", bots.resume_bot, "POST"),
+        ("/account/bots/{name:path}/pause", bots.pause_bot, "POST"),
         ("/account/bots/{name:path}/challenge", bots.challenge, "POST"),
         ("/account/bots/{name:path}/challenges", bots.refusal, "POST"),
         ("/account/bots/{name:path}/datasets", bots.datasets, "POST"),

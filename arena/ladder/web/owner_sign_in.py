@@ -11,6 +11,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from cellarena.arena.ladder.accounts.owners import AccountError
 from cellarena.arena.ladder.errors import BadNameError
+from cellarena.arena.ladder.web.action_log import refused, said
 from cellarena.arena.ladder.web.owner_guard import SESSION_COOKIE
 from cellarena.arena.ladder.web.owner_pages import AccountSite
 
@@ -42,6 +43,11 @@ class SignInPages:
             owner = await self.site.do_sign_up(request, fields)
         except (AccountError, BadNameError) as exc:
             return self._again("account/signup.html", "Sign up", request, 400, exc, fields.get("name", ""))
+        said(
+            owner.name,
+            f"signed up ({'active' if owner.active else 'waiting for approval'})",
+            self.guard.client(request),
+        )
         if not owner.active:
             return self.site.page(
                 "account/message.html",
@@ -60,12 +66,15 @@ class SignInPages:
         try:
             owner = await self.site.do_check_password(request, fields)
         except AccountError as exc:
+            refused(repr(fields.get("name", "")[:64]), "logging in", str(exc), self.guard.client(request))
             return self._again("account/login.html", "Log in", request, 401, exc, fields.get("name", ""))
+        said(owner.name, "logged in", self.guard.client(request))
         return await self.site.start_session(owner)
 
     async def logout(self, request: Request) -> Response:
-        _, session, _ = await self.guard.owner_post(request)
+        owner, session, _ = await self.guard.owner_post(request)
         await trio.to_thread.run_sync(self.site.accounts.end_session, session)
+        said(owner.name, "logged out", self.guard.client(request))
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
         return response
@@ -84,7 +93,9 @@ class SignInPages:
                 self.site.accounts.reset_password, name, fields.get("code", ""), fields.get("password", "")
             )
         except AccountError as exc:
+            refused(repr(name[:64]), "setting a new password", str(exc), self.guard.client(request))
             return self._again("account/reset.html", "New password", request, 400, exc, name)
+        said(name, "set a new password with the host's reset code", self.guard.client(request))
         return RedirectResponse("/login", status_code=303)
 
     async def api_signup(self, request: Request) -> Response:
@@ -95,4 +106,5 @@ class SignInPages:
         except (AccountError, BadNameError) as exc:
             status = 409 if "is taken" in str(exc) else 400
             return JSONResponse({"error": str(exc)}, status_code=status)
+        said(owner.name, "signed up through the API", self.guard.client(request))
         return JSONResponse({"owner": owner.to_json()}, status_code=201)
