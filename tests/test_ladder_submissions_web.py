@@ -313,3 +313,35 @@ def test_the_upload_form_in_chromium(pages: Pages, tmp_path: Path) -> None:
     with store_of(pages) as store:
         (version,) = store.versions_of("webbot")
     assert ArchiveStore(pages.folder / "archives").read(version.sha256, "tar.gz") == archive.read_bytes()
+
+
+def test_a_bots_private_logs_are_its_owners_alone(pages: Pages) -> None:
+    """Each match's private log, as `ladder serve` keeps it in the ladder's folder, is on its owner's
+    bot page and by the API with the bot's token or the owner's login; another owner is refused it
+    by both, and a match without a log is a 404."""
+    owner = Browser(pages)
+    owner.get("/signup")
+    assert owner.post("/signup", {"name": "cal", "password": PASSWORD}).status == 303
+    owner.get("/account")
+    token = TOKEN.search(owner.post("/account/bots", {"name": "calbot"}).body).group(1)  # type: ignore[union-attr]
+    kept = pages.folder / "private-logs" / "calbot" / "match-41.log"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("calbot: my <secret> plan\n")
+    page = owner.get("/account/bots/calbot")
+    assert '<li data-match="41">' in page.body and "calbot: my &lt;secret&gt; plan" in page.body
+    mine = api(pages, "/api/bots/calbot/logs/41", None, token)
+    assert mine.status == 200 and mine.body == "calbot: my <secret> plan\n"
+    assert api(pages, "/api/bots/calbot/logs/42", None, token).status == 404
+    headers = {"origin": pages.url, "x-csrf-token": owner.csrf}
+    assert owner.request("/api/bots/calbot/logs/41", None, headers).status == 200
+    other = Browser(pages)
+    other.get("/signup")
+    other.post("/signup", {"name": "dee", "password": PASSWORD})
+    other.get("/account")
+    their = TOKEN.search(other.post("/account/bots", {"name": "deebot"}).body).group(1)  # type: ignore[union-attr]
+    for refused in (
+        api(pages, "/api/bots/calbot/logs/41", None, their),
+        other.request("/api/bots/calbot/logs/41", None, {"origin": pages.url, "x-csrf-token": other.csrf}),
+        other.get("/account/bots/calbot"),
+    ):
+        assert refused.status in (400, 403) and "secret" not in refused.body, (refused.status, refused.body)

@@ -14,7 +14,8 @@ from cellarena.arena.ratings import Rating
 from cellarena.arena.ratings import ladder as ladder_ratings
 from cellarena.sdk.protocol import Outcome, outcome_of  # a seat's result: the protocol's (`end`)
 
-BotKind = Literal["outside", "house"]
+#: ``submitted``: in standings and on pages only, an outside bot with a live version the ladder runs.
+BotKind = Literal["outside", "house", "submitted"]
 MatchStatus = Literal["running", "finished", "void"]
 #: A seat's result from the ranks: the protocol's one rule, which the match server's `end` follows too.
 outcome = outcome_of

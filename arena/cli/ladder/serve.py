@@ -142,6 +142,7 @@ def ladder_config(
     from cellarena.arena.ladder.ops.wiring import LadderConfig
     from cellarena.arena.ladder.policy import CommunityPolicy
     from cellarena.arena.ladder.rules import LadderRules
+    from cellarena.arena.ladder.services.builds import BuildSettings
     from cellarena.arena.ladder.services.house import HouseTls
     from cellarena.arena.ladder.services.spool import FOLDER as SPOOL_FOLDER
 
@@ -177,6 +178,8 @@ def ladder_config(
         house_tls=None if args.tls_cert is None else HouseTls.of_certificate(args.tls_cert),
         isolate=isolate,
         seed=args.seed,
+        # Versions uploaded to `ladder web` on the same folder (docs/ladder.md, "Submitting a bot").
+        builds=BuildSettings(where.folder, game_values=dict(game_values)),
         policy=CommunityPolicy(
             pause_after=args.pause_after,
             new_version_rating=next(r for r in NEW_VERSION_RATINGS if r == args.new_version_rating),

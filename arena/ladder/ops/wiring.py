@@ -34,6 +34,7 @@ from cellarena.arena.ladder.matchmaking.matchmaker import Policy
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.admission import Admission
+from cellarena.arena.ladder.services.builds import BuildSettings
 from cellarena.arena.ladder.services.changes import DatabaseWatch
 from cellarena.arena.ladder.services.counters import LadderStats
 from cellarena.arena.ladder.services.house import HouseBots, HouseTls
@@ -43,6 +44,7 @@ from cellarena.arena.ladder.services.queue import MatchQueue
 from cellarena.arena.ladder.services.seating import LadderSeating
 from cellarena.arena.ladder.services.spool import ResultSpool
 from cellarena.arena.ladder.services.starter import HandsOff, MatchStarter
+from cellarena.arena.ladder.services.submitted_bots import SubmittedBots
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.server.bots.confinement import Limits
 from cellarena.server.games import get_engine
@@ -95,6 +97,8 @@ class LadderConfig:
     hello_timeout: float = LobbyConfig.hello_timeout
     isolate: bool = False
     seed: int = 0
+    #: Where and how submitted versions are built (`services.builds`); None: they are not.
+    builds: BuildSettings | None = None
     #: Pausing, versions and challenges (written to the database as the server starts).
     policy: CommunityPolicy = field(default_factory=CommunityPolicy)
 
@@ -226,6 +230,11 @@ async def run_ladder(
         async with trio.open_nursery() as nursery:
             if isinstance(hand_off, LocalWorkers):
                 await nursery.start(hand_off.run)
+            if config.builds is not None:
+                builds = config.builds.loop(
+                    store, config.game, match_limits=config.house_limits, isolate=config.isolate
+                )
+                nursery.start_soon(builds.run)
             if health_sock is not None:
                 from cellarena.arena.ladder.ops.health import serve_health
 
@@ -252,6 +261,8 @@ async def run_ladder(
                     seating.on_hello = house.hello
                     # A house bot whose process exits mid-match reads `exited` or `limit`, not `disconnected`.
                     seating.starter.explain_house = house.explain
+                    if config.builds is not None:
+                        _start_submitted(nursery, store, config, house)
                     nursery.start_soon(house.run, port)
 
             await serve_until_signalled(
@@ -262,6 +273,35 @@ async def run_ladder(
                 notify(
                     f"and {len(seating.starter.remote)} match(es) under way in workers ended without a result"
                 )
-            nursery.cancel_scope.cancel()  # the house bots' task and the workers, which stops them
+            nursery.cancel_scope.cancel()  # the house bots', the builder's tasks and the workers: stops them
     finally:
         await services.shutdown()  # shielded: voids what was cut short, writes the last results
+
+
+def _start_submitted(
+    nursery: trio.Nursery, store: LadderStore, config: LadderConfig, house: HouseBots
+) -> None:
+    """Bots with a live submitted version, started for matches by ``house``'s path (`submitted_bots`)."""
+    assert config.builds is not None
+    submitted = SubmittedBots(
+        store,
+        config.game,
+        config.builds.folder,
+        isolate=config.isolate,
+        python_packages=config.builds.limits.python_packages,
+    )
+    house.submitted = submitted
+    house.seating.admission.launch_token = submitted.token_of
+
+    def moved(name: str, path: Path) -> None:
+        launched = house.launched.get(name)
+        if launched is not None:
+            launched.log = path  # so that a seat's cause reads the log's last line where it now is
+
+    submitted.on_log_moved = moved
+    # Its process exiting mid-match is said as a house bot's is (``exited``, ``limit``).
+    house.seating.starter.started_here = lambda name: name in house.running and name in submitted.live
+    house.seating.starter.on_match = lambda ladder_id, match: submitted.match_started(
+        ladder_id, [seat.name for seat in match.seats]
+    )
+    nursery.start_soon(submitted.run)

@@ -97,6 +97,9 @@ class Admission(LadderService):
         #: (`house.HouseBots.holds`, wired by `wiring.run_ladder`): a house bot's token read from its
         #: pipe by another process seats nobody.
         self.house_owner: Callable[[str, Connection], bool] | None = None
+        #: A token the ladder gave one launch of a submitted bot -> that bot's name, or None
+        #: (`submitted_bots.SubmittedBots.token_of`): such a token seats only the launch's own processes.
+        self.launch_token: Callable[[object], str | None] | None = None
         #: False once the ladder stops: hellos are told `shutdown`.
         self.open = True
         self._room = WaitingRoom(on_leave=self._left)
@@ -183,8 +186,12 @@ class Admission(LadderService):
 
     async def _check_tokens(self) -> None:
         async for conn, token in self._checks[1]:
+            launched = self.launch_token(token) if self.launch_token is not None else None
             try:
-                bot = await trio.to_thread.run_sync(self.store.authenticate, token)
+                if launched is not None:
+                    bot = await trio.to_thread.run_sync(self.store.bot, launched)
+                else:
+                    bot = await trio.to_thread.run_sync(self.store.authenticate, token)
             except LadderStoreError as exc:
                 self._checked(conn)
                 if self.starter.live.reattach_known(conn, token):
@@ -195,7 +202,9 @@ class Admission(LadderService):
             pending = self._checked(conn)
             if pending is None or conn.closed:
                 continue  # gone meanwhile
-            digest = tokens.token_digest(token) if tokens.looks_like_token(token) else None
+            # A launch token is the ladder's, not the store's: nothing to check it against later.
+            known = launched is None and tokens.looks_like_token(token)
+            digest = tokens.token_digest(token) if known else None
             self._identified(
                 conn,
                 bot,
@@ -203,6 +212,7 @@ class Admission(LadderService):
                 digest,
                 over_limit=pending.over_limit,
                 version=pending.version,
+                launched=launched is not None,
             )
 
     def _identified(
@@ -214,6 +224,7 @@ class Admission(LadderService):
         *,
         over_limit: bool = False,
         version: str | None = None,
+        launched: bool = False,
     ) -> None:
         host = peer_host(conn)
         if bot is None or not bot.active:
@@ -238,14 +249,15 @@ class Admission(LadderService):
                 f"port of the ladder's {bot.game} server (its host says which)",
             )
             return
-        if bot.kind == "house" and self.house_owner is not None and not self.house_owner(bot.name, conn):
+        started_here = bot.kind == "house" or launched  # by the ladder: its own processes only
+        if started_here and self.house_owner is not None and not self.house_owner(bot.name, conn):
             log.warning(
                 "%s came with house bot %s's token from another process: refused", conn.peer, bot.name
             )
             conn.fail(
                 protocol.BAD_HELLO,
-                "that token is a house bot's: it seats only a connection of that house bot's own "
-                "processes (docs/security.md)",
+                f"that token is {'a house' if bot.kind == 'house' else 'a submitted'} bot's: it seats only "
+                "a connection of that bot's own processes (docs/security.md)",
             )
             return
         if self.starter.live.reattach(conn, bot, digest):

@@ -33,6 +33,8 @@ class Builder:
     folder: Path
     check: VersionCheck
     unpack_limits: UnpackLimits | None = None
+    #: The version of the turn under way (or the last), for a caller that must fail it (`builds`).
+    current: Version | None = None
 
     def version_folder(self, version: Version) -> Path:
         """Where a version is unpacked and built (a rebuild starts from a fresh copy there)."""
@@ -44,6 +46,7 @@ class Builder:
         version = await trio.to_thread.run_sync(self.store.versions.next_to_build, [self.check.game])
         if version is None:
             return None
+        self.current = version
 
         async def mark(state: str, reason: str | None, log: str) -> None:
             await trio.to_thread.run_sync(
@@ -61,7 +64,9 @@ class Builder:
         except (ArchiveStoreError, UnpackError, OSError) as exc:
             await mark(FAILED, f"its archive cannot be unpacked: {exc}", "")
             return version, None
-        verdict = await check_version(unpacked.folder, f"v{version.number}", self.check, mark)
+        verdict = await check_version(
+            unpacked.folder, f"v{version.number}", self.check, mark, name=version.bot
+        )
         return version, verdict
 
 

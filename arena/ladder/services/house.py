@@ -47,6 +47,7 @@ import trio
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.scoring.settlement import launch_failure
 from cellarena.arena.ladder.services.seating import LadderSeating
+from cellarena.arena.ladder.services.submitted_bots import SubmittedBots
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
 from cellarena.arena.ratings.ladder import initial
 from cellarena.sdk import protocol
@@ -187,6 +188,8 @@ class HouseBots:
         self.last_failure: dict[str, dict[str, Any]] = {}
         #: The token of each house bot's last failed launch, by name: its next launch reuses it.
         self.unused_token: dict[str, str] = {}
+        #: Bots with a live submitted version, started alike (`submitted_bots`; wired by `run_ladder`).
+        self.submitted: SubmittedBots | None = None
 
     async def run(self, port: int) -> None:
         """Look at the queue every ``every`` seconds until cancelled; then stop every house bot."""
@@ -208,14 +211,14 @@ class HouseBots:
         waiting = [
             q
             for q in self.seating.queue.waiting.values()
-            if now - q.since >= self.after and q.bot.kind != "house"
+            if now - q.since >= self.after and q.bot.kind != "house" and q.bot.name not in self.running
         ]
         if not waiting:
             return None
         busy = set(self.running) | set(self.seating.queue.waiting) | self.seating.starter.playing()
         idle = [
             b
-            for b in self.seating.results.house_bots()
+            for b in self._candidates()
             if b.name not in busy and self.not_before.get(b.name, now) <= now  # backing off
         ]
         if not idle:
@@ -225,7 +228,12 @@ class HouseBots:
         target = ratings.get(longest.bot.name, initial()).mu
         return min(idle, key=lambda b: (abs(ratings.get(b.name, initial()).mu - target), b.name))
 
-    async def _launch(self, nursery: trio.Nursery, bot: BotRecord, port: int) -> None:
+    async def _program(self, bot: BotRecord) -> tuple[BotSpec, str, Path] | None:
+        """What to start for ``bot``, its token and its log; None (logged) if it cannot start."""
+        if bot.kind != "house" and self.submitted is not None:
+            self.unused_token.pop(bot.name, None)  # each start has its own (`SubmittedBots.launch`)
+            launch = self.submitted.launch(bot)
+            return None if launch is None else (launch.spec, launch.secret, launch.log)
         assert bot.house_command is not None
         secret = self.unused_token.pop(bot.name, None)
         if secret is None:
@@ -233,9 +241,19 @@ class HouseBots:
                 secret = (await trio.to_thread.run_sync(self.store.rotate, bot.name)).secret
             except LadderStoreError as exc:
                 log.error("cannot start house bot %s: %s", bot.name, exc)
-                return
-        spec = BotSpec(bot.name, bot.house_command)
-        path = self.log_dir / f"house-{bot.name}.log"
+                return None
+        return BotSpec(bot.name, bot.house_command), secret, self.log_dir / f"house-{bot.name}.log"
+
+    def _candidates(self) -> list[BotRecord]:
+        """The bots the ladder may start: its house bots, and bots with a live submitted version."""
+        house = self.seating.results.house_bots()
+        return house if self.submitted is None else house + self.submitted.candidates()
+
+    async def _launch(self, nursery: trio.Nursery, bot: BotRecord, port: int) -> None:
+        program = await self._program(bot)
+        if program is None:
+            return
+        spec, secret, path = program
 
         def started(proc: BotProcess) -> None:
             # Known before its token is in the pipe: its hello is judged by its own processes, and
@@ -255,7 +273,7 @@ class HouseBots:
                 extra_env=None if self.tls is None else self.tls.env(),
             )
         except OSError as exc:
-            log.error("cannot start house bot %s (%r): %s", bot.name, bot.house_command, exc)
+            log.error("cannot start house bot %s (%r): %s", bot.name, spec.command, exc)
             return
         log.info("started house bot %s for a bot that waited %g s", bot.name, self.after)
         if self.launched.get(bot.name) is None or self.launched[bot.name].proc is not proc:
@@ -452,7 +470,7 @@ class HouseBots:
                 name,
                 what,
                 bot.stopped,
-                self.log_dir / f"house-{name}.log",
+                self.launched[name].log,
                 name,
             )
             return
@@ -472,5 +490,5 @@ class HouseBots:
             what,
             count,
             wait,
-            self.log_dir / f"house-{name}.log",
+            self.launched[name].log,
         )

@@ -110,6 +110,9 @@ class MatchStarter(LadderService):
         #: Why a house bot's connection went, by its name (`HouseBots.explain`, wired by
         #: `run_ladder`); None: house bots that leave are ``disconnected`` like any other.
         self.explain_house: Callable[[str], Awaitable[dict[str, Any] | None]] | None = None
+        #: Whether the ladder started bot NAME's process itself as a match starts (a submitted bot's
+        #: live version, `submitted_bots`), which `explain_house` then explains as a house bot's.
+        self.started_here: Callable[[str], bool] | None = None
         #: Matches under way here, by their match in the lobby, and their seats.
         self.live = LiveMatches()
         #: Matches under way on the cluster: ladder id -> bots by seat.
@@ -255,11 +258,13 @@ class MatchStarter(LadderService):
         which the ladder started, `explain_house` (``exited``, ``limit``); for an outside bot,
         nothing (it stays ``disconnected``). None when no seat is a house bot's."""
         explain = self.explain_house
-        if explain is None or not any(b.kind == "house" for b in bots):
+        here = self.started_here
+        ours = [b.kind == "house" or (here is not None and here(b.name)) for b in bots]
+        if explain is None or not any(ours):
             return None
 
         async def explain_gone(seat: int) -> dict[str, Any] | None:
-            if not 0 <= seat < len(bots) or bots[seat].kind != "house":
+            if not 0 <= seat < len(bots) or not ours[seat]:
                 return None
             return await explain(bots[seat].name)
 

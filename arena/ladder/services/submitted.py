@@ -62,15 +62,19 @@ async def check_version(
     version: str,
     check: VersionCheck,
     on_state: Callable[[str, str | None, str], Awaitable[None]] | None = None,
+    *,
+    name: str | None = None,
 ) -> Verdict:
     """Build the version unpacked in ``folder`` in place, then validate it: its `Verdict`. Each stage
-    that ends calls ``on_state(state, reason, log)`` (`VersionTable.mark`'s, for a version building)."""
+    that ends calls ``on_state(state, reason, log)`` (`VersionTable.mark`'s, for a version building).
+    ``name``: the bot's on the ladder, which names its private log (not its bot.toml's, which its
+    owner chose: another bot's name would put the log in that bot's folder)."""
 
     async def tell(state: str, reason: str | None, log: str) -> None:
         if on_state is not None:
             await on_state(state, reason, log)
 
-    built = await build(folder, check.build_limits, version=version, hidden=check.hidden)
+    built = await build(folder, check.build_limits, version=version, hidden=check.hidden, name=name)
     if not built.ok or built.program is None:
         await tell(FAILED, built.reason, built.log)
         return Verdict(FAILED, built.reason, built)

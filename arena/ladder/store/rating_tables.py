@@ -58,7 +58,9 @@ def current_standings(
     now = now or datetime.now(UTC)
     since = season_start(db, game) or ""
     rows = db.query(
-        "SELECT b.name, b.kind, b.revoked, r.mu, r.sigma, r.matches, r.wins, r.draws, r.losses,"
+        # An outside bot with a live submitted version is shown as "submitted" (the ladder runs it).
+        "SELECT b.name, CASE WHEN b.kind = 'outside' AND b.live_version IS NOT NULL THEN 'submitted'"
+        " ELSE b.kind END, b.revoked, r.mu, r.sigma, r.matches, r.wins, r.draws, r.losses,"
         " t.late, t.invalid, t.bank, t.last_rated, r.carried"
         " FROM bots b LEFT JOIN ratings r ON r.bot_id = b.id"
         " LEFT JOIN (SELECT s.bot_id, SUM(CASE WHEN m.ended >= ? THEN s.late END) AS late,"

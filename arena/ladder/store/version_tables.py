@@ -238,14 +238,24 @@ class VersionTable:
         log.info("ladder: %s is %s%s", version.label, state, f" ({reason})" if reason else "")
         return self.version_by_id(version_id)
 
-    def requeue_unfinished(self) -> int:
-        """Versions left ``building`` or ``validating`` by a server that stopped go back to ``received``
-        (a server calls this as it starts); how many."""
+    def requeue_unfinished(self, games: Sequence[str] | None = None) -> int:
+        """Versions (of bots of ``games``, or any) left ``building`` or ``validating`` by a server that
+        stopped go back to ``received`` (a server calls this as it starts, for its own game: another
+        game's server on the database may be building one); how many."""
+        games_sql = (
+            ""
+            if games is None
+            else f" AND bot_id IN (SELECT id FROM bots WHERE game IN ({', '.join('?' * len(games))}))"
+        )
         with self.database.writing("put unfinished builds back in the queue") as db:
             return db.execute(
                 "UPDATE versions SET state = 'received', changed = ?, reason = ?"
-                " WHERE state IN ('building', 'validating')",
-                (now(), "the ladder stopped during its build or validation; it will be built again"),
+                f" WHERE state IN ('building', 'validating'){games_sql}",
+                (
+                    now(),
+                    "the ladder stopped during its build or validation; it will be built again",
+                    *(games or ()),
+                ),
             )
 
     # -- the owner's side -----------------------------------------------------------------------------

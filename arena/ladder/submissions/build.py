@@ -79,12 +79,14 @@ async def build(
     *,
     version: str | None = None,
     hidden: tuple[Path, ...] = (),
+    name: str | None = None,
 ) -> BuildResult:
     """Build the bot in ``folder`` in place, confined and offline; ``hidden`` folders (the ladder's own)
-    are out of its sight. Never raises for what the folder holds: a bad one is a failed build."""
+    are out of its sight; ``name``, the ladder's name for it, over its bot.toml's. Never raises for
+    what the folder holds: a bad one is a failed build."""
     limits = limits or BuildLimits()
     try:
-        program = BotProgram.from_folder(folder, version=version)
+        program = BotProgram.from_folder(folder, name=name, version=version)
     except ProgramError as exc:
         return BuildResult(False, "", 0.0, str(exc))
     if program.build is not None:

@@ -162,6 +162,7 @@ class AccountSite:
                 b.name: self.store.versions.uploads_left(b.name, settings.uploads_per_day) for b in bots
             },
             "uploads_per_day": settings.uploads_per_day,
+            "private_logs": {b.name: self.submissions.private_logs(b.name) for b in bots},
             "upload_limits": settings.limits,
         }
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -181,7 +182,7 @@ class LadderSite:
             name,
             bot.game,
             owner=owner,
-            bot=bot,
+            bot=bot if standing is None else replace(bot, kind=standing.kind),  # "submitted" too
             owner_name=self._owner_of(name) if self.accounts else None,
             summary=summary,
             chart=Markup(rating_chart(points, [name])),  # SVG the code drew; it escapes the names
@@ -224,7 +225,7 @@ class LadderSite:
         return {
             "name": bot.name,
             "game": bot.game,
-            "kind": bot.kind,
+            "kind": bot.kind if standing is None else standing.kind,  # "submitted" too
             "active": bot.active,
             "standing": None if standing is None else standing.to_json(),
             "rating_history": [

@@ -11,10 +11,13 @@ token in ``X-CSRF-Token``):
   media type, 429 the owner's daily quota;
 - ``GET /api/bots/NAME/submissions``: the bot's versions, newest first, with their logs;
 - ``POST /api/bots/NAME/submissions/N/live``: make version N live (validated, or retired: a roll back);
-- ``POST /api/submissions``: the upload, for the token's own bot (what ``ladder submit`` sends).
+- ``POST /api/submissions``: the upload, for the token's own bot (what ``ladder submit`` sends);
+- ``GET /api/bots/NAME/logs/ID``: the bot's own output in match ID (its private log, as the ladder
+  kept it: `validate.private_log`), as text; its owner's alone (and the host's, on disk).
 
 The owner's bot page (``/account/bots/NAME``) has the same as forms: the upload (multipart, with the
-CSRF token as every form) and "make live" beside each validated or retired version.
+CSRF token as every form), "make live" beside each validated or retired version, and the private
+logs of its latest matches.
 
 An upload is unpacked once into a scratch folder beside the archives (in the ladder's folder) to
 check it, then kept in the archive store (`submissions.archives`) and recorded ``received``; the
@@ -33,15 +36,16 @@ from typing import Any
 import trio
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from cellarena.arena.ladder.errors import LadderStoreError, UnknownBotError
 from cellarena.arena.ladder.records import BotRecord
-from cellarena.arena.ladder.store.ladder_store import LadderStore
+from cellarena.arena.ladder.store.ladder_store import MAX_ID, LadderStore
 from cellarena.arena.ladder.store.version_tables import RevokedBotError, UnknownVersionError, UploadQuotaError
 from cellarena.arena.ladder.submissions.archives import ArchiveStore, ArchiveStoreError
 from cellarena.arena.ladder.submissions.unpack import UnpackError, UnpackLimits, unpack
+from cellarena.arena.ladder.submissions.validate import private_log
 from cellarena.arena.ladder.submissions.versions import Version, VersionMoveError
 from cellarena.arena.ladder.web.community_pages import CommunityApi, OwnerSessions
 from cellarena.arena.ladder.web.upload_body import Upload, read_upload
@@ -51,6 +55,8 @@ log = logging.getLogger("cellarena.ladder")
 
 #: The highest version number a path takes.
 MAX_VERSION = 1_000_000
+#: Private logs listed on a bot's page, newest first.
+PAGE_LOGS = 10
 
 
 @dataclass
@@ -122,6 +128,28 @@ class Submissions:
             "versions": [v.to_json(logs=True) for v in self.store.versions_of(bot.name)],
         }
 
+    @property
+    def folder(self) -> Path:
+        """The ladder's folder (the archives' parent), where `ladder serve` keeps private logs."""
+        return self.settings.archives.parent
+
+    def private_logs(self, bot: str, limit: int = PAGE_LOGS) -> list[tuple[int, str]]:
+        """The bot's latest matches with a private log, newest first: (match id, the log's text)."""
+        found = []
+        for path in private_log(self.folder, bot, "match-0").parent.glob("match-*.log"):
+            number = path.stem.removeprefix("match-")
+            if number.isdigit():
+                found.append((int(number), path))
+        found.sort(reverse=True)
+        return [(number, _read_log(path)) for number, path in found[:limit]]
+
+    def private_log_text(self, bot: BotRecord, match: int) -> str:
+        """404 when the bot has no private log of ``match`` (it did not play it, or was not started)."""
+        path = private_log(self.folder, bot.name, f"match-{match}")
+        if not path.is_file():
+            raise HTTPException(404, f"{bot.name} has no private log of match {match}")
+        return _read_log(path)
+
     # -- the API --------------------------------------------------------------------------------------
     async def _acting(self, request: Request) -> tuple[BotRecord, str]:
         try:
@@ -144,6 +172,12 @@ class Submissions:
         number = path_number(request, "number", "version", maximum=MAX_VERSION)
         version = await trio.to_thread.run_sync(self.make_live, bot, number, actor)
         return JSONResponse(version.to_json())
+
+    async def log_api(self, request: Request) -> Response:
+        bot, _ = await self._acting(request)  # its token or its owner's session: nobody else's
+        match = path_number(request, "match", "match", maximum=MAX_ID)
+        text = await trio.to_thread.run_sync(self.private_log_text, bot, match)
+        return PlainTextResponse(text)
 
     def routes(self) -> list[BaseRoute]:
         """Before the ladder's public routes (``/bots/{name:path}`` would take them)."""
@@ -168,6 +202,15 @@ class Submissions:
             ),
             Route("/api/bots/{name:path}/submissions", store_faults(self.upload_api), methods=["POST"]),
             Route("/api/bots/{name:path}/submissions", store_faults(self.versions_api), methods=["GET"]),
+            Route("/api/bots/{name:path}/logs/{match}", store_faults(self.log_api), methods=["GET"]),
             # The token's own bot (`ladder submit`: a token knows its bot).
             Route("/api/submissions", store_faults(self.upload_api), methods=["POST"]),
         ]
+
+
+def _read_log(path: Path) -> str:
+    """A private log's text (capped where it was written; a bot's bytes need not be UTF-8)."""
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"[cellarena: the log cannot be read: {exc.strerror}]"
