@@ -167,6 +167,10 @@ def test_the_commands_close_list_and_show_a_season(ladder_db: str, tmp_path: Pat
     assert code == 0, out
     body = json.loads(out)
     assert body["season"]["name"] == "One" and [s["bot"] for s in body["standings"]][:2] == ["alice", "bob"]
+    # The table keeps every cell whole however narrow the terminal (CliRunner's is 80 columns).
+    code, out = run("standings", GAME, "--season", "1")
+    assert code == 0 and "…" not in out and "Season" not in out and "One" in out
+    assert all(f" {name} " in out for name in ("alice", "bob", "carol", "dave")), out
     code, out = run("standings", GAME, "--season", "2")
     assert code == 1 and "no closed season 2" in out
     code, out = run("season", "close", GAME, "--next", "keep")

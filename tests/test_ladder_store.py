@@ -472,8 +472,8 @@ def test_a_bot_without_enough_rated_matches_is_provisional_and_listed_after_the_
         low, high = row.to_json()["interval"]
         assert low == pytest.approx(row.mu - 2 * row.sigma) and high == pytest.approx(row.mu + 2 * row.sigma)
         # ... and the table (command and page) shows it beside sigma.
-        shown = dict(zip(STANDINGS_COLUMNS, row.cells(), strict=True))["95% interval"]
-        assert shown == f"[{low:.1f}, {high:.1f}]"
+        shown = dict(zip(STANDINGS_COLUMNS, row.cells(), strict=True))["interval"]
+        assert shown == f"{low:.1f}..{high:.1f}"
     widths = {s.bot: s.to_json()["interval"][1] - s.to_json()["interval"][0] for s in table}
     assert widths["newbie"] > widths["bob"]
 

@@ -250,9 +250,9 @@ class Season:
 
 
 #: The columns of a ladder's standings table (`Standing.cells`).
+#: ``rating`` is the system's shown value (mu); ``interval`` about 95% of its belief, mu +- 2 sigma.
 STANDINGS_COLUMNS = (
-    "rank", "bot", "rating", "mu", "sigma", "95% interval", "matches", "W", "D", "L", "late", "invalid",
-    "bank ms",
+    "rank", "bot", "rating", "sigma", "interval", "matches", "W", "D", "L", "late", "invalid", "bank ms"
 )  # fmt: skip
 
 
@@ -294,9 +294,8 @@ class Standing:
             str(self.rank),
             self.bot,
             f"{self.rating:.2f}?" if self.provisional else f"{self.rating:.2f}",
-            f"{self.mu:.2f}",
             f"{self.sigma:.2f}",
-            "[{:.1f}, {:.1f}]".format(*self.interval),
+            "{:.1f}..{:.1f}".format(*self.interval),
             str(self.matches),
             str(self.wins),
             str(self.draws),

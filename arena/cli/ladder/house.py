@@ -112,14 +112,21 @@ def standings(where: Where, game: str, number: int | None, as_json: bool) -> Non
             body["season"] = closed.to_json()
         click.echo(json.dumps(body))
         return
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     from cellarena.arena.ladder.records import STANDINGS_COLUMNS
 
-    out = Table(title=title)
+    # No rules between columns, as the tournament's table. Every cell whole: a terminal narrower than
+    # the table wraps its lines rather than have rich cut names and numbers to "25.…".
+    out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for col in STANDINGS_COLUMNS:
-        out.add_column(col, justify="left" if col == "bot" else "right")
+        out.add_column(col, justify="left" if col == "bot" else "right", no_wrap=True)
     for s in table:
         out.add_row(*s.cells())
-    Console(highlight=False).print(out)
+    console = Console(highlight=False)
+    needed = console.measure(out, options=console.options.update(max_width=1000)).maximum
+    if needed > console.width:
+        console = Console(highlight=False, width=needed)
+    console.print(out)
