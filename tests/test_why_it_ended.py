@@ -63,7 +63,10 @@ def _tournament(tmp_path: Path, *bots: str, extra: tuple[str, ...] = ()) -> dict
 
 def test_a_bot_that_raises_is_invalid_in_the_same_words_in_a_match_and_a_tournament(tmp_path: Path) -> None:
     raiser, walker = f"raiser={_raiser(tmp_path)}", f"walker={example_bot('rezzo', 'random_walker')}"
-    code, match, _ = _match(tmp_path / "m", raiser, walker, extra=("--fast",))
+    # A budget no busy machine misses: every answer is on time, so every one of the raiser's is invalid
+    # (with the default budget, a traceback written on a loaded machine once made a late one).
+    roomy = ("--budget-ms", "5000")
+    code, match, _ = _match(tmp_path / "m", raiser, walker, extra=("--fast", *roomy))
     assert code == 0  # it played every tick: no forfeit, but every answer was invalid
     assert match["invalid"]["raiser"] == match["ticks"] and match["invalid"]["walker"] == 0
     assert match["causes"]["raiser"]["cause"] in ("tick_cap", "flag_at_base", "last_player_standing")
@@ -71,7 +74,7 @@ def test_a_bot_that_raises_is_invalid_in_the_same_words_in_a_match_and_a_tournam
     assert log.count("Traceback (most recent call last)") == 1, log  # once, then a count
     assert f"{match['ticks']} invalid answers of its own" in log
 
-    cup = _tournament(tmp_path / "t", raiser, walker)
+    cup = _tournament(tmp_path / "t", raiser, walker, extra=roomy)
     seats = [s for m in cup["matches"] for s in m["seats"] if s["bot"] == "raiser"]
     assert seats and all(s["invalid"] > 0 and not s["forfeit"] for s in seats)
     standing = next(s for s in cup["standings"] if s["bot"] == "raiser")
