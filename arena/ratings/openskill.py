@@ -1,5 +1,5 @@
-"""openskill's Plackett-Luce, as tournaments and the ladder used it, shown mu - 3 sigma; idle widening
-optional (the ladder's, `ladder.IDLE_PER_DAY`; none by default, as openskill itself)."""
+"""openskill's Plackett-Luce, as tournaments and the ladder used it (the ladder until schema version 11),
+shown mu - 3 sigma; idle widening optional (sigma**2 per idle day; none by default, as openskill itself)."""
 
 from __future__ import annotations
 
