@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -22,6 +23,22 @@ from cellarena.server.replay import read_replay, verify
 
 BOTS = ROOT / "example_bots" / "rezzo"
 PY = sys.executable
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _plain_modules_restored() -> Iterator[None]:
+    """`cellarena train` loads a bot folder's ``policy.py`` and ``bot.py`` as the plain modules
+    ``policy`` and ``bot`` and puts the folder on sys.path, as running the bot would; in this test
+    process they must not outlive this module (tests/test_training_doc.py imports its own). Module-
+    scoped, so it is set up before the module's shared training and torn down after it."""
+    path, known = list(sys.path), {n: sys.modules.get(n) for n in ("policy", "bot")}
+    yield
+    sys.path[:] = path
+    for name, module in known.items():
+        if module is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = module
 
 
 def invoke(*args: str) -> Any:
