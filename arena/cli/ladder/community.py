@@ -9,17 +9,14 @@ token in a file): the token goes in an Authorization header, never on a command 
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import json
-import urllib.error
-import urllib.request
 from typing import Any
 from urllib.parse import quote
 
 import click
 
-from cellarena.arena.cli.ladder.remote import check_url, fail, token_from
+from cellarena.arena.cli.ladder.remote import check_url, fail, post_as_bot, token_from
 from cellarena.arena.cli.ladder.where import Where, known_bot
 
 
@@ -40,22 +37,8 @@ def _remote(url: str, path: str, token_file: str, body: dict[str, Any], as_json:
     ladder's refusal (its message) or an unreachable ladder is one line and exit status 1."""
     token = token_from(token_file)
     check_url(url, param_hint="--url", secret="the token")
-    request = urllib.request.Request(
-        f"{url.rstrip('/')}{path}",
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return dict(json.loads(answer.read()))
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode("utf-8", "replace").strip()
-        with contextlib.suppress(ValueError, AttributeError):
-            detail = str(json.loads(detail).get("error", detail))
-        fail(as_json, f"the ladder refused (HTTP {exc.code}): {detail[:400]}")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        fail(as_json, f"cannot reach the ladder at {url} ({getattr(exc, 'reason', exc)})")
+    data = json.dumps(body).encode()
+    return post_as_bot(url, path, token, data, "application/json", as_json, timeout=30, detail_chars=400)
 
 
 _url_option = click.option(

@@ -1,11 +1,13 @@
 """A remote ladder's pages as the commands reach them: an address that keeps secrets off the network
-in clear, a token read from its file, and a failure said in one line (or one JSON object)."""
+in clear, a token read from its file, a POST with it, and a failure said in one line (or one JSON
+object)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import click
@@ -40,3 +42,38 @@ def token_from(token_file: str) -> str | None:
         return read_token(None, token_file)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--token-file") from None
+
+
+def post_as_bot(
+    url: str,
+    path: str,
+    token: str | None,
+    data: bytes,
+    content_type: str,
+    as_json: bool,
+    *,
+    timeout: float,
+    detail_chars: int,
+) -> dict[str, Any]:
+    """POST ``data`` to ``path`` of the ladder's pages at ``url`` with the bot's token; the answer's
+    JSON. The ladder's refusal (its message, at most ``detail_chars``) or an unreachable ladder is one
+    line and exit status 1 (`fail`)."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{url.rstrip('/')}{path}",
+        data=data,
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": content_type},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return dict(json.loads(answer.read()))
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode("utf-8", "replace").strip()
+        with contextlib.suppress(ValueError, AttributeError):
+            detail = str(json.loads(detail).get("error", detail))
+        fail(as_json, f"the ladder refused (HTTP {exc.code}): {detail[:detail_chars]}")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        fail(as_json, f"cannot reach the ladder at {url} ({getattr(exc, 'reason', exc)})")

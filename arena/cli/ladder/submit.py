@@ -8,7 +8,6 @@ times), so uploading an unchanged folder again stores nothing new (archives are 
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import io
 import json
@@ -19,7 +18,7 @@ from typing import Any
 
 import click
 
-from cellarena.arena.cli.ladder.remote import check_url, fail, token_from
+from cellarena.arena.cli.ladder.remote import check_url, post_as_bot, token_from
 
 #: Folders never packed: build output, caches, version control, virtual environments, match output.
 SKIPPED_FOLDERS = frozenset(
@@ -123,22 +122,6 @@ def submit(folder: Path, url: str, token_file: str, as_json: bool) -> None:
 
 
 def _upload(url: str, token: str, data: bytes, as_json: bool) -> dict[str, Any]:
-    import urllib.error
-    import urllib.request
-
-    request = urllib.request.Request(
-        f"{url.rstrip('/')}/api/submissions",
-        data=data,
-        method="POST",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/gzip"},
+    return post_as_bot(
+        url, "/api/submissions", token, data, "application/gzip", as_json, timeout=120, detail_chars=600
     )
-    try:
-        with urllib.request.urlopen(request, timeout=120) as answer:
-            return dict(json.loads(answer.read()))
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode("utf-8", "replace").strip()
-        with contextlib.suppress(ValueError, AttributeError):
-            detail = str(json.loads(detail).get("error", detail))
-        fail(as_json, f"the ladder refused (HTTP {exc.code}): {detail[:600]}")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        fail(as_json, f"cannot reach the ladder at {url} ({getattr(exc, 'reason', exc)})")
