@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 from asgi_calls import call
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from web_apps import REPLAY, Ladder, ladder
 
-from cellarena.server.web.json_body import JsonBodyError, nesting, parse_json
+from cellarena.server.web.json_body import DRAIN_BYTES, JsonBodyError, nesting, parse_json, read_body
 from cellarena.server.web.numbers import MAX_DIGITS, parse_number
 
 HUGE = "9" * 5000  # past Python's 4300-digit limit for int()
@@ -164,3 +166,30 @@ def test_the_player_shows_the_name_it_is_given_not_a_path() -> None:
 async def test_an_address_with_raw_bytes_past_ascii_is_a_400_not_a_crash(site: Ladder) -> None:
     answer = await call(site.app, "GET", "/api/matches", query=b"before=\x80")
     assert answer.raised is None and answer.status == 400 and b"not ASCII" in answer.body
+
+
+def _chunked(chunks: list[bytes], taken: list[int]) -> Request:
+    """A request whose body arrives in ``chunks``; ``taken`` counts the chunks the app read."""
+
+    async def receive() -> dict[str, object]:
+        index = len(taken)
+        taken.append(index)
+        return {"type": "http.request", "body": chunks[index], "more_body": index + 1 < len(chunks)}
+
+    return Request({"type": "http", "method": "POST", "headers": []}, receive)
+
+
+async def test_a_refused_body_is_read_to_its_end_so_its_sender_reads_the_413() -> None:
+    # Answering while a client still sends made it see a reset, not the 413 (over TLS, under load).
+    chunks = [b"x" * 4096] * 25  # 100 KB against a 16 KB limit
+    taken: list[int] = []
+    with pytest.raises(HTTPException) as refused:
+        await read_body(_chunked(chunks, taken), 16 * 1024)
+    assert refused.value.status_code == 413 and "over 16 KB" in refused.value.detail
+    assert len(taken) == len(chunks)
+    # One far larger is not read to its end: at most DRAIN_BYTES past the limit.
+    endless = [b"x" * 65536] * (4 * DRAIN_BYTES // 65536)
+    taken = []
+    with pytest.raises(HTTPException):
+        await read_body(_chunked(endless, taken), 16 * 1024)
+    assert len(taken) * 65536 <= 16 * 1024 + DRAIN_BYTES + 65536 < len(endless) * 65536

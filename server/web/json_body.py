@@ -1,6 +1,8 @@
 """Request bodies, and the one JSON reader with limits that every endpoint taking JSON uses.
 
-A body over its route's size limit is refused (413) before it is parsed, while it is still arriving.
+A body over its route's size limit is refused (413) before it is parsed. Up to `DRAIN_BYTES` more of it
+are read and dropped first, within `DRAIN_SECONDS`: a client still sending when the server answers and
+closes gets a connection reset instead of the 413 (seen over TLS), as nginx's lingering close avoids.
 JSON then must be UTF-8, nest at most `MAX_DEPTH` deep (Python's parser recurses: a body of ten
 thousand ``[`` would raise RecursionError, a 500) and hold no number of more than 4300 digits (which
 ``json.loads`` refuses with an exception). Each refusal is a 400 that says what was wrong; the app turns
@@ -11,8 +13,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
+import trio
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
@@ -20,6 +24,10 @@ from starlette.requests import Request
 MAX_JSON_BYTES = 16 * 1024
 #: The deepest nesting of arrays and objects taken; every body the API documents nests one or two.
 MAX_DEPTH = 32
+#: How much of a refused body, past its limit, is still read and dropped so that its sender reads
+#: the 413; and for how long at most.
+DRAIN_BYTES = 1024 * 1024
+DRAIN_SECONDS = 5.0
 
 #: A JSON string, escapes included: its brackets are text, not nesting.
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -37,15 +45,28 @@ def size_text(limit: int) -> str:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The request's body; 413 as soon as more than ``limit`` bytes have come (the rest is not read)."""
+    """The request's body; 413 as soon as more than ``limit`` bytes have come (the rest is read and
+    dropped up to `DRAIN_BYTES`, never kept)."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    stream = request.stream()
+    async for chunk in stream:
         size += len(chunk)
         if size > limit:
+            await _drain(stream, size, limit)
             raise HTTPException(413, f"the request's body is over {size_text(limit)}; send less")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _drain(stream: AsyncIterator[bytes], size: int, limit: int) -> None:
+    """Read and drop the rest of a refused body, up to `DRAIN_BYTES` past ``limit`` and `DRAIN_SECONDS`: a
+    larger or slower one is cut off (its sender may then see a reset, not the 413)."""
+    with trio.move_on_after(DRAIN_SECONDS):
+        async for chunk in stream:
+            size += len(chunk)
+            if size > limit + DRAIN_BYTES:
+                return
 
 
 def nesting(data: bytes) -> int:

@@ -1,7 +1,7 @@
 """An uploaded archive as a request carries it: the raw body (``application/gzip``, ``application/zip``:
 the API and ``ladder submit``) or the owner page's form (``multipart/form-data``, parsed by the
 standard library's MIME parser). Either way the body is read by the one size-capped reader
-(`server.web.json_body.read_body`): 413 once it passes the limit, the rest unread."""
+(`server.web.json_body.read_body`): 413 once it passes the limit, the rest read and dropped up to a bound."""
 
 from __future__ import annotations
 
