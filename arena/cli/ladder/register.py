@@ -97,9 +97,8 @@ def _say_how_to_connect(url: str, made: dict[str, Any], bot: str, target: str) -
     as the pages show it), and where the other kits' are; a ladder too old to say prints the flags."""
     address = Address.from_json(made.get("connect"))
     if address is None:
-        click.echo(
-            f"connect with --ladder --token-file {target} (the ladder's pages say where: {url}/connect)"
-        )
+        where = f"{url.rstrip('/')}/connect"
+        click.echo(f"connect with --ladder --token-file {target} (the ladder's pages say where: {where})")
         return
     tls = ", TLS" if address.tls else ""
     click.echo(
