@@ -25,6 +25,7 @@ from cellarena.arena.ladder.connect_commands import (
     kit_command,
 )
 from cellarena.arena.ladder.ops.endpoint import endpoint_of, system_trusts
+from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ladder.web.app import ladder_app
 from cellarena.server.net.tls import server_context
@@ -124,6 +125,20 @@ def test_an_endpoint_is_a_settings_row_and_a_damaged_row_is_none() -> None:
     assert Endpoint("rezzo", "bots.example", 1).address("site.example").host == "bots.example"
     for name, value in (("pause_after", "5"), ("endpoint:rezzo", "{"), ("endpoint:rezzo", '{"port": 99999}')):
         assert Endpoint.from_setting(name, value) is None
+
+
+def test_the_store_keeps_each_games_endpoint_beside_the_policy(ladder_db: str) -> None:
+    """On SQLite and PostgreSQL: one row per game, the latest serve's, the community policy untouched."""
+    with LadderStore(ladder_db) as store:
+        assert store.endpoints() == {}
+        store.set_endpoint(Endpoint("rezzo", None, 7000))
+        store.set_endpoint(Endpoint("rezzo", "bots.example", 7001, tls=True, ca_pem="PEM"))
+        store.set_endpoint(Endpoint("cata", "127.0.0.1", 7002))
+        assert store.endpoints() == {
+            "rezzo": Endpoint("rezzo", "bots.example", 7001, tls=True, ca_pem="PEM"),
+            "cata": Endpoint("cata", "127.0.0.1", 7002),
+        }
+        assert store.policy() == CommunityPolicy()
 
 
 def test_only_certificates_are_kept_from_a_file_that_holds_its_key_too(tmp_path: Path) -> None:
