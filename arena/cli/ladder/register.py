@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
 import click
 
 from cellarena.arena.cli.ladder.remote import check_url, fail
+from cellarena.arena.ladder.connect_commands import Address, connect_commands, kit_command
 
 
 @click.command("register")
@@ -73,14 +75,42 @@ def register(
         made = _post(url, "/api/owner/bots", asked, as_json)
         _write_token(target, made["token"], as_json)
         out["bot"] = {"name": made["name"], "game": made["game"], "token_file": str(target)}
+        address = Address.from_json(made.get("connect"))
+        if address is not None:
+            commands = connect_commands(address, bot, str(target))
+            out["bot"]["connect"] = {
+                **address.to_json(),
+                "ca": made["connect"].get("ca"),
+                "commands": {c.kit: c.command for c in commands},
+            }
     if as_json:
         click.echo(json.dumps(out))
         return
     click.echo(f"signed up as {name}")
     if bot is not None:
+        click.echo(f"made bot {bot}; its token is in {target} (0600)")
+        _say_how_to_connect(url, made, bot, str(target))
+
+
+def _say_how_to_connect(url: str, made: dict[str, Any], bot: str, target: str) -> None:
+    """The Python SDK's command that plays ``bot`` where the ladder says its game is (`connect_commands`,
+    as the pages show it), and where the other kits' are; a ladder too old to say prints the flags."""
+    address = Address.from_json(made.get("connect"))
+    if address is None:
+        where = f"{url.rstrip('/')}/connect"
+        click.echo(f"connect with --ladder --token-file {target} (the ladder's pages say where: {where})")
+        return
+    tls = ", TLS" if address.tls else ""
+    click.echo(
+        f"{address.game} plays at {address.host}:{address.port}{tls}; connect it from its folder with:"
+    )
+    ca = made["connect"].get("ca")
+    if address.own_ca and isinstance(ca, str):
         click.echo(
-            f"made bot {bot}; its token is in {target} (0600): connect with --ladder --token-file {target}"
+            f"  curl -fsSo {address.ca_file} {shlex.quote(ca)}   # the ladder's own certificate, to trust"
         )
+    click.echo(f"  {kit_command('python', address, bot, target).command}")
+    click.echo(f"every kit's command (TypeScript, Java, C++, Rust): {url.rstrip('/')}/connect")
 
 
 def _secret(path: str, option: str) -> str:

@@ -44,6 +44,8 @@ class LadderServeArgs(PacingArgs):
     maps: str | None
     host: str
     port: int
+    public_host: str | None
+    public_port: int | None
     grace: float
     house_after: float
     insecure: bool
@@ -186,6 +188,9 @@ def ladder_config(
             challenges_per_day=args.challenges_per_day,
             challenges_rated=args.challenges_rated,
         ),
+        public_host=args.public_host,
+        public_port=args.public_port,
+        tls_cert=args.tls_cert,
     )
 
 

@@ -3,6 +3,8 @@ played, the health port, and a community ladder's policy."""
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from typing import Any
 
 import click
@@ -35,6 +37,7 @@ def serve_options(game_plugin: Any, cli: Any) -> list[Any]:
         first_budget_option(),
         time_bank_option(),
         *listen_options(),
+        *public_address_options(),
         click.option(
             "--grace",
             default=5.0,
@@ -109,6 +112,50 @@ def serve_options(game_plugin: Any, cli: Any) -> list[Any]:
         *community_options(),
         click.option("-v", "--verbose", is_flag=True, help="Log connections, the queue and matches."),
     ]
+
+
+def public_address_options() -> list[Any]:
+    """Where bots from outside reach the bot port, as the pages' connect page shows it."""
+    return [
+        click.option(
+            "--public-host",
+            metavar="NAME",
+            default=None,
+            callback=_public_host,
+            help="The name or address bots from outside connect to (what a proxy or NAT exposes; the name "
+            "on the TLS certificate), shown on the pages' connect page. [default: --host, or the pages' "
+            "own name when --host is 0.0.0.0 or ::]",
+        ),
+        click.option(
+            "--public-port",
+            type=click.IntRange(1, 65535),
+            default=None,
+            help="The port bots from outside connect to, when a proxy or NAT forwards another to --port. "
+            "[default: --port]",
+        ),
+    ]
+
+
+#: One label of a host name (RFC 1123).
+_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def _public_host(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A host name or IP address as bots' ``--host`` takes it; a clear error for anything else."""
+    if value is None:
+        return None
+    name = value.strip().strip("[]").rstrip(".")
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        address = None
+    named = len(name) <= 253 and all(_LABEL.fullmatch(label) for label in name.split("."))
+    if (address is None and not named) or (address is not None and address.is_unspecified):
+        raise click.BadParameter(
+            f"{value[:80]!r} is no address a bot can connect to: give the host name or IP address bots "
+            "from outside use (e.g. ladder.example.org), without a scheme or port (--public-port)"
+        )
+    return name
 
 
 def community_options() -> list[Any]:

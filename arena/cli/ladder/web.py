@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
@@ -110,6 +111,15 @@ from cellarena.server.cli.web_options import allowed_host_option
     "X-Forwarded-For, -Proto and -Host are believed, so per-address limits count clients.",
 )
 @allowed_host_option
+@click.option(
+    "--public-url",
+    metavar="URL",
+    default=None,
+    callback=lambda _ctx, _param, value: None if value is None else public_url(value),
+    help="The pages' address as visitors reach it (https://ladder.example.org, what a proxy in front "
+    "exposes): the connect page names it, and bots of a `ladder serve` on 0.0.0.0 without --public-host "
+    "connect to its host, which is allowed as an --allowed-host is.",
+)
 @click.pass_obj
 def web(
     where: Where,
@@ -131,6 +141,7 @@ def web(
     tls_key: str | None,
     trusted_proxy: tuple[str, ...],
     allowed_host: tuple[str, ...],
+    public_url: str | None,
 ) -> None:
     """Serve GAME's standings, bot pages, matches and replays (and the live match) over HTTP(S); with
     --signup, the owners' pages too: sign-up, login, their bots and tokens. Several games (one `ladder
@@ -162,7 +173,8 @@ def web(
     tls = (tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
     trusted = trusted_proxies(trusted_proxy)
     try:
-        allowed, warning = AllowedHosts.for_server(host, allowed_host)
+        named = (urlsplit(public_url).hostname or "",) if public_url else ()
+        allowed, warning = AllowedHosts.for_server(host, (*allowed_host, *named))
     except HostsError as exc:
         raise click.UsageError(str(exc)) from None
     if warning is not None:
@@ -192,12 +204,35 @@ def web(
         accounts=account_settings,
         trusted=trusted,
         submissions=SubmissionSettings(where.folder / "archives"),  # docs/ladder.md, "Submitting a bot"
+        public_url=public_url,
     )
     try:
         serve_pages(app, sock, games, tls, feed, live=(live_host, live_port), live_tls=live_context)
     finally:
         sock.close()
         store.close()
+
+
+def public_url(value: str) -> str:
+    """``--public-url``: an http(s) address with a host, no query, fragment or user; without its
+    closing slash. A clear error names what is wrong."""
+    parts = urlsplit(value.strip())
+    try:
+        parts.port  # noqa: B018 - a port out of range raises here
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise click.BadParameter(
+            f"{value[:100]!r} is not the pages' address: give it as https://NAME (and :PORT or /PATH if the "
+            "proxy adds them)",
+            param_hint="--public-url",
+        )
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise click.BadParameter(
+            f"{value[:100]!r}: the pages' address takes no query, fragment or user name",
+            param_hint="--public-url",
+        )
+    return parts.geturl().rstrip("/")
 
 
 def _log_actions(verbose: bool) -> None:

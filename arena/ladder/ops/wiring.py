@@ -29,8 +29,10 @@ from typing import Any
 
 import trio
 
+from cellarena.arena.ladder.connect_commands import Endpoint
 from cellarena.arena.ladder.hosting.worker_pool import LocalWorkers
 from cellarena.arena.ladder.matchmaking.matchmaker import Policy
+from cellarena.arena.ladder.ops.endpoint import endpoint_of, record_endpoint
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.rules import LadderRules
 from cellarena.arena.ladder.services.admission import Admission
@@ -101,6 +103,12 @@ class LadderConfig:
     builds: BuildSettings | None = None
     #: Pausing, versions and challenges (written to the database as the server starts).
     policy: CommunityPolicy = field(default_factory=CommunityPolicy)
+    #: What a proxy or NAT shows bots from outside (``--public-host``, ``--public-port``; None: the
+    #: listening address and port), and the certificate chain file bots may be told to trust: recorded
+    #: for the pages' connect page as the server listens (`ops.endpoint`).
+    public_host: str | None = None
+    public_port: int | None = None
+    tls_cert: str | None = None
 
     def config_for(self, map_name: str | None) -> dict[str, Any]:
         if map_name is None or self.map_key is None:
@@ -242,6 +250,7 @@ async def run_ladder(
 
             def listening(port: int) -> None:
                 on_listening(port)
+                nursery.start_soon(record_endpoint, store.set_endpoint, _endpoint(config, port), notify)
                 if config.log_dir is not None:
                     house = HouseBots(
                         store,
@@ -276,6 +285,13 @@ async def run_ladder(
             nursery.cancel_scope.cancel()  # the house bots', the builder's tasks and the workers: stops them
     finally:
         await services.shutdown()  # shielded: voids what was cut short, writes the last results
+
+
+def _endpoint(config: LadderConfig, port: int) -> Endpoint:
+    return endpoint_of(
+        config.game, host=config.host, port=port, public_host=config.public_host,
+        public_port=config.public_port, tls=config.tls, cert_file=config.tls_cert,
+    )  # fmt: skip
 
 
 def _start_submitted(

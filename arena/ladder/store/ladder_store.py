@@ -172,6 +172,8 @@ class LadderStore:
         self.audit_log = self.change_log.audit_log
         self.policy = self.settings.policy
         self.set_policy = self.settings.set_policy
+        self.endpoints = self.settings.endpoints
+        self.set_endpoint = self.settings.set_endpoint
 
     def __repr__(self) -> str:
         return f"LadderStore({self.where!r})"

@@ -11,6 +11,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from cellarena.arena.ladder.store.ladder_store import LadderStore
+from cellarena.arena.ladder.web.connect_page import Connect, connect_routes
 from cellarena.arena.ladder.web.public_pages import LadderSite
 from cellarena.arena.ladder.web.public_routes import public_routes
 from cellarena.server.net.trusted_proxies import TrustedProxies
@@ -33,9 +34,11 @@ def ladder_app(
     accounts: AccountSettings | None = None,
     trusted: TrustedProxies | None = None,
     submissions: SubmissionSettings | None = None,
+    public_url: str | None = None,
 ) -> tuple[Starlette, LiveFeed | None]:
     """The app, and with ``live`` the feed that `live.relay` fills from the ladder's bot port; with
-    ``submissions``, owners upload their bots' archives (`submission_pages`)."""
+    ``submissions``, owners upload their bots' archives (`submission_pages`); the connect page
+    (`connect_page`) names the site by ``public_url`` (``--public-url``), else by each request."""
     trusted = trusted or TrustedProxies()
     site = LadderSite(
         store,
@@ -46,6 +49,7 @@ def ladder_app(
         accounts=accounts is not None,
         trusted_proxies=trusted,  # the owner endpoint's lock-out counts by the client behind them
     )
+    connect = Connect(store, games, public_url)
     routes: list[BaseRoute] = []
     uploads = None
     if submissions is not None:
@@ -57,6 +61,7 @@ def ladder_app(
         from cellarena.arena.ladder.web.owner_routes import owner_routes
 
         account_site = AccountSite(store, games, accounts, live=live, submissions=uploads)
+        account_site.connect = connect  # the token page's command
         site.who = account_site.guard.owner  # the header names who is logged in
         site.owner_sessions = account_site.guard.api_owner  # owners act on the API with their login too
         routes += owner_routes(account_site)
@@ -64,6 +69,7 @@ def ladder_app(
         uploads.community.sessions = site.owner_sessions
         routes += uploads.routes()
     routes += public_routes(site)
+    routes += connect_routes(connect, site)
     feed = None
     if live:
         feed = LiveFeed(games[0])

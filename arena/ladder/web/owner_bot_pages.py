@@ -7,6 +7,7 @@ the body, no cookie).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import trio
 from starlette.exceptions import HTTPException
@@ -19,6 +20,7 @@ from cellarena.arena.ladder.identity.tokens import Token
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.store.ladder_store import MAX_ID
 from cellarena.arena.ladder.web.action_log import said
+from cellarena.arena.ladder.web.connect_page import address_json
 from cellarena.arena.ladder.web.owner_guard import SESSION_COOKIE
 from cellarena.arena.ladder.web.owner_pages import AccountSite
 from cellarena.arena.ladder.web.public_pages import bot_href
@@ -71,7 +73,7 @@ class BotPages:
                 **context,
             )
         said(owner.name, f"made bot {bot.name} ({bot.game})", self.guard.client(request))
-        return self.site.token_page(request, owner, bot.name, token, "made")
+        return await self.site.token_page(request, owner, bot.name, token, "made", bot.game)
 
     async def rotate(self, request: Request) -> Response:
         owner, _, _ = await self.guard.owner_post(request)
@@ -79,7 +81,9 @@ class BotPages:
         token = await self.site.bot_action(lambda: self.site.accounts.rotate_bot(owner, name))
         assert isinstance(token, Token)
         said(owner.name, f"renewed the token of bot {name}", self.guard.client(request))
-        return self.site.token_page(request, owner, name, token, "rotated")
+        bot = await self.site.bot_action(lambda: self.site.accounts.bot_of(owner, name))
+        assert isinstance(bot, BotRecord)
+        return await self.site.token_page(request, owner, name, token, "rotated", bot.game)
 
     async def revoke(self, request: Request) -> Response:
         """Asks first (a page with the button that revokes), then revokes: there is no undoing it."""
@@ -258,7 +262,12 @@ class BotPages:
         except (AccountError, BadNameError) as exc:
             status = 401 if "wrong name or password" in str(exc) else 400
             return JSONResponse({"error": str(exc)}, status_code=status)
-        return JSONResponse({"name": bot.name, "game": bot.game, "token": token.secret}, status_code=201)
+        made: dict[str, Any] = {"name": bot.name, "game": bot.game, "token": token.secret}
+        connect = self.site.connect
+        if connect is not None:  # where it connects, for `ladder register` to print the command
+            address = await trio.to_thread.run_sync(connect.address, bot.game, connect.fallback_host(request))
+            made["connect"] = None if address is None else address_json(connect, request, address)
+        return JSONResponse(made, status_code=201)
 
 
 #: Why an owner's bot is paused when they paused it themselves (the pause reason its hellos are told).

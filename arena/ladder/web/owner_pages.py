@@ -30,11 +30,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from cellarena.arena.ladder.accounts.owners import AccountError, Accounts, Owner
+from cellarena.arena.ladder.connect_commands import token_file
 from cellarena.arena.ladder.identity.tokens import Token
 from cellarena.arena.ladder.records import BotMatch, BotRecord
 from cellarena.arena.ladder.scoring.failures import failure_of
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ladder.web.community_pages import CommunityApi
+from cellarena.arena.ladder.web.connect_page import Connect
 from cellarena.arena.ladder.web.owner_guard import FORM_COOKIE, SESSION_COOKIE, AccountSettings, OwnerGuard
 from cellarena.arena.ladder.web.public_pages import bot_href
 from cellarena.arena.ladder.web.submission_pages import Submissions
@@ -73,6 +75,8 @@ class AccountSite:
         self.settings = settings
         #: The checks of every request: session, CSRF, Origin, limits per address.
         self.guard = OwnerGuard(settings, self.accounts)
+        #: Where bots connect (`connect_page`), for the token page's command; None: it shows none.
+        self.connect: Connect | None = None
 
     def game_of(self, fields: dict[str, str]) -> str:
         """The game a new bot plays: the form's ``game``, which a site of several games needs."""
@@ -225,7 +229,19 @@ class AccountSite:
         except AccountError as exc:
             raise HTTPException(400, str(exc)) from None
 
-    def token_page(self, request: Request, owner: Owner, name: str, token: Token, what: str) -> HTMLResponse:
+    async def token_page(
+        self, request: Request, owner: Owner, name: str, token: Token, what: str, game: str
+    ) -> HTMLResponse:
+        """A bot's new token, shown once, with the command that connects it (its name filled in)."""
+        connect: dict[str, Any] = {
+            "addresses": {},
+            "commands": {},
+            "site_url": "",
+            "token_file": token_file(name),
+        }
+        where = self.connect
+        if where is not None:
+            connect = await trio.to_thread.run_sync(lambda: where.context(request, bot=name, game=game))
         response = self.page(
             "account/token.html",
             request,
@@ -235,6 +251,7 @@ class AccountSite:
             token=token.secret,
             what=what,
             bot_url=bot_href(name),
+            **connect,
         )
         response.headers["cache-control"] = "no-store"  # shown once: not kept by the browser's cache
         return response
