@@ -16,6 +16,7 @@ import stat
 import subprocess
 import sys
 import tarfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +37,19 @@ from cellarena.arena.ladder.submissions.archives import ArchiveStore
 GAME = "rezzo"
 PASSWORD = "correct horse battery"
 ARCHIVE = b"an uploaded bot's archive, by its bytes"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def quick_passwords() -> Iterator[None]:
+    """Owners' passwords hashed with argon2id's cheapest settings: what is tested here is that a hash
+    comes back whole, not how slow it is to compute (a second per hash on a busy machine)."""
+    from argon2 import PasswordHasher
+
+    from cellarena.arena.ladder.accounts import owners
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(owners, "_hasher", PasswordHasher(time_cost=1, memory_cost=8, parallelism=1))
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -183,14 +197,9 @@ def test_a_backup_taken_while_results_are_written_is_consistent(
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        assert writer.stdout is not None
-        finished = 0
-        while finished < 20:  # ends by the writer's output; the test's timeout bounds it
-            finished += writer.stdout.readline().startswith("finished")
+        wait_for_results(writer, 20)
         code, backed = run_json(*where(folder, db), "backup", "--out", str(tmp_path / "b.tar.gz"))
-        finished_after = 0
-        while finished_after < 5:  # it went on writing while the backup ran, and after
-            finished_after += writer.stdout.readline().startswith("finished")
+        wait_for_results(writer, 5)  # it went on writing while the backup ran, and after
     finally:
         writer.kill()
         writer.wait(timeout=30)
@@ -203,6 +212,17 @@ def test_a_backup_taken_while_results_are_written_is_consistent(
     assert isinstance(manifest, dict) and manifest["counts"]["matches"] >= 20
     with LadderStore(target(restored, restored_db)) as store:
         assert store.highest_match_id() == manifest["highest_match"]
+
+
+def wait_for_results(writer: subprocess.Popen[str], count: int) -> None:
+    """Read the writer's output until ``count`` more matches are finished, under a deadline."""
+    assert writer.stdout is not None
+    deadline = time.monotonic() + 120
+    while count > 0:
+        line = writer.stdout.readline()
+        assert line, f"the writer stopped (exit status {writer.poll()})"
+        assert time.monotonic() < deadline, "the writer finished too few matches in 120 s"
+        count -= line.startswith("finished")
 
 
 # ---------------------------------------------------------------------------------- refusals

@@ -235,7 +235,8 @@ def back_up(
     if not out.parent.is_dir():
         raise BackupError(f"{out.parent}: no such folder for the backup; create it first (--out)")
     kind = "postgresql" if db_url else "sqlite"
-    with tempfile.TemporaryDirectory(prefix="cellarena-backup-", dir=out.parent) as work:
+    # A dot-name: never backed up itself, should OUT be in the ladder's folder.
+    with tempfile.TemporaryDirectory(prefix=".cellarena-backup-", dir=out.parent) as work:
         dump = Path(work) / "database"
         if db_url:
             facts = snapshot_postgres(db_url, dump, timeout=timeout)
