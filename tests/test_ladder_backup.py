@@ -267,8 +267,9 @@ def test_a_non_empty_folder_or_database_is_refused_and_left_as_it_was(
     assert not (tmp_path / "new").exists()
 
 
-def rewritten(archive: Path, out: Path, change: dict[str, object]) -> Path:
-    """``archive`` with its manifest changed by ``change``, everything else as it was."""
+def rewritten(archive: Path, out: Path, change: dict[str, object], extra: str | None = None) -> Path:
+    """``archive`` with its manifest changed by ``change``, everything else as it was, and a file
+    named ``extra`` at its end."""
     with tarfile.open(archive) as source, tarfile.open(out, "w:gz") as tar:
         for member in source:
             data = source.extractfile(member)
@@ -278,6 +279,8 @@ def rewritten(archive: Path, out: Path, change: dict[str, object]) -> Path:
                 body = json.dumps(json.loads(body) | change).encode()
                 member.size = len(body)
             tar.addfile(member, io.BytesIO(body))
+        if extra is not None:
+            tar.addfile(tarfile.TarInfo(extra), io.BytesIO(b""))
     return out
 
 
@@ -304,7 +307,10 @@ def test_bad_archives_are_refused_naming_the_file(tmp_path: Path, sqlite_backup:
     assert f"schema version {CURRENT_VERSION + 1}" in error and "cellarena>=99.0" in error
     tampered = rewritten(sqlite_backup, tmp_path / "tampered.tar.gz", {"database_sha256": "0" * 64})
     assert "does not match the manifest's SHA-256" in restore_fails(tmp_path / "f", None, tampered)
-    assert not any(p.name in "abcdef" for p in tmp_path.iterdir())  # no folder, not even half of one
+    hostile = rewritten(sqlite_backup, tmp_path / "hostile.tar.gz", {}, extra="folder/../../escaped")
+    assert "an entry that may not be restored" in restore_fails(tmp_path / "g", None, hostile)
+    assert not (tmp_path.parent / "escaped").exists()
+    assert not any(p.name in "abcdefg" for p in tmp_path.iterdir())  # no folder, not even half of one
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
     code, out = invoke(
         "ladder", "--dir", str(tmp_path / "none"), "backup", "--out", str(tmp_path / "x.tar.gz")

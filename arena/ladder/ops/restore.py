@@ -43,6 +43,11 @@ def read_manifest(archive: Path) -> Manifest:
     name = str(archive)
     if not archive.is_file():
         raise BackupError(f"{name}: no such file; give the backup's path", name)
+    if not _looks_like_tar(archive):
+        raise BackupError(
+            f"{name}: not a cellarena ladder backup (not a tar archive, as `ladder backup --out` writes)",
+            name,
+        )
     try:
         with tarfile.open(archive, "r:*") as tar:
             first = tar.next()
@@ -53,25 +58,20 @@ def read_manifest(archive: Path) -> Manifest:
             body = tar.extractfile(first)
             assert body is not None
             data = json.loads(body.read())
-    except tarfile.ReadError as exc:
-        opened = "file could not be opened" not in str(exc)  # tarfile's words for "no known format"
-        if not opened:
-            raise BackupError(
-                f"{name}: not a cellarena ladder backup (not a tar archive, as `ladder backup --out` writes)",
-                name,
-            ) from None
-        raise _damaged(name, exc) from None
     except (ValueError, *_DAMAGED) as exc:
-        raise _damaged(name, exc) from None
+        raise BackupError(
+            f"{name}: not a cellarena ladder backup, or a damaged one ({exc}); use a whole copy of the "
+            "file `ladder backup --out` wrote",
+            name,
+        ) from None
     return Manifest.from_json(data, name)
 
 
-def _damaged(name: str, exc: BaseException) -> BackupError:
-    return BackupError(
-        f"{name}: not a cellarena ladder backup, or a damaged one ({exc}); use a whole copy of the file "
-        "`ladder backup --out` wrote",
-        name,
-    )
+def _looks_like_tar(path: Path) -> bool:
+    """Gzip's magic number (what `ladder backup` writes), or a plain tar's ``ustar`` at byte 257."""
+    with open(path, "rb") as f:
+        head = f.read(265)
+    return head.startswith(b"\x1f\x8b") or head[257:262] == b"ustar"
 
 
 def check_manifest(manifest: Manifest, archive: Path, db_url: str | None) -> None:
