@@ -30,7 +30,7 @@ from cellarena.arena.ladder.accounts.owners import Accounts
 from cellarena.arena.ladder.ops import pg_tools
 from cellarena.arena.ladder.scoring.settlement import settle
 from cellarena.arena.ladder.store.ladder_store import LadderStore, SeatResult
-from cellarena.arena.ladder.store.replay_files import replay_path, write_new
+from cellarena.arena.ladder.store.replay_files import check_replays, replay_path, write_new
 from cellarena.arena.ladder.store.schema import CURRENT_VERSION
 from cellarena.arena.ladder.submissions.archives import ArchiveStore
 
@@ -182,6 +182,7 @@ def test_a_restored_ladder_is_the_same_ladder(
         running = store.match(5)
         assert running is not None and running.status == "running"  # `serve` voids it, as after a stop
         assert store.highest_match_id() == 5
+        check_replays(store, restored / "replays")  # `serve` starts: no replay beyond the database's ids
 
 
 def test_a_backup_taken_while_results_are_written_is_consistent(
