@@ -374,7 +374,11 @@ def test_the_password_reaches_pg_dump_in_a_private_file_only(
 
 
 def test_a_missing_pg_dump_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pg_tools, "find_program", _no_program)
+    """Neither on PATH nor where Debian keeps it: the error names the program and its package."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(pg_tools, "DEBIAN_ROOT", tmp_path / "postgresql")
+    (tmp_path / "postgresql" / "16" / "bin").mkdir(parents=True)
+    (tmp_path / "postgresql" / "16" / "bin" / "psql").touch()  # another program only
     folder = tmp_path / "ladder"
     folder.mkdir()
     code, out = invoke(
@@ -382,12 +386,8 @@ def test_a_missing_pg_dump_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     )
     assert code == 1 and "pg_dump was not found on PATH nor in /usr/lib/postgresql/*/bin" in out
     assert "postgresql-client" in out and not (tmp_path / "b").exists()
-
-
-def _no_program(name: str) -> Path:
-    raise pg_tools.PgToolError(
-        f"{name} was not found on PATH nor in /usr/lib/postgresql/*/bin; {pg_tools.INSTALL_HINT}"
-    )
+    (tmp_path / "postgresql" / "16" / "bin" / "pg_dump").touch()
+    assert pg_tools.find_program("pg_dump") == tmp_path / "postgresql" / "16" / "bin" / "pg_dump"
 
 
 # ---------------------------------------------------------------------------------- the doc's commands

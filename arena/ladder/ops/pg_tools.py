@@ -22,6 +22,8 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from cellarena.arena.ladder.store.backends import redact_url
 
 INSTALL_HINT = "install PostgreSQL's client programs (Debian/Ubuntu: apt-get install postgresql-client)"
+#: Where Debian keeps each PostgreSQL release's programs, off PATH (``N/bin``).
+DEBIAN_ROOT = Path("/usr/lib/postgresql")
 #: Seconds a dump or a restore may take before it is stopped: generous, but never forever.
 DEFAULT_TIMEOUT = 3600.0
 
@@ -36,7 +38,7 @@ def find_program(name: str) -> Path:
     if found:
         return Path(found)
     debian = sorted(
-        Path("/usr/lib/postgresql").glob(f"*/bin/{name}"),
+        DEBIAN_ROOT.glob(f"*/bin/{name}"),
         key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
     )
     if debian:
