@@ -279,6 +279,8 @@ def _write(out: Path, manifest: Manifest, dump: Path, folder: Path, files: list[
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(temporary, out)
-    except OSError as exc:
+    except BaseException as exc:  # Ctrl-C too: no FILE.tmp left behind
         temporary.unlink(missing_ok=True)
+        if not isinstance(exc, OSError):
+            raise
         raise BackupError(f"{exc.filename or out}: cannot write the backup ({exc.strerror or exc})") from None
