@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from cellarena.arena.cli.ladder import (
+    backup,
     bots,
     community,
     export,
@@ -64,6 +65,8 @@ for _command in (
     export.export,
     submit.submit,
     serve.serve,
+    backup.backup,
+    backup.restore,
     # The community ladder's commands (pauses, bans, challenges, the audit log).
     *community.COMMANDS,
 ):
