@@ -23,6 +23,7 @@ from cellarena.arena.cli.ladder import (
     season,
     serve,
     submit,
+    up,
     web,
 )
 from cellarena.arena.cli.ladder.where import Where
@@ -83,6 +84,7 @@ for _command in (
     export.export,
     submit.submit,
     serve.serve,
+    up.up,
     # The community ladder's commands (pauses, bans, challenges, the audit log).
     *community.COMMANDS,
 ):
