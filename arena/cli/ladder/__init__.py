@@ -23,6 +23,7 @@ from cellarena.arena.cli.ladder import (
     season,
     serve,
     submit,
+    systemd,
     up,
     web,
 )
@@ -85,6 +86,7 @@ for _command in (
     submit.submit,
     serve.serve,
     up.up,
+    systemd.systemd,
     # The community ladder's commands (pauses, bans, challenges, the audit log).
     *community.COMMANDS,
 ):

@@ -52,7 +52,7 @@ def up(ctx: click.Context, config: Path, grace: float, check: bool) -> None:
         raise click.UsageError(f"{config} names no [games.GAME] table and no [web]: nothing to run")
     configure_logging(False)
     _log_always()
-    _register_house(_where(file, group), file.house)
+    _register_house(where_of(file, group), file.house)
     if check:
         click.echo(f"{config}: {', '.join(p.name for p in parts)}", err=True)
         return
@@ -72,12 +72,11 @@ def ladder_parts(file: LadderFile) -> list[Part]:
     return parts
 
 
-def _where(file: LadderFile, group: click.Group) -> Where:
+def where_of(file: LadderFile, group: click.Group) -> Where:
     """The ladder's folder and database as the parts see them: the file's, the database variable
     first (as for `--db`), relative to the file's folder."""
     default = next(p.default for p in group.params if p.name == "folder")
-    folder = Path(file.ladder.get("folder") or file.path.absolute().parent / str(default))
-    return Where(folder, os.environ.get("CELLARENA_LADDER_DB") or file.ladder.get("db"))
+    return Where(file.folder(str(default)), os.environ.get("CELLARENA_LADDER_DB") or file.ladder.get("db"))
 
 
 def _register_house(where: Where, bots: tuple[HouseBot, ...]) -> None:

@@ -56,8 +56,10 @@ class LadderFile:
         web = {"games": list(self.games), **(self.web or {})}
         return {**self.ladder, SERVE: {g: dict(v) for g, v in self.games.items()}, WEB: web}
 
-    def web_games(self) -> list[str]:
-        return list((self.web or {}).get("games", self.games))
+    def folder(self, default: str | Path) -> Path:
+        """The ladder's folder as the parts see it: they run in the file's folder (`ladder up`, the
+        units of `ladder systemd`), so the group's relative ``default`` is that folder's."""
+        return Path(self.ladder.get("folder") or self.path.absolute().parent / default)
 
 
 def option_keys(command: click.Command) -> dict[str, click.Parameter]:
