@@ -131,7 +131,8 @@ def target_unit(names: list[str], host: Host) -> str:
 
 
 def env_file_text(db: str) -> str:
-    return f"# Read by systemd as root: keep this file root's, mode 0600.\n{DB_VARIABLE}={db}\n"
+    value = "".join("\\" + c if c in '\\"$`' else c for c in db)
+    return f'# Read by systemd as root: keep this file root\'s, mode 0600.\n{DB_VARIABLE}="{value}"\n'
 
 
 def _database(host: Host) -> list[str]:
