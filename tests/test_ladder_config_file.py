@@ -224,3 +224,13 @@ def test_the_docs_example_config_reads_as_it_says(tmp_path: Path) -> None:
     assert read.games["rezzo"]["tls_cert"] == "/etc/cellarena/fullchain.pem"
     assert read.web is not None and read.web["signup"] == "open"
     assert [b.name for b in read.house] == ["builder"]
+
+
+def test_the_docs_error_example_is_what_the_ladder_says(tmp_path: Path) -> None:
+    doc = (ROOT / "docs" / "ladder.md").read_text()
+    said = re.search(r"^\s*(Error: ladder\.toml, line .*)$", doc, re.M)
+    assert said is not None
+    path = tmp_path / "ladder.toml"
+    path.write_text(doc_example().replace("port = 7777", 'port = "7777"', 1))
+    code, output = invoke("ladder", "--config", str(path), "bot", "list")
+    assert code == 2 and output.strip().replace(str(path), "ladder.toml") == said.group(1)

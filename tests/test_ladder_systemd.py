@@ -6,6 +6,7 @@ port below 1024, the file system read-only but the ladder's folder."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cellarena_cli import invoke
+from cellarena_cli import ROOT, invoke
 
 CELLARENA = Path(sys.executable).parent / "cellarena"
 
@@ -94,7 +95,7 @@ def test_each_part_runs_the_file_with_network_online_and_hardening(written: dict
     assert f"ExecStart={CELLARENA} ladder --config {config} web\n" in written["cellarena-ladder-web.service"]
     for name in ("serve-rezzo", "serve-cata", "web"):
         unit = written[f"cellarena-ladder-{name}.service"]
-        assert "Wants=network-online.target\n" in unit
+        assert "Wants=network-online.target cellarena-ladder-house.service\n" in unit
         assert "After=network-online.target cellarena-ladder-house.service\n" in unit
         assert "PartOf=cellarena-ladder.target\n" in unit and "User=ladder\n" in unit
         assert "ProtectSystem=strict\n" in unit and "NoNewPrivileges=yes\n" in unit
@@ -131,6 +132,29 @@ def test_a_dsn_without_a_password_is_in_the_unit_and_a_plain_port_off_this_machi
     assert code == 0, output
     unit = (tmp_path / "cellarena-ladder-serve-cata.service").read_text()
     assert "Environment=CELLARENA_LADDER_DB=postgresql://ladder@/ladder%%2Dx\n" in unit  # % kept literal
-    assert not (tmp_path / "ladder.env").exists() and not (tmp_path / "cellarena-ladder-house.service").exists()
-    assert f'ReadWritePaths={tmp_path / "ladder"}\n' in unit  # the default folder, the file's folder's
+    assert (
+        not (tmp_path / "ladder.env").exists() and not (tmp_path / "cellarena-ladder-house.service").exists()
+    )
+    assert f"ReadWritePaths={tmp_path / 'ladder'}\n" in unit  # the default folder, the file's folder's
     assert "warning: [games.cata] serves plain TCP on 0.0.0.0" in output and "tls-cert" in output
+
+
+def test_the_unit_in_the_docs_is_what_ladder_systemd_writes_for_the_docs_example(tmp_path: Path) -> None:
+    doc = (ROOT / "docs" / "ladder.md").read_text()
+    example = re.search(r"```toml\n(.*?)```", doc[doc.index("## One file to run a ladder") :], re.S)
+    shown = re.search(r"```ini\n(.*?)```", doc[doc.index("### Running it as a service") :], re.S)
+    assert example is not None and shown is not None
+    config = tmp_path / "ladder.toml"
+    config.write_text(example.group(1))
+    code, output = invoke(
+        "ladder", "systemd", str(config), "--out", str(tmp_path / "units"), "--cellarena", str(CELLARENA)
+    )
+    assert code == 0, output
+    unit = (tmp_path / "units" / "cellarena-ladder-serve-rezzo.service").read_text()
+    unit = unit.replace(str(config), "/etc/cellarena/ladder.toml").replace(str(tmp_path), "/etc/cellarena")
+    assert unit.replace(str(CELLARENA), "/srv/ladder/.venv/bin/cellarena") == shown.group(1)
+    units = sorted(str(p) for p in (tmp_path / "units").iterdir())
+    done = subprocess.run(
+        [systemd_analyze(), "verify", *units], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0 and done.stderr.strip() == "", done.stderr

@@ -6,6 +6,7 @@ everything stopped by one SIGTERM."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import re
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 import trio
 from cellarena_cli import CLI
-from game_servers import PACING, Process, start, wait_for
+from game_servers import Process, start, wait_for
 from wire_client import Client
 
 from cellarena.arena.ladder.ops.supervisor import Backoff, Exit, Part, run_process, supervise
@@ -45,7 +46,7 @@ async def test_a_failing_part_starts_again_after_a_doubling_wait_up_to_the_most(
         nursery.start_soon(supervise, [part], run, Backoff(first=1, factor=2, most=8, steady=60), stop)
         await trio.sleep(40)
         stop.set()
-    waits = [later - earlier - 0.5 for earlier, later in zip(starts, starts[1:], strict=False)]
+    waits = [later - earlier - 0.5 for earlier, later in itertools.pairwise(starts)]
     assert waits == pytest.approx([1, 2, 4, 8, 8, 8])
     said = [r.getMessage() for r in caplog.records if "exited" in r.getMessage()]
     assert said[0] == (
@@ -66,7 +67,7 @@ async def test_a_part_that_ran_steadily_starts_again_after_the_first_wait(
         await trio.sleep(110)
         stop.set()
     ran = [0.5, 0.5, 100, 0.5]
-    waits = [b - a - ran[i] for i, (a, b) in enumerate(zip(starts, starts[1:], strict=False))][:3]
+    waits = [b - a - ran[i] for i, (a, b) in enumerate(itertools.pairwise(starts))][:3]
     assert waits == pytest.approx([1, 2, 1])  # after 100 s up: the first wait again, not 4
 
 
@@ -224,7 +225,9 @@ async def test_ladder_up_runs_every_part_restarts_a_killed_one_and_stops_on_sigt
     with urllib.request.urlopen(f"http://127.0.0.1:{web}/api/games", timeout=30) as page:
         assert {g["game"] for g in json.load(page)["games"]} >= {"rezzo", "cata"}
     with LadderStore(base / "ladder" / "ladder.sqlite") as store:
-        assert [(b.name, b.kind) for b in store.list_bots("rezzo") if b.kind == "house"] == [("builder", "house")]
+        assert [(b.name, b.kind) for b in store.list_bots("rezzo") if b.kind == "house"] == [
+            ("builder", "house")
+        ]
 
     pids = dict(re.findall(r"INFO (serve rezzo|serve cata|web) started \(pid (\d+)\)", up.stderr()))
     mark = len(up.stderr())

@@ -48,7 +48,7 @@ def _config_file(ctx: click.Context, _param: click.Parameter, path: Path | None)
     expose_value=False,
     callback=_config_file,
     help="A TOML file of this ladder's options: --dir, --db, each game's `serve` options, `web`'s "
-    "(docs/ladder.md, \"One file to run a ladder\"). A flag given here wins over the file.",
+    '(docs/ladder.md, "One file to run a ladder"). A flag given here wins over the file.',
 )
 @click.option(
     "--dir",

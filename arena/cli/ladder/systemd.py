@@ -102,9 +102,7 @@ def systemd(
 
 def _cellarena(script: Path | None) -> Path:
     """The `cellarena` script, absolute: systemd runs no command it has to look up."""
-    found = script or next(
-        (p for p in (Path(sys.executable).parent / "cellarena",) if p.is_file()), None
-    )
+    found = script or next((p for p in (Path(sys.executable).parent / "cellarena",) if p.is_file()), None)
     if found is None and (on_path := shutil.which("cellarena")) is not None:
         found = Path(on_path)
     if found is None:

@@ -93,7 +93,10 @@ def _register_house(where: Where, bots: tuple[HouseBot, ...]) -> None:
                 store.add_bot(bot.name, bot.game, house_command=bot.command, actor=actor())
                 log.info("registered house bot %s for %s: %s", bot.name, bot.game, bot.command)
             elif (there.kind, there.game, there.house_command, there.active) != (
-                "house", bot.game, bot.command, True
+                "house",
+                bot.game,
+                bot.command,
+                True,
             ):
                 log.warning(
                     "house bot %s: the ladder has a bot of that name that is not this one (%s, %s, %s); "

@@ -129,12 +129,12 @@ class _Reader:
             param = keys.get(key)
             if param is None:
                 raise self.fail(table, key, _unknown(key, list(keys), label, table is None))
-            value = self._typed(table, key, param, value)
+            typed = self._typed(table, key, param, value)
             try:
-                param.type_cast_value(ctx, value)
+                param.type_cast_value(ctx, typed)
             except click.BadParameter as exc:
                 raise self.fail(table, key, f"{exc.format_message()}") from None
-            out[param.name or key] = value
+            out[param.name or key] = typed
         return out
 
     def _typed(self, table: str | None, key: str, param: click.Parameter, value: Any) -> Any:
@@ -148,14 +148,7 @@ class _Reader:
 
     def _typed_one(self, table: str | None, key: str, param: click.Parameter, value: Any) -> Any:
         kind = _kind(param)
-        ok = {
-            "boolean": lambda v: isinstance(v, bool),
-            "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-            "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-            "string": lambda v: isinstance(v, str),
-            "string or integer": lambda v: isinstance(v, str | int) and not isinstance(v, bool),
-        }[kind]
-        if not ok(value):
+        if not isinstance(value, _TYPES[kind]) or (isinstance(value, bool) and kind != "boolean"):
             raise self.fail(
                 table, key, f"expected {_article(kind)} {kind} (as for --{key}), got {_shown(value)}"
             )
@@ -164,10 +157,20 @@ class _Reader:
         return str(value) if kind == "string or integer" else value
 
 
+#: The Python types tomllib gives for each kind of option (a bool is an int to Python: told apart).
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "boolean": bool,
+    "integer": int,
+    "number": (int, float),
+    "string": str,
+    "string or integer": (str, int),
+}
+
+
 def _kind(param: click.Parameter) -> str:
     """The TOML type of one value of ``param``."""
     kind = param.type
-    if isinstance(param, click.Option) and param.is_flag or isinstance(kind, click.types.BoolParamType):
+    if (isinstance(param, click.Option) and param.is_flag) or isinstance(kind, click.types.BoolParamType):
         return "boolean"
     if isinstance(kind, click.types.IntParamType):
         return "integer"
@@ -202,7 +205,9 @@ def read_config(path: Path, ladder: click.Group) -> LadderFile:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigFileError(f"{path}: cannot read the config file ({exc}): give a readable TOML file")
+        raise ConfigFileError(
+            f"{path}: cannot read the config file ({exc}): give a readable TOML file"
+        ) from None
     reader = _Reader(path, text)
     try:
         data = tomllib.loads(text)
@@ -229,9 +234,7 @@ def read_config(path: Path, ladder: click.Group) -> LadderFile:
     )
 
 
-def _games(
-    reader: _Reader, tables: Any, serve: click.Group, ctx: click.Context
-) -> dict[str, dict[str, Any]]:
+def _games(reader: _Reader, tables: Any, serve: click.Group, ctx: click.Context) -> dict[str, dict[str, Any]]:
     if not isinstance(tables, dict):
         raise reader.fail(None, "games", "expected tables: one [games.GAME] per game served")
     known = serve.list_commands(ctx)
@@ -239,9 +242,7 @@ def _games(
     for game, table in tables.items():
         command = serve.get_command(click.Context(serve, parent=ctx, info_name=SERVE), game)
         if command is None:
-            raise reader.fail(
-                f"games.{game}", None, f"no game {game!r}; the games are: {', '.join(known)}"
-            )
+            raise reader.fail(f"games.{game}", None, f"no game {game!r}; the games are: {', '.join(known)}")
         if not isinstance(table, dict):
             raise reader.fail(
                 None, "games", f"games.{game}: expected a table of `ladder serve {game}`'s options"

@@ -62,9 +62,9 @@ def service_unit(service: Service, host: Host, target: str, setup: str | None) -
     unit = [
         "[Unit]",
         f"Description=cellarena ladder: {service.what} ({host.config})",
-        "Wants=network-online.target",
+        # Wants, not Requires: a registration that failed (the database not up yet) stops no game.
+        f"Wants={' '.join(after)}",
         f"After={' '.join(after)}",
-        *([f"Requires={setup}.service"] if setup else []),
         f"PartOf={target}.target",
         "",
         "[Service]",
