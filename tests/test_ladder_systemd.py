@@ -5,6 +5,7 @@ port below 1024, the file system read-only but the ladder's folder."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -137,6 +138,20 @@ def test_a_dsn_without_a_password_is_in_the_unit_and_a_plain_port_off_this_machi
     )
     assert f"ReadWritePaths={tmp_path / 'ladder'}\n" in unit  # the default folder, the file's folder's
     assert "warning: [games.cata] serves plain TCP on 0.0.0.0" in output and "tls-cert" in output
+    code, output = invoke(
+        "ladder",
+        "systemd",
+        str(config),
+        "--out",
+        str(tmp_path / "j"),
+        "--cellarena",
+        str(CELLARENA),
+        "--json",
+    )
+    said = json.loads(output)
+    assert code == 0 and said["written"] == ["cellarena-ladder-serve-cata.service", "cellarena-ladder.target"]
+    assert said["warnings"][0].startswith("[games.cata] serves plain TCP on 0.0.0.0")
+    assert said["install"][-1] == "systemctl daemon-reload && systemctl enable --now cellarena-ladder.target"
 
 
 def test_the_unit_in_the_docs_is_what_ladder_systemd_writes_for_the_docs_example(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -56,6 +57,9 @@ if TYPE_CHECKING:
     show_default=True,
     help="Seconds each part has to stop after SIGTERM before systemd kills it.",
 )
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object: written, out, install, warnings."
+)
 @click.pass_context
 def systemd(
     ctx: click.Context,
@@ -66,6 +70,7 @@ def systemd(
     env_file: Path,
     script: Path | None,
     stop_seconds: float,
+    as_json: bool,
 ) -> None:
     """Write the systemd units that run the ladder CONFIG names: NAME-serve-GAME.service per
     [games.GAME], NAME-web.service with [web], NAME-house.service (registers the [[house]] bots
@@ -91,13 +96,22 @@ def systemd(
     services = _services(file, group, name)
     if not services:
         raise click.UsageError(f"{config} names no [games.GAME] table and no [web]: no unit to write")
-    written = _write(writable_folder(out, "--out"), file, host, services, name)
-    _warn_plain_tcp(file)
-    click.echo(f"wrote {', '.join(written)} to {out}; as root:", err=True)
-    click.echo(f"  cp {' '.join(str(out / w) for w in written if w != 'ladder.env')} /etc/systemd/system/")
+    warnings: list[str] = []
+    written = _write(writable_folder(out, "--out"), file, host, services, name, warnings)
+    warnings += _plain_tcp(file)
+    install = [f"cp {' '.join(str(out / w) for w in written if w != 'ladder.env')} /etc/systemd/system/"]
     if "ladder.env" in written:
-        click.echo(f"  install -m 0600 -o root {out / 'ladder.env'} {env_file}")
-    click.echo(f"  systemctl daemon-reload && systemctl enable --now {name}.target")
+        install.append(f"install -m 0600 -o root {out / 'ladder.env'} {env_file}")
+    install.append(f"systemctl daemon-reload && systemctl enable --now {name}.target")
+    if as_json:
+        body = {"written": written, "out": str(out), "install": install, "warnings": warnings}
+        click.echo(json.dumps(body))
+        return
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(f"wrote {', '.join(written)} to {out}; as root:", err=True)
+    for line in install:
+        click.echo(f"  {line}")
 
 
 def _cellarena(script: Path | None) -> Path:
@@ -149,7 +163,9 @@ def _value(command: click.Command, values: dict[str, Any], name: str) -> Any:
     return next((p.default for p in command.params if p.name == name), None)
 
 
-def _write(out: Path, file: LadderFile, host: Host, services: list[Service], name: str) -> list[str]:
+def _write(
+    out: Path, file: LadderFile, host: Host, services: list[Service], name: str, warnings: list[str]
+) -> list[str]:
     from cellarena.arena.ladder.ops import systemd_units as units
 
     setup = f"{name}-house" if file.house else None
@@ -166,23 +182,22 @@ def _write(out: Path, file: LadderFile, host: Host, services: list[Service], nam
         secret.write_text(units.env_file_text(host.db))
         texts["ladder.env"] = ""
         if file.ladder.get("db"):
-            click.echo(
-                f"warning: {file.path} holds the database's password (db): the units read it from "
-                f"{host.env_file}; take db out of the file, which the ladder's user reads",
-                err=True,
+            warnings.append(
+                f"{file.path} holds the database's password (db): the units read it from "
+                f"{host.env_file}; take db out of the file, which the ladder's user reads"
             )
     return list(texts)
 
 
-def _warn_plain_tcp(file: LadderFile) -> None:
+def _plain_tcp(file: LadderFile) -> list[str]:
     """A game served off this machine in plain TCP refuses every remote token (tls_required)."""
     from cellarena.sdk.client import is_loopback
 
-    for game, values in file.games.items():
-        host = values.get("host", "127.0.0.1")
-        if not is_loopback(host) and "tls_cert" not in values and not values.get("insecure"):
-            click.echo(
-                f"warning: [games.{game}] serves plain TCP on {host}: bots from other machines are "
-                "refused (tls_required); give tls-cert and tls-key in the file",
-                err=True,
-            )
+    return [
+        f"[games.{game}] serves plain TCP on {values['host']}: bots from other machines are refused "
+        "(tls_required); give tls-cert and tls-key in the file"
+        for game, values in file.games.items()
+        if not is_loopback(values.get("host", "127.0.0.1"))
+        and "tls_cert" not in values
+        and not values.get("insecure")
+    ]
