@@ -234,3 +234,21 @@ def test_the_docs_error_example_is_what_the_ladder_says(tmp_path: Path) -> None:
     path.write_text(doc_example().replace("port = 7777", 'port = "7777"', 1))
     code, output = invoke("ladder", "--config", str(path), "bot", "list")
     assert code == 2 and output.strip().replace(str(path), "ladder.toml") == said.group(1)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "no [games.GAME] table and no [web]: nothing to run"),
+        ("[web]\nport = 8080\n", "[web] games: the pages show no game: add [games.GAME] tables"),
+    ],
+)
+@pytest.mark.parametrize("command", ["up", "systemd"])
+def test_a_file_with_nothing_to_run_is_refused_before_anything_starts(
+    command: str, text: str, expected: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "ladder.toml"
+    path.write_text(text)
+    code, output = invoke("ladder", command, str(path))
+    assert code == 2 and expected in output, output
+    assert list(tmp_path.iterdir()) == [path]  # no folder made, no unit written

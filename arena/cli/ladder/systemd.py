@@ -83,6 +83,7 @@ def systemd(
     group = ctx.parent.command if ctx.parent is not None else None
     assert isinstance(group, click.Group)  # `systemd` is a command of the ladder group
     file = read_config(config, group)
+    file.check_runnable()
     where = where_of(file, group)
     host = units.Host(
         cellarena=_cellarena(script),
@@ -94,8 +95,6 @@ def systemd(
         stop_seconds=stop_seconds,
     )
     services = _services(file, group, name)
-    if not services:
-        raise click.UsageError(f"{config} names no [games.GAME] table and no [web]: no unit to write")
     warnings: list[str] = []
     written = _write(writable_folder(out, "--out"), file, host, services, name, warnings)
     warnings += _plain_tcp(file)

@@ -47,9 +47,8 @@ def up(ctx: click.Context, config: Path, grace: float, check: bool) -> None:
     group = ctx.parent.command if ctx.parent is not None else None
     assert isinstance(group, click.Group)  # `up` is a command of the ladder group
     file = read_config(config, group)
+    file.check_runnable()
     parts = ladder_parts(file)
-    if not parts:
-        raise click.UsageError(f"{config} names no [games.GAME] table and no [web]: nothing to run")
     configure_logging(False)
     _log_always()
     _register_house(where_of(file, group), file.house)

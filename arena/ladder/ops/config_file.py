@@ -56,6 +56,17 @@ class LadderFile:
         web = {"games": list(self.games), **(self.web or {})}
         return {**self.ladder, SERVE: {g: dict(v) for g, v in self.games.items()}, WEB: web}
 
+    def check_runnable(self) -> None:
+        """Refuse a file `ladder up` and `ladder systemd` could run nothing from: no part, or pages of
+        no game."""
+        if not self.games and self.web is None:
+            raise ConfigFileError(f"{self.path}: no [games.GAME] table and no [web]: nothing to run")
+        if self.web is not None and not self.default_map()[WEB]["games"]:
+            raise ConfigFileError(
+                f"{self.path}: [web] games: the pages show no game: add [games.GAME] tables, or "
+                "games = [...] in [web]"
+            )
+
     def folder(self, default: str | Path) -> Path:
         """The ladder's folder as the parts see it: they run in the file's folder (`ladder up`, the
         units of `ladder systemd`), so the group's relative ``default`` is that folder's."""

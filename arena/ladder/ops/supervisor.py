@@ -1,6 +1,6 @@
 """`ladder up`'s supervisor: the ladder's parts (a `serve GAME` per game, `web`) as child processes in
 one trio nursery. A part that exits is started again after a back-off that doubles while it keeps
-failing; a stop (SIGINT, SIGTERM) sends each part SIGTERM, then SIGKILL after a grace, and returns
+failing; a stop (SIGINT, SIGTERM, SIGHUP) sends each part SIGTERM, then SIGKILL after a grace, and returns
 once every part is down.
 
 `supervise` takes how a part is run as a function, so its timing is tested in virtual time with a
@@ -107,8 +107,9 @@ async def supervise(parts: Sequence[Part], run: RunPart, backoff: Backoff, stop:
 
 
 async def stop_on_signals(stop: trio.Event) -> None:
-    """Set ``stop`` at the first SIGINT or SIGTERM."""
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    """Set ``stop`` at the first SIGINT, SIGTERM or SIGHUP (a closed terminal: the parts, in sessions
+    of their own, would not hear it)."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async for signum in signals:
             log.warning("%s: stopping every part", signal.Signals(signum).name)
             stop.set()
