@@ -131,6 +131,9 @@ def test_each_key_reaches_its_options_parameter(
         header = "[games.rezzo]\n" + header  # web serves the file's games
     path = tmp_path / "ladder.toml"
     path.write_text(f"{header}{key} = {toml_of(value)}\n")
+    if isinstance(param.type, click.Path) and param.type.file_okay:  # one that must exist does
+        (tmp_path / "some").mkdir()
+        (tmp_path / value).touch()
     without = parsed(argv_for(table) + (["rezzo"] if table == "web" else []))
     got = parsed(["--config", str(path), *argv_for(table)])
     if isinstance(param.type, click.Path):
