@@ -1,6 +1,6 @@
 """`ladder up CONFIG` (docs/ladder.md, "One file to run a ladder"): the supervisor's restarts and
 back-off in virtual time with fake parts; a part's process stopped by SIGTERM, then SIGKILL; and one
-real ladder of two games and its pages started from a file, a part killed and started again, and
+real ladder of two games and its pages on PostgreSQL started from a file, a part killed and started again, and
 everything stopped by one SIGTERM."""
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import re
 import signal
 import sys
 import urllib.request
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 import trio
 from cellarena_cli import CLI
 from game_servers import Process, start, wait_for
+from postgres_server import PostgresServer
 from wire_client import Client
 
 from cellarena.arena.ladder.ops.supervisor import Backoff, Exit, Part, run_process, supervise
@@ -153,6 +154,7 @@ async def test_a_process_that_exits_is_reported_with_its_status_and_last_lines()
 
 CONFIG = """\
 dir = "ladder"
+db = "{db}"
 
 [games.rezzo]
 port = 0
@@ -198,33 +200,37 @@ async def plays(port: int, game: str, tokens: dict[str, str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def ladder_up(tmp_path_factory: pytest.TempPathFactory) -> tuple[Process, dict[str, dict[str, str]], Path]:
-    """`ladder up` of two games and the pages from a file, two bots registered for each game."""
+def ladder_up(
+    tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer
+) -> Iterator[tuple[Process, dict[str, dict[str, str]], str]]:
+    """`ladder up` of two games and the pages on PostgreSQL from a file, two bots registered for each
+    game."""
     base = tmp_path_factory.mktemp("up")
-    (base / "ladder.toml").write_text(CONFIG)
+    db = postgres_server.create_database()
+    (base / "ladder.toml").write_text(CONFIG.format(db=db))
     tokens: dict[str, dict[str, str]] = {"rezzo": {}, "cata": {}}
-    (base / "ladder").mkdir()
-    with LadderStore(base / "ladder" / "ladder.sqlite") as store:
+    with LadderStore(db) as store:
         for game, names in (("rezzo", ("alice", "bob")), ("cata", ("carol", "dave"))):
             for name in names:
                 tokens[game][name] = store.add_bot(name, game)[1].secret
     up = start([*CLI, "ladder", "up", str(base / "ladder.toml"), "--grace", "20"], base, "up")
-    yield up, tokens, base
+    yield up, tokens, db
     if up.proc.poll() is None:
         up.proc.kill()
         up.proc.wait()
 
 
 async def test_ladder_up_runs_every_part_restarts_a_killed_one_and_stops_on_sigterm(
-    ladder_up: tuple[Process, dict[str, dict[str, str]], Path],
+    ladder_up: tuple[Process, dict[str, dict[str, str]], str],
 ) -> None:
-    up, tokens, base = ladder_up
+    up, tokens, db = ladder_up
     rezzo, cata, web = listening(up, "serve rezzo"), listening(up, "serve cata"), listening(up, "web")
     await plays(rezzo, "rezzo", tokens["rezzo"])
     await plays(cata, "cata", tokens["cata"])
     with urllib.request.urlopen(f"http://127.0.0.1:{web}/api/games", timeout=30) as page:
         assert {g["game"] for g in json.load(page)["games"]} >= {"rezzo", "cata"}
-    with LadderStore(base / "ladder" / "ladder.sqlite") as store:
+    assert "database postgresql://" in up.stderr()
+    with LadderStore(db) as store:
         assert [(b.name, b.kind) for b in store.list_bots("rezzo") if b.kind == "house"] == [
             ("builder", "house")
         ]
