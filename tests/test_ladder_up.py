@@ -14,10 +14,11 @@ import signal
 import sys
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import trio
-from cellarena_cli import CLI
+from cellarena_cli import CLI, invoke
 from game_servers import Process, start, wait_for
 from postgres_server import PostgresServer
 from wire_client import Client
@@ -251,3 +252,27 @@ async def test_ladder_up_runs_every_part_restarts_a_killed_one_and_stops_on_sigt
     for pid in [*pids.values(), *now.values()]:
         with pytest.raises(ProcessLookupError):
             os.kill(int(pid), 0)
+
+
+def test_up_check_registers_the_house_bots_once_and_starts_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = tmp_path / "ladder.toml"
+    config.write_text(
+        '[games.rezzo]\n[[house]]\nname = "builder"\ngame = "rezzo"\ncommand = "python b.py"\n'
+        '[[house]]\nname = "alice"\ngame = "rezzo"\ncommand = "python a.py"\n'
+    )
+    (tmp_path / "ladder").mkdir()
+    with LadderStore(tmp_path / "ladder" / "ladder.sqlite") as store:
+        store.add_bot("alice", "rezzo")  # an outside bot already has that name
+    code, output = invoke("ladder", "up", str(config), "--check")
+    assert code == 0 and output.endswith("ladder.toml: serve rezzo\n"), output
+    said = caplog.messages
+    assert "registered house bot builder for rezzo: python b.py" in said
+    assert any(m.startswith("house bot alice: the ladder has a bot of that name that is not") for m in said)
+    caplog.clear()
+    assert invoke("ladder", "up", str(config), "--check")[0] == 0
+    assert not any("registered" in m for m in caplog.messages)
+    with LadderStore(tmp_path / "ladder" / "ladder.sqlite") as store:
+        bots = {b.name: (b.kind, b.house_command) for b in store.list_bots("rezzo")}
+    assert bots == {"alice": ("outside", None), "builder": ("house", "python b.py")}

@@ -91,16 +91,14 @@ def _register_house(where: Where, bots: tuple[HouseBot, ...]) -> None:
             if there is None:
                 store.add_bot(bot.name, bot.game, house_command=bot.command, actor=actor())
                 log.info("registered house bot %s for %s: %s", bot.name, bot.game, bot.command)
-            elif (there.kind, there.game, there.house_command, there.active) != (
-                "house",
-                bot.game,
-                bot.command,
-                True,
-            ):
+                continue
+            wanted = ("house", bot.game, bot.command, True)
+            if (there.kind, there.game, there.house_command, there.active) != wanted:
                 log.warning(
                     "house bot %s: the ladder has a bot of that name that is not this one (%s, %s, %s); "
-                    "left as it is: `cellarena ladder house remove %s` and a new name, or fix the file",
-                    bot.name, there.kind, there.game, there.house_command or "no command", bot.name,
+                    "left as it is: give the house bot another name in the file (a name stays taken "
+                    "after `ladder house remove`)",
+                    bot.name, there.kind, there.game, there.house_command or "no command",
                 )  # fmt: skip
 
 
