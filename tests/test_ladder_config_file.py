@@ -153,6 +153,9 @@ def test_a_flag_wins_over_the_file(tmp_path: Path) -> None:
     assert parsed(["--config", str(path)])["folder"] == tmp_path / "from-file"
     assert parsed(["--config", str(path), "web", "--port", "1"])["port"] == 1
     assert parsed(["--config", str(path), "web"])["games"] == ("rezzo",)  # the file's games
+    bare = tmp_path / "bare.toml"
+    bare.write_text("[games.cata]\n")
+    assert parsed(["--config", str(bare)])["folder"] == tmp_path / "ladder"  # beside the file, wherever run
 
 
 BAD = {

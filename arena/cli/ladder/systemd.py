@@ -84,7 +84,7 @@ def systemd(
     assert isinstance(group, click.Group)  # `systemd` is a command of the ladder group
     file = read_config(config, group)
     file.check_runnable()
-    where = where_of(file, group)
+    where = where_of(file)
     host = units.Host(
         cellarena=_cellarena(script),
         user=user,

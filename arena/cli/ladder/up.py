@@ -51,7 +51,7 @@ def up(ctx: click.Context, config: Path, grace: float, check: bool) -> None:
     parts = ladder_parts(file)
     configure_logging(False)
     _log_always()
-    _register_house(where_of(file, group), file.house)
+    _register_house(where_of(file), file.house)
     if check:
         click.echo(f"{config}: {', '.join(p.name for p in parts)}", err=True)
         return
@@ -71,11 +71,10 @@ def ladder_parts(file: LadderFile) -> list[Part]:
     return parts
 
 
-def where_of(file: LadderFile, group: click.Group) -> Where:
-    """The ladder's folder and database as the parts see them: the file's, the database variable
-    first (as for `--db`), relative to the file's folder."""
-    default = next(p.default for p in group.params if p.name == "folder")
-    return Where(file.folder(str(default)), os.environ.get("CELLARENA_LADDER_DB") or file.ladder.get("db"))
+def where_of(file: LadderFile) -> Where:
+    """The ladder's folder and database as the parts see them: the file's (the database variable
+    first, as for `--db`)."""
+    return Where(file.folder(), os.environ.get("CELLARENA_LADDER_DB") or file.ladder.get("db"))
 
 
 def _register_house(where: Where, bots: tuple[HouseBot, ...]) -> None:

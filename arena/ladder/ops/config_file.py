@@ -67,10 +67,9 @@ class LadderFile:
                 "games = [...] in [web]"
             )
 
-    def folder(self, default: str | Path) -> Path:
-        """The ladder's folder as the parts see it: they run in the file's folder (`ladder up`, the
-        units of `ladder systemd`), so the group's relative ``default`` is that folder's."""
-        return Path(self.ladder.get("folder") or self.path.absolute().parent / default)
+    def folder(self) -> Path:
+        """The ladder's folder (`--dir`): the file's, or the group's default in the file's folder."""
+        return Path(self.ladder["folder"])
 
 
 def option_keys(command: click.Command) -> dict[str, click.Parameter]:
@@ -238,11 +237,24 @@ def read_config(path: Path, ladder: click.Group) -> LadderFile:
         raise reader.fail(None, "web", "expected a table: [web] and `ladder web`'s options under it")
     return LadderFile(
         path=path,
-        ladder=reader.values(ladder, "cellarena ladder", None, top),
+        ladder={**_relative_defaults(reader, ladder), **reader.values(ladder, "cellarena ladder", None, top)},
         games=games,
         web=None if web_table is None else reader.values(web, "ladder web", "web", web_table),
         house=_house(reader, data.get("house", []), games),
     )
+
+
+def _relative_defaults(reader: _Reader, ladder: click.Group) -> dict[str, str]:
+    """The group's path options left out of the file whose default is relative (``--dir ladder``):
+    the file's folder's, as a relative path in the file is, wherever the command runs."""
+    return {
+        param.name: str(reader.base / param.default)
+        for param in ladder.params
+        if param.name
+        and isinstance(param.type, click.Path)
+        and isinstance(param.default, str | Path)
+        and not Path(param.default).is_absolute()
+    }
 
 
 def _games(reader: _Reader, tables: Any, serve: click.Group, ctx: click.Context) -> dict[str, dict[str, Any]]:
