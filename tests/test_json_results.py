@@ -16,6 +16,7 @@ from cellarena.arena.cli import main
 #: Commands that serve until stopped (their output is an address or a stream), so have no one result.
 SERVERS = {
     "cellarena ladder serve",
+    "cellarena ladder up",
     "cellarena ladder web",
     "cellarena replay view",
     "cellarena serve",

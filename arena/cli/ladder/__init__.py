@@ -24,12 +24,33 @@ from cellarena.arena.cli.ladder import (
     season,
     serve,
     submit,
+    systemd,
+    up,
     web,
 )
 from cellarena.arena.cli.ladder.where import Where
 
 
+def _config_file(ctx: click.Context, _param: click.Parameter, path: Path | None) -> None:
+    """Fill every option's default from the config file (docs/ladder.md, "One file to run a ladder"):
+    its keys are the options' flags, and a flag given wins over the file."""
+    if path is not None:
+        from cellarena.arena.ladder.ops.config_file import read_config
+
+        ctx.default_map = read_config(path, ladder).default_map()
+
+
 @click.group()
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    is_eager=True,  # read before the other options, whose defaults it gives
+    expose_value=False,
+    callback=_config_file,
+    help="A TOML file of this ladder's options: --dir, --db, each game's `serve` options, `web`'s "
+    '(docs/ladder.md, "One file to run a ladder"). A flag given here wins over the file.',
+)
 @click.option(
     "--dir",
     "folder",
@@ -67,6 +88,8 @@ for _command in (
     serve.serve,
     backup.backup,
     backup.restore,
+    up.up,
+    systemd.systemd,
     # The community ladder's commands (pauses, bans, challenges, the audit log).
     *community.COMMANDS,
 ):
