@@ -87,7 +87,13 @@ def a_value(param: click.Parameter, ctx: click.Context) -> Any:
     if param.nargs == -1 or param.multiple:
         return ["cata"] if param.name == "games" else ["10.0.0.1", "10.0.0.2"]
     if isinstance(kind, click.types.StringParamType | click.Path):
-        return "postgresql://ladder@db.example/ladder" if param.name == "db" else "some/where.pem"
+        # Options whose callbacks check what the text names get a value of that kind.
+        named = {
+            "db": "postgresql://ladder@db.example/ladder",
+            "public_host": "ladder.example.org",
+            "public_url": "https://ladder.example.org",
+        }
+        return named.get(param.name or "", "some/where.pem")
     for candidate in ("2", "local:2", "auto"):  # a type of the command's own (--workers, --cluster)
         try:
             if param.type_cast_value(ctx, candidate) != default:
