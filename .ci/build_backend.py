@@ -7,6 +7,8 @@ find the SDK (issue 44). Here the default editable install is a folder
 checkout's folders, on a plain `.pth` path line: Python and mypy both read it, and, the links being
 folders, a module added to the checkout shows at once as with the import hook.
 
+An sdist carries this file too, so that a wheel builds from it.
+
 An install that names its mode (`--config-settings editable_mode=strict|lenient|compat`) gets
 setuptools' own, and so does one where symlinks cannot be made (setuptools' import hook then).
 """
@@ -15,9 +17,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import os
 import re
 import shutil
+import tarfile
 import tomllib
 import zipfile
 from pathlib import Path
@@ -25,7 +29,6 @@ from typing import Any
 
 from setuptools import build_meta as _setuptools
 
-build_sdist = _setuptools.build_sdist
 build_wheel = _setuptools.build_wheel
 get_requires_for_build_sdist = _setuptools.get_requires_for_build_sdist
 get_requires_for_build_wheel = _setuptools.get_requires_for_build_wheel
@@ -36,6 +39,24 @@ prepare_metadata_for_build_editable = _setuptools.prepare_metadata_for_build_edi
 #: setuptools' import hook in an editable wheel: a module at the wheel's top and the .pth that runs it.
 _FINDER = re.compile(r"__editable___.*_finder\.py")
 _PTH = re.compile(r"__editable__\..*\.pth")
+
+
+def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
+    """setuptools' sdist, with this backend in it (pyproject.toml names it, and no package holds it)."""
+    name = _setuptools.build_sdist(sdist_directory, config_settings)
+    sdist = Path(sdist_directory, name)
+    with tarfile.open(sdist) as old:
+        members = [(m, old.extractfile(m) if m.isfile() else None) for m in old.getmembers()]
+        top = members[0][0].name.split("/")[0]
+        ours = Path(__file__).read_bytes()
+        added = tarfile.TarInfo(f"{top}/.ci/{Path(__file__).name}")
+        added.size, added.mode, added.mtime = len(ours), 0o644, members[0][0].mtime
+        with tarfile.open(sdist.with_suffix(".new"), "w:gz", format=tarfile.PAX_FORMAT) as new:
+            for member, data in members:
+                new.addfile(member, data)
+            new.addfile(added, io.BytesIO(ours))
+    sdist.with_suffix(".new").replace(sdist)
+    return name
 
 
 def build_editable(

@@ -14,7 +14,9 @@ import re
 import select
 import shlex
 import subprocess
+import sys
 import sysconfig
+import tarfile
 import tomllib
 import urllib.request
 import venv
@@ -393,3 +395,19 @@ def test_the_default_editable_install_sees_a_new_module(installs: dict[str, Inst
     got = install.run("python", "-c", code, cwd=install.venv.parent)
     assert got.returncode == 0, got.stdout + got.stderr
     assert got.stdout.splitlines() == ["the checkout", "[]"], got.stdout  # and no import hook installed
+
+
+@pytest.mark.slow
+def test_an_sdist_carries_the_build_backend(installs: dict[str, Install], tmp_path: Path) -> None:
+    """pyproject.toml names .ci/build_backend.py, which no package holds: the sdist adds it, or no wheel
+    would build from the sdist."""
+    src = installs["editable"].src
+    code = f"import build_backend; print(build_backend.build_sdist({str(tmp_path)!r}))"
+    made = subprocess.run(
+        [sys.executable, "-c", code], cwd=src, env={**os.environ, "PYTHONPATH": str(src / ".ci")},
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    with tarfile.open(tmp_path / made.stdout.split()[-1]) as sdist:
+        backend = sdist.extractfile("cellarena-0.1.0/.ci/build_backend.py")
+        assert backend is not None and backend.read() == (src / ".ci" / "build_backend.py").read_bytes()
