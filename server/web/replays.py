@@ -10,6 +10,7 @@ replay by its library's `label` (the ladder's "match 12"), and a download by its
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import zlib
@@ -49,6 +50,7 @@ class ReplayLibrary:
         find: Callable[[str], Path | None],
         *,
         debug: bool = True,
+        errors: bool = True,
         label: Callable[[str], str] | None = None,
         file_name: Callable[[str], str] | None = None,
         served: Callable[[Path], str | None] | None = None,
@@ -56,8 +58,10 @@ class ReplayLibrary:
         self.find = find
         #: The id of a file among those served, or None: a fork's origin is linked only when served.
         self.served = served
-        #: Whether the frames carry the bots' debug drawings (`Timeline`).
+        #: Whether the frames and the file carry the bots' debug drawings (`Timeline`), and whether
+        #: those carry the exceptions the bots raised (a ladder's public pages: never).
         self.debug = debug
+        self.errors = errors
         self.label = label or (lambda rid: f"replay {rid}")
         self.file_name = file_name or (lambda rid: f"replay-{rid}.replay")
         self._open: OrderedDict[str, Timeline] = OrderedDict()
@@ -134,7 +138,7 @@ class ReplayLibrary:
                 raise HTTPException(404, f"no replay {rid!r}")
             try:
                 replay = await trio.to_thread.run_sync(read_replay, path)
-                timeline = Timeline(replay, debug=self.debug)
+                timeline = Timeline(replay, debug=self.debug, errors=self.errors)
                 await trio.to_thread.run_sync(timeline.count_frames)
             except ReplayError as exc:
                 raise self.hidden(exc, rid, path) from None
@@ -156,11 +160,9 @@ def player_html(title: str, api: str, game: str, *, live: str = "") -> str:
     return render("player.html", title=title, api=api, game=game, live=live)
 
 
-def replay_routes(
-    library: ReplayLibrary, prefix: str = "/replays", *, public_debug: bool = True
-) -> list[BaseRoute]:
-    """The player's page at ``{prefix}/{id}/`` and its API at ``/api{prefix}/{id}/...``. With
-    ``public_debug`` False the file download carries none of the bots' debug drawings."""
+def replay_routes(library: ReplayLibrary, prefix: str = "/replays") -> list[BaseRoute]:
+    """The player's page at ``{prefix}/{id}/`` and its API at ``/api{prefix}/{id}/...``. The file
+    download carries the bots' debug drawings and exceptions as the library's frames do."""
 
     async def player(request: Request) -> Response:
         rid = request.path_params["rid"]
@@ -208,8 +210,9 @@ def replay_routes(
         rid = request.path_params["rid"]
         timeline = await library.timeline(rid)
         data = await trio.Path(timeline.replay.path).read_bytes()
-        if not public_debug:  # the bots' drawings belong to their owners (a ladder's choice)
-            data, _ = await trio.to_thread.run_sync(strip_debug_bytes, data)
+        if not (library.debug and library.errors):  # the bots' owners' (a ladder's public pages)
+            strip = functools.partial(strip_debug_bytes, drawings=library.debug)
+            data, _ = await trio.to_thread.run_sync(strip, data)
         return Response(
             data,
             media_type="application/octet-stream",
