@@ -155,6 +155,19 @@ def _in_range(timeline: Timeline, index: int, name: str) -> None:
         )
 
 
+async def _made(
+    library: ReplayLibrary, rid: str, timeline: Timeline, make: Callable[[int, int], bytes], *args: int
+) -> Response:
+    """The JSON ``make(*args)`` gives, run in a thread under the timeline's lock; a replay that fails
+    to re-simulate there is answered as `ReplayLibrary.hidden` says."""
+    async with timeline.lock:
+        try:
+            body = await trio.to_thread.run_sync(make, *args)
+        except ReplayError as exc:
+            raise library.hidden(exc, rid, timeline.replay.path) from None
+    return Response(body, media_type="application/json")
+
+
 def player_html(title: str, api: str, game: str, *, live: str = "") -> str:
     """The player page for the replay whose API lives at ``api``, or for the live feed at ``live``."""
     return render("player.html", title=title, api=api, game=game, live=live)
@@ -183,24 +196,14 @@ def replay_routes(library: ReplayLibrary, prefix: str = "/replays") -> list[Base
         start = query_number(request, "from", 0)
         count = query_number(request, "count", 32, maximum=MAX_COUNT)
         _in_range(timeline, start, "from")
-        async with timeline.lock:
-            try:
-                body = await trio.to_thread.run_sync(timeline.chunk, start, count)
-            except ReplayError as exc:
-                raise library.hidden(exc, rid, timeline.replay.path) from None
-        return Response(body, media_type="application/json")
+        return await _made(library, rid, timeline, timeline.chunk, start, count)
 
     async def observation(request: Request) -> Response:
         rid = request.path_params["rid"]
         timeline = await library.timeline(rid)
         index, seat = query_number(request, "i", 0), query_number(request, "seat", 0)
         _in_range(timeline, index, "i")
-        async with timeline.lock:
-            try:
-                body = await trio.to_thread.run_sync(timeline.observation, index, seat)
-            except ReplayError as exc:
-                raise library.hidden(exc, rid, timeline.replay.path) from None
-        return Response(body, media_type="application/json")
+        return await _made(library, rid, timeline, timeline.observation, index, seat)
 
     async def final(request: Request) -> Response:
         body = await library.final(request.path_params["rid"])
