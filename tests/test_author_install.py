@@ -182,7 +182,7 @@ def installs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Install]:
         venv.create(root / "venv", with_pip=True)
         site = next((root / "venv" / "lib").glob("python*/site-packages"))
         # Appended after the venv's own site-packages: the fresh install of cellarena comes first, and
-        # the suite's own cellarena (an import hook, run only from a .pth in a site folder) is not seen.
+        # the suite's own cellarena (a .pth line, read only in a site folder, not in one it adds) is not seen.
         (site / "_suite_dependencies.pth").write_text("\n".join(SUITE_SITE) + "\n")
         env = {**base, "PATH": f"{root / 'venv' / 'bin'}{os.pathsep}{base['PATH']}"}
         made[mode] = Install(mode, root / "venv", src, env)

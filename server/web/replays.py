@@ -156,13 +156,13 @@ def _in_range(timeline: Timeline, index: int, name: str) -> None:
 
 
 async def _made(
-    library: ReplayLibrary, rid: str, timeline: Timeline, make: Callable[[int, int], bytes], *args: int
+    library: ReplayLibrary, rid: str, timeline: Timeline, make: Callable[[int, int], bytes], a: int, b: int
 ) -> Response:
-    """The JSON ``make(*args)`` gives, run in a thread under the timeline's lock; a replay that fails
+    """The JSON ``make(a, b)`` gives, run in a thread under the timeline's lock; a replay that fails
     to re-simulate there is answered as `ReplayLibrary.hidden` says."""
     async with timeline.lock:
         try:
-            body = await trio.to_thread.run_sync(make, *args)
+            body = await trio.to_thread.run_sync(make, a, b)
         except ReplayError as exc:
             raise library.hidden(exc, rid, timeline.replay.path) from None
     return Response(body, media_type="application/json")
