@@ -503,11 +503,20 @@ def read_replay(path: str | os.PathLike[str]) -> Replay:
     return Replay(name, header, ticks, result, truncated)
 
 
+def without_errors(drawn: dict[Any, Any]) -> dict[Any, Any]:
+    """One tick's debug by seat without the exceptions the bots raised (each map's ``error``): what a
+    ladder that publishes drawings (`ladder web --public-debug`) shows, the exceptions staying their
+    owners'. A seat that drew nothing else goes."""
+    kept = {s: {k: v for k, v in d.items() if k != "error"} for s, d in drawn.items() if isinstance(d, dict)}
+    return {s: d for s, d in kept.items() if d}
+
+
 def strip_debug_bytes(
-    data: bytes, path: str = "<replay>", *, keep: Collection[int] = ()
+    data: bytes, path: str = "<replay>", *, keep: Collection[int] = (), drawings: bool = False
 ) -> tuple[bytes, int]:
     """A replay's records (plain, or gzip as it came) without the bots' debug drawings, but those of
     the seats in ``keep`` (a ladder bot's owner gets their own), and how many tick records lost one.
+    With ``drawings`` every seat's drawings stay and only the others' exceptions go (`without_errors`).
     Every other record keeps its exact bytes, so the copy verifies as the original does. For the
     ladder's downloads as for `strip_debug`; ``path`` names the file in a ReplayError."""
     gz = data[: len(GZIP_MAGIC)] == GZIP_MAGIC
@@ -531,6 +540,8 @@ def strip_debug_bytes(
             if isinstance(record, dict) and record.get("type") == "tick" and "debug" in record:
                 drawn = record.pop("debug")
                 mine = {s: d for s, d in drawn.items() if s in keep} if isinstance(drawn, dict) else {}
+                if drawings and isinstance(drawn, dict):
+                    mine = {**without_errors(drawn), **mine}
                 if mine:
                     record["debug"] = mine
                 if mine != drawn:

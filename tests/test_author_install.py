@@ -1,6 +1,7 @@
 """The bot author's one install (docs/sdk.md, section 1; README's first command): the `author` extra,
-in editable strict mode, default editable mode and a plain install, each giving mypy on a new bot,
-the replay player and training; and the plain install working without the source tree.
+in default editable mode (the project's build backend, .ci/build_backend.py: a folder of links mypy
+reads), setuptools' strict editable mode and a plain install, each giving mypy on a new bot, the
+replay player and training; and the plain install working without the source tree.
 
 First, the fast part: the viewer's static files are served when they are symlinks, as an editable
 install in strict mode lays them (its `replay view` was a blank page: every asset a 404)."""
@@ -13,7 +14,9 @@ import re
 import select
 import shlex
 import subprocess
+import sys
 import sysconfig
+import tarfile
 import tomllib
 import urllib.request
 import venv
@@ -93,8 +96,8 @@ async def test_the_viewer_assets_are_served_from_the_package() -> None:
 
 # ------------------------------------------------------------- the one install, in each of its modes
 # One fresh venv per mode, built once for the module and all three at once: docs/sdk.md's editable
-# install in strict mode, setuptools' default editable install, and a plain (wheel) install of
-# cellarena. What these tests are about is how cellarena itself is laid out in each mode; its
+# install (the build backend's default), setuptools' strict editable install, and a plain (wheel)
+# install of cellarena. What these tests are about is how cellarena itself is laid out in each mode; its
 # dependencies (the `author` extra's web, rl, mypy and pytest, whose list
 # `test_the_docs_install_line_is_the_one_the_tests_build` checks) are the suite's own, seen through a
 # .pth line, so that pip installs cellarena alone (--no-deps): resolving and copying the extra's
@@ -102,11 +105,11 @@ async def test_the_viewer_assets_are_served_from_the_package() -> None:
 
 DOC = ROOT / "docs" / "sdk.md"
 #: What docs/sdk.md's section 1 and the README's first command install.
-INSTALL = "pip install -e '.[author]' --config-settings editable_mode=strict"
+INSTALL = "pip install -e '.[author]'"
 #: pip's arguments after `pip install`, per mode; "SRC" stands for the project's folder.
 MODES = {
-    "strict": ["-e", "SRC[author]", "--config-settings", "editable_mode=strict"],
     "editable": ["-e", "SRC[author]"],
+    "strict": ["-e", "SRC[author]", "--config-settings", "editable_mode=strict"],
     "wheel": ["SRC[author]"],
 }
 #: The suite's site-packages: where the fresh venvs find cellarena's dependencies.
@@ -162,7 +165,7 @@ def test_the_docs_install_line_is_the_one_the_tests_build() -> None:
     )
     assert INSTALL.replace("pip install", "pip install -q") in readme_first, readme_first
     pip_args = shlex.split(INSTALL.removeprefix("pip install"))
-    assert pip_args == [a.replace("SRC", ".") for a in MODES["strict"]]
+    assert pip_args == [a.replace("SRC", ".") for a in MODES["editable"]]
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     # Not the test extra's PostgreSQL, Dask and browsers.
     assert extras["author"] == ["cellarena[web]", "cellarena[rl]", "mypy>=1.10", "pytest>=8"]
@@ -179,7 +182,7 @@ def installs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Install]:
         venv.create(root / "venv", with_pip=True)
         site = next((root / "venv" / "lib").glob("python*/site-packages"))
         # Appended after the venv's own site-packages: the fresh install of cellarena comes first, and
-        # the suite's own cellarena (an import hook, run only from a .pth in a site folder) is not seen.
+        # the suite's own cellarena (a .pth line, read only in a site folder, not in one it adds) is not seen.
         (site / "_suite_dependencies.pth").write_text("\n".join(SUITE_SITE) + "\n")
         env = {**base, "PATH": f"{root / 'venv' / 'bin'}{os.pathsep}{base['PATH']}"}
         made[mode] = Install(mode, root / "venv", src, env)
@@ -227,9 +230,9 @@ def browser() -> Iterator[Any]:
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", list(MODES))
 def test_mypy_checks_a_new_bot_against_the_sdk(installs: dict[str, Install], mode: str) -> None:
-    """`mypy --strict my_bot.py` on a `new-bot` bot. setuptools' default editable install is an import
-    hook that mypy does not run: there mypy cannot see the SDK, as docs/sdk.md says, and strict mode is
-    the fix; in strict mode (a folder of links) and in a plain install it checks the bot against it."""
+    """`mypy --strict my_bot.py` on a `new-bot` bot checks it against the SDK in every mode: the
+    default editable install is a folder of links to the checkout's folders (not setuptools' import
+    hook, which mypy does not run), strict mode a folder of links to its files."""
     install = installs[mode]
     home = install.venv.parent / "home"
     home.mkdir(exist_ok=True)
@@ -237,10 +240,6 @@ def test_mypy_checks_a_new_bot_against_the_sdk(installs: dict[str, Install], mod
     assert made.returncode == 0, made.stderr
     bot = home / "my_bot"
     checked = install.run("mypy", "--strict", "my_bot.py", cwd=bot)
-    if mode == "editable":
-        assert checked.returncode == 1, checked.stdout
-        assert 'Cannot find implementation or library stub for module named "cellarena.sdk"' in checked.stdout
-        return
     assert checked.returncode == 0 and "Success: no issues found" in checked.stdout, checked.stdout
     # ... and it checked the bot against the SDK's types, not against an Any it could not find.
     source = (bot / "my_bot.py").read_text()
@@ -381,3 +380,34 @@ def test_the_plain_install_works_without_the_source_tree(installs: dict[str, Ins
     assert all((kit / f).is_file() for f in ("index.ts", "games/cata.ts", "README.md"))
     lock = json.loads((elsewhere / "tsprobe" / "package-lock.json").read_text())
     assert lock["packages"]["node_modules/typescript"]["version"] == "5.9.3"
+
+
+@pytest.mark.slow
+def test_the_default_editable_install_sees_a_new_module(installs: dict[str, Install]) -> None:
+    """Its links are folders: a module added to the checkout after the install imports at once, as with
+    setuptools' import hook (strict mode would need the install run again), and nothing else runs."""
+    install = installs["editable"]
+    (install.src / "sdk" / "added_later.py").write_text("WHERE = 'the checkout'\n")
+    code = (
+        "import cellarena.sdk.added_later as m, sys;"
+        "print(m.WHERE); print([f for f in sys.meta_path if 'editable' in repr(f)])"
+    )
+    got = install.run("python", "-c", code, cwd=install.venv.parent)
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert got.stdout.splitlines() == ["the checkout", "[]"], got.stdout  # and no import hook installed
+
+
+@pytest.mark.slow
+def test_an_sdist_carries_the_build_backend(installs: dict[str, Install], tmp_path: Path) -> None:
+    """pyproject.toml names .ci/build_backend.py, which no package holds: the sdist adds it, or no wheel
+    would build from the sdist."""
+    src = installs["editable"].src
+    code = f"import build_backend; print(build_backend.build_sdist({str(tmp_path)!r}))"
+    made = subprocess.run(
+        [sys.executable, "-c", code], cwd=src, env={**os.environ, "PYTHONPATH": str(src / ".ci")},
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    with tarfile.open(tmp_path / made.stdout.split()[-1]) as sdist:
+        backend = sdist.extractfile("cellarena-0.1.0/.ci/build_backend.py")
+        assert backend is not None and backend.read() == (src / ".ci" / "build_backend.py").read_bytes()

@@ -106,54 +106,50 @@ def clean(debug: Any, place: Place | None = None) -> Cleaned:
     return Cleaned(kept or None, dropped)
 
 
+def _capped(raw: list[Any], cap: int, keep: Callable[[Any], dict[str, Any] | None]) -> tuple[list[Any], int]:
+    """What ``keep`` makes of the entries of ``raw`` (None: malformed), the first ``cap`` of them, and
+    how many were dropped (malformed or past the cap)."""
+    kept: list[dict[str, Any]] = []
+    for entry in raw:
+        one = keep(entry) if len(kept) < cap else None
+        if one is not None:
+            kept.append(one)
+    return kept, len(raw) - len(kept)
+
+
 def _marks(raw: list[Any], where: Place) -> tuple[list[Any], int]:
     """The marks kept (placed, within `MAX_MARKS`), and how many were dropped."""
-    marks: list[dict[str, Any]] = []
-    dropped = 0
-    for m in raw:
-        if len(marks) >= MAX_MARKS:
-            dropped += 1
-            continue
-        ok = isinstance(m, dict)
-        cell = _as_cell(m.get("cell")) if ok else None
-        colour = _as_colour(m.get("colour")) if ok else None
-        agent_ok, agent = _as_agent(m.get("agent")) if ok else (False, None)
-        label = m.get("label") if ok else None
+
+    def mark(m: Any) -> dict[str, Any] | None:
+        if not isinstance(m, dict):
+            return None
+        cell, colour = _as_cell(m.get("cell")), _as_colour(m.get("colour"))
+        agent_ok, agent = _as_agent(m.get("agent"))
+        label = m.get("label")
         if label is not None and not (isinstance(label, str) and label.isprintable()):
-            ok = False
-        board = where(agent, cell) if ok and cell is not None and agent_ok else None
+            return None
+        board = where(agent, cell) if cell is not None and agent_ok else None
         if board is None or colour is None:
-            dropped += 1
-            continue
-        mark: dict[str, Any] = {"cell": board, "colour": colour}
-        if label:
-            mark["label"] = label[:MAX_LABEL]
-        marks.append(mark)
-    return marks, dropped
+            return None
+        return {"cell": board, "colour": colour, **({"label": label[:MAX_LABEL]} if label else {})}
+
+    return _capped(raw, MAX_MARKS, mark)
 
 
 def _lines(raw: list[Any], where: Place) -> tuple[list[Any], int]:
     """The lines kept (both ends placed, within `MAX_LINES`), and how many were dropped."""
-    lines: list[dict[str, Any]] = []
-    dropped = 0
-    for ln in raw:
-        if len(lines) >= MAX_LINES:
-            dropped += 1
-            continue
-        ok = isinstance(ln, dict)
-        a = _as_cell(ln.get("from")) if ok else None
-        b = _as_cell(ln.get("to")) if ok else None
-        colour = _as_colour(ln.get("colour")) if ok else None
-        agent_ok, agent = _as_agent(ln.get("agent")) if ok else (False, None)
+
+    def line(ln: Any) -> dict[str, Any] | None:
+        if not isinstance(ln, dict):
+            return None
+        a, b, colour = _as_cell(ln.get("from")), _as_cell(ln.get("to")), _as_colour(ln.get("colour"))
+        agent_ok, agent = _as_agent(ln.get("agent"))
         if a is None or b is None or colour is None or not agent_ok:
-            dropped += 1
-            continue
+            return None
         pa, pb = where(agent, a), where(agent, b)
-        if pa is None or pb is None:
-            dropped += 1
-            continue
-        lines.append({"from": pa, "to": pb, "colour": colour})
-    return lines, dropped
+        return None if pa is None or pb is None else {"from": pa, "to": pb, "colour": colour}
+
+    return _capped(raw, MAX_LINES, line)
 
 
 def _text(raw: list[Any], _where: Place) -> tuple[list[Any], int]:

@@ -57,19 +57,38 @@ def calls_per_second(fn: Callable[[], object], budget_s: float) -> float:
     return n / best
 
 
-def _parse_sizes(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
-    try:
-        sizes = [int(s) for s in value.split(",") if s.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a comma-separated list of sizes, e.g. 64,256") from None
-    if not sizes or any(not 3 <= s <= 8192 for s in sizes):
-        raise click.BadParameter(f"sizes must be 3..8192, got {value!r}")
-    return sizes
+def int_list(what: str, example: str, low: int, high: int) -> Callable[[Any, Any, str], list[int]]:
+    """A click callback that reads a comma-separated list of ``what`` (``example``), each in
+    ``low``..``high``: the bench commands' --sizes, --batches and --slots."""
+
+    def parse(_ctx: Any, _param: Any, value: str) -> list[int]:
+        try:
+            numbers = [int(s) for s in value.split(",") if s.strip()]
+        except ValueError:
+            raise click.BadParameter(
+                f"{value!r} is not a comma-separated list of {what}, e.g. {example}"
+            ) from None
+        if not numbers or any(not low <= n <= high for n in numbers):
+            raise click.BadParameter(f"{what} must be {low}..{high}, got {value!r}")
+        return numbers
+
+    return parse
+
+
+def int_list_option(
+    flag: str, default: str, what: str, bounds: tuple[int, int], help: str
+) -> Callable[[F], F]:
+    """``flag`` taking a comma-separated list of ``what`` within ``bounds``, as a list of ints (the
+    default's first two stand as the example an error gives)."""
+    example = ",".join(default.split(",")[:2])
+    return click.option(
+        flag, default=default, show_default=True, callback=int_list(what, example, *bounds), help=help
+    )
 
 
 def sizes_option(default: str, help: str = "Comma-separated board sizes (square).") -> Callable[[F], F]:
     """``--sizes 64,256``: the square board sizes to time, as a list of ints."""
-    return click.option("--sizes", default=default, show_default=True, callback=_parse_sizes, help=help)
+    return int_list_option("--sizes", default, "sizes", (3, 8192), help)
 
 
 def seconds_option(help: str = "Timing budget per size and contender.") -> Callable[[F], F]:

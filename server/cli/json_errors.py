@@ -6,8 +6,10 @@ One place for every command: the root group (`cellarena.arena.cli`) turns a clic
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -33,6 +35,17 @@ class FileFault(click.ClickException):
         if self.column is not None:
             out["column"] = self.column
         return out
+
+
+def file_failed(text: str, as_json: bool) -> NoReturn:
+    """Stop a command that reads or writes replay files on the file at fault (exit status 1):
+    ``error: text`` on stderr, or with ``--json`` ``{"ok": false, "error": text, "code": "file"}``
+    on stdout, as its successful answer's ``ok`` field reads."""
+    if as_json:
+        click.echo(json.dumps({"ok": False, "error": text, "code": "file"}))
+    else:
+        click.echo(f"error: {text}", err=True)
+    sys.exit(1)
 
 
 def error_object(exc: click.ClickException) -> dict[str, Any]:

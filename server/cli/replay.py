@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from cellarena.server.cli.json_errors import FileFault
+from cellarena.server.cli.json_errors import FileFault, file_failed
 from cellarena.server.cli.replay_fork import replay_fork
 from cellarena.server.cli.web_options import allowed_host_option, page_hosts, page_socket
 
@@ -96,21 +96,14 @@ def replay_strip_debug(src: str, dst: str, as_json: bool) -> None:
 
     from cellarena.server.replay import ReplayError, strip_debug
 
-    def fail(text: str) -> NoReturn:
-        if as_json:
-            click.echo(json.dumps({"ok": False, "error": text, "code": "file"}))
-        else:
-            click.echo(f"error: {text}", err=True)
-        sys.exit(1)
-
     if os.path.exists(dst) and os.path.exists(src) and os.path.samefile(src, dst):
-        fail(f"OUT ({dst}) is IN; give another file to write")
+        file_failed(f"OUT ({dst}) is IN; give another file to write", as_json)
     try:
         stripped = strip_debug(src, dst)
     except ReplayError as exc:
-        fail(str(exc))
+        file_failed(str(exc), as_json)
     except OSError as exc:
-        fail(f"{dst}: cannot write it ({exc.strerror or exc})")
+        file_failed(f"{dst}: cannot write it ({exc.strerror or exc})", as_json)
     if as_json:
         click.echo(json.dumps({"ok": True, "out": dst, "ticks": stripped}))
     else:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
+
+from cellarena.server.cli.json_errors import file_failed
 
 
 @click.command("export")
@@ -32,17 +32,10 @@ def replay_export(paths: tuple[Path, ...], out: Path, as_json: bool) -> None:
     from cellarena.server.dataset.export import DatasetError, export_replays
     from cellarena.server.replay import ReplayError
 
-    def fail(text: str) -> NoReturn:
-        if as_json:
-            click.echo(json.dumps({"ok": False, "error": text, "code": "file"}))
-        else:
-            click.echo(f"error: {text}", err=True)
-        sys.exit(1)
-
     try:
         done = export_replays(paths, out)
     except (DatasetError, ReplayError) as exc:
-        fail(str(exc))
+        file_failed(str(exc), as_json)
     if as_json:
         click.echo(json.dumps({"ok": True, "out": str(out), "matches": done.matches, "rows": done.rows}))
     else:

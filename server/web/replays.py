@@ -10,6 +10,7 @@ replay by its library's `label` (the ladder's "match 12"), and a download by its
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import zlib
@@ -49,6 +50,7 @@ class ReplayLibrary:
         find: Callable[[str], Path | None],
         *,
         debug: bool = True,
+        errors: bool = True,
         label: Callable[[str], str] | None = None,
         file_name: Callable[[str], str] | None = None,
         served: Callable[[Path], str | None] | None = None,
@@ -56,8 +58,10 @@ class ReplayLibrary:
         self.find = find
         #: The id of a file among those served, or None: a fork's origin is linked only when served.
         self.served = served
-        #: Whether the frames carry the bots' debug drawings (`Timeline`).
+        #: Whether the frames and the file carry the bots' debug drawings (`Timeline`), and whether
+        #: those carry the exceptions the bots raised (a ladder's public pages: never).
         self.debug = debug
+        self.errors = errors
         self.label = label or (lambda rid: f"replay {rid}")
         self.file_name = file_name or (lambda rid: f"replay-{rid}.replay")
         self._open: OrderedDict[str, Timeline] = OrderedDict()
@@ -134,7 +138,7 @@ class ReplayLibrary:
                 raise HTTPException(404, f"no replay {rid!r}")
             try:
                 replay = await trio.to_thread.run_sync(read_replay, path)
-                timeline = Timeline(replay, debug=self.debug)
+                timeline = Timeline(replay, debug=self.debug, errors=self.errors)
                 await trio.to_thread.run_sync(timeline.count_frames)
             except ReplayError as exc:
                 raise self.hidden(exc, rid, path) from None
@@ -151,16 +155,27 @@ def _in_range(timeline: Timeline, index: int, name: str) -> None:
         )
 
 
+async def _made(
+    library: ReplayLibrary, rid: str, timeline: Timeline, make: Callable[[int, int], bytes], a: int, b: int
+) -> Response:
+    """The JSON ``make(a, b)`` gives, run in a thread under the timeline's lock; a replay that fails
+    to re-simulate there is answered as `ReplayLibrary.hidden` says."""
+    async with timeline.lock:
+        try:
+            body = await trio.to_thread.run_sync(make, a, b)
+        except ReplayError as exc:
+            raise library.hidden(exc, rid, timeline.replay.path) from None
+    return Response(body, media_type="application/json")
+
+
 def player_html(title: str, api: str, game: str, *, live: str = "") -> str:
     """The player page for the replay whose API lives at ``api``, or for the live feed at ``live``."""
     return render("player.html", title=title, api=api, game=game, live=live)
 
 
-def replay_routes(
-    library: ReplayLibrary, prefix: str = "/replays", *, public_debug: bool = True
-) -> list[BaseRoute]:
-    """The player's page at ``{prefix}/{id}/`` and its API at ``/api{prefix}/{id}/...``. With
-    ``public_debug`` False the file download carries none of the bots' debug drawings."""
+def replay_routes(library: ReplayLibrary, prefix: str = "/replays") -> list[BaseRoute]:
+    """The player's page at ``{prefix}/{id}/`` and its API at ``/api{prefix}/{id}/...``. The file
+    download carries the bots' debug drawings and exceptions as the library's frames do."""
 
     async def player(request: Request) -> Response:
         rid = request.path_params["rid"]
@@ -181,24 +196,14 @@ def replay_routes(
         start = query_number(request, "from", 0)
         count = query_number(request, "count", 32, maximum=MAX_COUNT)
         _in_range(timeline, start, "from")
-        async with timeline.lock:
-            try:
-                body = await trio.to_thread.run_sync(timeline.chunk, start, count)
-            except ReplayError as exc:
-                raise library.hidden(exc, rid, timeline.replay.path) from None
-        return Response(body, media_type="application/json")
+        return await _made(library, rid, timeline, timeline.chunk, start, count)
 
     async def observation(request: Request) -> Response:
         rid = request.path_params["rid"]
         timeline = await library.timeline(rid)
         index, seat = query_number(request, "i", 0), query_number(request, "seat", 0)
         _in_range(timeline, index, "i")
-        async with timeline.lock:
-            try:
-                body = await trio.to_thread.run_sync(timeline.observation, index, seat)
-            except ReplayError as exc:
-                raise library.hidden(exc, rid, timeline.replay.path) from None
-        return Response(body, media_type="application/json")
+        return await _made(library, rid, timeline, timeline.observation, index, seat)
 
     async def final(request: Request) -> Response:
         body = await library.final(request.path_params["rid"])
@@ -208,8 +213,9 @@ def replay_routes(
         rid = request.path_params["rid"]
         timeline = await library.timeline(rid)
         data = await trio.Path(timeline.replay.path).read_bytes()
-        if not public_debug:  # the bots' drawings belong to their owners (a ladder's choice)
-            data, _ = await trio.to_thread.run_sync(strip_debug_bytes, data)
+        if not (library.debug and library.errors):  # the bots' owners' (a ladder's public pages)
+            strip = functools.partial(strip_debug_bytes, drawings=library.debug)
+            data, _ = await trio.to_thread.run_sync(strip, data)
         return Response(
             data,
             media_type="application/octet-stream",

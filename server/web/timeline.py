@@ -26,7 +26,7 @@ import trio
 from cellarena.server.games import Engine, get_engine
 from cellarena.server.games.base import shows_substeps, substep_frames, substeps
 from cellarena.server.games.causes import with_sentences
-from cellarena.server.replay import Replay, ReplayError, board_at, read_replay, rebuild_at
+from cellarena.server.replay import Replay, ReplayError, board_at, read_replay, rebuild_at, without_errors
 from cellarena.server.web.jsonable import dumps, jsonable
 
 #: A chunk stops growing past this many (uncompressed JSON) bytes, so a 1024x1024 board streams.
@@ -62,10 +62,12 @@ class _Cursor:
 class Timeline:
     """The frames of one replay. Thread-confined: every method runs under this object's trio lock."""
 
-    def __init__(self, replay: Replay, *, debug: bool = True) -> None:
-        """``debug``: whether frames carry the bots' debug drawings (a ladder's public pages: not)."""
+    def __init__(self, replay: Replay, *, debug: bool = True, errors: bool = True) -> None:
+        """``debug``: whether frames carry the bots' debug drawings (a ladder's public pages: not);
+        ``errors``: whether those carry the exceptions the bots raised (a ladder's: never)."""
         self.replay = replay
         self.debug = debug
+        self.errors = errors
         #: Frames: one per decision point, until `count_frames` adds the engine's substeps.
         self.count = len(replay.ticks) + 1
         self._frames: list[bytes] = []  # zlib of each frame's JSON, in order
@@ -234,6 +236,8 @@ class Timeline:
             # What each bot drew while it looked at this frame's world (tick record ``cur.applied``).
             ticks = self.replay.ticks
             drawn = ticks[cur.applied].debug if self.debug and cur.applied < len(ticks) else {}
+            if not self.errors:
+                drawn = without_errors(drawn)
             frame = {
                 "i": len(self._frames),
                 "tick": cur.engine.tick,

@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 import ipaddress
 import logging
-import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,12 +95,19 @@ class HouseTls:
         """The ladder's certificate (``--tls-cert``) pinned, for the first name it is for: a loopback
         address it names, else its first DNS name (a house bot connects to 127.0.0.1 whatever the
         certificate's name)."""
-        try:
-            # The standard library's one reader of a PEM certificate's names (no third-party parser).
-            decoded = ssl._ssl._test_decode_cert(str(cert))  # type: ignore[attr-defined]
-        except (OSError, ssl.SSLError):
-            decoded = {}
-        names = [value for kind, value in decoded.get("subjectAltName", ()) if kind in ("DNS", "IP Address")]
+        from cryptography import x509
+
+        try:  # the file's first certificate: the ladder's own, ahead of its chain
+            alt = x509.load_pem_x509_certificate(Path(cert).read_bytes()).extensions.get_extension_for_class(
+                x509.SubjectAlternativeName
+            )
+        except (OSError, ValueError, x509.ExtensionNotFound):
+            alt = None
+        names = [
+            str(entry.value)
+            for entry in (alt.value if alt is not None else ())
+            if isinstance(entry, x509.DNSName | x509.IPAddress)
+        ]
         loopback = [n for n in names if _is_loopback_address(n)]
         return cls(str(cert), (loopback or names or ["127.0.0.1"])[0].strip())
 

@@ -120,6 +120,7 @@ def public_routes(site: LadderSite) -> list[BaseRoute]:
     library = ReplayLibrary(
         site.replay_path,
         debug=site.public_debug,
+        errors=False,  # a bot's exceptions are its owner's, even where its drawings are published
         label=lambda rid: f"match {rid}",  # by number, never by path (public_pages' docstring)
         file_name=lambda rid: f"ladder-{rid}.replay",
     )
@@ -132,7 +133,7 @@ def public_routes(site: LadderSite) -> list[BaseRoute]:
         Route("/api/bots/{name:path}", pages.api_bot),
         Route("/api/matches/{id}", pages.api_match),
         Route("/api/replays/{rid}/owner", pages.api_owner_replay),
-        *replay_routes(library, prefix="/replays", public_debug=site.public_debug),
+        *replay_routes(library, prefix="/replays"),
     ]
 
 

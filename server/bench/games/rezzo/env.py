@@ -18,7 +18,14 @@ from typing import Any
 import click
 import numpy as np
 
-from cellarena.server.bench.harness import STEADY_RATIO, calls_per_second, json_option, report, seconds_option
+from cellarena.server.bench.harness import (
+    STEADY_RATIO,
+    calls_per_second,
+    int_list_option,
+    json_option,
+    report,
+    seconds_option,
+)
 from cellarena.server.games.rezzo.batch.batched import NO_NUMBA_VARIABLE
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
@@ -118,22 +125,8 @@ def _threads() -> int:
     return threads_available()
 
 
-def _parse_batches(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
-    try:
-        batches = [int(s) for s in value.split(",") if s.strip()]
-    except ValueError:
-        raise click.BadParameter(
-            f"{value!r} is not a comma-separated list of batch sizes, e.g. 1,64"
-        ) from None
-    if not batches or any(not 1 <= b <= 65536 for b in batches):
-        raise click.BadParameter(f"batch sizes must be 1..65536, got {value!r}")
-    return batches
-
-
 @click.command("rezzo")
-@click.option(
-    "--batches", default="1,64,1024", show_default=True, callback=_parse_batches, help="Worlds per step."
-)
+@int_list_option("--batches", "1,64,1024", "batch sizes", (1, 65536), "Worlds per step.")
 @click.option("--map", "map_name", default="duel", show_default=True, help="A built-in Rezzo map.")
 @seconds_option()
 @json_option

@@ -27,7 +27,13 @@ import click
 
 from cellarena.sdk.games.rezzo import VIEW_SIZE
 from cellarena.server.bench.games.rezzo.load import SERVER_SEATS, server_config
-from cellarena.server.bench.harness import calls_per_second, json_option, report, seconds_option
+from cellarena.server.bench.harness import (
+    calls_per_second,
+    int_list_option,
+    json_option,
+    report,
+    seconds_option,
+)
 from cellarena.server.games.rezzo.batch.slot_batch import SlotBatch
 from cellarena.server.games.rezzo.engine import RezzoEngine
 
@@ -90,20 +96,8 @@ def run(slots: Iterable[int] = (4, 16, 32), budget_s: float = 1.0) -> dict[str, 
     return out
 
 
-def _parse(_ctx: click.Context, _param: click.Parameter, value: str) -> list[int]:
-    try:
-        slots = [int(s) for s in value.split(",") if s.strip()]
-    except ValueError:
-        raise click.BadParameter(
-            f"{value!r} is not a comma-separated list of match counts, e.g. 4,16"
-        ) from None
-    if not slots or any(not 1 <= s <= 4096 for s in slots):
-        raise click.BadParameter(f"match counts must be 1..4096, got {value!r}")
-    return slots
-
-
 @click.command("slot")
-@click.option("--slots", default="4,16,32", show_default=True, callback=_parse, help="Matches per slot.")
+@int_list_option("--slots", "4,16,32", "match counts", (1, 4096), "Matches per slot.")
 @seconds_option()
 @json_option
 def command(slots: list[int], seconds: float, as_json: bool) -> None:
