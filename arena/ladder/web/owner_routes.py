@@ -42,4 +42,10 @@ def owner_routes(site: AccountSite) -> list[BaseRoute]:
         ("/api/signup", sign_in.api_signup, "POST"),
         ("/api/owner/bots", bots.api_bots, "POST"),
     ]
+    if site.mail is not None:  # --smtp-host: the pages that mail (docs/ladder.md "Mail")
+        from cellarena.arena.ladder.web.mail_pages import MailPages
+
+        mail = MailPages(site)
+        site.verification = mail.send_verification
+        endpoints += mail.routes()
     return [Route(path, guarded(endpoint), methods=[method]) for path, endpoint, method in endpoints]
