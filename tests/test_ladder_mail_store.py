@@ -55,7 +55,7 @@ def test_a_link_is_signed_for_its_purpose_and_expires() -> None:
     links = MailLinks(KEY)
     token = links.make("reset", 7, "f" * 32, T0)
     assert links.read("reset", token, T0 + timedelta(minutes=59)) == (7, "f" * 32)
-    with pytest.raises(LinkError, match=r"this link expired \(it works for 1 hours\): ask for a new password"):
+    with pytest.raises(LinkError, match=r"link expired \(it works for 1 hours\): ask for a new"):
         links.read("reset", token, T0 + timedelta(hours=1))
     with pytest.raises(LinkError, match="not for this page"):
         links.read("verify", token, T0)
@@ -131,7 +131,7 @@ def test_a_reset_link_sets_a_password_once(store: LadderStore) -> None:
             use(link.token, T0)
     (newer,) = mail.reset_links("alice@example.org", T0)
     mail.set_address(alice, "moved@example.org")
-    with pytest.raises(AccountError, match="used already .*or the password or address changed"):
+    with pytest.raises(AccountError, match=r"used already .*or the password or address changed"):
         mail.reset_owner(newer.token, T0)  # sent to the old address
 
 

@@ -43,7 +43,7 @@ def _refusal(permanent: bool = False) -> SmtpError:
     return SmtpError(SETTINGS.server, "RCPT TO <a@b.c>", f"refused: {code}", permanent=permanent)
 
 
-MAIL = Outgoing("owner@example.org", "Set a new password", f"Open {SECRET_LINK}\n", "a password link for alice")
+MAIL = Outgoing("owner@example.org", "Set a new password", f"Open {SECRET_LINK}\n", "a password link for ann")
 
 
 async def test_a_refused_mail_is_tried_again_after_a_growing_wait(
@@ -71,7 +71,7 @@ async def test_a_mail_that_cannot_go_is_logged_without_its_link(
     mailer = Mailer(SETTINGS, send=server.send, tries=3, first_backoff=1)
     assert not await mailer.deliver(MAIL)
     assert len(server.tries) == 3 and mailer.stats.failed == 1
-    assert "a password link for alice to owner@example.org not sent after 3 tries" in caplog.text
+    assert "a password link for ann to owner@example.org not sent after 3 tries" in caplog.text
     assert "SECRET" not in caplog.text
 
     permanent = Server([_refusal(permanent=True)])
@@ -133,4 +133,3 @@ async def test_notices_are_mailed_to_owners_who_want_them(tmp_path: Path) -> Non
         store.pause("annbot", "again", actor="host")
         assert await mailer.queue_notices(datetime.now(UTC) + timedelta(days=2)) == 0
         assert store.notices.outcomes("annbot")[1:] == [("paused", "opted out"), ("paused", "opted out")]
-
