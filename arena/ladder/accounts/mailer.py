@@ -66,7 +66,7 @@ class Mailer:
         tries: int = 5,
         first_backoff: float = 5.0,
         max_backoff: float = 300.0,
-        poll_every: float = 10.0,
+        poll_every: float = 2.0,
         ladder_name: str = "ladder",
     ) -> None:
         self.settings = settings

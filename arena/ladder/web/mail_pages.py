@@ -28,7 +28,9 @@ from cellarena.arena.ladder.web.owner_pages import AccountSite
 
 #: "Forgot password" forms from one address in an hour.
 RESET_MAILS_PER_HOUR = 5
-_PRIVATE = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
+#: A link's page: not cached, and its address (the token) never sent to another site as a Referer
+#: (same-origin, not no-referrer: with that, browsers post the form with "Origin: null").
+_PRIVATE = {"cache-control": "no-store", "referrer-policy": "same-origin"}
 
 
 def _now() -> datetime:
@@ -94,7 +96,7 @@ class MailPages:
             title="New password",
             error=None,
             token=token,
-            owner=owner.name,
+            for_owner=owner.name,
         )
         return self._private(response)
 
@@ -112,7 +114,7 @@ class MailPages:
             )
             page = self.site.anonymous_form(
                 "account/reset_mail.html", request, 400, title="New password", error=str(exc), token=token,
-                owner="",
+                for_owner="",
             )  # fmt: skip
             return self._private(page)
         said(owner.name, "set a new password with a mailed link", self.guard.client(request))
