@@ -4,11 +4,12 @@ command hands `mail_settings`' result to the pages and runs its sender in its nu
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -55,10 +56,30 @@ _OPTIONS = (
 _DEFAULT_PORTS = {"starttls": 587, "tls": 465, "none": 25}
 
 
+#: The parameters the options fill, which `mail_options` hands the command as one ``mail`` dict.
+MAIL_PARAMS = (
+    "smtp_host",
+    "smtp_port",
+    "smtp_tls",
+    "smtp_user",
+    "smtp_password_file",
+    "mail_from",
+    "verify_email",
+)
+
+
 def mail_options(command: F) -> F:
+    """The mail options on ``command``, which receives their values as ``mail`` (for `mail_settings`)."""
+
+    @functools.wraps(command)
+    def gathered(*args: Any, **kwargs: Any) -> Any:
+        mail = {name: kwargs.pop(name) for name in MAIL_PARAMS}
+        return command(*args, mail=mail, **kwargs)
+
+    wrapped: Any = gathered
     for option in reversed(_OPTIONS):
-        command = option(command)
-    return command
+        wrapped = option(wrapped)
+    return cast(F, wrapped)
 
 
 def read_password(path: Path) -> str:

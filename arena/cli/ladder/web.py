@@ -145,7 +145,7 @@ def web(
     trusted_proxy: tuple[str, ...],
     allowed_host: tuple[str, ...],
     public_url: str | None,
-    **mail: Any,
+    mail: dict[str, Any],
 ) -> None:
     """Serve GAME's standings, bot pages, matches and replays (and the live match) over HTTP(S); with
     --signup, the owners' pages too: sign-up, login, their bots and tokens. Several games (one `ladder
