@@ -26,7 +26,7 @@ SECRET_LINK = "https://ladder.example.org/reset/mail?t=reset.1.99.SECRET"
 class Server:
     """A stand-in for `smtp.send_mail` that refuses as told, noting when each try came."""
 
-    def __init__(self, refusals: list[SmtpError]) -> None:
+    def __init__(self, refusals: list[Exception]) -> None:
         self.refusals = refusals
         self.tries: list[float] = []
         self.sent: list[EmailMessage] = []
@@ -78,6 +78,11 @@ async def test_a_mail_that_cannot_go_is_logged_without_its_link(
     mailer = Mailer(SETTINGS, send=permanent.send, tries=5)
     assert not await mailer.deliver(MAIL)
     assert len(permanent.tries) == 1  # a 5xx is not tried again
+
+    broken = Server([RuntimeError("a bug")])
+    mailer = Mailer(SETTINGS, send=broken.send, tries=5)
+    assert not await mailer.deliver(MAIL)  # logged; the pages beside it go on
+    assert len(broken.tries) == 1 and "unexpected error" in caplog.text
 
 
 async def test_a_full_queue_drops_the_mail_and_never_blocks(

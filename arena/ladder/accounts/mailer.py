@@ -114,7 +114,10 @@ class Mailer:
         for attempt in range(1, self.tries + 1):
             try:
                 await self.send(self.settings, self.message(mail), [mail.to])
-            except SmtpError as exc:
+            except Exception as exc:  # a mail that cannot go never ends the pages it runs beside
+                if not isinstance(exc, SmtpError):
+                    log.exception("mail: %s to %s: unexpected error", mail.what, mail.to)
+                    exc = SmtpError(self.settings.server, "sending", repr(exc), permanent=True)
                 last = attempt == self.tries or exc.permanent
                 if last:
                     self.stats.failed += 1
@@ -135,6 +138,8 @@ class Mailer:
                 await self.queue_notices(datetime.now(UTC))
             except LadderStoreError as exc:
                 log.warning("mail: cannot read the notices (%s); trying again in %g s", exc, self.poll_every)
+            except Exception:  # never the end of the pages: logged, and tried again
+                log.exception("mail: reading the notices failed; trying again in %g s", self.poll_every)
             await trio.sleep(self.poll_every)
 
     async def queue_notices(self, now: datetime) -> int:

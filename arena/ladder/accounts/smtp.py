@@ -131,7 +131,7 @@ class _Conversation:
 
     async def ehlo(self) -> dict[str, str]:
         """The extensions the server offers, by keyword (``STARTTLS``, ``AUTH``: ``PLAIN LOGIN``...)."""
-        lines = await self.step("EHLO", b"EHLO " + self.settings.local_name.encode("ascii"), 250)
+        lines = await self.step("EHLO", b"EHLO " + self.settings.local_name.encode("ascii", "replace"), 250)
         offered = {}
         for line in lines[1:]:
             keyword, _, params = line.partition(" ")
