@@ -26,10 +26,10 @@ def _web(folder: Path, *args: str) -> tuple[int, str]:
             "--smtp-tls none sends mail (and any password) in the clear: only to a relay on this machine",
         ),
         (
-            ("--smtp-host", "mx.example.org", "--smtp-user", "me"),
+            ("--smtp-host", "mx.example.org", "--smtp-user", "me", "--signup", "open"),
             "give --smtp-user and --smtp-password-file together",
         ),
-        (("--smtp-host", "mx.example.org", "--mail-from", "not an address"), "--mail-from"),
+        (("--smtp-host", "mx.org", "--mail-from", "not an address", "--signup", "open"), "--mail-from"),
     ],
 )
 def test_mail_options_that_cannot_work_are_refused(tmp_path: Path, args: tuple[str, ...], said: str) -> None:
@@ -54,7 +54,7 @@ def test_the_password_file_must_be_private(tmp_path: Path) -> None:
         "mail_from": None,
         "verify_email": True,
     }
-    settings = mail_settings(options)
+    settings = mail_settings(options, "open")
     assert (settings.port, settings.sender, settings.password) == (
         465,
         "ladder@mx.example.org",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -102,7 +102,7 @@ def read_password(path: Path) -> str:
     return password
 
 
-def mail_settings(options: dict[str, Any]) -> Any:
+def mail_settings(options: dict[str, Any], signup: str | None) -> Any:
     """The `SmtpSettings` the options name (None without --smtp-host); usage errors name the option."""
     from cellarena.arena.ladder.accounts.owner_mail import check_address
     from cellarena.arena.ladder.accounts.owners import AccountError
@@ -118,6 +118,8 @@ def mail_settings(options: dict[str, Any]) -> Any:
         if options["verify_email"]:
             raise click.UsageError("--verify-email needs --smtp-host: the ladder mails the links")
         return None
+    if signup is None:
+        raise click.UsageError("--smtp-host mails owners: give --signup too (the owners' pages)")
     tls = options["smtp_tls"]
     sender = options["mail_from"] or f"ladder@{host}"
     try:
@@ -139,3 +141,17 @@ def mail_settings(options: dict[str, Any]) -> Any:
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     return settings
+
+
+def mail_sender(
+    accounts: Any, smtp: Any, verify_email: bool, store: Any, games: tuple[str, ...]
+) -> list[Callable[[], Awaitable[None]]]:
+    """With ``smtp``, the owners' pages' `Mailer` (set on their settings ``accounts``) and its sender
+    task, for `ladder web`'s nursery; no task without."""
+    if accounts is None or smtp is None:
+        return []
+    from cellarena.arena.ladder.accounts.mailer import Mailer
+
+    accounts.mailer = Mailer(smtp, store=store, ladder_name=f"{' and '.join(games)} ladder")
+    accounts.verify_email = verify_email
+    return [accounts.mailer.run]

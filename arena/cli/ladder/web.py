@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from cellarena.arena.cli.ladder.mail_options import mail_options, mail_settings
+from cellarena.arena.cli.ladder.mail_options import mail_options, mail_sender, mail_settings
 from cellarena.arena.cli.ladder.where import Where, game_argument
 from cellarena.server.cli.params import (
     FiniteFloatRange,
@@ -183,9 +183,7 @@ def web(
         raise click.UsageError(str(exc)) from None
     if warning is not None:
         click.echo(f"warning: {warning}", err=True)
-    smtp = mail_settings(mail)
-    if smtp is not None and signup is None:
-        raise click.UsageError("--smtp-host mails owners: give --signup too (the owners' pages)")
+    smtp = mail_settings(mail, signup)
     account_settings = None
     if signup is not None:
         account_settings = _account_settings(
@@ -194,11 +192,7 @@ def web(
         account_settings.allowed_hosts = allowed
         _warn_cookies_in_clear(host, tls is not None or bool(trusted))
     store = where.open(create=False, reconnect_every=1.0)  # pages come back after a database outage
-    if account_settings is not None and smtp is not None:
-        from cellarena.arena.ladder.accounts.mailer import Mailer
-
-        account_settings.mailer = Mailer(smtp, store=store, ladder_name=f"{' and '.join(games)} ladder")
-        account_settings.verify_email = mail["verify_email"]
+    tasks = mail_sender(account_settings, smtp, mail["verify_email"], store, games)
     try:
         sock = bind(host, port)
     except BindError as exc:
@@ -219,11 +213,6 @@ def web(
         public_url=public_url,
     )
     try:
-        tasks = (
-            []
-            if account_settings is None or account_settings.mailer is None
-            else [account_settings.mailer.run]
-        )
         serve_pages(
             app, sock, games, tls, feed, live=(live_host, live_port), live_tls=live_context, tasks=tasks
         )
