@@ -10,6 +10,7 @@ from __future__ import annotations
 import email
 import email.policy
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ class Site:
     pages: Pages
     smtp: SmtpServer
     folder: Path
+    logged: str = ""
 
     def mails_to(self, address: str) -> list[email.message.EmailMessage]:
         found = []
@@ -53,6 +55,21 @@ class Site:
         """The ``count``-th mail to ``address``, waited for."""
         wait_for(lambda: len(self.mails_to(address)) >= count, f"mail {count} to {address}", timeout=60)
         return self.mails_to(address)[count - 1]
+
+    def log(self) -> str:
+        """What `ladder web` has logged so far (its stderr, read without waiting)."""
+        assert self.pages.proc.stderr is not None
+        fd = self.pages.proc.stderr.fileno()
+        os.set_blocking(fd, False)
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            self.logged += chunk.decode("utf-8", "replace")
+        return self.logged
 
     def store(self) -> LadderStore:
         return LadderStore(self.folder / "ladder.sqlite", create=False)
@@ -163,6 +180,9 @@ def test_forgot_password_mails_a_link_that_works_once(site: Site, page: Any) -> 
 
     answer = page.goto(link)  # used once already
     assert answer.status == 400 and "used already" in page.inner_text("main")
+    token = link.partition("?t=")[2]
+    wait_for(lambda: "rosa set a new password with a mailed link" in site.log(), "the log line", timeout=30)
+    assert "mail: sent a password link for rosa to rosa@example.org" in site.log() and token not in site.log()
     with site.store() as store:
         owner = Accounts(store).owner("rosa")
         assert owner is not None
