@@ -19,6 +19,7 @@ from cellarena_cli import ROOT, cellarena
 from click.testing import CliRunner
 
 from cellarena.arena.cli import main
+from cellarena.server.dataset.fields import METADATA_KEY
 from cellarena.server.replay import read_replay, verify
 
 BOTS = ROOT / "example_bots" / "rezzo"
@@ -94,6 +95,29 @@ def test_the_same_command_writes_the_same_bytes(loop: dict[str, Any]) -> None:
     a, b = (loop["tmp"] / "a.npz").read_bytes(), (loop["tmp"] / "b.npz").read_bytes()
     assert a == b and len(a) > 100_000
     assert loop["reports"][0]["accuracy"] == loop["reports"][1]["accuracy"]
+
+
+def test_an_export_of_schema_1_trains_to_the_same_bytes(loop: dict[str, Any]) -> None:
+    """A dataset exported before schema 1.1 (no ``view`` columns, version "1") still trains: its
+    msgpack observations are decoded as the export decodes them, into the very same weights. A major
+    version this cellarena does not know is refused, naming the file."""
+    tmp = loop["tmp"]
+    old, new = tmp / "data-v1", tmp / "data-v2"
+    shutil.copytree(tmp / "data", old)
+    shutil.copytree(tmp / "data", new)
+    for folder, version in ((old, b"1"), (new, b"2.0")):
+        for part in folder.rglob("*.parquet"):
+            table = pq.read_table(part).drop_columns(["view", "view_shape", "agents"])
+            pq.write_table(table.replace_schema_metadata({METADATA_KEY: version}), part)
+    args = ("--imitate", "builder", "--bot-dir", str(loop["bot_dir"]), "--epochs", "3", "--eval", "0")
+    trained = invoke("train", "rezzo", "--dataset", str(old), "--out", str(tmp / "v1.npz"), *args)
+    assert trained.exit_code == 0, trained.output
+    assert (tmp / "v1.npz").read_bytes() == (tmp / "a.npz").read_bytes()
+    refused = invoke("train", "rezzo", "--dataset", str(new), "--out", str(tmp / "v2.npz"), *args)
+    assert refused.exit_code == 1 and "dataset schema version 2.0, but this cellarena reads version 1.1" in (
+        refused.output
+    )
+    assert "/part-0.parquet" in refused.output and not (tmp / "v2.npz").exists()
 
 
 def test_the_trained_bot_loads_the_weights_and_plays_a_legal_match(loop: dict[str, Any]) -> None:

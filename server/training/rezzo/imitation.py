@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from cellarena.sdk import MatchInfo, Move, Tracker, View
+from cellarena.sdk import MatchInfo, Move, Tracker, View, Viewport
+from cellarena.sdk.games.rezzo import VIEW_SIZE
+from cellarena.server.dataset.views import FixedView
 from cellarena.server.games.rezzo.engine import RezzoEngine
 from cellarena.server.training.imitation import (
     ImitationError,
@@ -86,21 +88,28 @@ def _moves(action: Any) -> dict[int, int]:
     return {int(k): int(v) for k, v in action.items() if isinstance(v, int)}
 
 
+def _view(rows: SeatRows, tick: int, fixed: FixedView) -> View:
+    """The SDK's View of one row, from its ``view`` columns: (agents, 2, 13, 13) cells, then damage."""
+    agents = fixed.agents or []
+    if fixed.cells.shape != (len(agents), 2, VIEW_SIZE, VIEW_SIZE):
+        raise ImitationError(
+            f"match {rows.match}, seat {rows.seat}, tick {tick}: a view of shape {fixed.cells.shape} for "
+            f"{len(agents)} agents; export the replays again"
+        )
+    ports = [Viewport(a[0].tobytes(), a[1].tobytes()) for a in fixed.cells]
+    return View(tick, list(agents), ports)
+
+
 def seat_samples(rows: SeatRows, net: ModuleType) -> Samples:
     """One seat's samples: its observations replayed through one Tracker per agent, labelled with the
     moves the game applied."""
     cells, extras, masks, labels = [], [], [], []
     trackers: dict[int, Tracker] = {}
     last: dict[int, int] = {}
-    for obs, action in zip(rows.observations, rows.actions, strict=True):
-        if obs is None:
+    for tick, fixed, action in zip(rows.ticks, rows.views, rows.actions, strict=True):
+        if fixed is None:
             continue
-        try:
-            view = View.from_message(obs)
-        except ValueError as exc:
-            raise ImitationError(
-                f"match {rows.match}, seat {rows.seat}: observation not readable ({exc})"
-            ) from None
+        view = _view(rows, tick, fixed)
         moves = _moves(action)
         for index, port in view:
             tracker = trackers.setdefault(index, Tracker())
