@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from cellarena_cli import ROOT, cellarena
+from cellarena_cli import CLI, ROOT, cellarena
 from click.testing import CliRunner
 
 from cellarena.arena.cli import main
@@ -61,10 +62,10 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert ran.returncode == 0, ran.stderr
     exported = invoke("replay", "export", str(tmp / "t" / "matches"), "--out", str(tmp / "data"))
     assert exported.exit_code == 0, exported.output
-    bot_dir = tmp / "mybot"
-    bot_dir.mkdir()
-    for name in ("bot.py", "policy.py", "bot.toml"):
-        shutil.copy(BOTS / "trained" / name, bot_dir / name)
+    # The bot folder trained is the one `new-bot --template trained` writes.
+    bot_dir = tmp / "my_net"
+    made = cellarena("new-bot", "rezzo", "my_net", "--template", "trained", "--dir", str(bot_dir), "--json")
+    assert made.returncode == 0, made.stderr
     reports = []
     for out in ("a.npz", "b.npz"):
         trained = invoke(
@@ -73,7 +74,12 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         )  # fmt: skip
         assert trained.exit_code == 0, trained.output
         reports.append(json.loads(trained.output))
-    return {"tmp": tmp, "bot_dir": bot_dir, "reports": reports}
+    return {
+        "tmp": tmp,
+        "bot_dir": bot_dir,
+        "reports": reports,
+        "commands": json.loads(made.stdout)["commands"],
+    }
 
 
 def test_training_reads_the_builders_rows_of_the_dataset_only(loop: dict[str, Any]) -> None:
@@ -121,6 +127,7 @@ def test_an_export_of_schema_1_trains_to_the_same_bytes(loop: dict[str, Any]) ->
 
 
 def test_the_trained_bot_loads_the_weights_and_plays_a_legal_match(loop: dict[str, Any]) -> None:
+    """The new-bot folder's bot.py, with the trained weights, against an example bot over TCP."""
     tmp, bot = loop["tmp"], loop["bot_dir"] / "bot.py"
     replay = tmp / "trained.replay"
     ran = cellarena(
@@ -135,6 +142,34 @@ def test_the_trained_bot_loads_the_weights_and_plays_a_legal_match(loop: dict[st
     verify(recorded)
     assert recorded.complete and len(recorded.ticks) > 100
     assert all(not t.invalid.get(0) for t in recorded.ticks), "the trained bot's answers were well formed"
+
+
+def test_new_bot_template_trained_is_a_folder_the_trainer_trains_and_that_passes_its_test(
+    loop: dict[str, Any],
+) -> None:
+    """`cellarena new-bot rezzo NAME --template trained` (the folder every test here trains): its
+    README's train command writes policy.npz from the export (the smallest training: one epoch), and
+    its own test passes, playing those weights over TCP. (It plays an example bot in the next test.)"""
+    folder = loop["bot_dir"]
+    assert sorted(p.name for p in folder.iterdir() if p.name != "__pycache__") == [
+        "README.md", "bot.py", "bot.toml", "policy.py", "test_my_net.py"
+    ]  # fmt: skip
+    # The trainer's network, as the example's: the template is a copy of it, kept the same.
+    assert (folder / "policy.py").read_text() == (BOTS / "trained" / "policy.py").read_text()
+    train = next(c for c in loop["commands"] if c.startswith("cellarena train rezzo"))
+    assert (
+        train == "cellarena train rezzo --dataset DATASET --imitate BOT --bot-dir . --out policy.npz --eval 0"
+    )
+    args = train.replace("DATASET", str(loop["tmp"] / "data")).replace("BOT", "builder").split()[1:]
+    trained = subprocess.run(
+        [*CLI, *args, "--epochs", "1"], cwd=folder, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert trained.returncode == 0 and (folder / "policy.npz").is_file(), trained.stderr
+    tested = subprocess.run(
+        [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=folder, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    assert tested.returncode == 0 and "2 passed" in tested.stdout, tested.stdout + tested.stderr
 
 
 def test_the_evaluation_plays_the_bot_folder_against_the_example_bots(loop: dict[str, Any]) -> None:
