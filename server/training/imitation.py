@@ -150,7 +150,9 @@ def read_seats(dataset: Path, game: str, bot: str, messages: bool = False) -> li
             rows.actions.append(_unpack(cols["action"][i]))
     if not seats:
         listed = ", ".join(sorted(bots))
-        raise ImitationError(f"--imitate {bot}: no {game} rows of that bot in the dataset; its bots: {listed}")
+        raise ImitationError(
+            f"--imitate {bot}: no {game} rows of that bot in the dataset; its bots: {listed}"
+        )
     return [seats[k] for k in sorted(seats)]
 
 
