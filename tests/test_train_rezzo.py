@@ -11,7 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -25,22 +25,6 @@ from cellarena.server.replay import read_replay, verify
 
 BOTS = ROOT / "example_bots" / "rezzo"
 PY = sys.executable
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _plain_modules_restored() -> Iterator[None]:
-    """`cellarena train` loads a bot folder's ``policy.py`` and ``bot.py`` as the plain modules
-    ``policy`` and ``bot`` and puts the folder on sys.path, as running the bot would; in this test
-    process they must not outlive this module (tests/test_training_doc.py imports its own). Module-
-    scoped, so it is set up before the module's shared training and torn down after it."""
-    path, known = list(sys.path), {n: sys.modules.get(n) for n in ("policy", "bot")}
-    yield
-    sys.path[:] = path
-    for name, module in known.items():
-        if module is None:
-            sys.modules.pop(name, None)
-        else:
-            sys.modules[name] = module
 
 
 def invoke(*args: str) -> Any:
@@ -181,6 +165,24 @@ def test_the_evaluation_plays_the_bot_folder_against_the_example_bots(loop: dict
     )  # fmt: skip
     assert ran.exit_code == 0, ran.output
     assert "against random_walker: won" in ran.output and " of 2, drew " in ran.output
+
+
+def test_training_in_process_leaves_no_trace_in_sys_path_or_sys_modules(loop: dict[str, Any]) -> None:
+    """The trainer loads the bot folder's policy.py and bot.py (and the example bots) in this process,
+    each under a name of its own; bot.py's `from policy import ...` works while it loads, and then
+    neither the folder on sys.path nor a plain `policy` or `bot` module is left for the next import."""
+    tmp, folder = loop["tmp"], loop["bot_dir"]
+    path, plain = list(sys.path), {n: sys.modules.get(n) for n in ("policy", "bot", "random_walker")}
+    ran = invoke(
+        "train", "rezzo", "--dataset", str(tmp / "data"), "--imitate", "builder", "--out", str(tmp / "d.npz"),
+        "--bot-dir", str(folder), "--epochs", "1", "--eval", "1", "--against", "random_walker",
+        "--max-ticks", "20", "--bots-dir", str(BOTS),
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    assert sys.path == path and {n: sys.modules.get(n) for n in plain} == plain
+    loaded = [m for m in sys.modules.values() if str(folder) in str(getattr(m, "__file__", "") or "")]
+    assert sorted(Path(str(m.__file__)).name for m in loaded) == ["bot.py", "policy.py"]
+    assert all(m.__name__.startswith("cellarena_bot_file_") for m in loaded)
 
 
 def test_bad_input_is_a_clear_error(loop: dict[str, Any]) -> None:

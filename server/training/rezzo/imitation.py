@@ -13,7 +13,8 @@ import importlib.util
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -38,26 +39,55 @@ from cellarena.server.training.imitation import (
 OPPONENTS = {"random_walker": "RandomWalker", "raider": "Raider", "builder": "Builder"}
 
 
-def load_module(path: Path, name: str) -> ModuleType:
-    """The Python file ``path`` as module ``name`` (bot folders are not packages). Its folder is put on
-    sys.path, as running the file would, so that ``bot.py``'s ``from policy import ...`` works; a
-    module already loaded from that very file is reused."""
+def _unique_name(path: Path) -> str:
+    """A module name no other file takes: the file's resolved path made an identifier."""
+    return "cellarena_bot_file_" + re.sub(r"\W", "_", str(path.resolve()))
+
+
+@contextmanager
+def _as_if_run(folder: Path, plain: dict[str, ModuleType]) -> Iterator[None]:
+    """While a bot file runs its imports: its folder first on sys.path and ``plain`` (the folder's
+    files already loaded, by their plain names) in sys.modules, as running the file would have them;
+    afterwards sys.path as it was and no module of the folder left under any name but its own."""
+    path, before = list(sys.path), set(sys.modules)
+    saved = {name: sys.modules.get(name) for name in plain}
+    sys.path.insert(0, str(folder))
+    sys.modules.update(plain)
+    try:
+        yield
+    finally:
+        sys.path[:] = path
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+        for name in set(sys.modules) - before:  # a sibling the file imported by its plain name
+            file = getattr(sys.modules[name], "__file__", None)
+            if file and Path(file).resolve().parent == folder:
+                del sys.modules[name]
+
+
+def load_module(path: Path, plain: dict[str, ModuleType] | None = None) -> ModuleType:
+    """The Python file ``path`` (bot folders are not packages) as a module of a name of its own, so
+    that two bot folders' ``policy.py`` never meet; loaded once per process. Its imports see its folder
+    as running it would (``bot.py``'s ``from policy import ...`` gets ``plain["policy"]``), and
+    nothing of that outlives the loading: sys.path and the plain names are put back."""
+    name = _unique_name(path)
     known = sys.modules.get(name)
-    if known is not None and Path(getattr(known, "__file__", "") or "").resolve() == path.resolve():
+    if known is not None:
         return known
     if not path.is_file():
         raise ImitationError(
             f"{path}: not found; give the folder of a bot laid out as example_bots/rezzo/trained"
         )
-    folder = str(path.parent.resolve())
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    sys.modules[name] = module  # dataclasses and pickling look a module up by its name
     try:
-        spec.loader.exec_module(module)
+        with _as_if_run(path.parent.resolve(), plain or {}):
+            spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
         raise ImitationError(f"{path}: cannot be loaded ({type(exc).__name__}: {exc})") from None
@@ -71,7 +101,7 @@ def policy_module(bot_dir: Path) -> ModuleType:
             f"--bot-dir {bot_dir}: no policy.py in it; give the folder of a bot laid out as "
             "example_bots/rezzo/trained (run from a cellarena checkout, or copy that folder)"
         )
-    module = load_module(bot_dir / "policy.py", "policy")
+    module = load_module(bot_dir / "policy.py")
     missing = [n for n in ("Policy", "observe", "legal", "one_hot", "MOVES") if not hasattr(module, n)]
     if missing:
         raise ImitationError(
@@ -187,9 +217,7 @@ def play(
 ) -> int | None:
     """One match in-process: the bot folder's ``bot.py`` (its ``Trained`` class, playing ``policy``) in
     ``seat`` against an instance of ``opponent``; the winner's seat, or None for a draw."""
-    module = load_module(
-        bot_dir / "bot.py", "rezzo_trained_bot_" + re.sub(r"\W", "_", str(bot_dir.resolve()))
-    )
+    module = load_module(bot_dir / "bot.py", {"policy": policy_module(bot_dir)})
     mine = module.Trained(policy)
     bots = [mine, opponent()] if seat == 0 else [opponent(), mine]
     engine = RezzoEngine.new({"map": map_name, "max_ticks": max_ticks})
@@ -207,7 +235,12 @@ def opponent_class(bots_dir: Path, name: str) -> type[Any]:
     """An example bot's class, from ``bots_dir/NAME.py`` (example_bots/rezzo)."""
     if name not in OPPONENTS:
         raise ImitationError(f"--against {name}: one of {', '.join(OPPONENTS)}")
-    module = load_module(bots_dir / f"{name}.py", f"rezzo_example_{name}")
+    if not (bots_dir / f"{name}.py").is_file():
+        raise ImitationError(
+            f"--bots-dir {bots_dir}: no {name}.py in it; give the folder of cellarena's example Rezzo "
+            "bots (a checkout's example_bots/rezzo), or --eval 0"
+        )
+    module = load_module(bots_dir / f"{name}.py")
     cls: type[Any] = getattr(module, OPPONENTS[name])
     return cls
 
