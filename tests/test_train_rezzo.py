@@ -203,8 +203,8 @@ def test_bad_input_is_a_clear_error(loop: dict[str, Any]) -> None:
 
 
 def test_other_games_say_what_there_is() -> None:
-    ran = invoke("train", "cata", "--dataset", "d")
+    ran = invoke("train", "colorblocks", "--dataset", "d")
     assert ran.exit_code == 1
-    assert "`cellarena train cata`: not yet" in ran.output and "cellarena replay export" in ran.output
+    assert "`cellarena train colorblocks`: not yet" in ran.output and "cellarena replay export" in ran.output
     listed = invoke("train", "--help")
     assert listed.exit_code == 0 and "rezzo" in listed.output and "cata" in listed.output
