@@ -1,36 +1,50 @@
-"""`cellarena train GAME`'s command, made for each game that offers imitation: behaviour cloning of one
-bot's rows of an exported dataset into a bot folder's network, then the result played in-process
-against the game's example bots (docs/training.md). The options are the same for every game but the
-evaluation's match options, which the game gives.
+"""`cellarena train GAME`'s command, made for each game that offers imitation (a `GameImitation` in
+``cellarena.server.training.GAME.imitation``): behaviour cloning of one bot's rows of an exported
+dataset into a bot folder's network, then the result played in-process against the game's example
+bots (docs/training.md). The options are the same for every game but the evaluation's match options
+and the defaults, which the game's spec gives.
 
 Only the dataset is read, never the imitated bot's program; numpy and pyarrow load when it runs.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+if TYPE_CHECKING:
+    from cellarena.server.training.trainer import GameImitation
 
-def imitation_command(
-    game: str,
-    spec: str,
-    against: str,
-    match_options: Sequence[click.Option],
-    config: Callable[[Mapping[str, Any]], dict[str, Any]],
-    bot_dir: Path | None = None,
-) -> click.Command:
-    """The `train GAME` command. ``spec``: "module:NAME" of the game's `GameImitation`; ``against``: the
-    example bots played by default; ``match_options`` the evaluation's match options, which ``config``
-    turns into the engine's config; ``bot_dir``: the default --bot-dir (None: required)."""
+
+def imitation_of(game: str) -> GameImitation | None:
+    """The game's `GameImitation`: ``IMITATION`` of ``cellarena.server.training.GAME.imitation``, where
+    a game that offers imitation keeps it; None for a game without one."""
+    try:
+        module = importlib.import_module(f"cellarena.server.training.{game}.imitation")
+    except ModuleNotFoundError:
+        return None
+    found: GameImitation | None = getattr(module, "IMITATION", None)
+    return found
+
+
+def _match_option(key: str, default: Any, text: str) -> click.Option:
+    kind = click.IntRange(1) if isinstance(default, int) else str
+    return click.Option([f"--{key.replace('_', '-')}", key], default=default, show_default=True, type=kind,
+                        help=text)  # fmt: skip
+
+
+def imitation_command(spec: GameImitation) -> click.Command:
+    """The `train GAME` command of the game ``spec`` describes: its defaults (the example bots played,
+    the bot folder) and its evaluation's match options (the engine's config keys) are the spec's."""
+    game = spec.game
+    against = spec.against
+    bot_dir = None if spec.bot_dir is None else Path(spec.bot_dir)
 
     def command(**kw: Any) -> None:
-        import importlib
-
         from cellarena.server.training.imitation import ImitationError
         from cellarena.server.training.trainer import evaluate, imitate
 
@@ -39,8 +53,7 @@ def imitation_command(
                 f"Missing option '--bot-dir': the bot folder to train (`cellarena new-bot {game} NAME "
                 "--template trained` writes one)"
             )
-        module, name = spec.split(":")
-        imitation = getattr(importlib.import_module(module), name)
+        imitation = spec
         out, matches = kw["out"], kw["matches"]
         try:
             done = imitate(imitation, kw["dataset"], kw["imitate"], out, kw["bot_dir"], kw["epochs"],
@@ -51,7 +64,8 @@ def imitation_command(
                     f"{done.seconds:.1f} s: fit {done.accuracy:.1%}; wrote {out}"
                 )
             opponents = [o for o in kw["against"].split(",") if o] if matches else []
-            results = evaluate(imitation, kw["bot_dir"], out, kw["bots_dir"], opponents, matches, config(kw))
+            config = {key: kw[key] for key in spec.match_options}
+            results = evaluate(imitation, kw["bot_dir"], out, kw["bots_dir"], opponents, matches, config)
         except ImitationError as exc:
             raise click.ClickException(str(exc)) from None
         if kw["as_json"]:
@@ -90,7 +104,7 @@ def imitation_command(
         click.Option(["--bots-dir"], type=click.Path(file_okay=False, path_type=Path),
                      default=Path(f"example_bots/{game}"), show_default=True,
                      help="The folder of the example bots the evaluation plays."),
-        *match_options,
+        *(_match_option(key, default, text) for key, (default, text) in spec.match_options.items()),
         click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON object at the end."),
     ]  # fmt: skip
     return click.Command(

@@ -11,19 +11,15 @@ import click
 
 from cellarena.server.cli.game_cli import GameGroup
 
-#: Games whose `train GAME` is here rather than in their plug-in's ``commands``.
-TRAINERS = {"cata": "cellarena.server.cli.games.cata_train:command"}
-
 
 def _not_yet(game: str) -> click.Command:
-    """`train GAME`: the game's trainer (`TRAINERS`), or for a game without one, a command that says
-    so, and exits 1."""
-    if game in TRAINERS:
-        import importlib
+    """`train GAME` for a game without one in its plug-in: its imitation's command where the game has
+    one (`imitate.imitation_of`), else a command that says "not yet", and exits 1."""
+    from cellarena.server.cli.imitate import imitation_command, imitation_of
 
-        module, name = TRAINERS[game].split(":")
-        trainer: click.Command = getattr(importlib.import_module(module), name)
-        return trainer
+    spec = imitation_of(game)
+    if spec is not None:
+        return imitation_command(spec)
 
     @click.command(game, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
     @click.option("--json", "as_json", is_flag=True, help="Say it as one JSON object (error, code).")

@@ -13,51 +13,37 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from cellarena.sdk.games import cata, cloth, colorblocks, drop2df, rezzo
+from cellarena.sdk.games import GAMES, adapter
 
 
 class FixedView(NamedTuple):
-    """One seat's request as numbers: ``cells`` (uint8, of shape ``shape``) and, in Rezzo, the
-    indices of the agents whose viewports it holds (None in the other games)."""
+    """One seat's request as numbers: ``cells`` (uint8) and, in a game whose seats have several agents
+    (Rezzo), the indices of the agents whose views it holds (None in the other games)."""
 
     cells: np.ndarray
     agents: list[int] | None = None
 
 
-def _rezzo(message: Mapping[str, Any]) -> FixedView:
-    view = rezzo.View.from_message(message)
-    planes = [np.frombuffer(rezzo.observation(port), np.uint8) for port in view.viewports]
-    cells = np.array(planes, np.uint8).reshape(len(planes), 2, rezzo.VIEW_SIZE, rezzo.VIEW_SIZE)
-    return FixedView(cells, list(view.agents))
-
-
-def _cata(message: Mapping[str, Any]) -> FixedView:
-    return FixedView(np.asarray(cata.make_view(dict(message)).board, np.uint8))
-
-
-def _cloth(message: Mapping[str, Any]) -> FixedView:
-    return FixedView(cloth.observation(cloth.make_view(dict(message))))
-
-
-def _colorblocks(message: Mapping[str, Any]) -> FixedView:
-    return FixedView(colorblocks.observation(colorblocks.make_view(dict(message))))
-
-
-def _drop2df(message: Mapping[str, Any]) -> FixedView:
-    return FixedView(np.frombuffer(drop2df.observation(drop2df.make_view(dict(message))), np.uint8))
-
-
-_VIEWS: dict[str, Callable[[Mapping[str, Any]], FixedView]] = {
-    "rezzo": _rezzo,
-    "cata": _cata,
-    "cloth": _cloth,
-    "colorblocks": _colorblocks,
-    "drop2df": _drop2df,
-}
-
-
 def fixed_view(game: str, message: Mapping[str, Any]) -> FixedView | None:
-    """The request ``message`` of ``game`` as numbers; None for a game without such a view (a game
-    added later exports its msgpack only until it has one here)."""
-    make = _VIEWS.get(game)
-    return None if make is None else make(message)
+    """The request ``message`` of ``game`` as numbers, from the game's SDK module: with one viewport per
+    agent (Rezzo), each agent's ``observation``, stacked; else the SDK's ``observation`` where it is
+    bytes (uint8), else the view's ``board``; None for a game with none of these (or that the SDK does
+    not know), which exports its msgpack only."""
+    if game not in GAMES:
+        return None
+    sdk = adapter(game)
+    view = sdk.make_view(dict(message))
+    observation: Callable[[Any], Any] | None = getattr(sdk, "observation", None)
+    ports = getattr(view, "viewports", None)
+    if ports is not None and observation is not None:
+        planes = [np.frombuffer(observation(port), np.uint8) for port in ports]
+        side = round((len(planes[0]) // 2) ** 0.5) if planes else 0  # two square planes an agent
+        cells = np.array(planes, np.uint8).reshape(len(planes), 2, side, side)
+        return FixedView(cells, [int(a) for a in view.agents])
+    seen = observation(view) if observation is not None else None
+    if isinstance(seen, bytes | bytearray):
+        return FixedView(np.frombuffer(bytes(seen), np.uint8))
+    if isinstance(seen, np.ndarray) and seen.dtype == np.uint8:
+        return FixedView(seen)
+    board = getattr(view, "board", None)
+    return FixedView(np.asarray(board, np.uint8)) if isinstance(board, np.ndarray) else None

@@ -41,6 +41,13 @@ class GameImitation:
     opponents: Mapping[str, str]
     #: The name of each move code, for the report.
     move_name: Callable[[int], str]
+    #: The example bots the evaluation plays by default, comma-separated.
+    against: str
+    #: The evaluation's match options: engine config key -> (default, help); `cellarena train GAME`
+    #: offers each as ``--key-with-dashes``.
+    match_options: Mapping[str, tuple[Any, str]]
+    #: The default --bot-dir (None: the option is required).
+    bot_dir: str | None = None
     #: Whether `seat_samples` reads the observations' msgpack (the ``view`` columns do not hold all).
     messages: bool = False
 

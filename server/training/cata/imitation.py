@@ -87,11 +87,17 @@ def _move_name(action: int) -> str:
     return cata.Act(cata.action_move(action)[0]).name.lower()
 
 
-CATA = GameImitation(
+#: What `cellarena train cata` needs of C.A.T.A. (found by `cellarena.server.cli.imitate`).
+IMITATION = GameImitation(
     game="cata",
     seat_samples=seat_samples,
     play=play,
     opponents={"random_legal": "RandomLegal", "lookahead": "Lookahead"},
     move_name=_move_name,
+    against="random_legal,lookahead",
+    match_options={
+        "size": (32, "The evaluation's board size."),
+        "max_turns": (60, "The evaluation's turn cap."),
+    },
     messages=True,
 )

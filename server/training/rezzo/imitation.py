@@ -33,6 +33,8 @@ def _moves(action: Any) -> dict[int, int]:
 def _view(rows: SeatRows, tick: int, fixed: FixedView) -> View:
     """The SDK's View of one row, from its ``view`` columns: (agents, 2, 13, 13) cells, then damage."""
     agents = fixed.agents or []
+    if not agents:  # a seat whose agents are all gone is still asked
+        return View(tick, [], [])
     if fixed.cells.shape != (len(agents), 2, VIEW_SIZE, VIEW_SIZE):
         raise ImitationError(
             f"match {rows.match}, seat {rows.seat}, tick {tick}: a view of shape {fixed.cells.shape} for "
@@ -99,10 +101,17 @@ def play(
     return result.winner
 
 
-REZZO = GameImitation(
+#: What `cellarena train rezzo` needs of Rezzo (found by `cellarena.server.cli.imitate`).
+IMITATION = GameImitation(
     game="rezzo",
     seat_samples=seat_samples,
     play=play,
     opponents={"random_walker": "RandomWalker", "raider": "Raider", "builder": "Builder"},
     move_name=lambda m: Move(m).name.lower(),
+    against="random_walker,raider",
+    match_options={
+        "map": ("duel", "The evaluation's map."),
+        "max_ticks": (3000, "The evaluation's tick cap."),
+    },
+    bot_dir="example_bots/rezzo/trained",
 )
