@@ -1,28 +1,27 @@
 """`cellarena train cata`: imitation for a second game through the same code as Rezzo's. Two matches of
 the example bot lookahead against random_legal, played in-process and recorded, are exported; a
 `new-bot cata NAME --template trained` folder is trained from the export alone, the same command
-writes the same bytes, the evaluation plays the example bots, and the folder's own test passes with
-the weights (two matches over TCP). The win rate is docs/training.md's measured claim, not a test.
+writes the same bytes, the evaluation plays the example bots, and the folder's bot plays the weights
+in a match over TCP. The win rate is docs/training.md's measured claim, not a test.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from cellarena_cli import ROOT, cellarena
+from cellarena_cli import CLI, ROOT, cellarena
 from click.testing import CliRunner
 
 from cellarena.arena.cli import main
 from cellarena.sdk import MatchInfo
 from cellarena.sdk.games import cata
 from cellarena.server.games.cata.engine import CataEngine
-from cellarena.server.replay import ReplayWriter
+from cellarena.server.replay import ReplayWriter, read_replay, verify
 from cellarena.server.training.bot_folder import load_module
 
 BOTS = ROOT / "example_bots" / "cata"
@@ -103,11 +102,21 @@ def test_the_evaluation_plays_the_example_bots(trained: dict[str, Any]) -> None:
     assert refused.exit_code == 2 and "--bot-dir" in refused.output  # cata has no default bot folder
 
 
-def test_the_folder_passes_its_own_test_with_the_weights(trained: dict[str, Any]) -> None:
+def test_the_folder_plays_the_weights_over_tcp(trained: dict[str, Any]) -> None:
+    """The folder's bot.py plays policy.npz (its default) in a match over TCP (its own test runs the
+    same, twice, as test_train_rezzo.py checks for Rezzo's folder)."""
     folder = trained["folder"]
     (folder / "policy.npz").write_bytes((trained["tmp"] / "a.npz").read_bytes())
-    tested = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=folder, capture_output=True,
-        text=True, timeout=300, check=False,
+    replay = trained["tmp"] / "cnet.replay"
+    ran = subprocess.run(
+        [*CLI, "match", "cata", "--bot", "cnet=python bot.py", "--bot",
+         "random=python -m cellarena.sdk.opponents cata", "--size", "16", "--max-turns", "12", "--fast",
+         "--replay", str(replay), "--json"],
+        cwd=folder, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
-    assert tested.returncode == 0 and "2 passed" in tested.stdout, tested.stdout + tested.stderr
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["invalid"]["cnet"] == 0 and "cnet" not in result["forfeits"], ran.stdout
+    recorded = read_replay(replay)
+    verify(recorded)
+    assert recorded.complete and any(0 in t.moves for t in recorded.ticks)
