@@ -157,8 +157,9 @@ def run_mypy() -> list[MypyError]:
 
 
 def example_bots() -> list[Path]:
-    """Every Python example bot (the JavaScript one has its own folder of .js files)."""
-    return sorted(EXAMPLE_BOTS.glob("*/*.py"))
+    """Every Python example bot, and the files of the bot folders beside them (a trained bot's bot.py,
+    policy.py and train.py: bench train runs the last); the JavaScript one has .js files only."""
+    return sorted([*EXAMPLE_BOTS.glob("*/*.py"), *EXAMPLE_BOTS.glob("*/*/*.py")])
 
 
 def check_scripts(scripts: list[Path]) -> list[MypyError]:

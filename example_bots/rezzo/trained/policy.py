@@ -17,6 +17,8 @@ decision comes from the weights; the Tracker only remembers.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pathlib import Path
 
 import numpy as np
@@ -127,12 +129,14 @@ class Policy:
         """The legal move each agent prefers most (no dice: a tournament wants the same move in the
         same position). ``masks``: (n, MOVES) bool, the legal moves."""
         z, _ = self.logits(one_hot(cells, extra))
-        return np.argmax(np.where(masks, z, -np.inf), axis=1)
+        best: np.ndarray = np.argmax(np.where(masks, z, -np.inf), axis=1)
+        return best
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("wb") as f:  # a file object: np.savez would add ".npz" to a name without it
-            np.savez_compressed(f, **{k: v.astype(np.float16) for k, v in self.params.items()})
+            halves: dict[str, Any] = {k: v.astype(np.float16) for k, v in self.params.items()}
+            np.savez_compressed(f, **halves)
 
     @classmethod
     def load(cls, path: Path) -> Policy:

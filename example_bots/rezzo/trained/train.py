@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -37,9 +38,10 @@ from policy import CROP, EXTRA, MOVES, Policy, legal, observe, one_hot
 
 from cellarena.sdk import MatchInfo, Move, Tracker, View, Viewport
 from cellarena.sdk.opponents.rezzo import RandomRezzo
+from cellarena.server.training.bot_folder import load_module
 from cellarena.server.training.imitation import Samples, fit
-from cellarena.server.training.rezzo import imitation
-from cellarena.server.training.rezzo.imitation import load_module, opponent_class
+from cellarena.server.training.rezzo.imitation import IMITATION
+from cellarena.server.training.trainer import opponent_class
 from cellarena.server.training.rezzo.opponents import BotOpponent, OpponentMix
 from cellarena.server.training.rezzo.vector_env import RezzoVectorEnv
 
@@ -48,7 +50,7 @@ BOTS = Path(__file__).resolve().parent.parent
 
 def example_bot(name: str) -> ModuleType:
     """example_bots/rezzo/NAME.py as a module (the bot folders are not packages)."""
-    return load_module(BOTS / f"{name}.py", f"rezzo_example_{name}")
+    return load_module(BOTS / f"{name}.py")
 
 
 class Learner:
@@ -69,7 +71,10 @@ def rollout(
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[int], dict[str, int]]:
     """Play ``steps`` steps: the teacher's move with probability ``beta``, else the policy's; record
     the inputs, legal moves and the teacher's move of every live learner agent."""
-    cells, extras, masks, labels = [], [], [], []
+    cells: list[np.ndarray] = []
+    extras: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
+    labels: list[int] = []
     k = env.agents_per_player
     obs, _ = env.reset(seed=int(rng.integers(1 << 30)))
     learners = [Learner(int(env.learner_seats[b]), env._episode_config(b)) for b in range(env.batch)]
@@ -126,8 +131,9 @@ def rollout(
 def play(policy: Policy, opponent: str, seat: int, max_ticks: int, map_name: str = "duel") -> int | None:
     """One match in-process: this folder's bot (bot.py's class, playing ``policy``) in ``seat`` against
     an example bot; the winner's seat, or None for a draw."""
-    cls = opponent_class(BOTS, opponent)
-    return imitation.play(Path(__file__).parent, policy, cls, seat, map_name, max_ticks)
+    cls = opponent_class(IMITATION, BOTS, opponent)
+    bot = load_module(Path(__file__).resolve().with_name("bot.py"), {"policy": sys.modules["policy"]})
+    return IMITATION.play(bot, policy, cls, seat, {"map": map_name, "max_ticks": max_ticks})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         won = {"won": 0, "lost": 0, "drawn": 0}
         for env in envs:
             got = rollout(env, None if r == 0 else policy, beta, args.steps, rng)
-            for store, part in zip(data, got[:4], strict=True):
+            parts: tuple[list[Any], ...] = got[:4]
+            for store, part in zip(data, parts, strict=True):
                 store.extend(part)
             steps += args.steps * env.num_envs
             won = {key: won[key] + got[4][key] for key in won}
