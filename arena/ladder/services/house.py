@@ -213,8 +213,8 @@ class HouseBots:
             for q in self.seating.queue.waiting.values()
             if now - q.since >= self.after and q.bot.kind != "house" and q.bot.name not in self.running
         ]
-        if not waiting:
-            return None
+        if len(waiting) <= len(self._starting()):
+            return None  # a launch under way is for them (a slow starter, a JVM, must not get a twin)
         busy = set(self.running) | set(self.seating.queue.waiting) | self.seating.starter.playing()
         idle = [
             b
