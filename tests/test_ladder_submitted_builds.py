@@ -12,6 +12,7 @@ import io
 import logging
 import os
 import shutil
+import sqlite3
 import tarfile
 from functools import partial
 from pathlib import Path
@@ -216,3 +217,22 @@ def _processes_in(folder: Path) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_the_builders_idle_look_at_the_store_is_a_read(tmp_path: Path) -> None:
+    """With no version waiting, `next_to_build` (the builder's poll every 2 s) takes no write lock: it
+    answers while another process holds the database's (SQLite's) write lock, and only then."""
+    path = tmp_path / "ladder.sqlite"
+    with LadderStore(path) as store:
+        store.add_bot("ann", "rezzo")
+        other = sqlite3.connect(path, isolation_level=None, timeout=0.0)
+        other.execute("BEGIN IMMEDIATE")  # a writer elsewhere, mid-transaction
+        try:
+            assert store.versions.next_to_build(["rezzo"]) is None
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        archives = ArchiveStore(tmp_path / "archives")
+        version = _upload(store, archives, "ann", _archive({"bot.toml": 'command = "python bot.py"\n'}))
+        taken = store.versions.next_to_build(["rezzo"])
+        assert taken is not None and taken.id == version and taken.state == "building"

@@ -178,7 +178,9 @@ def test_uploaded_bots_are_built_validated_and_play_rated_matches(
             _a_crashing_version_is_refused_with_its_log(folder, owner)
             wait_for(lambda: connected is not None and connected.proc.poll() is not None, "bob's matches", 90)
             wait_for(lambda: not _running_in(folder / "versions"), "the bots' processes to end", 60)
-            assert "builder: annbot version 3 failed" in server.stderr()
+            log = server.stderr()
+            assert "builder: annbot version 3 failed" in log
+            assert "started submitted bot annjava" in log and "house bot ann" not in log
         finally:
             if connected is not None and connected.proc.poll() is None:
                 connected.stop()

@@ -240,9 +240,13 @@ class HouseBots:
             try:
                 secret = (await trio.to_thread.run_sync(self.store.rotate, bot.name)).secret
             except LadderStoreError as exc:
-                log.error("cannot start house bot %s: %s", bot.name, exc)
+                log.error("cannot start %s %s: %s", self._kind(bot.name), bot.name, exc)
                 return None
         return BotSpec(bot.name, bot.house_command), secret, self.log_dir / f"house-{bot.name}.log"
+
+    def _kind(self, name: str) -> str:
+        """What the logs call bot ``name``: an owner's submitted bot is no house bot."""
+        return "submitted bot" if self.submitted is not None and name in self.submitted.live else "house bot"
 
     def _candidates(self) -> list[BotRecord]:
         """The bots the ladder may start: its house bots, and bots with a live submitted version."""
@@ -273,9 +277,9 @@ class HouseBots:
                 extra_env=None if self.tls is None else self.tls.env(),
             )
         except OSError as exc:
-            log.error("cannot start house bot %s (%r): %s", bot.name, spec.command, exc)
+            log.error("cannot start %s %s (%r): %s", self._kind(bot.name), bot.name, spec.command, exc)
             return
-        log.info("started house bot %s for a bot that waited %g s", bot.name, self.after)
+        log.info("started %s %s for a bot that waited %g s", self._kind(bot.name), bot.name, self.after)
         if self.launched.get(bot.name) is None or self.launched[bot.name].proc is not proc:
             started(proc)  # a starter that did not call back
         self.running[bot.name] = proc
@@ -381,7 +385,8 @@ class HouseBots:
                     idle = True
                     if launched.joined:
                         log.warning(
-                            "house bot %s neither queued nor played for %g s: stopped (see its log)",
+                            "%s %s neither queued nor played for %g s: stopped (see its log)",
+                            self._kind(name),
                             name,
                             self.idle_limit,
                         )
@@ -460,13 +465,14 @@ class HouseBots:
                 self.store.count_failed_launch, name, cause, functools.partial(launch_failure, cause)
             )
         except LadderStoreError as exc:
-            log.error("house bot %s: cannot count its failed launch: %s", name, exc)
+            log.error("%s %s: cannot count its failed launch: %s", self._kind(name), name, exc)
             bot = None
         if bot is not None and bot.stopped is not None:
             await self.seating.results.load_ratings()  # not started again, without waiting for the change log
             log.error(
-                "house bot %s failed to join the ladder (%s): paused (%s); fix its command or program "
+                "%s %s failed to join the ladder (%s): paused (%s); fix its command or program "
                 "(its output is in %s), then `cellarena ladder resume %s`",
+                self._kind(name),
                 name,
                 what,
                 bot.stopped,
@@ -476,16 +482,18 @@ class HouseBots:
             return
         if again:  # said already: one line that it goes on, not the whole story every time
             log.warning(
-                "house bot %s failed to join the ladder again, for the same reason: %d failed launch(es) "
+                "%s %s failed to join the ladder again, for the same reason: %d failed launch(es) "
                 "in a row, next start in %g s at the earliest",
+                self._kind(name),
                 name,
                 count,
                 wait,
             )
             return
         log.error(
-            "house bot %s failed to join the ladder (%s): %d failed launch(es) in a row, next start in "
+            "%s %s failed to join the ladder (%s): %d failed launch(es) in a row, next start in "
             "%g s at the earliest; fix its command or program (its output is in %s)",
+            self._kind(name),
             name,
             what,
             count,

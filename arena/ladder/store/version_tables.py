@@ -196,6 +196,11 @@ class VersionTable:
         """The oldest ``received`` version (of a bot of ``games``, or any), moved to ``building`` in the
         transaction that finds it; None when none waits."""
         games_sql = "" if games is None else f" AND b.game IN ({', '.join('?' * len(games))})"
+        with self.database.reading("look for a version to build") as db:  # the idle poll: no write lock
+            if not db.query(
+                f"SELECT v.id {_FROM} WHERE v.state = 'received'{games_sql} LIMIT 1", tuple(games or ())
+            ):
+                return None
         with self.database.writing("take a version to build") as db:
             rows = db.query(
                 f"SELECT v.id {_FROM} WHERE v.state = 'received' AND b.revoked IS NULL{games_sql}"
