@@ -18,6 +18,7 @@ from cellarena.arena.cli.ladder import (
     export,
     house,
     owners,
+    rebuild,
     register,
     replay,
     season,
@@ -63,6 +64,7 @@ for _command in (
     replay.replay_download,
     export.export,
     submit.submit,
+    rebuild.rebuild,
     serve.serve,
     # The community ladder's commands (pauses, bans, challenges, the audit log).
     *community.COMMANDS,
