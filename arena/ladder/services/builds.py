@@ -208,12 +208,12 @@ async def rebuild_live(
     stays as it was and its bot is paused with the reason, which its owner's page shows."""
     done = []
     for version in versions:
-        record = store.bot(version.bot)
+        record = await trio.to_thread.run_sync(store.bot, version.bot)
         if record is None:  # deleted since it was listed
             continue
         game = record.game
         loop = settings.loop(store, game, match_limits=match_limits, isolate=isolate)
-        opponent = validation_opponent(store, game)
+        opponent = await trio.to_thread.run_sync(validation_opponent, store, game)
         if opponent is not None:
             loop.builder.check = dataclasses.replace(loop.builder.check, house_bot=opponent)
         started = trio.current_time()
@@ -223,9 +223,9 @@ async def rebuild_live(
         if ok:
             log.info("rebuild: %s passed its validation match in %.1f s", version.label, seconds)
         else:
-            why = (
-                f"version {version.number} failed its rebuild after the host's upgrade: {verdict.reason}; "
-                "upload a fixed version, then resume it"
+            why = (  # what to do first: a pause's reason is cut at 200 characters
+                f"version {version.number} failed its rebuild after the host's upgrade (upload a fixed "
+                f"version, then resume it): {verdict.reason}"
             )
             await trio.to_thread.run_sync(functools.partial(store.pause, version.bot, why, actor=actor))
             log.warning("rebuild: %s failed, so the bot is paused: %s", version.label, verdict.reason)
