@@ -240,13 +240,9 @@ class HouseBots:
             try:
                 secret = (await trio.to_thread.run_sync(self.store.rotate, bot.name)).secret
             except LadderStoreError as exc:
-                log.error("cannot start %s %s: %s", self._kind(bot.name), bot.name, exc)
+                log.error("cannot start %s: %s", _called(self.submitted, bot.name), exc)
                 return None
         return BotSpec(bot.name, bot.house_command), secret, self.log_dir / f"house-{bot.name}.log"
-
-    def _kind(self, name: str) -> str:
-        """What the logs call bot ``name``: an owner's submitted bot is no house bot."""
-        return "submitted bot" if self.submitted is not None and name in self.submitted.live else "house bot"
 
     def _candidates(self) -> list[BotRecord]:
         """The bots the ladder may start: its house bots, and bots with a live submitted version."""
@@ -277,9 +273,9 @@ class HouseBots:
                 extra_env=None if self.tls is None else self.tls.env(),
             )
         except OSError as exc:
-            log.error("cannot start %s %s (%r): %s", self._kind(bot.name), bot.name, spec.command, exc)
+            log.error("cannot start %s (%r): %s", _called(self.submitted, bot.name), spec.command, exc)
             return
-        log.info("started %s %s for a bot that waited %g s", self._kind(bot.name), bot.name, self.after)
+        log.info("started %s for a bot that waited %g s", _called(self.submitted, bot.name), self.after)
         if self.launched.get(bot.name) is None or self.launched[bot.name].proc is not proc:
             started(proc)  # a starter that did not call back
         self.running[bot.name] = proc
@@ -385,9 +381,8 @@ class HouseBots:
                     idle = True
                     if launched.joined:
                         log.warning(
-                            "%s %s neither queued nor played for %g s: stopped (see its log)",
-                            self._kind(name),
-                            name,
+                            "%s neither queued nor played for %g s: stopped (see its log)",
+                            _called(self.submitted, name),
                             self.idle_limit,
                         )
                     break
@@ -465,15 +460,14 @@ class HouseBots:
                 self.store.count_failed_launch, name, cause, functools.partial(launch_failure, cause)
             )
         except LadderStoreError as exc:
-            log.error("%s %s: cannot count its failed launch: %s", self._kind(name), name, exc)
+            log.error("%s: cannot count its failed launch: %s", _called(self.submitted, name), exc)
             bot = None
         if bot is not None and bot.stopped is not None:
             await self.seating.results.load_ratings()  # not started again, without waiting for the change log
             log.error(
-                "%s %s failed to join the ladder (%s): paused (%s); fix its command or program "
+                "%s failed to join the ladder (%s): paused (%s); fix its command or program "
                 "(its output is in %s), then `cellarena ladder resume %s`",
-                self._kind(name),
-                name,
+                _called(self.submitted, name),
                 what,
                 bot.stopped,
                 self.launched[name].log,
@@ -482,21 +476,26 @@ class HouseBots:
             return
         if again:  # said already: one line that it goes on, not the whole story every time
             log.warning(
-                "%s %s failed to join the ladder again, for the same reason: %d failed launch(es) "
+                "%s failed to join the ladder again, for the same reason: %d failed launch(es) "
                 "in a row, next start in %g s at the earliest",
-                self._kind(name),
-                name,
+                _called(self.submitted, name),
                 count,
                 wait,
             )
             return
         log.error(
-            "%s %s failed to join the ladder (%s): %d failed launch(es) in a row, next start in "
+            "%s failed to join the ladder (%s): %d failed launch(es) in a row, next start in "
             "%g s at the earliest; fix its command or program (its output is in %s)",
-            self._kind(name),
-            name,
+            _called(self.submitted, name),
             what,
             count,
             wait,
             self.launched[name].log,
         )
+
+
+def _called(submitted: SubmittedBots | None, name: str) -> str:
+    """What the logs call bot ``name``: an owner's submitted bot is no house bot."""
+    return (
+        f"submitted bot {name}" if submitted is not None and name in submitted.live else f"house bot {name}"
+    )
