@@ -139,12 +139,16 @@ def _live_version(store: LadderStore, archives: ArchiveStore, folder: Path, bot:
     shutil.copytree(source, folder / "versions" / bot / "1" / bot)
 
 
-async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(tmp_path: Path) -> None:
+async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A bot with a live version holds no connection while nobody waits; once a connected bot waits,
     the ladder starts its version (as it starts a house bot), they play a rated match, its output is
     its owner's private log of that match, and no process of it is left; its exit mid-match is its
     seat's cause. It starts with a
-    token of its own for that launch: its owner's token was never rotated."""
+    token of its own for that launch: its owner's token was never rotated. The log calls it what it
+    is: a submitted bot, not a house bot."""
+    caplog.set_level(logging.INFO, "cellarena.ladder")
     store = LadderStore(tmp_path / "ladder.sqlite")
     alice = store.add_bot("alice", "rezzo")[1].secret
     owners = store.add_bot("up", "rezzo")[1].secret
@@ -204,6 +208,9 @@ async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(tmp_p
     kept = tmp_path / "private-logs" / "up" / f"match-{played.id}.log"
     assert "up: my private words" in kept.read_text()
     assert not list((tmp_path / "private-logs" / "up").glob("launch-*"))
+    assert (
+        "started submitted bot up for a bot that waited" in caplog.text and "house bot up" not in caplog.text
+    )
     store.close()
 
 
