@@ -47,7 +47,9 @@ def a_bot(text: str = "print('hi')") -> bytes:
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pages]:
-    with ladder_pages(tmp_path_factory.mktemp("ladder"), "--signup", "open") as served:
+    with ladder_pages(
+        tmp_path_factory.mktemp("ladder"), "--signup", "open", "--uploads-per-day", "3"
+    ) as served:
         yield served
 
 
@@ -101,7 +103,7 @@ def test_an_upload_with_the_bots_token_is_a_new_version_kept_by_its_hash(pages: 
     assert third.status == 201 and json.loads(third.body)["kind"] == "zip"
     listed = json.loads(api(pages, f"/api/bots/{name}/submissions", None, token).body)
     assert [v["version"] for v in listed["versions"]] == [3, 2, 1] and listed["live"] is None
-    assert listed["versions"][0]["build_log"] is None and listed["uploads_left"] == 7
+    assert listed["versions"][0]["build_log"] is None and listed["uploads_left"] == 0
 
 
 def test_uploads_are_refused_with_their_reason(pages: Pages) -> None:
@@ -134,11 +136,14 @@ def test_uploads_are_refused_with_their_reason(pages: Pages) -> None:
 
 def test_an_owners_daily_quota_is_a_429_saying_when(pages: Pages) -> None:
     name, token = host_bot(pages)
-    for n in range(1, 11):
+    for n in range(1, 4):  # ladder web --uploads-per-day 3
         assert json.loads(api(pages, "/api/submissions", a_bot(str(n)), token).body)["version"] == n
     refused = api(pages, f"/api/bots/{name}/submissions", a_bot(), token)
     assert refused.status == 429
-    assert "uploaded 10 version(s) in the last 24 hours, this ladder's quota of 10" in refused.body
+    assert "uploaded 3 version(s) in the last 24 hours, this ladder's quota of 3" in refused.body
+    assert (
+        86_000 < int({k.lower(): v for k, v in refused.headers.items()}["retry-after"]) <= 86_400
+    )  # the first upload, a day later
 
 
 def test_a_validated_version_goes_live_and_its_owner_rolls_back_by_the_api(pages: Pages) -> None:
@@ -188,7 +193,7 @@ def test_the_owners_page_uploads_lists_versions_and_makes_one_live(pages: Pages)
     token = TOKEN.search(made.body).group(1)  # type: ignore[union-attr]
     page = browser.get("/account/bots/annbot")
     assert "Submitted versions" in page.body and 'enctype="multipart/form-data"' in page.body
-    assert "10 of 10 uploads left" in page.body and "no versions yet" in page.body
+    assert "3 of 3 uploads left" in page.body and "no versions yet" in page.body
     csrf = browser.csrf
     assert form_upload(browser, "annbot", "annbot.tar.gz", a_bot(), None).status == 403
     done = form_upload(browser, "annbot", "annbot.tar.gz", a_bot(), csrf)
@@ -201,7 +206,7 @@ def test_the_owners_page_uploads_lists_versions_and_makes_one_live(pages: Pages)
     # The API with the bot's token counts against the same owner's quota.
     assert api(pages, "/api/submissions", a_bot("2"), token).status == 201
     page = browser.get("/account/bots/annbot")
-    assert "8 of 10 uploads left" in page.body
+    assert "1 of 3 uploads left" in page.body
     states = re.findall(r'<tr data-version="(\d+)"><td>\d+</td><td class=state>(\w+)</td>', page.body)
     assert states == [("2", "received"), ("1", "received")]
     refused = browser.post("/account/bots/annbot/versions/2/live", {"back": "bot"})
@@ -220,6 +225,9 @@ def test_the_owners_page_uploads_lists_versions_and_makes_one_live(pages: Pages)
     assert browser.request("/api/bots/annbot/submissions", a_bot("3"), headers).status == 403
     by_login = browser.request("/api/bots/annbot/submissions", a_bot("3"), {**headers, "x-csrf-token": csrf})
     assert by_login.status == 201 and json.loads(by_login.body)["version"] == 3
+    over = form_upload(browser, "annbot", "annbot.tar.gz", a_bot("4"), csrf)  # ladder web --uploads-per-day 3
+    assert over.status == 429 and "this ladder&#39;s quota of 3 (--uploads-per-day)" in over.body, over.body
+    assert "the next is possible after" in over.body
     # Another owner's page has no hold on annbot.
     other = Browser(pages)
     other.get("/signup")
@@ -307,7 +315,7 @@ def test_the_upload_form_in_chromium(pages: Pages, tmp_path: Path) -> None:
         page.wait_for_url("**/account/bots/webbot#versions", timeout=30_000)
         row = page.locator('table.versions tr[data-version="1"]')
         assert row.locator("td.state").inner_text() == "received"
-        assert "9 of 10 uploads left" in page.content()
+        assert "2 of 3 uploads left" in page.content()
         console.assert_clean()
         context.close()
     with store_of(pages) as store:

@@ -12,6 +12,7 @@ import io
 import logging
 import os
 import shutil
+import sqlite3
 import tarfile
 from functools import partial
 from pathlib import Path
@@ -138,12 +139,16 @@ def _live_version(store: LadderStore, archives: ArchiveStore, folder: Path, bot:
     shutil.copytree(source, folder / "versions" / bot / "1" / bot)
 
 
-async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(tmp_path: Path) -> None:
+async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A bot with a live version holds no connection while nobody waits; once a connected bot waits,
     the ladder starts its version (as it starts a house bot), they play a rated match, its output is
     its owner's private log of that match, and no process of it is left; its exit mid-match is its
     seat's cause. It starts with a
-    token of its own for that launch: its owner's token was never rotated."""
+    token of its own for that launch: its owner's token was never rotated. The log calls it what it
+    is: a submitted bot, not a house bot."""
+    caplog.set_level(logging.INFO, "cellarena.ladder")
     store = LadderStore(tmp_path / "ladder.sqlite")
     alice = store.add_bot("alice", "rezzo")[1].secret
     owners = store.add_bot("up", "rezzo")[1].secret
@@ -203,6 +208,9 @@ async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(tmp_p
     kept = tmp_path / "private-logs" / "up" / f"match-{played.id}.log"
     assert "up: my private words" in kept.read_text()
     assert not list((tmp_path / "private-logs" / "up").glob("launch-*"))
+    assert (
+        "started submitted bot up for a bot that waited" in caplog.text and "house bot up" not in caplog.text
+    )
     store.close()
 
 
@@ -216,3 +224,22 @@ def _processes_in(folder: Path) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_the_builders_idle_look_at_the_store_is_a_read(tmp_path: Path) -> None:
+    """With no version waiting, `next_to_build` (the builder's poll every 2 s) takes no write lock: it
+    answers while another process holds the database's (SQLite's) write lock, and only then."""
+    path = tmp_path / "ladder.sqlite"
+    with LadderStore(path) as store:
+        store.add_bot("ann", "rezzo")
+        other = sqlite3.connect(path, isolation_level=None, timeout=0.0)
+        other.execute("BEGIN IMMEDIATE")  # a writer elsewhere, mid-transaction
+        try:
+            assert store.versions.next_to_build(["rezzo"]) is None
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        archives = ArchiveStore(tmp_path / "archives")
+        version = _upload(store, archives, "ann", _archive({"bot.toml": 'command = "python bot.py"\n'}))
+        taken = store.versions.next_to_build(["rezzo"])
+        assert taken is not None and taken.id == version and taken.state == "building"

@@ -1,9 +1,10 @@
 """Submitted bots end to end (issue 41), as docs/ladder.md's "How submitted bots are built and run"
 walks it, against real `ladder web` and `ladder serve` processes on one folder: an owner signs up,
-uploads a Python bot with `cellarena ladder submit`; `ladder serve` builds it (confined), validates it
-and plays it in rated matches against a connected bot, with none of its processes left once idle; a
-second version replaces the first only once validated; a version that crashes is refused with its
-log. One test: its stages share the servers and the build.
+uploads a Python bot and a Java one (`cellarena new-bot --lang java`, built by javac in the sandbox)
+with `cellarena ladder submit`; `ladder serve` builds each (confined), validates it and plays it in
+rated matches against a connected bot, with none of its processes left once idle; a second version
+replaces the first only once validated; a version that crashes is refused with its log. One test: its
+stages share the servers and the builds. Under CI=true a missing bubblewrap or JDK is a failure.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 from cellarena_cli import invoke
 from game_servers import Process, ladder_serve, start, wait_for
 from ladder_pages import Browser, Pages, ladder_pages
+from native_starters import need_toolchain
 
 from cellarena.arena.cli.new_bot import write_bot
 from cellarena.arena.ladder.store.ladder_store import LadderStore
@@ -56,16 +58,21 @@ def _running_in(folder: Path) -> list[int]:
     return found
 
 
-def _sign_up(pages: Pages, tmp_path: Path) -> tuple[Browser, Path]:
-    """Owner ann signs up and makes annbot: her browser, and the bot's token in a file."""
+def _sign_up(pages: Pages, tmp_path: Path) -> Browser:
+    """Owner ann signs up: her browser."""
     owner = Browser(pages)
     owner.get("/signup")
     assert owner.post("/signup", {"name": "ann", "password": "correct horse battery"}).status == 303
     owner.get("/account")
-    made = owner.post("/account/bots", {"name": "annbot"})
-    token_file = tmp_path / "annbot.token"
+    return owner
+
+
+def _make_bot(owner: Browser, name: str, tmp_path: Path) -> Path:
+    """The owner makes bot ``name`` on her page: its token, in a file."""
+    made = owner.post("/account/bots", {"name": name})
+    token_file = tmp_path / f"{name}.token"
     token_file.write_text(TOKEN.search(made.body).group(1) + "\n")  # type: ignore[union-attr]
-    return owner, token_file
+    return token_file
 
 
 def _connect_bob(folder: Path, tmp_path: Path, port: int) -> Process:
@@ -79,7 +86,20 @@ def _connect_bob(folder: Path, tmp_path: Path, port: int) -> Process:
         "--token-file",
         str(tmp_path / "bob.token"),
     ]
-    return start([*script, "--port", str(port), "--matches", "6"], tmp_path, "bob")
+    return start([*script, "--port", str(port), "--matches", "8"], tmp_path, "bob")
+
+
+def _the_compiled_bot_plays_once_it_is_alone(folder: Path) -> None:
+    """With annbot paused by the host, bob waits for annjava (Java, built while annbot played) to go
+    live and play it."""
+    code, out = invoke("ladder", "--dir", str(folder), "pause", "annbot", "--reason", "annjava's turn")
+    assert code == 0, out
+    wait_for(lambda: _states(folder, "annjava") == {1: "live"}, "annjava's version 1 live", 120)
+    wait_for(lambda: _finished_with(folder, "annjava") >= 1, "a rated match of annjava's", 60)
+    with LadderStore(folder / "ladder.sqlite", create=False) as store:
+        store.resume("annbot")
+    logs = sorted((folder / "private-logs" / "annjava").glob("match-*.log"))
+    assert logs and "annjava: seat" in logs[-1].read_text(), logs
 
 
 def _second_version_replaces_the_first_once_validated(folder: Path, submit: Callable[[], None]) -> None:
@@ -109,47 +129,58 @@ def _a_crashing_version_is_refused_with_its_log(folder: Path, owner: Browser) ->
     assert "v3: about to crash" in page.body and '<li data-match="' in page.body  # a rated match's log
 
 
-def test_an_uploaded_bot_is_built_validated_and_plays_rated_matches(
+def test_uploaded_bots_are_built_validated_and_play_rated_matches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if shutil.which("bwrap") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("bubblewrap is not installed (.ci/run installs it); CI must have it", pytrace=False)
         pytest.skip("bubblewrap is not installed")
+    need_toolchain("java")
     folder = tmp_path / "ladder"
     folder.mkdir()
     with ladder_pages(folder, "--signup", "open") as pages:
-        owner, token_file = _sign_up(pages, tmp_path)
+        owner = _sign_up(pages, tmp_path)
         source = tmp_path / "annbot"
         write_bot("rezzo", "annbot", "python", source)
         # A bot.toml naming another bot: its logs are still annbot's.
         (source / "bot.toml").write_text('name = "bob"\ncommand = "python annbot.py"\n')
+        java = tmp_path / "annjava"
+        write_bot("rezzo", "annjava", "java", java)  # its bot.toml's setup: sh build.sh (javac)
         monkeypatch.setenv("SSL_CERT_FILE", str(pages.ca))
 
-        def submit() -> None:
+        tokens = {bot.name: _make_bot(owner, bot.name, tmp_path) for bot in (source, java)}
+
+        def submit(bot: Path = source) -> None:
             code, out = invoke(
-                "ladder", "submit", str(source), "--url", pages.url, "--token-file", str(token_file)
+                "ladder", "submit", str(bot), "--url", pages.url, "--token-file", str(tokens[bot.name])
             )
             assert code == 0, out
 
         submit()
+        submit(java)
         server = ladder_serve(folder, "--house-after", "0.5")
         connected: Process | None = None
         try:
             wait_for(lambda: _states(folder, "annbot") == {1: "live"}, "version 1 live", 90)
-            assert not _running_in(folder / "versions")  # nothing of it runs while nobody waits
+            assert not _running_in(
+                folder / "versions" / "annbot"
+            )  # nothing of it runs while nobody waits (annjava builds)
             assert (folder / "private-logs" / "annbot" / "validation-v1.log").is_file()
             assert not (folder / "private-logs" / "bob").exists()
             connected = _connect_bob(folder, tmp_path, server.port)
             wait_for(lambda: _finished_with(folder, "annbot") >= 1, "a rated match of annbot's", 60)
+            _the_compiled_bot_plays_once_it_is_alone(folder)
             (source / "annbot.py").write_text((source / "annbot.py").read_text() + "\n# version 2\n")
             _second_version_replaces_the_first_once_validated(folder, submit)
             (source / "annbot.py").write_text(CRASH)
             submit()
             _a_crashing_version_is_refused_with_its_log(folder, owner)
             wait_for(lambda: connected is not None and connected.proc.poll() is not None, "bob's matches", 90)
-            wait_for(lambda: not _running_in(folder / "versions"), "annbot's processes to end", 60)
-            assert "builder: annbot version 3 failed" in server.stderr()
+            wait_for(lambda: not _running_in(folder / "versions"), "the bots' processes to end", 60)
+            log = server.stderr()
+            assert "builder: annbot version 3 failed" in log
+            assert "house bot ann" not in log  # a submitted bot is called one (its warnings too)
         finally:
             if connected is not None and connected.proc.poll() is None:
                 connected.stop()

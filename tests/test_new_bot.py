@@ -15,7 +15,10 @@ import pytest
 import typecheck
 from cellarena_cli import CLI, ROOT, cellarena
 
-from cellarena.arena.cli.new_bot import COMPILED, LANGUAGES, NODE_LANGUAGES, GameTemplate, offered
+from cellarena.arena.cli.ladder.submit import pack
+from cellarena.arena.cli.new_bot import COMPILED, LANGUAGES, NODE_LANGUAGES, GameTemplate, offered, write_bot
+from cellarena.arena.ladder.submissions.unpack import unpack
+from cellarena.server.bots.program import BotProgram
 
 #: TypeScript and JavaScript bots are tested in test_new_bot_node.py, which builds them together; the
 #: compiled languages' starters are built once and tested in test_native_kits.py.
@@ -106,7 +109,8 @@ def test_the_default_folder_is_named_after_the_bot(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     folder = tmp_path / "walker"
-    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "test_walker.py", "walker.py"]
+    written = sorted(p.name for p in folder.iterdir())
+    assert written == ["README.md", "bot.toml", "test_walker.py", "walker.py"]
     assert "python -m pytest" in proc.stdout and "class Walker(Bot):" in (folder / "walker.py").read_text()
 
 
@@ -171,3 +175,15 @@ def test_without_pytest_new_bot_says_how_to_get_it(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(importlib.util, "find_spec", real)
     code, out = invoke("new-bot", "rezzo", "walker2", "--dir", str(tmp_path / "walker2"))
     assert code == 0 and "pip install pytest" not in out
+
+
+@pytest.mark.parametrize("lang", sorted(LANGUAGES))
+def test_every_folder_it_writes_is_ready_for_ladder_submit(tmp_path: Path, lang: str) -> None:
+    """Each language's folder has the bot.toml that `ladder submit` packs and a ladder reads (issue 41):
+    packed, unpacked as a ladder does, it is one bot program with new-bot's command."""
+    game = "rezzo" if "rezzo" in offered(lang) else offered(lang)[0]
+    written = write_bot(game, "walker", lang, tmp_path / "walker")
+    unpacked = unpack(pack(written.folder), "tar.gz", tmp_path / "unpacked")
+    program = BotProgram.from_folder(unpacked.folder)
+    expected = COMPILED.get(lang, "node dist/src/bot.js" if lang in NODE_LANGUAGES else "python walker.py")
+    assert program.command == expected.format(name="walker")

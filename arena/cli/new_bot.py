@@ -277,6 +277,8 @@ def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
     elif lang in COMPILED:
         files = _compiled_files(lang, values)
         files[bot_file] = _fill(_template(game, template), values)
+    else:  # what `cellarena ladder submit` packs and a ladder runs needs one, as every language has
+        files["bot.toml"] = f'# How cellarena starts this bot (inside this folder).\ncommand = "{command}"\n'
     try:
         for rel, text in files.items():
             path = folder / rel

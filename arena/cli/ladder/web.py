@@ -78,6 +78,13 @@ from cellarena.server.cli.web_options import allowed_host_option
     help="Active bots each.",
 )
 @click.option(
+    "--uploads-per-day",
+    type=click.IntRange(1, 10_000),
+    default=10,
+    show_default=True,
+    help="Versions an owner (or an owner-less bot) may upload in 24 hours (docs/ladder.md).",
+)
+@click.option(
     "--session-key-file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -137,6 +144,7 @@ def web(
     public_debug: bool,
     signup: str | None,
     max_bots_per_owner: int,
+    uploads_per_day: int,
     session_key_file: Path | None,
     session_days: float,
     signups_per_hour: int,
@@ -209,7 +217,8 @@ def web(
         public_debug=public_debug,
         accounts=account_settings,
         trusted=trusted,
-        submissions=SubmissionSettings(where.folder / "archives"),  # docs/ladder.md, "Submitting a bot"
+        # docs/ladder.md, "Submitting a bot"
+        submissions=SubmissionSettings(where.folder / "archives", uploads_per_day=uploads_per_day),
         public_url=public_url,
     )
     try:

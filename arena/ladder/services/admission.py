@@ -251,8 +251,9 @@ class Admission(LadderService):
             return
         started_here = bot.kind == "house" or launched  # by the ladder: its own processes only
         if started_here and self.house_owner is not None and not self.house_owner(bot.name, conn):
+            kind = "house" if bot.kind == "house" else "submitted"
             log.warning(
-                "%s came with house bot %s's token from another process: refused", conn.peer, bot.name
+                "%s came with %s bot %s's token from another process: refused", conn.peer, kind, bot.name
             )
             conn.fail(
                 protocol.BAD_HELLO,

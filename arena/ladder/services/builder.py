@@ -17,10 +17,12 @@ from pathlib import Path
 
 import trio
 
-from cellarena.arena.ladder.services.submitted import FAILED, Verdict, VersionCheck, check_version
+from cellarena.arena.ladder.services.submitted import FAILED, VALIDATED, Verdict, VersionCheck, check_version
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ladder.submissions.archives import ArchiveStore, ArchiveStoreError
+from cellarena.arena.ladder.submissions.build import BuildResult
 from cellarena.arena.ladder.submissions.unpack import UnpackError, UnpackLimits, unpack
+from cellarena.arena.ladder.submissions.validate import private_log
 from cellarena.arena.ladder.submissions.versions import Version, VersionState
 
 
@@ -68,6 +70,46 @@ class Builder:
             unpacked.folder, f"v{version.number}", self.check, mark, name=version.bot
         )
         return version, verdict
+
+    async def rebuild(self, version: Version) -> Verdict:
+        """Build and validate ``version`` (a live one) again from its archive, after the host upgraded
+        the SDK or a toolchain: beside the folder it plays from, so that it plays on meanwhile. Passed,
+        the new build takes that folder's place (a rename: a match under way keeps its files);
+        failed, the folder stays as it was. Its state in the store is not touched: the caller pauses
+        a bot whose rebuild failed. The match's (or the build's) log is ``rebuild-vN``, private."""
+        target = self.version_folder(version)
+        fresh = target.with_name(f".{version.number}.rebuild")
+        label = f"rebuild-v{version.number}"
+        try:
+            data = await trio.to_thread.run_sync(self.archives.read, version.sha256, version.kind)
+            await trio.to_thread.run_sync(lambda: shutil.rmtree(fresh, ignore_errors=True))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            unpacked = await trio.to_thread.run_sync(unpack, data, version.kind, fresh, self.unpack_limits)
+        except (ArchiveStoreError, UnpackError, OSError) as exc:
+            why = f"its archive cannot be unpacked: {exc}"
+            return Verdict(FAILED, why, BuildResult(False, "", 0.0, why))
+        verdict = await check_version(
+            unpacked.folder, f"v{version.number}", self.check, name=version.bot, log_name=label
+        )
+        if verdict.state != VALIDATED:
+            if verdict.validation is None:  # the build failed: its log is the one to keep
+                kept = private_log(self.check.log_root, version.bot, label)
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text(verdict.built.log, encoding="utf-8")
+            await trio.to_thread.run_sync(lambda: shutil.rmtree(fresh, ignore_errors=True))
+            return verdict
+        await trio.to_thread.run_sync(_swap, fresh, target)
+        return verdict
+
+
+def _swap(fresh: Path, target: Path) -> None:
+    """Put the folder ``fresh`` in ``target``'s place, the old one out of the way, then removed."""
+    old = target.with_name(f".{target.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if target.exists():
+        target.rename(old)
+    fresh.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _state(state: str) -> VersionState:

@@ -13,6 +13,7 @@ name) at that moment, else the game's example opponent (`cellarena.sdk.opponents
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from pathlib import Path
 from typing import Any
@@ -161,3 +162,72 @@ class BuildLoop:
 
 def _label(version: Version | None) -> str:
     return "a version" if version is None else version.label
+
+
+@dataclasses.dataclass(frozen=True)
+class Rebuilt:
+    """One live version's rebuild: whether it passed, why not, and how long it took."""
+
+    version: Version
+    ok: bool
+    reason: str | None
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        about = {"bot": self.version.bot, "version": self.version.number, "ok": self.ok}
+        return {**about, "reason": self.reason, "seconds": round(self.seconds, 1)}
+
+
+def live_versions(store: LadderStore, bots: list[str] | None) -> list[Version]:
+    """The live versions of ``bots`` (None: of every bot that has one); `LadderStoreError` naming a
+    bot that has none (it is unknown, or never had a version validated)."""
+    names = [b.name for b in store.list_bots(None) if b.revoked is None] if bots is None else bots
+    found = []
+    for name in names:
+        live = store.versions.live_version(name)
+        if live is not None:
+            found.append(live)
+        elif bots is not None:
+            raise LadderStoreError(
+                f"{name} has no live version to rebuild (`ladder bot list` names the bots)"
+            )
+    return found
+
+
+async def rebuild_live(
+    store: LadderStore,
+    settings: BuildSettings,
+    versions: list[Version],
+    *,
+    match_limits: Limits,
+    isolate: bool,
+    actor: str,
+) -> list[Rebuilt]:
+    """Rebuild and validate each live version again, one at a time (`Builder.rebuild`), e.g. after the
+    host upgraded the SDK or a toolchain: one that passes plays on from its new build; one that fails
+    stays as it was and its bot is paused with the reason, which its owner's page shows."""
+    done = []
+    for version in versions:
+        record = await trio.to_thread.run_sync(store.bot, version.bot)
+        if record is None:  # deleted since it was listed
+            continue
+        game = record.game
+        loop = settings.loop(store, game, match_limits=match_limits, isolate=isolate)
+        opponent = await trio.to_thread.run_sync(validation_opponent, store, game)
+        if opponent is not None:
+            loop.builder.check = dataclasses.replace(loop.builder.check, house_bot=opponent)
+        started = trio.current_time()
+        verdict = await loop.builder.rebuild(version)
+        seconds = trio.current_time() - started
+        ok = verdict.state == "validated"
+        if ok:
+            log.info("rebuild: %s passed its validation match in %.1f s", version.label, seconds)
+        else:
+            why = (  # what to do first: a pause's reason is cut at 200 characters
+                f"version {version.number} failed its rebuild after the host's upgrade (upload a fixed "
+                f"version, then resume it): {verdict.reason}"
+            )
+            await trio.to_thread.run_sync(functools.partial(store.pause, version.bot, why, actor=actor))
+            log.warning("rebuild: %s failed, so the bot is paused: %s", version.label, verdict.reason)
+        done.append(Rebuilt(version, ok, verdict.reason, seconds))
+    return done

@@ -147,6 +147,8 @@ class Launched:
     refusal: dict[str, Any] | None = None
     #: Whether a refusal said only that the ladder was full or stopping (not its failure).
     busy: bool = False
+    #: Its bot's kind: ``house``, or ``submitted`` (an owner's live version), as the logs call it.
+    kind: str = "house"
 
 
 class HouseBots:
@@ -219,8 +221,8 @@ class HouseBots:
             for q in self.seating.queue.waiting.values()
             if now - q.since >= self.after and q.bot.kind != "house" and q.bot.name not in self.running
         ]
-        if not waiting:
-            return None
+        if len(waiting) <= len(self._starting()):
+            return None  # a launch under way is for them (a slow starter, a JVM, must not get a twin)
         busy = set(self.running) | set(self.seating.queue.waiting) | self.seating.starter.playing()
         idle = [
             b
@@ -246,7 +248,7 @@ class HouseBots:
             try:
                 secret = (await trio.to_thread.run_sync(self.store.rotate, bot.name)).secret
             except LadderStoreError as exc:
-                log.error("cannot start house bot %s: %s", bot.name, exc)
+                log.error("cannot start %s: %s", _called(bot, bot.name), exc)
                 return None
         return BotSpec(bot.name, bot.house_command), secret, self.log_dir / f"house-{bot.name}.log"
 
@@ -265,7 +267,7 @@ class HouseBots:
             # Known before its token is in the pipe: its hello is judged by its own processes, and
             # noted on this launch (`hello`), however fast it comes.
             self.running[bot.name] = proc
-            self.launched[bot.name] = Launched(proc, secret, path)
+            self.launched[bot.name] = Launched(proc, secret, path, kind=bot.kind)
 
         try:
             proc = await start_bot(
@@ -279,9 +281,9 @@ class HouseBots:
                 extra_env=None if self.tls is None else self.tls.env(),
             )
         except OSError as exc:
-            log.error("cannot start house bot %s (%r): %s", bot.name, spec.command, exc)
+            log.error("cannot start %s (%r): %s", _called(bot, bot.name), spec.command, exc)
             return
-        log.info("started house bot %s for a bot that waited %g s", bot.name, self.after)
+        log.info("started %s for a bot that waited %g s", _called(bot, bot.name), self.after)
         if self.launched.get(bot.name) is None or self.launched[bot.name].proc is not proc:
             started(proc)  # a starter that did not call back
         self.running[bot.name] = proc
@@ -387,8 +389,8 @@ class HouseBots:
                     idle = True
                     if launched.joined:
                         log.warning(
-                            "house bot %s neither queued nor played for %g s: stopped (see its log)",
-                            name,
+                            "%s neither queued nor played for %g s: stopped (see its log)",
+                            _called(self.launched.get(name), name),
                             self.idle_limit,
                         )
                     break
@@ -458,7 +460,7 @@ class HouseBots:
         count = self.failed[name] = self.failed.get(name, 0) + 1
         wait = min(self.backoff_cap, self.backoff_first * 2 ** (count - 1))
         self.not_before[name] = trio.current_time() + wait
-        again = self.last_failure.get(name) == cause
+        again, called = self.last_failure.get(name) == cause, _called(self.launched.get(name), name)
         self.last_failure[name] = cause
         what = causes.sentence(0, cause, [name]).replace(f"{name} forfeits: ", "", 1)
         try:
@@ -466,14 +468,14 @@ class HouseBots:
                 self.store.count_failed_launch, name, cause, functools.partial(launch_failure, cause)
             )
         except LadderStoreError as exc:
-            log.error("house bot %s: cannot count its failed launch: %s", name, exc)
+            log.error("%s: cannot count its failed launch: %s", called, exc)
             bot = None
         if bot is not None and bot.stopped is not None:
             await self.seating.results.load_ratings()  # not started again, without waiting for the change log
             log.error(
-                "house bot %s failed to join the ladder (%s): paused (%s); fix its command or program "
+                "%s failed to join the ladder (%s): paused (%s); fix its command or program "
                 "(its output is in %s), then `cellarena ladder resume %s`",
-                name,
+                called,
                 what,
                 bot.stopped,
                 self.launched[name].log,
@@ -482,19 +484,24 @@ class HouseBots:
             return
         if again:  # said already: one line that it goes on, not the whole story every time
             log.warning(
-                "house bot %s failed to join the ladder again, for the same reason: %d failed launch(es) "
+                "%s failed to join the ladder again, for the same reason: %d failed launch(es) "
                 "in a row, next start in %g s at the earliest",
-                name,
+                called,
                 count,
                 wait,
             )
             return
         log.error(
-            "house bot %s failed to join the ladder (%s): %d failed launch(es) in a row, next start in "
+            "%s failed to join the ladder (%s): %d failed launch(es) in a row, next start in "
             "%g s at the earliest; fix its command or program (its output is in %s)",
-            name,
+            called,
             what,
             count,
             wait,
             self.launched[name].log,
         )
+
+
+def _called(bot: BotRecord | Launched | None, name: str) -> str:
+    """What the logs call bot ``name`` (its record, or its latest launch): a submitted bot is no house bot."""
+    return f"house bot {name}" if bot is None or bot.kind == "house" else f"submitted bot {name}"

@@ -64,11 +64,13 @@ async def check_version(
     on_state: Callable[[str, str | None, str], Awaitable[None]] | None = None,
     *,
     name: str | None = None,
+    log_name: str | None = None,
 ) -> Verdict:
     """Build the version unpacked in ``folder`` in place, then validate it: its `Verdict`. Each stage
     that ends calls ``on_state(state, reason, log)`` (`VersionTable.mark`'s, for a version building).
     ``name``: the bot's on the ladder, which names its private log (not its bot.toml's, which its
-    owner chose: another bot's name would put the log in that bot's folder)."""
+    owner chose: another bot's name would put the log in that bot's folder); ``log_name``, its
+    validation match's private log (``validation-VERSION`` by default)."""
 
     async def tell(state: str, reason: str | None, log: str) -> None:
         if on_state is not None:
@@ -84,7 +86,7 @@ async def check_version(
         check.house_bot,
         check.game,
         log_root=check.log_root,
-        match=f"validation-{version}",
+        match=log_name or f"validation-{version}",
         game_values=check.game_values,
         limits=check.match_limits,
         isolate=check.isolate,

@@ -19,6 +19,7 @@ from cellarena.arena.ladder.store.backends import Backend, Row
 from cellarena.arena.ladder.store.bot_tables import BotTable
 from cellarena.arena.ladder.store.database import now, parse_time
 from cellarena.arena.ladder.store.notices import Notices
+from cellarena.arena.ladder.submissions.quotas import upload_refusal
 from cellarena.arena.ladder.submissions.versions import (
     MAX_REASON,
     Version,
@@ -39,7 +40,12 @@ _FROM = "FROM versions v JOIN bots b ON b.id = v.bot_id"
 
 
 class UploadQuotaError(LadderStoreError):
-    """An owner (or an owner-less bot) has uploaded its quota of versions in the last 24 hours."""
+    """An owner (or an owner-less bot) has uploaded its quota of versions in the last 24 hours;
+    ``retry_after``, the seconds until the next upload is possible."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class RevokedBotError(LadderStoreError):
@@ -125,23 +131,18 @@ class VersionTable:
 
     @staticmethod
     def _check_quota(db: Backend, bot: str, bot_id: int, owner: int | None, per_day: int) -> None:
-        since = (datetime.now(UTC) - _A_DAY).isoformat(timespec="microseconds")
+        moment = datetime.now(UTC)
+        since = (moment - _A_DAY).isoformat(timespec="microseconds")
         who, params = ("uploaded_by = ?", (owner,)) if owner is not None else ("bot_id = ?", (bot_id,))
         made = db.query(
             f"SELECT COUNT(*), MIN(created) FROM versions WHERE {who} AND created > ?", (*params, since)
         )
         count, oldest = int(made[0][0]), made[0][1]
-        if count >= per_day:
-            again = (
-                ""
-                if oldest is None
-                else f"; the next is possible after {parse_time(oldest) + _A_DAY:%Y-%m-%d %H:%M:%S} UTC"
-            )
-            whose = "its owner has" if owner is not None else f"{bot} has"
-            raise UploadQuotaError(
-                f"{whose} uploaded {count} version(s) in the last 24 hours, "
-                f"this ladder's quota of {per_day}{again}"
-            )
+        whose = "its owner has" if owner is not None else f"{bot} has"
+        oldest_at = None if oldest is None else parse_time(oldest)
+        refusal = upload_refusal(whose, count, per_day, oldest_at, moment)
+        if refusal is not None:
+            raise UploadQuotaError(refusal.message, retry_after=refusal.retry_after)
 
     def uploads_left(self, bot: str, per_day: int) -> int:
         """How many more versions of ``bot`` may be uploaded now (what `add_version` counts for its
@@ -197,6 +198,11 @@ class VersionTable:
         """The oldest ``received`` version (of a bot of ``games``, or any), moved to ``building`` in the
         transaction that finds it; None when none waits."""
         games_sql = "" if games is None else f" AND b.game IN ({', '.join('?' * len(games))})"
+        with self.database.reading("look for a version to build") as db:  # the idle poll: no write lock
+            if not db.query(
+                f"SELECT v.id {_FROM} WHERE v.state = 'received'{games_sql} LIMIT 1", tuple(games or ())
+            ):
+                return None
         with self.database.writing("take a version to build") as db:
             rows = db.query(
                 f"SELECT v.id {_FROM} WHERE v.state = 'received' AND b.revoked IS NULL{games_sql}"

@@ -101,7 +101,7 @@ class Submissions:
                 bot.name, sha256, len(upload.data), upload.kind, per_day=per_day, actor=actor
             )
         except UploadQuotaError as exc:
-            raise HTTPException(429, str(exc)) from None
+            raise HTTPException(429, str(exc), headers={"retry-after": str(exc.retry_after)}) from None
         except RevokedBotError as exc:
             raise HTTPException(409, str(exc)) from None
         except UnpackError as exc:
