@@ -9,6 +9,7 @@ One `ladder up` for the module; each test waits on what it checks under a deadli
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -144,6 +145,15 @@ def test_a_house_bot_plays_a_tls_bot_and_live_shows_the_match(site: Site) -> Non
     assert "matches played in 2 worker processes" in said
 
 
+def stop_shell(shell: Process) -> None:
+    """Stop the shell running a command and the command (dash forwards no SIGTERM to it)."""
+    children = Path(f"/proc/{shell.proc.pid}/task/{shell.proc.pid}/children")
+    with contextlib.suppress(OSError):
+        for pid in children.read_text().split():
+            os.kill(int(pid), signal.SIGTERM)
+    shell.stop()
+
+
 @pytest.fixture(scope="module")
 def browser() -> Any:
     with launched() as b:
@@ -180,7 +190,7 @@ def test_an_owner_signs_up_and_the_token_pages_command_plays_as_written(site: Si
     try:
         assert "scripted" in finished_with(site, "scripted", bot)
     finally:
-        bot.stop()
+        stop_shell(bot)
     console.assert_clean()
     context.close()
 
