@@ -31,6 +31,7 @@ from test_ladder_up import listening
 from test_web_ladder_connect import SCRIPTED, run_as_written
 
 from cellarena.arena.ladder.store.ladder_store import LadderStore
+from cellarena.server.cli.run import SUPERVISOR_FD, run_trio
 
 PASSWORD = "correct horse battery"
 
@@ -217,3 +218,18 @@ def test_a_kill_9_of_up_stops_every_part_it_started(site: Site) -> None:
     with LadderStore(site.db, create=False) as store:
         stuck = [m.id for m in store.matches("rezzo", limit=100) if m.status == "running"]
     assert stuck == []  # the serves stopped as on SIGTERM: matches under way voided
+
+
+@pytest.mark.parametrize("named", ["seven", "987654"])
+def test_a_supervisor_fd_that_is_no_open_pipe_is_said_and_not_watched(
+    named: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def answer() -> int:
+        return 42
+
+    monkeypatch.setenv(SUPERVISOR_FD, named)
+    assert run_trio(answer) == 42
+    assert capsys.readouterr().err == (
+        f"warning: {SUPERVISOR_FD}={named!r} names no open file descriptor: not watched\n"
+    )
+    assert SUPERVISOR_FD not in os.environ  # what the process starts is not told of it
