@@ -101,6 +101,12 @@ def site(tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServ
         listening(up, "serve cata")
         web = listening(up, "web")
         assert rezzo == port, up.stderr()
+
+        def recorded() -> bool:  # each serve records where bots connect once it listens
+            with LadderStore(db, create=False) as store:
+                return set(store.endpoints()) == {"rezzo", "cata"}
+
+        wait_for(recorded, "both games' addresses", 60)
         yield Site(folder, up, db, rezzo, f"http://127.0.0.1:{web}")
     finally:
         if up.proc.poll() is None:
@@ -126,7 +132,6 @@ def test_a_house_bot_plays_a_tls_bot_and_live_shows_the_match(site: Site) -> Non
     with LadderStore(site.db, create=False) as store:
         token = store.add_bot("walker", "rezzo")[1].secret
         assert {b.name: b.kind for b in store.list_bots("rezzo")}["builder"] == "house"
-        assert set(store.endpoints()) == {"rezzo", "cata"}
     folder = site.folder / "walker"
     folder.mkdir()
     (folder / "walker.token").write_text(token + "\n")
