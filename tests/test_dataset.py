@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import numpy as np
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
 from cellarena.arena.cli import main
+from cellarena.sdk.games import cata, cloth, colorblocks, drop2df, rezzo
 from cellarena.server.dataset.export import DatasetError, DatasetWriter, export_replays
 from cellarena.server.dataset.fields import (
     FIELDS,
@@ -118,6 +120,39 @@ def test_observations_are_what_the_server_sends(exported: tuple[Path, dict[str, 
         engine.apply(t.moves)
 
 
+def sdk_view(game: str, message: dict[str, Any]) -> tuple[np.ndarray, list[int] | None]:
+    """What a bot or a training environment makes of a request with the SDK: the arrays ``view`` holds."""
+    if game == "rezzo":
+        view = rezzo.View.from_message(message)
+        ports = [np.frombuffer(rezzo.observation(p), np.uint8).reshape(2, 13, 13) for p in view.viewports]
+        return np.array(ports, np.uint8), list(view.agents)
+    sdk = {"cata": cata, "cloth": cloth, "colorblocks": colorblocks, "drop2df": drop2df}[game]
+    view = sdk.make_view(message)
+    if game == "cata":
+        return np.asarray(view.board, np.uint8), None
+    planes = sdk.observation(view)
+    return (np.frombuffer(planes, np.uint8) if game == "drop2df" else planes), None
+
+
+def test_views_are_the_sdks_arrays_of_the_observation(exported: tuple[Path, dict[str, Replay]]) -> None:
+    """Schema 1.1's ``view`` (with ``view_shape``, and Rezzo's ``agents``) is each row's observation as
+    the game's SDK module decodes it; rows without an observation have none."""
+    root, _ = exported
+    shapes = {"rezzo": (1, 2, 13, 13), "cata": (64, 64), "cloth": (2, 64, 64), "colorblocks": (4, 9, 9)}
+    for game in GAMES:
+        rows = load(root / "matches").to_table(filter=ds.field("game") == game).to_pylist()
+        asked = [r for r in rows if r["observation"] is not None]
+        assert len(asked) >= 4, game
+        unasked = [r for r in rows if r["observation"] is None]
+        assert all(r["view"] is r["view_shape"] is r["agents"] is None for r in unasked)
+        for r in asked:
+            message = {"tick": r["tick"], **msgpack.unpackb(r["observation"], strict_map_key=False)}
+            want, agents = sdk_view(game, message)
+            got = np.asarray(r["view"], np.uint8).reshape(r["view_shape"])
+            assert np.array_equal(got, want) and r["agents"] == agents, (game, r["tick"], r["seat"])
+        assert tuple(asked[0]["view_shape"]) == shapes.get(game, (14,)), game
+
+
 def test_rezzo_rows_carry_its_reward_terms(exported: tuple[Path, dict[str, Replay]]) -> None:
     root, replays = exported
     rows = load(root / "matches").to_table().to_pylist()
@@ -187,7 +222,10 @@ def test_the_docs_commands_and_loader_run(tmp_path: Path, monkeypatch: pytest.Mo
     printed: list[str] = []
     monkeypatch.setattr("builtins.print", lambda *a: printed.append(" ".join(map(str, a))))
     exec(compile(loader, str(DOC), "exec"), {})
-    assert printed == ["356 rows; the first seat saw ['agents', 'cells', 'damage', 'tick']"]
+    assert printed == [
+        "356 rows; the first seat saw ['agents', 'cells', 'damage', 'tick']",
+        "its view: (1, 2, 13, 13) for agents [0]",
+    ]
 
 
 def test_debug_drawings_are_never_exported(tmp_path: Path) -> None:

@@ -9,36 +9,22 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from cellarena_cli import ROOT, cellarena
+from cellarena_cli import CLI, ROOT, cellarena
 from click.testing import CliRunner
 
 from cellarena.arena.cli import main
+from cellarena.server.dataset.fields import METADATA_KEY
 from cellarena.server.replay import read_replay, verify
 
 BOTS = ROOT / "example_bots" / "rezzo"
 PY = sys.executable
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _plain_modules_restored() -> Iterator[None]:
-    """`cellarena train` loads a bot folder's ``policy.py`` and ``bot.py`` as the plain modules
-    ``policy`` and ``bot`` and puts the folder on sys.path, as running the bot would; in this test
-    process they must not outlive this module (tests/test_training_doc.py imports its own). Module-
-    scoped, so it is set up before the module's shared training and torn down after it."""
-    path, known = list(sys.path), {n: sys.modules.get(n) for n in ("policy", "bot")}
-    yield
-    sys.path[:] = path
-    for name, module in known.items():
-        if module is None:
-            sys.modules.pop(name, None)
-        else:
-            sys.modules[name] = module
 
 
 def invoke(*args: str) -> Any:
@@ -60,10 +46,10 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert ran.returncode == 0, ran.stderr
     exported = invoke("replay", "export", str(tmp / "t" / "matches"), "--out", str(tmp / "data"))
     assert exported.exit_code == 0, exported.output
-    bot_dir = tmp / "mybot"
-    bot_dir.mkdir()
-    for name in ("bot.py", "policy.py", "bot.toml"):
-        shutil.copy(BOTS / "trained" / name, bot_dir / name)
+    # The bot folder trained is the one `new-bot --template trained` writes.
+    bot_dir = tmp / "my_net"
+    made = cellarena("new-bot", "rezzo", "my_net", "--template", "trained", "--dir", str(bot_dir), "--json")
+    assert made.returncode == 0, made.stderr
     reports = []
     for out in ("a.npz", "b.npz"):
         trained = invoke(
@@ -72,7 +58,12 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         )  # fmt: skip
         assert trained.exit_code == 0, trained.output
         reports.append(json.loads(trained.output))
-    return {"tmp": tmp, "bot_dir": bot_dir, "reports": reports}
+    return {
+        "tmp": tmp,
+        "bot_dir": bot_dir,
+        "reports": reports,
+        "commands": json.loads(made.stdout)["commands"],
+    }
 
 
 def test_training_reads_the_builders_rows_of_the_dataset_only(loop: dict[str, Any]) -> None:
@@ -96,7 +87,31 @@ def test_the_same_command_writes_the_same_bytes(loop: dict[str, Any]) -> None:
     assert loop["reports"][0]["accuracy"] == loop["reports"][1]["accuracy"]
 
 
+def test_an_export_of_schema_1_trains_to_the_same_bytes(loop: dict[str, Any]) -> None:
+    """A dataset exported before schema 1.1 (no ``view`` columns, version "1") still trains: its
+    msgpack observations are decoded as the export decodes them, into the very same weights. A major
+    version this cellarena does not know is refused, naming the file."""
+    tmp = loop["tmp"]
+    old, new = tmp / "data-v1", tmp / "data-v2"
+    shutil.copytree(tmp / "data", old)
+    shutil.copytree(tmp / "data", new)
+    for folder, version in ((old, b"1"), (new, b"2.0")):
+        for part in folder.rglob("*.parquet"):
+            table = pq.read_table(part).drop_columns(["view", "view_shape", "agents"])
+            pq.write_table(table.replace_schema_metadata({METADATA_KEY: version}), part)
+    args = ("--imitate", "builder", "--bot-dir", str(loop["bot_dir"]), "--epochs", "3", "--eval", "0")
+    trained = invoke("train", "rezzo", "--dataset", str(old), "--out", str(tmp / "v1.npz"), *args)
+    assert trained.exit_code == 0, trained.output
+    assert (tmp / "v1.npz").read_bytes() == (tmp / "a.npz").read_bytes()
+    refused = invoke("train", "rezzo", "--dataset", str(new), "--out", str(tmp / "v2.npz"), *args)
+    assert refused.exit_code == 1 and "dataset schema version 2.0, but this cellarena reads version 1.1" in (
+        refused.output
+    )
+    assert "/part-0.parquet" in refused.output and not (tmp / "v2.npz").exists()
+
+
 def test_the_trained_bot_loads_the_weights_and_plays_a_legal_match(loop: dict[str, Any]) -> None:
+    """The new-bot folder's bot.py, with the trained weights, against an example bot over TCP."""
     tmp, bot = loop["tmp"], loop["bot_dir"] / "bot.py"
     replay = tmp / "trained.replay"
     ran = cellarena(
@@ -113,6 +128,34 @@ def test_the_trained_bot_loads_the_weights_and_plays_a_legal_match(loop: dict[st
     assert all(not t.invalid.get(0) for t in recorded.ticks), "the trained bot's answers were well formed"
 
 
+def test_new_bot_template_trained_is_a_folder_the_trainer_trains_and_that_passes_its_test(
+    loop: dict[str, Any],
+) -> None:
+    """`cellarena new-bot rezzo NAME --template trained` (the folder every test here trains): its
+    README's train command writes policy.npz from the export (the smallest training: one epoch), and
+    its own test passes, playing those weights over TCP. (It plays an example bot in the next test.)"""
+    folder = loop["bot_dir"]
+    assert sorted(p.name for p in folder.iterdir() if p.name != "__pycache__") == [
+        "README.md", "bot.py", "bot.toml", "policy.py", "test_my_net.py"
+    ]  # fmt: skip
+    # The trainer's network, as the example's: the template is a copy of it, kept the same.
+    assert (folder / "policy.py").read_text() == (BOTS / "trained" / "policy.py").read_text()
+    train = next(c for c in loop["commands"] if c.startswith("cellarena train rezzo"))
+    assert (
+        train == "cellarena train rezzo --dataset DATASET --imitate BOT --bot-dir . --out policy.npz --eval 0"
+    )
+    args = train.replace("DATASET", str(loop["tmp"] / "data")).replace("BOT", "builder").split()[1:]
+    trained = subprocess.run(
+        [*CLI, *args, "--epochs", "1"], cwd=folder, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert trained.returncode == 0 and (folder / "policy.npz").is_file(), trained.stderr
+    tested = subprocess.run(
+        [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=folder, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    assert tested.returncode == 0 and "2 passed" in tested.stdout, tested.stdout + tested.stderr
+
+
 def test_the_evaluation_plays_the_bot_folder_against_the_example_bots(loop: dict[str, Any]) -> None:
     tmp = loop["tmp"]
     ran = invoke(
@@ -122,6 +165,24 @@ def test_the_evaluation_plays_the_bot_folder_against_the_example_bots(loop: dict
     )  # fmt: skip
     assert ran.exit_code == 0, ran.output
     assert "against random_walker: won" in ran.output and " of 2, drew " in ran.output
+
+
+def test_training_in_process_leaves_no_trace_in_sys_path_or_sys_modules(loop: dict[str, Any]) -> None:
+    """The trainer loads the bot folder's policy.py and bot.py (and the example bots) in this process,
+    each under a name of its own; bot.py's `from policy import ...` works while it loads, and then
+    neither the folder on sys.path nor a plain `policy` or `bot` module is left for the next import."""
+    tmp, folder = loop["tmp"], loop["bot_dir"]
+    path, plain = list(sys.path), {n: sys.modules.get(n) for n in ("policy", "bot", "random_walker")}
+    ran = invoke(
+        "train", "rezzo", "--dataset", str(tmp / "data"), "--imitate", "builder", "--out", str(tmp / "d.npz"),
+        "--bot-dir", str(folder), "--epochs", "1", "--eval", "1", "--against", "random_walker",
+        "--max-ticks", "20", "--bots-dir", str(BOTS),
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    assert sys.path == path and {n: sys.modules.get(n) for n in plain} == plain
+    loaded = [m for m in sys.modules.values() if str(folder) in str(getattr(m, "__file__", "") or "")]
+    assert sorted(Path(str(m.__file__)).name for m in loaded) == ["bot.py", "policy.py"]
+    assert all(m.__name__.startswith("cellarena_bot_file_") for m in loaded)
 
 
 def test_bad_input_is_a_clear_error(loop: dict[str, Any]) -> None:
@@ -142,8 +203,8 @@ def test_bad_input_is_a_clear_error(loop: dict[str, Any]) -> None:
 
 
 def test_other_games_say_what_there_is() -> None:
-    ran = invoke("train", "cata", "--dataset", "d")
+    ran = invoke("train", "colorblocks", "--dataset", "d")
     assert ran.exit_code == 1
-    assert "`cellarena train cata`: not yet" in ran.output and "cellarena replay export" in ran.output
+    assert "`cellarena train colorblocks`: not yet" in ran.output and "cellarena replay export" in ran.output
     listed = invoke("train", "--help")
     assert listed.exit_code == 0 and "rezzo" in listed.output and "cata" in listed.output

@@ -85,10 +85,6 @@ def test_the_bot_plays_what_the_policy_chose_in_the_environment(monkeypatch: pyt
     """A match in the environment, seat 0 played by a policy on the environment's observations: at each
     of its moves the bot, given the request as the server sends it, answers the same move."""
     monkeypatch.syspath_prepend(str(TRAINED))
-    # Another test in this process may have left a plain `policy` or `bot` loaded (cellarena train
-    # loads a bot folder's files under those names): these must be the tutorial's.
-    for plain in ("policy", "bot"):
-        monkeypatch.delitem(sys.modules, plain, raising=False)
     try:
         policy_module = importlib.import_module("policy")
         bot_module = importlib.import_module("bot")

@@ -147,6 +147,74 @@ def _fill(text: str, values: dict[str, str]) -> str:
     return text
 
 
+#: ``--template`` values: the plain bot of every game and language, and ``trained``: a bot played by a
+#: network that `cellarena train GAME` trains, for the games with a ``templates/GAME/trained/``.
+TEMPLATES = ("basic", "trained")
+#: The files of a trained template (``templates/GAME/trained/FILE.tmpl``) and what each is written as.
+TRAINED_FILES = {
+    "bot.py": "bot.py",
+    "policy.py": "policy.py",
+    "bot.toml": "bot.toml",
+    "README.md": "README.md",
+    "test_bot.py": "test_{name}.py",
+}
+
+
+def trained_games() -> list[str]:
+    """The games with a trained template, sorted."""
+    return sorted(d.name for d in _templates().iterdir() if d.joinpath("trained", "bot.py.tmpl").is_file())
+
+
+def _trained_files(game: str, name: str, lang: str) -> dict[str, str]:
+    """The folder of ``--template trained``: the bot, its network (the layout `cellarena train` trains,
+    with ``--bot-dir``), its bot.toml, README and test."""
+    games = trained_games()
+    if game not in games or lang != "python":
+        raise NewBotError(
+            f"--template trained is offered for {', '.join(games)} in Python (`cellarena train` trains "
+            f"those); for {game} in {lang} use --template basic",
+            param_hint="--template",
+        )
+    values = {
+        "BOT_NAME": name,
+        "SHORT_ARGS": ", ".join(json.dumps(a) for a in GameTemplate.of(game).short),
+    }
+    return {
+        target.format(name=name): _fill(_template(game, "trained", f"{source}.tmpl"), values)
+        for source, target in TRAINED_FILES.items()
+    }
+
+
+def _write_files(folder: Path, files: dict[str, str]) -> list[Path]:
+    try:
+        for rel, text in files.items():
+            path = folder / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise NewBotError(f"{folder}: cannot write there ({exc.strerror})", param_hint="--dir") from None
+    return [folder / rel for rel in files]
+
+
+def _check_folder(folder: Path) -> None:
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise NewBotError(
+            f"{folder} already exists and is not an empty folder; give another NAME or --dir",
+            param_hint="--dir",
+        )
+
+
+def write_trained_bot(game: str, name: str, lang: str, folder: Path) -> Written:
+    """Write the folder of ``--template trained``; NewBotError (naming the option) if it cannot."""
+    check_name(name)
+    check_game(game, lang)
+    files = _trained_files(game, name, lang)
+    _check_folder(folder)
+    written = _write_files(folder, files)
+    commands = re.findall(r"^(?:python -m pytest|cellarena .*)$", files["README.md"], re.MULTILINE)
+    return Written(folder, written, commands)
+
+
 def write_bot(game: str, name: str, lang: str, folder: Path) -> Written:
     """Write the bot folder; NewBotError (naming the option) if it cannot."""
     check_name(name)
@@ -356,14 +424,24 @@ def _with_bot_in_lock(lock: str, name: str) -> str:
     default=None,
     help="Where to write the bot's folder (it must not exist, or be empty). [default: ./NAME]",
 )
+@click.option(
+    "--template",
+    type=click.Choice(TEMPLATES),
+    default="basic",
+    show_default=True,
+    help=f"basic: a bot with a simple strategy to change. trained ({', '.join(trained_games())}, "
+    "Python): a bot played by a small network, which `cellarena train GAME --bot-dir NAME` trains "
+    "from an exported dataset (docs/training.md).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: the folder, files, commands.")
-def new_bot(game: str, name: str, lang: str, folder: Path | None, as_json: bool) -> None:
+def new_bot(game: str, name: str, lang: str, folder: Path | None, template: str, as_json: bool) -> None:
     """Write a runnable bot for GAME named NAME: the bot, a test that plays it against cellarena's
     random GAME bot, and a README with the commands to run it.
 
     Then: cd NAME && python -m pytest (for ts and js, `npm ci` first)
     """
-    done = write_bot(game, name, lang, folder if folder is not None else Path(name))
+    write = write_trained_bot if template == "trained" else write_bot
+    done = write(game, name, lang, folder if folder is not None else Path(name))
     if as_json:
         click.echo(json.dumps({"game": game, "name": name, "lang": lang, **done.to_json()}))
         return

@@ -13,7 +13,13 @@ from cellarena.server.cli.game_cli import GameGroup
 
 
 def _not_yet(game: str) -> click.Command:
-    """`train GAME` for a game without a trainer: says so, and exits 1."""
+    """`train GAME` for a game without one in its plug-in: its imitation's command where the game has
+    one (`imitate.imitation_of`), else a command that says "not yet", and exits 1."""
+    from cellarena.server.cli.imitate import imitation_command, imitation_of
+
+    spec = imitation_of(game)
+    if spec is not None:
+        return imitation_command(spec)
 
     @click.command(game, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
     @click.option("--json", "as_json", is_flag=True, help="Say it as one JSON object (error, code).")

@@ -64,7 +64,12 @@ def card_text(matches: int, rows: int, games: Sequence[str], command: str, notes
         *_rows(FIELDS),
         "",
         "Observations and actions are msgpack (`msgpack.unpackb(value)`); the game's SDK module decodes "
-        "an observation as a bot does (`cellarena.sdk.games.GAME.View`, docs/training.md).",
+        "an observation as a bot does (`cellarena.sdk.games.GAME.View`, docs/training.md). `view` is "
+        "that decoding done, as numbers: "
+        "`numpy.asarray(row['view'], numpy.uint8).reshape(row['view_shape'])`.",
+        "",
+        "Schema 1.1 added `view`, `view_shape` and `agents` at the end; a reader of schema 1 that takes "
+        "its columns by name reads this dataset as before.",
         "",
         "## Loading it",
         "",

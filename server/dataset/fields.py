@@ -1,8 +1,10 @@
 """The dataset's one schema: each field, its Arrow type and what it means. The Parquet files and the
 dataset card (`card`) are both made from `FIELDS`, so that the card states the files' schema.
 
-A change of a field's type or meaning, or a field taken out, is a new `SCHEMA_VERSION`; a field
-added at the end is too (a reader checks the version it was written for).
+The version is MAJOR.MINOR. A change of a field's type or meaning, or a field taken out, is a new
+major version; a field added at the end is a new minor one, which a reader of the same major version
+still reads (it takes the columns it knows by name; `readable`). 1.1 added ``view``, ``view_shape``
+and ``agents``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = "1.1"
 #: The key of the schema version in each Parquet file's metadata.
 METADATA_KEY = b"cellarena.dataset.schema_version"
 
@@ -92,6 +94,23 @@ FIELDS = (
         True,
         "why the match ended so for the seat (docs/replays.md's causes: its kind only, never a log line)",
     ),
+    Field(
+        "view",
+        "list<uint8>",
+        True,
+        "since 1.1: the observation as fixed-shape numbers, flattened (`view_shape` gives the shape), as "
+        "the game's SDK module decodes it: rezzo (agents, 2, 13, 13), each agent's viewport's cell codes "
+        "then its damage; cata (size, size), the board; cloth (2, H, W) and colorblocks (4, H, W), their "
+        "training observation; drop2df (cells + 3,); null when `observation` is",
+    ),
+    Field("view_shape", "list<int32>", True, "since 1.1: the shape of `view`; null when `view` is"),
+    Field(
+        "agents",
+        "list<int32>",
+        True,
+        "since 1.1, Rezzo only: the indices of the agents whose viewports `view` holds, in its order "
+        "(the keys of `action`); null for the other games and when `observation` is",
+    ),
 )
 
 
@@ -106,8 +125,18 @@ def arrow_type(name: str) -> pa.DataType:
         "string": pa.string(),
         "binary": pa.binary(),
         "map<string, double>": pa.map_(pa.string(), pa.float64()),
+        "list<uint8>": pa.list_(pa.uint8()),
+        "list<int32>": pa.list_(pa.int32()),
     }
     return types[name]
+
+
+def readable(version: bytes | None) -> bool:
+    """Whether a file of schema ``version`` (its metadata's value) is one this cellarena reads: the
+    same major version (1.0 was written as ``1``)."""
+    if version is None:
+        return False
+    return version.decode(errors="replace").split(".")[0] == SCHEMA_VERSION.split(".", maxsplit=1)[0]
 
 
 def arrow_schema() -> pa.Schema:
@@ -115,7 +144,7 @@ def arrow_schema() -> pa.Schema:
     import pyarrow as pa
 
     fields = [pa.field(f.name, arrow_type(f.type), nullable=f.nullable) for f in FIELDS]
-    return pa.schema(fields, metadata={METADATA_KEY: str(SCHEMA_VERSION).encode()})
+    return pa.schema(fields, metadata={METADATA_KEY: SCHEMA_VERSION.encode()})
 
 
 def partitioning() -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 import msgpack
 
 from cellarena.sdk.protocol import outcome_of
+from cellarena.server.dataset.views import fixed_view
 from cellarena.server.games.registry import plugin
 from cellarena.server.replay import Replay, ReplayError, _hasher, _rebuild
 
@@ -93,8 +94,12 @@ def match_rows(replay: Replay, info: MatchInfo) -> dict[str, list[Any]]:
     terms = plugin(replay.game).reward_terms_of(engine)  # the game's own, if it has any (Rezzo)
     players = range(replay.players)
     cols: dict[str, list[Any]] = {
-        k: [] for k in ("tick", "seat", "observation", "action", "late", "invalid", "events", "reward_terms")
-    }
+        k: []
+        for k in (
+            "tick", "seat", "observation", "action", "late", "invalid", "events", "reward_terms",
+            "view", "view_shape", "agents",
+        )
+    }  # fmt: skip
     for rec in replay.ticks:
         if engine.result() is not None or engine.tick != rec.tick:
             raise _fail(replay, f"tick {rec.tick} is not a decision point of the match")
@@ -116,7 +121,20 @@ def match_rows(replay: Replay, info: MatchInfo) -> dict[str, list[Any]]:
             cols["invalid"].append(rec.invalid.get(s, 0))
             cols["events"].append(events)
             cols["reward_terms"].append(seat_terms[s])
+            _add_view(cols, replay, rec.tick, requests.get(s))
     return _with_outcome(cols, per_seat, len(replay.ticks), replay.players)
+
+
+def _add_view(cols: dict[str, list[Any]], replay: Replay, tick: int, request: Any) -> None:
+    """The ``view``, ``view_shape`` and ``agents`` of one row: the request as numbers (fields.py)."""
+    try:
+        # The server adds the tick to the engine's request; the SDK's View wants it.
+        fixed = None if request is None else fixed_view(replay.game, {"tick": tick, **request})
+    except ValueError as exc:  # the engine made it, so only a changed engine gets here
+        raise _fail(replay, f"tick {tick}'s request does not decode: {exc}") from None
+    cols["view"].append(None if fixed is None else fixed.cells.reshape(-1))
+    cols["view_shape"].append(None if fixed is None else list(fixed.cells.shape))
+    cols["agents"].append(None if fixed is None else fixed.agents)
 
 
 def _with_outcome(

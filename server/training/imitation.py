@@ -19,7 +19,8 @@ from typing import Any, Protocol
 import msgpack
 import numpy as np
 
-from cellarena.server.dataset.fields import METADATA_KEY, SCHEMA_VERSION
+from cellarena.server.dataset.fields import METADATA_KEY, SCHEMA_VERSION, readable
+from cellarena.server.dataset.views import FixedView, fixed_view
 
 
 class ImitationError(Exception):
@@ -28,14 +29,16 @@ class ImitationError(Exception):
 
 @dataclass
 class SeatRows:
-    """One seat of one match as the dataset has it: per decision point, the observation it was sent
-    (decoded msgpack; None when it was not asked) and the move the game applied (None: no move)."""
+    """One seat of one match as the dataset has it: per decision point, the observation it was sent as
+    numbers (the ``view`` columns, `FixedView`; None when it was not asked), the observation's msgpack
+    decoded (only when asked for with ``messages``), and the move the game applied (None: no move)."""
 
     match: str
     seat: int
     map: str | None
     outcome: str | None
     ticks: list[int] = field(default_factory=list)
+    views: list[FixedView | None] = field(default_factory=list)
     observations: list[Any] = field(default_factory=list)
     actions: list[Any] = field(default_factory=list)
 
@@ -44,14 +47,12 @@ def _unpack(value: bytes | None) -> Any:
     return None if value is None else msgpack.unpackb(value, raw=False, strict_map_key=False)
 
 
-def _table(dataset: Path, game: str) -> Any:
-    """The game's rows of the dataset as one pyarrow table, its schema version checked."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ImitationError("reading a dataset needs pyarrow: pip install 'cellarena[data]'") from None
+#: The columns the training reads; the 1.1 ones (``VIEW_COLUMNS``) when the file has them.
+COLUMNS = ("bot", "seat", "tick", "map", "outcome", "action")
+VIEW_COLUMNS = ("view", "view_shape", "agents")
 
+
+def _parts(dataset: Path, game: str) -> list[Path]:
     if not dataset.is_dir():
         raise ImitationError(
             f"--dataset {dataset}: no such folder; make one with "
@@ -64,48 +65,94 @@ def _table(dataset: Path, game: str) -> Any:
             f"--dataset {dataset}: no {game} matches in it (no {folder.name}/match=*/*.parquet); "
             "export a folder of this game's replays with `cellarena replay export`"
         )
-    tables = []
-    for part in parts:
-        try:
-            table = pq.read_table(part)
-        except (OSError, pa.ArrowException) as exc:
-            raise ImitationError(
-                f"{part}: not a Parquet file of a dataset ({exc}); export it again"
-            ) from None
-        version = (table.schema.metadata or {}).get(METADATA_KEY)
-        if version != str(SCHEMA_VERSION).encode():
+    return parts
+
+
+def _read_part(part: Path, bot: str, messages: bool) -> tuple[set[str], dict[str, Any]]:
+    """One match's bots, and the columns of ``bot``'s rows as lists, its schema version checked: the
+    ``view`` columns where the file has them (schema 1.1), else ``observation``, which `read_seats`
+    turns into views."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ImitationError("reading a dataset needs pyarrow: pip install 'cellarena[data]'") from None
+    try:
+        schema = pq.read_schema(part)
+        version = (schema.metadata or {}).get(METADATA_KEY)
+        if not readable(version):
             raise ImitationError(
                 f"{part}: dataset schema version {version.decode() if version else 'missing'}, but this "
                 f"cellarena reads version {SCHEMA_VERSION}; export the replays again with this cellarena"
             )
-        match = part.parent.name.removeprefix("match=")
-        tables.append(table.append_column("match", pa.array([match] * table.num_rows, pa.string())))
-    return pa.concat_tables(tables)
+        has_views = all(name in schema.names for name in VIEW_COLUMNS)
+        wanted = [
+            *COLUMNS,
+            *(VIEW_COLUMNS if has_views else ()),
+            *(() if has_views and not messages else ("observation",)),
+        ]
+        table = pq.read_table(part, columns=wanted)
+        bots = set(pc.unique(table.column("bot")).to_pylist())
+        table = table.filter(pc.equal(table.column("bot"), bot))
+    except (OSError, pa.ArrowException) as exc:
+        raise ImitationError(f"{part}: not a Parquet file of a dataset ({exc}); export it again") from None
+    cols: dict[str, Any] = {name: table.column(name).to_pylist() for name in wanted if name != "view"}
+    if has_views:  # one numpy array and its offsets: a list of Python ints per row would be slow
+        view = table.column("view").combine_chunks()
+        cols["view"] = (view.values.to_numpy(zero_copy_only=False), view.offsets.to_numpy(), view.is_null())
+    return bots, cols
 
 
-def read_seats(dataset: Path, game: str, bot: str) -> list[SeatRows]:
+def _views(game: str, cols: dict[str, list[Any]], keep: list[int]) -> list[FixedView | None]:
+    """The rows' views: from the ``view`` columns, or (a schema 1.0 file) decoded from the msgpack as
+    the export decodes it."""
+    if "view" in cols:
+        flat, offsets, nulls = cols["view"]
+        nulls = nulls.to_numpy(zero_copy_only=False)
+        out: list[FixedView | None] = []
+        for i in keep:
+            cells = flat[offsets[i] : offsets[i + 1]].reshape(cols["view_shape"][i])
+            out.append(None if nulls[i] else FixedView(cells, cols["agents"][i]))
+        return out
+    msgs = [_unpack(cols["observation"][i]) for i in keep]
+    try:
+        return [
+            None if m is None else fixed_view(game, {"tick": cols["tick"][i], **m})
+            for i, m in zip(keep, msgs, strict=True)
+        ]
+    except (ValueError, TypeError) as exc:
+        raise ImitationError(
+            f"an observation of the dataset is not readable ({exc}); export it again"
+        ) from None
+
+
+def read_seats(dataset: Path, game: str, bot: str, messages: bool = False) -> list[SeatRows]:
     """Every seat ``bot`` played in the dataset's ``game`` matches, ordered by match and seat, each
-    with its rows in tick order."""
-    table = _table(dataset, game)
-    bots = table.column("bot").to_pylist()
-    if bot not in bots:
-        names = ", ".join(sorted(set(bots)))
-        raise ImitationError(f"--imitate {bot}: no {game} rows of that bot in the dataset; its bots: {names}")
-    keep = [i for i, b in enumerate(bots) if b == bot]
-    cols = {
-        name: table.column(name).take(keep).to_pylist()
-        for name in ("match", "seat", "tick", "map", "outcome", "observation", "action")
-    }
+    with its rows in tick order; with ``messages``, each row's observation as the msgpack decoded."""
     seats: dict[tuple[str, int], SeatRows] = {}
-    order = sorted(range(len(keep)), key=lambda j: (cols["match"][j], cols["seat"][j], cols["tick"][j]))
-    for j in order:
-        key = (cols["match"][j], cols["seat"][j])
-        rows = seats.get(key)
-        if rows is None:
-            rows = seats[key] = SeatRows(key[0], key[1], cols["map"][j], cols["outcome"][j])
-        rows.ticks.append(cols["tick"][j])
-        rows.observations.append(_unpack(cols["observation"][j]))
-        rows.actions.append(_unpack(cols["action"][j]))
+    bots: set[str] = set()
+    for part in _parts(dataset, game):
+        names, cols = _read_part(part, bot, messages)
+        bots |= names
+        keep = sorted(range(len(cols["bot"])), key=lambda i: (cols["seat"][i], cols["tick"][i]))
+        match = part.parent.name.removeprefix("match=")
+        views = _views(game, cols, keep)
+        for j, i in enumerate(keep):
+            key = (match, cols["seat"][i])
+            rows = seats.get(key)
+            if rows is None:
+                rows = seats[key] = SeatRows(match, key[1], cols["map"][i], cols["outcome"][i])
+            rows.ticks.append(cols["tick"][i])
+            rows.views.append(views[j])
+            if messages:
+                rows.observations.append(_unpack(cols["observation"][i]))
+            rows.actions.append(_unpack(cols["action"][i]))
+    if not seats:
+        listed = ", ".join(sorted(bots))
+        raise ImitationError(
+            f"--imitate {bot}: no {game} rows of that bot in the dataset; its bots: {listed}"
+        )
     return [seats[k] for k in sorted(seats)]
 
 

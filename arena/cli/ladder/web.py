@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from cellarena.arena.cli.ladder.mail_options import mail_options, mail_sender, mail_settings
 from cellarena.arena.cli.ladder.where import Where, game_argument
 from cellarena.server.cli.params import (
     FiniteFloatRange,
@@ -120,6 +122,7 @@ from cellarena.server.cli.web_options import allowed_host_option
     "exposes): the connect page names it, and bots of a `ladder serve` on 0.0.0.0 without --public-host "
     "connect to its host, which is allowed as an --allowed-host is.",
 )
+@mail_options
 @click.pass_obj
 def web(
     where: Where,
@@ -142,6 +145,7 @@ def web(
     trusted_proxy: tuple[str, ...],
     allowed_host: tuple[str, ...],
     public_url: str | None,
+    mail: dict[str, Any],
 ) -> None:
     """Serve GAME's standings, bot pages, matches and replays (and the live match) over HTTP(S); with
     --signup, the owners' pages too: sign-up, login, their bots and tokens. Several games (one `ladder
@@ -179,6 +183,7 @@ def web(
         raise click.UsageError(str(exc)) from None
     if warning is not None:
         click.echo(f"warning: {warning}", err=True)
+    smtp = mail_settings(mail, signup)
     account_settings = None
     if signup is not None:
         account_settings = _account_settings(
@@ -187,6 +192,7 @@ def web(
         account_settings.allowed_hosts = allowed
         _warn_cookies_in_clear(host, tls is not None or bool(trusted))
     store = where.open(create=False, reconnect_every=1.0)  # pages come back after a database outage
+    tasks = mail_sender(account_settings, smtp, mail["verify_email"], store, games)
     try:
         sock = bind(host, port)
     except BindError as exc:
@@ -207,7 +213,9 @@ def web(
         public_url=public_url,
     )
     try:
-        serve_pages(app, sock, games, tls, feed, live=(live_host, live_port), live_tls=live_context)
+        serve_pages(
+            app, sock, games, tls, feed, live=(live_host, live_port), live_tls=live_context, tasks=tasks
+        )
     finally:
         sock.close()
         store.close()
@@ -279,9 +287,11 @@ def serve_pages(
     *,
     live: tuple[str, int | None],
     live_tls: Any = None,
+    tasks: Sequence[Callable[[], Awaitable[None]]] = (),
 ) -> None:
     """Serve ``app`` on the bound ``sock`` until Ctrl-C, relaying the ladder's live match at ``live``
-    (host, port; no port: none; over TLS with the client context ``live_tls``) to ``feed``."""
+    (host, port; no port: none; over TLS with the client context ``live_tls``) to ``feed``; ``tasks``
+    (the mail sender) run beside the pages."""
     from cellarena.server.web.serving import run, url_of
 
     live_host, live_port = live
@@ -294,6 +304,8 @@ def serve_pages(
                 from cellarena.server.web.live import relay
 
                 nursery.start_soon(partial(relay, live_host, live_port, feed, tls=live_tls))
+            for task in tasks:
+                nursery.start_soon(task)
             await run(
                 app,
                 sock,

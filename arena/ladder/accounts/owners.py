@@ -114,8 +114,10 @@ def check_password(password: object) -> str:
 class Accounts:
     """The owners of the ladder in ``store``'s database."""
 
-    def __init__(self, store: LadderStore) -> None:
+    def __init__(self, store: LadderStore, *, verified_for_bots: bool = False) -> None:
         self.store = store
+        #: Bots are made only by owners whose address is verified (``ladder web --verify-email``).
+        self.verified_for_bots = verified_for_bots
 
     # ------------------------------------------------------------------ sign-up and approval
     def sign_up(self, name: str, password: str, *, policy: Policy, invite: str | None = None) -> Owner:
@@ -373,6 +375,11 @@ class Accounts:
         that adds the bot (`LadderStore.add_bot`), so requests made at once cannot pass them together."""
         if not owner.active:
             raise AccountError(f"{owner.name} is waiting for the host's approval")
+        if self.verified_for_bots and not self._verified(owner):
+            raise AccountError(
+                "this ladder makes bots for owners whose address is verified: follow the link in the "
+                "mail it sent you (your account page sends a new one, or sets another address)"
+            )
         try:
             return self.store.add_bot(name, game, owner_id=owner.id, owner_limit=max_bots)
         except NameTakenError as exc:
@@ -382,6 +389,11 @@ class Accounts:
                 f"you have {exc.count} active bots, this ladder's limit (--max-bots-per-owner {exc.limit}); "
                 "revoke one to make another"
             ) from None
+
+    def _verified(self, owner: Owner) -> bool:
+        with self.store.database.reading(f"read the address of {owner.name!r}") as db:
+            rows = db.query("SELECT email_verified FROM owners WHERE id = ?", (owner.id,))
+        return bool(rows) and rows[0][0] is not None
 
     def rotate_bot(self, owner: Owner, name: str) -> tokens.Token:
         bot = self.bot_of(owner, name)

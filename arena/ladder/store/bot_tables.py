@@ -15,6 +15,7 @@ from cellarena.arena.ladder.records import BotKind, BotRecord, ChangeKind, Failu
 from cellarena.arena.ladder.store.backends import Backend
 from cellarena.arena.ladder.store.change_log import ChangeLog
 from cellarena.arena.ladder.store.database import Database, now
+from cellarena.arena.ladder.store.notices import Notices
 from cellarena.arena.ladder.store.rows import BOT_COLUMNS, bot_record
 from cellarena.arena.ladder.store.settings import Settings
 from cellarena.sdk.protocol import is_int
@@ -159,6 +160,8 @@ class BotTable:
                 raise self.unknown(name)
             if change is not None:
                 self.changes.note(db, change, name)
+            if change == "bot_paused":
+                Notices.note(db, "paused", name, detail or "", actor)
             self.changes.audit(db, actor, action, name, detail)
         log.info("ladder: %s bot %r%s", action, name, f" ({detail})" if detail else "")
         return self.bot_or_raise(name)
@@ -196,6 +199,7 @@ class BotTable:
         if count.pause is not None:
             db.execute("UPDATE bots SET paused = ?, paused_at = ? WHERE id = ?", (count.pause, now(), bot_id))
             ChangeLog.note(db, "bot_paused", name)
+            Notices.note(db, "paused", name, count.pause)
             log.warning("ladder: paused bot %r: %s", name, count.pause)
 
     def count_failed_launch(self, name: str, cause: dict[str, Any], count: CountLaunch) -> BotRecord:

@@ -10,6 +10,7 @@ from cellarena.arena.ladder.errors import ChallengeRefusedError
 from cellarena.arena.ladder.records import BotRecord, Challenge
 from cellarena.arena.ladder.store.bot_tables import BotTable
 from cellarena.arena.ladder.store.database import now, parse_time
+from cellarena.arena.ladder.store.notices import Notices
 from cellarena.arena.ladder.store.rows import BOT_COLUMNS, bot_record
 from cellarena.arena.ladder.store.settings import Settings
 
@@ -86,6 +87,7 @@ class ChallengeTable:
             )
             self.bots.changes.note(db, "challenge", challenger)
             self.bots.changes.audit(db, actor, "challenge", challenger, f"against {opponent}")
+            Notices.note(db, "challenged", opponent, f"{challenger} challenged {opponent}")
         log.info("ladder: %s challenges %s (challenge %d)", challenger, opponent, challenge_id)
         return self._where("c.id = ?", (challenge_id,))[0]
 

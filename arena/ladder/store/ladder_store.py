@@ -58,6 +58,7 @@ from cellarena.arena.ladder.store.change_log import ChangeLog
 from cellarena.arena.ladder.store.database import Database, cellarena_release
 from cellarena.arena.ladder.store.dataset_choices import DatasetChoices
 from cellarena.arena.ladder.store.match_tables import MAX_ID, VOID_ON_START, MatchTable
+from cellarena.arena.ladder.store.notices import Notices
 from cellarena.arena.ladder.store.rating_tables import RatingTable
 from cellarena.arena.ladder.store.season_tables import SeasonTable
 from cellarena.arena.ladder.store.settings import Settings
@@ -112,6 +113,8 @@ class LadderStore:
         self.dataset_choices = DatasetChoices(self.bot_table)
         #: Submitted bots' versions (`VersionTable`): the builder's ``next_to_build`` and ``mark``.
         self.versions = VersionTable(self.bot_table)
+        #: What owners may be told by mail (`Notices`), which `ladder web`'s sender mails.
+        self.notices = Notices(self.database)
         self._bind_play()
         self._bind_community()
 

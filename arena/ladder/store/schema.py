@@ -96,6 +96,14 @@ Version 12 (issue 41: submitted bots, docs/ladder.md "Submitting a bot"):
 - ``bots.live_version``: the version the ladder plays for a submitted bot (NULL: none yet, or a bot
   that connects).
 
+Version 13 (issue 42: mail, docs/ladder.md "Mail"):
+
+- ``owners.email`` (NULL: none given), ``owners.email_verified`` (when the owner followed the link
+  mailed to it; NULL: not yet) and ``owners.notify`` (TRUE: mail them their bots' notices).
+- ``notices``: what an owner may be told by mail (`store.notices`): kind ``paused`` /
+  ``version_failed`` / ``challenged``, the bot, a detail, created, and when and how `ladder web`'s
+  sender dealt with it (``done``, ``outcome``; NULL: pending).
+
 A migration may have a step in Python after its statements (`Migration.then`, in the same
 transaction): keys are computed by Python, not SQL.
 """
@@ -380,6 +388,24 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX versions_by_state ON versions (state, id)",
             "CREATE INDEX versions_by_uploader ON versions (uploaded_by, created)",
             "ALTER TABLE bots ADD COLUMN live_version BIGINT REFERENCES versions (id)",
+        ),
+    ),
+    Migration(
+        13,
+        "mail: owners' addresses, their verification and notification choice; notices to mail them",
+        (
+            "ALTER TABLE owners ADD COLUMN email TEXT",
+            "ALTER TABLE owners ADD COLUMN email_verified TEXT",
+            "ALTER TABLE owners ADD COLUMN notify BOOLEAN NOT NULL DEFAULT TRUE",
+            "CREATE TABLE notices ("
+            " id {id},"
+            " kind TEXT NOT NULL CHECK (kind IN ('paused', 'version_failed', 'challenged')),"
+            " bot_id BIGINT NOT NULL REFERENCES bots (id),"
+            " detail TEXT NOT NULL,"
+            " created TEXT NOT NULL,"
+            " done TEXT,"
+            " outcome TEXT)",
+            "CREATE INDEX notices_pending ON notices (done, id)",
         ),
     ),
 )

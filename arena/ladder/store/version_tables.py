@@ -18,6 +18,7 @@ from cellarena.arena.ladder.errors import LadderStoreError
 from cellarena.arena.ladder.store.backends import Backend, Row
 from cellarena.arena.ladder.store.bot_tables import BotTable
 from cellarena.arena.ladder.store.database import now, parse_time
+from cellarena.arena.ladder.store.notices import Notices
 from cellarena.arena.ladder.submissions.versions import (
     MAX_REASON,
     Version,
@@ -235,6 +236,8 @@ class VersionTable:
             db.execute(f"UPDATE versions SET {', '.join(sets)} WHERE id = ?", (*params, version_id))
             if state == "live" or (state == "validated" and go_live):
                 self._go_live(db, self._locked(db, version_id), None)
+            if state == "failed":
+                Notices.note(db, "version_failed", version.bot, f"{version.label}: {reason or 'failed'}")
         log.info("ladder: %s is %s%s", version.label, state, f" ({reason})" if reason else "")
         return self.version_by_id(version_id)
 

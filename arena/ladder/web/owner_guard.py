@@ -44,6 +44,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from cellarena.arena.ladder.accounts.mailer import Mailer
 from cellarena.arena.ladder.accounts.owners import SESSION_LIFETIME, AccountError, Accounts, Owner, Policy
 from cellarena.arena.ladder.errors import LadderStoreError
 from cellarena.arena.ladder.web.public_pages import client_host
@@ -163,6 +164,10 @@ class AccountSettings:
     logins_per_hour: int = 30
     #: The names the pages answer to (``--allowed-host``): a form's Origin must name one of them.
     allowed_hosts: AllowedHosts | None = None
+    #: The mail sender (``--smtp-host``; docs/ladder.md "Mail"), or None: no mail, the host's reset codes.
+    mailer: Mailer | None = None
+    #: ``--verify-email``: sign-up asks for an address, and bots are made only once it is verified.
+    verify_email: bool = False
 
 
 def _hmac(key: bytes, purpose: str, value: str) -> str:

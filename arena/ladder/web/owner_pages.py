@@ -20,7 +20,7 @@ the bot's token (`api_owner`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from cellarena.arena.ladder.accounts.mail_links import MailLinks
+from cellarena.arena.ladder.accounts.owner_mail import OwnerMail, check_address
 from cellarena.arena.ladder.accounts.owners import AccountError, Accounts, Owner
 from cellarena.arena.ladder.connect_commands import token_file
 from cellarena.arena.ladder.identity.tokens import Token
@@ -67,7 +69,15 @@ class AccountSite:
         self.submissions = submissions
         #: Whether the header links to /live/ (`ladder web --live-port`), as the public pages' does.
         self.live = live
-        self.accounts = Accounts(store)
+        self.accounts = Accounts(
+            store, verified_for_bots=settings.verify_email and settings.mailer is not None
+        )
+        #: Owners' addresses and mailed links (`--smtp-host`), or None: no mail (`mail_pages`).
+        self.mail: OwnerMail | None = None
+        if settings.mailer is not None:
+            self.mail = OwnerMail(self.accounts, MailLinks(settings.key))
+        #: Mails a new owner's verification link (`mail_pages.MailPages` sets it).
+        self.verification: Callable[[Request, Owner], Awaitable[None]] | None = None
         self.games = (game,) if isinstance(game, str) else tuple(game)
         self.game = self.games[0]
         #: The community API's rules (resume, challenge, refusal), applied to the pages' forms too.
@@ -98,6 +108,8 @@ class AccountSite:
             accounts=True,
             live=self.live,
             bot_href=bot_href,
+            mail=self.mail is not None,
+            verify_email=self.mail is not None and self.settings.verify_email,
             **context,
         )
         return HTMLResponse(html, status_code=status)
@@ -115,11 +127,20 @@ class AccountSite:
             raise HTTPException(403, "this ladder takes no sign-ups; its host registers the bots")
         self.guard.limited(self.guard.signups, request, "sign-ups")
         policy = self.settings.policy
-        return await trio.to_thread.run_sync(
+        email = fields.get("email", "").strip()
+        if self.mail is not None and (email or self.settings.verify_email):
+            check_address(email)  # before the account is made: a typo is refused, not kept
+        owner = await trio.to_thread.run_sync(
             lambda: self.accounts.sign_up(
                 fields.get("name", ""), fields.get("password", ""), policy=policy, invite=fields.get("invite")
             )
         )
+        if self.mail is not None and email:
+            mail = self.mail
+            await trio.to_thread.run_sync(mail.set_address, owner, email)
+            if self.verification is not None:
+                await self.verification(request, owner)
+        return owner
 
     async def do_check_password(self, request: Request, fields: dict[str, str]) -> Owner:
         self.guard.limited(self.guard.logins, request, "password checks")
@@ -153,6 +174,7 @@ class AccountSite:
             "errors": {},
             "back": "" if only is None else "bot",
             "admin": self.accounts.is_admin(owner),
+            "mail_status": None if self.mail is None else self.mail.status(owner),
         }
 
     def _versions_context(self, bots: list[BotRecord]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from starlette.routing import BaseRoute, Route
 
 from cellarena.arena.ladder.web.admin_pages import AdminPages
 from cellarena.arena.ladder.web.owner_bot_pages import BotPages
-from cellarena.arena.ladder.web.owner_guard import guarded
+from cellarena.arena.ladder.web.owner_guard import Endpoint, guarded
 from cellarena.arena.ladder.web.owner_pages import AccountSite
 from cellarena.arena.ladder.web.owner_sign_in import SignInPages
 
@@ -15,7 +15,7 @@ def owner_routes(site: AccountSite) -> list[BaseRoute]:
     """The routes of ``site``'s pages and its HTTP API (JSON in and out, no cookie: nothing for another
     site to ride on), every handler `guarded` (the store's faults as pages)."""
     sign_in, bots, admin = SignInPages(site), BotPages(site), AdminPages(site)
-    endpoints = [
+    endpoints: list[tuple[str, Endpoint, str]] = [
         ("/signup", sign_in.signup_page, "GET"),
         ("/signup", sign_in.signup, "POST"),
         ("/login", sign_in.login_page, "GET"),
@@ -42,4 +42,10 @@ def owner_routes(site: AccountSite) -> list[BaseRoute]:
         ("/api/signup", sign_in.api_signup, "POST"),
         ("/api/owner/bots", bots.api_bots, "POST"),
     ]
+    if site.mail is not None:  # --smtp-host: the pages that mail (docs/ladder.md "Mail")
+        from cellarena.arena.ladder.web.mail_pages import MailPages
+
+        mail = MailPages(site)
+        site.verification = mail.send_verification
+        endpoints += mail.routes()
     return [Route(path, guarded(endpoint), methods=[method]) for path, endpoint, method in endpoints]

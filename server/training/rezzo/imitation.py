@@ -1,82 +1,26 @@
-"""Rezzo imitation from an exported dataset: a bot folder's network fitted to another bot's moves.
+"""Rezzo's part of `cellarena train` (`cellarena.server.training.trainer`): a seat's rows as samples,
+and one match in-process.
 
-The network is the bot folder's own (its ``policy.py``, as `example_bots/rezzo/trained/` lays it out:
-``Policy``, ``observe``, ``legal``, ``one_hot``), so the weights written are the ones its ``bot.py``
-loads. Each imitated seat is replayed in tick order through the SDK's `View` and one `Tracker` per
-agent, exactly as the bot meets a match, and the move the game applied is the label. The evaluation
-plays the bot folder's ``bot.py`` in-process against example bots, both seats.
+The network is the bot folder's own (its ``policy.py``, as `example_bots/rezzo/trained/` and `new-bot
+rezzo NAME --template trained` lay it out), so the weights written are the ones its ``bot.py`` loads.
+Each imitated seat is replayed in tick order through the SDK's `View` and one `Tracker` per agent,
+exactly as the bot meets a match, and the move the game applied is the label.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import re
-import sys
-import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from cellarena.sdk import MatchInfo, Move, Tracker, View
+from cellarena.sdk import MatchInfo, Move, Tracker, View, Viewport
+from cellarena.sdk.games.rezzo import VIEW_SIZE
+from cellarena.server.dataset.views import FixedView
 from cellarena.server.games.rezzo.engine import RezzoEngine
-from cellarena.server.training.imitation import (
-    ImitationError,
-    Samples,
-    SeatRows,
-    class_weights,
-    fit,
-    read_seats,
-)
-
-#: The example bots the evaluation plays against, and their classes.
-OPPONENTS = {"random_walker": "RandomWalker", "raider": "Raider", "builder": "Builder"}
-
-
-def load_module(path: Path, name: str) -> ModuleType:
-    """The Python file ``path`` as module ``name`` (bot folders are not packages). Its folder is put on
-    sys.path, as running the file would, so that ``bot.py``'s ``from policy import ...`` works; a
-    module already loaded from that very file is reused."""
-    known = sys.modules.get(name)
-    if known is not None and Path(getattr(known, "__file__", "") or "").resolve() == path.resolve():
-        return known
-    if not path.is_file():
-        raise ImitationError(
-            f"{path}: not found; give the folder of a bot laid out as example_bots/rezzo/trained"
-        )
-    folder = str(path.parent.resolve())
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        del sys.modules[name]
-        raise ImitationError(f"{path}: cannot be loaded ({type(exc).__name__}: {exc})") from None
-    return module
-
-
-def policy_module(bot_dir: Path) -> ModuleType:
-    """The bot folder's ``policy.py``, checked for what the training uses."""
-    if not (bot_dir / "policy.py").is_file():
-        raise ImitationError(
-            f"--bot-dir {bot_dir}: no policy.py in it; give the folder of a bot laid out as "
-            "example_bots/rezzo/trained (run from a cellarena checkout, or copy that folder)"
-        )
-    module = load_module(bot_dir / "policy.py", "policy")
-    missing = [n for n in ("Policy", "observe", "legal", "one_hot", "MOVES") if not hasattr(module, n)]
-    if missing:
-        raise ImitationError(
-            f"{bot_dir / 'policy.py'}: lacks {', '.join(missing)}; "
-            "start from example_bots/rezzo/trained/policy.py"
-        )
-    return module
+from cellarena.server.training.imitation import ImitationError, Samples, SeatRows
+from cellarena.server.training.trainer import GameImitation
 
 
 def _moves(action: Any) -> dict[int, int]:
@@ -86,21 +30,30 @@ def _moves(action: Any) -> dict[int, int]:
     return {int(k): int(v) for k, v in action.items() if isinstance(v, int)}
 
 
+def _view(rows: SeatRows, tick: int, fixed: FixedView) -> View:
+    """The SDK's View of one row, from its ``view`` columns: (agents, 2, 13, 13) cells, then damage."""
+    agents = fixed.agents or []
+    if not agents:  # a seat whose agents are all gone is still asked
+        return View(tick, [], [])
+    if fixed.cells.shape != (len(agents), 2, VIEW_SIZE, VIEW_SIZE):
+        raise ImitationError(
+            f"match {rows.match}, seat {rows.seat}, tick {tick}: a view of shape {fixed.cells.shape} for "
+            f"{len(agents)} agents; export the replays again"
+        )
+    ports = [Viewport(a[0].tobytes(), a[1].tobytes()) for a in fixed.cells]
+    return View(tick, list(agents), ports)
+
+
 def seat_samples(rows: SeatRows, net: ModuleType) -> Samples:
     """One seat's samples: its observations replayed through one Tracker per agent, labelled with the
     moves the game applied."""
     cells, extras, masks, labels = [], [], [], []
     trackers: dict[int, Tracker] = {}
     last: dict[int, int] = {}
-    for obs, action in zip(rows.observations, rows.actions, strict=True):
-        if obs is None:
+    for tick, fixed, action in zip(rows.ticks, rows.views, rows.actions, strict=True):
+        if fixed is None:
             continue
-        try:
-            view = View.from_message(obs)
-        except ValueError as exc:
-            raise ImitationError(
-                f"match {rows.match}, seat {rows.seat}: observation not readable ({exc})"
-            ) from None
+        view = _view(rows, tick, fixed)
         moves = _moves(action)
         for index, port in view:
             tracker = trackers.setdefault(index, Tracker())
@@ -130,60 +83,14 @@ def seat_samples(rows: SeatRows, net: ModuleType) -> Samples:
     )
 
 
-@dataclass
-class Imitation:
-    """What `imitate` did."""
-
-    seats: int
-    samples: int
-    accuracy: float
-    seconds: float
-    moves: dict[str, int] = field(default_factory=dict)
-
-
-def imitate(
-    dataset: Path,
-    bot: str,
-    out: Path,
-    bot_dir: Path,
-    epochs: int = 30,
-    seed: int = 0,
-    balance: float = 0.0,
-    winners_only: bool = False,
-) -> Imitation:
-    """Behaviour cloning of ``bot``'s rows of ``dataset`` into ``bot_dir``'s network, saved to ``out``.
-    Seeded: the same arguments write the same bytes."""
-    began = time.monotonic()
-    net = policy_module(bot_dir)
-    seats = read_seats(dataset, "rezzo", bot)
-    if winners_only:
-        seats = [s for s in seats if s.outcome == "win"]
-        if not seats:
-            raise ImitationError(f"--winners-only: {bot} won no match of the dataset")
-    data = Samples.join([seat_samples(s, net) for s in seats])
-    if not len(data.labels):
-        raise ImitationError(f"--imitate {bot}: its rows hold no moves of live agents")
-    rng = np.random.default_rng(seed)
-    policy = net.Policy(seed=seed)
-    weights = class_weights(data.labels, net.MOVES, balance) if balance else None
-    acc = fit(policy, net.one_hot, data, epochs, rng, weights=weights)
-    policy.save(out)
-    counts = np.bincount(data.labels, minlength=net.MOVES)
-    moves = {Move(m).name.lower(): int(c) for m, c in enumerate(counts.tolist())}
-    return Imitation(len(seats), len(data.labels), acc, time.monotonic() - began, moves)
-
-
 def play(
-    bot_dir: Path, policy: Any, opponent: type[Any], seat: int, map_name: str, max_ticks: int
+    bot: ModuleType, policy: Any, opponent: type[Any], seat: int, config: Mapping[str, Any]
 ) -> int | None:
     """One match in-process: the bot folder's ``bot.py`` (its ``Trained`` class, playing ``policy``) in
     ``seat`` against an instance of ``opponent``; the winner's seat, or None for a draw."""
-    module = load_module(
-        bot_dir / "bot.py", "rezzo_trained_bot_" + re.sub(r"\W", "_", str(bot_dir.resolve()))
-    )
-    mine = module.Trained(policy)
+    mine = bot.Trained(policy)
     bots = [mine, opponent()] if seat == 0 else [opponent(), mine]
-    engine = RezzoEngine.new({"map": map_name, "max_ticks": max_ticks})
+    engine = RezzoEngine.new(dict(config))
     for s, b in enumerate(bots):
         b.info = MatchInfo(seat=s, players=2, names=("a", "b"), game="rezzo")
         b.on_start(b.info)
@@ -194,33 +101,17 @@ def play(
     return result.winner
 
 
-def opponent_class(bots_dir: Path, name: str) -> type[Any]:
-    """An example bot's class, from ``bots_dir/NAME.py`` (example_bots/rezzo)."""
-    if name not in OPPONENTS:
-        raise ImitationError(f"--against {name}: one of {', '.join(OPPONENTS)}")
-    module = load_module(bots_dir / f"{name}.py", f"rezzo_example_{name}")
-    cls: type[Any] = getattr(module, OPPONENTS[name])
-    return cls
-
-
-def evaluate(
-    bot_dir: Path,
-    weights: Path,
-    bots_dir: Path,
-    opponents: Sequence[str],
-    matches: int,
-    map_name: str = "duel",
-    max_ticks: int = 3000,
-) -> dict[str, dict[str, int]]:
-    """``matches`` matches against each opponent, seats in turn: the trained bot's wins, draws, losses."""
-    out: dict[str, dict[str, int]] = {}
-    policy = policy_module(bot_dir).Policy.load(weights) if opponents else None
-    for name in opponents:
-        cls = opponent_class(bots_dir, name)
-        tally = {"wins": 0, "draws": 0, "losses": 0}
-        for i in range(matches):
-            seat = i % 2
-            winner = play(bot_dir, policy, cls, seat, map_name, max_ticks)
-            tally["draws" if winner is None else "wins" if winner == seat else "losses"] += 1
-        out[name] = tally
-    return out
+#: What `cellarena train rezzo` needs of Rezzo (found by `cellarena.server.cli.imitate`).
+IMITATION = GameImitation(
+    game="rezzo",
+    seat_samples=seat_samples,
+    play=play,
+    opponents={"random_walker": "RandomWalker", "raider": "Raider", "builder": "Builder"},
+    move_name=lambda m: Move(m).name.lower(),
+    against="random_walker,raider",
+    match_options={
+        "map": ("duel", "The evaluation's map."),
+        "max_ticks": (3000, "The evaluation's tick cap."),
+    },
+    bot_dir="example_bots/rezzo/trained",
+)

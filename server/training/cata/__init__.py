@@ -1,0 +1,1 @@
+"""C.A.T.A.'s part of `cellarena train cata` (docs/training.md)."""
