@@ -1,15 +1,19 @@
 """Issue 42's "done when", end to end: one real ladder started by `cellarena ladder up` from one config
 file (docs/ladder.md, "One file to run a ladder"): TLS on the bot port (a certificate of a CA made
-here), two games, PostgreSQL, a house bot, `workers = 2`, pages with sign-up open. On it a house bot
-plays a TLS bot, /live/ relays a TLS match, an owner signs up in Chromium, makes a bot, and the command
-on its token page, run as written by a shell in the bot's folder, plays; last, a kill -9 of `up`
-stops every part it started (each watches `up`'s pipe).
+here), two games, PostgreSQL, a house bot, `workers = 2`, pages with sign-up open that mail through a
+local SMTP server (aiosmtpd, tests/smtp_server.py). On it a house bot plays a TLS bot, /live/ relays a
+TLS match, an owner signs up in Chromium, makes a bot, and the command on its token page, run as
+written by a shell in the bot's folder, plays; "forgot password" mails a link that sets a new
+password; last, a kill -9 of `up` stops every part it started (each watches `up`'s pipe).
 
 One `ladder up` for the module; each test waits on what it checks under a deadline."""
 
 from __future__ import annotations
 
 import contextlib
+import email
+import email.policy
+import json
 import os
 import re
 import signal
@@ -26,6 +30,7 @@ from cellarena_cli import CLI, ROOT
 from certificates import pem_files
 from game_servers import Process, start, wait_for
 from postgres_server import PostgresServer
+from smtp_server import SmtpServer
 from test_ladder_tls_parts import live_messages
 from test_ladder_up import listening
 from test_web_ladder_connect import SCRIPTED, run_as_written
@@ -34,6 +39,7 @@ from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.server.cli.run import SUPERVISOR_FD, run_trio
 
 PASSWORD = "correct horse battery"
+NEW_PASSWORD = "a brand new passphrase"
 
 CONFIG = """\
 db = "{db}"
@@ -63,6 +69,10 @@ port = 0
 signup = "open"
 live-port = {port}
 live-tls-ca = "tls/ca.pem"
+smtp-host = "127.0.0.1"
+smtp-port = {smtp}
+smtp-tls = "none"
+mail-from = "ladder@example.org"
 
 [[house]]
 name = "builder"
@@ -78,6 +88,16 @@ class Site:
     db: str
     rezzo: int
     web: str
+    smtp: SmtpServer
+
+    def mails_to(self, address: str) -> list[email.message.EmailMessage]:
+        found = []
+        for path in self.smtp.messages():
+            if address in json.loads(path.with_suffix(".json").read_text())["to"]:
+                message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+                assert isinstance(message, email.message.EmailMessage)
+                found.append(message)
+        return found
 
 
 def _free_port() -> int:
@@ -94,7 +114,9 @@ def site(tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServ
     db = postgres_server.create_database()
     port = _free_port()  # the pages' live view needs the bot port before it listens
     builder = ROOT / "example_bots" / "rezzo" / "builder.py"
-    (folder / "ladder.toml").write_text(CONFIG.format(db=db, port=port, builder=builder))
+    smtp = SmtpServer(folder / "mail", folder / "tls" / "chain.pem", folder / "tls" / "key.pem")
+    config = CONFIG.format(db=db, port=port, builder=builder, smtp=smtp.ports["plain"])
+    (folder / "ladder.toml").write_text(config)
     up = start([*CLI, "ladder", "up", str(folder / "ladder.toml"), "--grace", "20"], folder, "up")
     try:
         rezzo = listening(up, "serve rezzo")
@@ -107,10 +129,11 @@ def site(tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServ
                 return set(store.endpoints()) == {"rezzo", "cata"}
 
         wait_for(recorded, "both games' addresses", 60)
-        yield Site(folder, up, db, rezzo, f"http://127.0.0.1:{web}")
+        yield Site(folder, up, db, rezzo, f"http://127.0.0.1:{web}", smtp)
     finally:
         if up.proc.poll() is None:
             up.stop(timeout=60)
+        smtp.stop()
 
 
 def finished_with(site: Site, bot: str, process: Process) -> set[str]:
@@ -172,6 +195,7 @@ def test_an_owner_signs_up_and_the_token_pages_command_plays_as_written(site: Si
     console = Console(page)
     page.goto(site.web + "/signup")
     page.fill("input[name=name]", "ann")
+    page.fill("input[name=email]", "ann@example.org")
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_url("**/account")
@@ -197,6 +221,39 @@ def test_an_owner_signs_up_and_the_token_pages_command_plays_as_written(site: Si
         assert "scripted" in finished_with(site, "scripted", bot)
     finally:
         stop_shell(bot)
+    console.assert_clean()
+    context.close()
+
+
+def test_a_reset_mail_arrives_and_its_link_sets_a_new_password(site: Site, browser: Any) -> None:
+    """After the owner's sign-up (the test before): the SMTP settings of the file's [web] table."""
+    context = browser.new_context()
+    page = context.new_page()
+    console = Console(page)
+    page.goto(site.web + "/login")
+    page.click("#forgot-link")
+    page.fill("input[name=email]", "ann@example.org")
+    page.click("button[type=submit]")
+    assert "If an account on this ladder has that address" in page.inner_text("main")
+
+    def resets() -> list[email.message.EmailMessage]:
+        mails = site.mails_to("ann@example.org")
+        return [m for m in mails if m["Subject"] == "[rezzo ladder] Set a new password"]
+
+    wait_for(lambda: bool(resets()), "the reset mail", 60)
+    body = resets()[0].get_body(("plain",))
+    assert body is not None
+    link = re.search(r"https?://\S+/reset/mail\?t=\S+", body.get_content())
+    assert link is not None, body.get_content()
+    page.goto(link.group(0))
+    page.fill("input[name=password]", NEW_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/login")
+    page.fill("input[name=name]", "ann")
+    page.fill("input[name=password]", NEW_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/account")
+    assert "scripted" in page.inner_text("main")
     console.assert_clean()
     context.close()
 
