@@ -173,3 +173,15 @@ def test_the_pages_start_runs_as_written(tmp_path: Path, monkeypatch: pytest.Mon
     with LadderStore(tmp_path / "ladder" / "ladder.sqlite", create=False) as store:
         bots = {b.name: (b.kind, b.house_command) for b in store.list_bots("rezzo")}
     assert bots == {"builder": ("house", "python example_bots/rezzo/builder.py"), "alice": ("outside", None)}
+
+
+def test_the_postgresql_dump_and_restore_are_in_the_blocks_the_backup_test_runs() -> None:
+    """tests/test_ladder_backup.py runs the four ```sh blocks of "Backups" as written (placeholders
+    for paths and databases aside); pg_dump and pg_restore are in them, not only in the prose."""
+    section = DOC.read_text().split("\n### Backups\n", 1)[1].split("\n### ", 1)[0]
+    blocks = BLOCK.findall(section)
+    assert len(blocks) == 4
+    programs = {shlex.split(line)[0] for block in blocks for line in block.splitlines() if line.strip()}
+    assert {"pg_dump", "pg_restore", "cellarena"} <= programs, programs
+    runner = (ROOT / "tests" / "test_ladder_backup.py").read_text()
+    assert all(f"run_block({name}, names, path)" in runner for name in ("backup", "restore", "plain_pg"))
