@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +18,9 @@ def run_trio(fn: Any) -> Any:
     """
     import trio
 
+    watched = _supervisor_fd()
     try:
-        return trio.run(fn)
+        return trio.run(fn if watched is None else _watching(fn, watched))
     except BaseExceptionGroup as group:
         leaf: BaseException = group
         while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
@@ -26,6 +28,59 @@ def run_trio(fn: Any) -> Any:
         if leaf is group or isinstance(leaf, BaseExceptionGroup):
             raise
         raise leaf from None
+
+
+#: The environment variable naming the read end of a pipe whose other end the process's supervisor
+#: (`ladder up`) holds: its end of file means the supervisor is gone (an fd number, no secret).
+SUPERVISOR_FD = "CELLARENA_SUPERVISOR_FD"
+
+
+def _supervisor_fd() -> int | None:
+    """The pipe `SUPERVISOR_FD` names, taken out of the environment (what this process starts has a
+    supervisor of its own: this process), or None."""
+    named = os.environ.pop(SUPERVISOR_FD, None)
+    if named is None:
+        return None
+    try:
+        fd = int(named)
+        os.fstat(fd)
+    except (ValueError, OSError):
+        print(
+            f"warning: {SUPERVISOR_FD}={named!r} names no open file descriptor: not watched",
+            file=sys.stderr,
+        )
+        return None
+    return fd
+
+
+def _watching(fn: Any, fd: int) -> Any:
+    """``fn`` alongside a watch of the supervisor's pipe: at its end of file the process stops as on
+    SIGTERM (gracefully: a server voids its matches and tells its bots), its output, which went to
+    the supervisor, then going nowhere."""
+
+    async def main() -> Any:
+        import signal
+
+        import trio
+
+        async def watch() -> None:
+            async with trio.lowlevel.FdStream(fd) as pipe:
+                while await pipe.receive_some(1024):
+                    pass
+            nowhere = os.open(os.devnull, os.O_WRONLY)
+            for out in (1, 2):
+                os.dup2(nowhere, out)
+            os.close(nowhere)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        result: list[Any] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch)
+            result.append(await fn())
+            nursery.cancel_scope.cancel()
+        return result[0]
+
+    return main
 
 
 def configure_logging(verbose: bool) -> None:

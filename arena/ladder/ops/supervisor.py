@@ -3,6 +3,10 @@ one trio nursery. A part that exits is started again after a back-off that doubl
 failing; a stop (SIGINT, SIGTERM, SIGHUP) sends each part SIGTERM, then SIGKILL after a grace, and returns
 once every part is down.
 
+Each part is given the read end of a pipe whose write end `up` alone holds (its number in
+`CELLARENA_SUPERVISOR_FD`): a kill -9 of `up` closes it, and each part, watching it, stops as on
+SIGTERM, so nothing `up` started outlives it (`server/cli/run.py`).
+
 `supervise` takes how a part is run as a function, so its timing is tested in virtual time with a
 fake part; `run_process` is the real one.
 """
@@ -10,6 +14,7 @@ fake part; `run_process` is the real one.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -20,6 +25,8 @@ from pathlib import Path
 from typing import TextIO
 
 import trio
+
+from cellarena.server.cli.run import SUPERVISOR_FD
 
 log = logging.getLogger("cellarena.ladder.up")
 
@@ -128,14 +135,31 @@ def process_runner(grace: float, out: TextIO = sys.stderr) -> RunPart:
 
 async def run_process(part: Part, grace: float, out: TextIO) -> Exit:
     """Run ``part`` to its end; cancelled, stop it first (SIGTERM, SIGKILL after ``grace``)."""
-    proc = await trio.lowlevel.open_process(
-        list(part.argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=part.cwd,
-        start_new_session=True,  # a Ctrl-C reaches `up` alone, which stops each part in turn
-    )
+    # The write end is not inheritable: only this process holds it, so only its death ends the pipe.
+    watched, held = os.pipe()
+    try:
+        proc = await trio.lowlevel.open_process(
+            list(part.argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=part.cwd,
+            start_new_session=True,  # a Ctrl-C reaches `up` alone, which stops each part in turn
+            pass_fds=(watched,),
+            env={**os.environ, SUPERVISOR_FD: str(watched)},
+        )
+    except BaseException:
+        os.close(held)
+        raise
+    finally:
+        os.close(watched)
+    try:
+        return await _supervised(part, proc, grace, out)
+    finally:
+        os.close(held)
+
+
+async def _supervised(part: Part, proc: trio.Process, grace: float, out: TextIO) -> Exit:
     log.info("%s started (pid %d)", part.name, proc.pid)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     assert proc.stdout is not None
