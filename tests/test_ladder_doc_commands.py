@@ -47,6 +47,7 @@ RUN_BY = {
     ("ladder", "audit"): "test_ladder_community.py",
     ("ladder", "register"): "test_web_ladder_connect.py",
     ("ladder", "submit"): "test_ladder_submitted_e2e.py",
+    ("ladder", "rebuild"): "test_ladder_submitted_rebuild.py",
     ("new-bot",): "test_new_bot.py",
     ("bench", "ladder"): "test_ladder_bench.py",
 }

@@ -13,7 +13,6 @@ from pathlib import Path
 import click
 
 from cellarena.arena.cli.ladder import (
-    backup,
     bots,
     community,
     export,
@@ -25,10 +24,9 @@ from cellarena.arena.cli.ladder import (
     season,
     serve,
     submit,
-    systemd,
-    up,
     web,
 )
+from cellarena.arena.cli.ladder.running import backup, systemd, up
 from cellarena.arena.cli.ladder.where import Where
 
 

@@ -8,8 +8,6 @@ board's size, so weights trained on a small board play on any.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pathlib import Path
 
 import numpy as np

@@ -17,9 +17,8 @@ decision comes from the weights; the Tracker only remembers.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 

@@ -41,9 +41,9 @@ from cellarena.sdk.opponents.rezzo import RandomRezzo
 from cellarena.server.training.bot_folder import load_module
 from cellarena.server.training.imitation import Samples, fit
 from cellarena.server.training.rezzo.imitation import IMITATION
-from cellarena.server.training.trainer import opponent_class
 from cellarena.server.training.rezzo.opponents import BotOpponent, OpponentMix
 from cellarena.server.training.rezzo.vector_env import RezzoVectorEnv
+from cellarena.server.training.trainer import opponent_class
 
 BOTS = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cellarena.arena.cli.ladder.up import where_of
+from cellarena.arena.cli.ladder.running.up import where_of
 from cellarena.server.cli.params import FiniteFloatRange, writable_folder
 
 if TYPE_CHECKING:
