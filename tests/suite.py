@@ -15,8 +15,8 @@
 The parallel phase ends with its slowest tests and files (tests/durations_digest.py), so every CI
 log shows where the time goes. Both phases run even when the first fails, so one run shows every
 failure. The exit status is the first non-zero of the two (pytest's own codes); "no test ran" in a
-phase (``-k`` that selects none of its tests) is not a failure. Extra arguments go to both phases (``-x``, ``-k NAME``, a file).
-The last line sums both phases: ``N passed, N failed``.
+phase (``-k`` that selects none of its tests) is not a failure. Extra arguments go to both phases
+(``-x``, ``-k NAME``, a file). The last line sums both phases: ``N passed, N failed``.
 """
 
 from __future__ import annotations
