@@ -92,19 +92,23 @@ def realtime_files_unless_named(extra: list[str]) -> list[str]:
     return [] if _names_tests(extra) else realtime_files()
 
 
-def main(extra: list[str]) -> int:
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    phases = [
+def phases(extra: list[str]) -> list[tuple[str, list[str]]]:
+    """Each phase's name and pytest's arguments for it."""
+    return [
         # Every run says where the time went: tests/durations_digest.py cuts pytest's report of
         # every test's durations to the slowest tests and files.
         ("parallel phase", ["-m", "not realtime", "-n", str(PARALLEL), "--durations=0", *extra]),
         # Extra arguments that name files or tests replace the realtime files, as in the first phase.
         ("realtime phase", ["-m", "realtime", "-n", "0", *extra, *realtime_files_unless_named(extra)]),
     ]
+
+
+def main(extra: list[str]) -> int:
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
     status = 0
     total: dict[str, int] = {}
     times = []
-    for name, args in phases:
+    for name, args in phases(extra):
         code, counts, seconds = _phase(name, args)
         times.append(f"{name} {seconds:.0f} s")
         for key, n in counts.items():
