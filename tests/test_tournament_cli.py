@@ -13,19 +13,9 @@ from pathlib import Path
 import pytest
 from bot_files import RAW_BOT as RAW
 from bot_processes import BotPids
-from cellarena_cli import cellarena, start_cellarena
-from click.testing import CliRunner, Result
-
-from cellarena.arena.cli import main
+from cellarena_cli import cellarena, refused, start_cellarena
 
 GHOST = f'{sys.executable} -c "import time; time.sleep(60)"'  # starts, never connects
-
-
-def refused(*args: str) -> Result:
-    """`cellarena ARGS` refused as a usage error (exit status 2), run in this process."""
-    result = CliRunner().invoke(main, list(args))
-    assert result.exit_code == 2, result.output
-    return result
 
 
 def tournament(*args: str, timeout: float = 240, env: dict[str, str] | None = None) -> dict:
