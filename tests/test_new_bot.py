@@ -13,10 +13,8 @@ from pathlib import Path
 
 import pytest
 import typecheck
-from cellarena_cli import CLI, ROOT, cellarena
-from click.testing import CliRunner
+from cellarena_cli import CLI, ROOT, cellarena, refused
 
-from cellarena.arena.cli import main
 from cellarena.arena.cli.new_bot import COMPILED, LANGUAGES, NODE_LANGUAGES, GameTemplate, offered
 
 #: TypeScript and JavaScript bots are tested in test_new_bot_node.py, which builds them together; the
@@ -128,13 +126,10 @@ def test_what_it_cannot_write_is_refused_naming_the_argument(
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
     argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    # In this process: what is tested is the command's answer; the tests above run it as a process.
-    proc = CliRunner().invoke(main, ["new-bot", *argv, "--json"])
-    assert proc.exit_code == 2
-    error = json.loads(proc.stdout)
+    # In this process (cellarena_cli.refused): the tests above run the command as a process.
+    error = json.loads(refused("new-bot", *argv, "--json").stdout)
     assert error["option"] == option and words in error["error"], error
-    text = CliRunner().invoke(main, ["new-bot", *argv])
-    assert text.exit_code == 2 and words in " ".join(text.stderr.split())
+    assert words in " ".join(refused("new-bot", *argv).stderr.split())
     assert (tmp_path / "full" / "keep.txt").read_text() == "mine"
 
 
