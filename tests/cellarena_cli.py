@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from cellarena.arena.cli import main
 
@@ -60,3 +60,11 @@ def invoke(*args: str, command: click.Command = main) -> tuple[int, str]:
     its exit code and output."""
     result = CliRunner().invoke(command, list(args))
     return result.exit_code, result.output
+
+
+def refused(*args: str, command: click.Command = main) -> Result:
+    """`cellarena ARGS` in this process, refused as a usage error (exit status 2): its ``stderr`` says
+    why. For a refusal of the arguments, where a child process would only add a second of imports."""
+    result = CliRunner().invoke(command, list(args))
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    return result

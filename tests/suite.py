@@ -12,10 +12,11 @@
    160 test files took 5 to 10 s of the phase's 90); tests/conftest.py fails the parallel phase if
    a realtime test stands in a file `realtime_files` would miss.
 
-Both phases run even when the first fails, so one run shows every failure. The exit status is the
-first non-zero of the two (pytest's own codes); "no test ran" in a phase (``-k`` that selects none
-of its tests) is not a failure. Extra arguments go to both phases (``-x``, ``-k NAME``, a file).
-The last line sums both phases: ``N passed, N failed``.
+The parallel phase ends with its slowest tests and files (tests/durations_digest.py), so every CI
+log shows where the time goes. Both phases run even when the first fails, so one run shows every
+failure. The exit status is the first non-zero of the two (pytest's own codes); "no test ran" in a
+phase (``-k`` that selects none of its tests) is not a failure. Extra arguments go to both phases
+(``-x``, ``-k NAME``, a file). The last line sums both phases: ``N passed, N failed``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+
+from durations_digest import DurationsDigest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Test processes in the parallel phase, on CI's 2 cores: the phase waits on processes, sockets,
@@ -63,11 +66,14 @@ def _phase(name: str, args: list[str]) -> tuple[int, dict[str, int], float]:
     )
     assert proc.stdout is not None
     last = ""
+    durations = DurationsDigest()
     for line in proc.stdout:
-        sys.stdout.write(line)
-        sys.stdout.flush()
+        for shown in durations.feed(line):
+            sys.stdout.write(shown)
+            sys.stdout.flush()
         if line.strip():
             last = line
+    sys.stdout.writelines(durations.table())
     code = proc.wait()
     counts: dict[str, int] = {}
     for number, word in _COUNTS.findall(last):
@@ -86,17 +92,23 @@ def realtime_files_unless_named(extra: list[str]) -> list[str]:
     return [] if _names_tests(extra) else realtime_files()
 
 
-def main(extra: list[str]) -> int:
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    phases = [
-        ("parallel phase", ["-m", "not realtime", "-n", str(PARALLEL), *extra]),
+def phases(extra: list[str]) -> list[tuple[str, list[str]]]:
+    """Each phase's name and pytest's arguments for it."""
+    return [
+        # Every run says where the time went: tests/durations_digest.py cuts pytest's report of
+        # every test's durations to the slowest tests and files.
+        ("parallel phase", ["-m", "not realtime", "-n", str(PARALLEL), "--durations=0", *extra]),
         # Extra arguments that name files or tests replace the realtime files, as in the first phase.
         ("realtime phase", ["-m", "realtime", "-n", "0", *extra, *realtime_files_unless_named(extra)]),
     ]
+
+
+def main(extra: list[str]) -> int:
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
     status = 0
     total: dict[str, int] = {}
     times = []
-    for name, args in phases:
+    for name, args in phases(extra):
         code, counts, seconds = _phase(name, args)
         times.append(f"{name} {seconds:.0f} s")
         for key, n in counts.items():

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from bot_files import RAW_BOT, RAW_BOT_FILE
-from cellarena_cli import cellarena
+from cellarena_cli import cellarena, refused
 
 # A bot file that is a program: it runs the tests' raw bot as its main module.
 BOT = f"""import runpy
@@ -60,17 +60,15 @@ def test_exclude_matches_a_bot_name_too(tmp_path: Path) -> None:
 
 def test_the_same_name_twice_is_refused_naming_both(tmp_path: Path) -> None:
     one, _ = _folders(tmp_path)
-    proc = cellarena("tournament", "rezzo", "--bots-dir", str(one), "--bot", f"alpha={RAW_BOT}")
-    assert proc.returncode == 2
+    proc = refused("tournament", "rezzo", "--bots-dir", str(one), "--bot", f"alpha={RAW_BOT}")
     assert "bot name 'alpha' is already used by" in proc.stderr and str(one / "alpha.py") in proc.stderr
-    twice = cellarena("tournament", "rezzo", "--bots-dir", str(one), "--bots-dir", str(one))
-    assert twice.returncode == 2 and "'alpha' is already used" in twice.stderr
+    twice = refused("tournament", "rezzo", "--bots-dir", str(one), "--bots-dir", str(one))
+    assert "'alpha' is already used" in twice.stderr
 
 
 def test_a_folder_of_helpers_only_says_what_a_bot_is(tmp_path: Path) -> None:
     (tmp_path / "helpers.py").write_text("X = 1\n")
-    proc = cellarena("tournament", "rezzo", "--bots-dir", str(tmp_path), "--bot", f"solo={RAW_BOT}")
-    assert proc.returncode == 2
+    proc = refused("tournament", "rezzo", "--bots-dir", str(tmp_path), "--bot", f"solo={RAW_BOT}")
     assert 'no bots found (expected .py files with an `if __name__ == "__main__":` block' in proc.stderr
 
 
@@ -101,5 +99,5 @@ def test_a_bot_added_to_a_results_folder_plays_only_its_matches(tmp_path: Path) 
     standings = {s["bot"]: s["matches"] for s in again["standings"]}  # type: ignore[attr-defined]
     assert standings == {"a": 4, "b": 4, "c": 4}
     # A changed bot is still another tournament, refused.
-    changed = cellarena(*base, "--bot", f"a={RAW_BOT} idle", *bots[2:], "--out", str(out))
-    assert changed.returncode == 2 and "holds a different tournament" in changed.stderr
+    changed = refused(*base, "--bot", f"a={RAW_BOT} idle", *bots[2:], "--out", str(out))
+    assert "holds a different tournament" in changed.stderr

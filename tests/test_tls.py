@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 import trustme
-from cellarena_cli import cellarena
+from cellarena_cli import refused
 from certificates import pem_files
 from game_servers import Process, serve, start
 from trio.testing import MockClock
@@ -71,21 +71,23 @@ def test_two_sdk_bots_play_a_match_over_the_servers_tls(tmp_path: Path) -> None:
 
 
 def test_tls_options_say_what_is_wrong(tmp_path: Path) -> None:
+    """In this process: the refusals of the options (an exception would not pass for exit status 2);
+    the tests above serve TLS as a process."""
     _, chain, _ = pem_files(tmp_path, "127.0.0.1")
-    only_cert = cellarena("serve", "rezzo", "--port", "0", "--tls-cert", str(chain))
-    assert only_cert.returncode == 2 and "--tls-cert needs --tls-key too" in only_cert.stderr
-    missing = cellarena("serve", "rezzo", "--port", "0", "--tls-cert", str(chain), "--tls-key", "nowhere.pem")
-    assert missing.returncode == 2 and "nowhere.pem: no such file" in missing.stderr
+    only_cert = refused("serve", "rezzo", "--port", "0", "--tls-cert", str(chain))
+    assert "--tls-cert needs --tls-key too" in only_cert.stderr
+    missing = refused("serve", "rezzo", "--port", "0", "--tls-cert", str(chain), "--tls-key", "nowhere.pem")
+    assert "nowhere.pem: no such file" in missing.stderr
     other_key = tmp_path / "other.pem"
     trustme.CA().issue_cert("x").private_key_pem.write_to_path(str(other_key))
-    wrong = cellarena("ladder", "--dir", str(tmp_path / "l"), "serve", "rezzo", "--port", "0",
-                      "--tls-cert", str(chain), "--tls-key", str(other_key))  # fmt: skip
-    assert wrong.returncode == 2 and "does not belong to the certificate" in wrong.stderr
+    wrong = refused("ladder", "--dir", str(tmp_path / "l"), "serve", "rezzo", "--port", "0",
+                    "--tls-cert", str(chain), "--tls-key", str(other_key))  # fmt: skip
+    assert "does not belong to the certificate" in wrong.stderr
     assert "Traceback" not in wrong.stderr
     junk = tmp_path / "junk.pem"
     junk.write_text("not PEM")
-    garbage = cellarena("serve", "rezzo", "--port", "0", "--tls-cert", str(junk), "--tls-key", str(junk))
-    assert garbage.returncode == 2 and "junk.pem" in garbage.stderr and "not a PEM" in garbage.stderr
+    garbage = refused("serve", "rezzo", "--port", "0", "--tls-cert", str(junk), "--tls-key", str(junk))
+    assert "junk.pem" in garbage.stderr and "not a PEM" in garbage.stderr
 
 
 def test_server_context_errors_name_the_file(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from bot_files import RAW_BOT as RAW
 from bot_processes import BotPids
-from cellarena_cli import cellarena, start_cellarena
+from cellarena_cli import cellarena, refused, start_cellarena
 
 GHOST = f'{sys.executable} -c "import time; time.sleep(60)"'  # starts, never connects
 
@@ -144,35 +144,36 @@ def test_bots_dir_with_a_broken_entry_names_it(tmp_path: Path) -> None:
     (tmp_path / "fine.py").write_text("print('a bot')\n")
     (tmp_path / "other.py").write_text("print('a bot')\n")
     (tmp_path / "mybot").mkdir()
-    proc = cellarena("tournament", "rezzo", "--bots-dir", str(tmp_path), "--out", str(tmp_path / "o"))
-    assert proc.returncode == 2
+    proc = refused("tournament", "rezzo", "--bots-dir", str(tmp_path), "--out", str(tmp_path / "o"))
     assert f"{tmp_path / 'mybot'}: a bot folder needs a bot.toml" in proc.stderr
     assert "--bots-dir" in proc.stderr
 
 
 def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
-    both = cellarena("tournament", "rezzo", "--bot", f"a={RAW}", "--bots-dir", str(tmp_path))
-    assert both.returncode == 2 and "no bots found" in both.stderr
-    one = cellarena("tournament", "rezzo", "--bot", f"a={RAW}")
-    assert one.returncode == 2 and "at least 2 bots" in one.stderr
-    quad = cellarena("tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--maps", "quad")
-    assert quad.returncode == 2 and "map quad has 4 seats but only 2 bots" in quad.stderr
-    nomap = cellarena("tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--maps", "nowhere")
-    assert nomap.returncode == 2 and "nowhere" in nomap.stderr and "--map" in nomap.stderr
-    out_bad = cellarena("tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--out", "/proc/no")
-    assert out_bad.returncode == 2 and "--out: /proc/no: cannot create this folder" in out_bad.stderr
-    unknown = cellarena("tournament", "chess")
-    assert unknown.returncode == 2 and "No such command 'chess'" in unknown.stderr
+    """In this process (what is tested is the command's answer, as in test_command_args.py); the
+    tests around it run the command as a process."""
+    both = refused("tournament", "rezzo", "--bot", f"a={RAW}", "--bots-dir", str(tmp_path))
+    assert "no bots found" in both.stderr
+    one = refused("tournament", "rezzo", "--bot", f"a={RAW}")
+    assert "at least 2 bots" in one.stderr
+    quad = refused("tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--maps", "quad")
+    assert "map quad has 4 seats but only 2 bots" in quad.stderr
+    nomap = refused("tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--maps", "nowhere")
+    assert "nowhere" in nomap.stderr and "--map" in nomap.stderr
+    out_bad = refused("tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--out", "/proc/no")
+    assert "--out: /proc/no: cannot create this folder" in out_bad.stderr
+    unknown = refused("tournament", "chess")
+    assert "No such command 'chess'" in unknown.stderr
     # Another tournament's results folder is refused, not mixed.
     out = tmp_path / "out"
     first = cellarena(
         "tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--max-ticks", "5", "--out", str(out)
     )
     assert first.returncode == 0, first.stderr
-    second = cellarena(
+    second = refused(
         "tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--max-ticks", "6", "--out", str(out)
     )
-    assert second.returncode == 2 and "holds a different tournament" in second.stderr
+    assert "holds a different tournament" in second.stderr
 
 
 def test_with_strict_a_bot_for_another_game_stops_the_tournament_and_is_named(
