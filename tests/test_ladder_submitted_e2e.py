@@ -159,7 +159,9 @@ def test_uploaded_bots_are_built_validated_and_play_rated_matches(
 
         submit()
         submit(java)
-        server = ladder_serve(folder, "--house-after", "0.5")
+        # Isolated, as a ladder that runs strangers' code must be: the submitted bots have no network, and
+        # the ladder hands each its connection (services/handed.py).
+        server = ladder_serve(folder, "--house-after", "0.5", "--isolate")
         connected: Process | None = None
         try:
             wait_for(lambda: _states(folder, "annbot") == {1: "live"}, "version 1 live", 90)

@@ -143,10 +143,16 @@ class Handshakes:
                 sock.close()
 
     def connect(
-        self, sock: socket.socket, *, peer: tuple[str, int] | None = None, via: str | None = None
+        self,
+        sock: socket.socket,
+        *,
+        peer: tuple[str, int] | None = None,
+        via: str | None = None,
+        plain: bool = False,
     ) -> Connection | None:
         """The connection over ``sock``, counted against its client's address; None if it was lost at
-        once or refused at once (past its address's cap: told so, unless TLS must come first)."""
+        once or refused at once (past its address's cap: told so, unless TLS must come first).
+        ``plain``: this server's end of a loopback connection it made for a bot it starts, never TLS."""
         assert self.poller is not None
         settings = self.settings
         if settings.send_buffer is not None:
@@ -154,7 +160,7 @@ class Handshakes:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, settings.send_buffer)
         conn: Connection
         try:
-            if settings.tls is not None:
+            if settings.tls is not None and not plain:
                 conn = TlsConnection(
                     sock,
                     self.poller,
@@ -212,6 +218,10 @@ class Handshakes:
                 self._watching_from[conn.host] = left
             else:
                 del self._watching_from[conn.host]
+
+    def greeting(self, conn: Connection) -> Handler:
+        """The task that awaits ``conn``'s hello, for a connection made here (`Lobby.accept_handed`)."""
+        return functools.partial(self._handshake, conn)
 
     # ----------------------------------------------------------------- hello
     async def _handshake(self, conn: Connection) -> None:

@@ -230,6 +230,19 @@ class Lobby(MatchHost):
         now on as if accepted here; None if it was lost meanwhile (`workers`)."""
         return self.handshakes.connect(sock, peer=peer, via=via)
 
+    def accept_handed(self, sock: socket.socket) -> Connection | None:
+        """This server's end of a loopback connection it made for a bot it starts, whose other end the
+        bot is handed (it may have no network of its own): served as if accepted here, its hello
+        awaited as any connection's, never TLS (it does not leave this machine). None if the lobby is
+        not serving or the connection was lost."""
+        if self._nursery is None:
+            sock.close()
+            return None
+        conn = self.handshakes.connect(sock, plain=True)
+        if conn is not None:
+            self._nursery.start_soon(self.handshakes.greeting(conn))
+        return conn
+
     async def shutdown(self, grace: float = 2.0) -> int:
         """Stop serving: running matches end now, without a result (they are nobody's fault, so no
         seat forfeits), and every client is told `shutdown`. Waits up to ``grace`` seconds for those

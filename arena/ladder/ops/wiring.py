@@ -39,6 +39,7 @@ from cellarena.arena.ladder.services.admission import Admission
 from cellarena.arena.ladder.services.builds import BuildSettings
 from cellarena.arena.ladder.services.changes import DatabaseWatch
 from cellarena.arena.ladder.services.counters import LadderStats
+from cellarena.arena.ladder.services.handed import HandedConnections
 from cellarena.arena.ladder.services.house import HouseBots, HouseTls
 from cellarena.arena.ladder.services.match_results import Results
 from cellarena.arena.ladder.services.match_results import prepare as results_prepare
@@ -272,6 +273,9 @@ async def run_ladder(
                     seating.starter.explain_house = house.explain
                     if config.builds is not None:
                         _start_submitted(nursery, store, config, house)
+                        # An isolated submitted bot has no network: the ladder hands it its connection.
+                        house.handed = HandedConnections(lobby.accept_handed)
+                        seating.handed_secret = house.handed.secret
                     nursery.start_soon(house.run, port)
 
             await serve_until_signalled(

@@ -45,6 +45,7 @@ import trio
 
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.scoring.settlement import launch_failure
+from cellarena.arena.ladder.services.handed import HandedConnections
 from cellarena.arena.ladder.services.seating import LadderSeating
 from cellarena.arena.ladder.services.submitted_bots import SubmittedBots
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
@@ -149,6 +150,30 @@ class Launched:
     busy: bool = False
     #: Its bot's kind: ``house``, or ``submitted`` (an owner's live version), as the logs call it.
     kind: str = "house"
+    #: Whether the ladder made its connection and handed it over (`handed`): it is the launch's own.
+    handed: bool = False
+
+    def owns(self, conn: Connection) -> bool:
+        """Whether ``conn`` is this launch's: the one the ladder handed it, else one its processes hold."""
+        return self.conn is conn if self.handed else holds_connection(self.proc, conn)
+
+    def hello_timed_out(self) -> bool:
+        """Whether the launch's connection was closed by the lobby for want of a hello."""
+        conn = self.conn
+        return (
+            conn is not None
+            and not self.greeted
+            and conn.closed
+            and conn.close_reason.startswith(f"{protocol.TIMEOUT}:")
+        )
+
+    async def copy_log(self) -> None:
+        """Its output into its log, capped; `log_done` set at the end."""
+        assert self.proc.stdout is not None
+        try:
+            await copy_log(self.proc.stdout, self.log, LOG_LIMIT)
+        finally:
+            self.log_done.set()
 
 
 class HouseBots:
@@ -198,6 +223,8 @@ class HouseBots:
         self.unused_token: dict[str, str] = {}
         #: Bots with a live submitted version, started alike (`submitted_bots`; wired by `run_ladder`).
         self.submitted: SubmittedBots | None = None
+        #: Connections made for isolated submitted bots, which have no network (wired by `run_ladder`).
+        self.handed: HandedConnections | None = None
 
     async def run(self, port: int) -> None:
         """Look at the queue every ``every`` seconds until cancelled; then stop every house bot."""
@@ -262,34 +289,48 @@ class HouseBots:
         if program is None:
             return
         spec, secret, path = program
+        pair = None
+        if self.handed is not None and self.isolate and spec.view is not None:
+            pair = self.handed.make(secret)  # a submitted program has no network to connect with
+            if pair is None:
+                return
 
         def started(proc: BotProcess) -> None:
             # Known before its token is in the pipe: its hello is judged by its own processes, and
             # noted on this launch (`hello`), however fast it comes.
             self.running[bot.name] = proc
-            self.launched[bot.name] = Launched(proc, secret, path, kind=bot.kind)
+            launched = Launched(proc, secret, path, kind=bot.kind, handed=pair is not None)
+            launched.conn = None if pair is None else pair[0]
+            self.launched[bot.name] = launched
 
         try:
             proc = await start_bot(
                 spec,
                 self.host,
                 port,
-                secret,
+                None if pair is not None else secret,
                 limits=self.limits,
                 isolate=self.isolate,
+                connection=None if pair is None else pair[1],
                 on_started=started,
-                extra_env=None if self.tls is None else self.tls.env(),
+                extra_env=None if self.tls is None or pair is not None else self.tls.env(),
             )
         except OSError as exc:
             log.error("cannot start %s (%r): %s", _called(bot, bot.name), spec.command, exc)
+            if pair is not None and self.handed is not None:
+                self.handed.forget(pair[0])
+                pair[0].close()
             return
+        finally:
+            if pair is not None:
+                pair[1].close()  # the bot's now
         log.info("started %s for a bot that waited %g s", _called(bot, bot.name), self.after)
         if self.launched.get(bot.name) is None or self.launched[bot.name].proc is not proc:
             started(proc)  # a starter that did not call back
         self.running[bot.name] = proc
         launched = self.launched[bot.name]
         assert proc.stdout is not None
-        nursery.start_soon(self._copy_log, launched)
+        nursery.start_soon(launched.copy_log)
         nursery.start_soon(self._reap, bot.name, launched)
         nursery.start_soon(watch_limits, [proc], self.limits)
 
@@ -319,7 +360,7 @@ class HouseBots:
         refusal becomes its launch's cause. Another process with its token is not blamed on it."""
         token = hello.get("token")
         for launched in self._starting():
-            if token != launched.secret or not holds_connection(launched.proc, conn):
+            if token != launched.secret or not launched.owns(conn):
                 continue
             launched.conn = conn
             launched.greeted = True
@@ -334,8 +375,8 @@ class HouseBots:
 
     def holds(self, name: str, conn: Connection) -> bool:
         """Whether house bot ``name``'s own processes hold ``conn`` (`Admission.house_owner`)."""
-        proc = self.running.get(name)
-        return proc is not None and holds_connection(proc, conn)
+        launched = self.launched.get(name)
+        return name in self.running and launched is not None and launched.owns(conn)
 
     async def explain(self, name: str) -> dict[str, Any] | None:
         """Why house bot ``name``'s connection went (`cellarena.server.play.match.ExplainGone`, for its
@@ -360,13 +401,6 @@ class HouseBots:
         line = last_log_line(launched.log, secrets=[launched.secret])
         return exit_cause(proc, code, self.limits, line)
 
-    async def _copy_log(self, launched: Launched) -> None:
-        assert launched.proc.stdout is not None
-        try:
-            await copy_log(launched.proc.stdout, launched.log, LOG_LIMIT)
-        finally:
-            launched.log_done.set()
-
     async def _reap(self, name: str, launched: Launched) -> None:
         """Wait for a house bot to end its match and exit, or to sit idle (neither queued nor playing)
         for ``idle_limit`` seconds, or, before it joined, to be refused or to have its connection
@@ -383,7 +417,7 @@ class HouseBots:
                 if name in self.seating.queue.waiting or name in self.seating.starter.playing():
                     launched.joined = True
                     idle_since = now
-                elif not launched.joined and (launched.refusal or self._hello_timed_out(launched)):
+                elif not launched.joined and (launched.refusal or launched.hello_timed_out()):
                     break  # it cannot join on this launch: no need to wait out the idle limit
                 elif now - idle_since >= self.idle_limit:
                     idle = True
@@ -403,6 +437,8 @@ class HouseBots:
             launched.reaped.set()
             if self.running.get(name) is proc:
                 del self.running[name]
+            if launched.handed and self.handed is not None:
+                self.handed.forget(launched.conn)
         # Not reached when cancelled: the ladder stopping is no failure of the bot's.
         if launched.joined:
             self.failed.pop(name, None)
@@ -423,22 +459,12 @@ class HouseBots:
         if bot is not None and bot.name == name:
             self.unused_token[name] = secret
 
-    def _hello_timed_out(self, launched: Launched) -> bool:
-        """Whether the launch's connection was closed by the lobby for want of a hello."""
-        conn = launched.conn
-        return (
-            conn is not None
-            and not launched.greeted
-            and conn.closed
-            and conn.close_reason.startswith(f"{protocol.TIMEOUT}:")
-        )
-
     async def _launch_cause(self, launched: Launched, idle: bool) -> dict[str, Any] | None:
         """Why a launch that never joined the queue ended, in a seat's words: what ended it first.
         None if only the ladder being full or stopping refused it."""
         if launched.refusal is not None:
             return launched.refusal
-        if self._hello_timed_out(launched):
+        if launched.hello_timed_out():
             detail = f"it connected but sent no hello within {self.hello_timeout:g} s"
             return causes.cause(causes.NEVER_CONNECTED, detail=detail)
         if launched.busy:

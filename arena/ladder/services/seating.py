@@ -60,6 +60,9 @@ class LadderSeating(Seating):
         #: bot's launch that never joins the queue is a failure with a cause, as a seat's would be.
         self.on_connected: Callable[[Connection], None] | None = None
         self.on_hello: Callable[[Connection, dict[str, Any], tuple[str, str] | None], None] | None = None
+        #: The launch secret of a connection the ladder made and handed to a bot it started (an
+        #: isolated submitted bot has no network to connect with: `handed.HandedConnections.secret`).
+        self.handed_secret: Callable[[Connection], str | None] | None = None
 
     def bind(self, lobby: MatchHost) -> None:
         super().bind(lobby)
@@ -71,16 +74,29 @@ class LadderSeating(Seating):
             self.on_connected(conn)
 
     def check(self, conn: Connection, hello: dict[str, Any]) -> tuple[str, str] | None:
-        return self.admission.check(conn, hello)
+        return self.admission.check(conn, self._with_secret(conn, hello))
 
     def refused(self, conn: Connection, hello: dict[str, Any], code: str, message: str) -> None:
         if self.on_hello is not None:
-            self.on_hello(conn, hello, (code, message))
+            self.on_hello(conn, self._with_secret(conn, hello), (code, message))
 
     def admit(self, conn: Connection, hello: dict[str, Any]) -> None:
+        hello = self._with_secret(conn, hello)
         if self.on_hello is not None:
             self.on_hello(conn, hello, None)
         self.admission.admit(conn, hello)
+
+    def _with_secret(self, conn: Connection, hello: dict[str, Any]) -> dict[str, Any]:
+        """``hello``, with its launch's secret as its token if the ladder handed ``conn`` to the bot
+        (which owns its seat by that, as a handed connection does in a match: docs/protocol.md), and
+        without ``redirect`` in what it accepts: a bot with no network cannot follow one (its matches
+        are played here)."""
+        secret = None if self.handed_secret is None else self.handed_secret(conn)
+        if secret is None:
+            return hello
+        accepts = hello.get("accepts", ())
+        kept = [a for a in accepts if a != "redirect"] if isinstance(accepts, list | tuple) else accepts
+        return {**hello, "token": secret, "accepts": kept}
 
     def waiting(self) -> list[Connection]:
         return self.admission.waiting()
