@@ -128,3 +128,17 @@ def test_the_folder_plays_the_weights_over_tcp(trained: dict[str, Any]) -> None:
     recorded = read_replay(replay)
     verify(recorded)
     assert recorded.complete and len(recorded.ticks) == CONFIG["turns"]
+
+
+def test_a_network_of_another_row_length_is_a_clear_error(trained: dict[str, Any]) -> None:
+    tmp = trained["tmp"]
+    other = tmp / "dnet12"
+    other.mkdir()
+    text = (trained["folder"] / "policy.py").read_text()
+    assert "CELLS = 11\n" in text
+    (other / "policy.py").write_text(text.replace("CELLS = 11\n", "CELLS = 12\n"))
+    ran = invoke("train", "drop2df", "--dataset", str(tmp / "data"), "--imitate", "planner", "--bot-dir",
+                 str(other), "--out", str(tmp / "e.npz"), "--eval", "0")  # fmt: skip
+    assert ran.exit_code == 1 and "seat " in ran.output
+    assert "this network reads rows of 12 cells (--length 9), got 11" in ran.output
+    assert "train it again" in ran.output and not (tmp / "e.npz").exists()
