@@ -50,6 +50,9 @@ class GameImitation:
     bot_dir: str | None = None
     #: Whether `seat_samples` reads the observations' msgpack (the ``view`` columns do not hold all).
     messages: bool = False
+    #: Whether each evaluation match gets a board of its own: `play` then finds the match's number
+    #: as ``config["seed"]`` (a game whose board comes from the seed, such as a duplicate puzzle).
+    seeded: bool = False
 
 
 @dataclass
@@ -133,7 +136,7 @@ def evaluate(
         tally = {"wins": 0, "draws": 0, "losses": 0}
         for i in range(matches):
             seat = i % 2
-            winner = spec.play(bot, policy, cls, seat, config)
+            winner = spec.play(bot, policy, cls, seat, {**config, "seed": i} if spec.seeded else config)
             tally["draws" if winner is None else "wins" if winner == seat else "losses"] += 1
         out[name] = tally
     return out

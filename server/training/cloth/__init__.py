@@ -1,0 +1,1 @@
+"""Cloth of Gold's part of `cellarena train cloth` (docs/training.md)."""

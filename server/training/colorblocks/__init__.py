@@ -1,0 +1,1 @@
+"""Colorblocks' part of `cellarena train colorblocks` (docs/training.md)."""

@@ -1,0 +1,1 @@
+"""drop2df's part of `cellarena train drop2df` (docs/training.md)."""
