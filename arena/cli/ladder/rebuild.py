@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import TYPE_CHECKING
 
 import click
-import trio
 
 from cellarena.arena.cli.ladder.community import actor
 from cellarena.arena.cli.ladder.where import Where
-from cellarena.arena.ladder.services.builds import BuildSettings, Rebuilt, live_versions, rebuild_live
-from cellarena.arena.ladder.store.ladder_store import LadderStoreError
-from cellarena.server.bots.confinement import Limits
+
+if TYPE_CHECKING:
+    from cellarena.arena.ladder.services.builds import Rebuilt
 
 
 @click.command("rebuild")
@@ -32,6 +32,13 @@ def rebuild(where: Where, bots: tuple[str, ...], every: bool, isolate: bool, as_
     play its validation match again. One that passes plays on from the new build; one that fails keeps
     its old build and its bot is paused with the reason, shown on its owner's page. Run it on the
     ladder's machine, beside `ladder serve`: bots play on meanwhile."""
+    # Imported here: `cellarena --help` loads every command's module, and these load trio and the builds.
+    import trio
+
+    from cellarena.arena.ladder.services.builds import BuildSettings, live_versions, rebuild_live
+    from cellarena.arena.ladder.store.ladder_store import LadderStoreError
+    from cellarena.server.bots.confinement import Limits
+
     if every == bool(bots):
         raise click.UsageError("name the bots to rebuild, or give --all (not both)")
     if where.db is None and not where.folder.is_dir():
