@@ -100,9 +100,11 @@ def bot_folder(site: Site, name: str) -> Path:
 
 
 def run_as_written(command: str, folder: Path, label: str) -> Process:
-    """``command`` as an owner pastes it in a shell, in the bot's folder; ``python`` is this venv's."""
+    """``command`` as an owner pastes it in a shell, in the bot's folder; ``python`` is this venv's.
+    The shell execs it, so that stopping the process stops the bot (dash forks a lone command: the
+    bot, with --ladder, then played on after its test, orphaned)."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    return start(["/bin/sh", "-c", command], folder, label, cwd=folder, env={"PATH": path})
+    return start(["/bin/sh", "-c", f"exec {command}"], folder, label, cwd=folder, env={"PATH": path})
 
 
 def plays_a_match(site: Site, bot: str, process: Process) -> None:
