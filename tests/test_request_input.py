@@ -193,3 +193,17 @@ async def test_a_refused_body_is_read_to_its_end_so_its_sender_reads_the_413() -
     with pytest.raises(HTTPException):
         await read_body(_chunked(endless, taken), 16 * 1024)
     assert len(taken) * 65536 <= 16 * 1024 + DRAIN_BYTES + 65536 < len(endless) * 65536
+
+
+async def test_a_client_that_leaves_while_its_refused_body_is_drained_still_gets_the_413() -> None:
+    messages = [
+        {"type": "http.request", "body": b"x" * 20_000, "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> dict[str, object]:
+        return messages.pop(0)
+
+    with pytest.raises(HTTPException) as refused:
+        await read_body(Request({"type": "http", "method": "POST", "headers": []}, receive), 16 * 1024)
+    assert refused.value.status_code == 413

@@ -18,7 +18,7 @@ from typing import Any
 
 import trio
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 #: The largest JSON body read unless a route says less: a form of names and a password is far below.
 MAX_JSON_BYTES = 16 * 1024
@@ -63,10 +63,13 @@ async def _drain(stream: AsyncIterator[bytes], size: int, limit: int) -> None:
     """Read and drop the rest of a refused body, up to `DRAIN_BYTES` past ``limit`` and `DRAIN_SECONDS`: a
     larger or slower one is cut off (its sender may then see a reset, not the 413)."""
     with trio.move_on_after(DRAIN_SECONDS):
-        async for chunk in stream:
-            size += len(chunk)
-            if size > limit + DRAIN_BYTES:
-                return
+        try:
+            async for chunk in stream:
+                size += len(chunk)
+                if size > limit + DRAIN_BYTES:
+                    return
+        except ClientDisconnect:
+            return  # it gave up sending: the 413 is still the answer, should it read one
 
 
 def nesting(data: bytes) -> int:
