@@ -154,3 +154,42 @@ def test_a_recorded_endpoint_says_how_to_trust_its_server() -> None:
     assert (system.host, system.server_hostname) == ("127.0.0.1", "ladder.example.org")
     anywhere = recorded_target("127.0.0.1", Endpoint("rezzo", None, 7777, tls=True))
     assert anywhere.tls is not None and not anywhere.tls.check_hostname  # no name recorded: pinned
+
+
+UP = """\
+[games.rezzo]
+host = "{host}"
+[games.cata]
+host = "0.0.0.0"
+port = 0
+[web]
+{web}
+"""
+
+
+@pytest.mark.parametrize(
+    ("host", "web", "wired"),
+    [
+        (
+            "0.0.0.0",
+            "",
+            ["--live-port", "rezzo=auto", "--live-port", "cata=auto", "--live-host", "127.0.0.1"],
+        ),
+        ("10.0.0.5", "", ["--live-port", "rezzo=auto", "--live-port", "cata=auto"]),  # hosts differ
+        ("0.0.0.0", 'games = ["cata"]', ["--live-port", "cata=auto", "--live-host", "127.0.0.1"]),
+        ("0.0.0.0", 'live-host = "::1"', ["--live-port", "rezzo=auto", "--live-port", "cata=auto"]),
+        ("0.0.0.0", 'live-port = ["cata=7778"]', []),  # the file's own wins
+    ],
+    ids=["both-games", "two-hosts", "pages-of-one", "file-live-host", "file-live-port"],
+)
+def test_up_gives_the_pages_a_live_view_of_each_game(
+    host: str, web: str, wired: list[str], tmp_path: Path
+) -> None:
+    from cellarena.arena.cli.ladder import ladder
+    from cellarena.arena.cli.ladder.running.up import ladder_parts
+    from cellarena.arena.ladder.ops.config_file import read_config
+
+    path = tmp_path / "ladder.toml"
+    path.write_text(UP.format(host=host, web=web))
+    parts = {part.name: part.argv for part in ladder_parts(read_config(path, ladder))}
+    assert parts["web"][-len(wired) - 1 :] == ("web", *wired)
