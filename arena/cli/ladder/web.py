@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
@@ -19,6 +19,9 @@ from cellarena.server.cli.params import (
 )
 from cellarena.server.cli.run import configure_logging, restore_logging_after_command, run_trio
 from cellarena.server.cli.web_options import allowed_host_option
+
+if TYPE_CHECKING:
+    from cellarena.arena.ladder.web.live_games import LiveSource
 
 
 class LivePort(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2; we take 8.1
@@ -257,12 +260,12 @@ def live_sources(
     given: Sequence[tuple[str | None, int | str]],
     host: str,
     tls: Any,
-) -> list[Any]:
+) -> list[LiveSource]:
     """Each game's `LiveSource` from the ``--live-port`` values: a bare port is the one game's; a
     game these pages do not serve, or named twice, is a usage error saying what to give."""
     from cellarena.arena.ladder.web.live_games import LiveSource
 
-    sources: dict[str, Any] = {}
+    sources: dict[str, LiveSource] = {}
     for named, port in given:
         game = named
         if game is None:
