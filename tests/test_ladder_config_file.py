@@ -85,7 +85,8 @@ def a_value(param: click.Parameter, ctx: click.Context) -> Any:
         low = getattr(kind, "min", None) or 0
         return next(v for v in (low + 0.5, low + 1.5) if v != default)
     if param.nargs == -1 or param.multiple:
-        return ["cata"] if param.name == "games" else ["10.0.0.1", "10.0.0.2"]
+        many = {"games": ["cata"], "live_ports": ["rezzo=7777", "cata=auto"]}
+        return many.get(param.name or "", ["10.0.0.1", "10.0.0.2"])
     if isinstance(kind, click.types.StringParamType | click.Path):
         # Options whose callbacks check what the text names get a value of that kind.
         named = {

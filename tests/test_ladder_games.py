@@ -1,7 +1,8 @@
 """One ladder site for several games, across real processes, on SQLite and on PostgreSQL: a `ladder
 serve` per game on one database, one `ladder web` over both with one account per owner, and SDK bots
 of each game. Stopping one game's server (kill -9, then a start that voids what it left) leaves the
-other game's matches alone (docs/ladder.md, "Several games")."""
+other game's matches alone (docs/ladder.md, "Several games"). The pages relay each game's match live
+(`--live-port rezzo=PORT --live-port cata=auto`): /live/cata/ draws a cata match in Chromium."""
 
 from __future__ import annotations
 
@@ -11,14 +12,17 @@ import re
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import trio
+from browser import launched, page_of
 from cellarena_cli import CLI, ROOT, cellarena
 from ladder_pages import ladder_pages
 from test_ladder_accounts_web import signed_up
 from test_ladder_cli import ladder
 from test_ladder_community_processes import database, http, start, stop, wait_until
+from test_ladder_tls_parts import live_messages
 from wire_client import Client
 
 from cellarena.arena.ladder.store.ladder_store import VOID_ON_START, LadderStore
@@ -127,6 +131,38 @@ async def _the_pages_show_both_games(site: str) -> None:
     assert status == 404 and "/api/rezzo/standings, /api/cata/standings" in body
 
 
+async def _each_games_match_is_live(site: str, bots: dict[str, set[str]], in_chromium: bool) -> None:
+    """/live/ lists both games; each game's socket relays its own match (rezzo's from the port the
+    pages were given, cata's from the one its serve recorded); in Chromium, /live/cata/ draws one."""
+    status, page = await trio.to_thread.run_sync(http, f"{site}/live/")
+    assert status == 200 and 'href="/live/rezzo/"' in page and 'href="/live/cata/"' in page
+    for game, names in bots.items():
+        seen = await trio.to_thread.run_sync(partial(live_messages, site, 2, 60, f"/live/{game}/ws"))
+        welcome = next(m for m in seen if m["type"] == "welcome")
+        assert welcome["game"] == game and set(welcome["names"]) <= names, welcome
+    if in_chromium:
+        await trio.to_thread.run_sync(_cata_drawn_live, site, bots["cata"])
+
+
+def _cata_drawn_live(site: str, names: set[str]) -> None:
+    with launched() as browser, page_of(browser) as (page, console):
+        page.goto(f"{site}/live/cata/")
+        page.wait_for_function(
+            "Number(document.getElementById('player').dataset.liveFrames) >= 3", timeout=60_000
+        )
+        title = page.inner_text("#player header")
+        assert title.startswith("cata: ") and any(name in title for name in names), title
+        colours = page.evaluate(
+            """() => { const c = document.getElementById('board');
+                const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+                const seen = new Set();
+                for (let i = 0; i < d.length; i += 4 * 97) seen.add(d[i] << 16 | d[i + 1] << 8 | d[i + 2]);
+                return seen.size; }"""
+        )
+        assert colours >= 3, colours  # a board drawn, not a blank canvas
+        console.assert_clean()
+
+
 async def _rezzo_dies_and_cata_plays_on(
     store: LadderStore, servers: dict[str, subprocess.Popen[str]], serve_rezzo: list[str]
 ) -> None:
@@ -167,8 +203,9 @@ async def test_two_games_on_one_database_one_site_one_account(
         assert added.returncode == 0, added.stderr
         tokens[name] = json.loads(added.stdout)["token"]
 
+    live = ["--live-port", f"rezzo={free_port}", "--live-port", "cata=auto"]  # cata's: --port 0
     web, pages = start(
-        [*where, "web", "rezzo", "cata", "--port", "0", "--signup", "open"],
+        [*where, "web", "rezzo", "cata", "--port", "0", "--signup", "open", *live],
         r"rezzo, cata ladder pages at (http://127\.0\.0\.1:\d+)",
     )
     site = pages.group(1)
@@ -209,6 +246,8 @@ async def test_two_games_on_one_database_one_site_one_account(
             store.close()
 
         await _the_pages_show_both_games(site)
+        sdk_bots = {"rezzo": {"r1", "olga-rezzo"}, "cata": {"c1", "olga-cata"}}
+        await _each_games_match_is_live(site, sdk_bots, in_chromium=database is None)
     finally:
         for proc in bots:
             proc.send_signal(signal.SIGTERM)
@@ -263,9 +302,3 @@ def test_one_account_makes_a_bot_of_each_game_on_the_pages(tmp_path: Path) -> No
         )  # fmt: skip
         assert done.returncode == 0, done.stderr + done.stdout
         assert json.loads(done.stdout)["bot"]["game"] == "cata"
-
-
-def test_live_port_watches_one_game(tmp_path: Path) -> None:
-    LadderStore(tmp_path / "ladder.sqlite").close()
-    refused = cellarena("ladder", "--dir", str(tmp_path), "web", "rezzo", "cata", "--live-port", "7777")
-    assert refused.returncode == 2 and "--live-port watches one ladder server" in refused.stderr

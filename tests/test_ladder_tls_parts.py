@@ -49,14 +49,14 @@ def web_url(web: Process) -> str:
     raise AssertionError(f"ladder web printed no URL:\n{web.stderr()}")
 
 
-def live_messages(url: str, wanted: int, timeout: float = 60) -> list[dict[str, Any]]:
-    """The first ``wanted`` messages /live/ws sends a browser (a WebSocket read by hand: text frames,
-    unmasked from a server)."""
+def live_messages(url: str, wanted: int, timeout: float = 60, path: str = "/live/ws") -> list[dict[str, Any]]:
+    """The first ``wanted`` messages /live/ws (or ``path``) sends a browser (a WebSocket read by hand:
+    text frames, unmasked from a server)."""
     host, port = url.split("//")[1].split("/", maxsplit=1)[0].split(":")
     with socket.create_connection((host, int(port)), timeout=timeout) as sock:
         key = base64.b64encode(os.urandom(16)).decode()
         sock.sendall(
-            f"GET /live/ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
         )
         stream = sock.makefile("rb")

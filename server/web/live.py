@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -91,6 +92,22 @@ RETRY_FIRST = 0.2
 RETRY_CAP = 10.0
 
 
+@dataclass(frozen=True)
+class RelayTarget:
+    """Where a relay connects: ``host:port``, over TLS with the client context ``tls``, the server's
+    certificate checked for ``server_hostname`` (None: ``host``; a context that checks no name, as
+    `own_certificate`'s, ignores it)."""
+
+    host: str
+    port: int
+    tls: ssl.SSLContext | None = None
+    server_hostname: str | None = None
+
+
+#: Seconds at most between two looks for an address not known yet (a `ladder serve` not started).
+UNKNOWN_CAP = 2.0
+
+
 async def relay(
     host: str,
     port: int,
@@ -104,10 +121,34 @@ async def relay(
     checked for ``host``), feeding ``feed``; with ``follow``, reconnect after each match (and while
     the server is not up yet) to watch the next one. With ``match``, watch that running match
     (docs/protocol.md, "Spectators"). A transport that cannot work is logged once, with what to do."""
+    target = RelayTarget(host, port, tls)
+
+    async def fixed() -> RelayTarget:
+        return target
+
+    await relay_to(fixed, feed, follow=follow, match=match)
+
+
+async def relay_to(
+    where: Callable[[], Awaitable[RelayTarget | None]],
+    feed: LiveFeed,
+    *,
+    follow: bool = True,
+    match: int | None = None,
+) -> None:
+    """`relay`, asking ``where`` before each connection where the server is now (None: not known
+    yet, asked again shortly): a server that restarts on another port is followed there."""
     said: set[str] = set()
     wait = RETRY_FIRST
     while True:
-        problem = await _watch_once(host, port, feed, match, tls)
+        target = await where()
+        if target is None:
+            if not follow:
+                return
+            wait = min(UNKNOWN_CAP, wait * 2)
+            await trio.sleep(wait)
+            continue
+        problem = await _watch_once(target, feed, match)
         if problem is None:
             wait = RETRY_FIRST
         else:
@@ -120,17 +161,16 @@ async def relay(
         await trio.sleep(wait if problem is not None else 0.1)
 
 
-async def _watch_once(
-    host: str, port: int, feed: LiveFeed, match: int | None, tls: ssl.SSLContext | None
-) -> str | None:
+async def _watch_once(target: RelayTarget, feed: LiveFeed, match: int | None) -> str | None:
     """One spectator connection to its end; what stops the relay from working (said once), or None."""
+    host, port, tls = target.host, target.port, target.tls
     where = f"{host}:{port}"
     try:
         stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
     except OSError:
         return None  # not up yet (or restarting): tried again shortly, nothing to fix
     if tls is not None:
-        stream = trio.SSLStream(stream, tls, server_hostname=host)
+        stream = trio.SSLStream(stream, tls, server_hostname=target.server_hostname or host)
     async with stream:
         try:
             if isinstance(stream, trio.SSLStream):
@@ -168,16 +208,16 @@ async def _watch_once(
     return None
 
 
-def live_routes(feed: LiveFeed) -> list[BaseRoute]:
-    """``/live/``: the player in live mode; ``/live/ws``: the WebSocket it reads."""
+def live_routes(feed: LiveFeed, prefix: str = "/live", title: str = "live match") -> list[BaseRoute]:
+    """``/live/``: the player in live mode; ``/live/ws``: the WebSocket it reads (under ``prefix``)."""
 
     async def page(_request: Request) -> Response:
-        return HTMLResponse(player_html("live match", "", feed.game, live="/live/ws"))
+        return HTMLResponse(player_html(title, "", feed.game, live=f"{prefix}/ws"))
 
     async def socket(ws: WebSocket) -> None:
         await _stream(ws, feed)
 
-    return [Route("/live/", page), WebSocketRoute("/live/ws", socket)]
+    return [Route(f"{prefix}/", page), WebSocketRoute(f"{prefix}/ws", socket)]
 
 
 async def _stream(ws: WebSocket, feed: LiveFeed) -> None:

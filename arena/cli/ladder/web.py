@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
@@ -21,6 +20,32 @@ from cellarena.server.cli.params import (
 from cellarena.server.cli.run import configure_logging, restore_logging_after_command, run_trio
 from cellarena.server.cli.web_options import allowed_host_option
 
+if TYPE_CHECKING:
+    from cellarena.arena.ladder.web.live_games import LiveSource
+
+
+class LivePort(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2; we take 8.1
+    """``--live-port``: ``PORT``, ``GAME=PORT`` or either with ``auto`` for the port; as (game or
+    None, port or "auto")."""
+
+    name = "[GAME=]PORT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple):
+            return value
+        text = str(value).strip()
+        game, _, port = text.rpartition("=")
+        if port == "auto" and (game or "=" not in text):
+            return (game or None, port)
+        if port.isascii() and port.isdigit() and 0 < int(port) < 65536 and (game or "=" not in text):
+            return (game or None, int(port))
+        self.fail(
+            f"{text[:60]!r} is no bot port: give PORT (1-65535), GAME=PORT or GAME=auto, one per game, "
+            "e.g. --live-port rezzo=7777 --live-port cata=auto",
+            param,
+            ctx,
+        )
+
 
 @click.command()
 @click.argument("games", metavar="GAME...", nargs=-1, required=True)
@@ -30,21 +55,25 @@ from cellarena.server.cli.web_options import allowed_host_option
 )
 @click.option(
     "--live-port",
-    type=click.IntRange(1, 65535),
-    default=None,
-    help="The ladder's bot port (its `serve --port`): /live/ then shows its newest match as it is played.",
+    "live_ports",
+    metavar="[GAME=]PORT",
+    type=LivePort(),
+    multiple=True,
+    help="Show GAME's match as it is played at /live/GAME/: its `serve --port`, or auto (the port and "
+    "TLS its `ladder serve` recorded in the database). Repeat for each game; one game's pages take "
+    "a bare PORT (and keep /live/).",
 )
 @click.option(
     "--live-host",
     default="127.0.0.1",
     show_default=True,
-    help="Where that ladder listens; with --live-tls, a name its certificate is for.",
+    help="Where the ladder servers listen; with --live-tls, a name their certificates are for.",
 )
 @click.option(
     "--live-tls",
     is_flag=True,
-    help="The bot port serves TLS (`serve --tls-cert`): watch over TLS, its certificate checked against "
-    "the system's CAs for --live-host.",
+    help="The bot ports given by number serve TLS (`serve --tls-cert`): watch over TLS, their "
+    "certificates checked against the system's CAs for --live-host (an auto port follows its server).",
 )
 @click.option(
     "--live-tls-ca",
@@ -136,7 +165,7 @@ def web(
     games: tuple[str, ...],
     host: str,
     port: int,
-    live_port: int | None,
+    live_ports: tuple[tuple[str | None, int | str], ...],
     live_host: str,
     live_tls: bool,
     live_tls_ca: str | None,
@@ -155,9 +184,10 @@ def web(
     public_url: str | None,
     mail: dict[str, Any],
 ) -> None:
-    """Serve GAME's standings, bot pages, matches and replays (and the live match) over HTTP(S); with
-    --signup, the owners' pages too: sign-up, login, their bots and tokens. Several games (one `ladder
-    serve` each on the same database): each game's pages at /GAME/, one account per owner across them.
+    """Serve GAME's standings, bot pages, matches and replays (and each game's live match) over
+    HTTP(S); with --signup, the owners' pages too: sign-up, login, their bots and tokens. Several games
+    (one `ladder serve` each on the same database): each game's pages at /GAME/, one account per owner
+    across them.
 
     A process of its own beside `ladder serve`, reading the same database: re-simulating replays for
     viewers then never takes the CPU the matches need, and the pages restart on their own. What the
@@ -165,12 +195,6 @@ def web(
     for game in games:
         game_argument(game)
     games = tuple(dict.fromkeys(games))  # a game named twice is served once
-    if live_port is not None and len(games) > 1:
-        raise click.BadParameter(
-            "--live-port watches one ladder server, so one game's: serve the pages of one game with it, "
-            "or leave it out",
-            param_hint="--live-port",
-        )
     live_context = _live_tls(live_tls, live_tls_ca)
     _log_actions(verbose)
     try:
@@ -180,6 +204,7 @@ def web(
         raise click.UsageError(
             f"ladder web needs the 'web' extra ({exc}); pip install 'cellarena[web]'"
         ) from None
+    live = live_sources(games, live_ports, live_host, live_context)
 
     tls_context(tls_cert, tls_key)  # both or neither, and usable: a clear error before serving
     tls = (tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
@@ -209,11 +234,11 @@ def web(
     from cellarena.arena.ladder.web.app import ladder_app
     from cellarena.arena.ladder.web.submission_pages import SubmissionSettings
 
-    app, feed = ladder_app(
+    app, live_games = ladder_app(
         store,
         games,
         allowed_hosts=allowed,
-        live=live_port is not None,
+        live=[source.game for source in live],
         public_debug=public_debug,
         accounts=account_settings,
         trusted=trusted,
@@ -221,13 +246,46 @@ def web(
         submissions=SubmissionSettings(where.folder / "archives", uploads_per_day=uploads_per_day),
         public_url=public_url,
     )
+    if live_games is not None:
+        tasks = [*live_games.relays(live, store), *tasks]
     try:
-        serve_pages(
-            app, sock, games, tls, feed, live=(live_host, live_port), live_tls=live_context, tasks=tasks
-        )
+        serve_pages(app, sock, games, tls, tasks=tasks)
     finally:
         sock.close()
         store.close()
+
+
+def live_sources(
+    games: tuple[str, ...],
+    given: Sequence[tuple[str | None, int | str]],
+    host: str,
+    tls: Any,
+) -> list[LiveSource]:
+    """Each game's `LiveSource` from the ``--live-port`` values: a bare port is the one game's; a
+    game these pages do not serve, or named twice, is a usage error saying what to give."""
+    from cellarena.arena.ladder.web.live_games import LiveSource
+
+    sources: dict[str, LiveSource] = {}
+    for named, port in given:
+        game = named
+        if game is None:
+            if len(games) > 1:
+                raise click.BadParameter(
+                    f"{port} alone names no game, and these pages serve {', '.join(games)}: give "
+                    f"GAME={port}, one --live-port per game",
+                    param_hint="--live-port",
+                )
+            game = games[0]
+        if game not in games:
+            raise click.BadParameter(
+                f"{game[:40]!r} is not a game of these pages ({', '.join(games)}): give one of them, "
+                "or serve its pages too (ladder web GAME...)",
+                param_hint="--live-port",
+            )
+        if game in sources:
+            raise click.BadParameter(f"{game} is given twice: one port per game", param_hint="--live-port")
+        sources[game] = LiveSource(game, port, host, tls if isinstance(port, int) else None)
+    return list(sources.values())
 
 
 def public_url(value: str) -> str:
@@ -292,27 +350,17 @@ def serve_pages(
     sock: Any,
     games: tuple[str, ...],
     tls: tuple[str, str] | None,
-    feed: Any,
     *,
-    live: tuple[str, int | None],
-    live_tls: Any = None,
     tasks: Sequence[Callable[[], Awaitable[None]]] = (),
 ) -> None:
-    """Serve ``app`` on the bound ``sock`` until Ctrl-C, relaying the ladder's live match at ``live``
-    (host, port; no port: none; over TLS with the client context ``live_tls``) to ``feed``; ``tasks``
-    (the mail sender) run beside the pages."""
+    """Serve ``app`` on the bound ``sock`` until Ctrl-C; ``tasks`` (the games' live relays, the mail
+    sender) run beside the pages."""
     from cellarena.server.web.serving import run, url_of
-
-    live_host, live_port = live
 
     async def main() -> None:
         import trio
 
         async with trio.open_nursery() as nursery:
-            if feed is not None and live_port is not None:
-                from cellarena.server.web.live import relay
-
-                nursery.start_soon(partial(relay, live_host, live_port, feed, tls=live_tls))
             for task in tasks:
                 nursery.start_soon(task)
             await run(

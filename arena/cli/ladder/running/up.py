@@ -67,8 +67,25 @@ def ladder_parts(file: LadderFile) -> list[Part]:
     base = (*CELLARENA, "ladder", "--config", str(path))
     parts = [Part(f"serve {game}", (*base, "serve", game), path.parent) for game in file.games]
     if file.web is not None:
-        parts.append(Part("web", (*base, "web"), path.parent))
+        parts.append(Part("web", (*base, "web", *live_arguments(file)), path.parent))
     return parts
+
+
+def live_arguments(file: LadderFile) -> tuple[str, ...]:
+    """`web`'s live view of each game the file serves and its pages show, unless [web] names its own
+    live-port: ``--live-port GAME=auto`` (the port and TLS each `serve` records), and --live-host the
+    loopback address of the serves' one host."""
+    web = file.web or {}
+    if "live_ports" in web:
+        return ()
+    from cellarena.server.web.live import loopback_for
+
+    shown = [game for game in file.default_map()["web"]["games"] if game in file.games]
+    args = [arg for game in shown for arg in ("--live-port", f"{game}=auto")]
+    hosts = {file.games[game].get("host", "127.0.0.1") for game in shown}
+    if len(hosts) == 1 and "live_host" not in web:
+        args += ["--live-host", loopback_for(hosts.pop())]
+    return tuple(args)
 
 
 def where_of(file: LadderFile) -> Where:
