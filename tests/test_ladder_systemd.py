@@ -93,7 +93,9 @@ def test_each_part_runs_the_file_with_network_online_and_hardening(written: dict
     rezzo = written["cellarena-ladder-serve-rezzo.service"]
     config = str(Path(written["out"]).parent / "ladder.toml")
     assert f"ExecStart={CELLARENA} ladder --config {config} serve rezzo\n" in rezzo
-    assert f"ExecStart={CELLARENA} ladder --config {config} web\n" in written["cellarena-ladder-web.service"]
+    # The web unit gets the live view of each game as `ladder up` gives it.
+    web = f"ExecStart={CELLARENA} ladder --config {config} web --live-port rezzo=auto --live-port cata=auto\n"
+    assert web in written["cellarena-ladder-web.service"]
     for name in ("serve-rezzo", "serve-cata", "web"):
         unit = written[f"cellarena-ladder-{name}.service"]
         assert "Wants=network-online.target cellarena-ladder-house.service\n" in unit

@@ -149,9 +149,11 @@ def _services(file: LadderFile, group: click.Group, name: str) -> list[Service]:
         web = group.get_command(ctx, "web")
         assert web is not None
         port = _value(web, file.web, "port")
-        services.append(
-            Service(f"{name}-web", "web", ("ladder", "--config", config, "web"), (port,) if port else ())
-        )
+        from cellarena.arena.cli.ladder.running.up import live_arguments
+
+        # The same live view as `ladder up` gives: each served game's, where its serve records it.
+        args = ("ladder", "--config", config, "web", *live_arguments(file))
+        services.append(Service(f"{name}-web", "web", args, (port,) if port else ()))
     return services
 
 
