@@ -26,6 +26,7 @@ import trio
 
 from cellarena.arena.ladder.errors import ChallengeRefusedError, SeatRefusedError
 from cellarena.arena.ladder.hosting.cluster_hand_off import HandOffError, Hosting
+from cellarena.arena.ladder.hosting.seat_launch import LaunchingMatch, SeatLaunch
 from cellarena.arena.ladder.matchmaking.matchmaker import Pairing
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.services.counters import LadderStats
@@ -113,6 +114,9 @@ class MatchStarter(LadderService):
         #: Whether the ladder started bot NAME's process itself as a match starts (a submitted bot's
         #: live version, `submitted_bots`), which `explain_house` then explains as a house bot's.
         self.started_here: Callable[[str], bool] | None = None
+        #: What a worker starts for bot NAME in match ID itself, when that bot cannot follow a
+        #: redirect (an isolated submitted bot: `SubmittedBots.seat_launch`); None: such bots play here.
+        self.launch_there: Callable[[str, int], SeatLaunch | None] | None = None
         #: Matches under way here, by their match in the lobby, and their seats.
         self.live = LiveMatches()
         #: Matches under way on the cluster: ladder id -> bots by seat.
@@ -188,13 +192,18 @@ class MatchStarter(LadderService):
             await self.results.void(ladder_id, f"{', '.join(q.bot.name for q in gone)} left before the start")
             self.queue.requeue([q for q in seated if not q.conn.closed])
             return
-        if self.hand_off is not None and all(q.follows_redirect for q in seated):
+        if self.hand_off is not None and all(q.follows_redirect or self._launchable(q) for q in seated):
             assert self._nursery is not None
             self.remote[ladder_id] = bots
             self.queue.note_seats(bots)
             self._nursery.start_soon(self._play_there, ladder_id, pairing, seated)
         else:
             self._play_here(ladder_id, pairing, seated)
+
+    def _launchable(self, q: Queued) -> bool:
+        """Whether a worker can start ``q``'s bot itself (the ladder started it here: `started_here`)."""
+        here = self.started_here
+        return self.launch_there is not None and here is not None and here(q.bot.name)
 
     def _refused(self, exc: SeatRefusedError, seated: list[Queued]) -> None:
         """End the refused bot's connection (saying why), and put the rest of its pairing back."""
@@ -281,7 +290,8 @@ class MatchStarter(LadderService):
         assert self.hand_off is not None and self.lobby is not None
         bots = tuple(q.bot for q in seated)
         seat_tokens = [secrets.token_urlsafe(32) for _ in bots]
-        job = HostedMatch(
+        launches = await self._launches(ladder_id, seated)
+        job = LaunchingMatch(
             ladder_id,
             self.game,
             self.config_for(pairing.map),
@@ -289,8 +299,13 @@ class MatchStarter(LadderService):
             tuple(b.name for b in bots),
             tuple(token_digest(t) for t in seat_tokens),
             self.lobby.settings,
+            launches=launches,
         )
         try:
+            if not all(
+                q.follows_redirect or launch is not None for q, launch in zip(seated, launches, strict=True)
+            ):
+                raise HandOffError("a bot of it can neither follow a redirect nor be started there")
             where = await self.hand_off.start(job)
         except HandOffError as exc:
             del self.remote[ladder_id]
@@ -310,9 +325,12 @@ class MatchStarter(LadderService):
             where.host,
             where.port,
         )
-        for q, token in zip(seated, seat_tokens, strict=True):
-            q.conn.send_message(protocol.redirect(where.host, where.port, token, tls=where.tls))
-            self._nursery_close(q.conn)
+        for q, token, launch in zip(seated, seat_tokens, launches, strict=True):
+            if launch is None:
+                q.conn.send_message(protocol.redirect(where.host, where.port, token, tls=where.tls))
+                self._nursery_close(q.conn)
+            else:  # the worker starts it afresh: this start of it only held its place in the queue
+                q.conn.close("its match is played where the ladder starts it again")
         for spectator in self.watchers.take():
             self._nursery_relay(ladder_id, spectator)
         try:
@@ -329,6 +347,16 @@ class MatchStarter(LadderService):
         replay = await _write_replay(self.replay_dir, ladder_id, result.replay)
         self.stats.count_end(result.outcome)
         self.results.ended(Ended(ladder_id, bots, result.outcome, replay))
+
+    async def _launches(self, ladder_id: int, seated: list[Queued]) -> tuple[SeatLaunch | None, ...]:
+        """What the worker starts itself, by seat: None for a bot it sends a redirect to."""
+        launches: list[SeatLaunch | None] = []
+        for q in seated:
+            if q.follows_redirect or self.launch_there is None:
+                launches.append(None)
+            else:
+                launches.append(await trio.to_thread.run_sync(self.launch_there, q.bot.name, ladder_id))
+        return tuple(launches)
 
     def _nursery_close(self, conn: Connection) -> None:
         """Close ``conn`` once its last frames (the redirect) are out, or after a second."""
