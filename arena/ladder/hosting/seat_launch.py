@@ -13,6 +13,7 @@ its seat in that match (it never came: it forfeits), never the worker.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -159,12 +160,17 @@ class SeatBots:
         await self._watch(proc, launch, ended)
 
     def _lost(self, ladder_id: int, seat: int, launch: SeatLaunch, why: str) -> None:
+        """Its seat is lost: said in the worker's log, and in its private log, for its owner."""
         log.error("ladder match %d: %s %s forfeits: %s", ladder_id, launch.name, launch.version, why)
+        path = _log_path(launch)
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.write_text(f"[cellarena: {launch.name} {launch.version} forfeits this match: {why}]\n")
         self.gave_up(ladder_id, seat, why)
 
     async def _watch(self, proc: BotProcess, launch: SeatLaunch, ended: trio.Event) -> None:
         """Copy its output to its log and hold it to its limits until ``ended``, then stop it."""
-        path = Path(launch.log) if launch.log is not None and Path(launch.log).parent.is_dir() else None
+        path = _log_path(launch)
         try:
             async with trio.open_nursery() as nursery:
                 assert proc.stdout is not None
@@ -177,6 +183,12 @@ class SeatBots:
             if proc.returncode is None:
                 with trio.CancelScope(shield=True):
                     await stop_bot(proc, patience=0.0)
+
+
+def _log_path(launch: SeatLaunch) -> Path | None:
+    """Its private log, if its folder is on this machine (the ladder's machine)."""
+    path = None if launch.log is None else Path(launch.log)
+    return path if path is not None and path.parent.is_dir() else None
 
 
 def loopback_pair() -> tuple[socket.socket, socket.socket]:

@@ -12,6 +12,10 @@ rotated: each launch gets a token of its own, kept in memory only, handed throug
 admission takes for the bot's (`Admission.launch_token`) and which seats only a connection the
 launch's own processes hold. Its output goes to its owner's private log (`validate.private_log`):
 ``launch-N`` while it starts, renamed ``match-ID`` once its match starts (the file stays open).
+
+When its match is played by a worker (``--workers``, ``--cluster``), an isolated bot, which cannot
+follow a redirect, is started again there (`SubmittedBots.seat_launch` says what to start): this
+launch only held its place in the queue.
 """
 
 from __future__ import annotations
