@@ -111,6 +111,8 @@ def test_with_workers_a_worker_starts_the_submitted_bot_of_its_match(ladder: Lad
         played = ladder.folder / "private-logs" / "annbot" / f"match-{match_id}.log"
         wait_for(lambda: played.is_file() and played.stat().st_size > 0, "annbot's log of its match", 30)
         assert "redirect" not in played.read_text()  # it was handed its seat, not sent there
+        # The ladder's own start of it only held its place in the queue: its log is not kept.
+        assert sorted(p.name for p in played.parent.iterdir()) == [played.name]
         wait_for(lambda: not _running_in(ladder.folder), "annbot's processes to end", 30)
     finally:
         if bob is not None and bob.proc.poll() is None:

@@ -20,6 +20,7 @@ launch only held its place in the queue.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 from collections.abc import Callable
@@ -170,6 +171,10 @@ class SubmittedBots:
         except (ArchiveStoreError, ValueError) as exc:
             log.error("%s is played here: %s", version.label, exc)
             return None
+        held = self._logs.pop(name, None)  # the log of the start that only held its place in the queue
+        if held is not None:
+            with contextlib.suppress(OSError):
+                held.unlink()
         return SeatLaunch(
             name,
             f"v{version.number}",
