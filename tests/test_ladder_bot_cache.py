@@ -1,7 +1,8 @@
 """The cache of built submitted bots where matches run (arena/ladder/hosting/bot_cache.py): two matches
 that want the same archive at once cause one build, the later one reuses it, a failed build leaves
-nothing and is tried again, and an archive whose bytes are not its hash is refused. No processes: the
-build is a function of the test (the cache's logic, not the sandbox, is under test), in virtual time."""
+nothing and is tried again, and an archive whose bytes are not its hash is refused; a bot that cannot
+be built where its match runs costs its seat alone (seat_launch.py). No processes: the build is a
+function of the test (the cache's logic, not the sandbox, is under test), in virtual time."""
 
 from __future__ import annotations
 
@@ -14,8 +15,13 @@ import trio
 import trio.testing
 
 from cellarena.arena.ladder.hosting.bot_cache import BotCache, PrepareError
+from cellarena.arena.ladder.hosting.seat_launch import LaunchingMatch, SeatBots, SeatLaunch
+from cellarena.arena.ladder.hosting.worker_process import HostedMatches
 from cellarena.arena.ladder.submissions.archives import digest_of
 from cellarena.arena.ladder.submissions.build import BuildLimits, BuildResult
+from cellarena.server.play.hosted import DEFAULT_CONNECT_TIMEOUT
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import TickSettings
 
 
 def _archive(text: str) -> bytes:
@@ -93,3 +99,42 @@ def test_two_matches_one_build_then_reuse_and_a_failure_leaves_nothing(tmp_path:
         assert len(builds.folders) == 3
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_bot_that_cannot_be_built_where_its_match_runs_costs_its_seat_alone(tmp_path: Path) -> None:
+    """A worker given an archive it cannot build (here: bytes that are not its hash) forfeits that
+    seat, says why in the bot's private log, and waits for the match's other bots no longer than a
+    redirected bot is waited for; nothing raises into the worker."""
+    reports: list[tuple[object, ...]] = []
+    seating = HostedMatches(tmp_path, reports.append)
+    config = {"map": "duel", "max_ticks": 20}
+    lobby = Lobby(
+        LobbyConfig("rezzo", config, TickSettings(fast=True), port=0, on_result=seating.on_result), seating
+    )
+    bots = SeatBots(lobby, seating.hand, seating.gave_up)
+    log = tmp_path / "annbot.log"
+    launch = SeatLaunch(
+        "annbot", "v1", "0" * 64, "tar.gz", b"not that archive", cache=str(tmp_path / "cache"), log=str(log)
+    )
+    job = LaunchingMatch(
+        3,
+        "rezzo",
+        config,
+        1,
+        ("bob", "annbot"),
+        ("a" * 64, "b" * 64),
+        connect_timeout=120.0,
+        launches=(None, launch),
+    )
+
+    async def main() -> None:
+        seating.reserve(job)
+        await bots.play(3, 1, launch, seating.ended[3])
+        assert seating.reservations[3].deadline == trio.current_time() + DEFAULT_CONNECT_TIMEOUT
+
+    trio.run(main, clock=trio.testing.MockClock())
+    assert log.read_text() == (
+        "[cellarena: annbot v1 forfeits this match: it cannot be built here: the archive that came with "
+        "the match is not 000000000000...: it changed]\n"
+    )
+    assert not list((tmp_path / "cache").iterdir()) and reports == []
