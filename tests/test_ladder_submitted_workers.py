@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -120,7 +121,9 @@ def test_with_workers_a_worker_starts_the_submitted_bot_of_its_match(ladder: Lad
         server.stop()
     assert not _running_in(ladder.folder)
     err = server.stderr()
-    assert "at 127.0.0.1:" in err and "Traceback" not in err, err
+    workers = [int(pid) for pid in re.findall(r"worker \d \(pid (\d+)\) ready", err)]
+    assert len(workers) == 2 and "Traceback" not in err, err
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), "the workers to end", 30)
 
 
 def test_on_a_dask_cluster_the_worker_builds_and_starts_the_submitted_bot(
