@@ -436,7 +436,7 @@ LADDER_ROOMS: dict[str, set[str]] = {
     "submissions": set(),
     "store": {"identity", "submissions"},
     "accounts": {"identity", "store"},
-    "hosting": {"store"},
+    "hosting": {"store", "submissions"},
     "services": {"identity", "store", "scoring", "matchmaking", "hosting", "submissions"},
     "web": {"identity", "store", "accounts", "scoring", "submissions"},
     "ops": {"identity", "store", "services", "hosting", "matchmaking", "scoring", "submissions"},

@@ -20,16 +20,21 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import trio
 
 from cellarena.arena.cluster import ClusterError, ClusterSpec, open_cluster
+from cellarena.arena.ladder.hosting.seat_launch import SeatBots, connect_timeout, launches_of
+from cellarena.arena.ladder.hosting.worker_process import HostedMatches
 from cellarena.sdk.client import is_loopback
 from cellarena.server.play.hosted import HostedMatch, HostedResult, host_match
+from cellarena.server.play.lobby import Lobby, LobbyConfig
 
 log = logging.getLogger("cellarena.ladder")
 
@@ -88,7 +93,7 @@ class HandOff:
             tls_cert=c.tls_cert,
             tls_key=c.tls_key,
             insecure=c.insecure,
-            connect_timeout=c.connect_timeout,
+            connect_timeout=connect_timeout(match, c.connect_timeout),
         )
 
     async def start(self, match: HostedMatch) -> Hosting:
@@ -180,7 +185,63 @@ def run_on_worker(job: HostedMatch, mailbox: str) -> HostedResult:
     def publish(host: str, port: int) -> None:
         _variable(mailbox).set((host, port))
 
-    return host_match(job, publish, host=worker_host(get_worker().address))
+    host = worker_host(get_worker().address)
+    if launches_of(job):
+        return trio.run(host_launching, job, publish, job.public_host or host)
+    return host_match(job, publish, host=host)
+
+
+async def host_launching(job: HostedMatch, publish: Callable[[str, int], None], host: str) -> HostedResult:
+    """Host ``job`` as `host_match` does, and start its submitted bots here (`seat_launch`): a lobby
+    of a local worker's kind (`worker_process.HostedMatches`) for this one match, which seats a
+    connection it makes by the seat it is made for, and the others by their seat tokens."""
+    from cellarena.server.play.hosted import HostingError, _bind_address
+
+    if job.tls_cert is None and not is_loopback(host) and not job.insecure:
+        raise HostingError(
+            f"the match would take seat tokens in clear at {host}: give the ladder --tls-cert/--tls-key "
+            "(present at the same paths on every worker), or --insecure on a network you trust"
+        )
+    tls = None
+    if job.tls_cert is not None:
+        from cellarena.server.net.tls import server_context
+
+        tls = server_context(job.tls_cert, job.tls_key or job.tls_cert)
+    results: list[HostedResult] = []
+    with tempfile.TemporaryDirectory(prefix="cellarena-hosted-") as folder:
+        done = trio.Event()
+
+        def report(message: tuple[Any, ...]) -> None:
+            if message[0] == "result":
+                results.append(message[1])
+                done.set()
+
+        seating = HostedMatches(Path(folder), report)
+        lobby = Lobby(
+            LobbyConfig(
+                job.game, job.engine_config, job.settings, host=_bind_address(host), port=0,
+                matches=None, on_result=seating.on_result, tls=tls,
+            ),
+            seating,
+        )  # fmt: skip
+        bots = SeatBots(lobby, seating.hand, seating.gave_up)
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(lobby.serve)
+            nursery.start_soon(seating.run)
+            seating.reserve(job)
+            for seat, launch in launches_of(job):
+                nursery.start_soon(bots.play, job.ladder_id, seat, launch, seating.ended[job.ladder_id])
+            publish(host, port)
+            with trio.move_on_after(job.connect_timeout + job.time_limit):
+                await done.wait()
+            seating.cancel(job.ladder_id)
+            with trio.move_on_after(2):
+                await lobby.shutdown(1.0)
+            nursery.cancel_scope.cancel()
+    if not results:
+        return HostedResult(job.ladder_id, None, tuple(False for _ in job.names), None, host, port)
+    found = results[0]
+    return HostedResult(found.ladder_id, found.outcome, found.connected, found.replay, host, port)
 
 
 def _variable(name: str, client: Any = None) -> Any:

@@ -35,6 +35,7 @@ from pathlib import Path
 import trio
 
 from cellarena.arena.ladder.hosting.cluster_hand_off import HandOffError, Hosting
+from cellarena.arena.ladder.hosting.seat_launch import connect_timeout
 from cellarena.arena.ladder.hosting.worker_process import MessageReader, WorkerSetup, encode_message
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import State
@@ -342,7 +343,8 @@ class LocalWorkers:
         pending = worker.pending[match.ladder_id] = self._pending[match.ladder_id] = _Pending()
         self._where[match.ladder_id] = worker
         port = worker.port
-        job = replace(match, connect_timeout=self.connect_timeout, time_limit=self.time_limit)
+        wait = connect_timeout(match, self.connect_timeout)  # a bot started there is built first
+        job = replace(match, connect_timeout=wait, time_limit=self.time_limit)
         worker.send.send_nowait(("host", job))
         with trio.move_on_after(RESERVE_TIMEOUT):
             await pending.reserved.wait()

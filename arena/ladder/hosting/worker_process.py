@@ -35,10 +35,11 @@ from typing import Any
 
 import trio
 
+from cellarena.arena.ladder.hosting.seat_launch import SeatBots, launches_of
 from cellarena.sdk.protocol import BAD_HELLO, SEAT_TAKEN
 from cellarena.server.games.base import Engine
 from cellarena.server.net.connection import Connection
-from cellarena.server.play.hosted import HostedMatch, HostedResult, token_digest
+from cellarena.server.play.hosted import DEFAULT_CONNECT_TIMEOUT, HostedMatch, HostedResult, token_digest
 from cellarena.server.play.lobby import Lobby, LobbyConfig
 from cellarena.server.play.match import Match, MatchOutcome, Recorder, TickSettings
 from cellarena.server.play.seating import Seating, WaitingRoom
@@ -109,6 +110,10 @@ class HostedMatches(Seating):
         #: finding a digest's neighbours would need SHA-256 preimages.
         self._seats: dict[str, tuple[int, int]] = {}
         self._by_number: dict[int, _Reservation] = {}
+        #: Connections this process made for bots it started (`seat_launch`): (ladder id, seat) each.
+        self._handed: dict[Connection, tuple[int, int]] = {}
+        #: Set as each job ends (its result sent, or cancelled): the bots started for it then stop.
+        self.ended: dict[int, trio.Event] = {}
 
     # ----------------------------------------------------------------- jobs
     def reserve(self, job: HostedMatch) -> None:
@@ -120,8 +125,21 @@ class HostedMatches(Seating):
             WaitingRoom(on_leave=lambda conn: self._unseat(job.ladder_id, conn)),
         )
         self.reservations[job.ladder_id] = res
+        self.ended[job.ladder_id] = trio.Event()
         for seat, digest in enumerate(job.token_digests):
             self._seats[digest] = (job.ladder_id, seat)
+
+    def hand(self, conn: Connection, ladder_id: int, seat: int) -> None:
+        """``conn`` was made for the bot this process starts in ``seat`` of match ``ladder_id``: its
+        hello, with no token, takes that seat."""
+        self._handed[conn] = (ladder_id, seat)
+
+    def gave_up(self, ladder_id: int, seat: int, why: str) -> None:
+        """The bot this process was to start in ``seat`` will not come (`why`, logged by the caller):
+        its match waits no longer than bots sent by redirect are waited for, and starts without it."""
+        res = self.reservations.get(ladder_id)
+        if res is not None and res.match is None:
+            res.deadline = min(res.deadline, trio.current_time() + DEFAULT_CONNECT_TIMEOUT)
 
     def cancel(self, ladder_id: int) -> None:
         """The ladder gave the match up: its waiting bots go, and nothing is reported."""
@@ -137,6 +155,11 @@ class HostedMatches(Seating):
 
     def _forget(self, res: _Reservation) -> None:
         self.reservations.pop(res.job.ladder_id, None)
+        ended = self.ended.pop(res.job.ladder_id, None)
+        if ended is not None:
+            ended.set()
+        for conn in [c for c, (i, _) in self._handed.items() if i == res.job.ladder_id]:
+            del self._handed[conn]
         for digest in res.job.token_digests:
             self._seats.pop(digest, None)
         if res.match is not None:
@@ -157,7 +180,13 @@ class HostedMatches(Seating):
         )
 
     # ----------------------------------------------------------------- the lobby's seating
-    def _seat_of(self, hello: dict[str, Any]) -> tuple[_Reservation, int] | None:
+    def _seat_of(
+        self, hello: dict[str, Any], conn: Connection | None = None
+    ) -> tuple[_Reservation, int] | None:
+        handed = self._handed.get(conn) if conn is not None else None
+        if handed is not None:
+            res = self.reservations.get(handed[0])
+            return None if res is None else (res, handed[1])
         token = hello.get("token")
         if not isinstance(token, str):
             return None
@@ -176,7 +205,7 @@ class HostedMatches(Seating):
         )
 
     def check(self, conn: Connection, hello: dict[str, Any]) -> tuple[str, str] | None:
-        found = self._seat_of(hello)
+        found = self._seat_of(hello, conn)
         if found is None:
             return BAD_HELLO, "this match host seats only the bots its ladder sent here: send their token"
         res, seat = found
@@ -189,7 +218,7 @@ class HostedMatches(Seating):
         return found is not None and found[0].match is not None
 
     def admit(self, conn: Connection, hello: dict[str, Any]) -> None:
-        found = self._seat_of(hello)
+        found = self._seat_of(hello, conn)
         assert found is not None  # check() let it in
         res, seat = found
         res.came.add(seat)
@@ -346,6 +375,8 @@ async def serve_worker(inbox: trio.abc.ReceiveStream, outbox: trio.abc.SendStrea
             seating,
         )
 
+        bots = SeatBots(lobby, seating.hand, seating.gave_up)
+
         async def write() -> None:
             async for message in outgoing:
                 await outbox.send_all(encode_message(message))
@@ -363,6 +394,9 @@ async def serve_worker(inbox: trio.abc.ReceiveStream, outbox: trio.abc.SendStrea
                     job: HostedMatch = message[1]
                     seating.reserve(job)
                     send.send_nowait(("reserved", job.ladder_id))
+                    for seat, launch in launches_of(job):
+                        ended = seating.ended[job.ladder_id]
+                        nursery.start_soon(bots.play, job.ladder_id, seat, launch, ended)
                 elif kind == "cancel":
                     seating.cancel(message[1])
             log.info("ladder worker %d: its ladder closed the pipe; stopping", setup.number)

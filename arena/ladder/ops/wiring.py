@@ -309,8 +309,12 @@ def _start_submitted(
         config.builds.folder,
         isolate=config.isolate,
         python_packages=config.builds.limits.python_packages,
+        limits=config.house_limits,
+        build_limits=config.builds.limits,
     )
     house.submitted = submitted
+    # One that cannot follow a redirect (isolated) is started by the worker that plays its match.
+    house.seating.starter.launch_there = submitted.seat_launch
     house.seating.admission.launch_token = submitted.token_of
 
     def moved(name: str, path: Path) -> None:

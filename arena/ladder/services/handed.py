@@ -15,6 +15,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 
+from cellarena.arena.ladder.hosting.seat_launch import loopback_pair
 from cellarena.server.net.connection import Connection
 
 #: `Lobby.accept_handed`'s shape: the server's end, served from now on.
@@ -47,18 +48,3 @@ class HandedConnections:
         """``conn``'s launch is over."""
         if conn is not None:
             self._secrets.pop(conn, None)
-
-
-def loopback_pair() -> tuple[socket.socket, socket.socket]:
-    """Two ends of one TCP connection on 127.0.0.1 (the server's, the bot's), through a listener of
-    its own that is gone at once: the kernel completes a loopback connection without waiting."""
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        theirs = socket.create_connection(listener.getsockname()[:2], timeout=5.0)
-        try:
-            ours, _ = listener.accept()
-        except BaseException:
-            theirs.close()
-            raise
-    theirs.settimeout(None)  # the bot gets it blocking, as a socket it made itself would be
-    theirs.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return ours, theirs

@@ -26,6 +26,7 @@ import trio
 
 from cellarena.arena.ladder.errors import ChallengeRefusedError, SeatRefusedError
 from cellarena.arena.ladder.hosting.cluster_hand_off import HandOffError, Hosting
+from cellarena.arena.ladder.hosting.seat_launch import LaunchingMatch, SeatLaunch
 from cellarena.arena.ladder.matchmaking.matchmaker import Pairing
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.services.counters import LadderStats
@@ -113,6 +114,8 @@ class MatchStarter(LadderService):
         #: Whether the ladder started bot NAME's process itself as a match starts (a submitted bot's
         #: live version, `submitted_bots`), which `explain_house` then explains as a house bot's.
         self.started_here: Callable[[str], bool] | None = None
+        #: What a worker starts for bot NAME in match ID, a bot that cannot follow redirects (`seat_launch`).
+        self.launch_there: Callable[[str, int], SeatLaunch | None] | None = None
         #: Matches under way here, by their match in the lobby, and their seats.
         self.live = LiveMatches()
         #: Matches under way on the cluster: ladder id -> bots by seat.
@@ -188,7 +191,7 @@ class MatchStarter(LadderService):
             await self.results.void(ladder_id, f"{', '.join(q.bot.name for q in gone)} left before the start")
             self.queue.requeue([q for q in seated if not q.conn.closed])
             return
-        if self.hand_off is not None and all(q.follows_redirect for q in seated):
+        if self.hand_off is not None and all(q.follows_redirect or _launchable(self, q) for q in seated):
             assert self._nursery is not None
             self.remote[ladder_id] = bots
             self.queue.note_seats(bots)
@@ -281,16 +284,8 @@ class MatchStarter(LadderService):
         assert self.hand_off is not None and self.lobby is not None
         bots = tuple(q.bot for q in seated)
         seat_tokens = [secrets.token_urlsafe(32) for _ in bots]
-        job = HostedMatch(
-            ladder_id,
-            self.game,
-            self.config_for(pairing.map),
-            pairing.seed,
-            tuple(b.name for b in bots),
-            tuple(token_digest(t) for t in seat_tokens),
-            self.lobby.settings,
-        )
         try:
+            job = await _job(self, ladder_id, pairing, seated, seat_tokens)
             where = await self.hand_off.start(job)
         except HandOffError as exc:
             del self.remote[ladder_id]
@@ -310,9 +305,9 @@ class MatchStarter(LadderService):
             where.host,
             where.port,
         )
-        for q, token in zip(seated, seat_tokens, strict=True):
-            q.conn.send_message(protocol.redirect(where.host, where.port, token, tls=where.tls))
-            self._nursery_close(q.conn)
+        for q, token, launch in zip(seated, seat_tokens, job.launches, strict=True):
+            if _hand_over(q.conn, where, token, launch):
+                self._nursery_close(q.conn)
         for spectator in self.watchers.take():
             self._nursery_relay(ladder_id, spectator)
         try:
@@ -416,6 +411,49 @@ class MatchStarter(LadderService):
     def playing(self) -> set[str]:
         """The bots in a match under way."""
         return {b.name for bots in self._under_way() for b in bots}
+
+
+def _launchable(starter: MatchStarter, q: Queued) -> bool:
+    """Whether a worker can start ``q``'s bot itself (the ladder started it here: `started_here`)."""
+    here = starter.started_here
+    return starter.launch_there is not None and here is not None and here(q.bot.name)
+
+
+async def _job(
+    starter: MatchStarter, ladder_id: int, pairing: Pairing, seated: list[Queued], seat_tokens: list[str]
+) -> LaunchingMatch:
+    """The job of a match handed off: its seats' token digests, and what its worker starts itself for
+    a bot that cannot follow a redirect (`launch_there`, read in a thread); `HandOffError` if a bot
+    can do neither."""
+    assert starter.lobby is not None
+    launches: list[SeatLaunch | None] = []
+    for q in seated:
+        launch = None
+        if not q.follows_redirect and starter.launch_there is not None:
+            launch = await trio.to_thread.run_sync(starter.launch_there, q.bot.name, ladder_id)
+            if launch is None:
+                raise HandOffError(f"{q.bot.name} can neither follow a redirect nor be started there")
+        launches.append(launch)
+    return LaunchingMatch(
+        ladder_id,
+        starter.game,
+        starter.config_for(pairing.map),
+        pairing.seed,
+        tuple(q.bot.name for q in seated),
+        tuple(token_digest(t) for t in seat_tokens),
+        starter.lobby.settings,
+        launches=tuple(launches),
+    )
+
+
+def _hand_over(conn: Connection, where: Hosting, token: str, launch: SeatLaunch | None) -> bool:
+    """Send ``conn``'s bot to its match: a redirect (True: close ``conn`` once it is out), or, for a
+    bot its worker starts afresh, nothing: this start of it only held its place in the queue."""
+    if launch is None:
+        conn.send_message(protocol.redirect(where.host, where.port, token, tls=where.tls))
+        return True
+    conn.close("its match is played where the ladder starts it again")
+    return False
 
 
 async def _write_replay(replay_dir: Path | None, ladder_id: int, data: bytes | None) -> str | None:

@@ -12,10 +12,15 @@ rotated: each launch gets a token of its own, kept in memory only, handed throug
 admission takes for the bot's (`Admission.launch_token`) and which seats only a connection the
 launch's own processes hold. Its output goes to its owner's private log (`validate.private_log`):
 ``launch-N`` while it starts, renamed ``match-ID`` once its match starts (the file stays open).
+
+When its match is played by a worker (``--workers``, ``--cluster``), an isolated bot, which cannot
+follow a redirect, is started again there (`SubmittedBots.seat_launch` says what to start): this
+launch only held its place in the queue.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 from collections.abc import Callable
@@ -24,12 +29,15 @@ from pathlib import Path
 
 import trio
 
+from cellarena.arena.ladder.hosting.seat_launch import SeatLaunch
 from cellarena.arena.ladder.identity import tokens
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
-from cellarena.arena.ladder.submissions.build import PYTHON_PACKAGES
+from cellarena.arena.ladder.submissions.archives import ArchiveStore, ArchiveStoreError
+from cellarena.arena.ladder.submissions.build import PYTHON_PACKAGES, BuildLimits
 from cellarena.arena.ladder.submissions.validate import private_log
 from cellarena.arena.ladder.submissions.versions import Version
+from cellarena.server.bots.confinement import Limits
 from cellarena.server.bots.launcher import BotSpec
 from cellarena.server.bots.program import BotProgram, ProgramError
 from cellarena.server.bots.python_view import python_view
@@ -67,6 +75,8 @@ class SubmittedBots:
         isolate: bool = False,
         python_packages: tuple[str, ...] = PYTHON_PACKAGES,
         every: float = 2.0,
+        limits: Limits | None = None,
+        build_limits: BuildLimits | None = None,
     ) -> None:
         self.store = store
         self.game = game
@@ -75,6 +85,9 @@ class SubmittedBots:
         self.isolate = isolate
         self.python_packages = python_packages
         self.every = every
+        #: A bot's limits and its build's, where its match is played when that is not here (`seat_launch`).
+        self.limits = limits or Limits()
+        self.build_limits = build_limits or BuildLimits(python_packages=python_packages)
         #: Bots with a live version, and that version, as of the last look at the store.
         self.live: dict[str, tuple[BotRecord, Version]] = {}
         #: Each running launch's token -> its bot's name (in memory only: never stored, never logged).
@@ -144,6 +157,37 @@ class SubmittedBots:
                 "the network in reach; serve with --isolate when owners upload code (docs/security.md)"
             )
         return Launch(program.spec(view), secret, path)
+
+    def seat_launch(self, name: str, ladder_id: int) -> SeatLaunch | None:
+        """What the process that plays match ``ladder_id`` elsewhere (a worker) starts for bot ``name``'s
+        live version, its archive read from the archive store; None if it has none, or its archive
+        cannot be read (logged): then its match is played here. Reads a file: call it in a thread."""
+        found = self.live.get(name)
+        if found is None:
+            return None
+        version = found[1]
+        try:
+            archive = ArchiveStore(self.folder / "archives").read(version.sha256, version.kind)
+        except (ArchiveStoreError, ValueError) as exc:
+            log.error("%s is played here: %s", version.label, exc)
+            return None
+        held = self._logs.pop(name, None)  # the log of the start that only held its place in the queue
+        if held is not None:
+            with contextlib.suppress(OSError):
+                held.unlink()
+        return SeatLaunch(
+            name,
+            f"v{version.number}",
+            version.sha256,
+            version.kind,
+            archive,
+            isolate=self.isolate,
+            limits=self.limits,
+            build_limits=self.build_limits,
+            cache=str(self.folder / "bot-cache"),
+            hidden=(str(self.folder),),
+            log=str(private_log(self.folder, name, f"match-{ladder_id}")),
+        )
 
     def token_of(self, secret: object) -> str | None:
         """The bot a launch token was given to (`Admission.launch_token`), or None."""

@@ -1,0 +1,140 @@
+"""The cache of built submitted bots where matches run (arena/ladder/hosting/bot_cache.py): two matches
+that want the same archive at once cause one build, the later one reuses it, a failed build leaves
+nothing and is tried again, and an archive whose bytes are not its hash is refused; a bot that cannot
+be built where its match runs costs its seat alone (seat_launch.py). No processes: the build is a
+function of the test (the cache's logic, not the sandbox, is under test), in virtual time."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from cellarena.arena.ladder.hosting.bot_cache import BotCache, PrepareError
+from cellarena.arena.ladder.hosting.seat_launch import LaunchingMatch, SeatBots, SeatLaunch
+from cellarena.arena.ladder.hosting.worker_process import HostedMatches
+from cellarena.arena.ladder.submissions.archives import digest_of
+from cellarena.arena.ladder.submissions.build import BuildLimits, BuildResult
+from cellarena.server.play.hosted import DEFAULT_CONNECT_TIMEOUT
+from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.play.match import TickSettings
+
+
+def _archive(text: str) -> bytes:
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
+        for name, body in (("bot.toml", 'command = "python annbot.py"\n'), ("annbot.py", text)):
+            info = tarfile.TarInfo(f"annbot/{name}")
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body.encode()))
+    return packed.getvalue()
+
+
+class Builds:
+    """A build that takes 5 s of virtual time, writes what it made, and fails when told."""
+
+    def __init__(self) -> None:
+        self.folders: list[Path] = []
+        self.fail = False
+
+    async def __call__(self, folder: Path, limits: BuildLimits, version: str, name: str) -> BuildResult:
+        self.folders.append(folder)
+        await trio.sleep(5)
+        (folder / "built").write_text(f"{name} {version}")
+        if self.fail:
+            return BuildResult(False, "make: *** no rule", 5.0, "the build failed: exit status 2")
+        return BuildResult(True, "", 5.0, None)
+
+
+def test_two_matches_one_build_then_reuse_and_a_failure_leaves_nothing(tmp_path: Path) -> None:
+    builds = Builds()
+    cache = BotCache(tmp_path / "cache", builds=builds)
+    data = _archive("print('v1')\n")
+    sha = digest_of(data)
+
+    async def main() -> None:
+        found: list[Path] = []
+
+        async def want() -> None:
+            found.append(await cache.prepare(sha, "tar.gz", data, BuildLimits(), version="v1", name="annbot"))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(want)
+            nursery.start_soon(want)
+        assert len(builds.folders) == 1  # the second waited for the first's build and took it
+        assert found[0] == found[1] == tmp_path / "cache" / sha / "annbot"
+        assert (found[0] / "built").read_text() == "annbot v1"
+        assert builds.folders[0].name == "annbot" and builds.folders[0].parent.name.startswith(
+            f".{sha}.build-"
+        )
+        before = trio.current_time()
+        again = await cache.prepare(sha, "tar.gz", data, BuildLimits(), version="v1", name="annbot")
+        assert again == found[0] and len(builds.folders) == 1 and trio.current_time() == before
+
+        builds.fail = True
+        broken = _archive("print('v2')\n")
+        with pytest.raises(PrepareError, match="its build failed here: the build failed: exit status 2"):
+            await cache.prepare(
+                digest_of(broken), "tar.gz", broken, BuildLimits(), version="v2", name="annbot"
+            )
+        builds.fail = False
+        left = sorted(p.name for p in (tmp_path / "cache").iterdir() if not p.name.endswith(".lock"))
+        assert left == [sha]  # the failed build's folder is gone: the next match builds it afresh
+        fixed = await cache.prepare(
+            digest_of(broken), "tar.gz", broken, BuildLimits(), version="v2", name="annbot"
+        )
+        assert (fixed / "built").is_file() and len(builds.folders) == 3
+
+        with pytest.raises(PrepareError, match=r"is not .* it changed"):
+            await cache.prepare(sha, "tar.gz", broken, BuildLimits(), version="v1", name="annbot")
+        garbled = b"not an archive"
+        with pytest.raises(PrepareError, match="cannot be unpacked here"):
+            await cache.prepare(
+                digest_of(garbled), "tar.gz", garbled, BuildLimits(), version="v3", name="annbot"
+            )
+        assert len(builds.folders) == 3
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_bot_that_cannot_be_built_where_its_match_runs_costs_its_seat_alone(tmp_path: Path) -> None:
+    """A worker given an archive it cannot build (here: bytes that are not its hash) forfeits that
+    seat, says why in the bot's private log, and waits for the match's other bots no longer than a
+    redirected bot is waited for; nothing raises into the worker."""
+    reports: list[tuple[object, ...]] = []
+    seating = HostedMatches(tmp_path, reports.append)
+    config = {"map": "duel", "max_ticks": 20}
+    lobby = Lobby(
+        LobbyConfig("rezzo", config, TickSettings(fast=True), port=0, on_result=seating.on_result), seating
+    )
+    bots = SeatBots(lobby, seating.hand, seating.gave_up)
+    log = tmp_path / "annbot.log"
+    launch = SeatLaunch(
+        "annbot", "v1", "0" * 64, "tar.gz", b"not that archive", cache=str(tmp_path / "cache"), log=str(log)
+    )
+    job = LaunchingMatch(
+        3,
+        "rezzo",
+        config,
+        1,
+        ("bob", "annbot"),
+        ("a" * 64, "b" * 64),
+        connect_timeout=120.0,
+        launches=(None, launch),
+    )
+
+    async def main() -> None:
+        seating.reserve(job)
+        await bots.play(3, 1, launch, seating.ended[3])
+        assert seating.reservations[3].deadline == trio.current_time() + DEFAULT_CONNECT_TIMEOUT
+
+    trio.run(main, clock=trio.testing.MockClock())
+    assert log.read_text() == (
+        "[cellarena: annbot v1 forfeits this match: it cannot be built here: the archive that came with "
+        "the match is not 000000000000...: it changed]\n"
+    )
+    assert not list((tmp_path / "cache").iterdir()) and reports == []
