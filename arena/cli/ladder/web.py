@@ -85,6 +85,14 @@ from cellarena.server.cli.web_options import allowed_host_option
     help="Versions an owner (or an owner-less bot) may upload in 24 hours (docs/ladder.md).",
 )
 @click.option(
+    "--build-minutes-per-day",
+    type=click.IntRange(1, 100_000),
+    default=60,
+    show_default=True,
+    help="Minutes the builds of an owner's (or an owner-less bot's) uploads may take in 24 hours: "
+    "once used, uploads wait (docs/ladder.md).",
+)
+@click.option(
     "--session-key-file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -145,6 +153,7 @@ def web(
     signup: str | None,
     max_bots_per_owner: int,
     uploads_per_day: int,
+    build_minutes_per_day: int,
     session_key_file: Path | None,
     session_days: float,
     signups_per_hour: int,
@@ -218,7 +227,11 @@ def web(
         accounts=account_settings,
         trusted=trusted,
         # docs/ladder.md, "Submitting a bot"
-        submissions=SubmissionSettings(where.folder / "archives", uploads_per_day=uploads_per_day),
+        submissions=SubmissionSettings(
+            where.folder / "archives",
+            uploads_per_day=uploads_per_day,
+            build_minutes_per_day=build_minutes_per_day,
+        ),
         public_url=public_url,
     )
     try:
