@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from cellarena.arena.ladder.submissions.quotas import build_minutes_left, build_minutes_refusal, upload_refusal
+from cellarena.arena.ladder.submissions.quotas import (
+    build_minutes_left,
+    build_minutes_refusal,
+    upload_refusal,
+)
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 

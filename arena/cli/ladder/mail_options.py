@@ -1,6 +1,7 @@
 """`ladder web`'s mail options (docs/ladder.md "Mail"): the SMTP server, its TLS (and a private CA to
-trust for it) and login, the sender's address, and whether sign-up verifies an address. Declared here, applied with `mail_options`; the
-command hands `mail_settings`' result to the pages and runs its sender in its nursery."""
+trust for it) and login, the sender's address, and whether sign-up verifies an address. Declared here,
+applied with `mail_options`; the command hands `mail_settings`' result to the pages and runs its
+sender in its nursery."""
 
 from __future__ import annotations
 

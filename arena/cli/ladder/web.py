@@ -216,7 +216,6 @@ def web(
         store.close()
         raise click.UsageError(str(exc)) from None
     from cellarena.arena.ladder.web.app import ladder_app
-    from cellarena.arena.ladder.web.submission_pages import SubmissionSettings
 
     app, feed = ladder_app(
         store,
@@ -226,12 +225,7 @@ def web(
         public_debug=public_debug,
         accounts=account_settings,
         trusted=trusted,
-        # docs/ladder.md, "Submitting a bot"
-        submissions=SubmissionSettings(
-            where.folder / "archives",
-            uploads_per_day=uploads_per_day,
-            build_minutes_per_day=build_minutes_per_day,
-        ),
+        submissions=_submission_settings(where, uploads_per_day, build_minutes_per_day),
         public_url=public_url,
     )
     try:
@@ -241,6 +235,18 @@ def web(
     finally:
         sock.close()
         store.close()
+
+
+def _submission_settings(where: Where, uploads_per_day: int, build_minutes_per_day: int) -> Any:
+    """Uploads kept in the ladder's folder, and the owners' daily quotas (docs/ladder.md, "Submitting
+    a bot")."""
+    from cellarena.arena.ladder.web.submission_pages import SubmissionSettings
+
+    return SubmissionSettings(
+        where.folder / "archives",
+        uploads_per_day=uploads_per_day,
+        build_minutes_per_day=build_minutes_per_day,
+    )
 
 
 def public_url(value: str) -> str:
