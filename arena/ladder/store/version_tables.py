@@ -2,7 +2,8 @@
 
 An upload adds a version in state ``received`` (`add_version`, within the uploader's daily quota);
 the builder takes the oldest one (`next_to_build`, which moves it to ``building`` in the transaction
-that finds it, so two builders never take one) and reports each step (`mark`); a validated version
+that finds it, so two builders never take one) and reports each step (`mark`, which keeps each build
+that ran to its end, with its duration, in ``builds``: the build-minutes quota); a validated version
 goes live at once, retiring the one before (`mark(..., "validated")`), and its owner may make any
 validated or retired version live again (`make_live`: a roll back). Every change of state is checked
 against the one table of moves, `submissions.versions.MOVES`.
