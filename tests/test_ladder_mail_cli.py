@@ -1,5 +1,6 @@
 """`ladder web`'s mail options refused before anything is served, each naming the option at fault and
-what to do (issue 42); the SMTP password only from a file only the ladder's user reads."""
+what to do (issue 42); the SMTP password only from a file only the ladder's user reads. (A private CA
+for the SMTP server, `--smtp-ca-file`, is tried against a real server in test_ladder_smtp.py.)"""
 
 from __future__ import annotations
 
@@ -30,6 +31,24 @@ def _web(folder: Path, *args: str) -> tuple[int, str]:
             "give --smtp-user and --smtp-password-file together",
         ),
         (("--smtp-host", "mx.org", "--mail-from", "not an address", "--signup", "open"), "--mail-from"),
+        (("--smtp-ca-file", "ca.pem"), "--smtp-ca-file needs --smtp-host"),
+        (
+            ("--smtp-host", "mx.example.org", "--signup", "open", "--smtp-ca-file", "/nowhere/ca.pem"),
+            "Invalid value for --smtp-ca-file: cannot read CA certificates from /nowhere/ca.pem: No such",
+        ),
+        (
+            (
+                "--smtp-host",
+                "127.0.0.1",
+                "--smtp-tls",
+                "none",
+                "--signup",
+                "open",
+                "--smtp-ca-file",
+                "ca.pem",
+            ),
+            "--smtp-ca-file is for the SMTP server's TLS, and --smtp-tls none speaks none",
+        ),
     ],
 )
 def test_mail_options_that_cannot_work_are_refused(tmp_path: Path, args: tuple[str, ...], said: str) -> None:
@@ -49,6 +68,7 @@ def test_the_password_file_must_be_private(tmp_path: Path) -> None:
         "smtp_host": "mx.example.org",
         "smtp_port": None,
         "smtp_tls": "tls",
+        "smtp_ca_file": None,
         "smtp_user": "me",
         "smtp_password_file": secret,
         "mail_from": None,

@@ -14,7 +14,7 @@ from cellarena.arena.ladder.accounts.mail_links import LinkError, MailLinks, fin
 from cellarena.arena.ladder.accounts.owner_mail import OwnerMail, check_address
 from cellarena.arena.ladder.accounts.owners import AccountError, Accounts, Owner
 from cellarena.arena.ladder.store.ladder_store import LadderStore
-from cellarena.arena.ladder.store.notices import Notice, stale
+from cellarena.arena.ladder.store.notices import LEASE, Notice, stale
 from cellarena.arena.ladder.store.schema import MIGRATIONS
 
 GAME = "rezzo"
@@ -170,7 +170,8 @@ def test_events_leave_notices_for_owners_only(store: LadderStore) -> None:
     version = store.add_version("alicebot", "ab" * 32, 10, "tar.gz")
     store.versions.mark(version.id, "failed", reason="the build failed (exit status 2)")
 
-    pending = store.notices.pending()
+    now = datetime.now(UTC)
+    pending = store.notices.pending(now)
     assert [(n.kind, n.bot, n.detail, n.owner, n.email, n.verified, n.notify) for n in pending] == [
         ("paused", "alicebot", "too many late answers", "alice", "Alice@Example.org", False, True),
         ("challenged", "alicebot", "bobbot challenged alicebot", "alice", "Alice@Example.org", False, True),
@@ -178,9 +179,11 @@ def test_events_leave_notices_for_owners_only(store: LadderStore) -> None:
          "Alice@Example.org", False, True),
     ]  # fmt: skip
     mail.set_notify(alice, False)
-    assert not store.notices.pending()[0].notify and not mail.status(alice).notify
-    assert store.notices.claim(pending[0].id, "mailed") and not store.notices.claim(pending[0].id, "mailed")
-    assert [n.id for n in store.notices.pending()] == [n.id for n in pending[1:]]
+    assert not store.notices.pending(now)[0].notify and not mail.status(alice).notify
+    claim = store.notices.claim(pending[0].id, now)
+    assert claim is not None and store.notices.claim(pending[0].id, now) is None
+    assert store.notices.finish(pending[0].id, "mailed", claim)
+    assert [n.id for n in store.notices.pending(now)] == [n.id for n in pending[1:]]
     assert store.notices.outcomes("alicebot") == [
         ("paused", "mailed"),
         ("challenged", None),
@@ -191,3 +194,30 @@ def test_events_leave_notices_for_owners_only(store: LadderStore) -> None:
 def test_a_notice_goes_stale_after_a_day() -> None:
     notice = Notice(1, "paused", "b", "d", T0, "o", "o@x.org", True, True)
     assert not stale(notice, T0 + timedelta(hours=23)) and stale(notice, T0 + timedelta(hours=25))
+
+
+def test_a_notice_is_claimed_with_a_lease_and_done_once_sent(store: LadderStore) -> None:
+    """At least once: a claim holds for its lease, renewed before each try; a claim whose lease ran out
+    (its sender died unsent) is another sender's to take; a notice done is never pending again."""
+    accounts = Accounts(store)
+    accounts.create_bot(_owner(store), "alicebot", GAME, max_bots=5)
+    store.pause("alicebot", "too many late answers", actor="host")
+    notices = store.notices
+    (notice,) = notices.pending(T0)
+    first = notices.claim(notice.id, T0)
+    assert first is not None
+    later = T0 + LEASE - timedelta(seconds=1)
+    assert notices.pending(later) == [] and notices.claim(notice.id, later) is None  # the lease holds
+    renewed = notices.renew(notice.id, first, later)
+    assert renewed is not None and notices.claim(notice.id, T0 + LEASE + timedelta(seconds=1)) is None
+    after = later + LEASE + timedelta(seconds=1)  # the renewed lease ran out: the sender died
+    assert [n.id for n in notices.pending(after)] == [notice.id]
+    second = notices.claim(notice.id, after)
+    assert second is not None and second != renewed
+    assert notices.renew(notice.id, renewed, after) is None  # the first sender's claim is gone
+    assert not notices.finish(notice.id, "mailed", renewed)
+    assert notices.finish(notice.id, "mailed", second)
+    assert not notices.finish(notice.id, "mailed", second)
+    far = after + 10 * LEASE
+    assert notices.pending(far) == [] and notices.claim(notice.id, far) is None
+    assert notices.outcomes("alicebot") == [("paused", "mailed")]

@@ -1,7 +1,7 @@
 """The ladder's SMTP client (issue 42) against a real local SMTP server (aiosmtpd, `smtp_server.py`, one
-process for the module): plain to loopback, STARTTLS with a self-signed certificate and a login, TLS
-from the first byte, refusals named by their step; and, without a server, the reply parser, the
-dot-stuffing and the deadlines (in virtual time)."""
+process for the module): plain to loopback, STARTTLS with a certificate of the tests' own CA and a
+login, TLS from the first byte, that CA trusted by `--smtp-ca-file`, refusals named by their step;
+and, without a server, the reply parser, the dot-stuffing and the deadlines (in virtual time)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import json
 import ssl
 from collections.abc import Iterator
 from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -18,6 +20,7 @@ import trio.testing
 from certificates import pem_files
 from smtp_server import PASSWORD, USER, SmtpServer
 
+from cellarena.arena.cli.ladder.mail_options import mail_settings
 from cellarena.arena.ladder.accounts.smtp import (
     SmtpError,
     SmtpSettings,
@@ -29,9 +32,17 @@ from cellarena.arena.ladder.accounts.smtp import (
 
 
 @pytest.fixture(scope="module")
-def smtp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SmtpServer, ssl.SSLContext]]:
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """The tests' own CA, and the server's chain and key, which that CA signed."""
+    return pem_files(tmp_path_factory.mktemp("smtp-tls"), "localhost", "127.0.0.1")
+
+
+@pytest.fixture(scope="module")
+def smtp(
+    tmp_path_factory: pytest.TempPathFactory, certificates: tuple[Path, Path, Path]
+) -> Iterator[tuple[SmtpServer, ssl.SSLContext]]:
     folder = tmp_path_factory.mktemp("smtp")
-    ca, chain, key = pem_files(folder, "localhost", "127.0.0.1")
+    ca, chain, key = certificates
     server = SmtpServer(folder / "mail", chain, key)
     try:
         yield server, ssl.create_default_context(cafile=str(ca))
@@ -87,6 +98,47 @@ async def test_tls_from_the_first_byte(smtp: tuple[SmtpServer, ssl.SSLContext]) 
     settings = SmtpSettings("localhost", server.ports["tls"], "ladder@localhost", tls="tls", context=trusted)
     await send_mail(settings, _message("465@example.org"), ["465@example.org"])
     assert _arrived(server, "465@example.org")[1]["tls"] is True
+
+
+async def test_a_private_ca_named_by_smtp_ca_file_is_trusted_for_starttls_and_tls(
+    smtp: tuple[SmtpServer, ssl.SSLContext], certificates: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    server, _ = smtp
+    ca, _, _ = certificates
+    secret = tmp_path / "smtp.password"
+    secret.write_text(PASSWORD + "\n")
+    secret.chmod(0o600)
+    options: dict[str, Any] = {
+        "smtp_host": "localhost",
+        "smtp_port": server.ports["starttls"],
+        "smtp_tls": "starttls",
+        "smtp_ca_file": ca,
+        "smtp_user": USER,
+        "smtp_password_file": secret,
+        "mail_from": None,
+        "verify_email": False,
+    }
+    starttls = mail_settings(options, "open")  # what `ladder web --smtp-ca-file CA.pem` sends with
+    await send_mail(starttls, _message("ca-starttls@example.org"), ["ca-starttls@example.org"])
+    assert _arrived(server, "ca-starttls@example.org")[1] == {
+        "from": "ladder@localhost", "to": ["ca-starttls@example.org"], "tls": True, "login": True,
+    }  # fmt: skip
+    implicit = mail_settings(
+        {
+            **options,
+            "smtp_tls": "tls",
+            "smtp_port": server.ports["tls"],
+            "smtp_user": None,
+            "smtp_password_file": None,
+        },
+        "open",
+    )
+    await send_mail(implicit, _message("ca-tls@example.org"), ["ca-tls@example.org"])
+    assert _arrived(server, "ca-tls@example.org")[1]["tls"] is True
+    another_ca, _, _ = pem_files(tmp_path, "localhost")  # a CA that did not sign the server's certificate
+    other = mail_settings({**options, "smtp_ca_file": another_ca}, "open")
+    with pytest.raises(SmtpError, match=r"STARTTLS: the TLS handshake failed .*CERTIFICATE_VERIFY_FAILED"):
+        await send_mail(other, _message("x@example.org"), ["x@example.org"])
 
 
 async def test_refusals_name_the_step_and_quote_the_server(smtp: tuple[SmtpServer, ssl.SSLContext]) -> None:

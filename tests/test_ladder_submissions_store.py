@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -41,6 +41,14 @@ V12 = (
     "ALTER TABLE bots ADD COLUMN live_version BIGINT REFERENCES versions (id)",
 )
 
+#: Version 14 as written, frozen (its notices' lease is tested in test_ladder_mail_store.py).
+V14 = (
+    "CREATE TABLE builds ( id {id}, version_id BIGINT NOT NULL REFERENCES versions (id),"
+    " started TEXT NOT NULL, ended TEXT NOT NULL, seconds DOUBLE PRECISION NOT NULL)",
+    "CREATE INDEX builds_by_end ON builds (ended)",
+    "ALTER TABLE notices ADD COLUMN claimed_at TEXT",
+)
+
 
 @pytest.fixture
 def store(ladder_db: str) -> Iterator[LadderStore]:
@@ -51,6 +59,10 @@ def store(ladder_db: str) -> Iterator[LadderStore]:
 # -- the states' moves (pure) --------------------------------------------------------------------------
 def test_version_9_is_frozen() -> None:
     assert [" ".join(s.split()) for s in MIGRATIONS[11].statements] == [" ".join(s.split()) for s in V12]
+
+
+def test_version_14_is_frozen() -> None:
+    assert [" ".join(s.split()) for s in MIGRATIONS[13].statements] == [" ".join(s.split()) for s in V14]
 
 
 def test_every_state_is_reached_and_left_by_the_one_table() -> None:
@@ -266,3 +278,69 @@ def test_builders_at_once_never_take_one_version_twice(ladder_db: str, store: La
             builder.close()
     assert sorted(taken) == sorted(made)
     assert {v.state for v in store.versions_of("ann")} == {"building"}
+
+
+def _built(store: LadderStore, bot: str, minutes: float, hours_ago: float = 0.0) -> None:
+    """A version of ``bot`` built (to ``validating``) as the builder does, then made to have taken
+    ``minutes`` and ended ``hours_ago`` (the clock is not waited on)."""
+    version = store.add_version(bot, SHA, 1, "zip")
+    store.versions.mark(version.id, "building")
+    store.versions.mark(version.id, "validating", log_text="built")
+    ended = (datetime.now(UTC) - timedelta(hours=hours_ago)).isoformat(timespec="microseconds")
+    with store.database.writing("age a build") as db:
+        db.execute(
+            "UPDATE builds SET seconds = ?, ended = ? WHERE version_id = ?", (minutes * 60, ended, version.id)
+        )
+
+
+def test_each_build_is_kept_with_its_duration(store: LadderStore) -> None:
+    store.add_bot("ann", GAME)
+    version = store.add_version("ann", SHA, 1, "zip")
+    store.versions.mark(version.id, "building")
+    store.versions.mark(version.id, "received")  # cut short by a stopped server: not a build
+    store.versions.mark(version.id, "building")
+    store.versions.mark(version.id, "failed", reason="the build failed", log_text="error")
+    store.versions.mark(version.id, "received")
+    assert store.versions.next_to_build() is not None
+    store.versions.mark(version.id, "validating", log_text="built")
+    with store.database.reading("read the builds") as db:
+        rows = db.query("SELECT version_id, started, ended, seconds FROM builds ORDER BY id")
+    assert [r[0] for r in rows] == [version.id, version.id]  # two builds ran to their end
+    for _, started, ended, seconds in rows:
+        assert started < ended and 0 <= float(seconds) < 60
+        took = datetime.fromisoformat(ended) - datetime.fromisoformat(started)
+        assert float(seconds) == pytest.approx(took.total_seconds())
+
+
+def test_the_build_minutes_count_an_owners_builds_of_the_last_day(store: LadderStore) -> None:
+    with store.database.writing("add an owner") as db:
+        owner_id = int(
+            db.query(
+                "INSERT INTO owners (name, name_key, password_hash, status, created)"
+                " VALUES ('ann', 'ann', 'none', 'active', ?) RETURNING id",
+                (datetime.now(UTC).isoformat(),),
+            )[0][0]
+        )
+    for name in ("one", "two"):
+        store.add_bot(name, GAME, owner_id=owner_id)
+    store.add_bot("hosts", GAME)
+    _built(store, "one", 50, hours_ago=30)  # a day ago: not counted
+    _built(store, "one", 20, hours_ago=20)
+    assert store.versions.build_minutes_left("two", 30) == pytest.approx(10)
+    store.add_version("two", SHA, 1, "zip", build_minutes=30)  # 20 of 30 used: taken
+    _built(store, "two", 15, hours_ago=1)
+    refusal = (
+        r"its owner has used 35\.0 build minutes in the last 24 hours, this ladder's quota of 30 "
+        r"\(--build-minutes-per-day\); the next upload is possible after 20\d\d-"
+    )
+    with pytest.raises(UploadQuotaError, match=refusal) as refused:
+        store.add_version("one", SHA, 1, "zip", build_minutes=30)
+    assert 4 * 3600 - 60 < refused.value.retry_after <= 4 * 3600  # when the 20 minutes leave the window
+    with pytest.raises(UploadQuotaError, match="build minutes"):
+        store.versions.check_quota("two", None, 30)
+    store.versions.check_quota("two", None, 40)  # a larger quota: room left
+    assert store.versions.build_minutes_left("one", 30) == 0
+    store.add_version("hosts", SHA, 1, "zip", build_minutes=1)  # an owner-less bot: its own builds
+    _built(store, "hosts", 1)
+    with pytest.raises(UploadQuotaError, match=r"hosts has used 1\.0 build minutes"):
+        store.add_version("hosts", SHA, 1, "zip", per_day=10, build_minutes=1)

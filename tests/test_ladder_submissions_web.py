@@ -2,7 +2,7 @@
 bot's token, by the owner's page (multipart with its CSRF token) and by `ladder submit`; the
 versions, their states and logs, "make live" and a roll back; and each refusal with its status and
 reason (a wrong token, another bot's token, another media type, an archive too large, a hostile
-archive, the daily quota). One server for the whole file."""
+archive, the daily quotas of uploads and of build minutes). One server for the whole file."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import re
 import tarfile
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,15 @@ def a_bot(text: str = "print('hi')") -> bytes:
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pages]:
     with ladder_pages(
-        tmp_path_factory.mktemp("ladder"), "--signup", "open", "--uploads-per-day", "3"
+        tmp_path_factory.mktemp("ladder"),
+        "--signup",
+        "open",
+        "--uploads-per-day",
+        "3",
+        "--build-minutes-per-day",
+        "5",
+        "--signups-per-hour",
+        "20",  # more owners sign up here than the default 5
     ) as served:
         yield served
 
@@ -290,6 +299,50 @@ def test_ladder_submit_packs_the_folder_as_new_bot_lays_it_out(
     (folder / "link").symlink_to("/etc/passwd")
     code, out = invoke("ladder", "submit", str(folder), "--url", pages.url, "--token-file", str(token_file))
     assert code == 1 and "is a symbolic link: the ladder takes no links" in out
+
+
+def test_build_minutes_used_up_refuse_uploads_on_the_api_the_page_and_ladder_submit(
+    pages: Pages, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    browser = Browser(pages)
+    browser.get("/signup")
+    assert browser.post("/signup", {"name": "cyd", "password": PASSWORD}).status == 303
+    browser.get("/account")
+    token = TOKEN.search(browser.post("/account/bots", {"name": "cydbot"}).body).group(1)  # type: ignore[union-attr]
+    assert (
+        "5.0 of 5 build minutes" in browser.get("/account/bots/cydbot").body
+    )  # ladder web --build-minutes-per-day 5
+    assert api(pages, "/api/submissions", a_bot(), token).status == 201
+    validate(pages, "cydbot", 1)  # built: its build is kept with its duration
+    with store_of(pages) as store, store.database.writing("a build of 6 minutes, 2 hours ago") as db:
+        ended = (datetime.now(UTC) - timedelta(hours=2)).isoformat(timespec="microseconds")
+        version = "SELECT v.id FROM versions v JOIN bots b ON b.id = v.bot_id WHERE b.name = 'cydbot'"
+        changed = db.execute(
+            f"UPDATE builds SET seconds = 360, ended = ? WHERE version_id = ({version})", (ended,)
+        )
+        assert changed == 1
+    assert json.loads(api(pages, "/api/bots/cydbot/submissions", None, token).body)["build_minutes_left"] == 0
+    said = (
+        "its owner has used 6.0 build minutes in the last 24 hours, this ladder's quota of 5 "
+        "(--build-minutes-per-day); the next upload is possible after "
+    )
+    refused = api(pages, "/api/bots/cydbot/submissions", a_bot("2"), token)
+    assert refused.status == 429 and said in json.loads(refused.body)["error"], refused.body
+    wait = int({k.lower(): v for k, v in refused.headers.items()}["retry-after"])
+    assert 22 * 3600 - 60 < wait <= 22 * 3600  # when that build leaves the window
+    on_page = form_upload(browser, "cydbot", "cydbot.tar.gz", a_bot("2"), browser.csrf)
+    assert on_page.status == 429 and "(--build-minutes-per-day)" in on_page.body, on_page.body
+    assert "0.0 of 5 build minutes" in browser.get("/account/bots/cydbot").body
+    folder = tmp_path / "cydbot"
+    folder.mkdir()
+    (folder / "bot.toml").write_bytes(BOT_TOML)
+    token_file = tmp_path / "bot.token"
+    token_file.write_text(token + "\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(pages.ca))
+    code, out = invoke("ladder", "submit", str(folder), "--url", pages.url, "--token-file", str(token_file))
+    assert code == 1 and "the ladder refused (HTTP 429)" in out and said in " ".join(out.split()), out
+    with store_of(pages) as store:
+        assert [v.number for v in store.versions_of("cydbot")] == [1]
 
 
 def test_the_upload_form_in_chromium(pages: Pages, tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""`ladder web`'s mail options (docs/ladder.md "Mail"): the SMTP server, its TLS and login, the sender's
-address, and whether sign-up verifies an address. Declared here, applied with `mail_options`; the
-command hands `mail_settings`' result to the pages and runs its sender in its nursery."""
+"""`ladder web`'s mail options (docs/ladder.md "Mail"): the SMTP server, its TLS (and a private CA to
+trust for it) and login, the sender's address, and whether sign-up verifies an address. Declared here,
+applied with `mail_options`; the command hands `mail_settings`' result to the pages and runs its
+sender in its nursery."""
 
 from __future__ import annotations
 
@@ -35,6 +36,13 @@ _OPTIONS = (
         show_default=True,
         help="STARTTLS, TLS from the first byte (port 465), or none: only to a relay on this machine.",
     ),
+    click.option(
+        "--smtp-ca-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Trust the SMTP server's certificate (STARTTLS or tls) when the CA certificates in this PEM "
+        "file signed it (a private CA, or the server's own certificate), instead of the system's CAs.",
+    ),
     click.option("--smtp-user", default=None, help="The SMTP login's user name (with --smtp-password-file)."),
     click.option(
         "--smtp-password-file",
@@ -61,6 +69,7 @@ MAIL_PARAMS = (
     "smtp_host",
     "smtp_port",
     "smtp_tls",
+    "smtp_ca_file",
     "smtp_user",
     "smtp_password_file",
     "mail_from",
@@ -110,7 +119,7 @@ def mail_settings(options: dict[str, Any], signup: str | None) -> Any:
 
     host = options["smtp_host"]
     if host is None:
-        for name in ("smtp_user", "smtp_password_file", "mail_from", "smtp_port"):
+        for name in ("smtp_user", "smtp_password_file", "mail_from", "smtp_port", "smtp_ca_file"):
             if options[name] is not None:
                 raise click.UsageError(
                     f"--{name.replace('_', '-')} needs --smtp-host (the server to send through)"
@@ -128,6 +137,7 @@ def mail_settings(options: dict[str, Any], signup: str | None) -> Any:
         raise click.BadParameter(str(exc), param_hint="--mail-from") from None
     password_file = options["smtp_password_file"]
     settings = SmtpSettings(
+        context=_ca_context(options["smtp_ca_file"], tls),
         host=host,
         port=options["smtp_port"] or _DEFAULT_PORTS[tls],
         sender=sender,
@@ -141,6 +151,24 @@ def mail_settings(options: dict[str, Any], signup: str | None) -> Any:
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     return settings
+
+
+def _ca_context(ca_file: Path | None, tls: str) -> Any:
+    """``--smtp-ca-file``'s client TLS context (None: the system's CAs); a usage error naming the file
+    when it cannot be read, or when no TLS is spoken."""
+    if ca_file is None:
+        return None
+    if tls == "none":
+        raise click.UsageError(
+            "--smtp-ca-file is for the SMTP server's TLS, and --smtp-tls none speaks none: "
+            "give --smtp-tls starttls or tls, or leave --smtp-ca-file out"
+        )
+    from cellarena.sdk.client import TLSError, tls_context
+
+    try:
+        return tls_context(str(ca_file))
+    except TLSError as exc:
+        raise click.BadParameter(str(exc), param_hint="--smtp-ca-file") from None
 
 
 def mail_sender(

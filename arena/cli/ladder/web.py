@@ -114,6 +114,14 @@ class LivePort(click.ParamType):  # type: ignore[type-arg]  # generic only from 
     help="Versions an owner (or an owner-less bot) may upload in 24 hours (docs/ladder.md).",
 )
 @click.option(
+    "--build-minutes-per-day",
+    type=click.IntRange(1, 100_000),
+    default=60,
+    show_default=True,
+    help="Minutes the builds of an owner's (or an owner-less bot's) uploads may take in 24 hours: "
+    "once used, uploads wait (docs/ladder.md).",
+)
+@click.option(
     "--session-key-file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -174,6 +182,7 @@ def web(
     signup: str | None,
     max_bots_per_owner: int,
     uploads_per_day: int,
+    build_minutes_per_day: int,
     session_key_file: Path | None,
     session_days: float,
     signups_per_hour: int,
@@ -232,7 +241,6 @@ def web(
         store.close()
         raise click.UsageError(str(exc)) from None
     from cellarena.arena.ladder.web.app import ladder_app
-    from cellarena.arena.ladder.web.submission_pages import SubmissionSettings
 
     app, live_games = ladder_app(
         store,
@@ -242,8 +250,7 @@ def web(
         public_debug=public_debug,
         accounts=account_settings,
         trusted=trusted,
-        # docs/ladder.md, "Submitting a bot"
-        submissions=SubmissionSettings(where.folder / "archives", uploads_per_day=uploads_per_day),
+        submissions=_submission_settings(where, uploads_per_day, build_minutes_per_day),
         public_url=public_url,
     )
     if live_games is not None:
@@ -286,6 +293,18 @@ def live_sources(
             raise click.BadParameter(f"{game} is given twice: one port per game", param_hint="--live-port")
         sources[game] = LiveSource(game, port, host, tls if isinstance(port, int) else None)
     return list(sources.values())
+
+
+def _submission_settings(where: Where, uploads_per_day: int, build_minutes_per_day: int) -> Any:
+    """Uploads kept in the ladder's folder, and the owners' daily quotas (docs/ladder.md, "Submitting
+    a bot")."""
+    from cellarena.arena.ladder.web.submission_pages import SubmissionSettings
+
+    return SubmissionSettings(
+        where.folder / "archives",
+        uploads_per_day=uploads_per_day,
+        build_minutes_per_day=build_minutes_per_day,
+    )
 
 
 def public_url(value: str) -> str:

@@ -104,6 +104,15 @@ Version 13 (issue 42: mail, docs/ladder.md "Mail"):
   ``version_failed`` / ``challenged``, the bot, a detail, created, and when and how `ladder web`'s
   sender dealt with it (``done``, ``outcome``; NULL: pending).
 
+Version 14 (issues 41 and 42: build minutes, mail delivered at least once):
+
+- ``builds``: each build of a version (`VersionTable.mark`, as it leaves ``building``): when it
+  started and ended, and its seconds; the owner's builds of the last 24 hours count against
+  ``ladder web --build-minutes-per-day``.
+- ``notices.claimed_at``: when a sender claimed the notice (its lease): a notice is ``done`` only
+  once the SMTP server took its mail (or it needs none), and one whose lease ran out unsent (the
+  sender died) is claimed again by the next.
+
 A migration may have a step in Python after its statements (`Migration.then`, in the same
 transaction): keys are computed by Python, not SQL.
 """
@@ -406,6 +415,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             " done TEXT,"
             " outcome TEXT)",
             "CREATE INDEX notices_pending ON notices (done, id)",
+        ),
+    ),
+    Migration(
+        14,
+        "each build's duration (the build-minutes quota); notices claimed with a lease until sent",
+        (
+            "CREATE TABLE builds ("
+            " id {id},"
+            " version_id BIGINT NOT NULL REFERENCES versions (id),"
+            " started TEXT NOT NULL,"
+            " ended TEXT NOT NULL,"
+            " seconds DOUBLE PRECISION NOT NULL)",
+            "CREATE INDEX builds_by_end ON builds (ended)",
+            "ALTER TABLE notices ADD COLUMN claimed_at TEXT",
         ),
     ),
 )

@@ -2,7 +2,8 @@
 
 An upload adds a version in state ``received`` (`add_version`, within the uploader's daily quota);
 the builder takes the oldest one (`next_to_build`, which moves it to ``building`` in the transaction
-that finds it, so two builders never take one) and reports each step (`mark`); a validated version
+that finds it, so two builders never take one) and reports each step (`mark`, which keeps each build
+that ran to its end, with its duration, in ``builds``: the build-minutes quota); a validated version
 goes live at once, retiring the one before (`mark(..., "validated")`), and its owner may make any
 validated or retired version live again (`make_live`: a roll back). Every change of state is checked
 against the one table of moves, `submissions.versions.MOVES`.
@@ -19,7 +20,8 @@ from cellarena.arena.ladder.store.backends import Backend, Row
 from cellarena.arena.ladder.store.bot_tables import BotTable
 from cellarena.arena.ladder.store.database import now, parse_time
 from cellarena.arena.ladder.store.notices import Notices
-from cellarena.arena.ladder.submissions.quotas import upload_refusal
+from cellarena.arena.ladder.submissions.quotas import build_minutes_left as minutes_left
+from cellarena.arena.ladder.submissions.quotas import build_minutes_refusal, upload_refusal
 from cellarena.arena.ladder.submissions.versions import (
     MAX_REASON,
     Version,
@@ -94,13 +96,15 @@ class VersionTable:
         *,
         uploaded_by: int | None = None,
         per_day: int | None = None,
+        build_minutes: float | None = None,
         actor: str | None = None,
     ) -> Version:
         """A new version of ``bot`` (its next number), ``received``, uploaded by ``uploaded_by`` (by
         default the bot's owner). With ``per_day``, refused with `UploadQuotaError` once the uploader
-        (the owner, or the bot when it has none)
-        has added that many in the last 24 hours, counted in the transaction that writes (the bot's
-        row is locked, so that uploads at the same moment are counted one after another)."""
+        (the owner, or the bot when it has none) has added that many in the last 24 hours; with
+        ``build_minutes``, once their builds that ended in the last 24 hours took that many minutes:
+        counted in the transaction that writes (the bot's row is locked, so that uploads at the same
+        moment are counted one after another)."""
         with self.database.writing(f"add a version of bot {bot!r}") as db:
             rows = db.query(f"SELECT id, revoked, owner_id FROM bots WHERE name = ?{db.row_lock}", (bot,))
             if not rows:
@@ -110,8 +114,7 @@ class VersionTable:
                 raise RevokedBotError(f"{bot} is revoked: it takes no new versions")
             if uploaded_by is None and rows[0][2] is not None:
                 uploaded_by = int(rows[0][2])
-            if per_day is not None:
-                self._check_quota(db, bot, bot_id, uploaded_by, per_day)
+            self._check_quota(db, bot, bot_id, uploaded_by, per_day, build_minutes)
             number = int(
                 db.query("SELECT COALESCE(MAX(number), 0) FROM versions WHERE bot_id = ?", (bot_id,))[0][0]
             )
@@ -130,41 +133,65 @@ class VersionTable:
         return self.version_by_id(version_id)
 
     @staticmethod
-    def _check_quota(db: Backend, bot: str, bot_id: int, owner: int | None, per_day: int) -> None:
+    def _check_quota(
+        db: Backend,
+        bot: str,
+        bot_id: int,
+        owner: int | None,
+        per_day: int | None,
+        build_minutes: float | None,
+    ) -> None:
         moment = datetime.now(UTC)
         since = (moment - _A_DAY).isoformat(timespec="microseconds")
-        who, params = ("uploaded_by = ?", (owner,)) if owner is not None else ("bot_id = ?", (bot_id,))
-        made = db.query(
-            f"SELECT COUNT(*), MIN(created) FROM versions WHERE {who} AND created > ?", (*params, since)
-        )
-        count, oldest = int(made[0][0]), made[0][1]
+        who, params = _uploader(owner, bot_id)
         whose = "its owner has" if owner is not None else f"{bot} has"
-        oldest_at = None if oldest is None else parse_time(oldest)
-        refusal = upload_refusal(whose, count, per_day, oldest_at, moment)
-        if refusal is not None:
-            raise UploadQuotaError(refusal.message, retry_after=refusal.retry_after)
+        if per_day is not None:
+            made = db.query(
+                f"SELECT COUNT(*), MIN(created) FROM versions v WHERE {who} AND created > ?", (*params, since)
+            )
+            count, oldest = int(made[0][0]), made[0][1]
+            oldest_at = None if oldest is None else parse_time(oldest)
+            refusal = upload_refusal(whose, count, per_day, oldest_at, moment)
+            if refusal is not None:
+                raise UploadQuotaError(refusal.message, retry_after=refusal.retry_after)
+        if build_minutes is not None:
+            builds = _builds_since(db, who, params, since)
+            refusal = build_minutes_refusal(whose, builds, build_minutes, moment)
+            if refusal is not None:
+                raise UploadQuotaError(refusal.message, retry_after=refusal.retry_after)
+
+    def _uploader_of(self, db: Backend, bot: str) -> tuple[int, int | None]:
+        rows = db.query("SELECT id, owner_id FROM bots WHERE name = ?", (bot,))
+        if not rows:
+            raise self.bots.unknown(bot)
+        return int(rows[0][0]), None if rows[0][1] is None else int(rows[0][1])
 
     def uploads_left(self, bot: str, per_day: int) -> int:
         """How many more versions of ``bot`` may be uploaded now (what `add_version` counts for its
         owner, or for the bot when it has none), for the page and to refuse early."""
         with self.database.reading(f"count the uploads of {bot!r}") as db:
-            rows = db.query("SELECT id, owner_id FROM bots WHERE name = ?", (bot,))
-            if not rows:
-                raise self.bots.unknown(bot)
-            bot_id, owner = int(rows[0][0]), rows[0][1]
+            bot_id, owner = self._uploader_of(db, bot)
             since = (datetime.now(UTC) - _A_DAY).isoformat(timespec="microseconds")
-            who, params = ("uploaded_by = ?", (owner,)) if owner is not None else ("bot_id = ?", (bot_id,))
-            made = db.query(f"SELECT COUNT(*) FROM versions WHERE {who} AND created > ?", (*params, since))
+            who, params = _uploader(owner, bot_id)
+            made = db.query(f"SELECT COUNT(*) FROM versions v WHERE {who} AND created > ?", (*params, since))
         return max(0, per_day - int(made[0][0]))
 
-    def check_quota(self, bot: str, per_day: int) -> None:
-        """`UploadQuotaError` now if ``bot``'s uploader has no upload left (before an archive is
-        unpacked: `add_version` counts again as it writes)."""
-        if self.uploads_left(bot, per_day) == 0:
-            with self.database.reading(f"count the uploads of {bot!r}") as db:
-                rows = db.query("SELECT id, owner_id FROM bots WHERE name = ?", (bot,))
-                owner = None if rows[0][1] is None else int(rows[0][1])
-                self._check_quota(db, bot, int(rows[0][0]), owner, per_day)
+    def build_minutes_left(self, bot: str, build_minutes: float) -> float:
+        """The build minutes ``bot``'s uploader (its owner, or the bot) has left of ``build_minutes``:
+        what their builds of the last 24 hours did not use."""
+        moment = datetime.now(UTC)
+        with self.database.reading(f"count the build minutes of {bot!r}") as db:
+            bot_id, owner = self._uploader_of(db, bot)
+            who, params = _uploader(owner, bot_id)
+            builds = _builds_since(db, who, params, (moment - _A_DAY).isoformat(timespec="microseconds"))
+        return minutes_left(builds, build_minutes, moment)
+
+    def check_quota(self, bot: str, per_day: int | None, build_minutes: float | None = None) -> None:
+        """`UploadQuotaError` now if ``bot``'s uploader has no upload or build minutes left (before an
+        archive is unpacked: `add_version` counts again as it writes)."""
+        with self.database.reading(f"count the uploads of {bot!r}") as db:
+            bot_id, owner = self._uploader_of(db, bot)
+            self._check_quota(db, bot, bot_id, owner, per_day, build_minutes)
 
     # -- reading --------------------------------------------------------------------------------------
     def _where(self, condition: str, params: Sequence[object], limit: int = 1000) -> list[Version]:
@@ -235,7 +262,10 @@ class VersionTable:
             version = self._locked(db, version_id)
             check_move(version.label, version.state, state)
             column = {"building": "build_log", "validating": "validation_log"}.get(version.state)
-            sets, params = ["state = ?", "changed = ?", "reason = ?"], [state, now(), _reason(reason)]
+            at = now()
+            if version.state == "building" and state != "received":  # a build that ran to its end
+                _record_build(db, version, at)
+            sets, params = ["state = ?", "changed = ?", "reason = ?"], [state, at, _reason(reason)]
             if column is not None and log_text is not None:
                 sets.append(f"{column} = ?")
                 params.append(capped_log(log_text))
@@ -303,6 +333,30 @@ class VersionTable:
         db.execute("UPDATE bots SET live_version = ? WHERE id = ?", (version.id, version.bot_id))
         self.bots.changes.note(db, "bot_changed", version.bot)
         self.bots.changes.audit(db, actor, "make live", version.bot, f"version {version.number}")
+
+
+def _uploader(owner: int | None, bot_id: int) -> tuple[str, tuple[int]]:
+    """Whose uploads a quota counts (versions as ``v``): the owner's, or an owner-less bot's."""
+    return ("v.uploaded_by = ?", (owner,)) if owner is not None else ("v.bot_id = ?", (bot_id,))
+
+
+def _builds_since(db: Backend, who: str, params: tuple[int], since: str) -> list[tuple[datetime, float]]:
+    """The uploader's builds (their end, their seconds) that ended after ``since``."""
+    rows = db.query(
+        f"SELECT b.ended, b.seconds FROM builds b JOIN versions v ON v.id = b.version_id WHERE {who}"
+        " AND b.ended > ?",
+        (*params, since),
+    )
+    return [(parse_time(ended), float(seconds)) for ended, seconds in rows]
+
+
+def _record_build(db: Backend, version: Version, at: str) -> None:
+    """A build that ends now (``at``): from when its version became ``building`` (`changed`)."""
+    seconds = max(0.0, (parse_time(at) - version.changed).total_seconds())
+    db.execute(
+        "INSERT INTO builds (version_id, started, ended, seconds) VALUES (?, ?, ?, ?)",
+        (version.id, version.changed.isoformat(timespec="microseconds"), at, seconds),
+    )
 
 
 def _reason(text: str | None) -> str | None:

@@ -188,6 +188,11 @@ class AccountSite:
                 b.name: self.store.versions.uploads_left(b.name, settings.uploads_per_day) for b in bots
             },
             "uploads_per_day": settings.uploads_per_day,
+            "build_minutes_left": {
+                b.name: self.store.versions.build_minutes_left(b.name, settings.build_minutes_per_day)
+                for b in bots
+            },
+            "build_minutes_per_day": settings.build_minutes_per_day,
             "private_logs": {b.name: self.submissions.private_logs(b.name) for b in bots},
             "upload_limits": settings.limits,
         }

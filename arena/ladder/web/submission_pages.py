@@ -8,7 +8,7 @@ token in ``X-CSRF-Token``):
 - ``POST /api/bots/NAME/submissions``, the archive as the body (``Content-Type: application/gzip``
   or ``application/zip``): 201 with the version's number and state (``received``), or 4xx with the
   reason: 400 a refused archive (`submissions.unpack`'s rules), 413 over the size limit, 415 another
-  media type, 429 the owner's daily quota;
+  media type, 429 the owner's daily quota (uploads, or build minutes: ``Retry-After`` says when);
 - ``GET /api/bots/NAME/submissions``: the bot's versions, newest first, with their logs;
 - ``POST /api/bots/NAME/submissions/N/live``: make version N live (validated, or retired: a roll back);
 - ``POST /api/submissions``: the upload, for the token's own bot (what ``ladder submit`` sends);
@@ -68,6 +68,8 @@ class SubmissionSettings:
     limits: UnpackLimits = field(default_factory=UnpackLimits)
     #: Versions an owner (or an owner-less bot) may upload in 24 hours.
     uploads_per_day: int = 10
+    #: Minutes their builds may take in 24 hours (builds that ended then); once used, uploads wait.
+    build_minutes_per_day: int = 60
 
 
 class Submissions:
@@ -89,16 +91,22 @@ class Submissions:
     def receive(self, bot: BotRecord, upload: Upload, actor: str) -> Version:
         """Check, keep and record an uploaded archive: the new version, ``received``. HTTPException 429
         for the quota, 400 for an archive `unpack` refuses (its message), 503 if it cannot be kept."""
-        per_day = self.settings.uploads_per_day
+        per_day, minutes = self.settings.uploads_per_day, self.settings.build_minutes_per_day
         try:
-            self.store.versions.check_quota(bot.name, per_day)
+            self.store.versions.check_quota(bot.name, per_day, minutes)
             # Checked inside the ladder's folder (beside the archives): nothing is written outside it.
             self.archives.folder.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(prefix=".check-", dir=self.archives.folder) as scratch:
                 unpack(upload.data, upload.kind, Path(scratch) / "bot", self.settings.limits)
             sha256 = self.archives.put(upload.data, upload.kind)
             return self.store.add_version(
-                bot.name, sha256, len(upload.data), upload.kind, per_day=per_day, actor=actor
+                bot.name,
+                sha256,
+                len(upload.data),
+                upload.kind,
+                per_day=per_day,
+                build_minutes=minutes,
+                actor=actor,
             )
         except UploadQuotaError as exc:
             raise HTTPException(429, str(exc), headers={"retry-after": str(exc.retry_after)}) from None
@@ -125,6 +133,9 @@ class Submissions:
             "bot": bot.name,
             "live": None if live is None else live.number,
             "uploads_left": self.store.versions.uploads_left(bot.name, self.settings.uploads_per_day),
+            "build_minutes_left": round(
+                self.store.versions.build_minutes_left(bot.name, self.settings.build_minutes_per_day), 1
+            ),
             "versions": [v.to_json(logs=True) for v in self.store.versions_of(bot.name)],
         }
 
