@@ -308,6 +308,6 @@ def test_every_command_is_run_or_listed_with_its_reason() -> None:
     `NOT_RUN` the page lost fails here."""
     written = {" ".join(c.written) for c in doc_commands()}
     assert not set(NOT_RUN) - written, f"no longer on the page: {sorted(set(NOT_RUN) - written)}"
-    for command in doc_commands():
-        reason = not_run(command)
-        assert reason is None or reason.strip(), command
+    for reason in NOT_RUN.values():  # a test named as the one that runs it is there
+        for name in re.findall(r"test_\w+\.py", reason):
+            assert (ROOT / "tests" / name).is_file(), reason
