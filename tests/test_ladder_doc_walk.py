@@ -262,7 +262,6 @@ def walk(tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServ
     )
     # The page's ports, in the file of "Start to finish" as in its commands.
     (site / "ladder.toml").write_text(walk.site.ported(config.group(1)))
-    (site / "example_bots").symlink_to(ROOT / "example_bots")  # the house bot's command, run in site/
     (site / "ann.password").write_text("a passphrase of ann's\n")
     (site / "ann.password").chmod(0o600)
     (site / "ladder").mkdir()  # made by `up --check` as well; the SMTP login's password (Mail) in it
@@ -276,7 +275,7 @@ def test_the_page_runs_as_written(walk: Walk) -> None:
     site = walk.site.folder
     with LadderStore(site / "ladder" / "ladder.sqlite", create=False) as store:
         bots = {b.name: b.kind for b in store.list_bots("rezzo")}
-    assert bots == {"builder": "house", "alice": "outside", "annbot": "outside"}
+    assert bots == {"random": "house", "alice": "outside", "annbot": "outside"}
     token = site / "annbot.token"
     assert token.read_text().startswith("cla_") and stat.S_IMODE(token.stat().st_mode) == 0o600
     said = "\n".join(walk.outputs.values())
