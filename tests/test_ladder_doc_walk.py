@@ -7,8 +7,9 @@ First pass, in this process, in order: each short command (`bot add`, `register`
 of "Start to finish" runs in the background from its step 3 to the section's end, so that its steps
 6 to 10 run against it. Second pass: each other long-running command (`serve`, `web`) is started as
 a process of its own in a folder of its own (a copy of the first pass's ladders, fresh ports), all
-at once but those on a default port (one after another), each awaited until it listens and then
-stopped with SIGTERM, which it must survive with status 0. Every ```toml block of the page is read
+at once but those on a default port (one after another), each awaited until it says it listens and
+takes a connection, then stopped with SIGTERM: status 0, no traceback (`ladder web` ends by the
+signal's default action). Every ```toml block of the page is read
 as a config file (`read_config`). The PostgreSQL database is the suite's real server; the Backups
 section's dump and restore run in tests/test_ladder_backup.py."""
 
