@@ -99,6 +99,7 @@ LONGEST_FIRST = (  # by their time in a full run under CI=true, 2026-11-29
     "test_serve_workers.py",
     "test_ts_kit.py",
     "test_ladder_cli.py",
+    "test_ladder_doc_walk.py",  # every command of docs/ladder.md: some 20 server processes
     "test_web_bench.py",
     "test_sdk_ladder.py",
     "test_ladder_games.py",
