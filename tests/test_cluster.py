@@ -42,8 +42,15 @@ def recorded(out: Path) -> list[str]:
         return [row[0] for row in db.execute("SELECT key FROM matches ORDER BY key")]
 
 
-def test_a_local_cluster_gives_the_standings_of_the_local_pool(tmp_path: Path) -> None:
-    local = tournament(tmp_path / "local", "--jobs", "2")
+@pytest.fixture(scope="module")
+def local(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """The tournament on the local pool, which the cluster's tournaments must equal: played once."""
+    return tournament(tmp_path_factory.mktemp("local") / "out", "--jobs", "2")
+
+
+def test_a_local_cluster_gives_the_standings_of_the_local_pool(
+    tmp_path: Path, local: dict[str, object]
+) -> None:
     cluster = tournament(tmp_path / "cluster", "--cluster", "local:2")
     assert cluster["standings"] == local["standings"]
     assert cluster["played"] == local["played"] == 4 and cluster["failed"] == []
@@ -129,14 +136,13 @@ def recipe(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Recipe]:
         cluster.stop()
 
 
-def test_the_scaling_recipe_runs_as_written(tmp_path: Path, recipe: Recipe) -> None:
+def test_the_scaling_recipe_runs_as_written(tmp_path: Path, recipe: Recipe, local: dict[str, object]) -> None:
     argv = [a.replace("8786", str(recipe.port)) for a in recipe.tournament]
     assert argv[:3] == ["cellarena", "tournament", "drop2df"] and argv[-2:] == ["--cluster", recipe.address]
     out = tmp_path / "remote"
     done = cellarena(*argv[1:], "--out", str(out), "--json", timeout=240)  # plus where its results go
     assert done.returncode == 0, done.stderr
     remote = json.loads(done.stdout)
-    local = tournament(tmp_path / "local", "--jobs", "2")
     assert remote["standings"] == local["standings"] and remote["played"] == 4
 
 
