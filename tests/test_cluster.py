@@ -89,6 +89,19 @@ def recipe_commands() -> tuple[list[list[str]], list[str]]:
     return background, foreground
 
 
+def _await_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """Until something accepts connections on ``port`` (the scheduler has bound), under a deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert proc.poll() is None, f"the dask scheduler exited ({proc.returncode}): see dask.log"
+            assert time.monotonic() < deadline, f"no dask scheduler on {port} in {timeout} s"
+            time.sleep(0.05)
+
+
 class Recipe:
     """docs/scaling.md's recipe: a scheduler and two workers on this machine, as separate processes,
     with a free port for the doc's 8786 (and extra worker flags for the tests that want them)."""
@@ -106,7 +119,7 @@ class Recipe:
             argv = [*DASK, *words[1:], *(worker_flags if kind == "worker" else ())]
             self.processes.append(subprocess.Popen(argv, stdout=log, stderr=log, cwd=ROOT))
             if kind == "scheduler":
-                time.sleep(1.0)  # let it bind before the workers dial it
+                _await_listening(self.port, self.processes[-1])  # before the workers dial it
         self.scheduler = self.processes[0]
         self.workers = self.processes[1:]
 
