@@ -179,7 +179,9 @@ def installs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Install]:
     for mode, args in MODES.items():
         root = tmp_path_factory.mktemp(f"install-{mode}")
         src = project_copy(root / "cellarena")
-        venv.create(root / "venv", with_pip=True)
+        # No pip of its own (ensurepip cost seconds of CPU a venv): the suite's pip, seen through the
+        # .pth line below, installs into the venv it runs in, as the venv's own would.
+        venv.create(root / "venv", with_pip=False)
         site = next((root / "venv" / "lib").glob("python*/site-packages"))
         # Appended after the venv's own site-packages: the fresh install of cellarena comes first, and
         # the suite's own cellarena (a .pth line, read only in a site folder, not in one it adds) is not seen.
@@ -187,7 +189,9 @@ def installs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Install]:
         env = {**base, "PATH": f"{root / 'venv' / 'bin'}{os.pathsep}{base['PATH']}"}
         made[mode] = Install(mode, root / "venv", src, env)
         argv = [
-            str(root / "venv" / "bin" / "pip"),
+            str(root / "venv" / "bin" / "python"),
+            "-m",
+            "pip",
             "install",
             "-q",
             "--no-deps",
@@ -252,7 +256,29 @@ def test_mypy_checks_a_new_bot_against_the_sdk(installs: dict[str, Install], mod
     wrong = install.run("mypy", "--strict", "my_bot.py", cwd=bot)
     assert wrong.returncode == 1, wrong.stdout
     assert 'Return type "list[str]" of "on_tick" incompatible' in wrong.stdout, wrong.stdout
-    assert "import-not-found" not in wrong.stdout
+    assert "import-not-found" not in wrong.stdout and "import-untyped" not in wrong.stdout
+
+
+@pytest.mark.slow
+def test_the_plain_install_ships_py_typed_and_every_kit_file(installs: dict[str, Install]) -> None:
+    """PEP 561: without ``py.typed`` in the installed package, mypy calls ``cellarena.sdk`` untyped
+    (import-untyped) and checks no bot against it (the test above, in the wheel mode, shows it checks
+    one). The language kits ship too (`cellarena new-bot --lang ...` copies them from the installed
+    package), dot-folders such as the Rust starter's .cargo/ included, and no npm or tsc output."""
+    install = installs["wheel"]
+    site = next((install.venv / "lib").glob("python*/site-packages"))
+    assert (site / "cellarena" / "sdk" / "py.typed").is_file()
+    kits = [
+        p.relative_to(install.src).as_posix()
+        for p in (install.src / "sdk" / "kits").rglob("*")
+        if p.is_file()
+    ]
+    assert "sdk/kits/rust/starter/.cargo/config.toml" in kits
+    assert "sdk/kits/typescript/src/games/rezzo.ts" in kits
+    shipped = {p.relative_to(site).as_posix() for p in (site / "cellarena" / "sdk" / "kits").rglob("*")}
+    assert not [k for k in kits if "cellarena/" + k not in shipped]
+    kit = "cellarena/sdk/kits/typescript/"
+    assert not any(n.startswith((kit + "node_modules/", kit + "dist/")) for n in shipped)
 
 
 @pytest.mark.slow

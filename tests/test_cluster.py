@@ -42,8 +42,15 @@ def recorded(out: Path) -> list[str]:
         return [row[0] for row in db.execute("SELECT key FROM matches ORDER BY key")]
 
 
-def test_a_local_cluster_gives_the_standings_of_the_local_pool(tmp_path: Path) -> None:
-    local = tournament(tmp_path / "local", "--jobs", "2")
+@pytest.fixture(scope="module")
+def local(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """The tournament on the local pool, which the cluster's tournaments must equal: played once."""
+    return tournament(tmp_path_factory.mktemp("local") / "out", "--jobs", "2")
+
+
+def test_a_local_cluster_gives_the_standings_of_the_local_pool(
+    tmp_path: Path, local: dict[str, object]
+) -> None:
     cluster = tournament(tmp_path / "cluster", "--cluster", "local:2")
     assert cluster["standings"] == local["standings"]
     assert cluster["played"] == local["played"] == 4 and cluster["failed"] == []
@@ -82,6 +89,19 @@ def recipe_commands() -> tuple[list[list[str]], list[str]]:
     return background, foreground
 
 
+def _await_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """Until something accepts connections on ``port`` (the scheduler has bound), under a deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert proc.poll() is None, f"the dask scheduler exited ({proc.returncode}): see dask.log"
+            assert time.monotonic() < deadline, f"no dask scheduler on {port} in {timeout} s"
+            time.sleep(0.05)
+
+
 class Recipe:
     """docs/scaling.md's recipe: a scheduler and two workers on this machine, as separate processes,
     with a free port for the doc's 8786 (and extra worker flags for the tests that want them)."""
@@ -99,7 +119,7 @@ class Recipe:
             argv = [*DASK, *words[1:], *(worker_flags if kind == "worker" else ())]
             self.processes.append(subprocess.Popen(argv, stdout=log, stderr=log, cwd=ROOT))
             if kind == "scheduler":
-                time.sleep(1.0)  # let it bind before the workers dial it
+                _await_listening(self.port, self.processes[-1])  # before the workers dial it
         self.scheduler = self.processes[0]
         self.workers = self.processes[1:]
 
@@ -129,14 +149,13 @@ def recipe(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Recipe]:
         cluster.stop()
 
 
-def test_the_scaling_recipe_runs_as_written(tmp_path: Path, recipe: Recipe) -> None:
+def test_the_scaling_recipe_runs_as_written(tmp_path: Path, recipe: Recipe, local: dict[str, object]) -> None:
     argv = [a.replace("8786", str(recipe.port)) for a in recipe.tournament]
     assert argv[:3] == ["cellarena", "tournament", "drop2df"] and argv[-2:] == ["--cluster", recipe.address]
     out = tmp_path / "remote"
     done = cellarena(*argv[1:], "--out", str(out), "--json", timeout=240)  # plus where its results go
     assert done.returncode == 0, done.stderr
     remote = json.loads(done.stdout)
-    local = tournament(tmp_path / "local", "--jobs", "2")
     assert remote["standings"] == local["standings"] and remote["played"] == 4
 
 

@@ -339,9 +339,10 @@ def example_bot(language: str, name: str, port: int, token: Path, flags: list[st
     return start(command, folder, name, cwd=js_bot_folder(), env=env)
 
 
-@pytest.mark.parametrize(
-    ("tls", "second"), [(False, "python"), (True, "python"), (True, "js")], ids=["plain", "tls", "tls-js"]
-)
+# Two ladders, each with a cluster of its own: Python bots in plain TCP, and a Python and a
+# JavaScript bot over TLS (which covers the Python SDK's TLS too: a third ladder, both bots Python
+# over TLS, added a Dask cluster's start and four matches and nothing the other two do not check).
+@pytest.mark.parametrize(("tls", "second"), [(False, "python"), (True, "js")], ids=["plain", "tls-js"])
 def test_ladder_serve_on_a_cluster_with_example_bots(tmp_path: Path, tls: bool, second: str) -> None:
     """As a host runs it: `ladder serve --cluster local:2`, and two example bots with --matches 2 (the
     Python SDK's, and the Python SDK's or the JavaScript one). With TLS the workers serve the

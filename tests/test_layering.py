@@ -11,6 +11,7 @@ which import the games. Imports inside functions count too: a lazy import is sti
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,6 +76,7 @@ def _game_of(rel: str) -> str | None:
     return None
 
 
+@functools.cache
 def _sources() -> list[str]:
     """Every Python file of the three layers, as a path relative to the checkout."""
     return sorted(
@@ -85,11 +87,24 @@ def _sources() -> list[str]:
     )
 
 
+@functools.cache
+def _tree(rel: str) -> ast.Module:
+    """The file's syntax tree, parsed once for every check below: they only read it (each parsing
+    all 400-odd sources again made this file take half a minute)."""
+    return ast.parse((ROOT / rel).read_text(), rel)
+
+
+@functools.cache
+def _walk(tree: ast.AST) -> tuple[ast.AST, ...]:
+    """Every node of ``tree`` (`ast.walk`), walked once per tree."""
+    return tuple(ast.walk(tree))
+
+
 def _imports(tree: ast.AST, rel: str) -> Iterator[tuple[int, str]]:
     """(line, module) for every import anywhere in the file; ``from a import b`` yields a and a.b."""
     module = _module(rel)
     package = module if rel.endswith("__init__.py") else module.rpartition(".")[0]
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
@@ -113,7 +128,7 @@ def _names_game(name: str, game: str) -> bool:
 
 def _docstrings(tree: ast.AST) -> set[int]:
     found = set()
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
@@ -124,7 +139,7 @@ def _docstrings(tree: ast.AST) -> set[int]:
 def _game_references(rel: str, text: str | None = None) -> list[str]:
     """Where the file ``rel`` imports another game's module or, if it is core code, spells a game's
     name (outside docstrings). A game's own package may import its own modules only."""
-    tree = ast.parse((ROOT / rel).read_text() if text is None else text, rel)
+    tree = _tree(rel) if text is None else ast.parse(text, rel)
     own = _game_of(rel)
     others = [g for g in GAMES if g != own]
     problems = [
@@ -135,7 +150,7 @@ def _game_references(rel: str, text: str | None = None) -> list[str]:
     ]
     if own is None:
         skip = _docstrings(tree)
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             if not isinstance(node, ast.Constant) or not isinstance(node.value, str) or id(node) in skip:
                 continue
             if node.value in GAMES or any(_names_game(node.value, g) for g in GAMES):
@@ -202,7 +217,7 @@ def test_layers_point_one_way() -> None:
     problems = []
     for rel in _sources():
         layer = Path(rel).parts[0]
-        tree = ast.parse((ROOT / rel).read_text(), rel)
+        tree = _tree(rel)
         for line, name in _imports(tree, rel):
             for bad in forbidden[layer]:
                 if name == bad or name.startswith(bad + "."):
@@ -212,7 +227,7 @@ def test_layers_point_one_way() -> None:
 
 def _upward_imports(rel: str, text: str | None = None) -> list[str]:
     """Where a module of the games' layer (server/games/) imports one of their tools' layers."""
-    tree = ast.parse((ROOT / rel).read_text() if text is None else text, rel)
+    tree = _tree(rel) if text is None else ast.parse(text, rel)
     return [
         f"{rel}:{line}: imports {name}"
         for line, name in _imports(tree, rel)
@@ -272,6 +287,7 @@ def test_the_server_does_not_load_the_bot_loop() -> None:
         raise AssertionError("an unknown name must raise AttributeError")
 
 
+@functools.cache
 def _import_graph() -> dict[str, set[str]]:
     """Module -> the project modules it imports, anywhere in the file (under ``TYPE_CHECKING`` and in
     functions too). ``from package import name`` imports ``package.name`` when that is a module, and
@@ -287,7 +303,7 @@ def _import_graph() -> dict[str, set[str]]:
     for module, rel in modules.items():
         package = module if rel.endswith("__init__.py") else module.rpartition(".")[0]
         found: set[str | None] = set()
-        for node in ast.walk(ast.parse((ROOT / rel).read_text(), rel)):
+        for node in _walk(_tree(rel)):
             if isinstance(node, ast.Import):
                 found.update(owner(alias.name) for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -352,7 +368,7 @@ def _protocols() -> dict[str, set[str]]:
     """Every `typing.Protocol` of the core, by name, with the members it declares."""
     found: dict[str, set[str]] = {}
     for rel in _sources():
-        for node in ast.walk(ast.parse((ROOT / rel).read_text(), rel)):
+        for node in _walk(_tree(rel)):
             if not isinstance(node, ast.ClassDef):
                 continue
             if not any(
@@ -374,7 +390,7 @@ def _guesses(tree: ast.AST, members: set[str]) -> list[tuple[int, str]]:
     object, a selector's ``fileno``, asks what the platform offers, which no protocol of ours says)."""
     return [
         (node.lineno, node.args[1].value)
-        for node in ast.walk(tree)
+        for node in _walk(tree)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id == "getattr"
@@ -392,11 +408,11 @@ def test_interfaces_are_said_not_guessed() -> None:
     assert {"start_match", "worker_pids", "interrupt"} <= members
     problems = []
     for rel in _sources():
-        tree = ast.parse((ROOT / rel).read_text(), rel)
+        tree = _tree(rel)
         problems += [f"{rel}:{line}: guesses {name!r}" for line, name in _guesses(tree, members)]
         problems += [
             f"{rel}:{node.lineno}: reads an executor's private {node.attr}"
-            for node in ast.walk(tree)
+            for node in _walk(tree)
             if isinstance(node, ast.Attribute) and node.attr == "_processes"
         ]
     assert not problems, "\n".join(problems)
@@ -407,7 +423,7 @@ def test_every_match_host_says_so() -> None:
     bases: dict[str, list[str]] = {}
     hosts: list[str] = []
     for rel in _sources():
-        for node in ast.walk(ast.parse((ROOT / rel).read_text(), rel)):
+        for node in _walk(_tree(rel)):
             if isinstance(node, ast.ClassDef):
                 bases[node.name] = [ast.unparse(b).rpartition(".")[2] for b in node.bases]
                 if any(isinstance(n, ast.FunctionDef) and n.name == "start_match" for n in node.body):
@@ -494,7 +510,7 @@ def test_the_ladders_rooms_import_one_way() -> None:
     for rel in _sources():
         module = _module(rel)
         if _room(module) in PURE_ROOMS:
-            sources[module] = [name for _, name in _imports(ast.parse((ROOT / rel).read_text(), rel), rel)]
+            sources[module] = [name for _, name in _imports(_tree(rel), rel)]
     assert {_room(m) for m in graph} - {None, ""} == set(LADDER_ROOMS)  # every room is drawn
     assert _ladder_problems(graph, sources) == []
 
@@ -606,7 +622,7 @@ def test_the_ratings_are_pure_and_below_the_ladder() -> None:
         module = _module(rel)
         if module != ratings and not module.startswith(ratings + "."):
             continue
-        for line, name in _imports(ast.parse((ROOT / rel).read_text(), rel), rel):
+        for line, name in _imports(_tree(rel), rel):
             io = any(name == bad or name.startswith(bad + ".") for bad in PURE_FORBIDDEN)
             if io or _room(name) not in (None, "matchmaking"):
                 problems.append(f"{rel}:{line} imports {name}")
