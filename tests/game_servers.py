@@ -78,7 +78,7 @@ class Server(Process):
     port: int = 0
 
 
-def start_server(args: list[str], folder: Path, label: str, timeout: float = 60) -> Server:
+def start_server(args: list[str], folder: Path, label: str, timeout: float = 120) -> Server:
     """`cellarena ARGS` (a serve command with ``--port``), once it says where it listens."""
     started = start([*CLI, *args], folder, label)
     deadline = time.monotonic() + timeout

@@ -8,8 +8,7 @@ of "Start to finish" runs in the background from its step 3 to the section's end
 6 to 10 run against it. Second pass: each other long-running command (`serve`, `web`) is started as
 a process of its own in a folder of its own (a copy of the first pass's ladders, fresh ports), all
 at once but those on a default port (one after another), each awaited until it says it listens and
-takes a connection, then stopped with SIGTERM: status 0, no traceback (`ladder web` ends by the
-signal's default action). Every ```toml block of the page is read
+takes a connection, then stopped with SIGTERM: status 0, no traceback. Every ```toml block of the page is read
 as a config file (`read_config`). The PostgreSQL database is the suite's real server; the Backups
 section's dump and restore run in tests/test_ladder_backup.py."""
 
@@ -18,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
-import signal
 import socket
 import stat
 from collections.abc import Iterator
@@ -183,14 +181,10 @@ def first_pass(walk: Walk) -> None:
 
 
 def stop(process: Process) -> None:
-    """SIGTERM: a server (and `up`) ends with status 0; `ladder web`, which keeps nothing in memory,
-    takes the signal's default action."""
+    """SIGTERM (a service manager's stop): every part, `up` and the pages too, ends with status 0."""
     code = process.stop(timeout=60)
     said = process.stderr()
-    pages = "web" in process.proc.args[len(CLI) :]
-    assert code in ((0, -signal.SIGTERM) if pages else (0,)) and "Traceback" not in said, (
-        f"{process.proc.args} ended with {code}:\n{said}"
-    )
+    assert code == 0 and "Traceback" not in said, f"{process.proc.args} ended with {code}:\n{said}"
 
 
 def second_pass(walk: Walk) -> dict[int, str]:

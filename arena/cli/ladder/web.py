@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -372,29 +373,40 @@ def serve_pages(
     *,
     tasks: Sequence[Callable[[], Awaitable[None]]] = (),
 ) -> None:
-    """Serve ``app`` on the bound ``sock`` until Ctrl-C; ``tasks`` (the games' live relays, the mail
-    sender) run beside the pages."""
+    """Serve ``app`` on the bound ``sock`` until Ctrl-C or SIGTERM (a service manager's or `ladder
+    up`'s stop: the same clean end, not the signal's default death); ``tasks`` (the games' live
+    relays, the mail sender) run beside the pages."""
+    import signal
+
     from cellarena.server.web.serving import run, url_of
 
     async def main() -> None:
         import trio
 
-        async with trio.open_nursery() as nursery:
-            for task in tasks:
-                nursery.start_soon(task)
-            await run(
-                app,
-                sock,
-                lambda: click.echo(
-                    f"{', '.join(games)} ladder pages at {url_of(sock, tls=tls is not None)} (Ctrl-C stops)"
-                ),
-                tls=tls,
-            )
+        async def stop_on_term(signals: Any, scope: trio.CancelScope) -> None:
+            async for _ in signals:
+                click.echo("SIGTERM: stopping", err=True)
+                scope.cancel()
+                return
 
-    try:
+        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(stop_on_term, signals, nursery.cancel_scope)
+                for task in tasks:
+                    nursery.start_soon(task)
+                await run(
+                    app,
+                    sock,
+                    lambda: click.echo(
+                        f"{', '.join(games)} ladder pages at {url_of(sock, tls=tls is not None)} "
+                        "(Ctrl-C stops)"
+                    ),
+                    tls=tls,
+                )
+
+    with contextlib.suppress(KeyboardInterrupt):
         run_trio(main)
-    except KeyboardInterrupt:
-        click.echo("stopped", err=True)
+    click.echo("stopped", err=True)
 
 
 def _account_settings(
