@@ -11,7 +11,8 @@ by cross-entropy over the legal moves, with Adam; it is the game-independent hal
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -44,6 +45,24 @@ class SeatRows:
     views: list[FixedView | None] = field(default_factory=list)
     observations: list[Any] = field(default_factory=list)
     actions: list[Any] = field(default_factory=list)
+
+    def requests(self) -> Iterator[tuple[dict[str, Any], Any]]:
+        """(the request as the SDK's ``make_view`` reads it, the move applied) of each row whose
+        observation was decoded (``messages``) and not empty."""
+        for tick, message, action in zip(self.ticks, self.observations, self.actions, strict=True):
+            if message is not None:
+                yield {"tick": tick, **message}, action
+
+    @contextmanager
+    def readable(self, *errors: type[Exception]) -> Iterator[None]:
+        """Raises any of ``errors`` (a game's view of a request refusing it) as the ImitationError that
+        names this seat."""
+        try:
+            yield
+        except errors as exc:
+            raise ImitationError(
+                f"match {self.match}, seat {self.seat}: observation not readable ({exc})"
+            ) from None
 
 
 def _unpack(value: bytes | None) -> Any:
@@ -194,6 +213,29 @@ class Samples:
         cells, extras, masks, labels = zip(*rows, strict=True)
         return cls(np.array(cells, np.uint8), np.array(extras, np.float32), np.array(masks, bool),
                    np.array(labels, np.int64))  # fmt: skip
+
+
+def request_samples(
+    rows: SeatRows,
+    net: ModuleType,
+    make_view: Callable[[dict[str, Any]], Any],
+    label_of: Callable[[Any], int | None],
+) -> Samples:
+    """A seat's samples for a game that asks for one move a request: each request read by the SDK's
+    ``make_view``, the bot folder's ``net`` for the inputs and the legal moves, labelled with
+    ``label_of`` the move the game applied (None: the network has no action for it, no sample)."""
+    found: list[tuple[Any, Any, Any, int]] = []
+    for request, move in rows.requests():
+        label = label_of(move)
+        if label is None:
+            continue
+        with rows.readable(ValueError):
+            view = make_view(request)
+            c, e = net.observe(view)
+        m = net.legal(view)
+        m[label] = True  # the move played is a choice even where the mask would not offer it
+        found.append((c, e, m, label))
+    return Samples.from_rows(net, found)
 
 
 @dataclass(frozen=True)

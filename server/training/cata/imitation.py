@@ -14,7 +14,7 @@ from typing import Any
 
 from cellarena.sdk.games import cata
 from cellarena.server.games.cata.engine import CataEngine
-from cellarena.server.training.imitation import ImitationError, InProcessMatch, Samples, SeatRows
+from cellarena.server.training.imitation import InProcessMatch, Samples, SeatRows, request_samples
 from cellarena.server.training.trainer import GameImitation
 
 
@@ -30,22 +30,7 @@ def _action(move: Any) -> int | None:
 
 def seat_samples(rows: SeatRows, net: ModuleType) -> Samples:
     """One seat's samples: each request it was sent, labelled with the move the game applied."""
-    found: list[tuple[Any, Any, Any, int]] = []
-    for tick, message, move in zip(rows.ticks, rows.observations, rows.actions, strict=True):
-        label = _action(move)
-        if message is None or label is None:
-            continue
-        try:
-            view = cata.make_view({"tick": tick, **message})
-        except ValueError as exc:
-            raise ImitationError(
-                f"match {rows.match}, seat {rows.seat}: observation not readable ({exc})"
-            ) from None
-        c, e = net.observe(view)
-        m = net.legal(view)
-        m[label] = True  # the move played is a choice even where the mask would not offer it
-        found.append((c, e, m, label))
-    return Samples.from_rows(net, found)
+    return request_samples(rows, net, cata.make_view, _action)
 
 
 def answer(bot: Any, tick: int, request: dict[str, Any]) -> Any:

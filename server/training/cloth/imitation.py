@@ -16,7 +16,7 @@ from typing import Any
 
 from cellarena.sdk.games import cloth
 from cellarena.server.games.cloth.engine import ClothConfig, ClothEngine
-from cellarena.server.training.imitation import ImitationError, InProcessMatch, Samples, SeatRows
+from cellarena.server.training.imitation import InProcessMatch, Samples, SeatRows
 from cellarena.server.training.trainer import GameImitation
 
 
@@ -45,15 +45,10 @@ def batch_samples(view: cloth.View, units: list[Any], net: ModuleType) -> list[t
 def seat_samples(rows: SeatRows, net: ModuleType) -> Samples:
     """One seat's samples: each unit of each batch it placed, and each batch's end."""
     found: list[tuple[Any, Any, Any, int]] = []
-    for tick, message, units in zip(rows.ticks, rows.observations, rows.actions, strict=True):
-        if message is None or not isinstance(units, list):
-            continue
-        try:
-            found += batch_samples(cloth.make_view({"tick": tick, **message}), units, net)
-        except ValueError as exc:
-            raise ImitationError(
-                f"match {rows.match}, seat {rows.seat}: observation not readable ({exc})"
-            ) from None
+    for request, units in rows.requests():
+        if isinstance(units, list):
+            with rows.readable(ValueError):
+                found += batch_samples(cloth.make_view(request), units, net)
     return Samples.from_rows(net, found)
 
 

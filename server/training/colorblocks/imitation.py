@@ -16,7 +16,7 @@ from typing import Any
 
 from cellarena.sdk.games import colorblocks
 from cellarena.server.games.colorblocks.engine import ColorblocksEngine
-from cellarena.server.training.imitation import ImitationError, InProcessMatch, Samples, SeatRows
+from cellarena.server.training.imitation import InProcessMatch, Samples, SeatRows
 from cellarena.server.training.trainer import GameImitation
 
 
@@ -48,16 +48,10 @@ def turn_samples(
 def seat_samples(rows: SeatRows, net: ModuleType) -> Samples:
     """One seat's samples: each action of each turn it played, and each turn's end."""
     found: list[tuple[Any, Any, Any, int]] = []
-    for tick, message, actions in zip(rows.ticks, rows.observations, rows.actions, strict=True):
-        if message is None or not isinstance(actions, list):
-            continue
-        try:
-            view = colorblocks.make_view({"tick": tick, **message})
-            found += turn_samples(view, actions, net)
-        except (ValueError, colorblocks.Refused) as exc:
-            raise ImitationError(
-                f"match {rows.match}, seat {rows.seat}: observation not readable ({exc})"
-            ) from None
+    for request, actions in rows.requests():
+        if isinstance(actions, list):
+            with rows.readable(ValueError, colorblocks.Refused):
+                found += turn_samples(colorblocks.make_view(request), actions, net)
     return Samples.from_rows(net, found)
 
 

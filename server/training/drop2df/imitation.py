@@ -15,7 +15,7 @@ from typing import Any
 
 from cellarena.sdk.games import drop2df
 from cellarena.server.games.drop2df.engine import Drop2dfConfig, Drop2dfEngine
-from cellarena.server.training.imitation import ImitationError, InProcessMatch, Samples, SeatRows
+from cellarena.server.training.imitation import InProcessMatch, Samples, SeatRows, request_samples
 from cellarena.server.training.trainer import GameImitation
 
 
@@ -43,22 +43,9 @@ def action_of(ops: Any, codes: drop2df.ActionCodes) -> int | None:
 def seat_samples(rows: SeatRows, net: ModuleType) -> Samples:
     """One seat's samples: each request it was sent, labelled with the ops the game applied."""
     codes = drop2df.ActionCodes(net.CROP)
-    found: list[tuple[Any, Any, Any, int]] = []
-    for tick, message, ops in zip(rows.ticks, rows.observations, rows.actions, strict=True):
-        label = action_of([] if ops is None else ops, codes)
-        if message is None or label is None:
-            continue
-        try:
-            view = drop2df.make_view({"tick": tick, **message})
-            c, e = net.observe(view)
-        except ValueError as exc:
-            raise ImitationError(
-                f"match {rows.match}, seat {rows.seat}: observation not readable ({exc})"
-            ) from None
-        m = net.legal(view)
-        m[label] = True  # the move played is a choice even where the mask would not offer it
-        found.append((c, e, m, label))
-    return Samples.from_rows(net, found)
+    return request_samples(
+        rows, net, drop2df.make_view, lambda ops: action_of([] if ops is None else ops, codes)
+    )
 
 
 def answer(bot: Any, tick: int, request: dict[str, Any]) -> Any:
