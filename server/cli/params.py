@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from cellarena.server.play.match import TickSettings
 
 _Args = TypeVar("_Args")
+#: What a click option decorates: a command's function, or the command.
+_Decorated = TypeVar("_Decorated", bound="Callable[..., Any] | click.Command")
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -96,7 +99,9 @@ def tick_options(engine_class: Any, *, fast_by_default: bool = False) -> list[An
     ]
 
 
-def ranged_option(flag: str, default: Any, kind: click.ParamType, text: str) -> Any:
+def ranged_option(
+    flag: str, default: Any, kind: click.ParamType[Any, Any], text: str
+) -> Callable[[_Decorated], _Decorated]:
     """``flag`` of type ``kind`` (a range), its default shown in --help: the shape of most options,
     declared in one line each."""
     return click.option(flag, default=default, show_default=True, type=kind, help=text)
