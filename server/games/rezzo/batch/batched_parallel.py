@@ -12,10 +12,13 @@ pays for large batches only (`cellarena bench env` measures both).
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 
 from cellarena.server.games.rezzo.batch import batched_kernel
+from cellarena.server.games.rezzo.batch.batched_kernel import AgentPhase, Views
 from cellarena.server.games.rezzo.batch.cells import AgentState, Counts, TransitionArgs, ViewState
 
 batched_kernel.compile_called(numba)  # the functions the loops call, compiled before the loops
@@ -46,16 +49,18 @@ def _transition_runs(
 
 @numba.njit(parallel=True, cache=True)
 def _views_runs(
+    most: int,
     state: ViewState,
     worlds: np.ndarray,
     size: tuple[int, int],
     relative: np.ndarray,
     per_player: int,
     out: np.ndarray,
-    runs: int,
 ) -> None:
-    """`batched_kernel._views` over ``runs`` runs of the rows of ``worlds`` and ``out``."""
+    """`batched_kernel._views` over ``most`` runs (fewer for fewer rows) of the rows of ``worlds``
+    and ``out``."""
     n = worlds.shape[0]
+    runs = max(1, min(most, n))
     for r in numba.prange(runs):
         lo, hi = r * n // runs, (r + 1) * n // runs
         _views(state, worlds[lo:hi], size, relative, per_player, out[lo:hi])
@@ -63,6 +68,7 @@ def _views_runs(
 
 @numba.njit(parallel=True, cache=True)
 def _agent_phase_runs(
+    bounds: np.ndarray,
     state: AgentState,
     moves: np.ndarray,
     running: np.ndarray,
@@ -70,7 +76,6 @@ def _agent_phase_runs(
     hittable: np.ndarray,
     counts: Counts,
     cuts: np.ndarray,
-    bounds: np.ndarray,
 ) -> None:
     """`batched_kernel._agent_phase` per run of worlds ``bounds[r]``..``bounds[r + 1]``."""
     codes, dmg, x, y, facing, alive, tick = state
@@ -101,6 +106,10 @@ class ParallelKernels:
         # As `BatchedRezzo._found`, per run: a world adds up to 2 rows per cell.
         self.found = np.zeros((runs, 2 * plane + 16 * longest + 1, 4), np.int64)
         self._at = np.zeros(runs, np.int64)
+        #: `Kernels.views`, the rows of the worlds asked for split into runs.
+        self.views: Views = functools.partial(_views_runs, runs)
+        #: `Kernels.agent_phase`, the worlds split into runs.
+        self.agent_phase: AgentPhase = functools.partial(_agent_phase_runs, self.bounds)
 
     def transition(self, args: TransitionArgs) -> np.ndarray:
         """`Kernels.transition` over every world; returns the flags found, rows (world, cell, kind,
@@ -119,29 +128,3 @@ class ParallelKernels:
             if (at >= ends).all():
                 break
         return np.concatenate(parts) if parts else np.zeros((0, 4), np.int64)
-
-    def views(
-        self,
-        state: ViewState,
-        worlds: np.ndarray,
-        size: tuple[int, int],
-        relative: np.ndarray,
-        per_player: int,
-        out: np.ndarray,
-    ) -> None:
-        """`Kernels.views`, the rows of ``worlds`` split into runs."""
-        runs = max(1, min(self.runs, worlds.shape[0]))
-        _views_runs(state, worlds, size, relative, per_player, out, runs)
-
-    def agent_phase(
-        self,
-        state: AgentState,
-        moves: np.ndarray,
-        running: np.ndarray,
-        shape: tuple[int, int, int],
-        hittable: np.ndarray,
-        counts: Counts,
-        cuts: np.ndarray,
-    ) -> None:
-        """`Kernels.agent_phase`, the worlds split into runs."""
-        _agent_phase_runs(state, moves, running, shape, hittable, counts, cuts, self.bounds)
