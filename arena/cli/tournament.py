@@ -20,6 +20,7 @@ from cellarena.server.cli.params import (
     decorate,
     first_budget_option,
     map_list,
+    ranged_option,
     tick_options,
     time_bank_option,
     writable_folder,
@@ -303,12 +304,11 @@ def _options(game: str, cli: GameCli, engine_class: Any) -> list[Any]:
             + "]",
         ),
         *cli.options,
-        click.option(
+        ranged_option(
             "--rounds",
-            default=1,
-            show_default=True,
-            type=click.IntRange(1, 10_000),
-            help="Times every group of bots plays every map in every seat order.",
+            1,
+            click.IntRange(1, 10_000),
+            "Times every group of bots plays every map in every seat order.",
         ),
         click.option(
             "--jobs",

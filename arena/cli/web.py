@@ -7,15 +7,14 @@ from pathlib import Path
 
 import click
 
+from cellarena.server.cli.params import ranged_option
 from cellarena.server.cli.web_options import allowed_host_option, page_hosts, page_socket
 
 
 @click.command("web")
 @click.argument("runs_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port."
-)
+@ranged_option("--port", 8765, click.IntRange(0, 65535), "0: any free port.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the default web browser.")
 @allowed_host_option
 def web(runs_dir: Path, host: str, port: int, open_browser: bool, allowed_host: tuple[str, ...]) -> None:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cellarena.server.cli.params import FiniteFloatRange
+from cellarena.server.cli.params import FiniteFloatRange, ranged_option
 
 #: A click command's callback, which an option decorator hands back unchanged.
 F = TypeVar("F", bound=Callable[..., Any])
@@ -93,9 +93,7 @@ def sizes_option(default: str, help: str = "Comma-separated board sizes (square)
 
 def seconds_option(help: str = "Timing budget per size and contender.") -> Callable[[F], F]:
     """``--seconds``: how long each contender is timed."""
-    return click.option(
-        "--seconds", default=1.0, show_default=True, type=FiniteFloatRange(0.05, 60), help=help
-    )
+    return ranged_option("--seconds", 1.0, FiniteFloatRange(0.05, 60), help)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

@@ -37,7 +37,7 @@ import trio
 
 from cellarena.server.bench.cpu import cpu_seconds, host_loop_ms, tree_cpu
 from cellarena.server.bench.harness import raise_file_limit
-from cellarena.server.cli.params import FiniteFloatRange
+from cellarena.server.cli.params import FiniteFloatRange, ranged_option
 from cellarena.server.cli.run import quiet_logger
 from cellarena.server.games import plugin, plugins
 from cellarena.server.games.plugin import BenchLoad
@@ -481,9 +481,7 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[in
     callback=_levels,
     help="Agent counts to try, in rising order; the run stops at the first that misses the goal.",
 )
-@click.option(
-    "--seconds", default=4.0, show_default=True, type=FiniteFloatRange(0.5, 120), help="Play time per level."
-)
+@ranged_option("--seconds", 4.0, FiniteFloatRange(0.5, 120), "Play time per level.")
 @click.option(
     "--game",
     default=None,
@@ -497,28 +495,25 @@ def _levels(_ctx: click.Context, _param: click.Parameter, value: str) -> list[in
     help="Step the matches of a phase slot as one batch (on), one at a time (off), or each level both "
     "ways side by side (both; the batched run is the result).",
 )
-@click.option(
+@ranged_option(
     "--workers",
-    type=click.IntRange(1, 256),
-    default=1,
-    show_default=True,
-    help="Compare one server process with one that plays its matches in N worker processes "
+    1,
+    click.IntRange(1, 256),
+    "Compare one server process with one that plays its matches in N worker processes "
     "(`serve --workers N`), each level side by side; --batch both then means on.",
 )
-@click.option(
+@ranged_option(
     "--repeat",
-    type=click.IntRange(1, 20),
-    default=1,
-    show_default=True,
-    help="With --workers: tries of each level by each server, interleaved; each server's best try "
+    1,
+    click.IntRange(1, 20),
+    "With --workers: tries of each level by each server, interleaved; each server's best try "
     "counts (a noisy host only ever costs a run ticks), and every try is reported.",
 )
-@click.option(
+@ranged_option(
     "--debug-agents",
-    default=DEBUG_AGENTS,
-    show_default=True,
-    type=click.IntRange(0),
-    help="Agents of the debug layer's measurement: one level played without drawings, with a typical "
+    DEBUG_AGENTS,
+    click.IntRange(0),
+    "Agents of the debug layer's measurement: one level played without drawings, with a typical "
     "drawing and with a flood past the caps in every answer (0: skip it).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

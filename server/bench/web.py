@@ -28,6 +28,7 @@ from typing import Any
 import click
 
 from cellarena.server.bench.server import bench_load, load_games
+from cellarena.server.cli.params import ranged_option
 
 FPS_GOAL, BIG_FPS_GOAL, FIRST_FRAME_GOAL_S = 60.0, 30.0, 1.0
 LONG_TICKS = 3000
@@ -238,8 +239,8 @@ def run(seconds: float, spectators: int) -> dict[str, Any]:
 
 
 @click.command("web")
-@click.option("--seconds", default=5.0, show_default=True, type=click.FloatRange(1, 120), help="Per measure.")
-@click.option("--spectators", default=4, show_default=True, type=click.IntRange(1, 32), help="Live pages.")
+@ranged_option("--seconds", 5.0, click.FloatRange(1, 120), "Per measure.")
+@ranged_option("--spectators", 4, click.IntRange(1, 32), "Live pages.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def command(seconds: float, spectators: int, as_json: bool) -> None:
     """The browser viewer in headless chromium: playback fps, time to first frame, live CPU (docs/web.md)."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cellarena.server.cli.params import FiniteFloatRange
+from cellarena.server.cli.params import FiniteFloatRange, ranged_option
 
 if TYPE_CHECKING:
     from cellarena.server.bots.confinement import Limits
@@ -19,33 +19,29 @@ def confine_options() -> list[Any]:
 
     d = Limits()
     return [
-        click.option(
+        ranged_option(
             "--memory-mb",
-            default=d.memory_mb,
-            show_default=True,
-            type=click.IntRange(0, 2**30),
-            help="Resident memory a bot may use, all its processes together (0: no limit).",
+            d.memory_mb,
+            click.IntRange(0, 2**30),
+            "Resident memory a bot may use, all its processes together (0: no limit).",
         ),
-        click.option(
+        ranged_option(
             "--cpu-seconds",
-            default=d.cpu_seconds,
-            show_default=True,
-            type=FiniteFloatRange(0, 10**7),
-            help="CPU time a bot may use in one match, all its processes together (0: no limit).",
+            d.cpu_seconds,
+            FiniteFloatRange(0, 10**7),
+            "CPU time a bot may use in one match, all its processes together (0: no limit).",
         ),
-        click.option(
+        ranged_option(
             "--max-processes",
-            default=d.processes,
-            show_default=True,
-            type=click.IntRange(0, 100_000),
-            help="Processes a bot may have at once (0: no limit).",
+            d.processes,
+            click.IntRange(0, 100_000),
+            "Processes a bot may have at once (0: no limit).",
         ),
-        click.option(
+        ranged_option(
             "--max-open-files",
-            default=d.open_files,
-            show_default=True,
-            type=click.IntRange(0, 1_000_000),
-            help="Open files per bot process (0: no limit).",
+            d.open_files,
+            click.IntRange(0, 1_000_000),
+            "Open files per bot process (0: no limit).",
         ),
         click.option(
             "--isolate",

@@ -21,6 +21,7 @@ from cellarena.server.cli.params import (
     connect_timeout_option,
     decorate,
     first_budget_option,
+    ranged_option,
     tick_options,
     time_bank_option,
     writable_folder,
@@ -266,12 +267,11 @@ def _options(game_plugin: Any, cli: Any) -> list[Any]:
         click.option("--seed", default=0, show_default=True, type=int, help="The match's seed."),
         *tick_options(game_plugin.engine_class()),
         first_budget_option(),
-        click.option(
+        ranged_option(
             "--max-late-in-a-row",
-            default=MISSED_IN_A_ROW,
-            show_default=True,
-            type=click.IntRange(0),
-            help="A bot late (or silent) for this many ticks in a row forfeits as unresponsive, as in a "
+            MISSED_IN_A_ROW,
+            click.IntRange(0),
+            "A bot late (or silent) for this many ticks in a row forfeits as unresponsive, as in a "
             "tournament (0: never; it then plays no-ops for as long as it is late).",
         ),
         time_bank_option(),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from cellarena.server.play.match import TickSettings
 
 _Args = TypeVar("_Args")
+#: What a click option decorates: a command's function, or the command.
+_Decorated = TypeVar("_Decorated", bound="Callable[..., Any] | click.Command")
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -80,12 +83,8 @@ def tick_options(engine_class: Any, *, fast_by_default: bool = False) -> list[An
             "--fast", is_flag=True, help="Start the next tick as soon as every seat answered."
         )
     return [
-        click.option(
-            "--tick-rate",
-            default=rate,
-            show_default=True,
-            type=FiniteFloatRange(0.1, 1000),
-            help="Ticks per second in fixed-rate mode.",
+        ranged_option(
+            "--tick-rate", rate, FiniteFloatRange(0.1, 1000), "Ticks per second in fixed-rate mode."
         ),
         click.option(
             "--budget-ms",
@@ -98,6 +97,14 @@ def tick_options(engine_class: Any, *, fast_by_default: bool = False) -> list[An
         ),
         fast,
     ]
+
+
+def ranged_option(
+    flag: str, default: Any, kind: click.ParamType[Any, Any], text: str
+) -> Callable[[_Decorated], _Decorated]:
+    """``flag`` of type ``kind`` (a range), its default shown in --help: the shape of most options,
+    declared in one line each."""
+    return click.option(flag, default=default, show_default=True, type=kind, help=text)
 
 
 def first_budget_option() -> Any:
@@ -113,12 +120,11 @@ def first_budget_option() -> Any:
 
 def time_bank_option() -> Any:
     """--time-bank-ms: each seat's time bank, for the moments a bot needs longer than its budget."""
-    return click.option(
+    return ranged_option(
         "--time-bank-ms",
-        default=0.0,
-        show_default=True,
-        type=FiniteFloatRange(0, 3_600_000),
-        help="Each seat's time bank in milliseconds: an answer after its budget is still taken while "
+        0.0,
+        FiniteFloatRange(0, 3_600_000),
+        "Each seat's time bank in milliseconds: an answer after its budget is still taken while "
         "the bank lasts, and the bank shrinks by the time over budget; the tick waits for it. "
         "0: no bank (docs/protocol.md#the-time-bank).",
     )
@@ -161,12 +167,11 @@ def command_args(cls: type[_Args], values: dict[str, Any]) -> tuple[_Args, dict[
 
 def connect_timeout_option() -> Any:
     """``--connect-timeout`` of the commands that launch bots (`match`, `tournament`)."""
-    return click.option(
+    return ranged_option(
         "--connect-timeout",
-        default=15.0,
-        show_default=True,
-        type=FiniteFloatRange(0.5, 600),
-        help="Seconds a bot has to connect before it forfeits.",
+        15.0,
+        FiniteFloatRange(0.5, 600),
+        "Seconds a bot has to connect before it forfeits.",
     )
 
 
@@ -191,13 +196,7 @@ def listen_options() -> list[Any]:
     """``--host`` and ``--port`` of a server's bot port (`serve`, `ladder serve`)."""
     return [
         click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
-        click.option(
-            "--port",
-            default=7777,
-            show_default=True,
-            type=click.IntRange(0, 65535),
-            help="TCP port (0: any).",
-        ),
+        ranged_option("--port", 7777, click.IntRange(0, 65535), "TCP port (0: any)."),
     ]
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cellarena.server.cli.json_errors import FileFault, file_failed
+from cellarena.server.cli.params import ranged_option
 from cellarena.server.cli.replay_fork import replay_fork
 from cellarena.server.cli.web_options import allowed_host_option, page_hosts, page_socket
 
@@ -269,9 +270,7 @@ def _show_state(console: Console, rep: Replay, engine: Engine) -> None:
 @replay.command("view")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="0: any free port."
-)
+@ranged_option("--port", 8765, click.IntRange(0, 65535), "0: any free port.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the default web browser.")
 @allowed_host_option
 def replay_view(path: str, host: str, port: int, open_browser: bool, allowed_host: tuple[str, ...]) -> None:

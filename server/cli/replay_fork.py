@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from cellarena.server.cli.json_errors import FileFault
-from cellarena.server.cli.params import FiniteFloatRange, writable_folder
+from cellarena.server.cli.params import FiniteFloatRange, ranged_option, writable_folder
 
 
 @click.command("fork")
@@ -46,12 +46,11 @@ from cellarena.server.cli.params import FiniteFloatRange, writable_folder
     default=None,
     help="Where each bot's output goes. [default: beside --out, in OUT.logs]",
 )
-@click.option(
+@ranged_option(
     "--connect-timeout",
-    default=15.0,
-    show_default=True,
-    type=FiniteFloatRange(0.5, 600),
-    help="Seconds a new bot has to connect before it forfeits.",
+    15.0,
+    FiniteFloatRange(0.5, 600),
+    "Seconds a new bot has to connect before it forfeits.",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object: the result, out and forked_from."

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cellarena.server.cli.params import ranged_option
+
 if TYPE_CHECKING:
     from cellarena.server.web.hosts import AllowedHosts
 
@@ -21,12 +23,8 @@ def web_options() -> list[Any]:
             is_flag=True,
             help="Show the match(es) live in a browser (needs the 'web' extra); prints the address.",
         ),
-        click.option(
-            "--web-port",
-            type=click.IntRange(0, 65535),
-            default=8766,
-            show_default=True,
-            help="Loopback port of the live view (0: any free port).",
+        ranged_option(
+            "--web-port", 8766, click.IntRange(0, 65535), "Loopback port of the live view (0: any free port)."
         ),
     ]
 

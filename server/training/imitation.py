@@ -11,16 +11,20 @@ by cross-entropy over the legal moves, with Adam; it is the game-independent hal
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 import msgpack
 import numpy as np
 
+from cellarena.sdk import MatchInfo
 from cellarena.server.dataset.fields import METADATA_KEY, SCHEMA_VERSION, readable
 from cellarena.server.dataset.views import FixedView, fixed_view
+from cellarena.server.games.base import Engine
 
 
 class ImitationError(Exception):
@@ -41,6 +45,24 @@ class SeatRows:
     views: list[FixedView | None] = field(default_factory=list)
     observations: list[Any] = field(default_factory=list)
     actions: list[Any] = field(default_factory=list)
+
+    def requests(self) -> Iterator[tuple[dict[str, Any], Any]]:
+        """(the request as the SDK's ``make_view`` reads it, the move applied) of each row whose
+        observation was decoded (``messages``) and not empty."""
+        for tick, message, action in zip(self.ticks, self.observations, self.actions, strict=True):
+            if message is not None:
+                yield {"tick": tick, **message}, action
+
+    @contextmanager
+    def readable(self, *errors: type[Exception]) -> Iterator[None]:
+        """Raises any of ``errors`` (a game's view of a request refusing it) as the ImitationError that
+        names this seat."""
+        try:
+            yield
+        except errors as exc:
+            raise ImitationError(
+                f"match {self.match}, seat {self.seat}: observation not readable ({exc})"
+            ) from None
 
 
 def _unpack(value: bytes | None) -> Any:
@@ -178,6 +200,70 @@ class Samples:
         return cls(
             *(np.concatenate([getattr(p, k) for p in parts]) for k in ("cells", "extras", "masks", "labels"))
         )
+
+    @classmethod
+    def from_rows(cls, net: ModuleType, rows: Sequence[tuple[Any, Any, Any, int]]) -> Samples:
+        """The samples of ``rows`` (cells, extras, legal moves, label), one a sample; none: an empty set
+        of the shapes of ``net``, the bot folder's policy module (its CROP, EXTRA and MOVES)."""
+        if not rows:
+            return cls(
+                np.zeros((0, net.CROP), np.uint8), np.zeros((0, net.EXTRA), np.float32),
+                np.zeros((0, net.MOVES), bool), np.zeros(0, np.int64),
+            )  # fmt: skip
+        cells, extras, masks, labels = zip(*rows, strict=True)
+        return cls(np.array(cells, np.uint8), np.array(extras, np.float32), np.array(masks, bool),
+                   np.array(labels, np.int64))  # fmt: skip
+
+
+def request_samples(
+    rows: SeatRows,
+    net: ModuleType,
+    make_view: Callable[[dict[str, Any]], Any],
+    label_of: Callable[[Any], int | None],
+) -> Samples:
+    """A seat's samples for a game that asks for one move a request: each request read by the SDK's
+    ``make_view``, the bot folder's ``net`` for the inputs and the legal moves, labelled with
+    ``label_of`` the move the game applied (None: the network has no action for it, no sample)."""
+    found: list[tuple[Any, Any, Any, int]] = []
+    for request, move in rows.requests():
+        label = label_of(move)
+        if label is None:
+            continue
+        with rows.readable(ValueError):
+            view = make_view(request)
+            c, e = net.observe(view)
+        m = net.legal(view)
+        m[label] = True  # the move played is a choice even where the mask would not offer it
+        found.append((c, e, m, label))
+    return Samples.from_rows(net, found)
+
+
+@dataclass(frozen=True)
+class InProcessMatch:
+    """`GameImitation.play` for a game of two seats: one match in-process, the bot folder's ``bot.py``
+    (its ``Trained`` class, playing the policy) in a seat against an instance of the opponent's class;
+    the winner's seat, or None for a draw."""
+
+    game: str
+    #: The engine of the evaluation's config (a copy, the caller's own to change).
+    new_engine: Callable[[dict[str, Any]], Engine]
+    #: What a bot answers to a request, as the engine takes it: (bot, tick, request) -> action.
+    answer: Callable[[Any, int, dict[str, Any]], Any]
+
+    def __call__(
+        self, bot: ModuleType, policy: Any, opponent: type[Any], seat: int, config: Mapping[str, Any]
+    ) -> int | None:
+        mine = bot.Trained(policy)
+        bots = [mine, opponent()] if seat == 0 else [opponent(), mine]
+        engine = self.new_engine(dict(config))
+        for s, b in enumerate(bots):
+            b.info = MatchInfo(seat=s, players=2, names=("a", "b"), game=self.game)
+            b.on_start(b.info)
+        while engine.result() is None:
+            engine.apply({s: self.answer(bots[s], engine.tick, req) for s, req in engine.pending().items()})
+        result = engine.result()
+        assert result is not None
+        return result.winner
 
 
 def class_weights(labels: np.ndarray, classes: int, power: float) -> np.ndarray:

@@ -14,6 +14,7 @@ import numpy as np
 
 from cellarena.sdk.games.drop2df import HOLE, step, step_many
 from cellarena.server.bench.harness import calls_per_second, json_option, seconds_option
+from cellarena.server.cli.params import ranged_option
 
 
 def run(rows: int, length: int, budget_s: float) -> dict[str, Any]:
@@ -49,10 +50,8 @@ def run(rows: int, length: int, budget_s: float) -> dict[str, Any]:
 
 
 @click.command("drop2df")
-@click.option(
-    "--rows", default=10000, show_default=True, type=click.IntRange(1, 10**7), help="Rows per batch."
-)
-@click.option("--length", default=8, show_default=True, type=click.IntRange(1, 64), help="Dice spaces.")
+@ranged_option("--rows", 10000, click.IntRange(1, 10**7), "Rows per batch.")
+@ranged_option("--length", 8, click.IntRange(1, 64), "Dice spaces.")
 @seconds_option("Timing budget per contender.")
 @json_option
 def command(rows: int, length: int, seconds: float, as_json: bool) -> None:

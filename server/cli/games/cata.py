@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from cellarena.server.cli.game_cli import GameCli
+from cellarena.server.cli.params import ranged_option
 
 
 def _config(
@@ -17,18 +18,13 @@ def _config(
 
 CLI = GameCli(
     options=[
-        click.option(
-            "--size", default=64, show_default=True, type=click.IntRange(2, 1024), help="Board side (even)."
-        ),
-        click.option(
-            "--max-turns", default=200, show_default=True, type=click.IntRange(1), help="The turn cap."
-        ),
-        click.option(
+        ranged_option("--size", 64, click.IntRange(2, 1024), "Board side (even)."),
+        ranged_option("--max-turns", 200, click.IntRange(1), "The turn cap."),
+        ranged_option(
             "--max-generations",
-            default=512,
-            show_default=True,
-            type=click.IntRange(1),
-            help="Generations a reaction phase may run before it is capped.",
+            512,
+            click.IntRange(1),
+            "Generations a reaction phase may run before it is capped.",
         ),
         click.option("--torus", is_flag=True, help="Wrap the board's edges instead of reading black."),
     ],

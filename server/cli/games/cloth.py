@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from cellarena.server.cli.game_cli import GameCli
-from cellarena.server.cli.params import FiniteFloatRange
+from cellarena.server.cli.params import FiniteFloatRange, ranged_option
 
 
 def _config(
@@ -32,35 +32,18 @@ def _config(
 
 CLI = GameCli(
     options=[
-        click.option(
-            "--width", default=64, show_default=True, type=click.IntRange(8, 1024), help="Board width."
+        ranged_option("--width", 64, click.IntRange(8, 1024), "Board width."),
+        ranged_option("--height", 64, click.IntRange(8, 1024), "Board height."),
+        ranged_option(
+            "--generations", 168, click.IntRange(0, 10_000), "Generations run after each round's placements."
         ),
-        click.option(
-            "--height", default=64, show_default=True, type=click.IntRange(8, 1024), help="Board height."
-        ),
-        click.option(
-            "--generations",
-            default=168,
-            show_default=True,
-            type=click.IntRange(0, 10_000),
-            help="Generations run after each round's placements.",
-        ),
-        click.option(
-            "--max-rounds", default=20, show_default=True, type=click.IntRange(1, 1000), help="The round cap."
-        ),
-        click.option(
-            "--max-units",
-            default=10,
-            show_default=True,
-            type=click.IntRange(1, 100),
-            help="Most units a player places per turn.",
-        ),
-        click.option(
+        ranged_option("--max-rounds", 20, click.IntRange(1, 1000), "The round cap."),
+        ranged_option("--max-units", 10, click.IntRange(1, 100), "Most units a player places per turn."),
+        ranged_option(
             "--neutral-density",
-            default=0.08,
-            show_default=True,
-            type=FiniteFloatRange(0.0, 0.5),
-            help="Share of cells seeded with the neutral population (point-symmetric).",
+            0.08,
+            FiniteFloatRange(0.0, 0.5),
+            "Share of cells seeded with the neutral population (point-symmetric).",
         ),
         click.option(
             "--strict-mutual-loss",

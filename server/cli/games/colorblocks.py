@@ -8,6 +8,7 @@ import click
 
 from cellarena.sdk.games.colorblocks import GUARDS, MAX_TURNS
 from cellarena.server.cli.game_cli import GameCli
+from cellarena.server.cli.params import ranged_option
 
 
 def _config(map_: str = "classic", max_turns: int = MAX_TURNS, guards: int = GUARDS) -> dict[str, Any]:
@@ -19,20 +20,10 @@ CLI = GameCli(
         click.option(
             "--map", "map_", default="classic", show_default=True, help="Built-in map name or map file path."
         ),
-        click.option(
-            "--max-turns",
-            default=MAX_TURNS,
-            show_default=True,
-            type=click.IntRange(1, 10000),
-            help="Turns per player before the game is a draw.",
+        ranged_option(
+            "--max-turns", MAX_TURNS, click.IntRange(1, 10000), "Turns per player before the game is a draw."
         ),
-        click.option(
-            "--guards",
-            default=GUARDS,
-            show_default=True,
-            type=click.IntRange(0, 100),
-            help="Guards per player.",
-        ),
+        ranged_option("--guards", GUARDS, click.IntRange(0, 100), "Guards per player."),
     ],
     config=_config,
     map_key="map",

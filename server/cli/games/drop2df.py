@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from cellarena.server.cli.game_cli import GameCli
+from cellarena.server.cli.params import ranged_option
 
 
 def _config(
@@ -18,16 +19,10 @@ def _config(
 CLI = GameCli(
     options=[
         # Not --players: `serve` has its own --players check, and each bot plays its own board anyway.
-        click.option(
-            "--seats", default=2, show_default=True, type=click.IntRange(1, 8), help="Bots per match."
-        ),
-        click.option(
-            "--length", default=8, show_default=True, type=click.IntRange(1, 64), help="Dice spaces."
-        ),
-        click.option(
-            "--dice", default=2, show_default=True, type=click.IntRange(0), help="Fudge dice dropped."
-        ),
-        click.option("--turns", default=30, show_default=True, type=click.IntRange(1, 1000), help="Turns."),
+        ranged_option("--seats", 2, click.IntRange(1, 8), "Bots per match."),
+        ranged_option("--length", 8, click.IntRange(1, 64), "Dice spaces."),
+        ranged_option("--dice", 2, click.IntRange(0), "Fudge dice dropped."),
+        ranged_option("--turns", 30, click.IntRange(1, 1000), "Turns."),
         click.option(
             "--tokens/--no-tokens", default=False, show_default=True, help="The optional 4dF tokens."
         ),

@@ -9,16 +9,12 @@ as the action ``kind * 32 + index`` (`cellarena.sdk.games.cata.ACTIONS`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
-from cellarena.sdk import MatchInfo
 from cellarena.sdk.games import cata
 from cellarena.server.games.cata.engine import CataEngine
-from cellarena.server.training.imitation import ImitationError, Samples, SeatRows
+from cellarena.server.training.imitation import InProcessMatch, Samples, SeatRows, request_samples
 from cellarena.server.training.trainer import GameImitation
 
 
@@ -34,52 +30,16 @@ def _action(move: Any) -> int | None:
 
 def seat_samples(rows: SeatRows, net: ModuleType) -> Samples:
     """One seat's samples: each request it was sent, labelled with the move the game applied."""
-    cells, extras, masks, labels = [], [], [], []
-    for tick, message, move in zip(rows.ticks, rows.observations, rows.actions, strict=True):
-        label = _action(move)
-        if message is None or label is None:
-            continue
-        try:
-            view = cata.make_view({"tick": tick, **message})
-        except ValueError as exc:
-            raise ImitationError(
-                f"match {rows.match}, seat {rows.seat}: observation not readable ({exc})"
-            ) from None
-        c, e = net.observe(view)
-        m = net.legal(view)
-        m[label] = True  # the move played is a choice even where the mask would not offer it
-        cells.append(c)
-        extras.append(e)
-        masks.append(m)
-        labels.append(label)
-    if not labels:
-        return Samples(
-            np.zeros((0, net.CROP), np.uint8), np.zeros((0, net.EXTRA), np.float32),
-            np.zeros((0, net.MOVES), bool), np.zeros(0, np.int64),
-        )  # fmt: skip
-    return Samples(np.array(cells, np.uint8), np.array(extras, np.float32), np.array(masks, bool),
-                   np.array(labels, np.int64))  # fmt: skip
+    return request_samples(rows, net, cata.make_view, _action)
 
 
-def play(
-    bot: ModuleType, policy: Any, opponent: type[Any], seat: int, config: Mapping[str, Any]
-) -> int | None:
-    """One match in-process: the bot folder's ``bot.py`` (its ``Trained`` class, playing ``policy``) in
-    ``seat`` against an instance of ``opponent``; the winner's seat, or None for a draw."""
-    mine = bot.Trained(policy)
-    bots = [mine, opponent()] if seat == 0 else [opponent(), mine]
-    engine = CataEngine.new(dict(config))
-    for s, b in enumerate(bots):
-        b.info = MatchInfo(seat=s, players=2, names=("a", "b"), game="cata")
-        b.on_start(b.info)
-    while engine.result() is None:
-        engine.apply({
-            s: cata.move_for(bots[s].on_tick(cata.make_view({"tick": engine.tick, **req})))
-            for s, req in engine.pending().items()
-        })  # fmt: skip
-    result = engine.result()
-    assert result is not None
-    return result.winner
+def answer(bot: Any, tick: int, request: dict[str, Any]) -> Any:
+    """What an SDK bot answers to a request, as the engine takes it."""
+    return cata.move_for(bot.on_tick(cata.make_view({"tick": tick, **request})))
+
+
+#: One match in-process (`InProcessMatch`).
+play = InProcessMatch("cata", CataEngine.new, answer)
 
 
 def _move_name(action: int) -> str:

@@ -11,22 +11,18 @@ not placed, so it is no sample.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
-from cellarena.sdk import MatchInfo
 from cellarena.sdk.games import cloth
 from cellarena.server.games.cloth.engine import ClothConfig, ClothEngine
-from cellarena.server.training.imitation import ImitationError, Samples, SeatRows
+from cellarena.server.training.imitation import InProcessMatch, Samples, SeatRows
 from cellarena.server.training.trainer import GameImitation
 
 
-def batch_samples(view: cloth.View, units: list[Any], net: ModuleType) -> list[tuple[Any, ...]]:
+def batch_samples(view: cloth.View, units: list[Any], net: ModuleType) -> list[tuple[Any, Any, Any, int]]:
     """(cells, extra, mask, label) of each unit of one batch the game placed, then the batch's end."""
-    out = []
+    out: list[tuple[Any, Any, Any, int]] = []
     placed = 0
     for unit in units[: view.max_units]:
         c, e = net.observe(view, placed)
@@ -48,49 +44,28 @@ def batch_samples(view: cloth.View, units: list[Any], net: ModuleType) -> list[t
 
 def seat_samples(rows: SeatRows, net: ModuleType) -> Samples:
     """One seat's samples: each unit of each batch it placed, and each batch's end."""
-    found: list[tuple[Any, ...]] = []
-    for tick, message, units in zip(rows.ticks, rows.observations, rows.actions, strict=True):
-        if message is None or not isinstance(units, list):
-            continue
-        try:
-            found += batch_samples(cloth.make_view({"tick": tick, **message}), units, net)
-        except ValueError as exc:
-            raise ImitationError(
-                f"match {rows.match}, seat {rows.seat}: observation not readable ({exc})"
-            ) from None
-    if not found:
-        return Samples(
-            np.zeros((0, net.CROP), np.uint8), np.zeros((0, net.EXTRA), np.float32),
-            np.zeros((0, net.MOVES), bool), np.zeros(0, np.int64),
-        )  # fmt: skip
-    cells, extras, masks, labels = zip(*found, strict=True)
-    return Samples(np.array(cells, np.uint8), np.array(extras, np.float32), np.array(masks, bool),
-                   np.array(labels, np.int64))  # fmt: skip
+    found: list[tuple[Any, Any, Any, int]] = []
+    for request, units in rows.requests():
+        if isinstance(units, list):
+            with rows.readable(ValueError):
+                found += batch_samples(cloth.make_view(request), units, net)
+    return Samples.from_rows(net, found)
 
 
-def play(
-    bot: ModuleType, policy: Any, opponent: type[Any], seat: int, config: Mapping[str, Any]
-) -> int | None:
-    """One match in-process on the neutral cells of ``config["seed"]`` (the evaluation numbers its
-    matches): the bot folder's ``bot.py`` (its ``Trained`` class, playing ``policy``) in ``seat``
-    against an instance of ``opponent``; the winner's seat, or None for a draw."""
-    options = dict(config)
-    seed = int(options.pop("seed", 0))
-    mine = bot.Trained(policy)
-    bots = [mine, opponent()] if seat == 0 else [opponent(), mine]
-    engine = ClothEngine.new(options, seed=seed)
-    for s, b in enumerate(bots):
-        b.info = MatchInfo(seat=s, players=2, names=("a", "b"), game="cloth")
-        b.on_start(b.info)
-    while engine.result() is None:
-        moves = {}
-        for s, req in engine.pending().items():
-            view = cloth.make_view({"tick": engine.tick, **req})
-            moves[s] = cloth.units_for(bots[s].on_tick(view), view.max_units)
-        engine.apply(moves)
-    result = engine.result()
-    assert result is not None
-    return result.winner
+def answer(bot: Any, tick: int, request: dict[str, Any]) -> Any:
+    """What an SDK bot answers to a request, as the engine takes it."""
+    view = cloth.make_view({"tick": tick, **request})
+    return cloth.units_for(bot.on_tick(view), view.max_units)
+
+
+def _engine(config: dict[str, Any]) -> ClothEngine:
+    """The neutral cells of ``config["seed"]`` (the evaluation numbers its matches)."""
+    seed = int(config.pop("seed", 0))
+    return ClothEngine.new(config, seed=seed)
+
+
+#: One match in-process (`InProcessMatch`).
+play = InProcessMatch("cloth", _engine, answer)
 
 
 #: The end of a batch on a board of the default size, which the template's network reads (the report's

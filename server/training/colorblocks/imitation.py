@@ -11,16 +11,12 @@ and is not played.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
-from cellarena.sdk import MatchInfo
 from cellarena.sdk.games import colorblocks
 from cellarena.server.games.colorblocks.engine import ColorblocksEngine
-from cellarena.server.training.imitation import ImitationError, Samples, SeatRows
+from cellarena.server.training.imitation import InProcessMatch, Samples, SeatRows
 from cellarena.server.training.trainer import GameImitation
 
 
@@ -28,7 +24,9 @@ def _key(action: Any) -> tuple[Any, ...]:
     return tuple(action) if isinstance(action, list | tuple) else (action,)
 
 
-def turn_samples(view: colorblocks.View, actions: list[Any], net: ModuleType) -> list[tuple[Any, ...]]:
+def turn_samples(
+    view: colorblocks.View, actions: list[Any], net: ModuleType
+) -> list[tuple[Any, Any, Any, int]]:
     """(cells, extra, mask, label) of each action of one turn the game applied, then the turn's end."""
     out = []
     played = 0
@@ -49,46 +47,21 @@ def turn_samples(view: colorblocks.View, actions: list[Any], net: ModuleType) ->
 
 def seat_samples(rows: SeatRows, net: ModuleType) -> Samples:
     """One seat's samples: each action of each turn it played, and each turn's end."""
-    found: list[tuple[Any, ...]] = []
-    for tick, message, actions in zip(rows.ticks, rows.observations, rows.actions, strict=True):
-        if message is None or not isinstance(actions, list):
-            continue
-        try:
-            view = colorblocks.make_view({"tick": tick, **message})
-            found += turn_samples(view, actions, net)
-        except (ValueError, colorblocks.Refused) as exc:
-            raise ImitationError(
-                f"match {rows.match}, seat {rows.seat}: observation not readable ({exc})"
-            ) from None
-    if not found:
-        return Samples(
-            np.zeros((0, net.CROP), np.uint8), np.zeros((0, net.EXTRA), np.float32),
-            np.zeros((0, net.MOVES), bool), np.zeros(0, np.int64),
-        )  # fmt: skip
-    cells, extras, masks, labels = zip(*found, strict=True)
-    return Samples(np.array(cells, np.uint8), np.array(extras, np.float32), np.array(masks, bool),
-                   np.array(labels, np.int64))  # fmt: skip
+    found: list[tuple[Any, Any, Any, int]] = []
+    for request, actions in rows.requests():
+        if isinstance(actions, list):
+            with rows.readable(ValueError, colorblocks.Refused):
+                found += turn_samples(colorblocks.make_view(request), actions, net)
+    return Samples.from_rows(net, found)
 
 
-def play(
-    bot: ModuleType, policy: Any, opponent: type[Any], seat: int, config: Mapping[str, Any]
-) -> int | None:
-    """One match in-process: the bot folder's ``bot.py`` (its ``Trained`` class, playing ``policy``) in
-    ``seat`` against an instance of ``opponent``; the winner's seat, or None for a draw."""
-    mine = bot.Trained(policy)
-    bots = [mine, opponent()] if seat == 0 else [opponent(), mine]
-    engine = ColorblocksEngine.new(dict(config))
-    for s, b in enumerate(bots):
-        b.info = MatchInfo(seat=s, players=2, names=("a", "b"), game="colorblocks")
-        b.on_start(b.info)
-    while engine.result() is None:
-        engine.apply({
-            s: colorblocks.actions_of(bots[s].on_tick(colorblocks.make_view({"tick": engine.tick, **req})))
-            for s, req in engine.pending().items()
-        })  # fmt: skip
-    result = engine.result()
-    assert result is not None
-    return result.winner
+def answer(bot: Any, tick: int, request: dict[str, Any]) -> Any:
+    """What an SDK bot answers to a request, as the engine takes it."""
+    return colorblocks.actions_of(bot.on_tick(colorblocks.make_view({"tick": tick, **request})))
+
+
+#: One match in-process (`InProcessMatch`).
+play = InProcessMatch("colorblocks", ColorblocksEngine.new, answer)
 
 
 #: The action numbers' kinds for the classic map's size, which the template's network reads (the

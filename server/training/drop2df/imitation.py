@@ -10,16 +10,12 @@ SDK's `ActionCodes` number them for the policy's row length (0 passes, ``a < cel
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
-from cellarena.sdk import MatchInfo
 from cellarena.sdk.games import drop2df
 from cellarena.server.games.drop2df.engine import Drop2dfConfig, Drop2dfEngine
-from cellarena.server.training.imitation import ImitationError, Samples, SeatRows
+from cellarena.server.training.imitation import InProcessMatch, Samples, SeatRows, request_samples
 from cellarena.server.training.trainer import GameImitation
 
 
@@ -47,55 +43,24 @@ def action_of(ops: Any, codes: drop2df.ActionCodes) -> int | None:
 def seat_samples(rows: SeatRows, net: ModuleType) -> Samples:
     """One seat's samples: each request it was sent, labelled with the ops the game applied."""
     codes = drop2df.ActionCodes(net.CROP)
-    cells, extras, masks, labels = [], [], [], []
-    for tick, message, ops in zip(rows.ticks, rows.observations, rows.actions, strict=True):
-        label = action_of([] if ops is None else ops, codes)
-        if message is None or label is None:
-            continue
-        try:
-            view = drop2df.make_view({"tick": tick, **message})
-            c, e = net.observe(view)
-        except ValueError as exc:
-            raise ImitationError(
-                f"match {rows.match}, seat {rows.seat}: observation not readable ({exc})"
-            ) from None
-        m = net.legal(view)
-        m[label] = True  # the move played is a choice even where the mask would not offer it
-        cells.append(c)
-        extras.append(e)
-        masks.append(m)
-        labels.append(label)
-    if not labels:
-        return Samples(
-            np.zeros((0, net.CROP), np.uint8), np.zeros((0, net.EXTRA), np.float32),
-            np.zeros((0, net.MOVES), bool), np.zeros(0, np.int64),
-        )  # fmt: skip
-    return Samples(np.array(cells, np.uint8), np.array(extras, np.float32), np.array(masks, bool),
-                   np.array(labels, np.int64))  # fmt: skip
+    return request_samples(
+        rows, net, drop2df.make_view, lambda ops: action_of([] if ops is None else ops, codes)
+    )
 
 
-def play(
-    bot: ModuleType, policy: Any, opponent: type[Any], seat: int, config: Mapping[str, Any]
-) -> int | None:
-    """One match in-process on the board of ``config["seed"]`` (the evaluation numbers its matches):
-    the bot folder's ``bot.py`` (its ``Trained`` class, playing ``policy``) in ``seat`` against an
-    instance of ``opponent``; the winner's seat, or None for a draw."""
-    options = dict(config)
-    seed = int(options.pop("seed", 0))
-    mine = bot.Trained(policy)
-    bots = [mine, opponent()] if seat == 0 else [opponent(), mine]
-    engine = Drop2dfEngine.new({**options, "players": 2}, seed=seed)
-    for s, b in enumerate(bots):
-        b.info = MatchInfo(seat=s, players=2, names=("a", "b"), game="drop2df")
-        b.on_start(b.info)
-    while engine.result() is None:
-        engine.apply({
-            s: drop2df.moves_for(bots[s].on_tick(drop2df.make_view({"tick": engine.tick, **req})))
-            for s, req in engine.pending().items()
-        })  # fmt: skip
-    result = engine.result()
-    assert result is not None
-    return result.winner
+def answer(bot: Any, tick: int, request: dict[str, Any]) -> Any:
+    """What an SDK bot answers to a request, as the engine takes it."""
+    return drop2df.moves_for(bot.on_tick(drop2df.make_view({"tick": tick, **request})))
+
+
+def _engine(config: dict[str, Any]) -> Drop2dfEngine:
+    """Two seats on the board of ``config["seed"]`` (the evaluation numbers its matches)."""
+    seed = int(config.pop("seed", 0))
+    return Drop2dfEngine.new({**config, "players": 2}, seed=seed)
+
+
+#: One match in-process (`InProcessMatch`).
+play = InProcessMatch("drop2df", _engine, answer)
 
 
 #: The cells of a row of the default length, which the template's network reads (the report's names).

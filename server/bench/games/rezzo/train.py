@@ -23,6 +23,7 @@ from typing import Any
 import click
 
 from cellarena.server.bench.harness import json_option, report
+from cellarena.server.cli.params import ranged_option
 
 #: Issue 30's goals.
 GOAL_SECONDS = 15 * 60
@@ -124,10 +125,8 @@ def run(bots_dir: Path, out: Path, matches: int, max_ticks: int, train_args: lis
     show_default=True,
     help="Folder for the weights and the tournaments (replaced on every run).",
 )
-@click.option(
-    "--matches", default=20, show_default=True, type=click.IntRange(2, 1000), help="Matches per opponent."
-)
-@click.option("--max-ticks", default=3000, show_default=True, type=click.IntRange(1), help="The tick cap.")
+@ranged_option("--matches", 20, click.IntRange(2, 1000), "Matches per opponent.")
+@ranged_option("--max-ticks", 3000, click.IntRange(1), "The tick cap.")
 @click.option(
     "--train-args",
     default="",

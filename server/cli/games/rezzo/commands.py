@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cellarena.server.cli.games.rezzo.options import map_option
+from cellarena.server.cli.params import ranged_option
 from cellarena.server.games.base import ConfigError
 
 if TYPE_CHECKING:
@@ -22,12 +23,8 @@ if TYPE_CHECKING:
 
 @click.command("rezzo")
 @map_option
-@click.option(
-    "--ticks",
-    default=300,
-    show_default=True,
-    type=click.IntRange(1, 1_000_000),
-    help="Decision points to run (fewer if the match ends).",
+@ranged_option(
+    "--ticks", 300, click.IntRange(1, 1_000_000), "Decision points to run (fewer if the match ends)."
 )
 @click.option(
     "--agents",
@@ -38,9 +35,7 @@ if TYPE_CHECKING:
     help="What every agent does: nothing, or seeded random moves.",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed for the random agents.")
-@click.option(
-    "--max-ticks", default=3000, show_default=True, type=click.IntRange(1), help="The match's tick cap."
-)
+@ranged_option("--max-ticks", 3000, click.IntRange(1), "The match's tick cap.")
 @click.option("--torus", is_flag=True, help="Wrap the world's edges (rule variant).")
 @click.option(
     "--enemy-bases-only",

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from cellarena.server.cli.game_cli import GameCli
+from cellarena.server.cli.params import ranged_option
 
 map_option = click.option(
     "--map", "map_", default="duel", show_default=True, help="Built-in map name or path to a map file."
@@ -20,9 +21,7 @@ def _config(map_: str = "duel", max_ticks: int = 3000) -> dict[str, Any]:
 CLI = GameCli(
     options=[
         map_option,
-        click.option(
-            "--max-ticks", default=3000, show_default=True, type=click.IntRange(1), help="The tick cap."
-        ),
+        ranged_option("--max-ticks", 3000, click.IntRange(1), "The tick cap."),
     ],
     config=_config,
     map_key="map",

@@ -428,18 +428,14 @@ class BatchedRezzo:
     def _transition(self, advancing: np.ndarray) -> None:
         """The CA transition and loss processing of every world (those not advancing are put back):
         compiled (`batched_kernel`, on one thread or several) or in numpy (`NumpyTransition`)."""
+        args = (self.codes, self._near, advancing, self.pw, self._t["photon"], self._loss_any)
         if self._parallel is not None:
-            rows = self._parallel.transition(
-                self.codes, self._near, advancing, self.pw, self._t["photon"], self._loss_any
-            )
+            rows = self._parallel.transition(args)
         elif self.backend == "numba":
-            photon, scratch = self._t["photon"], self._kernel_scratch
             found, start, parts = self._found, 0, []
             while True:
                 found[0, 0] = 0
-                start = _kernels().transition(
-                    self.codes, self._near, advancing, self.pw, photon, self._loss_any, scratch, start, found
-                )
+                start = _kernels().transition(args, self._kernel_scratch, start, found)
                 parts.append(found[1 : found[0, 0] + 1].copy())
                 if start >= self.batch:
                     break

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,7 @@ from cellarena.sdk.games.rezzo import (
     Facing,
     Move,
 )
+from cellarena.server.games.rezzo.batch.cells import AgentState, Counts, TransitionArgs, ViewState
 from cellarena.server.games.rezzo.planes import AT_BASE, BURNT, FORMED
 
 _CONDUCTOR, _ELECTRON, _TAIL, _PHOTON = (
@@ -97,26 +99,17 @@ def _resolve_word(
     return losers
 
 
-def _transition(
-    codes: np.ndarray,
-    near: np.ndarray,
-    advancing: np.ndarray,
-    pw: int,
-    photon: np.ndarray,
-    loss_any: np.ndarray,
-    scratch: np.ndarray,
-    start: int,
-    found: np.ndarray,
-) -> int:
-    """`numpy_transition.NumpyTransition` for worlds ``start``.. : the next codes of the advancing
-    worlds of ``codes`` (B, plane) in place, and their loss bits (judged on the old state) in
-    ``loss_any``. ``near``: `BatchedRezzo._near`; ``photon``: its photon table; ``scratch``: (5,
-    plane rounded up to a multiple of 8) zeros.
+def _transition(args: TransitionArgs, scratch: np.ndarray, start: int, found: np.ndarray) -> int:
+    """`numpy_transition.NumpyTransition` for worlds ``start``.. : ``args`` (codes, near, advancing,
+    pw, photon, loss_any), the next codes of the advancing worlds of ``codes`` (B, plane) in place,
+    and their loss bits (judged on the old state) in ``loss_any``. ``near``: `BatchedRezzo._near`;
+    ``photon``: its photon table; ``scratch``: (5, plane rounded up to a multiple of 8) zeros.
 
     The flags touched go to ``found`` as rows (world, cell, kind, owner) after the count in
     ``found[0, 0]`` (row 0 holds the count): formed, burnt, beside a base (`planes.FORMED`...). A world
     may add up to two rows per cell, so the kernel stops before a world that might not fit and
     returns its index (the caller makes room and calls again from there); B when all are done."""
+    codes, near, advancing, pw, photon, loss_any = args
     u8 = np.uint8
     plane = codes.shape[1]
     n = plane - 2 * pw  # the inner cells: rows 1..ph-2, whose 3x3 blocks lie within the world
@@ -174,23 +167,20 @@ def _transition(
 
 
 def _views(
-    codes: np.ndarray,
-    dmg: np.ndarray,
-    x: np.ndarray,
-    y: np.ndarray,
-    facing: np.ndarray,
+    state: ViewState,
     worlds: np.ndarray,
-    fwd: np.ndarray,
-    right: np.ndarray,
-    height: int,
-    width: int,
+    size: tuple[int, int],
     relative: np.ndarray,
     per_player: int,
     out: np.ndarray,
 ) -> None:
     """Row j of ``out`` (len(worlds), N, 2, 169): the viewports of world ``worlds[j]`` as
-    `BatchedRezzo.views` gives them; ``relative[p]`` maps a code to what player p's bot sees.
-    Off the world: OOB, no damage (the state's corner cell)."""
+    `BatchedRezzo.views` gives them; ``state``: codes, damage, x, y, facing; ``size``: (H, W);
+    ``relative[p]`` maps a code to what player p's bot sees. Off the world: OOB, no damage (the
+    state's corner cell)."""
+    codes, dmg, x, y, facing = state
+    height, width = size
+    fwd, right = _FWD, _SIDE
     pw = width + 2
     for j in range(worlds.shape[0]):
         b = worlds[j]
@@ -230,25 +220,22 @@ def _turned(f: int, m: int) -> int:
 
 
 def _agent_phase(
-    codes: np.ndarray,
-    dmg: np.ndarray,
+    state: AgentState,
     moves: np.ndarray,
     running: np.ndarray,
-    agents: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    tick: np.ndarray,
     shape: tuple[int, int, int],
     hittable: np.ndarray,
-    illegal: np.ndarray,
-    blocked: np.ndarray,
+    counts: Counts,
     cuts: np.ndarray,
 ) -> None:
     """`BatchedRezzo._agent_phase`: each running world's agents move in resolution order (slot k of
-    every player, the player whose turn it is first). ``agents``: (x, y, facing, alive) (B, N);
-    ``shape``: (players, agents per player, pw); ``hittable``: the 256 codes' table. ``illegal``
-    and ``blocked`` (B, P) count each player's illegal moves and, of those, advances and builds
-    refused. ``cuts`` (B, N, 2): per agent whose hit blanked a cell, that cell and the code it held
-    (else left as it is)."""
-    x, y, facing, alive = agents
+    every player, the player whose turn it is first). ``state``: codes, damage, then x, y, facing,
+    alive (B, N), and tick; ``moves``: (B, N) int64; ``shape``: (players, agents per player, pw);
+    ``hittable``: the 256 codes' table. ``counts``: ``illegal`` and ``blocked`` (B, P), each
+    player's illegal moves and, of those, advances and builds refused. ``cuts`` (B, N, 2): per agent
+    whose hit blanked a cell, that cell and the code it held (else left as it is)."""
+    codes, dmg, x, y, facing, alive, tick = state
+    illegal, blocked = counts
     players, per_player, pw = shape
     for b in range(codes.shape[0]):
         if not running[b]:
@@ -310,60 +297,25 @@ def compile_called(numba: Any) -> None:
         names[name] = _compile(numba, names[name], inline="always")
 
 
+#: The loops' signatures, which mypy checks the calls of their compiled forms against.
+AgentPhase = Callable[
+    [AgentState, np.ndarray, np.ndarray, tuple[int, int, int], np.ndarray, Counts, np.ndarray], None
+]
+Transition = Callable[[TransitionArgs, np.ndarray, int, np.ndarray], int]
+Views = Callable[[ViewState, np.ndarray, tuple[int, int], np.ndarray, int, np.ndarray], None]
+
+
 class Kernels:
-    """The compiled loops, typed. Constructing it imports numba (ImportError without it); each loop
-    compiles, or loads from numba's cache, on its first call."""
+    """The compiled loops: `_agent_phase`, `_transition` and `_views`. Constructing it imports numba
+    (ImportError without it); each loop compiles, or loads from numba's cache, on its first call."""
+
+    agent_phase: AgentPhase
+    transition: Transition
+    views: Views
 
     def __init__(self) -> None:
         numba = importlib.import_module("numba")
         compile_called(numba)
-        self._transition = _compile(numba, _transition)
-        self._views = _compile(numba, _views)
-        self._agent_phase = _compile(numba, _agent_phase)
-
-    def agent_phase(
-        self,
-        state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-        moves: np.ndarray,
-        running: np.ndarray,
-        shape: tuple[int, int, int],
-        hittable: np.ndarray,
-        counts: tuple[np.ndarray, np.ndarray],
-        cuts: np.ndarray,
-    ) -> None:
-        """``state``: codes, damage, x, y, facing, alive, tick; ``moves``: (B, N) int64; ``counts``:
-        the illegal moves and the blocked agents, per world and player."""
-        codes, dmg, x, y, facing, alive, tick = state
-        agents = (x, y, facing, alive)
-        illegal, blocked = counts
-        self._agent_phase(codes, dmg, moves, running, agents, tick, shape, hittable, illegal, blocked, cuts)
-
-    def transition(
-        self,
-        codes: np.ndarray,
-        near: np.ndarray,
-        advancing: np.ndarray,
-        pw: int,
-        photon: np.ndarray,
-        loss_any: np.ndarray,
-        scratch: np.ndarray,
-        start: int,
-        found: np.ndarray,
-    ) -> int:
-        stopped: int = self._transition(codes, near, advancing, pw, photon, loss_any, scratch, start, found)
-        return stopped
-
-    def views(
-        self,
-        state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-        worlds: np.ndarray,
-        size: tuple[int, int],
-        relative: np.ndarray,
-        per_player: int,
-        out: np.ndarray,
-    ) -> None:
-        """``state``: codes, damage, x, y, facing as `BatchedRezzo` holds them; ``size``: (H, W)."""
-        codes, dmg, x, y, facing = state
-        self._views(
-            codes, dmg, x, y, facing, worlds, _FWD, _SIDE, size[0], size[1], relative, per_player, out
-        )
+        self.agent_phase = _compile(numba, _agent_phase)
+        self.transition = _compile(numba, _transition)
+        self.views = _compile(numba, _views)

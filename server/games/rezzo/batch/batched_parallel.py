@@ -12,10 +12,14 @@ pays for large batches only (`cellarena bench env` measures both).
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 
 from cellarena.server.games.rezzo.batch import batched_kernel
+from cellarena.server.games.rezzo.batch.batched_kernel import AgentPhase, Views
+from cellarena.server.games.rezzo.batch.cells import AgentState, Counts, TransitionArgs, ViewState
 
 batched_kernel.compile_called(numba)  # the functions the loops call, compiled before the loops
 _transition = numba.njit(cache=True)(batched_kernel._transition)
@@ -25,36 +29,19 @@ _agent_phase = numba.njit(cache=True)(batched_kernel._agent_phase)
 
 @numba.njit(parallel=True, cache=True)
 def _transition_runs(
-    codes: np.ndarray,
-    near: np.ndarray,
-    advancing: np.ndarray,
-    pw: int,
-    photon: np.ndarray,
-    loss_any: np.ndarray,
-    scratch: np.ndarray,
-    bounds: np.ndarray,
-    at: np.ndarray,
-    found: np.ndarray,
+    args: TransitionArgs, scratch: np.ndarray, bounds: np.ndarray, at: np.ndarray, found: np.ndarray
 ) -> None:
     """`batched_kernel._transition` per run r of worlds ``bounds[r]``..``bounds[r + 1]``, from world
     ``at[r]`` on, with ``scratch[r]`` and ``found[r]``; ``at[r]`` becomes where it stopped (the end
     of its run when done)."""
+    codes, near, advancing, pw, photon, loss_any = args
     for r in numba.prange(bounds.shape[0] - 1):
         lo, hi = bounds[r], bounds[r + 1]
         if at[r] >= hi:
             continue
         f = found[r]
-        stop = _transition(
-            codes[lo:hi],
-            near[lo:hi],
-            advancing[lo:hi],
-            pw,
-            photon,
-            loss_any[lo:hi],
-            scratch[r],
-            at[r] - lo,
-            f,
-        )
+        run = (codes[lo:hi], near[lo:hi], advancing[lo:hi], pw, photon, loss_any[lo:hi])
+        stop = _transition(run, scratch[r], at[r] - lo, f)
         at[r] = lo + stop
         for k in range(1, f[0, 0] + 1):
             f[k, 0] += lo
@@ -62,76 +49,42 @@ def _transition_runs(
 
 @numba.njit(parallel=True, cache=True)
 def _views_runs(
-    codes: np.ndarray,
-    dmg: np.ndarray,
-    x: np.ndarray,
-    y: np.ndarray,
-    facing: np.ndarray,
+    most: int,
+    state: ViewState,
     worlds: np.ndarray,
-    fwd: np.ndarray,
-    right: np.ndarray,
-    height: int,
-    width: int,
+    size: tuple[int, int],
     relative: np.ndarray,
     per_player: int,
     out: np.ndarray,
-    runs: int,
 ) -> None:
-    """`batched_kernel._views` over ``runs`` runs of the rows of ``worlds`` and ``out``."""
+    """`batched_kernel._views` over ``most`` runs (fewer for fewer rows) of the rows of ``worlds``
+    and ``out``."""
     n = worlds.shape[0]
+    runs = max(1, min(most, n))
     for r in numba.prange(runs):
         lo, hi = r * n // runs, (r + 1) * n // runs
-        _views(
-            codes,
-            dmg,
-            x,
-            y,
-            facing,
-            worlds[lo:hi],
-            fwd,
-            right,
-            height,
-            width,
-            relative,
-            per_player,
-            out[lo:hi],
-        )
+        _views(state, worlds[lo:hi], size, relative, per_player, out[lo:hi])
 
 
 @numba.njit(parallel=True, cache=True)
 def _agent_phase_runs(
-    codes: np.ndarray,
-    dmg: np.ndarray,
+    bounds: np.ndarray,
+    state: AgentState,
     moves: np.ndarray,
     running: np.ndarray,
-    x: np.ndarray,
-    y: np.ndarray,
-    facing: np.ndarray,
-    alive: np.ndarray,
-    tick: np.ndarray,
     shape: tuple[int, int, int],
     hittable: np.ndarray,
-    illegal: np.ndarray,
-    blocked: np.ndarray,
+    counts: Counts,
     cuts: np.ndarray,
-    bounds: np.ndarray,
 ) -> None:
     """`batched_kernel._agent_phase` per run of worlds ``bounds[r]``..``bounds[r + 1]``."""
+    codes, dmg, x, y, facing, alive, tick = state
+    illegal, blocked = counts
     for r in numba.prange(bounds.shape[0] - 1):
         lo, hi = bounds[r], bounds[r + 1]
-        agents = (x[lo:hi], y[lo:hi], facing[lo:hi], alive[lo:hi])
+        run = (codes[lo:hi], dmg[lo:hi], x[lo:hi], y[lo:hi], facing[lo:hi], alive[lo:hi], tick[lo:hi])
         _agent_phase(
-            codes[lo:hi],
-            dmg[lo:hi],
-            moves[lo:hi],
-            running[lo:hi],
-            agents,
-            tick[lo:hi],
-            shape,
-            hittable,
-            illegal[lo:hi],
-            blocked[lo:hi],
-            cuts[lo:hi],
+            run, moves[lo:hi], running[lo:hi], shape, hittable, (illegal[lo:hi], blocked[lo:hi]), cuts[lo:hi]
         )
 
 
@@ -153,16 +106,12 @@ class ParallelKernels:
         # As `BatchedRezzo._found`, per run: a world adds up to 2 rows per cell.
         self.found = np.zeros((runs, 2 * plane + 16 * longest + 1, 4), np.int64)
         self._at = np.zeros(runs, np.int64)
+        #: `Kernels.views`, the rows of the worlds asked for split into runs.
+        self.views: Views = functools.partial(_views_runs, runs)
+        #: `Kernels.agent_phase`, the worlds split into runs.
+        self.agent_phase: AgentPhase = functools.partial(_agent_phase_runs, self.bounds)
 
-    def transition(
-        self,
-        codes: np.ndarray,
-        near: np.ndarray,
-        advancing: np.ndarray,
-        pw: int,
-        photon: np.ndarray,
-        loss_any: np.ndarray,
-    ) -> np.ndarray:
+    def transition(self, args: TransitionArgs) -> np.ndarray:
         """`Kernels.transition` over every world; returns the flags found, rows (world, cell, kind,
         owner), as the serial loop finds them (a run whose buffer filled goes on from where it
         stopped)."""
@@ -171,9 +120,7 @@ class ParallelKernels:
         parts = []
         while True:
             found[:, 0, 0] = 0
-            _transition_runs(
-                codes, near, advancing, pw, photon, loss_any, self.scratch, self.bounds, at, found
-            )
+            _transition_runs(args, self.scratch, self.bounds, at, found)
             for r in range(self.runs):
                 count = int(found[r, 0, 0])
                 if count:
@@ -181,51 +128,3 @@ class ParallelKernels:
             if (at >= ends).all():
                 break
         return np.concatenate(parts) if parts else np.zeros((0, 4), np.int64)
-
-    def views(
-        self,
-        state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-        worlds: np.ndarray,
-        size: tuple[int, int],
-        relative: np.ndarray,
-        per_player: int,
-        out: np.ndarray,
-    ) -> None:
-        """`Kernels.views`, the rows of ``worlds`` split into runs."""
-        codes, dmg, x, y, facing = state
-        fwd, side = batched_kernel._FWD, batched_kernel._SIDE
-        runs = max(1, min(self.runs, worlds.shape[0]))
-        _views_runs(
-            codes, dmg, x, y, facing, worlds, fwd, side, size[0], size[1], relative, per_player, out, runs
-        )
-
-    def agent_phase(
-        self,
-        state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-        moves: np.ndarray,
-        running: np.ndarray,
-        shape: tuple[int, int, int],
-        hittable: np.ndarray,
-        counts: tuple[np.ndarray, np.ndarray],
-        cuts: np.ndarray,
-    ) -> None:
-        """`Kernels.agent_phase`, the worlds split into runs."""
-        codes, dmg, x, y, facing, alive, tick = state
-        illegal, blocked = counts
-        _agent_phase_runs(
-            codes,
-            dmg,
-            moves,
-            running,
-            x,
-            y,
-            facing,
-            alive,
-            tick,
-            shape,
-            hittable,
-            illegal,
-            blocked,
-            cuts,
-            self.bounds,
-        )

@@ -1,6 +1,9 @@
-"""What the batched step's modules share: the OOB border, viewport sizes, and codes as plain ints."""
+"""What the batched step's modules share: the OOB border, viewport sizes, codes as plain ints, and the
+arrays its loops take (numpy, compiled, compiled over runs of worlds), typed once."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell, Move
 
@@ -15,3 +18,13 @@ BLANK, CONDUCTOR, ELECTRON, TAIL, PHOTON = (
     int(c) for c in (Cell.BLANK, Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL, Cell.PHOTON)
 )
 AGENT, FLAG, BASE = int(Cell.AGENT), int(Cell.FLAG), int(Cell.BASE)
+
+#: The agent phase's state as `BatchedRezzo` holds it: codes, damage, x, y, facing, alive, tick.
+AgentState = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: The viewports' state: codes, damage, x, y, facing.
+ViewState = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: The agent phase's counts per world and player: the illegal moves and, of those, the blocked ones.
+Counts = tuple[np.ndarray, np.ndarray]
+#: The transition's inputs: codes, `BatchedRezzo._near`, the advancing worlds, the padded width, the
+#: photon table, and the loss bits it writes.
+TransitionArgs = tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]

@@ -1,6 +1,6 @@
 """`BatchedRezzo`'s agent phase in numpy: one resolution slot at a time, each slot a vectorised move of
 one agent in every world (moves within a world stay sequential, as the rulebook wants). It takes the
-arguments of `batched_kernel.Kernels.agent_phase`, its compiled twin."""
+arguments of `batched_kernel._agent_phase`, its compiled twin."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from cellarena.server.games.rezzo.batch.cells import (
     LEFT,
     NOOP,
     RIGHT,
+    AgentState,
+    Counts,
 )
 
 #: Per facing N, E, S, W: the step forward.
@@ -26,12 +28,12 @@ _FY = np.array([FORWARD[f][1] for f in Facing], np.intp)
 
 
 def agent_phase(
-    state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    state: AgentState,
     moves: np.ndarray,
     running: np.ndarray,
     shape: tuple[int, int, int],
     hittable: np.ndarray,
-    counts: tuple[np.ndarray, np.ndarray],
+    counts: Counts,
     cuts: np.ndarray,
 ) -> None:
     """``state``: codes, damage, x, y, facing, alive, tick; ``moves`` (B, N); ``shape``: (players,
