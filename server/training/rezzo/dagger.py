@@ -174,7 +174,8 @@ def dagger(
         won = {"won": 0, "lost": 0, "drawn": 0}
         for env in envs:
             got = _rollout(env, net, teacher, None if r == 0 else policy, beta, o.steps, rng)
-            for store, part in zip(data, got[:4], strict=True):
+            parts: tuple[list[Any], ...] = got[:4]
+            for store, part in zip(data, parts, strict=True):
                 store.extend(part)
             steps += o.steps * env.num_envs
             won = {key: won[key] + got[4][key] for key in won}
