@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from cellarena_cli import CLI, ROOT, cellarena
@@ -212,3 +213,106 @@ def test_other_games_say_what_there_is() -> None:
     listed = invoke("train", "--help")
     assert listed.exit_code == 0
     assert all(g in listed.output for g in ("rezzo", "cata", "cloth", "colorblocks", "drop2df"))
+
+
+# ================================================================================ --reinforce
+@pytest.fixture(scope="module")
+def reinforced(loop: dict[str, Any]) -> dict[str, Any]:
+    """`train rezzo --reinforce` twice with the same options, on a budget of seconds: the new-bot folder's
+    network, fresh, against random_walker and a trained bot folder (the imitated weights, a.npz), with a
+    reward for wire built that makes the returns differ within a few steps."""
+    tmp = loop["tmp"]
+    rival = tmp / "rival"
+    shutil.copytree(loop["bot_dir"], rival, ignore=shutil.ignore_patterns("policy.npz", "__pycache__"))
+    shutil.copy(tmp / "a.npz", rival / "policy.npz")
+    reports = []
+    for out in ("r1.npz", "r2.npz"):
+        ran = invoke(
+            "train", "rezzo", "--reinforce", "--bot-dir", str(loop["bot_dir"]), "--out", str(tmp / out),
+            "--opponent", "random_walker", "--opponent", str(rival),
+            "--bots-dir", str(BOTS), "--steps", "12", "--worlds", "2", "--seed", "3",
+            "--reward", "wire_built=0.1", "--eval", "0", "--json",
+        )  # fmt: skip
+        assert ran.exit_code == 0, ran.output
+        reports.append(json.loads(ran.output))
+    return {"tmp": tmp, "reports": reports}
+
+
+def test_reinforcement_trains_the_folders_network_and_the_same_seed_writes_the_same_bytes(
+    reinforced: dict[str, Any],
+) -> None:
+    tmp, report = reinforced["tmp"], reinforced["reports"][0]
+    assert report["ok"] and report["steps"] == 12 and report["agent_steps"] == 24 and report["updates"] == 1
+    assert report["from"] == "a fresh network (seed 3)"
+    assert report["opponents"] == ["random_walker", str(tmp / "rival")]
+    assert report["rewards"] == {"outcome": 1.0, "enemy_flag_distance": 0.05, "own_flag_distance": 0.05,
+                                 "wire_built": 0.1}  # fmt: skip
+    assert report["reward_per_agent_step"] > 0  # wire built, paid
+    assert (tmp / "r1.npz").read_bytes() == (tmp / "r2.npz").read_bytes()
+    again = reinforced["reports"][1]
+    assert again == {**report, "seconds": again["seconds"], "out": again["out"]}
+
+
+def test_the_reinforced_weights_load_into_the_bot_and_play_a_match(
+    loop: dict[str, Any], reinforced: dict[str, Any]
+) -> None:
+    """The folder's bot.py plays the reinforced weights over TCP, every answer well formed; and the
+    command's own evaluation plays them in-process."""
+    tmp, bot = loop["tmp"], loop["bot_dir"] / "bot.py"
+    replay = tmp / "reinforced.replay"
+    ran = cellarena(
+        "match", "rezzo",
+        "--bot", f"reinforced={PY} {bot} --weights {tmp / 'r1.npz'}",
+        "--bot", f"raider={PY} {BOTS / 'raider.py'}",
+        "--max-ticks", "60", "--fast", "--replay", str(replay),
+        timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    recorded = read_replay(replay)
+    verify(recorded)
+    assert recorded.complete and recorded.names[0] == "reinforced" and len(recorded.ticks) == 60
+    assert all(not t.invalid.get(0) for t in recorded.ticks)
+    played = invoke(
+        "train", "rezzo", "--reinforce", "--bot-dir", str(loop["bot_dir"]), "--out", str(tmp / "r3.npz"),
+        "--from-weights", str(tmp / "r1.npz"), "--steps", "2", "--worlds", "1", "--opponent", "random",
+        "--eval", "2", "--against", "raider", "--max-ticks", "30", "--bots-dir", str(BOTS),
+    )  # fmt: skip
+    assert played.exit_code == 0, played.output
+    assert f"reinforced from {tmp / 'r1.npz'} for 2 steps" in played.output
+    assert "against raider: won" in played.output and " of 2, drew " in played.output
+
+
+def test_returns_are_discounted_and_cut_where_an_episode_ended() -> None:
+    from cellarena.server.training.rezzo.reinforce import _returns
+
+    rewards = np.array([[0.0, 1.0], [0.0, 0.0], [1.0, 2.0]])
+    ends = np.array([[False, True], [False, False], [False, False]])
+    got = _returns(rewards, ends, 0.5)
+    assert got.tolist() == [[0.25, 1.0], [0.5, 1.0], [1.0, 2.0]]
+
+
+def test_reinforce_refuses_bad_arguments_and_games_without_reward_terms(loop: dict[str, Any]) -> None:
+    tmp, bot_dir = loop["tmp"], str(loop["bot_dir"])
+    out = ("--out", str(tmp / "bad.npz"))
+    ran = invoke("train", "cata", "--reinforce", "--bot-dir", str(tmp), *out)
+    assert ran.exit_code == 1 and "cata has no reward terms to reinforce with" in ran.output
+    assert "imitation works: `cellarena train cata --dataset DIR --imitate BOT" in ran.output
+    ran = invoke("train", "rezzo", "--reinforce", "--bot-dir", str(tmp / "missing"), *out)
+    assert ran.exit_code == 2 and f"--bot-dir {tmp / 'missing'}: no such folder" in ran.output
+    ran = invoke("train", "rezzo", "--reinforce", "--bot-dir", str(tmp), *out)
+    assert ran.exit_code == 1 and f"--bot-dir {tmp}: no policy.py in it" in ran.output
+    ran = invoke("train", "rezzo", "--bot-dir", bot_dir, *out)
+    assert ran.exit_code == 2 and "Missing option '--dataset'" in ran.output and "--reinforce" in ran.output
+    ran = invoke("train", "rezzo", "--reinforce", "--dataset", str(tmp / "data"), "--bot-dir", bot_dir, *out)
+    assert ran.exit_code == 2 and "leave out --dataset and --imitate" in ran.output
+    bad = {
+        ("--reward", "wire"): "give TERM=WEIGHT",
+        ("--reward", "wires=1"): "unknown reward term 'wires'",
+        ("--opponent", "nobody"): "--opponent nobody: neither random, an example bot",
+        ("--from-weights", str(tmp / "nope.npz")): f"--from-weights: no weights at {tmp / 'nope.npz'}",
+    }
+    for args, message in bad.items():
+        ran = invoke("train", "rezzo", "--reinforce", "--bot-dir", bot_dir, *out, "--bots-dir", str(BOTS),
+                     "--steps", "1", "--worlds", "1", "--eval", "0", *args)  # fmt: skip
+        assert ran.exit_code in (1, 2) and message in ran.output, (args, ran.output)
+    assert not (tmp / "bad.npz").exists()

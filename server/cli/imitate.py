@@ -2,7 +2,8 @@
 ``cellarena.server.training.GAME.imitation``): behaviour cloning of one bot's rows of an exported
 dataset into a bot folder's network, then the result played in-process against the game's example
 bots (docs/training.md). The options are the same for every game but the evaluation's match options
-and the defaults, which the game's spec gives.
+and the defaults, which the game's spec gives. ``--reinforce`` (`reinforce`) trains the same folder
+from its own play instead, where the game has reward terms.
 
 Only the dataset is read, never the imitated bot's program; numpy and pyarrow load when it runs.
 """
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from cellarena.server.cli.reinforce import reinforce_options, run_reinforce
 
 if TYPE_CHECKING:
     from cellarena.server.training.trainer import GameImitation
@@ -48,6 +51,15 @@ def imitation_command(spec: GameImitation) -> click.Command:
         from cellarena.server.training.imitation import ImitationError
         from cellarena.server.training.trainer import evaluate, imitate
 
+        if kw["reinforce"]:
+            run_reinforce(spec, kw)
+            return
+        for needed in ("dataset", "imitate"):
+            if kw[needed] is None:
+                raise click.UsageError(
+                    f"Missing option '--{needed}': imitation learns from an exported dataset "
+                    "(--dataset DIR --imitate BOT); --reinforce learns from its own play instead"
+                )
         if kw["bot_dir"] is None:
             raise click.UsageError(
                 f"Missing option '--bot-dir': the bot folder to train (`cellarena new-bot {game} NAME "
@@ -79,14 +91,14 @@ def imitation_command(spec: GameImitation) -> click.Command:
             )
 
     params: list[click.Parameter] = [
-        click.Option(["--dataset"], required=True, type=click.Path(path_type=Path),
-                     help="An exported dataset (`cellarena replay export` or `cellarena ladder export`)."),
-        click.Option(["--imitate"], required=True, metavar="BOT",
-                     help="The bot whose moves to learn (its name in the dataset)."),
+        click.Option(["--dataset"], type=click.Path(path_type=Path),
+                     help="Imitation: an exported dataset (`cellarena replay export` or `ladder export`)."),
+        click.Option(["--imitate"], metavar="BOT",
+                     help="Imitation: the bot whose moves to learn (its name in the dataset)."),
         click.Option(["--out"], required=True, type=click.Path(dir_okay=False, path_type=Path),
                      help="The weights file to write (.npz)."),
         click.Option(["--bot-dir"], type=click.Path(file_okay=False, path_type=Path), default=bot_dir,
-                     required=bot_dir is None, show_default=bot_dir is not None,
+                     show_default=bot_dir is not None,
                      help="The bot folder whose network (policy.py) is trained and whose bot.py plays the "
                      f"evaluation (`cellarena new-bot {game} NAME --template trained` writes one)."),
         click.Option(["--epochs"], default=30, show_default=True, type=click.IntRange(1, 10_000),
@@ -105,15 +117,19 @@ def imitation_command(spec: GameImitation) -> click.Command:
                      default=Path(f"example_bots/{game}"), show_default=True,
                      help="The folder of the example bots the evaluation plays."),
         *(_match_option(key, default, text) for key, (default, text) in spec.match_options.items()),
+        *reinforce_options(),
         click.Option(["--json", "as_json"], is_flag=True, help="Print one JSON object at the end."),
     ]  # fmt: skip
     return click.Command(
         game,
         callback=command,
         params=params,
-        help=f"""Learn BOT's moves from an exported dataset into a bot folder's network (--out), then play it.
+        help=f"""Train a bot folder's network (--out): learn BOT's moves from an exported dataset
+        (--dataset DIR --imitate BOT), or reinforce it with the reward terms (--reinforce); then play it.
 
-        Each seat BOT played in the dataset's {game} matches is replayed in tick order through the bot
-        folder's own inputs (policy.observe) and fitted to the moves the game applied. Seeded: the same
-        command writes the same bytes.""",
+        Imitation: each seat BOT played in the dataset's {game} matches is replayed in tick order through
+        the bot folder's own inputs (policy.observe) and fitted to the moves the game applied.
+        Reinforcement (games with reward terms: Rezzo): the network plays --opponent in the vector
+        environment and learns from the rewards (docs/training.md). Seeded: the same command writes
+        the same bytes.""",
     )

@@ -37,5 +37,6 @@ def _not_yet(game: str) -> click.Command:
 train = GameGroup(
     "train",
     factory=_not_yet,
-    help="Train a bot's network from an exported dataset (imitation): one subcommand per game.",
+    help="Train a bot's network from an exported dataset (imitation), or by reinforcement where the game "
+    "has reward terms (Rezzo): one subcommand per game.",
 )

@@ -28,6 +28,28 @@ from cellarena.server.training.imitation import (
 
 
 @dataclass(frozen=True)
+class ReinforceRequest:
+    """What `cellarena train GAME --reinforce` asks of a game that offers reinforcement: fine-tune
+    ``bot_dir``'s network (from ``from_weights``, else a fresh one of ``seed``) against ``opponents``
+    (names; empty: the game's default) with the reward weights ``rewards`` (over the game's
+    defaults) for ``steps`` steps of ``worlds`` worlds or ``seconds``, the weights written to
+    ``out``; ``config`` holds the match options (``--map``...), ``say`` shows the progress."""
+
+    bot_dir: Path
+    out: Path
+    from_weights: Path | None
+    opponents: Sequence[str]
+    bots_dir: Path
+    steps: int
+    seconds: float | None
+    seed: int
+    worlds: int
+    rewards: Mapping[str, float]
+    config: Mapping[str, Any]
+    say: Callable[[str], None]
+
+
+@dataclass(frozen=True)
 class GameImitation:
     """What imitation needs of one game."""
 
@@ -53,6 +75,9 @@ class GameImitation:
     #: Whether each evaluation match gets a board of its own: `play` then finds the match's number
     #: as ``config["seed"]`` (a game whose board comes from the seed, such as a duplicate puzzle).
     seeded: bool = False
+    #: Reinforcement with the game's reward terms (`cellarena train GAME --reinforce`): what it did, as
+    #: JSON-ready numbers. None: the game has no reward terms, and ``--reinforce`` says so.
+    reinforce: Callable[[ReinforceRequest], dict[str, Any]] | None = None
 
 
 @dataclass

@@ -19,8 +19,9 @@ from cellarena.sdk import MatchInfo, Move, Tracker, View, Viewport
 from cellarena.sdk.games.rezzo import VIEW_SIZE
 from cellarena.server.dataset.views import FixedView
 from cellarena.server.games.rezzo.engine import RezzoEngine
+from cellarena.server.training.bot_folder import policy_module
 from cellarena.server.training.imitation import ImitationError, Samples, SeatRows
-from cellarena.server.training.trainer import GameImitation
+from cellarena.server.training.trainer import GameImitation, ReinforceRequest
 
 
 def _moves(action: Any) -> dict[int, int]:
@@ -101,12 +102,45 @@ def play(
     return result.winner
 
 
+#: The example bots `train rezzo` plays (the evaluation's, and --opponent's names): stem -> class.
+EXAMPLES = {"random_walker": "RandomWalker", "raider": "Raider", "builder": "Builder"}
+#: Whom `train rezzo --reinforce` plays without --opponent: DAgger's mix (example_bots/rezzo/trained).
+OPPONENTS = ("random_walker", "raider", "random")
+
+
+def run_reinforce(request: ReinforceRequest) -> dict[str, Any]:
+    """`train rezzo --reinforce`: REINFORCE on the bot folder's network (`reinforce`)."""
+    # Loaded here: the vector environment needs the [rl] extra, which imitation does not.
+    from cellarena.server.training.rezzo.reinforce import REWARDS, ReinforceOptions, opponent, reinforce
+
+    net = policy_module(request.bot_dir, "rezzo")
+    if request.from_weights is None:
+        policy, start = net.Policy(seed=request.seed), f"a fresh network (seed {request.seed})"
+    else:
+        try:
+            policy, start = net.Policy.load(request.from_weights), str(request.from_weights)
+        except ValueError as exc:
+            raise ImitationError(f"--from-weights: {exc}") from None
+    names = list(request.opponents) or list(OPPONENTS)
+    opponents = [opponent(name, request.bots_dir, EXAMPLES) for name in names]
+    options = ReinforceOptions(
+        map=str(request.config.get("map", "duel")), worlds=request.worlds, steps=request.steps,
+        seconds=request.seconds, seed=request.seed, rewards={**REWARDS, **request.rewards},
+    )  # fmt: skip
+    done = reinforce(net, policy, opponents, request.out, options, request.say)
+    return {
+        "from": start, "opponents": names, "rewards": dict(options.rewards), "steps": done.steps,
+        "agent_steps": done.agent_steps, "updates": done.updates, "seconds": done.seconds,
+        "reward_per_agent_step": done.reward, "episodes": done.episodes,
+    }  # fmt: skip
+
+
 #: What `cellarena train rezzo` needs of Rezzo (found by `cellarena.server.cli.imitate`).
 IMITATION = GameImitation(
     game="rezzo",
     seat_samples=seat_samples,
     play=play,
-    opponents={"random_walker": "RandomWalker", "raider": "Raider", "builder": "Builder"},
+    opponents=EXAMPLES,
     move_name=lambda m: Move(m).name.lower(),
     against="random_walker,raider",
     match_options={
@@ -114,4 +148,5 @@ IMITATION = GameImitation(
         "max_ticks": (3000, "The evaluation's tick cap."),
     },
     bot_dir="example_bots/rezzo/trained",
+    reinforce=run_reinforce,
 )
