@@ -11,7 +11,7 @@ from pathlib import Path
 from node_kit import build_bot_folders, need_node
 from test_new_bot import run_readme_line
 
-from cellarena.arena.cli.new_bot import offered, write_bot
+from cellarena.arena.cli.new_bot import GameTemplate, offered, write_bot
 
 
 def written_and_built(root: Path, lang: str) -> dict[str, Path]:
@@ -58,7 +58,8 @@ def check_draws(folder: Path, game: str, lang: str, tmp_path: Path) -> None:
     """The kit's `onTick(view, debug)` (sdk/kits/typescript/src/debug.ts): a game's JavaScript or
     TypeScript template, playing itself, sends a text line with every answer, and mark the cells
     they act on where the game has them (Rezzo: the enemy geysers they see, placed on the board by the
-    server; cloth: each unit; colorblocks: each placement), as the replay keeps them."""
+    server; cloth: each unit; colorblocks: each placement), as the replay keeps them. A short match
+    (the game's `short` options, as the bots' own tests play) shows every answer as well as a full one."""
     import json
 
     from cellarena_cli import cellarena
@@ -67,7 +68,7 @@ def check_draws(folder: Path, game: str, lang: str, tmp_path: Path) -> None:
 
     replay = tmp_path / "m.replay"
     bots = [a for seat in ("a", "b") for a in ("--bot", f"{seat}=node {folder / 'dist/src/bot.js'}")]
-    extra = ["--map", "duel", "--max-ticks", "60"] if game == "rezzo" else []
+    extra = ["--map", "duel", "--max-ticks", "60"] if game == "rezzo" else list(GameTemplate.of(game).short)
     proc = cellarena(
         "match", game, *bots, *extra, "--fast", "--replay", str(replay),
         "--log-dir", str(tmp_path / "logs"), "--json",

@@ -14,9 +14,10 @@ from pathlib import Path
 import trio
 from cellarena_cli import ROOT, cellarena
 from game_servers import add_ladder_bot, ladder_serve, start
-from node_kit import KIT, NODE_TESTS, built_kit, need_node
+from node_kit import KIT, NODE_TESTS, build_bot_folders, built_kit, need_node
 from test_sdk_ladder import CuttingProxy, exited
 
+from cellarena.arena.cli.new_bot import GameTemplate
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk.protocol import codes
 
@@ -95,20 +96,29 @@ async def test_a_kit_bot_whose_connection_drops_takes_its_ladder_seat_back(tmp_p
 def test_new_ts_and_js_bots_build_by_npm_ci_and_play_a_tournament_beside_python_bots(
     tmp_path: Path,
 ) -> None:
-    """From `new-bot` to standings as a user gets there: the tournament runs each folder's bot.toml
-    setup (a real `npm ci` from the folder's own lock, which builds the bot), then plays the TypeScript
-    and JavaScript starters against a Python starter and the game's example bots over TCP."""
+    """From `new-bot` to standings as a user gets there: the tournament runs the TypeScript folder's
+    bot.toml setup (a real `npm ci` from the folder's own lock, which builds the bot), then plays the
+    TypeScript and JavaScript starters against a Python starter and the game's example bots over TCP.
+    The JavaScript folder's lock and setup are the TypeScript one's but for the bot's name (asserted
+    here), so one real `npm ci` (a dozen seconds of unpacking) stands for both: the JavaScript folder
+    is built on the kit's packages beforehand (node_kit.build_bot_folders), and its setup skipped."""
     need_node()
     for name, lang in (("ts_bot", "ts"), ("js_bot", "js"), ("py_bot", "python")):
         made = cellarena("new-bot", "drop2df", name, "--lang", lang, "--dir", str(tmp_path / name))
         assert made.returncode == 0, made.stderr
+    ts, js = tmp_path / "ts_bot", tmp_path / "js_bot"
+    for same in ("package-lock.json", "bot.toml"):
+        assert (js / same).read_text().replace("js_bot", "ts_bot") == (ts / same).read_text(), same
+    build_bot_folders([js])
     dirs = [arg for name in ("ts_bot", "js_bot", "py_bot") for arg in ("--bots-dir", str(tmp_path / name))]
     proc = cellarena(
         "tournament", "drop2df", *dirs, "--bots-dir", str(ROOT / "example_bots"), "--exclude", "planner",
-        "--out", str(tmp_path / "runs"), "--json", timeout=900,
+        *GameTemplate.of("drop2df").short, "--out", str(tmp_path / "runs"), "--json", timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "ts_bot" / "dist" / "src" / "bot.js").is_file()  # built by its setup
+    assert (ts / "dist" / "src" / "bot.js").is_file()  # built by its setup, on what its npm ci installed
+    installed = ts / "node_modules"
+    assert (installed / "typescript" / "package.json").is_file() and not installed.is_symlink()
     standings = json.loads(proc.stdout)["standings"]
     assert {s["bot"] for s in standings} == {"ts_bot", "js_bot", "py_bot", "passer"}
     assert all(s["crashes"] == 0 for s in standings), standings

@@ -210,6 +210,13 @@ static void test_options() {
     ::setenv("CELLARENA_SOCKET_FD", "zero", 1);
     CHECK(raises([&] { Options::parse(1, const_cast<char**>(plain), "b"); }).find("not a descriptor number") != std::string::npos);
     ::unsetenv("CELLARENA_SOCKET_FD");
+    // The back-off's first round, shortened for tests.
+    CHECK(Options::parse(1, const_cast<char**>(plain), "b").backoff_first == 1.0);
+    ::setenv("CELLARENA_BACKOFF_FIRST_S", "0.05", 1);
+    CHECK(Options::parse(1, const_cast<char**>(plain), "b").backoff_first == 0.05);
+    ::setenv("CELLARENA_BACKOFF_FIRST_S", "0", 1);
+    CHECK(raises([&] { Options::parse(1, const_cast<char**>(plain), "b"); }).find("CELLARENA_BACKOFF_FIRST_S must be seconds") != std::string::npos);
+    ::unsetenv("CELLARENA_BACKOFF_FIRST_S");
     int pipe_ends[2];
     CHECK(::pipe(pipe_ends) == 0);
     CHECK(raises([&] { Connection::adopt(pipe_ends[0]); }).find("not an open stream socket") != std::string::npos);

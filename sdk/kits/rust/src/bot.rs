@@ -110,7 +110,8 @@ pub fn seat_token() -> Option<String> {
 pub const USAGE: &str = "options: --host H --port P (CELLARENA_HOST/PORT, default 127.0.0.1:7777) --name N (CELLARENA_NAME)
          --token T | --token-file PATH (else the launcher's CELLARENA_TOKEN_FD, or CELLARENA_TOKEN)
          --matches N (play N matches) | --ladder (play until stopped, backing off after refusals) -q
-         CELLARENA_SOCKET_FD: a connection the launcher made, owning the seat (the first match)";
+         CELLARENA_SOCKET_FD: a connection the launcher made, owning the seat (the first match)
+         CELLARENA_BACKOFF_FIRST_S: the first back-off's longest wait (default 1 s; tests set less)";
 
 /// What the command line and the environment say.
 #[derive(Clone, Debug, PartialEq)]
@@ -124,6 +125,9 @@ pub struct Options {
     pub quiet: bool,
     /// CELLARENA_SOCKET_FD: a connection the launcher made, owning the seat (the first match).
     pub handed_fd: Option<i32>,
+    /// CELLARENA_BACKOFF_FIRST_S: the longest wait of the back-off's first round (1 s). For tests, which
+    /// set milliseconds so that a retry is quick; a server's "for another N s" is still waited out.
+    pub backoff_first: f64,
 }
 
 fn port_of(v: &str, what: &str) -> Result<u16, String> {
@@ -145,6 +149,12 @@ impl Options {
             ladder: false,
             quiet: false,
             handed_fd: None,
+            backoff_first: match env("CELLARENA_BACKOFF_FIRST_S") {
+                Some(v) => v.parse::<f64>().ok().filter(|s| *s > 0.0 && *s <= 60.0).ok_or_else(|| {
+                    format!("CELLARENA_BACKOFF_FIRST_S must be seconds in (0, 60], got {}; unset it for 1 s", v)
+                })?,
+                None => 1.0,
+            },
         };
         let (mut token_flag, mut token_file, mut matches_given) = (None, None, false);
         let mut i = 0;
@@ -616,7 +626,7 @@ pub fn run<G: Game, B: Bot<G>, F: FnMut() -> B>(game: &str, default_name: &str, 
         game,
         log: Log { name: o.name.clone(), quiet: o.quiet },
         keep_trying: o.ladder || o.matches > 1,
-        backoff: Backoff::new(1.0, 60.0, seed),
+        backoff: Backoff::new(o.backoff_first, 60.0, seed),
         played: 0,
     };
     series.play_all::<G, B, F>(make, handed)

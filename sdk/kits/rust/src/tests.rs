@@ -211,6 +211,13 @@ fn options_the_handover_and_hello() {
     std::env::set_var("CELLARENA_SOCKET_FD", "zero");
     assert!(Options::parse(&args(&[]), "b").unwrap_err().contains("not a descriptor number"));
     std::env::remove_var("CELLARENA_SOCKET_FD");
+    // The back-off's first round, shortened for tests.
+    assert_eq!(Options::parse(&args(&[]), "b").unwrap().backoff_first, 1.0);
+    std::env::set_var("CELLARENA_BACKOFF_FIRST_S", "0.05");
+    assert_eq!(Options::parse(&args(&[]), "b").unwrap().backoff_first, 0.05);
+    std::env::set_var("CELLARENA_BACKOFF_FIRST_S", "0");
+    assert!(Options::parse(&args(&[]), "b").unwrap_err().contains("CELLARENA_BACKOFF_FIRST_S must be seconds"));
+    std::env::remove_var("CELLARENA_BACKOFF_FIRST_S");
     let file = std::fs::File::open("/proc/self/status").unwrap();
     use std::os::unix::io::AsRawFd;
     assert!(crate::wire::Connection::adopt(file.as_raw_fd()).err().unwrap().to_string().contains("not a socket"));

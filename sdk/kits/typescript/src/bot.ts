@@ -246,7 +246,7 @@ export interface RunOptions {
 /** The matches one `run` plays, one connection each, with back-off between failed attempts. */
 class Series<View, Answer, S> {
   played = 0;
-  readonly backoff = new Backoff();
+  readonly backoff: Backoff;
   /** With one match, any failure ends the run at once: the host that started the bot wants to know. */
   readonly keepTrying: boolean;
   current: Connection | undefined;
@@ -258,6 +258,7 @@ class Series<View, Answer, S> {
     readonly log: Log,
   ) {
     this.keepTrying = settings.ladder || settings.matches > 1;
+    this.backoff = new Backoff(settings.backoffFirst);
   }
 
   done(): boolean {

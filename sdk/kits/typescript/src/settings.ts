@@ -28,6 +28,9 @@ export interface Settings {
   /** CELLARENA_SOCKET_FD: a connection the launcher made (usually descriptor 0), which owns the seat; the
    * first match is played on it, without a token. */
   handedFd?: number;
+  /** CELLARENA_BACKOFF_FIRST_S: the longest wait of the back-off's first round (1 s). For tests, which set
+   * milliseconds so that a retry is quick; a server's "for another N s" is still waited out. */
+  backoffFirst: number;
 }
 
 /** A command line or variable that cannot be used; `run` prints it with the usage and exits 2. */
@@ -43,7 +46,8 @@ export const USAGE =
   "CELLARENA_SOCKET_FD names a connection the launcher made, owning the seat: the first match is played on it.\n" +
   "Other users can read a command line: give a ladder token with --token-file, not --token.\n" +
   "--matches N plays N matches in a row; --ladder keeps playing until stopped, waiting 0.5-1 s after a\n" +
-  "lost connection or a 'not now' refusal, twice as long after each failure in a row (at most 60 s).\n";
+  "lost connection or a 'not now' refusal, twice as long after each failure in a row (at most 60 s);\n" +
+  "CELLARENA_BACKOFF_FIRST_S sets the first round's longest wait (default 1 s; tests set less).\n";
 
 const VALUED = new Set(["host", "port", "name", "token", "token-file", "matches", "tls-ca"]);
 
@@ -113,6 +117,11 @@ export function parseSettings(
     }
     handedFd = Number(handed);
   }
+  const firstText = (env.CELLARENA_BACKOFF_FIRST_S ?? "").trim();
+  const backoffFirst = firstText ? Number(firstText) : 1;
+  if (!(backoffFirst > 0 && backoffFirst <= 60)) {
+    throw new UsageError(`CELLARENA_BACKOFF_FIRST_S must be seconds in (0, 60], got ${JSON.stringify(firstText)}; unset it for 1 s`);
+  }
   let token: string | undefined;
   const tokenFile = flags.get("token-file");
   const tokenFlag = flags.get("token");
@@ -131,7 +140,7 @@ export function parseSettings(
   } else if (flags.has("tls")) {
     tls = {};
   }
-  return { host, port, name, token, matches, ladder, tls, quiet: flags.has("quiet"), handedFd };
+  return { host, port, name, token, matches, ladder, tls, quiet: flags.has("quiet"), handedFd, backoffFirst };
 }
 
 function readTokenFile(path: string): string {

@@ -15,14 +15,22 @@ const VIEWS: Record<string, Record<string, string>> = {
   drop2df: { turn: "number", turns: "number", row: "object", score: "number", tokens: "object", refused: "object" },
   colorblocks: { seat: "number", turn: "number", board: "object", guards: "object", units: "object", reserves: "object", nextSpawn: "object" },
 };
-const SHORT: Record<string, string[]> = { rezzo: ["--max-ticks", "200"] };
+// Short matches, as each game's game.toml has them for a starter's test: every view and answer is read
+// all the same, in seconds.
+const SHORT: Record<string, string[]> = {
+  rezzo: ["--max-ticks", "200"],
+  cata: ["--max-turns", "40"],
+  cloth: ["--max-rounds", "6"],
+  colorblocks: ["--max-turns", "30"],
+  drop2df: ["--turns", "15"],
+};
 
 for (const game of Object.keys(VIEWS)) {
   test(`${game}: a kit bot plays a whole match against the random bot, every answer read`, async () => {
     const logs = tempDir(game);
     const bot = `ts=node ${path.join(BOTS, `${game}.js`)}`;
     const opponent = `random=${PYTHON} -m cellarena.sdk.opponents ${game}`;
-    const done = await runCommand([...CELLARENA, "match", game, "--bot", bot, "--bot", opponent, "--fast", ...(SHORT[game] ?? []), "--log-dir", logs, "--json"]);
+    const done = await runCommand([...CELLARENA, "match", game, "--bot", bot, "--bot", opponent, "--fast", ...SHORT[game], "--log-dir", logs, "--json"]);
     assert.equal(done.code, 0, done.stderr);
     const result = JSON.parse(done.stdout);
     assert.deepEqual(result.forfeits, []);

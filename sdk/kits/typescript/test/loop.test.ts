@@ -138,6 +138,10 @@ test("flags win over CELLARENA_* variables, which win over defaults; bad ones na
     assert.throws(() => parseSettings(argv, e, { name: "x" }, none), (err: Error) => err instanceof UsageError && words.test(err.message));
   refused(["--matches", "2", "--ladder"], {}, /give one of them/);
   refused([], { CELLARENA_PORT: "http" }, /CELLARENA_PORT must be a port number/);
+  // The back-off's first round, shortened for tests.
+  assert.equal(s.backoffFirst, 1);
+  assert.equal(parseSettings([], { CELLARENA_BACKOFF_FIRST_S: "0.05" }, { name: "x" }, none).backoffFirst, 0.05);
+  refused([], { CELLARENA_BACKOFF_FIRST_S: "0" }, /CELLARENA_BACKOFF_FIRST_S must be seconds/);
   refused(["--port", "70000"], {}, /--port must be a port number/);
   refused(["--name", "x".repeat(65)], {}, /--name must be 1 to 64/);
   refused(["--tls-ca", "/nonexistent.pem"], {}, /--tls-ca \/nonexistent.pem: no such file/);

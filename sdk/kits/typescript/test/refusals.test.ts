@@ -10,7 +10,7 @@ import { test } from "node:test";
 import { encode } from "@msgpack/msgpack";
 
 import { FrameReader } from "../src/index.js";
-import { BOTS, CELLARENA, runCommand, startServer, tempDir } from "./helpers.js";
+import { BOTS, CELLARENA, cleanEnv, runCommand, startServer, tempDir } from "./helpers.js";
 
 const BOT = ["node", path.join(BOTS, "rezzo.js")];
 
@@ -48,19 +48,21 @@ function refusingServer(script: Array<[string, string]>): Promise<{ port: number
 test("a ladder bot comes back after 'not now' refusals, waiting longer each time, and stops at bad_hello", async () => {
   const server = await refusingServer([
     ["queue_full", "the queue is full"],
-    ["locked_out", "too many wrong tokens; refused for another 2 s"],
+    ["locked_out", "too many wrong tokens; refused for another 0.4 s"],
     ["shutdown", "the ladder is stopping"],
     ["bad_hello", "unknown token"],
   ]);
   try {
-    const done = await runCommand([...BOT, "--port", String(server.port), "--ladder", "--token", "t0k"]);
+    // The back-off's rounds shortened to 25-50 ms, 50-100 ms, 100-200 ms: the lock-out's 0.4 s stand out.
+    const quick = cleanEnv({ CELLARENA_BACKOFF_FIRST_S: "0.05" });
+    const done = await runCommand([...BOT, "--port", String(server.port), "--ladder", "--token", "t0k"], quick);
     assert.equal(done.code, 1, done.stderr);
     assert.equal(server.hellos.length, 4);
     assert.ok(server.hellos.every((h) => h.token === "t0k" && h.game === "rezzo"));
     const gaps = server.times.slice(1).map((t, i) => (t - server.times[i]) / 1000);
-    assert.ok(gaps[0] >= 0.5, `first wait ${gaps[0]}`);
-    assert.ok(gaps[1] >= 2, `the lock-out's 2 s were not waited: ${gaps[1]}`);
-    assert.ok(gaps[2] >= 1, `third wait ${gaps[2]}`);
+    assert.ok(gaps[0] >= 0.025, `first wait ${gaps[0]}`);
+    assert.ok(gaps[1] >= 0.4, `the lock-out's 0.4 s were not waited: ${gaps[1]}`);
+    assert.ok(gaps[2] >= 0.1, `third wait ${gaps[2]}`);
     assert.match(done.stderr, /error 'bad_hello'.*check the bot's token.*not trying again/);
     assert.match(done.stderr, /'queue_full'.*trying again in/);
   } finally {

@@ -96,6 +96,9 @@ struct Options {
     bool ladder = false;
     bool quiet = false;
     int handed_fd = -1;  // CELLARENA_SOCKET_FD: a connection the launcher made, owning the seat
+    // CELLARENA_BACKOFF_FIRST_S: the longest wait of the back-off's first round (1 s). For tests, which
+    // set milliseconds so that a retry is quick; a server's "for another N s" is still waited out.
+    double backoff_first = 1.0;
 
     // Flags win over CELLARENA_* variables, which win over the defaults.
     static Options parse(int argc, char** argv, const std::string& default_name) {
@@ -104,6 +107,7 @@ struct Options {
         if (!env("CELLARENA_HOST").empty()) o.host = env("CELLARENA_HOST");
         if (!env("CELLARENA_PORT").empty()) o.port = port_of(env("CELLARENA_PORT"), "CELLARENA_PORT");
         if (!env("CELLARENA_NAME").empty()) o.name = env("CELLARENA_NAME");
+        if (!env("CELLARENA_BACKOFF_FIRST_S").empty()) o.backoff_first = backoff_first_of(env("CELLARENA_BACKOFF_FIRST_S"));
         std::string token_flag, token_file;
         bool matches_given = false;
         for (int i = 1; i < argc; ++i) {
@@ -166,13 +170,22 @@ struct Options {
         if (v.empty() || *end || n < 1 || n > 65535) throw UsageError(what + " must be 1-65535, got " + v);
         return static_cast<int>(n);
     }
+
+    static double backoff_first_of(const std::string& v) {
+        char* end = nullptr;
+        const double s = std::strtod(v.c_str(), &end);
+        if (*end || !(s > 0 && s <= 60))
+            throw UsageError("CELLARENA_BACKOFF_FIRST_S must be seconds in (0, 60], got " + v + "; unset it for 1 s");
+        return s;
+    }
 };
 
 inline const char* kUsage =
     "options: --host H --port P (CELLARENA_HOST/PORT, default 127.0.0.1:7777) --name N (CELLARENA_NAME)\n"
     "         --token T | --token-file PATH (else the launcher's CELLARENA_TOKEN_FD, or CELLARENA_TOKEN)\n"
     "         CELLARENA_SOCKET_FD: a connection the launcher made, owning the seat (the first match)\n"
-    "         --matches N (play N matches) | --ladder (play until stopped, backing off after refusals) -q\n";
+    "         --matches N (play N matches) | --ladder (play until stopped, backing off after refusals) -q\n"
+    "         CELLARENA_BACKOFF_FIRST_S: the first back-off's longest wait (default 1 s; tests set less)\n";
 
 // A bot for Game: override on_tick (and, if you like, on_start and on_end). `debug` is this tick's
 // drawing for your own eyes (debug.hpp): sent with the answer, drawn by the web player.
@@ -478,7 +491,7 @@ class Series {
     const Log& log_;
     std::string game_;
     bool keep_trying_ = o_.ladder || o_.matches > 1;
-    Backoff backoff_;
+    Backoff backoff_{o_.backoff_first};
     int played_ = 0;
 };
 

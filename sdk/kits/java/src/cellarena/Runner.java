@@ -38,7 +38,8 @@ public final class Runner {
             + "         --token T | --token-file PATH (else the launcher's CELLARENA_TOKEN_FD, or CELLARENA_TOKEN)\n"
             + "         --matches N (play N matches) | --ladder (play until stopped, backing off after refusals)\n"
             + "         --tls (the system's trust store) | --tls-ca PATH (trust only this PEM CA file) -q\n"
-            + "         CELLARENA_SOCKET_FD=0: standard input is a connection the launcher made, owning the seat (the first match)";
+            + "         CELLARENA_SOCKET_FD=0: standard input is a connection the launcher made, owning the seat (the first match)\n"
+            + "         CELLARENA_BACKOFF_FIRST_S: the first back-off's longest wait (default 1 s; tests set less)";
     /** Connections to a match host tried before a redirected match is given up. */
     public static final int FOLLOW_ATTEMPTS = 3;
     /** The waits (ms) before each try to take back a seat lost mid-match, while a ladder keeps it (its grace). */
@@ -121,6 +122,11 @@ public final class Runner {
         /** CELLARENA_SOCKET_FD=0: standard input is a connection the launcher made, owning the seat. */
         public boolean handed;
         public String tlsCa;
+        /**
+         * CELLARENA_BACKOFF_FIRST_S: the longest wait of the back-off's first round (1 s). For tests, which
+         * set milliseconds so that a retry is quick; a server's "for another N s" is still waited out.
+         */
+        public double backoffFirst = 1.0;
 
         public static Options parse(String[] args, String defaultName) throws UsageException {
             Options o = new Options();
@@ -128,6 +134,7 @@ public final class Runner {
             if (!env("CELLARENA_HOST").isEmpty()) o.host = env("CELLARENA_HOST");
             if (!env("CELLARENA_PORT").isEmpty()) o.port = port(env("CELLARENA_PORT"), "CELLARENA_PORT");
             if (!env("CELLARENA_NAME").isEmpty()) o.name = env("CELLARENA_NAME");
+            if (!env("CELLARENA_BACKOFF_FIRST_S").isEmpty()) o.backoffFirst = backoffFirst(env("CELLARENA_BACKOFF_FIRST_S"));
             String tokenFlag = null, tokenFile = null;
             boolean matchesGiven = false;
             for (int i = 0; i < args.length; i++) {
@@ -193,6 +200,16 @@ public final class Runner {
                 // said below
             }
             throw new UsageException(what + " must be 1-65535, got " + v);
+        }
+
+        static double backoffFirst(String v) throws UsageException {
+            try {
+                double s = Double.parseDouble(v);
+                if (s > 0 && s <= 60) return s;
+            } catch (NumberFormatException e) {
+                // said below
+            }
+            throw new UsageException("CELLARENA_BACKOFF_FIRST_S must be seconds in (0, 60], got " + v + "; unset it for 1 s");
         }
     }
 
@@ -386,7 +403,7 @@ public final class Runner {
         final SSLContext tls;
         final Log log;
         final boolean keepTrying;
-        final Backoff backoff = new Backoff();
+        final Backoff backoff;
         int played;
 
         Series(Game<V, A> game, Supplier<? extends Bot<V, A>> make, Options o, SSLContext tls, Log log) {
@@ -396,6 +413,7 @@ public final class Runner {
             this.tls = tls;
             this.log = log;
             this.keepTrying = o.ladder || o.matches > 1;
+            this.backoff = new Backoff(o.backoffFirst, 60.0, new java.util.Random());
         }
 
         int playAll(Connection handed) {

@@ -166,6 +166,9 @@ public final class KitTest {
         check(hello.getLong("protocol") == 1 && hello.getString("token").equals("0123456789abcdef") && hello.getString("game").equals("rezzo"), "hello");
         check(hello.getStrings("accepts").equals(java.util.List.of("redirect")), "hello accepts redirect");
         check(raises(() -> Runner.tlsContext("/nonexistent/ca.pem")).contains("/nonexistent/ca.pem"), "a CA file that is not there");
+        // CELLARENA_BACKOFF_FIRST_S, the back-off's first round shortened for tests (Java cannot set a variable).
+        check(Runner.Options.backoffFirst("0.05") == 0.05, "a first back-off of 50 ms");
+        check(raises(() -> Runner.Options.backoffFirst("0")).contains("CELLARENA_BACKOFF_FIRST_S must be seconds"), "a first back-off of 0 s");
     }
 
     static void debugDrawing() throws Exception {
