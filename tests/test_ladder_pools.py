@@ -1,0 +1,98 @@
+"""Separate pools for connected and submitted bots (`arena/ladder/matchmaking/pools.py`), on their own:
+without a clock, as the matchmaker's tests are, then properties on random queues."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cellarena.arena.ladder.matchmaking.matchmaker import Pairing, Policy, Waiting, match_up
+from cellarena.arena.ladder.matchmaking.pools import POOLS, Pool, may_meet, pool_of, pooled_match_up
+from cellarena.arena.ratings import Rating
+
+TWO = Policy(seats=2, maps=("duel", "field"))
+NOW = 1000.0
+
+
+def bot(name: str, mu: float, waited: float = 0.0) -> Waiting:
+    return Waiting(name, NOW - waited, Rating(mu, 8.0))
+
+
+def groups(pairings: list[Pairing]) -> set[frozenset[str]]:
+    return {frozenset(p.bots) for p in pairings}
+
+
+def test_pool_of_a_bot() -> None:
+    assert pool_of("house", launched=True) == "house"
+    assert pool_of("outside", launched=True) == "submitted"
+    assert pool_of("outside", launched=False) == "connected"
+    assert may_meet("connected", "submitted", "mixed")
+    assert not may_meet("connected", "submitted", "separate")
+    assert may_meet("house", "submitted", "separate") and may_meet("connected", "house", "separate")
+
+
+def test_mixed_is_the_matchmaker_alone() -> None:
+    queue = [bot("c", 25), bot("s", 25.5), bot("h", 40)]
+    pools: dict[str, Pool] = {"c": "connected", "s": "submitted", "h": "house"}
+    assert pooled_match_up(queue, pools, NOW, TWO, 7) == match_up(queue, NOW, TWO, 7)
+    assert groups(pooled_match_up(queue, pools, NOW, TWO, 7)) == {frozenset("cs")}
+
+
+def test_separate_pools_keep_connected_and_submitted_apart() -> None:
+    # c1 and s1 are closest, but may not meet: each meets its own kind, even starving.
+    queue = [bot("c1", 25, 60), bot("s1", 25.1, 60), bot("c2", 30, 60), bot("s2", 31, 60)]
+    pools: dict[str, Pool] = {"c1": "connected", "c2": "connected", "s1": "submitted", "s2": "submitted"}
+    assert groups(pooled_match_up(queue, pools, NOW, TWO, 7, "separate")) == {
+        frozenset({"c1", "c2"}),
+        frozenset({"s1", "s2"}),
+    }
+
+
+def test_a_house_bot_meets_either_but_only_once() -> None:
+    queue = [bot("c", 25), bot("h", 25.2), bot("s", 25.4)]
+    pools: dict[str, Pool] = {"c": "connected", "h": "house", "s": "submitted"}
+    # Connected bots go first: the house bot plays c; s waits for another submitted or house bot.
+    assert groups(pooled_match_up(queue, pools, NOW, TWO, 7, "separate")) == {frozenset("ch")}
+    # With no connected bot in reach, the house bot is left for the submitted one.
+    pools["c"] = "submitted"
+    assert len(pooled_match_up(queue, pools, NOW, TWO, 7, "separate")) == 1
+    queue = [bot("c", 10), bot("h", 25.2), bot("s", 25.4)]
+    pools["c"] = "connected"
+    assert groups(pooled_match_up(queue, pools, NOW, TWO, 7, "separate")) == {frozenset("hs")}
+
+
+def test_an_unknown_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="none of mixed, separate"):
+        pooled_match_up([bot("a", 25), bot("b", 25)], {}, NOW, TWO, 1, "split")  # type: ignore[arg-type]
+
+
+names = st.sampled_from("abcdefghij")
+
+
+@st.composite
+def queues(draw: st.DrawFn) -> tuple[list[Waiting], dict[str, Pool], int]:
+    seats = draw(st.sampled_from([2, 2, 3]))
+    bots = draw(st.lists(names, max_size=10, unique=True))
+    queue = [
+        bot(n, draw(st.floats(15, 35)), draw(st.sampled_from([0.0, 5.0, 20.0, 40.0]))) for n in bots
+    ]
+    return queue, {n: draw(st.sampled_from(POOLS)) for n in bots}, seats
+
+
+@settings(max_examples=200, deadline=None)
+@given(queues(), st.integers(0, 2**31 - 1))
+def test_random_queues_never_seat_a_bot_twice_nor_cross_pools(
+    case: tuple[list[Waiting], dict[str, Pool], int], seed: int
+) -> None:
+    queue, pools, seats = case
+    policy = Policy(seats=seats, maps=("m1", "m2"))
+    assert pooled_match_up(queue, pools, NOW, policy, seed, "mixed") == match_up(queue, NOW, policy, seed)
+    pairings = pooled_match_up(queue, pools, NOW, policy, seed, "separate")
+    seated = [b for p in pairings for b in p.bots]
+    assert len(seated) == len(set(seated)) and set(seated) <= {w.bot for w in queue}
+    for p in pairings:
+        kinds = {pools[b] for b in p.bots} - {"house"}
+        assert len(kinds) <= 1, (p, kinds)
+        assert all(may_meet(pools[a], pools[b], "separate") for a in p.bots for b in p.bots)
+    assert pooled_match_up(list(reversed(queue)), pools, NOW, policy, seed, "separate") == pairings
