@@ -3,12 +3,18 @@ without a clock, as the matchmaker's tests are, then properties on random queues
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cellarena.arena.ladder.matchmaking.matchmaker import Pairing, Policy, Waiting, match_up
-from cellarena.arena.ladder.matchmaking.pools import POOLS, Pool, may_meet, pool_of, pooled_match_up
+from cellarena.arena.ladder.matchmaking.pools import POOLS, Pool, PoolMode, may_meet, pool_of, pooled_match_up
+from cellarena.arena.ladder.records import BotRecord
+from cellarena.arena.ladder.services.house import HouseBots
+from cellarena.arena.ladder.services.queue import MatchQueue, Queued
 from cellarena.arena.ratings import Rating
 
 TWO = Policy(seats=2, maps=("duel", "field"))
@@ -74,9 +80,7 @@ names = st.sampled_from("abcdefghij")
 def queues(draw: st.DrawFn) -> tuple[list[Waiting], dict[str, Pool], int]:
     seats = draw(st.sampled_from([2, 2, 3]))
     bots = draw(st.lists(names, max_size=10, unique=True))
-    queue = [
-        bot(n, draw(st.floats(15, 35)), draw(st.sampled_from([0.0, 5.0, 20.0, 40.0]))) for n in bots
-    ]
+    queue = [bot(n, draw(st.floats(15, 35)), draw(st.sampled_from([0.0, 5.0, 20.0, 40.0]))) for n in bots]
     return queue, {n: draw(st.sampled_from(POOLS)) for n in bots}, seats
 
 
@@ -96,3 +100,51 @@ def test_random_queues_never_seat_a_bot_twice_nor_cross_pools(
         assert len(kinds) <= 1, (p, kinds)
         assert all(may_meet(pools[a], pools[b], "separate") for a in p.bots for b in p.bots)
     assert pooled_match_up(list(reversed(queue)), pools, NOW, policy, seed, "separate") == pairings
+
+
+# -- the queue and the house bots' launcher, wired to the rule ----------------------------------------
+
+
+def record(name: str, kind: str = "outside") -> BotRecord:
+    return BotRecord(1, name, "rezzo", kind, "./house" if kind == "house" else None, 1, None, None)  # type: ignore[arg-type]
+
+
+class Starter:
+    def busy(self, waiting: dict[str, Queued]) -> set[str]:
+        return set()
+
+    def playing(self) -> set[str]:
+        return set()
+
+
+async def test_the_queue_keeps_pools_apart_under_separate() -> None:
+    def pairings(pools: PoolMode) -> set[frozenset[str]]:
+        queue = MatchQueue(TWO, SimpleNamespace(ratings={}), SimpleNamespace(up=True), every=1, pools=pools)  # type: ignore[arg-type]
+        queue.bind(Starter())  # type: ignore[arg-type]
+        for name, launched in (("c1", False), ("s1", True), ("c2", False), ("s2", True)):
+            queue.add(Queued(SimpleNamespace(peer="here"), record(name), -1.0, launched=launched))  # type: ignore[arg-type]
+        return groups(queue.pairings())
+
+    assert pairings("separate") == {frozenset({"c1", "c2"}), frozenset({"s1", "s2"})}
+    assert len(pairings("mixed")) == 2
+
+
+async def test_a_connected_bot_waiting_gets_a_house_bot_not_a_submitted_one_under_separate() -> None:
+    def wanted(pools: PoolMode, launched: bool) -> str | None:
+        queue = SimpleNamespace(
+            pools=pools,
+            waiting={"alice": Queued(SimpleNamespace(), record("alice"), -10.0, launched=launched)},
+        )
+        results = SimpleNamespace(
+            ratings={"sub": Rating(25, 8), "house": Rating(40, 8)},
+            house_bots=lambda: [record("house", "house")],
+        )
+        seating = SimpleNamespace(queue=queue, results=results, starter=Starter())
+        house = HouseBots(None, seating, Path("."), after=0.0)  # type: ignore[arg-type]
+        house.submitted = SimpleNamespace(candidates=lambda: [record("sub")])  # type: ignore[assignment]
+        needed = house._needed()
+        return None if needed is None else needed.name
+
+    assert wanted("mixed", launched=False) == "sub"  # the closest in rating
+    assert wanted("separate", launched=False) == "house"
+    assert wanted("separate", launched=True) == "sub"

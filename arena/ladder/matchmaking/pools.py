@@ -33,6 +33,14 @@ PoolMode = Literal["mixed", "separate"]
 POOL_MODES: tuple[PoolMode, ...] = ("mixed", "separate")
 
 
+def pool_mode(value: str) -> PoolMode:
+    """``value`` as a pool mode; ValueError naming the modes for anything else."""
+    for mode in POOL_MODES:
+        if value == mode:
+            return mode
+    raise ValueError(f"pool mode {value!r} is none of {', '.join(POOL_MODES)}")
+
+
 def pool_of(kind: str, launched: bool) -> Pool:
     """The pool of a bot of ``kind`` (`records.BotKind`) whose connection the ladder started or not."""
     if kind == "house":
@@ -55,10 +63,8 @@ def pooled_match_up(
 ) -> list[Pairing]:
     """`match_up` with the pool rule of this module's docstring. ``pools`` gives each queued bot's
     pool by name; a bot it does not name is a connected one."""
-    if mode == "mixed":
+    if pool_mode(mode) == "mixed":
         return match_up(queue, now, policy, seed)
-    if mode != "separate":
-        raise ValueError(f"pool mode {mode!r} is none of {', '.join(POOL_MODES)}")
     rng = random.Random(seed)
     first_seed, second_seed = rng.getrandbits(31), rng.getrandbits(31)
     first = [w for w in queue if pools.get(w.bot, "connected") != "submitted"]

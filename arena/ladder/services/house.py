@@ -43,6 +43,7 @@ from typing import Any
 
 import trio
 
+from cellarena.arena.ladder.matchmaking.pools import may_meet, pool_of
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.scoring.settlement import launch_failure
 from cellarena.arena.ladder.services.handed import HandedConnections
@@ -258,10 +259,18 @@ class HouseBots:
         ]
         if not idle:
             return None
-        longest = min(waiting, key=lambda q: q.since)
+        # The longest waiter that an idle bot may meet (`pools.may_meet`: under ``--pools separate`` a
+        # connected bot is given a house bot only, a submitted one either).
+        mode = self.seating.queue.pools
+        for longest in sorted(waiting, key=lambda q: q.since):
+            fit = [b for b in idle if may_meet(longest.pool, pool_of(b.kind, launched=True), mode)]
+            if fit:
+                break
+        else:
+            return None
         ratings = self.seating.results.ratings
         target = ratings.get(longest.bot.name, initial()).mu
-        return min(idle, key=lambda b: (abs(ratings.get(b.name, initial()).mu - target), b.name))
+        return min(fit, key=lambda b: (abs(ratings.get(b.name, initial()).mu - target), b.name))
 
     async def _program(self, bot: BotRecord) -> tuple[BotSpec, str, Path] | None:
         """What to start for ``bot``, its token and its log; None (logged) if it cannot start."""
