@@ -3,18 +3,25 @@ without a clock, as the matchmaker's tests are, then properties on random queues
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from asgi_calls import call
+from cellarena_cli import invoke, refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from web_apps import LOOPBACK
 
 from cellarena.arena.ladder.matchmaking.matchmaker import Pairing, Policy, Waiting, match_up
 from cellarena.arena.ladder.matchmaking.pools import POOLS, Pool, PoolMode, may_meet, pool_of, pooled_match_up
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.services.house import HouseBots
 from cellarena.arena.ladder.services.queue import MatchQueue, Queued
+from cellarena.arena.ladder.store.ladder_store import LadderStore
+from cellarena.arena.ladder.web.app import ladder_app
 from cellarena.arena.ratings import Rating
 
 TWO = Policy(seats=2, maps=("duel", "field"))
@@ -148,3 +155,60 @@ async def test_a_connected_bot_waiting_gets_a_house_bot_not_a_submitted_one_unde
     assert wanted("mixed", launched=False) == "sub"  # the closest in rating
     assert wanted("separate", launched=False) == "house"
     assert wanted("separate", launched=True) == "sub"
+
+
+# -- the standings mark each bot's kind: page, API, command ---------------------------------------------
+
+
+def kinds_ladder(folder: Path) -> LadderStore:
+    """A rezzo ladder with a connected bot, a house bot, and a bot whose validated version is live."""
+    store = LadderStore(folder / "ladder.sqlite")
+    store.add_bot("alice", "rezzo")
+    store.add_bot("builder", "rezzo", house_command="./house-bot")
+    store.add_bot("up", "rezzo")
+    store.add_version("up", "ab" * 32, 1, "zip")
+    version = store.versions.next_to_build()
+    assert version is not None
+    store.versions.mark(version.id, "validating", log_text="built")
+    assert store.versions.mark(version.id, "validated", log_text="played").state == "live"
+    return store
+
+
+WANT = {"alice": "connected", "builder": "house", "up": "submitted"}
+
+
+async def test_the_standings_page_and_api_mark_each_bots_kind(tmp_path: Path) -> None:
+    store = kinds_ladder(tmp_path)
+    try:
+        app, _ = ladder_app(store, ["rezzo"], allowed_hosts=LOOPBACK)
+        page = await call(app, "GET", "/")
+        api = await call(app, "GET", "/api/standings")
+    finally:
+        store.close()
+    assert page.status == 200 and api.status == 200
+    header = re.search(r"<table class=list id=standings><tr>(.*?)</tr>", page.text)
+    assert header is not None and "<th>bot</th><th>kind</th>" in header.group(1)
+    for bot, kind in WANT.items():
+        assert re.search(rf'<td><a href="[^"]*{bot}">{bot}</a></td><td>{kind}</td>', page.text), (
+            bot,
+            page.text,
+        )
+    rows = api.json()["standings"]
+    assert {r["bot"]: r["pool"] for r in rows} == WANT
+    assert {r["bot"]: r["kind"] for r in rows}["alice"] == "outside"  # as old clients read it
+
+
+def test_the_standings_command_marks_each_bots_kind(tmp_path: Path) -> None:
+    kinds_ladder(tmp_path).close()
+    code, out = invoke("ladder", "--dir", str(tmp_path), "standings", "rezzo")
+    assert code == 0, out
+    assert re.search(r"\bbot\s+kind\s+rating\b", out), out
+    for bot, kind in WANT.items():
+        assert re.search(rf"\b{bot}\s+{kind}\s", out), out
+    code, out = invoke("ladder", "--dir", str(tmp_path), "standings", "rezzo", "--json")
+    assert code == 0 and {r["bot"]: r["pool"] for r in json.loads(out)["standings"]} == WANT
+
+
+def test_ladder_serve_refuses_an_unknown_pools_value() -> None:
+    result = refused("ladder", "serve", "rezzo", "--pools", "split")
+    assert "--pools" in result.output and "mixed" in result.output and "separate" in result.output
