@@ -9,10 +9,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import trio
 from asgi_calls import call
 from cellarena_cli import invoke, refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_ladder_services import FakeConn, services, wait_for
 from web_apps import LOOPBACK
 
 from cellarena.arena.ladder.matchmaking.matchmaker import Pairing, Policy, Waiting, match_up
@@ -23,6 +25,7 @@ from cellarena.arena.ladder.services.queue import MatchQueue, Queued
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ladder.web.app import ladder_app
 from cellarena.arena.ratings import Rating
+from cellarena.sdk import protocol
 
 TWO = Policy(seats=2, maps=("duel", "field"))
 NOW = 1000.0
@@ -212,3 +215,17 @@ def test_the_standings_command_marks_each_bots_kind(tmp_path: Path) -> None:
 def test_ladder_serve_refuses_an_unknown_pools_value() -> None:
     result = refused("ladder", "serve", "rezzo", "--pools", "split")
     assert "--pools" in result.output and "mixed" in result.output and "separate" in result.output
+
+
+async def test_admission_queues_a_launched_bot_in_the_submitted_pool(tmp_path: Path) -> None:
+    ladder = services(tmp_path, "alice", "bob")
+    ladder.admission.launch_token = lambda token: "alice" if token == "one-launch" else None
+    async with trio.open_nursery() as nursery:
+        await nursery.start(ladder.admission.run)
+        launched, connected = FakeConn(), FakeConn()
+        ladder.admission.admit(launched, {**protocol.hello("alice", "rezzo"), "token": "one-launch"})  # type: ignore[arg-type]
+        ladder.admission.admit(connected, {**protocol.hello("bob", "rezzo"), "token": ladder.tokens["bob"]})  # type: ignore[arg-type]
+        await wait_for(lambda: len(ladder.queue.waiting) == 2)
+        nursery.cancel_scope.cancel()
+    assert {n: q.pool for n, q in ladder.queue.waiting.items()} == {"alice": "submitted", "bob": "connected"}
+    ladder.store.close()
