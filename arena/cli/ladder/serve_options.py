@@ -95,7 +95,7 @@ def serve_options(game_plugin: Any, cli: Any) -> list[Any]:
             help="The address bots reach the workers at (the name on the TLS certificate). "
             "[default: --host; needed when --host is 0.0.0.0 or ::]",
         ),
-        ranged_option("--seed", 0, int, "Seed of the matchmaker's draws."),
+        ranged_option("--seed", 0, click.INT, "Seed of the matchmaker's draws."),
         click.option(
             "--health-port",
             type=click.IntRange(0, 65535),
