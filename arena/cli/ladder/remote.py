@@ -12,6 +12,14 @@ from urllib.parse import urlsplit
 
 import click
 
+#: ``--token-file`` of the commands that act as one bot on a remote ladder.
+token_file_option = click.option(
+    "--token-file",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The file holding your bot's ladder token (never give a token on the command line).",
+)
+
 
 def fail(as_json: bool, text: str) -> NoReturn:
     """The ladder refused or cannot be reached: one line on stderr (or JSON on stdout), exit status 1."""

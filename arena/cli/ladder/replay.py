@@ -7,17 +7,12 @@ from pathlib import Path
 
 import click
 
-from cellarena.arena.cli.ladder.remote import check_url, fail, token_from
+from cellarena.arena.cli.ladder.remote import check_url, fail, token_file_option, token_from
 
 
 @click.command("replay")
 @click.argument("match_id", metavar="ID", type=click.IntRange(1))
-@click.option(
-    "--token-file",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="The file holding your bot's ladder token (never give a token on the command line).",
-)
+@token_file_option
 @click.option(
     "--url",
     default="http://127.0.0.1:8080",

@@ -18,6 +18,7 @@ from cellarena.server.cli.params import (
     FiniteFloatRange,
     first_budget_option,
     listen_options,
+    ranged_option,
     tick_options,
     time_bank_option,
     tls_options,
@@ -39,19 +40,17 @@ def serve_options(game_plugin: Any, cli: Any) -> list[Any]:
         time_bank_option(),
         *listen_options(),
         *public_address_options(),
-        click.option(
+        ranged_option(
             "--grace",
-            default=5.0,
-            show_default=True,
-            type=FiniteFloatRange(0, 300),
-            help="Seconds a bot whose connection dropped keeps its seat, to come back with its token.",
+            5.0,
+            FiniteFloatRange(0, 300),
+            "Seconds a bot whose connection dropped keeps its seat, to come back with its token.",
         ),
-        click.option(
+        ranged_option(
             "--house-after",
-            default=5.0,
-            show_default=True,
-            type=FiniteFloatRange(0, 3600),
-            help="Seconds a bot waits alone before a house bot is started to play it.",
+            5.0,
+            FiniteFloatRange(0, 3600),
+            "Seconds a bot waits alone before a house bot is started to play it.",
         ),
         *confine_options(),  # for house bots
         click.option(
@@ -97,9 +96,7 @@ def serve_options(game_plugin: Any, cli: Any) -> list[Any]:
             help="The address bots reach the workers at (the name on the TLS certificate). "
             "[default: --host; needed when --host is 0.0.0.0 or ::]",
         ),
-        click.option(
-            "--seed", default=0, show_default=True, type=int, help="Seed of the matchmaker's draws."
-        ),
+        ranged_option("--seed", 0, click.INT, "Seed of the matchmaker's draws."),
         click.option(
             "--health-port",
             type=click.IntRange(0, 65535),
@@ -162,28 +159,25 @@ def _public_host(_ctx: click.Context, _param: click.Parameter, value: str | None
 def community_options() -> list[Any]:
     """A community ladder's policy (docs/ladder.md), written to the database as the server starts."""
     return [
-        click.option(
+        ranged_option(
             "--pause-after",
-            default=5,
-            show_default=True,
-            type=click.IntRange(0, 1000),
-            help="Pause a bot after this many failed matches in a row (crashes, disconnects not back "
+            5,
+            click.IntRange(0, 1000),
+            "Pause a bot after this many failed matches in a row (crashes, disconnects not back "
             "within the grace, long late or invalid runs; not losses); 0: never.",
         ),
-        click.option(
+        ranged_option(
             "--new-version-rating",
-            type=click.Choice(NEW_VERSION_RATINGS),
-            default="keep",
-            show_default=True,
-            help="When a bot plays under a new version (its hello's version): keep its rating, reset "
+            "keep",
+            click.Choice(NEW_VERSION_RATINGS),
+            "When a bot plays under a new version (its hello's version): keep its rating, reset "
             "it to the initial rating, or inherit its mu with its uncertainty widened to the start's.",
         ),
-        click.option(
+        ranged_option(
             "--challenges-per-day",
-            default=10,
-            show_default=True,
-            type=click.IntRange(0, 100_000),
-            help="Challenges a bot may make in any 24 hours (`ladder challenge`, the API).",
+            10,
+            click.IntRange(0, 100_000),
+            "Challenges a bot may make in any 24 hours (`ladder challenge`, the API).",
         ),
         click.option(
             "--challenges-rated/--challenges-unrated",
@@ -191,12 +185,11 @@ def community_options() -> list[Any]:
             show_default=True,
             help="Whether a challenge's match changes ratings.",
         ),
-        click.option(
+        ranged_option(
             "--starve-after",
-            default=30.0,
-            show_default=True,
-            type=FiniteFloatRange(0.1, 3600),
-            help="Seconds a bot waits before it meets the nearest free bot whatever their ratings "
+            30.0,
+            FiniteFloatRange(0.1, 3600),
+            "Seconds a bot waits before it meets the nearest free bot whatever their ratings "
             "(a quiet ladder of few bots far apart wants it shorter).",
         ),
         click.option(

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from cellarena.arena.cli.ladder.remote import check_url, post_as_bot, token_from
+from cellarena.arena.cli.ladder.remote import check_url, post_as_bot, token_file_option, token_from
 
 #: Folders never packed: build output, caches, version control, virtual environments, match output.
 SKIPPED_FOLDERS = frozenset(
@@ -88,12 +88,7 @@ def pack(folder: Path) -> bytes:
 @click.command("submit")
 @click.argument("folder", metavar="DIR", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--url", required=True, help="The ladder's pages (`ladder web`), https off this machine.")
-@click.option(
-    "--token-file",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="The file holding your bot's ladder token (never give a token on the command line).",
-)
+@token_file_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: the version and its state.")
 def submit(folder: Path, url: str, token_file: str, as_json: bool) -> None:
     """Upload the bot in DIR to the ladder as a new version of the token's bot.

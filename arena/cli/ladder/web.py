@@ -14,6 +14,7 @@ from cellarena.arena.cli.ladder.mail_options import mail_options, mail_sender, m
 from cellarena.arena.cli.ladder.where import Where, game_argument
 from cellarena.server.cli.params import (
     FiniteFloatRange,
+    ranged_option,
     tls_context,
     trusted_proxies,
     writable_folder,
@@ -51,9 +52,7 @@ class LivePort(click.ParamType):  # type: ignore[type-arg]  # generic only from 
 @click.command()
 @click.argument("games", metavar="GAME...", nargs=-1, required=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address the pages listen on.")
-@click.option(
-    "--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="HTTP port (0: any)."
-)
+@ranged_option("--port", 8080, click.IntRange(0, 65535), "HTTP port (0: any).")
 @click.option(
     "--live-port",
     "live_ports",
@@ -100,26 +99,18 @@ class LivePort(click.ParamType):  # type: ignore[type-arg]  # generic only from 
     "with an invite code (`ladder owner invite`), or pending the host's approval (`ladder owner approve`); "
     "closed: owners log in, nobody new signs up. Without it the pages only show the ladder.",
 )
-@click.option(
-    "--max-bots-per-owner",
-    type=click.IntRange(1, 1000),
-    default=5,
-    show_default=True,
-    help="Active bots each.",
-)
-@click.option(
+@ranged_option("--max-bots-per-owner", 5, click.IntRange(1, 1000), "Active bots each.")
+@ranged_option(
     "--uploads-per-day",
-    type=click.IntRange(1, 10_000),
-    default=10,
-    show_default=True,
-    help="Versions an owner (or an owner-less bot) may upload in 24 hours (docs/ladder.md).",
+    10,
+    click.IntRange(1, 10_000),
+    "Versions an owner (or an owner-less bot) may upload in 24 hours (docs/ladder.md).",
 )
-@click.option(
+@ranged_option(
     "--build-minutes-per-day",
-    type=click.IntRange(1, 100_000),
-    default=60,
-    show_default=True,
-    help="Minutes the builds of an owner's (or an owner-less bot's) uploads may take in 24 hours: "
+    60,
+    click.IntRange(1, 100_000),
+    "Minutes the builds of an owner's (or an owner-less bot's) uploads may take in 24 hours: "
     "once used, uploads wait (docs/ladder.md).",
 )
 @click.option(
@@ -129,19 +120,14 @@ class LivePort(click.ParamType):  # type: ignore[type-arg]  # generic only from 
     help="The key that signs login cookies: a file only the ladder's user reads, made (0600) if absent. "
     "[default: DIR/session.key]",
 )
-@click.option(
-    "--session-days",
-    type=FiniteFloatRange(0.01, 365),
-    default=14.0,
-    show_default=True,
-    help="How long a login lasts (logout ends it sooner).",
+@ranged_option(
+    "--session-days", 14.0, FiniteFloatRange(0.01, 365), "How long a login lasts (logout ends it sooner)."
 )
-@click.option(
+@ranged_option(
     "--signups-per-hour",
-    type=click.IntRange(1, 10_000),
-    default=5,
-    show_default=True,
-    help="Sign-ups from one address in an hour (behind a proxy, the client's address: --trusted-proxy).",
+    5,
+    click.IntRange(1, 10_000),
+    "Sign-ups from one address in an hour (behind a proxy, the client's address: --trusted-proxy).",
 )
 @click.option(
     "--tls-cert",

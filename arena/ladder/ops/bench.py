@@ -53,7 +53,7 @@ from cellarena.server.bench.cpu import cpu_seconds
 from cellarena.server.bench.harness import raise_file_limit
 from cellarena.server.bench.server import load_games
 from cellarena.server.bots.launcher import BotSpec, start_bot, stop_bot
-from cellarena.server.cli.params import FiniteFloatRange
+from cellarena.server.cli.params import FiniteFloatRange, ranged_option
 from cellarena.server.cli.run import quiet_logger
 from cellarena.server.games import plugin
 from cellarena.server.play.match import TickSettings
@@ -317,29 +317,14 @@ def _report_start_cost(result: dict[str, Any]) -> None:
 
 
 @click.command("ladder")
-@click.option(
-    "--bots", default=GOAL_BOTS, show_default=True, type=click.IntRange(2, 20_000), help="Load bots."
-)
-@click.option(
-    "--seconds",
-    default=60.0,
-    show_default=True,
-    type=FiniteFloatRange(1, 3600),
-    help="Measured time, after the warm-up.",
-)
-@click.option(
-    "--ticks",
-    default=150,
-    show_default=True,
-    type=click.IntRange(2, 100_000),
-    help="Ticks per match (150: 10 s at 15 Hz).",
-)
-@click.option(
+@ranged_option("--bots", GOAL_BOTS, click.IntRange(2, 20_000), "Load bots.")
+@ranged_option("--seconds", 60.0, FiniteFloatRange(1, 3600), "Measured time, after the warm-up.")
+@ranged_option("--ticks", 150, click.IntRange(2, 100_000), "Ticks per match (150: 10 s at 15 Hz).")
+@ranged_option(
     "--warmup",
-    default=10.0,
-    show_default=True,
-    type=FiniteFloatRange(0, 600),
-    help="Seconds before the figures are taken (bots connect, first matches begin).",
+    10.0,
+    FiniteFloatRange(0, 600),
+    "Seconds before the figures are taken (bots connect, first matches begin).",
 )
 @click.option(
     "--game",
@@ -350,12 +335,11 @@ def _report_start_cost(result: dict[str, Any]) -> None:
     "Also run the load with the matches on this Dask cluster (local:N or tcp://HOST:PORT), and "
     "compare the ladder's own CPU per match."
 )
-@click.option(
+@ranged_option(
     "--workers",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, MAX_WORKERS),
-    help="Also run the load with the matches in this many worker processes here (`ladder serve "
+    1,
+    click.IntRange(1, MAX_WORKERS),
+    "Also run the load with the matches in this many worker processes here (`ladder serve "
     "--workers`), after the run with every match in the ladder's process.",
 )
 @click.option(

@@ -57,18 +57,12 @@ class Builder:
                 )
             )
 
-        target = self.version_folder(version)
         try:
-            data = await trio.to_thread.run_sync(self.archives.read, version.sha256, version.kind)
-            await trio.to_thread.run_sync(lambda: shutil.rmtree(target, ignore_errors=True))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            unpacked = await trio.to_thread.run_sync(unpack, data, version.kind, target, self.unpack_limits)
-        except (ArchiveStoreError, UnpackError, OSError) as exc:
-            await mark(FAILED, f"its archive cannot be unpacked: {exc}", "")
+            unpacked = await self._unpack(version, self.version_folder(version))
+        except _UNPACK_ERRORS as exc:
+            await mark(FAILED, _unpack_failed(exc), "")
             return version, None
-        verdict = await check_version(
-            unpacked.folder, f"v{version.number}", self.check, mark, name=version.bot
-        )
+        verdict = await check_version(unpacked, f"v{version.number}", self.check, mark, name=version.bot)
         return version, verdict
 
     async def rebuild(self, version: Version) -> Verdict:
@@ -81,15 +75,12 @@ class Builder:
         fresh = target.with_name(f".{version.number}.rebuild")
         label = f"rebuild-v{version.number}"
         try:
-            data = await trio.to_thread.run_sync(self.archives.read, version.sha256, version.kind)
-            await trio.to_thread.run_sync(lambda: shutil.rmtree(fresh, ignore_errors=True))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            unpacked = await trio.to_thread.run_sync(unpack, data, version.kind, fresh, self.unpack_limits)
-        except (ArchiveStoreError, UnpackError, OSError) as exc:
-            why = f"its archive cannot be unpacked: {exc}"
+            unpacked = await self._unpack(version, fresh)
+        except _UNPACK_ERRORS as exc:
+            why = _unpack_failed(exc)
             return Verdict(FAILED, why, BuildResult(False, "", 0.0, why))
         verdict = await check_version(
-            unpacked.folder, f"v{version.number}", self.check, name=version.bot, log_name=label
+            unpacked, f"v{version.number}", self.check, name=version.bot, log_name=label
         )
         if verdict.state != VALIDATED:
             if verdict.validation is None:  # the build failed: its log is the one to keep
@@ -100,6 +91,24 @@ class Builder:
             return verdict
         await trio.to_thread.run_sync(_swap, fresh, target)
         return verdict
+
+    async def _unpack(self, version: Version, folder: Path) -> Path:
+        """Read ``version``'s archive back (checked against its digest) and unpack it afresh into
+        ``folder``: the unpacked bot's folder. Raises one of `_UNPACK_ERRORS`."""
+        data = await trio.to_thread.run_sync(self.archives.read, version.sha256, version.kind)
+        await trio.to_thread.run_sync(lambda: shutil.rmtree(folder, ignore_errors=True))
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        unpacked = await trio.to_thread.run_sync(unpack, data, version.kind, folder, self.unpack_limits)
+        return unpacked.folder
+
+
+#: What `Builder._unpack` raises for an archive that cannot be read back or unpacked.
+_UNPACK_ERRORS = (ArchiveStoreError, UnpackError, OSError)
+
+
+def _unpack_failed(exc: Exception) -> str:
+    """The reason a version whose archive cannot be unpacked fails with."""
+    return f"its archive cannot be unpacked: {exc}"
 
 
 def _swap(fresh: Path, target: Path) -> None:

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from cellarena.arena.ladder.accounts.mail_links import LIFETIMES
+from cellarena.arena.ladder.accounts.mail_links import LIFETIMES, Purpose
 from cellarena.arena.ladder.accounts.mailer import Mailer, Outgoing
 from cellarena.arena.ladder.accounts.owner_mail import Link, OwnerMail
 from cellarena.arena.ladder.accounts.owners import AccountError, Owner
@@ -31,6 +31,8 @@ RESET_MAILS_PER_HOUR = 5
 #: A link's page: not cached, and its address (the token) never sent to another site as a Referer
 #: (same-origin, not no-referrer: with that, browsers post the form with "Origin: null").
 _PRIVATE = {"cache-control": "no-store", "referrer-policy": "same-origin"}
+#: The page each kind of mailed link opens.
+_LINK_PATHS: dict[Purpose, str] = {"reset": "/reset/mail", "verify": "/verify"}
 
 
 def _now() -> datetime:
@@ -71,16 +73,26 @@ class MailPages:
         )
 
     def _send_reset(self, request: Request, link: Link) -> None:
-        url = f"{self.guard.origin(request)}/reset/mail?t={link.token}"
-        body = (
-            f"Hello {link.owner},\n\nSomeone (you, we hope) asked for a new password for your account "
-            f"{link.owner} on the ladder. To set one, open this link within "
-            f"{LIFETIMES['reset'].total_seconds() / 3600:g} hour(s); it works once:\n\n{url}\n\n"
-            "If you did not ask, ignore this mail: your password stays as it is.\n"
+        self._mail_link(
+            request,
+            link,
+            "reset",
+            "Set a new password",
+            "Someone (you, we hope) asked for a new password for your account {owner} on the ladder. "
+            "To set one, open this link within {hours} hour(s); it works once:\n\n{url}\n\n"
+            "If you did not ask, ignore this mail: your password stays as it is.\n",
+            "a password link",
         )
-        self.mailer.submit(
-            Outgoing(link.email, "Set a new password", body, f"a password link for {link.owner}")
-        )
+
+    def _mail_link(
+        self, request: Request, link: Link, kind: Purpose, subject: str, text: str, what: str
+    ) -> None:
+        """Mail ``link`` (of `LIFETIMES`' ``kind``) to its owner: ``text`` with its {owner}, {url} and
+        {hours} filled in, after a greeting; ``what`` names the mail in the mailer's log."""
+        url = f"{self.guard.origin(request)}{_LINK_PATHS[kind]}?t={link.token}"
+        hours = f"{LIFETIMES[kind].total_seconds() / 3600:g}"
+        body = f"Hello {link.owner},\n\n" + text.format(owner=link.owner, url=url, hours=hours)
+        self.mailer.submit(Outgoing(link.email, subject, body, f"{what} for {link.owner}"))
 
     async def reset_link_page(self, request: Request) -> Response:
         token = request.query_params.get("t", "")
@@ -154,14 +166,14 @@ class MailPages:
         link = await trio.to_thread.run_sync(self.mail.verify_link, owner, _now())
         if link is None:
             return
-        url = f"{self.guard.origin(request)}/verify?t={link.token}"
-        body = (
-            f"Hello {link.owner},\n\nTo confirm that this is your address on the ladder, open this link "
-            f"within {LIFETIMES['verify'].total_seconds() / 3600:g} hours:\n\n{url}\n\n"
-            "If you did not sign up, ignore this mail.\n"
-        )
-        self.mailer.submit(
-            Outgoing(link.email, "Confirm your address", body, f"a verification link for {link.owner}")
+        self._mail_link(
+            request,
+            link,
+            "verify",
+            "Confirm your address",
+            "To confirm that this is your address on the ladder, open this link within {hours} hours:"
+            "\n\n{url}\n\nIf you did not sign up, ignore this mail.\n",
+            "a verification link",
         )
 
     async def notify(self, request: Request) -> Response:

@@ -65,23 +65,32 @@ MAX_BODY = 16 * 1024
 KEY_BYTES = 32
 
 
-def guarded(endpoint: Endpoint) -> Endpoint:
-    """``endpoint`` with the store's faults as pages: an `AccountError` that escaped it is a 400 with
-    its message; a database fault (down, full, read-only) a 503 that asks to come back, its details
-    in the log only (they name the database's path or host, which visitors have no business seeing)."""
+def store_faults(endpoint: Endpoint, where: str, retry: str) -> Endpoint:
+    """``endpoint`` with a database fault (down, full, read-only) as a 503 that asks to come back
+    (``retry`` says when), its details in the log only under ``where`` (they name the database's path
+    or host, which visitors have no business seeing)."""
 
     async def run(request: Request) -> Response:
         try:
             return await endpoint(request)
-        except AccountError as exc:
-            raise HTTPException(400, str(exc)) from None
         except LadderStoreError as exc:
-            log.error("ladder pages: %s %s: %s", request.method, request.url.path, exc)
-            raise HTTPException(
-                503, "the ladder's database is not answering just now; try again in a minute"
-            ) from None
+            log.error("%s: %s %s: %s", where, request.method, request.url.path, exc)
+            raise HTTPException(503, f"the ladder's database is not answering{retry}") from None
 
     return run
+
+
+def guarded(endpoint: Endpoint) -> Endpoint:
+    """``endpoint`` with the store's faults as pages: an `AccountError` that escaped it is a 400 with
+    its message; a database fault a 503 (`store_faults`)."""
+
+    async def run(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except AccountError as exc:  # before store_faults: an AccountError is a LadderStoreError
+            raise HTTPException(400, str(exc)) from None
+
+    return store_faults(run, "ladder pages", " just now; try again in a minute")
 
 
 class KeyFileError(Exception):

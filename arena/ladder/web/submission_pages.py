@@ -39,7 +39,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from cellarena.arena.ladder.errors import LadderStoreError, UnknownBotError
+from cellarena.arena.ladder.errors import UnknownBotError
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.store.ladder_store import MAX_ID, LadderStore
 from cellarena.arena.ladder.store.version_tables import RevokedBotError, UnknownVersionError, UploadQuotaError
@@ -48,6 +48,7 @@ from cellarena.arena.ladder.submissions.unpack import UnpackError, UnpackLimits,
 from cellarena.arena.ladder.submissions.validate import private_log
 from cellarena.arena.ladder.submissions.versions import Version, VersionMoveError
 from cellarena.arena.ladder.web.community_pages import CommunityApi, OwnerSessions
+from cellarena.arena.ladder.web.owner_guard import Endpoint, store_faults
 from cellarena.arena.ladder.web.upload_body import Upload, read_upload
 from cellarena.server.web.numbers import path_number
 
@@ -193,29 +194,20 @@ class Submissions:
     def routes(self) -> list[BaseRoute]:
         """Before the ladder's public routes (``/bots/{name:path}`` would take them)."""
 
-        def store_faults(endpoint: Any) -> Any:
-            async def run(request: Request) -> Response:
-                try:
-                    return await endpoint(request)
-                except LadderStoreError as exc:
-                    log.error("ladder API: %s %s: %s", request.method, request.url.path, exc)
-                    raise HTTPException(
-                        503, "the ladder's database is not answering; try again later"
-                    ) from None
-
-            return run
+        def api(endpoint: Endpoint) -> Endpoint:
+            return store_faults(endpoint, "ladder API", "; try again later")
 
         return [
             Route(
                 "/api/bots/{name:path}/submissions/{number}/live",
-                store_faults(self.live_api),
+                api(self.live_api),
                 methods=["POST"],
             ),
-            Route("/api/bots/{name:path}/submissions", store_faults(self.upload_api), methods=["POST"]),
-            Route("/api/bots/{name:path}/submissions", store_faults(self.versions_api), methods=["GET"]),
-            Route("/api/bots/{name:path}/logs/{match}", store_faults(self.log_api), methods=["GET"]),
+            Route("/api/bots/{name:path}/submissions", api(self.upload_api), methods=["POST"]),
+            Route("/api/bots/{name:path}/submissions", api(self.versions_api), methods=["GET"]),
+            Route("/api/bots/{name:path}/logs/{match}", api(self.log_api), methods=["GET"]),
             # The token's own bot (`ladder submit`: a token knows its bot).
-            Route("/api/submissions", store_faults(self.upload_api), methods=["POST"]),
+            Route("/api/submissions", api(self.upload_api), methods=["POST"]),
         ]
 
 

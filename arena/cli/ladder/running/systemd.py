@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cellarena.arena.cli.ladder.running.up import where_of
-from cellarena.server.cli.params import FiniteFloatRange, writable_folder
+from cellarena.server.cli.params import FiniteFloatRange, ranged_option, writable_folder
 
 if TYPE_CHECKING:
     from cellarena.arena.ladder.ops.config_file import LadderFile
@@ -21,12 +21,11 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
+@ranged_option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="The folder the units are written to (then copied to /etc/systemd/system).",
+    Path("."),
+    click.Path(file_okay=False, path_type=Path),
+    "The folder the units are written to (then copied to /etc/systemd/system).",
 )
 @click.option("--user", default="ladder", show_default=True, help="The user the ladder runs as.")
 @click.option(
@@ -35,12 +34,11 @@ if TYPE_CHECKING:
     show_default=True,
     help="The units' prefix: NAME.target, NAME-serve-GAME.service, NAME-web.service.",
 )
-@click.option(
+@ranged_option(
     "--env-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("/etc/cellarena/ladder.env"),
-    show_default=True,
-    help="Where the database's DSN goes when it holds a password (root's, mode 0600): the units name "
+    Path("/etc/cellarena/ladder.env"),
+    click.Path(dir_okay=False, path_type=Path),
+    "Where the database's DSN goes when it holds a password (root's, mode 0600): the units name "
     "it; the file is written to --out as ladder.env.",
 )
 @click.option(
@@ -50,12 +48,11 @@ if TYPE_CHECKING:
     default=None,
     help="The `cellarena` the units run. [default: the one beside this Python]",
 )
-@click.option(
+@ranged_option(
     "--stop-seconds",
-    type=FiniteFloatRange(1, 600),
-    default=30.0,
-    show_default=True,
-    help="Seconds each part has to stop after SIGTERM before systemd kills it.",
+    30.0,
+    FiniteFloatRange(1, 600),
+    "Seconds each part has to stop after SIGTERM before systemd kills it.",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object: written, out, install, warnings."

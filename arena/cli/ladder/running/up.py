@@ -13,7 +13,7 @@ import click
 
 from cellarena.arena.cli.ladder.community import actor
 from cellarena.arena.cli.ladder.where import Where
-from cellarena.server.cli.params import FiniteFloatRange
+from cellarena.server.cli.params import FiniteFloatRange, ranged_option
 from cellarena.server.cli.run import configure_logging, restore_logging_after_command, run_trio
 
 if TYPE_CHECKING:
@@ -26,12 +26,11 @@ CELLARENA = (sys.executable, "-c", "from cellarena.arena.cli import main; main()
 
 @click.command()
 @click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
+@ranged_option(
     "--grace",
-    type=FiniteFloatRange(0, 600),
-    default=15.0,
-    show_default=True,
-    help="Seconds each part has to stop after SIGTERM (matches under way are voided) before SIGKILL.",
+    15.0,
+    FiniteFloatRange(0, 600),
+    "Seconds each part has to stop after SIGTERM (matches under way are voided) before SIGKILL.",
 )
 @click.option("--check", is_flag=True, help="Check the file and register its house bots; start nothing.")
 @click.pass_context
