@@ -250,9 +250,11 @@ class Season:
 
 
 #: The columns of a ladder's standings table (`Standing.cells`).
-#: ``rating`` is the system's shown value (mu); ``interval`` about 95% of its belief, mu +- 2 sigma.
+#: ``rating`` is the system's shown value (mu); ``interval`` about 95% of its belief, mu +- 2 sigma;
+#: ``kind`` how the bot plays (`Standing.pool`: connected, submitted, house).
 STANDINGS_COLUMNS = (
-    "rank", "bot", "rating", "sigma", "interval", "matches", "W", "D", "L", "late", "invalid", "bank ms"
+    "rank", "bot", "kind", "rating", "sigma", "interval", "matches", "W", "D", "L", "late", "invalid",
+    "bank ms",
 )  # fmt: skip
 
 
@@ -287,12 +289,20 @@ class Standing:
         """About 95% of the belief (mu +- 2 sigma): where the bot's strength may lie."""
         return ladder_ratings.SYSTEM.interval(Rating(self.mu, self.sigma))
 
+    @property
+    def pool(self) -> str:
+        """How the bot plays, as the tables' ``kind`` column marks it (and its matchmaking pool, which
+        ``ladder serve --pools separate`` keeps apart): ``connected`` (its owner's process connects),
+        ``submitted`` (the ladder runs its live version) or ``house`` (the ladder's own)."""
+        return "connected" if self.kind == "outside" else self.kind
+
     def cells(self) -> tuple[str, ...]:
         """The row as text, under `STANDINGS_COLUMNS`: `cellarena ladder standings` and the standings
         page both show exactly these cells."""
         return (
             str(self.rank),
             self.bot,
+            self.pool,
             f"{self.rating:.2f}?" if self.provisional else f"{self.rating:.2f}",
             f"{self.sigma:.2f}",
             "{:.1f}..{:.1f}".format(*self.interval),
@@ -310,6 +320,7 @@ class Standing:
             "rank": self.rank,
             "bot": self.bot,
             "kind": self.kind,
+            "pool": self.pool,  # "kind" says outside for a connected bot (as old clients read it)
             "rating": self.rating,
             "mu": self.mu,
             "sigma": self.sigma,

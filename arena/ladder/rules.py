@@ -37,5 +37,7 @@ class LadderRules:
     #: accept a wider range at once, so they wait less and play more, while settled bots keep their
     #: close matches. 0.5: a newcomer (sigma 8.3) accepts 6.2 mu at once, a settled bot (sigma 2) 3.
     uncertainty_window: float = 0.5
+    #: ``separate``: connected and submitted bots meet only their own kind (`matchmaking.pools`).
+    pools: str = "mixed"
     #: How often the server polls the database's change log (a revoke takes effect within this).
     poll_every: float = POLL_EVERY

@@ -65,6 +65,7 @@ class LadderServeArgs(PacingArgs):
     workers: int
     workers_host: str | None
     starve_after: float
+    pools: str
 
 
 def _serve_command(game: str) -> click.Command:
@@ -168,7 +169,7 @@ def ladder_config(
         host=args.host,
         port=args.port,
         tls=tls_context(args.tls_cert, args.tls_key),
-        rules=LadderRules(insecure=args.insecure, starve_after=args.starve_after),
+        rules=LadderRules(insecure=args.insecure, starve_after=args.starve_after, pools=args.pools),
         trusted_proxies=trusted,
         replay_dir=replay_dir,
         # A folder per game: several games' servers may share the ladder's folder and database.

@@ -11,6 +11,7 @@ import click
 
 from cellarena.arena.cli.ladder.match_hosts import WorkersParam
 from cellarena.arena.cluster import cluster_option
+from cellarena.arena.ladder.matchmaking.pools import POOL_MODES
 from cellarena.arena.ladder.policy import NEW_VERSION_RATINGS
 from cellarena.server.cli.confine_options import confine_options
 from cellarena.server.cli.params import (
@@ -190,5 +191,13 @@ def community_options() -> list[Any]:
             FiniteFloatRange(0.1, 3600),
             "Seconds a bot waits before it meets the nearest free bot whatever their ratings "
             "(a quiet ladder of few bots far apart wants it shorter).",
+        ),
+        click.option(
+            "--pools",
+            type=click.Choice(POOL_MODES),
+            default="mixed",
+            show_default=True,
+            help="mixed: connected and submitted bots meet each other; separate: each meets only its own "
+            "kind (their compute is not equal). House bots meet both; challenges may cross pools.",
         ),
     ]

@@ -4,7 +4,8 @@ A challenge is played when both its bots wait in the queue and are free (not at 
 matches), each bot in at most one match per pass; the matchmaker then pairs the bots left. Challenges
 are for two-seat games: in a game of more seats a challenge waits (docs/ladder.md says so).
 The challenger takes seat 0. The map and seed are drawn like the matchmaker's (``random.Random``
-from the pass's seed), so a pass stays a function of its inputs.
+from the pass's seed), so a pass stays a function of its inputs. An owner asked for the opponent, so a
+challenge may pair a connected bot with a submitted one under ``--pools separate`` (`pools`).
 """
 
 from __future__ import annotations

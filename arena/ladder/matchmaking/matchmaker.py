@@ -2,7 +2,8 @@
 
 `match_up` is a pure function of the queue, one clock reading, the policy and a seed: no I/O, no
 global state, no clock of its own. So it is tested on its own, and a logged call can be replayed to
-see why two bots met. The server calls it on every matchmaking pass with whatever is queued.
+see why two bots met. The server calls it on every matchmaking pass with whatever is queued, through
+`pools.pooled_match_up` (which, under ``--pools separate``, calls it once per pool).
 
 The rules, in the order they apply (``k`` is ``Policy.seats``; ratings are the ladder's mu, `ratings.ladder`):
 

@@ -32,6 +32,7 @@ import trio
 from cellarena.arena.ladder.connect_commands import Endpoint
 from cellarena.arena.ladder.hosting.worker_pool import LocalWorkers
 from cellarena.arena.ladder.matchmaking.matchmaker import Policy
+from cellarena.arena.ladder.matchmaking.pools import pool_mode
 from cellarena.arena.ladder.ops.endpoint import endpoint_of, record_endpoint
 from cellarena.arena.ladder.policy import CommunityPolicy
 from cellarena.arena.ladder.rules import LadderRules
@@ -159,6 +160,7 @@ def build(
         seed=config.seed,
         stats=stats,
         pending_challenges=functools.partial(store.pending_challenges, config.game),
+        pools=pool_mode(rules.pools),
     )
     starter = MatchStarter(
         store,

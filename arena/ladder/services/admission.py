@@ -278,7 +278,7 @@ class Admission(LadderService):
                 f"{bot.name} is playing {playing} match(es), its limit; come back when one ends",
             )
             return
-        self.queue.add(Queued(conn, bot, trio.current_time(), follows_redirect, digest, version))
+        self.queue.add(Queued(conn, bot, trio.current_time(), follows_redirect, digest, version, launched))
 
     @property
     def failures(self) -> dict[str, Failures]:

@@ -43,12 +43,15 @@ from typing import Any
 
 import trio
 
+from cellarena.arena.ladder.matchmaking.pools import PoolMode, may_meet, pool_of
 from cellarena.arena.ladder.records import BotRecord
 from cellarena.arena.ladder.scoring.settlement import launch_failure
 from cellarena.arena.ladder.services.handed import HandedConnections
+from cellarena.arena.ladder.services.queue import Queued
 from cellarena.arena.ladder.services.seating import LadderSeating
 from cellarena.arena.ladder.services.submitted_bots import SubmittedBots
 from cellarena.arena.ladder.store.ladder_store import LadderStore, LadderStoreError
+from cellarena.arena.ratings import Rating
 from cellarena.arena.ratings.ladder import initial
 from cellarena.sdk import protocol
 from cellarena.sdk.client import is_loopback
@@ -256,12 +259,7 @@ class HouseBots:
             for b in self._candidates()
             if b.name not in busy and self.not_before.get(b.name, now) <= now  # backing off
         ]
-        if not idle:
-            return None
-        longest = min(waiting, key=lambda q: q.since)
-        ratings = self.seating.results.ratings
-        target = ratings.get(longest.bot.name, initial()).mu
-        return min(idle, key=lambda b: (abs(ratings.get(b.name, initial()).mu - target), b.name))
+        return _closest(waiting, idle, self.seating.results.ratings, self.seating.queue.pools)
 
     async def _program(self, bot: BotRecord) -> tuple[BotSpec, str, Path] | None:
         """What to start for ``bot``, its token and its log; None (logged) if it cannot start."""
@@ -526,6 +524,20 @@ class HouseBots:
             wait,
             self.launched[name].log,
         )
+
+
+def _closest(
+    waiting: list[Queued], idle: list[BotRecord], ratings: dict[str, Rating], mode: PoolMode
+) -> BotRecord | None:
+    """The idle bot to start for the longest waiter it may meet (`pools.may_meet`: under ``--pools
+    separate`` a connected bot is given a house bot only, a submitted one either): the one closest to
+    that waiter in rating; None if no idle bot may meet any waiter."""
+    for longest in sorted(waiting, key=lambda q: q.since):
+        fit = [b for b in idle if may_meet(longest.pool, pool_of(b.kind, launched=True), mode)]
+        if fit:
+            target = ratings.get(longest.bot.name, initial()).mu
+            return min(fit, key=lambda b: (abs(ratings.get(b.name, initial()).mu - target), b.name))
+    return None
 
 
 def _called(bot: BotRecord | Launched | None, name: str) -> str:

@@ -5,7 +5,9 @@ the bots that wait, by the ratings the results service keeps; each pairing is ha
 starter (`Starts`), which writes it down and starts it, or gives its bots back. The queue remembers
 each bot's last seat and opponents for the next pairings. During a database outage it pairs nobody:
 its bots play as soon as the database is back. Pending challenges (`challenges`) go first: a
-challenge whose two bots wait and are free is played before the matchmaker pairs the rest.
+challenge whose two bots wait and are free is played before the matchmaker pairs the rest. With
+``pools="separate"`` (`ladder serve --pools`) connected and submitted bots meet only their own kind
+(`pools.pooled_match_up`); challenges may cross pools.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Protocol
 import trio
 
 from cellarena.arena.ladder.matchmaking.challenges import challenge_pairings
-from cellarena.arena.ladder.matchmaking.matchmaker import Pairing, Policy, Waiting, match_up
+from cellarena.arena.ladder.matchmaking.matchmaker import Pairing, Policy, Waiting
+from cellarena.arena.ladder.matchmaking.pools import Pool, PoolMode, pool_of, pooled_match_up
 from cellarena.arena.ladder.records import BotRecord, Challenge
 from cellarena.arena.ladder.services.changes import DatabaseWatch
 from cellarena.arena.ladder.services.counters import LadderStats
@@ -45,6 +48,13 @@ class Queued:
     digest: str | None = None
     #: The version its hello said, recorded with its matches (None: none).
     version: str | None = None
+    #: Whether the ladder started it (a submitted bot's launch), not its owner.
+    launched: bool = False
+
+    @property
+    def pool(self) -> Pool:
+        """Which pool it plays in (`pools.pool_of`): connected, submitted or house."""
+        return pool_of(self.bot.kind, self.launched)
 
 
 @dataclass
@@ -86,8 +96,11 @@ class MatchQueue(LadderService):
         seed: int = 0,
         stats: LadderStats | None = None,
         pending_challenges: Callable[[], list[Challenge]] | None = None,
+        pools: PoolMode = "mixed",
     ) -> None:
         self.policy = policy
+        #: Whether connected and submitted bots meet (``mixed``) or only their own kind (``separate``).
+        self.pools = pools
         self.results = results
         self.database = database
         self.every = every
@@ -187,7 +200,8 @@ class MatchQueue(LadderService):
         if len(queue) < self.policy.seats:
             return challenged
         cpu = time.thread_time()
-        pairings = match_up(queue, now, self.policy, round_seed)
+        pools = {w.bot: self.waiting[w.bot].pool for w in queue}
+        pairings = pooled_match_up(queue, pools, now, self.policy, round_seed, self.pools)
         self.stats.matchmaking_cpu += time.thread_time() - cpu
         self.stats.matchmaking_passes += 1
         return challenged + pairings
