@@ -7,19 +7,21 @@ function of the test (the cache's logic, not the sandbox, is under test), in vir
 from __future__ import annotations
 
 import io
+import secrets
 import tarfile
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
+from wire_client import Client
 
 from cellarena.arena.ladder.hosting.bot_cache import BotCache, PrepareError
 from cellarena.arena.ladder.hosting.seat_launch import LaunchingMatch, SeatBots, SeatLaunch
-from cellarena.arena.ladder.hosting.worker_process import HostedMatches
+from cellarena.arena.ladder.hosting.worker_process import LOST_HERE, HostedMatches
 from cellarena.arena.ladder.submissions.archives import digest_of
 from cellarena.arena.ladder.submissions.build import BuildLimits, BuildResult
-from cellarena.server.play.hosted import DEFAULT_CONNECT_TIMEOUT
+from cellarena.server.play.hosted import DEFAULT_CONNECT_TIMEOUT, HostedResult, token_digest
 from cellarena.server.play.lobby import Lobby, LobbyConfig
 from cellarena.server.play.match import TickSettings
 
@@ -138,3 +140,47 @@ def test_a_bot_that_cannot_be_built_where_its_match_runs_costs_its_seat_alone(tm
         "the match is not 000000000000...: it changed]\n"
     )
     assert not list((tmp_path / "cache").iterdir()) and reports == []
+
+
+def test_the_match_it_could_not_join_says_where_in_public_and_why_only_to_its_owner(tmp_path: Path) -> None:
+    """The match a worker plays without the bot it could not build ends with that seat's cause: it
+    could not be built or started where its match ran (the error itself stays in the owner's log).
+    Real sockets: bob, with his seat's token, plays the match through."""
+    reports: list[tuple[object, ...]] = []
+    seating = HostedMatches(tmp_path, reports.append)
+    config = {"map": "duel", "max_ticks": 20}
+    lobby = Lobby(
+        LobbyConfig("rezzo", config, TickSettings(fast=True), port=0, on_result=seating.on_result), seating
+    )
+    bots = SeatBots(lobby, seating.hand, seating.gave_up)
+    log = tmp_path / "annbot.log"
+    launch = SeatLaunch(
+        "annbot", "v1", "0" * 64, "tar.gz", b"not that archive", cache=str(tmp_path / "cache"), log=str(log)
+    )
+    token = secrets.token_urlsafe(32)
+    job = LaunchingMatch(
+        4, "rezzo", config, 1, ("bob", "annbot"), (token_digest(token), "b" * 64),
+        connect_timeout=1.0, launches=(None, launch),
+    )  # fmt: skip
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(lobby.serve)
+            nursery.start_soon(seating.run)
+            seating.reserve(job)
+            await bots.play(4, 1, launch, seating.ended[4])
+            bob = await Client.connect(port)
+            await bob.hello("bob", token=token)
+            with trio.fail_after(60):
+                end = await bob.play()
+                while not any(report[0] == "result" for report in reports):
+                    await trio.sleep(0.05)
+            assert end["winner"] == 0
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    ((_, result),) = [report for report in reports if report[0] == "result"]
+    assert isinstance(result, HostedResult) and result.outcome is not None
+    cause = result.outcome.result.causes[1]
+    assert (cause["cause"], cause["detail"]) == ("never_connected", LOST_HERE), cause
+    assert "000000000000" not in str(cause) and "000000000000" in log.read_text()  # the why: its owner's

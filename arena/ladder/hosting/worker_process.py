@@ -37,6 +37,7 @@ import trio
 
 from cellarena.arena.ladder.hosting.seat_launch import SeatBots, launches_of
 from cellarena.sdk.protocol import BAD_HELLO, SEAT_TAKEN
+from cellarena.server.games import causes
 from cellarena.server.games.base import Engine
 from cellarena.server.net.connection import Connection
 from cellarena.server.play.hosted import DEFAULT_CONNECT_TIMEOUT, HostedMatch, HostedResult, token_digest
@@ -78,6 +79,10 @@ class WorkerSetup:
     folder: str | None = None
 
 
+#: A submitted bot that could not be built or started where its match ran, as its seat's cause says.
+LOST_HERE = "it could not be built or started where its match ran; its owner's log of the match says why"
+
+
 @dataclass
 class _Reservation:
     """One hosted match: its seats by token digest until its bots are in, then its match."""
@@ -91,6 +96,8 @@ class _Reservation:
     match: Match | None = None
     #: When its match started (trio's clock), for the job's time limit.
     started: float = 0.0
+    #: Seats whose bot this process was to start and could not (`gave_up`).
+    lost: set[int] = field(default_factory=set)
 
 
 class HostedMatches(Seating):
@@ -139,6 +146,7 @@ class HostedMatches(Seating):
         its match waits no longer than bots sent by redirect are waited for, and starts without it."""
         res = self.reservations.get(ladder_id)
         if res is not None and res.match is None:
+            res.lost.add(seat)
             res.deadline = min(res.deadline, trio.current_time() + DEFAULT_CONNECT_TIMEOUT)
 
     def cancel(self, ladder_id: int) -> None:
@@ -250,6 +258,13 @@ class HostedMatches(Seating):
         def recorder(_number: int, engine: Engine, names: list[str], seed: int) -> Recorder:
             return ReplayWriter(res.replay, engine, seed=seed, names=names, events=True)
 
+        async def explain_gone(seat: int) -> dict[str, Any] | None:
+            # The public cause says where it failed, not why: the build's or start's error text is
+            # its owner's (its private log has it).
+            if seat not in res.lost:
+                return None
+            return causes.cause(causes.NEVER_CONNECTED, detail=LOST_HERE)
+
         match = self.lobby.start_match(
             conns,
             list(job.names),
@@ -257,6 +272,7 @@ class HostedMatches(Seating):
             seed=job.seed,
             recorder=recorder,
             meta={"ladder match": job.ladder_id},
+            explain_gone=explain_gone,
         )
         if match is None:  # the lobby logged why and told the bots
             self._finish(res, None)
