@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from cellarena_cli import CLI, ROOT, cellarena
+from game_servers import wait_for
 
 from cellarena.arena.cluster import ClusterError, ClusterSpec, check_workers, open_cluster
 from cellarena.arena.runner import TournamentSpec
@@ -91,15 +92,16 @@ def recipe_commands() -> tuple[list[list[str]], list[str]]:
 
 def _await_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
     """Until something accepts connections on ``port`` (the scheduler has bound), under a deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def listening() -> bool:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
         except OSError:
             assert proc.poll() is None, f"the dask scheduler exited ({proc.returncode}): see dask.log"
-            assert time.monotonic() < deadline, f"no dask scheduler on {port} in {timeout} s"
-            time.sleep(0.05)
+            return False
+        return True
+
+    wait_for(listening, f"a dask scheduler on {port}", timeout)
 
 
 class Recipe:
