@@ -129,6 +129,18 @@ def wait_for(predicate: Callable[[], bool], what: str, timeout: float) -> None:
         time.sleep(0.1)
 
 
+def processes_in(folder: Path) -> list[int]:
+    """Processes whose working folder is ``folder`` or under it: what a bot or a build left running."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(folder):
+                found.append(int(pid))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return found
+
+
 JS_BOT = ROOT / "example_bots" / "rezzo" / "js_random"
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 import shutil
 import sqlite3
 import tarfile
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from game_servers import processes_in
 from wire_client import Client
 
 from cellarena.arena.cli.new_bot import write_bot
@@ -183,7 +183,7 @@ async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(
         with trio.fail_after(10):
             while not ports:
                 await trio.sleep(0.01)
-        assert not _processes_in(tmp_path / "versions")
+        assert not processes_in(tmp_path / "versions")
         client = await Client.connect(ports[0])
         await client.hello("alice", token=alice)
         with trio.fail_after(30):
@@ -191,7 +191,7 @@ async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(
         assert end["type"] == "end"
         await client.stream.aclose()
         with trio.fail_after(30):
-            while _processes_in(tmp_path / "versions"):
+            while processes_in(tmp_path / "versions"):
                 await trio.sleep(0.05)
         with trio.fail_after(30):  # its result is written a moment after the bots are told the end
             while not [m for m in store.matches("rezzo") if m.status == "finished"]:
@@ -212,18 +212,6 @@ async def test_a_submitted_bot_is_started_for_its_match_and_logs_privately(
         "started submitted bot up for a bot that waited" in caplog.text and "house bot up" not in caplog.text
     )
     store.close()
-
-
-def _processes_in(folder: Path) -> list[int]:
-    """Processes whose working folder is under ``folder`` (a submitted bot's)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and str(Path(os.readlink(entry / "cwd"))).startswith(str(folder)):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def test_the_builders_idle_look_at_the_store_is_a_read(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from cellarena_cli import invoke
-from game_servers import Process, ladder_serve, start, wait_for
+from game_servers import Process, ladder_serve, processes_in, start, wait_for
 from ladder_pages import Browser, Pages, ladder_pages
 from native_starters import need_toolchain
 
@@ -44,18 +44,6 @@ def _finished_with(folder: Path, bot: str) -> int:
         return sum(
             1 for m in store.matches("rezzo") if m.status == "finished" and bot in {s.bot for s in m.seats}
         )
-
-
-def _running_in(folder: Path) -> list[int]:
-    """Processes whose working folder is under ``folder`` (the submitted versions')."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and os.readlink(entry / "cwd").startswith(str(folder)):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def _sign_up(pages: Pages, tmp_path: Path) -> Browser:
@@ -165,9 +153,8 @@ def test_uploaded_bots_are_built_validated_and_play_rated_matches(
         connected: Process | None = None
         try:
             wait_for(lambda: _states(folder, "annbot") == {1: "live"}, "version 1 live", 90)
-            assert not _running_in(
-                folder / "versions" / "annbot"
-            )  # nothing of it runs while nobody waits (annjava builds)
+            # Nothing of it runs while nobody waits (annjava builds).
+            assert not processes_in(folder / "versions" / "annbot")
             assert (folder / "private-logs" / "annbot" / "validation-v1.log").is_file()
             assert not (folder / "private-logs" / "bob").exists()
             connected = _connect_bob(folder, tmp_path, server.port)
@@ -179,7 +166,7 @@ def test_uploaded_bots_are_built_validated_and_play_rated_matches(
             submit()
             _a_crashing_version_is_refused_with_its_log(folder, owner)
             wait_for(lambda: connected is not None and connected.proc.poll() is not None, "bob's matches", 90)
-            wait_for(lambda: not _running_in(folder / "versions"), "the bots' processes to end", 60)
+            wait_for(lambda: not processes_in(folder / "versions"), "the bots' processes to end", 60)
             log = server.stderr()
             assert "builder: annbot version 3 failed" in log
             assert "house bot ann" not in log  # a submitted bot is called one (its warnings too)
@@ -187,4 +174,4 @@ def test_uploaded_bots_are_built_validated_and_play_rated_matches(
             if connected is not None and connected.proc.poll() is None:
                 connected.stop()
             server.stop()
-        assert not _running_in(folder / "versions")
+        assert not processes_in(folder / "versions")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from game_servers import ladder_serve, start, wait_for
+from game_servers import ladder_serve, processes_in, start, wait_for
 
 from cellarena.arena.cli.new_bot import write_bot
 from cellarena.arena.ladder.store.ladder_store import LadderStore
@@ -36,18 +36,6 @@ class Ladder:
     sha256: str
     #: bob's token file: a bot that connects and follows redirects.
     bob: Path
-
-
-def _running_in(folder: Path) -> list[int]:
-    """Processes whose working folder is under ``folder``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and os.readlink(entry / "cwd").startswith(str(folder)):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -116,12 +104,12 @@ def test_the_process_that_plays_the_match_starts_the_submitted_bot(
         assert "redirect" not in played.read_text()  # it was handed its seat, not sent there
         # The ladder's own start of it only held its place in the queue: its log is not kept.
         assert sorted(p.name for p in played.parent.iterdir()) == [played.name]
-        wait_for(lambda: not _running_in(folder), "annbot's processes to end", 30)
+        wait_for(lambda: not processes_in(folder), "annbot's processes to end", 30)
     finally:
         if bob is not None and bob.proc.poll() is None:
             bob.stop()
         server.stop()
-    assert not _running_in(folder)
+    assert not processes_in(folder)
     err = server.stderr()
     assert "Traceback" not in err, err
     if hosting[0] == "--workers":

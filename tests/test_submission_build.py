@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from game_servers import processes_in
 
 from cellarena.arena.cli.new_bot import write_bot
 from cellarena.arena.ladder.submissions.build import BuildLimits, BuildResult, build
@@ -59,18 +60,6 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _build(folder: Path, **kw: object) -> BuildResult:
     return trio.run(lambda: build(folder, LIMITS, **kw))  # type: ignore[arg-type]
-
-
-def _left_in(folder: Path) -> list[int]:
-    """Processes whose working folder is in ``folder``: what a build left running."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(folder):
-                found.append(int(pid))
-        except OSError:
-            continue
-    return found
 
 
 def test_a_python_bot_builds_and_an_import_the_host_does_not_offer_is_named(root: Path) -> None:
@@ -128,7 +117,7 @@ def test_a_hostile_build_is_stopped_and_says_why(root: Path, name: str, reason: 
     result = _build(folder)
     assert not result.ok
     assert result.reason == reason, result.log[-2000:]
-    assert _left_in(folder) == []
+    assert processes_in(folder) == []
     if name == "loop":
         assert 2.0 <= result.seconds < 10.0
 
