@@ -103,84 +103,87 @@ def test_two_matches_one_build_then_reuse_and_a_failure_leaves_nothing(tmp_path:
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
+MATCH_CONFIG = {"map": "duel", "max_ticks": 20}
+
+
+class UnbuildableBot:
+    """A worker's seating and lobby, and annbot's launch with an archive it cannot build (bytes that
+    are not its hash); ``reports`` are what the worker tells the ladder, ``result`` set at a result."""
+
+    def __init__(self, folder: Path) -> None:
+        self.reports: list[tuple[object, ...]] = []
+        self.result = trio.Event()
+        self.seating = HostedMatches(folder, self.report)
+        settings = TickSettings(fast=True)
+        config = LobbyConfig("rezzo", MATCH_CONFIG, settings, port=0, on_result=self.seating.on_result)
+        self.lobby = Lobby(config, self.seating)
+        self.bots = SeatBots(self.lobby, self.seating.hand, self.seating.gave_up)
+        self.log = folder / "annbot.log"
+        self.launch = SeatLaunch(
+            "annbot", "v1", "0" * 64, "tar.gz", b"not that archive", cache=str(folder / "cache"),
+            log=str(self.log),
+        )  # fmt: skip
+
+    def report(self, message: tuple[object, ...]) -> None:
+        self.reports.append(message)
+        if message[0] == "result":
+            self.result.set()
+
+    def job(self, ladder_id: int, digests: tuple[str, str], connect_timeout: float) -> LaunchingMatch:
+        """Match ``ladder_id``: bob (connected) in seat 0, annbot (started here) in seat 1."""
+        return LaunchingMatch(
+            ladder_id, "rezzo", MATCH_CONFIG, 1, ("bob", "annbot"), digests,
+            connect_timeout=connect_timeout, launches=(None, self.launch),
+        )  # fmt: skip
+
+
 def test_a_bot_that_cannot_be_built_where_its_match_runs_costs_its_seat_alone(tmp_path: Path) -> None:
-    """A worker given an archive it cannot build (here: bytes that are not its hash) forfeits that
-    seat, says why in the bot's private log, and waits for the match's other bots no longer than a
-    redirected bot is waited for; nothing raises into the worker."""
-    reports: list[tuple[object, ...]] = []
-    seating = HostedMatches(tmp_path, reports.append)
-    config = {"map": "duel", "max_ticks": 20}
-    lobby = Lobby(
-        LobbyConfig("rezzo", config, TickSettings(fast=True), port=0, on_result=seating.on_result), seating
-    )
-    bots = SeatBots(lobby, seating.hand, seating.gave_up)
-    log = tmp_path / "annbot.log"
-    launch = SeatLaunch(
-        "annbot", "v1", "0" * 64, "tar.gz", b"not that archive", cache=str(tmp_path / "cache"), log=str(log)
-    )
-    job = LaunchingMatch(
-        3,
-        "rezzo",
-        config,
-        1,
-        ("bob", "annbot"),
-        ("a" * 64, "b" * 64),
-        connect_timeout=120.0,
-        launches=(None, launch),
-    )
+    """A worker given an archive it cannot build forfeits that seat, says why in the bot's private
+    log, and waits for the match's other bots no longer than a redirected bot is waited for; nothing
+    raises into the worker."""
+    worker = UnbuildableBot(tmp_path)
+    job = worker.job(3, ("a" * 64, "b" * 64), connect_timeout=120.0)
 
     async def main() -> None:
-        seating.reserve(job)
-        await bots.play(3, 1, launch, seating.ended[3])
-        assert seating.reservations[3].deadline == trio.current_time() + DEFAULT_CONNECT_TIMEOUT
+        worker.seating.reserve(job)
+        await worker.bots.play(3, 1, worker.launch, worker.seating.ended[3])
+        assert worker.seating.reservations[3].deadline == trio.current_time() + DEFAULT_CONNECT_TIMEOUT
 
     trio.run(main, clock=trio.testing.MockClock())
-    assert log.read_text() == (
+    assert worker.log.read_text() == (
         "[cellarena: annbot v1 forfeits this match: it cannot be built here: the archive that came with "
         "the match is not 000000000000...: it changed]\n"
     )
-    assert not list((tmp_path / "cache").iterdir()) and reports == []
+    assert not list((tmp_path / "cache").iterdir()) and worker.reports == []
 
 
 def test_the_match_it_could_not_join_says_where_in_public_and_why_only_to_its_owner(tmp_path: Path) -> None:
     """The match a worker plays without the bot it could not build ends with that seat's cause: it
     could not be built or started where its match ran (the error itself stays in the owner's log).
     Real sockets: bob, with his seat's token, plays the match through."""
-    reports: list[tuple[object, ...]] = []
-    seating = HostedMatches(tmp_path, reports.append)
-    config = {"map": "duel", "max_ticks": 20}
-    lobby = Lobby(
-        LobbyConfig("rezzo", config, TickSettings(fast=True), port=0, on_result=seating.on_result), seating
-    )
-    bots = SeatBots(lobby, seating.hand, seating.gave_up)
-    log = tmp_path / "annbot.log"
-    launch = SeatLaunch(
-        "annbot", "v1", "0" * 64, "tar.gz", b"not that archive", cache=str(tmp_path / "cache"), log=str(log)
-    )
+    worker = UnbuildableBot(tmp_path)
     token = secrets.token_urlsafe(32)
-    job = LaunchingMatch(
-        4, "rezzo", config, 1, ("bob", "annbot"), (token_digest(token), "b" * 64),
-        connect_timeout=1.0, launches=(None, launch),
-    )  # fmt: skip
+    job = worker.job(4, (token_digest(token), "b" * 64), connect_timeout=1.0)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
-            port = await nursery.start(lobby.serve)
-            nursery.start_soon(seating.run)
-            seating.reserve(job)
-            await bots.play(4, 1, launch, seating.ended[4])
+            port = await nursery.start(worker.lobby.serve)
+            nursery.start_soon(worker.seating.run)
+            worker.seating.reserve(job)
+            await worker.bots.play(4, 1, worker.launch, worker.seating.ended[4])
             bob = await Client.connect(port)
             await bob.hello("bob", token=token)
             with trio.fail_after(60):
                 end = await bob.play()
-                while not any(report[0] == "result" for report in reports):
-                    await trio.sleep(0.05)
+                await worker.result.wait()
             assert end["winner"] == 0
             nursery.cancel_scope.cancel()
 
     trio.run(main)
-    ((_, result),) = [report for report in reports if report[0] == "result"]
+    ((_, result),) = [report for report in worker.reports if report[0] == "result"]
     assert isinstance(result, HostedResult) and result.outcome is not None
     cause = result.outcome.result.causes[1]
     assert (cause["cause"], cause["detail"]) == ("never_connected", LOST_HERE), cause
-    assert "000000000000" not in str(cause) and "000000000000" in log.read_text()  # the why: its owner's
+    assert (
+        "000000000000" not in str(cause) and "000000000000" in worker.log.read_text()
+    )  # the why: its owner's
