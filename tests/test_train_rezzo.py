@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from cellarena.arena.cli import main
 from cellarena.server.dataset.fields import METADATA_KEY
-from cellarena.server.replay import read_replay, verify
+from cellarena.server.replay import Replay, read_replay, verify
 
 BOTS = ROOT / "example_bots" / "rezzo"
 PY = sys.executable
@@ -111,22 +111,28 @@ def test_an_export_of_schema_1_trains_to_the_same_bytes(loop: dict[str, Any]) ->
     assert "/part-0.parquet" in refused.output and not (tmp / "v2.npz").exists()
 
 
-def test_the_trained_bot_loads_the_weights_and_plays_a_legal_match(loop: dict[str, Any]) -> None:
-    """The new-bot folder's bot.py, with the trained weights, against an example bot over TCP."""
-    tmp, bot = loop["tmp"], loop["bot_dir"] / "bot.py"
-    replay = tmp / "trained.replay"
+def _play_over_tcp(loop: dict[str, Any], name: str, weights: Path, opponent: str, max_ticks: int) -> Replay:
+    """The folder's bot.py with ``weights`` in seat 0 against example bot ``opponent`` over TCP: the
+    replay, verified, every answer of seat 0 well formed."""
+    replay = loop["tmp"] / f"{name}.replay"
     ran = cellarena(
         "match", "rezzo",
-        "--bot", f"trained={PY} {bot} --weights {tmp / 'a.npz'}",
-        "--bot", f"random_walker={PY} {BOTS / 'random_walker.py'}",
-        "--max-ticks", "150", "--fast", "--replay", str(replay),
+        "--bot", f"{name}={PY} {loop['bot_dir'] / 'bot.py'} --weights {weights}",
+        "--bot", f"{opponent}={PY} {BOTS / (opponent + '.py')}",
+        "--max-ticks", str(max_ticks), "--fast", "--replay", str(replay),
         timeout=120,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     recorded = read_replay(replay)
     verify(recorded)
+    assert all(not t.invalid.get(0) for t in recorded.ticks), f"{name}'s answers were well formed"
+    return recorded
+
+
+def test_the_trained_bot_loads_the_weights_and_plays_a_legal_match(loop: dict[str, Any]) -> None:
+    """The new-bot folder's bot.py, with the trained weights, against an example bot over TCP."""
+    recorded = _play_over_tcp(loop, "trained", loop["tmp"] / "a.npz", "random_walker", 150)
     assert recorded.complete and len(recorded.ticks) > 100
-    assert all(not t.invalid.get(0) for t in recorded.ticks), "the trained bot's answers were well formed"
 
 
 def test_new_bot_template_trained_is_a_folder_the_trainer_trains_and_that_passes_its_test(
@@ -258,20 +264,9 @@ def test_the_reinforced_weights_load_into_the_bot_and_play_a_match(
 ) -> None:
     """The folder's bot.py plays the reinforced weights over TCP, every answer well formed; and the
     command's own evaluation plays them in-process."""
-    tmp, bot = loop["tmp"], loop["bot_dir"] / "bot.py"
-    replay = tmp / "reinforced.replay"
-    ran = cellarena(
-        "match", "rezzo",
-        "--bot", f"reinforced={PY} {bot} --weights {tmp / 'r1.npz'}",
-        "--bot", f"raider={PY} {BOTS / 'raider.py'}",
-        "--max-ticks", "60", "--fast", "--replay", str(replay),
-        timeout=120,
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
-    recorded = read_replay(replay)
-    verify(recorded)
+    tmp = loop["tmp"]
+    recorded = _play_over_tcp(loop, "reinforced", tmp / "r1.npz", "raider", 60)
     assert recorded.complete and recorded.names[0] == "reinforced" and len(recorded.ticks) == 60
-    assert all(not t.invalid.get(0) for t in recorded.ticks)
     played = invoke(
         "train", "rezzo", "--reinforce", "--bot-dir", str(loop["bot_dir"]), "--out", str(tmp / "r3.npz"),
         "--from-weights", str(tmp / "r1.npz"), "--steps", "2", "--worlds", "1", "--opponent", "random",
