@@ -152,8 +152,10 @@ def test_uploads_are_numbered_per_bot_and_received(store: LadderStore) -> None:
         store.add_version("bob", SHA, 1, "zip")
 
 
-def test_the_upload_quota_counts_an_owner_across_their_bots(store: LadderStore) -> None:
-    with store.database.writing("add an owner") as db:  # no password: argon2 takes a second
+def _ann_with_bots_one_and_two(store: LadderStore) -> int:
+    """Owner ann (written directly, with no password: argon2 takes a second) and her bots one and
+    two; her id."""
+    with store.database.writing("add an owner") as db:
         owner_id = int(
             db.query(
                 "INSERT INTO owners (name, name_key, password_hash, status, created)"
@@ -163,6 +165,11 @@ def test_the_upload_quota_counts_an_owner_across_their_bots(store: LadderStore) 
         )
     for name in ("one", "two"):
         store.add_bot(name, GAME, owner_id=owner_id)
+    return owner_id
+
+
+def test_the_upload_quota_counts_an_owner_across_their_bots(store: LadderStore) -> None:
+    owner_id = _ann_with_bots_one_and_two(store)
     store.add_version("one", SHA, 1, "zip", uploaded_by=owner_id, per_day=2)
     assert store.versions.uploads_left("two", 2) == 1
     store.add_version("two", SHA, 1, "zip", per_day=2)  # the bot's owner by default
@@ -313,16 +320,7 @@ def test_each_build_is_kept_with_its_duration(store: LadderStore) -> None:
 
 
 def test_the_build_minutes_count_an_owners_builds_of_the_last_day(store: LadderStore) -> None:
-    with store.database.writing("add an owner") as db:
-        owner_id = int(
-            db.query(
-                "INSERT INTO owners (name, name_key, password_hash, status, created)"
-                " VALUES ('ann', 'ann', 'none', 'active', ?) RETURNING id",
-                (datetime.now(UTC).isoformat(),),
-            )[0][0]
-        )
-    for name in ("one", "two"):
-        store.add_bot(name, GAME, owner_id=owner_id)
+    _ann_with_bots_one_and_two(store)
     store.add_bot("hosts", GAME)
     _built(store, "one", 50, hours_ago=30)  # a day ago: not counted
     _built(store, "one", 20, hours_ago=20)
