@@ -15,6 +15,9 @@ Importable too: `SmtpServer` starts it for a test module and waits for the ports
 from __future__ import annotations
 
 import asyncio
+import email
+import email.message
+import email.policy
 import json
 import os
 import ssl
@@ -129,6 +132,16 @@ class SmtpServer:
 
     def messages(self) -> list[Path]:
         return sorted(self.folder.glob("*.eml"))
+
+    def mails_to(self, address: str) -> list[email.message.EmailMessage]:
+        """The mails taken for ``address``, oldest first."""
+        found = []
+        for path in self.messages():
+            if address in json.loads(path.with_suffix(".json").read_text())["to"]:
+                message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+                assert isinstance(message, email.message.EmailMessage)
+                found.append(message)
+        return found
 
     def stop(self) -> None:
         self.proc.terminate()
