@@ -107,6 +107,14 @@ def ranged_option(
     return click.option(flag, default=default, show_default=True, type=kind, help=text)
 
 
+def optional_option(
+    flag: str, kind: click.ParamType[Any, Any], text: str
+) -> Callable[[_Decorated], _Decorated]:
+    """``flag`` of type ``kind``, None unless given (``text`` says what then): `ranged_option`'s
+    twin for an option without a default."""
+    return click.option(flag, type=kind, default=None, help=text)
+
+
 def first_budget_option() -> Any:
     """--first-budget-ms: a longer budget for the first tick (bots that load a model or warm a JIT)."""
     return click.option(
