@@ -107,6 +107,11 @@ def ranged_option(
     return click.option(flag, default=default, show_default=True, type=kind, help=text)
 
 
+def ranged_param(flag: str, default: Any, kind: click.ParamType[Any, Any], text: str) -> click.Option:
+    """`ranged_option` as a parameter, for a command built from a list of them."""
+    return click.Option([flag], default=default, show_default=True, type=kind, help=text)
+
+
 def optional_option(
     flag: str, kind: click.ParamType[Any, Any], text: str
 ) -> Callable[[_Decorated], _Decorated]:
