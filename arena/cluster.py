@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from cellarena.server.cli.params import ParsedParam
+
 if TYPE_CHECKING:
     from cellarena.arena.runner import TournamentSpec
 
@@ -73,18 +75,14 @@ class ClusterSpec:
         return f"local:{self.local}" if self.local is not None else str(self.address)
 
 
-class ClusterParam(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2; we take 8.1
-    """A ``--cluster`` value, read into a `ClusterSpec` (click names the option in the error)."""
+class ClusterParam(ParsedParam):
+    """A ``--cluster`` value, read into a `ClusterSpec`."""
 
     name = "local:N|tcp://HOST:PORT"
+    parsed = ClusterSpec
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> ClusterSpec:
-        if isinstance(value, ClusterSpec):
-            return value
-        try:
-            return ClusterSpec.parse(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+    def parse(self, text: str) -> ClusterSpec:
+        return ClusterSpec.parse(text)
 
 
 def cluster_option(help: str) -> Callable[[F], F]:

@@ -52,19 +52,16 @@ class State(StrEnum):
 
 #: (state, sender, message type) -> the state after it. What is not here is out of order.
 TRANSITIONS: Final[dict[tuple[State, Sender, str], State]] = {
-    (State.HELLO, "server", "error"): State.DONE,
     (State.WAITING, "server", "welcome"): State.PLAYING,
     (State.WAITING, "server", "redirect"): State.DONE,
-    (State.WAITING, "server", "error"): State.DONE,
     (State.PLAYING, "server", "tick"): State.PLAYING,
     (State.PLAYING, "client", "moves"): State.PLAYING,
     (State.PLAYING, "server", "end"): State.DONE,
-    (State.PLAYING, "server", "error"): State.DONE,
     (State.WATCHING_SOON, "server", "welcome"): State.WATCHING,
-    (State.WATCHING_SOON, "server", "error"): State.DONE,
     (State.WATCHING, "server", "frame"): State.WATCHING,
     (State.WATCHING, "server", "end"): State.DONE,
-    (State.WATCHING, "server", "error"): State.DONE,
+    # The server may fail a connection at any point before it is done.
+    **{(state, "server", "error"): State.DONE for state in State if state is not State.DONE},
 }
 #: The hello's transition depends on its role.
 _HELLO_TO: Final[dict[str, State]] = {"bot": State.WAITING, "spectator": State.WATCHING_SOON}

@@ -107,6 +107,37 @@ def ranged_option(
     return click.option(flag, default=default, show_default=True, type=kind, help=text)
 
 
+class ParsedParam(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2; we take 8.1
+    """A value read by `parse`, whose ValueError says what is wrong (click names the option in the
+    error); a value already of the type `parsed` (a default, a config file's) passes as it is."""
+
+    parsed: type
+
+    def parse(self, text: str) -> Any:
+        raise NotImplementedError
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, self.parsed):
+            return value
+        try:
+            return self.parse(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def ranged_param(flag: str, default: Any, kind: click.ParamType[Any, Any], text: str) -> click.Option:
+    """`ranged_option` as a parameter, for a command built from a list of them."""
+    return click.Option([flag], default=default, show_default=True, type=kind, help=text)
+
+
+def optional_option(
+    flag: str, kind: click.ParamType[Any, Any], text: str
+) -> Callable[[_Decorated], _Decorated]:
+    """``flag`` of type ``kind``, None unless given (``text`` says what then): `ranged_option`'s
+    twin for an option without a default."""
+    return click.option(flag, type=kind, default=None, help=text)
+
+
 def first_budget_option() -> Any:
     """--first-budget-ms: a longer budget for the first tick (bots that load a model or warm a JIT)."""
     return click.option(

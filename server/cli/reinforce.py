@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cellarena.server.cli.params import ranged_param
+
 if TYPE_CHECKING:
     from cellarena.server.training.trainer import GameImitation
 
@@ -51,25 +53,13 @@ def reinforce_options() -> list[click.Parameter]:
             type=click.Path(dir_okay=False, path_type=Path),
             help="--reinforce: the weights to start from [default: a fresh network of --seed].",
         ),
-        click.Option(
-            ["--steps"],
-            default=2000,
-            show_default=True,
-            type=click.IntRange(1, 10_000_000),
-            help="--reinforce: steps of every world.",
-        ),
+        ranged_param("--steps", 2000, click.IntRange(1, 10_000_000), "--reinforce: steps of every world."),
         click.Option(
             ["--seconds"],
             type=click.FloatRange(min=0, min_open=True),
             help="--reinforce: stop after this long (then only --steps is reproducible).",
         ),
-        click.Option(
-            ["--worlds"],
-            default=16,
-            show_default=True,
-            type=click.IntRange(1, 4096),
-            help="--reinforce: worlds played at once.",
-        ),
+        ranged_param("--worlds", 16, click.IntRange(1, 4096), "--reinforce: worlds played at once."),
         click.Option(
             ["--reward", "rewards"],
             multiple=True,

@@ -148,16 +148,13 @@ class PartsAECEnv(TurnAECEnv):
     #: Whether sending an empty list is legal (else `end` is masked until a part was added).
     empty_ok: bool = True
 
-    def __init__(
-        self,
-        config: dict[str, Any] | None,
-        obs_space: spaces.Box,
-        act_space: spaces.Discrete,
-        render_mode: str | None = None,
-    ) -> None:
-        self._parts: dict[str, dict[int, Any]] = {}
-        self._so_far: list[Any] = []
-        super().__init__(config, obs_space, act_space, render_mode)
+    #: Per seat, the parts legal now by action number; and the parts of the answer so far.
+    _parts: dict[str, dict[int, Any]]
+    _so_far: list[Any]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        self._parts, self._so_far = {}, []
+        super().reset(seed, options)
 
     def begin(self, message: dict[str, Any]) -> str:
         """Decode ``message`` into the seat's copy of the position; the agent it is for."""

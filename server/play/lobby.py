@@ -25,9 +25,9 @@ import contextlib
 import logging
 import socket
 import ssl
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import trio
 
@@ -48,7 +48,14 @@ from cellarena.server.play.match import (
     RecorderFactory,
     TickSettings,
 )
-from cellarena.server.play.seating import FirstComeSeating, MatchHost, Seating, WaitingRoom
+from cellarena.server.play.seating import (
+    FirstComeSeating,
+    MatchHost,
+    MatchOptions,
+    Seating,
+    Seats,
+    WaitingRoom,
+)
 from cellarena.server.play.start import MatchStart
 from cellarena.server.play.ticking import FixedRateDriver, play_fast, warm_up_batches
 
@@ -308,17 +315,15 @@ class Lobby(MatchHost):
         return self.config.matches is not None and self._started >= self.config.matches
 
     def _next_match(
-        self,
-        conns: Sequence[Connection | None],
-        names: list[str] | None,
-        seed: int | None,
-        number: int | None,
+        self, conns: Seats, names: list[str] | None, options: MatchOptions
     ) -> tuple[int, int, list[str]]:
         """The next match's number (unless another process numbers them), its seed (default: the
         config's plus the number less one) and its seats' names (default: what each bot said)."""
         self._started += 1
+        number = options.get("number")
         if number is None:
             number = self._started
+        seed = options.get("seed")
         if seed is None:
             seed = self.config.seed + number - 1
         if names is None:
@@ -326,30 +331,14 @@ class Lobby(MatchHost):
         return number, seed, names
 
     def start_match(
-        self,
-        conns: Sequence[Connection | None],
-        names: list[str] | None = None,
-        *,
-        engine_config: dict[str, Any] | None = None,
-        seed: int | None = None,
-        recorder: RecorderFactory | None = None,
-        meta: Mapping[str, Any] | None = None,
-        number: int | None = None,
-        explain_gone: ExplainGone | None = None,
+        self, conns: Seats, names: list[str] | None = None, **options: Unpack[MatchOptions]
     ) -> Match | None:
         """Start a match with ``conns`` in seat order (None: a seat whose bot never came, which
-        forfeits); the match, or None if it could not start (its seats are told `internal`).
-
-        ``names`` are the seats' names in results (default: what each bot said). ``engine_config``
-        and ``seed`` default to the lobby's config and its seed plus the match's number minus one;
-        a seating that draws maps from a pool gives its own. ``recorder`` makes this match's replay
-        writer instead of the config's (a ladder names each replay for its own match id); ``meta``
-        says what the match is to its seating, in the log line of its start (its ladder match id).
-        ``number``: the match's number, when another process numbers them (a worker's front).
-        ``explain_gone`` answers, at this match's end, why a seat's connection went, instead of the
-        config's (a ladder knows which of a match's bots it started: its house bots)."""
+        forfeits), named ``names`` in results (default: what each bot said), as ``options`` say
+        (`MatchOptions`); the match, or None if it could not start (its seats are told `internal`)."""
         assert self._nursery is not None
-        number, seed, names = self._next_match(conns, names, seed, number)
+        number, seed, names = self._next_match(conns, names, options)
+        engine_config, explain_gone = options.get("engine_config"), options.get("explain_gone")
         try:
             start = self.config.start
             if start is not None:
@@ -363,7 +352,7 @@ class Lobby(MatchHost):
                 engine,
                 list(zip(names, conns, strict=True)),
                 self.config.settings,
-                recorder=self._recorder(recorder, number, engine, names, seed),
+                recorder=self._recorder(options.get("recorder"), number, engine, names, seed),
                 on_tick=self.config.on_tick,
                 explain_gone=self.config.explain_gone if explain_gone is None else explain_gone,
                 scripted=None if start is None else start.scripted,
@@ -381,7 +370,7 @@ class Lobby(MatchHost):
         for spectator in self._spectators.take():
             match.add_spectator(spectator)
         self._running[match] = trio.CancelScope()
-        about = ", ".join(f"{key} {value}" for key, value in (meta or {}).items())
+        about = ", ".join(f"{key} {value}" for key, value in (options.get("meta") or {}).items())
         log.info("match %d starts: %s%s", number, ", ".join(names), f" ({about})" if about else "")
         self._nursery.start_soon(self._run_match, match)
         return match

@@ -21,7 +21,7 @@ import bisect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 import trio
 
@@ -79,6 +79,30 @@ class WaitingRoom:
             self._on_leave(conn)
 
 
+#: A match's seats in order: each its bot's connection, or None for a seat whose bot never came.
+Seats = Sequence[Connection | None]
+
+
+class MatchOptions(TypedDict, total=False):
+    """What a seating may say of a match it starts (`MatchHost.start_match`), each left out or None
+    for the host's default."""
+
+    #: The engine's config and seed (default: the host's config, its seed plus the number less one);
+    #: a seating that draws maps from a pool gives its own.
+    engine_config: dict[str, Any] | None
+    seed: int | None
+    #: This match's replay writer's maker instead of the config's (a ladder names each replay for
+    #: its own match id).
+    recorder: RecorderFactory | None
+    #: What the match is to its seating, in the log line of its start (its ladder match id).
+    meta: Mapping[str, Any] | None
+    #: The match's number, when another process numbers them (a worker's front).
+    number: int | None
+    #: What says, at the match's end, why a seat's connection went, instead of the config's (a
+    #: ladder knows which of a match's bots it started: its house bots).
+    explain_gone: ExplainGone | None
+
+
 class MatchHost(Protocol):
     """Where matches start: the lobby that plays them (`lobby.Lobby`) or the front that hands them to
     worker processes (`workers.WorkerLobby`), both of which declare it. What a seating needs: the match
@@ -102,21 +126,11 @@ class MatchHost(Protocol):
         ...
 
     def start_match(
-        self,
-        conns: Sequence[Connection | None],
-        names: list[str] | None = None,
-        *,
-        engine_config: dict[str, Any] | None = None,
-        seed: int | None = None,
-        recorder: RecorderFactory | None = None,
-        meta: Mapping[str, Any] | None = None,
-        number: int | None = None,
-        explain_gone: ExplainGone | None = None,
+        self, conns: Seats, names: list[str] | None = None, **options: Unpack[MatchOptions]
     ) -> Match | None:
-        """Start a match with ``conns`` in seat order (None: a seat whose bot never came), with its
-        own replay writer's maker, what it is to the seating (``meta``, logged), its number when
-        another process numbers them, and who says why a seat's connection went (``explain_gone``:
-        the bots' launcher) if given. The match, or None when it is not in this process."""
+        """Start a match with ``conns`` in seat order (None: a seat whose bot never came), its seats
+        named ``names`` (default: what each bot said), as ``options`` say. The match, or None when it
+        is not in this process."""
         ...
 
     def worker_pids(self) -> list[int]:

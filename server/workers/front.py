@@ -36,15 +36,15 @@ import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import trio
 
 from cellarena.sdk import protocol
 from cellarena.server.net.connection import Connection
 from cellarena.server.play.lobby import Lobby, LobbyConfig
-from cellarena.server.play.match import ExplainGone, Match, MatchOutcome, RecorderFactory
-from cellarena.server.play.seating import Seating
+from cellarena.server.play.match import Match, MatchOutcome, RecorderFactory
+from cellarena.server.play.seating import MatchOptions, Seating, Seats
 
 log = logging.getLogger("cellarena.server")
 
@@ -572,23 +572,21 @@ class WorkerLobby(Lobby):
         return list(self._worker_pids)
 
     def start_match(
-        self,
-        conns: Sequence[Connection | None],
-        names: list[str] | None = None,
-        *,
-        engine_config: dict[str, Any] | None = None,
-        seed: int | None = None,
-        recorder: RecorderFactory | None = None,
-        meta: Mapping[str, Any] | None = None,
-        number: int | None = None,
-        explain_gone: ExplainGone | None = None,
+        self, conns: Seats, names: list[str] | None = None, **options: Unpack[MatchOptions]
     ) -> Match | None:
         """Hand the match to a worker (see `Lobby.start_match` for the arguments); None always, as
         the match is not in this process. ``explain_gone`` is not asked: the match ends in the
         worker, which cannot call back here, so a gone seat stays ``disconnected``."""
-        number, seed, names = self._next_match(conns, names, seed, number)
+        number, seed, names = self._next_match(conns, names, options)
+        meta = options.get("meta")
         index = self.pool.hand_match(
-            number, seed, conns, names, engine_config=engine_config, recorder=recorder, meta=meta
+            number,
+            seed,
+            conns,
+            names,
+            engine_config=options.get("engine_config"),
+            recorder=options.get("recorder"),
+            meta=meta,
         )
         if index is None:
             log.error("match %d could not start: no worker process is up", number)

@@ -14,6 +14,8 @@ from typing import Any, TypeVar, cast
 
 import click
 
+from cellarena.server.cli.params import optional_option
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _OPTIONS = (
@@ -23,11 +25,10 @@ _OPTIONS = (
         help="Send mail (password resets, address checks, owners' notices) through this SMTP server. "
         "Without it: no mail; lost passwords take the host's codes (`ladder owner reset`).",
     ),
-    click.option(
+    optional_option(
         "--smtp-port",
-        type=click.IntRange(1, 65535),
-        default=None,
-        help="Its port. [default: 587 with starttls, 465 with tls, 25 with none]",
+        click.IntRange(1, 65535),
+        "Its port. [default: 587 with starttls, 465 with tls, 25 with none]",
     ),
     click.option(
         "--smtp-tls",

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from cellarena.arena.cluster import ClusterSpec
+from cellarena.server.cli.params import ParsedParam
 
 
 @contextlib.contextmanager
@@ -35,20 +36,16 @@ def cluster_hand_off(
         raise click.ClickException(str(exc)) from None
 
 
-class WorkersParam(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2; we take 8.1
+class WorkersParam(ParsedParam):
     """``--workers``: a number of worker processes, or ``auto`` (`local_workers.parse_workers`)."""
 
     name = "N|auto"
+    parsed = int
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
+    def parse(self, text: str) -> int:
         from cellarena.arena.ladder.hosting.worker_pool import parse_workers
 
-        try:
-            return parse_workers(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+        return parse_workers(text)
 
 
 def local_workers_for(

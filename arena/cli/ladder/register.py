@@ -11,6 +11,7 @@ import click
 
 from cellarena.arena.cli.ladder.remote import check_url, fail
 from cellarena.arena.ladder.connect_commands import Address, connect_commands, kit_command
+from cellarena.server.cli.params import optional_option
 
 
 @click.command("register")
@@ -22,23 +23,17 @@ from cellarena.arena.ladder.connect_commands import Address, connect_commands, k
     type=click.Path(dir_okay=False),
     help="A file holding your password (never give a password on the command line).",
 )
-@click.option(
-    "--invite-file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="A file holding the host's invite code.",
-)
+@optional_option("--invite-file", click.Path(dir_okay=False), "A file holding the host's invite code.")
 @click.option("--bot", default=None, help="Also make a bot of this name (once your account is active).")
 @click.option(
     "--game",
     default=None,
     help="The bot's game, on a ladder of several games. [default: the ladder's one game]",
 )
-@click.option(
+@optional_option(
     "--token-file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Where to write the bot's token (made 0600). [default: BOT.token]",
+    click.Path(dir_okay=False),
+    "Where to write the bot's token (made 0600). [default: BOT.token]",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: owner, bot, or error.")
 def register(

@@ -18,6 +18,7 @@ from cellarena.server.cli.params import (
     FiniteFloatRange,
     first_budget_option,
     listen_options,
+    optional_option,
     ranged_option,
     tick_options,
     time_bank_option,
@@ -97,11 +98,10 @@ def serve_options(game_plugin: Any, cli: Any) -> list[Any]:
             "[default: --host; needed when --host is 0.0.0.0 or ::]",
         ),
         ranged_option("--seed", 0, click.INT, "Seed of the matchmaker's draws."),
-        click.option(
+        optional_option(
             "--health-port",
-            type=click.IntRange(0, 65535),
-            default=None,
-            help="Serve GET /health (JSON: the database's state, results waiting on disk, queue, matches; "
+            click.IntRange(0, 65535),
+            "Serve GET /health (JSON: the database's state, results waiting on disk, queue, matches; "
             "503 while the database is down) on this port (0: any free one). Needs the 'web' extra.",
         ),
         click.option(
@@ -124,11 +124,10 @@ def public_address_options() -> list[Any]:
             "on the TLS certificate), shown on the pages' connect page. [default: --host, or the pages' "
             "own name when --host is 0.0.0.0 or ::]",
         ),
-        click.option(
+        optional_option(
             "--public-port",
-            type=click.IntRange(1, 65535),
-            default=None,
-            help="The port bots from outside connect to, when a proxy or NAT forwards another to --port. "
+            click.IntRange(1, 65535),
+            "The port bots from outside connect to, when a proxy or NAT forwards another to --port. "
             "[default: --port]",
         ),
     ]

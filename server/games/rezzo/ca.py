@@ -37,7 +37,17 @@ import numpy as np
 from cellarena.sdk.games.rezzo import Cell
 from cellarena.server.games.rezzo import backends
 from cellarena.server.games.rezzo.ca_numpy import NumpyStep
-from cellarena.server.games.rezzo.planes import A_KIND, B_KIND, DYN_FIXED, G_KIND, WORD, C, Found, Layout
+from cellarena.server.games.rezzo.planes import (
+    A_KIND,
+    B_KIND,
+    DYN_FIXED,
+    G_KIND,
+    WORD,
+    C,
+    Found,
+    Layout,
+    StepArrays,
+)
 
 #: From this many cells up, a world's step is compiled where numba is installed ("auto"). Below, the
 #: numpy step's ~0.1 ms or less is nothing at a match's 15 Hz, and importing numba would cost a
@@ -107,12 +117,13 @@ class BitWorld:
         self._valid = self._valid_mask()
         # The step and its scratch, allocated once: a step allocates nothing of the world's size.
         self._step: _Step
+        arrays = StepArrays(self.layout, self._bufs, self.static, self._near_base, self._nb)
         if self.backend == "numpy":
-            self._step = NumpyStep(self.layout, self._bufs, self.static, self._near_base, self._nb)
+            self._step = NumpyStep(arrays)
         else:
             from cellarena.server.games.rezzo.ca_kernel import CompiledStep
 
-            self._step = CompiledStep(self.layout, self._bufs, self.static, self._near_base, self._nb)
+            self._step = CompiledStep(arrays)
         self._near_base_dirty = True
         #: Bumped by every change of the state, so that decoded copies can be cached per state.
         self.version = 0

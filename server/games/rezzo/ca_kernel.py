@@ -19,7 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from cellarena.server.games.rezzo.planes import AT_BASE, BURNT, DYN_FIXED, FORMED, WORD, E, Found, Layout, T
+from cellarena.server.games.rezzo.planes import (
+    AT_BASE,
+    BURNT,
+    DYN_FIXED,
+    FORMED,
+    WORD,
+    E,
+    Found,
+    StepArrays,
+    T,
+)
 
 _1 = np.uint64(1)
 _63 = np.uint64(63)
@@ -224,16 +234,9 @@ class CompiledStep:
     """`ca_numpy.NumpyStep`'s twin through the compiled `_step`: the same planes, flags found and
     losers, for one world (its arrays as `BitWorld` holds them)."""
 
-    def __init__(
-        self,
-        layout: Layout,
-        bufs: list[np.ndarray],
-        static: np.ndarray,
-        near_base: np.ndarray,
-        nb: np.ndarray,
-    ) -> None:
-        self.layout = layout
-        self._bufs, self._static, self._nb = bufs, static, nb
+    def __init__(self, world: StepArrays) -> None:
+        self.layout = layout = world.layout
+        self._bufs, self._static, self._nb = world.bufs, world.static, world.nb
         s, h, p, ln = layout.stride, layout.height, layout.players, layout.length
         self._bounds = np.array([1 + s, 1 + (h + 1) * s, s], np.int64)
         self._scratch = np.zeros((10 + p, ln), WORD)
@@ -242,7 +245,7 @@ class CompiledStep:
         # A torus's block holds flags and geysers ORed: the kernel's geysers are then none.
         self._no_geysers = np.zeros((p, ln if layout.torus else 0), WORD)
         # The kernel's arguments per buffer parity, made once: views cost allocations each step.
-        self._args = [self._kernel_args(b, near_base) for b in range(2)]
+        self._args = [self._kernel_args(b, world.near_base) for b in range(2)]
         self._players, self._torus, self._step = p, layout.torus, kernel().step  # bound once: a step is µs
 
     def scratch_arrays(self) -> list[np.ndarray]:

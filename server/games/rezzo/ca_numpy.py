@@ -21,7 +21,7 @@ from cellarena.server.games.rezzo.planes import (
     C,
     E,
     Found,
-    Layout,
+    StepArrays,
     T,
 )
 
@@ -38,21 +38,13 @@ def _fold_levels(rows: int) -> list[tuple[int, int]]:
 
 
 class NumpyStep:
-    """One world's transition from buffer ``parity`` of ``bufs`` into the other, with its scratch.
+    """One world's transition from buffer ``parity`` of its arrays' ``bufs`` into the other, with
+    its scratch."""
 
-    ``static``: the geysers, bases and agents; ``near_base``: per player, the cells where a flag
-    loses; ``nb``: the neighbourhood block (electron, tail, each player's flags-or-geysers)."""
-
-    def __init__(
-        self,
-        layout: Layout,
-        bufs: list[np.ndarray],
-        static: np.ndarray,
-        near_base: np.ndarray,
-        nb: np.ndarray,
-    ) -> None:
-        self.layout = layout
-        self._bufs, self._static, self._near_base, self._nb = bufs, static, near_base, nb
+    def __init__(self, world: StepArrays) -> None:
+        self.layout = layout = world.layout
+        self._bufs, self._static, self._near_base = world.bufs, world.static, world.near_base
+        self._nb = nb = world.nb
         self._scratch = np.zeros((12, layout.length), WORD)
         self._left = np.zeros_like(nb)
         self._right = np.zeros_like(nb)

@@ -77,3 +77,19 @@ class Layout:
             word = np.array([planes[i]], WORD).view(np.uint8)
             for bit in np.flatnonzero(np.unpackbits(word, bitorder="little")).tolist():
                 found.append((kind, player, col * 64 + bit, row - 1))
+
+
+@dataclass(frozen=True)
+class StepArrays:
+    """What a world's step (`ca_numpy.NumpyStep`, `ca_kernel.CompiledStep`) works on, as `ca.BitWorld`
+    holds it."""
+
+    layout: Layout
+    #: The state's two buffers, old and new by turns.
+    bufs: list[np.ndarray]
+    #: The geysers, bases and agents.
+    static: np.ndarray
+    #: Per player, the cells where a flag loses.
+    near_base: np.ndarray
+    #: The neighbourhood block: electron, tail, each player's flags-or-geysers.
+    nb: np.ndarray

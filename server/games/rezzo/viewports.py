@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cellarena.sdk.games.rezzo import (
-    FORWARD,
-    RIGHTWARD,
-    VIEW_AGENT_COL,
-    VIEW_AGENT_ROW,
-    VIEW_SIZE,
-    Cell,
-    Facing,
-)
+from cellarena.sdk.games import rezzo as sdk
+from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell
 from cellarena.server.games.rezzo.ca import BitWorld
 
 #: Below this many world cells per viewing agent, decoding the whole world beats per-cell gathers.
@@ -27,10 +20,11 @@ def view_offsets() -> np.ndarray:
     r = np.arange(VIEW_SIZE)[:, None]
     c = np.arange(VIEW_SIZE)[None, :]
     out = np.zeros((4, 2, VIEW_SIZE, VIEW_SIZE), np.int64)
-    for f in Facing:
-        (fx, fy), (rx, ry) = FORWARD[f], RIGHTWARD[f]
-        out[f, 0] = (VIEW_AGENT_ROW - r) * fx + (c - VIEW_AGENT_COL) * rx
-        out[f, 1] = (VIEW_AGENT_ROW - r) * fy + (c - VIEW_AGENT_COL) * ry
+    ahead, right = sdk.VIEW_AGENT_ROW - r, c - sdk.VIEW_AGENT_COL
+    for f in sdk.Facing:
+        (fx, fy), (rx, ry) = sdk.FORWARD[f], sdk.RIGHTWARD[f]
+        out[f, 0] = ahead * fx + right * rx
+        out[f, 1] = ahead * fy + right * ry
     return out
 
 

@@ -327,7 +327,7 @@ class BatchedRezzo:
         state = (self.codes, self.dmg, self.x, self.y, self.facing)
         size = (self.height, self.width)
         kernels = _kernels() if self._parallel is None else self._parallel
-        kernels.views(state, worlds, size, self._relative_table, self.agents_per_player, out)
+        kernels.views((state, worlds, size, self._relative_table, self.agents_per_player, out))
 
     # ----------------------------------------------------------------- the step
     def step(self, moves: np.ndarray, worlds: np.ndarray | None = None) -> np.ndarray:
@@ -350,9 +350,9 @@ class BatchedRezzo:
             # Any integer codes as int64 (one compiled loop; out-of-range codes stay no move).
             codes = moves.astype(np.int64, copy=False)
             kernels = _kernels() if self._parallel is None else self._parallel
-            kernels.agent_phase(state, codes, running, shape, self._t["hittable"], counts, self.cuts)
+            kernels.agent_phase((state, codes, running, shape, self._t["hittable"], counts, self.cuts))
         else:
-            agent_phase(state, moves, running, shape, self._t["hittable"], counts, self.cuts)
+            agent_phase((state, moves, running, shape, self._t["hittable"], counts, self.cuts))
         if self.record_events:
             self._hit_events()
             self._blocked_events()

@@ -31,19 +31,31 @@ from cellarena.sdk.games.rezzo import (
     VIEW_AGENT_COL,
     VIEW_AGENT_ROW,
     VIEW_SIZE,
-    Cell,
     Facing,
-    Move,
 )
-from cellarena.server.games.rezzo.batch.cells import AgentState, Counts, TransitionArgs, ViewState
+
+# The codes as plain ints, which numba folds in as constants.
+from cellarena.server.games.rezzo.batch.cells import (
+    ADVANCE,
+    AGENT,
+    BASE,
+    BLANK,
+    BUILD,
+    CONDUCTOR,
+    ELECTRON,
+    FLAG,
+    HIT,
+    LEFT,
+    NOOP,
+    PHOTON,
+    RIGHT,
+    TAIL,
+    AgentArgs,
+    TransitionArgs,
+    ViewArgs,
+)
 from cellarena.server.games.rezzo.planes import AT_BASE, BURNT, FORMED
 
-_CONDUCTOR, _ELECTRON, _TAIL, _PHOTON = (
-    int(c) for c in (Cell.CONDUCTOR, Cell.ELECTRON, Cell.TAIL, Cell.PHOTON)
-)
-_BLANK, _AGENT, _FLAG, _BASE = int(Cell.BLANK), int(Cell.AGENT), int(Cell.FLAG), int(Cell.BASE)
-_NOOP, _ADVANCE, _LEFT, _RIGHT, _BUILD, _HIT = (int(m) for m in Move)
-_AT_BASE, _BURNT, _FORMED = AT_BASE, BURNT, FORMED
 #: Per facing N, E, S, W: (dy, dx) of a step forward, and of a step to the right (along a viewport row).
 _FWD = np.array([[FORWARD[f][1], FORWARD[f][0]] for f in Facing], np.intp)
 _SIDE = np.array([[RIGHTWARD[f][1], RIGHTWARD[f][0]] for f in Facing], np.intp)
@@ -62,7 +74,7 @@ def _photon(c: np.ndarray, i: int, pw: int, photon: np.ndarray) -> int:
     for dy in (0, pw, 2 * pw):
         for dx in (-1, 0, 1):
             a = c[i + dy + dx]
-            if _FLAG <= a < _BASE:
+            if FLAG <= a < BASE:
                 bits |= 1 << (a & 7)
     return int(photon[bits])
 
@@ -86,16 +98,16 @@ def _resolve_word(
         if not mark[i]:
             continue
         x = c[i + pw]
-        if x == _PHOTON:
+        if x == PHOTON:
             new[i] = _photon(c, i, pw, photon)
-            if new[i] >= _FLAG:
-                _found_row(found, b, i + pw, _FORMED, new[i] & 7)
+            if new[i] >= FLAG:
+                _found_row(found, b, i + pw, FORMED, new[i] & 7)
             continue
         if (nb[i] >> (x & 7)) & 1:
             losers |= 1 << (x & 7)
-            _found_row(found, b, i + pw, _AT_BASE, x & 7)
-        if new[i] == _CONDUCTOR:
-            _found_row(found, b, i + pw, _BURNT, x & 7)
+            _found_row(found, b, i + pw, AT_BASE, x & 7)
+        if new[i] == CONDUCTOR:
+            _found_row(found, b, i + pw, BURNT, x & 7)
     return losers
 
 
@@ -130,7 +142,7 @@ def _transition(args: TransitionArgs, scratch: np.ndarray, start: int, found: np
         for i in range(plane):
             x = c[i]
             v[i] = u8(
-                u8(x == u8(_ELECTRON)) + u8(16) * u8(x == u8(_TAIL)) + u8(128) * u8(u8(x - u8(16)) < u8(16))
+                u8(x == u8(ELECTRON)) + u8(16) * u8(x == u8(TAIL)) + u8(128) * u8(u8(x - u8(16)) < u8(16))
             )
         # Row sums and ORs; hs[i] is the sum at cell i + 1. Row ends fall in the OOB border.
         for i in range(plane - 2):
@@ -142,17 +154,17 @@ def _transition(args: TransitionArgs, scratch: np.ndarray, start: int, found: np
             fm = u8(f_up[i] | f_mid[i] | f_down[i])
             es = u8(s & u8(15))  # electron neighbours (the centre is no electron where it matters)
             x = inner[i]
-            e = u8(x == u8(_ELECTRON))
-            flag = u8(x - u8(_FLAG))
+            e = u8(x == u8(ELECTRON))
+            flag = u8(x - u8(FLAG))
             is_flag = u8(flag < u8(8))
             # conductor -> electron beside 1 or 2 electrons (+1); electron -> tail (+1), or photon (+2)
             # beside a tail and a flag or geyser; tail -> conductor (-2); flag -> conductor beside an
             # electron (minus code - 1).
-            y = u8(x + (u8(x == u8(_CONDUCTOR)) & u8(u8(es - u8(1)) < u8(2))) + e + (e & u8(s > u8(15)) & fm))
-            y = u8(y - u8(2) * u8(x == u8(_TAIL)))
+            y = u8(x + (u8(x == u8(CONDUCTOR)) & u8(u8(es - u8(1)) < u8(2))) + e + (e & u8(s > u8(15)) & fm))
+            y = u8(y - u8(2) * u8(x == u8(TAIL)))
             burnt = is_flag & u8(es != u8(0))
-            new[i] = u8(y - burnt * u8(flag + u8(_FLAG - _CONDUCTOR)))
-            mark[i] = u8(x == u8(_PHOTON)) | (is_flag & u8(nb[i] != u8(0))) | burnt
+            new[i] = u8(y - burnt * u8(flag + u8(FLAG - CONDUCTOR)))
+            mark[i] = u8(x == u8(PHOTON)) | (is_flag & u8(nb[i] != u8(0))) | burnt
         rare = np.uint64(0)  # (an OR in the loop above would stop its vectorisation)
         for w in range(words.shape[0]):
             rare |= words[w]
@@ -166,18 +178,12 @@ def _transition(args: TransitionArgs, scratch: np.ndarray, start: int, found: np
     return codes.shape[0]
 
 
-def _views(
-    state: ViewState,
-    worlds: np.ndarray,
-    size: tuple[int, int],
-    relative: np.ndarray,
-    per_player: int,
-    out: np.ndarray,
-) -> None:
+def _views(args: ViewArgs) -> None:
     """Row j of ``out`` (len(worlds), N, 2, 169): the viewports of world ``worlds[j]`` as
     `BatchedRezzo.views` gives them; ``state``: codes, damage, x, y, facing; ``size``: (H, W);
     ``relative[p]`` maps a code to what player p's bot sees. Off the world: OOB, no damage (the
     state's corner cell)."""
+    state, worlds, size, relative, per_player, out = args
     codes, dmg, x, y, facing = state
     height, width = size
     fwd, right = _FWD, _SIDE
@@ -212,28 +218,21 @@ def _views(
 
 def _turned(f: int, m: int) -> int:
     """Facing ``f`` after move ``m`` (a turn left or right; any other move keeps it)."""
-    if m == _LEFT:
+    if m == LEFT:
         return (f + 3) % 4
-    if m == _RIGHT:
+    if m == RIGHT:
         return (f + 1) % 4
     return f
 
 
-def _agent_phase(
-    state: AgentState,
-    moves: np.ndarray,
-    running: np.ndarray,
-    shape: tuple[int, int, int],
-    hittable: np.ndarray,
-    counts: Counts,
-    cuts: np.ndarray,
-) -> None:
+def _agent_phase(args: AgentArgs) -> None:
     """`BatchedRezzo._agent_phase`: each running world's agents move in resolution order (slot k of
-    every player, the player whose turn it is first). ``state``: codes, damage, then x, y, facing,
-    alive (B, N), and tick; ``moves``: (B, N) int64; ``shape``: (players, agents per player, pw);
-    ``hittable``: the 256 codes' table. ``counts``: ``illegal`` and ``blocked`` (B, P), each
-    player's illegal moves and, of those, advances and builds refused. ``cuts`` (B, N, 2): per agent
-    whose hit blanked a cell, that cell and the code it held (else left as it is)."""
+    every player, the player whose turn it is first). ``args`` (`cells.AgentArgs`): the state
+    (codes, damage, then x, y, facing, alive (B, N), and tick), the moves (B, N) int64, the running
+    worlds, the shape, the hittable table, the counts (``illegal`` and ``blocked`` (B, P), each
+    player's illegal moves and, of those, advances and builds refused) and the cuts (per agent whose
+    hit blanked a cell, that cell and the code it held; else left as it is)."""
+    state, moves, running, shape, hittable, counts, cuts = args
     codes, dmg, x, y, facing, alive, tick = state
     illegal, blocked = counts
     players, per_player, pw = shape
@@ -247,7 +246,7 @@ def _agent_phase(
                 player = (first + i) % players
                 a = player * per_player + k
                 m = moves[b, a]
-                if not alive[b, a] or m == _NOOP:
+                if not alive[b, a] or m == NOOP:
                     continue
                 f = _turned(facing[b, a], m)
                 facing[b, a] = f
@@ -255,22 +254,22 @@ def _agent_phase(
                 here = (y[b, a] + 1) * pw + x[b, a] + 1
                 front = here + fy * pw + fx
                 target = c[front]
-                if m in (_ADVANCE, _BUILD):
-                    if target != _BLANK:
+                if m in (ADVANCE, BUILD):
+                    if target != BLANK:
                         illegal[b, player] += 1
                         blocked[b, player] += 1
                         continue
-                    c[front] = _AGENT + player
-                    c[here] = _CONDUCTOR if m == _BUILD else _BLANK
+                    c[front] = AGENT + player
+                    c[here] = CONDUCTOR if m == BUILD else BLANK
                     d[here] = 0
                     x[b, a] += fx
                     y[b, a] += fy
-                elif m == _HIT:
+                elif m == HIT:
                     if not hittable[target]:
                         illegal[b, player] += 1
                     elif d[front] >= MAX_DAMAGE:
                         cuts[b, a, 0], cuts[b, a, 1] = front, target
-                        c[front] = _BLANK
+                        c[front] = BLANK
                         d[front] = 0
                     else:
                         d[front] += 1
@@ -298,11 +297,9 @@ def compile_called(numba: Any) -> None:
 
 
 #: The loops' signatures, which mypy checks the calls of their compiled forms against.
-AgentPhase = Callable[
-    [AgentState, np.ndarray, np.ndarray, tuple[int, int, int], np.ndarray, Counts, np.ndarray], None
-]
+AgentPhase = Callable[[AgentArgs], None]
 Transition = Callable[[TransitionArgs, np.ndarray, int, np.ndarray], int]
-Views = Callable[[ViewState, np.ndarray, tuple[int, int], np.ndarray, int, np.ndarray], None]
+Views = Callable[[ViewArgs], None]
 
 
 class Kernels:

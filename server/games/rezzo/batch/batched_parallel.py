@@ -19,7 +19,7 @@ import numpy as np
 
 from cellarena.server.games.rezzo.batch import batched_kernel
 from cellarena.server.games.rezzo.batch.batched_kernel import AgentPhase, Views
-from cellarena.server.games.rezzo.batch.cells import AgentState, Counts, TransitionArgs, ViewState
+from cellarena.server.games.rezzo.batch.cells import AgentArgs, TransitionArgs, ViewArgs
 
 batched_kernel.compile_called(numba)  # the functions the loops call, compiled before the loops
 _transition = numba.njit(cache=True)(batched_kernel._transition)
@@ -48,44 +48,27 @@ def _transition_runs(
 
 
 @numba.njit(parallel=True, cache=True)
-def _views_runs(
-    most: int,
-    state: ViewState,
-    worlds: np.ndarray,
-    size: tuple[int, int],
-    relative: np.ndarray,
-    per_player: int,
-    out: np.ndarray,
-) -> None:
+def _views_runs(most: int, args: ViewArgs) -> None:
     """`batched_kernel._views` over ``most`` runs (fewer for fewer rows) of the rows of ``worlds``
     and ``out``."""
+    state, worlds, size, relative, per_player, out = args
     n = worlds.shape[0]
     runs = max(1, min(most, n))
     for r in numba.prange(runs):
         lo, hi = r * n // runs, (r + 1) * n // runs
-        _views(state, worlds[lo:hi], size, relative, per_player, out[lo:hi])
+        _views((state, worlds[lo:hi], size, relative, per_player, out[lo:hi]))
 
 
 @numba.njit(parallel=True, cache=True)
-def _agent_phase_runs(
-    bounds: np.ndarray,
-    state: AgentState,
-    moves: np.ndarray,
-    running: np.ndarray,
-    shape: tuple[int, int, int],
-    hittable: np.ndarray,
-    counts: Counts,
-    cuts: np.ndarray,
-) -> None:
+def _agent_phase_runs(bounds: np.ndarray, args: AgentArgs) -> None:
     """`batched_kernel._agent_phase` per run of worlds ``bounds[r]``..``bounds[r + 1]``."""
-    codes, dmg, x, y, facing, alive, tick = state
+    (codes, dmg, x, y, facing, alive, tick), moves, running, shape, hittable, counts, cuts = args
     illegal, blocked = counts
     for r in numba.prange(bounds.shape[0] - 1):
         lo, hi = bounds[r], bounds[r + 1]
         run = (codes[lo:hi], dmg[lo:hi], x[lo:hi], y[lo:hi], facing[lo:hi], alive[lo:hi], tick[lo:hi])
-        _agent_phase(
-            run, moves[lo:hi], running[lo:hi], shape, hittable, (illegal[lo:hi], blocked[lo:hi]), cuts[lo:hi]
-        )
+        own = (illegal[lo:hi], blocked[lo:hi])
+        _agent_phase((run, moves[lo:hi], running[lo:hi], shape, hittable, own, cuts[lo:hi]))
 
 
 def threads_available() -> int:

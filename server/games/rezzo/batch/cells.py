@@ -23,8 +23,14 @@ AGENT, FLAG, BASE = int(Cell.AGENT), int(Cell.FLAG), int(Cell.BASE)
 AgentState = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 #: The viewports' state: codes, damage, x, y, facing.
 ViewState = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: The viewports' arguments: the state, the worlds whose viewports are asked for, the world's size
+#: (H, W), the codes relative to each player, the agents per player, and the output.
+ViewArgs = tuple[ViewState, np.ndarray, tuple[int, int], np.ndarray, int, np.ndarray]
 #: The agent phase's counts per world and player: the illegal moves and, of those, the blocked ones.
 Counts = tuple[np.ndarray, np.ndarray]
+#: The agent phase's arguments: the state, the moves (B, N), the running worlds (B,), the shape
+#: (players, agents per player, pw), the 256 codes' hittable table, the counts, and the cuts (B, N, 2).
+AgentArgs = tuple[AgentState, np.ndarray, np.ndarray, tuple[int, int, int], np.ndarray, Counts, np.ndarray]
 #: The transition's inputs: codes, `BatchedRezzo._near`, the advancing worlds, the padded width, the
 #: photon table, and the loss bits it writes.
 TransitionArgs = tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]

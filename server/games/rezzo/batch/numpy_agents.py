@@ -18,8 +18,7 @@ from cellarena.server.games.rezzo.batch.cells import (
     LEFT,
     NOOP,
     RIGHT,
-    AgentState,
-    Counts,
+    AgentArgs,
 )
 
 #: Per facing N, E, S, W: the step forward.
@@ -27,18 +26,12 @@ _FX = np.array([FORWARD[f][0] for f in Facing], np.intp)
 _FY = np.array([FORWARD[f][1] for f in Facing], np.intp)
 
 
-def agent_phase(
-    state: AgentState,
-    moves: np.ndarray,
-    running: np.ndarray,
-    shape: tuple[int, int, int],
-    hittable: np.ndarray,
-    counts: Counts,
-    cuts: np.ndarray,
-) -> None:
-    """``state``: codes, damage, x, y, facing, alive, tick; ``moves`` (B, N); ``shape``: (players,
-    agents per player, pw); ``counts``: the illegal moves and the blocked agents, per world and
-    player; ``cuts`` (B, N, 2): per agent whose hit blanked a cell, that cell and the code it held."""
+def agent_phase(args: AgentArgs) -> None:
+    """``args`` as `cells.AgentArgs` says: the state (codes, damage, x, y, facing, alive, tick), the
+    moves (B, N), the running worlds, the shape, the hittable table, the counts (the illegal moves
+    and the blocked agents, per world and player) and the cuts (B, N, 2: per agent whose hit blanked
+    a cell, that cell and the code it held)."""
+    state, moves, running, shape, hittable, counts, cuts = args
     codes, dmg_2d, xs, ys, facing, alive, tick = state
     p, k_n, pw = shape
     rows = np.arange(codes.shape[0], dtype=np.intp)
