@@ -10,32 +10,23 @@ import os
 import re
 import signal
 import subprocess
-import traceback
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from cellarena_cli import CLI, ROOT, refused
-from click.testing import CliRunner
+from cellarena_cli import CLI, ROOT, refused, run_here
 from postgres_server import PostgresServer
 from wire_client import Client
 
-from cellarena.arena.cli import main
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk import protocol
 
 
 def ladder(folder: Path, *args: str, db: str | None = None) -> subprocess.CompletedProcess[str]:
-    """`cellarena ladder --dir FOLDER ARGS` in this process: its exit code, stdout and stderr apart
-    (an exception that escaped the command is in stderr as its traceback, as a process would print)."""
+    """`cellarena ladder --dir FOLDER ARGS` in this process (`run_here`)."""
     where = ["--dir", str(folder)] + (["--db", db] if db else [])
-    argv = ["ladder", *where, *args]
-    result = CliRunner().invoke(main, argv)
-    stderr = result.stderr
-    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
-        stderr += "".join(traceback.format_exception(*result.exc_info))  # starts "Traceback ..."
-    return subprocess.CompletedProcess(argv, result.exit_code, result.stdout, stderr)
+    return run_here("ladder", *where, *args)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
