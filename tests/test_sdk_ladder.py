@@ -6,7 +6,6 @@ TLS-terminating proxy in front of `cellarena serve` (the server's own TLS is tes
 from __future__ import annotations
 
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from bot_files import load_example_bot
 from game_servers import Process, Server, exited, ladder_serve, serve, start, wait_for
 from scripted_server import Peer, ScriptedServer, match, refuse
 from tls_proxy import TLSProxy, certificates
@@ -304,13 +304,17 @@ async def test_a_plain_bot_at_a_tls_port_and_a_tls_bot_at_a_plain_port(
     assert f"TLS handshake with 127.0.0.1:{server.port} failed" in err and "is that port serving TLS?" in err
 
 
-def test_bad_tls_and_token_flags_are_usage_errors(tmp_path: Path) -> None:
+def test_bad_tls_and_token_flags_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """random_walker.py's own `run` in this process (a process per refusal only adds imports): each
+    bad flag is refused as a usage error, status 2, before anything connects."""
+    walker = load_example_bot("rezzo", "random_walker").RandomWalker
+
     def usage(*flags: str) -> str:
-        proc = subprocess.run(
-            [sys.executable, str(BOT), *flags], capture_output=True, text=True, timeout=60, check=False
-        )
-        assert proc.returncode == 2, proc.stderr
-        return proc.stderr
+        with pytest.raises(SystemExit) as refused:
+            walker.run(list(flags))
+        err = capsys.readouterr().err
+        assert refused.value.code == 2, err
+        return err
 
     assert "--tls-ca" in usage("--tls-ca", str(tmp_path / "missing.pem"))
     (tmp_path / "junk.pem").write_text("not a certificate")
