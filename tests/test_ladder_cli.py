@@ -105,7 +105,8 @@ def serve_saying(
 ) -> tuple[subprocess.Popen[str], list[str]]:
     """`cellarena ladder serve rezzo` on a free port, once its stderr has matched each pattern of
     ``said``: the process and each pattern's first group."""
-    pacing = ["--max-ticks", "30", "--tick-rate", "30", "--budget-ms", "25", "--grace", "0", *extra]
+    pacing = ["--max-ticks", "30", "--tick-rate", "30", "--budget-ms", "25", "--grace", "0"]
+    pacing += ["--starve-after", "0.1", *extra]  # paired again at once, whatever a win did to ratings
     where = ["--dir", str(folder)] + (["--db", db] if db else [])
     proc = subprocess.Popen(
         [*CLI, "ladder", *where, "serve", "rezzo", "--port", "0", *pacing],

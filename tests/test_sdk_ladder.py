@@ -26,6 +26,9 @@ from cellarena.sdk.reconnect import Backoff
 ROOT = Path(__file__).resolve().parent.parent
 BOT = ROOT / "example_bots" / "rezzo" / "random_walker.py"
 PLAYED = "played; connecting for the next"
+#: Two bots whose ratings a win parts are paired again at once, not after up to 30 s of waiting
+#: (matchmaking's own tests say how long it keeps them apart).
+PAIR_AT_ONCE = ("--starve-after", "0.1")
 
 
 def bot(folder: Path, name: str, port: int, *flags: str) -> Process:
@@ -67,7 +70,7 @@ def results(proc: Process) -> int:
 def test_ladder_bots_keep_playing_and_come_back_after_the_ladder_restarts(tmp_path: Path) -> None:
     """Also: a bot with a wrong token, refused by the same ladder before the others come."""
     tokens = {name: add_ladder_bot(tmp_path, name) for name in ("alice", "bob")}
-    ladder = ladder_serve(tmp_path)
+    ladder = ladder_serve(tmp_path, *PAIR_AT_ONCE)
     a_wrong_token_stops_a_ladder_bot_at_once(tmp_path, ladder.port)
     bots = {
         name: bot(tmp_path / "bots", name, ladder.port, "--ladder", "--token-file", str(token))
@@ -78,7 +81,7 @@ def test_ladder_bots_keep_playing_and_come_back_after_the_ladder_restarts(tmp_pa
         assert ladder.stop() == 0  # SIGTERM: the match under way is void, the bots are told `shutdown`
         before = {name: b.stderr().count(PLAYED) for name, b in bots.items()}
         time.sleep(1)  # the bots back off and find nothing listening
-        ladder = ladder_serve(tmp_path, port=ladder.port, label="ladder-again")
+        ladder = ladder_serve(tmp_path, *PAIR_AT_ONCE, port=ladder.port, label="ladder-again")
         wait_for(
             lambda: all(b.stderr().count(PLAYED) > before[n] for n, b in bots.items()),
             "a match after the restart",
@@ -380,7 +383,7 @@ class CuttingProxy:
 
 async def test_a_ladder_bot_whose_connection_drops_takes_its_seat_back(tmp_path: Path) -> None:
     tokens = {name: add_ladder_bot(tmp_path, name) for name in ("alice", "bob")}
-    ladder = ladder_serve(tmp_path, "--grace", "5", "--max-ticks", "120")
+    ladder = ladder_serve(tmp_path, "--grace", "5", "--max-ticks", "120", *PAIR_AT_ONCE)
     try:
         async with trio.open_nursery() as nursery:
             proxy = CuttingProxy(ladder.port, after=0.5)
