@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,17 @@ def invoke(*args: str, command: click.Command = main) -> tuple[int, str]:
     its exit code and output."""
     result = CliRunner().invoke(command, list(args))
     return result.exit_code, result.output
+
+
+def run_here(*args: str, command: click.Command = main) -> subprocess.CompletedProcess[str]:
+    """`cellarena ARGS` in this process, shaped as `cellarena` returns it: the exit code, stdout and
+    stderr apart (an exception that escaped the command is in stderr as the traceback a process
+    prints). For a command whose output is what a test checks, where a process adds a second."""
+    result = CliRunner().invoke(command, list(args))
+    stderr = result.stderr
+    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(*result.exc_info))  # starts "Traceback ..."
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, stderr)
 
 
 def refused(*args: str, command: click.Command = main) -> Result:

@@ -651,8 +651,9 @@ def test_a_tournament_names_the_limit_a_bot_went_over(tmp_path: Path) -> None:
     from cellarena_cli import cellarena
 
     hog = _write(tmp_path, "hog.py", HOG)
+    # One good bot and the hog: two matches (both seat orders), each a memory limit's forfeit.
     proc = cellarena(
-        "tournament", "rezzo", "--bot", f"a={RAW_BOT}", "--bot", f"b={RAW_BOT}",
+        "tournament", "rezzo", "--bot", f"a={RAW_BOT}",
         "--bot", f"hog=python {shlex.quote(str(hog))} memory", "--memory-mb", "100",
         "--maps", "duel", "--max-ticks", "5", "--out", str(tmp_path / "out"), "--jobs", "2", "--json",
     )  # fmt: skip
@@ -660,9 +661,9 @@ def test_a_tournament_names_the_limit_a_bot_went_over(tmp_path: Path) -> None:
     result = json.loads(proc.stdout)
     assert len(result["problems"]["hog"]) == 1, result["problems"]
     [problem] = result["problems"]["hog"]
-    assert problem["matches"] == 4 and problem["reason"].startswith("memory limit exceeded")
+    assert problem["matches"] == 2 and problem["reason"].startswith("memory limit exceeded")
     assert "(100 MiB resident)" in problem["reason"] and set(result["problems"]) == {"hog"}
-    assert next(s for s in result["standings"] if s["bot"] == "hog")["crashes"] == 4
+    assert next(s for s in result["standings"] if s["bot"] == "hog")["crashes"] == 2
 
 
 # ------------------------------------------------------------------ cgroups and --isolate's network
@@ -715,11 +716,14 @@ def test_a_bots_cgroup_is_killed_as_a_whole(hierarchy: str, monkeypatch: pytest.
 
 
 DETACHED_CPU = """
-import os, time
+import os, sys, time
 # Each burst of CPU runs in a grandchild detached into a session of its own, which ends by itself.
 # One burst at a time: the next starts when the last one's pipe closes (at its exit), so however
 # slow a busy machine makes them, the live processes never hold more than 0.3 s of CPU together.
-while True:
+# With a count (argv[1]) it exits after that many bursts; without one it bursts until stopped.
+bursts = int(sys.argv[1]) if len(sys.argv) > 1 else -1
+while bursts != 0:
+    bursts -= 1
     done, signal = os.pipe()
     if os.fork() == 0:
         os.setsid()
@@ -743,11 +747,14 @@ def test_cpu_time_of_processes_that_ended_detached_counts_in_a_cgroup(tmp_path: 
     cgroup (cpuacct, cpu.stat); looking at the process table sees only the live ones, so without
     cgroups such a bot never reaches its CPU limit (docs/security.md says so)."""
     hog = _write(tmp_path, "hog.py", DETACHED_CPU)
+    # Without cgroups the hog stops by itself after 5 bursts (1.5 s of CPU, over its 1 s limit, all in
+    # processes that ended) rather than burn until the connect timeout: it forfeits, never stopped.
+    bursts = "" if cgroups else " 5"
     launched = trio.run(
         lambda: play_match(
             "rezzo",
             {"map": "duel", "max_ticks": 100_000},
-            [BotSpec("hog", f"python {shlex.quote(str(hog))}"), BotSpec("plain", RAW_BOT)],
+            [BotSpec("hog", f"python {shlex.quote(str(hog))}{bursts}"), BotSpec("plain", RAW_BOT)],
             TickSettings(fast=True, budget_ms=20_000),
             seed=0,
             log_dir=tmp_path / "logs",
@@ -760,6 +767,7 @@ def test_cpu_time_of_processes_that_ended_detached_counts_in_a_cgroup(tmp_path: 
         assert "CPU time limit exceeded (1 s)" in launched.stopped["hog"], launched.stopped
     else:
         assert "hog" not in launched.stopped  # it forfeits for never connecting, not for its CPU
+        assert launched.causes[0]["cause"] in ("exited", "never_connected"), launched.causes
 
 
 BURST = """

@@ -1,5 +1,7 @@
 """`cellarena ladder`: bots and their tokens from the command line, and a served ladder that survives
-SIGKILL with its standings whole."""
+SIGKILL with its standings whole. `ladder serve` runs as a process (signals, ports, restarts); the
+short commands and the refusals of `serve` run in this process (a child process costs a second of
+imports for what only the command's output shows)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any
 
 import pytest
 import trio
-from cellarena_cli import CLI, ROOT, cellarena, refused
+from cellarena_cli import CLI, ROOT, refused, run_here
 from postgres_server import PostgresServer
 from wire_client import Client
 
@@ -22,8 +24,9 @@ from cellarena.sdk import protocol
 
 
 def ladder(folder: Path, *args: str, db: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`cellarena ladder --dir FOLDER ARGS` in this process (`run_here`)."""
     where = ["--dir", str(folder)] + (["--db", db] if db else [])
-    return cellarena("ladder", *where, *args)
+    return run_here("ladder", *where, *args)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -87,9 +90,23 @@ def test_bad_arguments_say_what_is_wrong(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------ serve
+LISTENING = r"on 127\.0\.0\.1:(\d+)"
+HEALTH = r"health at (http://127\.0\.0\.1:\d+/health)"
+
+
 def serve(folder: Path, *extra: str, db: str | None = None) -> tuple[subprocess.Popen[str], int]:
     """`cellarena ladder serve rezzo` on a free port: the process and its port."""
-    pacing = ["--max-ticks", "30", "--tick-rate", "30", "--budget-ms", "25", "--grace", "0", *extra]
+    proc, (port,) = serve_saying((LISTENING,), folder, *extra, db=db)
+    return proc, int(port)
+
+
+def serve_saying(
+    said: tuple[str, ...], folder: Path, *extra: str, db: str | None = None
+) -> tuple[subprocess.Popen[str], list[str]]:
+    """`cellarena ladder serve rezzo` on a free port, once its stderr has matched each pattern of
+    ``said``: the process and each pattern's first group."""
+    pacing = ["--max-ticks", "30", "--tick-rate", "30", "--budget-ms", "25", "--grace", "0"]
+    pacing += ["--starve-after", "0.1", *extra]  # paired again at once, whatever a win did to ratings
     where = ["--dir", str(folder)] + (["--db", db] if db else [])
     proc = subprocess.Popen(
         [*CLI, "ladder", *where, "serve", "rezzo", "--port", "0", *pacing],
@@ -100,10 +117,14 @@ def serve(folder: Path, *extra: str, db: str | None = None) -> tuple[subprocess.
     )
     assert proc.stderr is not None
     lines = []
+    found: dict[str, str] = {}
     for line in proc.stderr:
         lines.append(line)
-        if found := re.search(r"on 127\.0\.0\.1:(\d+)", line):
-            return proc, int(found.group(1))
+        for pattern in said:
+            if pattern not in found and (match := re.search(pattern, line)):
+                found[pattern] = match.group(1)
+        if len(found) == len(said):
+            return proc, [found[p] for p in said]
     raise AssertionError(f"the ladder did not start: {''.join(lines)}")
 
 
@@ -174,15 +195,22 @@ async def test_a_ladder_killed_mid_match_restarts_with_identical_standings(
         assert proc.wait(timeout=10) == 0
 
 
-async def test_a_bot_alone_in_the_queue_plays_a_house_bot(tmp_path: Path) -> None:
+async def test_a_bot_alone_plays_a_house_bot_and_serve_answers_health_on_its_own_port(tmp_path: Path) -> None:
     token = ladder(tmp_path, "bot", "add", "loner", "--game", "rezzo").stdout.strip()
     house = ladder(
         tmp_path, "house", "add", "builder", "python example_bots/rezzo/builder.py", "--game", "rezzo"
     )
     assert house.returncode == 0, house.stderr
-    proc, port = serve(tmp_path, "--house-after", "0.2")
+    # The same process answers /health on its own port (one ladder process for both).
+    proc, (port_text, health) = serve_saying(
+        (LISTENING, HEALTH), tmp_path, "--house-after", "0.2", "--health-port", "0"
+    )
+    port = int(port_text)
     ends: list[dict[str, Any]] = []
     try:
+        body = await trio.to_thread.run_sync(read_health, health)
+        assert body["status"] == "ok" and body["database"]["state"] == "up"
+        assert body["database"]["where"].endswith("ladder.sqlite") and body["pending_results"] == 0
         with trio.fail_after(60):
             async with trio.open_nursery() as bots:
                 bots.start_soon(keep_playing, port, "loner", token, ends)
@@ -198,6 +226,15 @@ async def test_a_bot_alone_in_the_queue_plays_a_house_bot(tmp_path: Path) -> Non
         assert all({s.bot for s in m.seats} == {"loner", "builder"} for m in finished)
         assert {s.bot: s.matches for s in store.standings("rezzo")}["builder"] >= 2
     assert (tmp_path / "logs" / "house-builder.log").exists()
+
+
+def read_health(url: str) -> dict[str, Any]:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        assert answer.status == 200
+        body: dict[str, Any] = json.loads(answer.read())
+        return body
 
 
 # ------------------------------------------------------------------------------------------ replays
@@ -245,30 +282,3 @@ def test_a_garbage_or_half_written_database_is_refused_and_left_as_it_is(
     run = ladder(tmp_path, "serve", "rezzo", "--port", "0")
     assert run.returncode == 1 and "ladder.sqlite" in run.stderr and "Traceback" not in run.stderr
     assert (tmp_path / "ladder.sqlite").read_bytes() == content
-
-
-def test_serve_answers_health_on_its_own_port(tmp_path: Path) -> None:
-    import urllib.request
-
-    proc = subprocess.Popen(
-        [*CLI, "ladder", "--dir", str(tmp_path), "serve", "rezzo", "--port", "0", "--health-port", "0"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        lines = []
-        while not (found := re.search(r"health at (http://127\.0\.0\.1:\d+/health)", "".join(lines))):
-            line = proc.stderr.readline()
-            assert line, f"the ladder did not start: {''.join(lines)}"
-            lines.append(line)
-        with urllib.request.urlopen(found.group(1), timeout=30) as answer:
-            assert answer.status == 200
-            body = json.loads(answer.read())
-        assert body["status"] == "ok" and body["database"]["state"] == "up"
-        assert body["database"]["where"].endswith("ladder.sqlite") and body["pending_results"] == 0
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=20)

@@ -1,4 +1,9 @@
-"""`cellarena match` end to end: real bot processes over TCP, results, replays, and clean-up."""
+"""`cellarena match` end to end: real bot processes over TCP, results, replays, and clean-up.
+
+Where a process of its own is what is tested (its exit and signals, nothing left behind, `serve`'s
+bots, its JSON once whole) the command runs as one; where its output is (text, causes, refusals,
+`replay verify`) it runs in this process (`run_here`: a process costs a second of imports), its
+bots still processes over TCP."""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import pytest
 import trio
 from bot_files import RAW_BOT, RAW_BOT_FILE
 from bot_processes import BotPids
-from cellarena_cli import ROOT, cellarena, refused, start_cellarena
+from cellarena_cli import ROOT, cellarena, refused, run_here, start_cellarena
 from game_servers import js_bot_folder
 
 from cellarena.server.bots.launcher import BotSpec, play_match
@@ -51,13 +56,13 @@ def test_match_json_result_and_a_replay_that_verifies(tmp_path: Path) -> None:
     assert result["late"] == {"alpha": 0, "beta": 0}
     assert result["replay"] == str(replay)
     assert Path(result["logs"]["alpha"]).read_text().startswith("end ")  # each bot saw the end
-    verify = cellarena("replay", "verify", str(replay))
+    verify = run_here("replay", "verify", str(replay))
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "120 ticks verified" in verify.stdout
 
 
 def test_match_text_output_names_the_logs(tmp_path: Path) -> None:
-    proc = cellarena(
+    proc = run_here(
         "match",
         "rezzo",
         "--bot",
@@ -98,7 +103,7 @@ def test_match_usage_errors_name_the_option(args: list[str], words: str) -> None
 # Real time: asserts a whole `cellarena match` run takes under 10 s of real time.
 @pytest.mark.realtime
 def test_crashing_and_missing_bots_are_named_and_lose(tmp_path: Path) -> None:
-    proc = cellarena(
+    proc = run_here(
         "match",
         "rezzo",
         "--bot",
@@ -116,12 +121,12 @@ def test_crashing_and_missing_bots_are_named_and_lose(tmp_path: Path) -> None:
     assert result["ranks"] == {"steady": 1, "crashy": 2}
     assert result["failed"] == ["crashy"] and result["exit_codes"]["crashy"] == 3
     bots = ["--bot", f"steady={RAW_BOT}", "--bot", f"crashy={RAW_BOT} crash"]
-    text = cellarena("match", "rezzo", *bots, "--fast")
+    text = run_here("match", "rezzo", *bots, "--fast")
     assert text.returncode == SEAT_FAILED and "crashy exited with status 3" in text.stdout, text.stderr
-    assert "Exit status: 0 when" in cellarena("match", "rezzo", "--help").stdout
+    assert "Exit status: 0 when" in run_here("match", "rezzo", "--help").stdout
 
     started = time.monotonic()
-    proc = cellarena(
+    proc = run_here(
         "match",
         "rezzo",
         "--bot",
@@ -144,7 +149,7 @@ def test_crashing_and_missing_bots_are_named_and_lose(tmp_path: Path) -> None:
 @pytest.mark.realtime
 def test_a_bot_that_never_connects_forfeits_after_the_connect_timeout(tmp_path: Path) -> None:
     started = time.monotonic()
-    proc = cellarena(
+    proc = run_here(
         "match",
         "rezzo",
         "--bot",
@@ -172,7 +177,7 @@ def test_a_bot_that_connects_and_never_says_hello_forfeits_as_never_connected(tm
     was given up: it reads ``never_connected``, in the result and the replay, not ``exited``."""
     from cellarena.server.replay import read_replay
 
-    proc = cellarena(
+    proc = run_here(
         "match", "rezzo",
         "--bot", f"steady={RAW_BOT}",
         "--bot", f"mute={RAW_BOT} nohello",
@@ -236,12 +241,12 @@ def test_bots_whose_names_make_the_same_file_name_get_a_log_each() -> None:
 
 def test_a_bot_refused_at_hello_is_named_with_the_reason(tmp_path: Path) -> None:
     args = ["match", "rezzo", "--bot", f"steady={RAW_BOT}", "--bot", f"stray={RAW_BOT} game:cata", "--fast"]
-    proc = cellarena(*args, "--log-dir", str(tmp_path / "1"), "--json")
+    proc = run_here(*args, "--log-dir", str(tmp_path / "1"), "--json")
     assert proc.returncode == SEAT_FAILED, proc.stderr
     result = json.loads(proc.stdout)
     assert result["winner"] == "steady" and result["forfeits"] == ["stray"]
     assert result["refused"] == {"stray": "bad_hello: this server plays 'rezzo', not 'cata'"}
-    text = cellarena(*args, "--log-dir", str(tmp_path / "2"))
+    text = cellarena(*args, "--log-dir", str(tmp_path / "2"))  # a process: its log is on stderr
     assert text.returncode == SEAT_FAILED
     assert "stray was refused by the server (bad_hello: this server plays 'rezzo', not 'cata')" in " ".join(
         text.stdout.split()
@@ -382,7 +387,7 @@ def test_budget_is_counted_from_the_send_with_5ms_tolerance(
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_javascript_bot_plays_through_cellarena_match(tmp_path: Path) -> None:
     folder = js_bot_folder()
-    proc = cellarena(
+    proc = run_here(
         "match",
         "rezzo",
         "--bot",
@@ -430,7 +435,7 @@ def test_serve_plays_matches_for_bots_that_connect_and_writes_replays(tmp_path: 
     result = json.loads(out.splitlines()[0])
     assert result["match"] == 1 and result["ticks"] == 30 and set(result["ranks"]) == {"one", "two"}
     (replay,) = tmp_path.glob("*.replay")
-    assert cellarena("replay", "verify", str(replay)).returncode == 0
+    assert run_here("replay", "verify", str(replay)).returncode == 0
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -481,7 +486,7 @@ def test_serve_stops_on_a_signal_and_tells_every_bot(tmp_path: Path, sig: signal
     for bot, text in zip(bots, errors, strict=True):
         assert bot.returncode == 2 and "'code': 'shutdown'" in text, text
     (replay,) = tmp_path.glob("*.replay")
-    verified = cellarena("replay", "verify", str(replay))
+    verified = run_here("replay", "verify", str(replay))
     assert "incomplete" in verified.stdout + verified.stderr
 
 
@@ -506,7 +511,7 @@ def test_a_bot_whose_process_exits_is_exited_in_the_replay_and_the_results(tmp_p
     from cellarena.server.replay import read_replay
 
     replay = tmp_path / "m.replay"
-    proc = cellarena(
+    proc = run_here(
         "match", "rezzo", "--bot", f"steady={RAW_BOT}", "--bot", f"crashy={RAW_BOT} crashlog",
         "--fast", "--log-dir", str(tmp_path / "logs"), "--replay", str(replay), "--json",
     )  # fmt: skip

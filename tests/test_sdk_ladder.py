@@ -6,15 +6,16 @@ TLS-terminating proxy in front of `cellarena serve` (the server's own TLS is tes
 from __future__ import annotations
 
 import signal
-import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
 import pytest
 import trio
-from game_servers import Process, add_ladder_bot, exited, ladder_serve, serve, start, wait_for
+from bot_files import load_example_bot
+from game_servers import Process, Server, exited, ladder_serve, serve, start, wait_for
 from scripted_server import Peer, ScriptedServer, match, refuse
 from tls_proxy import TLSProxy, certificates
 
@@ -25,11 +26,39 @@ from cellarena.sdk.reconnect import Backoff
 ROOT = Path(__file__).resolve().parent.parent
 BOT = ROOT / "example_bots" / "rezzo" / "random_walker.py"
 PLAYED = "played; connecting for the next"
+#: Two bots whose ratings a win parts are paired again at once, not after up to 30 s of waiting
+#: (matchmaking's own tests say how long it keeps them apart).
+PAIR_AT_ONCE = ("--starve-after", "0.1")
 
 
 def bot(folder: Path, name: str, port: int, *flags: str) -> Process:
     """random_walker.py, as a bot author starts it."""
     return start([sys.executable, str(BOT), "--port", str(port), "--name", name, *flags], folder, name)
+
+
+def add_ladder_bot(folder: Path, name: str) -> Path:
+    """``name`` registered on the ladder in ``folder`` through its store (`ladder bot add` as a command
+    is tests/test_ladder_cli.py's); its token in a file, whose path is returned (`--token-file`)."""
+    with LadderStore(folder / "ladder.sqlite") as store:
+        token = store.add_bot(name, "rezzo")[1].secret
+    path = folder / f"{name}.token"
+    path.write_text(token + "\n")
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture(scope="module")
+def game_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One `cellarena serve rezzo` for the tests that only need bots paired and played (each waits
+    for its own bots to end, so the next test's bots meet a server with nobody waiting)."""
+    server = serve(tmp_path_factory.mktemp("serve"))
+    yield server
+    server.stop()
+
+
+def reported(server: Server) -> int:
+    """The match results the server has printed so far (one JSON line each)."""
+    return sum(1 for line in server.stdout().splitlines() if line.startswith("{"))
 
 
 def results(proc: Process) -> int:
@@ -39,8 +68,10 @@ def results(proc: Process) -> int:
 
 # ------------------------------------------------------------------------------------------ ladder
 def test_ladder_bots_keep_playing_and_come_back_after_the_ladder_restarts(tmp_path: Path) -> None:
+    """Also: a bot with a wrong token, refused by the same ladder before the others come."""
     tokens = {name: add_ladder_bot(tmp_path, name) for name in ("alice", "bob")}
-    ladder = ladder_serve(tmp_path)
+    ladder = ladder_serve(tmp_path, *PAIR_AT_ONCE)
+    a_wrong_token_stops_a_ladder_bot_at_once(tmp_path, ladder.port)
     bots = {
         name: bot(tmp_path / "bots", name, ladder.port, "--ladder", "--token-file", str(token))
         for name, token in tokens.items()
@@ -50,7 +81,7 @@ def test_ladder_bots_keep_playing_and_come_back_after_the_ladder_restarts(tmp_pa
         assert ladder.stop() == 0  # SIGTERM: the match under way is void, the bots are told `shutdown`
         before = {name: b.stderr().count(PLAYED) for name, b in bots.items()}
         time.sleep(1)  # the bots back off and find nothing listening
-        ladder = ladder_serve(tmp_path, port=ladder.port, label="ladder-again")
+        ladder = ladder_serve(tmp_path, *PAIR_AT_ONCE, port=ladder.port, label="ladder-again")
         wait_for(
             lambda: all(b.stderr().count(PLAYED) > before[n] for n, b in bots.items()),
             "a match after the restart",
@@ -80,16 +111,12 @@ def test_ladder_bots_keep_playing_and_come_back_after_the_ladder_restarts(tmp_pa
         assert all(sorted(m.bots) == ["alice", "bob"] for m in finished)
 
 
-def test_a_wrong_token_stops_a_ladder_bot_at_once(tmp_path: Path) -> None:
-    add_ladder_bot(tmp_path, "alice")
+def a_wrong_token_stops_a_ladder_bot_at_once(tmp_path: Path, port: int) -> None:
+    """A ladder bot with a token the ladder does not know is told so and stops after one attempt."""
     wrong = tmp_path / "wrong.token"
     wrong.write_text("cla_" + "x" * 43 + "\n")
-    ladder = ladder_serve(tmp_path)
-    try:
-        stray = bot(tmp_path / "bots", "alice", ladder.port, "--ladder", "--token-file", str(wrong))
-        assert stray.wait(30) == 1
-    finally:
-        ladder.stop()
+    stray = bot(tmp_path / "stray", "alice", port, "--ladder", "--token-file", str(wrong))
+    assert stray.wait(30) == 1
     err = stray.stderr()
     assert "the server sent error 'bad_hello'" in err
     assert "check the bot's token" in err and "not trying again" in err
@@ -98,17 +125,13 @@ def test_a_wrong_token_stops_a_ladder_bot_at_once(tmp_path: Path) -> None:
     assert len(err.strip().splitlines()) == 1
 
 
-def test_matches_3_plays_exactly_three_against_cellarena_serve(tmp_path: Path) -> None:
-    server = serve(tmp_path)
-    try:
-        bots = [bot(tmp_path / "bots", name, server.port, "--matches", "3") for name in ("one", "two")]
-        for b in bots:
-            assert b.wait(120) == 0, b.stderr()
-        time.sleep(0.5)
-        lines = [line for line in server.stdout().splitlines() if line.startswith("{")]
-    finally:
-        server.stop()
-    assert len(lines) == 3, server.stdout()
+def test_matches_3_plays_exactly_three_against_cellarena_serve(tmp_path: Path, game_server: Server) -> None:
+    before = reported(game_server)
+    bots = [bot(tmp_path / "bots", name, game_server.port, "--matches", "3") for name in ("one", "two")]
+    for b in bots:
+        assert b.wait(120) == 0, b.stderr()
+    wait_for(lambda: reported(game_server) >= before + 3, "the server's three results", 30)
+    assert reported(game_server) == before + 3, game_server.stdout()
     for b in bots:
         assert results(b) == 3, b.stderr()
         assert b.stderr().count(PLAYED) == 2  # between the matches, not after the last
@@ -219,24 +242,22 @@ def test_back_off_doubles_is_capped_and_resets() -> None:
 
 
 # ------------------------------------------------------------------------------------------ TLS
-async def test_tls_through_a_terminating_proxy(tmp_path: Path) -> None:
+async def test_tls_through_a_terminating_proxy(tmp_path: Path, game_server: Server) -> None:
     certs = certificates(tmp_path, "127.0.0.1")
-    server = serve(tmp_path)
-    try:
-        proxy = TLSProxy(certs.server, server.port)
-        async with trio.open_nursery() as nursery:
-            port = await proxy.start(nursery)
-            flags = ["--host", "127.0.0.1", "--tls-ca", str(certs.ca_file)]
-            bots = [bot(tmp_path / "bots", name, port, *flags) for name in ("one", "two")]
-            codes = [await exited(b, 60) for b in bots]
-            nursery.cancel_scope.cancel()
-        await trio.sleep(0.3)
-        lines = [line for line in server.stdout().splitlines() if line.startswith("{")]
-    finally:
-        server.stop()
+    before = reported(game_server)
+    proxy = TLSProxy(certs.server, game_server.port)
+    async with trio.open_nursery() as nursery:
+        port = await proxy.start(nursery)
+        flags = ["--host", "127.0.0.1", "--tls-ca", str(certs.ca_file)]
+        bots = [bot(tmp_path / "bots", name, port, *flags) for name in ("one", "two")]
+        codes = [await exited(b, 60) for b in bots]
+        nursery.cancel_scope.cancel()
     assert codes == [0, 0], [b.stderr() for b in bots]
+    with trio.fail_after(30):
+        while reported(game_server) < before + 1:
+            await trio.sleep(0.05)
     assert proxy.handshakes == 2
-    assert len(lines) == 1 and all(results(b) == 1 for b in bots)
+    assert reported(game_server) == before + 1 and all(results(b) == 1 for b in bots)
 
 
 @pytest.mark.parametrize(
@@ -266,20 +287,19 @@ async def test_a_refused_tls_handshake_says_why_and_stops(
     assert "trying again" not in err and len(err.strip().splitlines()) == 1
 
 
-async def test_a_plain_bot_at_a_tls_port_and_a_tls_bot_at_a_plain_port(tmp_path: Path) -> None:
+async def test_a_plain_bot_at_a_tls_port_and_a_tls_bot_at_a_plain_port(
+    tmp_path: Path, game_server: Server
+) -> None:
     certs = certificates(tmp_path, "127.0.0.1")
-    server = serve(tmp_path)
-    try:
-        proxy = TLSProxy(certs.server, server.port)
-        async with trio.open_nursery() as nursery:
-            port = await proxy.start(nursery)
-            plain = bot(tmp_path, "plain", port)
-            assert await exited(plain, 30) == 1
-            nursery.cancel_scope.cancel()
-        tls = bot(tmp_path, "tls", server.port, "--tls-ca", str(certs.ca_file))
-        assert await exited(tls, 30) == 1
-    finally:
-        server.stop()
+    server = game_server
+    proxy = TLSProxy(certs.server, server.port)
+    async with trio.open_nursery() as nursery:
+        port = await proxy.start(nursery)
+        plain = bot(tmp_path, "plain", port)
+        assert await exited(plain, 30) == 1
+        nursery.cancel_scope.cancel()
+    tls = bot(tmp_path, "tls", server.port, "--tls-ca", str(certs.ca_file))
+    assert await exited(tls, 30) == 1
     # A TLS server may answer a plain hello with an alert, or just close; the bot says what to do either way.
     said = plain.stderr()
     assert f"the server at 127.0.0.1:{port} " in said and "connect with --tls" in said
@@ -287,13 +307,17 @@ async def test_a_plain_bot_at_a_tls_port_and_a_tls_bot_at_a_plain_port(tmp_path:
     assert f"TLS handshake with 127.0.0.1:{server.port} failed" in err and "is that port serving TLS?" in err
 
 
-def test_bad_tls_and_token_flags_are_usage_errors(tmp_path: Path) -> None:
+def test_bad_tls_and_token_flags_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """random_walker.py's own `run` in this process (a process per refusal only adds imports): each
+    bad flag is refused as a usage error, status 2, before anything connects."""
+    walker = load_example_bot("rezzo", "random_walker").RandomWalker
+
     def usage(*flags: str) -> str:
-        proc = subprocess.run(
-            [sys.executable, str(BOT), *flags], capture_output=True, text=True, timeout=60, check=False
-        )
-        assert proc.returncode == 2, proc.stderr
-        return proc.stderr
+        with pytest.raises(SystemExit) as refused:
+            walker.run(list(flags))
+        err = capsys.readouterr().err
+        assert refused.value.code == 2, err
+        return err
 
     assert "--tls-ca" in usage("--tls-ca", str(tmp_path / "missing.pem"))
     (tmp_path / "junk.pem").write_text("not a certificate")
@@ -359,7 +383,7 @@ class CuttingProxy:
 
 async def test_a_ladder_bot_whose_connection_drops_takes_its_seat_back(tmp_path: Path) -> None:
     tokens = {name: add_ladder_bot(tmp_path, name) for name in ("alice", "bob")}
-    ladder = ladder_serve(tmp_path, "--grace", "5", "--max-ticks", "120")
+    ladder = ladder_serve(tmp_path, "--grace", "5", "--max-ticks", "120", *PAIR_AT_ONCE)
     try:
         async with trio.open_nursery() as nursery:
             proxy = CuttingProxy(ladder.port, after=0.5)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from bot_files import RAW_BOT, example_bot
-from cellarena_cli import cellarena
+from cellarena_cli import cellarena, invoke, run_here
 
 from cellarena.arena.results import TournamentResults
 from cellarena.arena.schedule import Scheduled
@@ -44,7 +44,7 @@ def _match(tmp_path: Path, *bots: str, extra: tuple[str, ...] = ()) -> tuple[int
     args = ["match", "rezzo", "--max-ticks", str(TICKS), "--log-dir", str(tmp_path / "logs")]
     for bot in bots:
         args += ["--bot", bot]
-    proc = cellarena(*args, *extra, "--json")
+    proc = run_here(*args, *extra, "--json")  # the bots are processes; `match` itself runs here
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
@@ -55,9 +55,9 @@ def _tournament(tmp_path: Path, *bots: str, extra: tuple[str, ...] = ()) -> dict
         args += ["--bot", bot]
     proc = cellarena(*args, "--jobs", "1", "--out", str(out), *extra, "--json")
     assert proc.returncode in (0, 3), proc.stderr
-    results = cellarena("results", str(out), "--json")
-    assert results.returncode == 0, results.stderr
-    data: dict = json.loads(results.stdout)
+    code, results = invoke("results", str(out), "--json")  # in this process: a second of imports less
+    assert code == 0, results
+    data: dict = json.loads(results)
     return data
 
 
@@ -109,7 +109,7 @@ def test_a_bot_that_sleeps_past_its_budget_is_unresponsive_in_a_match_and_a_tour
 def test_match_text_says_why_and_warns_of_invalid_answers(tmp_path: Path) -> None:
     raiser, walker = f"raiser={_raiser(tmp_path)}", f"walker={example_bot('rezzo', 'random_walker')}"
     args = ["match", "rezzo", "--max-ticks", "20", "--fast", "--bot", raiser, "--bot", walker]
-    proc = cellarena(*args)
+    proc = run_here(*args)
     assert proc.returncode == 0, proc.stderr
     assert "why: " in proc.stdout and "tick cap" in proc.stdout
     assert "raiser sent 20 invalid answers" in proc.stdout
@@ -208,7 +208,7 @@ def test_every_games_match_says_why_in_json_and_its_replay_agrees(game: str, tmp
     args = ["match", game, "--fast", "--replay", str(tmp_path / "m.replay"), *extra]
     for i, bot in enumerate(bots):
         args += ["--bot", f"{chr(97 + i)}={example_bot(game, bot)}"]
-    proc = cellarena(*args, "--json")
+    proc = run_here(*args, "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     names = sorted(out["ranks"])
