@@ -56,13 +56,14 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 def test_a_local_cluster_gives_the_standings_of_the_local_pool(
     tmp_path: Path, local: dict[str, object]
 ) -> None:
-    cluster = tournament(tmp_path / "cluster", "--cluster", "local:2")
+    # One worker: the matches spread over two workers are the recipe's (tcp://) test below.
+    cluster = tournament(tmp_path / "cluster", "--cluster", "local:1")
     assert cluster["standings"] == local["standings"]
     assert cluster["played"] == local["played"] == 4 and cluster["failed"] == []
-    # The workers shipped replays and logs back; the coordinator wrote them under --out.
+    # The worker shipped replays and logs back; the coordinator wrote them under --out.
     replays = sorted((tmp_path / "cluster" / "matches").glob("*/match.replay"))
     assert len(replays) == 4
-    # In this process: `replay verify` as a command is tested with the replays (test_replay_verify).
+    # In this process: `replay verify` the command is test_replay.py's.
     assert all(verify(read_replay(replay)).ok for replay in replays)
 
 
@@ -170,6 +171,9 @@ def test_the_scaling_recipe_runs_as_written(tmp_path: Path, recipe: Recipe, loca
     assert done.returncode == 0, done.stderr
     remote = json.loads(done.stdout)
     assert remote["standings"] == local["standings"] and remote["played"] == 4
+    # The workers shipped their replays back, whole.
+    replays = sorted((out / "matches").glob("*/match.replay"))
+    assert len(replays) == 4 and all(verify(read_replay(replay)).ok for replay in replays)
 
 
 def test_bench_tournament_compares_the_cluster_with_the_local_pool(tmp_path: Path, recipe: Recipe) -> None:
