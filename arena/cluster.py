@@ -157,6 +157,9 @@ def open_cluster(
                     threads_per_worker=threads_per_worker,
                     processes=True,
                     dashboard_address=None,
+                    # No dashboard, but the scheduler still serves HTTP (health, metrics), on 8787
+                    # unless told: a second cluster on the machine then warns of a port in use.
+                    scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                     host="127.0.0.1",
                 )
             )

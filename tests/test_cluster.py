@@ -1,10 +1,12 @@
 """Tournaments on a real Dask cluster (`--cluster`): a local cluster of worker processes, and the
 docs/scaling.md recipe (`dask scheduler` and two `dask worker` processes) started as a user starts
-them. The drop2df example bots are deterministic, so a tournament's standings are exactly the same
-wherever its matches ran."""
+them, once for the module: the tests that need a cluster but not a local one play on it, and the
+one that kills a worker runs last. The drop2df example bots are deterministic, so a tournament's
+standings are exactly the same wherever its matches ran."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -15,17 +17,19 @@ import sqlite3
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cellarena_cli import CLI, ROOT, cellarena
+from cellarena_cli import CLI, ROOT, cellarena, invoke, refused
 from game_servers import wait_for
 
 from cellarena.arena.cluster import ClusterError, ClusterSpec, check_workers, open_cluster
 from cellarena.arena.runner import TournamentSpec
 from cellarena.server.bots.launcher import BotSpec
 from cellarena.server.play.match import TickSettings
+from cellarena.server.replay import read_replay, verify
 
 DASK = [str(Path(sys.executable).parent / "dask")]
 BOTS = ["--bots-dir", "example_bots", "--rounds", "2"]
@@ -52,14 +56,15 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 def test_a_local_cluster_gives_the_standings_of_the_local_pool(
     tmp_path: Path, local: dict[str, object]
 ) -> None:
-    cluster = tournament(tmp_path / "cluster", "--cluster", "local:2")
+    # One worker: the matches spread over two workers are the recipe's (tcp://) test below.
+    cluster = tournament(tmp_path / "cluster", "--cluster", "local:1")
     assert cluster["standings"] == local["standings"]
     assert cluster["played"] == local["played"] == 4 and cluster["failed"] == []
-    # The workers shipped replays and logs back; the coordinator wrote them under --out.
+    # The worker shipped replays and logs back; the coordinator wrote them under --out.
     replays = sorted((tmp_path / "cluster" / "matches").glob("*/match.replay"))
     assert len(replays) == 4
-    verify = cellarena("replay", "verify", str(replays[0]))
-    assert verify.returncode == 0, verify.stderr
+    # In this process: `replay verify` the command is test_replay.py's.
+    assert all(verify(read_replay(replay)).ok for replay in replays)
 
 
 #: The traceback CPython's multiprocessing resource tracker sometimes prints as a local cluster's
@@ -126,29 +131,36 @@ class Recipe:
         self.workers = self.processes[1:]
 
     def stop(self) -> None:
-        for proc in self.processes[::-1]:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.processes[::-1]:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        """The workers first, then the scheduler: a worker stopped after its scheduler keeps trying
+        to say goodbye to it (Dask's 30 s connect timeout), which had teardowns wait 20 s and kill."""
+        for group in (self.workers, [self.scheduler]):
+            for proc in group:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+            for proc in group:
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
 
 
-@pytest.fixture
-def recipe(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Recipe]:
-    flags = getattr(request, "param", ())
-    cluster = Recipe(tmp_path, *flags)
+@pytest.fixture(scope="module")
+def recipe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recipe]:
+    cluster = Recipe(tmp_path_factory.mktemp("recipe"))
     try:
-        from dask.distributed import Client
-
-        with Client(cluster.address, timeout=60) as client:
-            client.wait_for_workers(2, timeout=60)
+        with_workers(cluster.address)
         yield cluster
     finally:
         cluster.stop()
+
+
+def with_workers(address: str) -> None:
+    """Until both of the recipe's workers are there (again, after a test that killed one)."""
+    from dask.distributed import Client
+
+    with Client(address, timeout=60) as client:
+        client.wait_for_workers(2, timeout=60)
 
 
 def test_the_scaling_recipe_runs_as_written(tmp_path: Path, recipe: Recipe, local: dict[str, object]) -> None:
@@ -159,17 +171,82 @@ def test_the_scaling_recipe_runs_as_written(tmp_path: Path, recipe: Recipe, loca
     assert done.returncode == 0, done.stderr
     remote = json.loads(done.stdout)
     assert remote["standings"] == local["standings"] and remote["played"] == 4
+    # The workers shipped their replays back, whole.
+    replays = sorted((out / "matches").glob("*/match.replay"))
+    assert len(replays) == 4 and all(verify(read_replay(replay)).ok for replay in replays)
 
 
-@pytest.mark.parametrize("recipe", [("--no-nanny",)], indirect=True)
+def test_bench_tournament_compares_the_cluster_with_the_local_pool(tmp_path: Path, recipe: Recipe) -> None:
+    bots = tmp_path / "bots"
+    bots.mkdir()
+    for name in ("random_walker.py", "builder.py"):
+        (bots / name).write_bytes((ROOT / "example_bots" / "rezzo" / name).read_bytes())
+    args = ["--bots-dir", str(bots), "--rounds", "1", "--max-ticks", "20", "--jobs", "1"]
+    with_workers(recipe.address)
+    done = cellarena("bench", "tournament", *args, "--cluster", recipe.address, "--json", timeout=240)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    on = report["cluster"]
+    assert on["matches"] == report["matches"] == 4 and on["failed"] == 0 and on["jobs"] == 2
+    assert on["where"] == recipe.address
+    assert 0 <= on["overhead_fraction"] < 1 and on["matches_per_second"] > 0 and on["start_seconds"] > 0
+
+
+def test_a_bot_missing_on_the_workers_stops_the_tournament_before_any_match(
+    tmp_path: Path, recipe: Recipe
+) -> None:
+    spec = TournamentSpec(
+        game="drop2df",
+        bots=(
+            BotSpec("passer", f"python {ROOT / 'example_bots' / 'drop2df' / 'passer.py'}"),
+            BotSpec("ghost", "python /nowhere/ghost.py"),
+        ),
+        maps=((None, {}, 2),),
+        rounds=1,
+        seed=0,
+        settings=TickSettings(fast=True),
+    )
+    # A local cluster binds no fixed port: its scheduler's HTTP server (there even without a
+    # dashboard) took 8787, and a second cluster on the machine warned that it was in use.
+    with contextlib.ExitStack() as stack:
+        held = stack.enter_context(socket.socket())
+        with contextlib.suppress(OSError):  # if another process holds it, it is in use all the same
+            held.bind(("127.0.0.1", 8787))
+            held.listen()
+        warned = stack.enter_context(warnings.catch_warnings(record=True))
+        warnings.simplefilter("always")
+        executor, _, workers = stack.enter_context(open_cluster(ClusterSpec(local=1)))
+        assert executor.client.cluster.scheduler.http_server.port != 8787
+        with pytest.raises(ClusterError) as caught:
+            check_workers(executor, spec)
+    assert not [w for w in warned if "already in use" in str(w.message)], [str(w.message) for w in warned]
+    message = str(caught.value)
+    assert f"worker {workers[0]}: bot 'ghost': no file /nowhere/ghost.py" in message
+    assert "passer" not in message and "nothing was played" in message
+    # Through the command, on the recipe's cluster: the same error for each worker, and no match in
+    # the results. (A local cluster's exit on this error, from a command: test_ladder_cluster's
+    # refusal of tokens in clear.)
+    out = tmp_path / "out"
+    with_workers(recipe.address)
+    done = cellarena(
+        "tournament", "drop2df", "--bot", f"passer=python {ROOT / 'example_bots/drop2df/passer.py'}",
+        "--bot", "ghost=python /nowhere/ghost.py", "--cluster", recipe.address, "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 1 and done.stderr.count("no file /nowhere/ghost.py") == 2, done.stderr
+    assert "Traceback" not in without_resource_tracker_noise(done.stderr)
+    assert not (out / "results.sqlite").exists() or recorded(out) == []
+
+
 def test_a_worker_killed_mid_match_costs_no_result_and_records_none_twice(
     tmp_path: Path, recipe: Recipe
 ) -> None:
+    """On the recipe's cluster, last in this module: the killed worker's nanny starts another."""
     from dask.distributed import Client
 
     out = tmp_path / "out"
+    with_workers(recipe.address)
     # Matches at a fixed 15 Hz, 30 turns: about two seconds each, long enough to be cut.
-    args = [*BOTS, "--rounds", "3", "--realtime", "--tick-rate", "15", "--budget-ms", "50"]
+    args = [*BOTS, "--realtime", "--tick-rate", "15", "--budget-ms", "50"]
     proc = subprocess.Popen(
         [*CLI, "tournament", "drop2df", *args, "--out", str(out), "--json", "--cluster", recipe.address],
         cwd=ROOT,
@@ -192,62 +269,17 @@ def test_a_worker_killed_mid_match_costs_no_result_and_records_none_twice(
     assert killed is not None, f"no worker was ever busy: {err}"
     assert proc.returncode == 0, err
     result = json.loads(out_text)
-    assert result["played"] == result["total"] == 6 and result["failed"] == []
+    assert result["played"] == result["total"] == 4 and result["failed"] == []
     keys = recorded(out)
-    assert len(keys) == 6 and len(set(keys)) == 6
+    assert len(keys) == 4 and len(set(keys)) == 4
 
 
-def test_a_bot_missing_on_the_workers_stops_the_tournament_before_any_match(tmp_path: Path) -> None:
-    spec = TournamentSpec(
-        game="drop2df",
-        bots=(
-            BotSpec("passer", f"python {ROOT / 'example_bots' / 'drop2df' / 'passer.py'}"),
-            BotSpec("ghost", "python /nowhere/ghost.py"),
-        ),
-        maps=((None, {}, 2),),
-        rounds=1,
-        seed=0,
-        settings=TickSettings(fast=True),
-    )
-    with open_cluster(ClusterSpec(local=1)) as (executor, _, workers), pytest.raises(ClusterError) as caught:
-        check_workers(executor, spec)
-    message = str(caught.value)
-    assert f"worker {workers[0]}: bot 'ghost': no file /nowhere/ghost.py" in message
-    assert "passer" not in message and "nothing was played" in message
-    # Through the command: the same error, and no match in the results.
-    out = tmp_path / "out"
-    done = cellarena(
-        "tournament", "drop2df", "--bot", f"passer=python {ROOT / 'example_bots/drop2df/passer.py'}",
-        "--bot", "ghost=python /nowhere/ghost.py", "--cluster", "local:1", "--out", str(out),
-    )  # fmt: skip
-    assert done.returncode == 1 and "no file /nowhere/ghost.py" in done.stderr
-    assert "Traceback" not in without_resource_tracker_noise(done.stderr)
-    assert not (out / "results.sqlite").exists() or recorded(out) == []
-
-
-def test_cluster_option_errors(tmp_path: Path) -> None:
-    bad = cellarena("tournament", "drop2df", *BOTS, "--cluster", "local:0", "--out", str(tmp_path))
-    assert bad.returncode == 2 and "--cluster" in bad.stderr and "local:N" in bad.stderr
+def test_cluster_option_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In this process: both are refused before any cluster or match.
+    bad = refused("tournament", "drop2df", *BOTS, "--cluster", "local:0", "--out", str(tmp_path))
+    assert "--cluster" in bad.stderr and "local:N" in bad.stderr
     # Without the [dask] extra, --cluster says what to install (a `dask` that cannot be imported).
-    fake = tmp_path / "nodask"
-    (fake / "dask").mkdir(parents=True)
-    (fake / "dask" / "__init__.py").write_text("raise ImportError('no dask here')\n")
-    env = {**os.environ, "PYTHONPATH": str(fake)}
-    missing = cellarena(
-        "tournament", "drop2df", *BOTS, "--cluster", "local:1", "--out", str(tmp_path), env=env
-    )
-    assert missing.returncode == 1 and "pip install 'cellarena[dask]'" in missing.stderr
-
-
-def test_bench_tournament_compares_the_cluster_with_the_local_pool(tmp_path: Path) -> None:
-    bots = tmp_path / "bots"
-    bots.mkdir()
-    for name in ("random_walker.py", "builder.py"):
-        (bots / name).write_bytes((ROOT / "example_bots" / "rezzo" / name).read_bytes())
-    args = ["--bots-dir", str(bots), "--rounds", "1", "--max-ticks", "20", "--jobs", "1"]
-    done = cellarena("bench", "tournament", *args, "--cluster", "local:1", "--json", timeout=240)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    on = report["cluster"]
-    assert on["matches"] == report["matches"] == 4 and on["failed"] == 0 and on["jobs"] == 1
-    assert 0 <= on["overhead_fraction"] < 1 and on["matches_per_second"] > 0 and on["start_seconds"] > 0
+    for module in ("dask", "dask.distributed"):
+        monkeypatch.setitem(sys.modules, module, None)
+    code, out = invoke("tournament", "drop2df", *BOTS, "--cluster", "local:1", "--out", str(tmp_path))
+    assert code == 1 and "pip install 'cellarena[dask]'" in out, out

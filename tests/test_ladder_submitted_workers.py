@@ -96,6 +96,9 @@ def test_the_process_that_plays_the_match_starts_the_submitted_bot(
         bob = start([*script, "--port", str(server.port), "--matches", "1"], tmp_path, "bob")
         wait_for(lambda: bool(_finished(folder)), "a rated match of annbot's", 120)
         assert bob.wait(30) == 0, bob.stderr()
+        # bob (the Python SDK) followed the ladder's redirect to the worker, in plain TCP: for the
+        # cluster, the path test_ladder_cluster.py's plain twin of its TLS ladder ran.
+        assert bob.stderr().count("playing this match at 127.0.0.1:") == 1, bob.stderr()
         (match_id,) = _finished(folder)
         # Built where the match ran, into the cache by the archive's hash; its output is its owner's.
         assert (folder / "bot-cache" / ladder.sha256 / "annbot" / "bot.toml").is_file()
@@ -117,4 +120,4 @@ def test_the_process_that_plays_the_match_starts_the_submitted_bot(
         assert len(workers) == 2, err
         wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), "the workers to end", 30)
     else:
-        assert "matches played on the cluster local:1" in err, err
+        assert "matches played on the cluster local:1" in err and "(TLS)" not in err, err

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import trio
-from cellarena_cli import cellarena, refused
+from cellarena_cli import refused
 from certificates import pem_files
 from game_servers import PACING, Process, add_ladder_bot, ladder_serve, start, wait_for
 from wire_client import Client
@@ -74,9 +74,11 @@ async def open_ladder(
     config: dict[str, Any] = CONFIG,
     tls: tuple[Path, Path] | None = None,
     time_limit: float = 3600.0,
+    workers: int = 2,
 ) -> Ladder:
-    """A ladder of two bots, alice and bob, whose matches go to two workers; with ``tls`` (chain,
-    key), the ladder and its workers serve TLS."""
+    """A ladder of two bots, alice and bob, whose matches go to ``workers`` worker processes (two,
+    or one where a test is about a match, not about the pool: each costs a process's start); with
+    ``tls`` (chain, key), the ladder and its workers serve TLS."""
     store = LadderStore(tmp_path / "ladder.sqlite")
     store.void_running()
     tokens = {name: store.add_bot(name, "rezzo")[1].secret for name in ("alice", "bob")}
@@ -100,11 +102,11 @@ async def open_ladder(
         tls_cert=None if tls is None else str(tls[0]),
         tls_key=None if tls is None else str(tls[1]),
     )
-    workers = LocalWorkers(2, setup, public_host="127.0.0.1", connect_timeout=3.0, time_limit=time_limit)
-    await nursery.start(workers.run)
-    lobby, seating = build(store, ladder_config, workers)
+    pool = LocalWorkers(workers, setup, public_host="127.0.0.1", connect_timeout=3.0, time_limit=time_limit)
+    await nursery.start(pool.run)
+    lobby, seating = build(store, ladder_config, pool)
     await nursery.start(lobby.serve)
-    return Ladder(lobby=lobby, seating=seating, store=store, tokens=tokens, workers=workers)
+    return Ladder(lobby=lobby, seating=seating, store=store, tokens=tokens, workers=pool)
 
 
 async def join(ladder: Ladder, name: str, *, follows: bool = True) -> Client:
@@ -177,7 +179,7 @@ async def test_bots_that_follow_redirects_play_in_a_worker(
 async def test_a_bot_that_does_not_follow_redirects_plays_in_the_ladders_process(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:
-    ladder = await open_ladder(nursery, tmp_path)
+    ladder = await open_ladder(nursery, tmp_path, workers=1)
     alice, bob = await join(ladder, "alice"), await join(ladder, "bob", follows=False)
     async with trio.open_nursery() as n:
         n.start_soon(alice.play)
@@ -187,7 +189,7 @@ async def test_a_bot_that_does_not_follow_redirects_plays_in_the_ladders_process
 
 
 async def test_a_match_nobody_reaches_is_void(nursery: trio.Nursery, tmp_path: Path) -> None:
-    ladder = await open_ladder(nursery, tmp_path)
+    ladder = await open_ladder(nursery, tmp_path, workers=1)
     alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
     await redirected(alice)
     await redirected(bob)
@@ -257,7 +259,9 @@ async def test_spectators_of_the_ladders_port_watch_the_matches_in_workers(
 ) -> None:
     """A spectator that came before any match waits for the next one, and one that comes during it
     watches it: both on the ladder's own port, though the match is played in a worker."""
-    ladder = await open_ladder(nursery, tmp_path, settings=PACED, config={"map": "duel", "max_ticks": 45})
+    ladder = await open_ladder(
+        nursery, tmp_path, settings=PACED, config={"map": "duel", "max_ticks": 45}, workers=1
+    )
     early = await watch(ladder)
     alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
     to_alice, to_bob = await redirected(alice), await redirected(bob)
@@ -322,7 +326,12 @@ async def test_with_tls_the_workers_serve_the_ladders_certificate(
     ca_file, chain, key = pem_files(tmp_path, "127.0.0.1")
     client_tls = ssl.create_default_context(cafile=str(ca_file))
     ladder = await open_ladder(
-        nursery, tmp_path, settings=PACED, config={"map": "duel", "max_ticks": 30}, tls=(chain, key)
+        nursery,
+        tmp_path,
+        settings=PACED,
+        config={"map": "duel", "max_ticks": 30},
+        tls=(chain, key),
+        workers=1,
     )
     assert ladder.lobby.port is not None
 
@@ -364,7 +373,7 @@ async def test_a_match_past_its_time_limit_is_given_up(nursery: trio.Nursery, tm
     """Every match in a worker has a time limit (an hour, as on a cluster): past it, it ends there
     without a result and the ladder voids it. Here the limit is 1 s and the match 150 ticks at 15 Hz."""
     ladder = await open_ladder(
-        nursery, tmp_path, settings=PACED, config={"map": "duel", "max_ticks": 150}, time_limit=1.0
+        nursery, tmp_path, settings=PACED, config={"map": "duel", "max_ticks": 150}, time_limit=1.0, workers=1
     )
     alice, bob = await join(ladder, "alice"), await join(ladder, "bob")
     to_alice, to_bob = await redirected(alice), await redirected(bob)
@@ -423,9 +432,8 @@ def test_ladder_serve_with_two_workers_and_example_bots(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "ladder.sqlite") as db:
         rows = db.execute("SELECT status, replay FROM matches ORDER BY id").fetchall()
     assert [status for status, _ in rows] == ["finished"] * 2
-    for _, replay in rows:
-        verified = cellarena("replay", "verify", replay)
-        assert verified.returncode == 0, verified.stderr
+    for _, replay in rows:  # in this process: `replay verify` the command is test_replay.py's
+        assert verify(read_replay(Path(replay))).ok
     for token in tokens.values():
         assert token.read_text().strip() not in server.stderr() + server.stdout()
     for line in server.stderr().splitlines():  # every worker it started, it stopped
