@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 from cellarena_cli import cellarena
+from click.testing import CliRunner, Result
 from ladder_pages import Browser, Pages, ladder_pages
 
+from cellarena.arena.cli import main
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 PASSWORD = "correct horse battery"
@@ -59,6 +61,12 @@ def closed_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pages]:
     folder = tmp_path_factory.mktemp("closed")
     with ladder_pages(folder, "--signup", "closed", "--trusted-proxy", "127.0.0.1") as pages:
         yield pages
+
+
+def here(*args: str, env: dict[str, str] | None = None) -> Result:
+    """`cellarena ARGS` in this process (click's runner): each command below also runs once as a
+    process, as a user runs it; its other runs need not pay a second of a child's imports each."""
+    return CliRunner().invoke(main, list(args), env=env)
 
 
 def bot_names(pages: Pages) -> set[str]:
@@ -237,9 +245,9 @@ def test_register_with_an_invite_and_approval_from_the_command_line(tmp_path: Pa
         env = {**os.environ, "SSL_CERT_FILE": str(pages.ca)}
         where = ("ladder", "--dir", str(tmp_path))
         register = (*where, "register", pages.url, "--password-file", str(password), "--json")
-        refused = cellarena(*register, "--name", "ann", env=env)
-        assert refused.returncode == 1 and "by invitation" in json.loads(refused.stdout)["error"]
-        invite = json.loads(cellarena(*where, "owner", "invite", "--json").stdout)["invite"]
+        refused = here(*register, "--name", "ann", env=env)
+        assert refused.exit_code == 1 and "by invitation" in json.loads(refused.stdout)["error"]
+        invite = json.loads(here(*where, "owner", "invite", "--json").stdout)["invite"]
         invite_file = tmp_path / "invite"
         invite_file.write_text(invite)
         token_file = tmp_path / "annbot.token"
@@ -257,12 +265,12 @@ def test_register_with_an_invite_and_approval_from_the_command_line(tmp_path: Pa
         with store_of(pages) as store:
             bot = store.authenticate(token_file.read_text().strip())
             assert bot is not None and bot.name == "annbot"
-        again = cellarena(*register, "--name", "ben", "--invite-file", str(invite_file), env=env)
-        assert again.returncode == 1 and "used already" in json.loads(again.stdout)["error"]
-        insecure = cellarena(
+        again = here(*register, "--name", "ben", "--invite-file", str(invite_file), env=env)
+        assert again.exit_code == 1 and "used already" in json.loads(again.stdout)["error"]
+        insecure = here(
             *where, "register", "http://ladder.example", "--name", "x", "--password-file", str(password)
         )
-        assert insecure.returncode == 2 and "use https" in insecure.stderr
+        assert insecure.exit_code == 2 and "use https" in insecure.stderr
 
     with ladder_pages(tmp_path, "--signup", "approval") as pages:
         env = {**os.environ, "SSL_CERT_FILE": str(pages.ca)}
@@ -278,7 +286,7 @@ def test_register_with_an_invite_and_approval_from_the_command_line(tmp_path: Pa
         assert approved.returncode == 0 and json.loads(approved.stdout) == {"name": "cy", "approved": True}
         browser.get("/login")
         assert browser.post("/login", {"name": "cy", "password": PASSWORD}).status == 303
-        listed = json.loads(cellarena(*where, "owner", "list", "--json").stdout)["owners"]
+        listed = json.loads(here(*where, "owner", "list", "--json").stdout)["owners"]
         assert [(o["name"], o["status"], o["bots"]) for o in listed] == [
             ("ann", "active", ["annbot"]),
             ("cy", "active", []),
@@ -291,7 +299,7 @@ def test_a_lost_password_the_hosts_reset_code_and_deleting_an_account(open_site:
     browser = signed_up(pages, "lena")
     browser.get("/account")
     browser.post("/account/bots", {"name": "lenabot"})
-    code = json.loads(cellarena(*where, "owner", "reset", "lena", "--json").stdout)["code"]
+    code = json.loads(here(*where, "owner", "reset", "lena", "--json").stdout)["code"]
     other = Browser(pages)
     other.get("/reset")
     wrong = other.post("/reset", {"name": "lena", "code": "rst_guess", "password": "a new password"})
@@ -310,8 +318,8 @@ def test_a_lost_password_the_hosts_reset_code_and_deleting_an_account(open_site:
     with store_of(pages) as store:
         bot = store.bot("lenabot")
         assert bot is not None and not bot.active
-    missing = cellarena(*where, "owner", "reset", "nobody")
-    assert missing.returncode == 1 and "no owner named 'nobody'" in missing.stderr
+    missing = here(*where, "owner", "reset", "nobody")
+    assert missing.exit_code == 1 and "no owner named 'nobody'" in missing.stderr
 
 
 def test_a_closed_ladder_lets_owners_log_in_but_takes_no_sign_up(closed_site: Pages) -> None:
