@@ -20,8 +20,7 @@ from browser import launched, page_of
 from cellarena_cli import CLI, ROOT, cellarena
 from ladder_pages import ladder_pages
 from test_ladder_accounts_web import signed_up
-from test_ladder_cli import ladder
-from test_ladder_community_processes import database, http, start, stop, wait_until
+from test_ladder_community_processes import database, host, http, start, stop, wait_until
 from test_ladder_tls_parts import live_messages
 from wire_client import Client
 
@@ -199,8 +198,8 @@ async def test_two_games_on_one_database_one_site_one_account(
     where = ["ladder", "--dir", str(tmp_path)] + (["--db", database] if database else [])
     tokens = {}
     for name, game in (("r1", "rezzo"), ("c1", "cata")):
-        added = ladder(tmp_path, "bot", "add", name, "--game", game, "--json", db=database)
-        assert added.returncode == 0, added.stderr
+        added = host(tmp_path, "bot", "add", name, "--game", game, "--json", db=database)
+        assert added.exit_code == 0, added.output
         tokens[name] = json.loads(added.stdout)["token"]
 
     live = ["--live-port", f"rezzo={free_port}", "--live-port", "cata=auto"]  # cata's: --port 0
