@@ -1,7 +1,9 @@
 """The community ladder across real processes, on SQLite and on PostgreSQL: `ladder serve` (with
 ``/metrics`` on its health port), `ladder web` (stats, challenges and resume over its HTTP API with a
 bot's token), the host's commands, and bots over TCP. What one process does reaches the others
-through the database alone."""
+through the database alone. The host's commands run in the test's process (click's runner): they
+reach the served ladder through the database just the same, and tests/test_ladder_cli.py runs them
+as processes."""
 
 from __future__ import annotations
 
@@ -17,10 +19,11 @@ from typing import Any
 import pytest
 import trio
 from cellarena_cli import CLI, ROOT
+from click.testing import CliRunner, Result
 from postgres_server import PostgresServer
-from test_ladder_cli import ladder
 from wire_client import Client
 
+from cellarena.arena.cli import main
 from cellarena.sdk import protocol
 
 
@@ -36,6 +39,24 @@ def start(args: list[str], pattern: str) -> tuple[subprocess.Popen[str], re.Matc
         if found := re.search(pattern, line):
             return proc, found
     raise AssertionError(f"{args[:6]} did not start: {''.join(lines)}")
+
+
+def host(folder: Path, *args: str, db: str | None = None) -> Result:
+    """`cellarena ladder --dir FOLDER [--db DB] ARGS` in this process: a child process would add a
+    second of imports, and the command reaches the served ladder through the database either way."""
+    where = ["--dir", str(folder)] + (["--db", db] if db else [])
+    return CliRunner().invoke(main, ["ladder", *where, *args])
+
+
+def added_bot(folder: Path, name: str) -> Path:
+    """`ladder bot add NAME --game rezzo` (`host`), its token written to a 0600 file for the bot's
+    ``--token-file`` (no token on a command line): that file, as `game_servers.add_ladder_bot` makes."""
+    added = host(folder, "bot", "add", name, "--game", "rezzo", "--json")
+    assert added.exit_code == 0, added.output
+    path = folder / f"{name}.token"
+    path.write_text(json.loads(added.stdout)["token"] + "\n")
+    path.chmod(0o600)
+    return path
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
@@ -168,8 +189,8 @@ async def test_serve_web_and_commands_share_one_community_ladder(
 ) -> None:
     tokens = {}
     for name in ("alice", "bob", "carol", "dave", "erin"):
-        added = ladder(tmp_path, "bot", "add", name, "--game", "rezzo", "--json", db=database)
-        assert added.returncode == 0, added.stderr
+        added = host(tmp_path, "bot", "add", name, "--game", "rezzo", "--json", db=database)
+        assert added.exit_code == 0, added.output
         tokens[name] = json.loads(added.stdout)["token"]
     where = ["ladder", "--dir", str(tmp_path)] + (["--db", database] if database else [])
     pacing = ["--max-ticks", "20", "--tick-rate", "40", "--budget-ms", "20", "--grace", "0"]
@@ -197,8 +218,10 @@ async def test_serve_web_and_commands_share_one_community_ladder(
                 http, f"{site}/api/bots/bob/resume", tokens["alice"], {}
             )
             assert status == 403 and "a token acts for its own bot" in body
-            paused = ladder(tmp_path, "pause", "bob", "--reason", "leaks sockets", db=database)
-            assert paused.returncode == 0, paused.stderr
+            paused = await trio.to_thread.run_sync(
+                lambda: host(tmp_path, "pause", "bob", "--reason", "leaks sockets", db=database)
+            )  # in a thread: the bots, tasks of this process, play on meanwhile
+            assert paused.exit_code == 0, paused.output
             await wait_until(lambda: any("leaks sockets" in r for r in refusals["bob"]))
 
             def pauses() -> float:
@@ -216,7 +239,7 @@ async def test_serve_web_and_commands_share_one_community_ladder(
     finally:
         stop(web)
         stop(serve)
-    log = ladder(tmp_path, "audit", "--json", db=database)
+    log = host(tmp_path, "audit", "--json", db=database)
     entries = json.loads(log.stdout)["audit"]
     assert [(e["action"], e["bot"], e["actor"].endswith("(api)")) for e in entries[:2]] == [
         ("resume", "bob", True),

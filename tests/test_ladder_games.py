@@ -17,11 +17,10 @@ from pathlib import Path
 
 import trio
 from browser import launched, page_of
-from cellarena_cli import CLI, ROOT, cellarena
+from cellarena_cli import CLI, ROOT
 from ladder_pages import ladder_pages
-from test_ladder_accounts_web import signed_up
-from test_ladder_cli import ladder
-from test_ladder_community_processes import database, http, start, stop, wait_until
+from test_ladder_accounts_web import here, signed_up
+from test_ladder_community_processes import database, host, http, start, stop, wait_until
 from test_ladder_tls_parts import live_messages
 from wire_client import Client
 
@@ -199,8 +198,8 @@ async def test_two_games_on_one_database_one_site_one_account(
     where = ["ladder", "--dir", str(tmp_path)] + (["--db", database] if database else [])
     tokens = {}
     for name, game in (("r1", "rezzo"), ("c1", "cata")):
-        added = ladder(tmp_path, "bot", "add", name, "--game", game, "--json", db=database)
-        assert added.returncode == 0, added.stderr
+        added = host(tmp_path, "bot", "add", name, "--game", game, "--json", db=database)
+        assert added.exit_code == 0, added.output
         tokens[name] = json.loads(added.stdout)["token"]
 
     live = ["--live-port", f"rezzo={free_port}", "--live-port", "cata=auto"]  # cata's: --port 0
@@ -291,14 +290,15 @@ def test_one_account_makes_a_bot_of_each_game_on_the_pages(tmp_path: Path) -> No
         moved = browser.get("/matches")
         assert moved.status == 307 and moved.headers["location"] == "/"
 
-        # `ladder register` names the game of the bot it makes.
+        # `ladder register` names the game of the bot it makes (in this process: the command runs as
+        # a process in tests/test_ladder_accounts_web.py).
         password = tmp_path / "password"
         password.write_text(PASSWORD)
         env = {**os.environ, "SSL_CERT_FILE": str(pages.ca)}
         register = ("ladder", "--dir", str(tmp_path), "register", pages.url, "--password-file", str(password))
-        done = cellarena(
+        done = here(
             *register, "--name", "bo", "--bot", "bocata", "--game", "cata", "--json",
             "--token-file", str(tmp_path / "bocata.token"), env=env,
         )  # fmt: skip
-        assert done.returncode == 0, done.stderr + done.stdout
+        assert done.exit_code == 0, done.output
         assert json.loads(done.stdout)["bot"]["game"] == "cata"

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import sys
-import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,8 @@ import pytest
 from browser import launched, page_of, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena
 from click.testing import CliRunner
-from game_servers import Process, add_ladder_bot, ladder_serve, start, wait_for
+from game_servers import Process, ladder_serve, start, wait_for
+from test_ladder_community_processes import added_bot, host
 
 from cellarena.arena.cli import main
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS
@@ -60,10 +60,10 @@ def browser() -> Any:
 
 
 def test_a_ladder_plays_unattended_survives_a_kill_and_shows_its_table(browser: Any, tmp_path: Path) -> None:
-    tokens = {name: add_ladder_bot(tmp_path, name) for name in ("alice", "bob")}
+    tokens = {name: added_bot(tmp_path, name) for name in ("alice", "bob")}
     command = f"python {ROOT}/example_bots/rezzo/builder.py"
-    house = cellarena("ladder", "--dir", str(tmp_path), "house", "add", "builder", command, "--game", "rezzo")
-    assert house.returncode == 0, house.stderr
+    house = host(tmp_path, "house", "add", "builder", command, "--game", "rezzo")
+    assert house.exit_code == 0, house.output
     server = ladder_serve(tmp_path, "--house-after", "0.3")
     bots = [outside_bot(tmp_path, name, server.port, token) for name, token in tokens.items()]
     try:
@@ -200,9 +200,8 @@ def test_ladder_web_needs_a_ladder(tmp_path: Path) -> None:
 
 
 def test_ladder_web_says_when_its_port_is_taken(tmp_path: Path) -> None:
-    add_ladder_bot(tmp_path, "alice")
+    LadderStore(tmp_path / "ladder.sqlite").close()
     with viewer("ladder", "--dir", str(tmp_path), "web", "rezzo", "--port", "0") as url:
-        port = url.rsplit(":", 1)[1].strip("/")
-        time.sleep(0.2)
+        port = url.rsplit(":", 1)[1].strip("/")  # bound before the URL is printed
         taken = cellarena("ladder", "--dir", str(tmp_path), "web", "rezzo", "--port", port)
     assert taken.returncode == 2 and "already in use" in taken.stderr

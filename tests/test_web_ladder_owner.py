@@ -1,10 +1,16 @@
-"""Issue 29's "Done when", in Chromium, on SQLite and on a real PostgreSQL server: a stranger signs up
+"""Issue 29's "Done when", in Chromium: a stranger signs up
 on a community ladder's pages, gets a token, runs a bot that joins and plays; the bot then crashes
 five matches and is paused; its owner reads why on their page, fixes it and resumes it; the bot plays
 again; the owner challenges a named bot and reads the head-to-head; the host sees all of it in
 ``/metrics``. Real processes throughout: `ladder serve` (with ``--health-port``), the host's bot ``builder``,
 `ladder web --signup open` over HTTPS, and the bot under its own supervisor (tests/bots/flaky.py),
-broken and fixed through the file it reads. The owner's page is saved as a screenshot."""
+broken and fixed through the file it reads. The owner's page is saved as a screenshot.
+
+The flow runs on SQLite only: what differs on PostgreSQL is the store, whose every step here runs
+on both there (tests/test_ladder_community_store.py: failed matches in a row pause a bot, versions
+per seat, challenges and their quota, head to head; tests/test_ladder_accounts.py: sign-up,
+sessions, an owner's bots; tests/test_ladder_community_processes.py: serve, web and the host's
+commands as processes on one PostgreSQL database, a challenge played, a resume, /metrics)."""
 
 from __future__ import annotations
 
@@ -23,7 +29,6 @@ from browser import Console, launched, shot_dir
 from cellarena_cli import CLI, cellarena, start_cellarena
 from certificates import pem_files
 from game_servers import Process, start, wait_for
-from postgres_server import PostgresServer
 
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 
@@ -42,15 +47,6 @@ QUIET = ["--starve-after", "1"]
 def browser() -> Any:
     with launched() as b:
         yield b
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The ladder's database: the folder's SQLite file, or a new database on a real PostgreSQL."""
-    if request.param == "sqlite":
-        return str(tmp_path / "ladder.sqlite")
-    server: PostgresServer = request.getfixturevalue("postgres_server")
-    return server.create_database()
 
 
 @contextmanager
@@ -172,11 +168,12 @@ def _the_owner_reads_why(page: Any, url: str, shots: Path) -> Any:
 
 
 def test_a_stranger_runs_a_bot_that_is_paused_fixed_resumed_and_challenges(
-    browser: Any, tmp_path: Path, database: str
+    browser: Any, tmp_path: Path
 ) -> None:
     shots = shot_dir(tmp_path)
     began = time.monotonic()
-    where = ["ladder", "--dir", str(tmp_path)] + (["--db", database] if "://" in database else [])
+    database = str(tmp_path / "ladder.sqlite")
+    where = ["ladder", "--dir", str(tmp_path)]
     LadderStore(database).close()
     # The named opponent: the host's bot, running all along (a house bot would start a process per
     # match, which costs the test seconds each).
