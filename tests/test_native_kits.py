@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cellarena_cli import CLI, ROOT, cellarena
+from cellarena_cli import CLI, ROOT, cellarena, invoke
 from native_starters import LANGS, Starters, need_toolchain, starters_of
 from node_kit import build_bot_folders, need_node
 
@@ -201,8 +201,7 @@ def test_a_starter_that_does_not_build_stops_the_tournament_naming_its_folder(
     starters: Starters, tmp_path: Path
 ) -> None:
     need_toolchain("java")
-    folder = tmp_path / "broken"
-    assert cellarena("new-bot", "rezzo", "broken", "--lang", "java", "--dir", str(folder)).returncode == 0
+    folder = write_bot("rezzo", "broken", "java", tmp_path / "broken").folder  # in-process: no imports to pay
     bot = folder / "src" / "Broken.java"
     bot.write_text(bot.read_text().replace("return moves;", "return moves"))
     proc = cellarena(
@@ -216,9 +215,9 @@ def test_a_starter_that_does_not_build_stops_the_tournament_naming_its_folder(
 
 def test_a_rust_bot_cannot_take_the_name_of_a_crate_it_needs(tmp_path: Path) -> None:
     folder = tmp_path / "x"
-    proc = cellarena("new-bot", "rezzo", "cellarena", "--lang", "rust", "--dir", str(folder), "--json")
-    assert proc.returncode == 2
-    error = json.loads(proc.stdout)
+    code, out = invoke("new-bot", "rezzo", "cellarena", "--lang", "rust", "--dir", str(folder), "--json")
+    assert code == 2
+    error = json.loads(out)
     assert error["option"] == "NAME" and "clash with the crate cellarena" in error["error"]
     assert not folder.exists()
 
