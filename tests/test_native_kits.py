@@ -74,7 +74,9 @@ def test_the_kits_own_tests_and_the_starters_test_pass(starters: Starters, lang:
     assert runner.returncode == 0, out
     assert re.search(PASSED[lang], out), out
     # The starter's own pytest file: it builds (bot.toml's setup) and plays both seats. Nothing changed
-    # since the build, so the setup compiles nothing: the bot's binary or jar is the one that was there.
+    # since the build, so the setup compiles nothing: the bot's binary or jar is the one that was there
+    # (not checked for Rust: its starters share one cargo target folder, where another starter's build
+    # in between has cargo link this one again).
     command = starters.command(lang, "rezzo")
     built = folder / (command[-1] if lang == "java" else command[0])
     before = built.stat().st_mtime_ns
@@ -83,7 +85,7 @@ def test_the_kits_own_tests_and_the_starters_test_pass(starters: Starters, lang:
         cwd=folder, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert own.returncode == 0 and "2 passed" in own.stdout, own.stdout + own.stderr
-    assert built.stat().st_mtime_ns == before, f"{built} was built again though nothing changed"
+    assert lang == "rust" or built.stat().st_mtime_ns == before, f"{built} was built again, unchanged"
 
 
 #: The other games' starters each play one real match in one language, the languages in turn, so every
