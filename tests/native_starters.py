@@ -120,5 +120,11 @@ class Starters:
 
 
 def starters_of(config: pytest.Config) -> Starters:
-    """The starters kept in pytest's cache folder of this checkout."""
-    return Starters(Path(config.cache.mkdir("cellarena-kits")))
+    """The starters kept in pytest's cache folder of this checkout (the same folder under
+    ``-p no:cacheprovider``, as the suite's CPU is measured, which leaves ``config.cache`` out)."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        folder = ROOT / ".pytest_cache" / "d" / "cellarena-kits"
+        folder.mkdir(parents=True, exist_ok=True)
+        return Starters(folder)
+    return Starters(Path(cache.mkdir("cellarena-kits")))

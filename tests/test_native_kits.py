@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cellarena_cli import CLI, ROOT, cellarena
+from cellarena_cli import CLI, ROOT, cellarena, invoke
 from native_starters import LANGS, Starters, need_toolchain, starters_of
 from node_kit import build_bot_folders, need_node
 
@@ -38,6 +38,9 @@ OPPONENT = {
     "drop2df": ROOT / "example_bots" / "drop2df" / "passer.py",
     "colorblocks": ROOT / "example_bots" / "colorblocks" / "random_legal.py",
 }
+#: A Rezzo map of six seats (24x24, one agent each): six bots in one match, where the tests below
+#: would otherwise start a match process per pair (a tournament of six on the duel map plays thirty).
+SIX_SEATS = ROOT / "tests" / "fixtures" / "rezzo_six_seats.txt"
 #: Each kit's unit-test runner prints this when every test passed.
 PASSED = {
     "cpp": r"100% tests passed, 0 tests failed out of 1",
@@ -70,20 +73,29 @@ def test_the_kits_own_tests_and_the_starters_test_pass(starters: Starters, lang:
     out = runner.stdout + runner.stderr
     assert runner.returncode == 0, out
     assert re.search(PASSED[lang], out), out
-    # The starter's own pytest file: it builds (bot.toml's setup, incremental here) and plays both seats.
+    # The starter's own pytest file: it builds (bot.toml's setup) and plays both seats. Nothing changed
+    # since the build, so the setup compiles nothing: the bot's binary or jar is the one that was there
+    # (not checked for Rust: its starters share one cargo target folder, where another starter's build
+    # in between has cargo link this one again).
+    command = starters.command(lang, "rezzo")
+    built = folder / (command[-1] if lang == "java" else command[0])
+    before = built.stat().st_mtime_ns
     own = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=folder, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert own.returncode == 0 and "2 passed" in own.stdout, own.stdout + own.stderr
+    assert lang == "rust" or built.stat().st_mtime_ns == before, f"{built} was built again, unchanged"
 
 
 #: The other games' starters each play one real match in one language, the languages in turn, so every
 #: game plays in a compiled kit and every kit plays more than Rezzo. All twelve would build and run
 #: twelve starters, about 80 s of CPU, a tenth of what the whole suite may spend on two cores; what
 #: differs by game is the starter's template and the kit's view of the game, and the kits' own tests
-#: read every typed view (Rezzo's, C.A.T.A.'s) and the plain messages the other games' bots get.
-MATCHED = [(LANGS[i % len(LANGS)], g) for i, g in enumerate(g for g in offered("cpp") if g != "rezzo")]
+#: read every typed view (Rezzo's, C.A.T.A.'s) and the plain messages the other games' bots get. The
+#: turn starts at Java, so the fourth game is Java's too: javac's build of a starter takes about half
+#: the CPU of a C++ one's (a fresh clone builds every starter once).
+MATCHED = [(LANGS[(i + 1) % len(LANGS)], g) for i, g in enumerate(g for g in offered("cpp") if g != "rezzo")]
 
 
 # Rezzo's starters play the example bots in the tournament below, and the random bot in their own test.
@@ -123,45 +135,50 @@ def test_each_starter_plays_a_real_match_against_an_example_bot(
     assert "debug drawing dropped" not in said and "debug_dropped" not in json.dumps(rep.result)
 
 
-@pytest.mark.parametrize("lang", LANGS)
 def test_without_the_handed_connection_a_kit_bot_takes_its_seat_by_the_token_pipe(
-    starters: Starters, lang: str, tmp_path: Path
+    starters: Starters, tmp_path: Path
 ) -> None:
     """Without CELLARENA_SOCKET_FD the bot connects by address with the seat token from its pipe
     (CELLARENA_TOKEN_FD, for launchers that hand over no connection) and plays; without the pipe too it
-    has no token, and the match, which reserves its seats, refuses it: each handover is real."""
-    folder = starters.get(lang, "rezzo")
-    command = tomllib.loads((folder / "bot.toml").read_text())["command"]
-    results, said = {}, {}
-    for name, unset in (
-        ("pipe", "-u CELLARENA_SOCKET_FD"),
-        ("none", "-u CELLARENA_SOCKET_FD -u CELLARENA_TOKEN_FD"),
-    ):
-        proc = subprocess.run(
-            [*CLI, "match", "rezzo", "--bot", f"{name}=env {unset} {command}",
-             "--bot", f"example=python {OPPONENT['rezzo']}", "--fast", "--max-ticks", "20",
-             "--log-dir", str(tmp_path), "--json"],
-            cwd=folder, capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        results[name], said[name] = json.loads(proc.stdout), (tmp_path / f"{name}.log").read_text()
-    assert results["pipe"]["forfeits"] == [] and results["pipe"]["exit_codes"]["pipe"] == 0, said["pipe"]
-    assert results["none"]["forfeits"] == ["none"] and results["none"]["exit_codes"]["none"] == 1, said[
-        "none"
-    ]
-    assert (
-        "none: error: the server sent error bad_hello" in said["none"]
-        and "check the bot's token" in said["none"]
-    )
+    has no token, and the match, which reserves its seats, refuses it: each handover is real. Both
+    bots of every kit sit in one match, on a map of six seats (one match process for the six)."""
+    bots, names = [], []
+    for lang in LANGS:
+        folder, command = starters.get(lang, "rezzo"), starters.command(lang, "rezzo")
+        at = -1 if lang == "java" else 0  # java -jar build/x.jar; build/x; target/release/x
+        command[at] = str(folder / command[at])
+        for name, unset in (
+            (f"{lang}_pipe", "-u CELLARENA_SOCKET_FD"),
+            (f"{lang}_none", "-u CELLARENA_SOCKET_FD -u CELLARENA_TOKEN_FD"),
+        ):
+            bots += ["--bot", f"{name}=env {unset} {shlex.join(command)}"]
+            names.append(name)
+    proc = subprocess.run(
+        [*CLI, "match", "rezzo", *bots, "--map", str(SIX_SEATS), "--fast", "--max-ticks", "20",
+         "--log-dir", str(tmp_path), "--json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    result = json.loads(proc.stdout)
+    said = {name: (tmp_path / f"{name}.log").read_text() for name in names}
+    assert sorted(result["forfeits"]) == sorted(n for n in names if n.endswith("_none")), (proc.stderr, said)
+    for lang in LANGS:
+        pipe, none = f"{lang}_pipe", f"{lang}_none"
+        assert result["exit_codes"][pipe] == 0 and result["invalid"][pipe] == 0, said[pipe]
+        assert result["exit_codes"][none] == 1, said[none]
+        assert f"{none}: error: the server sent error bad_hello" in said[none], said[none]
+        assert "check the bot's token" in said[none], said[none]
 
 
 def test_a_tournament_of_one_starter_per_language_and_the_python_example_bots(
     starters: Starters, tmp_path: Path
 ) -> None:
     """The issue's "done when": a starter of every language (C++, Rust, Java, TypeScript) enters by
-    --bots-dir beside a Python example bot (found by --bots-dir too), their bot.toml's setup builds them
-    first (incrementally), and the tournament, over real TCP, ends with standings. One Python bot is
-    enough to meet every kit: the other example bots' round robins are test_cluster.py's, and each of
-    them would add ten matches here."""
+    --bots-dir beside a Python example bot (found by --bots-dir too, and once more by --bot), their
+    bot.toml's setup builds them first (incrementally), and the tournament, over real TCP, ends with
+    standings. All six sit in every match, on a map of six seats, so every starter meets every other
+    bot in each match and sits in every seat: six matches, where a round robin of pairs on the duel map
+    played thirty (each starter against the random bot on the duel map, in both seats, is the
+    starters' own test above). The other example bots' round robins are test_cluster.py's."""
     need_node()
     folders = [starters.get(lang, "rezzo") for lang in LANGS]
     ts = write_bot("rezzo", "ts_rezzo", "ts", tmp_path / "ts_rezzo").folder
@@ -171,24 +188,24 @@ def test_a_tournament_of_one_starter_per_language_and_the_python_example_bots(
     proc = cellarena(
         "tournament", "rezzo", "--bots-dir", str(ROOT / "example_bots"), *dirs,
         *(arg for bot in ("js_random", "builder", "raider", "trained") for arg in ("--exclude", bot)),
+        "--bot", f"walker=python {OPPONENT['rezzo']}", "--maps", str(SIX_SEATS),
         "--fast", "--max-ticks", "30", "--out", str(tmp_path / "runs"), "--json",
         timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     standings = json.loads(proc.stdout)["standings"]
-    assert {s["bot"] for s in standings} == {*(f.name for f in folders), "random_walker"}
+    assert {s["bot"] for s in standings} == {*(f.name for f in folders), "random_walker", "walker"}
     assert all(s["crashes"] == 0 for s in standings), standings
-    # Every starter played every other bot, in both seats, and each of its answers could be read.
-    played = {s["bot"]: s["matches"] for s in standings}
-    assert all(played[f.name] == 2 * (len(standings) - 1) for f in folders), standings
+    # Every bot played all six matches (one group, six seat orders), and each of its answers was read.
+    assert all(s["matches"] == len(standings) == 6 for s in standings), standings
+    assert all(s["invalid_rate"] == 0 for s in standings if s["bot"] != "walker"), standings
 
 
 def test_a_starter_that_does_not_build_stops_the_tournament_naming_its_folder(
     starters: Starters, tmp_path: Path
 ) -> None:
     need_toolchain("java")
-    folder = tmp_path / "broken"
-    assert cellarena("new-bot", "rezzo", "broken", "--lang", "java", "--dir", str(folder)).returncode == 0
+    folder = write_bot("rezzo", "broken", "java", tmp_path / "broken").folder  # in-process: no imports to pay
     bot = folder / "src" / "Broken.java"
     bot.write_text(bot.read_text().replace("return moves;", "return moves"))
     proc = cellarena(
@@ -202,9 +219,9 @@ def test_a_starter_that_does_not_build_stops_the_tournament_naming_its_folder(
 
 def test_a_rust_bot_cannot_take_the_name_of_a_crate_it_needs(tmp_path: Path) -> None:
     folder = tmp_path / "x"
-    proc = cellarena("new-bot", "rezzo", "cellarena", "--lang", "rust", "--dir", str(folder), "--json")
-    assert proc.returncode == 2
-    error = json.loads(proc.stdout)
+    code, out = invoke("new-bot", "rezzo", "cellarena", "--lang", "rust", "--dir", str(folder), "--json")
+    assert code == 2
+    error = json.loads(out)
     assert error["option"] == "NAME" and "clash with the crate cellarena" in error["error"]
     assert not folder.exists()
 

@@ -1,8 +1,8 @@
 """The C++, Rust and Java kits on a ladder's side, with the Rezzo starters `cellarena new-bot` writes:
 many matches in a row, refusals that mean "not now" (waited out) and every other code (a stop), a real
-ladder, a redirect followed and a seat taken back after a lost connection, SIGTERM, TLS (Java) or the
-advice to use a local TLS proxy, and (with the TypeScript kit) a match under --isolate, where the
-handed connection is the only way to play.
+ladder and its cluster's workers, a redirect followed and a seat taken back after a lost connection,
+SIGTERM, TLS (Java) or the advice to use a local TLS proxy, and (with the TypeScript kit) a match
+under --isolate, where the handed connection is the only way to play.
 
 The starters are built once and shared with test_native_kits.py (tests/native_starters.py).
 """
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 import trio
-from cellarena_cli import CLI, ROOT
-from game_servers import Process, Server, add_ladder_bot, exited, ladder_serve, serve, start, wait_for
+from cellarena_cli import CLI, ROOT, invoke
+from game_servers import Process, Server, exited, ladder_serve, serve, start, wait_for
 from native_starters import LANGS, Starters, starters_of
 from node_kit import built_kit
 from scripted_server import Peer, Script, ScriptedServer, match, refuse
@@ -111,35 +111,61 @@ def test_matches_2_against_cellarena_serve(
         )
 
 
-def test_one_bot_of_each_kit_keeps_playing_on_a_real_ladder(starters: Starters, tmp_path: Path) -> None:
-    """`--ladder --token-file` against `cellarena ladder serve`: one match per connection, and the bot
-    queues again after each `end`; the token stays out of every log."""
-    tokens = {lang: add_ladder_bot(tmp_path, f"{lang}_kit") for lang in LANGS}
+def ladder_bot(folder: Path, name: str) -> Path:
+    """``name`` registered on the ladder in ``folder`` (in this process: a `cellarena` process would
+    cost a second of imports), its token in a file for `--token-file`."""
+    code, said = invoke("ladder", "--dir", str(folder), "bot", "add", name, "--game", "rezzo")
+    assert code == 0, said
+    path = folder / f"{name}.token"
+    path.write_text(said.strip().splitlines()[-1] + "\n")  # the token, on the last line
+    path.chmod(0o600)
+    return path
+
+
+def test_one_bot_of_each_kit_keeps_playing_on_a_real_ladder_and_follows_it_to_its_cluster(
+    starters: Starters, tmp_path: Path
+) -> None:
+    """`--ladder --token-file` against `cellarena ladder serve --cluster local:2`, which hands every
+    match to a worker process and redirects the bots there: one match per connection, each played at
+    a worker, and the bot queues on the ladder again after each `end`; the ladder records the matches,
+    and the token stays out of every log. (One ladder for what were two tests, a plain ladder and
+    one with a cluster: the cluster's redirects are the plain ladder's path plus one hop.)"""
+    tokens = {lang: ladder_bot(tmp_path, f"{lang}_kit") for lang in LANGS}
     for lang in LANGS:
         starters.get(lang, "rezzo")
-    ladder = ladder_serve(tmp_path)
-    bots = {
-        lang: kit_bot(starters, lang, tmp_path / "bots", f"{lang}_kit", ladder.port, "--ladder",
-                      "--token-file", str(tokens[lang]))
-        for lang in LANGS
-    }  # fmt: skip
+    ladder = ladder_serve(tmp_path, "--cluster", "local:2", "--grace", "2")
+
+    def finished() -> list[MatchRecord]:
+        with LadderStore(tmp_path / "ladder.sqlite") as store:
+            return [m for m in store.matches("rezzo") if m.status == "finished"]
+
     try:
-        wait_for(
-            lambda: all(b.stderr().count("end after ") >= 2 for b in bots.values()),
-            "two ladder matches of every kit's bot",
-            240,
-        )
+        assert "matches played on the cluster local:2" in ladder.stderr()
+        bots = {
+            lang: kit_bot(starters, lang, tmp_path / "bots", f"{lang}_kit", ladder.port, "--ladder",
+                          "--token-file", str(tokens[lang]))
+            for lang in LANGS
+        }  # fmt: skip
+        try:
+            wait_for(
+                lambda: all(b.stderr().count("end after ") >= 2 for b in bots.values()),
+                "two ladder matches of every kit's bot",
+                240,
+            )
+        finally:
+            for bot in bots.values():
+                bot.stop()  # SIGTERM ends a kit bot mid-wait, with status 0
+        # A bot has its `end` before the worker's result reaches the ladder's store.
+        ended = sum(b.stderr().count("end after ") for b in bots.values()) // 2
+        wait_for(lambda: len(finished()) >= ended, f"{ended} matches recorded by the ladder", 60)
     finally:
-        for bot in bots.values():
-            bot.stop()  # SIGTERM ends a kit bot mid-wait, with status 0
         ladder.stop()
     for lang, bot in bots.items():
-        token = tokens[lang].read_text().strip()
-        assert "error" not in bot.stderr() and "played; connecting for the next" in bot.stderr(), bot.stderr()
-        assert token not in bot.stderr() and token not in ladder.stderr()
-    with LadderStore(tmp_path / "ladder.sqlite") as store:
-        finished = [m for m in store.matches("rezzo") if m.status == "finished"]
-    assert {name for m in finished for name in m.bots} == {f"{lang}_kit" for lang in LANGS}
+        token, err = tokens[lang].read_text().strip(), bot.stderr()
+        assert "error" not in err and "played; connecting for the next" in err, err
+        assert err.count("playing this match at 127.0.0.1:") >= 2, err
+        assert token not in err and token not in ladder.stderr()
+    assert {name for m in finished() for name in m.bots} == {f"{lang}_kit" for lang in LANGS}
 
 
 @pytest.mark.parametrize("lang", ["cpp", "rust"])
@@ -193,28 +219,31 @@ def _portable(starters: Starters, lang: str, into: Path) -> str:
     return " ".join(command)
 
 
-@pytest.mark.parametrize("lang", [*LANGS, "ts"])
-def test_each_kit_plays_on_the_connection_it_is_handed_under_isolate(starters: Starters, lang: str) -> None:
+def test_each_kit_plays_on_the_connection_it_is_handed_under_isolate(starters: Starters) -> None:
     """`--isolate`: each bot has an empty network of its own and no token pipe, so the match is played
-    on the connection the launcher hands over (CELLARENA_SOCKET_FD=0) or not at all. Two bots of the
-    kit play each other; neither could reach the server by address."""
+    on the connection the launcher hands over (CELLARENA_SOCKET_FD=0) or not at all. A bot of every
+    kit (C++, Rust, Java, TypeScript) sits in one match of four seats (Rezzo's quad map): one match
+    tree for the four, and none of them could reach the server by address."""
+    kits = [*LANGS, "ts"]
     shared = Path(tempfile.mkdtemp(prefix="cellarena-kits-isolate-"))
     try:
         shared.chmod(0o755)
-        command = _portable(starters, lang, shared / "bot")
+        commands = {lang: _portable(starters, lang, shared / "bot") for lang in kits}
         logs = shared / "logs"
+        bots = [arg for lang in kits for arg in ("--bot", f"{lang}={commands[lang]}")]
         proc = subprocess.run(
-            [*CLI, "match", "rezzo", "--bot", f"a={command}", "--bot", f"b={command}", "--isolate",
-             "--fast", "--max-ticks", "30", "--log-dir", str(logs), "--json"],
+            [*CLI, "match", "rezzo", *bots, "--map", "quad", "--isolate", "--fast", "--max-ticks", "30",
+             "--log-dir", str(logs), "--json"],
             cwd=shared / "bot", capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
-        said = {n: (logs / f"{n}.log").read_text() if (logs / f"{n}.log").is_file() else "" for n in "ab"}
+        said = {n: (logs / f"{n}.log").read_text() if (logs / f"{n}.log").is_file() else "" for n in kits}
     finally:
         shutil.rmtree(shared, ignore_errors=True)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{said}"
     result = json.loads(proc.stdout)
     assert result["forfeits"] == [] and result["ticks"] == 30, said
-    assert result["exit_codes"] == {"a": 0, "b": 0} and result["invalid"] == {"a": 0, "b": 0}, said
+    assert result["exit_codes"] == dict.fromkeys(kits, 0), said
+    assert result["invalid"] == dict.fromkeys(kits, 0), said
     assert not any("error" in text for text in said.values()), said
 
 
@@ -353,35 +382,3 @@ async def test_every_refusal_outside_retry_later_stops_a_kit_ladder_bot(
         assert f"the server sent error {code}: as the test says ({code})" in err, (code, err)
         assert "not trying again" in err and "cla_wrong_secret" not in err, (code, err)
     assert "check the bot's token" in bots[protocol.BAD_HELLO].stderr()
-
-
-def test_kit_bots_follow_a_real_ladder_to_its_cluster(starters: Starters, tmp_path: Path) -> None:
-    """`ladder serve --cluster local:2` hands every match to a worker process and redirects the bots
-    there: a C++ bot and a Rust bot (--matches 2) follow, play both matches at the workers, and the
-    ladder records them."""
-    tokens = {lang: add_ladder_bot(tmp_path, f"{lang}_kit") for lang in ("cpp", "rust")}
-    for lang in tokens:
-        starters.get(lang, "rezzo")
-    ladder = ladder_serve(tmp_path, "--cluster", "local:2", "--grace", "2")
-    try:
-        assert "matches played on the cluster local:2" in ladder.stderr()
-        bots = [
-            kit_bot(starters, lang, tmp_path / "bots", f"{lang}_kit", ladder.port, "--matches", "2",
-                    "--token-file", str(token))
-            for lang, token in tokens.items()
-        ]  # fmt: skip
-        codes = [bot.wait(120) for bot in bots]
-
-        def finished() -> list[MatchRecord]:
-            with LadderStore(tmp_path / "ladder.sqlite") as store:
-                return [m for m in store.matches("rezzo") if m.status == "finished"]
-
-        # A bot has its `end` before the worker's result reaches the ladder's store.
-        wait_for(lambda: len(finished()) == 2, "both matches recorded by the ladder", 60)
-    finally:
-        ladder.stop()
-    assert codes == [0, 0], [bot.stderr() for bot in bots]
-    for bot in bots:
-        assert bot.stderr().count("playing this match at 127.0.0.1:") == 2, bot.stderr()
-        assert bot.stderr().count("end after ") == 2, bot.stderr()
-    assert all(set(m.bots) == {"cpp_kit", "rust_kit"} for m in finished())
