@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from browser import hex_rgb, launched, page_of, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena
+from cloth_replays import clumps_replay
 
-from cellarena.sdk.games.cloth import SEAT_CODE, legal_cells, place, territory_plane
+from cellarena.sdk.games.cloth import SEAT_CODE, territory_plane
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import substeps
 from cellarena.server.replay import Replay, ReplayWriter, board_at, read_replay
@@ -325,29 +326,7 @@ def test_controls_play_step_seek_speed_and_zoom(replays: dict[str, Path], browse
 
 def _big_cloth(path: Path) -> Path:
     """A 1024x1024 Cloth of Gold match: each turn a clump of units next to a random legal cell."""
-    engine = get_engine("cloth").new({"width": 1024, "height": 1024, "max_rounds": 6}, 5)
-    rng = np.random.default_rng(5)
-    writer = ReplayWriter(path, engine, seed=5, names=["alpha", "beta"])
-    while engine.result() is None:
-        seat, tick = engine.to_place(), engine.tick
-        board, first = engine.board.copy(), not engine.placed_any[seat]
-        units: list[tuple[int, int]] = []
-        for _ in range(10):
-            ys, xs = np.nonzero(legal_cells(board, SEAT_CODE[seat], first))
-            if not len(xs):
-                break
-            near = np.abs(xs - units[0][0]) + np.abs(ys - units[0][1]) if units else None
-            i = int(np.argmin(near)) if near is not None else int(rng.integers(0, len(xs)))
-            units.append((int(xs[i]), int(ys[i])))
-            place(board, [units[-1]], SEAT_CODE[seat], first)
-            first = False
-        moves = {seat: [list(u) for u in units]}
-        engine.apply(moves)
-        writer.record(tick, moves, engine)
-    result = engine.result()
-    assert result is not None
-    writer.finish(result)
-    return path
+    return clumps_replay(path, {"width": 1024, "height": 1024, "max_rounds": 6}, 5)
 
 
 def test_a_1024_board_zooms_around_the_pointer_and_shows_its_cells(browser: Any, tmp_path: Path) -> None:
