@@ -25,12 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import trio
 from browser import launched, page_of
-from cellarena_cli import ROOT, cellarena, project_copy
+from cellarena_cli import ROOT, project_copy
 from starlette.routing import Mount
 
+from cellarena.server.games import get_engine
+from cellarena.server.replay import ReplayWriter
 from cellarena.server.web.app import STATIC, build_app, static_files
 
 
@@ -214,15 +217,24 @@ def installs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Install]:
 
 @pytest.fixture(scope="module")
 def replay(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A short Rezzo match's replay, played by the suite's own install."""
-    out = tmp_path_factory.mktemp("author-replay")
-    bot = f"python {ROOT / 'example_bots' / 'rezzo' / 'random_walker.py'}"
-    played = cellarena(
-        "match", "rezzo", "--bot", f"a={bot}", "--bot", f"b={bot}", "--fast", "--max-ticks", "40",
-        "--replay", str(out / "short.replay"), "--log-dir", str(out / "logs"),
-    )  # fmt: skip
-    assert played.returncode == 0, played.stdout + played.stderr
-    return out / "short.replay"
+    """A short Rezzo match's replay (agents walking at random), written by the suite's own install in
+    this process: what is tested is each install's player, not a match (three processes to start)."""
+    path = tmp_path_factory.mktemp("author-replay") / "short.replay"
+    engine = get_engine("rezzo").new({"map": "duel", "max_ticks": 40}, 1)
+    rng = np.random.default_rng(1)
+    writer = ReplayWriter(path, engine, seed=1, names=["a", "b"])
+    while engine.result() is None:
+        tick = engine.tick
+        moves = {
+            seat: [int(m) for m in rng.integers(0, 6, len(ask["agents"]))]
+            for seat, ask in engine.pending().items()
+        }
+        engine.apply(moves)
+        writer.record(tick, moves, engine)
+    result = engine.result()
+    assert result is not None
+    writer.finish(result)
+    return path
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from bot_files import RAW_BOT
 from bot_processes import BotPids
-from cellarena_cli import ROOT, cellarena, start_cellarena
+from cellarena_cli import ROOT, cellarena, invoke, start_cellarena
 
 from cellarena.server.replay import read_replay
 
@@ -30,6 +30,14 @@ MATCHES: dict[str, tuple[str, str, list[str]]] = {
     "colorblocks": ("colorblocks/greedy.py", "colorblocks/random_legal.py", ["--max-turns", "20"]),
     "drop2df": ("drop2df/planner.py", "drop2df/passer.py", ["--turns", "8"]),
 }
+
+
+def _ok(*args: str) -> str:
+    """`cellarena ARGS` run in this process (a child process would add a second of imports), which
+    succeeded: its output. The matches are played by real processes (`replays`)."""
+    code, out = invoke(*args)
+    assert code == 0, out
+    return out
 
 
 #: What `cellarena match` printed for each game's match.
@@ -58,13 +66,13 @@ def test_match_and_replay_verify_count_one_match_the_same(replays: dict[str, Pat
     """A Rezzo loss happens in a tick before that tick's moves: the match's result counts that tick
     (179), the replay holds 178 ticks of moves. `verify` printed 178 where `match` printed 179."""
     replay = replays["rezzo"]
-    verified = cellarena("replay", "verify", str(replay))
-    assert verified.returncode == 0, verified.stderr
-    report = json.loads(cellarena("replay", "verify", "--json", str(replay)).stdout)["replays"][0]
+    code, verified = invoke("replay", "verify", str(replay))
+    assert code == 0, verified
+    report = json.loads(_ok("replay", "verify", "--json", str(replay)))["replays"][0]
     ticks = report["ticks_verified"]
     assert report["moves_verified"] == ticks - 1  # the case in point: ended by a loss, before the moves
     assert PRINTED["rezzo"].splitlines()[0].startswith(f"alpha wins after {ticks} ticks")
-    assert verified.stdout.strip() == (
+    assert verified.strip() == (
         f"ok: {ticks} ticks verified, {ticks - 1} with moves (the game ended before the last one's moves)"
     )
     assert read_replay(str(replay)).result["ticks"] == ticks  # what `match --json` says: its result's
@@ -72,11 +80,10 @@ def test_match_and_replay_verify_count_one_match_the_same(replays: dict[str, Pat
 
 @pytest.mark.parametrize("game", sorted(MATCHES))
 def test_replay_show_has_a_legend_naming_each_seat(replays: dict[str, Path], game: str) -> None:
-    shown = cellarena("replay", "show", str(replays[game]))
-    assert shown.returncode == 0, shown.stderr
-    as_json = json.loads(cellarena("replay", "show", "--json", str(replays[game])).stdout)
+    shown = _ok("replay", "show", str(replays[game]))
+    as_json = json.loads(_ok("replay", "show", "--json", str(replays[game])))
     legend = as_json["legend"]
-    assert legend and all(line in shown.stdout for line in legend)
+    assert legend and all(line in shown for line in legend)
     for seat, name in enumerate(("alpha", "beta")):
         assert any(f"seat {seat} ({name})" in line or f"seat {seat}: {name}" in line for line in legend), (
             legend
@@ -90,9 +97,7 @@ def test_replay_show_draws_rezzo_owners_without_colour(replays: dict[str, Path])
     owned = {Cell.BASE: "ABCDEFGH", Cell.GEYSER: "abcdefgh", Cell.FLAG: "01234567"}
     seen = set()
     for tick in (60, 120, 170):
-        shown = json.loads(
-            cellarena("replay", "show", "--json", "--tick", str(tick), str(replays["rezzo"])).stdout
-        )
+        shown = json.loads(_ok("replay", "show", "--json", "--tick", str(tick), str(replays["rezzo"])))
         frame = shown["frame"]
         cells = np.array(frame["cells"], np.uint8).reshape(frame["height"], frame["width"])
         picture = shown["picture"]

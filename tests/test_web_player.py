@@ -9,15 +9,17 @@ docs' pictures: `CELLARENA_SCREENSHOTS=docs/web pytest tests/test_web_player.py`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from browser import hex_rgb, launched, page_of, pixel, shot_dir, viewer
+from browser import hex_rgb, launched, page_of, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena
+from cloth_replays import clumps_replay
 
-from cellarena.sdk.games.cloth import SEAT_CODE, legal_cells, place, territory_plane
+from cellarena.sdk.games.cloth import SEAT_CODE, territory_plane
 from cellarena.server.games import get_engine
 from cellarena.server.games.base import substeps
 from cellarena.server.replay import Replay, ReplayWriter, board_at, read_replay
@@ -56,10 +58,52 @@ def browser() -> Iterator[Any]:
         yield b
 
 
+class Views:
+    """`cellarena replay view` of each replay, started on first use and kept for the module: the tests
+    of one replay open their own pages on one server (a process per page was a second of CPU each)."""
+
+    def __init__(self, stack: ExitStack) -> None:
+        self.stack = stack
+        self.urls: dict[Path, str] = {}
+
+    def url(self, path: Path) -> str:
+        if path not in self.urls:
+            self.urls[path] = self.stack.enter_context(viewer("replay", "view", str(path), "--port", "0"))
+        return self.urls[path]
+
+
+@pytest.fixture(scope="module")
+def views() -> Iterator[Views]:
+    with ExitStack() as stack:
+        yield Views(stack)
+
+
 def _open(page: Any, url: str) -> dict[str, Any]:
     page.goto(url)
     page.wait_for_function("document.getElementById('player')?.dataset.shown === '0'")
     return page.evaluate("window.cellarenaPlayer.state.meta")  # type: ignore[no-any-return]
+
+
+#: The RGB of canvas SEL at each point [px, py] that POINT(args...) of the player gives, plus an offset:
+#: one call for a board's worth of cells (a call per cell was most of these tests' CPU).
+_PIXELS_AT = """([sel, point, cells, dx, dy]) => {
+    const ctx = document.querySelector(sel).getContext('2d'), player = window.cellarenaPlayer;
+    const at = point.split('.').reduce((o, k) => o[k], player);
+    return cells.map((c) => {
+        const [px, py] = at(...c);
+        const rgb = ctx.getImageData(Math.floor(px + dx), Math.floor(py + dy), 1, 1).data;
+        return [px, py, Array.from(rgb).slice(0, 3)];
+    });
+}"""
+
+
+def _pixels(
+    page: Any, selector: str, point: str, cells: list[tuple[int, int]], offset: float = 0.0
+) -> list[tuple[float, float, tuple[int, int, int]]]:
+    """For each cell, the canvas point ``window.cellarenaPlayer.<point>(*cell)`` and the RGB of canvas
+    ``selector`` at that point moved by ``offset`` on both axes (`browser.pixel`'s reading, batched)."""
+    got = page.evaluate(_PIXELS_AT, [selector, point, [list(c) for c in cells], offset, offset])
+    return [(float(px), float(py), (int(rgb[0]), int(rgb[1]), int(rgb[2]))) for px, py, rgb in got]
 
 
 def _seek(page: Any, index: int) -> None:
@@ -153,7 +197,7 @@ def _frame_index(rep: Replay, records: int) -> tuple[int, int]:
 
 @pytest.mark.parametrize("game", list(MATCHES))
 def test_the_canvas_shows_the_engine_state_at_the_tick_sought(
-    game: str, replays: dict[str, Path], browser: Any, tmp_path: Path
+    game: str, replays: dict[str, Path], browser: Any, views: Views, tmp_path: Path
 ) -> None:
     path = replays[game]
     rep = read_replay(path)
@@ -162,8 +206,8 @@ def test_the_canvas_shows_the_engine_state_at_the_tick_sought(
     engine = board_at(rep, tick)
     names = EXPECTED[game](engine)
     frame, frames = _frame_index(rep, index)
-    with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
-        meta = _open(page, url)
+    with page_of(browser) as (page, console):
+        meta = _open(page, views.url(path))
         assert meta["game"] == game and meta["frames"] == frames
         _seek(page, frame)
         assert page.evaluate(f"window.cellarenaPlayer.state.frames[{frame}].tick") == tick
@@ -171,13 +215,14 @@ def test_the_canvas_shows_the_engine_state_at_the_tick_sought(
         palette = page.evaluate("window.CellarenaPalette.colors")
         scale = page.evaluate("window.cellarenaPlayer.view.cell")
         assert scale >= 3, f"the board is drawn {scale} px per cell: too small to check cells"
-        wrong = []
-        for x, y, name in _sample(names, np.random.default_rng(1)):
-            # a quarter into the cell: clear of the arrows and letters drawn at cell centres
-            cx, cy = page.evaluate(f"window.cellarenaPlayer.view.cellCorner({x}, {y})")
-            got = pixel(page, "#board", cx + scale * 0.2, cy + scale * 0.2)
-            if got != hex_rgb(palette[name]):
-                wrong.append(f"({x}, {y}) {name}: want {palette[name]}, got {got}")
+        sample = _sample(names, np.random.default_rng(1))
+        # a fifth into the cell: clear of the arrows and letters drawn at cell centres
+        read = _pixels(page, "#board", "view.cellCorner", [(x, y) for x, y, _ in sample], scale * 0.2)
+        wrong = [
+            f"({x}, {y}) {name}: want {palette[name]}, got {got}"
+            for (x, y, name), (_, _, got) in zip(sample, read, strict=True)
+            if got != hex_rgb(palette[name])
+        ]
         assert not wrong, f"{len(wrong)} cells differ at tick {tick}:\n" + "\n".join(wrong[:20])
         # the seats' table shows each bot and its counts
         table = page.inner_text("#seats")
@@ -195,7 +240,7 @@ def _view_name(code: int, seat: int, players: int) -> str:
 
 
 def test_rezzo_viewport_overlay_is_the_bytes_the_bot_was_sent(
-    replays: dict[str, Path], browser: Any, tmp_path: Path
+    replays: dict[str, Path], browser: Any, views: Views, tmp_path: Path
 ) -> None:
     path = replays["rezzo"]
     rep = read_replay(path)
@@ -209,8 +254,8 @@ def test_rezzo_viewport_overlay_is_the_bytes_the_bot_was_sent(
     k = request["agents"].index(agent.index)
     sent = request["cells"][k * 169 : (k + 1) * 169]
     assert codes.tobytes() == sent  # the engine's viewport code and what the seat was sent agree
-    with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
-        _open(page, url)
+    with page_of(browser) as (page, console):
+        _open(page, views.url(path))
         _seek(page, index)
         cx, cy = page.evaluate(f"window.cellarenaPlayer.view.cellCenter({agent.x}, {agent.y})")
         box = page.locator("#board").bounding_box()
@@ -219,14 +264,13 @@ def test_rezzo_viewport_overlay_is_the_bytes_the_bot_was_sent(
             f"document.getElementById('player')?.dataset.viewport === '{index}/{seat}/{agent.index}'"
         )
         palette = page.evaluate("window.CellarenaPalette.colors")
+        rows_cols = [(r, c) for r in range(13) for c in range(13)]
         wrong = []
-        for r in range(13):
-            for c in range(13):
-                want = _view_name(sent[r * 13 + c], seat, rep.players)
-                px, py = page.evaluate(f"window.cellarenaPlayer.vpCellCenter({r}, {c})")
-                got = pixel(page, "#viewport", px, py)
-                if got != hex_rgb(palette[want]):
-                    wrong.append(f"row {r} col {c} {want}: want {palette[want]}, got {got}")
+        read = _pixels(page, "#viewport", "vpCellCenter", rows_cols)
+        for (r, c), (_, _, got) in zip(rows_cols, read, strict=True):
+            want = _view_name(sent[r * 13 + c], seat, rep.players)
+            if got != hex_rgb(palette[want]):
+                wrong.append(f"row {r} col {c} {want}: want {palette[want]}, got {got}")
         assert not wrong, "\n".join(wrong[:20])
         assert f"agent {agent.index}" in page.inner_text("#viewport-caption")
         # stepping keeps the overlay on the same agent, now showing the next tick's bytes
@@ -242,11 +286,11 @@ def test_rezzo_viewport_overlay_is_the_bytes_the_bot_was_sent(
         console.assert_clean()
 
 
-def test_controls_play_step_seek_speed_and_zoom(replays: dict[str, Path], browser: Any) -> None:
+def test_controls_play_step_seek_speed_and_zoom(replays: dict[str, Path], browser: Any, views: Views) -> None:
     path = replays["rezzo"]
     frames = len(read_replay(path).ticks) + 1
-    with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
-        _open(page, url)
+    with page_of(browser) as (page, console):
+        _open(page, views.url(path))
         page.keyboard.press("ArrowRight")
         page.wait_for_function("document.getElementById('player')?.dataset.shown === '1'")
         page.keyboard.press("Shift+ArrowRight")
@@ -282,29 +326,7 @@ def test_controls_play_step_seek_speed_and_zoom(replays: dict[str, Path], browse
 
 def _big_cloth(path: Path) -> Path:
     """A 1024x1024 Cloth of Gold match: each turn a clump of units next to a random legal cell."""
-    engine = get_engine("cloth").new({"width": 1024, "height": 1024, "max_rounds": 6}, 5)
-    rng = np.random.default_rng(5)
-    writer = ReplayWriter(path, engine, seed=5, names=["alpha", "beta"])
-    while engine.result() is None:
-        seat, tick = engine.to_place(), engine.tick
-        board, first = engine.board.copy(), not engine.placed_any[seat]
-        units: list[tuple[int, int]] = []
-        for _ in range(10):
-            ys, xs = np.nonzero(legal_cells(board, SEAT_CODE[seat], first))
-            if not len(xs):
-                break
-            near = np.abs(xs - units[0][0]) + np.abs(ys - units[0][1]) if units else None
-            i = int(np.argmin(near)) if near is not None else int(rng.integers(0, len(xs)))
-            units.append((int(xs[i]), int(ys[i])))
-            place(board, [units[-1]], SEAT_CODE[seat], first)
-            first = False
-        moves = {seat: [list(u) for u in units]}
-        engine.apply(moves)
-        writer.record(tick, moves, engine)
-    result = engine.result()
-    assert result is not None
-    writer.finish(result)
-    return path
+    return clumps_replay(path, {"width": 1024, "height": 1024, "max_rounds": 6}, 5)
 
 
 def test_a_1024_board_zooms_around_the_pointer_and_shows_its_cells(browser: Any, tmp_path: Path) -> None:
@@ -316,6 +338,8 @@ def test_a_1024_board_zooms_around_the_pointer_and_shows_its_cells(browser: Any,
     ys, xs = np.nonzero(engine.board == SEAT_CODE[0])
     tx, ty = int(xs[0]), int(ys[0])  # a cell of alpha's to zoom in on
     with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
+        # A million cells a frame: on a busy machine the frames take longer than Playwright's 30 s.
+        page.set_default_timeout(180_000)
         _open(page, url)
         _seek(page, index)
         assert page.evaluate("window.cellarenaPlayer.view.cell") < 1  # the whole board fits
@@ -330,14 +354,17 @@ def test_a_1024_board_zooms_around_the_pointer_and_shows_its_cells(browser: Any,
         # the cell under the pointer stayed under it
         assert page.evaluate(f"window.cellarenaPlayer.view.toCell({cx}, {cy})") == [tx, ty]
         palette = page.evaluate("window.CellarenaPalette.colors")
+        near = [
+            (x, y)
+            for y in range(max(0, ty - 12), min(1024, ty + 12))
+            for x in range(max(0, tx - 12), min(1024, tx + 12))
+        ]
         wrong = []
-        for y in range(max(0, ty - 12), min(1024, ty + 12)):
-            for x in range(max(0, tx - 12), min(1024, tx + 12)):
-                px, py = page.evaluate(f"window.cellarenaPlayer.view.cellCenter({x}, {y})")
-                if not (0 <= px < box["width"] and 0 <= py < box["height"]):
-                    continue
-                if pixel(page, "#board", px, py) != hex_rgb(palette[names[y, x]]):
-                    wrong.append(f"({x}, {y}) {names[y, x]}")
+        for (x, y), (px, py, got) in zip(near, _pixels(page, "#board", "view.cellCenter", near), strict=True):
+            if not (0 <= px < box["width"] and 0 <= py < box["height"]):
+                continue
+            if got != hex_rgb(palette[names[y, x]]):
+                wrong.append(f"({x}, {y}) {names[y, x]}")
         assert not wrong, "\n".join(wrong[:20])
         page.screenshot(path=str(shot_dir(tmp_path) / "cloth-1024-zoomed.png"))
         console.assert_clean()
@@ -381,12 +408,13 @@ def test_seat_counts_and_events_follow_the_ticks(browser: Any, tmp_path: Path) -
         console.assert_clean()
 
 
-def test_the_events_list_shows_the_games_events_and_why_it_ended(browser: Any, tmp_path: Path) -> None:
-    """Issue 27: the player lists each step's game events, and on the last frame each seat's cause."""
-
+@pytest.fixture(scope="module")
+def decided(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """The version-1 fixture's Rezzo match (the raider's flag meets its own base) recorded again with
+    its game events, and the frame after the step in which a player went out."""
     old = read_replay(ROOT / "tests" / "fixtures" / "replays_v1" / "rezzo.replay")
     engine = get_engine("rezzo").new(old.config, old.seed)
-    path = tmp_path / "why.replay"
+    path = tmp_path_factory.mktemp("decided") / "why.replay"
     writer = ReplayWriter(path, engine, seed=old.seed, names=old.names, events=True)
     out_frame = 0
     for i, t in enumerate(old.ticks):
@@ -397,8 +425,16 @@ def test_the_events_list_shows_the_games_events_and_why_it_ended(browser: Any, t
     result = engine.result()
     assert result is not None and out_frame
     writer.finish(result)
-    with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
-        _open(page, url)
+    return path, out_frame
+
+
+def test_the_events_list_shows_the_games_events_and_why_it_ended(
+    browser: Any, views: Views, decided: tuple[Path, int]
+) -> None:
+    """Issue 27: the player lists each step's game events, and on the last frame each seat's cause."""
+    path, out_frame = decided
+    with page_of(browser) as (page, console):
+        _open(page, views.url(path))
         _seek(page, out_frame)
         said = page.inner_text("#events")
         assert "raider (seat 1): flag at base (flag (17, 4), base (16, 3), by raider (seat 1))" in said
@@ -409,21 +445,13 @@ def test_the_events_list_shows_the_games_events_and_why_it_ended(browser: Any, t
 
 
 def test_deciding_events_are_marks_that_seek_and_their_cells_are_outlined(
-    browser: Any, tmp_path: Path
+    browser: Any, views: Views, decided: tuple[Path, int]
 ) -> None:
     """Issue 27: a mark on the timeline per deciding event (Rezzo: the flag at the base, the player
     out), a click jumps to its frame, and there the flag's and the base's cells are outlined."""
-    old = read_replay(ROOT / "tests" / "fixtures" / "replays_v1" / "rezzo.replay")
-    engine = get_engine("rezzo").new(old.config, old.seed)
-    path = tmp_path / "marks.replay"
-    writer = ReplayWriter(path, engine, seed=old.seed, names=old.names, events=True)
-    for t in old.ticks:
-        writer.record(t.tick, t.moves, engine, events=engine.apply(t.moves).log)
-    result = engine.result()
-    assert result is not None
-    writer.finish(result)
-    with viewer("replay", "view", str(path), "--port", "0") as url, page_of(browser) as (page, console):
-        _open(page, url)
+    path, _ = decided
+    with page_of(browser) as (page, console):
+        _open(page, views.url(path))
         marks = page.locator("#marks .mark")
         assert marks.count() == 1  # flag_at_base and out lead to the same frame: one mark says both
         said = marks.first.get_attribute("title") or ""
