@@ -62,18 +62,21 @@ def check_draws(folder: Path, game: str, lang: str, tmp_path: Path) -> None:
     (the game's `short` options, as the bots' own tests play) shows every answer as well as a full one."""
     import json
 
-    from cellarena_cli import cellarena
+    from click.testing import CliRunner
 
+    from cellarena.arena.cli import main
     from cellarena.server.replay import read_replay
 
     replay = tmp_path / "m.replay"
     bots = [a for seat in ("a", "b") for a in ("--bot", f"{seat}=node {folder / 'dist/src/bot.js'}")]
     extra = ["--map", "duel", "--max-ticks", "60"] if game == "rezzo" else list(GameTemplate.of(game).short)
-    proc = cellarena(
+    # In this process (the bots are node processes still): the `cellarena match` line of check_folder
+    # runs the command as a process.
+    proc = CliRunner().invoke(main, [
         "match", game, *bots, *extra, "--fast", "--replay", str(replay),
         "--log-dir", str(tmp_path / "logs"), "--json",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    ])  # fmt: skip
+    assert proc.exit_code == 0, proc.output
     assert json.loads(proc.stdout)["invalid"] == {"a": 0, "b": 0}, lang
     rep = read_replay(replay)
     for seat in (0, 1):

@@ -4,6 +4,7 @@ writes passes its own test, and every command its README shows runs."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -13,9 +14,11 @@ from pathlib import Path
 import pytest
 import typecheck
 from cellarena_cli import CLI, ROOT, cellarena, refused
+from click.testing import CliRunner, Result
 
+from cellarena.arena.cli import main
 from cellarena.arena.cli.ladder.submit import pack
-from cellarena.arena.cli.new_bot import COMPILED, LANGUAGES, NODE_LANGUAGES, offered, write_bot
+from cellarena.arena.cli.new_bot import COMPILED, LANGUAGES, NODE_LANGUAGES, GameTemplate, offered, write_bot
 from cellarena.arena.ladder.submissions.unpack import unpack
 from cellarena.server.bots.program import BotProgram
 
@@ -37,6 +40,12 @@ def _readme_commands(folder: Path) -> list[str]:
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 
+#: The environment a README's `python -m pytest` runs in. A bot author installs cellarena and pytest
+#: alone, and the written test uses no plugin; this venv's plugins (playwright, hypothesis, xdist,
+#: trio) would add some 2 s of imports to every run.
+BOT_AUTHORS_PYTEST = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
 def run_readme_line(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """A README line as a user runs it: `python` is this interpreter, `cellarena` the command."""
     words = shlex.split(command)
@@ -44,26 +53,54 @@ def run_readme_line(command: str, cwd: Path) -> subprocess.CompletedProcess[str]
         words = [*CLI, *words[1:]]
     elif words[0] == "python":
         words[0] = sys.executable
-    return subprocess.run(words, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+    env = BOT_AUTHORS_PYTEST if words[1:3] == ["-m", "pytest"] else None
+    return subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def run_here(command: str, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> Result:
+    """A README's `cellarena` line run by this process (click's runner) in ``cwd``: the same run, its
+    bots still processes, less the second of imports a `cellarena` process costs."""
+    words = shlex.split(command)
+    assert words[0] == "cellarena", command
+    monkeypatch.chdir(cwd)
+    return CliRunner().invoke(main, words[1:])
+
+
+#: The game whose README `cellarena match` line runs as a process; the others' are the same line but
+#: for the game and its short options (asserted), and each folder's own test plays that very match.
+MATCH_LINE_GAME = "drop2df"
 
 
 @pytest.mark.parametrize(("game", "lang"), COMBINATIONS)
-def test_the_folder_passes_its_own_test_and_its_readme_runs(game: str, lang: str, tmp_path: Path) -> None:
+def test_the_folder_passes_its_own_test_and_its_readme_runs(
+    game: str, lang: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     name = f"my_{game}"
-    proc = cellarena("new-bot", game, name, "--lang", lang, "--dir", str(tmp_path / name), "--json")
-    assert proc.returncode == 0, proc.stderr
-    made = json.loads(proc.stdout)
     folder = tmp_path / name
+    # In this process: test_the_default_folder_is_named_after_the_bot and test_a_broken_bot_fails_its_test
+    # run `new-bot` as a process.
+    args = ["new-bot", game, name, "--lang", lang, "--dir", str(folder), "--json"]
+    made_here = CliRunner().invoke(main, args)
+    assert made_here.exit_code == 0, made_here.output
+    made = json.loads(made_here.stdout)
     assert Path(made["folder"]) == folder and all(Path(f).parent == folder for f in made["files"])
     commands = _readme_commands(folder)
     assert commands == made["commands"] and commands[0] == "python -m pytest"
     assert len(commands) == 3
-    for command in commands:
-        done = run_readme_line(command, folder)
-        assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
-        if command == "python -m pytest":
-            assert "2 passed" in done.stdout  # a match in each seat
-    standings = run_readme_line("cellarena results runs --json", folder)
+    test, match, tournament = commands
+    bots = ["--bot", f"{name}=python {name}.py", "--bot", f"random=python -m cellarena.sdk.opponents {game}"]
+    short = list(GameTemplate.of(game).short)
+    assert shlex.split(match) == ["cellarena", "match", game, *bots, "--fast", *short]
+    assert shlex.split(tournament) == ["cellarena", "tournament", game, *bots, *short, "--out", "runs"]
+    done = run_readme_line(test, folder)
+    assert done.returncode == 0, f"{test}\n{done.stdout}\n{done.stderr}"
+    assert "2 passed" in done.stdout  # a match in each seat
+    if game == MATCH_LINE_GAME:
+        done = run_readme_line(match, folder)
+        assert done.returncode == 0, f"{match}\n{done.stdout}\n{done.stderr}"
+    played = run_here(tournament, folder, monkeypatch)
+    assert played.exit_code == 0, f"{tournament}\n{played.output}"
+    standings = run_here("cellarena results runs --json", folder, monkeypatch)
     results = json.loads(standings.stdout)
     assert {s["bot"] for s in results["standings"]} == {name, "random"}
     # The random opponent (`python -m cellarena.sdk.opponents GAME`) plays only legal moves, in each
@@ -71,7 +108,7 @@ def test_the_folder_passes_its_own_test_and_its_readme_runs(game: str, lang: str
     seated = {[s["bot"] for s in m["seats"]].index("random") for m in results["matches"]}
     assert seated == {0, 1} and all(m["ticks"] > 1 for m in results["matches"]), results["matches"]
     random = [s for m in results["matches"] for s in m["seats"] if s["bot"] == "random"]
-    assert all(s["invalid"] == s["illegal"] == 0 and not s["forfeit"] for s in random), random
+    assert all(s["invalid"] == s["illegal"] == 0 and not s["forfeit"] for s in random), results["matches"]
 
 
 def test_the_python_bots_are_typed_and_lint_clean(tmp_path: Path) -> None:

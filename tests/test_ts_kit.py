@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import trio
-from cellarena_cli import ROOT, cellarena
+from cellarena_cli import ROOT, cellarena, invoke
 from game_servers import add_ladder_bot, ladder_serve, start
 from node_kit import KIT, NODE_TESTS, build_bot_folders, built_kit, need_node
 from test_sdk_ladder import CuttingProxy, exited
@@ -104,8 +104,9 @@ def test_new_ts_and_js_bots_build_by_npm_ci_and_play_a_tournament_beside_python_
     is built on the kit's packages beforehand (node_kit.build_bot_folders), and its setup skipped."""
     need_node()
     for name, lang in (("ts_bot", "ts"), ("js_bot", "js"), ("py_bot", "python")):
-        made = cellarena("new-bot", "drop2df", name, "--lang", lang, "--dir", str(tmp_path / name))
-        assert made.returncode == 0, made.stderr
+        # In this process: test_new_bot.py runs `new-bot` as a process.
+        code, said = invoke("new-bot", "drop2df", name, "--lang", lang, "--dir", str(tmp_path / name))
+        assert code == 0, said
     ts, js = tmp_path / "ts_bot", tmp_path / "js_bot"
     for same in ("package-lock.json", "bot.toml"):
         assert (js / same).read_text().replace("js_bot", "ts_bot") == (ts / same).read_text(), same
