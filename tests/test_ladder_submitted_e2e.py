@@ -64,8 +64,7 @@ def _make_bot(owner: Browser, name: str, tmp_path: Path) -> Path:
 
 
 def _connect_bob(folder: Path, tmp_path: Path, port: int) -> Process:
-    """A connected bot (the example random walker) that plays until it is stopped (SIGTERM), so that
-    the submitted bots have an opponent at each stage and no match is played after the last."""
+    """A connected bot (the example random walker) for six matches."""
     with LadderStore(folder / "ladder.sqlite", create=False) as store:
         _, bob = store.add_bot("bob", "rezzo")
     (tmp_path / "bob.token").write_text(bob.secret + "\n")
@@ -75,7 +74,7 @@ def _connect_bob(folder: Path, tmp_path: Path, port: int) -> Process:
         "--token-file",
         str(tmp_path / "bob.token"),
     ]
-    return start([*script, "--port", str(port), "--ladder"], tmp_path, "bob")
+    return start([*script, "--port", str(port), "--matches", "8"], tmp_path, "bob")
 
 
 def _the_compiled_bot_plays_once_it_is_alone(folder: Path) -> None:
@@ -166,7 +165,7 @@ def test_uploaded_bots_are_built_validated_and_play_rated_matches(
             (source / "annbot.py").write_text(CRASH)
             submit()
             _a_crashing_version_is_refused_with_its_log(folder, owner)
-            assert connected.stop() == 0, connected.stderr()  # SIGTERM: a ladder bot's clean stop
+            wait_for(lambda: connected is not None and connected.proc.poll() is not None, "bob's matches", 90)
             wait_for(lambda: not processes_in(folder / "versions"), "the bots' processes to end", 60)
             log = server.stderr()
             assert "builder: annbot version 3 failed" in log
