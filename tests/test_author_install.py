@@ -31,9 +31,9 @@ import trio
 from browser import launched, page_of
 from cellarena_cli import ROOT, project_copy
 from starlette.routing import Mount
+from written_replays import write_replay
 
 from cellarena.server.games import get_engine
-from cellarena.server.replay import ReplayWriter
 from cellarena.server.web.app import STATIC, build_app, static_files
 
 
@@ -222,19 +222,14 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("author-replay") / "short.replay"
     engine = get_engine("rezzo").new({"map": "duel", "max_ticks": 40}, 1)
     rng = np.random.default_rng(1)
-    writer = ReplayWriter(path, engine, seed=1, names=["a", "b"])
-    while engine.result() is None:
-        tick = engine.tick
-        moves = {
+
+    def walk(engine: Any) -> dict[int, Any]:
+        return {
             seat: [int(m) for m in rng.integers(0, 6, len(ask["agents"]))]
             for seat, ask in engine.pending().items()
         }
-        engine.apply(moves)
-        writer.record(tick, moves, engine)
-    result = engine.result()
-    assert result is not None
-    writer.finish(result)
-    return path
+
+    return write_replay(path, engine, seed=1, names=["a", "b"], choose=walk)
 
 
 @pytest.fixture(scope="module")

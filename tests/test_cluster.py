@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from cellarena_cli import CLI, ROOT, cellarena, invoke, refused
 from game_servers import wait_for
+from test_ladder_community_processes import stop
 
 from cellarena.arena.cluster import ClusterError, ClusterSpec, check_workers, open_cluster
 from cellarena.arena.runner import TournamentSpec
@@ -134,15 +135,7 @@ class Recipe:
         """The workers first, then the scheduler: a worker stopped after its scheduler keeps trying
         to say goodbye to it (Dask's 30 s connect timeout), which had teardowns wait 20 s and kill."""
         for group in (self.workers, [self.scheduler]):
-            for proc in group:
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
-            for proc in group:
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop(*group, timeout=20)
 
 
 @pytest.fixture(scope="module")

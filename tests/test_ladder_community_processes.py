@@ -59,13 +59,18 @@ def added_bot(folder: Path, name: str) -> Path:
     return path
 
 
-def stop(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+def stop(*procs: subprocess.Popen[Any], timeout: float = 30) -> None:
+    """SIGTERM to each of ``procs`` still running, then wait for each, killing one that outlasts
+    ``timeout`` seconds (all are told first, so their stops overlap)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def http(url: str, token: str | None = None, body: dict[str, Any] | None = None) -> tuple[int, str]:

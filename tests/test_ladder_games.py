@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from functools import partial
@@ -248,14 +247,7 @@ async def test_two_games_on_one_database_one_site_one_account(
         sdk_bots = {"rezzo": {"r1", "olga-rezzo"}, "cata": {"c1", "olga-cata"}}
         await _each_games_match_is_live(site, sdk_bots, in_chromium=database is None)
     finally:
-        for proc in bots:
-            proc.send_signal(signal.SIGTERM)
-        for proc in bots:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(*bots)
         for proc in servers.values():
             stop(proc)
         stop(web)

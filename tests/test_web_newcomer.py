@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from browser import Console, hex_rgb, launched, page_of, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena, start_cellarena
-from cloth_replays import clumps_replay
 from colour_distance import DEFICIENCIES, as_seen_with, ciede2000, ciede2000_lab
+from written_replays import clumps_replay
 
 from cellarena.sdk.games.cloth import step
 from cellarena.server.games import get_engine

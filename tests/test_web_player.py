@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from browser import hex_rgb, launched, page_of, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena
-from cloth_replays import clumps_replay
+from written_replays import clumps_replay
 
 from cellarena.sdk.games.cloth import SEAT_CODE, territory_plane
 from cellarena.server.games import get_engine
