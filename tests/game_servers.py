@@ -18,10 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import trio
-from cellarena_cli import CLI, ROOT
-from click.testing import CliRunner
-
-from cellarena.arena.cli import main
+from cellarena_cli import CLI, ROOT, run_here
 
 #: Short, quick matches: each takes about a second.
 PACING = ["--max-ticks", "30", "--tick-rate", "30", "--budget-ms", "25"]
@@ -110,8 +107,8 @@ def add_ladder_bot(folder: Path, name: str) -> Path:
     """Register ``name`` on the ladder in ``folder``; its token is written to a file, whose path is
     returned (`--token-file`, so that no token sits on a command line). In this process (click's
     runner): a `cellarena` process would cost a second of imports for a row in the ladder's store."""
-    added = CliRunner().invoke(main, ["ladder", "--dir", str(folder), "bot", "add", name, "--game", "rezzo"])
-    assert added.exit_code == 0, added.output
+    added = run_here("ladder", "--dir", str(folder), "bot", "add", name, "--game", "rezzo")
+    assert added.returncode == 0, added.stderr
     path = folder / f"{name}.token"
     path.write_text(added.stdout)
     path.chmod(0o600)

@@ -62,9 +62,8 @@ def check_draws(folder: Path, game: str, lang: str, tmp_path: Path) -> None:
     (the game's `short` options, as the bots' own tests play) shows every answer as well as a full one."""
     import json
 
-    from click.testing import CliRunner
+    from cellarena_cli import run_here
 
-    from cellarena.arena.cli import main
     from cellarena.server.replay import read_replay
 
     replay = tmp_path / "m.replay"
@@ -72,11 +71,11 @@ def check_draws(folder: Path, game: str, lang: str, tmp_path: Path) -> None:
     extra = ["--map", "duel", "--max-ticks", "60"] if game == "rezzo" else list(GameTemplate.of(game).short)
     # In this process (the bots are node processes still): the `cellarena match` line of check_folder
     # runs the command as a process.
-    proc = CliRunner().invoke(main, [
+    proc = run_here(
         "match", game, *bots, *extra, "--fast", "--replay", str(replay),
         "--log-dir", str(tmp_path / "logs"), "--json",
-    ])  # fmt: skip
-    assert proc.exit_code == 0, proc.output
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["invalid"] == {"a": 0, "b": 0}, lang
     rep = read_replay(replay)
     for seat in (0, 1):

@@ -48,17 +48,6 @@ def host(folder: Path, *args: str, db: str | None = None) -> Result:
     return CliRunner().invoke(main, ["ladder", *where, *args])
 
 
-def added_bot(folder: Path, name: str) -> Path:
-    """`ladder bot add NAME --game rezzo` (`host`), its token written to a 0600 file for the bot's
-    ``--token-file`` (no token on a command line): that file, as `game_servers.add_ladder_bot` makes."""
-    added = host(folder, "bot", "add", name, "--game", "rezzo", "--json")
-    assert added.exit_code == 0, added.output
-    path = folder / f"{name}.token"
-    path.write_text(json.loads(added.stdout)["token"] + "\n")
-    path.chmod(0o600)
-    return path
-
-
 def stop(*procs: subprocess.Popen[Any], timeout: float = 30) -> None:
     """SIGTERM to each of ``procs`` still running, then wait for each, killing one that outlasts
     ``timeout`` seconds (all are told first, so their stops overlap)."""

@@ -23,8 +23,8 @@ import trio
 import trio.testing
 from cellarena_cli import CLI, ROOT
 from certificates import pem_files
-from game_servers import Process, ladder_serve, start, wait_for
-from test_ladder_community_processes import added_bot, host
+from game_servers import Process, add_ladder_bot, ladder_serve, start, wait_for
+from test_ladder_community_processes import host
 
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk.protocol import encode
@@ -83,7 +83,7 @@ def test_a_house_bot_plays_a_tls_bot_on_a_tls_ladder_and_live_shows_it(tmp_path:
     """Before: the house bot spoke plain TCP to the TLS port (started 212 times in 120 s, no match)
     and /live/ waited forever while the ladder's log filled with WRONG_VERSION_NUMBER."""
     ca_file, chain, key = pem_files(tmp_path, "ladder.test", "127.0.0.1")
-    token = added_bot(tmp_path, "alice")
+    token = add_ladder_bot(tmp_path, "alice")
     added = host(tmp_path, "house", "add", "builder", f"python {BOTS / 'builder.py'}", "--game", "rezzo")
     assert added.exit_code == 0, added.output
     server = ladder_serve(tmp_path, "--house-after", "0.3", "--tls-cert", str(chain), "--tls-key", str(key))

@@ -18,8 +18,8 @@ import pytest
 from browser import launched, page_of, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena
 from click.testing import CliRunner
-from game_servers import Process, ladder_serve, start, wait_for
-from test_ladder_community_processes import added_bot, host
+from game_servers import Process, add_ladder_bot, ladder_serve, start, wait_for
+from test_ladder_community_processes import host
 
 from cellarena.arena.cli import main
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS
@@ -60,7 +60,7 @@ def browser() -> Any:
 
 
 def test_a_ladder_plays_unattended_survives_a_kill_and_shows_its_table(browser: Any, tmp_path: Path) -> None:
-    tokens = {name: added_bot(tmp_path, name) for name in ("alice", "bob")}
+    tokens = {name: add_ladder_bot(tmp_path, name) for name in ("alice", "bob")}
     command = f"python {ROOT}/example_bots/rezzo/builder.py"
     house = host(tmp_path, "house", "add", "builder", command, "--game", "rezzo")
     assert house.exit_code == 0, house.output
