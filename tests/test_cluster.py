@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,12 +117,13 @@ class Recipe:
 
     def __init__(self, folder: Path, *worker_flags: str) -> None:
         self.port = free_port()
+        self.http_port = free_port()  # the doc's 8787: two clusters on one machine would share it
         self.address = f"tcp://127.0.0.1:{self.port}"
         background, self.tournament = recipe_commands()
         log = (folder / "dask.log").open("wb")
         self.processes = []
         for written in background:
-            words = [a.replace("8786", str(self.port)) for a in written]
+            words = [a.replace("8786", str(self.port)).replace("8787", str(self.http_port)) for a in written]
             assert words[0] == "dask", words
             kind = words[1]
             argv = [*DASK, *words[1:], *(worker_flags if kind == "worker" else ())]
@@ -167,6 +169,24 @@ def test_the_scaling_recipe_runs_as_written(tmp_path: Path, recipe: Recipe, loca
     # The workers shipped their replays back, whole.
     replays = sorted((out / "matches").glob("*/match.replay"))
     assert len(replays) == 4 and all(verify(read_replay(replay)).ok for replay in replays)
+    # The scheduler's HTTP server (health, metrics) is where the recipe put it, on loopback only.
+    with urllib.request.urlopen(f"http://127.0.0.1:{recipe.http_port}/health", timeout=30) as answer:
+        assert answer.read() == b"ok"
+    assert listening_on(recipe.http_port) == {"127.0.0.1"}
+
+
+def listening_on(port: int) -> set[str]:
+    """The addresses something listens on at TCP ``port`` (IPv4 as dotted quads, IPv6 as hex), from
+    the kernel's tables."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            local, state = row.split()[1], row.split()[3]
+            address, _, hex_port = local.partition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                quad = len(address) == 8
+                found.add(socket.inet_ntoa(bytes.fromhex(address)[::-1]) if quad else address)
+    return found
 
 
 def test_bench_tournament_compares_the_cluster_with_the_local_pool(tmp_path: Path, recipe: Recipe) -> None:
