@@ -56,10 +56,15 @@ def start_cellarena(*args: str, **kw: Any) -> subprocess.Popen[str]:
     return subprocess.Popen([*CLI, *args], **{**options, **kw})
 
 
+def here(*args: str, env: dict[str, str] | None = None, command: click.Command = main) -> Result:
+    """`cellarena ARGS` (or ``command``, e.g. a game's bench command) in this process, through click's
+    runner, with ``env`` over the environment: the run every helper below shapes for its callers."""
+    return CliRunner().invoke(command, list(args), env=env)
+
+
 def invoke(*args: str, command: click.Command = main) -> tuple[int, str]:
-    """``command`` (all of `cellarena` unless given, e.g. a game's bench command) in this process:
-    its exit code and output."""
-    result = CliRunner().invoke(command, list(args))
+    """``command`` (all of `cellarena` unless given) in this process: its exit code and output."""
+    result = here(*args, command=command)
     return result.exit_code, result.output
 
 
@@ -67,7 +72,7 @@ def run_here(*args: str, command: click.Command = main) -> subprocess.CompletedP
     """`cellarena ARGS` in this process, shaped as `cellarena` returns it: the exit code, stdout and
     stderr apart (an exception that escaped the command is in stderr as the traceback a process
     prints). For a command whose output is what a test checks, where a process adds a second."""
-    result = CliRunner().invoke(command, list(args))
+    result = here(*args, command=command)
     stderr = result.stderr
     if result.exc_info is not None and not isinstance(result.exception, SystemExit):
         stderr += "".join(traceback.format_exception(*result.exc_info))  # starts "Traceback ..."
@@ -77,6 +82,6 @@ def run_here(*args: str, command: click.Command = main) -> subprocess.CompletedP
 def refused(*args: str, command: click.Command = main) -> Result:
     """`cellarena ARGS` in this process, refused as a usage error (exit status 2): its ``stderr`` says
     why. For a refusal of the arguments, where a child process would only add a second of imports."""
-    result = CliRunner().invoke(command, list(args))
+    result = here(*args, command=command)
     assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
     return result

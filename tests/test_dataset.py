@@ -20,9 +20,8 @@ import numpy as np
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
+from cellarena_cli import here
 
-from cellarena.arena.cli import main
 from cellarena.sdk.games import cata, cloth, colorblocks, drop2df, rezzo
 from cellarena.server.dataset.export import DatasetError, DatasetWriter, export_replays
 from cellarena.server.dataset.fields import (
@@ -216,7 +215,7 @@ def test_the_docs_commands_and_loader_run(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     args = shlex.split(command.strip())
     assert args[0] == "cellarena"
-    ran = CliRunner().invoke(main, args[1:])
+    ran = here(*args[1:])
     assert ran.exit_code == 0, ran.output
     assert "1 matches, 356 rows" in ran.output
     printed: list[str] = []
@@ -244,7 +243,7 @@ def test_debug_drawings_are_never_exported(tmp_path: Path) -> None:
 
 
 def run(*args: str) -> tuple[int, dict[str, Any]]:
-    ran = CliRunner().invoke(main, ["replay", "export", *args, "--json"])
+    ran = here("replay", "export", *args, "--json")
     return ran.exit_code, json.loads(ran.output)
 
 

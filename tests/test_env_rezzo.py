@@ -7,11 +7,10 @@ import json
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from cellarena_cli import here
 from pettingzoo.test import parallel_api_test
 from rich.text import Text
 
-from cellarena.arena.cli import main
 from cellarena.sdk.games.rezzo import VIEW_SIZE
 from cellarena.server.env.games.rezzo import RezzoParallelEnv, agent_name
 from cellarena.server.games.rezzo.engine import RezzoEngine
@@ -99,14 +98,14 @@ def test_vector_env_matches_engines_and_resets() -> None:
 
 
 def test_bench_env_command_reports_both_contenders() -> None:
-    out = CliRunner().invoke(main, ["bench", "env", "--batches", "1,3", "--seconds", "0.05", "--json"])
+    out = here("bench", "env", "--batches", "1,3", "--seconds", "0.05", "--json")
     assert out.exit_code == 0, out.output
     figures = json.loads(out.output)["batches"]
     assert set(figures) == {"1", "3"}
     assert figures["3"]["agents"] == 6
     for row in figures.values():
         assert row["vector_agent_steps_per_s"] > 0 and row["engines_agent_steps_per_s"] > 0
-    bad = CliRunner().invoke(main, ["bench", "env", "--batches", "0"])
+    bad = here("bench", "env", "--batches", "0")
     assert bad.exit_code != 0 and "batch sizes must be 1..65536" in bad.output
 
 

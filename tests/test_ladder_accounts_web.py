@@ -17,11 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cellarena_cli import cellarena
-from click.testing import CliRunner, Result
+from cellarena_cli import cellarena, here
 from ladder_pages import Browser, Pages, ladder_pages
 
-from cellarena.arena.cli import main
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 PASSWORD = "correct horse battery"
@@ -61,12 +59,6 @@ def closed_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pages]:
     folder = tmp_path_factory.mktemp("closed")
     with ladder_pages(folder, "--signup", "closed", "--trusted-proxy", "127.0.0.1") as pages:
         yield pages
-
-
-def here(*args: str, env: dict[str, str] | None = None) -> Result:
-    """`cellarena ARGS` in this process (click's runner): each command below also runs once as a
-    process, as a user runs it; its other runs need not pay a second of a child's imports each."""
-    return CliRunner().invoke(main, list(args), env=env)
 
 
 def bot_names(pages: Pages) -> set[str]:

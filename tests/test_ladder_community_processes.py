@@ -18,12 +18,11 @@ from typing import Any
 
 import pytest
 import trio
-from cellarena_cli import CLI, ROOT
-from click.testing import CliRunner, Result
+from cellarena_cli import CLI, ROOT, here
+from click.testing import Result
 from postgres_server import PostgresServer
 from wire_client import Client
 
-from cellarena.arena.cli import main
 from cellarena.sdk import protocol
 
 
@@ -45,7 +44,7 @@ def host(folder: Path, *args: str, db: str | None = None) -> Result:
     """`cellarena ladder --dir FOLDER [--db DB] ARGS` in this process: a child process would add a
     second of imports, and the command reaches the served ladder through the database either way."""
     where = ["--dir", str(folder)] + (["--db", db] if db else [])
-    return CliRunner().invoke(main, ["ladder", *where, *args])
+    return here("ladder", *where, *args)
 
 
 def stop(*procs: subprocess.Popen[Any], timeout: float = 30) -> None:

@@ -15,10 +15,9 @@ from urllib.parse import urlencode
 import pyarrow.dataset as ds
 import pytest
 from asgi_calls import Answer, call
-from click.testing import CliRunner
+from cellarena_cli import here
 from web_apps import ladder
 
-from cellarena.arena.cli import main
 from cellarena.arena.ladder.records import SeatResult
 from cellarena.arena.ladder.scoring.settlement import settle
 from cellarena.arena.ladder.store.ladder_store import LadderStore, UnknownBotError
@@ -45,7 +44,7 @@ def load(out: Path) -> Any:
 
 
 def export(options: list[str], out: Path) -> tuple[int, dict[str, Any]]:
-    ran = CliRunner().invoke(main, ["ladder", *options, "export", "--out", str(out), "--json"])
+    ran = here("ladder", *options, "export", "--out", str(out), "--json")
     return ran.exit_code, json.loads(ran.output.splitlines()[-1])
 
 
@@ -121,14 +120,10 @@ def test_the_export_leaves_out_the_matches_of_opted_out_bots(ladder_db: str, tmp
 
 
 def test_export_of_a_ladder_that_is_not_there_says_so(tmp_path: Path) -> None:
-    ran = CliRunner().invoke(
-        main, ["ladder", "--dir", str(tmp_path / "none"), "export", "--out", str(tmp_path / "o")]
-    )
+    ran = here("ladder", "--dir", str(tmp_path / "none"), "export", "--out", str(tmp_path / "o"))
     assert ran.exit_code == 1 and "ladder.sqlite: no ladder database there" in ran.output
     assert not (tmp_path / "o").exists()
-    ran = CliRunner().invoke(
-        main, ["ladder", "--dir", str(tmp_path), "export", "--out", "o", "--game", "nope"]
-    )
+    ran = here("ladder", "--dir", str(tmp_path), "export", "--out", "o", "--game", "nope")
     assert ran.exit_code == 2 and "Invalid value for --game: unknown game 'nope'" in ran.output
 
 

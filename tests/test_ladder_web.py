@@ -16,12 +16,10 @@ from typing import Any, TypeVar
 
 import pytest
 from browser import launched, page_of, shot_dir, viewer
-from cellarena_cli import ROOT, cellarena
-from click.testing import CliRunner
+from cellarena_cli import ROOT, cellarena, here
 from game_servers import Process, add_ladder_bot, ladder_serve, start, wait_for
 from test_ladder_community_processes import host
 
-from cellarena.arena.cli import main
 from cellarena.arena.ladder.records import STANDINGS_COLUMNS
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 
@@ -115,7 +113,7 @@ def check_pages(browser: Any, url: str, folder: Path, tokens: dict[str, Path]) -
         # In process: a `cellarena` process takes a second or two to start on a busy machine, and the
         # ladder, playing on, finished a match during each of 20 such reads (the command as a process
         # is tests/test_ladder_cli.py's).
-        done = CliRunner().invoke(main, ["ladder", "--dir", str(folder), "standings", "rezzo", "--json"])
+        done = here("ladder", "--dir", str(folder), "standings", "rezzo", "--json")
         assert done.exit_code == 0, done.output
         table = done.output
         with LadderStore(folder / "ladder.sqlite", create=False) as store:

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 import typecheck
-from cellarena_cli import CLI, ROOT, cellarena, refused
-from click.testing import CliRunner, Result
+from cellarena_cli import CLI, ROOT, cellarena, here, refused
+from click.testing import Result
 
-from cellarena.arena.cli import main
 from cellarena.arena.cli.ladder.submit import pack
 from cellarena.arena.cli.new_bot import COMPILED, LANGUAGES, NODE_LANGUAGES, GameTemplate, offered, write_bot
 from cellarena.arena.ladder.submissions.unpack import unpack
@@ -63,7 +62,7 @@ def run_here(command: str, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> Result
     words = shlex.split(command)
     assert words[0] == "cellarena", command
     monkeypatch.chdir(cwd)
-    return CliRunner().invoke(main, words[1:])
+    return here(*words[1:])
 
 
 #: The game whose README `cellarena match` line runs as a process; the others' are the same line but
@@ -80,7 +79,7 @@ def test_the_folder_passes_its_own_test_and_its_readme_runs(
     # In this process: test_the_default_folder_is_named_after_the_bot and test_a_broken_bot_fails_its_test
     # run `new-bot` as a process.
     args = ["new-bot", game, name, "--lang", lang, "--dir", str(folder), "--json"]
-    made_here = CliRunner().invoke(main, args)
+    made_here = here(*args)
     assert made_here.exit_code == 0, made_here.output
     made = json.loads(made_here.stdout)
     assert Path(made["folder"]) == folder and all(Path(f).parent == folder for f in made["files"])

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from cellarena_cli import here
 from click.testing import CliRunner
 
 from cellarena.arena.cli import main
@@ -213,7 +214,7 @@ def test_the_tournament_benchmark_plays_the_workload_the_plugin_gives(tmp_path: 
     for name in ("random_walker.py", "builder.py"):
         shutil.copy(ROOT / "example_bots" / "rezzo" / name, bots / name)
     args = ["bench", "tournament", "--bots-dir", str(bots), "--rounds", "1", "--max-ticks", "20", "--json"]
-    done = CliRunner().invoke(main, args)
+    done = here(*args)
     assert done.exit_code == 0, done.output
     report = json.loads(done.output)
     # Rezzo's workload: its two benchmark maps, both seat orders.
@@ -223,7 +224,7 @@ def test_the_tournament_benchmark_plays_the_workload_the_plugin_gives(tmp_path: 
 
 @pytest.mark.parametrize("command", ["server", "tournament"])
 def test_a_load_benchmark_names_the_games_that_have_a_workload(command: str) -> None:
-    done = CliRunner().invoke(main, ["bench", command, "--game", "cata"])
+    done = here("bench", command, "--game", "cata")
     assert done.exit_code == 2
     assert "cata gives no load benchmark workload; these do: rezzo" in done.output
 

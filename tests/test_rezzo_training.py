@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bot_files import load_example_bot
-from cellarena_cli import cellarena
+from cellarena_cli import cellarena, here
 
 from cellarena.sdk.bot import MatchInfo
 from cellarena.sdk.games.rezzo import Cell, Move, View
@@ -279,10 +279,6 @@ def test_bench_train_trains_then_plays_both_opponents_over_tcp(tmp_path: Path) -
     benchmark's own question. Outside a checkout it says why it cannot run."""
     import json
 
-    from click.testing import CliRunner
-
-    from cellarena.arena.cli import main
-
     quick = "--rounds 2 --worlds 2 --exact-worlds 1 --steps 12 --epochs 1"
     args = ("--bots-dir", str(TRAINED.parent.parent), "--out", str(tmp_path / "b"), "--matches", "2")
     out = cellarena(
@@ -297,7 +293,7 @@ def test_bench_train_trains_then_plays_both_opponents_over_tcp(tmp_path: Path) -
     for name in ("random_walker", "raider"):
         assert sum(result["matches"][name].values()) == 2, result
         folder = tmp_path / "b" / f"vs-{name}"
-        report = json.loads(CliRunner().invoke(main, ["results", str(folder), "--json"]).output)
+        report = json.loads(here("results", str(folder), "--json").output)
         trained = next(row for row in report["standings"] if row["bot"] == "trained")
         assert trained["invalid_rate"] == 0 and trained["crashes"] == 0, trained
         logs = list(folder.glob("matches/*/trained.log"))

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from cellarena_cli import here
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from rezzo_reference import reference_viewport
 from test_rezzo_batched import both_backends, use
 
-from cellarena.arena.cli import main
 from cellarena.sdk.games.rezzo import VIEW_SIZE, Cell, Move
 from cellarena.server.games.rezzo.engine import RezzoEngine
 from cellarena.server.training.rezzo.vector_env import THREADS_FROM, RezzoVectorEnv, thread_count
@@ -191,7 +190,7 @@ def test_threads_split_the_worlds_with_the_same_results() -> None:
 
 def test_bench_env_says_when_numba_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CELLARENA_NO_NUMBA", "1")
-    out = CliRunner().invoke(main, ["bench", "env", "--batches", "1", "--seconds", "0.05"])
+    out = here("bench", "env", "--batches", "1", "--seconds", "0.05")
     assert out.exit_code == 0, out.output
     text = " ".join(out.output.split())  # as one line, however rich wrapped it
     assert "Both vector columns ran on numpy: CELLARENA_NO_NUMBA=1 is set" in text

@@ -20,10 +20,8 @@ from typing import Any
 import msgpack
 import pyarrow.parquet as pq
 import pytest
-from cellarena_cli import CLI, ROOT
-from click.testing import CliRunner
+from cellarena_cli import CLI, ROOT, here
 
-from cellarena.arena.cli import main
 from cellarena.sdk import MatchInfo
 from cellarena.sdk.games import cloth, colorblocks, drop2df
 from cellarena.server.games.base import Engine
@@ -201,7 +199,7 @@ def record(game: Game, path: Path, number: int) -> None:
 
 
 def invoke(*args: str) -> Any:
-    return CliRunner().invoke(main, list(args))
+    return here(*args)
 
 
 @pytest.fixture(scope="module")

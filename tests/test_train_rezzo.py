@@ -17,10 +17,9 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from cellarena_cli import CLI, ROOT, cellarena
+from cellarena_cli import CLI, ROOT, cellarena, here
 from click.testing import CliRunner
 
-from cellarena.arena.cli import main
 from cellarena.server.dataset.fields import METADATA_KEY
 from cellarena.server.replay import Replay, read_replay, verify
 
@@ -29,7 +28,7 @@ PY = sys.executable
 
 
 def invoke(*args: str) -> Any:
-    return CliRunner().invoke(main, list(args))
+    return here(*args)
 
 
 @pytest.fixture(scope="module")
