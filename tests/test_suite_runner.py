@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from suite import PARALLEL
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -21,7 +23,7 @@ def test_both_phases_run_and_the_last_line_sums_them() -> None:
     proc = _suite("tests/test_timing_as_promised.py", "-k", "15_hz_gets_63_ms")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.strip().splitlines()
-    assert "== parallel phase: pytest -m not realtime -n 3" in proc.stdout
+    assert f"== parallel phase: pytest -m not realtime -n {PARALLEL}" in proc.stdout
     assert "== realtime phase: pytest -m realtime -n 0" in proc.stdout
     assert lines[-1] == "1 passed, 0 failed"  # the realtime phase selected nothing: not a failure
 
