@@ -129,6 +129,13 @@ class LivePort(click.ParamType):  # type: ignore[type-arg]  # generic only from 
     click.IntRange(1, 10_000),
     "Sign-ups from one address in an hour (behind a proxy, the client's address: --trusted-proxy).",
 )
+@ranged_option(
+    "--logins-per-hour",
+    30,
+    click.IntRange(1, 10_000),
+    "Password checks (logins, the API's) from one address in an hour; each costs an argon2 hash, and "
+    "more are refused (429) until the hour has passed.",
+)
 @click.option(
     "--tls-cert",
     type=click.Path(dir_okay=False),
@@ -173,6 +180,7 @@ def web(
     session_key_file: Path | None,
     session_days: float,
     signups_per_hour: int,
+    logins_per_hour: int,
     tls_cert: str | None,
     tls_key: str | None,
     trusted_proxy: tuple[str, ...],
@@ -216,7 +224,13 @@ def web(
     account_settings = None
     if signup is not None:
         account_settings = _account_settings(
-            where, signup, max_bots_per_owner, session_key_file, session_days, signups_per_hour, trusted
+            where,
+            signup,
+            max_bots_per_owner,
+            session_key_file,
+            session_days,
+            trusted,
+            per_hour=(signups_per_hour, logins_per_hour),
         )
         account_settings.allowed_hosts = allowed
         _warn_cookies_in_clear(host, tls is not None or bool(trusted))
@@ -401,9 +415,10 @@ def _account_settings(
     max_bots: int,
     key_file: Path | None,
     session_days: float,
-    signups_per_hour: int,
     trusted: Any,
+    per_hour: tuple[int, int],
 ) -> Any:
+    """The owners' pages' settings; ``per_hour``: sign-ups and password checks an address may make."""
     from datetime import timedelta
 
     try:
@@ -424,5 +439,6 @@ def _account_settings(
         max_bots=max_bots,
         session_lifetime=timedelta(days=session_days),
         trusted=trusted,
-        signups_per_hour=signups_per_hour,
+        signups_per_hour=per_hour[0],
+        logins_per_hour=per_hour[1],
     )
