@@ -230,7 +230,8 @@ def web(
             session_key_file,
             session_days,
             trusted,
-            per_hour=(signups_per_hour, logins_per_hour),
+            signups_per_hour=signups_per_hour,
+            logins_per_hour=logins_per_hour,
         )
         account_settings.allowed_hosts = allowed
         _warn_cookies_in_clear(host, tls is not None or bool(trusted))
@@ -416,9 +417,10 @@ def _account_settings(
     key_file: Path | None,
     session_days: float,
     trusted: Any,
-    per_hour: tuple[int, int],
+    *,
+    signups_per_hour: int,
+    logins_per_hour: int,
 ) -> Any:
-    """The owners' pages' settings; ``per_hour``: sign-ups and password checks an address may make."""
     from datetime import timedelta
 
     try:
@@ -439,6 +441,6 @@ def _account_settings(
         max_bots=max_bots,
         session_lifetime=timedelta(days=session_days),
         trusted=trusted,
-        signups_per_hour=per_hour[0],
-        logins_per_hour=per_hour[1],
+        signups_per_hour=signups_per_hour,
+        logins_per_hour=logins_per_hour,
     )
