@@ -30,6 +30,7 @@ from test_ladder_community_processes import stop
 from cellarena.arena.cluster import ClusterError, ClusterSpec, check_workers, open_cluster
 from cellarena.arena.runner import TournamentSpec
 from cellarena.server.bots.launcher import BotSpec
+from cellarena.server.net.socket_owner import LISTEN, tcp_sockets
 from cellarena.server.play.match import TickSettings
 from cellarena.server.replay import read_replay, verify
 
@@ -176,17 +177,8 @@ def test_the_scaling_recipe_runs_as_written(tmp_path: Path, recipe: Recipe, loca
 
 
 def listening_on(port: int) -> set[str]:
-    """The addresses something listens on at TCP ``port`` (IPv4 as dotted quads, IPv6 as hex), from
-    the kernel's tables."""
-    found = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for row in Path(table).read_text().splitlines()[1:]:
-            local, state = row.split()[1], row.split()[3]
-            address, _, hex_port = local.partition(":")
-            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
-                quad = len(address) == 8
-                found.add(socket.inet_ntoa(bytes.fromhex(address)[::-1]) if quad else address)
-    return found
+    """The addresses something listens on at TCP ``port``, from the kernel's tables."""
+    return {s.local_address for s in tcp_sockets() if s.state == LISTEN and s.local_port == port}
 
 
 def test_bench_tournament_compares_the_cluster_with_the_local_pool(tmp_path: Path, recipe: Recipe) -> None:
