@@ -25,8 +25,10 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, MutableMapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from durations_digest import DurationsDigest
@@ -103,8 +105,37 @@ def phases(extra: list[str]) -> list[tuple[str, list[str]]]:
     ]
 
 
+@contextmanager
+def bytecode_kept(environ: MutableMapping[str, str]) -> Iterator[None]:
+    """Lets the suite's processes keep compiled bytecode where ``PYTHONDONTWRITEBYTECODE`` forbids it
+    next to the sources: in a throwaway folder (``PYTHONPYCACHEPREFIX``), for the run.
+
+    Why: the suite starts some 1,500 Python processes from this checkout (servers, bots, commands),
+    and without bytecode each compiles every cellarena module it imports anew, about 0.2 s of CPU a
+    process: a sixth of the parallel phase's CPU (measured on tests/test_tournament_cli.py and
+    test_match_cli.py from a clean clone: 41 s to 35 s). The folder keeps the checkout as the
+    setting wants it. A prefix the caller set is kept; the environment is restored after."""
+    if not environ.get("PYTHONDONTWRITEBYTECODE"):
+        yield
+        return
+    saved = dict(environ)
+    with tempfile.TemporaryDirectory(prefix="cellarena-bytecode-") as folder:
+        del environ["PYTHONDONTWRITEBYTECODE"]
+        environ.setdefault("PYTHONPYCACHEPREFIX", folder)
+        try:
+            yield
+        finally:
+            environ.clear()
+            environ.update(saved)
+
+
 def main(extra: list[str]) -> int:
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    with bytecode_kept(os.environ):
+        return _run(extra)
+
+
+def _run(extra: list[str]) -> int:
     status = 0
     total: dict[str, int] = {}
     times = []

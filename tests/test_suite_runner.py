@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -95,3 +96,31 @@ def test_the_parallel_phase_reports_its_slowest_tests_and_files_in_a_few_lines()
         "    13.0s  24.5%  tests/test_a.py\n"
     )
     assert list(digest.table()) == []  # told once
+
+
+def test_the_suite_keeps_bytecode_out_of_the_checkout_where_the_environment_forbids_it_there(
+    tmp_path: Path,
+) -> None:
+    import suite
+
+    source = tmp_path / "src" / "module_a.py"
+    source.parent.mkdir()
+    source.write_text("X = 1\n")
+    environ = {"PYTHONDONTWRITEBYTECODE": "1", "PATH": os.environ["PATH"]}
+    with suite.bytecode_kept(environ):
+        assert "PYTHONDONTWRITEBYTECODE" not in environ
+        prefix = Path(environ["PYTHONPYCACHEPREFIX"])
+        # A process under the suite's environment writes its bytecode to the prefix, not beside
+        # the source, and a second one reads it from there.
+        for _ in range(2):
+            subprocess.run(
+                [sys.executable, "-c", "import module_a"], cwd=source.parent, env=environ, check=True
+            )
+        assert list(prefix.rglob("module_a.*.pyc")) != []
+        assert not (source.parent / "__pycache__").exists()
+    assert environ == {"PYTHONDONTWRITEBYTECODE": "1", "PATH": os.environ["PATH"]}
+    assert not prefix.exists()
+    # Where bytecode may go beside the sources, the environment is left alone.
+    plain = {"PATH": os.environ["PATH"]}
+    with suite.bytecode_kept(plain):
+        assert plain == {"PATH": os.environ["PATH"]}
