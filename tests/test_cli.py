@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from cellarena_cli import invoke
@@ -19,6 +21,32 @@ def test_version() -> None:
     code, out = invoke("--version")
     assert code == 0
     assert out.startswith("cellarena, version ")
+    assert invoke("-V") == (0, out)
+
+
+def test_a_command_imports_only_what_it_runs() -> None:
+    """Each built-in command is imported when asked for: a `cellarena match` process pays for none
+    of the ladder's modules, and `--help` lists them all."""
+    probe = (
+        "import sys\n"
+        "from cellarena.arena.cli import main\n"
+        "try:\n"
+        "    main(['match', 'rezzo', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "ladder = ('cellarena.arena.ladder', 'cellarena.arena.cli.ladder')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(ladder)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "--max-ticks" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+    code, out = invoke("--help")
+    assert code == 0
+    listed = out.split("Commands:")[1]
+    for command in ("bench", "ladder", "match", "new-bot", "replay", "results", "serve", "sim", "tournament"):
+        assert f"\n  {command} " in listed, command
 
 
 def test_sim_rezzo_json_is_repeatable() -> None:

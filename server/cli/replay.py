@@ -14,6 +14,7 @@ import click
 
 from cellarena.server.cli.json_errors import FileFault, file_failed
 from cellarena.server.cli.params import ranged_option
+from cellarena.server.cli.replay_export import replay_export
 from cellarena.server.cli.replay_fork import replay_fork
 from cellarena.server.cli.web_options import allowed_host_option, page_hosts, page_socket
 
@@ -30,6 +31,7 @@ def replay() -> None:
 
 
 replay.add_command(replay_fork)
+replay.add_command(replay_export)
 
 
 @replay.command("verify")
