@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from argon2 import PasswordHasher
 from ladder_checks import assert_consistent, raw
 from test_ladder_store import T0, V2, V3, V4, make_v1_database
 
+from cellarena.arena.ladder.accounts import owners
 from cellarena.arena.ladder.accounts.owners import PASSWORD_MAX, AccountError, Accounts
 from cellarena.arena.ladder.errors import BadNameError
 from cellarena.arena.ladder.identity.lookalikes import name_key
@@ -134,6 +136,11 @@ def test_passwords_are_argon2_hashes_and_wrong_ones_one_answer(accounts: Account
     for name, password in (("ann", "wrong password"), ("nobody", PASSWORD)):
         with pytest.raises(AccountError, match=r"^wrong name or password$"):
             accounts.check_password(name, password)
+    # A wrong name costs the verification of a hash made as an owner's is (the one the module keeps
+    # rather than hashing at every start), so it takes as long as a wrong password.
+    assert owners._dummy_hash() == owners._DUMMY_HASH
+    assert owners._DUMMY_HASH.split("$")[:4] == stored.split("$")[:4]  # argon2id, version, parameters
+    assert not PasswordHasher().check_needs_rehash(owners._DUMMY_HASH)
 
 
 def test_logout_revokes_the_session_everywhere(accounts: Accounts, ladder_db: str) -> None:
