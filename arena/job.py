@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import select
 import signal
 import tempfile
 import threading
@@ -97,23 +98,43 @@ def worker_init(coordinator: int, stop: Any = None) -> None:
     bot's start and its registration. A cancellation from inside trio lands at a checkpoint only.
 
     A coordinator killed with SIGKILL cannot tell its workers, and a pool worker waits for its next
-    job forever. So a watchdog thread checks the parent: once it is gone, an idle worker exits, and a
-    busy one stops its match (the launcher stops the bots) and exits.
+    job forever. So a watchdog thread watches the coordinator: once it is gone, an idle worker exits,
+    and a busy one stops its match (the launcher stops the bots) and exits.
     """
     _Worker.stop = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_watch_parent, args=(coordinator,), daemon=True, name="watch-parent").start()
+    watch = threading.Thread(target=_watch_coordinator, args=(coordinator,), daemon=True, name="watch-parent")
+    watch.start()
 
 
-def _watch_parent(coordinator: int) -> None:
-    while os.getppid() == coordinator:
-        time.sleep(0.5)
+def _watch_coordinator(coordinator: int) -> None:
+    _wait_for_exit(coordinator)
     if _Worker.busy.is_set():
         _Worker.orphaned.set()
         deadline = time.monotonic() + 15.0  # the launcher's stop takes at most a few seconds
         while _Worker.busy.is_set() and time.monotonic() < deadline:
             time.sleep(0.1)
     os._exit(1)
+
+
+def _wait_for_exit(pid: int) -> None:
+    """Return once process ``pid`` has ended. Not the parent's pid: a worker's parent is the pool's
+    fork server, which lives as long as any worker does. A pidfd names the very process (no pid reused
+    since); without one (not Linux 5.3+), its pid is polled."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except (AttributeError, OSError):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            while True:
+                os.kill(pid, 0)
+                time.sleep(0.5)
+        return
+    try:
+        select.select([fd], [], [])  # readable once the process has ended
+    finally:
+        os.close(fd)
 
 
 def run_job(job: MatchJob) -> MatchRecord:

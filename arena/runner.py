@@ -118,19 +118,24 @@ class Interruptible(Protocol):
     def interrupt(self) -> None: ...
 
 
-class _NotingContext(multiprocessing.context.SpawnContext):
-    """The spawn context, noting every worker process the pool makes with it: a pool's processes
+class _NotingContext(multiprocessing.context.ForkServerContext):
+    """The forkserver context, noting every worker process the pool makes with it: a pool's processes
     by the one hook the executor documents (its ``mp_context``), not by its private attributes."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.processes: list[multiprocessing.context.SpawnProcess] = []
+        self.processes: list[multiprocessing.context.ForkServerProcess] = []
 
     # typeshed says a class attribute; the executor only calls it, so a method that notes will do.
-    def Process(self, *args: Any, **kwargs: Any) -> multiprocessing.context.SpawnProcess:  # type: ignore[override]  # noqa: N802
-        process = multiprocessing.context.SpawnProcess(*args, **kwargs)
+    def Process(self, *args: Any, **kwargs: Any) -> multiprocessing.context.ForkServerProcess:  # type: ignore[override]  # noqa: N802
+        process = multiprocessing.context.ForkServerProcess(*args, **kwargs)
         self.processes.append(process)
         return process
+
+
+#: What the fork server imports once, so that each worker forked from it starts without importing
+#: (a spawned worker spent some 0.5 s of CPU importing these; a tournament starts one per job).
+WORKER_PRELOAD = ["cellarena.arena.job"]
 
 
 class LocalPool(cf.ProcessPoolExecutor):
@@ -143,18 +148,21 @@ class LocalPool(cf.ProcessPoolExecutor):
     STOP_GRACE = 30.0
 
     def __init__(self, jobs: int, log_file: Path | None = None) -> None:
-        # spawn: workers start clean (no trio state or open sockets of the coordinator to inherit),
-        # and are the coordinator's own children, so they can tell when it is gone (`worker_init`).
+        # forkserver: workers start clean (no trio state, threads or open sockets of the coordinator
+        # to inherit), forked from a server that imported `WORKER_PRELOAD` once. Each watches the
+        # coordinator, to end with it (`worker_init`), and takes the coordinator's environment as it
+        # is now, as a spawned worker would: the server's is the one it started with.
         context = self._context = _NotingContext()
+        context.set_forkserver_preload(WORKER_PRELOAD)
         self._stop = context.Event()
         super().__init__(
             max_workers=jobs,
             mp_context=context,
             initializer=_start_worker,
-            initargs=(os.getpid(), self._stop, None if log_file is None else str(log_file)),
+            initargs=(os.getpid(), self._stop, None if log_file is None else str(log_file), dict(os.environ)),
         )
 
-    def worker_processes(self) -> list[multiprocessing.context.SpawnProcess]:
+    def worker_processes(self) -> list[multiprocessing.context.ForkServerProcess]:
         """The worker processes started so far (a broken or idle pool starts more)."""
         return list(self._context.processes)
 
@@ -187,11 +195,14 @@ class LocalPool(cf.ProcessPoolExecutor):
 SERVER_LOG = "server.log"
 
 
-def _start_worker(coordinator: int, stop: Any, log_file: str | None) -> None:
-    """`job.worker_init`, and the worker's log lines (a hung bot's "closing ... unresponsive") into
-    ``log_file``: on the terminal they would land over the progress bar, and the summary says it all."""
+def _start_worker(coordinator: int, stop: Any, log_file: str | None, environ: dict[str, str]) -> None:
+    """`job.worker_init`, the coordinator's environment (its bots' too), and the worker's log lines (a
+    hung bot's "closing ... unresponsive") into ``log_file``: on the terminal they would land over the
+    progress bar, and the summary says it all."""
     from cellarena.arena.job import worker_init
 
+    os.environ.clear()
+    os.environ.update(environ)
     worker_init(coordinator, stop)
     if log_file is not None:
         handler = logging.FileHandler(log_file, encoding="utf-8")  # appends: one line is one write

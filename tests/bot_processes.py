@@ -21,6 +21,31 @@ def alive(pid: int) -> bool:
         return False
 
 
+def descendants(pid: int) -> list[int]:
+    """The processes under ``pid`` now (children, theirs, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def wait_until_dead(pids: list[int], seconds: float) -> list[int]:
+    """Those of ``pids`` still running after up to ``seconds`` (empty as soon as none is)."""
+    deadline = time.monotonic() + seconds
+    while (left := [p for p in pids if alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
 @dataclass(frozen=True)
 class BotPids:
     """A pid file for raw_bot.py: pass ``env`` to the `cellarena` process that starts the bots."""
@@ -40,7 +65,4 @@ class BotPids:
 
     def wait_until_dead(self, seconds: float = 15.0) -> list[int]:
         """The bots still running after up to ``seconds`` (an empty list as soon as none is)."""
-        deadline = time.monotonic() + seconds
-        while (left := self.running()) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        return left
+        return wait_until_dead(self.listed(), seconds)

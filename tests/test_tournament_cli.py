@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from bot_files import RAW_BOT as RAW
-from bot_processes import BotPids
+from bot_processes import BotPids, descendants, wait_until_dead
 from cellarena_cli import cellarena, invoke, refused, start_cellarena
 
 GHOST = f'{sys.executable} -c "import time; time.sleep(60)"'  # starts, never connects
@@ -96,9 +96,14 @@ def test_a_tournament_killed_with_sigkill_resumes_and_ends_with_the_same_standin
     while read_matches(out / "results.sqlite") < 2 and time.monotonic() < deadline:
         assert proc.poll() is None, "the tournament ended before it could be killed"
         time.sleep(0.05)
+    # Its pool's fork server, worker and the bots of the match under way.
+    under = descendants(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     killed_at = read_matches(out / "results.sqlite")
+    # Nothing it started outlives it: the worker sees the coordinator gone, stops its match and exits,
+    # and then the fork server, which lives as long as a worker does.
+    assert len(under) >= 2 and wait_until_dead(under, 60) == []
     assert 2 <= killed_at < 6
     resumed = tournament(*args, "--out", str(out), env=env)
     assert resumed["matches"] == 6

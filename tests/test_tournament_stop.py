@@ -176,3 +176,20 @@ def test_an_interrupted_pool_kills_a_worker_that_does_not_stop(monkeypatch: pyte
     assert not worker.is_alive()
     with pytest.raises(cf.process.BrokenProcessPool):
         future.result(timeout=0)
+
+
+def _environment_variable(name: str) -> str | None:
+    return os.environ.get(name)
+
+
+def test_a_pool_worker_takes_the_coordinators_environment_of_the_moment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Workers are forked from a fork server started with the first pool, whose environment is the one
+    of then; a bot's environment is its worker's, so each worker takes the coordinator's as it is."""
+    with LocalPool(1) as pool:
+        assert pool.submit(_environment_variable, "CELLARENA_TEST_MARK").result(timeout=60) is None
+    monkeypatch.setenv("CELLARENA_TEST_MARK", "set after the fork server started")
+    with LocalPool(1) as pool:
+        got = pool.submit(_environment_variable, "CELLARENA_TEST_MARK").result(timeout=60)
+    assert got == "set after the fork server started"
