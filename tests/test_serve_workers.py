@@ -89,9 +89,15 @@ def _worker_pids(server: Server) -> list[int]:
     return [int(p) for p in found.group(1).split(", ")]
 
 
+#: 30 ticks at 10 Hz, each with 90 ms to answer: the bots (threads of this busy test process) are late
+#: only if they stall for most of a tenth of a second.
+ROOMY = ["--tick-rate", "10", "--budget-ms", "90"]
+
+
 def _play(folder: Path, *workers: str) -> tuple[Server, dict[int, dict[str, Any]], Spectator]:
     """Two short matches of four no-op bots, with a spectator waiting before any match starts."""
-    server = serve(folder, "--matches", "2", "--replay-dir", str(folder / "replays"), "-v", *workers)
+    replays = str(folder / "replays")
+    server = serve(folder, "--matches", "2", "--replay-dir", replays, "-v", *ROOMY, *workers)
     try:
         spectator = Spectator(server.port)
         # Connected is not yet greeted: the bots start only once the server holds the spectator.
@@ -120,7 +126,9 @@ def test_matches_in_two_workers_give_the_results_and_replays_of_one_process(tmp_
             b["reason"],
             sorted(b["ranks"].values()),
         )
-        assert a["forfeits"] == [] and not any(a["late"].values()), a
+        # A server that charged its bots for handing the match to a worker would make every tick of
+        # theirs late; a busy machine stalls one now and then (seen: 2 of 30 a bot at 30 Hz, 25 ms budgets).
+        assert a["forfeits"] == [] and max(a["late"].values(), default=0) <= a["ticks"] // 10, a
         name = f"match-{number:05d}.replay"
         replay_two = read_replay(tmp_path / "two" / "replays" / name)
         replay_one = read_replay(tmp_path / "one" / "replays" / name)
