@@ -22,6 +22,11 @@ from cellarena_cli import CLI, ROOT, run_here
 
 #: Short, quick matches: each takes about a second.
 PACING = ["--max-ticks", "30", "--tick-rate", "30", "--budget-ms", "25"]
+#: Servers step Rezzo's worlds with numpy unless a test asks for numba (``numba=True``): as a ladder
+#: installed as docs/ladder.md says (`.[web]`, without the `rl` extra's numba) serves, and a server
+#: starts without loading numba's compiled batches (0.8 s of CPU a start, in some 60 starts a run).
+#: The tests of served batches, worker processes and budgets over TCP ask for numba.
+WITHOUT_NUMBA = {"CELLARENA_NO_NUMBA": "1"}
 
 
 @dataclass
@@ -78,9 +83,12 @@ class Server(Process):
     port: int = 0
 
 
-def start_server(args: list[str], folder: Path, label: str, timeout: float = 120) -> Server:
-    """`cellarena ARGS` (a serve command with ``--port``), once it says where it listens."""
-    started = start([*CLI, *args], folder, label)
+def start_server(
+    args: list[str], folder: Path, label: str, timeout: float = 120, *, numba: bool = False
+) -> Server:
+    """`cellarena ARGS` (a serve command with ``--port``), once it says where it listens; Rezzo's
+    worlds stepped by numba only with ``numba`` (`WITHOUT_NUMBA`)."""
+    started = start([*CLI, *args], folder, label, env=None if numba else WITHOUT_NUMBA)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if found := re.search(r"on 127\.0\.0\.1:(\d+)", started.stderr()):
@@ -92,15 +100,19 @@ def start_server(args: list[str], folder: Path, label: str, timeout: float = 120
     raise AssertionError(f"`cellarena {' '.join(args)}` did not start:\n{started.stderr()}")
 
 
-def serve(folder: Path, *extra: str, port: int = 0) -> Server:
+def serve(folder: Path, *extra: str, port: int = 0, numba: bool = False) -> Server:
     """`cellarena serve rezzo` with quick matches."""
-    return start_server(["serve", "rezzo", "--port", str(port), *PACING, *extra], folder, "serve")
+    return start_server(
+        ["serve", "rezzo", "--port", str(port), *PACING, *extra], folder, "serve", numba=numba
+    )
 
 
-def ladder_serve(folder: Path, *extra: str, port: int = 0, label: str = "ladder") -> Server:
+def ladder_serve(
+    folder: Path, *extra: str, port: int = 0, label: str = "ladder", numba: bool = False
+) -> Server:
     """`cellarena ladder serve rezzo` in ``folder`` with quick matches and no grace."""
     args = ["ladder", "--dir", str(folder), "serve", "rezzo", "--port", str(port), *PACING, "--grace", "0"]
-    return start_server([*args, *extra], folder, label)
+    return start_server([*args, *extra], folder, label, numba=numba)
 
 
 def add_ladder_bot(folder: Path, name: str) -> Path:

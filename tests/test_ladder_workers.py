@@ -415,7 +415,7 @@ def test_ladder_serve_with_two_workers_and_example_bots(tmp_path: Path) -> None:
     in workers; each result and replay is recorded. Then a worker is killed: the ladder says so,
     starts another, and goes on."""
     tokens = {name: add_ladder_bot(tmp_path, name) for name in ("alice", "bob")}
-    server = ladder_serve(tmp_path, "--workers", "2")
+    server = ladder_serve(tmp_path, "--workers", "2", numba=True)
     try:
         assert "matches played in 2 worker processes" in server.stderr()
         wait_for(lambda: server.stderr().count(" ready at 127.0.0.1:") == 2, "both workers", 60)
@@ -453,7 +453,7 @@ def gone(pid: int) -> bool:
 def test_a_ladder_killed_with_sigkill_leaves_no_worker_behind(tmp_path: Path) -> None:
     """The workers' lifeline is their pipe from the ladder: a kill -9 of the ladder closes it, and
     they stop."""
-    server = ladder_serve(tmp_path, "--workers", "2")
+    server = ladder_serve(tmp_path, "--workers", "2", numba=True)
     try:
         wait_for(lambda: server.stderr().count(" ready at 127.0.0.1:") == 2, "both workers", 60)
         pids = [int(part.split(")", 1)[0]) for part in server.stderr().split("(pid ")[1:]]

@@ -97,7 +97,7 @@ ROOMY = ["--tick-rate", "10", "--budget-ms", "90"]
 def _play(folder: Path, *workers: str) -> tuple[Server, dict[int, dict[str, Any]], Spectator]:
     """Two short matches of four no-op bots, with a spectator waiting before any match starts."""
     replays = str(folder / "replays")
-    server = serve(folder, "--matches", "2", "--replay-dir", replays, "-v", *ROOMY, *workers)
+    server = serve(folder, "--matches", "2", "--replay-dir", replays, "-v", *ROOMY, *workers, numba=True)
     try:
         spectator = Spectator(server.port)
         # Connected is not yet greeted: the bots start only once the server holds the spectator.
@@ -144,7 +144,9 @@ def test_matches_in_two_workers_give_the_results_and_replays_of_one_process(tmp_
 
 
 def test_a_killed_worker_costs_only_its_match_and_is_started_again(tmp_path: Path) -> None:
-    server = serve(tmp_path, "--workers", "2", "-v", "--max-ticks", "240", "--web", "--web-port", "0")
+    server = serve(
+        tmp_path, "--workers", "2", "-v", "--max-ticks", "240", "--web", "--web-port", "0", numba=True
+    )
     try:
         pids = _worker_pids(server)
         every = re.search(r"every match under way at (\S+)/live/all", server.stderr())
@@ -204,7 +206,7 @@ def test_a_killed_worker_costs_only_its_match_and_is_started_again(tmp_path: Pat
 
 
 def test_workers_stop_when_their_front_is_killed(tmp_path: Path) -> None:
-    server = serve(tmp_path, "--workers", "2")
+    server = serve(tmp_path, "--workers", "2", numba=True)
     pids = _worker_pids(server)
     server.proc.kill()
     server.proc.wait()

@@ -106,7 +106,7 @@ async def test_the_first_tick_has_its_own_budget_and_the_schedule_goes_on(
 async def test_a_ladder_gives_the_first_tick_its_own_budget(tmp_path: Path) -> None:
     """`ladder serve --first-budget-ms`: a ladder bot that loads a model gets the longer first tick."""
     tokens = {name: add_ladder_bot(tmp_path, name).read_text().strip() for name in ("alice", "bob")}
-    server = ladder_serve(tmp_path, "--first-budget-ms", "700")
+    server = ladder_serve(tmp_path, "--first-budget-ms", "700", numba=True)
     try:
         firsts = []
         for name, token in tokens.items():
