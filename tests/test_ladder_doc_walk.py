@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from cellarena_cli import CLI, ROOT, invoke
 from certificates import pem_files
-from game_servers import Process, start, wait_for
+from game_servers import WITHOUT_NUMBA, Process, start, wait_for
 from postgres_server import PostgresServer
 from test_ladder_doc_commands import DOC, DocCommand, doc_commands, resolve
 from test_ladder_up import listening
@@ -166,8 +166,8 @@ def first_pass(walk: Walk) -> None:
                 stop(up)
                 up = None
             words = places.put_in(command.written)
-            if long_running(command):
-                up = start([*CLI, *words], places.folder, "up", cwd=places.folder)
+            if long_running(command):  # without numba, as the page installs cellarena ('.[web]')
+                up = start([*CLI, *words], places.folder, "up", cwd=places.folder, env=WITHOUT_NUMBA)
                 listening(up, "serve rezzo")
                 listening(up, "web")
                 continue
@@ -219,7 +219,8 @@ def launch(command: DocCommand, places: Places) -> tuple[DocCommand, Process, in
     words = places.put_in(command.written)
     part = resolve(command.words)[1]
     port = int(words[words.index("--port") + 1]) if "--port" in words else DEFAULT_PORT[part]
-    return command, start([*CLI, *words], places.folder, "part", cwd=places.folder), port
+    # Without numba, as the page installs cellarena ('.[web]').
+    return command, start([*CLI, *words], places.folder, "part", cwd=places.folder, env=WITHOUT_NUMBA), port
 
 
 def await_listening(command: DocCommand, process: Process, port: int) -> str:
