@@ -25,7 +25,9 @@ PACING = ["--max-ticks", "30", "--tick-rate", "30", "--budget-ms", "25"]
 #: Servers step Rezzo's worlds with numpy unless a test asks for numba (``numba=True``): as a ladder
 #: installed as docs/ladder.md says (`.[web]`, without the `rl` extra's numba) serves, and a server
 #: starts without loading numba's compiled batches (0.8 s of CPU a start, in some 60 starts a run).
-#: The tests of served batches, worker processes and budgets over TCP ask for numba.
+#: The tests of served batches, worker processes and budgets over TCP ask for numba. The ladder
+#: tests that start their processes otherwise (test_ladder_games, _cli, _up, _community_processes,
+#: the doc walk) give this environment too.
 WITHOUT_NUMBA = {"CELLARENA_NO_NUMBA": "1"}
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import trio
 from cellarena_cli import CLI, ROOT, refused, run_here
+from game_servers import WITHOUT_NUMBA
 from postgres_server import PostgresServer
 from wire_client import Client
 
@@ -111,6 +112,7 @@ def serve_saying(
     proc = subprocess.Popen(
         [*CLI, "ladder", *where, "serve", "rezzo", "--port", "0", *pacing],
         cwd=ROOT,
+        env={**os.environ, **WITHOUT_NUMBA},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -8,6 +8,7 @@ as processes."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 import trio
 from cellarena_cli import CLI, ROOT, here
 from click.testing import Result
+from game_servers import WITHOUT_NUMBA
 from postgres_server import PostgresServer
 from wire_client import Client
 
@@ -28,8 +30,9 @@ from cellarena.sdk import protocol
 
 def start(args: list[str], pattern: str) -> tuple[subprocess.Popen[str], re.Match[str]]:
     """Start a `cellarena` process and read its stderr until ``pattern`` says it is ready."""
+    env = {**os.environ, **WITHOUT_NUMBA}
     proc = subprocess.Popen(
-        [*CLI, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [*CLI, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
     )
     assert proc.stdout is not None
     lines = []

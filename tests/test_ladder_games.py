@@ -17,6 +17,7 @@ from pathlib import Path
 import trio
 from browser import launched, page_of
 from cellarena_cli import CLI, ROOT
+from game_servers import WITHOUT_NUMBA
 from ladder_pages import ladder_pages
 from test_ladder_accounts_web import here, signed_up
 from test_ladder_community_processes import database, host, http, start, stop, wait_until
@@ -51,8 +52,9 @@ LISTENING = r"on 127\.0\.0\.1:(\d+)"
 
 def start_reading(args: list[str], pattern: str) -> tuple[subprocess.Popen[str], str]:
     """`start`, and what the process printed until it was ready."""
+    env = {**os.environ, **WITHOUT_NUMBA}
     proc = subprocess.Popen(
-        [*CLI, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [*CLI, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
     )
     assert proc.stdout is not None
     lines = []

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import trio
 from cellarena_cli import CLI, invoke
-from game_servers import Process, start, wait_for
+from game_servers import WITHOUT_NUMBA, Process, start, wait_for
 from postgres_server import PostgresServer
 from wire_client import Client
 
@@ -214,7 +214,9 @@ def ladder_up(
         for game, names in (("rezzo", ("alice", "bob")), ("cata", ("carol", "dave"))):
             for name in names:
                 tokens[game][name] = store.add_bot(name, game)[1].secret
-    up = start([*CLI, "ladder", "up", str(base / "ladder.toml"), "--grace", "20"], base, "up")
+    up = start(
+        [*CLI, "ladder", "up", str(base / "ladder.toml"), "--grace", "20"], base, "up", env=WITHOUT_NUMBA
+    )
     yield up, tokens, db
     if up.proc.poll() is None:
         up.proc.kill()

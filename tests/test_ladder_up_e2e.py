@@ -27,7 +27,7 @@ import pytest
 from browser import Console, launched
 from cellarena_cli import CLI, ROOT
 from certificates import pem_files
-from game_servers import Process, start, wait_for
+from game_servers import WITHOUT_NUMBA, Process, start, wait_for
 from postgres_server import PostgresServer
 from smtp_server import SmtpServer
 from test_ladder_tls_parts import live_messages
@@ -98,7 +98,9 @@ def site(tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServ
     smtp = SmtpServer(folder / "mail", folder / "tls" / "chain.pem", folder / "tls" / "key.pem")
     config = CONFIG.format(db=db, builder=builder, smtp=smtp.ports["plain"])
     (folder / "ladder.toml").write_text(config)
-    up = start([*CLI, "ladder", "up", str(folder / "ladder.toml"), "--grace", "20"], folder, "up")
+    up = start(
+        [*CLI, "ladder", "up", str(folder / "ladder.toml"), "--grace", "20"], folder, "up", env=WITHOUT_NUMBA
+    )
     try:
         rezzo = listening(up, "serve rezzo")
         listening(up, "serve cata")
