@@ -103,7 +103,9 @@ def worker_init(coordinator: int, stop: Any = None) -> None:
     """
     _Worker.stop = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    watch = threading.Thread(target=_watch_coordinator, args=(coordinator,), daemon=True, name="watch-parent")
+    watch = threading.Thread(
+        target=_watch_coordinator, args=(coordinator,), daemon=True, name="watch-coordinator"
+    )
     watch.start()
 
 
