@@ -64,5 +64,9 @@ class BotPids:
         return [p for p in self.listed() if alive(p)]
 
     def wait_until_dead(self, seconds: float = 15.0) -> list[int]:
-        """The bots still running after up to ``seconds`` (an empty list as soon as none is)."""
-        return wait_until_dead(self.listed(), seconds)
+        """The bots still running after up to ``seconds`` (an empty list as soon as none is); the
+        file is read again at each look, for bots that start meanwhile."""
+        deadline = time.monotonic() + seconds
+        while (left := self.running()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return left
