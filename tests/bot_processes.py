@@ -3,10 +3,14 @@ file named by $BOT_PID_FILE, so a test can check that `cellarena` left none behi
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from cellarena.server.bots.confinement import process_table
 
 
 def alive(pid: int) -> bool:
@@ -22,14 +26,10 @@ def alive(pid: int) -> bool:
 
 
 def descendants(pid: int) -> list[int]:
-    """The processes under ``pid`` now (children, theirs, ...), from /proc."""
+    """The processes under ``pid`` now (children, theirs, ...), from the launcher's process table."""
     children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    for stat in process_table().values():
+        children.setdefault(stat.ppid, []).append(stat.pid)
     found, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -39,11 +39,23 @@ def descendants(pid: int) -> list[int]:
 
 
 def wait_until_dead(pids: list[int], seconds: float) -> list[int]:
-    """Those of ``pids`` still running after up to ``seconds`` (empty as soon as none is)."""
-    deadline = time.monotonic() + seconds
-    while (left := [p for p in pids if alive(p)]) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
+    """Those of ``pids`` still running after up to ``seconds`` (empty as soon as none is). Waits on
+    each one's pidfd, readable once it has ended (a zombie has), not on a clock of its own."""
+    waiting: dict[int, int] = {}
+    try:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                waiting[os.pidfd_open(pid)] = pid
+        deadline = time.monotonic() + seconds
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            ended, _, _ = select.select(list(waiting), [], [], left)
+            for fd in ended:
+                os.close(fd)
+                del waiting[fd]
+        return sorted(waiting.values())
+    finally:
+        for fd in waiting:
+            os.close(fd)
 
 
 @dataclass(frozen=True)
