@@ -10,6 +10,7 @@ throwaway PostgreSQL server.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,14 @@ from cellarena.server import wall_clock
 # CPU (measured on tests/test_tournament_cli.py, test_match_cli.py, test_new_bot.py: 72 s to 65 s).
 # Set here, before xdist starts its workers, so every process the tests start inherits it.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+# A shell ignores Ctrl-C (SIGINT) in what it starts in the background (`pytest ... &`, `nohup`), and
+# an ignored signal stays ignored through exec: every `cellarena` and bot process the tests start
+# would then shrug off the Ctrl-C that tests of stopping send it, and those tests would fail for how
+# the suite was started. Python's own handler, set back here, lets the children start as from a
+# terminal (exec resets a handled signal to its default).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

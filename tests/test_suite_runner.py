@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -124,3 +125,20 @@ def test_the_suite_keeps_bytecode_out_of_the_checkout_where_the_environment_forb
     plain = {"PATH": os.environ["PATH"]}
     with suite.bytecode_kept(plain):
         assert plain == {"PATH": os.environ["PATH"]}
+
+
+def test_processes_the_tests_start_take_ctrl_c_even_when_the_suite_was_started_in_the_background() -> None:
+    """A shell's `pytest ... &` starts pytest ignoring SIGINT, which exec keeps: tests/conftest.py sets
+    Python's handler back, so a `cellarena` process a test stops with Ctrl-C is not deaf to it."""
+    probe = "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"
+    loads_conftest = (
+        f"import signal, subprocess, sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); import conftest; "
+        f"print(subprocess.run([sys.executable, '-c', {probe!r}], capture_output=True, text=True).stdout)"
+    )
+    for code, ignored in ((probe, "True"), (loads_conftest, "False")):
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True, text=True, timeout=60, check=True, cwd=ROOT,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # as `&` starts it
+        )  # fmt: skip
+        assert done.stdout.strip() == ignored, done.stderr
