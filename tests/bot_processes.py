@@ -14,15 +14,14 @@ from cellarena.server.bots.confinement import process_table
 
 
 def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: a zombie its parent has not reaped yet (or left to a container's
+    init) counts as ended."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
         return False
-    # A zombie is dead for our purposes (its parent has not reaped it yet).
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
+    # The state follows the command's name, which may hold spaces and parentheses: after the last ")".
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 def descendants(pid: int) -> list[int]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from bot_processes import alive
 from cellarena_cli import invoke
 from certificates import pem_files
 from game_servers import Server, serve, wait_for
@@ -74,15 +75,6 @@ def _results(server: Server) -> dict[int, dict[str, Any]]:
     return {r["match"]: r for r in lines}
 
 
-def _gone(pid: int) -> bool:
-    """Whether process ``pid`` has exited (a zombie left to a container's init counts as exited)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return stat.rpartition(")")[2].split()[0] in ("Z", "X")
-
-
 def _worker_pids(server: Server) -> list[int]:
     found = re.search(r"in \d+ worker processes \(pids ([\d, ]+)\)", server.stderr())
     assert found, server.stderr()
@@ -117,7 +109,7 @@ def test_matches_in_two_workers_give_the_results_and_replays_of_one_process(tmp_
 
     err = two.stderr()
     assert "match 1 starts in worker 0" in err and "match 2 starts in worker 1" in err, err
-    assert all(_gone(pid) for pid in _worker_pids(two)), "a worker outlived its server"
+    assert not any(alive(pid) for pid in _worker_pids(two)), "a worker outlived its server"
     assert sorted(in_workers) == sorted(in_one) == [1, 2], (two.stdout(), one.stdout())
     for number in (1, 2):
         a, b = in_workers[number], in_one[number]
@@ -202,7 +194,7 @@ def test_a_killed_worker_costs_only_its_match_and_is_started_again(tmp_path: Pat
         last = bot.messages[-1]
         assert last["type"] == "error" and last["code"] == protocol.SHUTDOWN, bot.messages[-2:]
         assert "your match ends without a result" in last["message"]
-    assert all(_gone(pid) for pid in pids), "a worker outlived its server"
+    assert not any(alive(pid) for pid in pids), "a worker outlived its server"
 
 
 def test_workers_stop_when_their_front_is_killed(tmp_path: Path) -> None:
@@ -211,7 +203,7 @@ def test_workers_stop_when_their_front_is_killed(tmp_path: Path) -> None:
     server.proc.kill()
     server.proc.wait()
     # Nobody would hear their results: each worker sees its front gone and exits by itself.
-    wait_for(lambda: all(_gone(pid) for pid in pids), "the workers to exit", 60)
+    wait_for(lambda: not any(alive(pid) for pid in pids), "the workers to exit", 60)
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "two", "1.5", ""])

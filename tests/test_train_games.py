@@ -198,10 +198,6 @@ def record(game: Game, path: Path, number: int) -> None:
     writer.finish(result)
 
 
-def invoke(*args: str) -> Any:
-    return here(*args)
-
-
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every game's recorded matches, exported at once: one folder, a partition per game."""
@@ -210,7 +206,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for game in GAMES.values():
         for number in range(game.matches):
             record(game, tmp / "replays" / f"{game.name}{number}.replay", number)
-    exported = invoke("replay", "export", str(tmp / "replays"), "--out", str(tmp / "data"))
+    exported = here("replay", "export", str(tmp / "replays"), "--out", str(tmp / "data"))
     assert exported.exit_code == 0, exported.output
     return tmp / "data"
 
@@ -222,11 +218,11 @@ def trained(
     game = GAMES[request.param]
     tmp = tmp_path_factory.mktemp(game.name)
     folder = tmp / game.net
-    made = invoke("new-bot", game.name, game.net, "--template", "trained", "--dir", str(folder))
+    made = here("new-bot", game.name, game.net, "--template", "trained", "--dir", str(folder))
     assert made.exit_code == 0, made.output
     reports = []
     for out in ("a.npz", "b.npz"):
-        ran = invoke(
+        ran = here(
             "train", game.name, "--dataset", str(dataset), "--imitate", game.imitated, "--bot-dir",
             str(folder), "--out", str(tmp / out), "--epochs", game.epochs, "--eval", "0", "--json",
         )  # fmt: skip
@@ -244,14 +240,14 @@ def test_the_samples_are_the_imitated_bots_moves_and_the_bytes_repeat(trained: d
 
 def test_the_evaluation_plays_the_example_bots(trained: dict[str, Any]) -> None:
     game, tmp = trained["game"], trained["tmp"]
-    ran = invoke(
+    ran = here(
         "train", game.name, "--dataset", str(trained["data"]), "--imitate", game.imitated, "--bot-dir",
         str(trained["folder"]), "--out", str(tmp / "c.npz"), "--epochs", "1", "--eval", "2",
         "--against", game.against, "--bots-dir", str(game.bots_dir), *game.options,
     )  # fmt: skip
     assert ran.exit_code == 0, ran.output
     assert f"against {game.against}: won" in ran.output and " of 2, drew " in ran.output
-    refused = invoke("train", game.name, "--dataset", str(trained["data"]), "--imitate", game.imitated,
+    refused = here("train", game.name, "--dataset", str(trained["data"]), "--imitate", game.imitated,
                      "--out", str(tmp / "d.npz"))  # fmt: skip
     assert refused.exit_code == 2 and "--bot-dir" in refused.output  # no default bot folder
 
@@ -284,7 +280,7 @@ def test_a_drop2df_network_of_another_row_length_is_a_clear_error(trained: dict[
     text = (trained["folder"] / "policy.py").read_text()
     assert "CELLS = 11\n" in text
     (other / "policy.py").write_text(text.replace("CELLS = 11\n", "CELLS = 12\n"))
-    ran = invoke("train", "drop2df", "--dataset", str(trained["data"]), "--imitate", "planner", "--bot-dir",
+    ran = here("train", "drop2df", "--dataset", str(trained["data"]), "--imitate", "planner", "--bot-dir",
                  str(other), "--out", str(tmp / "e.npz"), "--eval", "0")  # fmt: skip
     assert ran.exit_code == 1 and "seat " in ran.output
     assert "this network reads rows of 12 cells (--length 9), got 11" in ran.output

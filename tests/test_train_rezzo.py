@@ -27,10 +27,6 @@ BOTS = ROOT / "example_bots" / "rezzo"
 PY = sys.executable
 
 
-def invoke(*args: str) -> Any:
-    return here(*args)
-
-
 @pytest.fixture(scope="module")
 def loop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A tiny tournament (builder and random_walker on duel, both seats), its export, and two runs of
@@ -44,7 +40,7 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         timeout=180,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    exported = invoke("replay", "export", str(tmp / "t" / "matches"), "--out", str(tmp / "data"))
+    exported = here("replay", "export", str(tmp / "t" / "matches"), "--out", str(tmp / "data"))
     assert exported.exit_code == 0, exported.output
     # The bot folder trained is the one `new-bot --template trained` writes.
     bot_dir = tmp / "my_net"
@@ -52,7 +48,7 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert made.returncode == 0, made.stderr
     reports = []
     for out in ("a.npz", "b.npz"):
-        trained = invoke(
+        trained = here(
             "train", "rezzo", "--dataset", str(tmp / "data"), "--imitate", "builder",
             "--out", str(tmp / out), "--bot-dir", str(bot_dir), "--epochs", "3", "--eval", "0", "--json",
         )  # fmt: skip
@@ -100,10 +96,10 @@ def test_an_export_of_schema_1_trains_to_the_same_bytes(loop: dict[str, Any]) ->
             table = pq.read_table(part).drop_columns(["view", "view_shape", "agents"])
             pq.write_table(table.replace_schema_metadata({METADATA_KEY: version}), part)
     args = ("--imitate", "builder", "--bot-dir", str(loop["bot_dir"]), "--epochs", "3", "--eval", "0")
-    trained = invoke("train", "rezzo", "--dataset", str(old), "--out", str(tmp / "v1.npz"), *args)
+    trained = here("train", "rezzo", "--dataset", str(old), "--out", str(tmp / "v1.npz"), *args)
     assert trained.exit_code == 0, trained.output
     assert (tmp / "v1.npz").read_bytes() == (tmp / "a.npz").read_bytes()
-    refused = invoke("train", "rezzo", "--dataset", str(new), "--out", str(tmp / "v2.npz"), *args)
+    refused = here("train", "rezzo", "--dataset", str(new), "--out", str(tmp / "v2.npz"), *args)
     assert refused.exit_code == 1 and "dataset schema version 2.0, but this cellarena reads version 1.1" in (
         refused.output
     )
@@ -164,7 +160,7 @@ def test_new_bot_template_trained_is_a_folder_the_trainer_trains_and_that_passes
 
 def test_the_evaluation_plays_the_bot_folder_against_the_example_bots(loop: dict[str, Any]) -> None:
     tmp = loop["tmp"]
-    ran = invoke(
+    ran = here(
         "train", "rezzo", "--dataset", str(tmp / "data"), "--imitate", "builder", "--out", str(tmp / "c.npz"),
         "--bot-dir", str(loop["bot_dir"]), "--epochs", "1", "--eval", "2", "--against", "random_walker",
         "--max-ticks", "60", "--bots-dir", str(BOTS),
@@ -179,7 +175,7 @@ def test_training_in_process_leaves_no_trace_in_sys_path_or_sys_modules(loop: di
     neither the folder on sys.path nor a plain `policy` or `bot` module is left for the next import."""
     tmp, folder = loop["tmp"], loop["bot_dir"]
     path, plain = list(sys.path), {n: sys.modules.get(n) for n in ("policy", "bot", "random_walker")}
-    ran = invoke(
+    ran = here(
         "train", "rezzo", "--dataset", str(tmp / "data"), "--imitate", "builder", "--out", str(tmp / "d.npz"),
         "--bot-dir", str(folder), "--epochs", "1", "--eval", "1", "--against", "random_walker",
         "--max-ticks", "20", "--bots-dir", str(BOTS),
@@ -194,13 +190,13 @@ def test_training_in_process_leaves_no_trace_in_sys_path_or_sys_modules(loop: di
 def test_bad_input_is_a_clear_error(loop: dict[str, Any]) -> None:
     tmp, bot_dir = loop["tmp"], str(loop["bot_dir"])
     common = ("--out", str(tmp / "x.npz"), "--bot-dir", bot_dir, "--eval", "0")
-    ran = invoke("train", "rezzo", "--dataset", str(tmp / "nope"), "--imitate", "builder", *common)
+    ran = here("train", "rezzo", "--dataset", str(tmp / "nope"), "--imitate", "builder", *common)
     assert ran.exit_code == 1 and "--dataset" in ran.output and "cellarena replay export" in ran.output
-    ran = invoke("train", "rezzo", "--dataset", str(tmp / "data"), "--imitate", "nobody", *common)
+    ran = here("train", "rezzo", "--dataset", str(tmp / "data"), "--imitate", "nobody", *common)
     assert ran.exit_code == 1 and "--imitate nobody" in ran.output and "builder, random_walker" in ran.output
-    ran = invoke("train", "rezzo", "--dataset", str(tmp / "t"), "--imitate", "builder", *common)
+    ran = here("train", "rezzo", "--dataset", str(tmp / "t"), "--imitate", "builder", *common)
     assert ran.exit_code == 1 and "no rezzo matches" in ran.output
-    ran = invoke(
+    ran = here(
         "train", "rezzo", "--dataset", str(tmp / "data"), "--imitate", "builder", "--out", str(tmp / "x.npz"),
         "--bot-dir", str(tmp),
     )  # fmt: skip
@@ -215,7 +211,7 @@ def test_other_games_say_what_there_is() -> None:
     ran = CliRunner().invoke(_not_yet("newgame"), ["--dataset", "d"])
     assert ran.exit_code == 1
     assert "`cellarena train newgame`: not yet" in ran.output and "cellarena replay export" in ran.output
-    listed = invoke("train", "--help")
+    listed = here("train", "--help")
     assert listed.exit_code == 0
     assert all(g in listed.output for g in ("rezzo", "cata", "cloth", "colorblocks", "drop2df"))
 
@@ -232,7 +228,7 @@ def reinforced(loop: dict[str, Any]) -> dict[str, Any]:
     shutil.copy(tmp / "a.npz", rival / "policy.npz")
     reports = []
     for out in ("r1.npz", "r2.npz"):
-        ran = invoke(
+        ran = here(
             "train", "rezzo", "--reinforce", "--bot-dir", str(loop["bot_dir"]), "--out", str(tmp / out),
             "--opponent", "random_walker", "--opponent", str(rival),
             "--bots-dir", str(BOTS), "--steps", "12", "--worlds", "2", "--seed", "3",
@@ -266,7 +262,7 @@ def test_the_reinforced_weights_load_into_the_bot_and_play_a_match(
     tmp = loop["tmp"]
     recorded = _play_over_tcp(loop, "reinforced", tmp / "r1.npz", "raider", 60)
     assert recorded.complete and recorded.names[0] == "reinforced" and len(recorded.ticks) == 60
-    played = invoke(
+    played = here(
         "train", "rezzo", "--reinforce", "--bot-dir", str(loop["bot_dir"]), "--out", str(tmp / "r3.npz"),
         "--from-weights", str(tmp / "r1.npz"), "--steps", "2", "--worlds", "1", "--opponent", "random",
         "--eval", "2", "--against", "raider", "--max-ticks", "30", "--bots-dir", str(BOTS),
@@ -288,16 +284,16 @@ def test_returns_are_discounted_and_cut_where_an_episode_ended() -> None:
 def test_reinforce_refuses_bad_arguments_and_games_without_reward_terms(loop: dict[str, Any]) -> None:
     tmp, bot_dir = loop["tmp"], str(loop["bot_dir"])
     out = ("--out", str(tmp / "bad.npz"))
-    ran = invoke("train", "cata", "--reinforce", "--bot-dir", str(tmp), *out)
+    ran = here("train", "cata", "--reinforce", "--bot-dir", str(tmp), *out)
     assert ran.exit_code == 1 and "cata has no reward terms to reinforce with" in ran.output
     assert "imitation works: `cellarena train cata --dataset DIR --imitate BOT" in ran.output
-    ran = invoke("train", "rezzo", "--reinforce", "--bot-dir", str(tmp / "missing"), *out)
+    ran = here("train", "rezzo", "--reinforce", "--bot-dir", str(tmp / "missing"), *out)
     assert ran.exit_code == 2 and f"--bot-dir {tmp / 'missing'}: no such folder" in ran.output
-    ran = invoke("train", "rezzo", "--reinforce", "--bot-dir", str(tmp), *out)
+    ran = here("train", "rezzo", "--reinforce", "--bot-dir", str(tmp), *out)
     assert ran.exit_code == 1 and f"--bot-dir {tmp}: no policy.py in it" in ran.output
-    ran = invoke("train", "rezzo", "--bot-dir", bot_dir, *out)
+    ran = here("train", "rezzo", "--bot-dir", bot_dir, *out)
     assert ran.exit_code == 2 and "Missing option '--dataset'" in ran.output and "--reinforce" in ran.output
-    ran = invoke("train", "rezzo", "--reinforce", "--dataset", str(tmp / "data"), "--bot-dir", bot_dir, *out)
+    ran = here("train", "rezzo", "--reinforce", "--dataset", str(tmp / "data"), "--bot-dir", bot_dir, *out)
     assert ran.exit_code == 2 and "leave out --dataset and --imitate" in ran.output
     bad = {
         ("--reward", "wire"): "give TERM=WEIGHT",
@@ -306,7 +302,7 @@ def test_reinforce_refuses_bad_arguments_and_games_without_reward_terms(loop: di
         ("--from-weights", str(tmp / "nope.npz")): f"--from-weights: no weights at {tmp / 'nope.npz'}",
     }
     for args, message in bad.items():
-        ran = invoke("train", "rezzo", "--reinforce", "--bot-dir", bot_dir, *out, "--bots-dir", str(BOTS),
+        ran = here("train", "rezzo", "--reinforce", "--bot-dir", bot_dir, *out, "--bots-dir", str(BOTS),
                      "--steps", "1", "--worlds", "1", "--eval", "0", *args)  # fmt: skip
         assert ran.exit_code in (1, 2) and message in ran.output, (args, ran.output)
     assert not (tmp / "bad.npz").exists()
