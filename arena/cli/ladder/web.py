@@ -12,6 +12,7 @@ import click
 
 from cellarena.arena.cli.ladder.mail_options import mail_options, mail_sender, mail_settings
 from cellarena.arena.cli.ladder.where import Where, game_argument
+from cellarena.arena.ladder.web.limits import LOGINS_PER_HOUR, MAX_BOTS_PER_OWNER, SIGNUPS_PER_HOUR
 from cellarena.server.cli.params import (
     FiniteFloatRange,
     ranged_option,
@@ -99,7 +100,7 @@ class LivePort(click.ParamType):  # type: ignore[type-arg]  # generic only from 
     "with an invite code (`ladder owner invite`), or pending the host's approval (`ladder owner approve`); "
     "closed: owners log in, nobody new signs up. Without it the pages only show the ladder.",
 )
-@ranged_option("--max-bots-per-owner", 5, click.IntRange(1, 1000), "Active bots each.")
+@ranged_option("--max-bots-per-owner", MAX_BOTS_PER_OWNER, click.IntRange(1, 1000), "Active bots each.")
 @ranged_option(
     "--uploads-per-day",
     10,
@@ -125,13 +126,13 @@ class LivePort(click.ParamType):  # type: ignore[type-arg]  # generic only from 
 )
 @ranged_option(
     "--signups-per-hour",
-    5,
+    SIGNUPS_PER_HOUR,
     click.IntRange(1, 10_000),
     "Sign-ups from one address in an hour (behind a proxy, the client's address: --trusted-proxy).",
 )
 @ranged_option(
     "--logins-per-hour",
-    30,
+    LOGINS_PER_HOUR,
     click.IntRange(1, 10_000),
     "Password checks (logins, the API's) from one address in an hour; each costs an argon2 hash, and "
     "more are refused (429) until the hour has passed.",

@@ -47,6 +47,7 @@ from starlette.responses import Response
 from cellarena.arena.ladder.accounts.mailer import Mailer
 from cellarena.arena.ladder.accounts.owners import SESSION_LIFETIME, AccountError, Accounts, Owner, Policy
 from cellarena.arena.ladder.errors import LadderStoreError
+from cellarena.arena.ladder.web.limits import LOGINS_PER_HOUR, MAX_BOTS_PER_OWNER, SIGNUPS_PER_HOUR
 from cellarena.arena.ladder.web.public_pages import client_host
 from cellarena.server.net.trusted_proxies import TrustedProxies
 from cellarena.server.web.hosts import AllowedHosts
@@ -164,13 +165,13 @@ class AccountSettings:
 
     policy: Policy | None
     key: bytes
-    max_bots: int = 5
+    max_bots: int = MAX_BOTS_PER_OWNER
     session_lifetime: timedelta = SESSION_LIFETIME
     trusted: TrustedProxies = field(default_factory=TrustedProxies)
     #: Sign-ups per address per hour.
-    signups_per_hour: int = 5
+    signups_per_hour: int = SIGNUPS_PER_HOUR
     #: Password checks (logins, the API's) per address per hour.
-    logins_per_hour: int = 30
+    logins_per_hour: int = LOGINS_PER_HOUR
     #: The names the pages answer to (``--allowed-host``): a form's Origin must name one of them.
     allowed_hosts: AllowedHosts | None = None
     #: The mail sender (``--smtp-host``; docs/ladder.md "Mail"), or None: no mail, the host's reset codes.
