@@ -39,6 +39,12 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Each run counts where its CPU goes (tests/cpu_by_file.py); ``-p cpu_by_file`` loaded it already."""
+    if not config.pluginmanager.has_plugin("cpu_by_file"):
+        config.pluginmanager.import_plugin("cpu_by_file")
+
+
 @pytest.fixture
 def free_port() -> int:
     """A loopback port nothing listens on: a connection to it is refused."""

@@ -12,11 +12,12 @@
    160 test files took 5 to 10 s of the phase's 90); tests/conftest.py fails the parallel phase if
    a realtime test stands in a file `realtime_files` would miss.
 
-The parallel phase ends with its slowest tests and files (tests/durations_digest.py), so every CI
-log shows where the time goes. Both phases run even when the first fails, so one run shows every
-failure. The exit status is the first non-zero of the two (pytest's own codes); "no test ran" in a
-phase (``-k`` that selects none of its tests) is not a failure. Extra arguments go to both phases
-(``-x``, ``-k NAME``, a file). The last line sums both phases: ``N passed, N failed``.
+The parallel phase ends with the files that cost most CPU (tests/cpu_by_file.py) and its slowest
+tests and files (tests/durations_digest.py), so every CI log shows where the CPU and the time go.
+Both phases run even when the first fails, so one run shows every failure. The exit status is the
+first non-zero of the two (pytest's own codes); "no test ran" in a phase (``-k`` that selects none of
+its tests) is not a failure. Extra arguments go to both phases (``-x``, ``-k NAME``, a file). The last
+line sums both phases: ``N passed, N failed``.
 """
 
 from __future__ import annotations
