@@ -17,9 +17,10 @@ tests/conftest.py loads it for every run; ``-p cpu_by_file`` loads it elsewhere.
 from __future__ import annotations
 
 import resource
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import pytest
+from pluggy import Result
 
 #: The name of a test's CPU seconds among its report's ``user_properties``.
 CPU_PROPERTY = "cpu_seconds"
@@ -57,11 +58,12 @@ class CpuByFile:
         yield
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Result[pytest.TestReport], None]:
         outcome = yield
         if call.when == "teardown" and _STARTED in item.stash:
-            report = outcome.get_result()  # type: ignore[attr-defined]  # pluggy's result of a hookwrapper
-            report.user_properties.append((CPU_PROPERTY, cpu_used() - item.stash[_STARTED]))
+            outcome.get_result().user_properties.append((CPU_PROPERTY, cpu_used() - item.stash[_STARTED]))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
