@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bot_processes import alive
 from browser import Console, launched
 from cellarena_cli import CLI, ROOT
 from certificates import pem_files
@@ -250,17 +251,8 @@ def test_a_kill_9_of_up_stops_every_part_it_started(site: Site) -> None:
     os.kill(site.up.proc.pid, signal.SIGKILL)
     site.up.proc.wait(timeout=30)
 
-    def gone() -> bool:  # a part's parent is now init, which may not reap it at once: a zombie is gone
-        for pid in pids:
-            try:
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except FileNotFoundError:
-                continue
-            if state != "Z":
-                return False
-        return True
-
-    wait_for(gone, "every part of the killed `up` to stop", 60)
+    # A part's parent is now init, which may not reap it at once: `alive` counts a zombie as ended.
+    wait_for(lambda: not any(alive(pid) for pid in pids), "every part of the killed `up` to stop", 60)
     with LadderStore(site.db, create=False) as store:
         stuck = [m.id for m in store.matches("rezzo", limit=100) if m.status == "running"]
     assert stuck == []  # the serves stopped as on SIGTERM: matches under way voided

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import trio
+from bot_processes import alive
 from cellarena_cli import refused
 from certificates import pem_files
 from game_servers import PACING, Process, add_ladder_bot, ladder_serve, start, wait_for
@@ -442,14 +443,6 @@ def test_ladder_serve_with_two_workers_and_example_bots(tmp_path: Path) -> None:
             assert not Path(f"/proc/{started}").exists()
 
 
-def gone(pid: int) -> bool:
-    """Process ``pid`` has ended (a zombie whose new parent has not reaped it yet counts)."""
-    try:
-        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return True
-
-
 def test_a_ladder_killed_with_sigkill_leaves_no_worker_behind(tmp_path: Path) -> None:
     """The workers' lifeline is their pipe from the ladder: a kill -9 of the ladder closes it, and
     they stop."""
@@ -457,7 +450,7 @@ def test_a_ladder_killed_with_sigkill_leaves_no_worker_behind(tmp_path: Path) ->
     try:
         wait_for(lambda: server.stderr().count(" ready at 127.0.0.1:") == 2, "both workers", 60)
         pids = [int(part.split(")", 1)[0]) for part in server.stderr().split("(pid ")[1:]]
-        assert len(pids) == 2 and not any(gone(pid) for pid in pids)
+        assert len(pids) == 2 and all(alive(pid) for pid in pids)
         folders = [
             f
             for pid in pids
@@ -466,7 +459,7 @@ def test_a_ladder_killed_with_sigkill_leaves_no_worker_behind(tmp_path: Path) ->
         assert len(folders) == 2 and folders[0].parent == folders[1].parent
         server.proc.kill()
         server.proc.wait()
-        wait_for(lambda: all(gone(pid) for pid in pids), "the workers to stop", 30)
+        wait_for(lambda: not any(alive(pid) for pid in pids), "the workers to stop", 30)
         assert not folders[0].parent.exists()  # they removed their folder, which the ladder could not
     finally:
         server.stop()
