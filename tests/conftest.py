@@ -19,7 +19,7 @@ import pytest
 from bot_processes import BotPids
 from postgres_server import PostgresServer
 from postgres_server import missing as postgres_missing
-from suite import REALTIME_MARK, unlisted
+from suite import LONGEST_FIRST, REALTIME_MARK, unlisted
 
 from cellarena.server import wall_clock
 
@@ -95,38 +95,6 @@ def ladder_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return str(tmp_path / "ladder.db")
     server: PostgresServer = request.getfixturevalue("postgres_server")
     return server.create_database()
-
-
-#: The suite's longest files (builds of the language kits, clusters, browsers), each about a minute
-#: or more on one process. pytest-xdist hands out whole files (``--dist loadfile``) in collection
-#: order, so these go first: started last (alphabetically, most are late), one of them kept a
-#: process busy minutes after the other had run out of work.
-LONGEST_FIRST = (  # by their time in a full run under CI=true, 2026-11-29 (evening)
-    "test_new_bot.py",
-    "test_native_kits_ladder.py",
-    "test_native_kits.py",
-    "test_ladder_games.py",
-    "test_ts_kit.py",
-    "test_new_bot_node.py",
-    "test_cluster.py",
-    "test_sdk_ladder.py",
-    "test_new_bot_node_js.py",
-    "test_web_player.py",
-    "test_author_install.py",  # three venvs, built at once, then mypy, Chromium and training in each
-    "test_sdk_walkthrough.py",
-    "test_ladder_server.py",
-    "test_web_newcomer.py",
-    "test_ladder_workers.py",
-    "test_js_bot.py",
-    "test_ladder_cluster.py",
-    "test_ladder_accounts_web.py",
-    "test_ladder_doc_walk.py",  # every command of docs/ladder.md: some 20 server processes
-    "test_serve_workers.py",
-    "test_hostile_bots.py",
-    "test_sdk.py",
-    "test_training_doc.py",
-    "test_tournament_cli.py",
-)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -39,6 +39,44 @@ ROOT = Path(__file__).resolve().parent.parent
 #: builds' locks and browsers for much of its time, which a third process fills. Measured back to
 #: back on a quiet 2-core machine (2026-11-29): 3 processes 15 min 8 s, 4 processes 17 min 18 s.
 PARALLEL = 3
+#: The suite's longest files (builds of the language kits, clusters, browsers, ladders), each half a
+#: minute or more on one process. pytest-xdist hands out whole files (``--dist loadfile``) in the
+#: order tests/conftest.py sorts them, these first, so that the phase ends on short files: started
+#: last (alphabetically, most are late), one of them kept a process busy minutes after the others had
+#: run out of work. (xdist 3.8 reorders files by their number of tests unless told not to:
+#: pyproject's addopts say ``--no-loadscope-reorder``.)
+LONGEST_FIRST = (  # by their time in a fresh clone's run under CI=true, 2026-11-30, longest first
+    "test_native_kits_ladder.py",
+    "test_native_kits.py",
+    "test_ladder_games.py",
+    "test_new_bot.py",
+    "test_sdk_walkthrough.py",
+    "test_ts_kit.py",
+    "test_cluster.py",
+    "test_ladder_server.py",
+    "test_author_install.py",  # three venvs, built at once, then mypy, Chromium and training in each
+    "test_ladder_bench.py",
+    "test_web_player.py",
+    "test_ladder_cluster.py",
+    "test_serve_workers.py",
+    "test_ladder_submitted_e2e.py",
+    "test_sdk_ladder.py",
+    "test_new_bot_node.py",
+    "test_ladder_workers.py",
+    "test_web_bench.py",
+    "test_tournament_cli.py",
+    "test_hostile_bots.py",
+    "test_ladder_web.py",
+    "test_training_doc.py",
+    "test_ladder_submitted_workers.py",
+    "test_js_bot.py",
+    "test_web_newcomer.py",
+    "test_ladder_doc_walk.py",  # every command of docs/ladder.md: some 20 server processes
+    "test_web_live.py",
+    "test_web_ladder_accounts.py",
+    "test_web_ladder_owner.py",
+    "test_new_bot_node_js.py",
+)
 #: pytest's exit code when it collected no test (a phase that ``-k`` leaves empty).
 NO_TESTS = 5
 #: How a test file marks a test, or itself (``pytestmark = pytest.mark.realtime``), realtime.

@@ -6,9 +6,13 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
-from suite import PARALLEL
+import pytest
+from suite import LONGEST_FIRST, PARALLEL
+from xdist.scheduler import LoadFileScheduling
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -142,3 +146,41 @@ def test_processes_the_tests_start_take_ctrl_c_even_when_the_suite_was_started_i
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # as `&` starts it
         )  # fmt: skip
         assert done.stdout.strip() == ignored, done.stderr
+
+
+class _Worker:
+    """What xdist's scheduler asks of a test process: its name, and the tests it is handed."""
+
+    def __init__(self, name: str, handed: list[int]) -> None:
+        self.gateway = SimpleNamespace(id=name)
+        self.handed = handed
+        self.shutting_down = False
+
+    def send_runtest_some(self, indices: Sequence[int]) -> None:
+        self.handed.extend(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def test_the_parallel_phase_hands_out_files_in_the_order_the_conftest_sorts_them(
+    pytestconfig: pytest.Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """conftest's `LONGEST_FIRST` only helps if xdist keeps the order: by default (3.8) it hands out
+    the files with the most tests first, which put the longest (a few tests each) last, and one process
+    ran on minutes after the others ran out of work. pyproject's addopts say ``--no-loadscope-reorder``;
+    here xdist's own scheduler, with this run's options, hands out two long files of one test each
+    before a short file of forty, in the order collected."""
+    assert [n for n in LONGEST_FIRST if not (ROOT / "tests" / n).is_file()] == []  # none renamed away
+    collection = [f"tests/{name}::test_one" for name in LONGEST_FIRST[:2]]
+    collection += [f"tests/test_many.py::test_{i}" for i in range(40)]
+    handed: list[int] = []
+    monkeypatch.setattr(pytestconfig.option, "tx", ["popen", "popen"])  # two processes, also under -n 0
+    scheduler = LoadFileScheduling(pytestconfig)
+    workers = [_Worker(f"gw{i}", handed) for i in range(2)]
+    for worker in workers:
+        scheduler.add_node(worker)  # type: ignore[arg-type]  # what it uses of a WorkerController
+        scheduler.add_node_collection(worker, collection)  # type: ignore[arg-type]
+    scheduler.schedule()
+    files = list(dict.fromkeys(collection[i].split("::")[0] for i in handed))
+    assert files == [f"tests/{name}" for name in LONGEST_FIRST[:2]] + ["tests/test_many.py"]
