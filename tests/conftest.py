@@ -14,9 +14,11 @@ import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bot_processes import BotPids
+from browser import launched
 from postgres_server import PostgresServer
 from postgres_server import missing as postgres_missing
 from suite import LONGEST_FIRST, REALTIME_MARK, unlisted
@@ -85,6 +87,15 @@ def postgres_server() -> Iterator[PostgresServer]:
     server = PostgresServer()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the browser tests of a whole test process (tests/browser.py), each
+    page in a context of its own (`browser.page_of`): a launch with Playwright's driver costs some
+    1.3 s of CPU, which each of sixteen files paid for a browser of its own."""
+    with launched() as b:
+        yield b
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

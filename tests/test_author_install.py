@@ -20,7 +20,6 @@ import tarfile
 import tomllib
 import urllib.request
 import venv
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 import trio
-from browser import launched, page_of
+from browser import page_of
 from cellarena_cli import ROOT, project_copy
 from starlette.routing import Mount
 from written_replays import write_replay
@@ -230,12 +229,6 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> Path:
         }
 
     return write_replay(path, engine, seed=1, names=["a", "b"], choose=walk)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched() as b:
-        yield b
 
 
 @pytest.mark.slow

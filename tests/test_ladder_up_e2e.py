@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from bot_processes import alive
-from browser import Console, launched
+from browser import Console
 from cellarena_cli import CLI, ROOT
 from certificates import pem_files
 from game_servers import WITHOUT_NUMBA, Process, start, wait_for
@@ -166,12 +166,6 @@ def stop_shell(shell: Process) -> None:
         for pid in children.read_text().split():
             os.kill(int(pid), signal.SIGTERM)
     shell.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Any:
-    with launched() as b:
-        yield b
 
 
 def test_an_owner_signs_up_and_the_token_pages_command_plays_as_written(site: Site, browser: Any) -> None:

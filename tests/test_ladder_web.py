@@ -14,8 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pytest
-from browser import launched, page_of, shot_dir, viewer
+from browser import page_of, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena, here
 from game_servers import Process, add_ladder_bot, ladder_serve, start, wait_for
 from test_ladder_community_processes import host
@@ -49,12 +48,6 @@ def get(url: str) -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Any:
-    with launched() as b:
-        yield b
 
 
 def test_a_ladder_plays_unattended_survives_a_kill_and_shows_its_table(browser: Any, tmp_path: Path) -> None:

@@ -3,14 +3,13 @@ through the API, and once in a real browser over `cellarena replay view`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 from asgi_calls import call
-from browser import launched, page_of, viewer
+from browser import page_of, viewer
 from replay_fork_play import play
 
 from cellarena.server.play.match import TickSettings
@@ -54,12 +53,6 @@ async def test_an_origin_that_changed_or_is_gone_is_named_without_a_link(tmp_pat
     origin.unlink()
     meta = (await call(viewer_app(fork), "GET", "/api/replays/replay/meta")).json()
     assert meta["forked_from"]["link"] is None
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched() as b:
-        yield b
 
 
 def test_the_player_shows_forked_from_with_a_link_to_the_origin(

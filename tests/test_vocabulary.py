@@ -13,7 +13,6 @@ import json
 import re
 import shlex
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -184,14 +183,6 @@ def test_a_hung_bot_is_late_exactly_as_often_as_the_rule_says(tmp_path: Path) ->
     said = result["causes"]["hung"]
     assert said["cause"] == causes.UNRESPONSIVE and said["ticks"] == 3 == result["late"]["hung"], result
     assert result["reason"] == words.ONE_LEFT
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from browser import launched
-
-    with launched() as b:
-        yield b
 
 
 def test_the_player_page_shows_the_exception_and_counts_the_forfeit_out(

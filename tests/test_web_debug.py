@@ -3,13 +3,12 @@ over the board, each with its toggle, and each tick's text lines in a panel. Rea
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from bot_files import RAW_BOT
-from browser import hex_rgb, launched, page_of, pixel, viewer
+from browser import hex_rgb, page_of, pixel, viewer
 from cellarena_cli import cellarena
 from test_web_player import _open, _seek
 
@@ -20,12 +19,6 @@ if TYPE_CHECKING:
 
 DRAWER = Path(__file__).parent / "bots" / "drawer.py"
 MARK = "#e6194b"  # the drawer's "red"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched() as b:
-        yield b
 
 
 def test_the_player_draws_each_seats_marks_on_their_cells_with_a_toggle_and_text(

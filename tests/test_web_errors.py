@@ -7,13 +7,12 @@ import socket
 import struct
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgpack
 import pytest
-from browser import launched, page_of, viewer
+from browser import page_of, viewer
 from cellarena_cli import cellarena
 
 from cellarena.server.games.rezzo.engine import RezzoEngine
@@ -90,12 +89,6 @@ def test_a_port_in_use_is_a_command_line_error(tmp_path: Path) -> None:
         f"error: --port {port}: 127.0.0.1:{port} is already in use; "
         "pick another with --port (0: any free port)"
     )
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched() as b:
-        yield b
 
 
 def test_unknown_pages_and_bad_queries_get_readable_errors(tmp_path: Path, browser: Any) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import Console, launched, shot_dir
+from browser import Console, shot_dir
 from cellarena_cli import cellarena
 from game_servers import ladder_serve, start, wait_for
 from ladder_pages import Pages, ladder_pages
@@ -28,12 +28,6 @@ from cellarena.server.replay import read_replay, verify
 DRAWER = Path(__file__).parent / "bots" / "drawer.py"
 PASSWORD = "correct horse battery"
 VIEWPORT = {"width": 1280, "height": 800}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Any:
-    with launched() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

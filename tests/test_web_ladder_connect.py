@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import Console, launched, shot_dir
+from browser import Console, shot_dir
 from cellarena_cli import CLI
 from certificates import pem_files
 from game_servers import Process, Server, add_ladder_bot, ladder_serve, start, wait_for
@@ -83,12 +83,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     finally:
         for p in reversed(processes):
             p.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Any:
-    with launched() as b:
-        yield b
 
 
 def bot_folder(site: Site, name: str) -> Path:

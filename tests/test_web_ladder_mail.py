@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import launched
 from certificates import pem_files
 from game_servers import wait_for
 from ladder_pages import Pages, ladder_pages
@@ -80,12 +79,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             yield Site(pages, smtp, folder)
     finally:
         smtp.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Any:
-    with launched() as b:
-        yield b
 
 
 @pytest.fixture

@@ -24,8 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
-from browser import Console, launched, shot_dir
+from browser import Console, shot_dir
 from cellarena_cli import CLI, cellarena, start_cellarena
 from certificates import pem_files
 from game_servers import Process, start, wait_for
@@ -41,12 +40,6 @@ PACING = ["--max-ticks", "12", "--tick-rate", "40", "--budget-ms", "25", "--grac
 #: Two bots whose ratings drift apart (one crashes, the other wins) would wait up to 30 s for the
 #: matchmaker's window at each match; this ladder pairs them after a second.
 QUIET = ["--starve-after", "1"]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Any:
-    with launched() as b:
-        yield b
 
 
 @contextmanager

@@ -10,14 +10,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import trio
-from browser import hex_rgb, launched, page_of, pixel, shot_dir
+from browser import hex_rgb, page_of, pixel, shot_dir
 from cellarena_cli import ROOT, start_cellarena
 from trio.testing import MockClock
 
@@ -25,12 +24,6 @@ from cellarena.server.replay import board_at, read_replay
 from cellarena.server.web.live import LiveFeed
 
 BOTS = ROOT / "example_bots" / "rezzo"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched() as b:
-        yield b
 
 
 def _line_with(stream: Any, text: str, limit: int = 20) -> str:

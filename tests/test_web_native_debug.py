@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import shlex
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from bot_files import RAW_BOT
-from browser import hex_rgb, launched, page_of, pixel, viewer
+from browser import hex_rgb, page_of, pixel, viewer
 from cellarena_cli import cellarena
 from native_starters import LANGS, starters_of
 from test_web_player import _open, _seek
@@ -45,12 +44,6 @@ def played(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     logs = {p.name: p.read_text() for p in (out / "logs").glob("*.log")}
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{logs}"
     return read_replay(out / "m.replay")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched() as b:
-        yield b
 
 
 def test_each_native_starters_mark_is_in_the_replay_and_on_the_players_board(

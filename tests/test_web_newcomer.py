@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser import Console, hex_rgb, launched, page_of, shot_dir, viewer
+from browser import Console, hex_rgb, page_of, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena, start_cellarena
 from colour_distance import DEFICIENCIES, as_seen_with, ciede2000, ciede2000_lab
 from written_replays import clumps_replay
@@ -24,12 +24,6 @@ from cellarena.server.replay import board_at, read_replay, verify
 
 BOTS = ROOT / "example_bots"
 PLAYER = "document.getElementById('player')"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched() as b:
-        yield b
 
 
 def _live_tick(page: Any) -> int:

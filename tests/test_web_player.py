@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser import hex_rgb, launched, page_of, shot_dir, viewer
+from browser import hex_rgb, page_of, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena
 from written_replays import clumps_replay
 
@@ -50,12 +50,6 @@ def replays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         assert proc.returncode == 0, proc.stdout + proc.stderr
         made[game] = path
     return made
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched() as b:
-        yield b
 
 
 class Views:

@@ -5,13 +5,12 @@ and each match's replay in the player."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from browser import hex_rgb, launched, page_of, pixel, shot_dir, viewer
+from browser import hex_rgb, page_of, pixel, shot_dir, viewer
 from cellarena_cli import ROOT, cellarena
 
 from cellarena.server.replay import board_at, read_replay
@@ -29,12 +28,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return root, json.loads(proc.stdout)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched() as b:
-        yield b
 
 
 def test_standings_chart_thumbnails_and_replays(
