@@ -35,10 +35,12 @@ from pathlib import Path
 from durations_digest import DurationsDigest
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Test processes in the parallel phase, on CI's 2 cores: the phase waits on processes, sockets,
-#: builds' locks and browsers for much of its time, which a third process fills. Measured back to
-#: back on a quiet 2-core machine (2026-11-29): 3 processes 15 min 8 s, 4 processes 17 min 18 s.
-PARALLEL = 3
+#: Test processes in the parallel phase, on CI's 2 cores: a test waits on processes, sockets,
+#: builds' locks and browsers for part of its time, which more processes than cores fill. Measured
+#: back to back in one warm checkout on a quiet 2-core machine (2026-11-30), with the longest files
+#: first: 3 processes 497 s (the cores 92% busy), 4 processes 431 s (95%). (An earlier measurement that
+#: found 4 slower was taken while xdist handed out the longest files last: see `LONGEST_FIRST`.)
+PARALLEL = 4
 #: The suite's longest files (builds of the language kits, clusters, browsers, ladders), each half a
 #: minute or more on one process. pytest-xdist hands out whole files (``--dist loadfile``) in the
 #: order tests/conftest.py sorts them, these first, so that the phase ends on short files: started

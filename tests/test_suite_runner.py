@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _suite(*args: str) -> subprocess.CompletedProcess[str]:
-    # `-n 0` last: these runs pick one test or two, which three test processes would only slow.
+    # `-n 0` last: these runs pick one test or two, which four test processes would only slow.
     return subprocess.run(
         [sys.executable, str(ROOT / "tests" / "suite.py"), *args, "-n", "0"],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
