@@ -50,7 +50,11 @@ def chromium_path() -> str:
 
 @contextmanager
 def launched() -> Iterator[Any]:
-    """A headless chromium under Playwright's sync API, closed afterwards."""
+    """A headless chromium under Playwright's sync API, closed afterwards.
+
+    Tests take the ``browser`` fixture (tests/conftest.py: one per test process) rather than this:
+    Playwright's sync API refuses a second one in the thread that runs the first. Only a test that
+    drives a browser from a thread of its own calls this."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

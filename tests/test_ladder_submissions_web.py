@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cellarena_cli import invoke
@@ -345,14 +346,14 @@ def test_build_minutes_used_up_refuse_uploads_on_the_api_the_page_and_ladder_sub
         assert [v.number for v in store.versions_of("cydbot")] == [1]
 
 
-def test_the_upload_form_in_chromium(pages: Pages, tmp_path: Path) -> None:
+def test_the_upload_form_in_chromium(pages: Pages, tmp_path: Path, browser: Any) -> None:
     """The owner's page as a browser sends it: the file chosen, the form's CSRF token, the version listed."""
-    from browser import Console, launched
+    from browser import Console
 
     archive = tmp_path / "webbot.tar.gz"
     archive.write_bytes(a_bot("print('from the browser')"))
-    with launched() as chromium:
-        context = chromium.new_context(ignore_https_errors=True)
+    context = browser.new_context(ignore_https_errors=True)
+    try:
         page = context.new_page()
         console = Console(page)
         page.goto(pages.url + "/signup")
@@ -370,6 +371,7 @@ def test_the_upload_form_in_chromium(pages: Pages, tmp_path: Path) -> None:
         assert row.locator("td.state").inner_text() == "received"
         assert "2 of 3 uploads left" in page.content()
         console.assert_clean()
+    finally:
         context.close()
     with store_of(pages) as store:
         (version,) = store.versions_of("webbot")
