@@ -8,12 +8,13 @@ import logging
 import pytest
 from cellarena_cli import invoke
 
+from cellarena.arena.ladder.ops import bench
 from cellarena.arena.ladder.services.counters import LadderStats
 
 
 def test_bench_ladder_plays_rated_matches_and_reports_them(caplog: pytest.LogCaptureFixture) -> None:
     code, out = invoke(
-        "bench", "ladder", "--bots", "8", "--seconds", "3", "--warmup", "1", "--ticks", "15", "--json"
+        "bench", "ladder", "--bots", "8", "--seconds", "3", "--warmup", "0", "--ticks", "15", "--json"
     )
     assert code == 0, out
     # The command quieted "cellarena" for its load only: a later warning in this process is logged.
@@ -21,6 +22,9 @@ def test_bench_ladder_plays_rated_matches_and_reports_them(caplog: pytest.LogCap
     assert "after the benchmark" in caplog.text
     report = json.loads(out)
     assert report["bots"] == 8
+    # No warm-up asked for, but the figures start after a first match ended (not at a busy machine's
+    # start-up, which measured nothing: seen beside two busy processes).
+    assert report["ended_in_warmup"] >= 1 and report["warmup_s"] > 0
     # 15-tick matches at 15 Hz last about a second: four pairs play several each in 3 s.
     assert report["matches_per_minute"] >= 4 * 60 / 3
     assert 0 <= report["queue_wait_p50_s"] <= report["queue_wait_p95_s"]
@@ -34,7 +38,7 @@ def test_bench_ladder_plays_rated_matches_and_reports_them(caplog: pytest.LogCap
 def test_bench_ladder_on_a_cluster_compares_the_ladders_cpu_per_match() -> None:
     """With --cluster the load runs twice: matches here, then on a local Dask cluster, where the
     load bots follow the ladder's redirects."""
-    args = ["--bots", "4", "--seconds", "3", "--warmup", "2", "--ticks", "15", "--cluster", "local:1"]
+    args = ["--bots", "4", "--seconds", "3", "--warmup", "0", "--ticks", "15", "--cluster", "local:1"]
     code, out = invoke("bench", "ladder", *args, "--json")
     assert code == 0, out
     report = json.loads(out)
@@ -51,7 +55,7 @@ def test_bench_ladder_with_workers_runs_one_beside_n_and_reports_cpu_apart() -> 
     """With --workers 2 the load runs twice: every match in the ladder's process, then in two worker
     processes, where the load bots follow the redirects; the server's CPU (the ladder's and its
     workers') and the load generator's are reported apart."""
-    args = ["--bots", "4", "--seconds", "3", "--warmup", "2", "--ticks", "15", "--workers", "2"]
+    args = ["--bots", "4", "--seconds", "3", "--warmup", "0", "--ticks", "15", "--workers", "2"]
     code, out = invoke("bench", "ladder", *args, "--json")
     assert code == 0, out
     report = json.loads(out)
@@ -60,9 +64,21 @@ def test_bench_ladder_with_workers_runs_one_beside_n_and_reports_cpu_apart() -> 
     assert report["load"]["redirects"] == 0 and there["load"]["redirects"] > 0
     assert report["workers_cpu_share"] == 0 and there["workers_cpu_share"] > 0
     assert there["matches_per_minute"] > 0 and there["cpu_us_per_agent_tick"] > 0
+    assert there["ended_in_warmup"] >= 1  # the window began once the workers played
     for run in (report, there):
         assert run["load_cpu_share"] > 0 and run["ladder_cpu_share"] > 0
         assert run["server_cpu_share"] == pytest.approx(run["ladder_cpu_share"] + run["workers_cpu_share"])
+
+
+def test_a_run_whose_first_match_does_not_end_in_time_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A match of 15 ticks at 15 Hz takes most of a second: with 0.2 s to settle after no warm-up, no
+    match has ended, and the command says so rather than report a window that measured nothing."""
+    monkeypatch.setattr(bench, "SETTLE_S", 0.2)
+    code, out = invoke("bench", "ladder", "--bots", "2", "--seconds", "1", "--warmup", "0", "--ticks", "15")
+    assert code == 1, out
+    said = " ".join(out.split())
+    assert "no match ended in the ladder's process within 0.2 s of the load's start" in said, said
+    assert "(the warm-up, 0 s, and 0.2 s more): the machine is too busy" in said, said
 
 
 def test_bench_ladder_refuses_bad_options() -> None:

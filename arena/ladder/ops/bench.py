@@ -3,9 +3,10 @@
 The ladder runs in this process, as `cellarena ladder serve` runs it: the rated queue, the
 matchmaker, a SQLite store in WAL mode, replays written for every match. The bots run in another
 process (`bench_bots`), each with its own token, answering every tick with the game's no-op. After a
-warm-up (every bot connected and the first matches begun) the figures are taken over the rest of
-the run: matches per minute, the queue wait of the bots that were seated (p50, p95), the share of
-ticks on time, the server's CPU per agent-tick (the whole process: event loop and database
+warm-up (``--warmup`` seconds at least, and until a first match has ended, so that a busy machine's
+slow start is not measured; ``warmup_s`` in the output) the figures are taken over ``--seconds``:
+matches per minute, the queue wait of the bots that were seated (p50, p95), the share of ticks on
+time, the server's CPU per agent-tick (the whole process: event loop and database
 threads), and the matchmaker's share of that CPU.
 
 With ``--cluster``, the same load runs twice, side by side in one run: first with every match
@@ -30,6 +31,7 @@ import contextlib
 import gc
 import json
 import logging
+import signal
 import socket
 import subprocess
 import sys
@@ -47,6 +49,7 @@ from cellarena.arena.ladder.hosting.worker_pool import MAX_WORKERS, LocalWorkers
 from cellarena.arena.ladder.hosting.worker_process import WorkerSetup
 from cellarena.arena.ladder.ops.wiring import LadderConfig, build
 from cellarena.arena.ladder.rules import LadderRules
+from cellarena.arena.ladder.services.counters import LadderStats
 from cellarena.arena.ladder.services.starter import HandsOff
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.server.bench.cpu import cpu_seconds
@@ -68,6 +71,12 @@ GOAL_MATCHMAKING_SHARE = 0.02
 GOAL_HELLO_P50_S = 1.0
 #: The bots' budget at 15 Hz: the period less the server's own share of it (see `bench server`).
 BUDGET_MS = 50.0
+#: How long past the warm-up a run waits for its first match to end before it gives up.
+SETTLE_S = 120.0
+
+
+class BenchError(Exception):
+    """A run that could not measure what it came for; the message says why and what to do."""
 
 
 def _cpu(pid: int) -> float:
@@ -77,6 +86,30 @@ def _cpu(pid: int) -> float:
 
 def _register(store: LadderStore, game: str, bots: int) -> list[str]:
     return [store.add_bot(f"load{i:05d}", game)[1].secret for i in range(bots)]
+
+
+async def _settled(stats: LadderStats) -> bool:
+    """Whether a first match ends within `SETTLE_S`. The figures are of steady play: on a busy
+    machine the workers or the load's bots may not have played a match by the end of the warm-up,
+    and a window that starts then measures their start-up, or nothing."""
+    with trio.move_on_after(SETTLE_S):
+        while stats.matches_ended == 0:
+            await trio.sleep(0.05)
+    return stats.matches_ended > 0
+
+
+async def _stop_load(load: trio.Process) -> dict[str, Any]:
+    """Stop the load generator (bench_bots stops on SIGTERM) and read its report."""
+    assert load.stdout is not None
+    load.send_signal(signal.SIGTERM)
+    out = b""
+    with trio.move_on_after(30):
+        async for chunk in load.stdout:
+            out += chunk
+        await load.wait()
+    if load.returncode is None:
+        load.kill()
+    return dict(json.loads(out or b"{}"))
 
 
 async def _run(
@@ -102,7 +135,7 @@ async def _run(
                 "cellarena.arena.ladder.ops.bench_bots",
                 "127.0.0.1",
                 str(port),
-                str(seconds + warmup),
+                str(warmup + SETTLE_S + seconds),  # stopped by SIGTERM once measured
                 config.game,
                 *(["follow"] if hand_off is not None else []),
             ],
@@ -112,7 +145,7 @@ async def _run(
         assert load.stdin is not None and load.stdout is not None
         await load.stdin.send_all("".join(t + "\n" for t in tokens).encode())
         await load.stdin.aclose()
-        await trio.sleep(warmup)
+        began = trio.current_time()
 
         def snapshot() -> dict[str, Any]:
             return {
@@ -128,20 +161,26 @@ async def _run(
                 "behind": stats.behind_ticks,
             }
 
-        start = snapshot()
-        stats.waits.clear()
-        await trio.sleep(seconds)
-        end = snapshot()
-        taken.update(start=start, end=end, p50=stats.wait_percentile(50), p95=stats.wait_percentile(95))
-        out = b""
-        with trio.move_on_after(30):
-            async for chunk in load.stdout:
-                out += chunk
-            await load.wait()
-        if load.returncode is None:
+        await trio.sleep(warmup)
+        if not await _settled(stats):
+            taken["unsettled"] = trio.current_time() - began
             load.kill()
-        taken["load"] = json.loads(out or b"{}")
+        else:
+            taken["warmup_s"] = trio.current_time() - began
+            start = snapshot()
+            stats.waits.clear()
+            await trio.sleep(seconds)
+            end = snapshot()
+            taken.update(start=start, end=end, p50=stats.wait_percentile(50), p95=stats.wait_percentile(95))
+            taken["load"] = await _stop_load(load)
         nursery.cancel_scope.cancel()
+    if "unsettled" in taken:
+        where = f"in {workers.count} worker processes" if workers is not None else "in the ladder's process"
+        raise BenchError(
+            f"no match ended {where} within {taken['unsettled']:.1f} s of the load's start (the "
+            f"warm-up, {warmup:g} s, and {SETTLE_S:g} s more): the machine is too busy, or the "
+            "matches could not start (run `cellarena ladder serve` with the same options to see why)"
+        )
     start, end = taken["start"], taken["end"]
     wall = end["wall"] - start["wall"]
     ladder_cpu = end["cpu"] - start["cpu"]
@@ -154,6 +193,8 @@ async def _run(
     return {
         "bots": len(tokens),
         "seconds": seconds,
+        "warmup_s": taken["warmup_s"],
+        "ended_in_warmup": start["ended"],
         "matches_per_minute": ended / (end["wall"] - start["wall"]) * 60,
         "workers": workers.count if workers is not None else 1,
         "ladder_cpu_ms_per_match": ladder_cpu / ended * 1e3 if ended else None,
@@ -324,7 +365,8 @@ def _report_start_cost(result: dict[str, Any]) -> None:
     "--warmup",
     10.0,
     FiniteFloatRange(0, 600),
-    "Seconds before the figures are taken (bots connect, first matches begin).",
+    "Seconds at least before the figures are taken (bots connect, matches begin), and until a first "
+    "match has ended.",
 )
 @click.option(
     "--game",
@@ -381,17 +423,17 @@ def command(
         raise click.BadParameter(
             "compare one worker with either a cluster or workers here, not both", param_hint="--workers"
         )
-    result = run(bots, seconds, ticks, warmup, game)
+    try:
+        result = run(bots, seconds, ticks, warmup, game)
+        in_workers = run(bots, seconds, ticks, warmup, game, workers=workers) if workers > 1 else None
+        on_cluster = run(bots, seconds, ticks, warmup, game, cluster) if cluster is not None else None
+    except (ClusterError, BenchError) as exc:
+        raise click.ClickException(str(exc)) from None
     runs = [("1 worker" if workers > 1 else "here", result)]
-    if workers > 1:
-        in_workers = run(bots, seconds, ticks, warmup, game, workers=workers)
+    if in_workers is not None:
         runs.append((f"{workers} workers", in_workers))
         result = {**result, "in_workers": in_workers}
-    if cluster is not None:
-        try:
-            on_cluster = run(bots, seconds, ticks, warmup, game, cluster)
-        except ClusterError as exc:
-            raise click.ClickException(str(exc)) from None
+    if on_cluster is not None:
         runs.append((f"on {cluster}", on_cluster))
         here_ms, there_ms = result["ladder_cpu_ms_per_match"], on_cluster["ladder_cpu_ms_per_match"]
         result = {

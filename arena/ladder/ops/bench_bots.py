@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import json
 import select
+import signal
 import socket
 import sys
 import time
@@ -135,11 +136,14 @@ class _Load:
 def run(
     host: str, port: int, seconds: float, game: str, tokens: list[str], *, follow: bool = False
 ) -> dict[str, object]:
-    """Play until ``seconds`` have passed (following redirects with ``follow``); the counts of what
-    happened."""
+    """Play until ``seconds`` have passed or SIGTERM comes (following redirects with ``follow``); the
+    counts of what happened."""
     load = _Load(host, port, game, tokens, follow=follow)
+    stopped: list[int] = []
+    # The bench stops the load with SIGTERM once it has measured (its warm-up may run long).
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopped.append(signum))
     deadline = time.monotonic() + seconds
-    while (now := time.monotonic()) < deadline:
+    while not stopped and (now := time.monotonic()) < deadline:
         load.connect_due(now)
         for fd, _ in load.epoll.poll(0.02):
             load.read(load.by_fd[fd])
