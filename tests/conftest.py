@@ -89,13 +89,30 @@ def postgres_server() -> Iterator[PostgresServer]:
     server.stop()
 
 
+#: The session's browser, once a test has asked for it.
+_LAUNCHED: list[Any] = []
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """One headless Chromium for the browser tests of a whole test process (tests/browser.py), each
     page in a context of its own (`browser.page_of`): a launch with Playwright's driver costs some
     1.3 s of CPU, which each of sixteen files paid for a browser of its own."""
     with launched() as b:
+        _LAUNCHED.append(b)
         yield b
+        _LAUNCHED.clear()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _browser_contexts_end_with_their_file() -> Iterator[None]:
+    """What a file left open in the shared browser (a test that failed before closing its context)
+    is closed with the file, as a browser of the file's own was: a live page would otherwise go on
+    drawing while later files run."""
+    yield
+    for b in _LAUNCHED:
+        for context in list(b.contexts):
+            context.close()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
