@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import pytest
 from cellarena_cli import invoke
@@ -77,7 +78,10 @@ def test_a_run_whose_first_match_does_not_end_in_time_says_so(monkeypatch: pytes
     code, out = invoke("bench", "ladder", "--bots", "2", "--seconds", "1", "--warmup", "0", "--ticks", "15")
     assert code == 1, out
     said = " ".join(out.split())
-    assert "no match ended in the ladder's process within 0.2 s of the load's start" in said, said
+    # The time it waited is measured (more than 0.2 s on a busy machine); the limits are the options'.
+    assert re.search(r"no match ended in the ladder's process within \d+\.\d s of the load's start", said), (
+        said
+    )
     assert "(the warm-up, 0 s, and 0.2 s more): the machine is too busy" in said, said
 
 
