@@ -164,7 +164,7 @@ async def _run(
         await trio.sleep(warmup)
         if not await _settled(stats):
             taken["unsettled"] = trio.current_time() - began
-            load.kill()
+            await _stop_load(load)  # stopped and waited for, its report unread
         else:
             taken["warmup_s"] = trio.current_time() - began
             start = snapshot()
