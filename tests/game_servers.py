@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 from collections.abc import Callable
@@ -127,6 +128,14 @@ def add_ladder_bot(folder: Path, name: str) -> Path:
     path.write_text(added.stdout)
     path.chmod(0o600)
     return path
+
+
+def ladder_matches(folder: Path, status: str | None = None) -> list[tuple[str, str | None, str | None]]:
+    """The status, reason and replay of each match of the ladder in ``folder`` (of one ``status``),
+    read from its SQLite file while it serves."""
+    with contextlib.closing(sqlite3.connect(folder / "ladder.sqlite")) as db:
+        rows = db.execute("SELECT status, reason, replay FROM matches ORDER BY id").fetchall()
+    return [row for row in rows if status is None or row[0] == status]
 
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout: float) -> None:

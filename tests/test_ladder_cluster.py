@@ -14,11 +14,9 @@ import os
 import pickle
 import shutil
 import signal
-import sqlite3
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
-from contextlib import closing
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -27,7 +25,16 @@ import pytest
 import trio
 from cellarena_cli import cellarena, refused
 from certificates import pem_files
-from game_servers import PACING, Process, add_ladder_bot, js_bot_folder, ladder_serve, start, wait_for
+from game_servers import (
+    PACING,
+    Process,
+    add_ladder_bot,
+    js_bot_folder,
+    ladder_matches,
+    ladder_serve,
+    start,
+    wait_for,
+)
 from wire_client import Client
 
 from cellarena.arena.cluster import ClusterSpec
@@ -338,13 +345,6 @@ def example_bot(language: str, name: str, port: int, token: Path, flags: list[st
     command = ["node", "bot.js", "--port", str(port), "--name", name, "--matches", "2", *flags]
     env = {"CELLARENA_TOKEN": token.read_text().strip()}
     return start(command, folder, name, cwd=js_bot_folder(), env=env)
-
-
-def ladder_matches(folder: Path, status: str | None = None) -> list[tuple[str, str | None, str | None]]:
-    """The status, reason and replay of each match in ``folder``'s ladder (of one ``status``)."""
-    with closing(sqlite3.connect(folder / "ladder.sqlite")) as db:
-        rows = db.execute("SELECT status, reason, replay FROM matches ORDER BY id").fetchall()
-    return [row for row in rows if status is None or row[0] == status]
 
 
 # One ladder with a cluster of its own, a Python and a JavaScript bot over TLS (which covers the

@@ -25,7 +25,7 @@ import trio
 from bot_processes import alive
 from cellarena_cli import refused
 from certificates import pem_files
-from game_servers import PACING, Process, add_ladder_bot, ladder_serve, start, wait_for
+from game_servers import PACING, Process, add_ladder_bot, ladder_matches, ladder_serve, start, wait_for
 from wire_client import Client
 
 from cellarena.arena.ladder.hosting.worker_pool import (
@@ -424,6 +424,9 @@ def test_ladder_serve_with_two_workers_and_example_bots(tmp_path: Path) -> None:
         for bot in bots:
             assert bot.wait(90) == 0, bot.stderr()
             assert bot.stderr().count("playing this match at 127.0.0.1:") == 2, bot.stderr()
+        # The bots leave as their last match ends in the worker; its result follows (a worker
+        # killed before it arrives would void that match).
+        wait_for(lambda: not ladder_matches(tmp_path, "running"), "the last result to reach the ladder", 30)
         pid = int(server.stderr().split("worker 1 (pid ", 1)[1].split(")", 1)[0])
         os.kill(pid, signal.SIGKILL)
         wait_for(lambda: "worker 1 died (SIGKILL); starting it again" in server.stderr(), "the death", 30)
