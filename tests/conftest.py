@@ -47,6 +47,23 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.import_plugin("cpu_by_file")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _quick_password_hashes() -> Iterator[None]:
+    """Owners' passwords hashed in this process with argon2id at its cheapest (8 KiB, one pass): the
+    same code and library, without the cost that makes guessing slow. At argon2-cffi's defaults a
+    hash or a check costs 0.2 s of CPU, and the suite's test processes made some 130 (26 s of CPU).
+    test_ladder_accounts.py checks the parameters a ladder hashes with (``production_hashes``)."""
+    from argon2 import PasswordHasher
+
+    from cellarena.arena.ladder.accounts import owners
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(owners, "_hasher", PasswordHasher(time_cost=1, memory_cost=8, parallelism=1))
+        owners._dummy_hash.cache_clear()
+        yield
+    owners._dummy_hash.cache_clear()
+
+
 @pytest.fixture
 def free_port() -> int:
     """A loopback port nothing listens on: a connection to it is refused."""

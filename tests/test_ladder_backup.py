@@ -39,19 +39,6 @@ PASSWORD = "correct horse battery"
 ARCHIVE = b"an uploaded bot's archive, by its bytes"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def quick_passwords() -> Iterator[None]:
-    """Owners' passwords hashed with argon2id's cheapest settings: what is tested here is that a hash
-    comes back whole, not how slow it is to compute (a second per hash on a busy machine)."""
-    from argon2 import PasswordHasher
-
-    from cellarena.arena.ladder.accounts import owners
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(owners, "_hasher", PasswordHasher(time_cost=1, memory_cost=8, parallelism=1))
-        yield
-
-
 @pytest.fixture(scope="module")
 def replay() -> bytes:
     """A real Rezzo replay (tests/fixtures/replays_v1), the bytes of every match's replay here."""

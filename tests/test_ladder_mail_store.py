@@ -8,11 +8,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from argon2 import PasswordHasher
 
 from cellarena.arena.ladder.accounts.mail_links import LinkError, MailLinks, fingerprint
 from cellarena.arena.ladder.accounts.owner_mail import OwnerMail, check_address
-from cellarena.arena.ladder.accounts.owners import AccountError, Accounts, Owner
+from cellarena.arena.ladder.accounts.owners import AccountError, Accounts, Owner, hash_password
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.arena.ladder.store.notices import LEASE, Notice, stale
 from cellarena.arena.ladder.store.schema import MIGRATIONS
@@ -44,16 +43,12 @@ def store(ladder_db: str) -> Iterator[LadderStore]:
         yield s
 
 
-#: One argon2 hash for every owner here (sign-up hashes on purpose slowly; these tests are not about it).
-HASH = PasswordHasher().hash(PASSWORD)
-
-
 def _owner(store: LadderStore, name: str = "alice", email: str | None = "Alice@Example.org") -> Owner:
     with store.database.writing("add an owner") as db:
         db.execute(
             "INSERT INTO owners (name, name_key, password_hash, status, created)"
             " VALUES (?, ?, ?, 'active', ?)",
-            (name, name, HASH, datetime.now(UTC).isoformat()),
+            (name, name, hash_password(PASSWORD), datetime.now(UTC).isoformat()),
         )
     owner = Accounts(store).owner(name)
     assert owner is not None

@@ -12,10 +12,14 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from argon2 import PasswordHasher
-
 from cellarena.arena.ladder.accounts.mail_links import LinkError, MailLinks, Purpose, fingerprint
-from cellarena.arena.ladder.accounts.owners import AccountError, Accounts, Owner, check_password
+from cellarena.arena.ladder.accounts.owners import (
+    AccountError,
+    Accounts,
+    Owner,
+    check_password,
+    hash_password,
+)
 from cellarena.arena.ladder.store.database import now as db_now
 
 #: RFC 5321's longest path; ASCII only (no SMTPUTF8), one @, no spaces, brackets or quotes.
@@ -23,8 +27,6 @@ EMAIL_MAX = 254
 _ADDRESS = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*")
 #: Owners mailed for one reset request at most (owners may share an address).
 RESET_OWNERS_MAX = 5
-
-_hasher = PasswordHasher()
 
 
 def check_address(email: object) -> str:
@@ -142,7 +144,7 @@ class OwnerMail:
         and the address is verified (the link reached it)."""
         check_password(password)
         owner_id, print_ = self._read("reset", token, now)
-        hashed = _hasher.hash(password)  # slow on purpose: outside the write lock
+        hashed = hash_password(password)  # outside the write lock
         with self.database.writing("reset a password by mail") as db:
             rows = db.query("SELECT name, email, password_hash FROM owners WHERE id = ?", (owner_id,))
             if not rows or fingerprint(rows[0][2], rows[0][1]) != print_:

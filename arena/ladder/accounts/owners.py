@@ -70,6 +70,12 @@ _DUMMY_HASH = (
 )
 
 
+def hash_password(password: str) -> str:
+    """The argon2id hash of ``password`` with this process's parameters: slow on purpose, so call it
+    outside any write lock."""
+    return _hasher.hash(password)
+
+
 @functools.cache
 def _dummy_hash() -> str:
     """`_DUMMY_HASH`, or a fresh hash if its parameters are no longer `_hasher`'s (then it would take
@@ -144,7 +150,7 @@ class Accounts:
         if policy == "invite" and not (isinstance(invite, str) and 0 < len(invite) <= 100):
             raise AccountError("this ladder signs up by invitation: give the invite code its host sent you")
         key = name_key(name)
-        hashed = _hasher.hash(password)  # slow on purpose: outside the write lock
+        hashed = hash_password(password)  # outside the write lock
         status: OwnerStatus = "pending" if policy == "approval" else "active"
         with self.store.database.writing(f"sign up {name!r}") as db:
             for (taken,) in db.query("SELECT name FROM owners WHERE name_key = ?", (key,)):
@@ -259,7 +265,7 @@ class Accounts:
         if _hasher.check_needs_rehash(stored):
             with self.store.database.writing("re-hash a password") as db:
                 db.execute(
-                    "UPDATE owners SET password_hash = ? WHERE id = ?", (_hasher.hash(password), owner.id)
+                    "UPDATE owners SET password_hash = ? WHERE id = ?", (hash_password(password), owner.id)
                 )
         return owner
 
@@ -326,7 +332,7 @@ class Accounts:
         )
         if not isinstance(code, str) or not 0 < len(code) <= 100:
             raise refused
-        hashed = _hasher.hash(password)
+        hashed = hash_password(password)
         with self.store.database.writing(f"reset the password of {name!r}") as db:
             rows = db.query("SELECT id, reset_digest, reset_expires FROM owners WHERE name = ?", (name,))
             if not rows or rows[0][1] is None or rows[0][2] is None:
