@@ -23,6 +23,7 @@ from postgres_server import PostgresServer
 from postgres_server import missing as postgres_missing
 from suite import LONGEST_FIRST, REALTIME_MARK, unlisted
 
+from cellarena.arena.ladder.accounts.password_cost import VARIABLE as PASSWORD_COST_VARIABLE
 from cellarena.server import wall_clock
 
 # numpy's OpenBLAS starts a pool of spinning threads in every process that imports it; the suite
@@ -31,6 +32,14 @@ from cellarena.server import wall_clock
 # CPU (measured on tests/test_tournament_cli.py, test_match_cli.py, test_new_bot.py: 72 s to 65 s).
 # Set here, before xdist starts its workers, so every process the tests start inherits it.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+# Owners' passwords are hashed with argon2id at its cheapest, in the test processes (the fixture
+# below) and in every `ladder web` they start (its --password-hash, from the environment): the same
+# code and library, without the cost that makes guessing slow. At the default cost a hash or a check
+# costs 0.2 s of CPU, and a run made some 210 (38 s of CPU). test_ladder_accounts.py checks the
+# default cost; test_ladder_accounts_web.py a cost given on the command line.
+QUICK_PASSWORD_HASH = "m=8,t=1,p=1"
+os.environ[PASSWORD_COST_VARIABLE] = QUICK_PASSWORD_HASH
 
 # A shell ignores Ctrl-C (SIGINT) in what it starts in the background (`pytest ... &`, `nohup`), and
 # an ignored signal stays ignored through exec: every `cellarena` and bot process the tests start
@@ -49,19 +58,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True, scope="session")
 def _quick_password_hashes() -> Iterator[None]:
-    """Owners' passwords hashed in this process with argon2id at its cheapest (8 KiB, one pass): the
-    same code and library, without the cost that makes guessing slow. At argon2-cffi's defaults a
-    hash or a check costs 0.2 s of CPU, and the suite's test processes made some 130 (26 s of CPU).
-    test_ladder_accounts.py checks the parameters a ladder hashes with (``production_hashes``)."""
-    from argon2 import PasswordHasher
+    """Owners' passwords hashed in this process at `QUICK_PASSWORD_HASH` (see above)."""
+    from cellarena.arena.ladder.accounts import password_cost
+    from cellarena.arena.ladder.accounts.owners import use_password_cost
 
-    from cellarena.arena.ladder.accounts import owners
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(owners, "_hasher", PasswordHasher(time_cost=1, memory_cost=8, parallelism=1))
-        owners._dummy_hash.cache_clear()
-        yield
-    owners._dummy_hash.cache_clear()
+    use_password_cost(password_cost.PasswordCost.parse(QUICK_PASSWORD_HASH))
+    yield
+    use_password_cost(password_cost.PasswordCost.parse(password_cost.DEFAULT))
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ database made by version 4. Every test runs on SQLite and on a real PostgreSQL s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,8 +14,9 @@ from argon2 import PasswordHasher
 from ladder_checks import assert_consistent, raw
 from test_ladder_store import T0, V2, V3, V4, make_v1_database
 
-from cellarena.arena.ladder.accounts import owners
+from cellarena.arena.ladder.accounts import owners, password_cost
 from cellarena.arena.ladder.accounts.owners import PASSWORD_MAX, AccountError, Accounts
+from cellarena.arena.ladder.accounts.password_cost import PasswordCost
 from cellarena.arena.ladder.errors import BadNameError
 from cellarena.arena.ladder.identity.lookalikes import name_key
 from cellarena.arena.ladder.store.ladder_store import LadderStore, cellarena_release
@@ -129,13 +131,12 @@ def test_over_long_names_and_passwords_are_refused_before_hashing(accounts: Acco
 
 
 @pytest.fixture
-def production_hashes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """argon2-cffi's own parameters, which a ladder hashes with (the suite's are its cheapest:
-    tests/conftest.py), and the dummy hash made with them."""
-    monkeypatch.setattr(owners, "_hasher", PasswordHasher())
-    owners._dummy_hash.cache_clear()
+def production_hashes() -> Iterator[None]:
+    """The default cost, which a ladder hashes at (the suite's is argon2id's cheapest:
+    tests/conftest.py), and the dummy hash made at it."""
+    owners.use_password_cost(PasswordCost.parse(password_cost.DEFAULT))
     yield
-    owners._dummy_hash.cache_clear()
+    owners.use_password_cost(PasswordCost.parse(os.environ[password_cost.VARIABLE]))
 
 
 @pytest.mark.usefixtures("production_hashes")
@@ -152,6 +153,50 @@ def test_passwords_are_argon2_hashes_and_wrong_ones_one_answer(accounts: Account
     assert owners._dummy_hash() == owners._DUMMY_HASH
     assert owners._DUMMY_HASH.split("$")[:4] == stored.split("$")[:4]  # argon2id, version, parameters
     assert not PasswordHasher().check_needs_rehash(owners._DUMMY_HASH)
+    # The default cost is argon2-cffi's own, in every parameter.
+    ours, theirs = PasswordCost.parse(password_cost.DEFAULT).hasher(), PasswordHasher()
+    for parameter in ("time_cost", "memory_cost", "parallelism", "hash_len", "salt_len", "type"):
+        assert getattr(ours, parameter) == getattr(theirs, parameter), parameter
+
+
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [
+        ("m=65536,t=3", "give m=KIB,t=PASSES,p=LANES, each once"),
+        ("m=8,t=1,p=1,p=2", "each once"),
+        ("m=8, t=1, p=x", "is no argon2id cost"),
+        ("", "is no argon2id cost"),
+        ("m=1024,t=0,p=1", "give 1 to 64 passes"),
+        ("m=16,t=1,p=4", "at least 8 KiB of memory a lane"),
+        ("m=99999999,t=1,p=1", "at most 4194304"),
+    ],
+)
+def test_a_password_cost_argon2id_cannot_use_is_refused_saying_what_to_give(given: str, why: str) -> None:
+    with pytest.raises(password_cost.PasswordCostError, match=why):
+        PasswordCost.parse(given)
+
+
+def test_a_cost_below_every_owasp_least_is_weak() -> None:
+    assert not PasswordCost.parse(password_cost.DEFAULT).weak
+    assert not PasswordCost.parse("p=1,t=2,m=19456").weak  # any order
+    assert not PasswordCost.parse("m=7168,t=5,p=1").weak
+    assert PasswordCost.parse("m=19455,t=2,p=1").weak
+    assert PasswordCost.parse("m=8,t=1,p=1").weak
+
+
+def test_a_login_rehashes_a_password_hashed_at_another_cost(accounts: Accounts, ladder_db: str) -> None:
+    owners.use_password_cost(PasswordCost.parse("m=16,t=2,p=1"))
+    try:
+        accounts.sign_up("ann", PASSWORD, policy="open")
+    finally:
+        owners.use_password_cost(PasswordCost.parse(os.environ[password_cost.VARIABLE]))
+    with raw(ladder_db) as db:
+        (before,) = db.query("SELECT password_hash FROM owners")[0]
+    accounts.check_password("ann", PASSWORD)
+    with raw(ladder_db) as db:
+        (after,) = db.query("SELECT password_hash FROM owners")[0]
+    assert "$m=16,t=2,p=1$" in before and f"${os.environ[password_cost.VARIABLE]}$" in after
+    accounts.check_password("ann", PASSWORD)  # and the new hash is the password's
 
 
 def test_logout_revokes_the_session_everywhere(accounts: Accounts, ladder_db: str) -> None:

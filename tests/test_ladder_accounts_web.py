@@ -20,6 +20,7 @@ import pytest
 from cellarena_cli import cellarena, here
 from ladder_pages import Browser, Pages, ladder_pages
 
+from cellarena.arena.ladder.accounts.password_cost import VARIABLE as PASSWORD_COST_VARIABLE
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 
 PASSWORD = "correct horse battery"
@@ -415,3 +416,43 @@ def test_password_guesses_from_one_address_are_limited(proxied_site: Pages) -> N
     browser.get("/login")
     page = browser.post("/login", {"name": "gus", "password": PASSWORD})
     assert page.status == 429 and browser.session_cookie() is None
+
+
+def stored_hash(pages: Pages, name: str) -> str:
+    with store_of(pages) as store, store.database.reading("read a password hash") as db:
+        return str(db.query("SELECT password_hash FROM owners WHERE name = ?", (name,))[0][0])
+
+
+def test_the_hosts_password_hash_cost_is_used_and_a_weak_one_is_warned_of(
+    open_site: Pages, tmp_path: Path
+) -> None:
+    """`--password-hash` on the command line wins over the environment, where the suite's cheap cost
+    is (tests/conftest.py), and a cost below OWASP's least is warned of at the start."""
+    signed_up(open_site, "cheapcost")
+    assert f"$argon2id$v=19${os.environ[PASSWORD_COST_VARIABLE]}$" in stored_hash(open_site, "cheapcost")
+    folder = tmp_path / "owasp"
+    folder.mkdir()
+    with ladder_pages(folder, "--signup", "open", "--password-hash", "m=19456,t=2,p=1") as pages:
+        signed_up(pages, "owasp")
+        assert "$argon2id$v=19$m=19456,t=2,p=1$" in stored_hash(pages, "owasp")
+    assert pages.proc.stderr is not None
+    assert "warning: --password-hash" not in pages.proc.stderr.read()
+    with ladder_pages(folder, "--signup", "open") as pages:
+        pass
+    assert pages.proc.stderr is not None
+    warned = pages.proc.stderr.read()
+    assert f"warning: --password-hash {os.environ[PASSWORD_COST_VARIABLE]} is cheaper than OWASP" in warned
+
+
+@pytest.mark.parametrize("from_environment", [False, True])
+def test_a_password_hash_cost_argon2id_cannot_use_stops_the_start_saying_what_to_give(
+    tmp_path: Path, from_environment: bool
+) -> None:
+    args = ["ladder", "--dir", str(tmp_path), "web", "rezzo", "--signup", "open", "--port", "0"]
+    if from_environment:
+        done = here(*args, env={PASSWORD_COST_VARIABLE: "m=8,t=1"})
+    else:
+        done = here(*args, "--password-hash", "m=8,t=1")
+    assert done.exit_code == 2, done.output
+    named = f"Invalid value for '--password-hash' (env var: '{PASSWORD_COST_VARIABLE}'): 'm=8,t=1'"
+    assert named in done.output and "give m=KIB,t=PASSES,p=LANES, each once" in done.output, done.output

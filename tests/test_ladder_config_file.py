@@ -95,7 +95,8 @@ def a_value(param: click.Parameter, ctx: click.Context) -> Any:
             "public_url": "https://ladder.example.org",
         }
         return named.get(param.name or "", "some/where.pem")
-    for candidate in ("2", "local:2", "auto"):  # a type of the command's own (--workers, --cluster)
+    # A type of the command's own (--workers, --cluster, --password-hash).
+    for candidate in ("2", "local:2", "auto", "m=19456,t=2,p=1"):
         try:
             if param.type_cast_value(ctx, candidate) != default:
                 return candidate
@@ -131,6 +132,8 @@ def test_each_key_reaches_its_options_parameter(
     monkeypatch.delenv("CELLARENA_LADDER_DB", raising=False)
     command = _command(table)
     param = option_keys(command)[key]
+    if isinstance(param, click.Option) and isinstance(param.envvar, str):  # it wins over the file
+        monkeypatch.delenv(param.envvar, raising=False)
     ctx = click.Context(command)
     value = a_value(param, ctx)
     header = f"[{table}]\n" if table else ""

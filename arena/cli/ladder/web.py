@@ -12,6 +12,9 @@ import click
 
 from cellarena.arena.cli.ladder.mail_options import mail_options, mail_sender, mail_settings
 from cellarena.arena.cli.ladder.where import Where, game_argument
+from cellarena.arena.ladder.accounts.password_cost import DEFAULT as PASSWORD_COST
+from cellarena.arena.ladder.accounts.password_cost import VARIABLE as PASSWORD_COST_VARIABLE
+from cellarena.arena.ladder.accounts.password_cost import PasswordCost, PasswordCostError
 from cellarena.arena.ladder.web.limits import LOGINS_PER_HOUR, MAX_BOTS_PER_OWNER, SIGNUPS_PER_HOUR
 from cellarena.server.cli.params import (
     FiniteFloatRange,
@@ -48,6 +51,21 @@ class LivePort(click.ParamType):  # type: ignore[type-arg]  # generic only from 
             param,
             ctx,
         )
+
+
+class PasswordCostType(click.ParamType):  # type: ignore[type-arg]  # generic only from click 8.2
+    """``--password-hash``: argon2id's cost (`PasswordCost`); a bad one is a usage error saying what
+    to give."""
+
+    name = "m=KIB,t=PASSES,p=LANES"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, PasswordCost):
+            return value
+        try:
+            return PasswordCost.parse(str(value))
+        except PasswordCostError as exc:
+            self.fail(str(exc), param, ctx)  # naming the option and its environment variable
 
 
 @click.command()
@@ -138,6 +156,19 @@ class LivePort(click.ParamType):  # type: ignore[type-arg]  # generic only from 
     "more are refused (429) until the hour has passed.",
 )
 @click.option(
+    "--password-hash",
+    "password_cost",
+    metavar="m=KIB,t=PASSES,p=LANES",
+    default=PASSWORD_COST,
+    show_default=True,
+    envvar=PASSWORD_COST_VARIABLE,
+    show_envvar=True,
+    type=PasswordCostType(),
+    help="argon2id's cost for owners' new password hashes: memory (KiB), passes, lanes. Lower it only "
+    "on a small host (below OWASP's least, m=19456,t=2,p=1, the ladder warns); an owner's hash made at "
+    "another cost is re-hashed at their next login.",
+)
+@click.option(
     "--tls-cert",
     type=click.Path(dir_okay=False),
     default=None,
@@ -182,6 +213,7 @@ def web(
     session_days: float,
     signups_per_hour: int,
     logins_per_hour: int,
+    password_cost: PasswordCost,
     tls_cert: str | None,
     tls_key: str | None,
     trusted_proxy: tuple[str, ...],
@@ -203,7 +235,6 @@ def web(
     live_context = _live_tls(live_tls, live_tls_ca)
     _log_actions(verbose)
     try:
-        from cellarena.server.web.hosts import AllowedHosts, HostsError
         from cellarena.server.web.serving import BindError, bind
     except ImportError as exc:
         raise click.UsageError(
@@ -214,13 +245,7 @@ def web(
     tls_context(tls_cert, tls_key)  # both or neither, and usable: a clear error before serving
     tls = (tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
     trusted = trusted_proxies(trusted_proxy)
-    try:
-        named = (urlsplit(public_url).hostname or "",) if public_url else ()
-        allowed, warning = AllowedHosts.for_server(host, (*allowed_host, *named))
-    except HostsError as exc:
-        raise click.UsageError(str(exc)) from None
-    if warning is not None:
-        click.echo(f"warning: {warning}", err=True)
+    allowed = _allowed_hosts(host, allowed_host, public_url)
     smtp = mail_settings(mail, signup)
     account_settings = None
     if signup is not None:
@@ -233,6 +258,7 @@ def web(
             trusted,
             signups_per_hour=signups_per_hour,
             logins_per_hour=logins_per_hour,
+            password_cost=password_cost,
         )
         account_settings.allowed_hosts = allowed
         _warn_cookies_in_clear(host, tls is not None or bool(trusted))
@@ -263,6 +289,21 @@ def web(
     finally:
         sock.close()
         store.close()
+
+
+def _allowed_hosts(host: str, allowed_host: tuple[str, ...], public_url: str | None) -> Any:
+    """The Host headers the pages answer: ``--allowed-host``'s and the public URL's (a usage error
+    for a bad one; a warning where the pages answer any)."""
+    from cellarena.server.web.hosts import AllowedHosts, HostsError
+
+    try:
+        named = (urlsplit(public_url).hostname or "",) if public_url else ()
+        allowed, warning = AllowedHosts.for_server(host, (*allowed_host, *named))
+    except HostsError as exc:
+        raise click.UsageError(str(exc)) from None
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
+    return allowed
 
 
 def live_sources(
@@ -421,6 +462,7 @@ def _account_settings(
     *,
     signups_per_hour: int,
     logins_per_hour: int,
+    password_cost: PasswordCost,
 ) -> Any:
     from datetime import timedelta
 
@@ -436,6 +478,15 @@ def _account_settings(
         key = load_key(key_file)
     except KeyFileError as exc:
         raise click.BadParameter(str(exc), param_hint="--session-key-file") from None
+    from cellarena.arena.ladder.accounts.owners import use_password_cost
+
+    if password_cost.weak:
+        click.echo(
+            f"warning: --password-hash {password_cost} is cheaper than OWASP's least for argon2id "
+            "(m=19456,t=2,p=1): passwords from a stolen database would be quick to guess",
+            err=True,
+        )
+    use_password_cost(password_cost)
     return AccountSettings(
         policy=None if signup == "closed" else signup,  # type: ignore[arg-type]
         key=key,

@@ -1,10 +1,11 @@
 """Owners: people who sign up on a ladder, log in, and own bots (issue 29, docs/security.md#accounts).
 
 An owner has a name (unique up to case and look-alike characters: `lookalikes.name_key`), a password
-kept only as its argon2id hash (argon2-cffi's defaults: memory-hard, salted, and re-hashed when those
-defaults grow), and a status: ``active``, or ``pending`` while the host's approval is awaited (the
-``approval`` sign-up policy). Under the ``invite`` policy a sign-up spends one invite code the host
-made (`Accounts.make_invite`); codes are kept as SHA-256 digests, as bot tokens are.
+kept only as its argon2id hash (memory-hard, salted; at argon2-cffi's default cost unless the host set
+another, `password_cost`, and re-hashed at a login when the cost changed), and a status: ``active``,
+or ``pending`` while the host's approval is awaited (the ``approval`` sign-up policy). Under the
+``invite`` policy a sign-up spends one invite code the host made (`Accounts.make_invite`); codes are
+kept as SHA-256 digests, as bot tokens are.
 
 Sessions: a login makes a random session id (256 bits) that only the owner's cookie carries; the
 database keeps its SHA-256, its expiry and, after logout, when it was revoked, so a cookie copied
@@ -31,9 +32,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal, cast
 
-from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from cellarena.arena.ladder.accounts.password_cost import DEFAULT as DEFAULT_COST
+from cellarena.arena.ladder.accounts.password_cost import PasswordCost
 from cellarena.arena.ladder.errors import BotLimitError, LadderStoreError, NameTakenError, UnknownBotError
 from cellarena.arena.ladder.identity import names, tokens
 from cellarena.arena.ladder.identity.lookalikes import name_key
@@ -60,28 +62,41 @@ DEFAULT_MAX_BOTS = 5
 #: The ``settings`` rows that mark an owner an admin, by owner id.
 _ADMIN = "admin_owner:"
 
-_hasher = PasswordHasher()
+
+class _Hashing:
+    """This process's password hasher: argon2-cffi's defaults unless `use_password_cost` set another."""
+
+    hasher = PasswordCost.parse(DEFAULT_COST).hasher()
+
+
 #: Verified against when no owner has the name, so that a wrong name takes as long as a wrong password:
-#: the hash of a random password nobody kept, made with `_hasher`'s parameters. Written here rather
-#: than hashed at import, which cost every process importing this module (`ladder web`, the account
-#: commands) 0.3 s of CPU; `_dummy_hash` makes another should argon2-cffi's defaults change.
+#: the hash of a random password nobody kept, made at the default cost. Written here rather than
+#: hashed at import, which cost every process importing this module (`ladder web`, the account
+#: commands) 0.3 s of CPU; `_dummy_hash` makes another at any other cost.
 _DUMMY_HASH = (
     "$argon2id$v=19$m=65536,t=3,p=4$o0hC4Hwfh8PjczumJ6Oxwg$btVjUGpSBIUxVt20cDXkTBNvBZ8up9aTMwoEg8ynfq0"
 )
 
 
+def use_password_cost(cost: PasswordCost) -> None:
+    """Hash passwords in this process at ``cost`` from now on (`ladder web --password-hash`): sign-ups,
+    resets, and a login's re-hash of a password hashed at another cost."""
+    _Hashing.hasher = cost.hasher()
+    _dummy_hash.cache_clear()
+
+
 def hash_password(password: str) -> str:
-    """The argon2id hash of ``password`` with this process's parameters: slow on purpose, so call it
-    outside any write lock."""
-    return _hasher.hash(password)
+    """The argon2id hash of ``password`` at this process's cost: slow on purpose, so call it outside
+    any write lock."""
+    return _Hashing.hasher.hash(password)
 
 
 @functools.cache
 def _dummy_hash() -> str:
-    """`_DUMMY_HASH`, or a fresh hash if its parameters are no longer `_hasher`'s (then it would take
-    another time to verify than an owner's)."""
-    if _hasher.check_needs_rehash(_DUMMY_HASH):
-        return _hasher.hash(secrets.token_urlsafe(32))
+    """`_DUMMY_HASH`, or a fresh hash if it was made at another cost than this process's (then it
+    would take another time to verify than an owner's)."""
+    if _Hashing.hasher.check_needs_rehash(_DUMMY_HASH):
+        return _Hashing.hasher.hash(secrets.token_urlsafe(32))
     return _DUMMY_HASH
 
 
@@ -252,7 +267,7 @@ class Accounts:
             )
         stored = str(rows[0][4]) if rows else _dummy_hash()
         try:
-            _hasher.verify(stored, password)
+            _Hashing.hasher.verify(stored, password)
         except (VerificationError, InvalidHashError):
             raise AccountError("wrong name or password") from None
         if not rows:
@@ -262,7 +277,7 @@ class Accounts:
             raise AccountError(
                 f"{owner.name} is waiting for the host's approval; you can log in once it is given"
             )
-        if _hasher.check_needs_rehash(stored):
+        if _Hashing.hasher.check_needs_rehash(stored):
             with self.store.database.writing("re-hash a password") as db:
                 db.execute(
                     "UPDATE owners SET password_hash = ? WHERE id = ?", (hash_password(password), owner.id)
