@@ -278,10 +278,9 @@ class Accounts:
                 f"{owner.name} is waiting for the host's approval; you can log in once it is given"
             )
         if _Hashing.hasher.check_needs_rehash(stored):
+            rehashed = hash_password(password)  # outside the write lock
             with self.store.database.writing("re-hash a password") as db:
-                db.execute(
-                    "UPDATE owners SET password_hash = ? WHERE id = ?", (hash_password(password), owner.id)
-                )
+                db.execute("UPDATE owners SET password_hash = ? WHERE id = ?", (rehashed, owner.id))
         return owner
 
     def new_session(self, owner: Owner, lifetime: timedelta = SESSION_LIFETIME) -> str:
