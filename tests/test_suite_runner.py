@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from suite import LONGEST_FIRST, PARALLEL
+from suite import LONGEST_FIRST, PARALLEL, REALTIME_PARALLEL
 from xdist.scheduler import LoadFileScheduling
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +30,7 @@ def test_both_phases_run_and_the_last_line_sums_them() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert f"== parallel phase: pytest -m not realtime -n {PARALLEL}" in proc.stdout
-    assert "== realtime phase: pytest -m realtime -n 0" in proc.stdout
+    assert f"== realtime phase: pytest -m realtime -n {REALTIME_PARALLEL}" in proc.stdout
     assert lines[-1] == "1 passed, 0 failed"  # the realtime phase selected nothing: not a failure
 
 
@@ -68,7 +68,7 @@ def test_the_realtime_phase_collects_only_the_files_that_mark_a_test_realtime(tm
     (parallel, parallel_args), (realtime, realtime_args) = suite.phases(["-k", "budget"])
     assert (parallel, realtime) == ("parallel phase", "realtime phase")
     assert parallel_args[:2] == ["-m", "not realtime"] and parallel_args[-2:] == ["-k", "budget"]
-    assert realtime_args == ["-m", "realtime", "-n", "0", "-k", "budget", *files]
+    assert realtime_args == ["-m", "realtime", "-n", str(suite.REALTIME_PARALLEL), "-k", "budget", *files]
 
 
 def test_the_parallel_phase_reports_its_slowest_tests_and_files_in_a_few_lines() -> None:
