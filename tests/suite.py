@@ -44,7 +44,7 @@ PARALLEL = 4
 #: Test processes in the realtime phase. Two, one a core: each realtime test has margins that hold
 #: beside two processes that keep both cores busy (the issue's check), a heavier load than one other
 #: realtime test; measured 2026-11-30 on 2 cores, the phase took 45 s one at a time and 25 s two at a
-#: time, and two at a time beside two busy loops it passed six runs in a row (32 to 34 s).
+#: time, and two at a time beside two busy loops it passed nine runs in a row (32 to 34 s).
 REALTIME_PARALLEL = 2
 #: The suite's longest files (builds of the language kits, clusters, browsers, ladders), each half a
 #: minute or more on one process. pytest-xdist hands out whole files (``--dist loadfile``) in the

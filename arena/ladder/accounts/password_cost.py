@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 #: argon2-cffi's own parameters (tests/test_ladder_accounts.py checks that they still are).
 DEFAULT = "m=65536,t=3,p=4"
-#: Where `ladder web` also reads ``--password-hash`` from (the command line and config file win).
+#: Where `ladder web` also reads ``--password-hash`` from: the command line wins over it, and it over
+#: the config file (click's order, as for ``CELLARENA_LADDER_DB``).
 VARIABLE = "CELLARENA_PASSWORD_HASH"
 #: OWASP's Password Storage Cheat Sheet: argon2id's least (memory in KiB, passes), with one lane.
 OWASP_LEAST = ((47104, 1), (19456, 2), (12288, 3), (9216, 4), (7168, 5))
