@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -130,13 +131,22 @@ def test_over_long_names_and_passwords_are_refused_before_hashing(accounts: Acco
         accounts.check_password("ann", "p" * 10240)
 
 
+@contextmanager
+def hashing_at(cost: str) -> Iterator[None]:
+    """Passwords hashed at ``cost`` in this process, then at the suite's again (tests/conftest.py)."""
+    owners.use_password_cost(PasswordCost.parse(cost))
+    try:
+        yield
+    finally:
+        owners.use_password_cost(PasswordCost.parse(os.environ[password_cost.VARIABLE]))
+
+
 @pytest.fixture
 def production_hashes() -> Iterator[None]:
     """The default cost, which a ladder hashes at (the suite's is argon2id's cheapest:
     tests/conftest.py), and the dummy hash made at it."""
-    owners.use_password_cost(PasswordCost.parse(password_cost.DEFAULT))
-    yield
-    owners.use_password_cost(PasswordCost.parse(os.environ[password_cost.VARIABLE]))
+    with hashing_at(password_cost.DEFAULT):
+        yield
 
 
 @pytest.mark.usefixtures("production_hashes")
@@ -185,11 +195,8 @@ def test_a_cost_below_every_owasp_least_is_weak() -> None:
 
 
 def test_a_login_rehashes_a_password_hashed_at_another_cost(accounts: Accounts, ladder_db: str) -> None:
-    owners.use_password_cost(PasswordCost.parse("m=16,t=2,p=1"))
-    try:
+    with hashing_at("m=16,t=2,p=1"):
         accounts.sign_up("ann", PASSWORD, policy="open")
-    finally:
-        owners.use_password_cost(PasswordCost.parse(os.environ[password_cost.VARIABLE]))
     with raw(ladder_db) as db:
         (before,) = db.query("SELECT password_hash FROM owners")[0]
     accounts.check_password("ann", PASSWORD)

@@ -11,7 +11,6 @@ import contextlib
 import logging
 import os
 import signal
-import sqlite3
 import ssl
 import sys
 import tempfile
@@ -433,11 +432,10 @@ def test_ladder_serve_with_two_workers_and_example_bots(tmp_path: Path) -> None:
         wait_for(lambda: server.stderr().count(" ready at 127.0.0.1:") == 3, "the new worker", 60)
     finally:
         assert server.stop() == 0, server.stderr()
-    with sqlite3.connect(tmp_path / "ladder.sqlite") as db:
-        rows = db.execute("SELECT status, replay FROM matches ORDER BY id").fetchall()
-    assert [status for status, _ in rows] == ["finished"] * 2
-    for _, replay in rows:  # in this process: `replay verify` the command is test_replay.py's
-        assert verify(read_replay(Path(replay))).ok
+    rows = ladder_matches(tmp_path)
+    assert [status for status, _, _ in rows] == ["finished"] * 2
+    for _, _, replay in rows:  # in this process: `replay verify` the command is test_replay.py's
+        assert replay is not None and verify(read_replay(Path(replay))).ok
     for token in tokens.values():
         assert token.read_text().strip() not in server.stderr() + server.stdout()
     for line in server.stderr().splitlines():  # every worker it started, it stopped
