@@ -162,9 +162,25 @@ static void test_retry_rule_and_backoff() {
     CHECK(w1 >= 0.5 && w1 <= 1.0 && w2 >= 1.0 && w2 <= 2.0 && w3 >= 2.0 && w3 <= 4.0);
     for (int i = 0; i < 20; ++i) CHECK(b.next() <= 60.0);
     CHECK(b.next("too many wrong tokens; refused for another 90 s") >= 90.0);
+    CHECK(b.next("refused for 120.5s.") >= 120.5);
     b.reset();
     const double again = b.next();
     CHECK(again >= 0.5 && again <= 1.0);
+}
+
+// The same strings as the Python SDK's pattern reads them (sdk/reconnect.py, _WAIT_HINT).
+static void test_the_wait_a_refusal_names() {
+    CHECK(wait_hint("too many wrong tokens; refused for another 90 s") == 90.0);
+    CHECK(wait_hint("refused for 1.5s, then try") == 1.5);
+    CHECK(wait_hint("wait for it: for 3 s") == 3.0);
+    CHECK(wait_hint("therefor 4 s") == 4.0);
+    CHECK(wait_hint("for 2 s_") == std::nullopt);
+    CHECK(wait_hint("for another 7 seconds") == std::nullopt);
+    CHECK(wait_hint("for 12.s") == std::nullopt);
+    CHECK(wait_hint("for 5  s") == std::nullopt);
+    CHECK(wait_hint("for another") == std::nullopt);
+    CHECK(wait_hint("for ") == std::nullopt);
+    CHECK(wait_hint("") == std::nullopt);
 }
 
 static void test_token_handover_reads_the_pipe_once_and_closes_it() {
@@ -305,6 +321,7 @@ int main() {
     test_cata_view();
     test_plain_answers_go_out_as_packed();
     test_retry_rule_and_backoff();
+    test_the_wait_a_refusal_names();
     test_token_handover_reads_the_pipe_once_and_closes_it();
     test_options();
     test_debug_drawing_is_kept_to_the_caps_and_goes_with_the_answer();

@@ -7,6 +7,7 @@
 #include "games.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cmath>
@@ -14,10 +15,11 @@
 #include <cstdlib>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <functional>
 #include <iostream>
 #include <random>
-#include <regex>
+#include <string>
 #include <thread>
 
 namespace cellarena {
@@ -34,6 +36,31 @@ inline bool comes_back(const std::string& code) {
     return std::find(c.begin(), c.end(), code) != c.end();
 }
 
+// The seconds a refusal names: "... refused for another 42 s" -> 42, as the Python SDK's pattern
+// `for (?:another )?(\d+(?:\.\d+)?) ?s\b` reads it. Parsed by hand: <regex> made every bot's build
+// half as long again (g++ -O2, 7.4 s against 4.2 s a bot.cpp).
+inline std::optional<double> wait_hint(const std::string& message) {
+    const auto digit = [&](std::size_t i) { return i < message.size() && message[i] >= '0' && message[i] <= '9'; };
+    for (std::size_t at = message.find("for "); at != std::string::npos; at = message.find("for ", at + 1)) {
+        std::size_t i = at + 4;
+        if (message.compare(i, 8, "another ") == 0) i += 8;
+        const std::size_t start = i;
+        while (digit(i)) ++i;
+        if (i == start) continue;
+        if (i < message.size() && message[i] == '.' && digit(i + 1)) {
+            ++i;
+            while (digit(i)) ++i;
+        }
+        const std::size_t end = i;
+        if (i < message.size() && message[i] == ' ') ++i;
+        const auto word = [&](std::size_t k) {
+            return k < message.size() && (std::isalnum(static_cast<unsigned char>(message[k])) || message[k] == '_');
+        };
+        if (i < message.size() && message[i] == 's' && !word(i + 1)) return std::stod(message.substr(start, end - start));
+    }
+    return std::nullopt;
+}
+
 // The wait after the n-th failure in a row: a random time between half and all of min(60, 2^(n-1))
 // seconds, and at least what a `locked_out` message names ("refused for another 42 s").
 class Backoff {
@@ -44,10 +71,8 @@ class Backoff {
         ++failures_;
         const double ceiling = std::min(cap_, first_ * std::pow(2.0, std::min(failures_ - 1, 32)));
         double wait = std::uniform_real_distribution<double>(ceiling / 2, ceiling)(rng_);
-        static const std::regex hint(R"(for (?:another )?(\d+(?:\.\d+)?) ?s\b)");
-        std::smatch found;
-        if (std::regex_search(server_message, found, hint))
-            wait = std::max(wait, std::stod(found[1].str()) + std::uniform_real_distribution<double>(0, 1)(rng_));
+        if (const std::optional<double> hinted = wait_hint(server_message))
+            wait = std::max(wait, *hinted + std::uniform_real_distribution<double>(0, 1)(rng_));
         return wait;
     }
     void reset() { failures_ = 0; }
