@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import tempfile
 from pathlib import Path
 
+import pytest
 from bot_files import RAW_BOT
-from cellarena_cli import cellarena
+from cellarena_cli import cellarena, refused
 
 
 def _match(tmp: Path, *extra: str) -> dict[str, object]:
@@ -55,3 +58,20 @@ def test_an_asked_for_replay_outlives_the_temporary_folder(tmp_path: Path) -> No
     result = _match(tmp_path / "t", "--json", "--replay", str(replay))
     assert result["replay"] == str(replay) and replay.is_file()
     assert list((tmp_path / "t").glob("cellarena-match-*")) == []
+
+
+def test_a_refused_option_leaves_no_temporary_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A match refused before it starts (a busy --web-port, a --replay that cannot be written) makes
+    no folder in the temporary folder: the checks come first."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    bots = ("--bot", f"a={RAW_BOT}", "--bot", f"b={RAW_BOT}", "--fast")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        web = refused("match", "rezzo", *bots, "--web", "--web-port", str(port))
+    assert "--web-port" in web.stderr
+    (tmp_path / "a-file").write_text("")
+    replay = refused("match", "rezzo", *bots, "--replay", str(tmp_path / "a-file" / "m.replay"))
+    assert "--replay" in replay.stderr
+    assert list(tmp_path.glob("cellarena-match-*")) == []

@@ -108,15 +108,16 @@ class MatchRun:
             raise click.BadParameter(f"{game} cannot be drawn in the terminal yet", param_hint="--watch")
         self.config = engine_config(game, game_values)
         self.temporary = not args.log_dir and not args.keep_temp
+        if args.replay_path:  # the default lies in the log folder, checked below
+            writable_folder(Path(args.replay_path).parent, "--replay")
+        self.web_sock = bind_web(args.web_port) if args.web else None
+        # The folder last: an option refused above (a busy --web-port) leaves none behind in /tmp.
         if args.log_dir:
             self.folder = writable_folder(Path(args.log_dir), "--log-dir")
         else:
             self.folder = Path(tempfile.mkdtemp(prefix="cellarena-match-"))
         self.replay_file = Path(args.replay_path) if args.replay_path else self.folder / "match.replay"
-        if args.replay_path:  # the default lies in the log folder, checked above
-            writable_folder(self.replay_file.parent, "--replay")
         self.watcher = _Watcher(render) if args.watch else None
-        self.web_sock = bind_web(args.web_port) if args.web else None
         #: The match once played and reported (the live view may still be up).
         self.finished: list[Any] = []
         self.pacing = args.tick_settings(max_missed_in_a_row=args.max_late_in_a_row or None)
