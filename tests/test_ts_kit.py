@@ -22,13 +22,16 @@ from cellarena.arena.ladder.store.ladder_store import LadderStore
 from cellarena.sdk.protocol import codes
 
 
-def test_the_kit_passes_its_own_node_tests() -> None:
+def test_the_kit_passes_its_own_node_tests(tmp_path: Path) -> None:
     """`npm test`: frames, back-off and the token handover, then real servers of this cellarena (every
-    game's match, matches in a row, TLS, a ladder's refusals)."""
+    game's match, matches in a row, TLS, a ladder's refusals); and they leave nothing in the
+    temporary folder, theirs or the servers'."""
     kit = built_kit()
     tests = sorted(str(p.relative_to(kit)) for p in kit.glob(NODE_TESTS))
     assert len(tests) >= 4, tests
-    env = {**os.environ, "CELLARENA_PYTHON": sys.executable}
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "CELLARENA_PYTHON": sys.executable, "TMPDIR": str(temporary)}
     proc = subprocess.run(
         ["node", "--test", *tests], cwd=kit, env=env, capture_output=True, text=True, timeout=900, check=False
     )
@@ -36,6 +39,7 @@ def test_the_kit_passes_its_own_node_tests() -> None:
     assert proc.returncode == 0, report
     passed = re.search(r"^# pass (\d+)$", proc.stdout, re.MULTILINE)
     assert passed and int(passed.group(1)) >= 18 and "\n# fail 0\n" in proc.stdout, report
+    assert sorted(p.name for p in temporary.iterdir()) == []
 
 
 def _ts_list(name: str) -> list[str]:

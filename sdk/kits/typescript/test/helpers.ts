@@ -14,8 +14,17 @@ export const BOTS = path.resolve(__dirname, "bots");
 /** Seconds any one server or bot may take in these tests before it counts as hung. */
 export const PROCESS_TIMEOUT_MS = 120000;
 
+/** The folders `tempDir` made in this test file's process, removed when it exits. */
+const made: string[] = [];
+process.on("exit", () => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A folder of its own under the system's temporary folder, gone when the test file's process ends. */
 export function tempDir(label: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `cellarena-kit-${label}-`));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `cellarena-kit-${label}-`));
+  made.push(dir);
+  return dir;
 }
 
 /** Environment without CELLARENA_* (a bot must get its settings from flags or its launcher). */
