@@ -318,6 +318,45 @@ def test_controls_play_step_seek_speed_and_zoom(replays: dict[str, Path], browse
         console.assert_clean()
 
 
+#: Counts the animation frames a page asks the browser for (`window.framesAsked`), from its start.
+_COUNT_FRAMES = """(() => {
+    window.framesAsked = 0;
+    const ask = window.requestAnimationFrame.bind(window);
+    window.requestAnimationFrame = (callback) => { window.framesAsked += 1; return ask(callback); };
+})()"""
+
+
+def test_the_player_asks_for_animation_frames_only_while_it_plays(
+    replays: dict[str, Path], browser: Any, views: Views
+) -> None:
+    """A paused replay costs the browser nothing: the animation loop runs from play to pause or to
+    the last frame (an idle loop cost Chromium 7% of a core for every open page)."""
+    path = replays["rezzo"]
+    frames = len(read_replay(path).ticks) + 1
+    with page_of(browser) as (page, console):
+        page.add_init_script(_COUNT_FRAMES)
+        _open(page, views.url(path))
+        asked = page.evaluate("window.framesAsked")
+        page.wait_for_timeout(300)
+        assert page.evaluate("window.framesAsked") == asked
+        page.keyboard.press(" ")
+        page.wait_for_function("Number(document.getElementById('player')?.dataset.shown) >= 5")
+        page.keyboard.press(" ")
+        paused = page.evaluate("window.framesAsked")
+        assert paused > asked
+        page.wait_for_timeout(300)
+        assert page.evaluate("window.framesAsked") == paused
+        # Played to its end, the replay stops, and so does the loop.
+        page.evaluate(f"window.cellarenaPlayer.seek({frames - 3})")
+        page.keyboard.press(" ")
+        page.wait_for_function("window.cellarenaPlayer.state.playing === false")
+        ended = page.evaluate("window.framesAsked")
+        assert page.get_attribute("#player", "data-shown") == str(frames - 1)
+        page.wait_for_timeout(300)
+        assert page.evaluate("window.framesAsked") == ended
+        console.assert_clean()
+
+
 def _big_cloth(path: Path) -> Path:
     """A 1024x1024 Cloth of Gold match: each turn a clump of units next to a random legal cell."""
     return clumps_replay(path, {"width": 1024, "height": 1024, "max_rounds": 6}, 5)

@@ -416,6 +416,7 @@
     state.playing = on && !state.error;
     playBtn.textContent = state.playing ? "⏸" : "▶";
     if (state.playing && state.index >= state.meta.frames - 1) go(0);
+    if (state.playing) wake();
   }
   function setSpeed(i) {
     const idx = Math.max(0, Math.min(SPEEDS.length - 1, i));
@@ -473,22 +474,31 @@
   });
   window.addEventListener("resize", () => { state.fitted = false; draw(true); });
 
-  let last = performance.now();
+  // The animation loop runs only while a replay plays (`wake`): a paused replay or a live view (drawn
+  // as each frame arrives) asks the browser for no frames, where an idle loop cost Chromium 7% of a
+  // core for every open page.
+  let looping = false;
+  let last = 0;
   function loop(now) {
-    const dt = Math.min(0.25, (now - last) / 1000);
+    if (!(state.playing && state.meta)) { looping = false; return; }
+    const dt = Math.max(0, Math.min(0.25, (now - last) / 1000));
     last = now;
-    if (state.playing && state.meta) {
-      state.acc += dt * BASE_FPS * state.speed;
-      while (state.acc >= 1) {
-        state.acc -= 1;
-        if (state.index >= state.meta.frames - 1) { setPlaying(false); break; }
-        if (!state.frames[state.index + 1]) { ensure(state.index + 1); state.acc = 0; break; }
-        state.index += 1;
-        window.cellarenaPlayer.drawn += 1;
-      }
-      ensure(state.index);
-      draw(false);
+    state.acc += dt * BASE_FPS * state.speed;
+    while (state.acc >= 1) {
+      state.acc -= 1;
+      if (state.index >= state.meta.frames - 1) { setPlaying(false); break; }
+      if (!state.frames[state.index + 1]) { ensure(state.index + 1); state.acc = 0; break; }
+      state.index += 1;
+      window.cellarenaPlayer.drawn += 1;
     }
+    ensure(state.index);
+    draw(false);
+    requestAnimationFrame(loop);
+  }
+  function wake() {
+    if (looping) return;
+    looping = true;
+    last = performance.now();
     requestAnimationFrame(loop);
   }
 
@@ -586,7 +596,7 @@
   };
   (async () => {
     if (!G) { showError(`this cellarena has no drawing for the game ${root.dataset.game}`); return; }
-    if (root.dataset.live) { startLive(root.dataset.live); requestAnimationFrame(loop); return; }
+    if (root.dataset.live) { startLive(root.dataset.live); return; }
     try {
       state.meta = await getJSON(`${api}/meta`);
       state.meta.debugSeats = new Set(); // the seats seen drawing so far, each with its toggle
@@ -605,6 +615,5 @@
     legend.replaceChildren(...G.legend(m).map(([color, label]) =>
       h("li", {}, h("span", { class: "swatch", style: `background:${color}` }), " " + label)));
     fetchChunk(0, FIRST_CHUNK);
-    requestAnimationFrame(loop);
   })();
 })();
