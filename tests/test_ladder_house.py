@@ -270,6 +270,37 @@ async def test_a_launch_that_joins_the_queue_is_no_failure_and_ends_the_back_off
     assert bot is not None and bot.failures == 1 and bot.stopped is None  # matches reset the store's count
 
 
+async def test_a_house_bot_left_alone_in_the_queue_is_stopped_at_the_idle_limit_and_no_failure(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started for alice, who leaves before its match (or got another): it waits in the queue with
+    nobody to play. Before: it stayed there, its process running, until the ladder stopped (a fresh
+    clone's run under load caught a submitted bot so, test_ladder_submitted_e2e). Now it is stopped
+    after the idle limit, counted as no failure, and not started again while nobody waits."""
+
+    def behave(proc: FakeProc, seating: LadderSeating, nursery: trio.Nursery) -> None:
+        bot = seating.results.house_bots()[0]
+        seating.queue.waiting.pop("alice", None)
+        seating.queue.waiting["house"] = Queued(SimpleNamespace(), bot, trio.current_time())  # type: ignore[arg-type]
+
+        async def leave_when_stopped() -> None:
+            await proc.wait()
+            stopped.append(trio.current_time())
+            seating.queue.waiting.pop("house", None)  # its connection closes with its process
+
+        nursery.start_soon(leave_when_stopped)
+
+    stopped: list[float] = []
+    store, house, launcher = await run_house(tmp_path, monkeypatch, behave, pause_after=2, seconds=300)
+    ((started, proc),) = launcher.launches  # one launch: nobody waits for it after
+    assert proc.signalled and len(stopped) == 1
+    assert 30.0 <= stopped[0] - started <= 31.0  # the idle limit, seen at that 0.5 s tick or the next
+    assert launch_failures(store) == [] and "house" not in house.failed
+    assert not house.running
+    bot = store.bot("house")
+    assert bot is not None and bot.failures == 0 and bot.stopped is None
+
+
 async def test_a_refusal_that_says_the_ladder_is_full_is_not_the_house_bots_failure(
     autojump_clock: trio.testing.MockClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

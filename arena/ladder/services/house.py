@@ -8,7 +8,9 @@ own, confined by the same limits (and `--isolate`), told where to connect in its
 token through an inherited pipe (docs/protocol.md), its output in a capped log. It plays one match
 and exits; the next time it is needed it starts again. One that neither queues nor plays for
 ``idle_limit`` seconds (it never connected, or hangs after its match) is stopped, so a broken house
-bot cannot stay "running" forever and never be started again.
+bot cannot stay "running" forever and never be started again; so is one that waits that long in the
+queue without a match (the bot it was started for got another match or left): no failure, it starts
+again when a bot waits for it.
 
 The store keeps only a hash of every token, so a launch gives the house bot a new token
 (`LadderStore.rotate`): the one it was started with is the only one that works. A launch after one that
@@ -400,32 +402,28 @@ class HouseBots:
         return exit_cause(proc, code, self.limits, line)
 
     async def _reap(self, name: str, launched: Launched) -> None:
-        """Wait for a house bot to end its match and exit, or to sit idle (neither queued nor playing)
-        for ``idle_limit`` seconds, or, before it joined, to be refused or to have its connection
-        closed for want of a hello; then stop what it left in its session, and count a launch that
-        never joined as a failure (`_failed`)."""
+        """Wait for a house bot to end its match and exit, to sit idle (neither queued nor playing) or
+        queued without a match for ``idle_limit`` seconds, or, before it joined, to be refused or to
+        have its connection closed for want of a hello (`_verdict`); then stop what it left in its
+        session, and count a launch that never joined as a failure (`_failed`)."""
         proc = launched.proc
         idle = False
         try:
-            idle_since = trio.current_time()
+            since = trio.current_time()
             while proc.returncode is None:
                 with trio.move_on_after(self.every):
                     await proc.wait()
-                now = trio.current_time()
-                if name in self.seating.queue.waiting or name in self.seating.starter.playing():
-                    launched.joined = True
-                    idle_since = now
-                elif not launched.joined and (launched.refusal or launched.hello_timed_out()):
-                    break  # it cannot join on this launch: no need to wait out the idle limit
-                elif now - idle_since >= self.idle_limit:
-                    idle = True
-                    if launched.joined:
-                        log.warning(
-                            "%s neither queued nor played for %g s: stopped (see its log)",
-                            _called(self.launched.get(name), name),
-                            self.idle_limit,
-                        )
-                    break
+                queued = name in self.seating.queue.waiting
+                why, since = _verdict(
+                    launched, queued, name in self.seating.starter.playing(), since, self.idle_limit
+                )
+                if why is None:
+                    continue
+                idle = why == "idle"
+                if launched.joined and why in _STOPPED:
+                    level, said = _STOPPED[why]
+                    log.log(level, "%s " + said, _called(self.launched.get(name), name), self.idle_limit)
+                break
         finally:
             if proc.returncode is not None:
                 launched.exited.set()
@@ -524,6 +522,32 @@ class HouseBots:
             wait,
             self.launched[name].log,
         )
+
+
+#: How the stop of a house bot that had joined is logged, by `_verdict`'s reason.
+_STOPPED = {
+    "unneeded": (logging.INFO, "waited %g s in the queue without a match: stopped until it is needed"),
+    "idle": (logging.WARNING, "neither queued nor played for %g s: stopped (see its log)"),
+}
+
+
+def _verdict(
+    launched: Launched, queued: bool, playing: bool, since: float, idle_limit: float
+) -> tuple[str | None, float]:
+    """Whether to stop a launched house bot now, and since when it has been idle: (None, since) to
+    wait on (``since`` moves on while it plays and when it first joins the queue); "unneeded" after
+    ``idle_limit`` seconds queued without a match (the bot it was started for got another or left:
+    no failure, it starts again when needed); "blocked" when it cannot join on this launch (refused,
+    or no hello in time); "idle" after ``idle_limit`` seconds neither queued nor playing."""
+    now = trio.current_time()
+    if playing or (queued and not launched.joined):
+        launched.joined = True
+        return None, now
+    if queued:
+        return ("unneeded" if now - since >= idle_limit else None), since
+    if not launched.joined and (launched.refusal or launched.hello_timed_out()):
+        return "blocked", since
+    return ("idle" if now - since >= idle_limit else None), since
 
 
 def _closest(
