@@ -37,12 +37,10 @@ from durations_digest import DurationsDigest
 ROOT = Path(__file__).resolve().parent.parent
 #: Test processes in the parallel phase, on CI's 2 cores: a test waits on processes, sockets,
 #: builds' locks and browsers for part of its time, which more processes than cores fill. Measured
-#: in one warm checkout on a quiet 2-core machine (2026-11-30), with the longest files first:
-#: 3 processes 497 s (the cores 92% busy), 4 processes 431 s (95%); later that day 4 processes 425
-#: to 432 s over four runs, 5 processes 415 s and 6 processes 411 s (3.7 GB of memory at most).
-#: Five: most of what a sixth gains, for less memory. (An earlier measurement that found 4 slower
-#: than 3 was taken while xdist handed out the longest files last: see `LONGEST_FIRST`.)
-PARALLEL = 5
+#: back to back in one warm checkout on a quiet 2-core machine (2026-11-30), with the longest files
+#: first: 3 processes 497 s (the cores 92% busy), 4 processes 431 s (95%). (An earlier measurement that
+#: found 4 slower was taken while xdist handed out the longest files last: see `LONGEST_FIRST`.)
+PARALLEL = 4
 #: Test processes in the realtime phase. Two, one a core: each realtime test has margins that hold
 #: beside two processes that keep both cores busy (the issue's check), a heavier load than one other
 #: realtime test; measured 2026-11-30 on 2 cores, the phase took 45 s one at a time and 25 s two at a
