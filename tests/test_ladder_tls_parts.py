@@ -110,8 +110,11 @@ def test_a_house_bot_plays_a_tls_bot_on_a_tls_ladder_and_live_shows_it(tmp_path:
     log = server.stderr()
     assert "WRONG_VERSION_NUMBER" not in log and "failed to join" not in log, log
     assert "live view:" not in web.stderr(), web.stderr()
+    # The log of its latest launch: one the stop cut short may say its handshake was reset (a fresh
+    # clone's run caught it so); none may say TLS was refused or the ladder's certificate not trusted.
     house_log = (tmp_path / "logs" / "house-builder.log").read_text()
-    assert "TLS" not in house_log, house_log
+    for symptom in ("WRONG_VERSION_NUMBER", "certificate was refused", "is that port serving TLS? If"):
+        assert symptom not in house_log, house_log
 
 
 async def test_a_live_view_told_nothing_of_tls_says_once_what_to_give(
