@@ -404,26 +404,28 @@ class HouseBots:
     async def _reap(self, name: str, launched: Launched) -> None:
         """Wait for a house bot to end its match and exit, to sit idle (neither queued nor playing) or
         queued without a match for ``idle_limit`` seconds, or, before it joined, to be refused or to
-        have its connection closed for want of a hello (`_verdict`); then stop what it left in its
-        session, and count a launch that never joined as a failure (`_failed`)."""
+        have its connection closed for want of a hello; then stop what it left in its session, and
+        count a launch that never joined as a failure (`_failed`)."""
         proc = launched.proc
         idle = False
         try:
-            since = trio.current_time()
+            idle_since = trio.current_time()
             while proc.returncode is None:
                 with trio.move_on_after(self.every):
                     await proc.wait()
+                now = trio.current_time()
                 queued = name in self.seating.queue.waiting
-                why, since = _verdict(
-                    launched, queued, name in self.seating.starter.playing(), since, self.idle_limit
-                )
-                if why is None:
-                    continue
-                idle = why == "idle"
-                if launched.joined and why in _STOPPED:
-                    level, said = _STOPPED[why]
-                    log.log(level, "%s " + said, _called(self.launched.get(name), name), self.idle_limit)
-                break
+                if name in self.seating.starter.playing() or (queued and not launched.joined):
+                    launched.joined = True
+                    idle_since = now  # from its match, or from joining the queue: no longer starting
+                elif not launched.joined and (launched.refusal or launched.hello_timed_out()):
+                    break  # it cannot join on this launch: no need to wait out the idle limit
+                elif now - idle_since >= self.idle_limit:
+                    idle = True
+                    if launched.joined:  # queued: the bot it came for got another match or left
+                        level, said = _STOPPED["unneeded" if queued else "idle"]
+                        log.log(level, "%s " + said, _called(self.launched.get(name), name), self.idle_limit)
+                    break
         finally:
             if proc.returncode is not None:
                 launched.exited.set()
@@ -524,30 +526,12 @@ class HouseBots:
         )
 
 
-#: How the stop of a house bot that had joined is logged, by `_verdict`'s reason.
+#: How the stop of a house bot that had joined is logged: queued without a match, or neither queued
+#: nor playing, for the idle limit.
 _STOPPED = {
     "unneeded": (logging.INFO, "waited %g s in the queue without a match: stopped until it is needed"),
     "idle": (logging.WARNING, "neither queued nor played for %g s: stopped (see its log)"),
 }
-
-
-def _verdict(
-    launched: Launched, queued: bool, playing: bool, since: float, idle_limit: float
-) -> tuple[str | None, float]:
-    """Whether to stop a launched house bot now, and since when it has been idle: (None, since) to
-    wait on (``since`` moves on while it plays and when it first joins the queue); "unneeded" after
-    ``idle_limit`` seconds queued without a match (the bot it was started for got another or left:
-    no failure, it starts again when needed); "blocked" when it cannot join on this launch (refused,
-    or no hello in time); "idle" after ``idle_limit`` seconds neither queued nor playing."""
-    now = trio.current_time()
-    if playing or (queued and not launched.joined):
-        launched.joined = True
-        return None, now
-    if queued:
-        return ("unneeded" if now - since >= idle_limit else None), since
-    if not launched.joined and (launched.refusal or launched.hello_timed_out()):
-        return "blocked", since
-    return ("idle" if now - since >= idle_limit else None), since
 
 
 def _closest(
