@@ -30,7 +30,8 @@ from cellarena.server import wall_clock
 # starts some 1,500 such processes (servers, bots, commands) beside each other on few cores, none of
 # which multiplies matrices big enough to gain. One thread each saves about a tenth of the suite's
 # CPU (measured on tests/test_tournament_cli.py, test_match_cli.py, test_new_bot.py: 72 s to 65 s).
-# Set here, before xdist starts its workers, so every process the tests start inherits it.
+# `cellarena` sets it for its commands and what they start (arena/cli); set here, before xdist
+# starts its workers, so the processes the tests start themselves (bots, scripts) inherit it too.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Owners' passwords are hashed with argon2id at its cheapest, in the test processes (the fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,35 @@ def test_a_command_imports_only_what_it_runs() -> None:
     listed = out.split("Commands:")[1]
     for command in ("bench", "ladder", "match", "new-bot", "replay", "results", "serve", "sim", "tournament"):
         assert f"\n  {command} " in listed, command
+
+
+def test_numpy_runs_one_blas_thread_in_a_command_unless_the_user_chose() -> None:
+    """`cellarena` sets OPENBLAS_NUM_THREADS=1 before a command imports numpy (OpenBLAS then starts no
+    pool of threads), and what it starts inherits it; a value the user set is kept."""
+    probe = (
+        "import os, sys\n"
+        "from cellarena.arena.cli import main\n"
+        "try:\n"
+        "    main(['sim', 'rezzo', '--ticks', '1', '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "assert 'numpy' in sys.modules\n"
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def run(**extra: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", probe], env={**env, **extra},
+            capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        return done.stdout.strip().splitlines()[-1].split()
+
+    assert run() == ["1", "1"]  # the main thread alone
+    chosen = run(OPENBLAS_NUM_THREADS="2")
+    assert chosen[0] == "2"
+    if (os.cpu_count() or 1) > 1:
+        assert int(chosen[1]) > 1  # the user's choice took effect: OpenBLAS started its pool
 
 
 def test_sim_rezzo_json_is_repeatable() -> None:
