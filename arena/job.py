@@ -12,7 +12,6 @@ import dataclasses
 import os
 import select
 import signal
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from cellarena.server.bots.launcher import BotSpec, LaunchedMatch, play_match
 from cellarena.server.games import causes
 from cellarena.server.play.match import TickSettings
 from cellarena.server.replay import ReplayWriter
+from cellarena.server.scratch_folders import owned_folder
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def _stop_requested() -> bool:
 def _run(job: MatchJob) -> MatchRecord:
     if not job.ship_files:
         return _play(job, Path(job.folder))
-    with tempfile.TemporaryDirectory(prefix="cellarena-job-") as tmp:
+    with owned_folder("cellarena-job-") as tmp:
         record = _play(job, Path(tmp))
         # Paths relative to the match's folder, with the bytes; the coordinator lands them.
         files = {}

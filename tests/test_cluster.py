@@ -122,13 +122,17 @@ class Recipe:
         self.address = f"tcp://127.0.0.1:{self.port}"
         background, self.tournament = recipe_commands()
         log = (folder / "dask.log").open("wb")
+        #: The processes' temporary folder: what their jobs leave in it is theirs.
+        self.tmp = folder / "tmp"
+        self.tmp.mkdir()
+        env = {**os.environ, "TMPDIR": str(self.tmp)}
         self.processes = []
         for written in background:
             words = [a.replace("8786", str(self.port)).replace("8787", str(self.http_port)) for a in written]
             assert words[0] == "dask", words
             kind = words[1]
             argv = [*DASK, *words[1:], *(worker_flags if kind == "worker" else ())]
-            self.processes.append(subprocess.Popen(argv, stdout=log, stderr=log, cwd=ROOT))
+            self.processes.append(subprocess.Popen(argv, stdout=log, stderr=log, cwd=ROOT, env=env))
             if kind == "scheduler":
                 _await_listening(self.port, self.processes[-1])  # before the workers dial it
         self.scheduler = self.processes[0]
@@ -277,6 +281,10 @@ def test_a_worker_killed_mid_match_costs_no_result_and_records_none_twice(
     assert result["played"] == result["total"] == 4 and result["failed"] == []
     keys = recorded(out)
     assert len(keys) == 4 and len(set(keys)) == 4
+    # The killed worker's temporary folder (its match's replay and logs) went with the next job's
+    # start (server/scratch_folders.py), where it once stayed for good; every other job removed its own.
+    left = list(recipe.tmp.glob("cellarena-job-*"))
+    assert left == [], left
 
 
 def test_cluster_option_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -541,9 +541,10 @@ SERVER = "cellarena.server"
 SERVER_ROOMS: dict[str, set[str]] = {
     "games": set(),
     "wall_clock": set(),
+    "scratch_folders": set(),
     "replay": {"games"},
     "net": {"games", "wall_clock"},
-    "play": {"games", "net", "replay", "wall_clock"},
+    "play": {"games", "net", "replay", "scratch_folders", "wall_clock"},
     "bots": {"games", "net", "play"},
     "workers": {"net", "play"},
     "service": {"play"},

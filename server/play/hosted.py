@@ -20,7 +20,6 @@ import hashlib
 import hmac
 import ipaddress
 import logging
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from cellarena.server.play.lobby import Lobby, LobbyConfig
 from cellarena.server.play.match import MatchOutcome, Recorder, TickSettings
 from cellarena.server.play.seating import Refusal, ReservedSeating
 from cellarena.server.replay import ReplayWriter
+from cellarena.server.scratch_folders import owned_folder
 
 log = logging.getLogger("cellarena.hosted")
 
@@ -179,7 +179,7 @@ async def _host(job: HostedMatch, publish: Callable[[str, int], None], host: str
             raise HostingError(str(exc)) from None
     outcomes: list[MatchOutcome] = []
     seating = HostedSeating(job.token_digests, list(job.names), timeout=job.connect_timeout)
-    with tempfile.TemporaryDirectory(prefix="cellarena-hosted-") as folder:
+    with owned_folder("cellarena-hosted-") as folder:
         replay = Path(folder) / "match.replay"
 
         def recorder(_number: int, engine: Engine, names: list[str], seed: int) -> Recorder:

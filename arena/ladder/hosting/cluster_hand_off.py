@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -35,6 +34,7 @@ from cellarena.arena.ladder.hosting.worker_process import HostedMatches
 from cellarena.sdk.client import is_loopback
 from cellarena.server.play.hosted import HostedMatch, HostedResult, host_match
 from cellarena.server.play.lobby import Lobby, LobbyConfig
+from cellarena.server.scratch_folders import owned_folder
 
 log = logging.getLogger("cellarena.ladder")
 
@@ -208,7 +208,7 @@ async def host_launching(job: HostedMatch, publish: Callable[[str, int], None], 
 
         tls = server_context(job.tls_cert, job.tls_key or job.tls_cert)
     results: list[HostedResult] = []
-    with tempfile.TemporaryDirectory(prefix="cellarena-hosted-") as folder:
+    with owned_folder("cellarena-hosted-") as folder:
         done = trio.Event()
 
         def report(message: tuple[Any, ...]) -> None:

@@ -27,7 +27,6 @@ import shutil
 import signal
 import struct
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +44,7 @@ from cellarena.server.play.lobby import Lobby, LobbyConfig
 from cellarena.server.play.match import Match, MatchOutcome, Recorder, TickSettings
 from cellarena.server.play.seating import Seating, WaitingRoom
 from cellarena.server.replay import ReplayWriter
+from cellarena.server.scratch_folders import owned_folder
 
 log = logging.getLogger("cellarena.ladder.worker")
 
@@ -373,7 +373,7 @@ async def serve_worker(inbox: trio.abc.ReceiveStream, outbox: trio.abc.SendStrea
     with contextlib.ExitStack() as stack:
         if setup.folder is not None:
             stack.callback(_remove, Path(setup.folder))
-        folder = setup.folder or stack.enter_context(tempfile.TemporaryDirectory(prefix="cellarena-worker-"))
+        folder = setup.folder or stack.enter_context(owned_folder("cellarena-worker-"))
         seating = HostedMatches(Path(folder), send.send_nowait)
         lobby = Lobby(
             LobbyConfig(
