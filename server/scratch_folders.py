@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -70,7 +71,7 @@ def sweep(prefix: str, parent: Path | None = None) -> list[Path]:
             st = path.lstat()
         except OSError:
             continue
-        if not path.is_dir() or path.is_symlink() or st.st_uid != os.getuid():
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():  # lstat: a link is no folder
             continue
         shutil.rmtree(path, ignore_errors=True)  # another sweep may be at it too
         removed.append(path)
