@@ -183,8 +183,10 @@ def _match(tmp_path: Path, *bots: str, ticks: int = 30) -> tuple[dict[str, Any],
     replay = tmp_path / "m.replay"
     args = [a for i, b in enumerate(bots) for a in ("--bot", f"s{i}={b}")]
     proc = cellarena(
-        "match", "rezzo", *args, "--fast", "--max-ticks", str(ticks), "--replay", str(replay),
-        "--log-dir", str(tmp_path / "logs"), "--json",
+        # 2 s a move: a budget a busy machine meets (with --fast the ticks wait only for the answers);
+        # these tests check what is drawn and played, not the clock.
+        "match", "rezzo", *args, "--fast", "--budget-ms", "2000", "--max-ticks", str(ticks),
+        "--replay", str(replay), "--log-dir", str(tmp_path / "logs"), "--json",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), replay

@@ -16,6 +16,7 @@ from cellarena.arena.results import TournamentResults
 COMMAND = [
     "tournament", "rezzo", "--bot", f"a={RAW_BOT} random", "--bot", f"b={RAW_BOT} random",
     "--bot", f"c={RAW_BOT} random", "--maps", "duel", "--rounds", "1", "--max-ticks", "10", "--jobs", "1",
+    "--budget-ms", "2000",  # a late move (a no-op) on a busy machine would change a replayed match
 ]  # fmt: skip
 
 
