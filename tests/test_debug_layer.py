@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from bot_files import RAW_BOT
-from cellarena_cli import cellarena
+from cellarena_cli import CLOCK_FREE, cellarena
 from game_servers import js_bot_folder
 
 from cellarena.sdk import Bot, protocol
@@ -183,9 +183,7 @@ def _match(tmp_path: Path, *bots: str, ticks: int = 30) -> tuple[dict[str, Any],
     replay = tmp_path / "m.replay"
     args = [a for i, b in enumerate(bots) for a in ("--bot", f"s{i}={b}")]
     proc = cellarena(
-        # 2 s a move: a budget a busy machine meets (with --fast the ticks wait only for the answers);
-        # these tests check what is drawn and played, not the clock.
-        "match", "rezzo", *args, "--fast", "--budget-ms", "2000", "--max-ticks", str(ticks),
+        "match", "rezzo", *args, "--fast", *CLOCK_FREE, "--max-ticks", str(ticks),
         "--replay", str(replay), "--log-dir", str(tmp_path / "logs"), "--json",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

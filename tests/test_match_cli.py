@@ -23,17 +23,12 @@ import pytest
 import trio
 from bot_files import RAW_BOT, RAW_BOT_FILE
 from bot_processes import BotPids
-from cellarena_cli import ROOT, cellarena, refused, run_here, start_cellarena
+from cellarena_cli import CLOCK_FREE, ROOT, cellarena, refused, run_here, start_cellarena
 from game_servers import js_bot_folder
 
 from cellarena.server.bots.launcher import BotSpec, play_match
 from cellarena.server.cli.match import SEAT_FAILED
 from cellarena.server.play.match import TickSettings
-
-#: A budget a busy machine meets, for the tests below that check a result, not the clock (the
-#: realtime tests time the budget): with --fast a tick waits only for the answers, so it costs
-#: nothing, where Rezzo's default (a tick less 3 ms) was once missed beside three other test processes.
-CLOCK_FREE = ("--budget-ms", "2000")
 
 
 def test_match_json_result_and_a_replay_that_verifies(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from bot_files import RAW_BOT as RAW
 from bot_processes import BotPids, descendants, wait_until_dead
-from cellarena_cli import cellarena, invoke, refused, start_cellarena
+from cellarena_cli import CLOCK_FREE, cellarena, invoke, refused, start_cellarena
 
 GHOST = f'{sys.executable} -c "import time; time.sleep(60)"'  # starts, never connects
 
@@ -80,7 +80,7 @@ def test_a_tournament_killed_with_sigkill_resumes_and_ends_with_the_same_standin
         "--bot", f"r3={RAW} delay:2",
         "--bot", f"crasher={RAW} crash",
         "--max-ticks", "80",
-        "--budget-ms", "2000",
+        *CLOCK_FREE,
         "--seed", "4",
         "--jobs", "1",
     ]  # fmt: skip
