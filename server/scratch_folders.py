@@ -14,6 +14,7 @@ process ends too: never a live process's folder, at the cost of one left a while
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -27,8 +28,10 @@ from pathlib import Path
 _OWNER = re.compile(r"(\d+)-(\d+)-")
 
 
+@functools.cache
 def _namespace() -> int | None:
-    """This process's pid namespace (the inode of its /proc link), or None where /proc has none."""
+    """This process's pid namespace (the inode of its /proc link), or None where /proc has none; read
+    once (a forked child stays in its parent's)."""
     try:
         return os.stat("/proc/self/ns/pid").st_ino
     except OSError:
