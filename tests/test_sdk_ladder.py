@@ -343,7 +343,7 @@ async def test_a_tls_alert_to_a_plain_hello_is_named(tmp_path: Path) -> None:
 
 class CuttingProxy:
     """Plain TCP to ``target_port``; the first connection is cut ``after`` seconds into the match (its
-    first bytes from the server), as a network blip would."""
+    first bytes from the server), as a network blip would: the bot reads the end of its connection."""
 
     def __init__(self, target_port: int, after: float) -> None:
         self.target_port = target_port
@@ -378,6 +378,21 @@ class CuttingProxy:
             pumps.start_soon(pump, server, client, cut)
             pumps.start_soon(pump, client, server, False)
         await trio.aclose_forcefully(server)
+        await self._hang_up(client)
+
+    @staticmethod
+    async def _hang_up(client: trio.SocketStream) -> None:
+        """Ends the bot's side with a FIN, never a reset: a close with the bot's answers unread (it
+        answers at 15 Hz) would reset the connection, and the bot would see a reset or an end by
+        the race of the two (seen under load). So the bot is told "no more" and its answers are read
+        and dropped until it hangs up in turn."""
+        try:
+            await client.send_eof()
+            with trio.move_on_after(30):
+                while await client.receive_some(1 << 16):
+                    pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
         await trio.aclose_forcefully(client)
 
 
