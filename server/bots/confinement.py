@@ -420,7 +420,8 @@ class ProcessTree:
         self.marker = f"{MARKER_VAR}={marker}".encode()
         #: (pid, start) of every process seen as the bot's, so a reused pid is never mistaken for one.
         self.known: set[tuple[int, int]] = set()
-        self.sessions: set[int] = {root}
+        #: No root yet (0: the reaper told of a bot about to start) is no session: init's is 0 here.
+        self.sessions: set[int] = {root} if root > 0 else set()
         self.root_start: int | None = None
         #: Orphans whose environment was read and is not the bot's: not read again every look.
         self.unmarked: set[tuple[int, int]] = set()

@@ -590,6 +590,11 @@ async def start_bot(
         pass_fds = (read_end,)
     if connection is not None:
         env["CELLARENA_SOCKET_FD"] = "0"
+    # Should cellarena be killed, the reaper stops what the bot started (`cellarena.server.bots.reaper`).
+    # It hears of the bot before the bot runs, by its marker (and cgroup): told only after the start
+    # returned, it missed a bot whose launcher was killed in between, and the children the bot had
+    # forked by then ran on (seen on a loaded machine, where a thread's hand-back takes a while).
+    Reaper.add(launch.marker, None, launch.marker, launch.cgroup)
     try:
         proc = await spawn(
             launch.argv(bot.argv(), bot.cwd),
@@ -600,6 +605,7 @@ async def start_bot(
             **launch.popen_kwargs(),
         )
     except BaseException:
+        Reaper.done(launch.marker)
         launch.cleanup()
         if write_end is not None:
             os.close(write_end)
@@ -608,8 +614,7 @@ async def start_bot(
         if read_end is not None:
             os.close(read_end)
     launch.started()
-    # Should cellarena be killed, the reaper stops what the bot started (`cellarena.server.bots.reaper`).
-    Reaper.add(launch.marker, proc.pid, launch.marker, launch.cgroup)
+    Reaper.add(launch.marker, proc.pid, launch.marker, launch.cgroup)  # and now its sessions too
     started = BotProcess(proc, ProcessTree(proc.pid, launch.marker), launch)
     if on_started is not None:
         on_started(started)

@@ -12,6 +12,9 @@ Lines on its standard input (words separated by tabs):
 
     add ID ROOT_PID MARKER [CONTROLLER=CGROUP_FOLDER ...]
     done ID
+
+A bot is added twice: before it starts, with ROOT_PID 0 (found then by its marker and cgroup alone),
+and once started, with its first process (whose sessions it then kills too).
 """
 
 from __future__ import annotations
@@ -103,9 +106,10 @@ class Reaper:
         )
 
     @classmethod
-    def add(cls, key: str, root: int, marker: str, cgroup: BotCgroup | None) -> None:
+    def add(cls, key: str, root: int | None, marker: str, cgroup: BotCgroup | None) -> None:
+        """List the bot ``key``, or update it: ``root`` is its first process, None before it starts."""
         folders = [f"{k}={v}" for k, v in cgroup.folders.items()] if cgroup is not None else []
-        cls._send("\t".join(["add", key, str(root), marker, *folders]))
+        cls._send("\t".join(["add", key, str(root or 0), marker, *folders]))
 
     @classmethod
     def done(cls, key: str) -> None:
