@@ -64,6 +64,27 @@ async def test_a_bot_that_could_not_start_is_taken_off_the_reapers_list(
     assert said[0].split("\t")[1] == said[1].split("\t")[1]
 
 
+async def test_no_bot_starts_where_its_reaper_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reaper that cannot start (no process left for it) refuses the bot before it runs: a bot
+    the reaper does not know of could outlive a killed cellarena."""
+
+    def cannot_start() -> subprocess.Popen[bytes]:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(Reaper, "_pipe", [])
+    monkeypatch.setattr(Reaper, "_start", staticmethod(cannot_start))
+    spawned: list[list[str]] = []
+
+    async def spawn(argv: list[str], **popen_kwargs: object) -> Child:
+        spawned.append(argv)
+        raise AssertionError("started")
+
+    monkeypatch.setattr(launcher, "spawn", spawn)
+    with pytest.raises(BlockingIOError):
+        await start_bot(BotSpec("waiting", WAITING), "127.0.0.1", 9, None)
+    assert spawned == []
+
+
 def test_a_reaper_told_only_a_bots_marker_stops_everything_the_bot_started(tmp_path: Path) -> None:
     """The window the first "add" closes: cellarena dies before it could say the bot's first process.
     The bot forked a child that ignores SIGTERM and double-forked a grandchild into a session of its

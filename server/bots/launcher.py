@@ -594,8 +594,8 @@ async def start_bot(
     # It hears of the bot before the bot runs, by its marker (and cgroup): told only after the start
     # returned, it missed a bot whose launcher was killed in between, and the children the bot had
     # forked by then ran on (seen on a loaded machine, where a thread's hand-back takes a while).
-    Reaper.add(launch.marker, None, launch.marker, launch.cgroup)
     try:
+        Reaper.add(launch.marker, None, launch.marker, launch.cgroup)
         proc = await spawn(
             launch.argv(bot.argv(), bot.cwd),
             stdin=connection.fileno() if connection is not None else subprocess.DEVNULL,
@@ -605,7 +605,8 @@ async def start_bot(
             **launch.popen_kwargs(),
         )
     except BaseException:
-        Reaper.done(launch.marker)
+        with contextlib.suppress(OSError):  # a reaper that could not start: nothing to take back
+            Reaper.done(launch.marker)
         launch.cleanup()
         if write_end is not None:
             os.close(write_end)

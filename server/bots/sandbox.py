@@ -230,8 +230,8 @@ async def run_sandboxed(
         file_bytes=limits.file_mb * 2**20,
     )
     started = trio.current_time()
-    Reaper.add(marker, None, marker, group)  # before it runs: see `start_bot`
     try:
+        Reaper.add(marker, None, marker, group)  # before it runs: see `start_bot`
         proc = await spawn(
             sandbox_argv(argv, folder, limits, uid=uid, hidden=hidden, view=view),
             stdin=subprocess.DEVNULL,
@@ -240,7 +240,8 @@ async def run_sandboxed(
             preexec_fn=setup,
         )
     except OSError as exc:
-        Reaper.done(marker)
+        with contextlib.suppress(OSError):
+            Reaper.done(marker)
         if group is not None:
             group.remove()
         return SandboxRun(None, "", 0.0, f"the build could not start: {exc}")
