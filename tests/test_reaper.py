@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from bot_processes import wait_until_dead
+from bot_processes import alive, wait_until_dead
 from test_hostile_bots import ORPHANER
 
 from cellarena.server.bots import launcher
@@ -105,23 +105,24 @@ def test_a_reaper_told_only_a_bots_marker_stops_everything_the_bot_started(tmp_p
         env={**os.environ, MARKER_VAR: marker},
         start_new_session=True,
     )
-    left: list[int] = []
     try:
         deadline = time.monotonic() + 60
         while len(pids.read_text().split() if pids.exists() else []) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
-        started = [int(p) for p in pids.read_text().split()]
-        assert len(started) == 2, started
+        started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
+        assert len(started) == 2, f"the bot's two processes did not start within 60 s: {started}"
         bot.kill()
         bot.wait()
         reaper.stdin.close()  # as when cellarena is killed: the pipe's only writer is gone
         assert reaper.wait(timeout=60) == 0
         left = wait_until_dead(started, 60)
         assert left == [], f"still running: {left}"
-    finally:
-        for pid in left:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if reaper.poll() is None:
-            reaper.kill()
-            reaper.wait()
+    finally:  # whatever failed, nothing of the test's runs on
+        for proc in (bot, reaper):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for pid in [int(p) for p in pids.read_text().split()] if pids.exists() else []:
+            if alive(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
