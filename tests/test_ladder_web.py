@@ -81,7 +81,7 @@ def test_a_ladder_plays_unattended_survives_a_kill_and_shows_its_table(browser: 
         wait_for(lambda: finished(tmp_path) >= count + 2, "matches after the restart", timeout=120)
         with viewer("ladder", "--dir", str(tmp_path), "web", "rezzo", "--port", "0",
                     "--live-port", str(server.port)) as url:  # fmt: skip
-            check_pages(browser, url, tmp_path, tokens)
+            check_pages(browser, url, tmp_path, tokens, server)
     finally:
         for bot in bots:
             bot.stop()
@@ -99,7 +99,30 @@ def _between_matches(folder: Path, read: Callable[[], T]) -> T:
     raise AssertionError("a match finished during every one of 20 reads")
 
 
-def check_pages(browser: Any, url: str, folder: Path, tokens: dict[str, Path]) -> None:
+def live_frames(page: Any, server: Process, count: int) -> None:
+    """Wait until the live page has drawn ``count`` frames of the ladder's matches; if it never does,
+    fail saying what the page said, whether the ladder still runs and what it logged last (a bare
+    Playwright timeout, seen once in a full run, said none of it)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout  # where used, as browser.py imports it
+
+    try:
+        page.wait_for_function(
+            f"Number(document.getElementById('player').dataset.liveFrames) >= {count}", timeout=60_000
+        )
+    except PlaywrightTimeout:
+        said = page.evaluate(
+            "[document.getElementById('status')?.innerText,"
+            " document.getElementById('player').dataset.liveFrames]"
+        )
+        running = "running" if server.proc.poll() is None else f"ended with {server.proc.returncode}"
+        tail = "\n".join(server.stderr().splitlines()[-30:])
+        raise AssertionError(
+            f"the live page drew {said[1] or 0} of {count} frames in 60 s; it says {said[0]!r}; the "
+            f"ladder is {running}, its last lines:\n{tail}"
+        ) from None
+
+
+def check_pages(browser: Any, url: str, folder: Path, tokens: dict[str, Path], server: Process) -> None:
     secrets = [path.read_text().strip() for path in tokens.values()]
 
     def command_and_store() -> tuple[list[dict[str, Any]], list[tuple[str, ...]], list[Any]]:
@@ -155,9 +178,7 @@ def check_pages(browser: Any, url: str, folder: Path, tokens: dict[str, Path]) -
         )
         # The live match of the running ladder.
         page.goto(f"{url}live/")
-        page.wait_for_function(
-            "Number(document.getElementById('player').dataset.liveFrames) >= 3", timeout=60_000
-        )
+        live_frames(page, server, 3)
         console.assert_clean()
 
     # The same over JSON; the replay downloads as the file the ladder wrote; no secret anywhere.
