@@ -50,7 +50,12 @@ def run_and_kill(target: str, seed: int, rng: random.Random) -> tuple[list[int],
         time.sleep(rng.uniform(0, 0.01))  # somewhere inside the next begin or finish, or between them
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        finished |= {int(line.split()[1]) for line in proc.stdout if line.startswith("finished")}
+        # Whole lines only (`ladder_writer.say` writes each at once): a cut one is not counted.
+        finished |= {
+            int(line.split()[1])
+            for line in proc.stdout
+            if line.startswith("finished ") and line.endswith("\n")
+        }
     finally:
         if proc.poll() is None:
             proc.kill()
