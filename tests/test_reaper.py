@@ -12,11 +12,11 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from bot_processes import alive, wait_until_dead
+from bot_processes import BotPids, wait_until_dead
+from game_servers import wait_for
 from test_hostile_bots import ORPHANER
 
 from cellarena.server.bots import launcher
@@ -99,18 +99,15 @@ def test_a_reaper_told_only_a_bots_marker_stops_everything_the_bot_started(tmp_p
     reaper.stdin.flush()
     orphaner = tmp_path / "orphaner.py"
     orphaner.write_text(ORPHANER)
-    pids = tmp_path / "pids"
+    pids = BotPids(tmp_path / "pids")
     bot = subprocess.Popen(
-        [sys.executable, str(orphaner), str(pids), "-c", "import time; time.sleep(300)"],
+        [sys.executable, str(orphaner), str(pids.path), "-c", "import time; time.sleep(300)"],
         env={**os.environ, MARKER_VAR: marker},
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while len(pids.read_text().split() if pids.exists() else []) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
-        assert len(started) == 2, f"the bot's two processes did not start within 60 s: {started}"
+        wait_for(lambda: len(pids.listed()) >= 2, "the bot's child and grandchild", timeout=60)
+        started = pids.listed()
         bot.kill()
         bot.wait()
         reaper.stdin.close()  # as when cellarena is killed: the pipe's only writer is gone
@@ -122,7 +119,6 @@ def test_a_reaper_told_only_a_bots_marker_stops_everything_the_bot_started(tmp_p
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        for pid in [int(p) for p in pids.read_text().split()] if pids.exists() else []:
-            if alive(pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        for pid in pids.running():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
