@@ -13,10 +13,11 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from cellarena_cli import start_cellarena
@@ -96,24 +97,40 @@ URL = re.compile(r"at (http://\S+)")
 
 @contextmanager
 def viewer(*args: str) -> Iterator[str]:
-    """`cellarena ARGS` (a command that serves pages) started for real; yields the URL it prints."""
-    proc = start_cellarena(*args)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        found = URL.search(line)
-        if not found:
-            proc.kill()
-            _, err = proc.communicate(timeout=10)
-            raise AssertionError(f"cellarena {' '.join(args)} printed no URL: {line!r}\n{err}")
-        yield found.group(1)
-    finally:
-        proc.terminate()
+    """`cellarena ARGS` (a command that serves pages) started for real; yields the URL it prints.
+
+    Its stderr goes to a file, not a pipe: a pipe no one reads fills and stops a server that logs
+    (its relay's warnings); and a test failing inside the block gets the server's last lines as a
+    note (a page that stopped loading says why only there)."""
+    with tempfile.TemporaryFile("w+") as err:
+        proc = start_cellarena(*args, stderr=err)
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            found = URL.search(line)
+            if not found:
+                proc.kill()
+                proc.wait(timeout=10)
+                raise AssertionError(f"cellarena {' '.join(args)} printed no URL: {line!r}")
+            yield found.group(1)
+        except BaseException as exc:
+            state = "running" if proc.poll() is None else f"ended with {proc.returncode}"
+            exc.add_note(f"`cellarena {' '.join(args)}` is {state}; its stderr's last lines:\n{_tail(err)}")
+            raise
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _tail(file: IO[str], lines: int = 30) -> str:
+    """The last ``lines`` lines written to ``file`` so far."""
+    file.flush()
+    file.seek(0)
+    return "\n".join(file.read().splitlines()[-lines:]) or "(nothing)"
 
 
 def shot_dir(tmp_path: Path) -> Path:
