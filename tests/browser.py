@@ -12,15 +12,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
-from cellarena_cli import start_cellarena
+from cellarena_cli import served
 
 #: A page big enough that the side panel and the board both show; screenshots have this size.
 VIEWPORT = {"width": 1440, "height": 900}
@@ -97,40 +95,10 @@ URL = re.compile(r"at (http://\S+)")
 
 @contextmanager
 def viewer(*args: str) -> Iterator[str]:
-    """`cellarena ARGS` (a command that serves pages) started for real; yields the URL it prints.
-
-    Its stderr goes to a file, not a pipe: a pipe no one reads fills and stops a server that logs
-    (its relay's warnings); and a test failing inside the block gets the server's last lines as a
-    note (a page that stopped loading says why only there)."""
-    with tempfile.TemporaryFile("w+") as err:
-        proc = start_cellarena(*args, stderr=err)
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            found = URL.search(line)
-            if not found:
-                proc.kill()
-                proc.wait(timeout=10)
-                raise AssertionError(f"cellarena {' '.join(args)} printed no URL: {line!r}")
-            yield found.group(1)
-        except BaseException as exc:
-            state = "running" if proc.poll() is None else f"ended with {proc.returncode}"
-            exc.add_note(f"`cellarena {' '.join(args)}` is {state}; its stderr's last lines:\n{_tail(err)}")
-            raise
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-def _tail(file: IO[str], lines: int = 30) -> str:
-    """The last ``lines`` lines written to ``file`` so far."""
-    file.flush()
-    file.seek(0)
-    return "\n".join(file.read().splitlines()[-lines:]) or "(nothing)"
+    """`cellarena ARGS` (a command that serves pages) started for real; yields the URL it prints
+    (`cellarena_cli.served`: a failure in the block shows the server's last lines)."""
+    with served(*args, url=URL) as server:
+        yield server.url
 
 
 def shot_dir(tmp_path: Path) -> Path:

@@ -4,12 +4,17 @@ errors)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import click
 from click.testing import CliRunner, Result
@@ -59,6 +64,63 @@ def start_cellarena(*args: str, **kw: Any) -> subprocess.Popen[str]:
         "text": True,
     }
     return subprocess.Popen([*CLI, *args], **{**options, **kw})
+
+
+@dataclass
+class Served:
+    """A `cellarena` command that serves (`served`): its address, its process and what it logged."""
+
+    url: str
+    proc: subprocess.Popen[str]
+    err: IO[str]
+    #: Its whole stderr, kept when it has ended and its file is closed.
+    final: str | None = None
+
+    def stderr(self) -> str:
+        """Everything it wrote to stderr so far (all of it, once `served` is left)."""
+        if self.final is not None:
+            return self.final
+        self.err.flush()
+        self.err.seek(0)
+        return self.err.read()
+
+    def tail(self, lines: int = 30) -> str:
+        return "\n".join(self.stderr().splitlines()[-lines:]) or "(nothing)"
+
+
+@contextmanager
+def served(*args: str, url: re.Pattern[str]) -> Iterator[Served]:
+    """`cellarena ARGS` started for real, once it has printed the address ``url`` finds (group 1);
+    stopped when left.
+
+    Its stderr goes to a file, not a pipe: a pipe no one reads fills and stops a server that logs
+    (a relay's warnings, a ladder's mails). A test failing inside the block gets the server's state
+    and last lines as a note: a page that stopped loading says why only there."""
+    with tempfile.TemporaryFile("w+") as err:
+        proc = start_cellarena(*args, stderr=err)
+        found = Served("", proc, err)
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            address = url.search(line)
+            if not address:
+                proc.kill()
+                proc.wait(timeout=10)
+                raise AssertionError(f"cellarena {' '.join(args)} printed no address: {line!r}")
+            found.url = address.group(1)
+            yield found
+        except BaseException as exc:
+            state = "running" if proc.poll() is None else f"ended with {proc.returncode}"
+            exc.add_note(f"`cellarena {' '.join(args)}` is {state}; its stderr's last lines:\n{found.tail()}")
+            raise
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            found.final = found.stderr()
 
 
 def here(*args: str, env: dict[str, str] | None = None, command: click.Command = main) -> Result:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
-from cellarena_cli import start_cellarena
+from cellarena_cli import Served, served
 from certificates import pem_files
 
 URL = re.compile(r"at (https://\S+)")
@@ -28,7 +28,15 @@ class Pages:
     url: str
     ca: Path
     folder: Path
-    proc: subprocess.Popen[str]
+    server: Served
+
+    @property
+    def proc(self) -> subprocess.Popen[str]:
+        return self.server.proc
+
+    def stderr(self) -> str:
+        """What `ladder web` has written to stderr so far (all of it once `ladder_pages` is left)."""
+        return self.server.stderr()
 
 
 @contextmanager
@@ -38,26 +46,11 @@ def ladder_pages(folder: Path, *args: str) -> Iterator[Pages]:
 
     LadderStore(folder / "ladder.sqlite").close()
     ca, chain, key = pem_files(folder, "localhost", "127.0.0.1")
-    proc = start_cellarena(
+    with served(
         "ladder", "--dir", str(folder), "web", "rezzo", "--port", "0",
-        "--tls-cert", str(chain), "--tls-key", str(key), *args,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        found = URL.search(line)
-        if not found:
-            proc.kill()
-            _, err = proc.communicate(timeout=10)
-            raise AssertionError(f"ladder web printed no https URL: {line!r}\n{err}")
-        yield Pages(found.group(1).rstrip("/"), ca, folder, proc)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        "--tls-cert", str(chain), "--tls-key", str(key), *args, url=URL,
+    ) as server:  # fmt: skip
+        yield Pages(server.url.rstrip("/"), ca, folder, server)
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

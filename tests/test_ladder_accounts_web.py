@@ -435,12 +435,10 @@ def test_the_hosts_password_hash_cost_is_used_and_a_weak_one_is_warned_of(
     with ladder_pages(folder, "--signup", "open", "--password-hash", "m=19456,t=2,p=1") as pages:
         signed_up(pages, "owasp")
         assert "$argon2id$v=19$m=19456,t=2,p=1$" in stored_hash(pages, "owasp")
-    assert pages.proc.stderr is not None
-    assert "warning: --password-hash" not in pages.proc.stderr.read()
+    assert "warning: --password-hash" not in pages.stderr()
     with ladder_pages(folder, "--signup", "open") as pages:
         pass
-    assert pages.proc.stderr is not None
-    warned = pages.proc.stderr.read()
+    warned = pages.stderr()
     assert f"warning: --password-hash {os.environ[PASSWORD_COST_VARIABLE]} is cheaper than OWASP" in warned
 
 

@@ -60,7 +60,8 @@ def test_owners_and_admins_actions_are_logged_without_a_secret(tmp_path: Path) -
             renewals = [(e.actor, e.bot) for e in store.audit_log() if e.action == "rotate"]
             assert renewals == [("ann (owner)", "annbot")]
         pages.proc.terminate()
-        _, err = pages.proc.communicate(timeout=30)
+        pages.proc.wait(timeout=30)
+        err = pages.stderr()
     assert len(secrets) == 6 and all(secrets), secrets  # two tokens and the code were found
     for secret in secrets:
         assert secret not in err, f"a secret in the log:\n{err}"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import email
 import email.policy
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,7 +37,6 @@ class Site:
     pages: Pages
     smtp: SmtpServer
     folder: Path
-    logged: str = ""
 
     def next_mail(self, address: str, count: int) -> email.message.EmailMessage:
         """The ``count``-th mail to ``address``, waited for."""
@@ -46,19 +44,8 @@ class Site:
         return self.smtp.mails_to(address)[count - 1]
 
     def log(self) -> str:
-        """What `ladder web` has logged so far (its stderr, read without waiting)."""
-        assert self.pages.proc.stderr is not None
-        fd = self.pages.proc.stderr.fileno()
-        os.set_blocking(fd, False)
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except BlockingIOError:
-                break
-            if not chunk:
-                break
-            self.logged += chunk.decode("utf-8", "replace")
-        return self.logged
+        """What `ladder web` has logged so far (its stderr)."""
+        return self.pages.stderr()
 
     def store(self) -> LadderStore:
         return LadderStore(self.folder / "ladder.sqlite", create=False)

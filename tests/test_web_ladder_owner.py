@@ -15,7 +15,6 @@ commands as processes on one PostgreSQL database, a challenge played, a resume, 
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import time
 import urllib.request
@@ -25,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from browser import Console, shot_dir
-from cellarena_cli import CLI, cellarena, start_cellarena
+from cellarena_cli import CLI, cellarena, served
 from certificates import pem_files
 from game_servers import Process, start, wait_for
+from ladder_pages import URL
 
 from cellarena.arena.ladder.store.ladder_store import LadderStore
 
@@ -66,21 +66,8 @@ def ladder_web(where: list[str], folder: Path) -> Iterator[str]:
     """`ladder web --signup open` over HTTPS; its URL."""
     _, chain, key = pem_files(folder, "localhost", "127.0.0.1")
     tls = ["--tls-cert", str(chain), "--tls-key", str(key)]
-    proc = start_cellarena(
-        *where, "web", "rezzo", "--port", "0", "--signup", "open", *tls, stderr=subprocess.DEVNULL
-    )
-    try:
-        assert proc.stdout is not None
-        found = re.search(r"at (https://\S+)", proc.stdout.readline())
-        assert found is not None, "ladder web printed no https URL"
-        yield found.group(1).rstrip("/")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with served(*where, "web", "rezzo", "--port", "0", "--signup", "open", *tls, url=URL) as web:
+        yield web.url.rstrip("/")
 
 
 def metrics(health: str) -> dict[str, float]:
