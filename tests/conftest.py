@@ -52,9 +52,11 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Each run counts where its CPU goes (tests/cpu_by_file.py); ``-p cpu_by_file`` loaded it already."""
-    if not config.pluginmanager.has_plugin("cpu_by_file"):
-        config.pluginmanager.import_plugin("cpu_by_file")
+    """Each run counts where its CPU goes (tests/cpu_by_file.py; ``-p cpu_by_file`` loaded it already),
+    and a trio test out of time fails alone (tests/trio_timeouts.py)."""
+    for plugin in ("cpu_by_file", "trio_timeouts"):
+        if not config.pluginmanager.has_plugin(plugin):
+            config.pluginmanager.import_plugin(plugin)
 
 
 @pytest.fixture(autouse=True, scope="session")

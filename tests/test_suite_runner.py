@@ -184,3 +184,35 @@ def test_the_parallel_phase_hands_out_files_in_the_order_the_conftest_sorts_them
     scheduler.schedule()
     files = list(dict.fromkeys(collection[i].split("::")[0] for i in handed))
     assert files == [f"tests/{name}" for name in LONGEST_FIRST[:2]] + ["tests/test_many.py"]
+
+
+def test_a_test_that_hangs_fails_alone_saying_where_it_waited_and_the_run_goes_on(
+    pytestconfig: pytest.Config, tmp_path: Path
+) -> None:
+    """A test blocked for good (a read from a process that never prints its address, a trio task
+    waiting for what never comes) fails, naming where it waited, and the next tests run and pass:
+    pyproject's ``timeout`` (pytest-timeout), here cut to two seconds, and tests/trio_timeouts.py
+    for trio tests. Without them the run would wait forever."""
+    configured = float(pytestconfig.getini("timeout"))
+    assert 60 <= configured <= 600, configured  # set, and longer than the longest test under load
+    assert pytestconfig.getini("timeout_method") == "signal"  # fails the test, not its process
+    (tmp_path / "test_hang.py").write_text(
+        "import os\n\nimport trio\n\n"
+        "def test_sync_hangs():\n    read_end, _ = os.pipe()\n    os.read(read_end, 1)\n\n"
+        "def test_sync_after():\n    pass\n\n"
+        "async def test_trio_hangs():\n    await trio.Event().wait()\n\n"
+        "async def test_trio_after():\n    await trio.sleep(0)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "suite.py"), str(tmp_path / "test_hang.py"), "-n", "0",
+         "-p", "no:cacheprovider", "-p", "trio_timeouts", "-o", "trio_mode=true", "-o", "timeout=2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "tests")},
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "FAILED" in out and "test_hang.py::test_sync_hangs" in out and "os.read(read_end, 1)" in out
+    assert "test_hang.py::test_trio_hangs" in out and "await trio.Event().wait()" in out
+    assert out.count("Failed: Timeout (>2.0s) from pytest-timeout") >= 2, out
+    assert "TrioInternalError" not in out and "run() from inside a run()" not in out
+    assert proc.stdout.strip().splitlines()[-1] == "2 passed, 2 failed"
