@@ -18,6 +18,7 @@ from wire_client import Client
 from cellarena.sdk import protocol
 from cellarena.sdk.protocol import encode
 from cellarena.server.games.rezzo.batch.slot_batch import SlotBatch
+from cellarena.server.net.connection import Connection
 from cellarena.server.net.poller import Poller
 from cellarena.server.play.lobby import Lobby, LobbyConfig
 from cellarena.server.play.match import TickSettings
@@ -210,6 +211,42 @@ async def test_spectator_joining_mid_match_gets_frames_and_the_end(autojump_cloc
     assert seen[-2]["type"] == "frame" and seen[-2]["final"]
     assert len(frames[0]["cells"]) == frames[0]["width"] * frames[0]["height"]
     assert seen[-1]["type"] == "end"
+
+
+async def test_a_spectator_that_comes_while_a_match_ends_watches_the_next_one(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spectator whose hello lands while the only match is ending (`Match.close` letting its last
+    frames leave) waits for the next match and watches it. Given the ending match, it got a welcome,
+    then nothing, for good: a ladder's live page drew no frame in a minute, in a run under load."""
+    ending, go_on = trio.Event(), trio.Event()
+    real_flush = Connection.flush
+
+    async def held_flush(self: Connection, timeout: float) -> None:  # the ending match, held there
+        ending.set()
+        await go_on.wait()
+        await real_flush(self, timeout)
+
+    monkeypatch.setattr(Connection, "flush", held_flush)
+    results: list[dict[str, Any]] = []
+    async with trio.open_nursery() as nursery:
+        lobby = await start(nursery, matches=2, ticks=5)
+        nursery.start_soon(good_match, lobby, results)
+        await ending.wait()
+        assert [m.number for m in lobby.running] == [1]  # ending, and still under way to the lobby
+        spectator = await Client.connect(lobby.port)
+        await spectator.hello("watcher", role="spectator")
+        await trio.sleep(1)  # its hello read and routed while match 1 ends
+        go_on.set()
+        nursery.start_soon(good_match, lobby, results)
+        seen = []
+        while (msg := await spectator.recv(timeout=30)) is not None:
+            seen.append(msg)
+            if msg["type"] == "end":
+                break
+    assert seen[0]["type"] == "welcome" and seen[0]["match"] == 2, seen[:2]
+    assert [m["tick"] for m in seen if m["type"] == "frame" and not m["final"]][-1] == 5
+    assert seen[-1]["type"] == "end" and len(results) == 4
 
 
 # ------------------------------------------------------------------------------------ bad input

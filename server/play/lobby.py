@@ -288,11 +288,15 @@ class Lobby(MatchHost):
             self.seating.admit(conn, hello)
 
     def watch(self, conn: Connection, wanted: int | None) -> None:
-        """Give spectator ``conn`` match ``wanted`` (None: the newest), or the next match if none runs."""
+        """Give spectator ``conn`` match ``wanted`` (None: the newest), or the next match if none runs.
+
+        A match that is ending counts as over: its spectators are being told the end, and one
+        given it now would wait for good (a live page that never drew a frame, seen under load)."""
+        playing = [m for m in self._running if not m.closing]
         if wanted is not None:
-            chosen = next((m for m in self._running if m.number == wanted), None)
+            chosen = next((m for m in playing if m.number == wanted), None)
             if chosen is None:
-                running = ", ".join(str(m.number) for m in self._running) or "none"
+                running = ", ".join(str(m.number) for m in playing) or "none"
                 conn.fail(
                     protocol.BAD_HELLO,
                     f"no match {wanted} is running here (running: {running}); leave 'match' out to "
@@ -300,8 +304,8 @@ class Lobby(MatchHost):
                 )
             else:
                 chosen.add_spectator(conn)
-        elif self._running:
-            next(reversed(self._running)).add_spectator(conn)
+        elif playing:
+            playing[-1].add_spectator(conn)
         else:
             self._wait_to_watch(conn)
 

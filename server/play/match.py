@@ -212,6 +212,17 @@ class MatchOutcome:
         }
 
 
+def _say_debug_dropped(number: int, seats: list[Seat]) -> None:
+    """Log each seat's debug entries dropped in match ``number`` (its moves all counted)."""
+    for seat in seats:
+        if seat.debug_dropped:
+            log.info(
+                "match %d: %s: %d debug entries dropped (malformed, or past the caps of "
+                "docs/protocol.md#debug); its moves were all taken",
+                number, seat.name, seat.debug_dropped,
+            )  # fmt: skip
+
+
 class Match:
     """One engine with its seats and spectators: `open()`, then ticks (`begin_tick`, `end_tick`) as a
     driver of `ticking` paces them, then `await close()` once."""
@@ -234,6 +245,8 @@ class Match:
         self.settings = settings
         self.seats = [Seat(i, name, self) for i, (name, _) in enumerate(seats)]
         self.spectators = Spectators()
+        #: Set as `close` starts: a spectator added then would never hear the end (`Lobby.watch`).
+        self.closing = False
         self.recorder = recorder
         self.on_tick = on_tick
         #: Asked at the end why a seat's connection went (`ExplainGone`), or None.
@@ -481,6 +494,7 @@ class Match:
 
     async def close(self) -> MatchOutcome:
         """Record the result, tell every seat and spectator, let their last frames leave, hang up."""
+        self.closing = True
         await self._explain_forfeits()
         result = self.referee.final_result()
         late = [s.late for s in self.seats]
@@ -498,13 +512,7 @@ class Match:
             extra["bank_drawn_ms"] = bank_drawn_ms
         if any(debug_dropped):  # said only when it happened, so other replays stay as they were
             extra["debug_dropped"] = debug_dropped
-            for seat in self.seats:
-                if seat.debug_dropped:
-                    log.info(
-                        "match %d: %s: %d debug entries dropped (malformed, or past the caps of "
-                        "docs/protocol.md#debug); its moves were all taken",
-                        self.number, seat.name, seat.debug_dropped,
-                    )  # fmt: skip
+            _say_debug_dropped(self.number, self.seats)
         if self.recorder is not None:
             try:
                 self.recorder.finish(result, extra)

@@ -343,7 +343,8 @@ class MatchStarter(LadderService):
         match is here, or it names a match, which means one here)."""
         if not isinstance(self.hand_off, Relays) or hello.get("match") is not None:
             return False
-        newest_here = max((live.ladder_id for live in self.live.values()), default=0)
+        # A match here that is ending takes no spectator (`Lobby.watch`): it waits for the next.
+        newest_here = max((lv.ladder_id for lv in self.live.values() if not lv.match.closing), default=0)
         newest_there = max(self.remote, default=0)
         if newest_here > newest_there:
             return False
