@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Generator
 from types import FrameType
@@ -51,6 +52,8 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: pytest_timeout.Setting
     pytest-timeout's own (None)."""
     if settings.method != "signal" or not _is_trio_test(item):
         return None
+    if threading.current_thread() is not threading.main_thread():
+        return None  # no signal handler here: pytest-timeout's thread then
 
     def time_is_up() -> None:
         sys.stderr.write(f"\n+++ Timeout: the tasks of {item.nodeid} +++\n{_task_stacks()}\n")
