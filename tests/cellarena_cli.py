@@ -5,6 +5,7 @@ errors)."""
 from __future__ import annotations
 
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -88,6 +89,10 @@ class Served:
         return "\n".join(self.stderr().splitlines()[-lines:]) or "(nothing)"
 
 
+#: Seconds a served command may take to print its address (a second or two on a quiet machine).
+START_WITHIN = 120
+
+
 @contextmanager
 def served(*args: str, url: re.Pattern[str]) -> Iterator[Served]:
     """`cellarena ARGS` started for real, once it has printed the address ``url`` finds (group 1);
@@ -101,12 +106,14 @@ def served(*args: str, url: re.Pattern[str]) -> Iterator[Served]:
         found = Served("", proc, err)
         try:
             assert proc.stdout is not None
-            line = proc.stdout.readline()
+            ready, _, _ = select.select([proc.stdout], [], [], START_WITHIN)
+            line = proc.stdout.readline() if ready else ""
             address = url.search(line)
             if not address:
                 proc.kill()
                 proc.wait(timeout=10)
-                raise AssertionError(f"cellarena {' '.join(args)} printed no address: {line!r}")
+                said = f"printed no address: {line!r}" if ready else f"printed nothing in {START_WITHIN} s"
+                raise AssertionError(f"cellarena {' '.join(args)} {said}")
             found.url = address.group(1)
             yield found
         except BaseException as exc:
