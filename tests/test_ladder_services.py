@@ -23,6 +23,7 @@ from cellarena.arena.ladder.services import lifecycle
 from cellarena.arena.ladder.services.admission import Admission
 from cellarena.arena.ladder.services.changes import DatabaseWatch
 from cellarena.arena.ladder.services.lifecycle import LadderService, Services
+from cellarena.arena.ladder.services.live_matches import Live
 from cellarena.arena.ladder.services.match_results import Ended, Results
 from cellarena.arena.ladder.services.queue import MatchQueue, Queued
 from cellarena.arena.ladder.services.spool import ResultSpool
@@ -303,6 +304,7 @@ class FakeMatch:
         self.number = number
         self.seats: list[Any] = []
         self.over = False
+        self.closing = False
 
 
 @dataclass
@@ -478,3 +480,27 @@ async def test_the_starter_hands_a_match_to_workers_elsewhere_and_its_result_com
     match = ladder.store.match(job.ladder_id)
     assert match is not None and match.winner == "alice" and not ladder.starter.remote
     assert match.replay is not None and Path(match.replay).read_bytes() == b"replay bytes"
+
+
+class RelayingWorkers(LocalWorkers):
+    """`LocalWorkers` whose matches the ladder's spectators can watch (`Relays`)."""
+
+    async def relay(self, ladder_id: int, conn: Any) -> bool:
+        return False
+
+
+def test_a_spectator_waits_for_the_next_match_wherever_it_plays_while_the_one_here_is_ending(
+    tmp_path: Path,
+) -> None:
+    """With matches played here and in workers, a spectator that names no match watches the newest;
+    a match here that is ending takes none (`Lobby.watch`), so the starter keeps it for the next
+    match, which may be a worker's: left to the lobby, it would wait for the lobby's next match."""
+    ladder = services(tmp_path, "alice", "bob", hand_off=RelayingWorkers())
+    here = FakeMatch(1)
+    ladder.starter.live[here] = Live(here, 7, ())  # type: ignore[index, arg-type]
+    # It plays here: the lobby's to give.
+    assert not ladder.starter.spectate(FakeConn(), {"role": "spectator"})  # type: ignore[arg-type]
+    here.closing = True
+    waiting = FakeConn()
+    assert ladder.starter.spectate(waiting, {"role": "spectator"})  # type: ignore[arg-type]
+    assert ladder.starter.watchers.conns == [waiting]
