@@ -17,11 +17,12 @@ from xdist.scheduler import LoadFileScheduling
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _suite(*args: str) -> subprocess.CompletedProcess[str]:
+def _suite(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """tests/suite.py ARGS, with ``env`` over the environment."""
     # `-n 0` last: these runs pick one test or two, which four test processes would only slow.
     return subprocess.run(
         [sys.executable, str(ROOT / "tests" / "suite.py"), *args, "-n", "0"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False, env={**os.environ, **(env or {})},
     )  # fmt: skip
 
 
@@ -203,11 +204,9 @@ def test_a_test_that_hangs_fails_alone_saying_where_it_waited_and_the_run_goes_o
         "async def test_trio_hangs():\n    await trio.Event().wait()\n\n"
         "async def test_trio_after():\n    await trio.sleep(0)\n"
     )
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "suite.py"), str(tmp_path / "test_hang.py"), "-n", "0",
-         "-p", "no:cacheprovider", "-p", "trio_timeouts", "-o", "trio_mode=true", "-o", "timeout=2"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "tests")},
+    proc = _suite(
+        str(tmp_path / "test_hang.py"), "-p", "no:cacheprovider", "-p", "trio_timeouts",
+        "-o", "trio_mode=true", "-o", "timeout=2", env={"PYTHONPATH": str(ROOT / "tests")},
     )  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
