@@ -85,8 +85,13 @@ class Served:
         self.err.seek(0)
         return self.err.read()
 
-    def tail(self, lines: int = 30) -> str:
-        return "\n".join(self.stderr().splitlines()[-lines:]) or "(nothing)"
+    def tail(self) -> str:
+        return last_lines(self.stderr())
+
+
+def last_lines(log: str, lines: int = 30) -> str:
+    """The last ``lines`` lines of a process's ``log``, for a failure's message."""
+    return "\n".join(log.splitlines()[-lines:]) or "(nothing)"
 
 
 #: Seconds a served command may take to print its address (a second or two on a quiet machine).

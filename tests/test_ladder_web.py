@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from browser import page_of, shot_dir, viewer
-from cellarena_cli import ROOT, cellarena, here
+from cellarena_cli import ROOT, cellarena, here, last_lines
 from game_servers import Process, add_ladder_bot, ladder_serve, start, wait_for
 from test_ladder_community_processes import host
 
@@ -115,7 +115,7 @@ def live_frames(page: Any, server: Process, count: int) -> None:
             " document.getElementById('player').dataset.liveFrames]"
         )
         running = "running" if server.proc.poll() is None else f"ended with {server.proc.returncode}"
-        tail = "\n".join(server.stderr().splitlines()[-30:])
+        tail = last_lines(server.stderr())
         raise AssertionError(
             f"the live page drew {said[1] or 0} of {count} frames in 60 s; it says {said[0]!r}; the "
             f"ladder is {running}, its last lines:\n{tail}"
