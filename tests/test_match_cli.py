@@ -82,6 +82,27 @@ def test_match_text_output_names_the_logs(tmp_path: Path) -> None:
     assert f"check it with: cellarena replay verify {tmp_path / 'match.replay'}" in proc.stdout.splitlines()
 
 
+def test_watch_draws_the_world_and_an_unwatched_match_loads_no_drawing(tmp_path: Path) -> None:
+    """`--watch` draws the world in the terminal (stderr) to its last tick; a match not watched never
+    loads the game's renderer and its terminal library (rich), which cost every match's start."""
+    bots = ["--bot", f"a={RAW_BOT}", "--bot", f"b={RAW_BOT}", "--fast", "--max-ticks", "12"]
+    watched = run_here("match", "rezzo", *bots, "--watch", "--log-dir", str(tmp_path / "w"))
+    assert watched.returncode == 0, watched.stderr
+    assert "tick 12" in watched.stderr and "#" in watched.stderr, watched.stderr  # the map's walls
+    probe = (
+        "import sys\n"
+        "from cellarena.arena.cli import main\n"
+        "try:\n"
+        f"    main(['match', 'rezzo', *{bots!r}, '--json', '--log-dir', {str(tmp_path / 'u')!r}])\n"
+        "except SystemExit as exc:\n"
+        "    print(exc.code, sorted(m for m in sys.modules if m.endswith('.render') or m == 'rich'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False, cwd=ROOT
+    )
+    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stdout + done.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [
