@@ -4,12 +4,14 @@ errors)."""
 
 from __future__ import annotations
 
+import queue
 import re
 import select
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -96,6 +98,20 @@ def last_lines(log: str, lines: int = 30) -> str:
 
 #: Seconds a served command may take to print its address (a second or two on a quiet machine).
 START_WITHIN = 120
+
+
+def line_within(stream: IO[str] | None, within: float = START_WITHIN, what: str = "a line") -> str:
+    """``stream.readline()`` (a child's output) under a deadline: the line ("" at its end), or an
+    AssertionError naming ``what`` after ``within`` seconds, where a bare readline would wait for
+    good on a child that hangs. The read runs in a thread of its own rather than after a select() on
+    the pipe: a text stream holds lines it has read ahead, which a select() on its file does not see."""
+    assert stream is not None
+    read: queue.Queue[str] = queue.Queue(maxsize=1)
+    threading.Thread(target=lambda: read.put(stream.readline()), daemon=True).start()
+    try:
+        return read.get(timeout=within)
+    except queue.Empty:
+        raise AssertionError(f"no {what} in {within:g} s") from None
 
 
 @contextmanager

@@ -123,8 +123,9 @@ class SmtpServer:
             stdout=subprocess.PIPE,
             text=True,
         )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()  # the server prints its ports once it listens
+        from cellarena_cli import line_within  # here: the server's own process needs none of it
+
+        line = line_within(self.proc.stdout, what="line of ports")  # printed once it listens
         if not line:
             self.stop()
             raise AssertionError("the test SMTP server did not start (is aiosmtpd installed?)")

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from cellarena_cli import line_within
 
 from cellarena.arena import ratings
 from cellarena.arena.discovery import DiscoveryError, discover
@@ -170,7 +171,7 @@ def test_one_coordinator_at_a_time_per_results_folder(tmp_path: Path) -> None:
     )
     other = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
-        assert other.stdout is not None and other.stdout.readline() == "open\n"
+        assert line_within(other.stdout, what="word that the store is open") == "open\n"
         with pytest.raises(StoreError, match="another tournament is running there right now"):
             Store(path, SPEC)
     finally:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cellarena_cli import ROOT, invoke
+from cellarena_cli import ROOT, invoke, line_within
 from ladder_checks import assert_consistent
 from postgres_server import PostgresServer, find_bindir
 
@@ -207,9 +207,9 @@ def wait_for_results(writer: subprocess.Popen[str], count: int) -> None:
     assert writer.stdout is not None
     deadline = time.monotonic() + 120
     while count > 0:
-        line = writer.stdout.readline()
+        left = max(0.0, deadline - time.monotonic())
+        line = line_within(writer.stdout, left, f"{count} more finished matches from the writer")
         assert line, f"the writer stopped (exit status {writer.poll()})"
-        assert time.monotonic() < deadline, "the writer finished too few matches in 120 s"
         count -= line.startswith("finished")
 
 

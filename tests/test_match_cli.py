@@ -23,7 +23,7 @@ import pytest
 import trio
 from bot_files import RAW_BOT, RAW_BOT_FILE
 from bot_processes import BotPids
-from cellarena_cli import CLOCK_FREE, ROOT, cellarena, refused, run_here, start_cellarena
+from cellarena_cli import CLOCK_FREE, ROOT, cellarena, line_within, refused, run_here, start_cellarena
 from game_servers import js_bot_folder
 
 from cellarena.server.bots.launcher import BotSpec, play_match
@@ -436,7 +436,7 @@ def test_serve_plays_matches_for_bots_that_connect_and_writes_replays(tmp_path: 
         "--replay-dir", str(tmp_path),
     )  # fmt: skip
     try:
-        banner = server.stderr.readline()
+        banner = line_within(server.stderr, what="banner")
         assert banner.startswith("serving rezzo on 127.0.0.1:"), banner
         port = banner.split(":")[1].split()[0]
         env = {**os.environ, "CELLARENA_HOST": "127.0.0.1", "CELLARENA_PORT": port}
@@ -471,7 +471,7 @@ def test_serve_stops_on_a_signal_and_tells_every_bot(tmp_path: Path, sig: signal
     bots: list[subprocess.Popen[str]] = []
     lines: queue.Queue[str] = queue.Queue()
     try:
-        banner = server.stderr.readline()
+        banner = line_within(server.stderr, what="banner")
         port = banner.split(":")[1].split()[0]
         env = {**os.environ, "CELLARENA_HOST": "127.0.0.1", "CELLARENA_PORT": port}
         bots = [

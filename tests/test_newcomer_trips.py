@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from bot_files import RAW_BOT
 from bot_processes import BotPids
-from cellarena_cli import ROOT, cellarena, invoke, start_cellarena
+from cellarena_cli import ROOT, cellarena, invoke, line_within, start_cellarena
 
 from cellarena.server.replay import read_replay
 
@@ -121,11 +121,11 @@ def test_ctrl_c_ends_match_web_cleanly(tmp_path: Path, when: str, bot_pids: BotP
     )  # fmt: skip
     try:
         assert proc.stderr is not None
-        seen = [proc.stderr.readline()]
+        seen = [line_within(proc.stderr, what="live view's address")]
         url = seen[0].split("live view at ")[1].strip()
         if when == "after the match":
             while "stays up" not in seen[-1]:
-                seen.append(proc.stderr.readline())
+                seen.append(line_within(proc.stderr, what="line saying the page stays up"))
                 assert seen[-1], "".join(seen)
         with urllib.request.urlopen(url, timeout=30) as page:  # the page is up
             assert page.status == 200

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from cellarena_cli import line_within
 
 from cellarena.server.scratch_folders import owned_folder, sweep
 
@@ -34,8 +35,7 @@ def _child(tmp: Path, kind: str, how: str) -> tuple[subprocess.Popen[str], Path]
         [sys.executable, "-c", CHILD, kind, how],
         env={**os.environ, "TMPDIR": str(tmp)}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    assert proc.stdout is not None
-    return proc, Path(proc.stdout.readline().strip())
+    return proc, Path(line_within(proc.stdout, what="scratch folder's path").strip())
 
 
 def test_a_killed_processs_folder_goes_with_the_next_of_its_kind_and_nothing_else(

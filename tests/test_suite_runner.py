@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from cellarena_cli import line_within
 from suite import LONGEST_FIRST, PARALLEL, REALTIME_PARALLEL
 from xdist.scheduler import LoadFileScheduling
 
@@ -215,3 +216,23 @@ def test_a_test_that_hangs_fails_alone_saying_where_it_waited_and_the_run_goes_o
     assert out.count("Failed: Timeout (>2.0s) from pytest-timeout") >= 2, out
     assert "TrioInternalError" not in out and "run() from inside a run()" not in out
     assert proc.stdout.strip().splitlines()[-1] == "2 passed, 2 failed"
+
+
+def test_a_line_from_a_child_is_awaited_under_a_deadline_that_names_it() -> None:
+    """`cellarena_cli.line_within`, which tests use to read what a process prints: lines the text
+    stream has read ahead come at once, the end comes as "", and a child that prints nothing more
+    fails the test after the deadline, saying what it waited for, where a bare readline would hang."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; print('one\\ntwo', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert line_within(child.stdout, what="first line") == "one\n"
+        assert line_within(child.stdout, 0.5, "second line") == "two\n"  # read ahead with the first
+        with pytest.raises(AssertionError, match=r"^no third line in 0\.2 s$"):
+            line_within(child.stdout, 0.2, "third line")
+        assert child.stdin is not None
+        child.stdin.close()  # the child ends; the read left waiting above takes its end
+        assert child.wait(timeout=60) == 0
+    finally:
+        child.kill()

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import trio
 from browser import hex_rgb, page_of, pixel, shot_dir
-from cellarena_cli import ROOT, start_cellarena
+from cellarena_cli import ROOT, line_within, start_cellarena
 from trio.testing import MockClock
 
 from cellarena.server.replay import board_at, read_replay
@@ -28,10 +28,11 @@ BOTS = ROOT / "example_bots" / "rezzo"
 
 def _line_with(stream: Any, text: str, limit: int = 20) -> str:
     for _ in range(limit):
-        line = stream.readline()
-        if text in line:
-            return str(line)
-    raise AssertionError(f"no line with {text!r}")
+        line = line_within(stream, what=f"line with {text!r}")
+        if text in line or not line:
+            break
+    assert text in line, f"no line with {text!r}: the last was {line!r}"
+    return line
 
 
 def _stalled_websocket(url: str) -> socket.socket:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from browser import Console, hex_rgb, page_of, shot_dir, viewer
-from cellarena_cli import ROOT, cellarena, start_cellarena
+from cellarena_cli import ROOT, cellarena, line_within, start_cellarena
 from colour_distance import DEFICIENCIES, as_seen_with, ciede2000, ciede2000_lab
 from written_replays import clumps_replay
 
@@ -42,7 +42,7 @@ def test_the_live_page_pauses_steps_and_seeks_through_received_frames(browser: A
     )  # fmt: skip
     try:
         assert proc.stderr is not None
-        url = proc.stderr.readline().split("live view at ")[1].strip()
+        url = line_within(proc.stderr, what="live view's address").split("live view at ")[1].strip()
         with page_of(browser) as (page, console):
             page.goto(url)
             page.wait_for_function(f"Number({PLAYER}.dataset.liveFrames) >= 10")
