@@ -223,7 +223,7 @@ def test_a_line_from_a_child_is_awaited_under_a_deadline_that_names_it() -> None
     stream has read ahead come at once, the end comes as "", and a child that prints nothing more
     fails the test after the deadline, saying what it waited for, where a bare readline would hang."""
     child = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; print('one\\ntwo', flush=True); sys.stdin.read()"],
+        [sys.executable, "-c", "import sys; print('one\\ntwo', flush=True); sys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
