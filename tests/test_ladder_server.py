@@ -573,6 +573,17 @@ async def test_a_void_the_database_refused_is_done_when_it_answers_again(
 
 
 # ------------------------------------------------------------------------------------------ house bots
+def _steal_house_token(pid: int) -> str:
+    """The token in house bot ``pid``'s unread pipe, read through /proc/PID/fd/N as any process of the
+    same user may. Run in a thread (under a deadline): the ladder's event loop writes the token, once
+    it knows the process, and a read in that loop would wait on itself."""
+    environ = dict(
+        line.split("=", 1) for line in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in line
+    )
+    with open(f"/proc/{pid}/fd/{environ['CELLARENA_TOKEN_FD']}") as pipe:
+        return pipe.readline().strip()
+
+
 async def test_a_house_bots_token_read_from_its_pipe_by_another_process_seats_nobody(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:
@@ -593,11 +604,8 @@ async def test_a_house_bots_token_read_from_its_pipe_by_another_process_seats_no
     alice = await join(ladder, "alice")
     await wait_for(lambda: "mute" in house.running)
     pid = house.running["mute"].pid
-    environ = dict(
-        line.split("=", 1) for line in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in line
-    )
-    with open(f"/proc/{pid}/fd/{environ['CELLARENA_TOKEN_FD']}") as pipe:
-        stolen = pipe.readline().strip()
+    with trio.fail_after(10):
+        stolen = await trio.to_thread.run_sync(_steal_house_token, pid, abandon_on_cancel=True)
     assert stolen.startswith("cla_")
     assert os.getpid() != pid
     thief = await Client.connect(ladder.port)
@@ -650,17 +658,8 @@ async def test_run_ladder_wires_the_house_bots_ownership_into_admission(tmp_path
         await alice.hello("alice", token=alice_token)
         await wait_for(lambda: house_bot_pid() is not None, timeout=10)
         pid = house_bot_pid()
-        environ = dict(
-            line.split("=", 1) for line in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in line
-        )
-
-        def steal() -> str:
-            with open(f"/proc/{pid}/fd/{environ['CELLARENA_TOKEN_FD']}") as pipe:
-                return pipe.readline().strip()
-
-        # In a thread: the token goes into the pipe from this event loop, once the process is known.
         with trio.fail_after(10):
-            stolen = await trio.to_thread.run_sync(steal, abandon_on_cancel=True)
+            stolen = await trio.to_thread.run_sync(_steal_house_token, pid, abandon_on_cancel=True)
         assert stolen.startswith("cla_")
         thief = await Client.connect(ports[0])
         await thief.hello("thief", token=stolen)
