@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import queue
 import re
-import select
 import shutil
 import subprocess
 import sys
@@ -126,15 +125,12 @@ def served(*args: str, url: re.Pattern[str]) -> Iterator[Served]:
         proc = start_cellarena(*args, stderr=err)
         found = Served("", proc, err)
         try:
-            assert proc.stdout is not None
-            ready, _, _ = select.select([proc.stdout], [], [], START_WITHIN)
-            line = proc.stdout.readline() if ready else ""
+            line = line_within(proc.stdout, START_WITHIN, f"address from `cellarena {' '.join(args)}`")
             address = url.search(line)
             if not address:
                 proc.kill()
                 proc.wait(timeout=10)
-                said = f"printed no address: {line!r}" if ready else f"printed nothing in {START_WITHIN} s"
-                raise AssertionError(f"cellarena {' '.join(args)} {said}")
+                raise AssertionError(f"cellarena {' '.join(args)} printed no address: {line!r}")
             found.url = address.group(1)
             yield found
         except BaseException as exc:

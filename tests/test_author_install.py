@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import shlex
 import subprocess
 import sys
@@ -28,7 +27,7 @@ import numpy as np
 import pytest
 import trio
 from browser import page_of
-from cellarena_cli import ROOT, project_copy
+from cellarena_cli import ROOT, line_within, project_copy
 from starlette.routing import Mount
 from written_replays import write_replay
 
@@ -294,9 +293,7 @@ def test_the_player_shows_a_replay(
         env=install.env, cwd=install.venv.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 120)  # its address, under a deadline
-        line = proc.stdout.readline() if ready else ""
+        line = line_within(proc.stdout, what="address from `replay view`")
         found = re.search(r"at (http://\S+)", line)
         assert found, f"{line!r}\n{proc.stderr.read() if proc.stderr else ''}"
         base = found.group(1).split("/", 3)[:3]
