@@ -133,6 +133,52 @@ def test_the_suite_keeps_bytecode_out_of_the_checkout_where_the_environment_forb
         assert plain == {"PATH": os.environ["PATH"]}
 
 
+def test_the_compile_step_compiles_each_test_file_once_and_then_only_what_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before the parallel phase the suite has pytest compile (rewrite) the test files that lack
+    bytecode, in shares, where the phase's processes will look for it; files named on the command
+    line skip the step."""
+    import suite
+
+    folder = tmp_path / "tests"
+    folder.mkdir()
+    names = ["test_one.py", "test_three.py", "test_two.py"]
+    for i, name in enumerate(names):
+        (folder / name).write_text("def test_it():\n    assert 1 + 1 == 2\n" + "# padding\n" * i)
+    prefix = tmp_path / "bytecode"
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(prefix))
+    assert [p.name for p in suite.uncompiled_tests(folder)] == names
+    assert suite.compile_tests(["-x"], folder) is not None
+    assert suite.uncompiled_tests(folder) == []
+    # pytest's own bytecode (asserts rewritten), under the prefix, never beside the sources.
+    assert sorted(p.name.split(".")[0] for p in prefix.rglob("test_*-pytest-*.pyc")) == [
+        n.removesuffix(".py") for n in names
+    ]
+    assert not (folder / "__pycache__").exists()
+    assert suite.compile_tests([], folder) is None  # nothing left to compile
+    changed = folder / "test_two.py"
+    changed.write_text("def test_it():\n    assert 2 + 2 == 4\n")
+    assert suite.uncompiled_tests(folder) == [changed]
+    assert suite.compile_tests([str(changed)], folder) is None  # a named file: the phase compiles it
+    assert suite.compile_tests([], folder) is not None
+    assert suite.uncompiled_tests(folder) == []
+
+
+def test_the_compile_step_splits_the_files_into_shares_of_about_the_same_size(tmp_path: Path) -> None:
+    import suite
+
+    files = []
+    for i, size in enumerate([900, 500, 400, 300, 100]):
+        files.append(tmp_path / f"test_{i}.py")
+        files[-1].write_text("#" * size)
+    parts = suite.shares(files, 2)
+    assert sorted(sum(p.stat().st_size for p in part) for part in parts) == [1000, 1200]
+    assert sorted(p for part in parts for p in part) == sorted(files)
+    assert suite.shares(files[:1], 3) == [files[:1]]  # no empty share
+    assert suite.shares([], 2) == []
+
+
 def test_processes_the_tests_start_take_ctrl_c_even_when_the_suite_was_started_in_the_background() -> None:
     """A shell's `pytest ... &` starts pytest ignoring SIGINT, which exec keeps: tests/conftest.py sets
     Python's handler back, so a `cellarena` process a test stops with Ctrl-C is not deaf to it."""
