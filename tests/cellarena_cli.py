@@ -159,11 +159,14 @@ def invoke(*args: str, command: click.Command = main) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def run_here(*args: str, command: click.Command = main) -> subprocess.CompletedProcess[str]:
+def run_here(
+    *args: str, env: dict[str, str] | None = None, command: click.Command = main
+) -> subprocess.CompletedProcess[str]:
     """`cellarena ARGS` in this process, shaped as `cellarena` returns it: the exit code, stdout and
     stderr apart (an exception that escaped the command is in stderr as the traceback a process
-    prints). For a command whose output is what a test checks, where a process adds a second."""
-    result = here(*args, command=command)
+    prints). For a command whose output is what a test checks, where a process adds a second.
+    ``env`` goes over the environment while it runs: the processes it starts (bots) inherit it."""
+    result = here(*args, env=env, command=command)
     stderr = result.stderr
     if result.exc_info is not None and not isinstance(result.exception, SystemExit):
         stderr += "".join(traceback.format_exception(*result.exc_info))  # starts "Traceback ..."
