@@ -168,7 +168,7 @@ def run_here(
     ``env`` goes over the environment while it runs: the processes it starts (bots) inherit it."""
     result = here(*args, env=env, command=command)
     stderr = result.stderr
-    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
+    if result.exc_info is not None and not isinstance(result.exc_info[1], SystemExit):
         stderr += "".join(traceback.format_exception(*result.exc_info))  # starts "Traceback ..."
     return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, stderr)
 

@@ -282,3 +282,22 @@ def test_a_line_from_a_child_is_awaited_under_a_deadline_that_names_it() -> None
         assert child.wait(timeout=60) == 0
     finally:
         child.kill()
+
+
+def test_a_command_run_here_has_the_stderr_its_process_would_have() -> None:
+    """`run_here` gives what `cellarena` as a process gives: nothing on stderr for a command that
+    ends well (click ends it with SystemExit(0), which is no error), the traceback for one that
+    raises."""
+    import click
+    from cellarena_cli import run_here
+
+    ended = run_here("results", "--help")
+    assert (ended.returncode, ended.stderr) == (0, "") and "Usage:" in ended.stdout
+
+    @click.command()
+    def broken() -> None:
+        raise ValueError("broken on purpose")
+
+    raised = run_here(command=broken)
+    assert raised.returncode == 1
+    assert raised.stderr.startswith("Traceback") and "ValueError: broken on purpose" in raised.stderr
