@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from bot_files import RAW_BOT
-from cellarena_cli import CLOCK_FREE, cellarena
+from cellarena_cli import CLOCK_FREE, cellarena, run_here
 from game_servers import js_bot_folder
 
 from cellarena.sdk import Bot, protocol
@@ -179,10 +179,12 @@ def test_a_match_keeps_a_seats_drawing_within_a_megabyte() -> None:
 
 
 # ------------------------------------------------------------------ end to end, over TCP
+# The commands run in this process (`run_here`: a process costs a second of imports); the bots are
+# processes over TCP all the same.
 def _match(tmp_path: Path, *bots: str, ticks: int = 30) -> tuple[dict[str, Any], Path]:
     replay = tmp_path / "m.replay"
     args = [a for i, b in enumerate(bots) for a in ("--bot", f"s{i}={b}")]
-    proc = cellarena(
+    proc = run_here(
         "match", "rezzo", *args, "--fast", *CLOCK_FREE, "--max-ticks", str(ticks),
         "--replay", str(replay), "--log-dir", str(tmp_path / "logs"), "--json",
     )  # fmt: skip
@@ -235,6 +237,7 @@ def test_sdk_drawings_are_recorded_per_seat_and_tick_and_strip_debug_removes_the
         assert d["text"] == [f"tick {t.tick}"] and d["lines"][0]["from"] == [agent.x, agent.y]
         engine.apply(t.moves)
     out = tmp_path / "stripped.replay"
+    # A process, as a user runs it: the suite's one such run of `replay strip-debug`.
     proc = cellarena("replay", "strip-debug", str(path), str(out))
     assert proc.returncode == 0, proc.stderr
     assert "removed from 12 ticks" in proc.stdout
@@ -246,19 +249,19 @@ def test_sdk_drawings_are_recorded_per_seat_and_tick_and_strip_debug_removes_the
     raw, copy = path.read_bytes(), out.read_bytes()
     (size,) = LENGTH.unpack_from(raw)
     assert copy[: LENGTH.size + size] == raw[: LENGTH.size + size]
-    assert cellarena("replay", "verify", str(out)).returncode == 0
+    assert run_here("replay", "verify", str(out)).returncode == 0
     # As a function too, and onto itself refused by the command.
     assert strip_debug(out, tmp_path / "again.replay") == 0
-    same = cellarena("replay", "strip-debug", str(out), str(out))
+    same = run_here("replay", "strip-debug", str(out), str(out))
     assert same.returncode == 1 and "OUT" in same.stderr
-    bad = cellarena("replay", "strip-debug", str(tmp_path / "none.replay"), str(tmp_path / "x"))
+    bad = run_here("replay", "strip-debug", str(tmp_path / "none.replay"), str(tmp_path / "x"))
     assert bad.returncode == 1 and "none.replay" in bad.stderr
-    as_json = cellarena("replay", "strip-debug", str(path), str(tmp_path / "j.replay"), "--json")
+    as_json = run_here("replay", "strip-debug", str(path), str(tmp_path / "j.replay"), "--json")
     assert json.loads(as_json.stdout) == {"ok": True, "out": str(tmp_path / "j.replay"), "ticks": 12}
 
 
 def test_the_js_example_bot_and_the_rezzo_template_send_drawings(tmp_path: Path) -> None:
-    made = cellarena("new-bot", "rezzo", "my_bot", "--dir", str(tmp_path / "my_bot"))
+    made = run_here("new-bot", "rezzo", "my_bot", "--dir", str(tmp_path / "my_bot"))
     assert made.returncode == 0, made.stderr
     folder = js_bot_folder()
     result, path = _match(
@@ -303,10 +306,10 @@ def test_every_games_python_template_draws_what_it_decided(tmp_path: Path, game:
     """Each game's `new-bot` template draws, not only Rezzo's: a text line for each decision, and
     where the game has cells to point at, marks on the board cells it acted on (cloth: each unit
     placed; colorblocks: each placement; drop2df: the cell it edits, on its own row)."""
-    made = cellarena("new-bot", game, "mine", "--dir", str(tmp_path / "mine"))
+    made = run_here("new-bot", game, "mine", "--dir", str(tmp_path / "mine"))
     assert made.returncode == 0, made.stderr
     replay = tmp_path / "m.replay"
-    proc = cellarena(
+    proc = run_here(
         "match", game, "--bot", f"mine=python {tmp_path / 'mine' / 'mine.py'}",
         "--bot", f"rnd=python -m cellarena.sdk.opponents {game}", "--fast", "--replay", str(replay),
         "--log-dir", str(tmp_path / "logs"), "--json",

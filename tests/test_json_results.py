@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 import pytest
-from cellarena_cli import cellarena
+from cellarena_cli import cellarena, run_here
 
 from cellarena.arena.cli import main
 
@@ -54,7 +54,7 @@ def test_every_command_that_prints_a_result_has_json() -> None:
 def replay_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("replay") / "game.replay"
     bot = "python -m cellarena.sdk.opponents rezzo"
-    proc = cellarena(
+    proc = run_here(
         "match", "rezzo", "--bot", f"a={bot}", "--bot", f"b={bot}", "--fast", "--max-ticks", "40",
         "--replay", str(path), "--json",
     )  # fmt: skip
@@ -63,7 +63,7 @@ def replay_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _json(*args: str, status: int = 0) -> dict[str, object]:
-    proc = cellarena(*args, "--json")
+    proc = run_here(*args, "--json")  # in this process: no start-up to pay
     assert proc.returncode == status, proc.stdout + proc.stderr
     assert proc.stderr == "" or status == 0
     data: dict[str, object] = json.loads(proc.stdout)
@@ -96,7 +96,7 @@ def test_replay_verify_and_show(replay_file: Path, tmp_path: Path) -> None:
     error = _json("replay", "show", str(missing), status=1)
     assert error == {"error": f"{missing}: cannot open: No such file or directory", "code": "file",
                      "exit_code": 1, "file": str(missing)}  # fmt: skip
-    text = cellarena("replay", "show", str(missing))
+    text = cellarena("replay", "show", str(missing))  # the file's one process, as a user runs it
     assert (
         text.returncode == 1 and text.stderr == f"error: {missing}: cannot open: No such file or directory\n"
     )

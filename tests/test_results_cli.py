@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 from pathlib import Path
 
 from bot_files import RAW_BOT
-from cellarena_cli import cellarena
+from cellarena_cli import cellarena, run_here
 
 LONG = "a_bot_with_a_rather_long_name_that_tables_like_to_cut"
 
 
 def test_results_prints_standings_head_to_head_and_failures(tmp_path: Path) -> None:
     out = tmp_path / "out"
+    # A process: a tournament's pool forks a server that is not the test process's to start.
     proc = cellarena(
         "tournament", "rezzo", "--bot", f"{LONG}={RAW_BOT} random", "--bot", f"plain={RAW_BOT} random",
         "--bot", f"crasher={RAW_BOT} crash", "--maps", "duel", "--rounds", "1", "--max-ticks", "10",
@@ -27,7 +27,7 @@ def test_results_prints_standings_head_to_head_and_failures(tmp_path: Path) -> N
     assert f"0000-{LONG}-vs-crasher-duel" in folders and "0005-plain-vs-crasher-duel" in folders
     assert all(re.fullmatch(r"\d{4}-[\w.+=-]+-vs-[\w.+=-]+-duel", f) for f in folders), folders
 
-    as_json = cellarena("results", str(out), "--json")
+    as_json = run_here("results", str(out), "--json")  # in this process: no start-up to pay
     assert as_json.returncode == 0, as_json.stderr
     data = json.loads(as_json.stdout)
     assert {s["bot"] for s in data["standings"]} == {LONG, "plain", "crasher"}
@@ -44,7 +44,7 @@ def test_results_prints_standings_head_to_head_and_failures(tmp_path: Path) -> N
     crashed = con.execute("SELECT COUNT(*) FROM seats WHERE crashed OR forfeit").fetchone()[0]
     assert len(data["failures"]) == crashed
 
-    text = cellarena("results", str(out), env={**os.environ, "COLUMNS": "200"})
+    text = run_here("results", str(out), env={"COLUMNS": "200"})
     assert text.returncode == 0, text.stderr
     assert LONG in text.stdout  # whole, not cut
     assert "head to head" in text.stdout
@@ -52,6 +52,6 @@ def test_results_prints_standings_head_to_head_and_failures(tmp_path: Path) -> N
 
 
 def test_results_of_a_folder_without_results_says_so(tmp_path: Path) -> None:
-    proc = cellarena("results", str(tmp_path))
+    proc = run_here("results", str(tmp_path))
     assert proc.returncode == 2
     assert f"{tmp_path / 'results.sqlite'}: no results here" in proc.stderr

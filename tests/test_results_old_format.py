@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from bot_files import RAW_BOT
-from cellarena_cli import CLOCK_FREE, cellarena
+from cellarena_cli import CLOCK_FREE, cellarena, run_here
 
 from cellarena.arena.results import TournamentResults
 
@@ -40,6 +40,8 @@ def _to_old_format(out: Path, forget: int) -> None:
 
 
 def test_an_old_format_results_folder_resumes_and_reads_back(tmp_path: Path) -> None:
+    # The tournaments are processes (their pool's fork server is not the test process's to start);
+    # reading back runs in this process (a process costs a second of imports).
     out = tmp_path / "out"
     first = cellarena(*COMMAND, "--out", str(out), "--json")
     assert first.returncode == 0, first.stderr
@@ -60,8 +62,8 @@ def test_an_old_format_results_folder_resumes_and_reads_back(tmp_path: Path) -> 
     matches = results.matches()
     assert len(matches) == 6 and all(m.replay is not None and m.replay.is_file() for m in matches)
     assert sum("/m0" in str(m.replay) for m in matches) == 4  # the old folders, read where they are
-    read = cellarena("results", str(out), "--json")
+    read = run_here("results", str(out), "--json")
     assert read.returncode == 0 and json.loads(read.stdout)["standings"] == whole["standings"]
     old = next(m.replay for m in matches if "/m0" in str(m.replay))
-    verified = cellarena("replay", "verify", str(old), "--json")
+    verified = run_here("replay", "verify", str(old), "--json")
     assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from bot_files import RAW_BOT, ROOT
-from cellarena_cli import cellarena, invoke, start_cellarena
+from cellarena_cli import invoke, run_here, start_cellarena
 
 from cellarena.server.games import causes, words
 
@@ -37,11 +37,12 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The match played by `match` and by a tournament (both seat orders), and what each says."""
     root = tmp_path_factory.mktemp("vocabulary")
     out = root / "tournament"
-    # Both at once: each mostly waits for its bots to start.
+    # Both at once: each mostly waits for its bots to start. The tournament is a process (its pool's
+    # fork server is not the test process's to start, and its stderr is checked); the match runs here.
     started = start_cellarena(
         "tournament", "rezzo", *BOTS, "--maps", "duel", *PACE, "--jobs", "1", "--out", str(out)
     )  # fmt: skip
-    match = cellarena(
+    match = run_here(
         "match", "rezzo", *BOTS, "--map", "duel", "--fast", *PACE, "--replay", str(root / "m.replay"),
         "--log-dir", str(root / "logs"), "--json",
     )  # fmt: skip
@@ -175,7 +176,7 @@ def test_counts_are_said_with_their_plural_right() -> None:
 
 def test_a_hung_bot_is_late_exactly_as_often_as_the_rule_says(tmp_path: Path) -> None:
     """`late 26` for a "25 in a row" rule was the forfeit's own tick counted late: no more."""
-    proc = cellarena(
+    proc = run_here(
         "match", "rezzo", "--bot", f"steady={RAW_BOT} random", "--bot", f"hung={RAW_BOT} silent",
         "--map", "duel", "--fast", "--budget-ms", "100", "--max-late-in-a-row", "3", "--json",
     )  # fmt: skip
