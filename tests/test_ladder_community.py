@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from cellarena_cli import ROOT, cellarena, run_here
+from cellarena_cli import ROOT, run_here
 from test_ladder_server import (
     CHANGE_MARGIN,
     join,
@@ -154,11 +154,7 @@ async def test_a_pending_challenge_is_played_when_both_bots_are_free(
 async def test_a_storm_of_challenges_is_refused_by_the_quota(nursery: trio.Nursery, tmp_path: Path) -> None:
     ladder = await open_ladder(nursery, tmp_path, ("alice", "bob", "carol"))
     ladder.store.set_policy(CommunityPolicy(challenges_per_day=2))
-    assert (
-        await trio.to_thread.run_sync(
-            lambda: cellarena("ladder", "--dir", str(tmp_path), "challenge", "alice", "bob")
-        )
-    ).returncode == 0
+    assert run_here("ladder", "--dir", str(tmp_path), "challenge", "alice", "bob").returncode == 0
     ladder.store.challenge("alice", "carol")
     storm = run_here("ladder", "--dir", str(tmp_path), "challenge", "alice", "carol", "--json")
     assert storm.returncode == 1

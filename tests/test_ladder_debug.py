@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bot_files import RAW_BOT
 from browser import viewer
-from cellarena_cli import cellarena
+from cellarena_cli import run_here
 from game_servers import add_ladder_bot
 
 from cellarena.arena.ladder.scoring.settlement import settle
@@ -26,7 +26,7 @@ def _ladder_with_a_drawn_match(tmp_path: Path) -> tuple[Path, Path, int, Path]:
     alice, bob = add_ladder_bot(tmp_path, "alice"), add_ladder_bot(tmp_path, "bob")
     replay = tmp_path / "replays" / "m1.replay"
     replay.parent.mkdir()
-    played = cellarena(
+    played = run_here(
         "match", "rezzo", "--bot", f"alice=python {DRAWER}", "--bot", f"bob={RAW_BOT} flood",
         "--fast", "--max-ticks", "12", "--replay", str(replay), "--log-dir", str(tmp_path / "logs"),
     )  # fmt: skip
@@ -63,7 +63,7 @@ def test_a_strangers_download_has_no_drawings_and_each_owner_gets_all_of_their_o
 
         for token, seat, name in ((alice, 0, "alice"), (bob, 1, "bob")):
             out = tmp_path / f"{name}.replay"
-            got = cellarena(
+            got = run_here(
                 "ladder", "replay", str(match_id), "--token-file", str(token), "--url", url, "--out", str(out)
             )
             assert got.returncode == 0, got.stderr
@@ -75,11 +75,11 @@ def test_a_strangers_download_has_no_drawings_and_each_owner_gets_all_of_their_o
 
         wrong = tmp_path / "wrong.token"
         wrong.write_text("not a token\n")
-        refused = cellarena(
+        refused = run_here(
             "ladder", "replay", str(match_id), "--token-file", str(wrong), "--url", url, "--json"
         )
         assert refused.returncode == 1 and "401" in json.loads(refused.stdout)["error"]
-        missing = cellarena("ladder", "replay", "999", "--token-file", str(alice), "--url", url)
+        missing = run_here("ladder", "replay", "999", "--token-file", str(alice), "--url", url)
         assert missing.returncode == 1 and "404" in missing.stderr
         request = urllib.request.Request(f"{url}api/replays/{match_id}/owner")  # no token at all
         try:
@@ -114,7 +114,7 @@ def _wrong_tokens_are_locked_out_like_the_bot_ports(
     refused 429 as a guess from a locked-out address, and a good token still gets its replay."""
     assert [_owner_status(url, match_id, f"cla_guess{i}") for i in range(4)] == [401] * 4
     assert _owner_status(url, match_id, "cla_guess5") == 429
-    locked = cellarena(
+    locked = run_here(
         "ladder", "replay", str(match_id), "--token-file", str(tmp_path / "wrong.token"), "--url", url
     )
     assert locked.returncode == 1 and "429" in locked.stderr, locked.stderr
@@ -123,5 +123,5 @@ def _wrong_tokens_are_locked_out_like_the_bot_ports(
 
 def test_ladder_replay_sends_no_token_in_clear_off_this_machine(tmp_path: Path) -> None:
     token = add_ladder_bot(tmp_path, "alice")
-    done = cellarena("ladder", "replay", "1", "--token-file", str(token), "--url", "http://192.0.2.1:8080")
+    done = run_here("ladder", "replay", "1", "--token-file", str(token), "--url", "http://192.0.2.1:8080")
     assert done.returncode == 2 and "https" in done.stderr

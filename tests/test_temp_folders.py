@@ -1,4 +1,7 @@
-"""`cellarena match` removes its temporary folder when the match ends, unless told `--keep-temp`."""
+"""`cellarena match` removes its temporary folder when the match ends, unless told `--keep-temp`.
+
+Once as a process, as a user runs it (its TMPDIR read at its start); else in this process
+(`run_here`: a process costs a second of imports), its bots still processes."""
 
 from __future__ import annotations
 
@@ -10,24 +13,20 @@ from pathlib import Path
 
 import pytest
 from bot_files import RAW_BOT
-from cellarena_cli import cellarena, refused
+from cellarena_cli import cellarena, refused, run_here
 
 
-def _match(tmp: Path, *extra: str) -> dict[str, object]:
+def _match(tmp: Path, *extra: str, process: bool = False) -> dict[str, object]:
+    """`cellarena match` with ``tmp`` as its temporary folder, in this process unless ``process``."""
     tmp.mkdir(exist_ok=True)
-    proc = cellarena(
-        "match",
-        "rezzo",
-        "--bot",
-        f"a={RAW_BOT}",
-        "--bot",
-        f"b={RAW_BOT}",
-        "--fast",
-        "--max-ticks",
-        "20",
-        *extra,
-        env={**os.environ, "TMPDIR": str(tmp)},
-    )
+    args = ("match", "rezzo", "--bot", f"a={RAW_BOT}", "--bot", f"b={RAW_BOT}", "--fast", "--max-ticks", "20")
+    if process:
+        proc = cellarena(*args, *extra, env={**os.environ, "TMPDIR": str(tmp)})
+    else:
+        # This process's tempfile read TMPDIR long ago: its folder is set as a new process's would be.
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(tempfile, "tempdir", str(tmp))
+            proc = run_here(*args, *extra, env={"TMPDIR": str(tmp)})
     assert proc.returncode == 0, proc.stderr
     if "--json" in extra:
         result: dict[str, object] = json.loads(proc.stdout)
@@ -36,7 +35,7 @@ def _match(tmp: Path, *extra: str) -> dict[str, object]:
 
 
 def test_the_temporary_folder_is_removed_when_the_match_ends(tmp_path: Path) -> None:
-    result = _match(tmp_path / "t", "--json")
+    result = _match(tmp_path / "t", "--json", process=True)  # once as a user runs it
     assert list((tmp_path / "t").glob("cellarena-match-*")) == []
     assert result["replay"] is None and result["logs"] == {}
     text = _match(tmp_path / "t")
@@ -49,7 +48,7 @@ def test_keep_temp_keeps_the_logs_and_the_replay(tmp_path: Path) -> None:
     (folder,) = (tmp_path / "t").glob("cellarena-match-*")
     assert result["replay"] == str(folder / "match.replay") and (folder / "match.replay").is_file()
     assert result["logs"] == {"a": str(folder / "a.log"), "b": str(folder / "b.log")}
-    verify = cellarena("replay", "verify", str(folder / "match.replay"))
+    verify = run_here("replay", "verify", str(folder / "match.replay"))
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 from bot_files import RAW_BOT
-from cellarena_cli import cellarena
+from cellarena_cli import cellarena, run_here
 from test_rezzo_batched import use
 from trio.testing import MockClock
 from wire_client import Client
@@ -150,7 +150,7 @@ def test_a_tournament_and_its_results_show_the_time_bank_drawn(tmp_path: Path) -
         "--jobs", "1", "--out", str(out),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    results = cellarena("results", str(out), "--json")
+    results = run_here("results", str(out), "--json")  # in this process: it only reads the folder
     assert results.returncode == 0, results.stderr
     data = json.loads(results.stdout)
     seats = [s for m in data["matches"] for s in m["seats"]]
@@ -160,5 +160,5 @@ def test_a_tournament_and_its_results_show_the_time_bank_drawn(tmp_path: Path) -
     standing = {s["bot"]: s for s in data["standings"]}
     assert standing["slow"]["bank_drawn_ms"] == sum(slow)
     assert "time bank drawn" in proc.stdout and f"slow {sum(slow)} ms" in proc.stdout
-    text = cellarena("results", str(out))
+    text = run_here("results", str(out))
     assert f"slow {sum(slow)} ms" in text.stdout, text.stdout
