@@ -2,7 +2,8 @@
 login, a bot and its token shown once, rotation and revocation reaching the change log; and the bad
 input of issue 29: a form from another site, a cookie replayed after logout, sign-up floods from one
 address (behind a trusted proxy too), names that differ by case or look-alikes, 10 KB fields, a
-100 KB body, a readable key file. `ladder register` and `ladder owner` run as a user runs them.
+100 KB body, a readable key file. `ladder register` and `ladder owner` run once each as a user runs
+them (a process), otherwise in this process.
 
 The tests of pages share a site per configuration (module fixtures): a `ladder web` start costs a
 second or two of CPU, and these tests are about the pages, not the start. Each test signs up owners
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cellarena_cli import cellarena, here
+from cellarena_cli import cellarena, here, run_here
 from ladder_pages import Browser, Pages, ladder_pages
 
 from cellarena.arena.ladder.accounts.password_cost import VARIABLE as PASSWORD_COST_VARIABLE
@@ -233,7 +234,8 @@ def test_a_session_key_that_others_may_read_is_refused(tmp_path: Path) -> None:
     key = tmp_path / "session.key"
     key.write_text("ab" * 32)
     key.chmod(0o644)
-    done = cellarena("ladder", "--dir", str(tmp_path), "web", "rezzo", "--signup", "open", "--port", "0")
+    # In this process: refused before it binds or sets the password cost, so no server is left here.
+    done = run_here("ladder", "--dir", str(tmp_path), "web", "rezzo", "--signup", "open", "--port", "0")
     assert done.returncode == 2 and f"chmod 600 {key}" in done.stderr and "--session-key-file" in done.stderr
 
 
@@ -250,7 +252,7 @@ def test_register_with_an_invite_and_approval_from_the_command_line(tmp_path: Pa
         invite_file = tmp_path / "invite"
         invite_file.write_text(invite)
         token_file = tmp_path / "annbot.token"
-        done = cellarena(
+        done = cellarena(  # a process, as a user runs it: the other registrations run here
             *register, "--name", "ann", "--invite-file", str(invite_file), "--bot", "annbot",
             "--token-file", str(token_file), env=env,
         )  # fmt: skip
@@ -273,7 +275,7 @@ def test_register_with_an_invite_and_approval_from_the_command_line(tmp_path: Pa
 
     with ladder_pages(tmp_path, "--signup", "approval") as pages:
         env = {**os.environ, "SSL_CERT_FILE": str(pages.ca)}
-        done = cellarena(
+        done = run_here(
             *where, "register", pages.url, "--password-file", str(password), "--name", "cy", env=env
         )
         assert done.returncode == 0 and "host approves new owners" in done.stdout
@@ -281,7 +283,7 @@ def test_register_with_an_invite_and_approval_from_the_command_line(tmp_path: Pa
         browser.get("/login")
         waiting = browser.post("/login", {"name": "cy", "password": PASSWORD})
         assert waiting.status == 401 and "waiting for the host" in waiting.body
-        approved = cellarena(*where, "owner", "approve", "cy", "--json")
+        approved = cellarena(*where, "owner", "approve", "cy", "--json")  # `ladder owner` as a process
         assert approved.returncode == 0 and json.loads(approved.stdout) == {"name": "cy", "approved": True}
         browser.get("/login")
         assert browser.post("/login", {"name": "cy", "password": PASSWORD}).status == 303
@@ -308,7 +310,7 @@ def test_a_lost_password_the_hosts_reset_code_and_deleting_an_account(open_site:
     assert browser.get("/account").status == 303  # the old session ended with the reset
     other.get("/login")
     assert other.post("/login", {"name": "lena", "password": "a new password"}).status == 303
-    deleted = cellarena(*where, "owner", "delete", "lena", "--yes", "--json")
+    deleted = run_here(*where, "owner", "delete", "lena", "--yes", "--json")
     assert deleted.returncode == 0 and json.loads(deleted.stdout) == {
         "name": "lena",
         "revoked": ["lenabot"],

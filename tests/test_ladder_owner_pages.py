@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cellarena_cli import cellarena
+from cellarena_cli import run_here
 from ladder_pages import Browser, Pages, ladder_pages
 
 from cellarena.arena.ladder.policy import CommunityPolicy
@@ -209,7 +209,7 @@ def test_an_admin_the_host_names_approves_owners_pauses_bans_and_reads_the_audit
             browser = Browser(pages)
             browser.get("/signup")
             assert browser.post("/signup", {"name": name, "password": PASSWORD}).status == 200
-        assert cellarena(*where, "owner", "approve", "ann").returncode == 0
+        assert run_here(*where, "owner", "approve", "ann").returncode == 0
         ann = Browser(pages)
         ann.get("/login")
         assert ann.post("/login", {"name": "ann", "password": PASSWORD}).status == 303
@@ -217,7 +217,7 @@ def test_an_admin_the_host_names_approves_owners_pauses_bans_and_reads_the_audit
         assert refused.status == 403 and "cellarena ladder owner admin NAME" in refused.body
         with store_of(pages) as store:
             store.add_bot("rival", "rezzo")
-        made = cellarena(*where, "owner", "admin", "ann")
+        made = run_here(*where, "owner", "admin", "ann")
         assert made.returncode == 0 and "ann is now an admin" in made.stdout
         assert 'href="/admin"' in ann.get("/account").body
         page = ann.get("/admin")
@@ -250,7 +250,7 @@ def test_an_admin_the_host_names_approves_owners_pauses_bans_and_reads_the_audit
         assert "ann (admin)" in audit and "leaks memory" in audit
 
         # No longer an admin: the pages refuse at once.
-        removed = cellarena(*where, "owner", "admin", "ann", "--remove", "--json")
+        removed = run_here(*where, "owner", "admin", "ann", "--remove", "--json")
         assert removed.returncode == 0 and json.loads(removed.stdout) == {"name": "ann", "admin": False}
         assert ann.get("/admin").status == 403
         assert ann.post("/admin/pause", {"name": "rival", "reason": "x"}).status == 403

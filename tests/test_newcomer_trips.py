@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from bot_files import RAW_BOT
 from bot_processes import BotPids
-from cellarena_cli import ROOT, cellarena, invoke, line_within, start_cellarena
+from cellarena_cli import ROOT, invoke, line_within, run_here, start_cellarena
 
 from cellarena.server.replay import read_replay
 
@@ -34,7 +34,7 @@ MATCHES: dict[str, tuple[str, str, list[str]]] = {
 
 def _ok(*args: str) -> str:
     """`cellarena ARGS` run in this process (a child process would add a second of imports), which
-    succeeded: its output. The matches are played by real processes (`replays`)."""
+    succeeded: its output. The matches' bots are real processes (`replays`)."""
     code, out = invoke(*args)
     assert code == 0, out
     return out
@@ -46,13 +46,14 @@ PRINTED: dict[str, str] = {}
 
 @pytest.fixture(scope="module")
 def replays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One replay per game, played by the example bots (named alpha and beta) through `cellarena match`;
-    Rezzo's builder beats the raider on the duel map by a loss at tick 179."""
+    """One replay per game, played by the example bots (named alpha and beta) through `cellarena match`
+    in this process (the bots are processes); Rezzo's builder beats the raider on the duel map by a
+    loss at tick 179."""
     out = tmp_path_factory.mktemp("replays")
     made = {}
     for game, (a, b, options) in MATCHES.items():
         path = out / f"{game}.replay"
-        proc = cellarena(
+        proc = run_here(
             "match", game, "--bot", f"alpha=python {BOTS / a}", "--bot", f"beta=python {BOTS / b}",
             "--fast", *options, "--replay", str(path),
         )  # fmt: skip

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bot_files import load_example_bot
-from cellarena_cli import cellarena, here
+from cellarena_cli import here, run_here
 
 from cellarena.sdk.bot import MatchInfo
 from cellarena.sdk.games.rezzo import Cell, Move, View
@@ -204,9 +204,9 @@ def test_a_recorded_world_verifies_and_plays_in_the_replay_commands(tmp_path: Pa
     assert replay.header["extra"]["vector_env"]["world"] == 1
     report = verify(replay)
     assert report.ok, report.summary()
-    out = cellarena("replay", "verify", str(path))
+    out = run_here("replay", "verify", str(path))
     assert out.returncode == 0, out.stdout + out.stderr
-    shown = cellarena("replay", "show", str(path), "--tick", "30")
+    shown = run_here("replay", "show", str(path), "--tick", "30")
     assert shown.returncode == 0, shown.stderr
 
 
@@ -281,9 +281,8 @@ def test_bench_train_trains_then_plays_both_opponents_over_tcp(tmp_path: Path) -
 
     quick = "--rounds 2 --worlds 2 --exact-worlds 1 --steps 12 --epochs 1"
     args = ("--bots-dir", str(TRAINED.parent.parent), "--out", str(tmp_path / "b"), "--matches", "2")
-    out = cellarena(
-        "bench", "train", *args, "--max-ticks", "30", "--train-args", quick, "--json", timeout=600
-    )
+    # In this process: the trainer and the tournaments are processes the bench starts itself.
+    out = run_here("bench", "train", *args, "--max-ticks", "30", "--train-args", quick, "--json")
     assert out.returncode == 0, out.stderr
     assert "round 2/2" in out.stderr  # the trainer's progress, echoed
     result = json.loads(out.stdout)
@@ -298,7 +297,7 @@ def test_bench_train_trains_then_plays_both_opponents_over_tcp(tmp_path: Path) -
         assert trained["invalid_rate"] == 0 and trained["crashes"] == 0, trained
         logs = list(folder.glob("matches/*/trained.log"))
         assert len(logs) == 2 and not any("Traceback" in log.read_text() for log in logs)
-    missing = cellarena("bench", "train", "--bots-dir", str(tmp_path), "--out", str(tmp_path / "c"))
+    missing = run_here("bench", "train", "--bots-dir", str(tmp_path), "--out", str(tmp_path / "c"))
     assert missing.returncode != 0
     assert "train.py not found: run this from the root of a cellarena checkout" in missing.stderr
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from cellarena_cli import CLI, ROOT, cellarena, here
+from cellarena_cli import CLI, ROOT, cellarena, here, run_here
 from click.testing import CliRunner
 
 from cellarena.server.dataset.fields import METADATA_KEY
@@ -32,6 +32,7 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A tiny tournament (builder and random_walker on duel, both seats), its export, and two runs of
     the same training command, from a copy of the trained bot's folder (without its committed weights)."""
     tmp = tmp_path_factory.mktemp("loop")
+    # A process: a tournament's pool (a fork server, at -j 1 too) would be this process's children.
     ran = cellarena(
         "tournament", "rezzo",
         "--bot", f"builder={PY} {BOTS / 'builder.py'}",
@@ -44,7 +45,7 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert exported.exit_code == 0, exported.output
     # The bot folder trained is the one `new-bot --template trained` writes.
     bot_dir = tmp / "my_net"
-    made = cellarena("new-bot", "rezzo", "my_net", "--template", "trained", "--dir", str(bot_dir), "--json")
+    made = run_here("new-bot", "rezzo", "my_net", "--template", "trained", "--dir", str(bot_dir), "--json")
     assert made.returncode == 0, made.stderr
     reports = []
     for out in ("a.npz", "b.npz"):
@@ -110,12 +111,11 @@ def _play_over_tcp(loop: dict[str, Any], name: str, weights: Path, opponent: str
     """The folder's bot.py with ``weights`` in seat 0 against example bot ``opponent`` over TCP: the
     replay, verified, every answer of seat 0 well formed."""
     replay = loop["tmp"] / f"{name}.replay"
-    ran = cellarena(
+    ran = run_here(
         "match", "rezzo",
         "--bot", f"{name}={PY} {loop['bot_dir'] / 'bot.py'} --weights {weights}",
         "--bot", f"{opponent}={PY} {BOTS / (opponent + '.py')}",
         "--max-ticks", str(max_ticks), "--fast", "--replay", str(replay),
-        timeout=120,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     recorded = read_replay(replay)

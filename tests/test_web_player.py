@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from browser import hex_rgb, page_of, shot_dir, viewer
-from cellarena_cli import ROOT, cellarena
+from cellarena_cli import ROOT, run_here
 from written_replays import clumps_replay
 
 from cellarena.sdk.games.cloth import SEAT_CODE, territory_plane
@@ -38,12 +38,13 @@ MATCHES: dict[str, tuple[str, str, list[str]]] = {
 
 @pytest.fixture(scope="session")
 def replays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One replay per game, played by the example bots through `cellarena match`."""
+    """One replay per game, played by the example bots through `cellarena match` (in this process; the
+    bots are processes)."""
     out = tmp_path_factory.mktemp("replays")
     made = {}
     for game, (a, b, options) in MATCHES.items():
         path = out / f"{game}.replay"
-        proc = cellarena(
+        proc = run_here(
             "match", game, "--bot", f"alpha=python {BOTS / a}", "--bot", f"beta=python {BOTS / b}",
             "--fast", *options, "--replay", str(path), "--log-dir", str(out / f"{game}-logs"),
         )  # fmt: skip

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from browser import hex_rgb, page_of, pixel, shot_dir, viewer
-from cellarena_cli import ROOT, cellarena
+from cellarena_cli import ROOT, cellarena, run_here
 
 from cellarena.server.replay import board_at, read_replay
 
@@ -22,6 +22,7 @@ DROP2DF_NAMES = ["d_empty", "d_plus", "d_minus", "d_block", "d_rabbit", "d_hole"
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """A folder with one finished drop2df tournament of the example bots, and the command's JSON."""
     root = tmp_path_factory.mktemp("runs")
+    # A process: a tournament's pool (a fork server, at -j 1 too) would be this process's children.
     proc = cellarena(
         "tournament", "drop2df", "--bots-dir", str(ROOT / "example_bots"), "--rounds", "2",
         "--out", str(root / "tournament-drop2df"), "--json",
@@ -92,10 +93,10 @@ def _results(root: Path) -> list[Any]:
 
 
 def test_a_folder_without_results_is_a_command_line_error(tmp_path: Path) -> None:
-    proc = cellarena("web", str(tmp_path), "--port", "0", timeout=30)
+    proc = run_here("web", str(tmp_path), "--port", "0")  # refused before it binds: no server here
     assert proc.returncode == 1
     assert proc.stderr.strip().startswith(f"error: {tmp_path}: holds no tournament results (results.sqlite)")
-    missing = cellarena("web", str(tmp_path / "none"), "--port", "0", timeout=30)
+    missing = run_here("web", str(tmp_path / "none"), "--port", "0")
     assert missing.returncode == 1
     assert f"{tmp_path / 'none'}: no such folder" in missing.stderr
     assert "Traceback" not in proc.stderr + missing.stderr
