@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from bot_files import RAW_BOT, RAW_BOT_FILE
-from cellarena_cli import cellarena, refused
+from cellarena_cli import refused, run_here
 
 # A bot file that is a program: it runs the tests' raw bot as its main module.
 BOT = f"""import runpy
@@ -37,7 +37,7 @@ def _folders(tmp: Path) -> tuple[Path, Path]:
 
 def test_dirs_and_bots_combine_and_only_entry_points_are_entered(tmp_path: Path) -> None:
     one, two = _folders(tmp_path)
-    proc = cellarena(
+    proc = run_here(
         "tournament", "rezzo", "--bots-dir", str(one), "--bots-dir", str(two), "--bot", f"solo={RAW_BOT}",
         "--exclude", "draft_*", "--maps", "duel", "--rounds", "1", "--max-ticks", "5", "--jobs", "1",
         "--out", str(tmp_path / "out"), "--json",
@@ -49,7 +49,7 @@ def test_dirs_and_bots_combine_and_only_entry_points_are_entered(tmp_path: Path)
 
 def test_exclude_matches_a_bot_name_too(tmp_path: Path) -> None:
     one, two = _folders(tmp_path)
-    proc = cellarena(
+    proc = run_here(
         "tournament", "rezzo", "--bots-dir", str(one), "--bots-dir", str(two), "--exclude", "alpha",
         "--exclude", "draft_gamma.py", "--bot", f"solo={RAW_BOT}", "--maps", "duel", "--rounds", "1",
         "--max-ticks", "5", "--jobs", "1", "--out", str(tmp_path / "out"), "--json",
@@ -78,7 +78,7 @@ def test_a_bot_added_to_a_results_folder_plays_only_its_matches(tmp_path: Path) 
     bots = ["--bot", f"a={RAW_BOT} random", "--bot", f"b={RAW_BOT} random"]
 
     def run(*more: str) -> dict[str, object]:
-        proc = cellarena(*base, *bots, *more, "--out", str(out), "--json")
+        proc = run_here(*base, *bots, *more, "--out", str(out), "--json")
         assert proc.returncode == 0, proc.stderr
         result: dict[str, object] = json.loads(proc.stdout)
         return result

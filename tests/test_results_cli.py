@@ -8,15 +8,16 @@ import sqlite3
 from pathlib import Path
 
 from bot_files import RAW_BOT
-from cellarena_cli import cellarena, run_here
+from cellarena_cli import run_here
 
 LONG = "a_bot_with_a_rather_long_name_that_tables_like_to_cut"
 
 
 def test_results_prints_standings_head_to_head_and_failures(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    # A process: a tournament's pool forks a server that is not the test process's to start.
-    proc = cellarena(
+    # In this process (a process costs a second of imports): the pool's fork server, started once
+    # per test process, plays the matches in processes of its own, the bots in theirs.
+    proc = run_here(
         "tournament", "rezzo", "--bot", f"{LONG}={RAW_BOT} random", "--bot", f"plain={RAW_BOT} random",
         "--bot", f"crasher={RAW_BOT} crash", "--maps", "duel", "--rounds", "1", "--max-ticks", "10",
         "--jobs", "1", "--out", str(out), "--json",

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from bot_files import RAW_BOT
-from cellarena_cli import CLOCK_FREE, cellarena, run_here
+from cellarena_cli import CLOCK_FREE, run_here
 
 from cellarena.arena.results import TournamentResults
 
@@ -40,17 +40,17 @@ def _to_old_format(out: Path, forget: int) -> None:
 
 
 def test_an_old_format_results_folder_resumes_and_reads_back(tmp_path: Path) -> None:
-    # The tournaments are processes (their pool's fork server is not the test process's to start);
-    # reading back runs in this process (a process costs a second of imports).
+    # In this process (a process costs a second of imports): the pool's fork server, started once
+    # per test process, plays the matches in processes of its own, the bots in theirs.
     out = tmp_path / "out"
-    first = cellarena(*COMMAND, "--out", str(out), "--json")
+    first = run_here(*COMMAND, "--out", str(out), "--json")
     assert first.returncode == 0, first.stderr
     whole = json.loads(first.stdout)
     assert whole["total"] == 6
     _to_old_format(out, forget=2)
     assert len(list((out / "matches").glob("m0*"))) == 6
 
-    resumed = cellarena(*COMMAND, "--out", str(out), "--json")
+    resumed = run_here(*COMMAND, "--out", str(out), "--json")
     assert resumed.returncode == 0, resumed.stderr
     report = json.loads(resumed.stdout)
     assert (report["played"], report["total"]) == (2, 6)

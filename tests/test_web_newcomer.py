@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from browser import Console, hex_rgb, page_of, shot_dir, viewer
-from cellarena_cli import ROOT, cellarena, line_within, run_here, start_cellarena
+from cellarena_cli import ROOT, line_within, run_here, start_cellarena
 from colour_distance import DEFICIENCIES, as_seen_with, ciede2000, ciede2000_lab
 from written_replays import clumps_replay
 
@@ -299,8 +299,9 @@ def test_a_cata_match_ended_by_its_cap_says_so_on_its_last_frame(browser: Any, t
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with one finished drop2df tournament of the example bots (30 turns a match)."""
     root = tmp_path_factory.mktemp("runs")
-    # A process: a tournament's pool (a fork server, at -j 1 too) would be this process's children.
-    proc = cellarena(
+    # In this process (a process costs a second of imports): the pool's fork server, started once
+    # per test process, plays the matches in processes of its own, the bots in theirs.
+    proc = run_here(
         "tournament", "drop2df", "--bots-dir", str(ROOT / "example_bots"), "--rounds", "1",
         "--out", str(root / "cup"),
     )  # fmt: skip

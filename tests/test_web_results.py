@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from browser import hex_rgb, page_of, pixel, shot_dir, viewer
-from cellarena_cli import ROOT, cellarena, run_here
+from cellarena_cli import ROOT, run_here
 
 from cellarena.server.replay import board_at, read_replay
 
@@ -22,8 +22,9 @@ DROP2DF_NAMES = ["d_empty", "d_plus", "d_minus", "d_block", "d_rabbit", "d_hole"
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """A folder with one finished drop2df tournament of the example bots, and the command's JSON."""
     root = tmp_path_factory.mktemp("runs")
-    # A process: a tournament's pool (a fork server, at -j 1 too) would be this process's children.
-    proc = cellarena(
+    # In this process (a process costs a second of imports): the pool's fork server, started once
+    # per test process, plays the matches in processes of its own, the bots in theirs.
+    proc = run_here(
         "tournament", "drop2df", "--bots-dir", str(ROOT / "example_bots"), "--rounds", "2",
         "--out", str(root / "tournament-drop2df"), "--json",
     )  # fmt: skip

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from bot_files import RAW_BOT, example_bot
-from cellarena_cli import cellarena, invoke, run_here
+from cellarena_cli import invoke, run_here
 
 from cellarena.arena.results import TournamentResults
 from cellarena.arena.schedule import Scheduled
@@ -53,7 +53,7 @@ def _tournament(tmp_path: Path, *bots: str, extra: tuple[str, ...] = ()) -> dict
     args = ["tournament", "rezzo", "--maps", "duel", "--rounds", "1", "--max-ticks", str(TICKS)]
     for bot in bots:
         args += ["--bot", bot]
-    proc = cellarena(*args, "--jobs", "1", "--out", str(out), *extra, "--json")
+    proc = run_here(*args, "--jobs", "1", "--out", str(out), *extra, "--json")  # as `_match`
     assert proc.returncode in (0, 3), proc.stderr
     code, results = invoke("results", str(out), "--json")  # in this process: a second of imports less
     assert code == 0, results
