@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from bot_files import RAW_BOT as RAW
 from bot_processes import BotPids, descendants, wait_until_dead
-from cellarena_cli import CLOCK_FREE, cellarena, invoke, refused, start_cellarena
+from cellarena_cli import CLOCK_FREE, cellarena, invoke, refused, run_here, start_cellarena
 
 GHOST = f'{sys.executable} -c "import time; time.sleep(60)"'  # starts, never connects
 
@@ -156,8 +156,8 @@ def test_bots_dir_with_a_broken_entry_names_it(tmp_path: Path) -> None:
 
 
 def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
-    """In this process (what is tested is the command's answer, as in test_command_args.py); the
-    tests around it run the command as a process."""
+    """In this process (what is tested is the command's answer, as in test_command_args.py), the
+    first tournament too; the tests around it run the command as a process."""
     both = refused("tournament", "rezzo", "--bot", f"a={RAW}", "--bots-dir", str(tmp_path))
     assert "no bots found" in both.stderr
     one = refused("tournament", "rezzo", "--bot", f"a={RAW}")
@@ -172,7 +172,7 @@ def test_bad_arguments_get_clear_errors(tmp_path: Path) -> None:
     assert "No such command 'chess'" in unknown.stderr
     # Another tournament's results folder is refused, not mixed.
     out = tmp_path / "out"
-    first = cellarena(
+    first = run_here(
         "tournament", "rezzo", "--bot", f"a={RAW}", "--bot", f"b={RAW}", "--max-ticks", "5", "--out", str(out)
     )
     assert first.returncode == 0, first.stderr
@@ -231,7 +231,9 @@ def test_with_strict_bots_that_never_say_hello_forfeit_by_the_connect_timeout_an
 
 def test_a_bad_bot_forfeits_its_matches_and_the_others_go_on(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = cellarena(
+    # In this process (a process costs a second of imports): the pool's fork server, started once per
+    # test process, plays the matches in processes of its own. The tests above run it as a process.
+    proc = run_here(
         "tournament", "rezzo", "--bot", f"good={RAW} random", "--bot", f"other={RAW} random",
         "--bot", f"stray={RAW} game:cata", "--bot", "ghost=/nonexistent/bot",
         "--maps", "duel", "--max-ticks", "5", "--out", str(out), "--jobs", "2", "--json",
