@@ -134,7 +134,7 @@ def test_the_suite_keeps_bytecode_out_of_the_checkout_where_the_environment_forb
 
 
 def test_the_compile_step_compiles_each_test_file_once_and_then_only_what_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before the parallel phase the suite has pytest compile (rewrite) the test files that lack
     bytecode, in shares, where the phase's processes will look for it; files named on the command
@@ -148,6 +148,11 @@ def test_the_compile_step_compiles_each_test_file_once_and_then_only_what_change
         (folder / name).write_text("def test_it():\n    assert 1 + 1 == 2\n" + "# padding\n" * i)
     prefix = tmp_path / "bytecode"
     monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(prefix))
+    assert [p.name for p in suite.uncompiled_tests(folder)] == names
+    with monkeypatch.context() as hurried:  # out of time: stopped, said, the phase compiles them
+        hurried.setattr(suite, "COMPILE_WITHIN", 0)
+        assert suite.compile_tests([], folder) is not None
+    assert "compile: not done in 0 s" in capsys.readouterr().out
     assert [p.name for p in suite.uncompiled_tests(folder)] == names
     assert suite.compile_tests(["-x"], folder) is not None
     assert suite.uncompiled_tests(folder) == []

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from cellarena_cli import CLI, ROOT, cellarena, here, run_here
+from cellarena_cli import CLI, ROOT, here, run_here
 from click.testing import CliRunner
 
 from cellarena.server.dataset.fields import METADATA_KEY
@@ -32,13 +32,13 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A tiny tournament (builder and random_walker on duel, both seats), its export, and two runs of
     the same training command, from a copy of the trained bot's folder (without its committed weights)."""
     tmp = tmp_path_factory.mktemp("loop")
-    # A process: a tournament's pool (a fork server, at -j 1 too) would be this process's children.
-    ran = cellarena(
+    # In this process (a process costs a second of imports): the pool's fork server, started once per
+    # test process, plays the matches in processes of its own.
+    ran = run_here(
         "tournament", "rezzo",
         "--bot", f"builder={PY} {BOTS / 'builder.py'}",
         "--bot", f"random_walker={PY} {BOTS / 'random_walker.py'}",
         "--max-ticks", "400", "-j", "2", "--out", str(tmp / "t"), "--json",
-        timeout=180,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     exported = here("replay", "export", str(tmp / "t" / "matches"), "--out", str(tmp / "data"))

@@ -37,8 +37,8 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The match played by `match` and by a tournament (both seat orders), and what each says."""
     root = tmp_path_factory.mktemp("vocabulary")
     out = root / "tournament"
-    # Both at once: each mostly waits for its bots to start. The tournament is a process (its pool's
-    # fork server is not the test process's to start, and its stderr is checked); the match runs here.
+    # Both at once: each mostly waits for its bots to start. The tournament is a process (its log
+    # lines, which a command run here would give pytest's capture, are checked); the match runs here.
     started = start_cellarena(
         "tournament", "rezzo", *BOTS, "--maps", "duel", *PACE, "--jobs", "1", "--out", str(out)
     )  # fmt: skip
