@@ -165,7 +165,9 @@ def run_here(
     """`cellarena ARGS` in this process, shaped as `cellarena` returns it: the exit code, stdout and
     stderr apart (an exception that escaped the command is in stderr as the traceback a process
     prints). For a command whose output is what a test checks, where a process adds a second.
-    ``env`` goes over the environment while it runs: the processes it starts (bots) inherit it."""
+    ``env`` goes over the environment while it runs: the processes it starts (bots) inherit it. A
+    `tournament` too: its pool's fork server starts once per test process and plays the matches in
+    processes of its own. What the command logs goes to pytest's capture, not to ``stderr``."""
     result = here(*args, env=env, command=command)
     stderr = result.stderr
     if result.exc_info is not None and not isinstance(result.exc_info[1], SystemExit):

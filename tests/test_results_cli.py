@@ -15,8 +15,7 @@ LONG = "a_bot_with_a_rather_long_name_that_tables_like_to_cut"
 
 def test_results_prints_standings_head_to_head_and_failures(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    # In this process (a process costs a second of imports): the pool's fork server, started once
-    # per test process, plays the matches in processes of its own, the bots in theirs.
+    # In this process: see `run_here` on tournaments.
     proc = run_here(
         "tournament", "rezzo", "--bot", f"{LONG}={RAW_BOT} random", "--bot", f"plain={RAW_BOT} random",
         "--bot", f"crasher={RAW_BOT} crash", "--maps", "duel", "--rounds", "1", "--max-ticks", "10",

@@ -40,8 +40,7 @@ def _to_old_format(out: Path, forget: int) -> None:
 
 
 def test_an_old_format_results_folder_resumes_and_reads_back(tmp_path: Path) -> None:
-    # In this process (a process costs a second of imports): the pool's fork server, started once
-    # per test process, plays the matches in processes of its own, the bots in theirs.
+    # In this process: see `run_here` on tournaments.
     out = tmp_path / "out"
     first = run_here(*COMMAND, "--out", str(out), "--json")
     assert first.returncode == 0, first.stderr

@@ -231,8 +231,7 @@ def test_with_strict_bots_that_never_say_hello_forfeit_by_the_connect_timeout_an
 
 def test_a_bad_bot_forfeits_its_matches_and_the_others_go_on(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    # In this process (a process costs a second of imports): the pool's fork server, started once per
-    # test process, plays the matches in processes of its own. The tests above run it as a process.
+    # In this process: see `run_here` on tournaments. The tests above run it as a process.
     proc = run_here(
         "tournament", "rezzo", "--bot", f"good={RAW} random", "--bot", f"other={RAW} random",
         "--bot", f"stray={RAW} game:cata", "--bot", "ghost=/nonexistent/bot",

@@ -32,8 +32,7 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A tiny tournament (builder and random_walker on duel, both seats), its export, and two runs of
     the same training command, from a copy of the trained bot's folder (without its committed weights)."""
     tmp = tmp_path_factory.mktemp("loop")
-    # In this process (a process costs a second of imports): the pool's fork server, started once per
-    # test process, plays the matches in processes of its own.
+    # In this process: see `run_here` on tournaments.
     ran = run_here(
         "tournament", "rezzo",
         "--bot", f"builder={PY} {BOTS / 'builder.py'}",

@@ -299,8 +299,7 @@ def test_a_cata_match_ended_by_its_cap_says_so_on_its_last_frame(browser: Any, t
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with one finished drop2df tournament of the example bots (30 turns a match)."""
     root = tmp_path_factory.mktemp("runs")
-    # In this process (a process costs a second of imports): the pool's fork server, started once
-    # per test process, plays the matches in processes of its own, the bots in theirs.
+    # In this process: see `run_here` on tournaments.
     proc = run_here(
         "tournament", "drop2df", "--bots-dir", str(ROOT / "example_bots"), "--rounds", "1",
         "--out", str(root / "cup"),

@@ -22,8 +22,7 @@ DROP2DF_NAMES = ["d_empty", "d_plus", "d_minus", "d_block", "d_rabbit", "d_hole"
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """A folder with one finished drop2df tournament of the example bots, and the command's JSON."""
     root = tmp_path_factory.mktemp("runs")
-    # In this process (a process costs a second of imports): the pool's fork server, started once
-    # per test process, plays the matches in processes of its own, the bots in theirs.
+    # In this process: see `run_here` on tournaments.
     proc = run_here(
         "tournament", "drop2df", "--bots-dir", str(ROOT / "example_bots"), "--rounds", "2",
         "--out", str(root / "tournament-drop2df"), "--json",
