@@ -24,11 +24,14 @@ import trio
 from bot_files import RAW_BOT, RAW_BOT_FILE
 from bot_processes import BotPids
 from cellarena_cli import CLOCK_FREE, ROOT, cellarena, line_within, refused, run_here, start_cellarena
-from game_servers import js_bot_folder
+from game_servers import WITHOUT_NUMBA, js_bot_folder
 
 from cellarena.server.bots.launcher import BotSpec, play_match
 from cellarena.server.cli.match import SEAT_FAILED
 from cellarena.server.play.match import TickSettings
+
+#: The `serve` processes here step Rezzo with numpy (`game_servers.WITHOUT_NUMBA` says why).
+NO_NUMBA = {**os.environ, **WITHOUT_NUMBA}
 
 
 def test_match_json_result_and_a_replay_that_verifies(tmp_path: Path) -> None:
@@ -433,7 +436,7 @@ def test_javascript_bot_plays_through_cellarena_match(tmp_path: Path) -> None:
 def test_serve_plays_matches_for_bots_that_connect_and_writes_replays(tmp_path: Path) -> None:
     server = start_cellarena(
         "serve", "rezzo", "--port", "0", "--matches", "1", "--fast", "--max-ticks", "30",
-        "--replay-dir", str(tmp_path),
+        "--replay-dir", str(tmp_path), env=NO_NUMBA,
     )  # fmt: skip
     try:
         banner = line_within(server.stderr, what="banner")
@@ -465,9 +468,8 @@ def test_serve_plays_matches_for_bots_that_connect_and_writes_replays(tmp_path: 
 def test_serve_stops_on_a_signal_and_tells_every_bot(tmp_path: Path, sig: signal.Signals) -> None:
     """A service manager's SIGTERM (or Ctrl-C): the match under way ends without a result, each bot,
     playing or waiting, gets a `shutdown` error, and the server exits at once with status 0."""
-    server = start_cellarena(
-        "serve", "rezzo", "--port", "0", "--max-ticks", "3000", "--replay-dir", str(tmp_path), "-v"
-    )
+    args = ["serve", "rezzo", "--port", "0", "--max-ticks", "3000", "--replay-dir", str(tmp_path), "-v"]
+    server = start_cellarena(*args, env=NO_NUMBA)
     bots: list[subprocess.Popen[str]] = []
     lines: queue.Queue[str] = queue.Queue()
     try:
@@ -520,7 +522,7 @@ def test_serve_on_a_busy_port_says_so(tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        proc = cellarena("serve", "rezzo", "--port", str(port), timeout=30)
+        proc = cellarena("serve", "rezzo", "--port", str(port), timeout=30, env=NO_NUMBA)
     assert proc.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
     assert "Traceback" not in proc.stderr
