@@ -50,43 +50,43 @@ PARALLEL = 4
 #: 21 s three at a time; three at a time beside two busy loops it passed four runs in a row (25 to
 #: 28 s; two at a time there had taken 32 to 34 s).
 REALTIME_PARALLEL = 3
-#: The suite's longest files (builds of the language kits, clusters, browsers, ladders), each half a
-#: minute or more on one process. pytest-xdist hands out whole files (``--dist loadfile``) in the
+#: The suite's longest files (builds of the language kits, clusters, browsers, ladders), each 15 s
+#: or more on one process. pytest-xdist hands out whole files (``--dist loadfile``) in the
 #: order tests/conftest.py sorts them, these first, so that the phase ends on short files: started
 #: last (alphabetically, most are late), one of them kept a process busy minutes after the others had
 #: run out of work. (xdist 3.8 reorders files by their number of tests unless told not to:
 #: pyproject's addopts say ``--no-loadscope-reorder``.)
-LONGEST_FIRST = (  # by their time in a fresh clone's run under CI=true, 2026-11-30, longest first
-    "test_native_kits_ladder.py",
+LONGEST_FIRST = (  # by their time in a fresh clone's run of the README's command, 2026-12-01, longest first
     "test_native_kits.py",
+    "test_native_kits_ladder.py",
     "test_ladder_games.py",
     "test_new_bot.py",
-    "test_sdk_walkthrough.py",
     "test_ts_kit.py",
-    "test_cluster.py",
+    "test_training_doc.py",
     "test_ladder_server.py",
-    "test_author_install.py",  # three venvs, built at once, then mypy, Chromium and training in each
-    "test_ladder_bench.py",
-    "test_web_player.py",
-    "test_ladder_cluster.py",
     "test_serve_workers.py",
-    "test_ladder_submitted_e2e.py",
+    "test_author_install.py",  # three venvs, built at once, then mypy, Chromium and training in each
+    "test_ladder_cluster.py",
+    "test_web_player.py",
     "test_sdk_ladder.py",
-    "test_new_bot_node.py",
+    "test_ladder_bench.py",
+    "test_cluster.py",
+    "test_js_bot.py",
+    "test_sdk_walkthrough.py",
     "test_ladder_workers.py",
-    "test_web_bench.py",
-    "test_tournament_cli.py",
+    "test_new_bot_node.py",
     "test_hostile_bots.py",
     "test_ladder_web.py",
-    "test_training_doc.py",
-    "test_ladder_submitted_workers.py",
-    "test_js_bot.py",
-    "test_web_newcomer.py",
-    "test_ladder_doc_walk.py",  # every command of docs/ladder.md: some 20 server processes
-    "test_web_live.py",
-    "test_web_ladder_accounts.py",
-    "test_web_ladder_owner.py",
     "test_new_bot_node_js.py",
+    "test_ladder_submitted_e2e.py",
+    "test_ladder_doc_walk.py",  # every command of docs/ladder.md: some 20 server processes
+    "test_suite_runner.py",
+    "test_match_cli.py",
+    "test_web_bench.py",
+    "test_web_live.py",
+    "test_web_newcomer.py",
+    "test_web_ladder_owner.py",
+    "test_ladder_store.py",
 )
 #: Processes that compile the test files before the parallel phase (`compile_tests`): one a core.
 COMPILERS = max(1, min(PARALLEL, os.cpu_count() or 1))
