@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from cellarena_cli import line_within
+from cellarena_cli import line_within, run_here
 from suite import LONGEST_FIRST, PARALLEL, REALTIME_PARALLEL
 from xdist.scheduler import LoadFileScheduling
 
@@ -292,7 +292,6 @@ def test_a_command_run_here_has_the_stderr_its_process_would_have() -> None:
     ends well (click ends it with SystemExit(0), which is no error), the traceback for one that
     raises."""
     import click
-    from cellarena_cli import run_here
 
     ended = run_here("results", "--help")
     assert (ended.returncode, ended.stderr) == (0, "") and "Usage:" in ended.stdout
