@@ -103,8 +103,8 @@ class MatchRun:
             self.specs = BotSpec.parse_all(args.bots)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--bot") from None
-        drawn = plugin(game)
-        if args.watch and drawn.render is None:
+        game_plugin = plugin(game)
+        if args.watch and game_plugin.render is None:
             raise click.BadParameter(f"{game} cannot be drawn in the terminal yet", param_hint="--watch")
         self.config = engine_config(game, game_values)
         self.temporary = not args.log_dir and not args.keep_temp
@@ -118,7 +118,7 @@ class MatchRun:
             self.folder = Path(tempfile.mkdtemp(prefix="cellarena-match-"))
         self.replay_file = Path(args.replay_path) if args.replay_path else self.folder / "match.replay"
         # The renderer (and rich, its terminal library) is loaded only to draw: most matches never do.
-        self.watcher = _Watcher(drawn.renderer()) if args.watch else None
+        self.watcher = _Watcher(game_plugin.renderer()) if args.watch else None
         #: The match once played and reported (the live view may still be up).
         self.finished: list[Any] = []
         self.pacing = args.tick_settings(max_missed_in_a_row=args.max_late_in_a_row or None)
